@@ -1,0 +1,3 @@
+from beavertui.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,71 @@
+"""Command-line entry point: parse, build engine objects, hand over to one front end. Nothing else.
+
+Each subcommand lives in ``beavertui/commands/<name>.py`` and exposes ``register(subparsers)``; the
+module does its heavy imports inside its handler so that ``beavertui --help`` and the TUI start fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+from beavertui import __version__
+from beavertui.engine.errors import BeaverError
+
+#: Subcommand modules, in the order --help lists them.
+COMMANDS = (
+    "browse",
+    "live",
+    "replay",
+    "compare",
+    "check",
+    "classify",
+    "corpus",
+    "batch",
+    "export",
+    "metrics",
+    "branch",
+    "attribute",
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="beavertui",
+        description="Evaluate and watch language models repair broken CUDA kernels.",
+    )
+    parser.add_argument("--version", action="version", version=f"beavertui {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name in COMMANDS:
+        try:
+            module = importlib.import_module(f"beavertui.commands.{name}")
+        except ModuleNotFoundError as exc:
+            if exc.name == f"beavertui.commands.{name}":
+                continue
+            raise
+        module.register(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        if "browse" in parser._subparsers._group_actions[0].choices:  # type: ignore[union-attr]
+            args = parser.parse_args(["browse"])
+        else:
+            parser.print_help()
+            return 0
+    try:
+        rc = args.func(args)
+    except BeaverError as exc:
+        print(f"beavertui: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("beavertui: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 0
+    return int(rc or 0)
