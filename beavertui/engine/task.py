@@ -56,6 +56,11 @@ class Task:
     source_model: str | None = None
     broken_start_hash: str | None = None
     level: str | None = None
+    extra_dirs: tuple[tuple[Path, str], ...] = ()
+    """Shared folders the harness needs besides testbench/: (source folder, path inside the work dir).
+    Native corpora: ``corpus/_common`` -> ``_common``; the release: ``data/_external/cutlass`` ->
+    ``reference_sources/cutlass`` and the like. Copied (or linked read-only) into every work dir and
+    hashed with the harness."""
     runnable: bool = True
     """False when the task cannot run anywhere as shipped (e.g. no build/test command)."""
     not_runnable_reason: str | None = None
