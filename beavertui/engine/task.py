@@ -61,6 +61,15 @@ class Task:
     Native corpora: ``corpus/_common`` -> ``_common``; the release: ``data/_external/cutlass`` ->
     ``reference_sources/cutlass`` and the like. Copied (or linked read-only) into every work dir and
     hashed with the harness."""
+    linked_dirs: tuple[tuple[Path, str], ...] = ()
+    """Large read-only shared folders (the release's ``_external`` CUTLASS/ThunderKittens) linked, not
+    copied, into every work dir: (source folder, path inside the work dir). Not hashed."""
+    pythonpath: tuple[Path, ...] = ()
+    """Folders put on PYTHONPATH for the task's commands (the release's ``harness/_vendor``)."""
+    work_flop: float | None = None
+    """FLOPs of one timed call (native input.json ``work.flop``), for throughput reports."""
+    work_bytes: float | None = None
+    """Minimal bytes moved by one timed call (native input.json ``work.bytes``)."""
     runnable: bool = True
     """False when the task cannot run anywhere as shipped (e.g. no build/test command)."""
     not_runnable_reason: str | None = None
