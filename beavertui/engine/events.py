@@ -243,6 +243,8 @@ class Reply(_Event):
     """Endpoint's finish reason."""
     retries: int = 0
     """Retries spent on this call."""
+    retry_reasons: list[str] = Field(default_factory=list)
+    """One line per failed try of this call (what failed, how long it waited and why)."""
 
 
 class Candidate(_Event):
