@@ -1,0 +1,323 @@
+"""An OpenAI-compatible chat model (cloud APIs, vLLM, SGLang, Ollama) on the ``openai`` SDK.
+
+Retries are done here, not by the SDK (its own ``max_retries`` is 0), so that every failed try is visible,
+testable and recorded: exponential backoff with jitter, Retry-After honoured on 429, 5xx, connection
+errors, timeouts and malformed responses retried, other 4xx answers failing at once. An endpoint that stays
+unusable raises EndpointError (an infrastructure failure). The API key is held in memory only and is
+never part of ``info()``.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import json
+import os
+import random
+import time
+import tomllib
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from beavertui.engine.errors import BeaverError
+from beavertui.engine.events import Message, ModelInfo
+from beavertui.engine.models.base import Completion, DeltaCallback, EndpointError
+
+
+class OpenAIConfig(BaseModel):
+    """How to reach and sample one OpenAI-compatible model (a models-file entry or CLI flags)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    model: str
+    """Model name as the endpoint knows it."""
+    base_url: str | None = None
+    """Endpoint base URL, e.g. ``http://localhost:8000/v1``; None: OPENAI_BASE_URL or the OpenAI API."""
+    api_key_env: str = "OPENAI_API_KEY"
+    """Environment variable holding the API key (the key itself is never configured in a file)."""
+    temperature: float | None = None
+    """Sampling temperature; None leaves it to the protocol (see ``with_protocol``)."""
+    top_p: float | None = None
+    """Nucleus sampling mass."""
+    max_tokens: int | None = None
+    """Completion token limit."""
+    seed: int | None = None
+    """Sampling seed, where the endpoint honours one."""
+    reasoning_effort: str | None = None
+    """``low``, ``medium`` or ``high`` for reasoning models."""
+    extra_body: dict[str, Any] = Field(default_factory=dict)
+    """Extra JSON fields merged into the request body (e.g. ``top_k`` for vLLM)."""
+    stream: bool = True
+    """Stream tokens as they are generated."""
+    timeout_s: float = 600.0
+    """Per-call time limit: seconds to connect, and between two received chunks."""
+    retries: int = 5
+    """Failed tries allowed before giving up."""
+    backoff_base_s: float = 1.0
+    """First backoff delay; doubled after each failure."""
+    backoff_max_s: float = 60.0
+    """Backoff ceiling."""
+    retry_after_max_s: float = 600.0
+    """A Retry-After longer than this fails at once instead of waiting."""
+
+    def with_protocol(self, temperature: float, seed: int | None) -> OpenAIConfig:
+        """Fill temperature and seed from the protocol where the configuration leaves them open."""
+        return self.model_copy(
+            update={
+                "temperature": self.temperature if self.temperature is not None else temperature,
+                "seed": self.seed if self.seed is not None else seed,
+            }
+        )
+
+
+def load_models_file(path: str | Path) -> dict[str, OpenAIConfig]:
+    """Read a TOML models file: one ``[models.NAME]`` table per model (keys of OpenAIConfig)."""
+    path = Path(path)
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise BeaverError(f"{path}: no such models file") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise BeaverError(f"{path}: not valid TOML: {exc}") from None
+    models = data.get("models")
+    if not isinstance(models, dict):
+        raise BeaverError(f"{path}: expected [models.NAME] tables")
+    out: dict[str, OpenAIConfig] = {}
+    for name, table in models.items():
+        if not isinstance(table, dict):
+            raise BeaverError(f"{path}: models.{name} is not a table")
+        try:
+            out[name] = OpenAIConfig.model_validate({"model": name, **table})
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            loc = ".".join(str(p) for p in err["loc"])
+            raise BeaverError(f"{path}: models.{name}.{loc}: {err['msg']}") from None
+    return out
+
+
+def parse_retry_after(headers: Any) -> float | None:
+    """Seconds to wait from ``retry-after-ms`` or ``retry-after`` (seconds or an HTTP date), if given."""
+    if headers is None:
+        return None
+    ms = headers.get("retry-after-ms")
+    if ms is not None:
+        try:
+            return max(0.0, float(ms) / 1000.0)
+        except ValueError:
+            pass
+    value = headers.get("retry-after")
+    if value is None:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - time.time())
+
+
+class _Malformed(Exception):
+    """The endpoint answered 2xx with something that is not a chat completion."""
+
+
+class OpenAIModel:
+    """A chat-completions endpoint with recorded retries."""
+
+    def __init__(
+        self,
+        config: OpenAIConfig,
+        *,
+        api_key: str | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+        rng: random.Random | None = None,
+    ) -> None:
+        import openai
+
+        self.config = config
+        self.base_url = config.base_url or os.environ.get("OPENAI_BASE_URL") or None
+        key = api_key if api_key is not None else os.environ.get(config.api_key_env)
+        if not key:
+            if self.base_url is None:
+                raise BeaverError(
+                    f"no API key: set {config.api_key_env} (or --api-key-env NAME) or give --base-url"
+                )
+            key = "none"  # local servers (vLLM, Ollama) accept any key
+        self._key = key
+        self._sleep = sleep
+        self._rng = rng or random.Random()
+        self._client = openai.OpenAI(
+            api_key=key, base_url=self.base_url, timeout=config.timeout_s, max_retries=0
+        )
+
+    def info(self) -> ModelInfo:
+        c = self.config
+        params: dict[str, object] = {
+            k: v
+            for k, v in {
+                "temperature": c.temperature,
+                "top_p": c.top_p,
+                "max_tokens": c.max_tokens,
+                "seed": c.seed,
+                "reasoning_effort": c.reasoning_effort,
+                "extra_body": c.extra_body or None,
+            }.items()
+            if v is not None
+        }
+        params.update(stream=c.stream, timeout_s=c.timeout_s, retries=c.retries)
+        return ModelInfo(name=c.model, kind="openai", base_url=self.base_url, params=params)
+
+    def secrets(self) -> tuple[str, ...]:
+        return (self._key,) if self._key != "none" else ()
+
+    # ------------------------------------------------------------------------------------------ calls
+
+    def _request(self, messages: Sequence[Message]) -> dict[str, Any]:
+        c = self.config
+        kwargs: dict[str, Any] = {
+            "model": c.model,
+            "messages": [{"role": m.role, "content": m.content} for m in messages],
+        }
+        for name in ("temperature", "top_p", "max_tokens", "seed", "reasoning_effort"):
+            value = getattr(c, name)
+            if value is not None:
+                kwargs[name] = value
+        if c.extra_body:
+            kwargs["extra_body"] = dict(c.extra_body)
+        if c.stream:
+            kwargs["stream"] = True
+            kwargs["stream_options"] = {"include_usage": True}
+        return kwargs
+
+    def _once(self, messages: Sequence[Message], on_delta: DeltaCallback | None) -> Completion:
+        response: Any = self._client.chat.completions.create(**self._request(messages))
+        if not self.config.stream:
+            choices = getattr(response, "choices", None)
+            if not choices:
+                raise _Malformed(f"no choices in the response ({type(response).__name__})")
+            message = choices[0].message
+            text = message.content or ""
+            reasoning = _reasoning(message)
+            usage = getattr(response, "usage", None)
+            return Completion(
+                content=_join(reasoning, text),
+                prompt_tokens=getattr(usage, "prompt_tokens", None),
+                completion_tokens=getattr(usage, "completion_tokens", None),
+                finish_reason=choices[0].finish_reason,
+            )
+        parts: list[str] = []
+        thoughts: list[str] = []
+        finish: str | None = None
+        prompt_tokens: int | None = None
+        completion_tokens: int | None = None
+        for chunk in response:
+            if getattr(chunk, "usage", None) is not None:
+                prompt_tokens = chunk.usage.prompt_tokens
+                completion_tokens = chunk.usage.completion_tokens
+            if not getattr(chunk, "choices", None):
+                continue
+            choice = chunk.choices[0]
+            if choice.finish_reason:
+                finish = choice.finish_reason
+            delta = choice.delta
+            if delta is None:
+                continue
+            thought = _reasoning(delta)
+            if thought:
+                thoughts.append(thought)
+            if delta.content:
+                parts.append(delta.content)
+                if on_delta is not None:
+                    on_delta(delta.content)
+        if finish is None and not parts:
+            raise _Malformed("the stream ended without content or a finish reason")
+        return Completion(
+            content=_join("".join(thoughts), "".join(parts)),
+            prompt_tokens=prompt_tokens,
+            completion_tokens=completion_tokens,
+            finish_reason=finish,
+        )
+
+    def _backoff(self, failures: int) -> float:
+        c = self.config
+        delay: float = min(c.backoff_max_s, c.backoff_base_s * 2.0 ** (failures - 1))
+        return delay * (0.5 + 0.5 * self._rng.random())
+
+    def complete(self, messages: Sequence[Message], *, on_delta: DeltaCallback | None = None) -> Completion:
+        import openai
+
+        start = time.monotonic()
+        reasons: list[str] = []
+        while True:
+            retry_after: float | None = None
+            try:
+                result = self._once(messages, on_delta)
+            except openai.APIStatusError as exc:
+                status = exc.status_code
+                what = f"HTTP {status}: {_short(exc.message)}"
+                if status != 429 and status < 500 and status != 408:
+                    raise EndpointError(what, retries=len(reasons), retry_reasons=reasons) from None
+                if status == 429:
+                    retry_after = parse_retry_after(exc.response.headers)
+            except openai.APITimeoutError:
+                what = f"no answer within {self.config.timeout_s:g} s"
+            except openai.APIConnectionError as exc:
+                what = f"connection error: {_short(str(exc.__cause__ or exc))}"
+            except (_Malformed, json.JSONDecodeError, openai.APIResponseValidationError) as exc:
+                what = f"malformed response: {_short(str(exc))}"
+            else:
+                return Completion(
+                    content=result.content,
+                    prompt_tokens=result.prompt_tokens,
+                    completion_tokens=result.completion_tokens,
+                    latency_s=time.monotonic() - start,
+                    finish_reason=result.finish_reason,
+                    retries=len(reasons),
+                    retry_reasons=tuple(reasons),
+                )
+            if len(reasons) >= self.config.retries:
+                reasons.append(what)
+                raise EndpointError(
+                    f"{what} (gave up after {len(reasons)} tries)",
+                    retries=len(reasons) - 1,
+                    retry_reasons=reasons,
+                )
+            if retry_after is not None:
+                if retry_after > self.config.retry_after_max_s:
+                    reasons.append(what)
+                    raise EndpointError(
+                        f"{what}; the server asks to wait {retry_after:.0f} s "
+                        f"(more than {self.config.retry_after_max_s:g} s)",
+                        retries=len(reasons) - 1,
+                        retry_reasons=reasons,
+                    )
+                delay, how = retry_after, "Retry-After"
+            else:
+                delay, how = self._backoff(len(reasons) + 1), "backoff"
+            reasons.append(f"{what}; waited {delay:.2f} s ({how})")
+            self._sleep(delay)
+
+
+def _reasoning(obj: Any) -> str:
+    """Reasoning text some servers return beside the content (vLLM/DeepSeek ``reasoning_content``)."""
+    for name in ("reasoning_content", "reasoning"):
+        value = getattr(obj, name, None)
+        if value is None:
+            extra = getattr(obj, "model_extra", None) or {}
+            value = extra.get(name)
+        if isinstance(value, str) and value:
+            return value
+    return ""
+
+
+def _join(reasoning: str, text: str) -> str:
+    return f"<think>{reasoning}</think>\n{text}" if reasoning else text
+
+
+def _short(text: str, limit: int = 200) -> str:
+    line = " ".join(text.split())
+    return line if len(line) <= limit else line[: limit - 3] + "..."
