@@ -75,3 +75,7 @@ class ScriptCursor:
         reply = self.replies[self.index]
         self.index += 1
         return reply
+
+
+class StopRequested(Exception):
+    """The person driving the session asked to stop (ends the session as 'stopped', not as an error)."""

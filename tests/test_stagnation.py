@@ -1,0 +1,130 @@
+"""The stagnation detectors over folded states: each shown firing and not firing."""
+
+from __future__ import annotations
+
+from beavertui.engine.events import Candidate, Event, ModelInfo, SessionHeader, TaskRef, Verdict
+from beavertui.engine.protocol import Protocol, StagnationSettings
+from beavertui.engine.stagnation import code_hash, detect, normalise
+from beavertui.engine.state import fold
+
+HEADER = SessionHeader(
+    session_id="t",
+    tool_version="0",
+    task=TaskRef(
+        id="t",
+        family="f",
+        label="buildability",
+        corpus="c",
+        layout="native",
+        solution_file="s.cu",
+        broken_start="",
+    ),
+    model=ModelInfo(name="m", kind="scripted"),
+    protocol=Protocol(),
+)
+SETTINGS = StagnationSettings()
+
+
+def attempts(*items: tuple[str | None, str, str]) -> list[Event]:
+    """(code, category, signature) per iteration."""
+    events: list[Event] = []
+    for i, (code, category, signature) in enumerate(items, start=1):
+        sha = code_hash(code) if code is not None else None
+        events.append(Candidate(iteration=i, code=code, sha256=sha))
+        events.append(
+            Verdict(iteration=i, category=category, signature=signature, correct=category == "passed")
+        )
+    return events
+
+
+def fired(*items: tuple[str | None, str, str]) -> list[str]:
+    return [s.detector for s in detect(fold(HEADER, attempts(*items)), SETTINGS)]
+
+
+def test_normalise_ignores_whitespace_and_comments_but_not_strings() -> None:
+    a = "__global__ void k(int* x) {\n    x[0] = 1; // set\n}\n"
+    b = "__global__  void k(int* x) {\r\n\n\tx[0] = 1;  /* set */\n}"
+    assert normalise(a) == normalise(b)
+    assert code_hash(a) == code_hash(b)
+    assert code_hash('printf("// a");') != code_hash('printf("// b");')
+    assert code_hash("x = 1\n", "python") != code_hash("  x = 1\n", "python")
+
+
+def test_duplicate_code_fires_and_does_not() -> None:
+    assert fired(("int a;", "buildability", "e1"), ("int  a; // again", "buildability", "e2")) == [
+        "duplicate_code"
+    ]
+    assert fired(("int a;", "buildability", "e1"), ("int b;", "buildability", "e2")) == []
+    # No code twice is not "the same code".
+    assert "duplicate_code" not in fired((None, "buildability", "no code"), (None, "buildability", "no code"))
+
+
+def test_code_cycle_fires_and_does_not() -> None:
+    assert fired(
+        ("int a;", "buildability", "e1"),
+        ("int b;", "functional_correctness", "m"),
+        ("int a;", "buildability", "e1"),
+    ) == ["code_cycle"]
+    assert (
+        fired(
+            ("int a;", "buildability", "e1"),
+            ("int b;", "buildability", "e2"),
+            ("int c;", "buildability", "e3"),
+        )
+        == []
+    )
+    # A, A: duplicate, not a cycle.
+    assert fired(
+        ("int a;", "buildability", "e1"), ("int b;", "buildability", "e2"), ("int b;", "buildability", "e2")
+    ) == ["duplicate_code"]
+
+
+def test_category_oscillation_fires_and_does_not() -> None:
+    seq = [
+        ("int a;", "buildability", "e"),
+        ("int b;", "functional_correctness", "m"),
+        ("int c;", "buildability", "e2"),
+        ("int d;", "functional_correctness", "m2"),
+    ]
+    assert fired(*seq) == ["category_oscillation"]
+    assert fired(*seq[:3]) == []  # two changes only
+    # Changes spread beyond the window of 5 do not count.
+    spread = [
+        ("1", "buildability", "a"),
+        ("2", "functional_correctness", "b"),
+        ("3", "functional_correctness", "c"),
+        ("4", "functional_correctness", "d"),
+        ("5", "functional_correctness", "e"),
+        ("6", "functional_correctness", "f"),
+        ("7", "buildability", "g"),
+        ("8", "buildability", "h"),
+    ]
+    assert fired(*spread) == []
+
+
+def test_no_progress_fires_and_does_not() -> None:
+    same = ("illegal_memory_access", "Invalid __global__ read of size <N>")
+    assert fired(("1", *same), ("2", *same), ("3", *same)) == ["no_progress"]
+    assert fired(("1", *same), ("2", *same)) == []
+    assert fired(("1", *same), ("2", "illegal_memory_access", "other"), ("3", *same)) == []
+
+
+def test_no_progress_below_gate_needs_no_speedup_gain() -> None:
+    def slow(i: int, speed: float) -> list[Event]:
+        return [
+            Candidate(iteration=i, code=str(i), sha256=code_hash(str(i))),
+            Verdict(
+                iteration=i, category="passed", signature="", correct=True, speedup=speed, reason="below gate"
+            ),
+        ]
+
+    improving = fold(HEADER, [*slow(1, 0.2), *slow(2, 0.3), *slow(3, 0.5)])
+    assert detect(improving, SETTINGS) == []
+    flat = fold(HEADER, [*slow(1, 0.3), *slow(2, 0.5), *slow(3, 0.4)])
+    assert [s.detector for s in detect(flat, SETTINGS)] == ["no_progress"]
+
+
+def test_disabled_detectors_do_not_run() -> None:
+    state = fold(HEADER, attempts(("int a;", "buildability", "e"), ("int a;", "buildability", "e")))
+    only_cycle = StagnationSettings(enabled=("code_cycle",))
+    assert detect(state, only_cycle) == []
