@@ -17,3 +17,14 @@ class SessionFileError(BeaverError):
 
 class NoGpuError(BeaverError):
     """The operation needs an NVIDIA GPU and none is visible."""
+
+
+class ToolchainError(BeaverError):
+    """Building or running failed for a reason outside the candidate (GPU lost, disk full, no recording).
+
+    The repair loop records it as an InfraError of ``source`` and ends the session with stop_reason 'error'.
+    """
+
+    def __init__(self, message: str, source: str = "toolchain") -> None:
+        super().__init__(message)
+        self.source = source

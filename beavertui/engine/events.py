@@ -165,6 +165,8 @@ class TimingResult(_Frozen):
     """Speedup above 10x or faster than the hardware floor: to audit."""
     note: str | None = None
     """Anything the reader should know (e.g. the baseline came from the cache)."""
+    profile: dict[str, str] = Field(default_factory=dict)
+    """ncu metrics of the candidate, name -> value with its unit (filled when AttemptOptions.profile)."""
 
 
 # --------------------------------------------------------------------------------------------- events

@@ -27,6 +27,8 @@ class AttemptOptions:
     sanitize_tools: tuple[SanitizerTool, ...] = ()
     time_if_correct: bool = True
     keep_workdir: bool = False
+    profile: bool = False
+    """Collect ncu metrics of a correct candidate into TimingResult.profile (feedback level L4)."""
 
 
 class Toolchain(TypingProtocol):
