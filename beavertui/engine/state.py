@@ -8,7 +8,7 @@ returns a new state and never mutates its input (a replay cursor can keep every 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 
 from beavertui.engine.events import (
     Built,
@@ -103,6 +103,9 @@ class SessionState:
         return max(speeds) if speeds else None
 
 
+_ATTEMPT_FIELDS = tuple(f.name for f in fields(AttemptState) if f.name != "iteration")
+
+
 def initial(header: SessionHeader) -> SessionState:
     """The state before any event."""
     return SessionState(header=header)
@@ -123,8 +126,9 @@ def _with_attempt(state: SessionState, iteration: int, **changes: object) -> Ses
 def apply(state: SessionState, event: Event) -> SessionState:
     """Fold one event into the state."""
     if isinstance(event, Request):
-        # A re-sent request (resume, retry) starts the iteration afresh.
-        return _with_attempt(state, event.iteration, request=event, streaming="", reply=None)
+        # A re-sent request (resume, retry) starts the iteration afresh: nothing of a cut attempt is kept.
+        fresh = {f: getattr(AttemptState(iteration=event.iteration), f) for f in _ATTEMPT_FIELDS}
+        return _with_attempt(state, event.iteration, **{**fresh, "request": event})
     if isinstance(event, ReplyDelta):
         current = state.attempt(event.iteration)
         text = (current.streaming if current else "") + event.text
