@@ -1,0 +1,151 @@
+"""The analysis of recorded attempts, in the shapes the attempts table, the metrics and the TUI consume.
+
+Edit precision, bug recall and code degeneration need the code of an attempt, which the attempts table
+does not carry; ``attempt_columns`` computes them once per attempt from the session (for the attempts
+builder), ``summarize`` aggregates those columns per (model, protocol) group next to pass@k, and
+``attempt_lines`` / ``attribution_rows`` give the TUI plain text to show. No rendering library here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from beavertui.engine.analysis.attribution import Attribution
+from beavertui.engine.analysis.degeneration import Degeneration, compare, runtime_geometry
+from beavertui.engine.analysis.edits import EditScore, edit_score
+from beavertui.engine.events import TaskRef
+from beavertui.engine.state import AttemptState
+
+#: Columns ``attempt_columns`` adds to an attempts-table row (null unless the attempt was correct).
+COLUMNS: tuple[str, ...] = ("edit_precision", "bug_recall", "code_degenerate", "lost_features")
+
+
+@dataclass(frozen=True)
+class AttemptAnalysis:
+    """Edit and degeneration analysis of one correct attempt."""
+
+    iteration: int
+    edit: EditScore | None
+    """None when the task ships no reference."""
+    degeneration: Degeneration
+
+
+def analyse(task: TaskRef, attempt: AttemptState) -> AttemptAnalysis | None:
+    """Analyse an attempt whose candidate the harness judged correct; None for any other attempt."""
+    cand = attempt.candidate
+    verdict = attempt.verdict
+    if cand is None or cand.code is None or verdict is None or not verdict.correct:
+        return None
+    edit = edit_score(task.broken_start, cand.code, task.reference) if task.reference is not None else None
+    run_log = attempt.run.result.log if attempt.run is not None else ""
+    runtime = runtime_geometry(run_log) or None
+    deg = compare(cand.code, task.broken_start, task.reference, candidate_runtime=runtime)
+    return AttemptAnalysis(attempt.iteration, edit, deg)
+
+
+def attempt_columns(task: TaskRef, attempt: AttemptState) -> dict[str, object]:
+    """The four analysis columns of one attempts-table row (all None unless the attempt was correct).
+
+    ``lost_features`` is the lost feature names joined with ``+`` ('' when none were lost).
+    """
+    a = analyse(task, attempt)
+    if a is None:
+        return dict.fromkeys(COLUMNS)
+    return {
+        "edit_precision": a.edit.precision if a.edit else None,
+        "bug_recall": a.edit.recall if a.edit else None,
+        "code_degenerate": a.degeneration.degenerate,
+        "lost_features": "+".join(a.degeneration.lost),
+    }
+
+
+def summarize(
+    trajectory: ArrayLike,
+    iteration: ArrayLike,
+    correct: ArrayLike,
+    edit_precision: ArrayLike,
+    bug_recall: ArrayLike,
+    code_degenerate: ArrayLike,
+) -> dict[str, float | int | None]:
+    """Per-group analysis metrics over counted attempts (one array element per attempt, nulls as NaN).
+
+    Each trajectory is scored at its first correct attempt (success at p = 0):
+    ``edit_precision`` and ``bug_recall`` are the means over those attempts (NaN left out);
+    ``code_degenerate_rate`` is, like metrics.md's ``degenerate_rate``, taken among trajectories whose
+    first success comes at iteration >= 2: the share whose first success is code-degenerate.
+    """
+    traj = np.asarray(trajectory)
+    it = np.asarray(iteration, dtype=np.int64)
+    ok = np.asarray(correct, dtype=bool)
+    prec = np.asarray(edit_precision, dtype=float)
+    rec = np.asarray(bug_recall, dtype=float)
+    deg = np.asarray(code_degenerate, dtype=float)
+    idx = np.flatnonzero(ok)
+    # First correct attempt per trajectory: sort by (trajectory, iteration), keep the first of each run.
+    order = idx[np.lexsort((it[idx], traj[idx]))]
+    first = order[np.r_[True, traj[order][1:] != traj[order][:-1]]] if order.size else order
+
+    def mean(values: np.ndarray) -> float | None:
+        v = values[~np.isnan(values)]
+        return float(v.mean()) if v.size else None
+
+    later = first[it[first] >= 2]
+    later_deg = deg[later]
+    later_deg = later_deg[~np.isnan(later_deg)]
+    return {
+        "edit_precision": mean(prec[first]),
+        "bug_recall": mean(rec[first]),
+        "code_degenerate_rate": float(later_deg.mean()) if later_deg.size else None,
+        "analysed_repairs": int(first.size),
+    }
+
+
+def attempt_lines(analysis: AttemptAnalysis | None) -> list[str]:
+    """Plain lines for a TUI pane: edit precision and recall, lost features with their evidence."""
+    if analysis is None:
+        return ["Not analysed: only correct attempts are compared with the reference."]
+    lines = []
+    e = analysis.edit
+    if e is None:
+        lines.append("Edit: no reference shipped with the task.")
+    else:
+        p = "n/a" if e.precision is None else f"{e.precision:.0%}"
+        r = "n/a" if e.recall is None else f"{e.recall:.0%}"
+        lines.append(
+            f"Edit precision {p} ({e.needed} of {e.changed} changed lines needed, tolerance {e.tolerance}); "
+            f"bug recall {r} ({e.recovered} of {len(e.blocks)} reference blocks)"
+        )
+    d = analysis.degeneration
+    if d.degenerate:
+        lines.append("Degenerate: lost " + ", ".join(d.lost))
+    elif d.lost:
+        lines.append("Not degenerate; lost " + ", ".join(d.lost))
+    else:
+        lines.append("No performance feature of the reference lost.")
+    if d.gained:
+        lines.append("Gained " + ", ".join(d.gained))
+    return lines
+
+
+def attribution_rows(a: Attribution, kind: str = "component") -> list[tuple[str, ...]]:
+    """Table rows (name, Shapley [low, high], Banzhaf [low, high]) per component or, kind='pair', per pair."""
+
+    def cell(v: float, lo: float, hi: float) -> str:
+        return f"{v:+.2f} [{lo:+.2f}, {hi:+.2f}]"
+
+    if kind == "pair":
+        return [
+            ("×".join(p), cell(s.value, s.low, s.high), cell(b.value, b.low, b.high))
+            for (p, s), b in zip(a.shapley_interaction.items(), a.banzhaf_interaction.values(), strict=True)
+        ]
+    return [
+        (
+            c,
+            cell(a.shapley[c].value, a.shapley[c].low, a.shapley[c].high),
+            cell(a.banzhaf[c].value, a.banzhaf[c].low, a.banzhaf[c].high),
+        )
+        for c in a.components
+    ]

@@ -1,0 +1,117 @@
+"""Per-attempt analysis columns, the per-group summary next to pass@k, and the TUI's plain lines."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from beavertui.engine.analysis.attribution import attribute, subsets
+from beavertui.engine.analysis.report import (
+    COLUMNS,
+    analyse,
+    attempt_columns,
+    attempt_lines,
+    attribution_rows,
+    summarize,
+)
+from beavertui.engine.events import Candidate, TaskRef, Verdict
+from beavertui.engine.state import AttemptState
+from tests.test_analysis_features import NAIVE, TILED
+
+BROKEN = TILED.replace("t < n / TILE", "t <= n / TILE")
+TASK = TaskRef(
+    id="sgemm_tiled_00",
+    family="gemm",
+    label="illegal_memory_access",
+    corpus="corpus",
+    layout="native",
+    solution_file="solution.cu",
+    broken_start=BROKEN,
+    reference=TILED,
+)
+
+
+def attempt(code: str | None, correct: bool, iteration: int = 2) -> AttemptState:
+    return AttemptState(
+        iteration=iteration,
+        candidate=Candidate(iteration=iteration, code=code),
+        verdict=Verdict(
+            iteration=iteration,
+            category="passed" if correct else "functional_correctness",
+            signature="",
+            correct=correct,
+            speedup=0.3 if correct else None,
+        ),
+    )
+
+
+def test_faithful_repair_columns() -> None:
+    cols = attempt_columns(TASK, attempt(TILED, True))
+    assert cols == {"edit_precision": 1.0, "bug_recall": 1.0, "code_degenerate": False, "lost_features": ""}
+
+
+def test_naive_rewrite_columns() -> None:
+    cols = attempt_columns(TASK, attempt(NAIVE, True))
+    assert cols["code_degenerate"] is True
+    assert cols["lost_features"] == "shared_memory+barriers"
+    assert cols["bug_recall"] == 1.0  # the rewrite touches the broken loop bound
+    assert isinstance(cols["edit_precision"], float) and cols["edit_precision"] < 0.3
+
+
+def test_incorrect_or_codeless_attempts_are_not_analysed() -> None:
+    assert attempt_columns(TASK, attempt(NAIVE, False)) == dict.fromkeys(COLUMNS)
+    assert attempt_columns(TASK, attempt(None, True)) == dict.fromkeys(COLUMNS)
+    assert attempt_lines(analyse(TASK, attempt(NAIVE, False)))[0].startswith("Not analysed")
+
+
+def test_no_reference_still_reports_degeneration_against_the_broken_start() -> None:
+    task = TASK.model_copy(update={"reference": None})
+    cols = attempt_columns(task, attempt(NAIVE, True))
+    assert (cols["edit_precision"], cols["bug_recall"], cols["code_degenerate"]) == (None, None, True)
+
+
+def test_lines_name_the_lost_features() -> None:
+    lines = attempt_lines(analyse(TASK, attempt(NAIVE, True)))
+    assert lines[1] == "Degenerate: lost shared_memory, barriers"
+    assert lines[0].startswith("Edit precision ")
+
+
+def test_summary_uses_each_trajectory_first_success() -> None:
+    nan = math.nan
+    # trajectory 0: fails, then succeeds at 2 (precision .5, degenerate), then again at 3 (ignored);
+    # trajectory 1: succeeds at 1 (precision 1, not degenerate); trajectory 2: never succeeds.
+    s = summarize(
+        trajectory=[0, 0, 0, 1, 2, 2],
+        iteration=[1, 2, 3, 1, 1, 2],
+        correct=[False, True, True, True, False, False],
+        edit_precision=[nan, 0.5, 0.9, 1.0, nan, nan],
+        bug_recall=[nan, 1.0, 1.0, 0.5, nan, nan],
+        code_degenerate=[nan, 1.0, 0.0, 0.0, nan, nan],
+    )
+    assert s == {
+        "edit_precision": pytest.approx(0.75),
+        "bug_recall": pytest.approx(0.75),
+        "code_degenerate_rate": 1.0,  # only trajectory 0 first succeeds at iteration >= 2
+        "analysed_repairs": 2,
+    }
+
+
+def test_summary_of_no_success_is_null() -> None:
+    s = summarize([0], [1], [False], [math.nan], [math.nan], [math.nan])
+    assert s == {
+        "edit_precision": None,
+        "bug_recall": None,
+        "code_degenerate_rate": None,
+        "analysed_repairs": 0,
+    }
+
+
+def test_attribution_rows() -> None:
+    comps = ("compiler", "timing")
+    a = attribute(comps, [{s: [float("compiler" in s)] for s in subsets(comps)}], resamples=20)
+    rows = attribution_rows(a)
+    assert rows[0] == ("compiler", "+1.00 [+1.00, +1.00]", "+1.00 [+1.00, +1.00]")
+    assert attribution_rows(a, "pair") == [
+        ("compiler×timing", "+0.00 [+0.00, +0.00]", "+0.00 [+0.00, +0.00]")
+    ]
