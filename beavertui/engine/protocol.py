@@ -15,6 +15,8 @@ Feedback = Literal["L0", "L1", "L2", "L3", "L4"]
 Detector = Literal["duplicate_code", "code_cycle", "category_oscillation", "no_progress"]
 DETECTORS: tuple[Detector, ...] = ("duplicate_code", "code_cycle", "category_oscillation", "no_progress")
 SanitizerTool = Literal["memcheck", "racecheck", "synccheck", "initcheck"]
+FeedbackComponent = Literal["compiler", "runtime", "sanitizer", "timing", "profile"]
+FEEDBACK_COMPONENTS: tuple[FeedbackComponent, ...] = ("compiler", "runtime", "sanitizer", "timing", "profile")
 
 
 class StagnationSettings(BaseModel):
@@ -45,6 +47,9 @@ class Protocol(BaseModel):
     """K: the iteration budget (iterative) or the number of samples (repeated)."""
     feedback: Feedback = "L3"
     """L0 none, L1 failed/try again, L2 + category and decisive lines, L3 + logs/sanitizer/speedup, L4 + ncu."""
+    feedback_components: tuple[FeedbackComponent, ...] | None = None
+    """Only these parts of the level's feedback are sent (compiler: build log and build-stage outcome;
+    runtime: run log and run-stage outcome; sanitizer; timing; profile); None sends all of them."""
     history: int = Field(default=2, ge=1, le=4)
     """Rounds of prior (request, reply, feedback) turns kept in the conversation."""
     temperature: float = Field(default=0.0, ge=0.0, le=2.0)
@@ -66,10 +71,13 @@ class Protocol(BaseModel):
 
     def short(self) -> str:
         """A compact one-line label, e.g. ``iterative K5 L3 H2 T0.0 p0.7``."""
-        return (
+        label = (
             f"{self.method} K{self.budget} {self.feedback} H{self.history} "
             f"T{self.temperature:g} p{self.gate:g}"
         )
+        if self.feedback_components is not None:
+            label += " F" + ("+".join(self.feedback_components) or "none")
+        return label
 
     def key(self) -> dict[str, object]:
         """The six fields that identify a protocol in the attempts table (metrics.md)."""
