@@ -1,0 +1,59 @@
+"""`beavertui replay SESSION [--follow]`: step through a saved session, or one still being written."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+
+def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    p = sub.add_parser("replay", help="step through a saved session (or follow one being written)")
+    p.add_argument("session", type=Path, help="a session file (.jsonl)")
+    p.add_argument("--follow", "-f", action="store_true", help="keep reading events appended to the file")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from beavertui.engine.errors import SessionFileError
+    from beavertui.engine.session import read_session
+
+    path: Path = args.session
+    if not path.exists() and not args.follow:
+        raise SessionFileError(f"{path}: no such session file")
+    header, events, problem = read_session(path) if path.exists() else (None, [], "not written yet")
+    if header is None and not args.follow:
+        raise SessionFileError(f"{path}: not a readable session ({problem})")
+    if not sys.stdout.isatty():
+        from beavertui.tui.summary import print_summary
+
+        if header is None:
+            raise SessionFileError(f"{path}: not a readable session ({problem})")
+        print_summary(header, events, problem)
+        return 0
+    from beavertui.tui.app import BeaverApp
+    from beavertui.tui.session_screen import SessionScreen
+
+    if header is None:
+        header, events, problem = wait_for_header(path)
+    follow = path if args.follow else None
+    if follow is not None and problem is not None and problem.startswith("truncated last line"):
+        problem = None  # the writer is mid-line; follow mode picks it up when the newline arrives
+    app = BeaverApp(lambda: SessionScreen(header, events, problem=problem, follow=follow))
+    app.run()
+    return 0
+
+
+def wait_for_header(path: Path, poll_s: float = 0.2):  # type: ignore[no-untyped-def]
+    """Block until a session file being created has its header line (follow mode on a new file)."""
+    import time
+
+    from beavertui.engine.session import read_session
+
+    print(f"beavertui: waiting for {path} to be written (ctrl+c to give up)", file=sys.stderr)
+    while True:
+        if path.exists():
+            header, events, problem = read_session(path)
+            if header is not None:
+                return header, events, problem
+        time.sleep(poll_s)

@@ -1,0 +1,270 @@
+"""The browser: a table of every session under a folder, sortable and filterable, updating while a
+batch writes into it; Enter opens a session.
+
+Rows come from catalog.read_row (header and tail only), read in a thread worker in chunks so the table
+paints at once and fills in; a watchfiles worker re-reads files that change. The table renders only
+the visible lines (table.py), so 10,000 rows stay cheap to add, sort and filter.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+from typing import ClassVar
+
+from rich.text import Text
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.message import Message
+from textual.screen import Screen
+from textual.widgets import Footer, Input, Static
+
+from beavertui.tui.catalog import Row, parse_filter, read_row, session_files
+from beavertui.tui.style import SHORT, STOP_COLOUR, colour, speed
+from beavertui.tui.table import Cell, Column, VirtualTable
+
+CHUNK = 200
+COLUMNS: tuple[Column, ...] = (
+    Column("task", "Task", 24),
+    Column("model", "Model", 18),
+    Column("protocol", "Protocol", 26),
+    Column("outcome", "Outcome", 10),
+    Column("iterations", "Iter", 5, right=True),
+    Column("best", "Best", 6, right=True),
+    Column("stop", "Stop reason", 14),
+    Column("category", "Last cat.", 9),
+)
+LABELS = {c.key: c.label for c in COLUMNS}
+OUTCOME_STYLE = {
+    "success": "bold green",
+    "failed": "red",
+    "running": "yellow",
+    "incomplete": "magenta",
+    "damaged": "bold magenta",
+}
+
+
+def sort_key(column: str):  # type: ignore[no-untyped-def]
+    if column == "best":
+        return lambda r: -1.0 if r.best is None else r.best
+    if column == "iterations":
+        return lambda r: r.iterations
+    return lambda r: (str(getattr(r, column)).lower(), r.path)
+
+
+def cells(r: Row) -> list[Cell]:
+    return [
+        (r.task, "bold"),
+        (r.model, ""),
+        (r.protocol, "dim"),
+        (r.outcome, OUTCOME_STYLE.get(r.outcome, "")),
+        (f"{r.iterations}/{r.budget}", ""),
+        (speed(r.best), "green" if r.outcome == "success" else ""),
+        (r.stop, STOP_COLOUR.get(r.stop, "")),
+        (SHORT.get(r.category, r.category), f"bold {colour(r.category)}" if r.category else ""),
+    ]
+
+
+class RowsRead(Message):
+    def __init__(self, rows: list[Row], total: int, done: bool) -> None:
+        super().__init__()
+        self.rows, self.total, self.done = rows, total, done
+
+
+class BrowserScreen(Screen[None]):
+    """Every session under a run folder."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("slash", "filter", "Filter"),
+        Binding("escape", "clear_filter", "Clear filter", show=False),
+        Binding("1", "sort('task')", "Sort task", show=False),
+        Binding("2", "sort('model')", "Sort model", show=False),
+        Binding("3", "sort('protocol')", "Sort protocol", show=False),
+        Binding("4", "sort('outcome')", "Sort outcome", show=False),
+        Binding("5", "sort('iterations')", "Sort iterations", show=False),
+        Binding("6", "sort('best')", "Sort best speedup"),
+        Binding("7", "sort('stop')", "Sort stop reason", show=False),
+        Binding("8", "sort('category')", "Sort category", show=False),
+        Binding("question_mark", "help", "Help"),
+    ]
+
+    def __init__(self, root: Path, *, watch: bool = True) -> None:
+        super().__init__()
+        self.root = root
+        self.rows: dict[str, Row] = {}
+        self.total = 0
+        self.loaded = False
+        self.sort_column: str | None = None
+        self.reverse = False
+        self.filter_text = ""
+        self._watch = watch
+        self._stop = threading.Event()
+        self.first_rows_at: float | None = None
+
+    def compose(self) -> ComposeResult:
+        yield Input(
+            placeholder="filter: outcome:success model:gpt category:build stop:dup or any text",
+            id="browser-filter",
+        )
+        yield Static("", id="browser-status")
+        table = VirtualTable(COLUMNS, id="sessions")
+        yield Static(table.header_line(), id="browser-columns")
+        yield table
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.query_one("#sessions", VirtualTable).focus()
+        self._status()
+        self._read_all()
+        if self._watch:
+            self._watch_folder()
+
+    def on_unmount(self) -> None:
+        self._stop.set()
+
+    # ------------------------------------------------------------------ reading
+
+    @work(thread=True, exclusive=True, group="read")
+    def _read_all(self) -> None:
+        files = list(session_files(self.root))
+        if not files:
+            self.post_message(RowsRead([], 0, True))
+            return
+        chunk: list[Row] = []
+        for i, path in enumerate(files, start=1):
+            if self._stop.is_set():
+                return
+            chunk.append(read_row(path))
+            if len(chunk) >= CHUNK:
+                self.post_message(RowsRead(chunk, len(files), i == len(files)))
+                chunk = []
+        self.post_message(RowsRead(chunk, len(files), True))
+
+    @work(exclusive=True, group="watch")
+    async def _watch_folder(self) -> None:
+        import asyncio
+
+        import watchfiles
+
+        stop = asyncio.Event()
+
+        async def watch_stop() -> None:
+            while not self._stop.is_set():
+                await asyncio.sleep(0.2)
+            stop.set()
+
+        asyncio.get_running_loop().create_task(watch_stop())
+        async for changes in watchfiles.awatch(self.root, stop_event=stop, debounce=200, step=50):
+            paths = sorted({p for _c, p in changes if p.endswith(".jsonl")})
+            rows = [await asyncio.to_thread(read_row, Path(p)) for p in paths if Path(p).is_file()]
+            if rows:
+                self.upsert(rows)
+
+    def on_rows_read(self, message: RowsRead) -> None:
+        self.total = message.total
+        self.loaded = message.done
+        self.upsert(message.rows, counting=False)
+        if message.done and self.sort_column is not None:
+            self.refill()
+        self._status()
+
+    def upsert(self, rows: list[Row], *, counting: bool = True) -> None:
+        """Add new rows or update changed ones, keeping the filter and the sort."""
+        table = self.query_one("#sessions", VirtualTable)
+        tokens = parse_filter(self.filter_text)
+        new: list[Row] = []
+        resort = False
+        for r in rows:
+            known = r.path in self.rows
+            self.rows[r.path] = r
+            if counting and not known:
+                self.total += 1
+            if known:
+                resort = True  # a changed row may change membership or order
+            elif r.matches(tokens):
+                new.append(r)
+        if resort or (new and self.sort_column is not None and self.loaded):
+            self.refill()
+        elif new:
+            table.append_rows([r.path for r in new], [cells(r) for r in new])
+        if new and self.first_rows_at is None:
+            self.first_rows_at = time.perf_counter()
+        if counting:
+            self._status()
+
+    def refill(self) -> None:
+        """Rebuild the shown rows from every row under the current filter and sort."""
+        table = self.query_one("#sessions", VirtualTable)
+        tokens = parse_filter(self.filter_text)
+        rows = [r for r in self.rows.values() if r.matches(tokens)] if tokens else list(self.rows.values())
+        if self.sort_column is not None:
+            rows.sort(key=sort_key(self.sort_column), reverse=self.reverse)
+        table.set_rows([r.path for r in rows], [cells(r) for r in rows])
+        self._status()
+
+    def _status(self) -> None:
+        table = self.query_one("#sessions", VirtualTable)
+        text = Text()
+        text.append(f"{self.root}", style="bold")
+        text.append(f" · {self.total} sessions · {table.row_count} shown")
+        if not self.loaded:
+            text.append(f" · reading {len(self.rows)}/{self.total or '?'}", style="yellow")
+        if self.sort_column:
+            label = LABELS[self.sort_column]
+            text.append(f" · sorted by {label} {'↓' if self.reverse else '↑'}")
+        if self.filter_text:
+            text.append(f" · filter: {self.filter_text}", style="cyan")
+        if self.loaded and not self.rows:
+            text.append(" · no session files (*.jsonl) here", style="bold red")
+        self.query_one("#browser-status", Static).update(text)
+
+    # ------------------------------------------------------------------ actions
+
+    def action_sort(self, column: str) -> None:
+        if self.sort_column == column:
+            self.reverse = not self.reverse
+        else:
+            self.sort_column, self.reverse = column, column == "best"
+        self.refill()
+
+    def action_filter(self) -> None:
+        self.query_one("#browser-filter", Input).focus()
+
+    def action_clear_filter(self) -> None:
+        box = self.query_one("#browser-filter", Input)
+        if box.value:
+            box.value = ""
+            self.filter_text = ""
+            self.refill()
+        self.query_one("#sessions", VirtualTable).focus()
+
+    @on(Input.Submitted, "#browser-filter")
+    def _filter_submitted(self, event: Input.Submitted) -> None:
+        self.filter_text = event.value.strip()
+        self.refill()
+        self.query_one("#sessions", VirtualTable).focus()
+
+    def action_help(self) -> None:
+        from beavertui.tui.help import HelpScreen
+
+        self.app.push_screen(HelpScreen())
+
+    @on(VirtualTable.Selected)
+    def _row_selected(self, event: VirtualTable.Selected) -> None:
+        self.open(Path(event.key))
+
+    def open(self, path: Path) -> None:
+        from beavertui.engine.session import read_session
+        from beavertui.tui.session_screen import SessionScreen
+
+        header, events, problem = read_session(path)
+        if header is None:
+            self.notify(f"{path.name}: cannot open: {problem}", severity="error")
+            return
+        ended = bool(events) and events[-1].kind == "end"
+        follow = None if ended or problem else path
+        if problem and problem.startswith("truncated last line") and time.time() - path.stat().st_mtime < 60:
+            follow, problem = path, None
+        self.app.push_screen(SessionScreen(header, events, problem=problem, follow=follow))

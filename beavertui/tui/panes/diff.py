@@ -1,0 +1,64 @@
+"""The diff pane: the candidate against the previous attempt, the broken start, the reference, or whole.
+
+While a reply streams in (live mode) and no code has been extracted yet, the pane shows the reply text.
+"""
+
+from __future__ import annotations
+
+from rich.console import Group, RenderableType
+from rich.text import Text
+
+from beavertui.tui.diffs import diff, lexer_for, whole_file
+from beavertui.tui.panes.base import Pane
+from beavertui.tui.view import DIFF_MODE_LABEL, View
+
+
+class DiffPane(Pane):
+    TITLE = "Diff"
+
+    def subtitle(self, view: View) -> str:
+        return f"d: {DIFF_MODE_LABEL[view.diff_mode]}"
+
+    def render_view(self, view: View) -> RenderableType:
+        attempt = view.attempt
+        self.border_title = f"Diff · {DIFF_MODE_LABEL[view.diff_mode]}"
+        if attempt is None:
+            return Text("No attempt yet.", style="dim")
+        cand = attempt.candidate
+        if cand is None:
+            text = attempt.streaming or (attempt.reply.content if attempt.reply else "")
+            if text:
+                head = Text(
+                    "model reply (streaming)\n" if attempt.reply is None else "model reply\n", style="bold"
+                )
+                return Group(head, Text(text))
+            return Text("Waiting for the model's reply…", style="dim italic")
+        if cand.code is None:
+            reason = cand.no_code_reason or "no code block in the reply"
+            reply = attempt.reply.content if attempt.reply else ""
+            return Group(Text(f"No code extracted: {reason}\n", style="bold red"), Text(reply))
+        lexer = lexer_for(view.state.header.task.language)
+        head = Text()
+        if cand.edited:
+            head.append("edited by the user before the build\n", style="bold yellow")
+        if view.diff_mode == "file":
+            head.append(
+                f"{view.state.header.task.solution_file} at iteration {attempt.iteration}\n", style="bold"
+            )
+            return Group(head, whole_file(cand.code, lexer))
+        if view.diff_mode == "previous":
+            old, name = view.code_before(attempt.iteration)
+        elif view.diff_mode == "broken":
+            old, name = view.state.header.task.broken_start, "broken start"
+        else:
+            ref = view.state.header.task.reference
+            if ref is None:
+                return Text("This task ships no reference solution.", style="dim italic")
+            old, name = ref, "reference"
+        body, added, removed = diff(old, cand.code, lexer)
+        head.append(f"iteration {attempt.iteration} against {name}: ", style="bold")
+        head.append(f"+{added}", style="green")
+        head.append(" ")
+        head.append(f"-{removed}", style="red")
+        head.append("\n")
+        return Group(head, body)

@@ -1,0 +1,71 @@
+"""The top bar of a session screen: task, model, protocol, iteration i/K, how it ended, and stage progress."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.reactive import reactive
+from textual.widget import Widget
+
+from beavertui.tui.style import STOP_COLOUR, badge, speed
+from beavertui.tui.view import View
+
+STAGES = ("request", "reply", "candidate", "build", "run", "sanitize", "timing", "verdict")
+
+
+class HeaderBar(Widget):
+    """Two lines: who/what/how, then the current attempt's stages (and any damage in the file)."""
+
+    view: reactive[View | None] = reactive(None, always_update=True)
+
+    def render(self) -> Text:
+        view = self.view
+        if view is None:
+            return Text("loading…")
+        h = view.state.header
+        line = Text()
+        line.append(f" {h.task.id} ", style="bold reverse")
+        line.append(f" {h.model.name} ", style="bold")
+        line.append(f"· {h.protocol.short()} ", style="dim")
+        line.append(f"· iteration {view.cursor}/{view.budget} ", style="bold")
+        end = view.state.end
+        if end is not None:
+            line.append(
+                f"· ended: {end.stop_reason} after {end.iterations}, best {speed(end.best_speedup)}",
+                style=STOP_COLOUR.get(end.stop_reason, ""),
+            )
+        elif view.following:
+            line.append("· running…", style="yellow")
+        if view.status:
+            line.append(f"  [{view.status}]", style="bold yellow")
+        line.truncate(max(self.size.width, 20) - 1)
+        line.append("\n")
+        attempt = view.attempt
+        if view.problem:
+            line.append(
+                f" damaged file: {view.problem}; showing its valid prefix ", style="bold white on #8b0000"
+            )
+            line.append(f" ({view.state.events} events)")
+            return line
+        if attempt is None:
+            line.append(" no attempt yet", style="dim")
+            return line
+        reached = _reached(attempt)
+        line.append(" stages ", style="dim")
+        for name in STAGES:
+            style = "bold green" if name in reached else "dim"
+            line.append(f"{name} ", style=style)
+        if attempt.verdict is not None:
+            line.append(" ")
+            line.append_text(badge(attempt.verdict.category, attempt.verdict.success))
+        return line
+
+
+def _reached(a) -> set[str]:  # type: ignore[no-untyped-def]
+    names = {n for n in ("request", "reply", "candidate", "timing", "verdict") if getattr(a, n) is not None}
+    if a.build is not None:
+        names.add("build")
+    if a.run is not None:
+        names.add("run")
+    if a.sanitize:
+        names.add("sanitize")
+    return names

@@ -1,0 +1,109 @@
+"""The classified log: the category badge, the error signature, and the build/run output with the decisive
+lines highlighted; a key switches to the raw output of every stage."""
+
+from __future__ import annotations
+
+from rich.console import RenderableType
+from rich.text import Text
+
+from beavertui.engine.events import StageResult
+from beavertui.tui.panes.base import Pane
+from beavertui.tui.style import badge
+from beavertui.tui.view import View
+
+#: Classified view shows logs up to this many lines whole; longer ones around the decisive lines only.
+WHOLE_LOG_LINES = 120
+CONTEXT = 4
+DECISIVE = "bold black on #f0c674"
+
+
+def stage_line(r: StageResult) -> Text:
+    rc = "killed (time limit)" if r.timed_out else (f"signal {r.signal}" if r.signal else f"rc {r.rc}")
+    t = Text(f"── {r.stage} ", style="bold")
+    t.append(f"{rc} · {r.duration_s:.2f} s", style="red" if (r.rc or r.timed_out) else "green")
+    if r.cached:
+        t.append(" · cached", style="cyan")
+    t.append(f"\n   $ {r.command}\n", style="dim")
+    return t
+
+
+def is_decisive(line: str, decisive: list[str]) -> bool:
+    s = line.strip()
+    return bool(s) and any(d.strip() and (d.strip() == s or d.strip() in s) for d in decisive)
+
+
+def highlight_log(log: str, decisive: list[str], search: str = "") -> Text:
+    lines = log.rstrip("\n").split("\n") if log else []
+    if not lines:
+        return Text("   (no output)\n", style="dim italic")
+    hits = [i for i, line in enumerate(lines) if is_decisive(line, decisive)]
+    keep: set[int] | None = None
+    if len(lines) > WHOLE_LOG_LINES and hits:
+        keep = {j for i in hits for j in range(i - CONTEXT, i + CONTEXT + 1)}
+    out = Text()
+    skipped = 0
+    for i, line in enumerate(lines):
+        if keep is not None and i not in keep:
+            skipped += 1
+            continue
+        if skipped:
+            out.append(f"   … {skipped} lines …\n", style="dim")
+            skipped = 0
+        style = DECISIVE if i in hits else ""
+        row = Text(f"   {line}\n", style=style)
+        if search:
+            row.highlight_words([search], style="reverse", case_sensitive=False)
+        out.append_text(row)
+    if skipped:
+        out.append(f"   … {skipped} lines …\n", style="dim")
+    return out
+
+
+class LogPane(Pane):
+    TITLE = "Classified log"
+
+    def subtitle(self, view: View) -> str:
+        return "r: classified" if view.raw_log else "r: raw"
+
+    def render_view(self, view: View) -> RenderableType:
+        a = view.attempt
+        self.border_title = "Raw log" if view.raw_log else "Classified log"
+        if a is None:
+            return Text("No attempt yet.", style="dim")
+        stages = [e.result for e in (a.build, a.run) if e is not None]
+        if view.raw_log:
+            stages += [s.result for s in a.sanitize]
+            if a.timing is not None:
+                stages += []
+            out = Text()
+            for r in stages:
+                out.append_text(stage_line(r))
+                out.append(r.log if r.log.endswith("\n") or not r.log else r.log + "\n")
+                if r.log_bytes > len(r.log.encode()):
+                    out.append(f"   [{r.log_bytes} bytes written, head and tail kept]\n", style="dim")
+            if not stages:
+                out.append("No stage has run yet.", style="dim")
+            return out
+        out = Text()
+        v = a.verdict
+        decisive = v.decisive if v else []
+        if v is not None:
+            out.append_text(badge(v.category, v.success))
+            out.append(f"  {v.reason}\n" if v.reason and v.reason != v.category else "\n", style="bold")
+            if v.signature:
+                out.append("signature ", style="dim")
+                out.append(f"{v.signature}\n", style="bold")
+            for flag in v.flags:
+                out.append(f"flag {flag}\n", style="bold magenta")
+            if decisive:
+                out.append("decisive\n", style="dim")
+                for d in decisive:
+                    out.append(f"   {d}\n", style=DECISIVE)
+        else:
+            out.append(f"classifying… (stage: {a.stage})\n", style="dim italic")
+        for e in a.infra_errors:
+            out.append(f"infrastructure error ({e.source}): {e.detail}\n", style="bold red")
+        for r in stages:
+            out.append_text(stage_line(r))
+            out.append_text(highlight_log(r.log, decisive, view.search))
+        return out

@@ -1,0 +1,68 @@
+"""The sanitizer pane: compute-sanitizer records of the current attempt, grouped by tool and kind."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from rich.console import Group, RenderableType
+from rich.table import Table
+from rich.text import Text
+
+from beavertui.engine.events import SanitizerRecord
+from beavertui.tui.panes.base import Pane
+from beavertui.tui.style import short_kernel
+from beavertui.tui.view import View
+
+ROWS_PER_KIND = 8
+
+
+class SanitizerPane(Pane):
+    TITLE = "Sanitizer"
+
+    def subtitle(self, view: View) -> str:
+        return f"s: {view.sanitizer_tool or 'all tools'}"
+
+    def render_view(self, view: View) -> RenderableType:
+        a = view.attempt
+        if a is None:
+            return Text("No attempt yet.", style="dim")
+        runs = [s for s in a.sanitize if view.sanitizer_tool in (None, s.tool)]
+        if not runs:
+            which = view.sanitizer_tool or "compute-sanitizer"
+            ran = ", ".join(sorted({s.tool for s in a.sanitize}))
+            extra = f" (ran: {ran}; s cycles tools)" if ran else ""
+            return Text(f"No {which} run on iteration {a.iteration}{extra}.", style="dim italic")
+        parts: list[RenderableType] = []
+        for run in runs:
+            head = Text(f"{run.tool}", style="bold")
+            count = "no summary" if run.error_count is None else f"{run.error_count} errors"
+            head.append(f"  rc {run.result.rc} · {count} · {run.result.duration_s:.1f} s", style="dim")
+            parts.append(head)
+            if not run.records:
+                parts.append(Text("   no findings\n", style="green"))
+                continue
+            groups: dict[str, list[SanitizerRecord]] = defaultdict(list)
+            for r in run.records:
+                groups[r.kind].append(r)
+            for kind, recs in groups.items():
+                size = f" of size {recs[0].size}" if recs[0].size else ""
+                parts.append(Text(f" {kind}{size} ×{len(recs)}", style="bold red"))
+                table = Table(box=None, pad_edge=False, padding=(0, 1), show_edge=False, header_style="dim")
+                for col in ("kernel", "thread", "block", "address", "host frame"):
+                    table.add_column(col, overflow="fold")
+                for r in recs[:ROWS_PER_KIND]:
+                    table.add_row(
+                        short_kernel(r.kernel),
+                        r.thread or "",
+                        r.block or "",
+                        r.address or "",
+                        r.host_frame or "",
+                    )
+                parts.append(table)
+                details = sorted({r.detail for r in recs if r.detail})
+                for d in details[:3]:
+                    parts.append(Text(f"   {d}", style="italic"))
+                if len(recs) > ROWS_PER_KIND:
+                    parts.append(Text(f"   … and {len(recs) - ROWS_PER_KIND} more", style="dim"))
+            parts.append(Text(""))
+        return Group(*parts)

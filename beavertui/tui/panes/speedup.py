@@ -1,0 +1,96 @@
+"""The speedup pane: the attempt's candidate and reference times, CV, speedup against the gate p, and a
+bar chart of speedup across iterations with the gate marked (plain Unicode, so it renders everywhere)."""
+
+from __future__ import annotations
+
+from rich.console import RenderableType
+from rich.text import Text
+
+from beavertui.tui.panes.base import Pane
+from beavertui.tui.style import SHORT, colour, speed
+from beavertui.tui.view import View
+
+BLOCKS = " ▏▎▍▌▋▊▉█"
+SPARK = "▁▂▃▄▅▆▇█"
+BAR_WIDTH = 30
+
+
+def bar(value: float, scale: float, width: int = BAR_WIDTH) -> str:
+    """A horizontal bar in eighths of a cell."""
+    eighths = max(0, min(width * 8, round(value / scale * width * 8)))
+    full, part = divmod(eighths, 8)
+    return "█" * full + (BLOCKS[part] if part else "")
+
+
+def sparkline(values: list[float]) -> str:
+    if not values:
+        return ""
+    lo, hi = min(values), max(values)
+    span = hi - lo or 1.0
+    return "".join(SPARK[min(len(SPARK) - 1, int((v - lo) / span * len(SPARK)))] for v in values)
+
+
+class SpeedupPane(Pane):
+    TITLE = "Speedup"
+
+    def render_view(self, view: View) -> RenderableType:
+        gate = view.state.header.protocol.gate
+        out = Text()
+        a = view.attempt
+        t = a.timing.result if a is not None and a.timing is not None else None
+        if t is None:
+            why = "not measured" if a is None or a.verdict is None else f"not measured ({a.verdict.reason})"
+            out.append(f"iteration {view.cursor}: {why}\n", style="dim")
+        else:
+            out.append("candidate ", style="dim")
+            out.append(f"{t.candidate_ms:9.3f} ms", style="bold")
+            out.append(f"  CV {t.candidate_cv * 100:.1f}%  ", style="red" if t.candidate_cv > 0.03 else "dim")
+            out.append(sparkline(t.candidate_samples) + "\n", style="cyan")
+            out.append("reference ", style="dim")
+            out.append(f"{t.reference_ms:9.3f} ms", style="bold")
+            out.append(f"  CV {t.reference_cv * 100:.1f}%  ", style="red" if t.reference_cv > 0.03 else "dim")
+            out.append(sparkline(t.reference_samples) + "\n", style="cyan")
+            ok = t.speedup >= gate
+            out.append("speedup   ", style="dim")
+            out.append(f"{t.speedup:7.2f}x", style="bold green" if ok else "bold red")
+            out.append(f"  {'≥' if ok else '<'} gate {gate:g}x  ", style="dim")
+            out.append("passes the gate" if ok else "BELOW GATE", style="green" if ok else "bold red")
+            out.append(
+                f"\n          medians of {len(t.candidate_samples)} interleaved runs ({t.method})\n",
+                style="dim",
+            )
+            for flag, on in (("unstable (CV > 3%)", t.unstable), ("implausible: audit", t.implausible)):
+                if on:
+                    out.append(f"          {flag}\n", style="bold magenta")
+            if t.note:
+                out.append(f"          {t.note}\n", style="dim")
+        out.append("\n")
+        speeds = [a.verdict.speedup for a in view.state.attempts if a.verdict and a.verdict.speedup]
+        scale = max([gate * 1.25, 1.0, *speeds])
+        gate_col = round(gate / scale * BAR_WIDTH)
+        out.append(f"  it  {'speedup across iterations':<{BAR_WIDTH}}\n", style="dim")
+        for att in view.state.attempts:
+            v = att.verdict
+            here = att.iteration == view.cursor
+            row = Text(f"{'▶' if here else ' '} {att.iteration:>2}  ", style="bold yellow" if here else "")
+            if v is None:
+                row.append(f"{att.stage}…", style="dim")
+            elif v.speedup is None:
+                row.append(f"{'':<{gate_col}}│", style="dim")
+                row.append(f" — {SHORT.get(v.category, v.category)}", style=colour(v.category))
+            else:
+                b = bar(v.speedup, scale)
+                cells = b.ljust(BAR_WIDTH)
+                left, right = cells[:gate_col], cells[gate_col + 1 :]
+                mark = cells[gate_col] if cells[gate_col] != " " else "│"
+                style = colour(v.category, v.success)
+                row.append(left, style=style)
+                row.append(mark, style=style if mark != "│" else "dim")
+                row.append(right.rstrip(), style=style)
+                row.append(f" {speed(v.speedup)}", style="bold green" if v.success else "bold red")
+                if not v.success and v.correct:
+                    row.append(" below gate", style="red")
+            row.append("\n")
+            out.append_text(row)
+        out.append(f"      {'':<{gate_col}}└ gate {gate:g}x (scale 0–{scale:.2f}x)\n", style="dim")
+        return out

@@ -1,0 +1,258 @@
+"""The session screen: one session (replayed, followed, or live) as a header, a timeline and five panes.
+
+The screen owns the folded state and the cursor, and hands a View down to every pane (attributes down).
+Follow mode reads appended events in a thread worker that posts them back as messages (messages up);
+the screen folds each with the engine's one reducer. Live mode (live.py) extends this screen.
+"""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from typing import ClassVar
+
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, Vertical
+from textual.message import Message
+from textual.reactive import reactive
+from textual.screen import Screen
+from textual.widgets import Footer, Input
+
+from beavertui.engine.events import Event, SessionHeader
+from beavertui.engine.state import SessionState, apply, fold
+from beavertui.tui.help import HelpScreen
+from beavertui.tui.panes import (
+    DiffPane,
+    HeaderBar,
+    LogPane,
+    SanitizerPane,
+    SpeedupPane,
+    StagnationPane,
+    Timeline,
+)
+from beavertui.tui.search import find
+from beavertui.tui.view import DIFF_MODES, SANITIZER_TOOLS, View
+
+
+class SessionEvent(Message):
+    """An event (or the header) arrived from a worker."""
+
+    def __init__(self, item: SessionHeader | Event) -> None:
+        super().__init__()
+        self.item = item
+
+
+class FollowProblem(Message):
+    """Following stopped on a damaged line."""
+
+    def __init__(self, problem: str) -> None:
+        super().__init__()
+        self.problem = problem
+
+
+class SessionScreen(Screen[None]):
+    """Replay of a session, optionally following a file that is still being written."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("left", "step(-1)", "Back"),
+        Binding("right", "step(1)", "Forward"),
+        Binding("home", "first", "First"),
+        Binding("end", "last", "Last"),
+        Binding("h", "step(-1)", "Back", show=False),
+        Binding("l", "step(1)", "Forward", show=False),
+        Binding("g", "first", "First", show=False),
+        Binding("G", "last", "Last", show=False),
+        Binding("d", "cycle_diff", "Diff mode"),
+        Binding("r", "raw_log", "Raw log"),
+        Binding("s", "cycle_tool", "Sanitizer tool"),
+        Binding("slash", "search", "Search"),
+        Binding("n", "search_next", "Next match", show=False),
+        Binding("N", "search_prev", "Previous match", show=False),
+        Binding("question_mark,f1", "help", "Help"),
+        Binding("escape", "back", "Back to list", show=False),
+    ]
+
+    view: reactive[View] = reactive(None, always_update=True, init=False)  # type: ignore[arg-type]
+
+    def __init__(
+        self,
+        header: SessionHeader,
+        events: list[Event] | tuple[Event, ...] = (),
+        *,
+        problem: str | None = None,
+        follow: Path | None = None,
+        name: str | None = None,
+    ) -> None:
+        super().__init__(name=name)
+        state = fold(header, events)
+        self._follow_path = follow
+        self._skip = 1 + len(events)
+        self._stop = threading.Event()
+        self._pinned = False
+        """The user stepped away from the newest iteration: new events do not move the cursor."""
+        self.set_reactive(
+            SessionScreen.view,
+            View(state=state, cursor=state.iteration, problem=problem, following=follow is not None),
+        )
+
+    @property
+    def state(self) -> SessionState:
+        return self.view.state
+
+    def compose(self) -> ComposeResult:
+        yield HeaderBar(id="header").data_bind(SessionScreen.view)
+        yield Timeline(id="timeline").data_bind(SessionScreen.view)
+        with Horizontal(id="main"):
+            yield DiffPane(id="diff").data_bind(SessionScreen.view)
+            with Vertical(id="right"):
+                yield LogPane(id="log").data_bind(SessionScreen.view)
+                yield SanitizerPane(id="sanitizer").data_bind(SessionScreen.view)
+        with Horizontal(id="bottom"):
+            yield SpeedupPane(id="speedup").data_bind(SessionScreen.view)
+            yield StagnationPane(id="stagnation").data_bind(SessionScreen.view)
+        yield Input(
+            placeholder="search code, logs, replies, categories (enter: find, esc: close)", id="search"
+        )
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.query_one("#search", Input).display = False
+        self.query_one("#diff").focus()
+        if self._follow_path is not None:
+            self._follow_worker(self._follow_path)
+
+    def on_unmount(self) -> None:
+        self._stop.set()
+
+    # ------------------------------------------------------------------ following
+
+    @work(thread=True, exclusive=True, group="follow")
+    def _follow_worker(self, path: Path) -> None:
+        from beavertui.engine.errors import SessionFileError
+        from beavertui.engine.session import follow
+
+        skip = self._skip
+        try:
+            for item in follow(path, stop=self._stop, poll_ms=200):
+                if skip > 0:
+                    skip -= 1
+                    continue
+                if self._stop.is_set():
+                    return
+                self.post_message(SessionEvent(item))
+        except SessionFileError as exc:
+            self.post_message(FollowProblem(str(exc)))
+        self.post_message(SessionEvent(None))  # type: ignore[arg-type]
+
+    def on_session_event(self, message: SessionEvent) -> None:
+        self.receive(message.item)
+
+    def on_follow_problem(self, message: FollowProblem) -> None:
+        self.view = self.view.with_(problem=message.problem, following=False)
+
+    def receive(self, item: SessionHeader | Event | None) -> None:
+        """Fold one arriving event (None: the stream ended)."""
+        view = self.view
+        if item is None:
+            self.view = view.with_(following=False)
+            return
+        if isinstance(item, SessionHeader):
+            self.view = view.with_(state=fold(item, ()), cursor=0)
+            return
+        at_newest = not self._pinned
+        state = apply(view.state, item)
+        cursor = state.iteration if at_newest else view.cursor
+        following = view.following and state.end is None
+        self.view = view.with_(state=state, cursor=cursor, following=following)
+
+    # ------------------------------------------------------------------ actions
+
+    def _move(self, iteration: int) -> None:
+        its = [a.iteration for a in self.state.attempts]
+        if not its:
+            return
+        iteration = max(its[0], min(its[-1], iteration))
+        self._pinned = iteration != its[-1]
+        if iteration != self.view.cursor:
+            self.view = self.view.with_(cursor=iteration)
+
+    def action_step(self, delta: int) -> None:
+        its = [a.iteration for a in self.state.attempts]
+        if not its:
+            return
+        cur = self.view.cursor
+        if delta > 0:
+            later = [i for i in its if i > cur]
+            self._move(later[0] if later else its[-1])
+        else:
+            earlier = [i for i in its if i < cur]
+            self._move(earlier[-1] if earlier else its[0])
+
+    def action_first(self) -> None:
+        if self.state.attempts:
+            self._move(self.state.attempts[0].iteration)
+
+    def action_last(self) -> None:
+        if self.state.attempts:
+            self._move(self.state.attempts[-1].iteration)
+
+    def action_cycle_diff(self) -> None:
+        i = DIFF_MODES.index(self.view.diff_mode)
+        self.view = self.view.with_(diff_mode=DIFF_MODES[(i + 1) % len(DIFF_MODES)])
+
+    def action_raw_log(self) -> None:
+        self.view = self.view.with_(raw_log=not self.view.raw_log)
+
+    def action_cycle_tool(self) -> None:
+        i = SANITIZER_TOOLS.index(self.view.sanitizer_tool)
+        self.view = self.view.with_(sanitizer_tool=SANITIZER_TOOLS[(i + 1) % len(SANITIZER_TOOLS)])
+
+    def action_search(self) -> None:
+        box = self.query_one("#search", Input)
+        box.display = True
+        box.value = self.view.search
+        box.focus()
+
+    def action_help(self) -> None:
+        self.app.push_screen(HelpScreen())
+
+    def action_back(self) -> None:
+        box = self.query_one("#search", Input)
+        if box.display:
+            box.display = False
+            self.query_one("#diff").focus()
+            return
+        if len(self.app.screen_stack) > 2:
+            self.app.pop_screen()
+
+    @on(Input.Submitted, "#search")
+    def _search_submitted(self, event: Input.Submitted) -> None:
+        event.input.display = False
+        self.query_one("#diff").focus()
+        self.view = self.view.with_(search=event.value)
+        self._search(backwards=False)
+
+    def action_search_next(self) -> None:
+        self._search(backwards=False)
+
+    def action_search_prev(self) -> None:
+        self._search(backwards=True)
+
+    def _search(self, *, backwards: bool) -> None:
+        query = self.view.search
+        if not query:
+            return
+        hit = find(self.state, query, self.view.cursor, backwards=backwards)
+        if hit is None:
+            self.notify(f"'{query}' is in no iteration", severity="warning", timeout=3)
+            return
+        iteration, place = hit
+        self._move(iteration)
+        if place == "code" and self.view.diff_mode != "file":
+            self.view = self.view.with_(diff_mode="file")
+        self.notify(f"'{query}' in iteration {iteration} ({place})", timeout=3)
+
+    def on_timeline_selected(self, message: Timeline.Selected) -> None:
+        self._move(message.iteration)

@@ -1,0 +1,32 @@
+"""A plain-text summary of a session, one line per iteration, for `replay` when stdout is not a terminal."""
+
+from __future__ import annotations
+
+from beavertui.engine.events import Event, SessionHeader
+from beavertui.engine.state import fold
+
+
+def summary_lines(header: SessionHeader, events: list[Event], problem: str | None) -> list[str]:
+    state = fold(header, events)
+    lines = [f"{header.task.id}  {header.model.name}  {header.protocol.short()}  ({len(events)} events)"]
+    for a in state.attempts:
+        v = a.verdict
+        if v is None:
+            lines.append(f"  it{a.iteration}  {a.stage}…")
+            continue
+        sp = "" if v.speedup is None else f"  {v.speedup:.2f}x"
+        ok = "success" if v.success else v.reason
+        lines.append(f"  it{a.iteration}  {v.category:<22}{sp:>8}  {ok}  {v.signature}".rstrip())
+    for st in state.stalls:
+        lines.append(f"  stalled after it{st.iteration}: {st.detector} ({st.detail})")
+    if state.end is not None:
+        e = state.end
+        best = "" if e.best_speedup is None else f", best {e.best_speedup:.2f}x"
+        lines.append(f"  ended: {e.stop_reason} after {e.iterations} iteration(s){best}")
+    if problem:
+        lines.append(f"  damaged: {problem} (valid prefix shown)")
+    return lines
+
+
+def print_summary(header: SessionHeader, events: list[Event], problem: str | None) -> None:
+    print("\n".join(summary_lines(header, events, problem)))
