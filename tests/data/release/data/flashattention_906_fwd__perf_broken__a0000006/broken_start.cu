@@ -1,0 +1,1 @@
+// broken start (not runnable here)

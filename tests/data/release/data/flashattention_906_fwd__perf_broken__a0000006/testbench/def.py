@@ -1,0 +1,1 @@
+# problem definition lives in the upstream repository

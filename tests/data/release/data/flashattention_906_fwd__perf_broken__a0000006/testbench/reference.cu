@@ -1,0 +1,1 @@
+// upstream reference kernel (not shipped)

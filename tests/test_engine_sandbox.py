@@ -1,0 +1,104 @@
+"""The stage sandbox: time limit kills the whole group, output bounds, env scrub, stdin, rlimits."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+from beavertui.engine import sandbox
+
+
+def _alive(marker: str) -> list[int]:
+    pids = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            cmd = Path(f"/proc/{entry}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+            state = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[-1].split()[0]
+        except OSError:
+            continue
+        if marker in cmd and state != "Z":
+            pids.append(int(entry))
+    return pids
+
+
+def test_timeout_kills_whole_group_and_leaves_nothing(tmp_path: Path) -> None:
+    marker = "31337.25"  # a distinctive sleep length to find leftovers by
+    cmd = f"sleep {marker} & sleep {marker} & (sleep {marker}; echo never) ; echo never"
+    t0 = time.monotonic()
+    out = sandbox.run(cmd, tmp_path, dict(os.environ), timeout_s=1.0)
+    elapsed = time.monotonic() - t0
+    assert out.timed_out is True
+    assert out.rc is None
+    assert elapsed < 4.0
+    time.sleep(0.2)
+    assert _alive(f"sleep {marker}") == []
+    assert "never" not in out.log
+
+
+def test_background_child_of_a_finished_command_is_killed(tmp_path: Path) -> None:
+    marker = "31338.5"
+    out = sandbox.run(f"(sleep {marker} &) ; echo done", tmp_path, dict(os.environ), timeout_s=10.0)
+    assert out.rc == 0 and not out.timed_out
+    assert out.log.strip() == "done"
+    assert out.leftovers_killed >= 1
+    time.sleep(0.2)
+    assert _alive(f"sleep {marker}") == []
+
+
+def test_child_that_leaves_the_session_is_not_waited_forever(tmp_path: Path) -> None:
+    # setsid escapes the process group; the runner still stops reading and returns promptly.
+    marker = "31339.5"
+    t0 = time.monotonic()
+    out = sandbox.run(f"setsid sleep {marker} & echo hi", tmp_path, dict(os.environ), timeout_s=10.0)
+    assert out.rc == 0
+    assert time.monotonic() - t0 < 5.0
+    for pid in _alive(f"sleep {marker}"):
+        os.kill(pid, 9)
+
+
+def test_output_is_bounded_to_head_and_tail(tmp_path: Path) -> None:
+    limits = sandbox.Limits(output_bytes=1000)
+    cmd = "echo FIRSTLINE; head -c 5000000 /dev/zero | tr '\\0' x; echo; echo LASTLINE"
+    out = sandbox.run(cmd, tmp_path, dict(os.environ), timeout_s=30.0, limits=limits)
+    assert out.rc == 0
+    assert out.log_bytes == len("FIRSTLINE\n") + 5_000_000 + 1 + len("LASTLINE\n")
+    assert out.log.startswith("FIRSTLINE")
+    assert out.log.rstrip().endswith("LASTLINE")
+    assert "bytes omitted" in out.log
+    assert len(out.log) < 2200
+
+
+def test_env_is_scrubbed_of_credentials() -> None:
+    env = {
+        "PATH": "/bin",
+        "OPENAI_API_KEY": "sk-1",
+        "OPENAI_BASE_URL": "http://x",
+        "HF_TOKEN": "t",
+        "my_secret_thing": "s",
+        "DB_PASSWORD": "p",
+        "AWS_ACCESS_KEY_ID": "a",
+        "CUDA_VISIBLE_DEVICES": "0",
+        "HOME": "/root",
+    }
+    assert sandbox.scrub_env(env) == {"PATH": "/bin", "CUDA_VISIBLE_DEVICES": "0", "HOME": "/root"}
+
+
+def test_stdin_is_dev_null_and_signal_recorded(tmp_path: Path) -> None:
+    out = sandbox.run("cat; echo rc=$?", tmp_path, dict(os.environ), timeout_s=5.0)
+    assert out.log.strip() == "rc=0"
+    seg = sandbox.run("kill -SEGV $$", tmp_path, dict(os.environ), timeout_s=5.0)
+    assert seg.signal == 11 and seg.rc is None
+    fpe = sandbox.run(
+        "sh -c 'kill -FPE $$'; true_rc=$?; exit $true_rc", tmp_path, dict(os.environ), timeout_s=5.0
+    )
+    assert fpe.rc == 136 and fpe.signal == 8
+
+
+def test_file_size_limit_applies(tmp_path: Path) -> None:
+    limits = sandbox.Limits(file_bytes=1 << 20)
+    out = sandbox.run("head -c 3000000 /dev/zero > big.bin", tmp_path, dict(os.environ), 10.0, limits)
+    assert out.rc != 0
+    assert (tmp_path / "big.bin").stat().st_size <= 1 << 20
