@@ -1,0 +1,287 @@
+"""The repair loop driven by the scripted model over the recorded toolchain (no network, no GPU).
+
+Recorded outcomes: tests/data/recorded/vec_scale.recordings.jsonl (real nvcc builds, composed GPU stages;
+see make_recordings.py there).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from beavertui.engine.events import (
+    Candidate,
+    Event,
+    InfraError,
+    Reply,
+    ReplyDelta,
+    Request,
+    SessionEnd,
+    SessionHeader,
+    Stalled,
+    Verdict,
+)
+from beavertui.engine.loop import run_session
+from beavertui.engine.models.scripted import ScriptedModel, ScriptEntry
+from beavertui.engine.protocol import Protocol, StagnationSettings
+from beavertui.engine.recorded import RecordedToolchain
+from beavertui.engine.state import fold
+from beavertui.engine.task import Task
+
+DATA = Path(__file__).resolve().parent / "data" / "recorded"
+TASK_DIR = DATA / "vec_scale"
+CANDIDATES = TASK_DIR / "candidates"
+
+
+def vec_scale_task(error_log: bool = True) -> Task:
+    return Task(
+        id="vec_scale",
+        family="elementwise",
+        label="illegal_memory_access",
+        difficulty="easy",
+        root=TASK_DIR,
+        corpus_root=DATA,
+        layout="native",
+        build_command="nvcc -O2 -arch=sm_90 -I _common -I include -o test.out solution.cu test_main.cu",
+        test_command="./test.out",
+        solution_file="solution.cu",
+        broken_start_path=TASK_DIR / "broken_start.cu",
+        reference_path=TASK_DIR / "reference.cu",
+        prompt_path=TASK_DIR / "prompt.txt",
+        testbench=TASK_DIR / "testbench",
+        error_log_path=(TASK_DIR / "error_log.txt") if error_log else None,
+    )
+
+
+def reply(name: str, prose: str = "Here is the fix.") -> str:
+    code = (CANDIDATES / f"{name}.cu").read_text()
+    return f"{prose}\n\n```cuda\n{code}```\n"
+
+
+def toolchain() -> RecordedToolchain:
+    return RecordedToolchain.load(DATA / "vec_scale.recordings.jsonl")
+
+
+def run(
+    replies: list[str | ScriptEntry], protocol: Protocol | None = None, task: Task | None = None
+) -> tuple[SessionHeader, list[Event]]:
+    items = list(
+        run_session(task or vec_scale_task(), ScriptedModel(replies), toolchain(), protocol or Protocol())
+    )
+    header = items[0]
+    assert isinstance(header, SessionHeader)
+    events = [e for e in items[1:] if not isinstance(e, SessionHeader)]
+    assert sum(isinstance(e, SessionEnd) for e in events) == 1
+    assert isinstance(events[-1], SessionEnd)
+    return header, events
+
+
+def verdicts(events: list[Event]) -> list[Verdict]:
+    return [e for e in events if isinstance(e, Verdict)]
+
+
+def stalls(events: list[Event]) -> list[str]:
+    return [e.detector for e in events if isinstance(e, Stalled)]
+
+
+def end(events: list[Event]) -> SessionEnd:
+    last = events[-1]
+    assert isinstance(last, SessionEnd)
+    return last
+
+
+def test_success_after_one_failure() -> None:
+    header, events = run([reply("syntax"), reply("naive")])
+    assert header.protocol.budget == 5 and header.task.id == "vec_scale" and header.gpu is None
+    assert [(v.iteration, v.category) for v in verdicts(events)] == [(1, "buildability"), (2, "passed")]
+    v2 = verdicts(events)[1]
+    assert v2.success and v2.speedup == pytest.approx(0.0312 / 0.0321, abs=1e-4)
+    assert end(events).stop_reason == "passed" and end(events).iterations == 2 and end(events).success
+    assert stalls(events) == []
+    kinds = [e.kind for e in events]
+    first_reply = kinds.index("reply")
+    assert kinds[0] == "request" and first_reply >= 3
+    assert set(kinds[1:first_reply]) == {"reply_delta"}  # streamed before the complete reply
+    # The first turn names the real solution file and carries the task's recorded error log.
+    first = next(e for e in events if isinstance(e, Request))
+    assert "`solution.cu`" in first.messages[0].content
+    assert "MISMATCH out: 16777216 of 16777216 elements wrong" in first.messages[1].content
+    assert "recorded when the task was made" in first.messages[1].content
+    # The second request carries the real nvcc error as L3 feedback.
+    second = [e for e in events if isinstance(e, Request)][1]
+    assert [m.role for m in second.messages] == ["system", "user", "assistant", "user"]
+    assert 'solution.cu(6): error: expected a ";"' in second.messages[3].content
+    assert "Outcome: buildability." in second.messages[3].content
+    # The reducer sees the same session.
+    state = fold(header, events)
+    assert state.done and state.success and len(state.attempts) == 2
+
+
+def test_candidate_hash_and_diff() -> None:
+    _, events = run([reply("naive")])
+    cand = next(e for e in events if isinstance(e, Candidate))
+    assert cand.sha256 is not None and len(cand.sha256) == 64
+    assert cand.diff.startswith("--- a/solution.cu\n+++ b/solution.cu\n")
+    assert "-    if (i < n) out[i] = s * in[i + 1];" in cand.diff
+
+
+def test_duplicate_code_fires() -> None:
+    again = reply("syntax").replace("int i =", "int   i =")  # whitespace only: the same code
+    _, events = run([reply("syntax"), again])
+    assert stalls(events) == ["duplicate_code"]
+    assert end(events).stop_reason == "duplicate_code" and end(events).iterations == 2
+
+
+def test_code_cycle_fires() -> None:
+    _, events = run([reply("syntax"), reply("wrong"), reply("syntax")])
+    assert stalls(events) == ["code_cycle"]
+    assert end(events).stop_reason == "code_cycle" and end(events).iterations == 3
+
+
+def test_category_oscillation_fires() -> None:
+    _, events = run([reply("syntax"), reply("wrong"), reply("syntax2"), reply("wrong2")])
+    assert [v.category for v in verdicts(events)] == [
+        "buildability",
+        "functional_correctness",
+        "buildability",
+        "functional_correctness",
+    ]
+    assert stalls(events) == ["category_oscillation"]
+    assert end(events).stop_reason == "category_oscillation"
+
+
+def test_no_progress_fires() -> None:
+    _, events = run([reply("oob2"), reply("oob3"), reply("oob4")])
+    assert {v.category for v in verdicts(events)} == {"illegal_memory_access"}
+    assert stalls(events) == ["no_progress"]
+    assert end(events).stop_reason == "no_progress" and end(events).iterations == 3
+    # L3 feedback quotes the raw sanitizer record.
+    last_request = [e for e in events if isinstance(e, Request)][-1]
+    assert "Invalid __global__ read of size 4 bytes" in last_request.messages[-1].content
+
+
+def test_no_detector_fires_on_varied_failures() -> None:
+    _, events = run([reply(n) for n in ("syntax", "syntax2", "wrong", "wrong2", "oob2")])
+    assert stalls(events) == []
+    assert end(events).stop_reason == "budget" and end(events).iterations == 5
+    assert not end(events).success
+
+
+def test_detectors_report_without_stopping_when_configured() -> None:
+    protocol = Protocol(budget=3, stagnation=StagnationSettings(stop=False))
+    again = reply("syntax")
+    _, events = run([again, again, reply("naive")], protocol)
+    assert stalls(events) == ["duplicate_code"]
+    assert end(events).stop_reason == "passed" and end(events).iterations == 3
+
+
+def test_degenerate_repair_fails_the_gate_then_recovers() -> None:
+    _, events = run([reply("slow"), reply("naive")])
+    v1, v2 = verdicts(events)
+    assert v1.correct and not v1.success and v1.reason == "below gate"
+    assert v1.speedup == pytest.approx(0.0312 / 1.984, abs=1e-4)
+    assert v2.success
+    note = [e for e in events if isinstance(e, Request)][1].messages[-1].content
+    assert note.startswith("Your solution is correct but too slow.")
+    assert "0.02x the reference speed (the gate is 0.7x)" in note
+    assert "reference 0.0312 ms, yours 1.984 ms" in note
+    assert end(events).stop_reason == "passed"
+
+
+def test_gate_zero_accepts_the_slow_repair() -> None:
+    _, events = run([reply("slow")], Protocol(gate=0.0))
+    assert verdicts(events)[0].success and end(events).stop_reason == "passed"
+
+
+def test_continue_after_pass_spends_the_budget() -> None:
+    _, events = run([reply("naive"), reply("reference")], Protocol(budget=2, continue_after_pass=True))
+    assert [v.success for v in verdicts(events)] == [True, True]
+    assert end(events).stop_reason == "budget" and end(events).success
+    assert end(events).best_speedup == pytest.approx(1.0)
+
+
+def test_no_code_is_buildability_and_the_loop_goes_on() -> None:
+    _, events = run(["I think the index is off by one.", reply("naive")])
+    c1 = next(e for e in events if isinstance(e, Candidate))
+    assert c1.code is None and c1.no_code_reason == "no fenced code block in the reply"
+    v1 = verdicts(events)[0]
+    assert (v1.category, v1.reason, v1.signature) == ("buildability", "no code", "no code")
+    assert not any(e.kind == "build" and e.iteration == 1 for e in events)
+    assert end(events).stop_reason == "passed"
+
+
+def test_endpoint_failure_is_an_infra_error() -> None:
+    _, events = run([reply("syntax"), ScriptEntry(error="HTTP 500: boom (gave up after 6 tries)")])
+    infra = [e for e in events if isinstance(e, InfraError)]
+    assert len(infra) == 1 and infra[0].source == "endpoint" and infra[0].iteration == 2
+    assert end(events).stop_reason == "error" and end(events).iterations == 1
+    assert end(events).detail == "HTTP 500: boom (gave up after 6 tries)"
+    assert not any(isinstance(e, Reply) and e.iteration == 2 for e in events)
+
+
+def test_unrecorded_candidate_is_a_toolchain_error() -> None:
+    _, events = run(["```cuda\nint never_recorded;\n```"])
+    infra = [e for e in events if isinstance(e, InfraError)]
+    assert infra[0].source == "toolchain" and "no recorded outcome" in infra[0].detail
+    assert end(events).stop_reason == "error"
+
+
+def test_repeated_method_samples_the_first_turn() -> None:
+    protocol = Protocol(method="repeated", budget=3)
+    again = reply("syntax")
+    _, events = run([again, reply("naive"), again], protocol)
+    requests = [e for e in events if isinstance(e, Request)]
+    assert len(requests) == 3
+    assert all(r.messages == requests[0].messages for r in requests)  # no feedback between samples
+    assert stalls(events) == []  # duplicates are expected among independent samples
+    assert end(events).stop_reason == "budget" and end(events).success
+
+
+def test_self_source_spends_one_iteration_less() -> None:
+    _, events = run([reply(n) for n in ("syntax", "syntax2", "wrong", "wrong2")], Protocol(self_source=True))
+    assert end(events).iterations == 4 and end(events).stop_reason == "budget"
+
+
+@pytest.mark.parametrize(
+    ("level", "present", "absent"),
+    [
+        ("L0", "Please give another attempt.", "failed"),
+        ("L1", "Your solution failed. Try again.", "buildability"),
+        ("L2", 'error: expected a ";"', "Build log:"),
+        ("L3", "Build log:\n```text\n$ nvcc -O2", "Profiler"),
+    ],
+)
+def test_feedback_levels(level: str, present: str, absent: str) -> None:
+    _, events = run([reply("syntax"), reply("naive")], Protocol(feedback=level))  # type: ignore[arg-type]
+    note = [e for e in events if isinstance(e, Request)][1].messages[-1].content
+    assert present in note
+    assert absent not in note
+
+
+def test_history_window_keeps_the_last_rounds() -> None:
+    names = ("syntax", "syntax2", "wrong", "wrong2")
+    _, events = run(
+        [reply(n) for n in names], Protocol(budget=4, history=1, stagnation=StagnationSettings(enabled=()))
+    )
+    last = [e for e in events if isinstance(e, Request)][-1]
+    assert [m.role for m in last.messages] == ["system", "user", "assistant", "user"]
+    assert "out[i] = s + in[i]" in last.messages[2].content  # the previous reply (wrong), not older ones
+    _, events = run(
+        [reply(n) for n in names], Protocol(budget=4, history=4, stagnation=StagnationSettings(enabled=()))
+    )
+    last = [e for e in events if isinstance(e, Request)][-1]
+    assert len(last.messages) == 2 + 2 * 3
+
+
+def test_fresh_check_when_the_task_has_no_recorded_log() -> None:
+    _, events = run([reply("naive")], task=vec_scale_task(error_log=False))
+    first = next(e for e in events if isinstance(e, Request)).messages[1].content
+    assert "a fresh check on this machine" in first
+    assert "ERROR SUMMARY: 1 error" in first  # the recorded memcheck of the broken start itself
+
+
+def test_deltas_rebuild_the_reply() -> None:
+    _, events = run([reply("naive")])
+    text = "".join(e.text for e in events if isinstance(e, ReplyDelta))
+    assert text == next(e for e in events if isinstance(e, Reply)).content
