@@ -60,7 +60,9 @@ def src(name: str) -> str:
 
 
 def sha(code: str) -> str:
-    return hashlib.sha256(code.strip().encode()).hexdigest()
+    from beavertui.engine.stagnation import code_hash
+
+    return code_hash(code, "cuda")
 
 
 def udiff(old: str, new: str) -> str:
