@@ -2,7 +2,7 @@
 
 Formats, by extension: ``.toml`` (``[[reply]]`` tables with ``content`` or ``error``), ``.json`` (a list of
 strings or of such objects, or ``{"replies": [...]}``) and ``.md``/``.txt`` (replies separated by lines
-reading exactly ``<!-- reply -->``). An ``error`` entry makes that call fail as an unreachable endpoint, so
+reading exactly ``<!-- reply -->``; a part holding only HTML comments is a preamble). An ``error`` entry makes that call fail as an unreachable endpoint, so
 demos can show an infrastructure failure. Replies are returned in order; running out is an EndpointError.
 This module must not look at the messages it is sent beyond counting calls.
 """
@@ -10,6 +10,7 @@ This module must not look at the messages it is sent beyond counting calls.
 from __future__ import annotations
 
 import json
+import re
 import tomllib
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -21,6 +22,7 @@ from beavertui.engine.events import Message, ModelInfo
 from beavertui.engine.models.base import Completion, DeltaCallback, EndpointError
 
 SEPARATOR = "<!-- reply -->"
+_COMMENT = re.compile(r"<!--.*?-->", re.DOTALL)
 
 #: Script files shipped with the package, addressable as ``scripted:NAME``.
 BUILTIN_DIR = Path(__file__).parent / "scripts"
@@ -72,7 +74,7 @@ def load_script(path: str | Path) -> list[ScriptEntry]:
             raise BeaverError(f"{path}: expected a list of replies or {{'replies': [...]}}")
     else:
         parts = [p.strip("\n") for p in _split(text)]
-        items = [p + "\n" for p in parts if p.strip()]
+        items = [p + "\n" for p in parts if _COMMENT.sub("", p).strip()]
     entries = [_entry(item, f"{path} reply {i + 1}") for i, item in enumerate(items)]
     if not entries:
         raise BeaverError(f"{path}: holds no replies")
