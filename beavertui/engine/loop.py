@@ -13,7 +13,7 @@ import difflib
 import queue
 import threading
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Generator, Iterator, Sequence
 from typing import get_args
 
 from beavertui import __version__
@@ -126,7 +126,7 @@ def run_session(
     resume_from: tuple[SessionHeader, Sequence[Event]] | Sequence[Event] | None = None,
     control: LoopControl | None = None,
     session_id: str | None = None,
-) -> Iterator[SessionHeader | Event]:
+) -> Generator[SessionHeader | Event, None, None]:
     """Run one repair session, yielding the header, then every event, then one SessionEnd.
 
     ``resume_from``: a valid prefix of a killed session (the header and events read back, or the events
@@ -211,7 +211,15 @@ class _Run:
             if not self.first and a.request is not None and len(a.request.messages) >= 2:
                 self.first = list(a.request.messages[:2])
             if a.reply is not None:
-                self.rounds.append((a.reply.content, feedback(a, protocol.feedback, task.language)))
+                # A note already sent (the last message of the next recorded request) is kept verbatim, so
+                # a branch's frozen prefix reads as recorded; the newest round's note is built afresh.
+                sent = state.attempt(a.iteration + 1)
+                msgs = sent.request.messages if sent is not None and sent.request is not None else []
+                if protocol.method == "iterative" and len(msgs) > 2 and msgs[-1].role == "user":
+                    note = msgs[-1].content
+                else:
+                    note = feedback(a, protocol.feedback, task.language, protocol.feedback_components)
+                self.rounds.append((a.reply.content, note))
 
     def fold(self, event: Event) -> Event:
         self.state = apply(self.state, event)
@@ -342,5 +350,10 @@ class _Run:
             if fired and p.stagnation.stop:
                 raise _End(fired[0])
         if not resumed and attempt.reply is not None:
-            note = feedback(self.state.attempt(iteration), p.feedback, self.task.language)  # type: ignore[arg-type]
+            note = feedback(
+                self.state.attempt(iteration),  # type: ignore[arg-type]
+                p.feedback,
+                self.task.language,
+                p.feedback_components,
+            )
             self.rounds.append((attempt.reply.content, note))

@@ -8,8 +8,9 @@ rebuilt and checked later. This module must not run anything or decide categorie
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
+from beavertui.engine.categories import BUILD_STAGE
 from beavertui.engine.events import Message, Sanitized, StageResult, Verdict
 from beavertui.engine.extract import strip_think
 from beavertui.engine.protocol import Feedback
@@ -106,8 +107,22 @@ def _sanitizer_text(runs: Sequence[Sanitized]) -> list[str]:
     return out
 
 
-def feedback(attempt: AttemptState, level: Feedback, language: str) -> str:
-    """The user message that follows an attempt, at feedback level L0..L4."""
+def feedback(
+    attempt: AttemptState,
+    level: Feedback,
+    language: str,
+    components: Collection[str] | None = None,
+) -> str:
+    """The user message that follows an attempt, at feedback level L0..L4.
+
+    ``components`` (Protocol.feedback_components) keeps only those parts of the level's message:
+    ``compiler`` (build-stage outcome, decisive lines and build log), ``runtime`` (the same for later
+    stages, and the run log), ``sanitizer``, ``timing`` (speed lines) and ``profile`` (ncu); None keeps all.
+    """
+
+    def on(name: str) -> bool:
+        return components is None or name in components
+
     tag = fence(language)
     ask = f"Reply with the complete corrected file in one ```{tag} block."
     if level == "L0":
@@ -127,28 +142,31 @@ def feedback(attempt: AttemptState, level: Feedback, language: str) -> str:
     if level == "L1":
         return f"{head} Try again. {ask}"
     lines = [head]
+    outcome_part = "compiler" if v.category in BUILD_STAGE else "runtime"
     if v.correct:
-        lines.append(_speed_line(v))
-    else:
+        if on("timing"):
+            lines.append(_speed_line(v))
+    elif on(outcome_part):
         lines.append(f"Outcome: {v.category}.")
         if v.decisive:
             lines += ["Decisive lines:", "```text", *v.decisive, "```"]
     if level in ("L3", "L4"):
         build_failed = attempt.build is not None and attempt.build.result.rc != 0
         if build_failed and attempt.build is not None:
-            lines += ["Build log:", "```text", stage_log(attempt.build.result), "```"]
-        elif attempt.run is not None and not v.correct:
+            if on("compiler"):
+                lines += ["Build log:", "```text", stage_log(attempt.build.result), "```"]
+        elif attempt.run is not None and not v.correct and on("runtime"):
             lines += ["Run log:", "```text", stage_log(attempt.run.result), "```"]
-        if attempt.sanitize:
+        if attempt.sanitize and on("sanitizer"):
             lines += ["Sanitizer:", "```text", *_sanitizer_text(attempt.sanitize), "```"]
-        if attempt.timing is not None:
+        if attempt.timing is not None and on("timing"):
             t = attempt.timing.result
             lines.append(
                 f"Timing ({t.method}, median of {len(t.candidate_samples) or '?'} interleaved runs): "
                 f"reference {t.reference_ms:.4g} ms, yours {t.candidate_ms:.4g} ms, "
                 f"speedup {t.speedup:.2f}x against a gate of {v.gate:g}x."
             )
-    if level == "L4" and attempt.timing is not None and attempt.timing.result.profile:
+    if level == "L4" and attempt.timing is not None and attempt.timing.result.profile and on("profile"):
         lines.append("Profiler metrics of your kernel (ncu):")
         lines += [f"- {k}: {val}" for k, val in attempt.timing.result.profile.items()]
     lines.append(("Make it faster while keeping it correct. " if v.correct else "Fix it. ") + ask)
