@@ -1,0 +1,157 @@
+"""``beavertui attribute``: which feedback component made repairs succeed (Shapley and Banzhaf values).
+
+From one frozen step of one session (``SESSION --at STEP``) or from the failed steps of every session
+of a batch run (``--run RUN_DIR``), runs N branches per subset of the components and prints the values
+of each component and pair, with bootstrap intervals, for the outcomes compiled, correct and passed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from beavertui.commands.branch import add_common
+
+if TYPE_CHECKING:
+    from beavertui.engine.analysis.attribute_run import BranchOutcome
+    from beavertui.engine.analysis.attribution import Attribution
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser(
+        "attribute",
+        help="attribute repair outcomes to feedback components (Shapley, Banzhaf)",
+        description="For every subset of the feedback components, run N branches from the same frozen "
+        "step with only those components in the feedback, and report the Shapley and Banzhaf value of "
+        "each component and the pairwise interactions, with bootstrap intervals over samples (and steps).",
+    )
+    p.add_argument("session", nargs="?", metavar="SESSION", help="the session to branch from")
+    p.add_argument("--at", type=int, metavar="STEP", help="the frozen step (with --run: only this step)")
+    p.add_argument(
+        "--components",
+        default="compiler,sanitizer,timing",
+        help="comma-separated feedback components: compiler, runtime, sanitizer, timing, profile",
+    )
+    p.add_argument("--samples", type=int, default=3, metavar="N", help="branches per subset (default 3)")
+    p.add_argument(
+        "--run", metavar="RUN_DIR", help="aggregate over the failed steps of a batch run's sessions"
+    )
+    p.add_argument(
+        "--resamples", type=int, default=1000, metavar="B", help="bootstrap resamples (default 1000)"
+    )
+    p.add_argument("--json", action="store_true", help="print one JSON object instead of tables")
+    p.add_argument(
+        "--out", metavar="DIR", help="folder for the branch sessions (default sessions/attribution)"
+    )
+    add_common(p)
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from beavertui.commands.branch import model_of, protocol_of, task_of, toolchain_of
+    from beavertui.engine.analysis.attribute_run import attribute_outcomes, failed_steps, run_attribution
+    from beavertui.engine.errors import BeaverError
+    from beavertui.engine.session import read_session
+
+    components = [c.strip() for c in args.components.split(",") if c.strip()]
+    if not components:
+        raise BeaverError("--components needs at least one component")
+    if (args.session is None) == (args.run is None):
+        raise BeaverError("give either SESSION --at STEP or --run RUN_DIR")
+    if args.session is not None and args.at is None:
+        raise BeaverError("SESSION needs --at STEP")
+    jobs: list[tuple[Path, int]] = []
+    if args.session is not None:
+        jobs.append((Path(args.session), args.at))
+    else:
+        run_dir = Path(args.run)
+        if not run_dir.is_dir():
+            raise BeaverError(f"{run_dir}: not a folder")
+        for path in sorted(run_dir.rglob("*.jsonl")):
+            header, _events, _problem = read_session(path)
+            if header is None or header.parent is not None:
+                continue  # damaged files and branches are not frozen steps of the run
+            steps = failed_steps(path)
+            jobs += [(path, s) for s in steps if args.at is None or s == args.at]
+        if not jobs:
+            raise BeaverError(f"{run_dir}: no session with a failed step to branch from")
+    toolchain = toolchain_of(args)
+    out_dir = Path(args.out) if args.out else Path("sessions") / "attribution"
+    outcomes: list[BranchOutcome] = []
+    for path, step in jobs:
+        header, _events, problem = read_session(path)
+        if header is None:
+            raise BeaverError(f"{path}: {problem}")
+        protocol = protocol_of(header, args)
+        task = task_of(header, args.corpus)
+        if not args.json:
+            print(f"{path} at step {step}: {2 ** len(components)} subsets x {args.samples} samples")
+        outcomes += run_attribution(
+            path,
+            step,
+            components,
+            args.samples,
+            task,
+            functools.partial(model_of, header, args, protocol),
+            toolchain,
+            out_dir,
+            protocol_update={"temperature": protocol.temperature, "history": protocol.history},
+        )
+    missing = sum(1 for o in outcomes if o.correct is None)
+    usable = [o for o in outcomes if o.correct is not None]
+    if not usable:
+        raise BeaverError("every branch failed before a verdict (see the branch sessions' infra errors)")
+    results = attribute_outcomes(usable, components, resamples=args.resamples)
+    if args.json:
+        print(json.dumps(to_json(results, outcomes, missing), indent=1))
+    else:
+        print(render(results, len(jobs), len(outcomes), missing))
+    return 0
+
+
+def to_json(
+    results: dict[str, Attribution], outcomes: list[BranchOutcome], missing: int
+) -> dict[str, object]:
+    from beavertui.engine.analysis.attribution import to_json as one
+
+    return {
+        "measures": {m: one(a) for m, a in results.items()},
+        "branches": len(outcomes),
+        "without_verdict": missing,
+        "outcomes": [
+            {
+                "parent": o.parent,
+                "step": o.step,
+                "subset": sorted(o.subset),
+                "sample": o.sample,
+                "compiled": o.compiled,
+                "correct": o.correct,
+                "passed": o.passed,
+                "session": str(o.path) if o.path else None,
+            }
+            for o in outcomes
+        ],
+    }
+
+
+def render(results: dict[str, Attribution], steps: int, branches: int, missing: int) -> str:
+    from beavertui.engine.analysis.report import attribution_rows
+
+    lines = [f"{steps} frozen step(s), {branches} branches ({missing} without a verdict, left out)"]
+    for measure, a in results.items():
+        pct = f"{a.confidence:.0%}"
+        lines += ["", f"outcome: {measure}  (values in outcome share; {pct} bootstrap intervals)"]
+        rows = [("component", "Shapley", "Banzhaf"), *attribution_rows(a)]
+        if len(a.components) > 1:
+            rows += [("pair", "Shapley interaction", "Banzhaf interaction"), *attribution_rows(a, "pair")]
+        width = [max(len(r[i]) for r in rows) for i in range(3)]
+        lines += ["  " + "  ".join(c.ljust(w) for c, w in zip(r, width, strict=True)) for r in rows]
+        means = ", ".join(
+            f"{'+'.join(c for c in a.components if c in s) or 'none'} {v:.2f}"
+            for s, v in a.subset_means.items()
+        )
+        lines.append(f"  subset means: {means}")
+    return "\n".join(lines)
