@@ -1,0 +1,259 @@
+"""`beavertui live`: run one repair session now, save it, and show it (full screen, or a line per event).
+
+Parses flags into a Task, a Model, a Toolchain and a Protocol, then hands them to the TUI's live screen or,
+with --headless (or without the TUI), to the console printer while the session file is written. Nothing
+else happens here.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import uuid
+from pathlib import Path
+from typing import Any
+
+DEFAULT_MODELS_FILE = Path.home() / ".config" / "beavertui" / "models.toml"
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser(
+        "live",
+        help="run one repair session and watch it",
+        description=(
+            "Run one repair session of a task and write it to sessions/live/<task>-<id>.jsonl. "
+            "MODEL is an endpoint model name (or a models-file entry), scripted:FILE, replay:SESSION or "
+            "human. Exit status: 0 when the session succeeded, 1 when it ended without success."
+        ),
+    )
+    p.add_argument("--task", required=True, metavar="ID", help="task id")
+    p.add_argument(
+        "--corpus", type=Path, default=None, help="corpus folder (native corpus/ or release data/)"
+    )
+    p.add_argument(
+        "--model", required=True, metavar="MODEL", help="model name, scripted:FILE, replay:SESSION or human"
+    )
+    m = p.add_argument_group("endpoint")
+    m.add_argument("--base-url", default=None, help="OpenAI-compatible base URL (default: $OPENAI_BASE_URL)")
+    m.add_argument("--api-key-env", default=None, metavar="VAR", help="environment variable holding the key")
+    m.add_argument("--models-file", type=Path, default=None, help="TOML models file ([models.NAME] tables)")
+    m.add_argument("--top-p", type=float, default=None)
+    m.add_argument("--max-tokens", type=int, default=None)
+    m.add_argument("--reasoning-effort", default=None, choices=("low", "medium", "high"))
+    m.add_argument("--extra-body", default=None, metavar="JSON", help="extra request fields as a JSON object")
+    m.add_argument("--timeout", type=float, default=None, metavar="S", help="per-call time limit, seconds")
+    m.add_argument("--retries", type=int, default=None, help="failed tries allowed per call")
+    m.add_argument("--no-stream", action="store_true", help="do not stream tokens")
+    m.add_argument(
+        "--editor", default=None, help="human model: editor command (default $EDITOR; none: save to submit)"
+    )
+    q = p.add_argument_group("protocol")
+    q.add_argument("--method", choices=("iterative", "repeated"), default="iterative")
+    q.add_argument("--budget", "-k", type=int, default=5, help="iterations (iterative) or samples (repeated)")
+    q.add_argument("--feedback", choices=("L0", "L1", "L2", "L3", "L4"), default="L3")
+    q.add_argument("--history", type=int, choices=(1, 2, 3, 4), default=2, help="rounds of prior turns kept")
+    q.add_argument("--temperature", type=float, default=0.0)
+    q.add_argument("--seed", type=int, default=None)
+    q.add_argument("--gate", type=float, default=0.7, help="in-loop speedup gate p")
+    q.add_argument("--continue-after-pass", action="store_true", help="spend the whole budget")
+    q.add_argument("--self-source", action="store_true", help="the model produced this broken start")
+    q.add_argument(
+        "--no-stagnation-stop", action="store_true", help="report stagnation detectors, never stop"
+    )
+    o = p.add_argument_group("output")
+    o.add_argument(
+        "--out", type=Path, default=None, help="session file (default sessions/live/<task>-<id>.jsonl)"
+    )
+    o.add_argument("--sessions-dir", type=Path, default=Path("sessions"))
+    o.add_argument(
+        "--headless", action="store_true", help="print one line per event instead of the full screen"
+    )
+    o.add_argument(
+        "--paused", action="store_true", help="full screen: start paused (single-step with the keys)"
+    )
+    o.add_argument(
+        "--toolchain",
+        default="local",
+        metavar="local|recorded:FILE",
+        help="build and run on this GPU, or replay recorded outcomes (no GPU needed)",
+    )
+    o.add_argument(
+        "--unknown-candidates",
+        choices=("error", "fail"),
+        default="error",
+        help="recorded toolchain: an unrecorded candidate ends the session (error) or fails to build (fail)",
+    )
+    p.set_defaults(func=_live)
+
+
+def _protocol(args: argparse.Namespace) -> Any:
+    from pydantic import ValidationError
+
+    from beavertui.engine.errors import BeaverError
+    from beavertui.engine.protocol import Protocol, StagnationSettings
+
+    try:
+        return Protocol(
+            method=args.method,
+            budget=args.budget,
+            feedback=args.feedback,
+            history=args.history,
+            temperature=args.temperature,
+            gate=args.gate,
+            continue_after_pass=args.continue_after_pass,
+            self_source=args.self_source,
+            seed=args.seed,
+            stagnation=StagnationSettings(stop=not args.no_stagnation_stop),
+        )
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        raise BeaverError(f"--{err['loc'][0]}: {err['msg']}") from None
+
+
+def _model(args: argparse.Namespace, task: Any, protocol: Any) -> Any:
+    from beavertui.engine.errors import BeaverError
+
+    spec: str = args.model
+    if spec.startswith("scripted:"):
+        from beavertui.engine.models.scripted import ScriptedModel
+
+        return ScriptedModel.from_file(spec.split(":", 1)[1])
+    if spec.startswith("replay:"):
+        from beavertui.engine.models.replay import ReplayModel
+
+        return ReplayModel(spec.split(":", 1)[1])
+    if spec == "human":
+        from beavertui.engine.models.human import HumanModel
+
+        path = args.sessions_dir / "live" / f"{task.id}.human" / Path(task.solution_file).name
+        return HumanModel(path, initial=task.broken_start(), editor=args.editor or os.environ.get("EDITOR"))
+    from beavertui.engine.models.openai_model import OpenAIConfig, OpenAIModel, load_models_file
+
+    models_file = args.models_file or (
+        Path(os.environ["BEAVERTUI_MODELS"]) if "BEAVERTUI_MODELS" in os.environ else None
+    )
+    if models_file is None and DEFAULT_MODELS_FILE.is_file():
+        models_file = DEFAULT_MODELS_FILE
+    entries = load_models_file(models_file) if models_file is not None else {}
+    config = entries.get(spec) or OpenAIConfig(model=spec)
+    updates: dict[str, Any] = {}
+    for flag, field in (
+        ("base_url", "base_url"),
+        ("api_key_env", "api_key_env"),
+        ("top_p", "top_p"),
+        ("max_tokens", "max_tokens"),
+        ("reasoning_effort", "reasoning_effort"),
+        ("timeout", "timeout_s"),
+        ("retries", "retries"),
+    ):
+        value = getattr(args, flag)
+        if value is not None:
+            updates[field] = value
+    if args.extra_body:
+        try:
+            extra = json.loads(args.extra_body)
+        except json.JSONDecodeError as exc:
+            raise BeaverError(f"--extra-body: not JSON: {exc.msg}") from None
+        if not isinstance(extra, dict):
+            raise BeaverError("--extra-body: expected a JSON object")
+        updates["extra_body"] = extra
+    if args.no_stream:
+        updates["stream"] = False
+    # The protocol's temperature and seed are what the session records, so they are what is sent.
+    updates["temperature"] = protocol.temperature
+    if protocol.seed is not None:
+        updates["seed"] = protocol.seed
+    return OpenAIModel(config.model_copy(update=updates))
+
+
+def _toolchain(args: argparse.Namespace, task: Any) -> Any:
+    from beavertui.engine.errors import BeaverError, NoGpuError
+
+    if args.toolchain.startswith("recorded:"):
+        from beavertui.engine.recorded import RecordedToolchain
+
+        return RecordedToolchain.load(args.toolchain.split(":", 1)[1], unknown=args.unknown_candidates)
+    if args.toolchain != "local":
+        raise BeaverError(f"--toolchain: expected local or recorded:FILE, not {args.toolchain!r}")
+    from beavertui.engine.corpus import runnable_here
+    from beavertui.engine.gpu import probe
+
+    machine = probe()
+    if machine.gpu is None:
+        raise NoGpuError(
+            "no NVIDIA GPU visible, so nothing can be built and run here; "
+            "watch a recorded session instead: beavertui replay SESSION (or use --toolchain recorded:FILE)"
+        )
+    why = runnable_here(task, machine)
+    if why is not None:
+        raise BeaverError(f"task {task.id} cannot run here: {why}")
+    try:
+        from beavertui.engine.localtool import LocalToolchain  # type: ignore[import-not-found,unused-ignore]
+    except ImportError:
+        raise BeaverError(
+            "this build of beavertui has no local GPU toolchain (engine/localtool.py)"
+        ) from None
+    return LocalToolchain()
+
+
+def _live(args: argparse.Namespace) -> int:
+    from beavertui.engine.corpus import default_corpus, load_corpus
+
+    task = load_corpus(args.corpus or default_corpus(), [args.task]).get(args.task)
+    protocol = _protocol(args)
+    toolchain = _toolchain(args, task)
+    model = _model(args, task, protocol)
+    session_id = uuid.uuid4().hex[:12]
+    out: Path = args.out or args.sessions_dir / "live" / f"{task.id}-{session_id}.jsonl"
+    if not args.headless and sys.stdout.isatty():
+        try:
+            from beavertui.tui.live import run_live
+        except ImportError:
+            pass
+        else:
+            return int(
+                run_live(task, model, toolchain, protocol, out, paused=args.paused, session_id=session_id)
+            )
+    return run_headless(task, model, toolchain, protocol, out, session_id=session_id)
+
+
+def run_headless(task: Any, model: Any, toolchain: Any, protocol: Any, out: Path, **run_kw: Any) -> int:
+    """Run the session, append each event to ``out`` and print a line per event; 0 when it succeeded."""
+    from beavertui.console import EventPrinter
+    from beavertui.engine.events import SessionEnd, SessionHeader
+    from beavertui.engine.loop import run_session
+    from beavertui.engine.session import SessionWriter
+
+    printer = EventPrinter()
+    stream = run_session(task, model, toolchain, protocol, **run_kw)
+    writer: SessionWriter | None = None
+    success = False
+    interrupted = False
+    try:
+        while True:
+            try:
+                if interrupted:
+                    interrupted = False
+                    item = stream.throw(KeyboardInterrupt)
+                else:
+                    item = next(stream)
+            except StopIteration:
+                break
+            try:
+                if isinstance(item, SessionHeader):
+                    writer = SessionWriter(out, item, redact=model.secrets())
+                elif writer is not None:
+                    writer.append(item)
+                printer.show(item)
+                if isinstance(item, SessionEnd):
+                    success = item.success
+            except KeyboardInterrupt:
+                interrupted = True  # let the loop close the session as stopped, then stop
+    finally:
+        printer.close()
+        if writer is not None:
+            writer.close()
+            print(f"session written to {out}", file=sys.stderr)
+    return 0 if success else 1

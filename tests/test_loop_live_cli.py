@@ -1,0 +1,111 @@
+"""`beavertui live --headless` end to end over the recorded toolchain, and the console's lines."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import pytest
+from conftest import gpu_present
+
+from beavertui.cli import main
+from beavertui.console import EventPrinter, event_line
+from beavertui.engine.events import InfraError, SessionEnd, Stalled, Verdict
+from beavertui.engine.session import read_session
+
+DATA = Path(__file__).resolve().parent / "data" / "recorded"
+RECORDED = f"recorded:{DATA / 'vec_scale.recordings.jsonl'}"
+
+
+def live(*extra: str) -> list[str]:
+    return ["live", "--task", "vec_scale", "--corpus", str(DATA), "--headless", *extra]
+
+
+def test_live_headless_writes_a_complete_session(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "s.jsonl"
+    rc = main(live("--model", "scripted:vec_scale_demo.toml", "--toolchain", RECORDED, "--out", str(out)))
+    assert rc == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith("session ") and "task vec_scale" in lines[0]
+    assert "iterative K5 L3 H2 T0 p0.7" in lines[0]
+    assert any(ln.startswith("#2  verdict   BELOW GATE 0.02x < 0.7x") for ln in lines)
+    assert lines[-1] == "end passed after 3 iterations, success, best 0.97x"
+    header, events, problem = read_session(out)
+    assert problem is None and header is not None
+    assert header.model.name == "scripted:vec_scale_demo.toml"
+    assert isinstance(events[-1], SessionEnd) and events[-1].iterations == 3
+    assert not any(e.kind == "reply_delta" for e in events)
+
+
+def test_live_protocol_flags_reach_the_header(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "s.jsonl"
+    args = live(
+        "--model", "scripted:vec_scale_demo.toml", "--toolchain", RECORDED, "--out", str(out),
+        "-k", "2", "--feedback", "L1", "--history", "1", "--gate", "0", "--temperature", "0.5",
+    )  # fmt: skip
+    assert main(args) == 0  # at gate 0 the slow repair of iteration 2 already succeeds
+    header, events, _ = read_session(out)
+    assert header is not None
+    assert header.protocol.key() == {
+        "method": "iterative", "feedback": "L1", "history": 1, "temperature": 0.5, "gate": 0.0, "budget": 2,
+    }  # fmt: skip
+    assert [v.success for v in events if isinstance(v, Verdict)] == [False, True]
+
+
+def test_live_exit_status_without_success(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "s.jsonl"
+    assert (
+        main(
+            live(
+                "--model",
+                "scripted:vec_scale_demo.toml",
+                "--toolchain",
+                RECORDED,
+                "--out",
+                str(out),
+                "-k",
+                "1",
+            )
+        )
+        == 1
+    )
+    assert capsys.readouterr().out.splitlines()[-1] == "end budget after 1 iteration, no success"
+
+
+@pytest.mark.skipif(gpu_present(), reason="this machine has a GPU")
+def test_live_without_a_gpu_says_so_in_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    rc = main(live("--model", "scripted:vec_scale_demo.toml", "--out", str(tmp_path / "s.jsonl")))
+    assert rc == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1
+    assert err[0].startswith("beavertui: no NVIDIA GPU visible") and "beavertui replay" in err[0]
+    assert not (tmp_path / "s.jsonl").exists()
+
+
+def test_live_bad_flags_are_one_line_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(live("--model", "scripted:nope.toml", "--toolchain", RECORDED)) == 2
+    assert capsys.readouterr().err.strip() == "beavertui: nope.toml: no such script file"
+    assert (
+        main(
+            live(
+                "--model", "m", "--toolchain", RECORDED, "--gate", "-1", "--base-url", "http://127.0.0.1:9/v1"
+            )
+        )
+        == 2
+    )
+    assert capsys.readouterr().err.strip() == "beavertui: --gate: Input should be greater than or equal to 0"
+    assert main(["live", "--task", "nope", "--corpus", str(DATA), "--model", "m", "--headless"]) == 2
+    assert "no task 'nope'" in capsys.readouterr().err
+
+
+def test_console_lines() -> None:
+    line = event_line(Stalled(iteration=3, detector="no_progress", detail="3 attempts in a row"))
+    assert line is not None and line.plain == "#3  stalled   no_progress: 3 attempts in a row"
+    infra = event_line(InfraError(iteration=2, source="endpoint", detail="HTTP 500: boom"))
+    assert infra is not None and infra.plain == "#2  infra     endpoint: HTTP 500: boom"
+    # Log text is never read as markup.
+    v = Verdict(iteration=1, category="buildability", signature="error: [bold]x[/bold]", correct=False)
+    buf = io.StringIO()
+    printer = EventPrinter(buf, color=False)
+    printer.show(v)
+    assert buf.getvalue() == "#1  verdict   FAIL buildability  error: [bold]x[/bold]\n"
