@@ -248,3 +248,37 @@ def test_earlier_rounds_keep_their_recorded_feedback(tmp_path: Path) -> None:
     assert msgs[3] == requests(p_events)[2].messages[3]  # the recorded L3 note on attempt 1
     assert MISMATCH in msgs[3].content
     assert msgs[5].content.startswith("Your solution failed. Try again.")
+
+
+def test_branch_command(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+
+    from beavertui.cli import main
+
+    parent = parent_session(tmp_path)
+    script = tmp_path / "fix.json"
+    script.write_text(json.dumps([reply(REFERENCE)]))
+    rec = tmp_path / "rec.jsonl"
+    with open(rec, "w") as fh:
+        for key, evs in recordings().items():
+            fh.write(json.dumps({"sha256": key, "events": [e.model_dump(mode="json") for e in evs]}) + "\n")
+    out = tmp_path / "b.jsonl"
+    argv = ["branch", str(parent), "--at", "1", "--feedback", "L2", "--history", "1", "--budget", "4"]
+    argv += ["--model", f"scripted:{script}", "--recorded", str(rec), "--out", str(out)]
+    assert main(argv) == 0
+    printed = capsys.readouterr().out
+    assert "at step 1: iterative K4 L2 H1" in printed
+    assert "iteration 2: passed, 1.00x (success)" in printed and "ended: passed after 2 iterations" in printed
+    header, _ = load_session(out)
+    assert (header.branch_step, header.protocol.feedback, header.protocol.history) == (1, "L2", 1)
+    assert header.model.name == f"scripted:{script.name}"
+    # Errors are one line: a missing step, and a parent model that cannot be asked again.
+    assert main([*argv[:3], "9", *argv[4:]]) == 2
+    assert "step 9 has no verdict" in capsys.readouterr().err
+    assert (
+        main(["branch", str(parent), "--at", "1", "--recorded", str(rec), "--out", str(tmp_path / "c.jsonl")])
+        == 2
+    )
+    assert "the parent's model was scripted" in capsys.readouterr().err
+    assert main(["branch", str(parent), "--at", "1", "--history", "9", "--recorded", str(rec)]) == 2
+    assert "--history" in capsys.readouterr().err

@@ -134,9 +134,9 @@ def branch_session(
         raise BranchError(f"the parent session is of task {header.task.id!r}, not {task.id!r}")
     if protocol.method != "iterative":
         raise BranchError("a branch continues a conversation: its protocol must be iterative")
+    prefix = frozen_prefix(header, events, step)
     if protocol.budget <= step:
         raise BranchError(f"the branch's budget K={protocol.budget} leaves no iteration after step {step}")
-    prefix = frozen_prefix(header, events, step)
     new = branch_header(
         header,
         parent_path,
