@@ -28,6 +28,7 @@ from beavertui.engine.recorded import RecordedToolchain
 from beavertui.engine.session import SessionWriter, load_session
 from beavertui.engine.stagnation import code_hash
 from beavertui.engine.task import Task
+from tests.conftest import gpu_present
 
 CORPUS = Path(__file__).parent / "data" / "analysis" / "corpus"
 TASK_DIR = CORPUS / "transpose_tiled"
@@ -282,3 +283,6 @@ def test_branch_command(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> N
     assert "the parent's model was scripted" in capsys.readouterr().err
     assert main(["branch", str(parent), "--at", "1", "--history", "9", "--recorded", str(rec)]) == 2
     assert "--history" in capsys.readouterr().err
+    if not gpu_present():
+        assert main(["branch", str(parent), "--at", "1", "--model", f"scripted:{script}"]) == 2
+        assert "no NVIDIA GPU visible" in capsys.readouterr().err

@@ -7,6 +7,7 @@ the toolchain to judge with), so that ``attribute`` builds its branches exactly 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -27,7 +28,11 @@ def add_common(p: argparse.ArgumentParser) -> None:
         help="model to ask: NAME (OpenAI-compatible), or scripted:FILE; "
         "default: the parent's model when it was an endpoint",
     )
-    p.add_argument("--models", metavar="FILE", help="TOML models file defining NAME ([models.NAME])")
+    p.add_argument(
+        "--models",
+        metavar="FILE",
+        help="TOML models file defining NAME ([models.NAME]); default $BEAVERTUI_MODELS",
+    )
     p.add_argument("--base-url", metavar="URL", help="endpoint base URL for --model NAME")
     p.add_argument(
         "--temperature", type=float, metavar="T", help="sampling temperature (default: the parent's)"
@@ -107,10 +112,11 @@ def model_of(header: SessionHeader, args: argparse.Namespace, protocol: Protocol
         config = OpenAIConfig(model=header.model.name, base_url=args.base_url or header.model.base_url)
     elif spec.startswith("scripted:"):
         return ScriptedModel.from_file(spec.removeprefix("scripted:"))
-    elif args.models:
-        configs = load_models_file(args.models)
+    elif args.models or os.environ.get("BEAVERTUI_MODELS"):
+        models_file = args.models or os.environ["BEAVERTUI_MODELS"]
+        configs = load_models_file(models_file)
         if spec not in configs:
-            raise BeaverError(f"{args.models}: no model {spec!r} (it defines {', '.join(configs) or 'none'})")
+            raise BeaverError(f"{models_file}: no model {spec!r} (it defines {', '.join(configs) or 'none'})")
         config = configs[spec]
     else:
         config = OpenAIConfig(model=spec, base_url=args.base_url)
@@ -124,13 +130,20 @@ def toolchain_of(args: argparse.Namespace) -> Toolchain:
         from beavertui.engine.recorded import RecordedToolchain
 
         return RecordedToolchain.load(args.recorded)
-    try:
-        from beavertui.engine import runner
+    from beavertui.engine.errors import NoGpuError
+    from beavertui.engine.gpu import probe
 
-        local = runner.LocalToolchain  # type: ignore[attr-defined]
-    except (ImportError, AttributeError):
-        raise BeaverError("no local GPU toolchain in this build; judge with --recorded SPEC") from None
-    return local()  # type: ignore[no-any-return]
+    if probe().gpu is None:
+        raise NoGpuError(
+            "no NVIDIA GPU visible, so nothing can be built and run here; judge with --recorded SPEC"
+        )
+    try:
+        from beavertui.engine.localtool import LocalToolchain  # type: ignore[import-not-found,unused-ignore]
+    except ImportError:
+        raise BeaverError(
+            "this build of beavertui has no local GPU toolchain; judge with --recorded SPEC"
+        ) from None
+    return LocalToolchain()  # type: ignore[no-any-return,unused-ignore]
 
 
 def run(args: argparse.Namespace) -> int:
