@@ -38,7 +38,7 @@ def build(code: str) -> dict[str, object]:
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         shutil.copytree(TASK / "testbench", work, dirs_exist_ok=True)
-        shutil.copytree(TASK / "_common", work / "_common")
+        shutil.copytree(HERE / "_common", work / "_common")
         (work / "solution.cu").write_text(code)
         start = time.monotonic()
         out = subprocess.run(BUILD, shell=True, cwd=work, capture_output=True, text=True)
