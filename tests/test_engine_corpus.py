@@ -54,7 +54,7 @@ def test_native_layout_and_common_dir() -> None:
     assert vs.layout == "native"
     assert vs.extra_dirs == ((DATA / "native" / "_common", "_common"),)
     assert vs.benchmark_command == "./test.out --bench 20"
-    assert vs.work_flop == 16777216 and vs.work_bytes == 134217728
+    assert vs.work_flop == 134217728 and vs.work_bytes == 1073741824
     assert vs.timeouts.run_s == 60 and vs.min_sm == 90
     assert vs.error_log() is not None
 

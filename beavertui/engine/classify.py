@@ -111,7 +111,7 @@ class Classification:
 
 _PATH = re.compile(r"(?:[A-Za-z]:)?(?:[\w.+~-]*/)+([\w.+-]+)")
 _HEX = re.compile(r"0x[0-9a-fA-F]+|\b(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{6,}\b")
-_NUM = re.compile(r"(?<![A-Za-z_])[-+]?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?")
+_NUM = re.compile(r"(?<![A-Za-z_0-9])[-+]?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?")
 _SAN_PREFIX = re.compile(r"^=+\s*")
 #: ``/usr/bin/ld: tmpxft_..._main.cudafe1.cpp:(.text.startup+0x2ad): `` before a linker message.
 _LINKER_SITE = re.compile(r"^(?:\S*ld(?:\.\w+)?: )?\S+:\(\.[\w.]+\+0x[0-9a-fA-F]+\): ")

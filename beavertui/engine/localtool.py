@@ -1,0 +1,192 @@
+"""LocalToolchain: the Toolchain of toolchain.py on this machine's GPU.
+
+One attempt = work dir, build, test, compute-sanitizer where categories.md asks for it or the user
+does, interleaved timing of a correct candidate, and exactly one Verdict. It ties runner, classify,
+sanitizer and timing together and adds nothing of its own beyond the verdict's reasons and flags.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from beavertui.engine import runner, sanitizer
+from beavertui.engine.adapt import adapt_command
+from beavertui.engine.classify import Classification, classify
+from beavertui.engine.errors import BeaverError
+from beavertui.engine.events import (
+    Built,
+    Event,
+    GpuSignature,
+    InfraError,
+    Ran,
+    Sanitized,
+    StageResult,
+    Timed,
+    TimingResult,
+    Verdict,
+)
+from beavertui.engine.gpu import gpu_signature
+from beavertui.engine.sandbox import Limits
+from beavertui.engine.task import Task
+from beavertui.engine.timing import Timer, TimingConfig
+from beavertui.engine.toolchain import AttemptOptions
+
+#: A passing run whose output shows these is suspicious: memcheck looks at it too.
+SUSPICIOUS = re.compile(r"(?<![\w.])-?(nan|inf)(?![\w.])", re.I)
+
+
+@dataclass(frozen=True)
+class LocalConfig:
+    """Settings of the local toolchain."""
+
+    limits: Limits = field(default_factory=Limits)
+    """Resource limits of every stage."""
+    base_dir: Path | None = None
+    """Where work dirs are made."""
+    sanitizer_factor: float = 10.0
+    """A sanitizer run may take this many times the task's run limit (at least 60 s, at most 300 s)."""
+    timing: TimingConfig = field(default_factory=TimingConfig)
+    """Timing settings."""
+    sanitizer_exe: str = "compute-sanitizer"
+    """compute-sanitizer executable."""
+
+
+class LocalToolchain:
+    """Builds, runs, sanitizes and times candidates on the local GPU."""
+
+    def __init__(self, config: LocalConfig | None = None) -> None:
+        self.config = config or LocalConfig()
+
+    def gpu(self) -> GpuSignature | None:
+        return gpu_signature()
+
+    def _runner_config(self) -> runner.RunnerConfig:
+        g = self.gpu()
+        sm = None
+        if g is not None:
+            major, _, minor = g.compute_capability.partition(".")
+            sm = int(major) * 10 + int(minor or 0)
+        return runner.RunnerConfig(sm=sm, limits=self.config.limits, base_dir=self.config.base_dir)
+
+    def attempt(self, task: Task, code: str, options: AttemptOptions) -> Iterator[Event]:
+        it = options.iteration
+        cfg = self._runner_config()
+        with runner.workdir(task, code, cfg, keep=options.keep_workdir) as work:
+            build = runner.build(work, cfg)
+            yield Built(iteration=it, result=build)
+            tampered = work.note_build()
+            run: StageResult | None = None
+            if build.rc == 0 and not build.timed_out:
+                run = runner.test(work, cfg)
+                yield Ran(iteration=it, result=run)
+            tampered += work.verify()
+            timed_out = build.timed_out or (run is not None and run.timed_out)
+            verdict = classify(
+                build.rc, build.log, run.rc if run else None, run.log if run else "", timed_out
+            )
+            memcheck_log: str | None = None
+            for event in self._sanitize(task, work, cfg, options, run, verdict):
+                yield event
+                if (
+                    event.tool == "memcheck"
+                    and event.result.stage == "sanitize"
+                    and not event.result.timed_out
+                ):
+                    memcheck_log = event.result.log
+            if memcheck_log is not None and run is not None:
+                verdict = classify(build.rc, build.log, run.rc, run.log, timed_out, memcheck_log)
+            flags = [f"harness_modified: {rel}" for rel in sorted(set(tampered))]
+            correct = verdict.category == "passed" and not tampered
+            timing: TimingResult | None = None
+            if correct and options.time_if_correct and self.gpu() is not None:
+                try:
+                    timing = Timer(task, cfg, self.config.timing).measure(work)
+                    yield Timed(iteration=it, result=timing)
+                except BeaverError as exc:
+                    yield InfraError(iteration=it, source="gpu", detail=f"timing failed: {exc}")
+            yield self._verdict(it, verdict, correct, timing, options.gate, flags)
+
+    def _sanitize(
+        self,
+        task: Task,
+        work: runner.WorkDir,
+        cfg: runner.RunnerConfig,
+        options: AttemptOptions,
+        run: StageResult | None,
+        verdict: Classification,
+    ) -> Iterator[Sanitized]:
+        if run is None or run.timed_out:
+            return
+        it = options.iteration
+        if sanitizer.harness_runs_sanitizer(task.test_command):
+            recs = sanitizer.parse_records(run.log)
+            if recs or sanitizer.error_count(run.log) is not None:
+                tool = sanitizer.detect_tool(run.log) or "memcheck"
+                yield Sanitized(
+                    iteration=it,
+                    tool=tool,
+                    result=run,
+                    records=recs,
+                    error_count=sanitizer.error_count(run.log),
+                )
+            return
+        tools = list(dict.fromkeys(options.sanitize_tools))
+        failing = verdict.category in ("functional_correctness", "illegal_memory_access")
+        suspicious = verdict.category == "passed" and bool(SUSPICIOUS.search(run.log))
+        if options.sanitize_on_failure and (failing or suspicious) and "memcheck" not in tools:
+            tools.insert(0, "memcheck")
+        limit = min(max(task.timeouts.run_s * self.config.sanitizer_factor, 60.0), 300.0)
+        for tool in tools:
+            cmd = sanitizer.wrap(adapt_command(task.test_command, cfg.sm), tool, self.config.sanitizer_exe)
+            res = runner.run_stage(work, "sanitize", cmd, limit, cfg, adapt=False)
+            yield Sanitized(
+                iteration=it,
+                tool=tool,
+                result=res,
+                records=sanitizer.parse_records(res.log, tool),
+                error_count=sanitizer.error_count(res.log),
+            )
+
+    @staticmethod
+    def _verdict(
+        it: int, c: Classification, correct: bool, timing: TimingResult | None, gate: float, flags: list[str]
+    ) -> Verdict:
+        speedup = timing.speedup if timing else None
+        if timing is not None:
+            if timing.implausible:
+                flags.append(f"implausible_speedup: {timing.speedup:.1f}x")
+            if timing.unstable:
+                flags.append(
+                    f"unstable_timing: CV {100 * timing.candidate_cv:.1f}% candidate, "
+                    f"{100 * timing.reference_cv:.1f}% reference"
+                )
+        success = correct and (gate == 0 or (speedup is not None and speedup >= gate))
+        if any(f.startswith("harness_modified") for f in flags):
+            reason = "harness modified"
+        elif not correct:
+            reason = c.category
+        elif success:
+            reason = "passed"
+        elif speedup is None:
+            reason = "passed, speedup not measured"
+        else:
+            reason = "below gate"
+        category = c.category
+        signature = c.signature
+        if c.category == "passed" and not correct:
+            category, signature = "functional_correctness", "harness modified"
+        return Verdict(
+            iteration=it,
+            category=category,
+            signature=signature,
+            correct=correct,
+            speedup=speedup,
+            gate=gate,
+            success=success,
+            reason=reason,
+            decisive=list(c.decisive),
+            flags=flags,
+        )

@@ -1,0 +1,106 @@
+"""LocalToolchain and Timer on a CPU-only fixture (a shell 'kernel' with the BEAVER_TIME_MS contract)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from beavertui.engine import baselines, runner
+from beavertui.engine.corpus import load_corpus
+from beavertui.engine.events import Built, GpuSignature, Ran, Sanitized, Verdict
+from beavertui.engine.localtool import LocalConfig, LocalToolchain
+from beavertui.engine.timing import Timer, TimingConfig, parse_ncu_csv, parse_times, stats, timing_command
+from beavertui.engine.toolchain import AttemptOptions
+
+DATA = Path(__file__).parent / "data"
+
+
+@pytest.fixture
+def sleepy():
+    return load_corpus(DATA / "cpu").get("sleepy")
+
+
+def test_failing_attempt_yields_events_in_order_and_asks_memcheck(sleepy, tmp_path: Path) -> None:
+    tool = LocalToolchain(LocalConfig(base_dir=tmp_path, sanitizer_exe="compute-sanitizer-not-here"))
+    events = list(tool.attempt(sleepy, sleepy.broken_start(), AttemptOptions(iteration=3)))
+    assert [type(e) for e in events] == [Built, Ran, Sanitized, Verdict]
+    assert events[1].result.rc == 1
+    san = events[2]
+    assert san.tool == "memcheck" and san.result.stage == "sanitize"
+    assert san.result.command.startswith("compute-sanitizer-not-here --tool memcheck")
+    assert "--target-processes all /bin/bash -c 'sh check.sh'" in san.result.command
+    v = events[3]
+    assert v.iteration == 3 and v.category == "functional_correctness" and not v.success
+    assert v.signature == "MISMATCH: compute(#, #) = #, expected #"
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_passing_attempt_without_gpu_is_correct_but_not_timed(sleepy, tmp_path: Path) -> None:
+    tool = LocalToolchain(LocalConfig(base_dir=tmp_path))
+    tool.gpu = lambda: None  # type: ignore[method-assign]
+    events = list(tool.attempt(sleepy, sleepy.reference() or "", AttemptOptions(iteration=1, gate=0.7)))
+    v = events[-1]
+    assert [e.kind for e in events] == ["build", "run", "verdict"]
+    assert v.category == "passed" and v.correct and not v.success
+    assert v.reason == "passed, speedup not measured"
+    assert v.speedup is None
+    v0 = list(tool.attempt(sleepy, sleepy.reference() or "", AttemptOptions(iteration=1, gate=0.0)))[-1]
+    assert v0.success and v0.reason == "passed"
+
+
+def test_tampering_candidate_is_not_correct(sleepy, tmp_path: Path) -> None:
+    code = "compute() { echo 42; }\ncost() { echo 1; }\necho '# hacked' >> check.sh\n"
+    tool = LocalToolchain(LocalConfig(base_dir=tmp_path))
+    v = list(tool.attempt(sleepy, code, AttemptOptions(iteration=1, gate=0.0, sanitize_on_failure=False)))[-1]
+    assert v.correct is False and v.reason == "harness modified"
+    assert v.flags == ["harness_modified: check.sh"]
+
+
+def test_timer_interleaves_reference_and_candidate_with_the_contract(sleepy, tmp_path: Path) -> None:
+    cfg = runner.RunnerConfig(base_dir=tmp_path / "work")
+    timer = Timer(sleepy, cfg, TimingConfig(cache=tmp_path / "cache", rounds=2))
+    with runner.workdir(sleepy, sleepy.broken_start(), cfg) as cand:
+        t = timer.measure(cand)
+    assert t.method == "beaver_time_ms"
+    assert t.reference_samples == [2.0] * 24 and t.candidate_samples == [1.0] * 24
+    assert t.speedup == 2.0 and t.reference_cv == 0.0 and not t.unstable and not t.implausible
+    built = list((tmp_path / "cache" / "refbuild").iterdir())
+    assert len(built) == 1 and (built[0] / ".beaver-built").is_file()
+    with runner.workdir(sleepy, "compute() { :; }\ncost() { echo 0.1; }\n", cfg) as cand:
+        fast = timer.measure(cand)
+    assert fast.speedup == pytest.approx(20.0) and fast.implausible
+    assert len(list((tmp_path / "cache" / "refbuild").iterdir())) == 1  # reference build reused
+
+
+def test_stats_and_parsers() -> None:
+    med, cv = stats([1.0, 1.0, 1.0, 1.3])
+    assert med == 1.0 and cv == pytest.approx(0.1386, abs=1e-3)
+    assert parse_times("x\nBEAVER_TIME_MS 0.5\nBEAVER_TIME_MS 1e-1\nBEAVER_TIME_MS nope\n") == [0.5, 0.1]
+    csv_text = (
+        "==PROF== Disconnected\n"
+        '"ID","Process ID","Process Name","Host Name","Kernel Name","Context","Stream","Block Size","Grid Size",'
+        '"Device","CC","Section Name","Metric Name","Metric Unit","Metric Value"\n'
+        '"0","1","test","h","gemm_tiled(int, int, int, const float *, const float *, float *)","1","7","(16, 16, 1)",'
+        '"(32, 32, 1)","0","9.0","Command line profiler metrics","gpu__time_duration.sum","ns","52,384"\n'
+    )
+    assert parse_ncu_csv(csv_text) == [
+        ("gemm_tiled(int, int, int, const float *, const float *, float *)", 0.052384)
+    ]
+    assert timing_command("python test/run_sanitizer.py ./test.out --n 3") == "./test.out --n 3"
+
+
+def test_baseline_round_trip_is_keyed_by_signature_and_hashes(sleepy, tmp_path: Path) -> None:
+    gpu = GpuSignature(slug="nvidia_h200_sm_90_cuda_13_0", name="NVIDIA H200", compute_capability="9.0")
+    release = load_corpus(DATA / "release").get("cuda_901__compile_error__a0000001")
+    harness = runner.harness_hash(release)
+    b = baselines.Baseline(
+        task_id=release.id, gpu=gpu, method="cupti", median_ms=1.5, cv=0.01, samples=[1.5],
+        reference_hash=baselines.reference_hash(release), harness_hash=harness,
+    )  # fmt: skip
+    path = baselines.save(release, b, cache=tmp_path)
+    assert path == tmp_path / "baselines" / release.id / "nvidia_h200_sm_90_cuda_13_0.json"
+    assert baselines.load(release, gpu, harness, cache=tmp_path) == b
+    assert baselines.load(release, gpu, "other-harness", cache=tmp_path) is None
+    other = gpu.model_copy(update={"slug": "nvidia_h100_sm_90_cuda_13_0"})
+    assert baselines.load(release, other, harness, cache=tmp_path) is None
