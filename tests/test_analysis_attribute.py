@@ -54,9 +54,9 @@ class ProbeModel:
     def complete(self, messages: Sequence[Message], *, on_delta: DeltaCallback | None = None) -> Completion:
         note = messages[-1].content
         self.seen.append(note)
-        if MISMATCH in note and "compute-sanitizer --tool memcheck: 0 errors" in note:
+        if "MISMATCH out:" in note and "compute-sanitizer --tool memcheck" in note:
             code = REFERENCE
-        elif MISMATCH in note:
+        elif "MISMATCH out:" in note:
             code = NAIVE
         else:
             code = WRONG_B
@@ -213,3 +213,36 @@ def test_feedback_filter_on_build_failures_and_slow_repairs() -> None:
     assert "0.50x" in feedback(slow, "L3", "cuda", ("timing",))
     assert "0.50x" not in feedback(slow, "L3", "cuda", ("compiler", "runtime"))
     assert feedback(slow, "L3", "cuda", ()).startswith("Your solution is correct but too slow.")
+
+
+@pytest.mark.gpu
+def test_attribution_run_on_the_gpu(tmp_path: Path) -> None:
+    """One attribution run on a native task, built, run, sanitized and timed on this machine's GPU."""
+    from beavertui.engine.localtool import LocalToolchain  # type: ignore[import-not-found,unused-ignore]
+    from beavertui.engine.loop import run_session
+    from beavertui.engine.models.scripted import ScriptedModel
+    from tests.test_analysis_branch import WRONG_A, write
+
+    toolchain = LocalToolchain()
+    parent = tmp_path / "parent.jsonl"
+    events = write(
+        parent,
+        run_session(
+            load_task(), ScriptedModel([reply(WRONG_A)]), toolchain, Protocol(budget=1, feedback="L3")
+        ),
+    )
+    verdict = next(e for e in events if e.kind == "verdict")
+    assert (verdict.category, verdict.correct) == ("functional_correctness", False), verdict
+    outcomes = run_attribution(
+        parent, 1, ("runtime", "sanitizer"), 1, load_task(), ProbeModel, toolchain, tmp_path / "attr"
+    )
+    got = {tuple(sorted(o.subset)): (o.compiled, o.correct, o.passed) for o in outcomes}
+    print("outcomes per subset (compiled, correct, passed):", got)
+    assert got[()] == (True, False, False)
+    assert got[("sanitizer",)] == (True, False, False)
+    assert got[("runtime",)][:2] == (True, True)  # the naive transpose: correct; its speed decides 'passed'
+    assert got[("runtime", "sanitizer")] == (True, True, True)  # the tiled reference design
+    results = attribute_outcomes(outcomes, ("runtime", "sanitizer"), resamples=200)
+    print("passed: Shapley", {c: e.value for c, e in results["passed"].shapley.items()})
+    assert results["correct"].shapley["runtime"].value == pytest.approx(1.0)
+    assert results["correct"].shapley["sanitizer"].value == pytest.approx(0.0)
