@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import pytest
 
@@ -115,3 +116,50 @@ def test_attribution_rows() -> None:
     assert attribution_rows(a, "pair") == [
         ("compiler×timing", "+0.00 [+0.00, +0.00]", "+0.00 [+0.00, +0.00]")
     ]
+
+
+def test_run_summary_over_session_files(tmp_path: Path) -> None:
+    from beavertui.engine.analysis.branch import branch_session
+    from beavertui.engine.analysis.edits import edit_score
+    from beavertui.engine.analysis.report import group_key, run_summary
+    from beavertui.engine.loop import run_session
+    from beavertui.engine.models.scripted import ScriptedModel
+    from beavertui.engine.protocol import Protocol
+    from beavertui.engine.recorded import RecordedToolchain
+    from tests import test_analysis_branch as tb
+
+    protocol = Protocol(budget=3, gate=0.0)
+    tc = RecordedToolchain(tb.recordings())
+    task = tb.load_task()
+    # Trajectory 1: fails, then repairs by a naive rewrite at iteration 2 (degenerate in the code).
+    tb.write(
+        tmp_path / "a.jsonl",
+        run_session(task, ScriptedModel([tb.reply(tb.WRONG_A), tb.reply(tb.NAIVE)]), tc, protocol),
+    )
+    # Trajectory 2: the reference's own fix at iteration 1.
+    tb.write(
+        tmp_path / "b.jsonl",
+        run_session(task, ScriptedModel([tb.reply(tb.REFERENCE)]), tc, protocol, sample=1),
+    )
+    # Another group (budget 2, gate 0.7) that never succeeds, and a branch of it, which is skipped.
+    (tmp_path / "other").mkdir()
+    parent = tb.parent_session(tmp_path / "other")
+    branch = branch_session(parent, 1, task, ScriptedModel([tb.reply(tb.REFERENCE)]), tc, Protocol(budget=2))
+    tb.write(tmp_path / "other" / "branch.jsonl", branch)
+    summary = run_summary(tmp_path)
+    naive = edit_score(tb.BROKEN, tb.NAIVE, tb.REFERENCE)
+    assert naive.precision is not None and naive.recall is not None and naive.precision < 0.5
+    assert summary[group_key("scripted", protocol.key())] == {
+        "edit_precision": pytest.approx((naive.precision + 1.0) / 2),
+        "bug_recall": pytest.approx((naive.recall + 1.0) / 2),
+        "code_degenerate_rate": 1.0,
+        "analysed_repairs": 2,
+    }
+    other = summary[group_key("scripted", Protocol(budget=2).key())]
+    assert other == {
+        "edit_precision": None,
+        "bug_recall": None,
+        "code_degenerate_rate": None,
+        "analysed_repairs": 0,
+    }
+    assert len(summary) == 2  # the branch (a success) formed no group and changed none

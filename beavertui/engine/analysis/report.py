@@ -2,13 +2,17 @@
 
 Edit precision, bug recall and code degeneration need the code of an attempt, which the attempts table
 does not carry; ``attempt_columns`` computes them once per attempt from the session (for the attempts
-builder), ``summarize`` aggregates those columns per (model, protocol) group next to pass@k, and
+builder), ``summarize`` aggregates those columns per (model, protocol) group next to pass@k (``run_summary`` does
+both straight from a run directory's session files), and
 ``attempt_lines`` / ``attribution_rows`` give the TUI plain text to show. No rendering library here.
 """
 
 from __future__ import annotations
 
+import math
+from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -17,7 +21,8 @@ from beavertui.engine.analysis.attribution import Attribution
 from beavertui.engine.analysis.degeneration import Degeneration, compare, runtime_geometry
 from beavertui.engine.analysis.edits import EditScore, edit_score
 from beavertui.engine.events import TaskRef
-from beavertui.engine.state import AttemptState
+from beavertui.engine.session import read_session
+from beavertui.engine.state import AttemptState, fold
 
 #: Columns ``attempt_columns`` adds to an attempts-table row (null unless the attempt was correct).
 COLUMNS: tuple[str, ...] = ("edit_precision", "bug_recall", "code_degenerate", "lost_features")
@@ -149,3 +154,55 @@ def attribution_rows(a: Attribution, kind: str = "component") -> list[tuple[str,
         )
         for c in a.components
     ]
+
+
+GroupKey = tuple[str, str, str, int, float, float, int]
+"""(model, method, feedback, history, temperature, gate, budget): a metrics group (metrics.md)."""
+
+
+def group_key(model: str, protocol: Mapping[str, object]) -> GroupKey:
+    """The key of a (model, protocol) group, from a protocol's ``key()`` dict (or a ProtocolKey's)."""
+    p = protocol
+    return (
+        model,
+        str(p["method"]),
+        str(p["feedback"]),
+        int(p["history"]),  # type: ignore[call-overload]
+        float(p["temperature"]),  # type: ignore[arg-type]
+        float(p["gate"]),  # type: ignore[arg-type]
+        int(p["budget"]),  # type: ignore[call-overload]
+    )
+
+
+def run_summary(root: str | Path) -> dict[GroupKey, dict[str, float | int | None]]:
+    """``summarize`` per (model, protocol) group over every session file under a run directory.
+
+    Branch sessions (with a parent) are analyses, not part of the run, and are skipped; damaged files
+    count up to their valid prefix. Only attempts within the budget count (K - 1 for self-sourced tasks).
+    """
+    columns: dict[GroupKey, dict[str, list[float]]] = {}
+    trajectories = 0
+    for path in sorted(Path(root).rglob("*.jsonl")) if Path(root).is_dir() else [Path(root)]:
+        header, events, _problem = read_session(path)
+        if header is None or header.parent is not None:
+            continue
+        state = fold(header, events)
+        p = header.protocol
+        budget = p.budget - 1 if p.self_source and p.method == "iterative" else p.budget
+        cols = columns.setdefault(group_key(header.model.name, p.key()), {k: [] for k in _SUMMARY_INPUTS})
+        for a in state.attempts:
+            if a.verdict is None or (p.method == "iterative" and a.iteration > budget):
+                continue
+            analysed = attempt_columns(header.task, a)
+            repeated = p.method == "repeated"
+            cols["trajectory"].append(trajectories + (a.iteration if repeated else 0))
+            cols["iteration"].append(1 if repeated else a.iteration)
+            cols["correct"].append(float(a.verdict.correct))
+            for name in ("edit_precision", "bug_recall", "code_degenerate"):
+                value = analysed[name]
+                cols[name].append(math.nan if value is None else float(value))  # type: ignore[arg-type]
+        trajectories += p.budget + 1
+    return {key: summarize(*(c[k] for k in _SUMMARY_INPUTS)) for key, c in columns.items()}
+
+
+_SUMMARY_INPUTS = ("trajectory", "iteration", "correct", "edit_precision", "bug_recall", "code_degenerate")
