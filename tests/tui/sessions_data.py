@@ -154,7 +154,7 @@ def memcheck_records(line: int, n: int) -> tuple[list[SanitizerRecord], str]:
     for i in range(n):
         thread = f"({i % 32},{24 + i // 32},0)"
         block = f"({31 - i % 2},62,0)"
-        addr = f"0x7f3a2fd0{9020 + 4 * i:04x}"
+        addr = f"0x{0x7F3A2FD09020 + 4 * i:x}"
         body = (
             f"========= Invalid __global__ read of size 4 bytes\n"
             f"=========     at {SIG}+0x2f0 in kernel.cu:{line}\n"

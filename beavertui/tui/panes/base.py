@@ -1,24 +1,33 @@
-"""A scrollable, focusable pane that re-renders its body whenever the screen hands it a new View.
+"""A scrollable, focusable pane that re-renders its content whenever the screen hands it a new View.
 
-Panes scroll with up/down/page keys only: left/right/home/end belong to the screen (stepping through
-iterations), so the base bindings of Textual's scroll containers are replaced here.
+Panes draw through Textual's line API: a View is rendered to lines once (at the pane's width) and the
+visible lines are served from that list, so a step never re-flows the screen layout (that is what keeps a
+step well under 50 ms). Panes scroll with up/down/page keys only: left/right/home/end belong to the screen
+(stepping through iterations), so the base bindings of Textual's scroll views are replaced here.
 """
 
 from __future__ import annotations
 
+import io
+from collections import OrderedDict
 from typing import ClassVar
 
-from rich.console import RenderableType
+from rich.console import Console, RenderableType
+from rich.segment import Segment
 from textual.binding import Binding, BindingType
-from textual.containers import VerticalScroll
+from textual.geometry import Size
 from textual.reactive import reactive
-from textual.widgets import Static
+from textual.scroll_view import ScrollView
+from textual.strip import Strip
 
 from beavertui.tui.view import View
 
+CACHE = 32
+"""Rendered views kept per pane."""
 
-class Pane(VerticalScroll, inherit_bindings=False):
-    """Base of every pane: a titled border and one Static body."""
+
+class Pane(ScrollView, can_focus=True, inherit_bindings=False):
+    """Base of every pane: a titled border and content rendered from a View."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("up", "scroll_up", "Scroll up", show=False),
@@ -35,17 +44,50 @@ class Pane(VerticalScroll, inherit_bindings=False):
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id, classes="pane")
         self.border_title = self.TITLE
-        self._body = Static("", classes="pane-body")
+        self._content: RenderableType = ""
+        self._lines: list[Strip] = []
+        self._cache: OrderedDict[tuple[object, ...], tuple[RenderableType, list[Strip]]] = OrderedDict()
 
-    def compose(self):  # type: ignore[no-untyped-def]
-        yield self._body
+    def render_key(self, view: View) -> tuple[object, ...]:
+        """What the content depends on; equal keys render equal content (so steps back are cached)."""
+        return (view.state.events, view.cursor)
 
     def watch_view(self, view: View | None) -> None:
         if view is None:
             return
-        self._body.update(self.render_view(view))
-        subtitle = self.subtitle(view)
-        self.border_subtitle = subtitle
+        self.border_subtitle = self.subtitle(view)
+        self._update()
+
+    def on_resize(self) -> None:
+        self._update()
+
+    def _update(self) -> None:
+        view = self.view
+        width = self.scrollable_content_region.width
+        if view is None or width <= 0:
+            return
+        key = (*self.render_key(view), width)
+        hit = self._cache.get(key)
+        if hit is None:
+            content = self.render_view(view)
+            console = self.app.console
+            lines = console.render_lines(content, console.options.update_width(width), pad=False)
+            hit = (content, [Strip(Segment.simplify(line)) for line in lines])
+            self._cache[key] = hit
+            if len(self._cache) > CACHE:
+                self._cache.popitem(last=False)
+        self._content, self._lines = hit
+        self.virtual_size = Size(width, len(self._lines))
+        self.refresh()
+
+    def render_line(self, y: int) -> Strip:
+        scroll_x, scroll_y = self.scroll_offset
+        i = scroll_y + y
+        width = self.scrollable_content_region.width
+        style = self.rich_style
+        if i >= len(self._lines):
+            return Strip.blank(width, style)
+        return self._lines[i].crop_extend(scroll_x, scroll_x + width, style).apply_style(style)
 
     def render_view(self, view: View) -> RenderableType:  # pragma: no cover - overridden
         raise NotImplementedError
@@ -55,6 +97,7 @@ class Pane(VerticalScroll, inherit_bindings=False):
 
     @property
     def text(self) -> str:
-        """The pane's current content as plain text (for tests and search)."""
-        content = self._body.render()
-        return str(getattr(content, "plain", content))
+        """The pane's current content as plain text, unwrapped (for tests and copying)."""
+        console = Console(width=400, file=io.StringIO(), color_system=None, record=True)
+        console.print(self._content)
+        return "\n".join(line.rstrip() for line in console.export_text().splitlines())

@@ -16,12 +16,18 @@ from beavertui.tui.view import DIFF_MODE_LABEL, View
 class DiffPane(Pane):
     TITLE = "Diff"
 
+    def render_key(self, view: View) -> tuple[object, ...]:
+        return (view.state.events, view.cursor, view.diff_mode)
+
+    def on_mount(self) -> None:
+        self.border_title = "Diff · vs previous attempt"
+
     def subtitle(self, view: View) -> str:
+        self.border_title = f"Diff · {DIFF_MODE_LABEL[view.diff_mode]}"
         return f"d: {DIFF_MODE_LABEL[view.diff_mode]}"
 
     def render_view(self, view: View) -> RenderableType:
         attempt = view.attempt
-        self.border_title = f"Diff · {DIFF_MODE_LABEL[view.diff_mode]}"
         if attempt is None:
             return Text("No attempt yet.", style="dim")
         cand = attempt.candidate
@@ -45,6 +51,7 @@ class DiffPane(Pane):
             head.append(
                 f"{view.state.header.task.solution_file} at iteration {attempt.iteration}\n", style="bold"
             )
+            head.rstrip()
             return Group(head, whole_file(cand.code, lexer))
         if view.diff_mode == "previous":
             old, name = view.code_before(attempt.iteration)
@@ -60,5 +67,4 @@ class DiffPane(Pane):
         head.append(f"+{added}", style="green")
         head.append(" ")
         head.append(f"-{removed}", style="red")
-        head.append("\n")
         return Group(head, body)

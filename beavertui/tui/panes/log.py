@@ -62,12 +62,15 @@ def highlight_log(log: str, decisive: list[str], search: str = "") -> Text:
 class LogPane(Pane):
     TITLE = "Classified log"
 
+    def render_key(self, view: View) -> tuple[object, ...]:
+        return (view.state.events, view.cursor, view.raw_log, view.search)
+
     def subtitle(self, view: View) -> str:
+        self.border_title = "Raw log" if view.raw_log else "Classified log"
         return "r: classified" if view.raw_log else "r: raw"
 
     def render_view(self, view: View) -> RenderableType:
         a = view.attempt
-        self.border_title = "Raw log" if view.raw_log else "Classified log"
         if a is None:
             return Text("No attempt yet.", style="dim")
         stages = [e.result for e in (a.build, a.run) if e is not None]

@@ -19,6 +19,9 @@ ROWS_PER_KIND = 8
 class SanitizerPane(Pane):
     TITLE = "Sanitizer"
 
+    def render_key(self, view: View) -> tuple[object, ...]:
+        return (view.state.events, view.cursor, view.sanitizer_tool)
+
     def subtitle(self, view: View) -> str:
         return f"s: {view.sanitizer_tool or 'all tools'}"
 
