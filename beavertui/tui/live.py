@@ -51,7 +51,7 @@ class LiveScreen(SessionScreen):
     ) -> None:
         from beavertui.engine.loop import run_session
 
-        self.task, self.toolchain, self.protocol = task, toolchain, protocol
+        self.repair_task, self.toolchain, self.protocol = task, toolchain, protocol
         self.control = LoopControl(paused=paused)
         self.control.set_editor(self._editor_hook)
         self._events = run_session(task, model, toolchain, protocol, control=self.control, **(run_kw or {}))
@@ -199,7 +199,7 @@ class LiveScreen(SessionScreen):
         )
         found = False
         try:
-            for e in self.toolchain.attempt(self.task, code, options):
+            for e in self.toolchain.attempt(self.repair_task, code, options):
                 if isinstance(e, Sanitized) and e.tool == tool:
                     found = True
                     if not self.finished.is_set():

@@ -1,0 +1,111 @@
+"""The browser: rows read lazily from header and tail, sorting, filtering, live updates, opening a session."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from beavertui.tui.app import BeaverApp
+from beavertui.tui.browser import BrowserScreen
+from beavertui.tui.catalog import parse_filter, read_row
+from beavertui.tui.session_screen import SessionScreen
+from tests.tui.conftest import DATA, SIZE, wait_for
+
+
+def test_rows_from_header_and_tail(run_dir: Path) -> None:
+    deg = read_row(run_dir / "degenerate.jsonl")
+    assert (deg.task, deg.model, deg.outcome, deg.iterations, deg.best, deg.stop, deg.category) == (
+        "gemm_tiled_bounds",
+        "gpt-4.1",
+        "success",
+        4,
+        0.9419,
+        "passed",
+        "passed",
+    )
+    assert deg.protocol == "iterative K5 L3 H2 T0 p0.7"
+    stuck = read_row(run_dir / "stuck.jsonl")
+    assert (stuck.outcome, stuck.stop, stuck.best, stuck.category) == (
+        "failed",
+        "duplicate_code",
+        None,
+        "functional_correctness",
+    )
+    cut = read_row(run_dir / "damaged.jsonl")  # old and without an end line: its writer died mid-line
+    assert (cut.outcome, cut.stop, cut.iterations) == ("incomplete", "cut mid-line", 2)
+
+
+def test_running_and_damaged_rows(tmp_path: Path) -> None:
+    text = (DATA / "degenerate.jsonl").read_text().splitlines(True)
+    growing = tmp_path / "growing.jsonl"
+    growing.write_text("".join(text[:10]))
+    assert read_row(growing).outcome == "running"  # just written, no end line yet
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text("".join(text[:5]) + "{not json}\n")
+    assert (read_row(bad).outcome, read_row(bad).stop) == ("damaged", "damaged last line")
+    nohead = tmp_path / "nohead.jsonl"
+    nohead.write_text("hello\n")
+    assert read_row(nohead).outcome == "damaged"
+
+
+def test_filter_tokens() -> None:
+    assert parse_filter("outcome:failed Model:QWEN gemm") == [
+        ("outcome", "failed"),
+        ("model", "qwen"),
+        ("", "gemm"),
+    ]
+
+
+async def loaded(pilot, app) -> BrowserScreen:  # type: ignore[no-untyped-def]
+    await wait_for(pilot, lambda: isinstance(app.screen, BrowserScreen) and app.screen.loaded)
+    return app.screen
+
+
+async def test_sort_filter_open(run_dir: Path) -> None:
+    app = BeaverApp(lambda: BrowserScreen(run_dir, watch=False))
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await loaded(pilot, app)
+        table = screen.query_one("#sessions")
+        assert table.row_count == 4
+        await pilot.press("6")  # best speedup, highest first
+        assert [Path(k).stem for k in table.keys][:2] == ["quick", "degenerate"]
+        await pilot.press("6")
+        assert Path(table.keys[-1]).stem == "quick"
+        await pilot.press("slash", *"outcome:failed", "enter")
+        await pilot.pause()
+        assert [Path(k).stem for k in table.keys] == ["stuck"]
+        await pilot.press("enter")
+        await pilot.pause()
+        assert isinstance(app.screen, SessionScreen)
+        assert app.screen.view.state.header.model.name == "qwen2.5-coder-32b"
+        await pilot.press("escape")
+        await pilot.pause()
+        assert app.screen is screen
+        await pilot.press("escape")  # clears the filter
+        await pilot.pause()
+        assert table.row_count == 4
+
+
+async def test_updates_while_a_batch_writes(run_dir: Path) -> None:
+    app = BeaverApp(lambda: BrowserScreen(run_dir))
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await loaded(pilot, app)
+        table = screen.query_one("#sessions")
+        await pilot.pause(0.3)  # the watcher is up
+        lines = (DATA / "degenerate.jsonl").read_text().splitlines(True)
+        new = run_dir / "sub" / "new.jsonl"
+        new.parent.mkdir()
+        new.write_text("".join(lines[:9]))
+        await wait_for(pilot, lambda: table.row_count == 5)
+        assert screen.rows[str(new)].outcome == "running"
+        with new.open("a") as fh:
+            fh.write("".join(lines[9:]))
+        await wait_for(pilot, lambda: screen.rows[str(new)].outcome == "success")
+        assert screen.rows[str(new)].best == 0.9419
+        assert table.row_count == 5
+
+
+async def test_empty_folder_says_so(tmp_path: Path) -> None:
+    app = BeaverApp(lambda: BrowserScreen(tmp_path, watch=False))
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await loaded(pilot, app)
+        assert "no session files" in str(screen.query_one("#browser-status").render())
