@@ -27,25 +27,31 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 CASES = ROOT / "tests" / "data" / "gpu_cases"
 
-# id, source, arch, sanitizer tool, expected category (None: decided from the plain run, see note), note
+# id, source, arch, sanitizer tool, expected category under categories.md, note
 TABLE = [
     ("pass", "pass.cu", "sm_90", "memcheck", "passed", "correct vector add; memcheck clean"),
     ("oob_write", "oob_write.cu", "sm_90", "memcheck", "illegal_memory_access", "far out-of-bounds write; runtime reports it"),
     ("oob_read_silent", "oob_read_silent.cu", "sm_90", "memcheck", "illegal_memory_access",
      "reads one past the end, output still right (rc 0); only the memcheck override catches it"),
-    ("oob_read_mismatch", "oob_read_mismatch.cu", "sm_90", "memcheck", "illegal_memory_access",
-     "off-by-one stencil: plain run is a numeric mismatch, memcheck shows the out-of-bounds read"),
+    ("oob_read_mismatch", "oob_read_mismatch.cu", "sm_90", "memcheck", "functional_correctness",
+     "off-by-one stencil reading in[n]: the plain run is a mismatch, and memcheck reports 0 errors because in[n] "
+     "lies inside the adjacent managed allocation (out); without memcheck evidence the category stays functional"),
     ("misaligned", "misaligned.cu", "sm_90", "memcheck", "illegal_memory_access", "double read at a 4-byte offset"),
     ("oom", "oom.cu", "sm_90", None, "out_of_memory", "cudaMalloc of 256 TiB"),
     ("device_assert", "device_assert.cu", "sm_90", "memcheck", "functional_correctness", "device-side assert fails"),
     ("wrong_result", "wrong_result.cu", "sm_90", "memcheck", "functional_correctness", "wrong scale; harness says FAILED"),
-    ("race", "race.cu", "sm_90", "racecheck", None,
-     "shared-memory reduction without barriers; racecheck evidence never changes the category"),
-    ("syncdiv", "syncdiv.cu", "sm_90", "synccheck", None,
-     "barrier in a divergent branch; synccheck evidence never changes the category"),
-    ("uninit", "uninit.cu", "sm_90", "initcheck", None, "reads never-written device memory; initcheck is evidence only"),
+    ("race", "race.cu", "sm_90", "racecheck", "functional_correctness",
+     "shared-memory reduction without barriers: wrong sum (exit 1); racecheck evidence never changes the category"),
+    ("syncdiv", "syncdiv.cu", "sm_90", "synccheck", "passed",
+     "barrier in a divergent branch: the plain run exits 0; synccheck evidence never changes the category"),
+    ("uninit", "uninit.cu", "sm_90", "initcheck", "passed",
+     "reads never-written device memory, exits 0; initcheck findings are evidence only"),
     ("spin", "spin.cu", "sm_90", None, "timeout", "kernel never terminates; killed by the time limit"),
-    ("no_kernel_image", "pass.cu", "sm_100a", None, "environment_dependency", "built for sm_100a, run on sm_90"),
+    ("no_kernel_image", "pass.cu", "sm_100a", None, "functional_correctness",
+     "built for sm_100a, run on sm_90, but this harness never checks the launch error: its log shows only a "
+     "mismatch, so from the logs it is a wrong result (see no_kernel_image_checked)"),
+    ("no_kernel_image_checked", "launch_checked.cu", "sm_100a", None, "environment_dependency",
+     "built for sm_100a, run on sm_90; the harness checks the launch"),
     ("sigfpe", "sigfpe.cu", "sm_90", None, "functional_correctness", "host integer division by zero"),
     ("segfault", "segfault.cu", "sm_90", None, "illegal_memory_access", "host null-pointer write (SIGSEGV)"),
     ("syntax_error", "syntax_error.cu", "sm_90", None, "buildability", "missing semicolon"),

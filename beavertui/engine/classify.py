@@ -54,6 +54,12 @@ RUN_BUILD = [
     re.compile(r"^\S+\.(cu|cuh|cpp|cc|h|hpp):\d+(:\d+)?: (fatal )?error:", re.M),
     re.compile(r"ninja: build stopped", re.I),
     re.compile(r"static check(er)? (failed|rejected)", re.I),
+    # a Python harness that cannot find the candidate's class or function, or load its extension
+    re.compile(
+        r"(has no attribute|cannot import name) '?(ModelNew|Model|get_inputs|get_init_inputs)'?", re.I
+    ),
+    re.compile(r"NameError: name '(ModelNew|get_inputs|get_init_inputs)' is not defined", re.I),
+    re.compile(r"ImportError: .*undefined symbol: ", re.I),
 ]
 RUN_ENV = [
     re.compile(r"no kernel image is available for execution", _I),
@@ -74,8 +80,9 @@ IMA = [
     re.compile(r"an illegal memory access was encountered", _I),
     re.compile(r"cudaErrorIllegalAddress|CUDA_ERROR_ILLEGAL_ADDRESS", _I),
     re.compile(r"Invalid __(global|shared|local)__ (read|write|atomic)", _I),
-    re.compile(r"^=+ .*out of bounds|is out of bounds", _I),
+    re.compile(r"^=+ .*out of bounds|(Address|Access to) 0x[0-9a-f]+ is out of bounds", _I),
     re.compile(r"misaligned address|cudaErrorMisalignedAddress|is misaligned", _I),
+    re.compile(r"cudaErrorInvalidAddressSpace|operation not supported on global/shared address space", _I),
     re.compile(r"unspecified launch failure|cudaErrorLaunchFailure|CUDA_ERROR_LAUNCH_FAILED", _I),
     re.compile(r"Segmentation fault|SIGSEGV", _I),
 ]
@@ -109,7 +116,10 @@ class Classification:
 
 # ----------------------------------------------------------------------------------- signatures
 
-_PATH = re.compile(r"(?:[A-Za-z]:)?(?:[\w.+~-]*/)+([\w.+-]+)")
+#: A path: absolute (``/usr/bin/ld``), or relative whose last part has an extension (``include/a.h``).
+_PATH = re.compile(
+    r"(?<![\w/])(?:/[\w.+~-]+)*(?:/[\w.+~-]*)?/([\w.+-]+)|(?<![\w/])(?:[\w.+~-]+/)+([\w+-]+\.[\w.+-]+)"
+)
 _HEX = re.compile(r"0x[0-9a-fA-F]+|\b(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{6,}\b")
 _NUM = re.compile(r"(?<![A-Za-z_0-9])[-+]?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?")
 _SAN_PREFIX = re.compile(r"^=+\s*")
@@ -123,7 +133,7 @@ def normalise(line: str) -> str:
     s = _SAN_PREFIX.sub("", line.strip())
     s = _LINKER_SITE.sub("", s)
     s = _TMPXFT.sub("tmpxft", s)
-    s = _PATH.sub(lambda m: m.group(1), s)
+    s = _PATH.sub(lambda m: m.group(1) or m.group(2), s)
     s = _HEX.sub("<hex>", s)
     s = _NUM.sub("#", s)
     s = re.sub(r"\s+", " ", s).strip()
@@ -194,8 +204,13 @@ def classify(
     run_log: str,
     timed_out: bool,
     sanitizer_log: str | None = None,
+    run_signal: int | None = None,
 ) -> Classification:
-    """Classify one attempt (categories.md priority order)."""
+    """Classify one attempt (categories.md priority order).
+
+    ``run_signal`` is the signal that ended the test command when the runner knows it (its rc is then
+    None); a shell's ``128 + N`` exit status is read as signal N as well.
+    """
     build_log = build_log or ""
     run_log = run_log or ""
     # 1. build stage (including a build the test command performs itself)
@@ -228,7 +243,7 @@ def classify(
             "illegal_memory_access", _record_signature(r), tuple(r.text.splitlines()), "run"
         )
     m = _first(IMA, run_log)
-    sig = _signal_of(run_rc)
+    sig = run_signal if run_signal is not None and not timed_out else _signal_of(run_rc)
     if m:
         return _result("illegal_memory_access", run_log, m, "run", "")
     if sig in (11, 7):
@@ -276,12 +291,15 @@ def _functional(run_log: str, run_rc: int | None, sig: int | None) -> Classifica
         r"not correct|does not match|correctness=False|Floating point exception)",
         re.I | re.M,
     )
-    m = strong.search(run_log) or FUNCTIONAL.search(run_log)
+    m = strong.search(run_log)
     if m:
         return _result("functional_correctness", run_log, m, "run", "")
     if sig is not None:
         name = SIGNAL_NAMES.get(sig, f"signal {sig}")
         return Classification("functional_correctness", f"killed by {name}", (f"killed by {name}",), "run")
+    m = FUNCTIONAL.search(run_log)
+    if m:
+        return _result("functional_correctness", run_log, m, "run", "")
     last = _last_line(run_log)
     if last:
         return Classification("functional_correctness", normalise(last), (last,), "run")
@@ -297,6 +315,7 @@ _KEYS: dict[str, tuple[type, ...]] = {
     "run_log": (str,),
     "timed_out": (bool,),
     "sanitizer_log": (str, type(None)),
+    "run_signal": (int, type(None)),
 }
 
 
@@ -305,7 +324,7 @@ def classify_record(obj: Any) -> dict[str, Any]:
     if not isinstance(obj, dict):
         raise ValueError(f"expected a JSON object, got {type(obj).__name__}")
     for key, types in _KEYS.items():
-        if key in ("sanitizer_log",) and key not in obj:
+        if key in ("sanitizer_log", "run_signal") and key not in obj:
             continue
         if key not in obj:
             raise ValueError(f"missing key {key!r}")
@@ -321,5 +340,6 @@ def classify_record(obj: Any) -> dict[str, Any]:
         obj["run_log"],
         obj["timed_out"],
         obj.get("sanitizer_log"),
+        obj.get("run_signal"),
     )
     return {"category": c.category, "signature": c.signature, "decisive": list(c.decisive), "stage": c.stage}

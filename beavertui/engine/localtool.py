@@ -97,7 +97,7 @@ class LocalToolchain:
                 ):
                     memcheck_log = event.result.log
             if memcheck_log is not None and run is not None:
-                verdict = classify(build.rc, build.log, run.rc, run.log, timed_out, memcheck_log)
+                verdict = classify(build.rc, build.log, run.rc, run.log, timed_out, memcheck_log, run.signal)
             flags = [f"harness_modified: {rel}" for rel in sorted(set(tampered))]
             correct = verdict.category == "passed" and not tampered
             timing: TimingResult | None = None

@@ -24,7 +24,7 @@ _SKIP = re.compile(
 _SIZE = re.compile(r"of size (\d+) bytes?", re.I)
 _AT = re.compile(r"^at (?:0x[0-9a-f]+ in )?(?P<where>.+?)(?:\+0x[0-9a-f]+)?(?: in (?P<src>\S+))?$", re.I)
 _THREAD = re.compile(r"by thread \(([^)]*)\) in block \(([^)]*)\)", re.I)
-_ADDR = re.compile(r"Address (0x[0-9a-f]+)", re.I)
+_ADDR = re.compile(r"(?:Address|Access to) (0x[0-9a-f]+)", re.I)
 _HOST = re.compile(r"Host Frame:\s*(.+)$", re.I)
 _BORING_FRAME = re.compile(
     r"libcuda\.so|libcudart|libc\.so|ld-linux|libpython|__libc_start|_start\b|\[0x[0-9a-f]+\]\s*$"
@@ -127,8 +127,10 @@ def _record(tool: str, lines: list[str]) -> SanitizerRecord:
 
 
 def error_count(log: str) -> int | None:
-    """N of the last ``ERROR SUMMARY: N errors`` line, or None when absent."""
+    """N of ``ERROR SUMMARY: N errors`` (summed over processes; racecheck: its summary's errors), or None."""
     hits = re.findall(r"ERROR SUMMARY: (\d+) errors?", log)
+    if not hits:
+        hits = re.findall(r"RACECHECK SUMMARY: \d+ hazards? displayed \((\d+) errors?", log)
     return sum(int(h) for h in hits) if hits else None
 
 
