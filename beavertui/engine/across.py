@@ -12,8 +12,6 @@ from collections.abc import Sequence
 from itertools import combinations
 from typing import Any
 
-from scipy.stats import kendalltau
-
 from beavertui.engine.metrics import GroupMetrics
 from beavertui.engine.table import PROTOCOL_FIELDS, ProtocolKey
 
@@ -73,6 +71,8 @@ def kendall(groups: Sequence[GroupMetrics]) -> list[dict[str, Any]]:
         common = sorted(set(scores[a]) & set(scores[b]))
         if len(common) < 2:
             continue
+        from scipy.stats import kendalltau  # imported only when there is a pair (slow import)
+
         res = kendalltau([scores[a][m] for m in common], [scores[b][m] for m in common], variant="b")
         tau, pval = float(res.statistic), float(res.pvalue)
         out.append(

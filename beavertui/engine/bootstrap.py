@@ -49,7 +49,10 @@ def intervals(means: F64, nums: F64, dens: F64, resamples: int = RESAMPLES, seed
     with np.errstate(invalid="ignore", divide="ignore"):
         ratios = np.where(bottom > 0, top / np.where(bottom > 0, bottom, 1.0), np.nan)
     m_lo, m_hi = np.percentile(boot_means, [2.5, 97.5], axis=0)
-    with warnings.catch_warnings():  # a column no resample can define is all NaN: its bounds are NaN
-        warnings.simplefilter("ignore", RuntimeWarning)
-        r_lo, r_hi = np.nanpercentile(ratios, [2.5, 97.5], axis=0)
+    if nums.shape[1] == 0:
+        r_lo = r_hi = np.zeros(0)
+    else:
+        with warnings.catch_warnings():  # a column no resample can define is all NaN: its bounds are NaN
+            warnings.simplefilter("ignore", RuntimeWarning)
+            r_lo, r_hi = np.nanpercentile(ratios, [2.5, 97.5], axis=0)
     return Intervals(m_lo, m_hi, r_lo, r_hi)

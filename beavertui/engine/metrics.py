@@ -14,7 +14,6 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-from scipy.special import gammaln
 
 from beavertui.engine.protocol import DETECTORS
 from beavertui.engine.table import AttemptsTable, ProtocolKey
@@ -101,18 +100,29 @@ def _combine(*cols: I64) -> I64:
     return _unique(key)[1]
 
 
-def pass_at_k_estimator(n: I64 | F64, c: I64 | F64, k: I64 | F64) -> F64:
+def _log_factorial(x: F64) -> F64:
+    """log(x!) for non-negative integer-valued x, from a cumulative table (exact to rounding)."""
+    top = int(x.max(initial=0.0)) + 1
+    table = np.concatenate(([0.0], np.cumsum(np.log(np.arange(1, top + 1, dtype=np.float64)))))
+    return np.asarray(table[np.clip(x, 0, top).astype(np.int64)], dtype=np.float64)
+
+
+def pass_at_k_estimator(n: I64 | F64 | float, c: I64 | F64 | float, k: I64 | F64 | float) -> F64:
     """Unbiased pass@k = 1 - C(n-c, k) / C(n, k), elementwise (0 where k <= 0)."""
-    n = np.asarray(n, np.float64)
-    c = np.asarray(c, np.float64)
-    k = np.asarray(k, np.float64)
-    fail = n - c
-    with np.errstate(invalid="ignore"):
-        log_ratio = gammaln(fail + 1) - gammaln(fail - k + 1) - gammaln(n + 1) + gammaln(n - k + 1)
-        out = 1.0 - np.exp(log_ratio)
-    out = np.where(fail < k, 1.0, out)
-    out = np.where(k <= 0, 0.0, out)
-    return np.clip(out, 0.0, 1.0)
+    n_, c_, k_ = (np.asarray(v, np.float64) for v in (n, c, k))
+    n_, c_, k_ = np.broadcast_arrays(n_, c_, k_)
+    fail = n_ - c_
+    ok = fail >= k_
+    # C(f, k) / C(n, k) = f! (n-k)! / ((f-k)! n!)
+    log_ratio = (
+        _log_factorial(fail)
+        + _log_factorial(np.where(ok, n_ - k_, 0.0))
+        - _log_factorial(np.where(ok, fail - k_, 0.0))
+        - _log_factorial(n_)
+    )
+    out = np.where(ok, 1.0 - np.exp(log_ratio), 1.0)
+    out = np.where(k_ <= 0, 0.0, out)
+    return np.asarray(np.clip(out, 0.0, 1.0), dtype=np.float64)
 
 
 def source_model_matches(model: str, source: str | None) -> bool:

@@ -1,0 +1,128 @@
+"""The compile cache: an identical candidate (same code, harness, build command and toolkit) is built once.
+
+Under stagnation and repeated sampling the same candidate comes back often; its build result and the
+files the build produced are kept under ``<cache>/<key[:2]>/<key>/`` and copied into the next work dir
+instead of building again. Failed builds are cached too (their log is the feedback). The cache is
+node-local (one per machine, shared by every session on it) and written atomically (a rename), so two
+sessions racing on one key both see a complete entry or none.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+from beavertui.engine.events import StageResult
+
+
+def cache_key(code: str, harness: str, build_command: str, toolkit: str) -> str:
+    h = hashlib.sha256()
+    for part in (code, harness, build_command, toolkit):
+        h.update(part.encode("utf-8", "replace"))
+        h.update(b"\0")
+    return h.hexdigest()
+
+
+@dataclass
+class CacheStats:
+    hits: int = 0
+    misses: int = 0
+    stored: int = 0
+
+
+class CompileCache:
+    """Build results and outputs by key."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.root.mkdir(parents=True, exist_ok=True)
+        self.stats = CacheStats()
+        self._lock = threading.Lock()
+
+    def _dir(self, key: str) -> Path:
+        return self.root / key[:2] / key
+
+    def get(self, key: str, workdir: Path) -> StageResult | None:
+        """The cached build result with its outputs copied into ``workdir``; None on a miss."""
+        entry = self._dir(key)
+        meta = entry / "result.json"
+        if not meta.is_file():
+            with self._lock:
+                self.stats.misses += 1
+            return None
+        result = StageResult.model_validate_json(meta.read_text(encoding="utf-8"))
+        files = entry / "files"
+        if files.is_dir():
+            shutil.copytree(files, workdir, symlinks=True, dirs_exist_ok=True)
+        with self._lock:
+            self.stats.hits += 1
+        return result.model_copy(update={"cached": True})
+
+    def put(self, key: str, result: StageResult, workdir: Path, outputs: list[str]) -> None:
+        """Store a build result and the named output files (paths relative to ``workdir``)."""
+        entry = self._dir(key)
+        if entry.exists():
+            return
+        entry.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=".tmp-", dir=entry.parent))
+        try:
+            for rel in outputs:
+                src = workdir / rel
+                if src.is_file() and not src.is_symlink():
+                    dst = tmp / "files" / rel
+                    dst.parent.mkdir(parents=True, exist_ok=True)
+                    shutil.copy2(src, dst)
+            (tmp / "result.json").write_text(result.model_dump_json(), encoding="utf-8")
+            try:
+                os.rename(tmp, entry)
+            except OSError:  # another session stored it first
+                shutil.rmtree(tmp, ignore_errors=True)
+                return
+        except OSError:
+            shutil.rmtree(tmp, ignore_errors=True)
+            return
+        with self._lock:
+            self.stats.stored += 1
+
+    def summary(self) -> dict[str, int]:
+        return {"hits": self.stats.hits, "misses": self.stats.misses, "stored": self.stats.stored}
+
+
+def snapshot(root: Path) -> dict[str, tuple[float, int]]:
+    """(mtime, size) of every regular file under ``root`` (symlinked folders not followed)."""
+    out: dict[str, tuple[float, int]] = {}
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = [d for d in dirnames if not (Path(dirpath) / d).is_symlink()]
+        for name in filenames:
+            p = Path(dirpath) / name
+            if p.is_symlink() or not p.is_file():
+                continue
+            st = p.stat()
+            out[p.relative_to(root).as_posix()] = (st.st_mtime_ns, st.st_size)
+    return out
+
+
+def changed(before: dict[str, tuple[float, int]], after: dict[str, tuple[float, int]]) -> list[str]:
+    """Files created or modified between two snapshots."""
+    return sorted(rel for rel, sig in after.items() if before.get(rel) != sig)
+
+
+def toolkit_id() -> str:
+    """The CUDA toolkit the builds use (``nvcc --version`` last line), or 'none'."""
+    import subprocess
+
+    nvcc = shutil.which("nvcc")
+    if nvcc is None:
+        return "none"
+    try:
+        out = subprocess.run([nvcc, "--version"], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return "unknown"
+    lines = [ln for ln in out.stdout.splitlines() if ln.strip()]
+    return json.dumps(lines[-2:])

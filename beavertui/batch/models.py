@@ -1,0 +1,112 @@
+"""Building the Model of one batch session from a ModelSpec, with per-endpoint concurrency bounds.
+
+Each session gets its own model object (scripted models count their calls); calls to one endpoint
+share a semaphore so no more than ``max_concurrency`` are in flight. Two scripted models built from
+the task itself exist for demos and benchmarks without an endpoint: ``scripted:@reference`` replies
+with the task's reference solution, ``scripted:@alternate`` with the broken start and the reference in
+turn. This module never logs or stores a key.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from beavertui.batch.protocol_file import ModelSpec
+from beavertui.engine.errors import BeaverError
+from beavertui.engine.events import Message, ModelInfo
+from beavertui.engine.models.base import Completion, DeltaCallback, Model
+from beavertui.engine.protocol import Protocol
+from beavertui.engine.task import Task
+
+_LOCK = threading.Lock()
+_SEMAPHORES: dict[str, threading.BoundedSemaphore] = {}
+
+
+def endpoint_key(spec: ModelSpec) -> str:
+    return f"{spec.base_url or ''}|{spec.model}"
+
+
+def _semaphore(spec: ModelSpec) -> threading.BoundedSemaphore:
+    with _LOCK:
+        key = endpoint_key(spec)
+        if key not in _SEMAPHORES:
+            _SEMAPHORES[key] = threading.BoundedSemaphore(spec.max_concurrency)
+        return _SEMAPHORES[key]
+
+
+class BoundedModel:
+    """A model whose calls wait for a slot of their endpoint; everything else is the inner model's."""
+
+    def __init__(self, inner: Model, slots: threading.BoundedSemaphore, name: str | None = None) -> None:
+        self.inner = inner
+        self.slots = slots
+        self.name = name
+
+    def info(self) -> ModelInfo:
+        info = self.inner.info()
+        return info.model_copy(update={"name": self.name}) if self.name else info
+
+    def secrets(self) -> tuple[str, ...]:
+        return self.inner.secrets()
+
+    def complete(self, messages: Sequence[Message], *, on_delta: DeltaCallback | None = None) -> Completion:
+        with self.slots:
+            return self.inner.complete(messages, on_delta=on_delta)
+
+    def __getattr__(self, name: str) -> Any:  # resume_at and other optional hooks
+        return getattr(self.inner, name)
+
+
+def _fenced(code: str, language: str) -> str:
+    fence = {"cuda": "cuda", "cpp": "cpp", "python": "python"}.get(language, "cuda")
+    return f"```{fence}\n{code}\n```\n"
+
+
+def build_model(spec: ModelSpec, task: Task, protocol: Protocol) -> Model:
+    """The model object of one session."""
+    from beavertui.engine.models.scripted import ScriptedModel
+
+    name = spec.name
+    slots = _semaphore(spec)
+    m = spec.model
+    if m in ("scripted:@reference", "scripted:@alternate"):
+        ref = task.reference()
+        if ref is None:
+            raise BeaverError(f"{task.id}: {m} needs the task's reference solution")
+        n = max(protocol.budget, 1)
+        if m == "scripted:@reference":
+            replies = [_fenced(ref, task.language)] * n
+        else:
+            broken = task.broken_start()
+            replies = [_fenced(broken if i % 2 == 0 else ref, task.language) for i in range(n)]
+        return BoundedModel(ScriptedModel(replies, name=m), slots, name)
+    if spec.scripts is not None:
+        folder = Path(spec.scripts)
+        for ext in (".toml", ".json", ".md", ".txt"):
+            path = folder / f"{task.id}{ext}"
+            if path.is_file():
+                return BoundedModel(ScriptedModel.from_file(path), slots, name)
+        raise BeaverError(f"{folder}: no script for task {task.id}")
+    if m.startswith("scripted:"):
+        return BoundedModel(ScriptedModel.from_file(m.split(":", 1)[1]), slots, name)
+    if m.startswith("replay:"):
+        from beavertui.engine.models.replay import ReplayModel
+
+        return BoundedModel(ReplayModel(m.split(":", 1)[1]), slots, name)
+    from beavertui.engine.models.openai_model import OpenAIConfig, OpenAIModel
+
+    config = OpenAIConfig(
+        model=m,
+        base_url=spec.base_url,
+        api_key_env=spec.api_key_env,
+        top_p=spec.top_p,
+        max_tokens=spec.max_tokens,
+        reasoning_effort=spec.reasoning_effort,
+        extra_body=dict(spec.extra_body),
+        timeout_s=spec.timeout_s,
+        retries=spec.retries,
+    ).with_protocol(protocol.temperature, protocol.seed)
+    return BoundedModel(OpenAIModel(config), slots, name if spec.label else None)

@@ -1,0 +1,165 @@
+"""Protocol files: a TOML description of a batch (base protocol, a sweep, models, samples).
+
+```toml
+name = "feedback"
+samples = 1                      # independent trajectories per (task, protocol, model)
+[protocol]                       # any field of beavertui.engine.protocol.Protocol
+budget = 5
+gate = 0.7
+[sweep]                          # cross product of every listed axis
+feedback = ["L0", "L1", "L2", "L3", "L4"]
+[[models]]                       # one endpoint each, as in `beavertui live`
+model = "scripted:vec_scale_demo.toml"
+```
+
+This module parses and expands; it runs nothing and never reads an API key.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from beavertui.engine.errors import BeaverError
+from beavertui.engine.protocol import Protocol
+
+#: Folder of the protocol files shipped with the package (``--protocol NAME`` finds them by name).
+BUNDLED_DIR = Path(__file__).resolve().parents[1] / "protocols"
+
+
+class ModelSpec(BaseModel):
+    """One model under test: an endpoint (OpenAI-compatible) or a scripted model."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    model: str
+    """Endpoint model name, ``scripted:FILE``, ``scripted:@reference`` (see models.py) or ``replay:SESSION``."""
+    label: str | None = None
+    """Name used in the run directory and tables; default: ``model``."""
+    base_url: str | None = None
+    """Endpoint base URL (OpenAI-compatible); None: OPENAI_BASE_URL or the OpenAI API."""
+    api_key_env: str = "OPENAI_API_KEY"
+    """Environment variable holding the key (the key itself never appears in a file)."""
+    max_concurrency: int = Field(default=8, ge=1, le=1024)
+    """Calls in flight at once to this endpoint."""
+    top_p: float | None = None
+    """Nucleus sampling mass."""
+    max_tokens: int | None = None
+    """Completion token limit."""
+    reasoning_effort: str | None = None
+    """``low``, ``medium`` or ``high`` for reasoning models."""
+    extra_body: dict[str, Any] = Field(default_factory=dict)
+    """Extra JSON fields of every request."""
+    timeout_s: float = 600.0
+    """Per-call time limit."""
+    retries: int = 5
+    """Failed tries allowed per call before the session records an infrastructure error."""
+    scripts: str | None = None
+    """Scripted models: a folder with one script per task (``<task_id>.toml|.json|.md``)."""
+
+    @property
+    def name(self) -> str:
+        return self.label or self.model
+
+
+class BatchFile(BaseModel):
+    """The TOML file as written."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: str = "batch"
+    """Short name of the batch (used in the run id)."""
+    description: str = ""
+    """What the batch measures."""
+    samples: int = Field(default=1, ge=1, le=1000)
+    """Independent trajectories per (model, protocol, task)."""
+    protocol: dict[str, Any] = Field(default_factory=dict)
+    """Base protocol: fields of beavertui.engine.protocol.Protocol."""
+    sweep: dict[str, list[Any]] = Field(default_factory=dict)
+    """Axis -> values; the batch runs the cross product, every other field from ``protocol``."""
+    models: list[ModelSpec] = Field(default_factory=list)
+    """Models under test (``--models`` replaces them)."""
+    tasks: str | None = None
+    """Glob of task ids (``--tasks`` replaces it)."""
+    corpus: str | None = None
+    """Corpus path (``--corpus`` replaces it); default: the bundled corpus."""
+    retries: int = Field(default=1, ge=0, le=10)
+    """Times a session ended by an infrastructure failure is retried before it is reported and skipped."""
+
+
+@dataclass(frozen=True)
+class NamedProtocol:
+    """One expanded protocol with its folder name in the run directory."""
+
+    slug: str
+    protocol: Protocol
+
+
+def protocol_slug(p: Protocol) -> str:
+    """Readable and unique folder name: ``iterative-K5-L3-H2-T0-p0.7-<hash>``."""
+    digest = hashlib.sha256(p.model_dump_json().encode()).hexdigest()[:8]
+    return f"{p.method}-K{p.budget}-{p.feedback}-H{p.history}-T{p.temperature:g}-p{p.gate:g}-{digest}"
+
+
+def _first_error(exc: ValidationError) -> str:
+    err = exc.errors()[0]
+    loc = ".".join(str(x) for x in err.get("loc", ()))
+    return f"{loc}: {err.get('msg', 'invalid')}" if loc else str(err.get("msg"))
+
+
+def expand(spec: BatchFile, where: str = "protocol file") -> list[NamedProtocol]:
+    """The cross product of the sweep over the base protocol, in file order."""
+    axes = list(spec.sweep)
+    for axis in axes:
+        if axis not in Protocol.model_fields:
+            raise BeaverError(f"{where}: [sweep] {axis}: not a protocol field")
+        if not spec.sweep[axis]:
+            raise BeaverError(f"{where}: [sweep] {axis}: no values")
+    out: list[NamedProtocol] = []
+    seen: set[str] = set()
+    for values in itertools.product(*(spec.sweep[a] for a in axes)):
+        fields = {**spec.protocol, **dict(zip(axes, values, strict=True))}
+        try:
+            p = Protocol.model_validate(fields)
+        except ValidationError as exc:
+            raise BeaverError(f"{where}: protocol {json.dumps(fields)}: {_first_error(exc)}") from None
+        slug = protocol_slug(p)
+        if slug not in seen:
+            seen.add(slug)
+            out.append(NamedProtocol(slug, p))
+    return out
+
+
+def find_protocol_file(spec: str) -> Path:
+    """A path, or the name of a bundled protocol file (with or without ``.toml``)."""
+    path = Path(spec)
+    if path.is_file():
+        return path
+    for candidate in (BUNDLED_DIR / spec, BUNDLED_DIR / f"{spec}.toml"):
+        if candidate.is_file():
+            return candidate
+    names = ", ".join(sorted(p.stem for p in BUNDLED_DIR.glob("*.toml")))
+    raise BeaverError(f"{spec}: no such protocol file (bundled: {names})")
+
+
+def load_batch_file(path: Path) -> BatchFile:
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise BeaverError(f"{path}: cannot read: {exc.strerror}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise BeaverError(f"{path}: not valid TOML: {exc}") from None
+    try:
+        return BatchFile.model_validate(data)
+    except ValidationError as exc:
+        raise BeaverError(f"{path}: {_first_error(exc)}") from None
+
+
+Executor = Literal["local", "ray"]

@@ -1,0 +1,148 @@
+"""The run directory: ``sessions/<run_id>/<model>/<protocol>/<task>__s<sample>.jsonl`` plus ``run.json``.
+
+The manifest records what the batch is (protocols, models, tasks, corpus, samples) so ``--resume`` can
+continue it without the original command line, and what ran it (host, GPUs, tool version). The
+infrastructure log ``infra.jsonl`` keeps every infrastructure failure, including those of attempts
+that were retried. This module lays out paths and reads/writes these files; it runs nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import re
+import socket
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from beavertui.batch.protocol_file import ModelSpec
+from beavertui.engine.errors import BeaverError
+from beavertui.engine.protocol import Protocol
+
+MANIFEST = "run.json"
+INFRA_LOG = "infra.jsonl"
+
+
+class ProtocolEntry(BaseModel):
+    """One protocol of the batch and its folder name."""
+
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+    slug: str
+    """Folder name under each model."""
+    protocol: Protocol
+    """The full protocol."""
+
+
+class RunManifest(BaseModel):
+    """``run.json``: what the batch is and what ran it."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    run_id: str
+    """Folder name of the run."""
+    name: str
+    """Batch name from the protocol file."""
+    created: str
+    """ISO time the run was created."""
+    command: str = ""
+    """The command line that created it."""
+    tool_version: str = ""
+    """beavertui version."""
+    corpus: str
+    """Corpus root."""
+    tasks: list[str]
+    """Task ids in the batch."""
+    excluded_tasks: dict[str, str] = Field(default_factory=dict)
+    """Task id -> why it was left out (not runnable, malformed)."""
+    samples: int = 1
+    """Trajectories per (model, protocol, task)."""
+    protocols: list[ProtocolEntry]
+    """Expanded protocols."""
+    models: list[ModelSpec]
+    """Models under test (no keys)."""
+    retries: int = 1
+    """Retries of a session ended by an infrastructure failure."""
+    executor: str = "local"
+    """local or ray."""
+    gpus: list[str] = Field(default_factory=list)
+    """GPUs the scheduler used."""
+    host: dict[str, Any] = Field(default_factory=dict)
+    """Host name, CPU count, platform, Python."""
+    toolchain: str = "local"
+    """``local`` (this machine's GPUs) or ``recorded:PATH``."""
+    validation: dict[str, Any] | None = None
+    """Corpus validation on this GPU, when known."""
+    status: str = "running"
+    """running, finished or interrupted (a killed run stays 'running')."""
+    resumed: list[str] = Field(default_factory=list)
+    """ISO times of each resume."""
+    summary: dict[str, Any] = Field(default_factory=dict)
+    """Counts written at the end: sessions, passed, infrastructure failures, cache hits, GPU busy."""
+
+
+def slug(text: str) -> str:
+    """A file-system-safe name."""
+    s = re.sub(r"[^A-Za-z0-9._+-]+", "_", text).strip("._")
+    return s[:120] or "_"
+
+
+def new_run_id(name: str) -> str:
+    return f"{time.strftime('%Y%m%d-%H%M%S')}-{slug(name)}-{os.getpid() % 10000:04d}"
+
+
+def session_path(run_dir: Path, model: str, protocol_slug: str, task_id: str, sample: int) -> Path:
+    return run_dir / slug(model) / protocol_slug / f"{slug(task_id)}__s{sample}.jsonl"
+
+
+def host_info() -> dict[str, Any]:
+    return {
+        "hostname": socket.gethostname(),
+        "cpus": os.cpu_count(),
+        "platform": platform.platform(),
+        "python": platform.python_version(),
+    }
+
+
+def write_manifest(run_dir: Path, manifest: RunManifest) -> None:
+    """Atomically replace run.json."""
+    run_dir.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=".run-", suffix=".json", dir=run_dir)
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        fh.write(manifest.model_dump_json(indent=2))
+    os.replace(tmp, run_dir / MANIFEST)
+
+
+def read_manifest(run_dir: Path) -> RunManifest:
+    path = run_dir / MANIFEST
+    try:
+        return RunManifest.model_validate_json(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise BeaverError(f"{run_dir}: not a run directory (no {MANIFEST})") from None
+    except ValidationError as exc:
+        raise BeaverError(f"{path}: damaged manifest: {exc.errors()[0]['msg']}") from None
+
+
+def log_infra(run_dir: Path, record: dict[str, Any]) -> None:
+    """Append one infrastructure failure to infra.jsonl."""
+    with (run_dir / INFRA_LOG).open("a", encoding="utf-8") as fh:
+        fh.write(json.dumps({"t": time.time(), **record}) + "\n")
+        fh.flush()
+
+
+def read_infra(run_dir: Path) -> list[dict[str, Any]]:
+    path = run_dir / INFRA_LOG
+    if not path.is_file():
+        return []
+    out = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            out.append(json.loads(line))
+        except ValueError:
+            continue
+    return out

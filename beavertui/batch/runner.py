@@ -1,0 +1,120 @@
+"""Putting a batch together: toolchain and resources, executor, progress display, final summary.
+
+Called by the ``batch`` command after the manifest exists. It chooses the toolchain (this machine's GPUs
+under the scheduler, or a recorded one) and the executor (threads here, or Ray), then writes the
+summary into run.json and prints it. Infrastructure failures are reported here with their count.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from beavertui.batch.resources import BuildSlots, GpuPool
+from beavertui.batch.rundir import RunManifest, read_infra, write_manifest
+from beavertui.batch.scheduler import Tracker, plan, run_local
+from beavertui.engine.errors import BeaverError
+from beavertui.engine.task import Task
+
+
+def default_cache_dir() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "beavertui" / "builds"
+
+
+def make_toolchain(spec: str, gpus: list[str], args: argparse.Namespace) -> tuple[Any, GpuPool, Any]:
+    """(toolchain, pool, cache) for ``local`` or ``recorded:PATH``."""
+    from beavertui.batch.cache import CompileCache
+    from beavertui.batch.scheduled import ScheduledLocalToolchain, ScheduledToolchain
+
+    builds = BuildSlots(os.cpu_count() or 1)
+    if spec.startswith("recorded:"):
+        from beavertui.engine.recorded import RecordedToolchain
+
+        pool = GpuPool(gpus or ["0"], shared=args.gpu_share)
+        inner = RecordedToolchain.load(spec.split(":", 1)[1], unknown="fail")
+        return ScheduledToolchain(inner, pool, builds), pool, None
+    if spec != "local":
+        raise BeaverError(f"--toolchain {spec}: expected local or recorded:PATH")
+    if not gpus:
+        raise BeaverError("no NVIDIA GPU visible: run on a GPU machine, or use --toolchain recorded:PATH")
+    pool = GpuPool(gpus, shared=args.gpu_share)
+    cache = None if args.no_cache else CompileCache(args.cache or default_cache_dir())
+    return ScheduledLocalToolchain(pool, builds, cache), pool, cache
+
+
+def run_batch(args: argparse.Namespace, manifest: RunManifest, run_dir: Path, tasks: dict[str, Task]) -> int:
+    from beavertui.batch.progress import Display
+    from beavertui.commands.batch import _visible_gpus
+
+    gpus = _visible_gpus(args.gpus)
+    jobs = plan(manifest, run_dir)
+    tracker = Tracker(jobs)
+    parallel = args.jobs or max(2, 4 * max(1, len(gpus)) + (os.cpu_count() or 1))
+    t0 = time.monotonic()
+    cache = None
+    pool: GpuPool | None = None
+    if args.executor == "ray":
+        from beavertui.batch.ray_executor import run_ray
+
+        manifest.gpus = []
+        write_manifest(run_dir, manifest)
+        with Display(tracker, parallel, live=False if args.quiet else None, interval=30.0):
+            run_ray(jobs, manifest, run_dir, tracker, address=args.address, toolchain=args.toolchain)
+    else:
+        toolchain, pool, cache = make_toolchain(args.toolchain, gpus, args)
+        manifest.gpus = [g.index for g in pool.gpus]
+        write_manifest(run_dir, manifest)
+        if args.quiet:
+            run_local(
+                jobs, tasks, toolchain, run_dir, parallel=parallel, retries=manifest.retries, tracker=tracker
+            )
+        else:
+            with Display(tracker, parallel):
+                run_local(
+                    jobs,
+                    tasks,
+                    toolchain,
+                    run_dir,
+                    parallel=parallel,
+                    retries=manifest.retries,
+                    tracker=tracker,
+                )
+    wall = time.monotonic() - t0
+    totals = tracker.totals()
+    infra = read_infra(run_dir)
+    summary: dict[str, Any] = {
+        **totals,
+        "wall_s": round(wall, 2),
+        "infra_failures": len(infra),
+        "infra_retried": sum(1 for r in infra if r.get("retried")),
+    }
+    if cache is not None:
+        summary["compile_cache"] = cache.summary()
+    if pool is not None:
+        summary["gpu_busy_fraction"] = {k: round(v, 3) for k, v in pool.busy_fraction(wall).items()}
+        summary["gpus_removed"] = {g.index: g.failures[-1] for g in pool.gpus if not g.healthy}
+    manifest.summary = summary
+    manifest.status = "finished" if totals["done"] == totals["total"] else "interrupted"
+    write_manifest(run_dir, manifest)
+    print(
+        f"beavertui: {totals['done']}/{totals['total']} sessions ({totals['skipped']} already done), "
+        f"{totals['passed']} passed, {totals['attempts']} attempts in {wall:.1f} s",
+        file=sys.stderr,
+    )
+    if infra:
+        print(
+            f"beavertui: {len(infra)} infrastructure failures ({summary['infra_retried']} retried); their "
+            "attempts are excluded from scores and counted. First: " + str(infra[0].get("detail")),
+            file=sys.stderr,
+        )
+    for idx, why in summary.get("gpus_removed", {}).items():
+        print(
+            f"beavertui: GPU {idx} taken out of the schedule after repeated failures: {why}", file=sys.stderr
+        )
+    print(f"beavertui: metrics: beavertui metrics {run_dir}", file=sys.stderr)
+    return 0 if totals["failed"] == 0 else 1

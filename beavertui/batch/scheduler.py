@@ -1,0 +1,160 @@
+"""The local executor: every session of a batch run on this machine, concurrently, resumably.
+
+Sessions run in threads (their work is model calls and subprocesses, which release the GIL); how many run
+at once is bounded by ``jobs``, model calls by each endpoint's ``max_concurrency`` (models.py), builds
+by CPU slots and GPU stages by the GPU pool (resources.py), all through the toolchain wrapper
+(scheduled.py). Jobs are ordered so that every (model, protocol) group advances together. The
+scheduler decides where and when a session runs, never what it does.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from beavertui.batch.job import JobOutcome, JobSpec, Prefix, drive
+from beavertui.batch.models import build_model
+from beavertui.batch.rundir import RunManifest, session_path
+from beavertui.engine.events import Event
+from beavertui.engine.loop import run_session
+from beavertui.engine.task import Task
+from beavertui.engine.toolchain import Toolchain
+
+
+def plan(manifest: RunManifest, run_dir: Path) -> list[JobSpec]:
+    """Every session of the batch, interleaved: sample, then task, then protocol, then model."""
+    jobs = []
+    for sample in range(manifest.samples):
+        for task_id in manifest.tasks:
+            for entry in manifest.protocols:
+                for model in manifest.models:
+                    path = session_path(run_dir, model.name, entry.slug, task_id, sample)
+                    jobs.append(
+                        JobSpec(manifest.run_id, model, entry.slug, entry.protocol, task_id, sample, path)
+                    )
+    return jobs
+
+
+@dataclass
+class GroupCount:
+    """Progress of one (model, protocol) group."""
+
+    total: int = 0
+    done: int = 0
+    passed: int = 0
+    running: int = 0
+    skipped: int = 0
+    failed: int = 0
+    attempts: int = 0
+    infra: int = 0
+    started: float = field(default_factory=time.monotonic)
+    durations: list[float] = field(default_factory=list)
+
+
+class Tracker:
+    """Counts per group, fed by the executors from any thread; the progress display reads it."""
+
+    def __init__(self, jobs: Sequence[JobSpec]) -> None:
+        self.lock = threading.Lock()
+        self.groups: dict[tuple[str, str], GroupCount] = {}
+        for j in jobs:
+            self.groups.setdefault(j.group, GroupCount()).total += 1
+        self.t0 = time.monotonic()
+        self._started: dict[Path, float] = {}
+
+    def start(self, job: JobSpec) -> None:
+        with self.lock:
+            self.groups[job.group].running += 1
+            self._started[job.path] = time.monotonic()
+
+    def event(self, job: JobSpec, event: Event) -> None:
+        if event.kind == "verdict":
+            with self.lock:
+                self.groups[job.group].attempts += 1
+
+    def finish(self, job: JobSpec, out: JobOutcome) -> None:
+        with self.lock:
+            g = self.groups[job.group]
+            t = self._started.pop(job.path, None)
+            if t is not None:
+                g.running -= 1
+                if out.status == "ran":
+                    g.durations.append(time.monotonic() - t)
+            g.done += 1
+            g.passed += out.passed
+            g.skipped += out.status == "skipped"
+            g.failed += out.status == "failed"
+            g.infra += len(out.infra)
+
+    def eta_s(self, key: tuple[str, str], parallel: int) -> float | None:
+        g = self.groups[key]
+        if not g.durations:
+            return None
+        per = sum(g.durations) / len(g.durations)
+        left = g.total - g.done
+        return per * left / max(1, min(parallel, left or 1))
+
+    def totals(self) -> dict[str, int]:
+        with self.lock:
+            keys = ("total", "done", "passed", "running", "skipped", "failed", "attempts", "infra")
+            return {k: sum(getattr(g, k) for g in self.groups.values()) for k in keys}
+
+
+def local_starter(
+    job: JobSpec, task: Task, toolchain: Toolchain
+) -> Callable[[Prefix | None], tuple[Any, tuple[str, ...]]]:
+    def start(prefix: Prefix | None) -> tuple[Any, tuple[str, ...]]:
+        model = build_model(job.model, task, job.protocol)
+        stream = run_session(
+            task, model, toolchain, job.protocol, run_id=job.run_id, sample=job.sample, resume_from=prefix
+        )
+        return stream, model.secrets()
+
+    return start
+
+
+def run_local(
+    jobs: Sequence[JobSpec],
+    tasks: dict[str, Task],
+    toolchain: Toolchain,
+    run_dir: Path,
+    *,
+    parallel: int,
+    retries: int,
+    tracker: Tracker,
+    stop: threading.Event | None = None,
+) -> dict[Path, JobOutcome]:
+    """Run the jobs with at most ``parallel`` sessions at once; returns each job's outcome."""
+    outcomes: dict[Path, JobOutcome] = {}
+
+    def one(job: JobSpec) -> JobOutcome:
+        tracker.start(job)
+        try:
+            out = drive(
+                job, run_dir, retries, local_starter(job, tasks[job.task_id], toolchain), tracker.event
+            )
+        except BaseException:
+            tracker.finish(job, JobOutcome(status="failed"))
+            raise
+        tracker.finish(job, out)
+        return out
+
+    pending = list(reversed(jobs))
+    running: dict[Future[JobOutcome], JobSpec] = {}
+    with ThreadPoolExecutor(max_workers=max(1, parallel), thread_name_prefix="session") as pool:
+        while pending or running:
+            while pending and len(running) < parallel and not (stop and stop.is_set()):
+                job = pending.pop()
+                running[pool.submit(one, job)] = job
+            if not running:
+                break
+            done, _ = wait(running, timeout=0.5, return_when=FIRST_COMPLETED)
+            for fut in done:
+                job = running.pop(fut)
+                outcomes[job.path] = fut.result()
+    return outcomes

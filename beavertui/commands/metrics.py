@@ -1,0 +1,164 @@
+"""`beavertui metrics SOURCE`: the protocol-conditioned tables of shared/spec/metrics.md.
+
+SOURCE is a run directory (its sessions are folded) or an attempts table (JSON Lines or CSV).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser(
+        "metrics",
+        help="compute pass@1, pass@k, debug rate, stagnation, degeneration, p sweep, swing, Kendall's tau",
+        description="Per (model, protocol): every metric of metrics.md, with 95%% bootstrap intervals over "
+        "tasks in the human formats. SOURCE is a run directory or an attempts table (.jsonl or .csv).",
+    )
+    p.add_argument("source", type=Path, help="run directory, session file, or attempts table")
+    p.add_argument("--json", action="store_true", help="print the machine-readable object of metrics.md")
+    p.add_argument(
+        "--format",
+        choices=("table", "markdown", "csv", "latex"),
+        default="table",
+        help="human format (default: a terminal table)",
+    )
+    p.add_argument(
+        "-o", "--output", type=Path, help="write the report to this file instead of standard output"
+    )
+    p.add_argument(
+        "--by", choices=("family", "category"), action="append", default=[], help="add a breakdown"
+    )
+    p.add_argument(
+        "--source-models", type=Path, help="side table task_id -> source_model for the self-source rule"
+    )
+    p.add_argument("--card", type=Path, help="also write the evaluation card (Markdown) to this file")
+    p.add_argument("--plots", type=Path, help="also write p_sweep.svg and swing.svg into this folder")
+    p.add_argument(
+        "--resamples", type=int, default=1000, help="bootstrap resamples (at least 1000; default 1000)"
+    )
+    p.add_argument("--seed", type=int, default=None, help="bootstrap seed (default: a fixed seed)")
+    p.set_defaults(func=_handle)
+
+
+def load_source(source: Path, source_models: Path | None) -> Any:
+    """The attempts table of SOURCE with the self-source side table applied."""
+    from beavertui.engine.attempts import SourceModels, load_source_models, table_from_run
+    from beavertui.engine.errors import BeaverError
+    from beavertui.engine.metrics import apply_source_models
+    from beavertui.engine.table_io import TableFormatError, read_table
+
+    side = load_source_models(source_models) if source_models else None
+    if source.is_dir() or (source.is_file() and _is_session(source)):
+        table = table_from_run(source, source_models=SourceModels(side))
+    elif source.is_file():
+        try:
+            table = read_table(source)
+        except TableFormatError as exc:
+            raise BeaverError(f"{source}: {exc}") from None
+        if side:
+            table = apply_source_models(table, side)
+    else:
+        raise BeaverError(f"{source}: no such run directory or attempts table")
+    return table
+
+
+def _is_session(path: Path) -> bool:
+    try:
+        with path.open("rb") as f:
+            first = f.readline(4096)
+    except OSError:
+        return False
+    return b'"kind":"header"' in first.replace(b" ", b"")
+
+
+def _handle(args: argparse.Namespace) -> int:
+    from beavertui import __version__
+    from beavertui.engine.across import kendall, swing
+    from beavertui.engine.bootstrap import SEED
+    from beavertui.engine.errors import BeaverError
+    from beavertui.engine.metrics import compute_groups
+
+    if args.resamples < 1000:
+        raise BeaverError("--resamples must be at least 1000 (metrics.md)")
+    table = load_source(args.source, args.source_models)
+    if len(table) == 0:
+        raise BeaverError(f"{args.source}: no attempts")
+    groups = compute_groups(table)
+    sw, kt = swing(groups), kendall(groups)
+    if args.json:
+        doc = {"groups": [g.as_json() for g in groups], "swing": sw, "kendall_tau": kt}
+        _emit(json.dumps(doc, indent=None, allow_nan=False), args.output)
+        return 0
+    from beavertui.reports import render
+    from beavertui.reports.tables import breakdown_table, kendall_table, main_tables, swing_table
+
+    seed = SEED if args.seed is None else args.seed
+    tables = main_tables(groups, resamples=args.resamples, seed=seed)
+    if sw:
+        tables.append(swing_table(sw))
+    if kt:
+        tables.append(kendall_table(kt))
+    for by in dict.fromkeys(args.by):
+        attr = _task_attribute(table, "family" if by == "family" else "label")
+        tables.append(breakdown_table(groups, attr, by, resamples=args.resamples, seed=seed))
+    if args.format == "table" and args.output is None:
+        render.terminal(tables)
+    else:
+        text = {
+            "table": render.markdown,
+            "markdown": render.markdown,
+            "csv": render.csv_text,
+            "latex": render.latex,
+        }[args.format](tables)
+        _emit(text, args.output)
+    if args.card:
+        from beavertui.reports.card import card
+
+        _write(args.card, card(args.source, groups, __version__))
+    if args.plots:
+        from beavertui.reports.svg import p_sweep_svg, swing_svg
+
+        args.plots.mkdir(parents=True, exist_ok=True)
+        _write(args.plots / "p_sweep.svg", p_sweep_svg(groups))
+        _write(args.plots / "swing.svg", swing_svg(sw))
+    return 0
+
+
+def _task_attribute(table: Any, column: str) -> dict[str, str | None]:
+    """task_id -> family or label (mapped to categories.md names) from the first row of each task."""
+    import numpy as np
+
+    from beavertui.engine.categories import label_category
+
+    tasks = table.col("task_id")
+    col = table.col(column)
+    _, first = np.unique(tasks.codes, return_index=True)
+    out: dict[str, str | None] = {}
+    for i in first.tolist():
+        code = int(col.codes[i])
+        value = col.labels[code] if code >= 0 else None
+        out[tasks.labels[int(tasks.codes[i])]] = (
+            label_category(value) if value and column == "label" else value
+        )
+    return out
+
+
+def _emit(text: str, output: Path | None) -> None:
+    if output is None:
+        sys.stdout.write(text if text.endswith("\n") else text + "\n")
+    else:
+        _write(output, text if text.endswith("\n") else text + "\n")
+
+
+def _write(path: Path, text: str) -> None:
+    from beavertui.engine.errors import BeaverError
+
+    try:
+        path.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise BeaverError(f"{path}: {exc.strerror}") from None

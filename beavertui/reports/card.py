@@ -1,0 +1,108 @@
+"""The evaluation card: everything needed to reproduce a published number, as Markdown.
+
+It gathers what the session headers and the run manifest recorded (protocols, corpus and its validation,
+models and endpoints, seeds, tool version, GPU and host); what was not recorded is said to be unknown.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from beavertui.engine.bootstrap import RESAMPLES, SEED
+from beavertui.engine.events import SessionHeader
+from beavertui.engine.metrics import GroupMetrics
+
+
+def _headers(root: Path) -> list[SessionHeader]:
+    out = []
+    for p in sorted(root.rglob("*.jsonl")):
+        try:
+            with p.open(encoding="utf-8") as f:
+                line = f.readline()
+            data = json.loads(line)
+            if isinstance(data, dict) and data.get("kind") == "header":
+                out.append(SessionHeader.model_validate(data))
+        except (OSError, ValueError):
+            continue
+    return out
+
+
+def card(source: Path, groups: Sequence[GroupMetrics], tool_version: str) -> str:
+    manifest: dict[str, Any] = {}
+    headers: list[SessionHeader] = []
+    if source.is_dir():
+        mpath = source / "run.json"
+        if mpath.is_file():
+            try:
+                manifest = json.loads(mpath.read_text(encoding="utf-8"))
+            except ValueError:
+                manifest = {}
+        headers = _headers(source)
+    lines = ["# Evaluation card", ""]
+    lines.append(f"- Source: `{source}`")
+    lines.append(f"- beavertui (metrics): {tool_version}")
+    versions = sorted({h.tool_version for h in headers})
+    lines.append(
+        f"- beavertui (sessions): {', '.join(versions) if versions else 'unknown (attempts table only)'}"
+    )
+    if manifest:
+        lines.append(f"- Run id: {manifest.get('run_id', '?')}; created {manifest.get('created', '?')}")
+        if manifest.get("command"):
+            lines.append(f"- Command: `{manifest['command']}`")
+    lines += ["", "## Protocols", ""]
+    for p in sorted({g.protocol for g in groups}):
+        lines.append(f"- {p.short()}: `{json.dumps(p.as_dict())}`")
+    full = {h.protocol.model_dump_json() for h in headers}
+    for text in sorted(full):
+        lines.append(f"  - full settings: `{text}`")
+    lines += ["", "## Corpus", ""]
+    corpora = sorted({h.task.corpus for h in headers})
+    lines.append(f"- Corpus: {', '.join(corpora) if corpora else manifest.get('corpus', 'unknown')}")
+    lines.append(f"- Tasks scored: {len({t for g in groups for t in g.cells.tasks})}")
+    validation = manifest.get("validation")
+    if validation:
+        lines.append(f"- Validation on this GPU: {json.dumps(validation)}")
+    else:
+        lines.append("- Validation on this GPU: not recorded with this run")
+    excluded = manifest.get("excluded_tasks")
+    if excluded:
+        lines.append(
+            f"- Tasks left out: {len(excluded)} ({', '.join(sorted(excluded)[:10])}{' ...' if len(excluded) > 10 else ''})"
+        )
+    lines += ["", "## Models and endpoints", ""]
+    seen = set()
+    for h in headers:
+        key = h.model.model_dump_json()
+        if key in seen:
+            continue
+        seen.add(key)
+        lines.append(
+            f"- {h.model.name} ({h.model.kind}) at {h.model.base_url or 'n/a'}; params {json.dumps(h.model.params, sort_keys=True)}"
+        )
+    if not headers:
+        for m in sorted({g.model for g in groups}):
+            lines.append(f"- {m} (endpoint not recorded in an attempts table)")
+    lines += ["", "## Seeds", ""]
+    seeds = sorted({str(h.protocol.seed) for h in headers})
+    lines.append(f"- Model seed(s): {', '.join(seeds) if seeds else 'unknown'}")
+    lines.append(f"- Bootstrap: {RESAMPLES} resamples over tasks, percentile 95%, seed {SEED}")
+    lines += ["", "## Hardware", ""]
+    gpus = sorted({(h.gpu.slug, h.gpu.name, h.gpu.driver, h.gpu.cuda) for h in headers if h.gpu is not None})
+    for slug, name, driver, cuda in gpus:
+        lines.append(f"- GPU: {name} (`{slug}`), driver {driver or '?'}, CUDA {cuda or '?'}")
+    if not gpus:
+        lines.append("- GPU: none recorded (recorded toolchain or attempts table only)")
+    host = manifest.get("host")
+    if host:
+        lines.append(f"- Host: {json.dumps(host, sort_keys=True)}")
+    infra = sum(g.n_infra_excluded for g in groups)
+    lines += [
+        "",
+        "## Exclusions",
+        "",
+        f"- Attempts hit by infrastructure failures, excluded from scores: {infra}",
+    ]
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,133 @@
+"""Rendering report tables: rich (terminal), Markdown, CSV and LaTeX booktabs.
+
+Every format shows the same numbers: rates as percentages with one decimal and their interval.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections.abc import Sequence
+
+from beavertui.reports.tables import Cell, Rate, Table
+
+
+def pct(r: Rate) -> str:
+    if r.value is None:
+        return "-"
+    text = f"{100 * r.value:.1f}"
+    if r.lo is not None and r.hi is not None:
+        text += f" [{100 * r.lo:.1f}, {100 * r.hi:.1f}]"
+    return text
+
+
+def _plain(c: Cell) -> str:
+    return pct(c) if isinstance(c, Rate) else c
+
+
+def markdown(tables: Sequence[Table]) -> str:
+    out = []
+    for t in tables:
+        out.append(f"### {t.title}\n")
+        out.append("| " + " | ".join(t.columns) + " |")
+        out.append("|" + "|".join("---" for _ in t.columns) + "|")
+        for row in t.rows:
+            out.append("| " + " | ".join(_plain(c).replace("|", "\\|") for c in row) + " |")
+        if t.note:
+            out.append(f"\n{t.note}")
+        out.append("")
+    return "\n".join(out)
+
+
+def csv_text(tables: Sequence[Table]) -> str:
+    """One block per table: a ``# title`` line, a header, rows; a rate is three columns (%, low, high)."""
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    for n, t in enumerate(tables):
+        if n:
+            buf.write("\n")
+        buf.write(f"# {t.title}\n")
+        rate_cols = {i for i, _ in enumerate(t.columns) if any(isinstance(r[i], Rate) for r in t.rows)}
+        header: list[str] = []
+        for i, name in enumerate(t.columns):
+            header += [f"{name} (%)", f"{name} low (%)", f"{name} high (%)"] if i in rate_cols else [name]
+        w.writerow(header)
+        for row in t.rows:
+            line: list[str] = []
+            for i, c in enumerate(row):
+                if i in rate_cols and isinstance(c, Rate):
+                    line += [_num(c.value), _num(c.lo), _num(c.hi)]
+                elif i in rate_cols:
+                    line += [str(c), "", ""]
+                else:
+                    line.append(str(c))
+            w.writerow(line)
+    return buf.getvalue()
+
+
+def _num(x: float | None) -> str:
+    return "" if x is None else f"{100 * x:.2f}"
+
+
+_TEX = {
+    "\\": r"\textbackslash{}",
+    "&": r"\&",
+    "%": r"\%",
+    "$": r"\$",
+    "#": r"\#",
+    "_": r"\_",
+    "{": r"\{",
+    "}": r"\}",
+    "~": r"\textasciitilde{}",
+    "^": r"\^{}",
+}
+
+
+def tex_escape(s: str) -> str:
+    return "".join(_TEX.get(ch, ch) for ch in s)
+
+
+def latex(tables: Sequence[Table]) -> str:
+    """booktabs tables; a rate is ``62.9 {\\scriptsize [60.8, 64.8]}``."""
+    out = ["% requires \\usepackage{booktabs}"]
+    for t in tables:
+        align = "".join(
+            "r" if any(isinstance(r[i], Rate) for r in t.rows) else "l" for i in range(len(t.columns))
+        )
+        out.append("\\begin{table}[t]\n\\centering\\small")
+        out.append(f"\\caption{{{tex_escape(t.title)}}}")
+        out.append(f"\\begin{{tabular}}{{{align}}}\n\\toprule")
+        out.append(" & ".join(tex_escape(c) for c in t.columns) + " \\\\\n\\midrule")
+        for row in t.rows:
+            cells = []
+            for c in row:
+                if isinstance(c, Rate):
+                    if c.value is None:
+                        cells.append("--")
+                    elif c.lo is not None and c.hi is not None:
+                        cells.append(
+                            f"{100 * c.value:.1f} {{\\scriptsize [{100 * c.lo:.1f}, {100 * c.hi:.1f}]}}"
+                        )
+                    else:
+                        cells.append(f"{100 * c.value:.1f}")
+                else:
+                    cells.append(tex_escape(c))
+            out.append(" & ".join(cells) + " \\\\")
+        out.append("\\bottomrule\n\\end{tabular}\n\\end{table}\n")
+    return "\n".join(out)
+
+
+def terminal(tables: Sequence[Table], console: object | None = None) -> None:
+    """Print with rich to the terminal (or the given rich Console)."""
+    from rich.console import Console
+    from rich.table import Table as RichTable
+
+    con = console if isinstance(console, Console) else Console()
+    for t in tables:
+        rt = RichTable(title=t.title, caption=t.note or None, header_style="bold", show_lines=False)
+        for i, c in enumerate(t.columns):
+            numeric = any(isinstance(r[i], Rate) for r in t.rows)
+            rt.add_column(c, justify="right" if numeric else "left", overflow="fold")
+        for row in t.rows:
+            rt.add_row(*(_plain(c) for c in row))
+        con.print(rt)

@@ -1,0 +1,183 @@
+"""The metric tables as plain data (title, columns, rows), built once and rendered by render.py.
+
+Rates are shown as percentages with their 95% bootstrap interval over tasks (metrics.md). A cell is a
+string or a Rate; the renderers decide how a Rate looks in each format.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from beavertui.engine.bootstrap import RESAMPLES, SEED, intervals
+from beavertui.engine.metrics import P_SWEEP, GroupMetrics
+
+
+@dataclass(frozen=True)
+class Rate:
+    """A fraction with its interval, all in [0, 1]; None where undefined."""
+
+    value: float | None
+    lo: float | None = None
+    hi: float | None = None
+
+
+Cell = str | Rate
+
+
+@dataclass(frozen=True)
+class Table:
+    """One report table."""
+
+    title: str
+    columns: tuple[str, ...]
+    rows: tuple[tuple[Cell, ...], ...]
+    note: str = ""
+
+
+def _f(x: float) -> float | None:
+    return None if x is None or np.isnan(x) else float(x)
+
+
+def _rates(g: GroupMetrics, resamples: int, seed: int) -> dict[str, Rate]:
+    c = g.cells
+    iv = intervals(c.means, c.nums, c.dens, resamples, seed)
+    names = ["pass@1", "pass@k", *(f"p{p:.1f}" for p in P_SWEEP)]
+    values = [g.pass_at_1, g.pass_at_k, *(g.p_sweep[p] for p in P_SWEEP)]
+    out = {
+        n: Rate(v, None if v is None else _f(iv.mean_lo[i]), None if v is None else _f(iv.mean_hi[i]))
+        for i, (n, v) in enumerate(zip(names, values, strict=True))
+    }
+    for j, (n, v) in enumerate(
+        (("debug", g.debug_rate), ("stagnation", g.stagnation_rate), ("degenerate", g.degenerate_rate))
+    ):
+        out[n] = Rate(v, None if v is None else _f(iv.ratio_lo[j]), None if v is None else _f(iv.ratio_hi[j]))
+    return out
+
+
+def main_tables(
+    groups: Sequence[GroupMetrics], *, resamples: int = RESAMPLES, seed: int = SEED
+) -> list[Table]:
+    """The per-group table and the p-sweep table."""
+    rates = [_rates(g, resamples, seed) for g in groups]
+    rows: list[tuple[Cell, ...]] = []
+    sweep_rows: list[tuple[Cell, ...]] = []
+    for g, r in zip(groups, rates, strict=True):
+        proto = g.protocol.short()
+        dom = "-"
+        if g.dominant_stagnation is not None and g.dominant_stagnation_share is not None:
+            dom = f"{g.dominant_stagnation} ({100 * g.dominant_stagnation_share:.0f}%)"
+        note = f"under-sampled (n < K={g.k})" if g.under_sampled else ""
+        rows.append(
+            (
+                g.model,
+                proto,
+                str(g.n_tasks),
+                r["pass@1"],
+                r["pass@k"],
+                r["debug"],
+                r["stagnation"],
+                dom,
+                r["degenerate"],
+                str(g.n_infra_excluded),
+                note,
+            )
+        )
+        sweep_rows.append((g.model, proto, *(r[f"p{p:.1f}"] for p in P_SWEEP)))
+    main = Table(
+        "Repair rates per model and protocol (at the protocol's gate)",
+        (
+            "model",
+            "protocol",
+            "tasks",
+            "pass@1",
+            "pass@k",
+            "debug@k",
+            "stagnation",
+            "dominant stall",
+            "degenerate",
+            "infra excl.",
+            "note",
+        ),
+        tuple(rows),
+        note="Percent of tasks; [95% bootstrap interval over tasks, percentile, "
+        f"{resamples} resamples, seed {seed}]. Infrastructure-hit attempts are excluded and counted.",
+    )
+    sweep = Table(
+        "pass@k by speedup threshold p (exact up to the in-loop gate, a lower bound above it)",
+        ("model", "protocol", *(f"p={p:.1f}" for p in P_SWEEP)),
+        tuple(sweep_rows),
+    )
+    return [main, sweep]
+
+
+def swing_table(entries: Sequence[Mapping[str, Any]]) -> Table:
+    rows = []
+    for e in entries:
+        fixed = " ".join(f"{k}={v}" for k, v in e["fixed"].items())
+        values = ", ".join(f"{k}: {'-' if v is None else f'{100 * v:.1f}'}" for k, v in e["values"].items())
+        rows.append((e["model"], e["axis"], values, Rate(e["swing"]), fixed))
+    return Table(
+        "Swing of pass@k per protocol axis",
+        ("model", "axis", "pass@k by value (%)", "swing", "fixed"),
+        tuple(rows),
+    )
+
+
+def kendall_table(entries: Sequence[Mapping[str, Any]]) -> Table:
+    from beavertui.engine.table import ProtocolKey
+
+    rows = []
+    for e in entries:
+        a = ProtocolKey.from_mapping(e["protocol_a"]).short()
+        b = ProtocolKey.from_mapping(e["protocol_b"]).short()
+        tau = "-" if e["tau"] is None else f"{e['tau']:+.3f}"
+        pv = "-" if e["p_value"] is None else f"{e['p_value']:.3g}"
+        rows.append((a, b, e["axis"], str(e["n_models"]), tau, pv))
+    return Table(
+        "Kendall's tau-b of model rankings between protocols",
+        ("protocol A", "protocol B", "axis", "models", "tau-b", "p"),
+        tuple(rows),
+    )
+
+
+def breakdown_table(
+    groups: Sequence[GroupMetrics],
+    attribute: Mapping[str, str | None],
+    name: str,
+    *,
+    resamples: int = RESAMPLES,
+    seed: int = SEED,
+) -> Table:
+    """pass@1 and pass@k per value of a task attribute (family, or the broken start's label)."""
+    rows = []
+    for g in groups:
+        buckets: dict[str, list[int]] = defaultdict(list)
+        for i, task in enumerate(g.cells.tasks):
+            buckets[attribute.get(task) or "?"].append(i)
+        for value in sorted(buckets):
+            idx = np.asarray(buckets[value])
+            means = g.cells.means[idx][:, :2]
+            iv = intervals(means, np.zeros((len(idx), 0)), np.zeros((len(idx), 0)), resamples, seed)
+            avg = means.mean(axis=0)
+            und = g.under_sampled
+            rows.append(
+                (
+                    g.model,
+                    g.protocol.short(),
+                    value,
+                    str(len(idx)),
+                    Rate(None if und else float(avg[0]), _f(iv.mean_lo[0]), _f(iv.mean_hi[0])),
+                    Rate(None if und else float(avg[1]), _f(iv.mean_lo[1]), _f(iv.mean_hi[1])),
+                )
+            )
+    return Table(
+        f"Repair rates per {name}", ("model", "protocol", name, "tasks", "pass@1", "pass@k"), tuple(rows)
+    )
+
+
+Formatter = Callable[[Rate], str]
