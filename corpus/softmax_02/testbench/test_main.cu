@@ -1,0 +1,6 @@
+// softmax_02 harness: bf16 rows of 4096 columns; correctness 4096 rows, timing 32768 rows.
+#include "softmax.cuh"
+
+int main(int argc, char** argv) {
+    return softmax_task::run<__nv_bfloat16>(argc, argv, {4096, 4096}, {32768, 4096});
+}
