@@ -72,6 +72,7 @@ def test_oob_read_with_wrong_result_is_illegal_memory_access_by_memcheck(native,
     task = native.get("vec_scale")
     events, v = _attempt(task, task.broken_start(), tmp_path)
     ran = next(e for e in events if isinstance(e, Ran)).result
+    print(f"vec_scale broken start run log: {ran.log!r}")
     assert ran.rc == 1 and "MISMATCH" in ran.log
     assert classify(0, "", ran.rc, ran.log, False).category == "functional_correctness"
     san = [e for e in events if isinstance(e, Sanitized)]
@@ -182,3 +183,28 @@ def test_ncu_fallback_times_the_same_pair(release, tmp_path: Path) -> None:
     t = timed[0].result
     print(f"cutlass naive vs tiled (ncu): {t}")
     assert t.method == "ncu" and t.speedup < 1.0
+
+
+def test_validate_native_fixture_corpus(tmp_path: Path) -> None:
+    import shutil
+
+    from beavertui.engine.ceilings import measure
+    from beavertui.engine.validate import validate
+
+    root = tmp_path / "corpus"
+    shutil.copytree(DATA / "native", root)
+    tasks = list(load_corpus(root).tasks)
+    machine = probe()
+    ceilings = measure(machine.gpu, cache=tmp_path / "cache", torch_ok=machine.torch)
+    print(f"ceilings: {ceilings}")
+    assert ceilings.copy_gbps and ceilings.copy_gbps > 1000
+    config = LocalConfig(base_dir=tmp_path / "work", timing=TimingConfig(cache=tmp_path / "cache"))
+    results = {r.task_id: r for r in validate(tasks, machine, config, ceilings=ceilings)}
+    for r in results.values():
+        print(r)
+    vs, spin = results["vec_scale"], results["spin"]
+    assert vs.valid and vs.broken_category == "illegal_memory_access" and vs.label_agrees
+    assert vs.method == "beaver_time_ms" and vs.reference_cv is not None and vs.reference_cv < 0.03
+    assert vs.gbps is not None and vs.gbps_fraction is not None and 0.3 < vs.gbps_fraction < 1.2
+    assert Path(vs.baseline_path or "").is_file()
+    assert spin.valid and spin.broken_category == "timeout" and spin.label_agrees

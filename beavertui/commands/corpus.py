@@ -81,9 +81,73 @@ def _list(args: argparse.Namespace) -> int:
 
 
 def _validate(args: argparse.Namespace) -> int:
-    from beavertui.engine.errors import BeaverError
+    from dataclasses import asdict
 
-    raise BeaverError("corpus validate is not available yet")
+    from beavertui.engine.ceilings import measure
+    from beavertui.engine.gpu import probe
+    from beavertui.engine.validate import validate
+
+    load = _load(args)
+    machine = probe()
+    ceilings = None
+    if machine.gpu is not None and not args.no_timing:
+        print(
+            "measuring this GPU's copy bandwidth and bf16 rate (cached per GPU signature) ...",
+            file=sys.stderr,
+        )
+        ceilings = measure(machine.gpu, torch_ok=machine.torch)
+        print(
+            f"ceilings on {machine.gpu.slug}: copy {ceilings.copy_gbps or '?'} GB/s, "
+            f"bf16 {ceilings.bf16_tflops or '?'} TFLOP/s"
+            + (f" ({'; '.join(ceilings.notes)})" if ceilings.notes else ""),
+            file=sys.stderr,
+        )
+    results = []
+    tasks = list(load.tasks)
+    for i, r in enumerate(validate(tasks, machine, timing=not args.no_timing, ceilings=ceilings), 1):
+        results.append(r)
+        state = "valid" if r.valid else ("not runnable: " + (r.reason or "") if not r.runnable else "INVALID")
+        print(f"[{i}/{len(tasks)}] {r.task_id}: {state}", file=sys.stderr, flush=True)
+        if args.json:
+            print(json.dumps({**asdict(r), "valid": r.valid}), flush=True)
+    if args.json:
+        for p in load.problems:
+            print(json.dumps({"error": p}))
+        return 0
+    table = [["id", "label", "reference", "broken start", "agrees", "reference time", "throughput"]]
+    for r in results:
+        if not r.runnable:
+            table.append([r.task_id, r.label, f"not runnable: {r.reason}", "", "", "", ""])
+            continue
+        t = (
+            ""
+            if r.reference_ms is None
+            else f"{r.reference_ms:.4f} ms {r.method} CV {100 * (r.reference_cv or 0):.1f}%"
+        )
+        if r.unstable:
+            t += " unstable"
+        thr = []
+        if r.tflops is not None:
+            thr.append(
+                f"{r.tflops:.1f} TFLOP/s"
+                + (f" ({100 * r.tflops_fraction:.0f}% bf16)" if r.tflops_fraction else "")
+            )
+        if r.gbps is not None:
+            thr.append(
+                f"{r.gbps:.0f} GB/s" + (f" ({100 * r.gbps_fraction:.0f}% copy)" if r.gbps_fraction else "")
+            )
+        table.append(
+            [r.task_id, r.label, r.reference_category or "", r.broken_category or "",
+             "yes" if r.label_agrees else "no", t, ", ".join(thr)]
+        )  # fmt: skip
+    print(_plain(table))
+    valid = sum(r.valid for r in results)
+    print(
+        f"{valid} of {len(results)} tasks valid on {machine.gpu.slug if machine.gpu else 'this machine (no GPU)'}"
+    )
+    for p in load.problems:
+        print(f"malformed: {p}", file=sys.stderr)
+    return 0
 
 
 def _plain(rows: list[list[str]]) -> str:
