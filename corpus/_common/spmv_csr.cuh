@@ -3,8 +3,9 @@
 // A task's test_main.cu picks the sizes and the mean row length and calls spmv_csr_harness::run. Every
 // run generates a fresh random matrix on the host (seed from the clock unless BEAVER_SEED/--seed):
 // about 4% empty rows, the other lengths log-normal (sigma 1, capped at 2048) so that short rows
-// dominate and a long tail exists; half the rows are banded around the diagonal, half spread over all
-// columns; columns strictly increasing per row; values and x uniform in [-1, 1). All arrays live in
+// dominate and a long tail exists; a fraction `banded` of the rows (the task picks it, half by
+// default) has its columns in a window around the diagonal, the others spread over all columns;
+// columns strictly increasing per row; values and x uniform in [-1, 1). All arrays live in
 // guard-paged buffers that end exactly at an unmapped page (a read of row_ptr[rows + 1] or past nnz
 // faults). y is poisoned (NaN) before every launch and every element is compared with a host
 // double-precision reference. `--bench N` checks once at the timing size, then times N launches, each
@@ -22,7 +23,8 @@ namespace spmv_csr_harness {
 
 struct Shape {
     int rows, cols;
-    double mean_len;  // mean entries per non-empty row (before capping)
+    double mean_len;       // mean entries per non-empty row (before capping)
+    double banded = 0.5;   // fraction of rows whose columns cluster around the diagonal
 };
 
 struct Csr {
@@ -59,7 +61,7 @@ inline Csr generate(const Shape& s, uint64_t seed) {
         const int L = len[r];
         int* c = m.col_idx.data() + m.row_ptr[r];
         if (L == 0) continue;
-        if ((rng.next() & 1) && 2 * L <= s.cols) {
+        if (rng.uniform() < s.banded && 2 * L <= s.cols) {
             // Banded: columns in a window of width 2L around the diagonal, one of each pair.
             long long diag = static_cast<long long>(r) * s.cols / s.rows;
             long long start = std::min<long long>(std::max<long long>(diag - L, 0), s.cols - 2 * L);
@@ -98,8 +100,8 @@ inline int run(int argc, char** argv, Shape test, Shape timed) {
         empty += L == 0;
         longest = std::max(longest, L);
     }
-    std::printf("spmv_csr_f32: rows=%d cols=%d nnz=%d (mean %.1f per row, %d empty rows, longest %d) seed=%llu\n",
-                s.rows, s.cols, nnz, static_cast<double>(nnz) / s.rows, empty, longest,
+    std::printf("spmv_csr_f32: rows=%d cols=%d nnz=%d (mean %.1f per row, %d empty rows, longest %d, %.0f%% banded rows) seed=%llu\n",
+                s.rows, s.cols, nnz, static_cast<double>(nnz) / s.rows, empty, longest, 100.0 * s.banded,
                 static_cast<unsigned long long>(args.seed));
     std::vector<float> hx(s.cols);
     beaver::fill_uniform(hx, args.seed ^ 0x5bd1e995ull);

@@ -20,7 +20,7 @@
 #define GEMM_BN 256
 #endif
 #ifndef GEMM_BK
-#define GEMM_BK 32
+#define GEMM_BK 64
 #endif
 #ifndef GEMM_WM
 #define GEMM_WM 64
@@ -29,7 +29,7 @@
 #define GEMM_WN 64
 #endif
 #ifndef GEMM_STAGES
-#define GEMM_STAGES 4
+#define GEMM_STAGES 3
 #endif
 #ifndef GEMM_MINB
 #define GEMM_MINB 1  // resident blocks per SM the register budget is sized for

@@ -9,7 +9,7 @@
 #include "transpose_api.h"
 
 #ifndef TP_ROWS
-#define TP_ROWS 8
+#define TP_ROWS 4
 #endif
 
 namespace {
