@@ -60,6 +60,18 @@ class BoundedModel:
         return getattr(self.inner, name)
 
 
+def session_protocol(spec: ModelSpec, task: Task, protocol: Protocol) -> Protocol:
+    """The protocol of one session: the self-source flag set when this model produced the broken start."""
+    from beavertui.engine.metrics import source_model_matches
+
+    if not protocol.self_source and (
+        source_model_matches(spec.name, task.source_model)
+        or source_model_matches(spec.model, task.source_model)
+    ):
+        return protocol.model_copy(update={"self_source": True})
+    return protocol
+
+
 def _fenced(code: str, language: str) -> str:
     fence = {"cuda": "cuda", "cpp": "cpp", "python": "python"}.get(language, "cuda")
     return f"```{fence}\n{code}\n```\n"

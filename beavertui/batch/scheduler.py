@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from beavertui.batch.job import JobOutcome, JobSpec, Prefix, drive
-from beavertui.batch.models import build_model
+from beavertui.batch.models import build_model, session_protocol
 from beavertui.batch.rundir import RunManifest, session_path
 from beavertui.engine.events import Event
 from beavertui.engine.loop import run_session
@@ -110,8 +110,9 @@ def local_starter(
 ) -> Callable[[Prefix | None], tuple[Any, tuple[str, ...]]]:
     def start(prefix: Prefix | None) -> tuple[Any, tuple[str, ...]]:
         model = build_model(job.model, task, job.protocol)
+        protocol = session_protocol(job.model, task, job.protocol)
         stream = run_session(
-            task, model, toolchain, job.protocol, run_id=job.run_id, sample=job.sample, resume_from=prefix
+            task, model, toolchain, protocol, run_id=job.run_id, sample=job.sample, resume_from=prefix
         )
         return stream, model.secrets()
 

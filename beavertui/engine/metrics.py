@@ -172,7 +172,13 @@ def compute_groups(table: AttemptsTable) -> list[GroupMetrics]:
     t = table.take(keep) if not keep.all() else table
     grp = group[keep] if not keep.all() else group
     if len(t) == 0:
-        return []
+        return sorted(
+            (
+                _empty(model.labels[int(g_model[g])], pk[int(g_proto[g])], int(infra_count[g]))
+                for g in range(n_groups)
+            ),
+            key=lambda m: (m.model, m.protocol),
+        )
     task = t.col("task_id").codes
     traj = _combine(grp, task, t.col("run_id").codes, t.sample)
     proto_row = t.protocol

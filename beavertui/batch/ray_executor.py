@@ -1,0 +1,143 @@
+"""The Ray executor: one Ray task per session, events streamed back to the driver's run directory.
+
+Each session is a Ray generator task (``num_gpus=1`` with the local toolchain, 0 with a recorded one) that
+runs the same ``run_session`` on a worker and yields every event as a JSON line; the driver writes them
+to the session file and the progress display exactly as the local executor does, so resume, retries and
+infrastructure accounting are shared (job.py). Workers keep one toolchain per process with a node-local
+compile cache. The corpus must be readable at the same path on every node. Needs ``beavertui[ray]``.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+from beavertui.batch.job import JobOutcome, JobSpec, Prefix, drive
+from beavertui.batch.rundir import RunManifest
+from beavertui.batch.scheduler import Tracker
+from beavertui.engine.errors import BeaverError
+from beavertui.engine.events import LINE_ADAPTER, Event, SessionHeader
+
+#: Per worker process: toolchain by spec (so the compile cache and baselines are reused across tasks).
+_TOOLCHAINS: dict[str, Any] = {}
+
+
+def node_cache_dir() -> Path:
+    return Path(os.environ.get("BEAVERTUI_NODE_CACHE", "/tmp/beavertui-node-cache")) / "builds"
+
+
+def _worker_toolchain(spec: str) -> Any:
+    if spec in _TOOLCHAINS:
+        return _TOOLCHAINS[spec]
+    from beavertui.batch.cache import CompileCache
+    from beavertui.batch.resources import BuildSlots, GpuPool
+    from beavertui.batch.scheduled import ScheduledLocalToolchain
+
+    if spec.startswith("recorded:"):
+        from beavertui.engine.recorded import RecordedToolchain
+
+        tc: Any = RecordedToolchain.load(spec.split(":", 1)[1], unknown="fail")
+    else:
+        import ray
+
+        gpus = [str(g) for g in ray.get_gpu_ids()] or ["0"]
+        tc = ScheduledLocalToolchain(GpuPool(gpus), BuildSlots(1), CompileCache(node_cache_dir()))
+    _TOOLCHAINS[spec] = tc
+    return tc
+
+
+def remote_session(job: JobSpec, corpus: str, toolchain: str, prefix: list[str] | None) -> Iterator[str]:
+    """Body of the Ray task: run (or resume) one session and yield each event as a JSON line."""
+    from beavertui.batch.models import build_model, session_protocol
+    from beavertui.engine.corpus import load_corpus
+    from beavertui.engine.loop import run_session
+
+    if toolchain == "local":
+        import ray
+
+        ids = ray.get_gpu_ids()
+        if ids:
+            os.environ["CUDA_VISIBLE_DEVICES"] = ",".join(str(i) for i in ids)
+    task = load_corpus(Path(corpus), only=[job.task_id]).get(job.task_id)
+    resume: Prefix | None = None
+    if prefix:
+        header = LINE_ADAPTER.validate_json(prefix[0])
+        assert isinstance(header, SessionHeader)
+        events: list[Event] = []
+        for line in prefix[1:]:
+            e = LINE_ADAPTER.validate_json(line)
+            assert not isinstance(e, SessionHeader)
+            events.append(e)
+        resume = (header, events)
+    model = build_model(job.model, task, job.protocol)
+    for item in run_session(
+        task,
+        model,
+        _worker_toolchain(toolchain),
+        session_protocol(job.model, task, job.protocol),
+        run_id=job.run_id,
+        sample=job.sample,
+        resume_from=resume,
+    ):
+        if item.kind == "reply_delta":
+            continue  # transient: never saved, not worth the network
+        yield item.model_dump_json()
+
+
+def _as_lines(prefix: Prefix | None) -> list[str] | None:
+    if prefix is None:
+        return None
+    header, events = prefix
+    return [header.model_dump_json(), *(e.model_dump_json() for e in events)]
+
+
+def run_ray(
+    jobs: Sequence[JobSpec],
+    manifest: RunManifest,
+    run_dir: Path,
+    tracker: Tracker,
+    *,
+    address: str | None = None,
+    toolchain: str = "local",
+    parallel: int | None = None,
+) -> dict[Path, JobOutcome]:
+    """Run every job as a Ray task; returns each job's outcome."""
+    try:
+        import ray
+    except ImportError:
+        raise BeaverError("the Ray executor needs Ray: pip install 'beavertui[ray]'") from None
+    if not ray.is_initialized():
+        if address:
+            ray.init(address=address, include_dashboard=False, log_to_driver=False)
+        else:
+            ray.init(include_dashboard=False, log_to_driver=False)
+    num_gpus = 0 if toolchain.startswith("recorded:") else 1
+    task_fn = ray.remote(num_gpus=num_gpus, num_cpus=1, max_retries=0)(remote_session)
+    if parallel is None:
+        res = ray.cluster_resources()  # type: ignore[no-untyped-call]
+        slots = res.get("GPU", 0) if num_gpus else res.get("CPU", 1)
+        parallel = max(1, int(slots) * 2)
+    outcomes: dict[Path, JobOutcome] = {}
+
+    def one(job: JobSpec) -> JobOutcome:
+        def start(prefix: Prefix | None) -> tuple[Iterator[SessionHeader | Event], tuple[str, ...]]:
+            gen = task_fn.remote(job, manifest.corpus, toolchain, _as_lines(prefix))
+
+            def stream() -> Iterator[SessionHeader | Event]:
+                for ref in gen:  # type: ignore[attr-defined]  # a generator task's ObjectRefGenerator
+                    yield LINE_ADAPTER.validate_json(ray.get(ref))
+
+            return stream(), ()
+
+        tracker.start(job)
+        out = drive(job, run_dir, manifest.retries, start, tracker.event)
+        tracker.finish(job, out)
+        return out
+
+    with ThreadPoolExecutor(max_workers=parallel, thread_name_prefix="ray-session") as pool:
+        for job, out in zip(jobs, pool.map(one, jobs), strict=True):
+            outcomes[job.path] = out
+    return outcomes
