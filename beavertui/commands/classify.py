@@ -43,6 +43,9 @@ def _filter(src: TextIO, dst: TextIO) -> int:
             out = classify_record(obj)
             echo = {k: obj[k] for k in ("id", "expected_category", "note") if k in obj}
             out = {**echo, **out}
+        except RecursionError:
+            bad += 1
+            out = {"line": n, "error": "JSON nested too deeply"}
         except (json.JSONDecodeError, ValueError) as exc:
             bad += 1
             out = {"line": n, "error": str(exc)}

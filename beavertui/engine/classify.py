@@ -211,8 +211,9 @@ def classify(
     ``run_signal`` is the signal that ended the test command when the runner knows it (its rc is then
     None); a shell's ``128 + N`` exit status is read as signal N as well.
     """
-    build_log = build_log or ""
-    run_log = run_log or ""
+    build_log = _clip(build_log or "")
+    run_log = _clip(run_log or "")
+    sanitizer_log = _clip(sanitizer_log) if sanitizer_log else sanitizer_log
     # 1. build stage (including a build the test command performs itself)
     if build_rc is not None and build_rc != 0:
         c = _classify_build(build_log, timed_out)
@@ -258,6 +259,19 @@ def classify(
     if run_rc == 0:
         return Classification("passed", "", (), "none")
     return _functional(run_log, run_rc, sig)
+
+
+_MAX_LINE = 2000
+_MAX_TEXT = 512 * 1024
+
+
+def _clip(text: str) -> str:
+    """Bound the work of the patterns: lines cut to 2000 characters, the text to its head and tail."""
+    if len(text) > _MAX_TEXT:
+        text = text[: _MAX_TEXT // 2] + "\n" + text[-_MAX_TEXT // 2 :]
+    if len(text) <= _MAX_LINE or max(map(len, text.split("\n"))) <= _MAX_LINE:
+        return text
+    return "\n".join(line[:_MAX_LINE] for line in text.split("\n"))
 
 
 def _is_access(kind: str) -> bool:
