@@ -1,0 +1,65 @@
+"""The scheduled local toolchain on this machine: real nvcc builds, the compile cache, and a GPU that fails
+every run being taken out of the schedule. Without a GPU every run fails with the driver's own error, which
+is exactly the "GPU failing every run" case."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from beavertui.batch.cache import CompileCache, cache_key
+from beavertui.batch.resources import BuildSlots, GpuPool
+from beavertui.batch.scheduled import ScheduledLocalToolchain
+from beavertui.engine.corpus import load_corpus
+from beavertui.engine.errors import ToolchainError
+from beavertui.engine.toolchain import AttemptOptions
+
+CORPUS = Path(__file__).resolve().parents[1] / "tests" / "data" / "recorded"
+
+
+def test_cache_key_depends_on_every_part() -> None:
+    base = cache_key("code", "harness", "nvcc x.cu", "13.0")
+    assert (
+        len(
+            {
+                base,
+                cache_key("code2", "harness", "nvcc x.cu", "13.0"),
+                cache_key("code", "harness2", "nvcc x.cu", "13.0"),
+                cache_key("code", "harness", "nvcc -O3 x.cu", "13.0"),
+                cache_key("code", "harness", "nvcc x.cu", "12.4"),
+            }
+        )
+        == 5
+    )
+    assert cache_key("code", "harness", "nvcc x.cu", "13.0") == base
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc")
+def test_identical_candidate_is_built_once_and_a_failing_gpu_is_removed(tmp_path: Path) -> None:
+    from tests.conftest import gpu_present
+
+    if gpu_present():
+        pytest.skip("needs a machine without a working GPU (every run must fail)")
+    task = load_corpus(CORPUS).get("vec_scale")
+    pool = GpuPool(["0"], fail_limit=3)
+    cache = CompileCache(tmp_path / "cache")
+    tc = ScheduledLocalToolchain(pool, BuildSlots(1), cache)
+    code = task.reference()
+    assert code is not None
+    first = list(tc.attempt(task, code, AttemptOptions(iteration=1)))
+    second = list(tc.attempt(task, code, AttemptOptions(iteration=2)))
+    b1, r1 = first[0], first[1]
+    b2, r2 = second[0], second[1]
+    assert (b1.kind, b1.result.rc, b1.result.cached) == ("build", 0, False)
+    assert (b2.kind, b2.result.rc, b2.result.cached) == ("build", 0, True)
+    assert b2.result.log == b1.result.log
+    # the cached binary was restored into the new work dir: it ran and failed the same way
+    assert r2.kind == "run" and r2.result.log == r1.result.log and r1.result.rc not in (0, 127)
+    assert cache.summary() == {"hits": 1, "misses": 1, "stored": 1}
+    assert pool.gpus[0].consecutive_failures == 2 and pool.gpus[0].healthy
+    list(tc.attempt(task, code, AttemptOptions(iteration=3)))
+    assert not pool.gpus[0].healthy  # three runs in a row failed for the GPU, not the candidate
+    with pytest.raises(ToolchainError, match="no healthy GPU"):
+        list(tc.attempt(task, code, AttemptOptions(iteration=4)))
