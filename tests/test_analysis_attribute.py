@@ -67,6 +67,7 @@ def test_attribution_protocol() -> None:
     p = attribution_protocol(Protocol(budget=5, feedback="L1"), frozenset({"timing", "compiler"}), 2)
     assert (p.feedback, p.feedback_components, p.budget) == ("L3", ("compiler", "timing"), 3)
     assert attribution_protocol(Protocol(), frozenset({"profile"}), 1).feedback == "L4"
+    assert p.stagnation.stop is False and p.stagnation.enabled == Protocol().stagnation.enabled
 
 
 def test_attribution_of_a_probe_model(tmp_path: Path) -> None:
@@ -246,3 +247,20 @@ def test_attribution_run_on_the_gpu(tmp_path: Path) -> None:
     print("passed: Shapley", {c: e.value for c, e in results["passed"].shapley.items()})
     assert results["correct"].shapley["runtime"].value == pytest.approx(1.0)
     assert results["correct"].shapley["sanitizer"].value == pytest.approx(0.0)
+
+
+def test_attribution_from_a_step_where_the_parent_stagnated(tmp_path: Path) -> None:
+    from beavertui.engine.events import SessionEnd
+    from beavertui.engine.loop import run_session
+    from beavertui.engine.models.scripted import ScriptedModel
+    from tests.test_analysis_branch import WRONG_A, write
+
+    parent = tmp_path / "stuck.jsonl"
+    tc = RecordedToolchain(recordings())
+    events = write(
+        parent,
+        run_session(load_task(), ScriptedModel([reply(WRONG_A), reply(WRONG_A)]), tc, Protocol(budget=4)),
+    )
+    assert isinstance(events[-1], SessionEnd) and events[-1].stop_reason == "duplicate_code"
+    outcomes = run_attribution(parent, 2, ("runtime",), 1, load_task(), ProbeModel, tc, tmp_path / "attr")
+    assert [(sorted(o.subset), o.correct) for o in outcomes] == [([], False), (["runtime"], True)]

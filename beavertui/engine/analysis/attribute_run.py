@@ -2,8 +2,9 @@
 
 For a frozen step k of a recorded session and components C, every subset S of C gets N branches whose
 protocol sends only the components in S (``Protocol.feedback_components``, at level L3, or L4 when
-``profile`` is among them) and whose budget ends at iteration k + 1: the outcome of a branch is its one
-new attempt, so the only thing that differs between subsets is the feedback on attempt k. Outcomes are
+``profile`` is among them), whose stagnation detectors do not stop it, and whose budget ends at
+iteration k + 1: the outcome of a branch is its one new attempt, so the only thing that differs between
+subsets is the feedback on attempt k. Outcomes are
 compiled (the attempt got past the build-stage categories), correct (the harness passed) and passed
 (correct and at the gate). attribution.py turns them into Shapley and Banzhaf values.
 
@@ -62,6 +63,8 @@ def attribution_protocol(parent: Protocol, subset: frozenset[str], step: int) ->
             "feedback_components": tuple(c for c in FEEDBACK_COMPONENTS if c in subset),
             "budget": step + 1,
             "continue_after_pass": False,
+            # The frozen prefix may already trip a detector; the one new attempt must run regardless.
+            "stagnation": parent.stagnation.model_copy(update={"stop": False}),
         }
     )
 
