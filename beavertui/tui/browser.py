@@ -94,6 +94,7 @@ class BrowserScreen(Screen[None]):
         super().__init__()
         self.root = root
         self.rows: dict[str, Row] = {}
+        self._cell_cache: dict[str, tuple[Row, list[Cell]]] = {}
         self.total = 0
         self.loaded = False
         self.sort_column: str | None = None
@@ -188,11 +189,17 @@ class BrowserScreen(Screen[None]):
         if resort or (new and self.sort_column is not None and self.loaded):
             self.refill()
         elif new:
-            table.append_rows([r.path for r in new], [cells(r) for r in new])
+            table.append_rows([r.path for r in new], [self._cells(r) for r in new])
         if new and self.first_rows_at is None:
             self.first_rows_at = time.perf_counter()
         if counting:
             self._status()
+
+    def _cells(self, r: Row) -> list[Cell]:
+        hit = self._cell_cache.get(r.path)
+        if hit is None or hit[0] is not r:
+            hit = self._cell_cache[r.path] = (r, cells(r))
+        return hit[1]
 
     def refill(self) -> None:
         """Rebuild the shown rows from every row under the current filter and sort."""
@@ -201,7 +208,7 @@ class BrowserScreen(Screen[None]):
         rows = [r for r in self.rows.values() if r.matches(tokens)] if tokens else list(self.rows.values())
         if self.sort_column is not None:
             rows.sort(key=sort_key(self.sort_column), reverse=self.reverse)
-        table.set_rows([r.path for r in rows], [cells(r) for r in rows])
+        table.set_rows([r.path for r in rows], [self._cells(r) for r in rows])
         self._status()
 
     def _status(self) -> None:

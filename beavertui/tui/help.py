@@ -34,7 +34,7 @@ HELP = """\
 [b]Live screen[/b] adds   p pause/resume   space single-step (approve the next iteration)
   e edit the candidate in $EDITOR before it is built   z re-run a sanitizer tool   x stop
 
-[b]Browser[/b]  enter open · / filter (outcome:passed model:gpt category:build text) · 1-7 sort by column
+[b]Browser[/b]  enter open · / filter (outcome:failed model:gpt category:illegal stop:dup text) · 1-8 sort by column · esc clear
 [b]Compare[/b]  ←/→ step both sessions together, d diff mode
 """
 

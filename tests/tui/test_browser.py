@@ -90,10 +90,9 @@ async def test_updates_while_a_batch_writes(run_dir: Path) -> None:
     async with app.run_test(size=SIZE) as pilot:
         screen = await loaded(pilot, app)
         table = screen.query_one("#sessions")
-        await pilot.pause(0.3)  # the watcher is up
+        await pilot.pause(1.0)  # let the watcher start
         lines = (DATA / "degenerate.jsonl").read_text().splitlines(True)
-        new = run_dir / "sub" / "new.jsonl"
-        new.parent.mkdir()
+        new = run_dir / "new.jsonl"
         new.write_text("".join(lines[:9]))
         await wait_for(pilot, lambda: table.row_count == 5)
         assert screen.rows[str(new)].outcome == "running"

@@ -19,6 +19,7 @@ from textual.geometry import Size
 from textual.reactive import reactive
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
+from textual.widget import Widget
 
 from beavertui.tui.view import View
 
@@ -46,6 +47,7 @@ class Pane(ScrollView, can_focus=True, inherit_bindings=False):
         self.border_title = self.TITLE
         self._content: RenderableType = ""
         self._lines: list[Strip] = []
+        self._cursor = -1
         self._cache: OrderedDict[tuple[object, ...], tuple[RenderableType, list[Strip]]] = OrderedDict()
 
     def render_key(self, view: View) -> tuple[object, ...]:
@@ -56,6 +58,9 @@ class Pane(ScrollView, can_focus=True, inherit_bindings=False):
         if view is None:
             return
         self.border_subtitle = self.subtitle(view)
+        if view.cursor != self._cursor:
+            self._cursor = view.cursor
+            self.scroll_to(0, 0, animate=False, immediate=True)
         self._update()
 
     def on_resize(self) -> None:
@@ -77,7 +82,13 @@ class Pane(ScrollView, can_focus=True, inherit_bindings=False):
             if len(self._cache) > CACHE:
                 self._cache.popitem(last=False)
         self._content, self._lines = hit
-        self.virtual_size = Size(width, len(self._lines))
+        size = Size(width, len(self._lines))
+        if size != self.virtual_size:
+            # The content's height changed: update the scroll range without a screen-wide re-layout
+            # (assigning virtual_size would re-flow every widget; the pane's own box does not change).
+            self.set_reactive(Widget.virtual_size, size)
+            self._refresh_scrollbars()
+            self._scroll_update(size)
         self.refresh()
 
     def render_line(self, y: int) -> Strip:
