@@ -104,3 +104,10 @@ def test_baseline_round_trip_is_keyed_by_signature_and_hashes(sleepy, tmp_path: 
     assert baselines.load(release, gpu, "other-harness", cache=tmp_path) is None
     other = gpu.model_copy(update={"slug": "nvidia_h100_sm_90_cuda_13_0"})
     assert baselines.load(release, other, harness, cache=tmp_path) is None
+
+
+def test_kept_work_dir_is_left_on_disk(sleepy, tmp_path: Path) -> None:
+    tool = LocalToolchain(LocalConfig(base_dir=tmp_path))
+    list(tool.attempt(sleepy, sleepy.reference() or "", AttemptOptions(iteration=1, keep_workdir=True)))
+    assert tool.last_workdir is not None and (tool.last_workdir / "solution.sh").is_file()
+    assert list(tmp_path.iterdir()) == [tool.last_workdir]

@@ -73,6 +73,8 @@ def _handle(args: argparse.Namespace) -> int:
         if isinstance(event, Verdict):
             verdict = event
     assert verdict is not None
+    if args.keep and tool.last_workdir is not None:
+        print(f"work dir kept: {tool.last_workdir}", file=sys.stderr)
     return 0 if verdict.success else 1
 
 

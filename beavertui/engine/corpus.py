@@ -17,90 +17,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ValidationError
 
 from beavertui.engine.categories import NATIVE_LABELS, RELEASE_LABELS
 from beavertui.engine.errors import BeaverError, TaskError
 from beavertui.engine.gpu import Machine
 from beavertui.engine.task import Task, Timeouts
-
-
-class _Hardware(BaseModel):
-    model_config = ConfigDict(extra="ignore")
-    min_sm: int | None = None
-    """Lowest compute capability, e.g. 80."""
-    required_features: list[str] = []
-    """Feature names the task needs (e.g. ``wgmma``)."""
-
-
-class _Timeouts(BaseModel):
-    model_config = ConfigDict(extra="ignore")
-    build_s: float = 300.0
-    """Build stage limit, seconds."""
-    run_s: float = 120.0
-    """Test stage limit, seconds."""
-
-
-class _Work(BaseModel):
-    model_config = ConfigDict(extra="ignore")
-    flop: float | None = None
-    """FLOPs of one timed call."""
-    bytes: float | None = None
-    """Minimal bytes moved by one timed call."""
-
-
-class InputMeta(BaseModel):
-    """input.json: the build/test contract."""
-
-    model_config = ConfigDict(extra="ignore")
-    task_id: str
-    """Task id."""
-    schema_version: int | str = 2
-    """Schema version (2)."""
-    build_command: str
-    """Shell command that builds the candidate in the work dir."""
-    test_command: str
-    """Shell command whose exit status 0 means the candidate is correct."""
-    solution_file: str
-    """Path of the solution inside the work dir."""
-    tags: list[str] = []
-    """Free tags."""
-    benchmark_command: str | None = None
-    """Native timing contract command (prints BEAVER_TIME_MS lines)."""
-    hardware: _Hardware | None = None
-    """Hardware requirements."""
-    timeouts: _Timeouts | None = None
-    """Per-stage time limits."""
-    work: _Work | None = None
-    """Work of one timed call."""
-    level: str | None = None
-    """Release level (e.g. ``applied_kernels_class``)."""
-    has_thunderkittens: bool = False
-    """Release: the task needs the bundled ThunderKittens."""
-
-
-class InstanceMeta(BaseModel):
-    """instance.json: the task's metadata."""
-
-    model_config = ConfigDict(extra="ignore")
-    id: str
-    """Task id, equal to the folder name."""
-    task_family: str
-    """Kernel family."""
-    error_category: str
-    """Label of the broken start."""
-    difficulty: str | None = None
-    """easy, medium or hard."""
-    upstream_library: str | None = None
-    """Upstream library, if any."""
-    broken_start_provenance: str | None = None
-    """Where the broken start came from."""
-    source_model: str | None = None
-    """Model that produced the broken start (native)."""
-    broken_start_hash: str | None = None
-    """First 16 hex digits of sha256 of the broken start."""
-    files: dict[str, str] | None = None
-    """Release: names of the task's files."""
+from beavertui.engine.taskmeta import Hardware, InputMeta, InstanceMeta, StageTimeouts, Work
 
 
 @dataclass(frozen=True)
@@ -282,9 +205,9 @@ def load_task(task_dir: Path, root: Path | None = None) -> Task:
             if not src.is_dir() and _needs(dest, inst.task_family, inp):
                 runnable, why = False, f"missing {_rel(root, src)} (needed at {dest})"
                 break
-    t = inp.timeouts or _Timeouts()
-    hw = inp.hardware or _Hardware()
-    work = inp.work or _Work()
+    t = inp.timeouts or StageTimeouts()
+    hw = inp.hardware or Hardware()
+    work = inp.work or Work()
     return Task(
         id=name,
         family=inst.task_family,

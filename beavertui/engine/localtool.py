@@ -59,6 +59,8 @@ class LocalToolchain:
 
     def __init__(self, config: LocalConfig | None = None) -> None:
         self.config = config or LocalConfig()
+        self.last_workdir: Path | None = None
+        """Work dir of the latest attempt (still on disk only when it was kept)."""
 
     def gpu(self) -> GpuSignature | None:
         return gpu_signature()
@@ -75,6 +77,7 @@ class LocalToolchain:
         it = options.iteration
         cfg = self._runner_config()
         with runner.workdir(task, code, cfg, keep=options.keep_workdir) as work:
+            self.last_workdir = work.path
             build = runner.build(work, cfg)
             yield Built(iteration=it, result=build)
             tampered = work.note_build()
