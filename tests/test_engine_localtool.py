@@ -111,3 +111,32 @@ def test_kept_work_dir_is_left_on_disk(sleepy, tmp_path: Path) -> None:
     list(tool.attempt(sleepy, sleepy.reference() or "", AttemptOptions(iteration=1, keep_workdir=True)))
     assert tool.last_workdir is not None and (tool.last_workdir / "solution.sh").is_file()
     assert list(tmp_path.iterdir()) == [tool.last_workdir]
+
+
+def test_candidate_faster_than_the_hardware_floor_is_flagged(tmp_path: Path) -> None:
+    import json
+    import shutil
+
+    from beavertui.engine.ceilings import Ceilings
+
+    root = tmp_path / "corpus"
+    shutil.copytree(DATA / "cpu", root)
+    meta = json.loads((root / "sleepy" / "input.json").read_text())
+    meta["work"] = {"bytes": 3e9}  # 3 GB at 2000 GB/s: at least 1.5 ms
+    (root / "sleepy" / "input.json").write_text(json.dumps(meta))
+    task = load_corpus(root).get("sleepy")
+    gpu = GpuSignature(slug="test_gpu_sm_90_cuda_13_0", name="Test GPU", compute_capability="9.0")
+    cache = tmp_path / "cache"
+    (cache / "ceilings").mkdir(parents=True)
+    (cache / "ceilings" / f"{gpu.slug}.json").write_text(
+        Ceilings(gpu=gpu, copy_gbps=2000.0).model_dump_json()
+    )
+    tool = LocalToolchain(LocalConfig(base_dir=tmp_path / "work", timing=TimingConfig(cache=cache, rounds=1)))
+    tool.gpu = lambda: gpu  # type: ignore[method-assign]
+    code = "compute() { echo $(($1 * $2)); }\ncost() { echo 1.0; }\n"  # claims 1.0 ms
+    events = list(tool.attempt(task, code, AttemptOptions(iteration=1, gate=0.7)))
+    timed = next(e for e in events if e.kind == "timing").result
+    assert timed.speedup == 2.0 and timed.implausible
+    assert "below the hardware floor 1.5 ms" in (timed.note or "")
+    v = events[-1]
+    assert v.success and v.flags == [f"implausible_speedup: {timed.note}"]

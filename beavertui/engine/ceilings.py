@@ -80,6 +80,25 @@ def _path(gpu: GpuSignature, cache: Path | None) -> Path:
     return (cache or cache_dir()) / "ceilings" / f"{gpu.slug}.json"
 
 
+def cached(gpu: GpuSignature, cache: Path | None = None) -> Ceilings | None:
+    """The stored ceilings of ``gpu`` without measuring, or None."""
+    p = _path(gpu, cache)
+    try:
+        return Ceilings.model_validate_json(p.read_text()) if p.is_file() else None
+    except (OSError, ValidationError):
+        return None
+
+
+def floor_ms(ceilings: Ceilings, flop: float | None, nbytes: float | None) -> float | None:
+    """The least time one call can take: its bytes at copy bandwidth, its FLOPs at the bf16 rate."""
+    floors = []
+    if nbytes and ceilings.copy_gbps:
+        floors.append(nbytes / (ceilings.copy_gbps * 1e9) * 1e3)
+    if flop and ceilings.bf16_tflops:
+        floors.append(flop / (ceilings.bf16_tflops * 1e12) * 1e3)
+    return max(floors) if floors else None
+
+
 def measure(gpu: GpuSignature, cache: Path | None = None, torch_ok: bool = True) -> Ceilings:
     """Cached ceilings of ``gpu``; measured on first use."""
     p = _path(gpu, cache)
@@ -106,7 +125,9 @@ def measure(gpu: GpuSignature, cache: Path | None = None, torch_ok: bool = True)
     tflops = None
     if torch_ok:
         try:
-            proc = subprocess.run([sys.executable, "-c", BF16_PY], capture_output=True, text=True, timeout=300)
+            proc = subprocess.run(
+                [sys.executable, "-c", BF16_PY], capture_output=True, text=True, timeout=300
+            )
             m = re.search(r"BF16_TFLOPS ([\d.]+)", proc.stdout)
             tflops = float(m.group(1)) if m else None
             if tflops is None:

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from beavertui.engine import runner, sanitizer
+from beavertui.engine import ceilings, runner, sanitizer
 from beavertui.engine.adapt import adapt_command
 from beavertui.engine.classify import Classification, classify
 from beavertui.engine.errors import BeaverError
@@ -106,11 +106,23 @@ class LocalToolchain:
             timing: TimingResult | None = None
             if correct and options.time_if_correct and self.gpu() is not None:
                 try:
-                    timing = Timer(task, cfg, self.config.timing).measure(work)
+                    timing = self._below_floor(task, Timer(task, cfg, self.config.timing).measure(work))
                     yield Timed(iteration=it, result=timing)
                 except BeaverError as exc:
                     yield InfraError(iteration=it, source="gpu", detail=f"timing failed: {exc}")
             yield self._verdict(it, verdict, correct, timing, options.gate, flags)
+
+    def _below_floor(self, task: Task, t: TimingResult) -> TimingResult:
+        """Mark a candidate faster than this GPU's measured floor for the task's work as implausible."""
+        gpu = self.gpu()
+        if gpu is None or t.method != "beaver_time_ms" or not (task.work_flop or task.work_bytes):
+            return t
+        measured = ceilings.cached(gpu, self.config.timing.cache)
+        floor = ceilings.floor_ms(measured, task.work_flop, task.work_bytes) if measured else None
+        if floor is None or t.candidate_ms >= floor:
+            return t
+        note = f"candidate {t.candidate_ms:.4g} ms is below the hardware floor {floor:.4g} ms for this work"
+        return t.model_copy(update={"implausible": True, "note": "; ".join(x for x in (t.note, note) if x)})
 
     def _sanitize(
         self,
@@ -160,7 +172,8 @@ class LocalToolchain:
         speedup = timing.speedup if timing else None
         if timing is not None:
             if timing.implausible:
-                flags.append(f"implausible_speedup: {timing.speedup:.1f}x")
+                why = timing.note if timing.note and "floor" in timing.note else f"{timing.speedup:.1f}x"
+                flags.append(f"implausible_speedup: {why}")
             if timing.unstable:
                 flags.append(
                     f"unstable_timing: CV {100 * timing.candidate_cv:.1f}% candidate, "

@@ -102,6 +102,8 @@ class TimingConfig:
     """Cache dir (reference builds, CUPTI library); default ~/.cache/beavertui."""
     method: str | None = None
     """Force ``beaver_time_ms``, ``cupti`` or ``ncu``; None picks the best available."""
+    nvtx_range: str | None = None
+    """ncu only: profile only kernels inside this NVTX push/pop range (``--nvtx --nvtx-include``)."""
 
 
 def reference_key(task: Task) -> str:
@@ -178,8 +180,13 @@ class Timer:
         return [sum(r.ms for r in kept)], res
 
     def _ncu(self, work: runner.WorkDir) -> tuple[list[float], StageResult]:
+        nvtx = (
+            f"--nvtx --nvtx-include {shlex.quote(self.tcfg.nvtx_range + '/')} "
+            if self.tcfg.nvtx_range
+            else ""
+        )
         cmd = (
-            "ncu --metrics gpu__time_duration.sum --clock-control none --csv --print-units base "
+            f"ncu --metrics gpu__time_duration.sum --clock-control none --csv --print-units base {nvtx}"
             f"--target-processes all /bin/bash -c {shlex.quote(adapt_command(timing_command(self.task.test_command), self.config.sm))}"
         )
         res = runner.run_stage(work, "benchmark", cmd, self.tcfg.stage_s, self.config, adapt=False)
