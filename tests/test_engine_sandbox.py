@@ -102,3 +102,11 @@ def test_file_size_limit_applies(tmp_path: Path) -> None:
     out = sandbox.run("head -c 3000000 /dev/zero > big.bin", tmp_path, dict(os.environ), 10.0, limits)
     assert out.rc != 0
     assert (tmp_path / "big.bin").stat().st_size <= 1 << 20
+
+
+def test_cpu_time_limit_stops_a_busy_loop(tmp_path: Path) -> None:
+    limits = sandbox.Limits(cpu_s=1)
+    t0 = time.monotonic()
+    out = sandbox.run("while :; do :; done", tmp_path, dict(os.environ), timeout_s=20.0, limits=limits)
+    assert not out.timed_out and out.signal == 24  # SIGXCPU
+    assert time.monotonic() - t0 < 10

@@ -17,8 +17,9 @@ from pathlib import Path
 
 from beavertui.engine.gpu import arch_family, tk_gpu
 
-#: ``python``/``python3`` in command position: start, or after a separator / ``(`` / ``$(`` / ``env``.
-_PYTHON = re.compile(r"(?P<pre>(?:^|[;&|(]|\$\(|&&|\|\|)\s*(?:\w+=\S*\s+)*)python3?(?=\s|$)")
+#: ``python``/``python3`` in command position: at the start or after a separator, ``(``, ``$(``, ``env`` or
+#: variable assignments.
+_PYTHON = re.compile(r"(?P<pre>(?:^|[;&|(]|\$\(|&&|\|\|)\s*(?:env\s+)?(?:\w+=\S*\s+)*)python3?(?=\s|$)")
 _SET_ARCH = re.compile(r"set_gpu_arch\(\s*\[[^\]]*\]\s*\)")
 _MAKE_GPU = re.compile(r"(\bmake\b[^;&|]*?\bGPU=)([A-Za-z0-9_]+)")
 

@@ -110,7 +110,10 @@ def _preexec(limits: Limits, wall_s: float) -> Callable[[], None]:
             _soft, hard = resource.getrlimit(what)
             if hard != resource.RLIM_INFINITY:
                 value = min(value, hard)
-            resource.setrlimit(what, (value, hard if hard != resource.RLIM_INFINITY else value))
+            if hard == resource.RLIM_INFINITY:
+                # CPU: the soft limit sends SIGXCPU, the hard one (2 s later) SIGKILL
+                hard = value + 2 if what == resource.RLIMIT_CPU else value
+            resource.setrlimit(what, (value, hard))
 
     return apply
 
