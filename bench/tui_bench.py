@@ -2,6 +2,7 @@
 """Benchmark of the TUI: startup to first paint, one step, and the browser over 10,000 sessions.
 
     python3 bench/tui_bench.py [--sessions 10000] [--steps 40]
+    python3 bench/tui_bench.py --screenshot assets/session-screen.svg [SESSION [KEYS...]]
 
 Startup and the browser run in a fresh child process each, timed from just before the child is spawned
 (so interpreter start, imports, reading and the first frame all count), headless at 120x40. A step is
@@ -179,9 +180,29 @@ def generate(root: Path, n: int) -> None:
         (folder / f"s{i:05d}.jsonl").write_text(text)
 
 
+async def screenshot(out: Path, session: Path, keys: list[str]) -> None:
+    """Save an SVG of the session screen after pressing keys (the README's picture)."""
+    from beavertui.engine.session import read_session
+    from beavertui.tui.app import BeaverApp
+    from beavertui.tui.session_screen import SessionScreen
+
+    header, events, problem = read_session(session)
+    app = BeaverApp(lambda: SessionScreen(header, events, problem=problem))  # type: ignore[arg-type]
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        await pilot.press(*keys)
+        await pilot.pause()
+        app.save_screenshot(filename=out.name, path=str(out.parent))
+
+
 def main() -> None:
     if len(sys.argv) > 1 and sys.argv[1] == "--child":
         child(sys.argv[2:])
+        return
+    if len(sys.argv) > 2 and sys.argv[1] == "--screenshot":
+        session = Path(sys.argv[3]) if len(sys.argv) > 3 else DATA / "degenerate.jsonl"
+        keys = sys.argv[4:] or ["home", "right"]
+        asyncio.run(screenshot(Path(sys.argv[2]), session, keys))
         return
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sessions", type=int, default=10_000)

@@ -25,7 +25,9 @@ from beavertui.tui.catalog import Row, parse_filter, read_row, session_files
 from beavertui.tui.style import SHORT, STOP_COLOUR, colour, speed
 from beavertui.tui.table import Cell, Column, VirtualTable
 
-CHUNK = 200
+FIRST_CHUNK = 60
+"""Rows in the first batch: a screenful, so the table shows sessions as soon as possible."""
+CHUNK = 500
 COLUMNS: tuple[Column, ...] = (
     Column("task", "Task", 24),
     Column("model", "Model", 18),
@@ -138,7 +140,7 @@ class BrowserScreen(Screen[None]):
             if self._stop.is_set():
                 return
             chunk.append(read_row(path))
-            if len(chunk) >= CHUNK:
+            if len(chunk) >= (FIRST_CHUNK if i <= FIRST_CHUNK else CHUNK):
                 self.post_message(RowsRead(chunk, len(files), i == len(files)))
                 chunk = []
         self.post_message(RowsRead(chunk, len(files), True))
