@@ -231,6 +231,8 @@ def from_rows(rows: Iterable[Mapping[str, Any]]) -> AttemptsTable:
     speed: list[float] = []
     protos: list[ProtocolKey] = []
     for n, row in enumerate(rows, 1):
+        if not isinstance(row, Mapping):
+            raise ValueError(f"row {n}: expected a JSON object, got {type(row).__name__}")
         try:
             proto = row.get("protocol")
             if isinstance(proto, Mapping):

@@ -367,10 +367,20 @@ def read_csv(path: Path) -> AttemptsTable:
 
 
 def read_table(path: Path) -> AttemptsTable:
-    """Read a JSON Lines or CSV attempts table (by extension; ``.csv`` is CSV, anything else JSON)."""
-    if path.suffix.lower() == ".csv":
-        return read_csv(path)
-    return read_jsonl(path)
+    """Read a JSON Lines or CSV attempts table (by extension; ``.csv`` is CSV, anything else JSON).
+
+    Anything that is not such a table raises TableFormatError with a one-line reason.
+    """
+    try:
+        if path.suffix.lower() == ".csv":
+            return read_csv(path)
+        return read_jsonl(path)
+    except UnicodeDecodeError as exc:
+        raise TableFormatError(f"{path}: not UTF-8 text (byte {exc.start})") from None
+    except RecursionError:
+        raise TableFormatError(f"{path}: JSON nested too deeply to be an attempts table") from None
+    except csv.Error as exc:
+        raise TableFormatError(f"{path}: not a CSV table ({exc})") from None
 
 
 def write_jsonl(rows: Iterable[Mapping[str, Any]], out: TextIO) -> int:

@@ -1,0 +1,292 @@
+"""Hostile inputs: arbitrary bytes, invalid UTF-8, deep JSON, huge and truncated files.
+
+Every reader either works or gives a clear error of the kind it documents; nothing crashes with another
+exception, hangs or eats memory. Each case states what it feeds and what it expects.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from beavertui.engine.classify import classify, classify_record
+from beavertui.engine.corpus import load_corpus
+from beavertui.engine.errors import BeaverError
+from beavertui.engine.extract import extract
+from beavertui.engine.session import peek, read_session
+from beavertui.engine.table_io import TableFormatError, read_table
+
+ROOT = Path(__file__).resolve().parents[1]
+FAST = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+
+DEEP = b"[" * 200_000 + b"]" * 200_000
+NASTY = [
+    b"",
+    b"\xff\xfe\x00garbage",
+    b"\xc3\x28 invalid utf-8 \xa0\xa1",
+    DEEP,
+    b'{"a":' * 50_000 + b"1" + b"}" * 50_000,
+    b"{}" * 100_000,
+    b"null",
+    b"[]",
+    b'"a string"',
+    b"1e999999",
+    b'{"id": 12, "task_family": ["x"], "error_category": null}',
+]
+
+
+def _a_good_task(tmp: Path) -> Path:
+    """A copy of one bundled or fixture task in the native layout, to corrupt."""
+    src = next(
+        (p for p in sorted((ROOT / "corpus").glob("*/instance.json"))),
+        None,
+    )
+    if src is None:
+        pytest.skip("no bundled task to copy")
+    dst = tmp / "corpus" / src.parent.name
+    shutil.copytree(src.parent, dst)
+    return dst
+
+
+def _load_bytes_as(tmp: Path, name: str, data: bytes) -> tuple[int, tuple[str, ...]]:
+    task = _a_good_task(tmp)
+    (task / name).write_bytes(data)
+    loaded = load_corpus(task.parent)
+    return len(loaded.tasks), loaded.problems
+
+
+@pytest.mark.parametrize("name", ["instance.json", "input.json"])
+@pytest.mark.parametrize("data", NASTY, ids=lambda d: f"{len(d)}b-{d[:6]!r}")
+def test_task_loader_reports_malformed_metadata_in_one_line(tmp_path: Path, name: str, data: bytes) -> None:
+    n, problems = _load_bytes_as(tmp_path, name, data)
+    assert n == 0
+    assert len(problems) == 1
+    assert name in problems[0]
+    assert "\n" not in problems[0] and len(problems[0]) < 400
+
+
+@FAST
+@given(data=st.binary(max_size=2000))
+def test_task_loader_survives_arbitrary_input_json(tmp_path_factory: pytest.TempPathFactory, data: bytes) -> None:
+    tmp = tmp_path_factory.mktemp("loader")
+    n, problems = _load_bytes_as(tmp, "input.json", data)
+    assert n + len(problems) == 1
+
+
+def test_task_loader_one_bad_task_leaves_the_others(tmp_path: Path) -> None:
+    good = _a_good_task(tmp_path)
+    bad = good.parent / "zz_bad_task"
+    shutil.copytree(good, bad)
+    (bad / "instance.json").write_bytes(DEEP)
+    loaded = load_corpus(good.parent)
+    assert [t.id for t in loaded.tasks] == [good.name]
+    assert len(loaded.problems) == 1 and "zz_bad_task/instance.json" in loaded.problems[0]
+
+
+# ------------------------------------------------------------------------------------ session reader
+
+
+def _demo_session() -> bytes:
+    files = sorted((ROOT / "tests" / "data" / "sessions").glob("*.jsonl")) + sorted(
+        (ROOT / "sessions" / "demo").glob("*.jsonl")
+    )
+    for f in files:
+        header, events, problem = read_session(f)
+        if header is not None and problem is None and len(events) > 5:
+            return f.read_bytes()
+    pytest.skip("no complete session file to corrupt")
+
+
+@pytest.mark.parametrize("data", NASTY, ids=lambda d: f"{len(d)}b-{d[:6]!r}")
+def test_session_reader_never_raises_on_garbage(tmp_path: Path, data: bytes) -> None:
+    f = tmp_path / "s.jsonl"
+    f.write_bytes(data)
+    header, events, problem = read_session(f)
+    assert header is None and events == [] and isinstance(problem, str)
+    p = peek(f)
+    assert p is not None
+
+
+def test_session_reader_keeps_the_valid_prefix_of_every_truncation(tmp_path: Path) -> None:
+    whole = _demo_session()
+    f = tmp_path / "s.jsonl"
+    _, all_events, _ = read_session(_write(f, whole))
+    line_ends = [i + 1 for i, b in enumerate(whole) if b == ord("\n")]
+    cuts = sorted(set(line_ends[:40] + [e - 7 for e in line_ends[1:40]]))
+    for cut in cuts:
+        header, events, problem = read_session(_write(f, whole[:cut]))
+        complete_lines = sum(1 for e in line_ends if e <= cut)
+        if complete_lines == 0:
+            assert header is None
+            continue
+        assert header is not None
+        kept = [e for e in events if e.kind != "reply_delta"]
+        assert kept == all_events[: len(kept)]
+        assert len(kept) >= complete_lines - 1 - 0
+        if cut not in line_ends:
+            assert problem is not None and "line" in problem
+
+
+def _write(f: Path, data: bytes) -> Path:
+    f.write_bytes(data)
+    return f
+
+
+@FAST
+@given(data=st.binary(max_size=4000), where=st.integers(min_value=0, max_value=10_000))
+def test_session_reader_survives_random_corruption(
+    tmp_path_factory: pytest.TempPathFactory, data: bytes, where: int
+) -> None:
+    whole = _demo_session()
+    where = where % max(1, len(whole))
+    f = tmp_path_factory.mktemp("sess") / "s.jsonl"
+    f.write_bytes(whole[:where] + data + whole[where:])
+    header, events, problem = read_session(f)
+    assert header is None or problem is None or isinstance(problem, str)
+
+
+# ---------------------------------------------------------------------------------------- classifier
+
+
+@FAST
+@given(
+    build_rc=st.integers(min_value=-300, max_value=300),
+    build_log=st.text(max_size=3000),
+    run_rc=st.one_of(st.none(), st.integers(min_value=-300, max_value=300)),
+    run_log=st.text(max_size=3000),
+    timed_out=st.booleans(),
+    san=st.one_of(st.none(), st.text(max_size=2000)),
+)
+def test_classifier_gives_a_category_for_any_log(
+    build_rc: int, build_log: str, run_rc: int | None, run_log: str, timed_out: bool, san: str | None
+) -> None:
+    c = classify(build_rc, build_log, run_rc, run_log, timed_out, san)
+    assert c.category in {
+        "environment_dependency",
+        "integration",
+        "buildability",
+        "out_of_memory",
+        "illegal_memory_access",
+        "timeout",
+        "functional_correctness",
+        "passed",
+    }
+    assert "\n" not in c.signature
+
+
+@pytest.mark.parametrize(
+    "log",
+    [
+        "error: " + "a" * 2_000_000,
+        ("x" * 60 + " ") * 40_000,
+        "0x" + "f" * 500_000,
+        ("Invalid __global__ read of size 4 bytes\n" * 50_000),
+        "\t " * 1_000_000,
+        "error:" * 300_000,
+    ],
+    ids=["long-error-line", "long-words", "long-hex", "many-records", "whitespace", "repeated-marker"],
+)
+def test_classifier_is_fast_on_huge_pathological_logs(log: str) -> None:
+    t0 = time.perf_counter()
+    classify(1, log, None, "", False, None)
+    classify(0, "", 1, log, False, log)
+    assert time.perf_counter() - t0 < 10.0
+
+
+@FAST
+@given(obj=st.recursive(st.none() | st.booleans() | st.integers() | st.text(max_size=50),
+                        lambda c: st.lists(c, max_size=4) | st.dictionaries(st.text(max_size=10), c, max_size=4),
+                        max_leaves=20))
+def test_classify_record_rejects_bad_objects_with_a_value_error(obj: object) -> None:
+    try:
+        out = classify_record(obj)
+    except ValueError as exc:
+        assert str(exc)
+    else:
+        assert "category" in out
+
+
+def test_classify_command_turns_garbage_lines_into_error_objects(tmp_path: Path) -> None:
+    f = tmp_path / "in.jsonl"
+    good = {"build_rc": 0, "build_log": "", "run_rc": 0, "run_log": "PASS", "timed_out": False}
+    f.write_bytes(b"\xff\xfe\n" + DEEP[:20_000] + b"\n" + json.dumps(good).encode() + b"\n{\"build_rc\": \"x\"}\n")
+    out = subprocess.run(
+        [sys.executable, "-m", "beavertui", "classify", str(f)], capture_output=True, text=True, timeout=60
+    )
+    assert out.returncode in (0, 1), out.stderr
+    lines = [json.loads(x) for x in out.stdout.splitlines()]
+    assert len(lines) == 4
+    assert "error" in lines[0] and "error" in lines[1] and "error" in lines[3]
+    assert lines[2]["category"] == "passed"
+    assert "Traceback" not in out.stderr
+
+
+# ------------------------------------------------------------------------------------ code extractor
+
+
+@FAST
+@given(reply=st.text(max_size=5000), lang=st.sampled_from(["cuda", "cpp", "python"]))
+def test_extractor_returns_code_or_a_reason(reply: str, lang: str) -> None:
+    e = extract(reply, lang)
+    assert (e.code is None) != (e.reason is None)
+
+
+def test_extractor_is_fast_on_a_huge_unclosed_reply() -> None:
+    reply = "<think>" + "x" * 3_000_000 + "\n```cuda\n" + "int a;\n" * 200_000
+    t0 = time.perf_counter()
+    e = extract(reply, "cuda")
+    assert time.perf_counter() - t0 < 5.0
+    assert e.code is None
+
+
+# ------------------------------------------------------------------------------------ metrics reader
+
+
+@pytest.mark.parametrize("suffix", [".jsonl", ".csv"])
+@pytest.mark.parametrize("data", NASTY, ids=lambda d: f"{len(d)}b-{d[:6]!r}")
+def test_metrics_reader_rejects_garbage_with_a_format_error(tmp_path: Path, suffix: str, data: bytes) -> None:
+    f = tmp_path / f"t{suffix}"
+    f.write_bytes(data)
+    try:
+        table = read_table(f)
+    except TableFormatError as exc:
+        assert str(exc) and "\n" not in str(exc)
+    else:
+        assert len(table) == 0
+
+
+@FAST
+@given(data=st.binary(max_size=3000), suffix=st.sampled_from([".jsonl", ".csv"]))
+def test_metrics_reader_survives_arbitrary_bytes(
+    tmp_path_factory: pytest.TempPathFactory, data: bytes, suffix: str
+) -> None:
+    f = tmp_path_factory.mktemp("tbl") / f"t{suffix}"
+    f.write_bytes(data)
+    try:
+        read_table(f)
+    except TableFormatError:
+        pass
+
+
+@pytest.mark.parametrize("data", [b"\xff\xfe garbage\n", DEEP + b"\n", b'{"run_id": 1}\n'], ids=["bytes", "deep", "partial"])
+def test_metrics_command_says_what_is_wrong_in_one_line(tmp_path: Path, data: bytes) -> None:
+    f = tmp_path / "t.jsonl"
+    f.write_bytes(data)
+    out = subprocess.run(
+        [sys.executable, "-m", "beavertui", "metrics", str(f)], capture_output=True, text=True, timeout=60
+    )
+    assert out.returncode == 2
+    assert "Traceback" not in out.stderr
+    assert out.stderr.startswith("beavertui: ") and out.stderr.count("\n") == 1
+
+
+def test_beaver_errors_are_one_liners() -> None:
+    assert issubclass(BeaverError, Exception)
