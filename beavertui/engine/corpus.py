@@ -108,8 +108,6 @@ def _read_json(task_dir: Path, name: str) -> dict[str, Any]:
         raise TaskError(f"{where}: not valid JSON ({exc})") from None
     except RecursionError:
         raise TaskError(f"{where}: not valid JSON (nested too deeply)") from None
-    except RecursionError:
-        raise TaskError(f"{where}: not valid JSON (nested too deeply)") from None
     if not isinstance(data, dict):
         raise TaskError(f"{where}: expected a JSON object, got {type(data).__name__}")
     return data
