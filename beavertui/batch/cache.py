@@ -15,6 +15,7 @@ import os
 import shutil
 import tempfile
 import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -56,13 +57,15 @@ class CompileCache:
             with self._lock:
                 self.stats.misses += 1
             return None
+        t0 = time.monotonic()
         result = StageResult.model_validate_json(meta.read_text(encoding="utf-8"))
         files = entry / "files"
         if files.is_dir():
             shutil.copytree(files, workdir, symlinks=True, dirs_exist_ok=True)
         with self._lock:
             self.stats.hits += 1
-        return result.model_copy(update={"cached": True})
+        # the stage took the restore time; the original build's time stays in the cache entry
+        return result.model_copy(update={"cached": True, "duration_s": round(time.monotonic() - t0, 4)})
 
     def put(self, key: str, result: StageResult, workdir: Path, outputs: list[str]) -> None:
         """Store a build result and the named output files (paths relative to ``workdir``)."""

@@ -108,7 +108,8 @@ class ScheduledLocalToolchain(LocalToolchain):
                     timed_out = build.timed_out or run.timed_out
                     verdict = classify(build.rc, build.log, run.rc, run.log, timed_out)
                     sanitized = list(self._sanitize(task, work, gpu_cfg, options, run, verdict))
-                self.pool.report(g, ok=not _gpu_lost(run.log))
+                lost = _gpu_lost(run.log)
+                self.pool.report(g, ok=not lost, detail=_first_line(run.log) if lost else "")
             else:
                 tampered += work.verify()
             if run is not None:
@@ -154,6 +155,10 @@ _LOST = (
 
 def _gpu_lost(log: str) -> bool:
     return any(s in log for s in _LOST)
+
+
+def _first_line(log: str) -> str:
+    return next((ln.strip() for ln in log.splitlines() if any(s in ln for s in _LOST)), "GPU failure")[:200]
 
 
 class ScheduledToolchain:

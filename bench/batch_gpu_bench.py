@@ -1,0 +1,228 @@
+"""GPU benchmark of `beavertui batch` on one machine: scheduled vs naive, overhead, GPU busy, kill and resume.
+
+Runs on a GPU machine from the repository root:
+
+    python3 bench/batch_gpu_bench.py --out $OUT/gpu_bench [--tasks 40] [--naive-tasks 4] [--budget-s 540]
+
+What it does, all with the bundled corpus and the scripted model ``scripted:@alternate`` (replies with the
+broken start and the reference in turn, so every attempt really builds, runs and, when correct, is timed):
+1. the scheduled batch of N tasks x 5 iterations (every stagnation detector off, the whole budget spent),
+   SIGKILLed after ``--kill-after`` seconds and resumed; every session file is then checked (one header,
+   each iteration once, one end) and ``beavertui metrics`` is run on it;
+2. the naive way on a subset (one session at a time, no compile cache, one run per GPU at a time) and the
+   scheduled way on the same subset with a cold cache, for an apples-to-apples speedup;
+3. harness overhead per attempt from the naive sessions' own time stamps: session wall time minus the
+   stage durations (build, run, sanitizer, benchmark) minus the timing stages, divided by attempts.
+Results: ``<out>/gpu_bench.json`` (and metrics.md, metrics.json) — what docs/performance.md quotes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+PROTOCOL = """name = "bench"
+description = "5 attempts per task, whole budget spent"
+[protocol]
+method = "iterative"
+budget = 5
+feedback = "L3"
+history = 2
+gate = 0.7
+continue_after_pass = true
+[protocol.stagnation]
+stop = false
+"""
+
+
+def beaver(*args: str) -> list[str]:
+    return [sys.executable, "-m", "beavertui", *args]
+
+
+def runnable_tasks() -> list[str]:
+    sys.path.insert(0, str(ROOT))
+    from beavertui.engine.corpus import default_corpus, load_corpus
+
+    corpus = load_corpus(default_corpus())
+    return sorted(t.id for t in corpus.tasks if t.runnable)
+
+
+def spread(ids: list[str], n: int) -> list[str]:
+    """n ids spread over the sorted list (so every family is represented)."""
+    if n >= len(ids):
+        return ids
+    step = len(ids) / n
+    return [ids[int(i * step)] for i in range(n)]
+
+
+EXTRA: list[str] = []
+
+
+def batch_cmd(out: Path, run_id: str, tasks: list[str], *extra: str) -> list[str]:
+    return beaver(
+        "batch",
+        "--protocol",
+        str(out / "bench.toml"),
+        "--models",
+        "scripted:@alternate",
+        "--tasks",
+        ",".join(tasks),
+        "--sessions-dir",
+        str(out / "sessions"),
+        "--run-id",
+        run_id,
+        "--quiet",
+        *extra,
+        *EXTRA,
+    )
+
+
+def timed(cmd: list[str], log: Path, kill_after: float | None = None) -> tuple[float, int, bool]:
+    t0 = time.perf_counter()
+    with log.open("a") as fh:
+        proc = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, start_new_session=True)
+        try:
+            rc = proc.wait(timeout=kill_after)
+            killed = False
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            rc = proc.wait()
+            killed = True
+    return time.perf_counter() - t0, rc, killed
+
+
+def session_stats(run_dir: Path) -> dict[str, Any]:
+    """Consistency of every session and the harness overhead per attempt from the events' time stamps."""
+    from beavertui.engine.session import read_session
+
+    bad, attempts, overhead, stage, timing, sessions = [], 0, 0.0, 0.0, 0.0, 0
+    for path in sorted(run_dir.rglob("*__s*.jsonl")):
+        header, events, problem = read_session(path)
+        verdicts = [e.iteration for e in events if e.kind == "verdict"]
+        ok = (
+            header is not None
+            and problem is None
+            and verdicts == list(range(1, len(verdicts) + 1))
+            and [e.kind for e in events].count("end") == 1
+            and events[-1].kind == "end"
+            and path.read_text().count('"kind":"header"') == 1
+        )
+        if not ok:
+            bad.append(str(path.relative_to(run_dir)))
+            continue
+        sessions += 1
+        attempts += len(verdicts)
+        st = sum(
+            e.result.duration_s for e in events if hasattr(e, "result") and hasattr(e.result, "duration_s")
+        )
+        tm = 0.0
+        prev = header.t
+        for e in events:
+            if e.kind == "timing":
+                tm += e.t - prev
+            prev = e.t
+        wall = events[-1].t - header.t
+        stage += st
+        timing += tm
+        overhead += wall - st - tm
+    return {
+        "sessions_ok": sessions,
+        "sessions_bad": bad,
+        "attempts": attempts,
+        "stage_s": round(stage, 2),
+        "timing_s": round(timing, 2),
+        # with one session at a time (naive) this is the harness overhead; with many it includes queueing
+        "wall_minus_stages_ms_per_attempt": round(1000 * overhead / attempts, 1) if attempts else None,
+    }
+
+
+def summary(run_dir: Path) -> dict[str, Any]:
+    try:
+        return dict(json.loads((run_dir / "run.json").read_text()).get("summary", {}))
+    except (OSError, ValueError):
+        return {}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument("--tasks", type=int, default=40)
+    ap.add_argument("--naive-tasks", type=int, default=4)
+    ap.add_argument("--kill-after", type=float, default=45.0)
+    ap.add_argument(
+        "--budget-s", type=float, default=540.0, help="stop starting phases after this many seconds"
+    )
+    ap.add_argument("--batch-arg", action="append", default=[], help="extra argument for every batch command")
+    a = ap.parse_args()
+    EXTRA.extend(a.batch_arg)
+    t_start = time.perf_counter()
+    out = a.out
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "bench.toml").write_text(PROTOCOL)
+    log = out / "batch.log"
+    ids = runnable_tasks()
+    tasks = spread(ids, a.tasks)
+    subset = spread(tasks, a.naive_tasks)
+    try:
+        gpu = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, timeout=30).stdout.strip()
+    except (OSError, subprocess.TimeoutExpired):
+        gpu = "none"
+    res: dict[str, Any] = {"tasks": tasks, "subset": subset, "gpu": gpu, "cpus": os.cpu_count()}
+
+    def left() -> float:
+        return a.budget_s - (time.perf_counter() - t_start)
+
+    # 1. scheduled, killed, resumed
+    cache = ["--cache", str(out / "cache-main")]
+    w1, rc1, killed = timed(batch_cmd(out, "sched", tasks, *cache), log, kill_after=a.kill_after)
+    w2, rc2, _ = timed(
+        beaver("batch", "--resume", str(out / "sessions" / "sched"), "--quiet", *cache, *EXTRA), log
+    )
+    run_dir = out / "sessions" / "sched"
+    res["scheduled"] = {
+        "killed_after_s": round(w1, 1) if killed else None,
+        "first_rc": rc1,
+        "resume_wall_s": round(w2, 1),
+        "resume_rc": rc2,
+        "wall_s_total": round(w1 + w2, 1),
+        "summary_after_resume": summary(run_dir),
+        **session_stats(run_dir),
+    }
+    with (out / "metrics.md").open("w") as fh:
+        subprocess.run(beaver("metrics", str(run_dir), "--format", "markdown"), stdout=fh, check=False)
+    with (out / "metrics.json").open("w") as fh:
+        subprocess.run(beaver("metrics", str(run_dir), "--json"), stdout=fh, check=False)
+    # 2. naive vs scheduled on the subset
+    if left() > 60:
+        ws, rcs, _ = timed(batch_cmd(out, "sched_subset", subset, "--cache", str(out / "cache-subset")), log)
+        res["subset_scheduled"] = {
+            "wall_s": round(ws, 1),
+            "rc": rcs,
+            "summary": summary(out / "sessions" / "sched_subset"),
+        }
+    if left() > 60:
+        wn, rcn, cut = timed(
+            batch_cmd(out, "naive", subset, "--jobs", "1", "--no-cache", "--gpu-share", "1"),
+            log,
+            kill_after=max(30.0, left() - 20),
+        )
+        nd = out / "sessions" / "naive"
+        res["subset_naive"] = {"wall_s": round(wn, 1), "rc": rcn, "cut_by_budget": cut, **session_stats(nd)}
+        if not cut and "subset_scheduled" in res:
+            res["speedup_subset"] = round(wn / res["subset_scheduled"]["wall_s"], 2)
+    res["bench_wall_s"] = round(time.perf_counter() - t_start, 1)
+    (out / "gpu_bench.json").write_text(json.dumps(res, indent=1))
+    print(json.dumps(res, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
