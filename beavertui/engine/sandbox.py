@@ -92,30 +92,21 @@ class _Bounded:
         return (bytes(self.head) + mark + bytes(self.tail)).decode("utf-8", errors="replace")
 
 
-def _preexec(limits: Limits, wall_s: float) -> Callable[[], None]:
-    import resource
+def _ulimits(limits: Limits, wall_s: float) -> str:
+    """Shell ``ulimit`` lines for the limits (set in the stage's own shell: no preexec_fn, thread-safe).
 
+    A limit above the inherited hard limit cannot be raised; that ``ulimit`` fails quietly and the
+    inherited one stays.
+    """
     cpu = limits.cpu_s if limits.cpu_s is not None else int(wall_s * 8) + 60
-
-    def apply() -> None:
-        pairs = [
-            (resource.RLIMIT_CPU, cpu),
-            (resource.RLIMIT_FSIZE, limits.file_bytes),
-            (resource.RLIMIT_NPROC, limits.nproc),
-            (resource.RLIMIT_CORE, limits.core_bytes),
-        ]
-        for what, value in pairs:
-            if value is None:
-                continue
-            _soft, hard = resource.getrlimit(what)
-            if hard != resource.RLIM_INFINITY:
-                value = min(value, hard)
-            if hard == resource.RLIM_INFINITY:
-                # CPU: the soft limit sends SIGXCPU, the hard one (2 s later) SIGKILL
-                hard = value + 2 if what == resource.RLIMIT_CPU else value
-            resource.setrlimit(what, (value, hard))
-
-    return apply
+    lines = [f"ulimit -H -t {cpu + 2}", f"ulimit -S -t {cpu}"]  # SIGXCPU first, SIGKILL 2 s later
+    if limits.file_bytes is not None:
+        lines.append(f"ulimit -f {max(1, limits.file_bytes // 1024)}")
+    if limits.nproc is not None:
+        lines.append(f"ulimit -u {limits.nproc}")
+    if limits.core_bytes is not None:
+        lines.append(f"ulimit -c {limits.core_bytes // 1024}")
+    return "; ".join(f"{line} 2>/dev/null" for line in lines)
 
 
 def session_members(sid: int) -> list[int]:
@@ -159,14 +150,19 @@ def run(
     start = time.monotonic()
     buf = _Bounded(limits.output_bytes)
     proc = subprocess.Popen(
-        ["/bin/bash", "-c", command],
+        [
+            "/bin/bash",
+            "-c",
+            f'{_ulimits(limits, timeout_s)}; exec /bin/bash -c "$1"',
+            "beaver-stage",
+            command,
+        ],
         cwd=cwd,
         env=dict(env),
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         start_new_session=True,
-        preexec_fn=_preexec(limits, timeout_s),
         close_fds=True,
     )
     assert proc.stdout is not None
