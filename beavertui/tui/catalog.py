@@ -151,8 +151,8 @@ def read_row(path: Path) -> Row:
             model,
             label,
             "success" if last.get("success") else "failed",
-            int(last.get("iterations") or iteration),
-            budget,  # type: ignore[call-overload]
+            int(str(last.get("iterations") or iteration)),
+            budget,
             float(best) if isinstance(best, int | float) else None,
             str(last.get("stop_reason")),
             category,

@@ -46,7 +46,7 @@ def aligned_table(a: SessionState, b: SessionState, cursor: int) -> Table:
     last = max(a.header.protocol.budget, b.header.protocol.budget, a.iteration, b.iteration)
     for it in range(1, last + 1):
         row: list[Text | str] = [Text(str(it), style="bold yellow" if it == cursor else "")]
-        hashes = []
+        hashes: list[str | None] = []
         for s in (a, b):
             att = s.attempt(it)
             v = att.verdict if att else None

@@ -224,7 +224,7 @@ def run_live(
     paused: bool = False,
     **run_kw: Any,
 ) -> int:
-    """Run one repair session in the TUI; returns 0 when it ended (any outcome), 1 if stopped early."""
+    """Run one repair session in the TUI; returns 0 when the session succeeded, 1 otherwise (as headless)."""
     from beavertui.tui.app import BeaverApp
 
     screens: list[LiveScreen] = []
@@ -248,5 +248,5 @@ def run_live(
         screen.control.stop()
         screen.finished.wait(timeout=30)
         end = screen.view.state.end
-        return 0 if end is not None and end.stop_reason != "stopped" else 1
+        return 0 if end is not None and end.success else 1
     return 1

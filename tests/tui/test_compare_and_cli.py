@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import io
-import subprocess
-import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 from rich.console import Console
 
+from beavertui.cli import main
 from beavertui.commands.compare import load
 from beavertui.tui.app import BeaverApp
 from beavertui.tui.compare import CompareScreen, aligned_table
@@ -16,10 +17,19 @@ from tests.tui.conftest import DATA, SIZE
 from tests.tui.sessions_data import quick_session, write
 
 
-def cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "beavertui", *args], capture_output=True, text=True, timeout=60
-    )
+@dataclass
+class Result:
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+def cli(*args: str) -> Result:
+    """The CLI in this process, with stdout and stderr captured (so stdout is not a terminal)."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        rc = main(list(args))
+    return Result(rc, out.getvalue(), err.getvalue())
 
 
 async def test_compare_aligns_iterations() -> None:
