@@ -1,4 +1,4 @@
-// layernorm_00 harness: fp16 rows of 2048 columns; correctness 4096 rows, timing 65536 rows.
+// Harness configuration: fp16 rows of 2048 columns; correctness 4096 rows, timing 65536 rows.
 #include "layernorm.cuh"
 
 int main(int argc, char** argv) {

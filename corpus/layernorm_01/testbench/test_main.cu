@@ -1,4 +1,4 @@
-// layernorm_01 harness: fp32 rows of 4095 columns; correctness 4096 rows, timing 16384 rows.
+// Harness configuration: fp32 rows of 4095 columns; correctness 4096 rows, timing 16384 rows.
 #include "layernorm.cuh"
 
 int main(int argc, char** argv) {

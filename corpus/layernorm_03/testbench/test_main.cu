@@ -1,4 +1,4 @@
-// layernorm_03 harness: fp32 rows of 1024 columns; correctness 8192 rows, timing 65536 rows.
+// Harness configuration: fp32 rows of 1024 columns; correctness 8192 rows, timing 65536 rows.
 #include "layernorm.cuh"
 
 int main(int argc, char** argv) {

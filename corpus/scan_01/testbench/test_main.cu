@@ -1,4 +1,4 @@
-// scan_01 harness: int32, correctness n = 16777259, timing n = 134217728.
+// Harness configuration: int32, correctness n = 16777259, timing n = 134217728.
 #include "scan.cuh"
 
 int main(int argc, char** argv) { return scan_task::run<int>(argc, argv, 16777259ull, 134217728ull); }

@@ -1,4 +1,4 @@
-// softmax_00 harness: fp32 rows of 4096 columns; correctness 2048 rows, timing 16384 rows.
+// Harness configuration: fp32 rows of 4096 columns; correctness 2048 rows, timing 16384 rows.
 #include "softmax.cuh"
 
 int main(int argc, char** argv) {

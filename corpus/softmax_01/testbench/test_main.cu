@@ -1,4 +1,4 @@
-// softmax_01 harness: fp16 rows of 2048 columns; correctness 4096 rows, timing 65536 rows.
+// Harness configuration: fp16 rows of 2048 columns; correctness 4096 rows, timing 65536 rows.
 #include "softmax.cuh"
 
 int main(int argc, char** argv) {

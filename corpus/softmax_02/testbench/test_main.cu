@@ -1,4 +1,4 @@
-// softmax_02 harness: bf16 rows of 4096 columns; correctness 4096 rows, timing 32768 rows.
+// Harness configuration: bf16 rows of 4096 columns; correctness 4096 rows, timing 32768 rows.
 #include "softmax.cuh"
 
 int main(int argc, char** argv) {

@@ -1,4 +1,4 @@
-// softmax_03 harness: fp16 rows of 1000 columns; correctness 4096 rows, timing 131072 rows.
+// Harness configuration: fp16 rows of 1000 columns; correctness 4096 rows, timing 131072 rows.
 #include "softmax.cuh"
 
 int main(int argc, char** argv) {
