@@ -38,7 +38,9 @@ class DiffPane(Pane):
                     "model reply (streaming)\n" if attempt.reply is None else "model reply\n", style="bold"
                 )
                 return Group(head, Text(text))
-            return Text("Waiting for the model's reply…", style="dim italic")
+            if view.following:
+                return Text("Waiting for the model's reply…", style="dim italic")
+            return Text("No reply was recorded for this iteration.", style="dim italic")
         if cand.code is None:
             reason = cand.no_code_reason or "no code block in the reply"
             reply = attempt.reply.content if attempt.reply else ""

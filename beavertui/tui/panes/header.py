@@ -33,6 +33,8 @@ class HeaderBar(Widget):
                 f"· ended: {end.stop_reason} after {end.iterations}, best {speed(end.best_speedup)}",
                 style=STOP_COLOUR.get(end.stop_reason, ""),
             )
+            if end.detail:
+                line.append(f" ({end.detail})", style="red")
         elif view.following:
             line.append("· running…", style="yellow")
         if view.status:
