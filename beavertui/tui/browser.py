@@ -238,6 +238,17 @@ class BrowserScreen(Screen[None]):
             self.sort_column, self.reverse = column, column == "best"
         self.refill()
 
+    def on_click(self, event) -> None:  # type: ignore[no-untyped-def]
+        """A click on the column titles sorts by that column (again: reverses)."""
+        if event.widget is None or event.widget.id != "browser-columns":
+            return
+        x = 1
+        for col in COLUMNS:
+            if x <= event.x < x + col.width + 1:
+                self.action_sort(col.key)
+                return
+            x += col.width + 1
+
     def action_filter(self) -> None:
         self.query_one("#browser-filter", Input).focus()
 

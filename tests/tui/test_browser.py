@@ -108,3 +108,14 @@ async def test_empty_folder_says_so(tmp_path: Path) -> None:
     async with app.run_test(size=SIZE) as pilot:
         screen = await loaded(pilot, app)
         assert "no session files" in str(screen.query_one("#browser-status").render())
+
+
+async def test_click_on_a_column_title_sorts(run_dir: Path) -> None:
+    app = BeaverApp(lambda: BrowserScreen(run_dir, watch=False))
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await loaded(pilot, app)
+        title = screen.query_one("#browser-columns").render().plain  # type: ignore[attr-defined]
+        await pilot.click("#browser-columns", offset=(title.index("Best") + 1, 0))
+        await pilot.pause()
+        assert screen.sort_column == "best" and screen.reverse
+        assert Path(screen.query_one("#sessions").keys[0]).stem == "quick"

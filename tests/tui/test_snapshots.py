@@ -77,3 +77,20 @@ def test_browser(snap_compare, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
 
     app = BeaverApp(lambda: BrowserScreen(Path("run"), watch=False))
     assert snap_compare(app, terminal_size=SIZE, press=["6"], run_before=loaded)
+
+
+def test_live_paused_after_one_step(snap_compare, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    from beavertui.tui.live import LiveScreen
+    from tests.tui.live_setup import live_parts
+
+    task, model, toolchain, protocol = live_parts(tmp_path)
+    app = BeaverApp(lambda: LiveScreen(task, model, toolchain, protocol, None, paused=True))
+
+    async def one_step(pilot) -> None:  # type: ignore[no-untyped-def]
+        screen = pilot.app.screen
+        await wait_for(pilot, lambda: screen.control.waiting)
+        await pilot.press("space")
+        await wait_for(pilot, lambda: len(screen.view.state.verdicts) == 1 and screen.control.waiting)
+        await _still(pilot)
+
+    assert snap_compare(app, terminal_size=SIZE, run_before=one_step)
