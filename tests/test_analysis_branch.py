@@ -53,7 +53,10 @@ void launch_transpose(const float* in, float* out, int n) {
 }
 """
 
-MISMATCH = "MISMATCH out: 16515072 of 16777216 elements wrong, first at [0,1]: got 0.261000 want -0.039000"
+# The outcomes below are written by hand in the harness's format (not measured): the broken start's line
+# (error_log.txt, computed by emulating the broken kernel on the harness's inputs) stands in for both
+# wrong repairs' run logs.
+MISMATCH = "MISMATCH out: 16252928 of 16777216 elements wrong, first at [0,1]: got 0.261000 want -0.444000"
 
 
 def reply(code: str) -> str:
