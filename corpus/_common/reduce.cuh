@@ -3,9 +3,11 @@
 //
 // Inputs are uniform in [-1, 1), generated on the device from the run's seed (fresh for every run and
 // every timed launch); *out is poisoned (NaN) before every launch. The result is compared with a host
-// double sum; the tolerance is the fp32 rounding a sound summation can accumulate, 2^-23 * sum|x|
-// (about 1e-7 of the condition-free bound), plus 1e-5 of the sum. Timing mode checks the timing size
-// before timing and the last timed launch after it.
+// double sum with tolerance 2^-23 * sum|x| + 1e-5 * |sum| (one fp32 unit roundoff of the summation's
+// condition bound: far above what a tree or per-thread-partial fp32 sum accumulates, far below the
+// contribution of a skipped block). The launcher is called twice before timing (its workspace must be
+// ready for the next call); timing mode checks the timing size before timing and the last timed launch
+// after it.
 #pragma once
 
 #include "beaver.cuh"
