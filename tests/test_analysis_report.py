@@ -163,3 +163,16 @@ def test_run_summary_over_session_files(tmp_path: Path) -> None:
         "analysed_repairs": 0,
     }
     assert len(summary) == 2  # the branch (a success) formed no group and changed none
+
+
+def test_run_summary_keys_match_the_metrics_groups(tmp_path: Path) -> None:
+    from beavertui.engine.analysis.report import group_key, run_summary
+    from beavertui.engine.attempts import table_from_run
+    from beavertui.engine.metrics import compute_groups
+    from tests import test_analysis_branch as tb
+
+    (tmp_path / "run").mkdir()
+    tb.parent_session(tmp_path / "run")
+    groups = [g.as_json() for g in compute_groups(table_from_run(tmp_path / "run"))]
+    summary = run_summary(tmp_path / "run")
+    assert [group_key(g["model"], g["protocol"]) for g in groups] == list(summary)
