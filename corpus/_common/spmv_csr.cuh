@@ -100,8 +100,8 @@ inline int run(int argc, char** argv, Shape test, Shape timed) {
         empty += L == 0;
         longest = std::max(longest, L);
     }
-    std::printf("spmv_csr_f32: rows=%d cols=%d nnz=%d (mean %.1f per row, %d empty rows, longest %d, %.0f%% banded rows) seed=%llu\n",
-                s.rows, s.cols, nnz, static_cast<double>(nnz) / s.rows, empty, longest, 100.0 * s.banded,
+    std::printf("spmv_csr_f32: rows=%d cols=%d nnz=%d (mean %.1f per row, %d empty rows, longest %d) seed=%llu\n",
+                s.rows, s.cols, nnz, static_cast<double>(nnz) / s.rows, empty, longest,
                 static_cast<unsigned long long>(args.seed));
     std::vector<float> hx(s.cols);
     beaver::fill_uniform(hx, args.seed ^ 0x5bd1e995ull);

@@ -49,7 +49,7 @@ static void launch_transpose(const T* in, T* out, int rows, int cols, cudaStream
     static void* workspace = nullptr;
     static size_t workspace_bytes = 0;
     const size_t strips = (rows + TILE - 1) / TILE;
-    const size_t need = static_cast<size_t>(rows) * cols * TILE * sizeof(T);  // TILE values per (row, column) slot
+    const size_t need = strips * static_cast<size_t>(cols) * rows * sizeof(T);  // one panel per strip
     if (need > workspace_bytes) {
         if (workspace) CUDA_OK(cudaFree(workspace));
         CUDA_OK(cudaMalloc(&workspace, need));
