@@ -242,3 +242,9 @@ def test_dynamic_shared_memory_from_launch_or_attribute() -> None:
     assert "shared_memory" not in extract("void f() { k<<<g, b, 0, s>>>(x); }").present
     attr = "cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, 98304);"
     assert "shared_memory" in extract(attr).present
+
+
+def test_python_torch_ops_count_as_library_calls() -> None:
+    src = "import torch\ndef forward(q, k, v):\n    return torch.nn.functional.scaled_dot_product_attention(q, k, v)\n"
+    assert extract(src).library_calls == ("scaled_dot_product_attention",)
+    assert extract("y = torch.empty_like(x)\n").library_calls == ()

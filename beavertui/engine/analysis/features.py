@@ -156,7 +156,8 @@ _LIBRARY = re.compile(
     r"|exclusive_scan|inner_product|reduce_by_key|count|max_element|min_element|copy_if|unique))\s*\("
     r"|\b(?P<cub>cub::Device\w+::\w+)\s*\("
     r"|\b(?P<cutlass>cutlass::gemm::device::\w+)\b"
-    r"|\.(?P<method>matmul|mm|bmm|addmm|conv2d|softmax|layer_norm|einsum)\s*\("
+    r"|\.(?P<method>matmul|mm|bmm|addmm|baddbmm|conv[123]d|linear|softmax|log_softmax|layer_norm"
+    r"|group_norm|einsum|cumsum|scaled_dot_product_attention)\s*\("
 )
 _LAUNCH = re.compile(r"<<<(?P<args>[^;<>]*?)>>>")
 _DIM3 = re.compile(r"\bdim3\s+(?P<name>\w+)\s*[({]\s*(?P<args>[^;(){}]*)[)}]")
