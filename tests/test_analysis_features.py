@@ -231,6 +231,9 @@ def test_runtime_geometry_overrides_the_static_reading() -> None:
         NAIVE, NAIVE, NAIVE, candidate_runtime=serial_log, reference_runtime=runtime_geometry(log)
     )
     assert result.lost == ("parallel_launch",) and result.degenerate
+    # The candidate's printed geometry alone is enough; a parallel one changes nothing.
+    assert compare(NAIVE, NAIVE, NAIVE, candidate_runtime=serial_log).lost == ("parallel_launch",)
+    assert compare(NAIVE, NAIVE, NAIVE, candidate_runtime=runtime_geometry(log)).lost == ()
 
 
 def test_missing_reference_falls_back_to_the_broken_start() -> None:

@@ -176,3 +176,14 @@ def test_run_summary_keys_match_the_metrics_groups(tmp_path: Path) -> None:
     groups = [g.as_json() for g in compute_groups(table_from_run(tmp_path / "run"))]
     summary = run_summary(tmp_path / "run")
     assert [group_key(g["model"], g["protocol"]) for g in groups] == list(summary)
+
+
+def test_printed_serial_geometry_marks_a_repair_degenerate() -> None:
+    from dataclasses import replace
+
+    from beavertui.engine.events import Ran, StageResult
+
+    log = "launch grid=(1,1,1) block=(1,1,1)\nOK C: 1048576 elements\n"
+    ran = Ran(iteration=2, result=StageResult(stage="run", command="./test.out", rc=0, log=log))
+    cols = attempt_columns(TASK, replace(attempt(TILED, True), run=ran))
+    assert (cols["lost_features"], cols["code_degenerate"]) == ("parallel_launch", True)

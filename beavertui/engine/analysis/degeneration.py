@@ -62,16 +62,17 @@ def compare(
 ) -> Degeneration:
     """Compare a candidate with the reference (the broken start stands in when there is no reference).
 
-    Runtime geometry, when both lists of (blocks, threads per block) are given, overrides the static
-    ``parallel_launch`` reading: a candidate whose every launch ran one thread in all loses it.
+    Runtime geometry, a list of (blocks, threads per block) per launch as the harness printed it,
+    overrides the static ``parallel_launch`` reading of its side: a candidate whose every launch ran one
+    thread in all lacks it, whatever its source suggests.
     """
     start = extract(broken_start)
     ref = extract(reference) if reference is not None else start
     cand = extract(candidate)
     cand_present = set(cand.present)
     ref_present = set(ref.present)
-    if candidate_runtime and reference_runtime:
-        for present, runs in ((cand_present, candidate_runtime), (ref_present, reference_runtime)):
+    for present, runs in ((cand_present, candidate_runtime), (ref_present, reference_runtime)):
+        if runs and "kernel" in present:
             if max(b * t for b, t in runs) > 1:
                 present.add("parallel_launch")
             else:
