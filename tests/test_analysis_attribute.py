@@ -140,6 +140,8 @@ def test_attribute_command_on_a_session_and_on_a_run(
     passed = data["measures"]["passed"]
     assert passed["subset_means"] == {"none": 1.0, "runtime": 1.0, "timing": 1.0, "runtime+timing": 1.0}
     assert passed["shapley"]["runtime"] == {"value": 0.0, "low": 0.0, "high": 0.0}
+    saved = json.loads((tmp_path / "b" / f"attribution-{parent.stem}-at2.json").read_text())
+    assert saved["measures"] == data["measures"]
 
     rc = main(["attribute", "--run", str(run_dir), "--components", "runtime", "--samples", "1", *common])
     assert rc == 0

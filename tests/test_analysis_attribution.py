@@ -94,3 +94,14 @@ def test_missing_subset_is_a_clear_error() -> None:
     del g[frozenset({"timing"})]
     with pytest.raises(AttributionError, match=r"\{timing\}"):
         attribute(C3, [g])
+
+
+def test_json_round_trip() -> None:
+    import json
+
+    from beavertui.engine.analysis.attribution import from_json
+
+    g = {s: [float("compiler" in s and "timing" in s), 1.0] for s in subsets(C3)}
+    a = attribute(C3, [g], resamples=100, seed=3)
+    back = from_json(json.loads(json.dumps(to_json(a))))
+    assert back == a

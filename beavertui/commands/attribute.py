@@ -105,10 +105,16 @@ def run(args: argparse.Namespace) -> int:
     if not usable:
         raise BeaverError("every branch failed before a verdict (see the branch sessions' infra errors)")
     results = attribute_outcomes(usable, components, resamples=args.resamples)
+    doc = to_json(results, outcomes, missing)
+    name = f"run-{Path(args.run).name}" if args.run else f"{Path(args.session).stem}-at{args.at}"
+    saved = out_dir / f"attribution-{name}.json"
+    saved.parent.mkdir(parents=True, exist_ok=True)
+    saved.write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
     if args.json:
-        print(json.dumps(to_json(results, outcomes, missing), indent=1))
+        print(json.dumps(doc, indent=1))
     else:
         print(render(results, len(jobs), len(outcomes), missing))
+        print(f"\nsaved: {saved} (branch sessions beside it)")
     return 0
 
 

@@ -203,3 +203,31 @@ def to_json(attribution: Attribution) -> dict[str, object]:
         "steps": attribution.steps,
         "confidence": attribution.confidence,
     }
+
+
+def from_json(obj: Mapping[str, object]) -> Attribution:
+    """The Attribution that ``to_json`` wrote (for a pane showing a saved attribution run)."""
+    components = tuple(str(c) for c in obj["components"])  # type: ignore[attr-defined]
+
+    def est(d: object) -> Estimate:
+        assert isinstance(d, Mapping)
+        return Estimate(float(d["value"]), float(d["low"]), float(d["high"]))
+
+    def table(key: str) -> Mapping[str, object]:
+        value = obj[key]
+        assert isinstance(value, Mapping)
+        return value
+
+    pairs = [(a, b) for i, a in enumerate(components) for b in components[i + 1 :]]
+    by_label = {"+".join(c for c in components if c in s) or "none": s for s in subsets(components)}
+    return Attribution(
+        components=components,
+        shapley={c: est(table("shapley")[c]) for c in components},
+        banzhaf={c: est(table("banzhaf")[c]) for c in components},
+        shapley_interaction={p: est(table("shapley_interaction")["+".join(p)]) for p in pairs},
+        banzhaf_interaction={p: est(table("banzhaf_interaction")["+".join(p)]) for p in pairs},
+        subset_means={by_label[k]: float(v) for k, v in table("subset_means").items()},  # type: ignore[arg-type]
+        samples=int(obj["samples"]),  # type: ignore[call-overload]
+        steps=int(obj["steps"]),  # type: ignore[call-overload]
+        confidence=float(obj["confidence"]),  # type: ignore[arg-type]
+    )
