@@ -187,3 +187,11 @@ def test_printed_serial_geometry_marks_a_repair_degenerate() -> None:
     ran = Ran(iteration=2, result=StageResult(stage="run", command="./test.out", rc=0, log=log))
     cols = attempt_columns(TASK, replace(attempt(TILED, True), run=ran))
     assert (cols["lost_features"], cols["code_degenerate"]) == ("parallel_launch", True)
+
+
+def test_attribution_rows_print_no_negative_zero() -> None:
+    from beavertui.engine.analysis.attribution import Attribution, Estimate
+
+    e = Estimate(-1e-17, -2e-17, 0.0)
+    a = Attribution(("timing",), {"timing": e}, {"timing": e}, {}, {}, {}, 1, 1, 0.95)
+    assert attribution_rows(a) == [("timing", "+0.00 [+0.00, +0.00]", "+0.00 [+0.00, +0.00]")]

@@ -138,8 +138,11 @@ def attempt_lines(analysis: AttemptAnalysis | None) -> list[str]:
 def attribution_rows(a: Attribution, kind: str = "component") -> list[tuple[str, ...]]:
     """Table rows (name, Shapley [low, high], Banzhaf [low, high]) per component or, kind='pair', per pair."""
 
+    def num(x: float) -> str:
+        return f"{round(x, 9) + 0.0:+.2f}"  # no "-0.00" for rounding noise around zero
+
     def cell(v: float, lo: float, hi: float) -> str:
-        return f"{v:+.2f} [{lo:+.2f}, {hi:+.2f}]"
+        return f"{num(v)} [{num(lo)}, {num(hi)}]"
 
     if kind == "pair":
         return [
