@@ -217,6 +217,22 @@ def test_branch_from_a_passed_step_is_refused(tmp_path: Path) -> None:
         next(iter(stream))
 
 
+def test_branch_from_a_repeated_parent_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "repeated.jsonl"
+    model = ScriptedModel([reply(WRONG_A), reply(WRONG_B)])
+    write(
+        path,
+        run_session(
+            load_task(), model, RecordedToolchain(recordings()), Protocol(method="repeated", budget=2)
+        ),
+    )
+    stream = branch_session(
+        path, 1, load_task(), ScriptedModel(["x"]), RecordedToolchain(recordings()), Protocol(budget=3)
+    )
+    with pytest.raises(BranchError, match="repeated protocol"):
+        next(iter(stream))
+
+
 def test_header_is_yielded_first(tmp_path: Path) -> None:
     parent = parent_session(tmp_path)
     stream = branch_session(

@@ -64,6 +64,10 @@ def frozen_prefix(header: SessionHeader, events: Sequence[Event], step: int) -> 
     """
     if step < 1:
         raise BranchError("the branch step must be 1 or more (the iteration after which the branch starts)")
+    if header.protocol.method != "iterative":
+        raise BranchError(
+            "the parent ran the repeated protocol: its samples share no conversation to branch from"
+        )
     prefix: list[Event] = [
         e
         for e in events
@@ -78,7 +82,7 @@ def frozen_prefix(header: SessionHeader, events: Sequence[Event], step: int) -> 
         raise BranchError(f"step {step} has no verdict in the parent (its last judged step is {last})")
     if attempt.reply is None:
         raise BranchError(f"step {step} has no recorded reply to continue from")
-    if attempt.verdict.success and header.protocol.method == "iterative":
+    if attempt.verdict.success:
         raise BranchError(f"step {step} already passed; branch from an earlier, failed step")
     return prefix
 
