@@ -220,3 +220,19 @@ def test_follow_stops_on_idle_timeout(tmp_path: Path) -> None:
 def test_default_path(tmp_path: Path) -> None:
     h = make_header("abc").model_copy(update={"run_id": "r7", "sample": 2})
     assert default_path(tmp_path, h) == tmp_path / "r7" / "vec_add_oob-s2-abc.jsonl"
+
+
+def test_deeply_nested_line_is_a_problem_not_a_crash(tmp_path: Path) -> None:
+    path = tmp_path / "s.jsonl"
+    write_three(path)
+    with open(path, "a") as fh:
+        fh.write("[" * 100_000 + "\n")
+    _, events, problem = read_session(path)
+    assert len(events) == 3
+    assert problem == "bad JSON at line 5: nested too deeply"
+    (tmp_path / "h.jsonl").write_text("[" * 100_000 + "\n")
+    assert read_session(tmp_path / "h.jsonl") == (
+        None,
+        [],
+        "bad JSON at line 1 (the header): nested too deeply",
+    )

@@ -123,7 +123,12 @@ def _model(args: argparse.Namespace, task: Any, protocol: Any) -> Any:
     if spec.startswith("replay:"):
         from beavertui.engine.models.replay import ReplayModel
 
-        return ReplayModel(spec.split(":", 1)[1])
+        replay = ReplayModel(spec.split(":", 1)[1])
+        if replay.header.task.id != task.id:
+            raise BeaverError(
+                f"{spec}: the recorded session is of task {replay.header.task.id!r}, not {task.id!r}"
+            )
+        return replay
     if spec == "human":
         from beavertui.engine.models.human import HumanModel
 

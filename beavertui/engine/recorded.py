@@ -74,7 +74,7 @@ def load_recordings(path: str | Path, language: str = "cuda") -> dict[str, Outco
             obj = json.loads(line)
             raw_events = obj["events"]
             events = [EVENT_ADAPTER.validate_python({"iteration": 1, **e}) for e in raw_events]
-        except (json.JSONDecodeError, KeyError, TypeError) as exc:
+        except (json.JSONDecodeError, KeyError, TypeError, RecursionError) as exc:
             raise BeaverError(f"{where}: not a recording ({exc.__class__.__name__}: {exc})") from None
         except ValidationError as exc:
             raise BeaverError(f"{where}: invalid event: {exc.errors()[0]['msg']}") from None

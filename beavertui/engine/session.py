@@ -122,6 +122,8 @@ def _parse_header(line: str) -> tuple[SessionHeader | None, str | None]:
         data = json.loads(line)
     except json.JSONDecodeError as exc:
         return None, f"bad JSON at line 1 (the header): {exc.msg}"
+    except RecursionError:
+        return None, "bad JSON at line 1 (the header): nested too deeply"
     if not isinstance(data, dict) or data.get("kind") != "header":
         return None, "line 1 is not a session header"
     version = data.get("format_version")
@@ -146,6 +148,8 @@ def _parse_event(line: str, number: int, last: bool) -> tuple[Event | None, str 
         if last:
             return None, f"truncated last line (line {number})"
         return None, f"bad JSON at line {number}: {exc.msg}"
+    except RecursionError:
+        return None, f"bad JSON at line {number}: nested too deeply"
     try:
         return EVENT_ADAPTER.validate_python(data), None
     except ValidationError as exc:

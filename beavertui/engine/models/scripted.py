@@ -69,6 +69,8 @@ def load_script(path: str | Path) -> list[ScriptEntry]:
             data = json.loads(text)
         except json.JSONDecodeError as exc:
             raise BeaverError(f"{path}: not valid JSON: {exc.msg} at line {exc.lineno}") from None
+        except RecursionError:
+            raise BeaverError(f"{path}: not valid JSON: nested too deeply") from None
         items = data.get("replies") if isinstance(data, dict) else data
         if not isinstance(items, list):
             raise BeaverError(f"{path}: expected a list of replies or {{'replies': [...]}}")
