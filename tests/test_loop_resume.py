@@ -6,9 +6,11 @@ import threading
 import time
 from pathlib import Path
 
+import pytest
 from test_loop_session import reply, toolchain, vec_scale_task
 from test_models_openai import ChatServer
 
+from beavertui.engine.errors import SessionFileError
 from beavertui.engine.events import Event, InfraError, Request, SessionEnd, SessionHeader, Verdict
 from beavertui.engine.loop import LoopControl, run_session
 from beavertui.engine.models.openai_model import OpenAIConfig, OpenAIModel
@@ -194,3 +196,14 @@ def test_builtin_demo_script_over_the_recordings() -> None:
     verdicts = [(e.category, e.reason) for e in events if isinstance(e, Verdict)]
     assert verdicts == [("buildability", "buildability"), ("passed", "below gate"), ("passed", "passed")]
     assert isinstance(events[-1], SessionEnd) and events[-1].stop_reason == "passed"
+
+
+def test_an_ended_session_cannot_be_resumed() -> None:
+    items = list(run_session(vec_scale_task(), ScriptedModel([reply("naive")]), toolchain(), Protocol()))
+    header, events = items[0], items[1:]
+    with pytest.raises(SessionFileError, match=r"already ended \(passed\)"):
+        next(
+            run_session(
+                vec_scale_task(), ScriptedModel([]), toolchain(), Protocol(), resume_from=(header, events)
+            )
+        )  # type: ignore[arg-type]

@@ -17,7 +17,7 @@ from collections.abc import Generator, Iterator, Sequence
 from typing import get_args
 
 from beavertui import __version__
-from beavertui.engine.errors import NoGpuError, ToolchainError
+from beavertui.engine.errors import NoGpuError, SessionFileError, ToolchainError
 from beavertui.engine.events import (
     Candidate,
     Event,
@@ -149,6 +149,9 @@ def run_session(
             sample=sample,
             notes=notes,
         )
+    ended = next((e for e in prefix if isinstance(e, SessionEnd)), None)
+    if ended is not None:
+        raise SessionFileError(f"cannot resume: the session already ended ({ended.stop_reason})")
     yield header
     state = initial(header)
     for e in prefix:
