@@ -109,3 +109,35 @@ def test_console_lines() -> None:
     printer = EventPrinter(buf, color=False)
     printer.show(v)
     assert buf.getvalue() == "#1  verdict   FAIL buildability  error: [bold]x[/bold]\n"
+
+
+def test_live_against_a_loopback_endpoint(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from test_models_openai import ChatServer
+
+    naive = (DATA / "vec_scale" / "candidates" / "naive.cu").read_text()
+    monkeypatch.setenv("MY_ENDPOINT_KEY", "sk-cli-secret-42")
+    out = tmp_path / "s.jsonl"
+    with ChatServer([("stream", ["Here:\n```cuda\n", naive, "```\n"])]) as server:
+        args = live(
+            "--model", "coder-7b", "--base-url", server.url, "--api-key-env", "MY_ENDPOINT_KEY",
+            "--toolchain", RECORDED, "--out", str(out), "--temperature", "0.3", "--seed", "11", "--max-tokens", "900",
+        )  # fmt: skip
+        assert main(args) == 0
+    sent = server.requests[0]
+    assert (sent["model"], sent["temperature"], sent["seed"], sent["max_tokens"]) == (
+        "coder-7b",
+        0.3,
+        11,
+        900,
+    )
+    assert server.headers[0]["authorization"] == "Bearer sk-cli-secret-42"
+    assert "sk-cli-secret-42" not in out.read_text()
+    header, events, _ = read_session(out)
+    assert (
+        header is not None
+        and header.model.base_url == server.url
+        and header.model.params["temperature"] == 0.3
+    )
+    assert isinstance(events[-1], SessionEnd) and events[-1].stop_reason == "passed"
