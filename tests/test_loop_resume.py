@@ -207,3 +207,20 @@ def test_an_ended_session_cannot_be_resumed() -> None:
                 vec_scale_task(), ScriptedModel([]), toolchain(), Protocol(), resume_from=(header, events)
             )
         )  # type: ignore[arg-type]
+
+
+def test_stop_while_the_model_is_answering() -> None:
+    with ChatServer([("hang", 5.0)]) as server:
+        config = OpenAIConfig(model="m", base_url=server.url, timeout_s=10, retries=0, stream=False)
+        control = LoopControl()
+        threading.Timer(0.3, control.stop).start()
+        start = time.monotonic()
+        events = list(
+            run_session(
+                vec_scale_task(), OpenAIModel(config, api_key="k"), toolchain(), Protocol(), control=control
+            )
+        )
+    assert time.monotonic() - start < 2.0
+    end = events[-1]
+    assert isinstance(end, SessionEnd) and end.stop_reason == "stopped" and end.iterations == 0
+    assert end.detail == "stopped by the user while the model was answering"

@@ -62,9 +62,13 @@ def effective_budget(protocol: Protocol) -> int:
 
 
 def _complete_streaming(
-    model: Model, messages: Sequence[Message], iteration: int
+    model: Model, messages: Sequence[Message], iteration: int, control: LoopControl | None = None
 ) -> Iterator[ReplyDelta | Completion]:
-    """Run the model call in a thread and yield its deltas as they arrive, then the Completion."""
+    """Run the model call in a thread and yield its deltas as they arrive, then the Completion.
+
+    A stop requested through ``control`` ends the wait at once (the abandoned call finishes in the
+    background and its reply is dropped).
+    """
     q: queue.Queue[tuple[str, object]] = queue.Queue()
 
     def work() -> None:
@@ -77,7 +81,12 @@ def _complete_streaming(
 
     threading.Thread(target=work, name=f"model-call-{iteration}", daemon=True).start()
     while True:
-        kind, value = q.get()
+        try:
+            kind, value = q.get(timeout=0.2)
+        except queue.Empty:
+            if control is not None and control.stopped:
+                raise _End("stopped", "stopped by the user while the model was answering") from None
+            continue
         if kind == "delta":
             yield ReplyDelta(iteration=iteration, text=str(value))
         elif kind == "error":
@@ -263,7 +272,7 @@ class _Run:
         messages = self.first if repeated else conversation(self.first, self.rounds, p.history)
         yield self.fold(Request(iteration=iteration, messages=messages))
         completion: Completion | None = None
-        for item in _complete_streaming(self.model, messages, iteration):
+        for item in _complete_streaming(self.model, messages, iteration, self.control):
             if isinstance(item, ReplyDelta):
                 yield self.fold(item)
             else:
