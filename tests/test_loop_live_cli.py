@@ -141,3 +141,82 @@ def test_live_against_a_loopback_endpoint(
         and header.model.params["temperature"] == 0.3
     )
     assert isinstance(events[-1], SessionEnd) and events[-1].stop_reason == "passed"
+
+
+def cut_after_verdict(path: Path, iteration: int) -> None:
+    """Keep the lines up to the verdict of ``iteration``, then half of the next line (a killed run)."""
+    lines = path.read_text().splitlines(keepends=True)
+    keep = next(
+        i for i, ln in enumerate(lines) if '"kind":"verdict"' in ln and f'"iteration":{iteration},' in ln
+    )
+    path.write_text("".join(lines[: keep + 1]) + lines[keep + 1][:30])
+
+
+def test_live_resume_continues_a_killed_session(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "s.jsonl"
+    assert (
+        main(live("--model", "scripted:vec_scale_demo.toml", "--toolchain", RECORDED, "--out", str(out))) == 0
+    )
+    cut_after_verdict(out, 1)
+    capsys.readouterr()
+    rc = main(
+        [
+            "live",
+            "--resume",
+            str(out),
+            "--model",
+            "scripted:vec_scale_demo.toml",
+            "--toolchain",
+            RECORDED,
+            "--headless",
+        ]
+    )
+    assert rc == 0
+    captured = capsys.readouterr()
+    assert "resuming after the valid prefix (truncated last line" in captured.err
+    assert captured.out.splitlines()[-1] == "end passed after 3 iterations, success, best 0.97x"
+    header, events, problem = read_session(out)
+    assert problem is None and header is not None
+    assert [v.iteration for v in events if isinstance(v, Verdict)] == [1, 2, 3]
+    assert len(out.read_text().splitlines()) == 1 + len(events)  # one header, no duplicates
+    # Resuming a finished session is refused in one line.
+    assert (
+        main(
+            ["live", "--resume", str(out), "--model", "scripted:vec_scale_demo.toml", "--toolchain", RECORDED]
+        )
+        == 2
+    )
+    assert "the session already ended (passed)" in capsys.readouterr().err
+
+
+def test_live_resume_of_an_endpoint_session_needs_no_model_flag(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from test_models_openai import ChatServer
+
+    cands = DATA / "vec_scale" / "candidates"
+    script = [
+        ("ok", f"```cuda\n{(cands / 'syntax.cu').read_text()}```"),
+        ("ok", f"```cuda\n{(cands / 'naive.cu').read_text()}```"),
+    ]
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-resume")
+    out = tmp_path / "s.jsonl"
+    with ChatServer(script) as server:
+        args = live(
+            "--model",
+            "coder",
+            "--base-url",
+            server.url,
+            "--no-stream",
+            "--toolchain",
+            RECORDED,
+            "--out",
+            str(out),
+        )
+        assert main(args) == 0
+        cut_after_verdict(out, 1)
+        assert main(["live", "--resume", str(out), "--toolchain", RECORDED, "--headless"]) == 0
+    assert len(server.requests) == 3  # iteration 2 was asked again after the resume
+    assert server.requests[2]["model"] == "coder" and "stream" not in server.requests[2]
+    _, events, problem = read_session(out)
+    assert problem is None and isinstance(events[-1], SessionEnd) and events[-1].stop_reason == "passed"

@@ -28,13 +28,23 @@ def register(sub: Any) -> None:
             "human. Exit status: 0 when the session succeeded, 1 when it ended without success."
         ),
     )
-    p.add_argument("--task", required=True, metavar="ID", help="task id")
+    p.add_argument("--task", metavar="ID", help="task id (required unless --resume)")
     p.add_argument(
         "--corpus", type=Path, default=None, help="corpus folder (native corpus/ or release data/)"
     )
     p.add_argument(
-        "--model", required=True, metavar="MODEL", help="model name, scripted:FILE, replay:SESSION or human"
+        "--model",
+        metavar="MODEL",
+        help="model name, scripted:FILE, replay:SESSION or human (required unless resuming an endpoint session)",
     )
+    p.add_argument(
+        "--resume",
+        type=Path,
+        default=None,
+        metavar="SESSION",
+        help="continue a killed session file after its valid prefix, under its recorded task and protocol",
+    )
+
     m = p.add_argument_group("endpoint")
     m.add_argument("--base-url", default=None, help="OpenAI-compatible base URL (default: $OPENAI_BASE_URL)")
     m.add_argument("--api-key-env", default=None, metavar="VAR", help="environment variable holding the key")
@@ -205,7 +215,12 @@ def _toolchain(args: argparse.Namespace, task: Any) -> Any:
 
 def _live(args: argparse.Namespace) -> int:
     from beavertui.engine.corpus import default_corpus, load_corpus
+    from beavertui.engine.errors import BeaverError
 
+    if args.resume is not None:
+        return _resume(args)
+    if not args.task or not args.model:
+        raise BeaverError("live needs --task ID and --model MODEL (or --resume SESSION)")
     task = load_corpus(args.corpus or default_corpus(), [args.task]).get(args.task)
     protocol = _protocol(args)
     toolchain = _toolchain(args, task)
@@ -224,8 +239,50 @@ def _live(args: argparse.Namespace) -> int:
     return run_headless(task, model, toolchain, protocol, out, session_id=session_id)
 
 
-def run_headless(task: Any, model: Any, toolchain: Any, protocol: Any, out: Path, **run_kw: Any) -> int:
-    """Run the session, append each event to ``out`` and print a line per event; 0 when it succeeded."""
+def _resume(args: argparse.Namespace) -> int:
+    """Continue a killed session: its task, protocol and (for endpoints) model come from its header."""
+    from beavertui.engine.corpus import load_corpus
+    from beavertui.engine.errors import BeaverError
+    from beavertui.engine.models.openai_model import OpenAIConfig, OpenAIModel
+    from beavertui.engine.session import SessionWriter, read_session
+
+    header, _events, problem = read_session(args.resume)
+    if header is None:
+        raise BeaverError(f"{args.resume}: cannot resume: {problem}")
+    task_id = header.task.id
+    if args.task and args.task != task_id:
+        raise BeaverError(f"{args.resume} is a session of task {task_id!r}, not {args.task!r}")
+    task = load_corpus(args.corpus or Path(header.task.corpus), [task_id]).get(task_id)
+    protocol = header.protocol
+    if args.model:
+        model = _model(args, task, protocol)
+    elif header.model.kind == "openai":
+        known = set(OpenAIConfig.model_fields) - {"model", "base_url", "api_key_env"}
+        params = {k: v for k, v in header.model.params.items() if k in known}
+        config = OpenAIConfig(
+            model=header.model.name, base_url=args.base_url or header.model.base_url, **params
+        )
+        if args.api_key_env:
+            config = config.model_copy(update={"api_key_env": args.api_key_env})
+        model = OpenAIModel(config)
+    else:
+        raise BeaverError(f"resuming a {header.model.kind} session needs --model (e.g. {header.model.name})")
+    toolchain = _toolchain(args, task)
+    writer, prefix = SessionWriter.reopen(args.resume, redact=model.secrets())
+    if problem:
+        print(f"beavertui: resuming after the valid prefix ({problem})", file=sys.stderr)
+    return run_headless(
+        task, model, toolchain, protocol, args.resume, writer=writer, resume_from=(header, prefix)
+    )
+
+
+def run_headless(
+    task: Any, model: Any, toolchain: Any, protocol: Any, out: Path, writer: Any = None, **run_kw: Any
+) -> int:
+    """Run the session, append each event to ``out`` and print a line per event; 0 when it succeeded.
+
+    ``writer``: an already open SessionWriter (resuming); the re-yielded header is then not written.
+    """
     from beavertui.console import EventPrinter
     from beavertui.engine.events import SessionEnd, SessionHeader
     from beavertui.engine.loop import run_session
@@ -233,7 +290,6 @@ def run_headless(task: Any, model: Any, toolchain: Any, protocol: Any, out: Path
 
     printer = EventPrinter()
     stream = run_session(task, model, toolchain, protocol, **run_kw)
-    writer: SessionWriter | None = None
     success = False
     interrupted = False
     try:
@@ -248,7 +304,8 @@ def run_headless(task: Any, model: Any, toolchain: Any, protocol: Any, out: Path
                 break
             try:
                 if isinstance(item, SessionHeader):
-                    writer = SessionWriter(out, item, redact=model.secrets())
+                    if writer is None:
+                        writer = SessionWriter(out, item, redact=model.secrets())
                 elif writer is not None:
                     writer.append(item)
                 printer.show(item)
