@@ -53,7 +53,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.command is None:
-        if "browse" in parser._subparsers._group_actions[0].choices:  # type: ignore[union-attr]
+        if "browse" in parser._subparsers._group_actions[0].choices:  # type: ignore[union-attr,operator]
             args = parser.parse_args(["browse"])
         else:
             parser.print_help()

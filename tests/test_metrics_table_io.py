@@ -10,8 +10,10 @@ from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from beavertui.engine import table_io
+from beavertui.engine import table_fast, table_io
 from beavertui.engine.metrics import compute_groups
 from beavertui.engine.table import from_rows
 
@@ -59,7 +61,7 @@ def test_fast_path_equals_standard_parsers(tmp_path: Path, fmt: str, monkeypatch
     path = tmp_path / f"a.{fmt}"
     with path.open("w") as f:
         (table_io.write_jsonl if fmt == "jsonl" else table_io.write_csv)(rows, f)
-    monkeypatch.setattr(table_io, "CHUNK_BYTES", 4096)  # many chunks, lines cut at chunk edges
+    monkeypatch.setattr(table_fast, "BLOCK_BYTES", 1500)  # many blocks, lines cut at block edges
     fast = table_io.read_table(path)
     assert len(fast) == 700
     assert canonical(fast) == canonical(from_rows(rows))
@@ -73,9 +75,9 @@ def test_fast_json_chunk_is_really_taken_and_refuses_escapes() -> None:
     buf = io.StringIO()
     table_io.write_jsonl([{**r, "model": "plain"} for r in rows], buf)
     data = buf.getvalue().encode()
-    assert table_io._fast_json_chunk(data) is not None
+    assert table_fast.fast_json_chunk(data) is not None
     escaped = data.replace(b'"plain"', b'"pl\\"ain"', 1)
-    assert table_io._fast_json_chunk(escaped) is None
+    assert table_fast.fast_json_chunk(escaped) is None
     # ... and the file still reads through the standard parser
     assert table_io._slow_json(escaped, 1).col("model").labels[0] == 'pl"ain'
 
@@ -127,6 +129,47 @@ def test_hash_encoding_is_exact() -> None:
     mat = np.zeros((len(values), 3), np.uint64)
     for i, v in enumerate(values):
         mat[i] = np.frombuffer(v.ljust(24, b"\0"), "<u8")
-    codes = table_io._encode_words(mat)
+    codes = table_fast.encode(mat)
     decoded = [codes.labels[c] for c in codes.codes]
     assert decoded == ["a", "ab", "a", "zz" * 9, ""]
+
+
+def _matrix(values: list[bytes], width: int = 32) -> np.ndarray:
+    mat = np.zeros((len(values), width), np.uint8)
+    for i, v in enumerate(values):
+        mat[i, : len(v)] = np.frombuffer(v, np.uint8)
+    return mat.view(np.uint64)
+
+
+@settings(max_examples=50, deadline=None)
+@given(
+    st.lists(st.floats(0, 1e6, allow_nan=False) | st.integers(0, 10**6).map(float), min_size=1, max_size=30)
+)
+def test_vectorised_numbers_equal_the_standard_parser(xs: list[float]) -> None:
+    texts = [repr(x).encode() for x in xs] + [b"1e-05", b"-2.5", b"null", b""]
+    got = table_fast.to_float(_matrix(texts), "speedup")
+    want = [float(t) if t not in (b"null", b"") else float("nan") for t in texts]
+    assert [g if g == g else None for g in got.tolist()] == [w if w == w else None for w in want]
+    ints = [str(int(x)).encode() for x in xs] + [b"-3", b"+4"]
+    assert table_fast.to_int(_matrix(ints), "sample").tolist() == [int(t) for t in ints]
+    with pytest.raises(table_io.TableFormatError):
+        table_fast.to_int(_matrix([b"1.5"]), "sample")
+
+
+def test_clean_files_never_touch_the_standard_parsers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    rows = random_rows(400)
+    for fmt, write in (("jsonl", table_io.write_jsonl), ("csv", table_io.write_csv)):
+        path = tmp_path / f"clean.{fmt}"
+        with path.open("w") as f:
+            write(rows, f)
+        monkeypatch.setattr(table_fast, "BLOCK_BYTES", 2000)
+
+        def refuse(*a: object) -> None:
+            raise AssertionError("fell back to the standard parser")
+
+        monkeypatch.setattr(table_io, "_slow_json", refuse)
+        monkeypatch.setattr(table_io, "_slow_csv", refuse)
+        assert canonical(table_io.read_table(path)) == canonical(from_rows(rows))
+        monkeypatch.undo()

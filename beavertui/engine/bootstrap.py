@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 import numpy.typing as npt
@@ -28,12 +29,15 @@ class Intervals:
     ratio_hi: F64
 
 
+@lru_cache(maxsize=8)
 def weights(n_tasks: int, resamples: int = RESAMPLES, seed: int = SEED) -> F64:
-    """Multiplicity of each task in each resample, shape (resamples, tasks)."""
+    """Multiplicity of each task in each resample, shape (resamples, tasks) (cached: read only)."""
     rng = np.random.default_rng(seed)
     draws = rng.integers(0, n_tasks, size=(resamples, n_tasks))
     flat = (np.arange(resamples)[:, None] * n_tasks + draws).ravel()
-    return np.bincount(flat, minlength=resamples * n_tasks).reshape(resamples, n_tasks).astype(np.float64)
+    w = np.bincount(flat, minlength=resamples * n_tasks).reshape(resamples, n_tasks).astype(np.float64)
+    w.flags.writeable = False
+    return w
 
 
 def intervals(means: F64, nums: F64, dens: F64, resamples: int = RESAMPLES, seed: int = SEED) -> Intervals:

@@ -161,7 +161,10 @@ def cuda_root() -> Path | None:
             pass
     candidates.append(Path("/usr/local/cuda"))
     for c in candidates:
-        headers = (c / "include" / "cuda_runtime.h", c / "targets" / "x86_64-linux" / "include" / "cuda_runtime.h")
+        headers = (
+            c / "include" / "cuda_runtime.h",
+            c / "targets" / "x86_64-linux" / "include" / "cuda_runtime.h",
+        )
         if (c / "bin" / "nvcc").exists() and any(h.is_file() for h in headers):
             return c
     return None
