@@ -8,6 +8,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from beavertui.engine.errors import BeaverError
+
 
 def register(sub: Any) -> None:
     p = sub.add_parser("corpus", help="list or validate a task corpus")
@@ -23,6 +25,10 @@ def register(sub: Any) -> None:
     va.add_argument("--task", action="append", default=None, metavar="ID", help="only this task (repeatable)")
     va.add_argument("--json", action="store_true", help="JSON on stdout")
     va.add_argument("--no-timing", action="store_true", help="skip reference timing")
+    va.add_argument(
+        "--workers", type=int, default=None, metavar="N",
+        help="tasks built and run at once in the check phase (default: min(8, CPU cores)); timing is always serial",
+    )  # fmt: skip
     va.set_defaults(func=_validate)
 
 
@@ -104,9 +110,24 @@ def _validate(args: argparse.Namespace) -> int:
         )
     results = []
     tasks = list(load.tasks)
-    for i, r in enumerate(validate(tasks, machine, timing=not args.no_timing, ceilings=ceilings), 1):
+    if args.workers is not None and args.workers < 1:
+        raise BeaverError(f"--workers must be at least 1, got {args.workers}")
+
+    def checked(r: Any, done: int, total: int) -> None:
+        seen = r.broken_category or r.reason or ""
+        print(
+            f"checked [{done}/{total}] {r.task_id}: reference {r.reference_category or '-'}, broken start {seen}",
+            file=sys.stderr, flush=True,
+        )  # fmt: skip
+
+    run = validate(
+        tasks, machine, timing=not args.no_timing, ceilings=ceilings, workers=args.workers, on_checked=checked
+    )
+    for i, r in enumerate(run, 1):
         results.append(r)
         state = "valid" if r.valid else ("not runnable: " + (r.reason or "") if not r.runnable else "INVALID")
+        if r.reference_ms is not None:
+            state += f" (reference {r.reference_ms:.4f} ms, CV {100 * (r.reference_cv or 0):.1f}%)"
         print(f"[{i}/{len(tasks)}] {r.task_id}: {state}", file=sys.stderr, flush=True)
         if args.json:
             print(json.dumps({**asdict(r), "valid": r.valid}), flush=True)
@@ -126,6 +147,9 @@ def _validate(args: argparse.Namespace) -> int:
         )
         if r.unstable:
             t += " unstable"
+        broken = r.broken_category or ""
+        if r.broken_speedup is not None:
+            broken += f" at {r.broken_speedup:.2f}x"
         thr = []
         if r.tflops is not None:
             thr.append(
@@ -137,7 +161,7 @@ def _validate(args: argparse.Namespace) -> int:
                 f"{r.gbps:.0f} GB/s" + (f" ({100 * r.gbps_fraction:.0f}% copy)" if r.gbps_fraction else "")
             )
         table.append(
-            [r.task_id, r.label, r.reference_category or "", r.broken_category or "",
+            [r.task_id, r.label, r.reference_category or "", broken,
              "yes" if r.label_agrees else "no", t, ", ".join(thr)]
         )  # fmt: skip
     print(_plain(table))

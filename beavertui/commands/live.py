@@ -72,11 +72,22 @@ def register(sub: Any) -> None:
     q.add_argument(
         "--no-stagnation-stop", action="store_true", help="report stagnation detectors, never stop"
     )
+    q.add_argument(
+        "--sanitize", action="append", default=None, metavar="TOOL",
+        choices=("memcheck", "racecheck", "synccheck", "initcheck"),
+        help="run this compute-sanitizer tool on every attempt that runs (repeatable); memcheck also runs on failures",
+    )  # fmt: skip
     o = p.add_argument_group("output")
     o.add_argument(
         "--out", type=Path, default=None, help="session file (default sessions/live/<task>-<id>.jsonl)"
     )
     o.add_argument("--sessions-dir", type=Path, default=Path("sessions"))
+    o.add_argument(
+        "--notes",
+        default=None,
+        metavar="TEXT",
+        help="free text kept in the session header (e.g. 'replies written by hand')",
+    )
     o.add_argument(
         "--headless", action="store_true", help="print one line per event instead of the full screen"
     )
@@ -116,6 +127,7 @@ def _protocol(args: argparse.Namespace) -> Any:
             self_source=args.self_source,
             seed=args.seed,
             stagnation=StagnationSettings(stop=not args.no_stagnation_stop),
+            sanitize_tools=tuple(dict.fromkeys(args.sanitize or ())),
         )
     except ValidationError as exc:
         err = exc.errors()[0]
@@ -234,9 +246,12 @@ def _live(args: argparse.Namespace) -> int:
             pass
         else:
             return int(
-                run_live(task, model, toolchain, protocol, out, paused=args.paused, session_id=session_id)
-            )
-    return run_headless(task, model, toolchain, protocol, out, session_id=session_id)
+                run_live(
+                    task, model, toolchain, protocol, out, paused=args.paused, session_id=session_id,
+                    notes=args.notes,
+                )
+            )  # fmt: skip
+    return run_headless(task, model, toolchain, protocol, out, session_id=session_id, notes=args.notes)
 
 
 def _resume(args: argparse.Namespace) -> int:

@@ -140,6 +140,21 @@ def reference_workdir(task: Task, config: runner.RunnerConfig, tcfg: TimingConfi
     return runner.WorkDir(path=final, task=task, manifest={}, links={})
 
 
+def adopt_reference_build(task: Task, tcfg: TimingConfig, work: runner.WorkDir, build_command: str) -> None:
+    """Keep an already built and passing reference work dir as the cached reference build (no rebuild)."""
+    root = (tcfg.cache or cupti.cache_dir()) / "refbuild"
+    final = root / f"{task.id[:60]}-{reference_key(task)}"
+    if (final / ".beaver-built").is_file():
+        runner.remove(work)
+        return
+    root.mkdir(parents=True, exist_ok=True)
+    (work.path / ".beaver-built").write_text(build_command + "\n")
+    try:
+        shutil.move(str(work.path), str(final))
+    except OSError:
+        runner.remove(work)  # reference_workdir builds it again when timing needs it
+
+
 Sampler = Callable[[runner.WorkDir], tuple[list[float], StageResult]]
 
 
