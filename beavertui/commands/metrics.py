@@ -90,15 +90,30 @@ def _handle(args: argparse.Namespace) -> int:
         raise BeaverError(f"{args.source}: no attempts")
     groups = compute_groups(table)
     sw, kt = swing(groups), kendall(groups)
+    cells = _analysis_cells(args.source)
     if args.json:
-        doc = {"groups": [g.as_json() for g in groups], "swing": sw, "kendall_tau": kt}
+        doc = {"groups": [_group_json(g, cells) for g in groups], "swing": sw, "kendall_tau": kt}
         _emit(json.dumps(doc, indent=None, allow_nan=False), args.output)
         return 0
     from beavertui.reports import render
-    from beavertui.reports.tables import breakdown_table, kendall_table, main_tables, swing_table
+    from beavertui.reports.tables import (
+        analysis_table,
+        breakdown_table,
+        kendall_table,
+        main_tables,
+        swing_table,
+    )
 
     seed = SEED if args.seed is None else args.seed
     tables = main_tables(groups, resamples=args.resamples, seed=seed)
+    if cells is not None:
+        tables.append(analysis_table(groups, cells, resamples=args.resamples, seed=seed))
+    else:
+        print(
+            "beavertui: edit precision, bug recall and code degeneration need the candidates' code: "
+            "give the run directory instead of an attempts table",
+            file=sys.stderr,
+        )
     if sw:
         tables.append(swing_table(sw))
     if kt:
@@ -127,6 +142,29 @@ def _handle(args: argparse.Namespace) -> int:
         _write(args.plots / "p_sweep.svg", p_sweep_svg(groups))
         _write(args.plots / "swing.svg", swing_svg(sw))
     return 0
+
+
+def _analysis_cells(source: Path) -> dict[Any, Any] | None:
+    """Edit and degeneration analysis per group from the sessions; None for an attempts table."""
+    if not (source.is_dir() or (source.is_file() and _is_session(source))):
+        return None
+    from beavertui.engine.analysis.report import run_cells
+
+    return dict(run_cells(source))
+
+
+def _group_json(g: Any, cells: dict[Any, Any] | None) -> dict[str, Any]:
+    """metrics.md's group object plus the analysis keys (null when the source carries no code)."""
+    from beavertui.engine.analysis.report import group_key
+
+    doc: dict[str, Any] = g.as_json()
+    c = None if cells is None else cells.get(group_key(g.model, g.protocol.as_dict()))
+    num = c.nums.sum(axis=0) if c is not None and len(c.tasks) else None
+    den = c.dens.sum(axis=0) if c is not None and len(c.tasks) else None
+    for j, key in enumerate(("edit_precision", "bug_recall", "code_degenerate_rate")):
+        doc[key] = float(num[j] / den[j]) if num is not None and den is not None and den[j] > 0 else None
+    doc["analysed_repairs"] = None if cells is None else (c.analysed_repairs if c is not None else 0)
+    return doc
 
 
 def _task_attribute(table: Any, column: str) -> dict[str, str | None]:

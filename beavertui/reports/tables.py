@@ -115,6 +115,81 @@ def main_tables(
     return [main, sweep]
 
 
+def analysis_table(
+    groups: Sequence[GroupMetrics],
+    cells: Mapping[Any, Any],
+    *,
+    resamples: int = RESAMPLES,
+    seed: int = SEED,
+) -> Table:
+    """Edit precision, bug recall and both degeneration rates per group, next to its pass@k.
+
+    ``cells`` maps ``analysis.report.group_key`` to that group's ``GroupCells`` (from the sessions).
+    """
+    from beavertui.engine.analysis.report import group_key
+
+    rows: list[tuple[Cell, ...]] = []
+    for g in groups:
+        r = _rates(g, resamples, seed)
+        c = cells.get(group_key(g.model, g.protocol.as_dict()))
+        if c is None or len(c.tasks) == 0:
+            rows.append(
+                (
+                    g.model,
+                    g.protocol.short(),
+                    r["pass@k"],
+                    "0",
+                    Rate(None),
+                    Rate(None),
+                    r["degenerate"],
+                    Rate(None),
+                )
+            )
+            continue
+        iv = intervals(np.zeros((len(c.tasks), 0)), c.nums, c.dens, resamples, seed)
+        num, den = c.nums.sum(axis=0), c.dens.sum(axis=0)
+        shares = []
+        for j in range(3):
+            if den[j] > 0:
+                shares.append(Rate(float(num[j] / den[j]), _f(iv.ratio_lo[j]), _f(iv.ratio_hi[j])))
+            else:
+                shares.append(Rate(None))
+        rows.append(
+            (
+                g.model,
+                g.protocol.short(),
+                r["pass@k"],
+                str(c.analysed_repairs),
+                shares[0],
+                shares[1],
+                r["degenerate"],
+                shares[2],
+            )
+        )
+    return Table(
+        "Edit precision, bug recall and degeneration per model and protocol (next to pass@k)",
+        (
+            "model",
+            "protocol",
+            "pass@k",
+            "repairs",
+            "edit precision",
+            "bug recall",
+            "degenerate (speedup)",
+            "degenerate (code)",
+        ),
+        tuple(rows),
+        note="repairs: trajectories with a correct attempt, each scored at its first one. Edit precision: "
+        "percent of the repair's changed lines (difflib on right-stripped lines, blank lines dropped) that "
+        "fall within a reference edit block (tolerance 1 line); bug recall: percent of the reference's "
+        "edit blocks the repair touches. Degenerate (speedup): first successes at iteration >= 2 slower "
+        "than the reference (metrics.md); degenerate (code): the same first successes that lost a "
+        "performance feature of the reference (shared memory, tensor cores, async copies, vector loads, "
+        "shuffles, parallel launch), the kernel, or their work to a library. Percent, pooled over "
+        f"trajectories; [95% bootstrap interval over tasks, {resamples} resamples, seed {seed}].",
+    )
+
+
 def swing_table(entries: Sequence[Mapping[str, Any]]) -> Table:
     rows = []
     for e in entries:

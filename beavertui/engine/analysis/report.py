@@ -82,6 +82,28 @@ def summarize(
     ``code_degenerate_rate`` is, like metrics.md's ``degenerate_rate``, taken among trajectories whose
     first success comes at iteration >= 2: the share whose first success is code-degenerate.
     """
+    nums, dens, analysed = first_success_sums(
+        trajectory, iteration, correct, edit_precision, bug_recall, code_degenerate
+    )
+    values = [float(n / d) if d > 0 else None for n, d in zip(nums, dens, strict=True)]
+    return {
+        "edit_precision": values[0],
+        "bug_recall": values[1],
+        "code_degenerate_rate": values[2],
+        "analysed_repairs": analysed,
+    }
+
+
+def first_success_sums(
+    trajectory: ArrayLike,
+    iteration: ArrayLike,
+    correct: ArrayLike,
+    edit_precision: ArrayLike,
+    bug_recall: ArrayLike,
+    code_degenerate: ArrayLike,
+) -> tuple[list[float], list[float], int]:
+    """``summarize``'s numerators and denominators (precision, recall, code-degenerate rate) and the
+    number of trajectories with a correct attempt; sums over tasks pool into the group's values."""
     traj = np.asarray(trajectory)
     it = np.asarray(iteration, dtype=np.int64)
     ok = np.asarray(correct, dtype=bool)
@@ -92,20 +114,13 @@ def summarize(
     # First correct attempt per trajectory: sort by (trajectory, iteration), keep the first of each run.
     order = idx[np.lexsort((it[idx], traj[idx]))]
     first = order[np.r_[True, traj[order][1:] != traj[order][:-1]]] if order.size else order
-
-    def mean(values: np.ndarray) -> float | None:
-        v = values[~np.isnan(values)]
-        return float(v.mean()) if v.size else None
-
     later = first[it[first] >= 2]
-    later_deg = deg[later]
-    later_deg = later_deg[~np.isnan(later_deg)]
-    return {
-        "edit_precision": mean(prec[first]),
-        "bug_recall": mean(rec[first]),
-        "code_degenerate_rate": float(later_deg.mean()) if later_deg.size else None,
-        "analysed_repairs": int(first.size),
-    }
+    nums, dens = [], []
+    for values in (prec[first], rec[first], deg[later]):
+        v = values[~np.isnan(values)]
+        nums.append(float(v.sum()))
+        dens.append(float(v.size))
+    return nums, dens, int(first.size)
 
 
 def attempt_lines(analysis: AttemptAnalysis | None) -> list[str]:
@@ -177,13 +192,29 @@ def group_key(model: str, protocol: Mapping[str, object]) -> GroupKey:
     )
 
 
-def run_summary(root: str | Path) -> dict[GroupKey, dict[str, float | int | None]]:
-    """``summarize`` per (model, protocol) group over every session file under a run directory.
+@dataclass(frozen=True)
+class GroupCells:
+    """Per-task sums of one group's analysis, the unit the bootstrap over tasks resamples.
+
+    Columns of ``nums`` / ``dens`` are (edit_precision, bug_recall, code_degenerate_rate): the sum of the
+    values over the task's trajectories' first correct attempts (the count of code-degenerate ones for
+    the rate), and how many such attempts carried a value. The pooled ratio sum(nums) / sum(dens) over
+    tasks is the ``summarize`` value of the whole group.
+    """
+
+    tasks: tuple[str, ...]
+    nums: np.ndarray
+    dens: np.ndarray
+    analysed_repairs: int
+
+
+def run_cells(root: str | Path) -> dict[GroupKey, GroupCells]:
+    """Per (model, protocol) group, per task: the analysis of every session file under a run directory.
 
     Branch sessions (with a parent) are analyses, not part of the run, and are skipped; damaged files
     count up to their valid prefix. Only attempts within the budget count (K - 1 for self-sourced tasks).
     """
-    columns: dict[GroupKey, dict[str, list[float]]] = {}
+    columns: dict[GroupKey, dict[str, dict[str, list[float]]]] = {}
     trajectories = 0
     for path in sorted(Path(root).rglob("*.jsonl")) if Path(root).is_dir() else [Path(root)]:
         header, events, _problem = read_session(path)
@@ -192,7 +223,8 @@ def run_summary(root: str | Path) -> dict[GroupKey, dict[str, float | int | None
         state = fold(header, events)
         p = header.protocol
         budget = p.budget - 1 if p.self_source and p.method == "iterative" else p.budget
-        cols = columns.setdefault(group_key(header.model.name, p.key()), {k: [] for k in _SUMMARY_INPUTS})
+        by_task = columns.setdefault(group_key(header.model.name, p.key()), {})
+        cols = by_task.setdefault(header.task.id, {k: [] for k in _SUMMARY_INPUTS})
         for a in state.attempts:
             if a.verdict is None or (p.method == "iterative" and a.iteration > budget):
                 continue
@@ -205,7 +237,33 @@ def run_summary(root: str | Path) -> dict[GroupKey, dict[str, float | int | None
                 value = analysed[name]
                 cols[name].append(math.nan if value is None else float(value))  # type: ignore[arg-type]
         trajectories += p.budget + 1
-    return {key: summarize(*(c[k] for k in _SUMMARY_INPUTS)) for key, c in columns.items()}
+    out: dict[GroupKey, GroupCells] = {}
+    for key, by_task in columns.items():
+        nums, dens, analysed_repairs = [], [], 0
+        for task_cols in by_task.values():
+            num, den, repairs = first_success_sums(*(task_cols[k] for k in _SUMMARY_INPUTS))
+            nums.append(num)
+            dens.append(den)
+            analysed_repairs += repairs
+        out[key] = GroupCells(
+            tuple(by_task), np.asarray(nums, float), np.asarray(dens, float), analysed_repairs
+        )
+    return out
+
+
+def run_summary(root: str | Path) -> dict[GroupKey, dict[str, float | int | None]]:
+    """``summarize`` per (model, protocol) group over every session file under a run directory."""
+    out: dict[GroupKey, dict[str, float | int | None]] = {}
+    for key, cells in run_cells(root).items():
+        num, den = cells.nums.sum(axis=0), cells.dens.sum(axis=0)
+        values = [float(n / d) if d > 0 else None for n, d in zip(num, den, strict=True)]
+        out[key] = {
+            "edit_precision": values[0],
+            "bug_recall": values[1],
+            "code_degenerate_rate": values[2],
+            "analysed_repairs": cells.analysed_repairs,
+        }
+    return out
 
 
 _SUMMARY_INPUTS = ("trajectory", "iteration", "correct", "edit_precision", "bug_recall", "code_degenerate")

@@ -1,0 +1,92 @@
+"""`beavertui metrics` on a real batch run: edit precision, bug recall and both degeneration rates.
+
+The run is made by the CLI (`beavertui batch`) with the package's scripted demo model and the recorded
+vec_scale outcomes, so every number below comes from the same sessions a GPU run would write.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from beavertui.cli import main
+from beavertui.engine.analysis.degeneration import compare
+from beavertui.engine.analysis.edits import edit_score
+from beavertui.engine.session import read_session
+from beavertui.engine.state import fold
+from tests.test_batch import batch, sessions
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("sessions")
+    assert batch(root, "--run-id", "demo", "--samples", "2") == 0
+    return root / "demo"
+
+
+def first_success(path: Path) -> tuple[str, str, str | None, str, int]:
+    header, events, _ = read_session(path)
+    assert header is not None
+    state = fold(header, events)
+    first = next(a for a in state.attempts if a.verdict and a.verdict.correct)
+    assert first.candidate is not None and first.candidate.code is not None
+    return (
+        header.task.broken_start,
+        first.candidate.code,
+        header.task.reference,
+        header.model.name,
+        first.iteration,
+    )
+
+
+def test_metrics_json_has_the_analysis_next_to_pass_at_k(
+    run_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    capsys.readouterr()
+    assert main(["metrics", str(run_dir), "--json"]) == 0
+    (group,) = json.loads(capsys.readouterr().out)["groups"]
+    # Expected values recomputed from the sessions' own first correct candidates.
+    firsts = [first_success(p) for p in sessions(run_dir)]
+    assert len(firsts) == 2
+    scores = [edit_score(b, c, r or "") for b, c, r, _m, _i in firsts]
+    assert group["edit_precision"] == pytest.approx(sum(s.precision or 0 for s in scores) / 2)
+    assert group["bug_recall"] == pytest.approx(sum(s.recall or 0 for s in scores) / 2)
+    later = [f for f in firsts if f[4] >= 2]
+    assert later, "the demo script repairs at iteration 2"
+    code_deg = [compare(c, b, r).degenerate for b, c, r, _m, _i in later]
+    assert group["code_degenerate_rate"] == pytest.approx(sum(code_deg) / len(later))
+    assert group["analysed_repairs"] == 2
+    assert group["pass@k"] == 1.0 and group["degenerate_rate"] is not None
+    for key in ("edit_precision", "bug_recall", "code_degenerate_rate"):
+        assert 0.0 <= group[key] <= 1.0
+
+
+def test_metrics_table_shows_the_analysis_columns(run_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    capsys.readouterr()
+    assert main(["metrics", str(run_dir), "--format", "markdown"]) == 0
+    out = capsys.readouterr().out
+    title = "### Edit precision, bug recall and degeneration per model and protocol (next to pass@k)"
+    assert title in out
+    table = out[out.index(title) :].splitlines()
+    assert table[2] == (
+        "| model | protocol | pass@k | repairs | edit precision | bug recall | degenerate (speedup) "
+        "| degenerate (code) |"
+    )
+    row = table[4].split(" | ")
+    assert row[3] == "2" and all("[" in cell for cell in row[4:])  # every rate with its interval
+    assert "95% bootstrap interval over tasks" in out
+
+
+def test_metrics_of_an_attempts_table_says_the_analysis_needs_the_run(
+    run_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    table = tmp_path / "attempts.jsonl"
+    assert main(["export", str(run_dir), "-o", str(table)]) == 0
+    capsys.readouterr()
+    assert main(["metrics", str(table), "--json"]) == 0
+    (group,) = json.loads(capsys.readouterr().out)["groups"]
+    assert group["edit_precision"] is None and group["analysed_repairs"] is None
+    assert main(["metrics", str(table)]) == 0
+    assert "give the run directory" in capsys.readouterr().err
