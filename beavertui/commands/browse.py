@@ -12,11 +12,12 @@ from pathlib import Path
 
 
 def demo_dir() -> Path:
-    """sessions/demo of a source checkout, else the copy installed with the package."""
+    """sessions/demo of the source checkout beside the package, else ./sessions/demo (an installed copy run
+    from the repository root)."""
     here = Path(__file__).resolve().parents[2] / "sessions" / "demo"
     if here.is_dir():
         return here
-    return Path(__file__).resolve().parents[1] / "demo_sessions"
+    return Path.cwd() / "sessions" / "demo"
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
