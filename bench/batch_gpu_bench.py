@@ -99,6 +99,46 @@ def timed(cmd: list[str], log: Path, kill_after: float | None = None) -> tuple[f
     return time.perf_counter() - t0, rc, killed
 
 
+class BusySampler:
+    """GPU busy fraction while a phase runs: `nvidia-smi` utilization.gpu (percent of the sample period in
+    which a kernel ran) every 500 ms on the GPUs the batch sees, averaged over the phase."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def __enter__(self) -> BusySampler:
+        ids = os.environ.get("CUDA_VISIBLE_DEVICES")
+        cmd = [
+            "nvidia-smi",
+            "--query-gpu=index,utilization.gpu",
+            "--format=csv,noheader,nounits",
+            "-lms",
+            "500",
+        ]
+        if ids:
+            cmd += ["-i", ids]
+        try:
+            with self.path.open("w") as fh:
+                self.proc = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.DEVNULL)
+        except OSError:
+            self.proc = None
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.proc is not None:
+            self.proc.terminate()
+            self.proc.wait()
+
+    def fraction(self) -> float | None:
+        vals = []
+        for line in self.path.read_text().splitlines() if self.path.exists() else []:
+            parts = [p.strip() for p in line.split(",")]
+            if len(parts) == 2 and parts[1].isdigit():
+                vals.append(int(parts[1]))
+        return round(sum(vals) / len(vals) / 100.0, 3) if vals else None
+
+
 def session_stats(run_dir: Path) -> dict[str, Any]:
     """Consistency of every session and the harness overhead per attempt from the events' time stamps."""
     from beavertui.engine.session import read_session
@@ -182,10 +222,11 @@ def main() -> int:
 
     # 1. scheduled, killed, resumed
     cache = ["--cache", str(out / "cache-main")]
-    w1, rc1, killed = timed(batch_cmd(out, "sched", tasks, *cache), log, kill_after=a.kill_after)
-    w2, rc2, _ = timed(
-        beaver("batch", "--resume", str(out / "sessions" / "sched"), "--quiet", *cache, *EXTRA), log
-    )
+    with BusySampler(out / "busy.csv") as busy:
+        w1, rc1, killed = timed(batch_cmd(out, "sched", tasks, *cache), log, kill_after=a.kill_after)
+        w2, rc2, _ = timed(
+            beaver("batch", "--resume", str(out / "sessions" / "sched"), "--quiet", *cache, *EXTRA), log
+        )
     run_dir = out / "sessions" / "sched"
     res["scheduled"] = {
         "killed_after_s": round(w1, 1) if killed else None,
@@ -193,6 +234,7 @@ def main() -> int:
         "resume_wall_s": round(w2, 1),
         "resume_rc": rc2,
         "wall_s_total": round(w1 + w2, 1),
+        "gpu_busy_fraction": busy.fraction(),
         "summary_after_resume": summary(run_dir),
         **session_stats(run_dir),
     }
