@@ -113,6 +113,10 @@ class StageResult(_Frozen):
     """Total bytes the command wrote (log may hold fewer)."""
     cached: bool = False
     """The build was served from the compile cache."""
+    stopped_by: str | None = None
+    """Limits that stopped or refused the command, in words (CPU time, file size, processes, wall clock)."""
+    sandbox: str = ""
+    """Isolation that applied to the command, and what this machine could not provide and why."""
 
 
 class SanitizerRecord(_Frozen):
@@ -167,6 +171,13 @@ class TimingResult(_Frozen):
     """Anything the reader should know (e.g. the baseline came from the cache)."""
     profile: dict[str, str] = Field(default_factory=dict)
     """ncu metrics of the candidate, name -> value with its unit (filled when AttemptOptions.profile)."""
+    candidate_host_samples: list[float] = Field(default_factory=list)
+    """Native contract: every candidate ``BEAVER_HOST_MS`` (host clock from before the start event to a full
+    device synchronisation, milliseconds), one per timed run, in the order of candidate_samples."""
+    reference_host_samples: list[float] = Field(default_factory=list)
+    """The same for the reference."""
+    flags: list[str] = Field(default_factory=list)
+    """Anti-cheat findings of the timing runs (anticheat.py): ``side_stream``, ``cached_result``, ...."""
 
 
 # --------------------------------------------------------------------------------------------- events

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from beavertui.engine import ceilings, runner, sanitizer
+from beavertui.engine import anticheat, ceilings, runner, sanitizer
 from beavertui.engine.adapt import adapt_command
 from beavertui.engine.classify import Classification, classify
 from beavertui.engine.errors import BeaverError
@@ -31,7 +31,7 @@ from beavertui.engine.events import (
 from beavertui.engine.gpu import gpu_signature
 from beavertui.engine.sandbox import Limits
 from beavertui.engine.task import Task
-from beavertui.engine.timing import Timer, TimingConfig
+from beavertui.engine.timing import CandidateTimingFailed, Timer, TimingConfig
 from beavertui.engine.toolchain import AttemptOptions
 
 #: A passing run whose output shows these is suspicious: memcheck looks at it too.
@@ -102,14 +102,22 @@ class LocalToolchain:
             if memcheck_log is not None and run is not None:
                 verdict = classify(build.rc, build.log, run.rc, run.log, timed_out, memcheck_log, run.signal)
             flags = [f"harness_modified: {rel}" for rel in sorted(set(tampered))]
+            flags += anticheat.static_flags(code, task.reference())
+            flags += anticheat.poison_flags(run.log) if run is not None else []
             correct = verdict.category == "passed" and not tampered
             timing: TimingResult | None = None
             if correct and options.time_if_correct and self.gpu() is not None:
                 try:
                     timing = self._below_floor(task, Timer(task, cfg, self.config.timing).measure(work))
                     yield Timed(iteration=it, result=timing)
+                except CandidateTimingFailed as exc:
+                    flags.append(f"timing_run_failed: {exc.evidence}")
                 except BeaverError as exc:
                     yield InfraError(iteration=it, source="gpu", detail=f"timing failed: {exc}")
+                # a candidate may edit the harness only when it is timed
+                late = [rel for rel in work.verify() if rel not in tampered]
+                flags += [f"harness_modified: {rel} (during timing)" for rel in late]
+            flags = anticheat.merge(flags, timing.flags if timing else [])
             yield self._verdict(it, verdict, correct, timing, options.gate, flags)
 
     def _below_floor(self, task: Task, t: TimingResult) -> TimingResult:
@@ -179,9 +187,13 @@ class LocalToolchain:
                     f"unstable_timing: CV {100 * timing.candidate_cv:.1f}% candidate, "
                     f"{100 * timing.reference_cv:.1f}% reference"
                 )
+        disqualified = [
+            anticheat.flag_name(f) for f in flags if anticheat.flag_name(f) in anticheat.DISQUALIFYING
+        ]
+        correct = correct and not disqualified
         success = correct and (gate == 0 or (speedup is not None and speedup >= gate))
-        if any(f.startswith("harness_modified") for f in flags):
-            reason = "harness modified"
+        if disqualified:
+            reason = disqualified[0].replace("_", " ")
         elif not correct:
             reason = c.category
         elif success:
@@ -193,7 +205,7 @@ class LocalToolchain:
         category = c.category
         signature = c.signature
         if c.category == "passed" and not correct:
-            category, signature = "functional_correctness", "harness modified"
+            category, signature = "functional_correctness", reason
         return Verdict(
             iteration=it,
             category=category,

@@ -21,13 +21,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from beavertui.engine import cupti, runner
+from beavertui.engine import anticheat, cupti, runner
 from beavertui.engine.adapt import adapt_command
 from beavertui.engine.errors import BeaverError
 from beavertui.engine.events import StageResult, TimingResult
 from beavertui.engine.gpu import nvcc_version
 from beavertui.engine.task import Task
 
+#: One timed run's event time. ``BEAVER_HOST_MS`` lines (host time to a full device sync, anticheat.py)
+#: are not samples: they only serve the side-stream check.
 TIME_RE = re.compile(r"^BEAVER_TIME_MS\s+([0-9.eE+-]+)\s*$", re.M)
 CV_LIMIT = 0.03
 IMPLAUSIBLE = 10.0
@@ -158,6 +160,16 @@ def adopt_reference_build(task: Task, tcfg: TimingConfig, work: runner.WorkDir, 
 Sampler = Callable[[runner.WorkDir], tuple[list[float], StageResult]]
 
 
+class CandidateTimingFailed(BeaverError):
+    """The candidate's own timing run failed its harness's check before any timed launch (for example a
+    candidate that is right at the correctness size only): a failure of the candidate, not of the machine."""
+
+    def __init__(self, result: StageResult, evidence: str) -> None:
+        super().__init__(f"the candidate's timing run failed (rc {result.rc}): {evidence}")
+        self.result = result
+        self.evidence = evidence
+
+
 class Timer:
     """Times a candidate work dir against the task's reference on this GPU."""
 
@@ -167,6 +179,8 @@ class Timer:
         self.tcfg = tcfg or TimingConfig()
         self.method = self.tcfg.method or ("beaver_time_ms" if task.benchmark_command else "cupti")
         self._lib: Path | None = None
+        self.runs: list[tuple[str, StageResult]] = []
+        """Every benchmark run of the latest measure(): (``reference`` or ``candidate``, its stage result)."""
 
     # ------------------------------------------------------------------ samplers
 
@@ -225,15 +239,24 @@ class Timer:
                 got, res = sample(work)
                 if not got:
                     tail = [ln for ln in res.log.splitlines() if ln.strip()][-1:] or ["no output"]
+                    if (
+                        who == "candidate"
+                        and self.method == "beaver_time_ms"
+                        and res.rc
+                        and not res.timed_out
+                    ):
+                        raise CandidateTimingFailed(res, anticheat.failure_evidence(res.log, res.rc))
                     raise BeaverError(
                         f"{self.method} timing of the {who} produced no samples (rc {res.rc}): {tail[0][:200]}"
                     )
                 acc.extend(got)
+                self.runs.append((who, res))
         return r_all, c_all
 
     def measure(self, cand: runner.WorkDir) -> TimingResult:
         """Interleaved timing; re-measured once when either CV is above 3%."""
         ref = reference_workdir(self.task, self.config, self.tcfg)
+        self.runs = []
         try:
             r, c = self._interleaved(ref, cand)
         except BeaverError:
@@ -243,11 +266,18 @@ class Timer:
             r, c = self._interleaved(ref, cand)
         note = None
         (rm, rcv), (cm, ccv) = stats(r), stats(c)
+        first = len(self.runs)
         if max(rcv, ccv) > CV_LIMIT:
             r, c = self._interleaved(ref, cand)
             (rm, rcv), (cm, ccv) = stats(r), stats(c)
             note = "re-measured once: CV above 3%"
+        else:
+            first = 0
         speedup = rm / cm if cm > 0 else float("inf")
+        pairs: dict[str, list[tuple[float, float]]] = {"reference": [], "candidate": []}
+        for who, res in self.runs[first:]:
+            pairs[who].extend(anticheat.timed_pairs(res.log) if self.method == "beaver_time_ms" else [])
+        flags = self.audit(pairs["candidate"], pairs["reference"])
         return TimingResult(
             method=self.method,
             candidate_ms=cm,
@@ -260,7 +290,30 @@ class Timer:
             unstable=max(rcv, ccv) > CV_LIMIT,
             implausible=speedup > IMPLAUSIBLE,
             note=note,
+            candidate_host_samples=[h for _, h in pairs["candidate"]],
+            reference_host_samples=[h for _, h in pairs["reference"]],
+            flags=flags,
         )
+
+    def audit(self, cand: list[tuple[float, float]], ref: list[tuple[float, float]]) -> list[str]:
+        """Anti-cheat flags of the benchmark runs: a candidate run that failed after its timed launches
+        (``cached_result``), output left poisoned in a timed launch, work hidden from the events."""
+        found: list[str] = []
+        for who, res in self.runs:
+            if who != "candidate":
+                continue
+            hit = anticheat.cached_result_flag(res.rc, res.log, res.timed_out)
+            found += [hit] if hit and self.method == "beaver_time_ms" else []
+            found += anticheat.poison_flags(res.log, " in a timing run")
+        side = anticheat.side_stream_flag(
+            [e for e, _ in cand], [h for _, h in cand], [e for e, _ in ref], [h for _, h in ref]
+        )
+        found += [side] if side else []
+        flags: list[str] = []
+        for f in found:  # the first evidence of each kind
+            if anticheat.flag_name(f) not in {anticheat.flag_name(x) for x in flags}:
+                flags.append(f)
+        return flags
 
 
 @dataclass(frozen=True)

@@ -9,12 +9,25 @@
 // `BEAVER_TIME_MS <ms>` line per timed run, followed by `BEAVER_HOST_MS <ms>`: the host's time from the
 // launch to a full device synchronisation, which exposes work hidden on side streams or host threads.
 // It never decides what a task computes.
+//
+// Anti-cheat contract (what beavertui reads from a harness's output):
+// - `BEAVER_POISON_LEFT <what> <k> of <n>` (poison_left below): after the checked launch, how many of
+//   the n output elements still hold the poison bytes. All n: the output was never written; some: the
+//   launch covered part of the output only.
+// - Results cached across calls: every harness checks the output of the LAST timed launch of `--bench`
+//   against the fresh inputs of that launch (each timed launch gets new inputs and a poisoned output),
+//   and exits non-zero when it is wrong. A solution that computes once and then replays a stored result
+//   therefore fails its timing run; beavertui turns that into the `cached_result` flag and never scores
+//   the attempt. Some families also call the solution twice with different inputs in the correctness
+//   run (reduce, histogram, scan), which fails such a solution even when it is not timed.
+// - Side streams and host threads: BEAVER_HOST_MS against BEAVER_TIME_MS per timed run (see bench).
 #pragma once
 
 #include <cuda_runtime.h>
 #include <cuda_fp16.h>
 #include <cuda_bf16.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdint>
@@ -121,6 +134,43 @@ struct DeviceBuffer {
     void poison() { BEAVER_CHECK(cudaMemset(ptr, 0xFF, n * sizeof(T))); }
     size_t bytes() const { return n * sizeof(T); }
 };
+
+// ------------------------------------------------------------------ output coverage
+
+// Counts the elements of `n` items of `elem` bytes that are still entirely 0xFF (the poison pattern).
+template <int Unused = 0>
+__global__ void count_poison_kernel(const unsigned char* p, size_t n, unsigned elem, unsigned long long* left) {
+    unsigned long long mine = 0;
+    for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < n;
+         i += static_cast<size_t>(gridDim.x) * blockDim.x) {
+        const unsigned char* e = p + i * elem;
+        bool all = true;
+        for (unsigned b = 0; b < elem; ++b) all = all && e[b] == 0xFF;
+        mine += all;
+    }
+    if (mine) atomicAdd(left, mine);
+}
+
+// After a checked launch (and after device synchronisation): how many of the n output elements still
+// hold the poison written by DeviceBuffer::poison(). Prints `BEAVER_POISON_LEFT <what> <k> of <n>`,
+// which beavertui reads (all n left: output never written; 0 < k < n: partial coverage). No legitimate
+// output of the bundled tasks is all-ones bits (that is NaN for floating types, -1 for counters).
+template <typename T>
+size_t poison_left(const char* what, const T* ptr, size_t n) {
+    unsigned long long* d = nullptr;
+    BEAVER_CHECK(cudaMalloc(&d, sizeof(unsigned long long)));
+    BEAVER_CHECK(cudaMemset(d, 0, sizeof(unsigned long long)));
+    if (n) {
+        const unsigned blocks = static_cast<unsigned>(std::min<size_t>((n + 255) / 256, 4096));
+        count_poison_kernel<<<blocks, 256>>>(reinterpret_cast<const unsigned char*>(ptr), n, sizeof(T), d);
+    }
+    unsigned long long left = 0;
+    BEAVER_CHECK(cudaMemcpy(&left, d, sizeof(left), cudaMemcpyDeviceToHost));
+    BEAVER_CHECK(cudaFree(d));
+    std::printf("BEAVER_POISON_LEFT %s %llu of %zu\n", what, left, n);
+    std::fflush(stdout);
+    return static_cast<size_t>(left);
+}
 
 // ------------------------------------------------------------------ checking
 

@@ -390,6 +390,7 @@ inline bool run_check(const char* what, const Shape& sh, uint64_t seed, bool sam
     BEAVER_CHECK(cudaDeviceSynchronize());
     t.launch();
     beaver::sync_check("flash_attn_fwd");
+    beaver::poison_left(sampled ? "o_long" : "o", static_cast<const uint16_t*>(t.o.ptr), sh.elems());
     return t.check(what, sampled ? sample_rows(sh, seed) : std::vector<long long>{});
 }
 
@@ -415,6 +416,7 @@ inline int run(int argc, char** argv, const Config& cfg) {
             BEAVER_CHECK(cudaDeviceSynchronize());
         });
     beaver::sync_check("flash_attn_fwd (benchmark)");
+    beaver::poison_left("o_timed", static_cast<const uint16_t*>(t.o.ptr), big.elems());
     // The last timed launch's output, on the inputs it was given.
     return beaver::finish(t.check("benchmark output", sample_rows(big, args.seed + 999 + iter)));
 }

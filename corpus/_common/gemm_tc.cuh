@@ -6,7 +6,8 @@
 // read past their ends faults; C is poisoned (NaN) before every launch; every element of C is
 // compared with a double-accumulation GPU reference (a plain shared-memory tiled kernel) using the
 // tolerance of the output type. `--bench N` checks once at the timing size, then times N launches,
-// each on freshly filled inputs, with the L2 flushed first (beaver::bench).
+// each on freshly filled inputs, with the L2 flushed first (beaver::bench), and checks the output of
+// the last timed launch against its own inputs.
 #pragma once
 
 #include <type_traits>
@@ -82,6 +83,7 @@ int run(int argc, char** argv, Shape test, Shape timed) {
 
     call(A.ptr, B.ptr, C.ptr, s);
     beaver::sync_check(std::is_same<T, __half>::value ? "gemm_tc_f16" : "gemm_tc_bf16");
+    beaver::poison_left("C", C.ptr, nc);
     std::vector<double> ref = R.download();
     std::vector<float> got = beaver::widen(C.download());
     bool ok = beaver::compare("C", got, ref, tolerance<T>(), {s.M, s.N});
@@ -96,8 +98,15 @@ int run(int argc, char** argv, Shape test, Shape timed) {
             beaver_guard::fill_uniform_device(B.ptr, nb, args.seed * 2 + 2 + 1000003ull * round);
             C.poison();
         });
+    beaver::sync_check("gemm_tc (timed)");
     std::printf("gemm_tc: %.3e FLOP per call (2*M*N*K)\n", 2.0 * s.M * s.N * s.K);
-    return beaver::finish(true);
+    // The last timed launch's output, against a reference on the inputs that launch was given.
+    beaver::poison_left("C_timed", C.ptr, nc);
+    reference_kernel<T><<<rgrid, dim3(16, 16)>>>(A.ptr, B.ptr, R.ptr, s.M, s.N, s.K);
+    beaver::sync_check("reference_kernel (after timing)");
+    ref = R.download();
+    got = beaver::widen(C.download());
+    return beaver::finish(beaver::compare("C after timing", got, ref, tolerance<T>(), {s.M, s.N}));
 }
 
 }  // namespace gemm_tc_harness

@@ -72,11 +72,13 @@ inline int run(int argc, char** argv, size_t check_n, size_t bench_n) {
         BEAVER_CHECK(cudaDeviceSynchronize());
         launch();
         beaver::sync_check("histogram256");
+        if (call == 0) beaver::poison_left("bins", bins.ptr, bins.n);
         ok = check(call == 0 ? "histogram" : "histogram (second call)", data, bins);
     }
     if (!ok || !a.bench) return beaver::finish(ok);
     beaver::bench(a, launch, prepare);
     beaver::sync_check("histogram256 (timed)");
+    beaver::poison_left("bins_timed", bins.ptr, bins.n);
     ok = check("histogram after timing", data, bins);
     return beaver::finish(ok);
 }

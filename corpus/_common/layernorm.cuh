@@ -111,10 +111,12 @@ int run(int argc, char** argv, Shape check_shape, Shape bench_shape) {
     BEAVER_CHECK(cudaDeviceSynchronize());
     launch();
     beaver::sync_check("layernorm_forward");
+    beaver::poison_left("y", y.ptr, y.n);
     bool ok = check("layernorm", x, gamma, beta, y, s, 1);
     if (!ok || !a.bench) return beaver::finish(ok);
     beaver::bench(a, launch, prepare);
     beaver::sync_check("layernorm_forward (timed)");
+    beaver::poison_left("y_timed", y.ptr, y.n);
     ok = check("layernorm after timing", x, gamma, beta, y, s, 61);
     return beaver::finish(ok);
 }

@@ -64,6 +64,7 @@ inline int run(int argc, char** argv, size_t check_n, size_t bench_n) {
     BEAVER_CHECK(cudaDeviceSynchronize());
     launch();
     beaver::sync_check("reduce_sum");
+    beaver::poison_left("out", out.ptr, out.n);
     bool ok = check("reduce", x, out);
     // A second call on new inputs: the launcher must leave its workspace ready for the next call.
     prepare();
@@ -73,6 +74,7 @@ inline int run(int argc, char** argv, size_t check_n, size_t bench_n) {
     if (!ok || !a.bench) return beaver::finish(ok);
     beaver::bench(a, launch, prepare);
     beaver::sync_check("reduce_sum (timed)");
+    beaver::poison_left("out_timed", out.ptr, out.n);
     ok = check("reduce after timing", x, out);
     return beaver::finish(ok);
 }

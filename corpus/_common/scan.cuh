@@ -95,11 +95,13 @@ int run(int argc, char** argv, size_t check_n, size_t bench_n) {
         BEAVER_CHECK(cudaDeviceSynchronize());
         launch();
         beaver::sync_check("inclusive_scan");
+        if (call == 0) beaver::poison_left("out", out.ptr, out.n);
         ok = check(call == 0 ? "scan" : "scan (second call)", x.download(), out.download());
     }
     if (!ok || !a.bench) return beaver::finish(ok);
     beaver::bench(a, launch, prepare);
     beaver::sync_check("inclusive_scan (timed)");
+    beaver::poison_left("out_timed", out.ptr, out.n);
     ok = check("scan after timing", x.download(), out.download());
     return beaver::finish(ok);
 }

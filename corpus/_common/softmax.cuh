@@ -99,10 +99,12 @@ int run(int argc, char** argv, Shape check_shape, Shape bench_shape) {
     BEAVER_CHECK(cudaDeviceSynchronize());
     softmax_rows(x.ptr, y.ptr, s.rows, s.cols, 0);
     beaver::sync_check("softmax_rows");
+    beaver::poison_left("y", y.ptr, y.n);
     bool ok = check("softmax", x, y, s, 1);
     if (!ok || !a.bench) return beaver::finish(ok);
     beaver::bench(a, [&] { softmax_rows(x.ptr, y.ptr, s.rows, s.cols, 0); }, prepare);
     beaver::sync_check("softmax_rows (timed)");
+    beaver::poison_left("y_timed", y.ptr, y.n);
     ok = check("softmax after timing", x, y, s, 61);
     return beaver::finish(ok);
 }

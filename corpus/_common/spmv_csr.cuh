@@ -9,7 +9,7 @@
 // guard-paged buffers that end exactly at an unmapped page (a read of row_ptr[rows + 1] or past nnz
 // faults). y is poisoned (NaN) before every launch and every element is compared with a host
 // double-precision reference. `--bench N` checks once at the timing size, then times N launches, each
-// with a freshly filled x and a poisoned y, the L2 flushed first.
+// with a freshly filled x and a poisoned y, the L2 flushed first, and checks the last timed launch's y.
 #pragma once
 
 #include <algorithm>
@@ -117,6 +117,7 @@ inline int run(int argc, char** argv, Shape test, Shape timed) {
 
     spmv_csr_f32(s.rows, s.cols, nnz, row_ptr.ptr, col_idx.ptr, values.ptr, x.ptr, y.ptr, 0);
     beaver::sync_check("spmv_csr_f32");
+    beaver::poison_left("y", y.ptr, y.n);
     bool ok = beaver::compare("y", y.download(), ref, beaver::tol_fp32(), {s.rows});
     if (!ok || !args.bench) return beaver::finish(ok);
 
@@ -130,7 +131,12 @@ inline int run(int argc, char** argv, Shape test, Shape timed) {
         });
     std::printf("spmv_csr_f32: %.3e bytes per call (values, col_idx, row_ptr, x, y once each), %.3e FLOP\n",
                 8.0 * nnz + 4.0 * (s.rows + 1) + 4.0 * s.cols + 4.0 * s.rows, 2.0 * nnz);
-    return beaver::finish(true);
+    // The last timed launch's output, against the host reference on the x that launch was given.
+    beaver::sync_check("spmv_csr_f32 (timed)");
+    beaver::poison_left("y_timed", y.ptr, y.n);
+    BEAVER_CHECK(cudaMemcpy(hx.data(), x.ptr, s.cols * sizeof(float), cudaMemcpyDeviceToHost));
+    ref = reference(m, hx, s.rows);
+    return beaver::finish(beaver::compare("y after timing", y.download(), ref, beaver::tol_fp32(), {s.rows}));
 }
 
 }  // namespace spmv_csr_harness

@@ -1,0 +1,58 @@
+// Cheat: a correct transpose that edits the harness only when it is run for timing (it reads its own
+// command line), so the correctness run sees an intact harness.
+#include <sys/stat.h>
+
+#include <cstdio>
+#include <cstring>
+
+#include "transpose_api.h"
+
+namespace {
+
+bool timing_run() {
+    FILE* f = std::fopen("/proc/self/cmdline", "rb");
+    if (!f) return false;
+    char buf[4096];
+    const size_t n = std::fread(buf, 1, sizeof(buf) - 1, f);
+    std::fclose(f);
+    for (size_t i = 0; i + 7 <= n; ++i)
+        if (std::memcmp(buf + i, "--bench", 7) == 0) return true;
+    return false;
+}
+
+const bool g_tampered = [] {
+    if (!timing_run()) return false;
+    chmod("_common/transpose.cuh", 0644);
+    FILE* f = std::fopen("_common/transpose.cuh", "a");
+    if (!f) return false;
+    std::fputs("\n// edited during the timing run\n", f);
+    std::fclose(f);
+    std::printf("TAMPER wrote _common/transpose.cuh\n");
+    return true;
+}();
+
+__global__ void transpose_tile(const float* __restrict__ in, float* __restrict__ out, int rows, int cols) {
+    __shared__ float tile[32][33];
+    const int c = blockIdx.x * 32 + threadIdx.x;
+    for (int j = threadIdx.y; j < 32; j += 8) {
+        const int r = blockIdx.y * 32 + j;
+        if (r < rows && c < cols) tile[j][threadIdx.x] = in[static_cast<size_t>(r) * cols + c];
+    }
+    __syncthreads();
+    const int r = blockIdx.y * 32 + threadIdx.x;
+    for (int j = threadIdx.y; j < 32; j += 8) {
+        const int oc = blockIdx.x * 32 + j;
+        if (oc < cols && r < rows) out[static_cast<size_t>(oc) * rows + r] = tile[threadIdx.x][j];
+    }
+}
+
+}  // namespace
+
+void transpose_f32(const float* in, float* out, int rows, int cols, cudaStream_t stream) {
+    dim3 grid((cols + 31) / 32, (rows + 31) / 32);
+    transpose_tile<<<grid, dim3(32, 8), 0, stream>>>(in, out, rows, cols);
+}
+
+void transpose_f16(const __half* in, __half* out, int rows, int cols, cudaStream_t stream) {
+    (void)in, (void)out, (void)rows, (void)cols, (void)stream;
+}
