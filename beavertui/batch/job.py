@@ -4,11 +4,15 @@ A session file is the only record of progress, so resuming needs nothing else: a
 skipped, a cut one continues at its first attempt without a verdict (run_session redoes that attempt),
 and one ended by an infrastructure failure is rewound past that failure and retried up to the batch's
 retry count. Every infrastructure failure is logged to the run's infra.jsonl before any retry, so it
-is counted even when the retry succeeds. The same code serves the local and the Ray executor.
+is counted even when the retry succeeds. Each record names the event it stands for (``at``: the event's
+time stamp), so a run killed between logging and rewriting logs nothing twice and spends no retry twice,
+and the failures a finished session keeps are logged at the latest when the session is next looked at.
+The same code serves the local and the Ray executor.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import tempfile
 from collections.abc import Callable, Iterable
@@ -17,10 +21,11 @@ from pathlib import Path
 from typing import Literal
 
 from beavertui.batch.protocol_file import ModelSpec
-from beavertui.batch.rundir import log_infra, read_infra
+from beavertui.batch.rundir import TMP_SUFFIX, log_infra, read_infra
 from beavertui.engine.events import Event, InfraError, SessionEnd, SessionHeader
 from beavertui.engine.protocol import Protocol
 from beavertui.engine.session import SessionWriter, read_session
+from beavertui.engine.state import fold
 
 
 @dataclass(frozen=True)
@@ -56,12 +61,18 @@ Prefix = tuple[SessionHeader, list[Event]]
 
 
 def _rewrite(path: Path, header: SessionHeader, events: list[Event]) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=".rewind-", suffix=".jsonl", dir=path.parent)
-    with os.fdopen(fd, "w", encoding="utf-8") as fh:
-        fh.write(header.model_dump_json() + "\n")
-        for e in events:
-            fh.write(e.model_dump_json() + "\n")
-    os.replace(tmp, path)
+    # the temporary name does not end in .jsonl, so a run killed mid-rewrite leaves no second "session"
+    fd, tmp = tempfile.mkstemp(prefix=".rewind-", suffix=TMP_SUFFIX, dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(header.model_dump_json() + "\n")
+            for e in events:
+                fh.write(e.model_dump_json() + "\n")
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
 
 
 def _rewind(events: list[Event]) -> list[Event]:
@@ -85,6 +96,28 @@ def retries_used(run_dir: Path, path: Path) -> int:
     return sum(1 for r in read_infra(run_dir) if r.get("session") == rel and r.get("retried"))
 
 
+def _log_kept_failures(run_dir: Path, rel: str, header: SessionHeader, events: list[Event]) -> None:
+    """Log the infrastructure failures a finished session keeps (those of its attempts), each once."""
+    if not any(isinstance(e, InfraError) for e in events):
+        return
+    kept = [e for a in fold(header, events).attempts for e in a.infra_errors]
+    if not kept:
+        return
+    logged = {r.get("at") for r in read_infra(run_dir) if r.get("session") == rel and not r.get("retried")}
+    for e in kept:
+        if e.t not in logged:
+            detail = f"{e.source}: {e.detail}"
+            log_infra(run_dir, {"session": rel, "detail": detail, "retried": False, "at": e.t})
+
+
+def _end_last_line(path: Path) -> None:
+    """A finished session whose last line lost only its newline (a write cut one byte short) gets it."""
+    with open(path, "rb+") as fh:
+        fh.seek(-1, os.SEEK_END)
+        if fh.read(1) != b"\n":
+            fh.write(b"\n")
+
+
 def prepare(job: JobSpec, run_dir: Path, retries: int) -> Prefix | JobOutcome | None:
     """Where a session stands: None (start fresh), a prefix to resume from, or its final outcome."""
     path = job.path
@@ -95,19 +128,21 @@ def prepare(job: JobSpec, run_dir: Path, retries: int) -> Prefix | JobOutcome | 
         path.unlink()
         return None
     if events and isinstance(events[-1], SessionEnd):
-        if events[-1].stop_reason != "error" or retries_used(run_dir, path) >= retries:
-            return _finished_outcome(events)
-        kept = _rewind(events)
-        log_infra(
-            run_dir,
-            {
-                "session": str(path.relative_to(run_dir)),
-                "detail": events[-1].detail or "infrastructure failure",
-                "retried": True,
-            },
-        )
-        _rewrite(path, header, kept)
-        return header, kept
+        end = events[-1]
+        rel = str(path.relative_to(run_dir))
+        if end.stop_reason == "error":
+            records = [r for r in read_infra(run_dir) if r.get("session") == rel and r.get("retried")]
+            this = any(r.get("at") == end.t for r in records)  # logged, then killed before the rewrite
+            if len(records) - this < retries:
+                if not this:
+                    detail = end.detail or "infrastructure failure"
+                    log_infra(run_dir, {"session": rel, "detail": detail, "retried": True, "at": end.t})
+                kept = _rewind(events)
+                _rewrite(path, header, kept)
+                return header, kept
+        _log_kept_failures(run_dir, rel, header, events)
+        _end_last_line(path)
+        return _finished_outcome(events)
     return header, events
 
 
@@ -153,10 +188,14 @@ def drive(
 ) -> JobOutcome:
     """Run (or resume, or skip) one session; ``start(prefix)`` gives the event stream and the secrets."""
     resumed = False
+    ran = False
     infra_all: list[str] = []
     while True:
+        # after a run too: prepare() logs the failures of its end once, and rewinds it for a retry
         state = prepare(job, run_dir, retries)
         if isinstance(state, JobOutcome):
+            if ran:
+                state.status = "ran"
             state.resumed = resumed
             state.infra = infra_all
             return state
@@ -180,20 +219,6 @@ def drive(
                 sink.close()
         assert sink is not None
         infra_all += sink.infra
-        end = sink.end
-        if end is None:
+        if sink.end is None:
             return JobOutcome(status="failed", infra=infra_all, resumed=resumed)
-        if end.stop_reason == "error" and sink.infra and retries_used(run_dir, job.path) < retries:
-            continue  # prepare() rewinds it and logs the retry
-        if sink.infra:
-            rel = str(job.path.relative_to(run_dir))
-            for detail in sink.infra:
-                log_infra(run_dir, {"session": rel, "detail": detail, "retried": False})
-        return JobOutcome(
-            status="ran",
-            passed=end.success,
-            attempts=end.iterations,
-            stop_reason=end.stop_reason,
-            infra=infra_all,
-            resumed=resumed,
-        )
+        ran = True

@@ -8,6 +8,7 @@ that were retried. This module lays out paths and reads/writes these files; it r
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import platform
@@ -26,6 +27,8 @@ from beavertui.engine.protocol import Protocol
 
 MANIFEST = "run.json"
 INFRA_LOG = "infra.jsonl"
+#: Suffix of files written then renamed into place; one left by a killed run is removed on resume.
+TMP_SUFFIX = ".partial"
 
 
 class ProtocolEntry(BaseModel):
@@ -112,10 +115,26 @@ def host_info() -> dict[str, Any]:
 def write_manifest(run_dir: Path, manifest: RunManifest) -> None:
     """Atomically replace run.json."""
     run_dir.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".run-", suffix=".json", dir=run_dir)
-    with os.fdopen(fd, "w", encoding="utf-8") as fh:
-        fh.write(manifest.model_dump_json(indent=2))
-    os.replace(tmp, run_dir / MANIFEST)
+    fd, tmp = tempfile.mkstemp(prefix=".run-", suffix=TMP_SUFFIX, dir=run_dir)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(manifest.model_dump_json(indent=2))
+        os.replace(tmp, run_dir / MANIFEST)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def remove_partial_files(run_dir: Path) -> int:
+    """Remove the temporary files a killed run left behind (never a session or the manifest)."""
+    n = 0
+    for p in run_dir.rglob(f".*{TMP_SUFFIX}"):
+        if p.is_file() and not p.is_symlink():
+            with contextlib.suppress(OSError):
+                p.unlink()
+                n += 1
+    return n
 
 
 def read_manifest(run_dir: Path) -> RunManifest:
@@ -129,10 +148,18 @@ def read_manifest(run_dir: Path) -> RunManifest:
 
 
 def log_infra(run_dir: Path, record: dict[str, Any]) -> None:
-    """Append one infrastructure failure to infra.jsonl."""
-    with (run_dir / INFRA_LOG).open("a", encoding="utf-8") as fh:
-        fh.write(json.dumps({"t": time.time(), **record}) + "\n")
-        fh.flush()
+    """Append one infrastructure failure to infra.jsonl, as one write of one whole line.
+
+    A line torn by a killed run is ended first, so it never swallows the record written after it.
+    """
+    line = (json.dumps({"t": time.time(), **record}) + "\n").encode("utf-8")
+    with (run_dir / INFRA_LOG).open("ab") as fh:
+        if fh.tell() > 0:
+            with (run_dir / INFRA_LOG).open("rb") as tail:
+                tail.seek(-1, os.SEEK_END)
+                if tail.read(1) != b"\n":
+                    line = b"\n" + line
+        fh.write(line)
 
 
 def read_infra(run_dir: Path) -> list[dict[str, Any]]:

@@ -133,7 +133,7 @@ def new_manifest(args: argparse.Namespace) -> tuple[Any, Path, Any]:
 
 
 def _handle(args: argparse.Namespace) -> int:
-    from beavertui.batch.rundir import read_manifest, write_manifest
+    from beavertui.batch.rundir import read_manifest, remove_partial_files, write_manifest
     from beavertui.batch.runner import run_batch
     from beavertui.engine.corpus import load_corpus
     from beavertui.engine.errors import BeaverError
@@ -141,6 +141,7 @@ def _handle(args: argparse.Namespace) -> int:
     if args.resume is not None:
         manifest = read_manifest(args.resume)
         run_dir = args.resume
+        remove_partial_files(run_dir)
         corpus = load_corpus(args.corpus or Path(manifest.corpus))
         manifest.resumed.append(time.strftime("%Y-%m-%dT%H:%M:%S%z"))
         manifest.status = "running"
