@@ -44,6 +44,11 @@ def register(sub: Any) -> None:
     )
     p.add_argument("--json", action="store_true", help="print one JSON object instead of tables")
     p.add_argument(
+        "--show",
+        metavar="FILE",
+        help="show a saved attribution-*.json (the TUI on a terminal, tables otherwise); runs nothing",
+    )
+    p.add_argument(
         "--out", metavar="DIR", help="folder for the branch sessions (default sessions/attribution)"
     )
     add_common(p)
@@ -56,6 +61,8 @@ def run(args: argparse.Namespace) -> int:
     from beavertui.engine.errors import BeaverError
     from beavertui.engine.session import read_session
 
+    if args.show:
+        return show(Path(args.show))
     components = [c.strip() for c in args.components.split(",") if c.strip()]
     if not components:
         raise BeaverError("--components needs at least one component")
@@ -118,6 +125,25 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def show(path: Path) -> int:
+    """A saved attribution: the attribution screen on a terminal, its tables as text otherwise."""
+    import sys
+
+    from beavertui.tui.analysis import attribution_renderable, load_attribution
+
+    doc = load_attribution(path)
+    if not sys.stdout.isatty():
+        from rich.console import Console
+
+        Console(width=120, highlight=False).print(attribution_renderable(doc, str(path)))
+        return 0
+    from beavertui.tui.analysis import AttributionScreen
+    from beavertui.tui.app import BeaverApp
+
+    BeaverApp(lambda: AttributionScreen([path])).run()
+    return 0
+
+
 def to_json(
     results: dict[str, Attribution], outcomes: list[BranchOutcome], missing: int
 ) -> dict[str, object]:
@@ -149,7 +175,11 @@ def render(results: dict[str, Attribution], steps: int, branches: int, missing: 
     lines = [f"{steps} frozen step(s), {branches} branches ({missing} without a verdict, left out)"]
     for measure, a in results.items():
         pct = f"{a.confidence:.0%}"
-        lines += ["", f"outcome: {measure}  (values in outcome share; {pct} bootstrap intervals)"]
+        lines += [
+            "",
+            f"outcome: {measure}  (values in outcome share, 0..1; {pct} bootstrap intervals; "
+            f"{a.samples} branches over {a.steps} step(s))",
+        ]
         rows = [("component", "Shapley", "Banzhaf"), *attribution_rows(a)]
         if len(a.components) > 1:
             rows += [("pair", "Shapley interaction", "Banzhaf interaction"), *attribution_rows(a, "pair")]

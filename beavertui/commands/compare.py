@@ -27,6 +27,20 @@ def load(path: Path):  # type: ignore[no-untyped-def]
     return fold(header, events)
 
 
+def branch_step(path_a: Path, a, path_b: Path, b) -> int | None:  # type: ignore[no-untyped-def]
+    """The step after which B branches from A (B's header names A as its parent), else None."""
+    parent = b.header.parent
+    if parent is None or b.header.branch_step is None:
+        return None
+    try:
+        same = Path(parent).resolve() == path_a.resolve() or (
+            not Path(parent).is_file() and Path(parent).name == path_a.name
+        )
+    except OSError:
+        return None
+    return int(b.header.branch_step) if same else None
+
+
 def run(args: argparse.Namespace) -> int:
     from beavertui.engine.errors import BeaverError
 
@@ -35,15 +49,18 @@ def run(args: argparse.Namespace) -> int:
         raise BeaverError(
             f"the sessions are of different tasks ({a.header.task.id} vs {b.header.task.id}); compare needs one task"
         )
+    step = branch_step(args.a, a, args.b, b)
     if not sys.stdout.isatty():
         from rich.console import Console
 
         from beavertui.tui.compare import aligned_table
 
-        Console(width=120).print(aligned_table(a, b, 0))
+        if step is not None:
+            print(f"B is a branch of A after step {step}")
+        Console(width=120).print(aligned_table(a, b, 0, step))
         return 0
     from beavertui.tui.app import BeaverApp
     from beavertui.tui.compare import CompareScreen
 
-    BeaverApp(lambda: CompareScreen(a, b)).run()
+    BeaverApp(lambda: CompareScreen(a, b, branch_step=step)).run()
     return 0

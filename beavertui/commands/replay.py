@@ -39,7 +39,7 @@ def run(args: argparse.Namespace) -> int:
     follow = path if args.follow else None
     if follow is not None and problem is not None and problem.startswith("truncated last line"):
         problem = None  # the writer is mid-line; follow mode picks it up when the newline arrives
-    app = BeaverApp(lambda: SessionScreen(header, events, problem=problem, follow=follow))
+    app = BeaverApp(lambda: SessionScreen(header, events, problem=problem, follow=follow, path=path))
     app.run()
     return 0
 

@@ -287,4 +287,4 @@ class BrowserScreen(Screen[None]):
         follow = None if ended or problem else path
         if problem and problem.startswith("truncated last line") and time.time() - path.stat().st_mtime < 60:
             follow, problem = path, None
-        self.app.push_screen(SessionScreen(header, events, problem=problem, follow=follow))
+        self.app.push_screen(SessionScreen(header, events, problem=problem, follow=follow, path=path))

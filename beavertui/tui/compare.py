@@ -34,8 +34,11 @@ def side_label(s: SessionState) -> Text:
     return t
 
 
-def aligned_table(a: SessionState, b: SessionState, cursor: int) -> Table:
-    """One row per iteration: each side's category, speedup and code hash, and whether the code agrees."""
+def aligned_table(a: SessionState, b: SessionState, cursor: int, branch_step: int | None = None) -> Table:
+    """One row per iteration: each side's category, speedup and code hash, and whether the code agrees.
+
+    With ``branch_step`` (B is a branch of A), iterations up to it are B's frozen copy of A's prefix.
+    """
     table = Table(expand=True, box=None, header_style="bold", pad_edge=False)
     table.add_column("it", justify="right", width=3)
     for side in ("A", "B"):
@@ -60,7 +63,10 @@ def aligned_table(a: SessionState, b: SessionState, cursor: int) -> Table:
             row.append(Text((h or "no code")[:8], style="dim"))
             hashes.append(h)
         same = hashes[0] is not None and hashes[0] == hashes[1]
-        row.append(Text("identical" if same else "", style="magenta"))
+        if branch_step is not None and it <= branch_step:
+            row.append(Text("frozen prefix", style="cyan"))
+        else:
+            row.append(Text("identical" if same else "", style="magenta"))
         table.add_row(*row, style="on #333333" if it == cursor else "")
     return table
 
@@ -81,9 +87,11 @@ class CompareScreen(Screen[None]):
     cursor: reactive[int] = reactive(1, init=False)
     diff_mode: reactive[str] = reactive("previous", init=False)
 
-    def __init__(self, a: SessionState, b: SessionState) -> None:
+    def __init__(self, a: SessionState, b: SessionState, branch_step: int | None = None) -> None:
         super().__init__()
         self.a, self.b = a, b
+        self.branch_step = branch_step
+        """B branches from A after this step (None: two independent sessions)."""
 
     @property
     def last(self) -> int:
@@ -112,8 +120,12 @@ class CompareScreen(Screen[None]):
         head.append(" B ", style="bold reverse")
         head.append(" ")
         head.append_text(side_label(self.b))
+        if self.branch_step is not None:
+            head.append(f"  branch of A after step {self.branch_step}", style="bold cyan")
         self.query_one("#compare-header", Static).update(head)
-        self.query_one("#compare-table", Static).update(aligned_table(self.a, self.b, self.cursor))
+        self.query_one("#compare-table", Static).update(
+            aligned_table(self.a, self.b, self.cursor, self.branch_step)
+        )
         for pane_id, state, side in (("#diff-a", self.a, "A"), ("#diff-b", self.b, "B")):
             pane = self.query_one(pane_id, DiffPane)
             pane.view = View(state=state, cursor=self.cursor, diff_mode=self.diff_mode)

@@ -20,6 +20,8 @@ HELP = """\
   r           classified log ↔ raw output of every stage
   s           sanitizer tool: all, memcheck, racecheck, synccheck, initcheck
   /  n  N     search iterations (code, logs, reply, category); next / previous match
+  a           analysis pane (edit precision, bug recall, lost features) in place of log and sanitizer
+  b  c  A     branch from the step at the cursor · a branch next to its parent · saved attributions
   tab         move focus between panes; ↑/↓ pgup/pgdn scroll the focused pane
   ctrl+p      command palette (every action by name)      ?  this help      q  quit   esc  back
 
@@ -30,6 +32,7 @@ HELP = """\
   Speedup         candidate/reference medians, CV, speedup against the gate p; bars across iterations
   Stagnation      the four detectors (off, armed, fired), candidate hashes, category track
   Timeline        one cell per iteration coloured by category; "below gate" = correct but too slow
+  Analysis        the candidate's features vs broken start and reference; precision, recall per attempt
 
 [b]Live screen[/b] adds   p pause/resume   space single-step (approve the next iteration)
   e edit the candidate in $EDITOR before it is built   z re-run a sanitizer tool   x stop

@@ -24,6 +24,7 @@ from beavertui.engine.events import Event, SessionHeader
 from beavertui.engine.state import SessionState, apply, fold
 from beavertui.tui.help import HelpScreen
 from beavertui.tui.panes import (
+    AnalysisPane,
     DiffPane,
     HeaderBar,
     LogPane,
@@ -72,6 +73,10 @@ class SessionScreen(Screen[None]):
         Binding("N", "search_prev", "Previous match", show=False),
         Binding("question_mark,f1", "help", "Help"),
         Binding("escape", "back", "Back to list", show=False),
+        Binding("a", "toggle_analysis", "Analysis pane", show=False),
+        Binding("c", "compare_parent", "Compare with parent", show=False),
+        Binding("b", "branch", "Branch from here", show=False),
+        Binding("A", "attribution", "Attribution", show=False),
     ]
 
     view: reactive[View] = reactive(None, always_update=True, init=False)  # type: ignore[arg-type]
@@ -84,10 +89,13 @@ class SessionScreen(Screen[None]):
         problem: str | None = None,
         follow: Path | None = None,
         name: str | None = None,
+        path: Path | None = None,
     ) -> None:
         super().__init__(name=name)
         state = fold(header, events)
         self._follow_path = follow
+        self.path = path or follow
+        """The session file (None when unknown): branches and attributions are found from it."""
         self._skip = 1 + len(events)
         self._stop = threading.Event()
         self._pinned = False
@@ -109,6 +117,7 @@ class SessionScreen(Screen[None]):
             with Vertical(id="right"):
                 yield LogPane(id="log").data_bind(SessionScreen.view)
                 yield SanitizerPane(id="sanitizer").data_bind(SessionScreen.view)
+            yield AnalysisPane(id="analysis").data_bind(SessionScreen.view)
         with Horizontal(id="bottom"):
             yield SpeedupPane(id="speedup").data_bind(SessionScreen.view)
             yield StagnationPane(id="stagnation").data_bind(SessionScreen.view)
@@ -119,6 +128,7 @@ class SessionScreen(Screen[None]):
 
     def on_mount(self) -> None:
         self.query_one("#search", Input).display = False
+        self.query_one("#analysis").display = False
         self.query_one("#diff").focus()
         if self._follow_path is not None:
             self._follow_worker(self._follow_path)
@@ -226,6 +236,90 @@ class SessionScreen(Screen[None]):
             return
         if len(self.app.screen_stack) > 2:
             self.app.pop_screen()
+
+    def action_toggle_analysis(self) -> None:
+        """Show the analysis pane in place of the log and sanitizer column (and back)."""
+        pane = self.query_one("#analysis")
+        pane.display = not pane.display
+        self.query_one("#right").display = not pane.display
+        if pane.display:
+            pane.focus()
+
+    def _parent_path(self) -> Path | None:
+        parent = self.state.header.parent
+        if parent is None:
+            return None
+        candidates = [Path(parent)]
+        if self.path is not None and not Path(parent).is_absolute():
+            candidates.append(self.path.parent / Path(parent).name)
+        return next((c for c in candidates if c.is_file()), None)
+
+    def action_compare_parent(self) -> None:
+        """A branch next to its parent on the compare screen, the frozen prefix marked."""
+        header = self.state.header
+        if header.parent is None:
+            self.notify("this session is not a branch (it has no parent)", severity="warning", timeout=3)
+            return
+        path = self._parent_path()
+        if path is None:
+            self.notify(f"parent {header.parent} is not here", severity="error", timeout=5)
+            return
+        self.show_branch(path, self.state, header.branch_step)
+
+    def show_branch(self, parent: Path, branch: SessionState, step: int | None) -> None:
+        from beavertui.engine.session import read_session
+        from beavertui.tui.compare import CompareScreen
+
+        p_header, p_events, problem = read_session(parent)
+        if p_header is None:
+            self.notify(f"{parent}: {problem}", severity="error", timeout=5)
+            return
+        compare = CompareScreen(fold(p_header, p_events), branch, branch_step=step)
+        if step is not None:
+            compare.set_reactive(CompareScreen.cursor, min(step + 1, max(branch.iteration, 1)))
+        self.app.push_screen(compare)
+
+    def action_branch(self) -> None:
+        """Start a branch from the step at the cursor (it must be a judged, failed attempt)."""
+        from beavertui.tui.analysis import BranchScreen
+
+        if self.path is None:
+            self.notify("the session file is not known here; use beavertui branch", severity="warning")
+            return
+        attempt = self.view.attempt
+        if attempt is None or attempt.verdict is None or attempt.verdict.correct:
+            self.notify("branch from a judged, failed attempt", severity="warning", timeout=3)
+            return
+        parent, step = self.path, attempt.iteration
+
+        def opened(result: Path | None) -> None:
+            if result is None:
+                return
+            from beavertui.engine.session import read_session
+
+            header, events, _problem = read_session(result)
+            if header is not None:
+                self.notify(f"branch written to {result}", timeout=5)
+                self.show_branch(parent, fold(header, events), step)
+
+        self.app.push_screen(BranchScreen(parent, self.state.header, step, self.branch_dir), opened)
+
+    branch_dir: Path | None = None
+    """Where branches started here are written (None: sessions/branches under the working folder)."""
+
+    def action_attribution(self) -> None:
+        """Saved attribution runs from frozen steps of this session (attribution-<session>-at<STEP>.json)."""
+        from beavertui.engine.errors import BeaverError
+        from beavertui.tui.analysis import AttributionScreen, attribution_files
+
+        files = attribution_files(self.path) if self.path is not None else []
+        if not files:
+            self.notify("no saved attribution of this session (run beavertui attribute)", severity="warning")
+            return
+        try:
+            self.app.push_screen(AttributionScreen(files))
+        except BeaverError as exc:
+            self.notify(str(exc), severity="error", timeout=5)
 
     @on(Input.Submitted, "#search")
     def _search_submitted(self, event: Input.Submitted) -> None:

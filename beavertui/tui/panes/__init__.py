@@ -1,5 +1,6 @@
 """The session screen's panes, one module per pane. Each renders a View; none holds session state."""
 
+from beavertui.tui.panes.analysis import AnalysisPane
 from beavertui.tui.panes.base import Pane
 from beavertui.tui.panes.diff import DiffPane
 from beavertui.tui.panes.header import HeaderBar
@@ -10,6 +11,7 @@ from beavertui.tui.panes.stagnation import StagnationPane
 from beavertui.tui.panes.timeline import Timeline
 
 __all__ = [
+    "AnalysisPane",
     "DiffPane",
     "HeaderBar",
     "LogPane",
