@@ -61,7 +61,8 @@ class GroupMetrics:
     cells: TaskCells = field(repr=False)
 
     def as_json(self) -> dict[str, Any]:
-        """The group object of metrics.md's ``--json`` output (plus ``under_sampled``)."""
+        """The group object of metrics.md's ``--json`` output (plus ``under_sampled`` and the count of
+        attempts hit by an infrastructure failure, excluded from every rate)."""
         return {
             "model": self.model,
             "protocol": self.protocol.as_dict(),
@@ -76,6 +77,7 @@ class GroupMetrics:
             "degenerate_rate": self.degenerate_rate,
             "p_sweep": {f"{p:.1f}": v for p, v in self.p_sweep.items()},
             "under_sampled": self.under_sampled,
+            "n_infra_excluded": self.n_infra_excluded,
         }
 
 

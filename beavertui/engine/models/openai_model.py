@@ -125,6 +125,10 @@ class _Malformed(Exception):
     """The endpoint answered 2xx with something that is not a chat completion."""
 
 
+class _Empty(Exception):
+    """The endpoint answered 2xx with a completion that holds no text at all."""
+
+
 class OpenAIModel:
     """A chat-completions endpoint with recorded retries."""
 
@@ -202,6 +206,8 @@ class OpenAIModel:
             message = choices[0].message
             text = message.content or ""
             reasoning = _reasoning(message)
+            if not text and not reasoning:
+                raise _Empty(f"no content, finish reason {choices[0].finish_reason}")
             usage = getattr(response, "usage", None)
             return Completion(
                 content=_join(reasoning, text),
@@ -235,6 +241,8 @@ class OpenAIModel:
                     on_delta(delta.content)
         if finish is None and not parts:
             raise _Malformed("the stream ended without content or a finish reason")
+        if not parts and not thoughts:
+            raise _Empty(f"no content in the stream, finish reason {finish}")
         return Completion(
             content=_join("".join(thoughts), "".join(parts)),
             prompt_tokens=prompt_tokens,
@@ -269,6 +277,8 @@ class OpenAIModel:
                 what = f"connection error: {_short(str(exc.__cause__ or exc))}"
             except (_Malformed, json.JSONDecodeError, openai.APIResponseValidationError) as exc:
                 what = f"malformed response: {_short(str(exc))}"
+            except _Empty as exc:
+                what = f"empty reply: {exc}"
             else:
                 return Completion(
                     content=result.content,
