@@ -3,6 +3,8 @@ bar chart of speedup across iterations with the gate marked (plain Unicode, so i
 
 from __future__ import annotations
 
+import statistics
+
 from rich.console import RenderableType
 from rich.text import Text
 
@@ -62,8 +64,15 @@ class SpeedupPane(Pane):
             for flag, on in (("unstable (CV > 3%)", t.unstable), ("implausible: audit", t.implausible)):
                 if on:
                     out.append(f"          {flag}\n", style="bold magenta")
+            if t.candidate_host_samples:
+                host = statistics.median(t.candidate_host_samples)
+                out.append(f"host      {host:9.3f} ms", style="dim")
+                out.append("  median from launch to full device sync (side-stream check)\n", style="dim")
             if t.note:
                 out.append(f"          {t.note}\n", style="dim")
+        if a is not None and a.verdict is not None:
+            for flag in a.verdict.flags:
+                out.append(f"flag      {flag}\n", style="bold magenta")
         out.append("\n")
         speeds = [a.verdict.speedup for a in view.state.attempts if a.verdict and a.verdict.speedup]
         scale = max([gate * 1.25, 1.0, *speeds])
@@ -90,6 +99,10 @@ class SpeedupPane(Pane):
                 row.append(f" {speed(v.speedup)}", style="bold green" if v.success else "bold red")
                 if not v.success and v.correct:
                     row.append(" below gate", style="red")
+            if v is not None and v.flags:
+                row.append(
+                    " ⚑ " + ", ".join(dict.fromkeys(f.split(":", 1)[0] for f in v.flags)), style="magenta"
+                )
             row.append("\n")
             out.append_text(row)
         out.append(f"      {'':<{gate_col}}└ gate {gate:g}x (scale 0–{scale:.2f}x)\n", style="dim")
