@@ -90,3 +90,51 @@ def test_metrics_of_an_attempts_table_says_the_analysis_needs_the_run(
     assert group["edit_precision"] is None and group["analysed_repairs"] is None
     assert main(["metrics", str(table)]) == 0
     assert "give the run directory" in capsys.readouterr().err
+
+
+DEMO_RUN = Path("tests/data/analysis/demo_run")
+REPO = Path(__file__).resolve().parents[1]
+
+
+def test_bundled_demo_run_works_with_the_documented_commands(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """docs/analysis.md's commands, verbatim but for --out, from the repository root."""
+    monkeypatch.chdir(REPO)
+    assert len(sessions(DEMO_RUN)) == 2
+    rc = main(
+        [
+            "attribute",
+            "--run",
+            str(DEMO_RUN),
+            "--components",
+            "compiler,runtime,timing",
+            "--samples",
+            "2",
+            "--model",
+            "scripted:vec_scale_demo.toml",
+            "--recorded",
+            "tests/data/recorded/vec_scale.recordings.jsonl",
+            "--out",
+            str(tmp_path / "attribution"),
+        ]
+    )
+    assert rc == 0
+    out = capsys.readouterr().out
+    assert "4 frozen step(s), 64 branches (0 without a verdict, left out)" in out
+    for measure in ("compiled", "correct", "passed"):
+        assert (
+            f"outcome: {measure}  (values in outcome share, 0..1; 95% bootstrap intervals; 64 branches" in out
+        )
+    rows = [
+        line.split()
+        for line in out.splitlines()
+        if line.strip().startswith(("compiler ", "runtime ", "timing "))
+    ]
+    assert len(rows) == 9 and all(
+        len(r) == 7 and r[2].startswith("[") for r in rows
+    )  # value [low, high] twice
+    assert (tmp_path / "attribution" / "attribution-run-demo_run.json").is_file()
+    assert main(["metrics", str(DEMO_RUN), "--json"]) == 0
+    (group,) = json.loads(capsys.readouterr().out)["groups"]
+    assert group["analysed_repairs"] == 2 and group["edit_precision"] is not None
