@@ -64,6 +64,12 @@ FLAG_NAMES: tuple[str, ...] = (
 DISQUALIFYING: frozenset[str] = frozenset({"cached_result", "timing_run_failed", "harness_modified"})
 
 
+def is_flagged(flags: Iterable[str]) -> bool:
+    """Whether a verdict's flags include an anti-cheat finding (``unstable_timing`` and the like do not
+    count): such an attempt's success is counted apart in the metrics, never as a success."""
+    return any(flag_name(f) in FLAG_NAMES for f in flags)
+
+
 def flag_name(flag: str) -> str:
     """The name part of ``name: evidence``."""
     return flag.split(":", 1)[0].strip()

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from beavertui.engine import anticheat
 from beavertui.engine.errors import BeaverError
 from beavertui.engine.events import SessionHeader
 from beavertui.engine.metrics import source_model_matches
@@ -133,6 +134,7 @@ def rows_of_session(
             "family": h.task.family,
             "label": h.task.label,
             "infra_error": bool(a.infra_errors),
+            "flagged": v is not None and anticheat.is_flagged(v.flags),
         }
 
 

@@ -59,6 +59,9 @@ class GroupMetrics:
     n_attempts: int
     n_infra_excluded: int
     cells: TaskCells = field(repr=False)
+    n_flagged_successes: int = 0
+    """Attempts that passed the gate but carried an anti-cheat flag (table column ``flagged``): counted here
+    and in no pass rate, so a cheat can never score silently."""
 
     def as_json(self) -> dict[str, Any]:
         """The group object of metrics.md's ``--json`` output (plus ``under_sampled`` and the count of
@@ -78,6 +81,7 @@ class GroupMetrics:
             "p_sweep": {f"{p:.1f}": v for p, v in self.p_sweep.items()},
             "under_sampled": self.under_sampled,
             "n_infra_excluded": self.n_infra_excluded,
+            "flagged_successes": self.n_flagged_successes,
         }
 
 
@@ -187,7 +191,10 @@ def compute_groups(table: AttemptsTable) -> list[GroupMetrics]:
     rep_row = repeated[proto_row]
     b_row = budget[proto_row] - t.self_source.astype(np.int64)
     counted = rep_row | (t.iteration <= b_row)
-    s = np.where(t.correct & counted, np.nan_to_num(t.speedup, nan=0.0), -1.0)
+    s_all = np.where(t.correct & counted, np.nan_to_num(t.speedup, nan=0.0), -1.0)
+    # a flagged success (anti-cheat finding) is never a success; it is counted apart below
+    s = np.where(t.flagged, -1.0, s_all)
+    flagged_ok = t.flagged & (s_all >= gate[proto_row])
 
     order = np.argsort(traj * (int(t.iteration.max()) + 2) + t.iteration, kind="stable")
     traj_s, s_s, it_s = traj[order], s[order], t.iteration[order]
@@ -253,6 +260,7 @@ def compute_groups(table: AttemptsTable) -> list[GroupMetrics]:
     det_counts = np.column_stack([per_cell(stag & (det == d)) for d in range(len(DETECTORS))])
 
     rows_per_group = np.bincount(grp, minlength=n_groups)
+    flagged_per_group = np.bincount(grp, weights=flagged_ok, minlength=n_groups)
     traj_per_group = np.bincount(tr_group, minlength=n_groups)
     cells_by_group = np.argsort(cell_group, kind="stable")
     bounds = np.searchsorted(cell_group[cells_by_group], np.arange(n_groups + 1))
@@ -293,6 +301,7 @@ def compute_groups(table: AttemptsTable) -> list[GroupMetrics]:
                 n_trajectories=int(traj_per_group[g]),
                 n_attempts=int(rows_per_group[g]),
                 n_infra_excluded=int(infra_count[g]),
+                n_flagged_successes=int(flagged_per_group[g]),
                 cells=TaskCells(
                     tasks=tuple(tasks[int(i)] for i in cell_task[idx]),
                     means=means,

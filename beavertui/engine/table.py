@@ -24,10 +24,12 @@ PROTOCOL_FIELDS: tuple[str, ...] = ("method", "feedback", "history", "temperatur
 
 #: Top-level string columns (besides the protocol). ``family``, ``label`` and ``infra_error`` extend
 #: metrics.md: the task's family and broken-start label (for breakdowns) and whether an infrastructure
-#: failure hit the attempt (such attempts are counted but never scored).
+#: failure hit the attempt (such attempts are counted but never scored). ``flagged`` extends it too: the
+#: attempt's verdict carried an anti-cheat flag (engine/anticheat.py); a flagged success is counted apart,
+#: never as a success.
 STRING_COLUMNS: tuple[str, ...] = ("run_id", "model", "task_id", "category", "stop_reason", "family", "label")
 INT_COLUMNS: tuple[str, ...] = ("sample", "iteration")
-BOOL_COLUMNS: tuple[str, ...] = ("correct", "self_source", "infra_error")
+BOOL_COLUMNS: tuple[str, ...] = ("correct", "self_source", "infra_error", "flagged")
 
 #: Column order of the flat (CSV) form; the JSON form nests the protocol fields under ``protocol``.
 FLAT_COLUMNS: tuple[str, ...] = (
@@ -45,9 +47,10 @@ FLAT_COLUMNS: tuple[str, ...] = (
     "family",
     "label",
     "infra_error",
+    "flagged",
 )
-#: Columns a table must have; the others default (family/label null, infra_error false).
-REQUIRED_COLUMNS: frozenset[str] = frozenset(FLAT_COLUMNS) - {"family", "label", "infra_error"}
+#: Columns a table must have; the others default (family/label null, infra_error and flagged false).
+REQUIRED_COLUMNS: frozenset[str] = frozenset(FLAT_COLUMNS) - {"family", "label", "infra_error", "flagged"}
 
 
 @dataclass(frozen=True, order=True)
@@ -120,6 +123,8 @@ class AttemptsTable:
     """NaN where null."""
     self_source: BoolArray
     infra_error: BoolArray
+    flagged: BoolArray
+    """The verdict carried an anti-cheat flag (its success, if any, is counted apart)."""
 
     def __len__(self) -> int:
         return int(self.sample.shape[0])
@@ -139,6 +144,7 @@ class AttemptsTable:
             speedup=self.speedup[index],
             self_source=self.self_source[index],
             infra_error=self.infra_error[index],
+            flagged=self.flagged[index],
         )
 
     def with_self_source(self, self_source: BoolArray) -> AttemptsTable:
@@ -152,6 +158,7 @@ class AttemptsTable:
             speedup=self.speedup,
             self_source=self_source,
             infra_error=self.infra_error,
+            flagged=self.flagged,
         )
 
     def rows(self) -> Iterable[dict[str, Any]]:
@@ -163,6 +170,7 @@ class AttemptsTable:
         speedup = self.speedup.tolist()
         self_source = self.self_source.tolist()
         infra = self.infra_error.tolist()
+        flagged = self.flagged.tolist()
         protocol = self.protocol.tolist()
         for i in range(len(self)):
             yield {
@@ -180,6 +188,7 @@ class AttemptsTable:
                 "family": strings["family"][i],
                 "label": strings["label"][i],
                 "infra_error": infra[i],
+                "flagged": flagged[i],
             }
 
 
@@ -248,6 +257,7 @@ def from_rows(rows: Iterable[Mapping[str, Any]]) -> AttemptsTable:
             for name in ("correct", "self_source"):
                 cols[name].append(_bool(row[name], name))
             cols["infra_error"].append(_bool(row.get("infra_error", False), "infra_error"))
+            cols["flagged"].append(_bool(row.get("flagged", False), "flagged"))
             speed.append(_float_or_nan(row.get("speedup")))
         except KeyError as exc:
             raise ValueError(f"row {n}: missing key {exc.args[0]!r}") from None
@@ -265,6 +275,7 @@ def from_rows(rows: Iterable[Mapping[str, Any]]) -> AttemptsTable:
         speedup=np.asarray(speed, dtype=np.float64),
         self_source=np.asarray(cols["self_source"], dtype=np.bool_),
         infra_error=np.asarray(cols["infra_error"], dtype=np.bool_),
+        flagged=np.asarray(cols["flagged"], dtype=np.bool_),
     )
 
 
@@ -298,4 +309,5 @@ def concat(tables: Sequence[AttemptsTable]) -> AttemptsTable:
         speedup=np.concatenate([t.speedup for t in tables]),
         self_source=np.concatenate([t.self_source for t in tables]),
         infra_error=np.concatenate([t.infra_error for t in tables]),
+        flagged=np.concatenate([t.flagged for t in tables]),
     )

@@ -218,6 +218,9 @@ def build(columns: Mapping[str, tuple[U64, B]], n: int) -> AttemptsTable:
             if "infra_error" not in columns
             else to_bool(raw("infra_error"), "infra_error", False)
         ),
+        flagged=(
+            np.zeros(n, np.bool_) if "flagged" not in columns else to_bool(raw("flagged"), "flagged", False)
+        ),
     )
 
 

@@ -104,5 +104,7 @@ def card(source: Path, groups: Sequence[GroupMetrics], tool_version: str) -> str
         "## Exclusions",
         "",
         f"- Attempts hit by infrastructure failures, excluded from scores: {infra}",
+        "- Successes carrying an anti-cheat flag (output not written, library call, side stream, ...), "
+        f"counted apart and never as successes: {sum(g.n_flagged_successes for g in groups)}",
     ]
     return "\n".join(lines) + "\n"

@@ -84,6 +84,7 @@ def main_tables(
                 dom,
                 r["degenerate"],
                 str(g.n_infra_excluded),
+                str(g.n_flagged_successes),
                 note,
             )
         )
@@ -101,11 +102,13 @@ def main_tables(
             "dominant stall",
             "degenerate",
             "infra excl.",
+            "flagged",
             "note",
         ),
         tuple(rows),
         note="Percent of tasks; [95% bootstrap interval over tasks, percentile, "
-        f"{resamples} resamples, seed {seed}]. Infrastructure-hit attempts are excluded and counted.",
+        f"{resamples} resamples, seed {seed}]. Infrastructure-hit attempts are excluded and counted. "
+        "flagged: attempts that passed the gate with an anti-cheat flag, counted here and in no rate.",
     )
     sweep = Table(
         "pass@k by speedup threshold p (exact up to the in-loop gate, a lower bound above it)",
