@@ -4,7 +4,9 @@ The work dir is a copy of the task's testbench plus its shared folders, with the
 ``solution_file``. Build and test run through sandbox.run with the task's per-stage limits, the
 release command adaptations (adapt.py) and a scrubbed environment. The harness is hashed before the
 build; files the build rewrites that are not sources are build outputs, every other harness file
-must be unchanged after the test. This module does not classify, sanitize or time.
+must be unchanged after the test, and so must the corpus folders it was copied from (a write through an
+absolute path). Harness sources in the work dir are made read-only. This module does not classify,
+sanitize or time.
 """
 
 from __future__ import annotations
@@ -91,6 +93,10 @@ def harness_hash(task: Task) -> str:
     return h.hexdigest()
 
 
+#: What ``WorkDir.verify`` reports when the task's own corpus folders changed during the attempt.
+CORPUS_CHANGED = "<corpus testbench or shared folders changed on disk>"
+
+
 @dataclass
 class WorkDir:
     """A prepared work dir and its harness manifest."""
@@ -100,6 +106,8 @@ class WorkDir:
     manifest: dict[str, str]
     links: dict[str, str]
     build_outputs: set[str] = field(default_factory=set)
+    origin: str = ""
+    """harness_hash of the task's corpus folders when the work dir was made ("" when not taken)."""
 
     def note_build(self) -> list[str]:
         """After the build: changed non-source files become build outputs; changed sources are tampering."""
@@ -107,7 +115,7 @@ class WorkDir:
         tampered = []
         for rel, digest in self.manifest.items():
             if now.get(rel) != digest:
-                if Path(rel).suffix.lower() in SOURCE_SUFFIXES or Path(rel).name == "Makefile":
+                if is_tamper_target(rel):
                     tampered.append(rel)
                 else:
                     self.build_outputs.add(rel)
@@ -121,6 +129,8 @@ class WorkDir:
             p = self.path / rel
             if not p.is_symlink() or os.readlink(p) != target:
                 bad.append(rel)
+        if self.origin and harness_hash(self.task) != self.origin:
+            bad.append(CORPUS_CHANGED)
         return sorted(bad)
 
 
@@ -130,6 +140,7 @@ def prepare(task: Task, code: str, base_dir: Path | None = None) -> WorkDir:
     base.mkdir(parents=True, exist_ok=True)
     path = Path(tempfile.mkdtemp(prefix=f"beaver-{task.id[:48]}-", dir=base))
     try:
+        origin = harness_hash(task)
         shutil.copytree(task.testbench, path, symlinks=True, dirs_exist_ok=True)
         for src, dest in task.extra_dirs:
             if src.is_dir():
@@ -154,10 +165,31 @@ def prepare(task: Task, code: str, base_dir: Path | None = None) -> WorkDir:
             sol.unlink()
         sol.write_text(code, encoding="utf-8")
         manifest = hash_tree(path, {task.solution_file})
+        _write_protect(path, manifest)
     except OSError as exc:
         shutil.rmtree(path, ignore_errors=True)
         raise BeaverError(f"{task.id}: cannot prepare a work dir in {base}: {exc}") from None
-    return WorkDir(path=path, task=task, manifest=manifest, links=links)
+    except BaseException:
+        shutil.rmtree(path, ignore_errors=True)  # a refused solution path leaves nothing behind
+        raise
+    return WorkDir(path=path, task=task, manifest=manifest, links=links, origin=origin)
+
+
+def is_tamper_target(rel: str) -> bool:
+    """Whether a harness file's change is tampering (a source, Makefile) rather than a build output."""
+    return Path(rel).suffix.lower() in SOURCE_SUFFIXES or Path(rel).name == "Makefile"
+
+
+def _write_protect(root: Path, manifest: Mapping[str, str]) -> None:
+    """chmod a-w on the harness sources of a work dir (shipped binaries stay writable: builds replace them).
+
+    This stops an unprivileged candidate from editing them in place; root ignores file modes, so the
+    hash check of ``WorkDir.verify`` is what catches tampering in every case.
+    """
+    for rel in manifest:
+        if is_tamper_target(rel):
+            p = root / rel
+            p.chmod(p.stat().st_mode & ~0o222)
 
 
 def remove(work: WorkDir) -> None:
@@ -192,7 +224,8 @@ def run_stage(
 ) -> StageResult:
     """Run one command of the attempt in the work dir and record it."""
     cmd = adapt_command(command, config.sm) if adapt else command
-    out = sandbox.run(cmd, work.path, stage_env(work.task, config), timeout_s, config.limits)
+    keep = (*work.links.values(), *(str(p) for p in work.task.pythonpath))
+    out = sandbox.run(cmd, work.path, stage_env(work.task, config), timeout_s, config.limits, keep=keep)
     return StageResult(
         stage=stage,
         command=cmd,
@@ -202,6 +235,8 @@ def run_stage(
         duration_s=round(out.duration_s, 4),
         log=out.log,
         log_bytes=out.log_bytes,
+        stopped_by=out.stopped_by,
+        sandbox=out.sandbox,
     )
 
 

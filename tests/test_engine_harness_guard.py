@@ -1,0 +1,108 @@
+"""The harness in a work dir: read-only sources, hashed before and after, the corpus itself watched,
+and solution paths that cannot leave the work dir (loader and runner)."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from beavertui.engine import isolation, runner, sandbox
+from beavertui.engine.corpus import load_corpus
+from beavertui.engine.errors import BeaverError
+
+DATA = Path(__file__).parent / "data"
+
+
+@pytest.fixture
+def corpus(tmp_path: Path) -> Path:
+    root = tmp_path / "corpus"
+    shutil.copytree(DATA / "native", root)
+    return root
+
+
+def test_harness_sources_are_read_only_and_shipped_binaries_are_not(tmp_path: Path) -> None:
+    task = load_corpus(DATA / "release").get("cutlass_905_basic_gemm__perf_broken__a0000005")
+    cfg = runner.RunnerConfig(base_dir=tmp_path)
+    with runner.workdir(task, "// candidate\n", cfg) as work:
+        modes = {rel: (work.path / rel).stat().st_mode & 0o222 for rel in work.manifest}
+        sources = sorted(rel for rel in modes if runner.is_tamper_target(rel))
+        assert "Makefile" in sources
+        assert {modes[rel] for rel in sources} == {0}
+        assert modes["test"] != 0  # a shipped binary the build replaces stays writable
+        assert (work.path / task.solution_file).stat().st_mode & 0o200
+
+
+def test_unprivileged_candidate_cannot_edit_a_harness_source(tmp_path: Path) -> None:
+    if os.geteuid() == 0:
+        pytest.skip("root ignores file modes; the hash check catches the edit (test_harness_tamper_detected)")
+    task = load_corpus(DATA / "native").get("vec_scale")
+    cfg = runner.RunnerConfig(base_dir=tmp_path)
+    with runner.workdir(task, "// c\n", cfg) as work:
+        out = runner.run_stage(work, "run", "echo '// hacked' >> test_main.cu", 10, cfg)
+        assert out.rc == 1 and "Permission denied" in out.log
+        assert work.verify() == []
+
+
+def test_corpus_edited_through_an_absolute_path_is_caught(corpus: Path, tmp_path: Path) -> None:
+    task = load_corpus(corpus).get("vec_scale")
+    target = corpus / "vec_scale" / "testbench" / "test_main.cu"
+    before = target.read_bytes()
+    shared = sandbox.Limits(private_tmp=False)  # the copied corpus lies under /tmp: keep it reachable
+    cfg = runner.RunnerConfig(base_dir=tmp_path / "work", limits=shared)
+    with runner.workdir(task, "// c\n", cfg) as work:
+        assert work.verify() == []
+        out = runner.run_stage(work, "run", f"echo '// poisoned' >> {target}", 10, cfg)
+        assert out.rc == 0
+        assert work.verify() == [runner.CORPUS_CHANGED]
+    assert target.read_bytes() == before + b"// poisoned\n"
+
+
+def test_private_tmp_keeps_a_corpus_under_tmp_out_of_reach(corpus: Path, tmp_path: Path) -> None:
+    plan = isolation.plan_for(True, True, True)
+    if not plan.private_tmp:
+        pytest.skip(f"no private /tmp here: {plan.missing}")
+    assert str(corpus).startswith("/tmp/")
+    task = load_corpus(corpus).get("vec_scale")
+    target = corpus / "vec_scale" / "testbench" / "test_main.cu"
+    before = target.read_bytes()
+    cfg = runner.RunnerConfig(base_dir=tmp_path / "work")
+    with runner.workdir(task, "// c\n", cfg) as work:
+        out = runner.run_stage(
+            work, "run", f"mkdir -p {target.parent} && echo '// poisoned' >> {target}", 10, cfg
+        )
+        assert out.rc == 0
+        assert work.verify() == []
+    assert target.read_bytes() == before
+
+
+@pytest.mark.parametrize(
+    ("solution_file", "expected"),
+    [
+        ("/etc/evil.cu", "must be relative and non-empty"),
+        ("../../evil.cu", "escapes the task folder"),
+        ("include/../../reference.cu", "escapes the task folder"),
+        ("link_out.cu", "escapes the task folder"),  # a symlink inside the task folder, outside testbench
+    ],
+)
+def test_loader_refuses_solution_paths_that_escape(corpus: Path, solution_file: str, expected: str) -> None:
+    task_dir = corpus / "vec_scale"
+    (task_dir / "testbench" / "link_out.cu").symlink_to("../reference.cu")
+    data = json.loads((task_dir / "input.json").read_text())
+    data["solution_file"] = solution_file
+    (task_dir / "input.json").write_text(json.dumps(data))
+    load = load_corpus(corpus)
+    assert [t.id for t in load.tasks] == ["spin"]
+    assert len(load.problems) == 1 and expected in load.problems[0], load.problems
+
+
+def test_runner_refuses_a_solution_path_through_a_linked_library(tmp_path: Path) -> None:
+    task = load_corpus(DATA / "release").get("cutlass_905_basic_gemm__perf_broken__a0000005")
+    bad = dataclasses.replace(task, solution_file="reference_sources/cutlass/evil.cu")
+    with pytest.raises(BeaverError, match="escapes the work dir"):
+        runner.prepare(bad, "// c\n", tmp_path)
+    assert list(tmp_path.iterdir()) == []  # nothing left behind
