@@ -5,6 +5,14 @@ benchmark_command prints ``BEAVER_TIME_MS <ms>`` per timed run), CUPTI kernel re
 unmodified test command (``cupti``), or ncu's ``gpu__time_duration.sum`` (``ncu``) when CUPTI cannot be
 used. The reference is built once per (reference, harness, toolkit) in a cached work dir. Baselines
 are stored per GPU signature (baselines.py). This module never classifies.
+
+Anti-cheat side of the native contract (anticheat.py): each timed run also prints ``BEAVER_HOST_MS`` (host
+clock to a full device synchronisation), kept per sample in TimingResult but never used as a sample, for the
+side-stream check against the reference timed in the same session. Every corpus harness checks the output
+of its last timed launch against that launch's own fresh inputs and exits non-zero when it is wrong, so a
+candidate benchmark run that fails after printing its samples is flagged ``cached_result``; one that fails
+before any sample (right only at the correctness size) raises CandidateTimingFailed, a failure of the
+candidate rather than of the machine. The flags travel in TimingResult.flags.
 """
 
 from __future__ import annotations
