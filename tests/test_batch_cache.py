@@ -14,6 +14,8 @@ from beavertui.batch.resources import BuildSlots, GpuPool
 from beavertui.batch.scheduled import ScheduledLocalToolchain
 from beavertui.engine.corpus import load_corpus
 from beavertui.engine.errors import ToolchainError
+from beavertui.engine.events import Event
+from beavertui.engine.task import Task
 from beavertui.engine.toolchain import AttemptOptions
 
 CORPUS = Path(__file__).resolve().parents[1] / "tests" / "data" / "recorded"
@@ -36,6 +38,17 @@ def test_cache_key_depends_on_every_part() -> None:
     assert cache_key("code", "harness", "nvcc x.cu", "13.0") == base
 
 
+def _until_gpu_failure(tc: ScheduledLocalToolchain, task: Task, code: str, it: int) -> list[Event]:
+    """The events of an attempt whose run the GPU failed: the build and the run, then no verdict."""
+    events: list[Event] = []
+    with pytest.raises(ToolchainError, match=r"GPU 0 failed: .*(driver|CUDA-capable|probe)") as info:
+        for e in tc.attempt(task, code, AttemptOptions(iteration=it)):
+            events.append(e)
+    assert info.value.source == "gpu"
+    assert all(e.kind != "verdict" for e in events)
+    return events
+
+
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc")
 def test_identical_candidate_is_built_once_and_a_failing_gpu_is_removed(tmp_path: Path) -> None:
     from tests.conftest import gpu_present
@@ -48,18 +61,19 @@ def test_identical_candidate_is_built_once_and_a_failing_gpu_is_removed(tmp_path
     tc = ScheduledLocalToolchain(pool, BuildSlots(1), cache)
     code = task.reference()
     assert code is not None
-    first = list(tc.attempt(task, code, AttemptOptions(iteration=1)))
-    second = list(tc.attempt(task, code, AttemptOptions(iteration=2)))
+    first = _until_gpu_failure(tc, task, code, 1)
+    second = _until_gpu_failure(tc, task, code, 2)
     b1, r1 = first[0], first[1]
     b2, r2 = second[0], second[1]
-    assert (b1.kind, b1.result.rc, b1.result.cached) == ("build", 0, False)
-    assert (b2.kind, b2.result.rc, b2.result.cached) == ("build", 0, True)
-    assert b2.result.log == b1.result.log
+    assert (b1.kind, b1.result.rc, b1.result.cached) == ("build", 0, False)  # type: ignore[attr-defined]
+    assert (b2.kind, b2.result.rc, b2.result.cached) == ("build", 0, True)  # type: ignore[attr-defined]
+    assert b2.result.log == b1.result.log  # type: ignore[attr-defined]
     # the cached binary was restored into the new work dir: it ran and failed the same way
-    assert r2.kind == "run" and r2.result.log == r1.result.log and r1.result.rc not in (0, 127)
+    assert r2.kind == "run" and r2.result.log == r1.result.log and r1.result.rc not in (0, 127)  # type: ignore[attr-defined]
     assert cache.summary() == {"hits": 1, "misses": 1, "stored": 1}
     assert pool.gpus[0].consecutive_failures == 2 and pool.gpus[0].healthy
-    list(tc.attempt(task, code, AttemptOptions(iteration=3)))
+    _until_gpu_failure(tc, task, code, 3)
     assert not pool.gpus[0].healthy  # three runs in a row failed for the GPU, not the candidate
+    assert pool.exhausted.is_set()
     with pytest.raises(ToolchainError, match="no healthy GPU"):
         list(tc.attempt(task, code, AttemptOptions(iteration=4)))

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Literal
 
 from beavertui.batch.protocol_file import ModelSpec
+from beavertui.batch.resources import NO_GPU_LEFT
 from beavertui.batch.rundir import TMP_SUFFIX, log_infra, read_infra
 from beavertui.engine.events import Event, InfraError, SessionEnd, SessionHeader
 from beavertui.engine.protocol import Protocol
@@ -221,4 +222,10 @@ def drive(
         infra_all += sink.infra
         if sink.end is None:
             return JobOutcome(status="failed", infra=infra_all, resumed=resumed)
+        if sink.end.stop_reason == "error" and any(NO_GPU_LEFT in d for d in sink.infra):
+            # not a failure of this session: it waits, resumable, for a GPU (no retry spent)
+            header, events, _problem = read_session(job.path)
+            if header is not None:
+                _rewrite(job.path, header, _rewind(events))
+            return JobOutcome(status="failed", infra=infra_all, resumed=resumed, stop_reason="no_gpu")
         ran = True

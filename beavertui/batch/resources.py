@@ -15,6 +15,9 @@ from dataclasses import dataclass, field
 
 from beavertui.engine.errors import ToolchainError
 
+#: The failure of a stage that found every GPU taken out of the schedule (the session is left resumable).
+NO_GPU_LEFT = "no healthy GPU left in the schedule"
+
 
 @dataclass
 class GpuState:
@@ -40,6 +43,8 @@ class GpuPool:
         self.shared_limit = max(1, shared)
         self.fail_limit = fail_limit
         self._cv = threading.Condition()
+        self.exhausted = threading.Event()
+        """Set once every GPU has been taken out of the schedule."""
 
     def _pick(self, exclusive: bool) -> GpuState | None:
         best: GpuState | None = None
@@ -70,7 +75,7 @@ class GpuPool:
         with self._cv:
             while True:
                 if not any(g.healthy for g in self.gpus):
-                    raise ToolchainError("no healthy GPU left in the schedule", source="gpu")
+                    raise ToolchainError(NO_GPU_LEFT, source="gpu")
                 g = None
                 if prefer is not None:
                     cand = next((x for x in self.gpus if x.index == prefer and x.healthy), None)
@@ -131,6 +136,8 @@ class GpuPool:
             g.failures.append(detail)
             if g.consecutive_failures >= self.fail_limit and g.healthy:
                 g.healthy = False
+                if not any(x.healthy for x in self.gpus):
+                    self.exhausted.set()
                 self._cv.notify_all()
 
     def busy_fraction(self, wall_s: float) -> dict[str, float]:

@@ -71,7 +71,14 @@ def run_batch(args: argparse.Namespace, manifest: RunManifest, run_dir: Path, ta
         write_manifest(run_dir, manifest)
         if args.quiet:
             run_local(
-                jobs, tasks, toolchain, run_dir, parallel=parallel, retries=manifest.retries, tracker=tracker
+                jobs,
+                tasks,
+                toolchain,
+                run_dir,
+                parallel=parallel,
+                retries=manifest.retries,
+                tracker=tracker,
+                stop=pool.exhausted,
             )
         else:
             with Display(tracker, parallel):
@@ -83,6 +90,7 @@ def run_batch(args: argparse.Namespace, manifest: RunManifest, run_dir: Path, ta
                     parallel=parallel,
                     retries=manifest.retries,
                     tracker=tracker,
+                    stop=pool.exhausted,
                 )
     wall = time.monotonic() - t0
     totals = tracker.totals()
@@ -99,7 +107,8 @@ def run_batch(args: argparse.Namespace, manifest: RunManifest, run_dir: Path, ta
         summary["gpu_busy_fraction"] = {k: round(v, 3) for k, v in pool.busy_fraction(wall).items()}
         summary["gpus_removed"] = {g.index: g.failures[-1] for g in pool.gpus if not g.healthy}
     manifest.summary = summary
-    manifest.status = "finished" if totals["done"] == totals["total"] else "interrupted"
+    no_gpu = pool is not None and pool.exhausted.is_set()
+    manifest.status = "finished" if totals["done"] == totals["total"] and not no_gpu else "interrupted"
     write_manifest(run_dir, manifest)
     print(
         f"beavertui: {totals['done']}/{totals['total']} sessions ({totals['skipped']} already done), "
@@ -117,4 +126,12 @@ def run_batch(args: argparse.Namespace, manifest: RunManifest, run_dir: Path, ta
             f"beavertui: GPU {idx} taken out of the schedule after repeated failures: {why}", file=sys.stderr
         )
     print(f"beavertui: metrics: beavertui metrics {run_dir}", file=sys.stderr)
+    if no_gpu:
+        left = totals["total"] - totals["done"] + totals["failed"]
+        print(
+            f"beavertui: every GPU was taken out of the schedule; {left} sessions wait unfinished: "
+            f"fix the GPU, then continue with --resume {run_dir}",
+            file=sys.stderr,
+        )
+        return 2
     return 0 if totals["failed"] == 0 else 1

@@ -5,13 +5,22 @@ cache, correctness and sanitizer runs holding a shared GPU slot (``CUDA_VISIBLE_
 timing holding a GPU alone. Classification, sanitizer policy and verdicts are LocalToolchain's own
 methods, so a batch judges exactly as ``beavertui live`` does. ``ScheduledToolchain`` wraps any other
 toolchain (recorded, remote) and gates its whole run phase on a GPU slot. Neither decides what runs.
+
+A run whose log says the GPU itself is gone (driver messages, lost device) is an infrastructure failure of
+that GPU, never the candidate's verdict. A run that ends in a sticky CUDA error (an illegal memory access,
+an unspecified launch failure...) is ambiguous: the candidate or the GPU. A known-good probe kernel then
+runs on the same GPU: if it fails too, the GPU is blamed; if it passes, the verdict stands.
 """
 
 from __future__ import annotations
 
 import os
+import shutil
+import subprocess
+import tempfile
+import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import replace
 
 from beavertui.batch.cache import CompileCache, cache_key, changed, snapshot, toolkit_id
@@ -19,7 +28,7 @@ from beavertui.batch.resources import BuildSlots, GpuPool, GpuState
 from beavertui.engine import runner
 from beavertui.engine.adapt import adapt_command
 from beavertui.engine.classify import classify
-from beavertui.engine.errors import BeaverError
+from beavertui.engine.errors import BeaverError, ToolchainError
 from beavertui.engine.events import (
     Built,
     Event,
@@ -47,9 +56,11 @@ class ScheduledLocalToolchain(LocalToolchain):
         builds: BuildSlots,
         cache: CompileCache | None,
         config: LocalConfig | None = None,
+        probe: GpuProbe | None = None,
     ) -> None:
         super().__init__(config)
         self.pool, self.builds, self.cache = pool, builds, cache
+        self.probe = probe or GpuProbe()
         self.toolkit = toolkit_id() if cache is not None else ""
         self._harness: dict[str, str] = {}
         self._gpu: GpuSignature | None = None
@@ -104,12 +115,17 @@ class ScheduledLocalToolchain(LocalToolchain):
                 with self.pool.hold() as g:
                     used, gpu_cfg = g, self._on(cfg, g)
                     run = runner.test(work, gpu_cfg)
-                    tampered += work.verify()
-                    timed_out = build.timed_out or run.timed_out
-                    verdict = classify(build.rc, build.log, run.rc, run.log, timed_out)
-                    sanitized = list(self._sanitize(task, work, gpu_cfg, options, run, verdict))
-                lost = _gpu_lost(run.log)
-                self.pool.report(g, ok=not lost, detail=_first_line(run.log) if lost else "")
+                    lost = _gpu_fault(run.log, gpu_cfg, self.probe)
+                    if lost is None:
+                        tampered += work.verify()
+                        timed_out = build.timed_out or run.timed_out
+                        verdict = classify(build.rc, build.log, run.rc, run.log, timed_out)
+                        sanitized = list(self._sanitize(task, work, gpu_cfg, options, run, verdict))
+                self.pool.report(g, ok=lost is None, detail=lost or "")
+                if lost is not None:
+                    yield Ran(iteration=it, result=run)
+                    # the GPU's failure, not the candidate's: no verdict; the session records it as such
+                    raise ToolchainError(f"GPU {g.index} failed: {lost}", source="gpu")
             else:
                 tampered += work.verify()
             if run is not None:
@@ -150,6 +166,19 @@ _LOST = (
     "GPU has fallen off the bus",
     "uncorrectable ECC error",
     "all CUDA-capable devices are busy or unavailable",
+    "CUDA-capable device(s) is/are busy or unavailable",
+)
+
+#: Sticky CUDA errors (the context is unusable afterwards): the candidate's bug or a failing GPU.
+_STICKY = (
+    "an illegal memory access was encountered",
+    "unspecified launch failure",
+    "misaligned address",
+    "an illegal instruction was encountered",
+    "hardware stack error",
+    "the launch timed out and was terminated",
+    "initialization error",
+    "unknown error",
 )
 
 
@@ -157,8 +186,116 @@ def _gpu_lost(log: str) -> bool:
     return any(s in log for s in _LOST)
 
 
-def _first_line(log: str) -> str:
-    return next((ln.strip() for ln in log.splitlines() if any(s in ln for s in _LOST)), "GPU failure")[:200]
+def _first_line(log: str, markers: tuple[str, ...] = _LOST) -> str:
+    return next((ln.strip() for ln in log.splitlines() if any(s in ln for s in markers)), "GPU failure")[:200]
+
+
+def _gpu_fault(log: str, cfg: runner.RunnerConfig, probe: GpuProbe) -> str | None:
+    """Why a run's failure is the GPU's (one line), or None when the GPU is not to blame."""
+    if _gpu_lost(log):
+        return _first_line(log)
+    if not any(s in log for s in _STICKY):
+        return None
+    why = probe.check(cfg.env)
+    if why is None:
+        return None
+    return f"{_first_line(log, _STICKY)}; a known-good probe kernel then failed on it too: {why}"
+
+
+_PROBE_CU = r"""
+#include <cstdio>
+__global__ void fill(int* a, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) a[i] = 2 * i + 1;
+}
+static int fail(const char* what, cudaError_t e) {
+    std::printf("%s: %s\n", what, cudaGetErrorString(e));
+    return 1;
+}
+int main() {
+    const int n = 1 << 20;
+    static int h[1 << 20];
+    int* d = nullptr;
+    cudaError_t e = cudaMalloc(&d, n * sizeof(int));
+    if (e != cudaSuccess) return fail("cudaMalloc", e);
+    fill<<<(n + 255) / 256, 256>>>(d, n);
+    if ((e = cudaDeviceSynchronize()) != cudaSuccess) return fail("kernel", e);
+    if ((e = cudaMemcpy(h, d, n * sizeof(int), cudaMemcpyDeviceToHost)) != cudaSuccess) return fail("copy", e);
+    for (int i = 0; i < n; ++i)
+        if (h[i] != 2 * i + 1) { std::printf("wrong value at %d\n", i); return 1; }
+    std::printf("probe ok\n");
+    return 0;
+}
+"""
+
+
+_PROBE_LOCK = threading.Lock()
+_PROBE_DIRS: dict[str, str] = {}
+
+
+class GpuProbe:
+    """A known-good kernel run on one GPU: None when it passes, else why it failed (one line).
+
+    Built once with nvcc (no ``-arch``: PTX for the toolkit's default, JIT-compiled for any newer GPU);
+    ``command`` replaces it (a tool of the site's own, or a test stand-in).
+    """
+
+    def __init__(self, command: list[str] | None = None, timeout_s: float = 60.0) -> None:
+        self.command = command
+        self.timeout_s = timeout_s
+        self.runs = 0
+
+    def _built(self) -> list[str] | str:
+        with _PROBE_LOCK:  # one build per process, shared by every toolchain in it
+            if self.command is not None:
+                return self.command
+            nvcc = shutil.which("nvcc")
+            if nvcc is None:
+                return "nvcc not found, cannot build the probe kernel"
+            if nvcc not in _PROBE_DIRS:
+                _PROBE_DIRS[nvcc] = tempfile.mkdtemp(prefix="beavertui-probe-")
+            exe = os.path.join(_PROBE_DIRS[nvcc], "probe")
+            if not os.path.exists(exe):
+                src = os.path.join(_PROBE_DIRS[nvcc], "probe.cu")
+                with open(src, "w", encoding="utf-8") as fh:
+                    fh.write(_PROBE_CU)
+                try:
+                    out = subprocess.run(
+                        [nvcc, "-O2", "-o", exe, src], capture_output=True, text=True, timeout=300
+                    )
+                except (OSError, subprocess.TimeoutExpired) as exc:
+                    return f"the probe kernel did not build: {exc}"
+                if out.returncode != 0:
+                    return "the probe kernel did not build: " + _one_line(out.stderr or out.stdout)
+            self.command = [exe]
+            return self.command
+
+    def check(self, env: Mapping[str, str] | None) -> str | None:
+        cmd = self._built()
+        if isinstance(cmd, str):
+            return None  # no probe available: the verdict stands (the candidate is not blamed on a guess)
+        self.runs += 1
+        try:
+            out = subprocess.run(
+                cmd,
+                capture_output=True,
+                text=True,
+                timeout=self.timeout_s,
+                env=dict(env) if env is not None else None,
+                stdin=subprocess.DEVNULL,
+            )
+        except subprocess.TimeoutExpired:
+            return f"the probe kernel did not finish within {self.timeout_s:g} s"
+        except OSError as exc:
+            return f"the probe kernel did not start: {exc}"
+        if out.returncode == 0:
+            return None
+        return _one_line(out.stdout + out.stderr) or f"the probe kernel exited with {out.returncode}"
+
+
+def _one_line(text: str) -> str:
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    return (lines[-1] if lines else "")[:200]
 
 
 class ScheduledToolchain:
