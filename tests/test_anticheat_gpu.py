@@ -151,10 +151,17 @@ def test_harness_edited_at_run_time(task: Task, tmp_path: Path, cache: Path) -> 
 
 
 def test_harness_edited_only_when_timed(task: Task, tmp_path: Path, cache: Path) -> None:
-    events, v = attempt(task, "tamper_bench", tmp_path, cache)
+    events, v = attempt(task, "tamper_bench", tmp_path, cache, keep_workdir=True)
     assert "TAMPER" not in run_log(events)  # the correctness run leaves it alone
-    assert "harness_modified: _common/transpose.cuh (during timing)" in v.flags, v.flags
-    assert not v.correct and not v.success
+    (work,) = (tmp_path / "work").iterdir()
+    edited = "edited during the timing run" in (work / "_common" / "transpose.cuh").read_text()
+    assert timed(events) is not None  # the timing runs happened
+    if edited:
+        assert "harness_modified: _common/transpose.cuh (during timing)" in v.flags, v.flags
+        assert not v.correct and not v.success and v.reason == "harness modified"
+    else:  # a read-only testbench the candidate could not make writable: nothing was changed
+        print("tamper_bench: the timing run could not edit the harness here")
+        assert "harness_modified" not in names(v)
 
 
 def test_environment_dump_finds_no_key(
