@@ -67,6 +67,13 @@ def test_kernel_defined_but_never_launched_and_reference_without_kernel() -> Non
     assert anticheat.static_flags(dead, REFERENCE) == [
         "no_kernel: a __global__ kernel is defined but never launched"
     ]
+    old = "cudaMemcpy2DAsync(out, 4, in, 4, 4, 1, cudaMemcpyDeviceToDevice, s);"
+    for how in (
+        "void* a[] = {&out}; cudaLaunchKernel((void*)unused, 1, 1, a, 0, s);",
+        "cudaGraphLaunch(g, s);",
+    ):
+        launched = dead.replace(old, how)
+        assert launched != dead and anticheat.static_flags(launched, REFERENCE) == [], how
     # a library the reference itself calls is not a finding; no reference kernel, nothing to compare with
     assert (
         anticheat.static_flags(

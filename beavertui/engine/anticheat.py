@@ -43,8 +43,9 @@ _TIMED_RE = re.compile(r"^BEAVER_(TIME|HOST)_MS\s+([0-9.eE+-]+)\s*$", re.M)
 SIDE_STREAM_FLOOR_MS = 0.1
 #: ... or by this fraction of the event time, whichever is larger.
 SIDE_STREAM_FRACTION = 0.5
+#: Ways a source launches a kernel: triple chevrons, the runtime/driver launch calls, CUDA graph kernel nodes.
 _LAUNCH = re.compile(
-    r"<<<|\bcudaLaunch(?:Kernel|KernelEx|CooperativeKernel|CooperativeKernelMultiDevice)\b|\bcuLaunch\w*\b"
+    r"<<<|\bcudaLaunch\w*|\bcuLaunch\w*|\bcudaGraph(?:Add)?KernelNode\w*|\bcudaGraphLaunch\b"
 )
 _GLOBAL = re.compile(r"\b__global__\b")
 _EVIDENCE = re.compile(r"MISMATCH|FAILED|FAIL\b|[Ee]rror|differ", re.M)
