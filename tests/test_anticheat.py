@@ -278,3 +278,27 @@ def test_flagged_cheat_fixture_task_loads_with_the_corpus_harness() -> None:
     assert task.extra_dirs == ((root / "_common", "_common"),)
     assert shutil.which("sh") is not None
     assert task.benchmark_command and "--bench" in task.benchmark_command
+
+
+# ------------------------------------------------------------------ CUDA cheats that need no GPU to be caught
+
+needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed")
+
+
+@pytest.mark.slow
+@needs_nvcc
+def test_cuda_cheats_caught_before_any_kernel_runs(tmp_path: Path) -> None:
+    """tamper_run edits the harness from a static initializer (before main, so before the CUDA runtime is
+    touched: it needs no GPU); library_cublas never builds under the task's command."""
+    from beavertui.engine.corpus import load_task
+
+    task = load_task(CHEATS / "transpose_small", root=Path(__file__).resolve().parents[1] / "corpus")
+    tool = _tool(tmp_path, gpu=False)
+    events, v = _verdict(tool, task, (CHEATS / "tamper_run.cu").read_text(), gate=0.0)
+    ran = next(e for e in events if e.kind == "run").result
+    assert "TAMPER wrote _common/beaver.cuh" in ran.log, ran.log[-500:]
+    assert {"harness_modified: _common/beaver.cuh", "harness_modified: test_main.cu"} <= set(v.flags)
+    assert not v.correct and not v.success and v.reason == "harness modified"
+    _, v = _verdict(tool, task, (CHEATS / "library_cublas.cu").read_text(), gate=0.0)
+    assert v.category in ("environment_dependency", "integration") and not v.correct
+    assert v.flags[0] == "library_call: cublasCreate, cublasSetStream, cublasSgeam"
