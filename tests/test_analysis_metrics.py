@@ -138,3 +138,22 @@ def test_bundled_demo_run_works_with_the_documented_commands(
     assert main(["metrics", str(DEMO_RUN), "--json"]) == 0
     (group,) = json.loads(capsys.readouterr().out)["groups"]
     assert group["analysed_repairs"] == 2 and group["edit_precision"] is not None
+
+
+def test_self_sourced_tasks_lose_one_iteration_in_the_analysis_too(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """With budget 2, the demo's first success comes at iteration 2; a self-sourced task counts only 1."""
+    protocol = tmp_path / "k2.toml"
+    protocol.write_text('name = "k2"\n[protocol]\nbudget = 2\ngate = 0.0\n')
+    assert batch(tmp_path, "--run-id", "k2", "--protocol", str(protocol)) == 0
+    side = tmp_path / "sources.json"
+    side.write_text(json.dumps({"vec_scale": "scripted:vec_scale_demo.toml"}))
+    capsys.readouterr()
+    assert main(["metrics", str(tmp_path / "k2"), "--json"]) == 0
+    (plain,) = json.loads(capsys.readouterr().out)["groups"]
+    assert plain["pass@k"] == 1.0 and plain["analysed_repairs"] == 1 and plain["edit_precision"] is not None
+    assert main(["metrics", str(tmp_path / "k2"), "--json", "--source-models", str(side)]) == 0
+    (own,) = json.loads(capsys.readouterr().out)["groups"]
+    assert own["pass@k"] == 0.0 and own["analysed_repairs"] == 0
+    assert (own["edit_precision"], own["bug_recall"], own["code_degenerate_rate"]) == (None, None, None)

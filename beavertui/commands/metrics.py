@@ -90,7 +90,7 @@ def _handle(args: argparse.Namespace) -> int:
         raise BeaverError(f"{args.source}: no attempts")
     groups = compute_groups(table)
     sw, kt = swing(groups), kendall(groups)
-    cells = _analysis_cells(args.source)
+    cells = _analysis_cells(args.source, args.source_models)
     if args.json:
         doc = {"groups": [_group_json(g, cells) for g in groups], "swing": sw, "kendall_tau": kt}
         _emit(json.dumps(doc, indent=None, allow_nan=False), args.output)
@@ -144,13 +144,15 @@ def _handle(args: argparse.Namespace) -> int:
     return 0
 
 
-def _analysis_cells(source: Path) -> dict[Any, Any] | None:
+def _analysis_cells(source: Path, source_models: Path | None) -> dict[Any, Any] | None:
     """Edit and degeneration analysis per group from the sessions; None for an attempts table."""
     if not (source.is_dir() or (source.is_file() and _is_session(source))):
         return None
     from beavertui.engine.analysis.report import run_cells
+    from beavertui.engine.attempts import load_source_models
 
-    return dict(run_cells(source))
+    side = load_source_models(source_models) if source_models else None
+    return dict(run_cells(source, side))
 
 
 def _group_json(g: Any, cells: dict[Any, Any] | None) -> dict[str, Any]:

@@ -208,21 +208,30 @@ class GroupCells:
     analysed_repairs: int
 
 
-def run_cells(root: str | Path) -> dict[GroupKey, GroupCells]:
+def run_cells(
+    root: str | Path, source_models: Mapping[str, str | None] | None = None
+) -> dict[GroupKey, GroupCells]:
     """Per (model, protocol) group, per task: the analysis of every session file under a run directory.
 
     Branch sessions (with a parent) are analyses, not part of the run, and are skipped; damaged files
-    count up to their valid prefix. Only attempts within the budget count (K - 1 for self-sourced tasks).
+    count up to their valid prefix. Only attempts within the budget count (K - 1 for self-sourced tasks,
+    decided as the attempts table decides: the protocol's flag, else the side table ``source_models``
+    task -> source model, else the task's instance.json).
     """
+    from beavertui.engine.attempts import SourceModels, session_files
+    from beavertui.engine.metrics import source_model_matches
+
+    sources = SourceModels(source_models)
     columns: dict[GroupKey, dict[str, dict[str, list[float]]]] = {}
     trajectories = 0
-    for path in sorted(Path(root).rglob("*.jsonl")) if Path(root).is_dir() else [Path(root)]:
+    for path in session_files(Path(root)):
         header, events, _problem = read_session(path)
         if header is None or header.parent is not None:
             continue
         state = fold(header, events)
         p = header.protocol
-        budget = p.budget - 1 if p.self_source and p.method == "iterative" else p.budget
+        self_source = bool(p.self_source) or source_model_matches(header.model.name, sources.lookup(header))
+        budget = p.budget - 1 if self_source and p.method == "iterative" else p.budget
         by_task = columns.setdefault(group_key(header.model.name, p.key()), {})
         cols = by_task.setdefault(header.task.id, {k: [] for k in _SUMMARY_INPUTS})
         for a in state.attempts:
@@ -251,10 +260,12 @@ def run_cells(root: str | Path) -> dict[GroupKey, GroupCells]:
     return out
 
 
-def run_summary(root: str | Path) -> dict[GroupKey, dict[str, float | int | None]]:
+def run_summary(
+    root: str | Path, source_models: Mapping[str, str | None] | None = None
+) -> dict[GroupKey, dict[str, float | int | None]]:
     """``summarize`` per (model, protocol) group over every session file under a run directory."""
     out: dict[GroupKey, dict[str, float | int | None]] = {}
-    for key, cells in run_cells(root).items():
+    for key, cells in run_cells(root, source_models).items():
         num, den = cells.nums.sum(axis=0), cells.dens.sum(axis=0)
         values = [float(n / d) if d > 0 else None for n, d in zip(num, den, strict=True)]
         out[key] = {
