@@ -41,7 +41,9 @@ def cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("anticheat-cache")  # one reference build for the whole module
 
 
-def attempt(task: Task, name: str, tmp_path: Path, cache: Path, **kw: object) -> tuple[list[Event], Verdict]:
+def attempt(
+    task: Task, name: str, tmp_path: Path, cache: Path, rule: bool = True, **kw: object
+) -> tuple[list[Event], Verdict]:
     code = (CHEATS / f"{name}.cu").read_text() if name != "reference" else task.reference() or ""
     timing = TimingConfig(cache=cache, rounds=2, stage_s=400.0)
     tool = LocalToolchain(LocalConfig(base_dir=tmp_path / "work", timing=timing))
@@ -58,7 +60,8 @@ def attempt(task: Task, name: str, tmp_path: Path, cache: Path, **kw: object) ->
         if e.kind in ("timing", "infra_error"):
             print(f"  {e.kind}: {getattr(e, 'result', None) or getattr(e, 'detail', '')}")
     # the one rule every cheat obeys: never a success without a flag
-    assert not (v.success and not v.flags) or name == "reference", v
+    if rule and name != "reference":
+        assert not (v.success and not v.flags), v
     return events, v
 
 
@@ -138,7 +141,7 @@ def test_cublas_instead_of_a_kernel(task: Task, tmp_path: Path, cache: Path) -> 
 
 
 def test_harness_edited_at_run_time(task: Task, tmp_path: Path, cache: Path) -> None:
-    events, v = attempt(task, "tamper_run", tmp_path, cache)
+    events, v = attempt(task, "tamper_run", tmp_path, cache, time_if_correct=False)
     log = run_log(events)
     if "TAMPER wrote" in log:
         assert (
@@ -151,7 +154,8 @@ def test_harness_edited_at_run_time(task: Task, tmp_path: Path, cache: Path) -> 
 
 
 def test_harness_edited_only_when_timed(task: Task, tmp_path: Path, cache: Path) -> None:
-    events, v = attempt(task, "tamper_bench", tmp_path, cache, keep_workdir=True)
+    # whether it is caught depends on whether it managed the edit (checked below), not on the general rule
+    events, v = attempt(task, "tamper_bench", tmp_path, cache, rule=False, keep_workdir=True)
     assert "TAMPER" not in run_log(events)  # the correctness run leaves it alone
     (work,) = (tmp_path / "work").iterdir()
     edited = "edited during the timing run" in (work / "_common" / "transpose.cuh").read_text()
