@@ -64,7 +64,7 @@ def aligned_table(a: SessionState, b: SessionState, cursor: int, branch_step: in
             hashes.append(h)
         same = hashes[0] is not None and hashes[0] == hashes[1]
         if branch_step is not None and it <= branch_step:
-            row.append(Text("frozen prefix", style="cyan"))
+            row.append(Text("frozen", style="cyan"))
         else:
             row.append(Text("identical" if same else "", style="magenta"))
         table.add_row(*row, style="on #333333" if it == cursor else "")

@@ -177,3 +177,18 @@ def test_attribute_show_prints_a_saved_file(tmp_path: Path, capsys) -> None:  # 
     bad.write_text('{"measures": {"passed": {"components": ["x"]}}}')
     assert main(["attribute", "--show", str(bad)]) == 2
     assert "damaged attribution file" in capsys.readouterr().err
+
+
+def test_compare_command_marks_the_frozen_prefix(tmp_path: Path) -> None:
+    from tests.tui.test_compare_and_cli import cli
+
+    parent, script, rec = fixtures(tmp_path)
+    branch = run_branch(
+        parent, 1, {"model": f"scripted:{script}", "recorded": str(rec)}, tmp_path / "b.jsonl"
+    )
+    out = cli("compare", str(parent), str(branch)).stdout
+    assert out.startswith("B is a branch of A after step 1")
+    rows = [line for line in out.splitlines() if line.strip()[:1].isdigit()]
+    assert rows[0].rstrip().endswith("frozen") and "frozen" not in rows[1]
+    plain = cli("compare", str(branch), str(parent)).stdout  # A is not B's parent this way round
+    assert "frozen" not in plain and not plain.startswith("B is a branch")
