@@ -302,3 +302,34 @@ def test_cuda_cheats_caught_before_any_kernel_runs(tmp_path: Path) -> None:
     _, v = _verdict(tool, task, (CHEATS / "library_cublas.cu").read_text(), gate=0.0)
     assert v.category in ("environment_dependency", "integration") and not v.correct
     assert v.flags[0] == "library_call: cublasCreate, cublasSetStream, cublasSgeam"
+
+
+def test_classify_command_reports_poisoned_output_from_recorded_logs() -> None:
+    import io
+
+    from beavertui.commands.classify import _filter
+
+    lines = [
+        {
+            "build_rc": 0,
+            "build_log": "",
+            "run_rc": 1,
+            "timed_out": False,
+            "sanitizer_log": None,
+            "run_log": "BEAVER_POISON_LEFT out 528905 of 528905\nMISMATCH out at [0,0] (= in[0,0]): got nan expected 1\n",
+        },
+        {
+            "build_rc": 0,
+            "build_log": "",
+            "run_rc": 0,
+            "timed_out": False,
+            "sanitizer_log": None,
+            "run_log": "BEAVER_POISON_LEFT out 0 of 528905\nPASS\n",
+        },
+    ]
+    out = io.StringIO()
+    assert _filter(io.StringIO("\n".join(json.dumps(x) for x in lines)), out) == 0
+    first, second = (json.loads(x) for x in out.getvalue().splitlines())
+    assert first["category"] == "functional_correctness"
+    assert first["flags"] == ["output_not_written: 528905 of 528905 elements untouched (out)"]
+    assert second["category"] == "passed" and "flags" not in second

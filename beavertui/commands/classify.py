@@ -13,7 +13,8 @@ def register(sub: Any) -> None:
         "classify",
         help="classify recorded attempt logs (JSON Lines) into the eight categories",
         description="Reads one JSON object per line (build_rc, build_log, run_rc, run_log, timed_out, "
-        "sanitizer_log) and writes one JSON object per line with category, signature and the decisive lines.",
+        "sanitizer_log) and writes one JSON object per line with category, signature and the decisive lines "
+        "(and flags, when the run log shows output the kernel never wrote).",
     )
     p.add_argument("file", nargs="?", default="-", help="JSON-Lines file, or - for standard input (default)")
     p.set_defaults(func=_handle)
@@ -32,6 +33,7 @@ def _handle(args: argparse.Namespace) -> int:
 
 
 def _filter(src: TextIO, dst: TextIO) -> int:
+    from beavertui.engine.anticheat import poison_flags
     from beavertui.engine.classify import classify_record
 
     bad = 0
@@ -43,6 +45,9 @@ def _filter(src: TextIO, dst: TextIO) -> int:
             out = classify_record(obj)
             echo = {k: obj[k] for k in ("id", "expected_category", "note") if k in obj}
             out = {**echo, **out}
+            flags = poison_flags(obj["run_log"]) if isinstance(obj.get("run_log"), str) else []
+            if flags:  # anti-cheat evidence in the log itself (output left poisoned)
+                out["flags"] = flags
         except RecursionError:
             bad += 1
             out = {"line": n, "error": "JSON nested too deeply"}
