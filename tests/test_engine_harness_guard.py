@@ -41,7 +41,8 @@ def test_unprivileged_candidate_cannot_edit_a_harness_source(tmp_path: Path) -> 
     if os.geteuid() == 0:
         pytest.skip("root ignores file modes; the hash check catches the edit (test_harness_tamper_detected)")
     task = load_corpus(DATA / "native").get("vec_scale")
-    cfg = runner.RunnerConfig(base_dir=tmp_path)
+    # no user namespace: there the stage is uid 0 with capabilities, which override file modes
+    cfg = runner.RunnerConfig(base_dir=tmp_path, limits=sandbox.Limits(user_namespace=False))
     with runner.workdir(task, "// c\n", cfg) as work:
         out = runner.run_stage(work, "run", "echo '// hacked' >> test_main.cu", 10, cfg)
         assert out.rc == 1 and "Permission denied" in out.log
@@ -72,9 +73,9 @@ def test_private_tmp_keeps_a_corpus_under_tmp_out_of_reach(corpus: Path, tmp_pat
     before = target.read_bytes()
     cfg = runner.RunnerConfig(base_dir=tmp_path / "work")
     with runner.workdir(task, "// c\n", cfg) as work:
-        out = runner.run_stage(
-            work, "run", f"mkdir -p {target.parent} && echo '// poisoned' >> {target}", 10, cfg
-        )
+        # the candidate's own code names the path (paths in the task's command stay reachable)
+        (work.path / "attack.sh").write_text(f"mkdir -p {target.parent} && echo '// poisoned' >> {target}\n")
+        out = runner.run_stage(work, "run", "sh attack.sh", 10, cfg)
         assert out.rc == 0
         assert work.verify() == []
     assert target.read_bytes() == before

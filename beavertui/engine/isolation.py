@@ -14,6 +14,7 @@ does not run stages (sandbox.py does) and knows nothing about tasks or CUDA.
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import functools
 import itertools
 import logging
@@ -117,18 +118,25 @@ def setup_script(plan: Plan, cwd: str, keep: tuple[str, ...], tmp_bytes: int | N
 
 
 def _under_private(paths: tuple[str, ...]) -> list[str]:
-    """Existing folders and files among ``paths`` (resolved) under a replaced folder, outermost first,
-    none inside another."""
+    """Existing folders and files among ``paths`` (as written and resolved) under a replaced folder,
+    outermost first, none inside another."""
     inside = {
-        real
-        for real in (os.path.realpath(p) for p in paths if p.startswith("/"))
-        if os.path.exists(real) and any(real.startswith(d + "/") for d in PRIVATE_DIRS)
+        q
+        for p in paths
+        if p.startswith("/")
+        for q in {os.path.normpath(p), os.path.realpath(p)}
+        if os.path.exists(q) and any(q.startswith(d + "/") for d in PRIVATE_DIRS)
     }
     found: list[str] = []
-    for real in sorted(inside, key=len):
-        if not any(real.startswith(f + "/") for f in found):
-            found.append(real)
+    for q in sorted(inside, key=len):
+        if not any(q.startswith(f + "/") for f in found):
+            found.append(q)
     return found
+
+
+def command_paths(command: str) -> tuple[str, ...]:
+    """Absolute paths written in a stage's command (the corpus's or beavertui's, never a candidate's)."""
+    return tuple(re.findall(r"(?<![\w.~-])/[^\s'\"`;|&<>()$]+", command))
 
 
 def env_paths(env: Mapping[str, str]) -> tuple[str, ...]:
@@ -304,6 +312,24 @@ class PidsCgroup:
             time.sleep(0.02)
         log.warning("stage sandbox: cgroup %s could not be removed", self.path)
         return killed
+
+
+# ---------------------------------------------------------------- the caller's own /proc entries
+
+
+@functools.lru_cache(maxsize=1)
+def hide_caller() -> bool:
+    """Make this process non-dumpable (prctl PR_SET_DUMPABLE 0); True when it took.
+
+    Its /proc/<pid>/environ and mem (where the API key it was started with lies) then belong to root,
+    so a stage running as the same unprivileged user cannot read them. Used only where a stage gets no
+    PID namespace; it also stops core dumps of beavertui and ptrace attaches by the same user.
+    """
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        return int(libc.prctl(4, 0, 0, 0, 0)) == 0  # PR_SET_DUMPABLE = 4
+    except (OSError, AttributeError):
+        return False
 
 
 # ---------------------------------------------------------------- leftovers by environment token

@@ -67,10 +67,13 @@ class RunnerConfig:
 
 
 def hash_tree(root: Path, skip: set[str]) -> dict[str, str]:
-    """sha256 of every regular file under ``root`` (relative paths), following no symlinked folders."""
+    """sha256 of every regular file under ``root`` (relative paths), following no symlinked folders and
+    skipping the stages' private folder."""
     out: dict[str, str] = {}
     for dirpath, dirnames, filenames in os.walk(root):
         dirnames[:] = [d for d in dirnames if not (Path(dirpath) / d).is_symlink()]
+        if Path(dirpath) == root and sandbox.PRIVATE_ROOT in dirnames:
+            dirnames.remove(sandbox.PRIVATE_ROOT)  # the stage's home, temp and caches
         for name in filenames:
             p = Path(dirpath) / name
             rel = p.relative_to(root).as_posix()

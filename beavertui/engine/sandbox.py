@@ -18,6 +18,7 @@ import re
 import select
 import signal
 import subprocess
+import sys
 import time
 import uuid
 from collections.abc import Callable, Mapping
@@ -224,6 +225,11 @@ def kill_session(sid: int) -> int:
 #: What bash prints when a child of the stage's shells hit a limit (the command may still go on).
 _FSIZE_HIT = re.compile(rb"File size limit exceeded")
 _CPU_HIT = re.compile(rb"CPU time limit exceeded")
+#: Shared paths under a private folder that stay visible when they exist (the CUDA MPS pipe directory).
+ALWAYS_KEEP = ("/tmp/nvidia-mps",)
+#: The interpreter beavertui runs under (adapted commands call it; a virtual environment may be in /tmp).
+_OWN = (sys.prefix, sys.exec_prefix, sys.executable)
+
 _FORK_REFUSED = re.compile(rb"fork: (retry: )?Resource temporarily unavailable|Cannot fork|fork failed")
 
 
@@ -239,7 +245,8 @@ def run(
     """Run ``command`` through bash in ``cwd`` under the limits; never raises for the command's failure.
 
     ``keep``: folders and files the command needs that may lie under a folder made private (a linked
-    library under /tmp, say); the working folder and absolute paths named in ``env`` are always kept.
+    library under /tmp, say); the working folder, beavertui's own interpreter and the absolute paths
+    written in ``command`` or named in ``env`` are always kept.
     """
     start = time.monotonic()
     buf = _Bounded(limits.output_bytes)
@@ -252,10 +259,15 @@ def run(
     if limits.nproc is not None and cgroup is None and os.geteuid() != 0:
         rlimit_nproc = user_tasks(os.geteuid()) + limits.nproc
     notes = [plan.describe()]
+    if not plan.pid and os.geteuid() != 0 and isolation.hide_caller():
+        notes.append("caller made non-dumpable (its /proc environ unreadable to the stage)")
     if limits.nproc is not None and cgroup is None and rlimit_nproc is None:
         notes.append("process count NOT bounded: root, and no writable pids cgroup")
     setup = isolation.setup_script(
-        plan, os.path.abspath(cwd), (*keep, *isolation.env_paths(env)), limits.file_bytes
+        plan,
+        os.path.abspath(cwd),
+        (*keep, *isolation.env_paths(env), *isolation.command_paths(command), *_OWN, *ALWAYS_KEEP),
+        limits.file_bytes,
     )
     script = "; ".join(
         part
