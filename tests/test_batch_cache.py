@@ -70,7 +70,7 @@ def test_identical_candidate_is_built_once_and_a_failing_gpu_is_removed(tmp_path
     assert b2.result.log == b1.result.log  # type: ignore[attr-defined]
     # the cached binary was restored into the new work dir: it ran and failed the same way
     assert r2.kind == "run" and r2.result.log == r1.result.log and r1.result.rc not in (0, 127)  # type: ignore[attr-defined]
-    assert cache.summary() == {"hits": 1, "misses": 1, "stored": 1}
+    assert cache.summary() == {"hits": 1, "misses": 1, "stored": 1, "corrupt": 0}
     assert pool.gpus[0].consecutive_failures == 2 and pool.gpus[0].healthy
     _until_gpu_failure(tc, task, code, 3)
     assert not pool.gpus[0].healthy  # three runs in a row failed for the GPU, not the candidate

@@ -4,7 +4,10 @@ Under stagnation and repeated sampling the same candidate comes back often; its 
 files the build produced are kept under ``<cache>/<key[:2]>/<key>/`` and copied into the next work dir
 instead of building again. Failed builds are cached too (their log is the feedback). The cache is
 node-local (one per machine, shared by every session on it) and written atomically (a rename), so two
-sessions racing on one key both see a complete entry or none.
+sessions racing on one key both see a complete entry or none. Each entry lists its files with their sizes
+and sha256; an entry that no longer matches (unreadable result, a file missing, changed or truncated) is
+corrupt: it is removed and counted, and the candidate is built again, so a damaged cache costs a build,
+never a wrong verdict.
 """
 
 from __future__ import annotations
@@ -35,6 +38,21 @@ class CacheStats:
     hits: int = 0
     misses: int = 0
     stored: int = 0
+    corrupt: int = 0
+    first_corrupt: str = ""
+    """Entry and what was wrong with the first corrupt entry found."""
+
+
+def _digest(path: Path) -> list[int | str]:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return [path.stat().st_size, h.hexdigest()]
+
+
+class _Corrupt(Exception):
+    pass
 
 
 class CompileCache:
@@ -58,7 +76,12 @@ class CompileCache:
                 self.stats.misses += 1
             return None
         t0 = time.monotonic()
-        result = StageResult.model_validate_json(meta.read_text(encoding="utf-8"))
+        try:
+            result = StageResult.model_validate_json(meta.read_text(encoding="utf-8"))
+            self._verify(entry)
+        except (ValueError, OSError, _Corrupt) as exc:  # ValidationError is a ValueError
+            self._discard(entry, exc)
+            return None
         files = entry / "files"
         if files.is_dir():
             shutil.copytree(files, workdir, symlinks=True, dirs_exist_ok=True)
@@ -66,6 +89,36 @@ class CompileCache:
             self.stats.hits += 1
         # the stage took the restore time; the original build's time stays in the cache entry
         return result.model_copy(update={"cached": True, "duration_s": round(time.monotonic() - t0, 4)})
+
+    @staticmethod
+    def _verify(entry: Path) -> None:
+        listing = entry / "files.json"
+        if not listing.is_file():
+            return  # written before entries listed their files
+        want = json.loads(listing.read_text(encoding="utf-8"))
+        if not isinstance(want, dict):
+            raise _Corrupt("files.json is not an object")
+        for rel, sig in want.items():
+            f = entry / "files" / rel
+            if not f.is_file():
+                raise _Corrupt(f"{rel} is missing")
+            if _digest(f) != sig:
+                raise _Corrupt(f"{rel} changed since it was stored")
+
+    def _discard(self, entry: Path, exc: BaseException) -> None:
+        """Take a corrupt entry out of the cache (renamed first, so no reader sees half of it)."""
+        why = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        with self._lock:
+            self.stats.misses += 1
+            self.stats.corrupt += 1
+            if not self.stats.first_corrupt:
+                self.stats.first_corrupt = f"{entry}: {why}"[:300]
+        gone = entry.parent / f".tmp-corrupt-{os.getpid()}-{threading.get_ident()}"
+        try:
+            os.rename(entry, gone)
+        except OSError:
+            return  # another session removed it first
+        shutil.rmtree(gone, ignore_errors=True)
 
     def put(self, key: str, result: StageResult, workdir: Path, outputs: list[str]) -> None:
         """Store a build result and the named output files (paths relative to ``workdir``)."""
@@ -75,12 +128,15 @@ class CompileCache:
         entry.parent.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(prefix=".tmp-", dir=entry.parent))
         try:
+            listing: dict[str, list[int | str]] = {}
             for rel in outputs:
                 src = workdir / rel
                 if src.is_file() and not src.is_symlink():
                     dst = tmp / "files" / rel
                     dst.parent.mkdir(parents=True, exist_ok=True)
                     shutil.copy2(src, dst)
+                    listing[rel] = _digest(dst)
+            (tmp / "files.json").write_text(json.dumps(listing), encoding="utf-8")
             (tmp / "result.json").write_text(result.model_dump_json(), encoding="utf-8")
             try:
                 os.rename(tmp, entry)
@@ -94,7 +150,8 @@ class CompileCache:
             self.stats.stored += 1
 
     def summary(self) -> dict[str, int]:
-        return {"hits": self.stats.hits, "misses": self.stats.misses, "stored": self.stats.stored}
+        st = self.stats
+        return {"hits": st.hits, "misses": st.misses, "stored": st.stored, "corrupt": st.corrupt}
 
 
 def snapshot(root: Path) -> dict[str, tuple[float, int]]:

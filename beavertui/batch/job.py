@@ -22,7 +22,7 @@ from typing import Literal
 
 from beavertui.batch.protocol_file import ModelSpec
 from beavertui.batch.resources import NO_GPU_LEFT
-from beavertui.batch.rundir import TMP_SUFFIX, log_infra, read_infra
+from beavertui.batch.rundir import TMP_SUFFIX, log_infra, read_infra, storage_error
 from beavertui.engine.events import Event, InfraError, SessionEnd, SessionHeader
 from beavertui.engine.protocol import Protocol
 from beavertui.engine.session import SessionWriter, read_session
@@ -210,6 +210,9 @@ def drive(
                 if on_event is not None and not isinstance(item, SessionHeader):
                     on_event(job, item)
         except Exception as exc:  # a defect or a failure to start: recorded, the batch goes on
+            err = storage_error(exc) if isinstance(exc, OSError) else None
+            if err is not None:  # a full disk or an unwritable folder: the whole batch stops
+                raise err from None
             detail = f"{type(exc).__name__}: {exc}"
             log_infra(
                 run_dir, {"session": str(job.path.relative_to(run_dir)), "detail": detail, "retried": False}
@@ -217,7 +220,8 @@ def drive(
             return JobOutcome(status="failed", infra=[*infra_all, detail], resumed=resumed)
         finally:
             if sink is not None:
-                sink.close()
+                with contextlib.suppress(OSError):  # a failed write already said what is wrong
+                    sink.close()
         assert sink is not None
         infra_all += sink.infra
         if sink.end is None:

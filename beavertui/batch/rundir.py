@@ -9,6 +9,7 @@ that were retried. This module lays out paths and reads/writes these files; it r
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
 import platform
@@ -145,6 +146,33 @@ def read_manifest(run_dir: Path) -> RunManifest:
         raise BeaverError(f"{run_dir}: not a run directory (no {MANIFEST})") from None
     except ValidationError as exc:
         raise BeaverError(f"{path}: damaged manifest: {exc.errors()[0]['msg']}") from None
+
+
+#: Write failures that no retry fixes, and how to say them.
+_STORAGE = {
+    errno.ENOSPC: "no space left on the device",
+    errno.EDQUOT: "disk quota exceeded",
+    errno.EFBIG: "file too large (a file size limit was reached)",
+    errno.EROFS: "the file system is read-only",
+    errno.EACCES: "permission denied",
+    errno.EPERM: "operation not permitted",
+    errno.ENOTDIR: "a part of the path is a file, not a folder",
+    errno.EIO: "input/output error (a failing disk?)",
+}
+
+
+class StorageError(BeaverError):
+    """Writing the run (sessions, manifest, logs) failed in a way no retry fixes: a full disk, a
+    read-only or unwritable folder, a file size limit. The batch stops; what was written stays."""
+
+
+def storage_error(exc: OSError) -> StorageError | None:
+    """The one-line StorageError for a write failure of that kind, or None for any other OSError."""
+    reason = _STORAGE.get(exc.errno or 0)
+    if reason is None:
+        return None
+    where = exc.filename if exc.filename is not None else "the run directory"
+    return StorageError(f"cannot write {where}: {reason}")
 
 
 def log_infra(run_dir: Path, record: dict[str, Any]) -> None:

@@ -43,7 +43,16 @@ def make_toolchain(spec: str, gpus: list[str], args: argparse.Namespace) -> tupl
     if not gpus:
         raise BeaverError("no NVIDIA GPU visible: run on a GPU machine, or use --toolchain recorded:PATH")
     pool = GpuPool(gpus, shared=args.gpu_share)
-    cache = None if args.no_cache else CompileCache(args.cache or default_cache_dir())
+    cache = None
+    if not args.no_cache:
+        root = args.cache or default_cache_dir()
+        try:
+            cache = CompileCache(root)
+        except OSError as exc:
+            why = exc.strerror or type(exc).__name__
+            raise BeaverError(
+                f"{root}: cannot use it as the compile cache ({why}); pass --no-cache"
+            ) from None
     return ScheduledLocalToolchain(pool, builds, cache), pool, cache
 
 
@@ -119,6 +128,12 @@ def run_batch(args: argparse.Namespace, manifest: RunManifest, run_dir: Path, ta
         print(
             f"beavertui: {len(infra)} infrastructure failures ({summary['infra_retried']} retried); their "
             "attempts are excluded from scores and counted. First: " + str(infra[0].get("detail")),
+            file=sys.stderr,
+        )
+    if cache is not None and cache.stats.corrupt:
+        print(
+            f"beavertui: compile cache: {cache.stats.corrupt} corrupt entries removed and built again "
+            f"(first: {cache.stats.first_corrupt})",
             file=sys.stderr,
         )
     for idx, why in summary.get("gpus_removed", {}).items():

@@ -133,6 +133,25 @@ def new_manifest(args: argparse.Namespace) -> tuple[Any, Path, Any]:
 
 
 def _handle(args: argparse.Namespace) -> int:
+    """The batch, with a full disk or an unwritable folder said in one line (exit code 2)."""
+    from beavertui.batch.rundir import MANIFEST, StorageError, storage_error
+
+    try:
+        return _start(args)
+    except (OSError, StorageError) as exc:
+        err = storage_error(exc) if isinstance(exc, OSError) else exc
+        if err is None:
+            raise
+        run_dir = getattr(args, "run_dir", None)
+        if run_dir is not None and (run_dir / MANIFEST).is_file():
+            raise StorageError(
+                f"{err}; every finished session is kept: make room (or the folder writable), then "
+                f"continue with --resume {run_dir}"
+            ) from None
+        raise err from None
+
+
+def _start(args: argparse.Namespace) -> int:
     from beavertui.batch.rundir import read_manifest, remove_partial_files, write_manifest
     from beavertui.batch.runner import run_batch
     from beavertui.engine.corpus import load_corpus
@@ -140,7 +159,7 @@ def _handle(args: argparse.Namespace) -> int:
 
     if args.resume is not None:
         manifest = read_manifest(args.resume)
-        run_dir = args.resume
+        run_dir = args.run_dir = args.resume
         remove_partial_files(run_dir)
         corpus = load_corpus(args.corpus or Path(manifest.corpus))
         manifest.resumed.append(time.strftime("%Y-%m-%dT%H:%M:%S%z"))
@@ -150,6 +169,7 @@ def _handle(args: argparse.Namespace) -> int:
             args.toolchain = manifest.toolchain
     else:
         manifest, run_dir, corpus = new_manifest(args)
+        args.run_dir = run_dir
     if args.tui:
         try:
             from beavertui.tui import batch_dashboard  # type: ignore[attr-defined]  # noqa: F401
