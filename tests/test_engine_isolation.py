@@ -296,7 +296,32 @@ def test_without_pid_namespace_a_non_root_caller_hides_its_environment(tmp_path:
 # ------------------------------------------------------------------------------ GPU still reachable
 
 
+_KERNEL = r"""
+#include <cstdio>
+__global__ void twice(int* x) { x[threadIdx.x] = 2 * threadIdx.x; }
+int main() {
+  int* d; int h[32];
+  if (cudaMalloc(&d, sizeof h) != cudaSuccess) { std::puts("no device"); return 1; }
+  twice<<<1, 32>>>(d);
+  cudaMemcpy(h, d, sizeof h, cudaMemcpyDeviceToHost);
+  std::printf("sum=%d\n", [&] { int s = 0; for (int v : h) s += v; return s; }());
+  return 0;
+}
+"""
+
+
 @pytest.mark.gpu
 def test_gpu_is_usable_inside_the_namespaces(tmp_path: Path) -> None:
-    out = sandbox.run("nvidia-smi -L && ls /dev/nvidia0", tmp_path, dict(os.environ), 60.0, FULL)
+    (tmp_path / "k.cu").write_text(_KERNEL)
+    out = sandbox.run(
+        "nvidia-smi -L && nvcc -std=c++17 --extended-lambda -o k k.cu && ./k",
+        tmp_path,
+        dict(os.environ),
+        300.0,
+        FULL,
+    )
     assert out.rc == 0 and "GPU 0" in out.log, (out.sandbox, out.log)
+    assert out.log.rstrip().endswith("sum=992"), out.log  # 2 * (0 + 1 + ... + 31)
+    assert out.sandbox.startswith("network: isolated; processes: own pid namespace; tmp: private"), (
+        out.sandbox
+    )
