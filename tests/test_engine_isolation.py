@@ -9,6 +9,7 @@ HOME and TMPDIR inside the work dir) are tested without namespaces as well.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import subprocess
@@ -199,6 +200,46 @@ def test_escaped_processes_die_on_timeout_too(tmp_path: Path) -> None:
         assert _alive(m) == []
     finally:
         _reap(m)
+
+
+def test_a_killed_caller_takes_its_stage_with_it(tmp_path: Path) -> None:
+    if not PLAN.pid:
+        pytest.skip(f"no pid namespace here: {PLAN.missing}")
+    if not isolation.death_signal_prefix():
+        pytest.skip("setpriv has no --pdeathsig here (util-linux < 2.33)")
+    m = _mark()
+    code = (  # the marker is assembled at run time, so the caller's own command line does not hold it
+        "import os; from beavertui.engine import sandbox; "
+        f"sandbox.run('sleep ' + {m!r} + ' & sleep ' + {m!r}, {str(tmp_path)!r}, os.environ, 60.0)"
+    )
+    before = set(_stage_cgroups())
+    caller = subprocess.Popen([sys.executable, "-c", code])
+    try:
+        deadline = time.monotonic() + 10
+        while len(_sleeps(m)) < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert len(_sleeps(m)) == 2
+        caller.kill()  # SIGKILL: no cleanup code of the caller runs
+        caller.wait()
+        deadline = time.monotonic() + 3
+        while _alive(f"sleep {m}") and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert _alive(f"sleep {m}") == []  # the sleeps and every wrapper around them
+    finally:
+        _reap(m)
+        for d in set(_stage_cgroups()) - before:  # the killed caller could not remove its cgroup
+            with contextlib.suppress(OSError):  # one with processes belongs to someone else: left alone
+                if not (d / "cgroup.procs").read_text().split():
+                    d.rmdir()
+
+
+def _sleeps(m: str) -> list[int]:
+    return [p for p in _alive(f"sleep {m}") if Path(f"/proc/{p}/cmdline").read_bytes().startswith(b"sleep\0")]
+
+
+def _stage_cgroups() -> list[Path]:
+    parent = isolation._pids_parent()
+    return list(parent.glob("beaver-*")) if parent else []
 
 
 # ------------------------------------------------------------------------------ files outside the work dir

@@ -256,6 +256,15 @@ def _read(p: Path) -> str:
         return ""
 
 
+@functools.lru_cache(maxsize=1)
+def _remove_stale(parent: Path) -> None:
+    """Remove empty stage cgroups over 10 minutes old (left by a beavertui that was killed); once."""
+    for d in parent.glob("beaver-*"):
+        with contextlib.suppress(OSError):
+            if time.time() - d.stat().st_mtime > 600 and not _read(d / "cgroup.procs").split():
+                d.rmdir()
+
+
 class PidsCgroup:
     """A per-stage pids cgroup: a hard bound on processes and threads, and a complete kill list."""
 
@@ -269,6 +278,7 @@ class PidsCgroup:
         parent = _pids_parent()
         if parent is None:
             return None
+        _remove_stale(parent)
         path = parent / f"beaver-{token}"
         try:
             path.mkdir()
@@ -284,7 +294,7 @@ class PidsCgroup:
 
     def join_line(self) -> str:
         """Shell line moving the stage's first process (and so all it starts) into the cgroup."""
-        return f"echo 0 > {shlex.quote(str(self.path / 'cgroup.procs'))}"
+        return f"echo 0 2>/dev/null > {shlex.quote(str(self.path / 'cgroup.procs'))}"
 
     def refused(self) -> int:
         """Forks refused because the bound was reached (pids.events ``max``)."""
@@ -312,6 +322,21 @@ class PidsCgroup:
             time.sleep(0.02)
         log.warning("stage sandbox: cgroup %s could not be removed", self.path)
         return killed
+
+
+@functools.lru_cache(maxsize=1)
+def death_signal_prefix() -> tuple[str, ...]:
+    """``setpriv --pdeathsig KILL``: the stage's first process dies with the thread that started it.
+
+    With a PID namespace that ends the whole stage when beavertui is killed (SIGKILL included);
+    without one, only the stage's shell. Empty where setpriv lacks the option (util-linux < 2.33).
+    """
+    argv = ("setpriv", "--pdeathsig", "KILL", "--")
+    try:
+        ok = subprocess.run([*argv, "true"], capture_output=True, timeout=10).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        ok = False
+    return argv if ok else ()
 
 
 # ---------------------------------------------------------------- the caller's own /proc entries

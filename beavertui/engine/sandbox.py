@@ -284,7 +284,15 @@ def run(
     stage_env = {**contained_env(env, cwd), isolation.TOKEN_VAR: token}
     try:
         proc = subprocess.Popen(
-            [*plan.prefix, "/bin/bash", "-c", script, "beaver-stage", command],
+            [
+                *isolation.death_signal_prefix(),
+                *plan.prefix,
+                "/bin/bash",
+                "-c",
+                script,
+                "beaver-stage",
+                command,
+            ],
             cwd=cwd,
             env=stage_env,
             stdin=subprocess.DEVNULL,
