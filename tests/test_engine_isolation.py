@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from beavertui.engine import isolation, sandbox
+from beavertui.engine import isolation, reaper, sandbox
 
 FULL = sandbox.Limits()
 PLAN = isolation.plan_for(True, True, True)
@@ -59,7 +59,7 @@ def _mark() -> str:
 
 
 def test_fork_bomb_is_bounded_and_named(tmp_path: Path) -> None:
-    can_bound = isolation.PidsCgroup.create("probe-" + uuid.uuid4().hex, 8)
+    can_bound = reaper.PidsCgroup.create("probe-" + uuid.uuid4().hex, 8)
     if can_bound is None and os.geteuid() == 0:
         pytest.skip("root without a writable pids cgroup: the process count cannot be bounded here")
     if can_bound is not None:
@@ -205,7 +205,7 @@ def test_escaped_processes_die_on_timeout_too(tmp_path: Path) -> None:
 def test_a_killed_caller_takes_its_stage_with_it(tmp_path: Path) -> None:
     if not PLAN.pid:
         pytest.skip(f"no pid namespace here: {PLAN.missing}")
-    if not isolation.death_signal_prefix():
+    if not reaper.death_signal_prefix():
         pytest.skip("setpriv has no --pdeathsig here (util-linux < 2.33)")
     m = _mark()
     code = (  # the marker is assembled at run time, so the caller's own command line does not hold it
@@ -238,7 +238,7 @@ def _sleeps(m: str) -> list[int]:
 
 
 def _stage_cgroups() -> list[Path]:
-    parent = isolation._pids_parent()
+    parent = reaper._pids_parent()
     return list(parent.glob("beaver-*")) if parent else []
 
 
@@ -306,7 +306,7 @@ def _probe_caller(tmp_path: Path, limits: str, setup: str = "") -> list[int]:
     """In a fresh caller started with an API key, run the /proc search as a stage; the two counts."""
     key = f"sk-beaver-{uuid.uuid4().hex}"
     code = (
-        f"import os, sys; from beavertui.engine import isolation, sandbox; {setup or 'pass'}; "
+        f"import os, sys; from beavertui.engine import reaper, sandbox; {setup or 'pass'}; "
         f"o = sandbox.run({_READ_ALL.format(rev=key[::-1])!r}, sys.argv[1], sandbox.scrub_env(os.environ), 20.0, "
         f"sandbox.Limits({limits})); print(o.log)"
     )
@@ -322,7 +322,7 @@ def test_stage_cannot_read_the_callers_environment_in_a_pid_namespace(tmp_path: 
         pytest.skip(f"no pid namespace here (other processes' /proc stays visible): {PLAN.missing}")
     assert _probe_caller(tmp_path, "") == [0, 0]
     # the same probe without namespaces, and without the non-dumpable fallback, finds it
-    leaked = _probe_caller(tmp_path, _NO_NS, "isolation.hide_caller = lambda: False")
+    leaked = _probe_caller(tmp_path, _NO_NS, "reaper.hide_caller = lambda: False")
     assert leaked[0] >= 1
 
 
@@ -330,7 +330,7 @@ def test_without_pid_namespace_a_non_root_caller_hides_its_environment(tmp_path:
     if os.geteuid() == 0:
         pytest.skip("a root stage reads every process's /proc; only the pid namespace hides the caller")
     assert _probe_caller(tmp_path, _NO_NS) == [0, 0]
-    leaked = _probe_caller(tmp_path, _NO_NS, "isolation.hide_caller = lambda: False")
+    leaked = _probe_caller(tmp_path, _NO_NS, "reaper.hide_caller = lambda: False")
     assert leaked[0] >= 1
 
 

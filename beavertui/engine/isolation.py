@@ -1,20 +1,17 @@
-"""Operating-system isolation of a stage beyond rlimits: namespaces, a process-count cgroup, sweeps.
+"""Operating-system isolation of a stage beyond rlimits: network, PID and mount namespaces.
 
 A stage may run in its own network namespace (no route anywhere, a loopback of its own), its own PID
 namespace (every process it starts dies with its first process, however it detached, and other
 processes' /proc entries are out of sight), and its own mount namespace with fresh, empty /tmp,
 /var/tmp and /dev/shm (what it writes there vanishes with it). Which of these this machine allows is
 probed once per setting, by running the real wrapper on ``true``; what is missing is said in one line
-(``Plan.missing``), never silently dropped. A pids cgroup bounds the stage's process count where the
-cgroup tree is writable (root); every stage also carries an environment token so that leftovers can be
-found and killed where no PID namespace exists. This module builds command prefixes and cleans up; it
-does not run stages (sandbox.py does) and knows nothing about tasks or CUDA.
+(``Plan.missing``), never silently dropped. This module builds the command prefix and the setup lines;
+it does not run stages (sandbox.py does), count or kill processes (reaper.py does), and knows nothing
+about tasks or CUDA.
 """
 
 from __future__ import annotations
 
-import contextlib
-import ctypes
 import functools
 import itertools
 import logging
@@ -22,18 +19,12 @@ import os
 import re
 import shlex
 import shutil
-import signal
 import subprocess
 import tempfile
-import time
 from collections.abc import Mapping
 from dataclasses import dataclass
-from pathlib import Path
 
 log = logging.getLogger(__name__)
-
-#: Environment variable that tags every process of one stage.
-TOKEN_VAR = "BEAVER_STAGE_TOKEN"
 
 #: Folders replaced by an empty tmpfs inside the stage's mount namespace.
 PRIVATE_DIRS = ("/tmp", "/var/tmp", "/dev/shm")
@@ -207,187 +198,3 @@ def _degraded(network: bool, private_tmp: bool, pid: bool, why: str) -> Plan:
     missing = _lost(network, private_tmp, pid, (False, False, False), why)
     log.warning("stage sandbox: %s", missing)
     return Plan((), False, False, False, False, missing)
-
-
-# ---------------------------------------------------------------- process count: a pids cgroup
-
-
-@functools.lru_cache(maxsize=1)
-def _pids_parent() -> Path | None:
-    """The writable pids-cgroup folder this process lives in (v1 pids hierarchy or v2), or None."""
-    try:
-        mountinfo = Path("/proc/self/mountinfo").read_text().splitlines()
-        own = Path("/proc/self/cgroup").read_text().splitlines()
-    except OSError:
-        return None
-    paths = {}
-    for line in own:
-        hid, controllers, path = line.split(":", 2)
-        for c in controllers.split(",") if controllers else ["" if hid == "0" else controllers]:
-            paths[c] = path
-    v1 = v2 = None
-    for line in mountinfo:
-        pre, _, post = line.partition(" - ")
-        fields, rest = pre.split(), post.split()
-        if len(fields) < 5 or len(rest) < 3:
-            continue
-        root, mnt = fields[3], fields[4]
-        if rest[0] == "cgroup" and "pids" in rest[2].split(",") and "pids" in paths:
-            v1 = _join(mnt, root, paths["pids"])
-        elif rest[0] == "cgroup2" and "" in paths:
-            v2 = _join(mnt, root, paths[""])
-    for cand in (v1, v2):
-        if cand is not None and cand.is_dir() and os.access(cand, os.W_OK):
-            if cand == v2 and "pids" not in _read(cand / "cgroup.controllers").split():
-                continue
-            return cand
-    return None
-
-
-def _join(mnt: str, root: str, path: str) -> Path:
-    rel = os.path.relpath(path, root) if path.startswith(root) else path.lstrip("/")
-    return Path(mnt) / ("" if rel == "." else rel)
-
-
-def _read(p: Path) -> str:
-    try:
-        return p.read_text()
-    except OSError:
-        return ""
-
-
-@functools.lru_cache(maxsize=1)
-def _remove_stale(parent: Path) -> None:
-    """Remove empty stage cgroups over 10 minutes old (left by a beavertui that was killed); once."""
-    for d in parent.glob("beaver-*"):
-        with contextlib.suppress(OSError):
-            if time.time() - d.stat().st_mtime > 600 and not _read(d / "cgroup.procs").split():
-                d.rmdir()
-
-
-class PidsCgroup:
-    """A per-stage pids cgroup: a hard bound on processes and threads, and a complete kill list."""
-
-    def __init__(self, path: Path, max_pids: int) -> None:
-        self.path = path
-        self.max_pids = max_pids
-
-    @classmethod
-    def create(cls, token: str, max_pids: int) -> PidsCgroup | None:
-        """A new cgroup under this process's own, or None where none can be made (non-root, read-only)."""
-        parent = _pids_parent()
-        if parent is None:
-            return None
-        _remove_stale(parent)
-        path = parent / f"beaver-{token}"
-        try:
-            path.mkdir()
-            if not (path / "pids.max").exists():  # v2: pids not enabled for children yet
-                with contextlib.suppress(OSError):
-                    (parent / "cgroup.subtree_control").write_text("+pids")
-            (path / "pids.max").write_text(str(max_pids))
-        except OSError:
-            with contextlib.suppress(OSError):
-                path.rmdir()
-            return None
-        return cls(path, max_pids)
-
-    def join_line(self) -> str:
-        """Shell line moving the stage's first process (and so all it starts) into the cgroup."""
-        return f"echo 0 2>/dev/null > {shlex.quote(str(self.path / 'cgroup.procs'))}"
-
-    def refused(self) -> int:
-        """Forks refused because the bound was reached (pids.events ``max``)."""
-        for line in _read(self.path / "pids.events").splitlines():
-            key, _, value = line.partition(" ")
-            if key == "max" and value.strip().isdigit():
-                return int(value)
-        return 0
-
-    def close(self) -> int:
-        """Kill everything still in the cgroup and remove it; return how many were killed."""
-        killed = 0
-        deadline = time.monotonic() + 3.0
-        while time.monotonic() < deadline:
-            pids = [int(p) for p in _read(self.path / "cgroup.procs").split() if p.isdigit()]
-            if not pids:
-                with contextlib.suppress(OSError):
-                    self.path.rmdir()
-                if not self.path.exists():
-                    return killed
-            for pid in pids:
-                with contextlib.suppress(ProcessLookupError, PermissionError):
-                    os.kill(pid, signal.SIGKILL)
-                    killed += 1
-            time.sleep(0.02)
-        log.warning("stage sandbox: cgroup %s could not be removed", self.path)
-        return killed
-
-
-@functools.lru_cache(maxsize=1)
-def death_signal_prefix() -> tuple[str, ...]:
-    """``setpriv --pdeathsig KILL``: the stage's first process dies with the thread that started it.
-
-    With a PID namespace that ends the whole stage when beavertui is killed (SIGKILL included);
-    without one, only the stage's shell. Empty where setpriv lacks the option (util-linux < 2.33).
-    """
-    argv = ("setpriv", "--pdeathsig", "KILL", "--")
-    try:
-        ok = subprocess.run([*argv, "true"], capture_output=True, timeout=10).returncode == 0
-    except (OSError, subprocess.TimeoutExpired):
-        ok = False
-    return argv if ok else ()
-
-
-# ---------------------------------------------------------------- the caller's own /proc entries
-
-
-@functools.lru_cache(maxsize=1)
-def hide_caller() -> bool:
-    """Make this process non-dumpable (prctl PR_SET_DUMPABLE 0); True when it took.
-
-    Its /proc/<pid>/environ and mem (where the API key it was started with lies) then belong to root,
-    so a stage running as the same unprivileged user cannot read them. Used only where a stage gets no
-    PID namespace; it also stops core dumps of beavertui and ptrace attaches by the same user.
-    """
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        return int(libc.prctl(4, 0, 0, 0, 0)) == 0  # PR_SET_DUMPABLE = 4
-    except (OSError, AttributeError):
-        return False
-
-
-# ---------------------------------------------------------------- leftovers by environment token
-
-
-def tagged(token: str) -> list[int]:
-    """Live processes whose initial environment carries the stage token (those readable to us)."""
-    needle = f"{TOKEN_VAR}={token}".encode()
-    me = os.getpid()
-    found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit() or int(entry) == me:
-            continue
-        try:
-            with open(f"/proc/{entry}/environ", "rb") as fh:
-                env = fh.read()
-        except OSError:
-            continue
-        if needle in env.split(b"\0"):
-            found.append(int(entry))
-    return found
-
-
-def kill_tagged(token: str) -> int:
-    """SIGKILL every process tagged with ``token``, repeating while new ones appear; return the count."""
-    killed = 0
-    for _ in range(5):
-        pids = tagged(token)
-        if not pids:
-            break
-        for pid in pids:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.kill(pid, signal.SIGKILL)
-                killed += 1
-        time.sleep(0.01)
-    return killed

@@ -6,13 +6,13 @@ folder, resource limits set before exec (CPU time, file size, process count), th
 isolation.py where the machine allows them (no network, own PID space, private /tmp), and a
 wall-clock limit after which everything it started is killed. Output is read incrementally and kept
 as head and tail; it is never read unbounded into memory. Whatever the command leaves running is
-killed when it ends, and a limit that stopped it is named in ``Outcome.stopped_by``.
+killed when it ends (reaper.py finds it), and a limit that stopped it is named in
+``Outcome.stopped_by``.
 This module knows nothing about tasks, categories or CUDA.
 """
 
 from __future__ import annotations
 
-import contextlib
 import os
 import re
 import select
@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from beavertui.engine import isolation
+from beavertui.engine import isolation, reaper
 
 #: Environment variables a candidate must never see (case-insensitive).
 _SECRET = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|^OPENAI_", re.I)
@@ -142,17 +142,6 @@ def _cpu_s(limits: Limits, wall_s: float) -> int:
     return limits.cpu_s if limits.cpu_s is not None else int(wall_s * 8) + 60
 
 
-def user_tasks(uid: int) -> int:
-    """Processes and threads of ``uid`` now (what RLIMIT_NPROC counts), from /proc."""
-    n = 0
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            with contextlib.suppress(OSError):
-                if os.stat(f"/proc/{entry}").st_uid == uid:
-                    n += len(os.listdir(f"/proc/{entry}/task"))
-    return n
-
-
 #: Folders inside the working folder that stand in for the user's own.
 _PRIVATE_ENV = {
     "HOME": "home",
@@ -193,35 +182,6 @@ def contained_env(env: Mapping[str, str], cwd: str | os.PathLike[str]) -> dict[s
     return out
 
 
-def session_members(sid: int) -> list[int]:
-    """Pids of live processes whose session id is ``sid`` (Linux /proc)."""
-    pids = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat", encoding="ascii", errors="replace") as fh:
-                stat = fh.read()
-        except OSError:
-            continue
-        fields = stat.rsplit(")", 1)[-1].split()
-        # fields: state ppid pgrp session ...
-        if len(fields) > 3 and fields[3] == str(sid) and fields[0] != "Z":
-            pids.append(int(entry))
-    return pids
-
-
-def kill_session(sid: int) -> int:
-    """SIGKILL the process group ``sid`` and anything else still in session ``sid``; return how many."""
-    victims = session_members(sid)
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(sid, signal.SIGKILL)
-    for pid in victims:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.kill(pid, signal.SIGKILL)
-    return len(victims)
-
-
 #: What bash prints when a child of the stage's shells hit a limit (the command may still go on).
 _FSIZE_HIT = re.compile(rb"File size limit exceeded")
 _CPU_HIT = re.compile(rb"CPU time limit exceeded")
@@ -254,12 +214,13 @@ def run(
     plan = isolation.plan_for(
         limits.network == "isolated", limits.private_tmp, limits.pid_namespace, limits.user_namespace
     )
-    cgroup = isolation.PidsCgroup.create(token, limits.nproc) if limits.nproc is not None else None
+    stage_env = {**contained_env(env, cwd), reaper.TOKEN_VAR: token}
+    cgroup = reaper.PidsCgroup.create(token, limits.nproc) if limits.nproc is not None else None
     rlimit_nproc = None
     if limits.nproc is not None and cgroup is None and os.geteuid() != 0:
-        rlimit_nproc = user_tasks(os.geteuid()) + limits.nproc
+        rlimit_nproc = reaper.user_tasks(os.geteuid()) + limits.nproc
     notes = [plan.describe()]
-    if not plan.pid and os.geteuid() != 0 and isolation.hide_caller():
+    if not plan.pid and os.geteuid() != 0 and reaper.hide_caller():
         notes.append("caller made non-dumpable (its /proc environ unreadable to the stage)")
     if limits.nproc is not None and cgroup is None and rlimit_nproc is None:
         notes.append("process count NOT bounded: root, and no writable pids cgroup")
@@ -281,11 +242,10 @@ def run(
         )
         if part
     )
-    stage_env = {**contained_env(env, cwd), isolation.TOKEN_VAR: token}
     try:
         proc = subprocess.Popen(
             [
-                *isolation.death_signal_prefix(),
+                *reaper.death_signal_prefix(),
                 *plan.prefix,
                 "/bin/bash",
                 "-c",
@@ -307,13 +267,10 @@ def run(
         raise
 
     def sweep() -> int:
-        n = kill_session(proc.pid)
+        n = reaper.kill_session(proc.pid)
         if cgroup is not None:
-            for pid in _read_pids(cgroup):
-                with contextlib.suppress(ProcessLookupError, PermissionError):
-                    os.kill(pid, signal.SIGKILL)
-                    n += 1
-        return n + isolation.kill_tagged(token)
+            n += cgroup.kill()
+        return n + reaper.kill_tagged(token)
 
     assert proc.stdout is not None
     fd = proc.stdout.fileno()
@@ -391,11 +348,3 @@ def run(
 
 #: Signals a shell's 128+N exit status is read as.
 _SIGNALS = (4, 6, 7, 8, 9, 11, 15, int(signal.SIGXCPU), int(signal.SIGXFSZ))
-
-
-def _read_pids(cgroup: isolation.PidsCgroup) -> list[int]:
-    try:
-        text = (cgroup.path / "cgroup.procs").read_text()
-    except OSError:
-        return []
-    return [int(p) for p in text.split() if p.isdigit()]
