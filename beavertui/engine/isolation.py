@@ -101,7 +101,10 @@ def setup_script(plan: Plan, cwd: str, keep: tuple[str, ...], tmp_bytes: int | N
                 if os.path.isdir(path)
                 else f"mkdir -p {shlex.quote(os.path.dirname(path))} && touch {q}"
             )
-            lines.append(f"{make} && mount -c --bind /proc/self/fd/{fd} {q}")
+            fail = shlex.quote(f"beavertui sandbox: cannot keep {path} visible under the private tmp")
+            lines.append(
+                f"{{ {make} && mount -c --bind /proc/self/fd/{fd} {q}; }} || {{ echo {fail} >&2; exit 125; }}"
+            )
         if held:
             lines.append(f"exec {' '.join(f'{fd}<&-' for fd, _ in held)}")
         lines.append(f"cd {shlex.quote(cwd)}")
