@@ -53,14 +53,68 @@ def test_corpus_edited_through_an_absolute_path_is_caught(corpus: Path, tmp_path
     task = load_corpus(corpus).get("vec_scale")
     target = corpus / "vec_scale" / "testbench" / "test_main.cu"
     before = target.read_bytes()
-    shared = sandbox.Limits(private_tmp=False)  # the copied corpus lies under /tmp: keep it reachable
-    cfg = runner.RunnerConfig(base_dir=tmp_path / "work", limits=shared)
+    # no mount namespace: neither a private /tmp nor read-only binds, so only the hash check stands
+    bare = sandbox.Limits(private_tmp=False, pid_namespace=False)
+    cfg = runner.RunnerConfig(base_dir=tmp_path / "work", limits=bare)
     with runner.workdir(task, "// c\n", cfg) as work:
         assert work.verify() == []
         out = runner.run_stage(work, "run", f"echo '// poisoned' >> {target}", 10, cfg)
         assert out.rc == 0
         assert work.verify() == [runner.CORPUS_CHANGED]
     assert target.read_bytes() == before + b"// poisoned\n"
+
+
+def test_corpus_and_cache_are_read_only_to_a_stage(corpus: Path, tmp_path: Path) -> None:
+    plan = isolation.plan_for(True, False, True)
+    if not plan.mount:
+        pytest.skip(f"no mount namespace here: {plan.missing}")
+    task = load_corpus(corpus).get("vec_scale")
+    target = corpus / "vec_scale" / "testbench" / "test_main.cu"
+    before = target.read_bytes()
+    cache = tmp_path / "cache"
+    (cache / "refbuild").mkdir(parents=True)
+    (cache / "baseline.json").write_text("{}")
+    # the corpus and cache copies lie under /tmp: a shared /tmp keeps them in sight of the stage
+    cfg = runner.RunnerConfig(
+        base_dir=tmp_path / "work", limits=sandbox.Limits(private_tmp=False), read_only=(cache,)
+    )
+    attack = (
+        f"echo '// poisoned' >> {target}; echo rc=$?; "
+        f"echo '{{\"ms\": 0}}' > {cache}/baseline.json; echo rc=$?; "
+        f"touch {cache}/refbuild/x; echo rc=$?; "
+        "echo ok > mine.txt; echo rc=$?\n"
+    )
+    with runner.workdir(task, "// c\n", cfg) as work:
+        (work.path / "attack.sh").write_text(attack)
+        out = runner.run_stage(work, "run", "sh attack.sh", 10, cfg)
+        assert out.log.count("Read-only file system") == 3, out.log
+        rcs = [line for line in out.log.splitlines() if line.startswith("rc=")]
+        assert len(rcs) == 4 and "rc=0" not in rcs[:3] and rcs[3] == "rc=0", out.log
+        assert (work.path / "mine.txt").read_text() == "ok\n"
+        assert work.verify() == []
+    assert target.read_bytes() == before
+    assert (cache / "baseline.json").read_text() == "{}" and not (cache / "refbuild" / "x").exists()
+
+
+def test_a_stage_inside_a_read_only_folder_still_writes_its_own_work_dir(tmp_path: Path) -> None:
+    """The reference build runs in beavertui's cache, which is read-only to stages."""
+    plan = isolation.plan_for(True, False, True)
+    if not plan.mount:
+        pytest.skip(f"no mount namespace here: {plan.missing}")
+    cache = tmp_path / "cache"
+    work = cache / "refbuild" / "task"
+    work.mkdir(parents=True)
+    out = sandbox.run(
+        "echo ok > built.txt && touch ../sibling",
+        work,
+        dict(os.environ),
+        10.0,
+        sandbox.Limits(private_tmp=False),
+        read_only=(str(cache),),
+    )
+    assert (work / "built.txt").read_text() == "ok\n"
+    assert out.rc == 1 and "Read-only file system" in out.log
+    assert not (cache / "refbuild" / "sibling").exists()
 
 
 def test_private_tmp_keeps_a_corpus_under_tmp_out_of_reach(corpus: Path, tmp_path: Path) -> None:

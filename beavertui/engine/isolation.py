@@ -47,6 +47,11 @@ class Plan:
     missing: str | None
     """One line naming what was asked for but is unavailable here, and why; None when all applied."""
 
+    @property
+    def mount(self) -> bool:
+        """The stage has its own mount namespace."""
+        return self.pid or self.private_tmp
+
     def describe(self) -> str:
         """A short record of what applied, for the stage result."""
         parts = [
@@ -75,57 +80,88 @@ def _unshare_args(network: bool, pid: bool, mount: bool, user_ns: bool) -> tuple
     return tuple(args) if len(args) > 1 else ()
 
 
-def setup_script(plan: Plan, cwd: str, keep: tuple[str, ...], tmp_bytes: int | None = None) -> str:
-    """Shell lines run first inside the namespaces: loopback up, private tmp dirs with ``keep`` re-bound.
+def setup_script(
+    plan: Plan,
+    cwd: str,
+    keep: tuple[str, ...],
+    tmp_bytes: int | None = None,
+    read_only: tuple[str, ...] = (),
+) -> str:
+    """Shell lines run first inside the namespaces: loopback up, private tmp dirs, read-only folders.
 
     A kept folder or file under a replaced folder (the work dir under /tmp, a profiler's output file)
     is opened before the tmpfs hides it and bound back at the same path through its descriptor, so the
-    stage sees it unchanged. Each tmpfs holds at most ``tmp_bytes`` (it lives in memory).
+    stage sees it unchanged. Each tmpfs holds at most ``tmp_bytes`` (it lives in memory). Folders in
+    ``read_only`` (the corpus, beavertui's cache) become read-only bind mounts; the working folder stays
+    writable even when it lies inside one (it is bound back last, from a descriptor opened first).
     """
     lines: list[str] = []
     if plan.network and shutil.which("ip"):
         lines.append("ip link set lo up 2>/dev/null")
+    if not plan.mount:
+        return "; ".join(lines)
+    held = list(enumerate(_under_private((*keep, cwd)) if plan.private_tmp else [], start=20))
+    frozen = _outermost(
+        {os.path.realpath(p) for p in read_only if p.startswith("/") and os.path.isdir(os.path.realpath(p))}
+    )
+    cwd_fd = 19
+    lines.append(f"exec {cwd_fd}<{shlex.quote(cwd)}")
+    lines += [f"exec {fd}<{shlex.quote(path)}" for fd, path in held]
     if plan.private_tmp:
-        held = list(enumerate(_under_private((*keep, cwd)), start=20))
         size = f",size={max(1, tmp_bytes // 1024)}k" if tmp_bytes else ""  # memory-backed: bounded
-        lines += [f"exec {fd}<{shlex.quote(path)}" for fd, path in held]
         lines += [
             f"mount -t tmpfs -o mode=1777,nosuid,nodev{size} beaver-tmp {d}"
             for d in PRIVATE_DIRS
             if os.path.isdir(d)
         ]
-        for fd, path in held:
-            q = shlex.quote(path)
-            make = (
-                f"mkdir -p {q}"
-                if os.path.isdir(path)
-                else f"mkdir -p {shlex.quote(os.path.dirname(path))} && touch {q}"
-            )
-            fail = shlex.quote(f"beavertui sandbox: cannot keep {path} visible under the private tmp")
-            lines.append(
-                f"{{ {make} && mount -c --bind /proc/self/fd/{fd} {q}; }} || {{ echo {fail} >&2; exit 125; }}"
-            )
-        if held:
-            lines.append(f"exec {' '.join(f'{fd}<&-' for fd, _ in held)}")
-        lines.append(f"cd {shlex.quote(cwd)}")
+    for fd, path in held:
+        q = shlex.quote(path)
+        make = (
+            f"mkdir -p {q}"
+            if os.path.isdir(path)
+            else f"mkdir -p {shlex.quote(os.path.dirname(path))} && touch {q}"
+        )
+        fail = shlex.quote(f"beavertui sandbox: cannot keep {path} visible under the private tmp")
+        lines.append(
+            f"{{ {make} && mount -c --bind /proc/self/fd/{fd} {q}; }} || {{ echo {fail} >&2; exit 125; }}"
+        )
+    for path in frozen:
+        q = shlex.quote(path)
+        fail = shlex.quote(f"beavertui sandbox: {path} stays writable (read-only bind refused)")
+        lines.append(
+            f"if [ -d {q} ]; then {{ mount --bind {q} {q} && mount -o remount,bind,ro {q}; }} 2>/dev/null"
+            f" || echo {fail} >&2; fi"
+        )
+    if any(cwd == f or cwd.startswith(f + "/") for f in frozen):
+        q = shlex.quote(cwd)
+        fail = shlex.quote(f"beavertui sandbox: cannot keep {cwd} writable")
+        lines.append(f"mount -c --bind /proc/self/fd/{cwd_fd} {q} || {{ echo {fail} >&2; exit 125; }}")
+    lines.append(f"exec {' '.join(f'{fd}<&-' for fd in [cwd_fd, *(fd for fd, _ in held)])}")
+    lines.append(f"cd {shlex.quote(cwd)}")
     return "; ".join(lines)
+
+
+def _outermost(paths: set[str]) -> list[str]:
+    """``paths`` without those inside another, shortest first."""
+    found: list[str] = []
+    for q in sorted(paths, key=len):
+        if not any(q == f or q.startswith(f + "/") for f in found):
+            found.append(q)
+    return found
 
 
 def _under_private(paths: tuple[str, ...]) -> list[str]:
     """Existing folders and files among ``paths`` (as written and resolved) under a replaced folder,
     outermost first, none inside another."""
-    inside = {
-        q
-        for p in paths
-        if p.startswith("/")
-        for q in {os.path.normpath(p), os.path.realpath(p)}
-        if os.path.exists(q) and any(q.startswith(d + "/") for d in PRIVATE_DIRS)
-    }
-    found: list[str] = []
-    for q in sorted(inside, key=len):
-        if not any(q.startswith(f + "/") for f in found):
-            found.append(q)
-    return found
+    return _outermost(
+        {
+            q
+            for p in paths
+            if p.startswith("/")
+            for q in {os.path.normpath(p), os.path.realpath(p)}
+            if os.path.exists(q) and any(q.startswith(d + "/") for d in PRIVATE_DIRS)
+        }
+    )
 
 
 def command_paths(command: str) -> tuple[str, ...]:

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from beavertui.engine import sandbox
+from beavertui.engine import cupti, sandbox
 from beavertui.engine.adapt import adapt_command, adapt_env
 from beavertui.engine.errors import BeaverError
 from beavertui.engine.events import StageResult
@@ -64,6 +64,9 @@ class RunnerConfig:
     """Override of the task's build limit, seconds."""
     run_s: float | None = None
     """Override of the task's run limit, seconds."""
+    read_only: tuple[Path, ...] = field(default_factory=lambda: (cupti.cache_dir(),))
+    """Folders stages may read but not change, besides the corpus and its linked libraries (where a
+    mount namespace is available): beavertui's cache, with reference builds and baselines."""
 
 
 def hash_tree(root: Path, skip: set[str]) -> dict[str, str]:
@@ -228,7 +231,10 @@ def run_stage(
     """Run one command of the attempt in the work dir and record it."""
     cmd = adapt_command(command, config.sm) if adapt else command
     keep = (*work.links.values(), *(str(p) for p in work.task.pythonpath))
-    out = sandbox.run(cmd, work.path, stage_env(work.task, config), timeout_s, config.limits, keep=keep)
+    frozen = (str(work.task.corpus_root), *keep, *(str(p) for p in config.read_only))
+    out = sandbox.run(
+        cmd, work.path, stage_env(work.task, config), timeout_s, config.limits, keep=keep, read_only=frozen
+    )
     return StageResult(
         stage=stage,
         command=cmd,

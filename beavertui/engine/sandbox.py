@@ -201,12 +201,15 @@ def run(
     limits: Limits = Limits(),
     on_output: Callable[[bytes], None] | None = None,
     keep: tuple[str, ...] = (),
+    read_only: tuple[str, ...] = (),
 ) -> Outcome:
     """Run ``command`` through bash in ``cwd`` under the limits; never raises for the command's failure.
 
     ``keep``: folders and files the command needs that may lie under a folder made private (a linked
     library under /tmp, say); the working folder, beavertui's own interpreter and the absolute paths
-    written in ``command`` or named in ``env`` are always kept.
+    written in ``command`` or named in ``env`` are always kept. ``read_only``: folders the command may
+    read but not change (the corpus, beavertui's cache), where a mount namespace is available; the
+    working folder stays writable.
     """
     start = time.monotonic()
     buf = _Bounded(limits.output_bytes)
@@ -229,6 +232,7 @@ def run(
         os.path.abspath(cwd),
         (*keep, *isolation.env_paths(env), *isolation.command_paths(command), *_OWN, *ALWAYS_KEEP),
         limits.file_bytes,
+        read_only,
     )
     script = "; ".join(
         part
