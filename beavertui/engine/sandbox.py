@@ -227,6 +227,9 @@ def run(
         notes.append("caller made non-dumpable (its /proc environ unreadable to the stage)")
     if limits.nproc is not None and cgroup is None and rlimit_nproc is None:
         notes.append("process count NOT bounded: root, and no writable pids cgroup")
+    frozen = [p for p in read_only if os.path.isdir(p)]
+    if frozen:
+        notes.append(f"read-only: {len(frozen)} folders" if plan.mount else "read-only folders NOT protected")
     setup = isolation.setup_script(
         plan,
         os.path.abspath(cwd),
