@@ -144,6 +144,15 @@ def test_network_is_isolated_and_host_mode_proves_the_test(
     assert got == [b"exfil\n"]  # nothing more arrived
 
 
+def test_operator_switch_turns_namespaces_off_and_says_so(
+    tmp_path: Path, loopback_server: tuple[int, list[bytes]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(sandbox.NAMESPACES_SWITCH, "0")
+    out = sandbox.run(_connect(loopback_server[0]), tmp_path, dict(os.environ), 10.0, FULL)
+    assert out.log.strip().endswith("CONNECTED")
+    assert "(missing: namespaces switched off by BEAVERTUI_NAMESPACES=0)" in out.sandbox
+
+
 def test_unavailable_isolation_is_said_not_hidden() -> None:
     plan = isolation.plan_for(True, True, True)
     text = plan.describe()

@@ -185,6 +185,9 @@ def contained_env(env: Mapping[str, str], cwd: str | os.PathLike[str]) -> dict[s
 #: What bash prints when a child of the stage's shells hit a limit (the command may still go on).
 _FSIZE_HIT = re.compile(rb"File size limit exceeded")
 _CPU_HIT = re.compile(rb"CPU time limit exceeded")
+#: Set to ``0`` in beavertui's own environment to run every stage without namespaces (an operator's
+#: switch for a machine where they misbehave; each stage record then says so).
+NAMESPACES_SWITCH = "BEAVERTUI_NAMESPACES"
 #: Shared paths under a private folder that stay visible when they exist (the CUDA MPS pipe directory).
 ALWAYS_KEEP = ("/tmp/nvidia-mps",)
 #: The interpreter beavertui runs under (adapted commands call it; a virtual environment may be in /tmp).
@@ -214,9 +217,14 @@ def run(
     start = time.monotonic()
     buf = _Bounded(limits.output_bytes)
     token = uuid.uuid4().hex
-    plan = isolation.plan_for(
-        limits.network == "isolated", limits.private_tmp, limits.pid_namespace, limits.user_namespace
-    )
+    if os.environ.get(NAMESPACES_SWITCH) == "0":
+        plan = isolation.Plan(
+            (), False, False, False, False, f"namespaces switched off by {NAMESPACES_SWITCH}=0"
+        )
+    else:
+        plan = isolation.plan_for(
+            limits.network == "isolated", limits.private_tmp, limits.pid_namespace, limits.user_namespace
+        )
     stage_env = {**contained_env(env, cwd), reaper.TOKEN_VAR: token}
     cgroup = reaper.PidsCgroup.create(token, limits.nproc) if limits.nproc is not None else None
     rlimit_nproc = None
