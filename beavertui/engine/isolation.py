@@ -96,8 +96,9 @@ def setup_script(
     writable even when it lies inside one (it is bound back last, from a descriptor opened first).
     """
     lines: list[str] = []
-    if plan.network and shutil.which("ip"):
-        lines.append("ip link set lo up 2>/dev/null")
+    ip, mount, mkdir, touch = (_tool(name) for name in ("ip", "mount", "mkdir", "touch"))
+    if plan.network and ip != "ip":
+        lines.append(f"{ip} link set lo up 2>/dev/null")
     if not plan.mount:
         return "; ".join(lines)
     held = list(enumerate(_under_private((*keep, cwd)) if plan.private_tmp else [], start=20))
@@ -110,35 +111,43 @@ def setup_script(
     if plan.private_tmp:
         size = f",size={max(1, tmp_bytes // 1024)}k" if tmp_bytes else ""  # memory-backed: bounded
         lines += [
-            f"mount -t tmpfs -o mode=1777,nosuid,nodev{size} beaver-tmp {d}"
+            f"{mount} -t tmpfs -o mode=1777,nosuid,nodev{size} beaver-tmp {d}"
             for d in PRIVATE_DIRS
             if os.path.isdir(d)
         ]
     for fd, path in held:
         q = shlex.quote(path)
         make = (
-            f"mkdir -p {q}"
+            f"{mkdir} -p {q}"
             if os.path.isdir(path)
-            else f"mkdir -p {shlex.quote(os.path.dirname(path))} && touch {q}"
+            else f"{mkdir} -p {shlex.quote(os.path.dirname(path))} && {touch} {q}"
         )
         fail = shlex.quote(f"beavertui sandbox: cannot keep {path} visible under the private tmp")
         lines.append(
-            f"{{ {make} && mount -c --bind /proc/self/fd/{fd} {q}; }} || {{ echo {fail} >&2; exit 125; }}"
+            f"{{ {make} && {mount} -c --bind /proc/self/fd/{fd} {q}; }} || {{ echo {fail} >&2; exit 125; }}"
         )
     for path in frozen:
         q = shlex.quote(path)
         fail = shlex.quote(f"beavertui sandbox: {path} stays writable (read-only bind refused)")
         lines.append(
-            f"if [ -d {q} ]; then {{ mount --bind {q} {q} && mount -o remount,bind,ro {q}; }} 2>/dev/null"
+            f"if [ -d {q} ]; then {{ {mount} --bind {q} {q} && {mount} -o remount,bind,ro {q}; }} 2>/dev/null"
             f" || echo {fail} >&2; fi"
         )
     if any(cwd == f or cwd.startswith(f + "/") for f in frozen):
         q = shlex.quote(cwd)
         fail = shlex.quote(f"beavertui sandbox: cannot keep {cwd} writable")
-        lines.append(f"mount -c --bind /proc/self/fd/{cwd_fd} {q} || {{ echo {fail} >&2; exit 125; }}")
+        lines.append(f"{mount} -c --bind /proc/self/fd/{cwd_fd} {q} || {{ echo {fail} >&2; exit 125; }}")
     lines.append(f"exec {' '.join(f'{fd}<&-' for fd in [cwd_fd, *(fd for fd, _ in held)])}")
     lines.append(f"cd {shlex.quote(cwd)}")
     return "; ".join(lines)
+
+
+@functools.lru_cache(maxsize=8)
+def _tool(name: str) -> str:
+    """Absolute path of a system tool (the stage's PATH may lack /usr/sbin), else the bare name."""
+    return shlex.quote(
+        shutil.which(name, path=f"{os.environ.get('PATH', '')}:/usr/sbin:/usr/bin:/sbin:/bin") or name
+    )
 
 
 def _outermost(paths: set[str]) -> list[str]:
