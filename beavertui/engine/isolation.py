@@ -204,14 +204,15 @@ def _try(plan: Plan) -> str | None:
 def plan_for(network: bool, private_tmp: bool, pid: bool = True, allow_user_ns: bool = True) -> Plan:
     """The strongest wrapper that works here for what is asked (probed once per process and setting).
 
-    Plain namespaces first (root, or CAP_SYS_ADMIN); an unprivileged user namespace only when those are
-    refused and ``allow_user_ns``; then weaker combinations, each loss named in ``missing``.
+    Plain namespaces first (root with CAP_SYS_ADMIN); a user namespace only when those are refused
+    (a non-root user, root in a container without CAP_SYS_ADMIN) and ``allow_user_ns``; then weaker
+    combinations, each loss named in ``missing``.
     """
     if not any((network, private_tmp, pid)):
         return Plan((), False, False, False, False, None)
     if not shutil.which("unshare"):
         return _degraded(network, private_tmp, pid, "no unshare executable (util-linux)")
-    user_options = [False, True] if allow_user_ns and os.geteuid() != 0 else [False]
+    user_options = [False, True] if allow_user_ns else [False]
     wants: list[tuple[bool, bool, bool]] = []
     for n, p, t in itertools.product((True, False), repeat=3):
         want = (n and network, p and pid, t and private_tmp)

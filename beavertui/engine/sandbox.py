@@ -63,8 +63,9 @@ class Limits:
     """An own PID namespace where the OS allows it: everything the stage started dies with it, and
     other processes (the API key in their environment) are out of its sight."""
     user_namespace: bool = True
-    """Non-root only: when plain namespaces are refused, allow an unprivileged user namespace (the
-    stage is uid 0 inside it and the caller's uid outside; device files keep their own modes)."""
+    """When plain namespaces are refused (non-root, or root without CAP_SYS_ADMIN), allow a user
+    namespace (the stage is uid 0 inside it and the caller's uid outside; device files keep their
+    own modes)."""
 
 
 @dataclass(frozen=True)
