@@ -73,6 +73,7 @@ class FaultServer:
     def __init__(self, scripts: dict[str, list[tuple[str, Any]]]) -> None:
         self.scripts = {k: list(v) for k, v in scripts.items()}
         self.counts: dict[str, int] = {k: 0 for k in scripts}
+        self.last_key = ""
         self.lock = threading.Lock()
         server = self
 
@@ -112,6 +113,10 @@ class FaultServer:
             while len(buf) < length:
                 buf += conn.recv(65536)
             body, buf = json.loads(buf[:length]), buf[length:]
+            for line in head.split(b"\r\n")[1:]:
+                name, _, value = line.partition(b":")
+                if name.strip().lower() == b"authorization":
+                    self.last_key = value.strip().decode().removeprefix("Bearer ")
             model = body.get("model", "")
             with self.lock:
                 script = self.scripts[model]
@@ -185,6 +190,9 @@ class FaultServer:
         if kind == "hang":
             time.sleep(arg)
             return False
+        if kind == "echo_key":  # a hostile or careless server that repeats the key in its error
+            err = json.dumps({"error": {"message": f"invalid api key {self.last_key}", "type": "auth"}})
+            return self._send(conn, "401 Unauthorized", err.encode())
         raise AssertionError(f"unknown behaviour {kind}")
 
 
@@ -245,6 +253,16 @@ def test_a_persistent_fault_is_an_endpoint_error_after_the_retries(fault: str, s
     assert "\n" not in info.value.detail
 
 
+@pytest.mark.parametrize("stream", [False, True], ids=["plain", "stream"])
+def test_lone_surrogates_in_a_reply_become_replacement_characters(stream: bool) -> None:
+    # "\ud800" is a valid JSON escape but no UTF-8 text: kept as is, it would break every file write
+    with FaultServer({"m": [("ok", "fix \ud800:\n```cuda\nint x; // \udfff\n```")]}) as server:
+        deltas: list[str] = []
+        reply = _model(server.url, stream, retries=0).complete(MESSAGES, on_delta=deltas.append)
+    assert reply.content == "fix \ufffd:\n```cuda\nint x; // \ufffd\n```"
+    assert all(t.encode("utf-8") for t in deltas)
+
+
 # ------------------------------------------------------------------------------- through a whole batch
 
 #: models of the batch: every persistent fault, plus one healthy endpoint
@@ -266,6 +284,8 @@ def test_persistent_faults_in_a_batch_are_retried_counted_and_never_scored(tmp_p
     reference = load_corpus(CORPUS).get("vec_scale").reference()
     scripts: dict[str, list[tuple[str, Any]]] = {name: [FAULTS[name][0]] for name in BATCH_FAULTS}
     scripts["healthy"] = [("ok", f"```cuda\n{reference}\n```")]
+    scripts["surrogates"] = [("ok", f"Fixed \ud83d\ude00 \ud800:\n```cuda\n{reference}\n```")]
+    scripts["echo_key"] = [("echo_key", None)]
     with FaultServer(scripts) as server:
         models = "".join(
             f'[[models]]\nmodel = "{name}"\nbase_url = "{server.url}"\nretries = 1\ntimeout_s = 0.2\n'
@@ -290,10 +310,18 @@ def test_persistent_faults_in_a_batch_are_retried_counted_and_never_scored(tmp_p
     run = tmp_path / "r"
     # each faulty endpoint: 2 tries per call (1 retry), and the session retried once by the batch
     assert {m: counts[m] for m in BATCH_FAULTS} == {m: 4 for m in BATCH_FAULTS}
-    assert counts["healthy"] == 1
+    assert counts["healthy"] == counts["surrogates"] == 1
+    assert counts["echo_key"] == 2  # a 401 is not retried per call; the session is retried once
     infra = [json.loads(x) for x in (run / "infra.jsonl").read_text().splitlines()]
-    assert len(infra) == 2 * len(BATCH_FAULTS)
-    assert sum(1 for r in infra if r["retried"]) == len(BATCH_FAULTS)
+    faulty = len(BATCH_FAULTS) + 1
+    assert len(infra) == 2 * faulty and sum(1 for r in infra if r["retried"]) == faulty
+    # the key was sent (the echoing server saw it) but is written nowhere, not even where it echoed back
+    key = "sk-fault-batch-0123"
+    assert server.last_key == key
+    leaks = [p for p in run.rglob("*") if p.is_file() and key.encode() in p.read_bytes()]
+    assert leaks == [] and key not in out.stderr + out.stdout
+    echoed = next((run / "echo_key").rglob("*.jsonl")).read_text()
+    assert "invalid api key [redacted]" in echoed
     # in each faulty session: an infrastructure error from the endpoint, no verdict, never the key
     from beavertui.engine.session import read_session
 
@@ -315,7 +343,8 @@ def test_persistent_faults_in_a_batch_are_retried_counted_and_never_scored(tmp_p
     ).stdout  # fmt: skip
     rows = {r["model"]: r for r in csv.DictReader(io.StringIO(table.split("\n", 1)[1].split("\n\n")[0]))}
     assert rows["healthy"]["pass@1 (%)"] == "100.00" and rows["healthy"]["infra excl."] == "0"
-    for name in BATCH_FAULTS:
+    assert rows["surrogates"]["pass@1 (%)"] == "100.00"  # broken Unicode in the prose costs nothing
+    for name in [*BATCH_FAULTS, "echo_key"]:
         assert rows[name]["infra excl."] == "1" and rows[name]["tasks"] == "0", rows[name]
     doc = json.loads(
         subprocess.run(
@@ -324,11 +353,12 @@ def test_persistent_faults_in_a_batch_are_retried_counted_and_never_scored(tmp_p
         ).stdout
     )  # fmt: skip
     excluded = {g["model"]: g["n_infra_excluded"] for g in doc["groups"]}
-    assert excluded == {**{m: 1 for m in BATCH_FAULTS}, "healthy": 0}
+    assert excluded == {**{m: 1 for m in [*BATCH_FAULTS, "echo_key"]}, "healthy": 0, "surrogates": 0}
     print(
         f"\nreliability: endpoint faults: {len(CASES)} fault/mode cases retried then answered, "
-        f"{len(CASES)} persistent ones ended as endpoint errors; batch with {len(BATCH_FAULTS)} faulty "
-        f"endpoints: {sum(counts[m] for m in BATCH_FAULTS)} failed requests, {len(infra)} infrastructure "
-        f"records ({len(BATCH_FAULTS)} retried), {len(BATCH_FAULTS)} attempts excluded from scores, "
-        f"healthy model pass@1 100% ({wall:.1f} s)"
+        f"{len(CASES)} persistent ones ended as endpoint errors; batch with {faulty} faulty endpoints "
+        f"(one echoing the key): {sum(counts[m] for m in [*BATCH_FAULTS, 'echo_key'])} failed requests, "
+        f"{len(infra)} infrastructure records ({sum(1 for r in infra if r['retried'])} retried), "
+        f"{sum(excluded.values())} attempts excluded from scores, key found in 0 of "
+        f"{sum(1 for p in run.rglob('*') if p.is_file())} files; healthy models pass@1 100% ({wall:.1f} s)"
     )

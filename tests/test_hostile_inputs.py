@@ -299,3 +299,149 @@ def test_metrics_command_says_what_is_wrong_in_one_line(tmp_path: Path, data: by
 
 def test_beaver_errors_are_one_liners() -> None:
     assert issubclass(BeaverError, Exception)
+
+
+# ------------------------------------------------ arbitrary bytes and huge inputs for extractor, classifier
+
+
+def _decoded(data: bytes) -> list[str]:
+    """The ways bytes from outside become text: replacement characters, lone surrogates, latin-1."""
+    return [data.decode("utf-8", "replace"), data.decode("utf-8", "surrogateescape"), data.decode("latin-1")]
+
+
+@FAST
+@given(data=st.binary(max_size=4000), lang=st.sampled_from(["cuda", "cpp", "python"]))
+def test_extractor_takes_arbitrary_bytes(data: bytes, lang: str) -> None:
+    for text in _decoded(data):
+        for reply in (text, f"```{lang}\n{text}\n```", f"<think>{text}</think>```\n{text}"):
+            e = extract(reply, lang)
+            assert (e.code is None) != (e.reason is None)
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        "```cuda\nint a;\n```\n" * 100_000,  # a hundred thousand blocks
+        "```\n" * 300_000,  # fences only
+        "~~~~" * 500_000 + "\n```cuda\nint b;\n```",
+        "<think>" * 200_000 + "```cuda\nint c;\n```",  # was quadratic: minutes
+        "```cuda " + "x" * 2_000_000 + "\nint d;\n```",  # a 2 MB info string
+        "```cuda" + " " * 200_000 + "x\nint e;\n```",  # was quadratic: 75 s
+        "</think>" * 200_000 + "```cuda\nint f;\n```",
+        "<think>a</think>" * 100_000 + "```cuda\nint g;\n```",
+    ],
+    ids=[
+        "many-blocks",
+        "fences-only",
+        "tildes",
+        "unclosed-thinks",
+        "huge-info-string",
+        "spaced-info-string",
+        "orphan-closes",
+        "many-thinks",
+    ],
+)
+def test_extractor_is_fast_on_huge_replies(reply: str) -> None:
+    t0 = time.perf_counter()
+    e = extract(reply, "cuda")
+    assert time.perf_counter() - t0 < 5.0
+    assert (e.code is None) != (e.reason is None)
+
+
+@FAST
+@given(build=st.binary(max_size=3000), run=st.binary(max_size=3000), rc=st.integers(-300, 300))
+def test_classifier_takes_arbitrary_bytes(build: bytes, run: bytes, rc: int) -> None:
+    for b, r in zip(_decoded(build), _decoded(run), strict=True):
+        assert classify(rc, b, None, "", False, None).category
+        assert classify(0, b, rc, r, False, r).category
+
+
+def test_classifier_is_fast_on_a_huge_mixed_log() -> None:
+    import random
+
+    rng = random.Random(7)
+    markers = [
+        'error: identifier "x" is undefined',
+        "CUDA error: an illegal memory access was encountered",
+        "========= Invalid __global__ read of size 4 bytes",
+        "undefined reference to `launch'",
+        "MISMATCH out: 3 of 9 elements wrong",
+        "out of memory",
+        "\x1b[31m\x00\xff",
+    ]
+    lines = [rng.choice(markers) if rng.random() < 0.05 else "x" * rng.randint(0, 300) for _ in range(60_000)]
+    log = "\n".join(lines)  # about 9 MB
+    t0 = time.perf_counter()
+    classify(1, log, None, "", False, None)
+    classify(0, "", 1, log, False, log)
+    assert time.perf_counter() - t0 < 10.0
+
+
+# ------------------------------------------------------------- session files: text that is not UTF-8, keys
+
+ANY_TEXT = st.text(alphabet=st.characters(codec=None, exclude_categories=()), max_size=200)
+
+
+@FAST
+@given(content=ANY_TEXT, detail=ANY_TEXT)
+def test_session_writer_takes_any_string_and_reads_back_valid_text(
+    tmp_path_factory: pytest.TempPathFactory, content: str, detail: str
+) -> None:
+    from beavertui.engine.events import InfraError, Reply
+    from beavertui.engine.session import SessionWriter
+    from tests.test_session import make_header
+
+    path = tmp_path_factory.mktemp("w") / "s.jsonl"
+    with SessionWriter(path, make_header()) as w:
+        w.append(Reply(iteration=1, content=content))
+        w.append(InfraError(iteration=1, source="endpoint", detail=detail))
+    header, events, problem = read_session(path)
+    assert header is not None and problem is None and len(events) == 2
+    back = [events[0].content, events[1].detail]  # type: ignore[attr-defined]
+    for original, text in zip([content, detail], back, strict=True):
+        text.encode("utf-8")  # never a lone surrogate once read
+        assert len(text) == len(original)
+
+
+def test_lone_surrogate_escapes_in_a_session_file_are_read_as_replacement_characters(tmp_path: Path) -> None:
+    whole = _demo_session().decode()
+    lines = whole.splitlines()
+    f = tmp_path / "s.jsonl"
+    f.write_text(
+        "\n".join(ln.replace('"content":"', '"content":"\\udc00\\udfff\\ud800', 1) for ln in lines) + "\n"
+    )
+    header, events, problem = read_session(f)
+    assert header is not None and problem is None
+    texts = [e.content for e in events if e.kind == "reply"]  # type: ignore[attr-defined]
+    assert texts and all(t.startswith("\ufffd\ufffd\ufffd") for t in texts)
+    for cmd in (["replay", str(f)], ["export", str(f)], ["metrics", str(f)]):
+        out = subprocess.run([sys.executable, "-m", "beavertui", *cmd], capture_output=True, timeout=60)
+        assert out.returncode == 0 and b"Traceback" not in out.stderr, (cmd, out.stderr)
+
+
+KEY_CHARS = st.sampled_from(list('abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.+/="\\'))
+
+
+@FAST
+@given(
+    key=st.text(alphabet=KEY_CHARS, min_size=12, max_size=60).map(lambda k: "sk-" + k),
+    before=st.text(max_size=50),
+    after=st.text(max_size=50),
+)
+def test_a_session_file_never_holds_the_key_whatever_surrounds_it(
+    tmp_path_factory: pytest.TempPathFactory, key: str, before: str, after: str
+) -> None:
+    from beavertui.engine.events import InfraError, Reply, SessionEnd
+    from beavertui.engine.session import SessionWriter
+    from tests.test_session import make_header
+
+    path = tmp_path_factory.mktemp("k") / "s.jsonl"
+    with SessionWriter(path, make_header(), redact=[key]) as w:
+        w.append(Reply(iteration=1, content=f"{before}{key}{after}"))
+        w.append(InfraError(iteration=1, source="endpoint", detail=f"HTTP 401: invalid key {key}"))
+        w.append(SessionEnd(stop_reason="error", iterations=0, success=False, detail=key))
+    raw = path.read_bytes()
+    assert key.encode() not in raw
+    assert json.dumps(key)[1:-1].encode() not in raw  # nor its JSON-escaped spelling
+    _h, events, _p = read_session(path)
+    assert all(key not in e.model_dump_json() for e in events)

@@ -17,8 +17,9 @@ LANGUAGE_TAGS: dict[str, frozenset[str]] = {
     "python": frozenset({"python", "py", "python3"}),
 }
 
-_OPEN = re.compile(r"^[ \t]{0,3}(?P<fence>`{3,}|~{3,})[ \t]*(?P<info>[^`\n]*?)[ \t]*$")
-_THINK = re.compile(r"<think>.*?</think>", re.DOTALL | re.IGNORECASE)
+#: An opening fence line; the info string is stripped afterwards (no lazy match: linear on any line).
+_OPEN = re.compile(r"^[ \t]{0,3}(?P<fence>`{3,}|~{3,})(?P<info>[^`\n]*)$")
+_TAG = re.compile(r"<(/?)think>", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -43,15 +44,28 @@ class Extraction:
 
 
 def strip_think(text: str) -> str:
-    """Remove reasoning sections, including an unclosed one at the end and an orphan opening part."""
-    text = _THINK.sub("", text)
-    lower = text.lower()
-    if "</think>" in lower:  # the chat template opened <think> in the prompt: drop up to the close
-        text = text[lower.rindex("</think>") + len("</think>") :]
-        lower = text.lower()
-    if "<think>" in lower:  # cut off while still thinking
-        text = text[: lower.index("<think>")]
-    return text
+    """Remove reasoning sections, including an unclosed one at the end and an orphan opening part.
+
+    One pass over the tags (linear time, whatever the reply holds): a section runs from ``<think>`` to
+    the next ``</think>``; a ``</think>`` outside any section means the chat template opened one in the
+    prompt, so everything before it goes; an unclosed ``<think>`` (cut off while thinking) drops the rest.
+    """
+    kept: list[tuple[int, int]] = []
+    pos = 0
+    start: int | None = None
+    for m in _TAG.finditer(text):
+        closing = bool(m.group(1))
+        if start is None:
+            if closing:  # orphan close
+                kept, pos = [], m.end()
+            else:
+                kept.append((pos, m.start()))
+                start = m.start()
+        elif closing:
+            start, pos = None, m.end()
+    if start is None:
+        kept.append((pos, len(text)))
+    return "".join(text[a:b] for a, b in kept)
 
 
 def fenced_blocks(text: str) -> list[Block]:

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import IO
 
 from pydantic import ValidationError
+from pydantic_core import PydanticSerializationError
 
 from beavertui.engine.errors import SessionFileError
 from beavertui.engine.events import (
@@ -31,6 +32,30 @@ from beavertui.engine.events import (
 )
 
 REDACTED = "[redacted]"
+
+#: A lone UTF-16 surrogate: valid in a JSON escape and in a Python str, but not encodable as UTF-8.
+_SURROGATE = re.compile(r"[\ud800-\udfff]")
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+
+
+def scrub(value: object) -> object:
+    """``value`` (JSON data) with every lone surrogate in its strings replaced by U+FFFD."""
+    if isinstance(value, str):
+        return _SURROGATE.sub("\ufffd", value)
+    if isinstance(value, list):
+        return [scrub(v) for v in value]
+    if isinstance(value, dict):
+        return {scrub(k): scrub(v) for k, v in value.items()}
+    return value
+
+
+def _dump(item: SessionHeader | Event) -> str:
+    """One JSON line; text that cannot be UTF-8 (a lone surrogate from an endpoint) is written as U+FFFD."""
+    try:
+        return item.model_dump_json()
+    except PydanticSerializationError:
+        data = scrub(item.model_dump(mode="json"))
+        return json.dumps(data, ensure_ascii=False, separators=(",", ":"))
 
 
 class SessionWriter:
@@ -53,7 +78,9 @@ class SessionWriter:
         self.path = Path(path)
         self.header = header
         self.fsync = fsync
-        self._redact = tuple(s for s in redact if s)
+        # each secret as written inside a JSON string too (a quote or backslash in it is escaped there)
+        spellings = {json.dumps(s, ensure_ascii=False)[1:-1] for s in redact if s} | {s for s in redact if s}
+        self._redact = tuple(sorted(spellings, key=len, reverse=True))
         self._lock = threading.Lock()
         self.count = 0
         """Events written (the header not counted)."""
@@ -64,7 +91,7 @@ class SessionWriter:
         if self.path.exists() and self.path.stat().st_size > 0:
             raise SessionFileError(f"{self.path}: already exists (use reopen to continue it)")
         self._fh = open(self.path, "w", encoding="utf-8")  # noqa: SIM115 - closed in close()
-        self._write_line(header.model_dump_json())
+        self._write_line(_dump(header))
 
     @classmethod
     def reopen(
@@ -98,7 +125,7 @@ class SessionWriter:
         """Write one event; transient events are skipped (returns whether it was written)."""
         if event.kind in TRANSIENT_KINDS:
             return False
-        self._write_line(event.model_dump_json())
+        self._write_line(_dump(event))
         self.count += 1
         return True
 
@@ -117,9 +144,14 @@ class SessionWriter:
 # ------------------------------------------------------------------------------------------------ reading
 
 
+def _loads(line: str) -> object:
+    data = json.loads(line)
+    return scrub(data) if _SURROGATE_ESCAPE.search(line) else data
+
+
 def _parse_header(line: str) -> tuple[SessionHeader | None, str | None]:
     try:
-        data = json.loads(line)
+        data = _loads(line)
     except json.JSONDecodeError as exc:
         return None, f"bad JSON at line 1 (the header): {exc.msg}"
     except RecursionError:
@@ -143,7 +175,7 @@ def _first_error(exc: ValidationError) -> str:
 
 def _parse_event(line: str, number: int, last: bool) -> tuple[Event | None, str | None]:
     try:
-        data = json.loads(line)
+        data = _loads(line)
     except json.JSONDecodeError as exc:
         if last:
             return None, f"truncated last line (line {number})"

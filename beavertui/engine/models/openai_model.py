@@ -13,6 +13,7 @@ import email.utils
 import json
 import os
 import random
+import re
 import time
 import tomllib
 from collections.abc import Callable, Sequence
@@ -238,7 +239,7 @@ class OpenAIModel:
             if delta.content:
                 parts.append(delta.content)
                 if on_delta is not None:
-                    on_delta(delta.content)
+                    on_delta(_SURROGATE.sub("\ufffd", delta.content))
         if finish is None and not parts:
             raise _Malformed("the stream ended without content or a finish reason")
         if not parts and not thoughts:
@@ -325,7 +326,12 @@ def _reasoning(obj: Any) -> str:
 
 
 def _join(reasoning: str, text: str) -> str:
-    return f"<think>{reasoning}</think>\n{text}" if reasoning else text
+    """The reply as one text; a lone UTF-16 surrogate (valid in a JSON escape, never UTF-8) becomes U+FFFD."""
+    joined = f"<think>{reasoning}</think>\n{text}" if reasoning else text
+    return _SURROGATE.sub("\ufffd", joined)
+
+
+_SURROGATE = re.compile(r"[\ud800-\udfff]")
 
 
 def _short(text: str, limit: int = 200) -> str:
