@@ -445,3 +445,116 @@ def test_a_session_file_never_holds_the_key_whatever_surrounds_it(
     assert json.dumps(key)[1:-1].encode() not in raw  # nor its JSON-escaped spelling
     _h, events, _p = read_session(path)
     assert all(key not in e.model_dump_json() for e in events)
+
+
+# ------------------------------------------------------------------ replaying a session executes nothing
+
+#: Audit events of anything that starts a process (sys.addaudithook sees them before they happen).
+SPAWN_EVENTS = (
+    "subprocess.Popen",
+    "os.system",
+    "os.exec",
+    "os.posix_spawn",
+    "os.spawn",
+    "os.fork",
+    "pty.spawn",
+)
+
+
+def _booby_trapped_session(tmp: Path) -> tuple[Path, Path]:
+    """A real session whose every text field tries to run ``touch MARK`` if anything executed it."""
+    mark = tmp / "MARK"
+    touch = f"touch {mark}"
+    shell = f"$({touch}); `{touch}`; {touch} #"
+    code = f'#include <cstdlib>\nint main() {{ std::system("{touch}"); }}\n// {shell}\n'
+    esc = "\x1b]52;c;dG91Y2g=\x07\x1b]0;pwned\x07\x1b[2J"  # clipboard write, title, clear: never raw
+    out = []
+    for line in (ROOT / "tests" / "data" / "sessions" / "quick.jsonl").read_text().splitlines():
+        d = json.loads(line)
+        if d["kind"] == "header":
+            d["notes"] = shell + esc
+            d["task"]["broken_start"] = code
+        elif d["kind"] == "reply":
+            d["content"] = f"Run this:\n```sh\n{touch}\n```\n```cuda\n{code}```\n{esc}"
+        elif d["kind"] == "candidate":
+            d["code"] = code
+        elif d["kind"] in ("build", "run"):
+            d["result"]["command"] = f"sh -c '{touch}'"
+            d["result"]["log"] = shell + esc + "\nerror: " + touch
+        out.append(json.dumps(d))
+    path = tmp / "trap.jsonl"
+    path.write_text("\n".join(out) + "\n")
+    return path, mark
+
+
+_WATCH = (
+    "import sys\n"
+    "def hook(event, args):\n"
+    f"    if event.startswith({SPAWN_EVENTS!r}):\n"
+    "        sys.__stderr__.write(f'SPAWNED {event} {args!r:.200}\\n')\n"
+    "sys.addaudithook(hook)\n"
+    "if sys.argv[1] == 'control':\n"
+    "    import subprocess; subprocess.run(['true']); sys.exit(0)\n"
+    "from beavertui.cli import main\n"
+    "sys.exit(main(sys.argv[1:]))\n"
+)
+
+
+@pytest.mark.parametrize("command", ["replay", "export", "metrics"])
+def test_replaying_a_booby_trapped_session_starts_no_process(tmp_path: Path, command: str) -> None:
+    path, mark = _booby_trapped_session(tmp_path)
+    control = subprocess.run([sys.executable, "-c", _WATCH, "control"], capture_output=True, timeout=60)
+    assert b"SPAWNED subprocess.Popen" in control.stderr  # the watch sees a process being started
+    out = subprocess.run(
+        [sys.executable, "-c", _WATCH, command, str(path)], capture_output=True, timeout=120, cwd=tmp_path
+    )
+    assert out.returncode == 0, out.stderr
+    assert b"SPAWNED" not in out.stderr, out.stderr
+    assert not mark.exists()
+    assert b"\x1b]" not in out.stdout and b"\x07" not in out.stdout  # no terminal control sequence
+
+
+_SPAWNED: list[str] = []
+_WATCHING: list[bool] = [False]
+
+
+def _hook(event: str, args: tuple[object, ...]) -> None:
+    if _WATCHING[0] and event.startswith(SPAWN_EVENTS):
+        _SPAWNED.append(f"{event} {args!r:.200}")
+
+
+async def test_stepping_through_a_booby_trapped_session_in_the_tui_starts_no_process(tmp_path: Path) -> None:
+    from beavertui.tui.app import BeaverApp
+    from beavertui.tui.session_screen import SessionScreen
+
+    path, mark = _booby_trapped_session(tmp_path)
+    header, events, problem = read_session(path)
+    assert header is not None and problem is None
+    if not getattr(_hook, "installed", False):
+        sys.addaudithook(_hook)  # audit hooks cannot be removed: this one only records while watching
+        _hook.installed = True  # type: ignore[attr-defined]
+    app = BeaverApp(lambda: SessionScreen(header, events, problem=problem, path=path))
+    _SPAWNED.clear()
+    _WATCHING[0] = True
+    try:
+        async with app.run_test(size=(120, 40)) as pilot:
+            await pilot.pause()
+            for key in [
+                "home",
+                *["right"] * (len(events) + 2),
+                "d",
+                "d",
+                "r",
+                "s",
+                "a",
+                "end",
+                "left",
+                "left",
+            ]:
+                await pilot.press(key)
+            await pilot.pause(0.2)
+        assert _SPAWNED == [] and not mark.exists()
+        subprocess.run(["true"], check=True)  # the watch sees a process being started
+        assert len(_SPAWNED) == 1
+    finally:
+        _WATCHING[0] = False
