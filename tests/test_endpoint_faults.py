@@ -10,6 +10,7 @@ malformed JSON, a malformed stream, refused connections, 4xx not retried) are no
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import io
 import json
@@ -79,7 +80,8 @@ class FaultServer:
 
         class Handler(socketserver.BaseRequestHandler):
             def handle(self) -> None:
-                server._serve(self.request)
+                with contextlib.suppress(OSError):  # the client hung up or went idle: nothing to serve
+                    server._serve(self.request)
 
         socketserver.ThreadingTCPServer.allow_reuse_address = True
         self.tcp = socketserver.ThreadingTCPServer(("127.0.0.1", 0), Handler)
