@@ -153,14 +153,24 @@ def test_operator_switch_turns_namespaces_off_and_says_so(
     assert "(missing: namespaces switched off by BEAVERTUI_NAMESPACES=0)" in out.sandbox
 
 
-def test_unavailable_isolation_is_said_not_hidden() -> None:
-    plan = isolation.plan_for(True, True, True)
-    text = plan.describe()
-    if plan.network and plan.pid and plan.private_tmp:
-        assert plan.missing is None and "missing" not in text
-    else:
-        assert plan.missing and f"(missing: {plan.missing})" in text
-        assert ("network NOT isolated" in plan.missing) == (not plan.network)
+def test_unavailable_isolation_is_said_not_hidden(tmp_path: Path) -> None:
+    """A caller whose PATH has no ``unshare`` gets no namespaces: each stage record and one warning say so."""
+    code = (
+        "import logging, os, sys; logging.basicConfig(); from beavertui.engine import sandbox\n"
+        "for _ in range(2):\n"
+        "    o = sandbox.run('echo ran', sys.argv[1], {'PATH': '/usr/bin:/bin'}, 10.0)\n"
+        "    print(o.log.strip(), '|', o.sandbox)\n"
+    )
+    env = {**os.environ, "PATH": str(tmp_path / "empty")}
+    res = subprocess.run([sys.executable, "-c", code, str(tmp_path)], env=env, capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr
+    missing = "network NOT isolated, no pid namespace, /tmp NOT private: no unshare executable (util-linux)"
+    line = (
+        f"ran | network: host; processes: session, cgroup and token sweeps; tmp: shared (missing: {missing})"
+    )
+    lines = res.stdout.splitlines()
+    assert len(lines) == 2 and all(out.startswith(line) for out in lines), lines
+    assert res.stderr.count("stage sandbox: " + missing) == 1  # logged once, not per stage
 
 
 # ------------------------------------------------------------------------------ escaped processes
