@@ -28,6 +28,24 @@ export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1
 nvidia-smi --query-gpu=index,name,compute_cap,driver_version,clocks.sm,clocks.mem --format=csv >"$W/gpus.csv" 2>&1
 NGPU=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ')
 log "start: $NGPU GPU(s), $(nproc) cores, $(nvcc --version | tail -1)"
+preflight
+
+preflight() {  # a reference built and run inside the full stage sandbox; without namespaces if that fails
+  timeout -k 5 120 python3 -m beavertui check transpose_00 --reference --no-timing --json >"$W/preflight.jsonl" 2>&1
+  if python3 - "$W/preflight.jsonl" <<'PY'
+import json, sys
+objs = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]
+cats = [o.get("category") for o in objs if o.get("kind") == "verdict"]
+sys.exit(0 if cats and cats[-1] == "passed" else 1)
+PY
+  then
+    log "preflight: reference passes inside the stage sandbox"
+  else
+    export BEAVERTUI_NAMESPACES=0
+    timeout -k 5 120 python3 -m beavertui check transpose_00 --reference --no-timing --json >"$W/preflight-nons.jsonl" 2>&1
+    log "preflight: FAILED inside the sandbox; without namespaces: $(tail -c 300 "$W/preflight-nons.jsonl")"
+  fi
+}
 
 lane_validate() {
   export CUDA_VISIBLE_DEVICES=0
