@@ -22,7 +22,8 @@ from pathlib import Path
 
 import pytest
 
-from beavertui.engine import isolation, reaper, sandbox
+from beavertui.engine import cupti, isolation, reaper, runner, sandbox
+from beavertui.engine.corpus import load_corpus
 
 FULL = sandbox.Limits()
 PLAN = isolation.plan_for(True, True, True)
@@ -74,6 +75,22 @@ def test_fork_bomb_is_bounded_and_named(tmp_path: Path) -> None:
     assert "wall-clock limit of 3 s" in out.stopped_by
     time.sleep(0.3)
     assert _alive(marker) == []
+
+
+def test_the_stage_record_carries_the_reason_and_the_sandbox(tmp_path: Path) -> None:
+    """What a session saves: runner.run_stage copies the reason and the sandbox line into the StageResult."""
+    task = load_corpus(Path(__file__).parent / "data" / "native").get("vec_scale")
+    cfg = runner.RunnerConfig(base_dir=tmp_path, limits=sandbox.Limits(cpu_s=1))
+    with runner.workdir(task, "// c\n", cfg) as work:
+        res = runner.run_stage(work, "run", "while :; do :; done", 20, cfg)
+    assert res.signal == 24 and res.stopped_by == "CPU time limit of 1 s per process (RLIMIT_CPU)"
+    assert (
+        res.sandbox.startswith("network: ")
+        and res.sandbox
+        == sandbox.run(
+            "true", tmp_path, {}, 5.0, cfg.limits, read_only=(str(task.corpus_root), str(cupti.cache_dir()))
+        ).sandbox
+    )
 
 
 def test_wall_clock_limit_is_named(tmp_path: Path) -> None:
