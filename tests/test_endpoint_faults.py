@@ -364,3 +364,24 @@ def test_persistent_faults_in_a_batch_are_retried_counted_and_never_scored(tmp_p
         f"{sum(excluded.values())} attempts excluded from scores, key found in 0 of "
         f"{sum(1 for p in run.rglob('*') if p.is_file())} files; healthy models pass@1 100% ({wall:.1f} s)"
     )
+
+
+def test_a_ray_worker_redacts_the_key_before_a_line_leaves_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the Ray driver writes the lines a worker streams back and never holds the key, so the worker redacts
+    from beavertui.batch.job import JobSpec
+    from beavertui.batch.protocol_file import ModelSpec
+    from beavertui.batch.ray_executor import remote_session
+    from beavertui.engine.protocol import Protocol
+
+    key = 'sk-ray-"worker"-4242'
+    monkeypatch.setenv("FAULT_TEST_KEY", key)
+    with FaultServer({"echo_key": [("echo_key", None)]}) as server:
+        spec = ModelSpec(model="echo_key", base_url=server.url, api_key_env="FAULT_TEST_KEY", retries=0)
+        job = JobSpec("r", spec, "p", Protocol(), "vec_scale", 0, tmp_path / "s.jsonl")
+        lines = list(remote_session(job, str(CORPUS), RECORDED, None))
+        assert server.last_key == key  # it was sent
+    text = "\n".join(lines)
+    assert key not in text and json.dumps(key)[1:-1] not in text
+    assert "invalid api key [redacted]" in text and json.loads(lines[-1])["stop_reason"] == "error"

@@ -54,6 +54,7 @@ def remote_session(job: JobSpec, corpus: str, toolchain: str, prefix: list[str] 
     from beavertui.batch.models import build_model, session_protocol
     from beavertui.engine.corpus import load_corpus
     from beavertui.engine.loop import run_session
+    from beavertui.engine.session import dump_line, redact_line, secret_spellings
 
     if toolchain == "local":
         import ray
@@ -73,6 +74,8 @@ def remote_session(job: JobSpec, corpus: str, toolchain: str, prefix: list[str] 
             events.append(e)
         resume = (header, events)
     model = build_model(job.model, task, job.protocol)
+    # the key stays on the worker: lines are redacted here, since the driver never holds the key
+    spellings = secret_spellings(model.secrets())
     for item in run_session(
         task,
         model,
@@ -84,7 +87,7 @@ def remote_session(job: JobSpec, corpus: str, toolchain: str, prefix: list[str] 
     ):
         if item.kind == "reply_delta":
             continue  # transient: never saved, not worth the network
-        yield item.model_dump_json()
+        yield redact_line(dump_line(item), spellings)
 
 
 def _as_lines(prefix: Prefix | None) -> list[str] | None:

@@ -49,6 +49,24 @@ def scrub(value: object) -> object:
     return value
 
 
+def secret_spellings(secrets: Sequence[str]) -> tuple[str, ...]:
+    """Each secret as is and as written inside a JSON string (a quote or backslash escaped), longest first."""
+    spellings = {json.dumps(s, ensure_ascii=False)[1:-1] for s in secrets if s} | {s for s in secrets if s}
+    return tuple(sorted(spellings, key=len, reverse=True))
+
+
+def redact_line(text: str, spellings: Sequence[str]) -> str:
+    """A JSON line with every spelling of a secret (see ``secret_spellings``) replaced by [redacted]."""
+    for secret in spellings:
+        text = text.replace(secret, REDACTED)
+    return text
+
+
+def dump_line(item: SessionHeader | Event) -> str:
+    """The JSON line of a header or event, as session files hold it."""
+    return _dump(item)
+
+
 def _dump(item: SessionHeader | Event) -> str:
     """One JSON line; text that cannot be UTF-8 (a lone surrogate from an endpoint) is written as U+FFFD."""
     try:
@@ -78,9 +96,7 @@ class SessionWriter:
         self.path = Path(path)
         self.header = header
         self.fsync = fsync
-        # each secret as written inside a JSON string too (a quote or backslash in it is escaped there)
-        spellings = {json.dumps(s, ensure_ascii=False)[1:-1] for s in redact if s} | {s for s in redact if s}
-        self._redact = tuple(sorted(spellings, key=len, reverse=True))
+        self._redact = secret_spellings(redact)
         self._lock = threading.Lock()
         self.count = 0
         """Events written (the header not counted)."""
@@ -113,8 +129,7 @@ class SessionWriter:
         return writer, events
 
     def _write_line(self, text: str) -> None:
-        for secret in self._redact:
-            text = text.replace(secret, REDACTED)
+        text = redact_line(text, self._redact)
         with self._lock:
             self._fh.write(text + "\n")
             self._fh.flush()
