@@ -164,7 +164,7 @@ def test_repeated_sigkill_and_resume_equals_an_uninterrupted_run(tmp_path: Path)
                     if len(read_manifest(run_dir).resumed) == resumes:
                         break
                 time.sleep(0.005)
-            time.sleep(rng.uniform(0.05, 0.4))
+            time.sleep(rng.uniform(0.05, 0.6))
             if proc.poll() is None:
                 os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait()
