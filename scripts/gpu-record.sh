@@ -95,8 +95,10 @@ lane_rest() {
   log "demos: done: $(tr '\n' ' ' <"$W/demos.txt")"
   files=$(grep -l "pytest.mark.gpu" tests/*.py tests/*/*.py 2>/dev/null | tr '\n' ' ')
   log "gpu tests: $files"
+  xdist=""
+  python3 -c "import xdist" 2>/dev/null && xdist="-n $TEST_WORKERS"
   BEAVERTUI_RECORD_TO="$W/vec_scale.recordings.jsonl" timeout -k 10 "$TESTS_S" \
-    python3 -m pytest -m gpu -p no:cacheprovider -rA $files >"$W/gpu-tests.log" 2>&1
+    python3 -m pytest -m gpu -p no:cacheprovider -rA --durations=30 $xdist $files >"$W/gpu-tests.log" 2>&1
   log "gpu tests: rc $? $(tail -1 "$W/gpu-tests.log")"
   b=$(($(left) - 25))
   if [ "$b" -gt 60 ]; then
@@ -110,12 +112,12 @@ lane_rest() {
 }
 
 if [ "$NGPU" -ge 2 ]; then
-  REC_S=100 DEMO_S=150 TESTS_S=150 BENCH_TASKS=12 KILL_AFTER=40
+  REC_S=100 DEMO_S=150 TESTS_S=200 TEST_WORKERS=6 BENCH_TASKS=12 KILL_AFTER=40
   lane_validate 30 &   # until 30 s before the end
   lane_rest 1 &
   wait
 else
-  REC_S=80 DEMO_S=100 TESTS_S=100 BENCH_TASKS=6 KILL_AFTER=25
+  REC_S=80 DEMO_S=100 TESTS_S=120 TEST_WORKERS=4 BENCH_TASKS=6 KILL_AFTER=25
   lane_validate 260    # leaves 260 s for the demos, the tests and the bench
   lane_rest 0
 fi
