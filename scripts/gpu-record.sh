@@ -10,6 +10,10 @@
 # its own time limit; results are packed into $OUT/results.tar.gz at the end even when a step ran out of time.
 #
 #   bash scripts/gpu-record.sh [TOTAL_SECONDS]     (default 540)
+#
+# The GPU image lacks some runtime dependencies: pack them first, here, with
+#   bash ../shared/tools/gpu-wheels.sh pytest-textual-snapshot syrupy httpx2 httpcore2 truststore
+# (openai 3.x needs httpx2) and carry .whl.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 TOTAL=${1:-540}
@@ -28,7 +32,6 @@ export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1
 nvidia-smi --query-gpu=index,name,compute_cap,driver_version,clocks.sm,clocks.mem --format=csv >"$W/gpus.csv" 2>&1
 NGPU=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ')
 log "start: $NGPU GPU(s), $(nproc) cores, $(nvcc --version | tail -1)"
-preflight
 
 preflight() {  # a reference built and run inside the full stage sandbox; without namespaces if that fails
   timeout -k 5 120 python3 -m beavertui check transpose_00 --reference --no-timing --json >"$W/preflight.jsonl" 2>&1
@@ -110,6 +113,8 @@ lane_rest() {
     log "batch bench: skipped, ${b} s left"
   fi
 }
+
+preflight
 
 if [ "$NGPU" -ge 2 ]; then
   REC_S=100 DEMO_S=150 TESTS_S=200 TEST_WORKERS=6 BENCH_TASKS=12 KILL_AFTER=40

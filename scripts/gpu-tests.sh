@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # On a GPU machine without a package index: install the wheels carried in .whl/ (made by
-# shared/tools/gpu-wheels.sh) into /tmp/site, then run the gpu-marked tests. Logs go to $OUT if set.
+# shared/tools/gpu-wheels.sh with the extra names pytest-textual-snapshot syrupy httpx2 httpcore2 truststore,
+# since openai 3.x needs httpx2) into /tmp/site, then run the gpu-marked tests. Logs go to $OUT if set.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${OUT:-/tmp/beaver-out}

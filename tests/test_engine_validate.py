@@ -41,3 +41,27 @@ def test_validate_reports_not_runnable_without_gpu() -> None:
     task = load_corpus(DATA / "cpu").get("sleepy")
     [r] = list(validate([task], Machine(gpu=None, nvcc=None, cuda=None, torch=False), timing=False))
     assert not r.runnable and r.reason == "no NVIDIA GPU visible" and not r.valid
+
+
+def test_validate_times_on_several_gpus_in_task_order(tmp_path: Path) -> None:
+    from beavertui.engine.validate import _PinnedToolchain
+
+    root = tmp_path / "corpus"
+    shutil.copytree(DATA / "cpu", root)
+    for name in ("sleepy_b", "sleepy_c"):
+        shutil.copytree(root / "sleepy", root / name)
+        meta = json.loads((root / name / "instance.json").read_text())
+        meta["id"] = name
+        (root / name / "instance.json").write_text(json.dumps(meta))
+        inp = json.loads((root / name / "input.json").read_text())
+        inp["task_id"] = name
+        (root / name / "input.json").write_text(json.dumps(inp))
+    corpus = load_corpus(root)
+    tasks = [corpus.get(t) for t in ("sleepy", "sleepy_b", "sleepy_c")]
+    machine = Machine(gpu=FAKE_GPU, nvcc="/usr/local/bin/nvcc", cuda="13.0", torch=False)
+    config = LocalConfig(base_dir=tmp_path / "work", timing=TimingConfig(cache=tmp_path / "cache", rounds=1))
+    got = list(validate(tasks, machine, config, gpus=["0", "1"]))
+    assert [r.task_id for r in got] == ["sleepy", "sleepy_b", "sleepy_c"]
+    assert all(r.valid and r.reference_ms == 2.0 for r in got)
+    env = _PinnedToolchain(config, "1")._runner_config().env
+    assert env is not None and env["CUDA_VISIBLE_DEVICES"] == "1"

@@ -36,7 +36,11 @@ def test_three_iteration_repair_on_the_gpu(tmp_path: Path) -> None:
     model = ScriptedModel.from_file("vec_scale_demo.toml")
     path = tmp_path / "gpu.jsonl"
     writer: SessionWriter | None = None
-    for item in run_session(task, model, toolchain, Protocol(budget=5, gate=0.7)):  # type: ignore[arg-type]
+    # The fixture's one-thread-per-element repair measured 0.70x of its float4 reference on an H200
+    # (0.056 vs 0.039 ms: a launch-bound size) and the one-block kernel 0.002x, so the gate sits at 0.5,
+    # well between the two, not at the edge of one of them.
+    protocol = Protocol(budget=5, gate=0.5)
+    for item in run_session(task, model, toolchain, protocol):  # type: ignore[arg-type]
         if writer is None:
             writer = SessionWriter(path, item)  # type: ignore[arg-type]
         else:
@@ -52,8 +56,8 @@ def test_three_iteration_repair_on_the_gpu(tmp_path: Path) -> None:
     assert [v.category for v in verdicts] == ["buildability", "passed", "passed"]
     slow, fast = verdicts[1], verdicts[2]
     assert slow.correct and not slow.success and slow.reason == "below gate"
-    assert slow.speedup is not None and slow.speedup < 0.7
-    assert fast.success and fast.speedup is not None and fast.speedup >= 0.7
+    assert slow.speedup is not None and slow.speedup < 0.5
+    assert fast.success and fast.speedup is not None and fast.speedup >= 0.5
     end = events[-1]
     assert isinstance(end, SessionEnd) and end.stop_reason == "passed" and end.iterations == 3
     state = fold(header, events)

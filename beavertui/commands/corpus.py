@@ -29,6 +29,10 @@ def register(sub: Any) -> None:
         "--workers", type=int, default=None, metavar="N",
         help="tasks built and run at once in the check phase (default: min(8, CPU cores)); timing is always serial",
     )  # fmt: skip
+    va.add_argument(
+        "--gpus", default=None, metavar="LIST",
+        help="time on these GPUs, one task at a time on each (e.g. 0,1; default: the visible GPU as one)",
+    )  # fmt: skip
     va.set_defaults(func=_validate)
 
 
@@ -120,9 +124,11 @@ def _validate(args: argparse.Namespace) -> int:
             file=sys.stderr, flush=True,
         )  # fmt: skip
 
+    gpus = [g.strip() for g in args.gpus.split(",") if g.strip()] if args.gpus else None
     run = validate(
-        tasks, machine, timing=not args.no_timing, ceilings=ceilings, workers=args.workers, on_checked=checked
-    )
+        tasks, machine, timing=not args.no_timing, ceilings=ceilings, workers=args.workers, on_checked=checked,
+        gpus=gpus,
+    )  # fmt: skip
     for i, r in enumerate(run, 1):
         results.append(r)
         state = "valid" if r.valid else ("not runnable: " + (r.reason or "") if not r.runnable else "INVALID")

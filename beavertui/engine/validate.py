@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from queue import Queue
 
 from beavertui.engine import baselines, runner
 from beavertui.engine.categories import label_agrees, label_category
@@ -67,6 +68,18 @@ class TaskValidation:
     def valid(self) -> bool:
         """Runnable, the reference passes, the broken start fails as labelled."""
         return bool(self.runnable and self.reference_category == "passed" and self.label_agrees)
+
+
+class _PinnedToolchain(LocalToolchain):
+    """The local toolchain with every stage on one GPU (``CUDA_VISIBLE_DEVICES``)."""
+
+    def __init__(self, config: LocalConfig, gpu: str) -> None:
+        super().__init__(config)
+        self.pinned = gpu
+
+    def _runner_config(self) -> runner.RunnerConfig:
+        cfg = super()._runner_config()
+        return replace(cfg, env={**os.environ, "CUDA_VISIBLE_DEVICES": self.pinned})
 
 
 def _verdict(tool: LocalToolchain, task: Task, code: str, options: AttemptOptions) -> Verdict:
@@ -156,11 +169,13 @@ def time_task(
 def validate(
     tasks: list[Task], machine: Machine, config: LocalConfig | None = None, timing: bool = True,
     ceilings: Ceilings | None = None, workers: int | None = None,
-    on_checked: Callable[[TaskValidation, int, int], None] | None = None,
+    on_checked: Callable[[TaskValidation, int, int], None] | None = None, gpus: list[str] | None = None,
 ) -> Iterator[TaskValidation]:  # fmt: skip
-    """Validate tasks: checks in parallel, then timing one task at a time; yielded in task order.
+    """Validate tasks: checks in parallel, then timing one task at a time per GPU; yielded in task order.
 
     ``on_checked(result, done, total)`` is called (from the calling thread) as phase-one results arrive.
+    ``gpus``: device indices to time on, one task at a time on each (default: whatever the environment
+    makes visible, as one GPU). Every timed pair (reference and candidate) stays on one GPU.
     """
     tool = LocalToolchain(config)
     timed = timing and machine.gpu is not None
@@ -174,5 +189,26 @@ def validate(
             checked.append(fut.result())
             if on_checked is not None:
                 on_checked(checked[-1], done, len(tasks))
-    for task, c in zip(tasks, checked, strict=True):
-        yield time_task(task, c, machine, tool, ceilings, tool.config.timing.cache) if timed else c
+    if not timed:
+        yield from checked
+        return
+    if not gpus or len(gpus) < 2:
+        for task, c in zip(tasks, checked, strict=True):
+            yield time_task(task, c, machine, tool, ceilings, tool.config.timing.cache)
+        return
+    free: Queue[str] = Queue()
+    for g in gpus:
+        free.put(g)
+
+    def on_a_gpu(task: Task, c: TaskValidation) -> TaskValidation:
+        g = free.get()
+        try:
+            pinned = _PinnedToolchain(tool.config, g)
+            return time_task(task, c, machine, pinned, ceilings, tool.config.timing.cache)
+        finally:
+            free.put(g)
+
+    with ThreadPoolExecutor(len(gpus), thread_name_prefix="beaver-timing") as pool:
+        timed_futures = [pool.submit(on_a_gpu, t, c) for t, c in zip(tasks, checked, strict=True)]
+        for fut in timed_futures:
+            yield fut.result()
