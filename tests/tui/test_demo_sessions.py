@@ -33,3 +33,32 @@ async def test_demo_session_opens_everywhere(path: Path) -> None:
                 await pilot.press("d")
             await pilot.press("r", "r", "right")
         assert screen.view.cursor == screen.view.state.attempts[-1].iteration
+
+
+@pytest.mark.skipif(
+    not (demo_dir() / "degenerate_repair.jsonl").is_file(), reason="degenerate demo not bundled"
+)
+async def test_degeneration_in_the_h200_demo_is_found_with_the_keyboard_alone() -> None:
+    """From the browser on the bundled demos: filter to the softmax session, open it, step to the collapse
+    (iteration 2: correct, 0.08x, below the gate) and read the diff that caused it (the tiled kernel
+    replaced by one thread per row)."""
+    from beavertui.tui.browser import BrowserScreen
+    from tests.tui.conftest import wait_for
+
+    app = BeaverApp(lambda: BrowserScreen(demo_dir(), watch=False))
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: isinstance(app.screen, BrowserScreen) and app.screen.loaded)
+        await pilot.press("slash", *"softmax", "enter")
+        await pilot.pause()
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: isinstance(app.screen, SessionScreen))
+        await pilot.press("home", "right")
+        await pilot.pause()
+        screen = app.screen
+        assert screen.view.cursor == 2
+        assert "softmax_00" in screen.query_one("#header").render().plain
+        speed = screen.query_one("#speedup").text
+        assert "0.08x" in speed and "BELOW GATE" in speed
+        diff = screen.query_one("#diff").text
+        assert "iteration 2 against iteration 1" in diff
+        assert "one thread per row" in diff
