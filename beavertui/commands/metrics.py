@@ -16,7 +16,7 @@ def register(sub: Any) -> None:
     p = sub.add_parser(
         "metrics",
         help="compute pass@1, pass@k, debug rate, stagnation, degeneration, p sweep, swing, Kendall's tau",
-        description="Per (model, protocol): every metric of metrics.md, with 95%% bootstrap intervals over "
+        description="Per (model, protocol): every metric of metrics.md, with 95% bootstrap intervals over "
         "tasks in the human formats. SOURCE is a run directory or an attempts table (.jsonl or .csv).",
     )
     p.add_argument("source", type=Path, help="run directory, session file, or attempts table")
