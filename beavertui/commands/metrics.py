@@ -8,6 +8,8 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +44,9 @@ def register(sub: Any) -> None:
         "--resamples", type=int, default=1000, help="bootstrap resamples (at least 1000; default 1000)"
     )
     p.add_argument("--seed", type=int, default=None, help="bootstrap seed (default: a fixed seed)")
+    p.add_argument(
+        "--tui", action="store_true", help="show the tables, the p-sweep curves and the swing bars on screen"
+    )
     p.set_defaults(func=_handle)
 
 
@@ -76,26 +81,40 @@ def _is_session(path: Path) -> bool:
     return b'"kind":"header"' in first.replace(b" ", b"")
 
 
-def _handle(args: argparse.Namespace) -> int:
-    from beavertui import __version__
+@dataclass
+class Report:
+    """Everything `metrics` shows for one source: the groups, the cross-protocol numbers and the tables."""
+
+    source: Path
+    table: Any
+    """The attempts table (engine.table.AttemptsTable)."""
+    groups: list[Any]
+    swing: list[dict[str, Any]]
+    kendall: list[dict[str, Any]]
+    cells: dict[Any, Any] | None
+    tables: list[Any] = field(default_factory=list)
+    """reports.tables.Table in the order the terminal prints them (empty until ``with_tables``)."""
+
+
+def compute(source: Path, source_models: Path | None = None) -> Report:
+    """The metrics of SOURCE (a BeaverError for a bad source or one without attempts)."""
     from beavertui.engine.across import kendall, swing
-    from beavertui.engine.bootstrap import SEED
     from beavertui.engine.errors import BeaverError
     from beavertui.engine.metrics import compute_groups
 
-    if args.resamples < 1000:
-        raise BeaverError("--resamples must be at least 1000 (metrics.md)")
-    table = load_source(args.source, args.source_models)
+    table = load_source(source, source_models)
     if len(table) == 0:
-        raise BeaverError(f"{args.source}: no attempts")
+        raise BeaverError(f"{source}: no attempts")
     groups = compute_groups(table)
-    sw, kt = swing(groups), kendall(groups)
-    cells = _analysis_cells(args.source, args.source_models)
-    if args.json:
-        doc = {"groups": [_group_json(g, cells) for g in groups], "swing": sw, "kendall_tau": kt}
-        _emit(json.dumps(doc, indent=None, allow_nan=False), args.output)
-        return 0
-    from beavertui.reports import render
+    cells = _analysis_cells(source, source_models)
+    return Report(source, table, groups, swing(groups), kendall(groups), cells)
+
+
+def with_tables(
+    report: Report, *, resamples: int = 1000, seed: int | None = None, by: Sequence[str] = ()
+) -> Report:
+    """Fill ``report.tables``: main and p sweep, analysis (from sessions), swing, Kendall, breakdowns."""
+    from beavertui.engine.bootstrap import SEED
     from beavertui.reports.tables import (
         analysis_table,
         breakdown_table,
@@ -104,33 +123,53 @@ def _handle(args: argparse.Namespace) -> int:
         swing_table,
     )
 
-    seed = SEED if args.seed is None else args.seed
-    tables = main_tables(groups, resamples=args.resamples, seed=seed)
-    if cells is not None:
-        tables.append(analysis_table(groups, cells, resamples=args.resamples, seed=seed))
-    else:
-        print(
-            "beavertui: edit precision, bug recall and code degeneration need the candidates' code: "
-            "give the run directory instead of an attempts table",
-            file=sys.stderr,
-        )
-    if sw:
-        tables.append(swing_table(sw))
-    if kt:
-        tables.append(kendall_table(kt))
-    for by in dict.fromkeys(args.by):
-        attr = _task_attribute(table, "family" if by == "family" else "label")
-        tables.append(breakdown_table(groups, attr, by, resamples=args.resamples, seed=seed))
-    if args.format == "table" and args.output is None:
-        render.terminal(tables)
-    else:
-        text = {
-            "table": render.markdown,
-            "markdown": render.markdown,
-            "csv": render.csv_text,
-            "latex": render.latex,
-        }[args.format](tables)
-        _emit(text, args.output)
+    seed = SEED if seed is None else seed
+    groups = report.groups
+    tables = main_tables(groups, resamples=resamples, seed=seed)
+    if report.cells is not None:
+        tables.append(analysis_table(groups, report.cells, resamples=resamples, seed=seed))
+    if report.swing:
+        tables.append(swing_table(report.swing))
+    if report.kendall:
+        tables.append(kendall_table(report.kendall))
+    if by:
+        for name in dict.fromkeys(by):
+            attr = _task_attribute(report.table, "family" if name == "family" else "label")
+            tables.append(breakdown_table(groups, attr, name, resamples=resamples, seed=seed))
+    report.tables = tables
+    return report
+
+
+NO_CODE = (
+    "edit precision, bug recall and code degeneration need the candidates' code: "
+    "give the run directory instead of an attempts table"
+)
+
+
+def _handle(args: argparse.Namespace) -> int:
+    from beavertui import __version__
+    from beavertui.engine.errors import BeaverError
+
+    if args.resamples < 1000:
+        raise BeaverError("--resamples must be at least 1000 (metrics.md)")
+    if args.tui:
+        if args.json or args.output is not None or args.format != "table":
+            raise BeaverError("--tui shows the tables on screen: drop --json, --format and --output")
+        if not sys.stdout.isatty():
+            raise BeaverError(
+                "--tui needs a terminal (standard output is not one): drop --tui for the tables"
+            )
+    report = compute(args.source, args.source_models)
+    groups, sw, kt, cells = report.groups, report.swing, report.kendall, report.cells
+    if args.json:
+        doc = {"groups": [_group_json(g, cells) for g in groups], "swing": sw, "kendall_tau": kt}
+        _emit(json.dumps(doc, indent=None, allow_nan=False), args.output)
+        return 0
+    from beavertui.reports import render
+
+    with_tables(report, resamples=args.resamples, seed=args.seed, by=args.by)
+    if cells is None and not args.tui:
+        print(f"beavertui: {NO_CODE}", file=sys.stderr)
     if args.card:
         from beavertui.reports.card import card
 
@@ -141,6 +180,22 @@ def _handle(args: argparse.Namespace) -> int:
         args.plots.mkdir(parents=True, exist_ok=True)
         _write(args.plots / "p_sweep.svg", p_sweep_svg(groups))
         _write(args.plots / "swing.svg", swing_svg(sw))
+    if args.tui:
+        from beavertui.tui.app import BeaverApp
+        from beavertui.tui.metrics_screen import MetricsScreen
+
+        BeaverApp(lambda: MetricsScreen(args.source, args.source_models, report=report)).run()
+        return 0
+    if args.format == "table" and args.output is None:
+        render.terminal(report.tables)
+    else:
+        text = {
+            "table": render.markdown,
+            "markdown": render.markdown,
+            "csv": render.csv_text,
+            "latex": render.latex,
+        }[args.format](report.tables)
+        _emit(text, args.output)
     return 0
 
 

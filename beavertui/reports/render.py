@@ -117,17 +117,23 @@ def latex(tables: Sequence[Table]) -> str:
     return "\n".join(out)
 
 
+def rich_table(t: Table) -> object:
+    """One table as a rich Table: the cells exactly as the terminal prints them."""
+    from rich.table import Table as RichTable
+
+    rt = RichTable(title=t.title, caption=t.note or None, header_style="bold", show_lines=False)
+    for i, c in enumerate(t.columns):
+        numeric = any(isinstance(r[i], Rate) for r in t.rows)
+        rt.add_column(c, justify="right" if numeric else "left", overflow="fold")
+    for row in t.rows:
+        rt.add_row(*(_plain(c) for c in row))
+    return rt
+
+
 def terminal(tables: Sequence[Table], console: object | None = None) -> None:
     """Print with rich to the terminal (or the given rich Console)."""
     from rich.console import Console
-    from rich.table import Table as RichTable
 
     con = console if isinstance(console, Console) else Console()
     for t in tables:
-        rt = RichTable(title=t.title, caption=t.note or None, header_style="bold", show_lines=False)
-        for i, c in enumerate(t.columns):
-            numeric = any(isinstance(r[i], Rate) for r in t.rows)
-            rt.add_column(c, justify="right" if numeric else "left", overflow="fold")
-        for row in t.rows:
-            rt.add_row(*(_plain(c) for c in row))
-        con.print(rt)
+        con.print(rich_table(t))

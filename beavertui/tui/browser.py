@@ -89,6 +89,7 @@ class BrowserScreen(Screen[None]):
         Binding("6", "sort('best')", "Sort best speedup"),
         Binding("7", "sort('stop')", "Sort stop reason", show=False),
         Binding("8", "sort('category')", "Sort category", show=False),
+        Binding("m", "metrics", "Metrics"),
         Binding("question_mark", "help", "Help"),
     ]
 
@@ -265,6 +266,12 @@ class BrowserScreen(Screen[None]):
         self.filter_text = event.value.strip()
         self.refill()
         self.query_one("#sessions", VirtualTable).focus()
+
+    def action_metrics(self) -> None:
+        """The metrics of the sessions under this folder: tables, p-sweep curves, swing bars."""
+        from beavertui.tui.metrics_screen import MetricsScreen
+
+        self.app.push_screen(MetricsScreen(self.root))
 
     def action_help(self) -> None:
         from beavertui.tui.help import HelpScreen

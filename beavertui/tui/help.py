@@ -39,6 +39,7 @@ HELP = """\
 
 [b]Browser[/b]  enter open · / filter (outcome:failed model:gpt category:illegal stop:dup text) · 1-8 sort by column · esc clear
 [b]Compare[/b]  ←/→ step both sessions together, d diff mode
+[b]Metrics[/b]  m in the browser, or metrics --tui: the tables, p-sweep curves, swing bars · r recompute · esc back
 """
 
 

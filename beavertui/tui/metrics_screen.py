@@ -1,0 +1,223 @@
+"""The metrics screen: the tables of `beavertui metrics`, the p-sweep curves and the swing bars.
+
+It computes exactly what the command prints (commands/metrics.py ``compute`` and ``with_tables``) in a
+thread worker, so a large run paints at once and fills in. The plots draw the same numbers as the SVG
+files (reports/svg.py): pass@k in percent against the speedup threshold p, one line per (model,
+protocol), and the swing of pass@k per protocol axis in percentage points, one bar per (model, axis).
+Without textual-plotext the screen shows the tables and one line saying how to get the plots.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, ClassVar
+
+from rich.console import Group, RenderableType
+from rich.text import Text
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, VerticalScroll
+from textual.message import Message
+from textual.screen import Screen
+from textual.widgets import Footer, Static
+
+try:
+    from textual_plotext import PlotextPlot
+except ImportError:  # the optional `plot` extra is not installed
+    PlotextPlot = None  # type: ignore[misc, assignment]
+
+PLOT_HINT = 'plots of the p sweep and of swing need textual-plotext: pip install "beavertui[plot]"'
+SWEEP_TITLE = "pass@k (%) by speedup threshold p"
+SWING_TITLE = "Swing of pass@k (pp)"
+SWING_NONE = "Swing: none (one protocol per axis)"
+
+Series = tuple[str, list[float], list[float]]
+
+
+def sweep_series(groups: Sequence[Any]) -> list[Series]:
+    """Per (model, protocol): its label, the p values where pass@k is defined, pass@k there in percent."""
+    out = []
+    for g in groups:
+        pts = [(p, 100 * v) for p, v in g.p_sweep.items() if v is not None]
+        out.append((f"{g.model} | {g.protocol.short()}", [p for p, _ in pts], [v for _, v in pts]))
+    return out
+
+
+def swing_bars(entries: Sequence[Mapping[str, Any]]) -> list[tuple[str, float]]:
+    """Per (model, axis, fixed rest): its label and the swing in percentage points."""
+    labels = [f"{e['model']} | {e['axis']}" for e in entries]
+    out = []
+    for label, e in zip(labels, entries, strict=True):
+        if labels.count(label) > 1:  # the same axis swept under several settings of the others
+            label += " (" + " ".join(f"{k}={v}" for k, v in e["fixed"].items()) + ")"
+        out.append((label, 100 * float(e["swing"])))
+    return out
+
+
+def _short(label: str, width: int = 26) -> str:
+    """A bar label that leaves the plot room: the model shortened, the axis kept."""
+    if len(label) <= width:
+        return label
+    model, _, rest = label.partition(" | ")
+    keep = max(4, width - len(rest) - 4)
+    return f"{model[:keep]}… | {rest}"
+
+
+class ReportReady(Message):
+    def __init__(self, report: Any, error: str | None) -> None:
+        super().__init__()
+        self.report, self.error = report, error
+
+
+class MetricsScreen(Screen[None]):
+    """The metrics of a run directory or attempts table, with the two plots."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "back", "Back"),
+        Binding("r", "refresh", "Recompute"),
+    ]
+
+    def __init__(
+        self,
+        source: Path,
+        source_models: Path | None = None,
+        *,
+        report: Any = None,
+        resamples: int = 1000,
+        seed: int | None = None,
+    ) -> None:
+        super().__init__()
+        self.source = source
+        self.source_models = source_models
+        self.report = report
+        self.resamples, self.seed = resamples, seed
+        self.error: str | None = None
+        self.series: list[Series] = []
+        self.bars: list[tuple[str, float]] = []
+
+    def compose(self) -> ComposeResult:
+        yield Static("", id="metrics-status")
+        with VerticalScroll(id="metrics-body"):
+            yield Static("", id="metrics-main")
+            if PlotextPlot is not None:
+                with Horizontal(id="metrics-plots"):
+                    yield PlotextPlot(id="p-sweep")
+                    yield PlotextPlot(id="swing")
+            else:
+                yield Static(Text(PLOT_HINT, style="yellow"), id="metrics-plot-hint")
+            yield Static("", id="metrics-tables")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.query_one("#metrics-body", VerticalScroll).focus()
+        if self.report is not None and self.report.tables:
+            self._show(self.report)
+        else:
+            self.action_refresh()
+
+    def action_refresh(self) -> None:
+        self.query_one("#metrics-status", Static).update(
+            Text(f"{self.source} · computing the metrics…", style="yellow")
+        )
+        self._compute()
+
+    @work(thread=True, exclusive=True, group="metrics")
+    def _compute(self) -> None:
+        from beavertui.commands.metrics import compute, with_tables
+        from beavertui.engine.errors import BeaverError
+
+        try:
+            report = with_tables(
+                compute(self.source, self.source_models), resamples=self.resamples, seed=self.seed
+            )
+        except BeaverError as exc:
+            self.post_message(ReportReady(None, str(exc)))
+            return
+        self.post_message(ReportReady(report, None))
+
+    def on_report_ready(self, message: ReportReady) -> None:
+        if message.error is not None:
+            self.error = message.error
+            self.query_one("#metrics-status", Static).update(Text(message.error, style="bold red"))
+            return
+        self.error = None
+        self._show(message.report)
+
+    def _show(self, report: Any) -> None:
+        from beavertui.commands.metrics import NO_CODE
+        from beavertui.reports.render import rich_table
+
+        self.report = report
+        text = Text()
+        text.append(str(report.source), style="bold")
+        text.append(
+            f" · {len(report.table)} attempts · {len(report.groups)} (model, protocol) groups"
+            f" · {len(report.swing)} swings · {len(report.kendall)} Kendall pairs"
+        )
+        if report.cells is None:
+            text.append(f" · {NO_CODE}", style="dim")
+        self.query_one("#metrics-status", Static).update(text)
+        tables = [rich_table(t) for t in report.tables]
+        self.query_one("#metrics-main", Static).update(tables[0] if tables else "")  # type: ignore[arg-type]
+        rest: list[RenderableType] = tables[1:]  # type: ignore[assignment]
+        self.query_one("#metrics-tables", Static).update(Group(*rest))
+        self.series = sweep_series(report.groups)
+        self.bars = swing_bars(report.swing)
+        if PlotextPlot is not None:
+            self._plot_sweep(report.groups)
+            self._plot_swing()
+
+    def _plot_sweep(self, groups: Sequence[Any]) -> None:
+        from beavertui.engine.metrics import P_SWEEP
+
+        assert PlotextPlot is not None
+        widget = self.query_one("#p-sweep", PlotextPlot)
+        plt = widget.plt
+        plt.clear_figure()
+        plt.title(SWEEP_TITLE)
+        plt.xlabel("speedup threshold p (x reference)")
+        for label, xs, ys in self.series:
+            if xs:
+                plt.plot(xs, ys, label=label, marker="braille")
+        gates = sorted({g.protocol.gate for g in groups})
+        for gate in gates:
+            plt.vline(gate, "gray")
+        plt.xticks(list(P_SWEEP), [f"{p:g}" for p in P_SWEEP])
+        plt.xlim(0, max(P_SWEEP))
+        plt.ylim(0, 100)
+        plt.yticks([0, 20, 40, 60, 80, 100], ["0%", "20%", "40%", "60%", "80%", "100%"])
+        widget.refresh()
+
+    def _plot_swing(self) -> None:
+        assert PlotextPlot is not None
+        widget = self.query_one("#swing", PlotextPlot)
+        plt = widget.plt
+        plt.clear_figure()
+        if not self.bars:
+            plt.title(SWING_NONE)
+        else:
+            plt.title(SWING_TITLE)
+            plt.bar(
+                [_short(label) for label, _ in self.bars],
+                [value for _, value in self.bars],
+                orientation="horizontal",
+                width=0.6,
+            )
+            top = max(v for _, v in self.bars)
+            plt.xlim(0, 100 if top > 50 else max(10.0, top * 1.2))
+            plt.xlabel("percentage points")
+        widget.refresh()
+
+    def plotted(self, plot_id: str) -> tuple[list[Any], list[Any], list[str]]:
+        """The data plotext holds for a plot (x lists, y lists, labels): what is drawn, for checks."""
+        assert PlotextPlot is not None
+        monitor = self.query_one(f"#{plot_id}", PlotextPlot).plt._active.monitor  # type: ignore[attr-defined]
+        return list(monitor.x), list(monitor.y), list(monitor.label)
+
+    def action_back(self) -> None:
+        if len(self.app.screen_stack) > 2:
+            self.app.pop_screen()
+        else:
+            self.app.exit()

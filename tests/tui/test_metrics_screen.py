@@ -1,0 +1,170 @@
+"""The metrics screen: the tables of `beavertui metrics`, the p-sweep curves and the swing bars.
+
+The expected numbers come from the metrics engine itself (compute_groups, swing) over the same source,
+so the checks say that what is drawn is what the command computes, on the demo run, on the sessions
+recorded on an H200, and on a gate sweep run here with the scripted model and a recorded toolchain.
+"""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+from rich.console import Console
+
+import beavertui.tui.metrics_screen as ms
+from beavertui.cli import main
+from beavertui.commands.metrics import load_source
+from beavertui.engine.across import swing
+from beavertui.engine.metrics import compute_groups
+from beavertui.reports.render import pct
+from beavertui.reports.tables import Rate, main_tables
+from beavertui.tui.app import BeaverApp
+from beavertui.tui.browser import BrowserScreen
+from beavertui.tui.metrics_screen import MetricsScreen
+from tests.tui.conftest import SIZE, wait_for
+
+ROOT = Path(__file__).resolve().parents[2]
+DEMO = ROOT / "tests" / "data" / "analysis" / "demo_run"
+H200 = ROOT / "tests" / "data" / "h200_batch_run"
+CORPUS = ROOT / "tests" / "data" / "recorded"
+RECORDED = f"recorded:{CORPUS / 'vec_scale.recordings.jsonl'}"
+
+
+def text_of(widget: Any, width: int = 118) -> str:
+    con = Console(width=width, file=io.StringIO(), record=True)
+    con.print(widget.content)
+    return con.export_text()
+
+
+async def shown(pilot, app) -> MetricsScreen:  # type: ignore[no-untyped-def]
+    await wait_for(pilot, lambda: isinstance(app.screen, MetricsScreen) and app.screen.report is not None)
+    await pilot.pause()
+    return app.screen
+
+
+def expected(source: Path) -> tuple[list[Any], list[dict[str, Any]]]:
+    groups = compute_groups(load_source(source, None))
+    return groups, swing(groups)
+
+
+async def check_screen(source: Path) -> SimpleNamespace:
+    groups, sw = expected(source)
+    app = BeaverApp(lambda: MetricsScreen(source))
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await shown(pilot, app)
+        assert screen.query_one("#p-sweep") is not None and screen.query_one("#swing") is not None
+        # the main table: every rate as the terminal prints it, interval included
+        main = text_of(screen.query_one("#metrics-main"))
+        assert "Repair rates per model and protocol" in main
+        shown_table = screen.query_one("#metrics-main").content
+        cols = {c.header: list(c._cells) for c in shown_table.columns}
+        rows = main_tables(groups)[0].rows
+        for i, name in ((3, "pass@1"), (4, "pass@k"), (5, "debug@k")):
+            cells = [r[i] for r in rows]
+            assert all(isinstance(c, Rate) for c in cells)
+            assert cols[name] == [pct(c) for c in cells]  # percent with its bootstrap interval
+        # the p-sweep curves: one per group, pass@k in percent at each p where it is defined
+        want = [
+            (
+                f"{g.model} | {g.protocol.short()}",
+                [p for p, v in g.p_sweep.items() if v is not None],
+                [100 * v for v in g.p_sweep.values() if v is not None],
+            )
+            for g in groups
+        ]
+        assert screen.series == want
+        xs, ys, labels = screen.plotted("p-sweep")
+        assert labels == [w[0] for w in want if w[1]]
+        assert xs == [w[1] for w in want if w[1]] and ys == [w[2] for w in want if w[2]]
+        # the swing bars: one per (model, axis), in percentage points
+        assert [v for _, v in screen.bars] == [100 * e["swing"] for e in sw]
+        bx, _by, _ = screen.plotted("swing")
+        assert [max(x) for x in bx] == [v for _, v in screen.bars]
+        rest = text_of(screen.query_one("#metrics-tables"))
+        assert "pass@k by speedup threshold p" in rest
+        seen = SimpleNamespace(series=screen.series, bars=screen.bars, report=screen.report, swing_xs=bx)
+        await pilot.press("escape")
+    return seen
+
+
+async def test_demo_run() -> None:
+    screen = await check_screen(DEMO)
+    assert len(screen.series) == 1 and screen.bars == []
+
+
+async def test_h200_run() -> None:
+    screen = await check_screen(H200)
+    assert len(screen.report.table) > 0 and screen.series[0][2][0] > screen.series[0][2][-1]
+
+
+async def test_gate_sweep_draws_swing_bars(tmp_path: Path) -> None:
+    code = main(
+        [
+            "batch",
+            "--corpus",
+            str(CORPUS),
+            "--models",
+            "scripted:vec_scale_demo.toml",
+            "--toolchain",
+            RECORDED,
+            "--sessions-dir",
+            str(tmp_path),
+            "--run-id",
+            "gate",
+            "--protocol",
+            "gate",
+            "--quiet",
+        ]
+    )
+    assert code in (0, 1)
+    run = tmp_path / "gate"
+    _groups, sw = expected(run)
+    assert sw, "a gate sweep gives a swing over the gate axis"
+    screen = await check_screen(run)
+    assert [label for label, _ in screen.bars] == [f"{e['model']} | {e['axis']}" for e in sw]
+    assert [max(x) for x in screen.swing_xs] == [100 * e["swing"] for e in sw]
+    assert len(screen.series) == 4
+
+
+async def test_browser_key_opens_metrics_of_the_folder() -> None:
+    app = BeaverApp(lambda: BrowserScreen(DEMO, watch=False))
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: isinstance(app.screen, BrowserScreen) and app.screen.loaded)
+        browser = app.screen
+        await pilot.press("m")
+        screen = await shown(pilot, app)
+        assert screen.source == DEMO and len(screen.series) == 1
+        await pilot.press("escape")
+        await pilot.pause()
+        assert app.screen is browser
+
+
+async def test_without_plotext_the_tables_and_one_hint(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(ms, "PlotextPlot", None)
+    app = BeaverApp(lambda: MetricsScreen(DEMO))
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await shown(pilot, app)
+        assert not screen.query("#p-sweep") and not screen.query("#swing")
+        hint = text_of(screen.query_one("#metrics-plot-hint"))
+        assert 'pip install "beavertui[plot]"' in hint
+        assert "Repair rates per model and protocol" in text_of(screen.query_one("#metrics-main"))
+        assert len(screen.series) == 1  # the numbers are there, only not drawn
+
+
+async def test_a_bad_source_says_so_in_one_line(tmp_path: Path) -> None:
+    app = BeaverApp(lambda: MetricsScreen(tmp_path / "missing"))
+    async with app.run_test(size=SIZE) as pilot:
+        screen = app.screen
+        await wait_for(pilot, lambda: isinstance(app.screen, MetricsScreen) and app.screen.error is not None)
+        assert "no such run directory" in str(screen.error)
+        assert text_of(screen.query_one("#metrics-status")).count("\n") == 1
+
+
+def test_tui_needs_a_terminal(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["metrics", str(DEMO), "--tui"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "--tui needs a terminal" in err
