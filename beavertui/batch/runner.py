@@ -10,7 +10,10 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import threading
 import time
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
@@ -56,9 +59,44 @@ def make_toolchain(spec: str, gpus: list[str], args: argparse.Namespace) -> tupl
     return ScheduledLocalToolchain(pool, builds, cache), pool, cache
 
 
-def run_batch(args: argparse.Namespace, manifest: RunManifest, run_dir: Path, tasks: dict[str, Task]) -> int:
+class _Either:
+    """Set when any of its events is set (the user's stop, or no GPU left)."""
+
+    def __init__(self, *events: threading.Event) -> None:
+        self.events = events
+
+    def is_set(self) -> bool:
+        return any(e.is_set() for e in self.events)
+
+
+def _stderr(line: str) -> None:
+    print(line, file=sys.stderr)
+
+
+Progress = Callable[[Tracker, int], AbstractContextManager[Any]]
+"""Shows progress while the batch runs: given the tracker and how many sessions run at once."""
+
+
+def run_batch(
+    args: argparse.Namespace,
+    manifest: RunManifest,
+    run_dir: Path,
+    tasks: dict[str, Task],
+    *,
+    display: Progress | None = None,
+    stop: threading.Event | None = None,
+    say: Callable[[str], None] = _stderr,
+) -> int:
+    """Run the batch and write its summary into run.json; ``say`` gets the summary lines.
+
+    ``display`` replaces the progress table (a dashboard reads the tracker instead); once ``stop`` is set
+    no new session starts, the sessions in flight finish, and the rest wait for ``--resume``.
+    """
     from beavertui.batch.progress import Display
     from beavertui.commands.batch import _visible_gpus
+
+    def show(tracker: Tracker, parallel: int, **kw: Any) -> AbstractContextManager[Any]:
+        return display(tracker, parallel) if display is not None else Display(tracker, parallel, **kw)
 
     gpus = _visible_gpus(args.gpus)
     jobs = plan(manifest, run_dir)
@@ -72,13 +110,16 @@ def run_batch(args: argparse.Namespace, manifest: RunManifest, run_dir: Path, ta
 
         manifest.gpus = []
         write_manifest(run_dir, manifest)
-        with Display(tracker, parallel, live=False if args.quiet else None, interval=30.0):
+        if stop is not None:
+            raise BeaverError("the Ray executor cannot be stopped from the dashboard; run it without --tui")
+        with show(tracker, parallel, live=False if args.quiet else None, interval=30.0):
             run_ray(jobs, manifest, run_dir, tracker, address=args.address, toolchain=args.toolchain)
     else:
         toolchain, pool, cache = make_toolchain(args.toolchain, gpus, args)
         manifest.gpus = [g.index for g in pool.gpus]
         write_manifest(run_dir, manifest)
-        if args.quiet:
+        halt = pool.exhausted if stop is None else _Either(pool.exhausted, stop)
+        if args.quiet and display is None:
             run_local(
                 jobs,
                 tasks,
@@ -87,10 +128,10 @@ def run_batch(args: argparse.Namespace, manifest: RunManifest, run_dir: Path, ta
                 parallel=parallel,
                 retries=manifest.retries,
                 tracker=tracker,
-                stop=pool.exhausted,
+                stop=halt,
             )
         else:
-            with Display(tracker, parallel):
+            with show(tracker, parallel):
                 run_local(
                     jobs,
                     tasks,
@@ -99,7 +140,7 @@ def run_batch(args: argparse.Namespace, manifest: RunManifest, run_dir: Path, ta
                     parallel=parallel,
                     retries=manifest.retries,
                     tracker=tracker,
-                    stop=pool.exhausted,
+                    stop=halt,
                 )
     wall = time.monotonic() - t0
     totals = tracker.totals()
@@ -119,34 +160,32 @@ def run_batch(args: argparse.Namespace, manifest: RunManifest, run_dir: Path, ta
     no_gpu = pool is not None and pool.exhausted.is_set()
     manifest.status = "finished" if totals["done"] == totals["total"] and not no_gpu else "interrupted"
     write_manifest(run_dir, manifest)
-    print(
+    say(
         f"beavertui: {totals['done']}/{totals['total']} sessions ({totals['skipped']} already done), "
-        f"{totals['passed']} passed, {totals['attempts']} attempts in {wall:.1f} s",
-        file=sys.stderr,
+        f"{totals['passed']} passed, {totals['attempts']} attempts in {wall:.1f} s"
     )
     if infra:
-        print(
+        say(
             f"beavertui: {len(infra)} infrastructure failures ({summary['infra_retried']} retried); their "
-            "attempts are excluded from scores and counted. First: " + str(infra[0].get("detail")),
-            file=sys.stderr,
+            "attempts are excluded from scores and counted. First: " + str(infra[0].get("detail"))
         )
     if cache is not None and cache.stats.corrupt:
-        print(
+        say(
             f"beavertui: compile cache: {cache.stats.corrupt} corrupt entries removed and built again "
-            f"(first: {cache.stats.first_corrupt})",
-            file=sys.stderr,
+            f"(first: {cache.stats.first_corrupt})"
         )
     for idx, why in summary.get("gpus_removed", {}).items():
-        print(
-            f"beavertui: GPU {idx} taken out of the schedule after repeated failures: {why}", file=sys.stderr
-        )
-    print(f"beavertui: metrics: beavertui metrics {run_dir}", file=sys.stderr)
+        say(f"beavertui: GPU {idx} taken out of the schedule after repeated failures: {why}")
+    say(f"beavertui: metrics: beavertui metrics {run_dir}")
     if no_gpu:
         left = totals["total"] - totals["done"] + totals["failed"]
-        print(
+        say(
             f"beavertui: every GPU was taken out of the schedule; {left} sessions wait unfinished: "
-            f"fix the GPU, then continue with --resume {run_dir}",
-            file=sys.stderr,
+            f"fix the GPU, then continue with --resume {run_dir}"
         )
+        return 2
+    if stop is not None and stop.is_set() and totals["done"] < totals["total"]:
+        left = totals["total"] - totals["done"] + totals["failed"]
+        say(f"beavertui: stopped; {left} sessions wait unfinished: continue with --resume {run_dir}")
         return 2
     return 0 if totals["failed"] == 0 else 1

@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from beavertui.batch.job import JobOutcome, JobSpec, Prefix, drive
 from beavertui.batch.models import build_model, session_protocol
@@ -105,6 +105,12 @@ class Tracker:
             return {k: sum(getattr(g, k) for g in self.groups.values()) for k in keys}
 
 
+class Flag(Protocol):
+    """Anything with ``is_set()``: a threading.Event, or several of them read as one."""
+
+    def is_set(self) -> bool: ...
+
+
 def local_starter(
     job: JobSpec, task: Task, toolchain: Toolchain
 ) -> Callable[[Prefix | None], tuple[Any, tuple[str, ...]]]:
@@ -128,7 +134,7 @@ def run_local(
     parallel: int,
     retries: int,
     tracker: Tracker,
-    stop: threading.Event | None = None,
+    stop: Flag | None = None,
 ) -> dict[Path, JobOutcome]:
     """Run the jobs with at most ``parallel`` sessions at once; returns each job's outcome."""
     outcomes: dict[Path, JobOutcome] = {}

@@ -157,6 +157,13 @@ def _start(args: argparse.Namespace) -> int:
     from beavertui.engine.corpus import load_corpus
     from beavertui.engine.errors import BeaverError
 
+    if args.tui:
+        if not sys.stdout.isatty():
+            raise BeaverError(
+                "--tui needs a terminal (standard output is not one): drop --tui for progress lines"
+            )
+        if args.executor == "ray":
+            raise BeaverError("--tui runs with the local executor; with Ray the progress table shows the run")
     if args.resume is not None:
         manifest = read_manifest(args.resume)
         run_dir = args.run_dir = args.resume
@@ -170,18 +177,13 @@ def _start(args: argparse.Namespace) -> int:
     else:
         manifest, run_dir, corpus = new_manifest(args)
         args.run_dir = run_dir
-    if args.tui:
-        try:
-            from beavertui.tui import batch_dashboard  # type: ignore[attr-defined]  # noqa: F401
-        except ImportError:
-            print(
-                "beavertui: the batch dashboard (--tui) is not available in this build; "
-                "showing the progress table",
-                file=sys.stderr,
-            )
     tasks = {t.id: t for t in corpus.tasks}
     missing = [t for t in manifest.tasks if t not in tasks]
     if missing:
         raise BeaverError(f"{corpus.root}: tasks of the run are missing: {', '.join(missing[:5])}")
     print(f"beavertui: run {run_dir}", file=sys.stderr)
+    if args.tui:
+        from beavertui.tui.batch_dashboard import run_dashboard
+
+        return run_dashboard(args, manifest, run_dir, tasks)
     return run_batch(args, manifest, run_dir, tasks)

@@ -21,7 +21,7 @@ from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import Footer, Input, Static
 
-from beavertui.tui.catalog import Row, parse_filter, read_row, session_files
+from beavertui.tui.catalog import Row, is_session_file, parse_filter, read_row, session_files
 from beavertui.tui.style import SHORT, STOP_COLOUR, colour, speed
 from beavertui.tui.table import Cell, Column, VirtualTable
 
@@ -161,7 +161,7 @@ class BrowserScreen(Screen[None]):
 
         asyncio.get_running_loop().create_task(watch_stop())
         async for changes in watchfiles.awatch(self.root, stop_event=stop, debounce=200, step=50):
-            paths = sorted({p for _c, p in changes if p.endswith(".jsonl")})
+            paths = sorted({p for _c, p in changes if is_session_file(Path(p))})
             rows = [await asyncio.to_thread(read_row, Path(p)) for p in paths if Path(p).is_file()]
             if rows:
                 self.upsert(rows)

@@ -71,8 +71,17 @@ def parse_filter(text: str) -> list[tuple[str, str]]:
     return tokens
 
 
+def is_session_file(path: Path) -> bool:
+    """A ``*.jsonl`` that is a session: not the infrastructure log beside a batch run's run.json."""
+    from beavertui.batch.rundir import INFRA_LOG, MANIFEST
+
+    if not path.name.endswith(".jsonl"):
+        return False
+    return path.name != INFRA_LOG or not (path.parent / MANIFEST).is_file()
+
+
 def session_files(root: Path) -> Iterator[Path]:
-    """Every ``*.jsonl`` under a run folder (sessions/<run>/<task>.jsonl nests one level or more)."""
+    """Every session ``*.jsonl`` under a run folder (sessions/<run>/<task>.jsonl nests one level or more)."""
     stack = [root]
     while stack:
         folder = stack.pop()
@@ -83,7 +92,7 @@ def session_files(root: Path) -> Iterator[Path]:
         for entry in entries:
             if entry.is_dir(follow_symlinks=False):
                 stack.append(Path(entry.path))
-            elif entry.name.endswith(".jsonl"):
+            elif entry.name.endswith(".jsonl") and is_session_file(Path(entry.path)):
                 yield Path(entry.path)
 
 

@@ -39,7 +39,8 @@ HELP = """\
 
 [b]Browser[/b]  enter open · / filter (outcome:failed model:gpt category:illegal stop:dup text) · 1-8 sort by column · esc clear
 [b]Compare[/b]  ←/→ step both sessions together, d diff mode
-[b]Metrics[/b]  m in the browser, or metrics --tui: the tables, p-sweep curves, swing bars · r recompute · esc back
+[b]Metrics[/b]  m in the browser, metrics --tui: tables, p-sweep curves, swing bars · r recompute · esc back
+[b]Batch[/b] (batch --tui)  progress per model and protocol above the browser · x stop (asks first)
 """
 
 

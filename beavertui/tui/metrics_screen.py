@@ -45,6 +45,17 @@ def sweep_series(groups: Sequence[Any]) -> list[Series]:
     return out
 
 
+def legend_labels(groups: Sequence[Any]) -> list[str]:
+    """Short curve labels that fit a terminal legend: only what differs between the groups."""
+    models = {g.model for g in groups}
+    protocols = {g.protocol for g in groups}
+    if len(groups) > 1 and len(models) == 1:
+        return [g.protocol.short() for g in groups]
+    if len(groups) > 1 and len(protocols) == 1:
+        return [g.model for g in groups]
+    return [_short(f"{g.model} | {g.protocol.short()}", 40) for g in groups]
+
+
 def swing_bars(entries: Sequence[Mapping[str, Any]]) -> list[tuple[str, float]]:
     """Per (model, axis, fixed rest): its label and the swing in percentage points."""
     labels = [f"{e['model']} | {e['axis']}" for e in entries]
@@ -178,7 +189,7 @@ class MetricsScreen(Screen[None]):
         plt.clear_figure()
         plt.title(SWEEP_TITLE)
         plt.xlabel("speedup threshold p (x reference)")
-        for label, xs, ys in self.series:
+        for label, (_full, xs, ys) in zip(legend_labels(groups), self.series, strict=True):
             if xs:
                 plt.plot(xs, ys, label=label, marker="braille")
         gates = sorted({g.protocol.gate for g in groups})
