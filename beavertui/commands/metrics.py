@@ -184,7 +184,16 @@ def _handle(args: argparse.Namespace) -> int:
         from beavertui.tui.app import BeaverApp
         from beavertui.tui.metrics_screen import MetricsScreen
 
-        BeaverApp(lambda: MetricsScreen(args.source, args.source_models, report=report)).run()
+        BeaverApp(
+            lambda: MetricsScreen(
+                args.source,
+                args.source_models,
+                report=report,
+                resamples=args.resamples,
+                seed=args.seed,
+                by=args.by,
+            )
+        ).run()
         return 0
     if args.format == "table" and args.output is None:
         render.terminal(report.tables)

@@ -98,12 +98,13 @@ class MetricsScreen(Screen[None]):
         report: Any = None,
         resamples: int = 1000,
         seed: int | None = None,
+        by: Sequence[str] = (),
     ) -> None:
         super().__init__()
         self.source = source
         self.source_models = source_models
         self.report = report
-        self.resamples, self.seed = resamples, seed
+        self.resamples, self.seed, self.by = resamples, seed, tuple(by)
         self.error: str | None = None
         self.series: list[Series] = []
         self.bars: list[tuple[str, float]] = []
@@ -141,7 +142,10 @@ class MetricsScreen(Screen[None]):
 
         try:
             report = with_tables(
-                compute(self.source, self.source_models), resamples=self.resamples, seed=self.seed
+                compute(self.source, self.source_models),
+                resamples=self.resamples,
+                seed=self.seed,
+                by=self.by,
             )
         except BeaverError as exc:
             self.post_message(ReportReady(None, str(exc)))

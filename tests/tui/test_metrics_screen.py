@@ -170,3 +170,14 @@ def test_tui_needs_a_terminal(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["metrics", str(DEMO), "--tui"]) == 2
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0 and "--tui needs a terminal" in err
+
+
+async def test_breakdowns_and_recompute() -> None:
+    app = BeaverApp(lambda: MetricsScreen(H200, by=["family"]))
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await shown(pilot, app)
+        first = screen.report
+        assert "Repair rates per family" in text_of(screen.query_one("#metrics-tables"), width=200)
+        await pilot.press("r")
+        await wait_for(pilot, lambda: screen.report is not first)
+        assert screen.series == ms.sweep_series(screen.report.groups)
