@@ -14,7 +14,6 @@ from rich.text import Text
 
 from beavertui.engine.analysis.degeneration import compare, runtime_geometry
 from beavertui.engine.analysis.features import FEATURES, PERF_FEATURES, extract
-from beavertui.engine.analysis.report import analyse
 from beavertui.engine.state import AttemptState
 from beavertui.tui.panes.base import Pane
 from beavertui.tui.view import View
@@ -30,6 +29,8 @@ def attempt_row(view: View, a: AttemptState) -> tuple[str, str, str, str]:
     code = _code(a)
     if code is None:
         return (str(a.iteration), "-", "-", "no code")
+    from beavertui.engine.analysis.report import analyse  # numpy: loaded when the pane is first shown
+
     analysis = analyse(task, a)
     if analysis is not None:
         e = analysis.edit
@@ -62,6 +63,8 @@ class AnalysisPane(Pane):
         code = _code(a)
         assert code is not None
         parts: list[RenderableType] = []
+        from beavertui.engine.analysis.report import analyse
+
         analysis = analyse(task, a)
         head = Text()
         head.append(f"iteration {a.iteration}: ", style="bold")
