@@ -73,8 +73,7 @@ def test_validation_and_stored_baselines_agree() -> None:
     assert all(r["reference_cv"] < 0.03 for r in timed)
     for r in timed:
         stored = ROOT / "corpus" / r["task_id"] / "baselines" / "nvidia_h200_sm_90_cuda_13_0.json"
-        if stored.is_file():
-            assert json.loads(stored.read_text())["median_ms"] == pytest.approx(r["reference_ms"])
+        assert json.loads(stored.read_text())["median_ms"] == pytest.approx(r["reference_ms"])
     for r in rows:
         if r["label"] == "perf_broken" and r["broken_speedup"] is not None:
             assert r["broken_speedup"] < 0.7

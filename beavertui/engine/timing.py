@@ -124,13 +124,18 @@ def reference_key(task: Task) -> str:
     return h.hexdigest()[:20]
 
 
+def _refbuild_dir(task: Task, tcfg: TimingConfig) -> Path:
+    """Where the reference build of this task, harness and toolkit is cached."""
+    return (tcfg.cache or cupti.cache_dir()) / "refbuild" / f"{task.id[:60]}-{reference_key(task)}"
+
+
 def reference_workdir(task: Task, config: runner.RunnerConfig, tcfg: TimingConfig) -> runner.WorkDir:
     """The reference built in its own work dir, cached per reference + harness + toolkit."""
     code = task.reference()
     if code is None:
         raise BeaverError(f"{task.id}: no reference solution to time against")
-    root = (tcfg.cache or cupti.cache_dir()) / "refbuild"
-    final = root / f"{task.id[:60]}-{reference_key(task)}"
+    final = _refbuild_dir(task, tcfg)
+    root = final.parent
     if (final / ".beaver-built").is_file():
         return runner.WorkDir(path=final, task=task, manifest={}, links={})
     root.mkdir(parents=True, exist_ok=True)
@@ -152,12 +157,11 @@ def reference_workdir(task: Task, config: runner.RunnerConfig, tcfg: TimingConfi
 
 def adopt_reference_build(task: Task, tcfg: TimingConfig, work: runner.WorkDir, build_command: str) -> None:
     """Keep an already built and passing reference work dir as the cached reference build (no rebuild)."""
-    root = (tcfg.cache or cupti.cache_dir()) / "refbuild"
-    final = root / f"{task.id[:60]}-{reference_key(task)}"
+    final = _refbuild_dir(task, tcfg)
     if (final / ".beaver-built").is_file():
         runner.remove(work)
         return
-    root.mkdir(parents=True, exist_ok=True)
+    final.parent.mkdir(parents=True, exist_ok=True)
     (work.path / ".beaver-built").write_text(build_command + "\n")
     try:
         shutil.move(str(work.path), str(final))
