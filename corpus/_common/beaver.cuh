@@ -226,6 +226,58 @@ inline bool compare(const char* what, const std::vector<float>& got, const std::
     return true;
 }
 
+// The same check as compare(), on the device: got (device, n elements of T) against ref (device, double),
+// for outputs too large to copy to the host and compare there in a timing run's budget. When every
+// element is within tolerance it prints the same OK line as compare(); otherwise it copies both to the
+// host and lets compare() report where and by how much.
+__device__ inline double device_value(float x) { return x; }
+__device__ inline double device_value(__half x) { return __half2float(x); }
+__device__ inline double device_value(__nv_bfloat16 x) { return __bfloat162float(x); }
+
+template <typename T>
+__global__ void compare_kernel(const T* got, const double* ref, size_t n, double atol, double rtol,
+                               unsigned long long* bad, unsigned long long* worst_bits) {
+    unsigned long long mine = 0;
+    double worst = 0.0;
+    for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < n;
+         i += static_cast<size_t>(gridDim.x) * blockDim.x) {
+        const double g = device_value(got[i]), r = ref[i];
+        const double err = fabs(g - r);
+        if (!(isfinite(g) && err <= atol + rtol * fabs(r))) ++mine;
+        else if (err > worst) worst = err;
+    }
+    if (mine) atomicAdd(bad, mine);
+    // non-negative doubles order like their bit patterns
+    if (worst > 0.0) atomicMax(worst_bits, static_cast<unsigned long long>(__double_as_longlong(worst)));
+}
+
+template <typename T>
+bool compare_device(const char* what, const T* got, const double* ref, size_t n, Tolerance t,
+                    const std::vector<long long>& dims = {}) {
+    unsigned long long* d = nullptr;
+    BEAVER_CHECK(cudaMalloc(&d, 2 * sizeof(unsigned long long)));
+    BEAVER_CHECK(cudaMemset(d, 0, 2 * sizeof(unsigned long long)));
+    if (n) {
+        const unsigned blocks = static_cast<unsigned>(std::min<size_t>((n + 255) / 256, 8192));
+        compare_kernel<T><<<blocks, 256>>>(got, ref, n, t.atol, t.rtol, d, d + 1);
+        BEAVER_CHECK(cudaGetLastError());
+    }
+    unsigned long long h[2] = {0, 0};
+    BEAVER_CHECK(cudaMemcpy(h, d, sizeof(h), cudaMemcpyDeviceToHost));
+    BEAVER_CHECK(cudaFree(d));
+    if (h[0] == 0) {
+        double worst = 0.0;
+        std::memcpy(&worst, &h[1], sizeof(worst));
+        std::printf("OK %s: %zu elements, max abs err %.3g\n", what, n, worst);
+        return true;
+    }
+    std::vector<T> hg(n);
+    std::vector<double> hr(n);
+    BEAVER_CHECK(cudaMemcpy(hg.data(), got, n * sizeof(T), cudaMemcpyDeviceToHost));
+    BEAVER_CHECK(cudaMemcpy(hr.data(), ref, n * sizeof(double), cudaMemcpyDeviceToHost));
+    return compare(what, widen(hg), hr, t, dims);
+}
+
 // ------------------------------------------------------------------ timing
 
 // Writes a buffer larger than the L2 (H200: 60 MB) so that every timed launch starts cold.

@@ -14,6 +14,8 @@
 //   tiling tricks). The correctness configuration checks EVERY element of o; the optional long-context
 //   configuration and the output of the last timed run are checked on 256 sampled rows (every element
 //   of those rows), because a double-precision reference of the whole long problem would take minutes.
+//   Before every check q, k and v are drawn again from their seed, so the reference sees the inputs the
+//   launch was given even if the solution wrote into its inputs.
 // - Timing mode (`--bench N`): first the full correctness check, then beaver::bench on the larger
 //   benchmark configuration with fresh inputs and a poisoned output before every timed launch.
 // It never decides how a solution computes attention, and it never edits beaver.cuh's contract.
@@ -259,6 +261,13 @@ struct Tensors {
     explicit Tensors(const Shape& s) : sh(s), q(s.bytes()), k(s.bytes()), v(s.bytes()), o(s.bytes()) {}
 
     void fill(uint64_t seed) {
+        fill_inputs(seed);
+        o.poison();
+    }
+
+    // q, k, v from the seed; the checks call it again after the launch, so the reference sees the inputs
+    // the launch was given even if the solution wrote into them.
+    void fill_inputs(uint64_t seed) {
         const int grid = 1024, block = 256;
         if (sh.dtype == DType::kFloat16) {
             fill_uniform_kernel<<<grid, block>>>(static_cast<__half*>(q.ptr), sh.elems(), seed * 3 + 0, -2.f, 2.f);
@@ -271,7 +280,6 @@ struct Tensors {
             fill_uniform_kernel<<<grid, block>>>(static_cast<B*>(v.ptr), sh.elems(), seed * 3 + 2, -1.f, 1.f);
         }
         BEAVER_CHECK(cudaGetLastError());
-        o.poison();
     }
 
     void launch(cudaStream_t stream = 0) {
@@ -391,6 +399,7 @@ inline bool run_check(const char* what, const Shape& sh, uint64_t seed, bool sam
     t.launch();
     beaver::sync_check("flash_attn_fwd");
     beaver::poison_left(sampled ? "o_long" : "o", static_cast<const uint16_t*>(t.o.ptr), sh.elems());
+    t.fill_inputs(seed);
     return t.check(what, sampled ? sample_rows(sh, seed) : std::vector<long long>{});
 }
 
@@ -417,7 +426,8 @@ inline int run(int argc, char** argv, const Config& cfg) {
         });
     beaver::sync_check("flash_attn_fwd (benchmark)");
     beaver::poison_left("o_timed", static_cast<const uint16_t*>(t.o.ptr), big.elems());
-    // The last timed launch's output, on the inputs it was given.
+    // The last timed launch's output, on the inputs it was given (drawn again from their seed).
+    t.fill_inputs(args.seed + 1000 + iter - 1);
     return beaver::finish(t.check("benchmark output", sample_rows(big, args.seed + 999 + iter)));
 }
 

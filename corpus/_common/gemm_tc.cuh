@@ -7,7 +7,8 @@
 // compared with a double-accumulation GPU reference (a plain shared-memory tiled kernel) using the
 // tolerance of the output type. `--bench N` checks once at the timing size, then times N launches,
 // each on freshly filled inputs, with the L2 flushed first (beaver::bench), and checks the output of
-// the last timed launch against its own inputs.
+// the last timed launch against its own inputs (drawn again from their seeds). Both checks run on the
+// device (beaver::compare_device).
 #pragma once
 
 #include <type_traits>
@@ -84,9 +85,7 @@ int run(int argc, char** argv, Shape test, Shape timed) {
     call(A.ptr, B.ptr, C.ptr, s);
     beaver::sync_check(std::is_same<T, __half>::value ? "gemm_tc_f16" : "gemm_tc_bf16");
     beaver::poison_left("C", C.ptr, nc);
-    std::vector<double> ref = R.download();
-    std::vector<float> got = beaver::widen(C.download());
-    bool ok = beaver::compare("C", got, ref, tolerance<T>(), {s.M, s.N});
+    bool ok = beaver::compare_device("C", C.ptr, R.ptr, nc, tolerance<T>(), {s.M, s.N});
     if (!ok || !args.bench) return beaver::finish(ok);
 
     uint64_t round = 0;
@@ -100,13 +99,17 @@ int run(int argc, char** argv, Shape test, Shape timed) {
         });
     beaver::sync_check("gemm_tc (timed)");
     std::printf("gemm_tc: %.3e FLOP per call (2*M*N*K)\n", 2.0 * s.M * s.N * s.K);
-    // The last timed launch's output, against a reference on the inputs that launch was given.
+    // The last timed launch's output, against a reference on the inputs that launch was given, drawn
+    // again from their seeds into fresh buffers (so a solution cannot pass by restoring old inputs).
     beaver::poison_left("C_timed", C.ptr, nc);
-    reference_kernel<T><<<rgrid, dim3(16, 16)>>>(A.ptr, B.ptr, R.ptr, s.M, s.N, s.K);
-    beaver::sync_check("reference_kernel (after timing)");
-    ref = R.download();
-    got = beaver::widen(C.download());
-    return beaver::finish(beaver::compare("C after timing", got, ref, tolerance<T>(), {s.M, s.N}));
+    {
+        beaver::DeviceBuffer<T> A2(na), B2(nb);
+        beaver_guard::fill_uniform_device(A2.ptr, na, args.seed * 2 + 1 + 1000003ull * round);
+        beaver_guard::fill_uniform_device(B2.ptr, nb, args.seed * 2 + 2 + 1000003ull * round);
+        reference_kernel<T><<<rgrid, dim3(16, 16)>>>(A2.ptr, B2.ptr, R.ptr, s.M, s.N, s.K);
+        beaver::sync_check("reference_kernel (after timing)");
+    }
+    return beaver::finish(beaver::compare_device("C after timing", C.ptr, R.ptr, nc, tolerance<T>(), {s.M, s.N}));
 }
 
 }  // namespace gemm_tc_harness

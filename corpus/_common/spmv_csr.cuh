@@ -7,9 +7,10 @@
 // default) has its columns in a window around the diagonal, the others spread over all columns;
 // columns strictly increasing per row; values and x uniform in [-1, 1). All arrays live in
 // guard-paged buffers that end exactly at an unmapped page (a read of row_ptr[rows + 1] or past nnz
-// faults). y is poisoned (NaN) before every launch and every element is compared with a host
-// double-precision reference. `--bench N` checks once at the timing size, then times N launches, each
-// with a freshly filled x and a poisoned y, the L2 flushed first, and checks the last timed launch's y.
+// faults). y is poisoned (NaN) before every launch and every element is compared with a double-precision
+// reference computed on the device from the harness's own copies of the matrix and x (which the solution
+// never sees). `--bench N` checks once at the timing size, then times N launches, each with a freshly
+// filled x and a poisoned y, the L2 flushed first, and checks the last timed launch's y.
 #pragma once
 
 #include <algorithm>
@@ -78,15 +79,16 @@ inline Csr generate(const Shape& s, uint64_t seed) {
     return m;
 }
 
-inline std::vector<double> reference(const Csr& m, const std::vector<float>& x, int rows) {
-    std::vector<double> y(rows);
-    for (int r = 0; r < rows; ++r) {
-        double acc = 0.0;
-        for (int j = m.row_ptr[r]; j < m.row_ptr[r + 1]; ++j)
-            acc += static_cast<double>(m.values[j]) * static_cast<double>(x[m.col_idx[j]]);
-        y[r] = acc;
-    }
-    return y;
+// y = A x in double, one thread per row, on the harness's private copies of the matrix and x (buffers
+// the solution never sees).
+__global__ void reference_kernel(int rows, const int* row_ptr, const int* col_idx, const float* values, const float* x,
+                                 double* y) {
+    const int r = blockIdx.x * blockDim.x + threadIdx.x;
+    if (r >= rows) return;
+    double acc = 0.0;
+    for (int j = row_ptr[r]; j < row_ptr[r + 1]; ++j)
+        acc += static_cast<double>(values[j]) * static_cast<double>(x[col_idx[j]]);
+    y[r] = acc;
 }
 
 inline int run(int argc, char** argv, Shape test, Shape timed) {
@@ -113,12 +115,22 @@ inline int run(int argc, char** argv, Shape test, Shape timed) {
     values.upload(m.values);
     x.upload(hx);
     y.poison();
-    std::vector<double> ref = reference(m, hx, s.rows);
+    // The harness's own copies, for the reference.
+    beaver::DeviceBuffer<int> p_row_ptr(s.rows + 1), p_col_idx(nnz);
+    beaver::DeviceBuffer<float> p_values(nnz), p_x(s.cols);
+    beaver::DeviceBuffer<double> ref(s.rows);
+    p_row_ptr.upload(m.row_ptr);
+    p_col_idx.upload(m.col_idx);
+    p_values.upload(m.values);
+    p_x.upload(hx);
+    const unsigned rblocks = static_cast<unsigned>((s.rows + 255) / 256);
+    reference_kernel<<<rblocks, 256>>>(s.rows, p_row_ptr.ptr, p_col_idx.ptr, p_values.ptr, p_x.ptr, ref.ptr);
+    beaver::sync_check("the double-precision reference");
 
     spmv_csr_f32(s.rows, s.cols, nnz, row_ptr.ptr, col_idx.ptr, values.ptr, x.ptr, y.ptr, 0);
     beaver::sync_check("spmv_csr_f32");
     beaver::poison_left("y", y.ptr, y.n);
-    bool ok = beaver::compare("y", y.download(), ref, beaver::tol_fp32(), {s.rows});
+    bool ok = beaver::compare_device("y", y.ptr, ref.ptr, s.rows, beaver::tol_fp32(), {s.rows});
     if (!ok || !args.bench) return beaver::finish(ok);
 
     uint64_t round = 0;
@@ -131,12 +143,14 @@ inline int run(int argc, char** argv, Shape test, Shape timed) {
         });
     std::printf("spmv_csr_f32: %.3e bytes per call (values, col_idx, row_ptr, x, y once each), %.3e FLOP\n",
                 8.0 * nnz + 4.0 * (s.rows + 1) + 4.0 * s.cols + 4.0 * s.rows, 2.0 * nnz);
-    // The last timed launch's output, against the host reference on the x that launch was given.
+    // The last timed launch's output, against the reference on the x that launch was given (drawn again
+    // from its seed into the harness's own copy).
     beaver::sync_check("spmv_csr_f32 (timed)");
     beaver::poison_left("y_timed", y.ptr, y.n);
-    BEAVER_CHECK(cudaMemcpy(hx.data(), x.ptr, s.cols * sizeof(float), cudaMemcpyDeviceToHost));
-    ref = reference(m, hx, s.rows);
-    return beaver::finish(beaver::compare("y after timing", y.download(), ref, beaver::tol_fp32(), {s.rows}));
+    beaver_guard::fill_uniform_device(p_x.ptr, s.cols, args.seed + 1000003ull * round);
+    reference_kernel<<<rblocks, 256>>>(s.rows, p_row_ptr.ptr, p_col_idx.ptr, p_values.ptr, p_x.ptr, ref.ptr);
+    beaver::sync_check("the double-precision reference (after timing)");
+    return beaver::finish(beaver::compare_device("y after timing", y.ptr, ref.ptr, s.rows, beaver::tol_fp32(), {s.rows}));
 }
 
 }  // namespace spmv_csr_harness

@@ -7,7 +7,8 @@
 // element is compared bit for bit with its input element by a plain checking kernel, which reports
 // how many elements differ and the first ones with their coordinates and values. `--bench N` checks
 // once at the timing size, then times N launches on freshly filled inputs with the L2 flushed first,
-// and checks the last timed launch's output against its own inputs.
+// and checks the last timed launch's output against its own inputs. The checks read the harness's own
+// copy of the inputs, drawn again from their seeds, never the buffer the solution was given.
 #pragma once
 
 #include <type_traits>
@@ -55,10 +56,10 @@ inline void call(const float* in, float* out, const Shape& s) { transpose_f32(in
 inline void call(const __half* in, __half* out, const Shape& s) { transpose_f16(in, out, s.rows, s.cols, 0); }
 
 template <typename T>
-bool check(const beaver_guard::GuardedBuffer<T>& in, const beaver_guard::GuardedBuffer<T>& out, const Shape& s) {
+bool check(const T* in, const beaver_guard::GuardedBuffer<T>& out, const Shape& s) {
     beaver::DeviceBuffer<Mismatches> mm(1);
     BEAVER_CHECK(cudaMemset(mm.ptr, 0, sizeof(Mismatches)));
-    check_kernel<T><<<132 * 8, 256>>>(in.ptr, out.ptr, s.rows, s.cols, mm.ptr);
+    check_kernel<T><<<132 * 8, 256>>>(in, out.ptr, s.rows, s.cols, mm.ptr);
     beaver::sync_check("check_kernel");
     Mismatches h = mm.download()[0];
     const size_t total = static_cast<size_t>(s.rows) * s.cols;
@@ -70,7 +71,7 @@ bool check(const beaver_guard::GuardedBuffer<T>& in, const beaver_guard::Guarded
         size_t o = h.index[i], c = o / s.rows, r = o % s.rows;
         T got, want;
         BEAVER_CHECK(cudaMemcpy(&got, out.ptr + o, sizeof(T), cudaMemcpyDeviceToHost));
-        BEAVER_CHECK(cudaMemcpy(&want, in.ptr + r * s.cols + c, sizeof(T), cudaMemcpyDeviceToHost));
+        BEAVER_CHECK(cudaMemcpy(&want, in + r * s.cols + c, sizeof(T), cudaMemcpyDeviceToHost));
         double g = beaver::as_float(got), w = beaver::as_float(want);
         std::fprintf(stderr, "MISMATCH out at [%zu,%zu] (= in[%zu,%zu]): got %.6g expected %.6g (abs err %.3g)\n", c, r,
                      r, c, g, w, std::fabs(g - w));
@@ -94,7 +95,10 @@ int run(int argc, char** argv, Shape test, Shape timed) {
     call(in.ptr, out.ptr, s);
     beaver::sync_check(name);
     beaver::poison_left("out", out.ptr, n);
-    bool ok = check(in, out, s);
+    // The harness's own copy of the inputs (the solution never sees it), drawn from the same seed.
+    beaver::DeviceBuffer<T> own(n);
+    beaver_guard::fill_uniform_device(own.ptr, n, args.seed);
+    bool ok = check(own.ptr, out, s);
     if (!ok || !args.bench) return beaver::finish(ok);
 
     uint64_t round = 0;
@@ -106,10 +110,11 @@ int run(int argc, char** argv, Shape test, Shape timed) {
             out.poison();
         });
     std::printf("%s: %.3e bytes moved per call (read + write)\n", name, 2.0 * n * sizeof(T));
-    // The last timed launch's output, against the inputs that launch was given.
+    // The last timed launch's output, against the inputs that launch was given (drawn again from their seed).
     beaver::sync_check(name);
     beaver::poison_left("out_timed", out.ptr, n);
-    return beaver::finish(check(in, out, s));
+    beaver_guard::fill_uniform_device(own.ptr, n, args.seed + 1000003ull * round);
+    return beaver::finish(check(own.ptr, out, s));
 }
 
 }  // namespace transpose_harness
