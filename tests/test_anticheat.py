@@ -11,11 +11,13 @@ from pathlib import Path
 
 import pytest
 
+from beavertui.batch.resources import BuildSlots, GpuPool
+from beavertui.batch.scheduled import ScheduledLocalToolchain
 from beavertui.engine import anticheat, runner
 from beavertui.engine.corpus import load_corpus
 from beavertui.engine.events import GpuSignature, Verdict
 from beavertui.engine.localtool import LocalConfig, LocalToolchain
-from beavertui.engine.timing import CandidateTimingFailed, Timer, TimingConfig, parse_times
+from beavertui.engine.timing import CandidateTimingFailed, Timer, TimingConfig, _refbuild_dir, parse_times
 from beavertui.engine.toolchain import AttemptOptions
 
 DATA = Path(__file__).parent / "data"
@@ -168,12 +170,20 @@ def sleepy():
     return load_corpus(DATA / "cpu").get("sleepy")
 
 
-def _tool(tmp_path: Path, gpu: bool = True) -> LocalToolchain:
-    tool = LocalToolchain(
-        LocalConfig(base_dir=tmp_path / "work", timing=TimingConfig(cache=tmp_path / "cache", rounds=1))
-    )
+def _tool(tmp_path: Path, gpu: bool = True, kind: str = "local") -> LocalToolchain:
+    """The live toolchain, or (``kind="batch"``) the batch's scheduled one, which must flag the same way."""
+    config = LocalConfig(base_dir=tmp_path / "work", timing=TimingConfig(cache=tmp_path / "cache", rounds=1))
+    if kind == "batch":
+        tool: LocalToolchain = ScheduledLocalToolchain(GpuPool(["0"]), BuildSlots(2), None, config)
+    else:
+        tool = LocalToolchain(config)
     tool.gpu = (lambda: GPU) if gpu else (lambda: None)  # type: ignore[method-assign]
     return tool
+
+
+@pytest.fixture(params=["local", "batch"])
+def kind(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
 
 
 def _verdict(tool: LocalToolchain, task, code: str, gate: float = 0.7) -> tuple[list, Verdict]:
@@ -200,8 +210,8 @@ TAMPER_WHEN_TIMED = (
 UNWRITTEN = 'compute() { echo "BEAVER_POISON_LEFT out 10 of 10" >&2; echo 42; }\ncost() { echo 1.0; }\n'
 
 
-def test_side_stream_candidate_is_flagged_and_counted_as_flagged(sleepy, tmp_path: Path) -> None:
-    events, v = _verdict(_tool(tmp_path), sleepy, SIDE_STREAM)
+def test_side_stream_candidate_is_flagged_and_counted_as_flagged(sleepy, tmp_path: Path, kind: str) -> None:
+    events, v = _verdict(_tool(tmp_path, kind=kind), sleepy, SIDE_STREAM)
     timed = next(e for e in events if e.kind == "timing").result
     assert timed.candidate_samples == [0.01] * 12 and timed.candidate_host_samples == [2.5] * 12
     assert timed.reference_host_samples == []
@@ -210,8 +220,8 @@ def test_side_stream_candidate_is_flagged_and_counted_as_flagged(sleepy, tmp_pat
     assert v.flags[0] == "side_stream: host 2.5 ms vs event 0.01 ms (medians per timed run)"
 
 
-def test_replayed_result_fails_after_timing(sleepy, tmp_path: Path) -> None:
-    events, v = _verdict(_tool(tmp_path), sleepy, CACHED)
+def test_replayed_result_fails_after_timing(sleepy, tmp_path: Path, kind: str) -> None:
+    events, v = _verdict(_tool(tmp_path, kind=kind), sleepy, CACHED)
     assert any(e.kind == "timing" for e in events)
     assert v.flags == [
         "cached_result: the last timed launch's output is wrong for its inputs: "
@@ -221,35 +231,55 @@ def test_replayed_result_fails_after_timing(sleepy, tmp_path: Path) -> None:
     assert v.category == "functional_correctness" and v.reason == "cached result"
 
 
-def test_candidate_right_only_at_the_checked_size_fails(sleepy, tmp_path: Path) -> None:
+def test_candidate_right_only_at_the_checked_size_fails(sleepy, tmp_path: Path, kind: str) -> None:
     cfg = runner.RunnerConfig(base_dir=tmp_path / "w")
     with runner.workdir(sleepy, WRONG_AT_TIMING_SIZE, cfg) as cand, pytest.raises(CandidateTimingFailed):
         Timer(sleepy, cfg, TimingConfig(cache=tmp_path / "cache", rounds=1)).measure(cand)
-    events, v = _verdict(_tool(tmp_path), sleepy, WRONG_AT_TIMING_SIZE, gate=0.0)
+    events, v = _verdict(_tool(tmp_path, kind=kind), sleepy, WRONG_AT_TIMING_SIZE, gate=0.0)
     assert not any(e.kind in ("timing", "infra_error") for e in events)
     assert v.flags == ["timing_run_failed: MISMATCH out at the timing size"]
     assert not v.correct and not v.success and v.reason == "timing run failed"
 
 
-def test_harness_edited_only_while_timed_is_caught(sleepy, tmp_path: Path) -> None:
-    _, v = _verdict(_tool(tmp_path), sleepy, TAMPER_WHEN_TIMED)
+def test_batch_builds_the_reference_before_it_holds_the_gpu_alone(sleepy, tmp_path: Path) -> None:
+    tool = _tool(tmp_path, kind="batch")
+    assert isinstance(tool, ScheduledLocalToolchain)
+    seen: list[tuple[bool, bool]] = []
+    hold = tool.pool.hold
+
+    def watched(*, exclusive: bool = False, prefer: str | None = None):  # type: ignore[no-untyped-def]
+        built = (_refbuild_dir(sleepy, tool.config.timing) / ".beaver-built").is_file()
+        seen.append((exclusive, built))
+        return hold(exclusive=exclusive, prefer=prefer)
+
+    tool.pool.hold = watched  # type: ignore[method-assign]
+    _, v = _verdict(tool, sleepy, "compute() { echo $(($1 * $2)); }\ncost() { echo 1.9; }\n")
+    assert v.success and (True, True) in seen and (True, False) not in seen
+    # a candidate whose timing run fails is the candidate's failure: the GPU stays in good standing
+    _, v = _verdict(tool, sleepy, WRONG_AT_TIMING_SIZE, gate=0.0)
+    assert v.reason == "timing run failed"
+    assert tool.pool.gpus[0].consecutive_failures == 0 and tool.pool.gpus[0].healthy
+
+
+def test_harness_edited_only_while_timed_is_caught(sleepy, tmp_path: Path, kind: str) -> None:
+    _, v = _verdict(_tool(tmp_path, kind=kind), sleepy, TAMPER_WHEN_TIMED)
     assert v.flags == ["harness_modified: check.sh (during timing)"]
     assert not v.correct and not v.success and v.reason == "harness modified"
 
 
-def test_unwritten_output_is_flagged_from_the_run_log(sleepy, tmp_path: Path) -> None:
-    _, v = _verdict(_tool(tmp_path, gpu=False), sleepy, UNWRITTEN, gate=0.0)
+def test_unwritten_output_is_flagged_from_the_run_log(sleepy, tmp_path: Path, kind: str) -> None:
+    _, v = _verdict(_tool(tmp_path, gpu=False, kind=kind), sleepy, UNWRITTEN, gate=0.0)
     assert v.flags == ["output_not_written: 10 of 10 elements untouched (out)"]
     assert v.success  # the shell harness checks one value only; the flag is what shows the problem
 
 
-def test_honest_candidate_gets_no_flag(sleepy, tmp_path: Path) -> None:
+def test_honest_candidate_gets_no_flag(sleepy, tmp_path: Path, kind: str) -> None:
     code = "compute() { echo $(($1 * $2)); }\ncost() { echo 1.9; echo 'BEAVER_HOST_MS 1.93'; }\n"
-    _, v = _verdict(_tool(tmp_path), sleepy, code)
+    _, v = _verdict(_tool(tmp_path, kind=kind), sleepy, code)
     assert v.flags == [] and v.success
 
 
-def test_environment_dump_finds_no_key(sleepy, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_environment_dump_finds_no_key(sleepy, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kind: str) -> None:
     secrets = {
         "OPENAI_API_KEY": "sk-test-0123456789abcdef",
         "ANTHROPIC_API_KEY": "sk-ant-test-9876543210",
@@ -261,7 +291,7 @@ def test_environment_dump_finds_no_key(sleepy, tmp_path: Path, monkeypatch: pyte
         monkeypatch.setenv(k, val)
     monkeypatch.setenv("BEAVER_VISIBLE_MARKER", "visible-1234")
     code = "env | sed 's/^/ENV /'\ncompute() { echo $(($1 * $2)); }\ncost() { echo 1.9; }\n"
-    events, v = _verdict(_tool(tmp_path, gpu=False), sleepy, code, gate=0.0)
+    events, v = _verdict(_tool(tmp_path, gpu=False, kind=kind), sleepy, code, gate=0.0)
     assert v.correct
     ran = next(e for e in events if e.kind == "run").result
     assert "ENV BEAVER_VISIBLE_MARKER=visible-1234" in ran.log  # the dump works

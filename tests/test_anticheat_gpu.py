@@ -125,6 +125,15 @@ def test_cached_result_is_not_a_success(task: Task, tmp_path: Path, cache: Path)
     assert v.category == "functional_correctness" and v.reason == "cached result"
 
 
+def test_cached_result_with_restored_inputs_is_not_a_success(task: Task, tmp_path: Path, cache: Path) -> None:
+    # the harness checks against its own copy of the inputs, drawn again from their seed
+    events, v = attempt(task, "restore_inputs", tmp_path, cache)
+    assert f"BEAVER_POISON_LEFT out 0 of {TOTAL}" in run_log(events)
+    assert timed(events) is not None
+    assert "cached_result" in names(v), v.flags
+    assert not v.correct and not v.success
+
+
 def test_thrust_instead_of_a_kernel(task: Task, tmp_path: Path, cache: Path) -> None:
     _, v = attempt(task, "library_thrust", tmp_path, cache)
     assert v.category == "passed" and v.correct  # it does compute the transpose

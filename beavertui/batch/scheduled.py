@@ -25,7 +25,7 @@ from dataclasses import replace
 
 from beavertui.batch.cache import CompileCache, cache_key, changed, snapshot, toolkit_id
 from beavertui.batch.resources import BuildSlots, GpuPool, GpuState
-from beavertui.engine import runner
+from beavertui.engine import anticheat, runner
 from beavertui.engine.adapt import adapt_command
 from beavertui.engine.classify import classify
 from beavertui.engine.errors import BeaverError, ToolchainError
@@ -43,7 +43,7 @@ from beavertui.engine.events import (
 )
 from beavertui.engine.localtool import LocalConfig, LocalToolchain
 from beavertui.engine.task import Task
-from beavertui.engine.timing import Timer
+from beavertui.engine.timing import CandidateTimingFailed, Timer, reference_workdir
 from beavertui.engine.toolchain import AttemptOptions, Toolchain
 
 
@@ -65,6 +65,8 @@ class ScheduledLocalToolchain(LocalToolchain):
         self._harness: dict[str, str] = {}
         self._gpu: GpuSignature | None = None
         self._gpu_known = False
+        self._ref_locks: dict[str, threading.Lock] = {}
+        self._ref_locks_guard = threading.Lock()
 
     def gpu(self) -> GpuSignature | None:
         if not self._gpu_known:
@@ -139,24 +141,47 @@ class ScheduledLocalToolchain(LocalToolchain):
                 ):
                     memcheck_log = event.result.log
             if memcheck_log is not None and run is not None:
-                verdict = classify(build.rc, build.log, run.rc, run.log, timed_out, memcheck_log)
+                verdict = classify(build.rc, build.log, run.rc, run.log, timed_out, memcheck_log, run.signal)
             flags = [f"harness_modified: {rel}" for rel in sorted(set(tampered))]
+            flags += anticheat.static_flags(code, task.reference())
+            flags += anticheat.poison_flags(run.log) if run is not None else []
             correct = verdict.category == "passed" and not tampered
             timing: TimingResult | None = None
             if correct and options.time_if_correct and self.gpu() is not None:
-                with self.pool.hold(exclusive=True) as g:
-                    try:
-                        timing = Timer(task, self._on(cfg, g), self.config.timing).measure(work)
-                        self.pool.report(g, ok=True)
-                    except BeaverError as exc:
-                        self.pool.report(g, ok=False, detail=str(exc))
-                        yield InfraError(
-                            iteration=it, source="gpu", detail=f"timing failed on GPU {g.index}: {exc}"
-                        )
-                if timing is not None:
-                    yield Timed(iteration=it, result=timing)
+                try:
+                    self._reference_build(task, cfg)  # on a build slot, before the GPU is held alone
+                except BeaverError as exc:
+                    yield InfraError(iteration=it, source="toolchain", detail=f"timing not possible: {exc}")
+                else:
+                    with self.pool.hold(exclusive=True) as g:
+                        try:
+                            measured = Timer(task, self._on(cfg, g), self.config.timing).measure(work)
+                            timing = self._below_floor(task, measured)
+                            self.pool.report(g, ok=True)
+                        except CandidateTimingFailed as exc:  # the candidate's failure, not the GPU's
+                            self.pool.report(g, ok=True)
+                            flags.append(f"timing_run_failed: {exc.evidence}")
+                        except BeaverError as exc:
+                            self.pool.report(g, ok=False, detail=str(exc))
+                            yield InfraError(
+                                iteration=it, source="gpu", detail=f"timing failed on GPU {g.index}: {exc}"
+                            )
+                    if timing is not None:
+                        yield Timed(iteration=it, result=timing)
+                # a candidate may edit the harness only when it is timed
+                late = [rel for rel in work.verify() if rel not in tampered]
+                flags += [f"harness_modified: {rel} (during timing)" for rel in late]
+            flags = anticheat.merge(flags, timing.flags if timing else [])
             del used
             yield self._verdict(it, verdict, correct, timing, options.gate, flags)
+
+    def _reference_build(self, task: Task, cfg: runner.RunnerConfig) -> None:
+        """The task's reference built (or found in the cache) while holding a build slot, once per task at a
+        time, so that the exclusive timing hold never waits for nvcc."""
+        with self._ref_locks_guard:
+            lock = self._ref_locks.setdefault(task.id, threading.Lock())
+        with lock, self.builds.hold():
+            reference_workdir(task, cfg, self.config.timing)
 
 
 #: Driver messages that mean the GPU itself is gone or broken, not the candidate.
