@@ -279,7 +279,9 @@ def test_honest_candidate_gets_no_flag(sleepy, tmp_path: Path, kind: str) -> Non
     assert v.flags == [] and v.success
 
 
-def test_environment_dump_finds_no_key(sleepy, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kind: str) -> None:
+def test_environment_dump_finds_no_key(
+    sleepy, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kind: str
+) -> None:
     secrets = {
         "OPENAI_API_KEY": "sk-test-0123456789abcdef",
         "ANTHROPIC_API_KEY": "sk-ant-test-9876543210",
