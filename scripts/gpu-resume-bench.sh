@@ -3,7 +3,7 @@
 # lane A (GPU 0): the adversarial GPU tests, then naive vs scheduled on a subset (bench/batch_gpu_bench.py
 # --phases subset); lane B (GPU 1): `beavertui batch --resume` of a run directory carried in (RUN, a batch
 # cut on another machine), then its session checks and `beavertui metrics`.
-#   RUN=.gpu-carry/sched bash scripts/gpu-resume-bench.sh [TOTAL_SECONDS]
+#   RUN=.gpu-carry/sched [TESTS=0] [JOBS=N] [NAIVE=N] bash scripts/gpu-resume-bench.sh [TOTAL_SECONDS]
 set -uo pipefail
 cd "$(dirname "$0")/.."
 TOTAL=${1:-540}
@@ -21,9 +21,11 @@ export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1
 log "start: $(nvidia-smi -L | grep -c '^GPU ') GPU(s), $(nproc) cores"
 lane_a() {
   export CUDA_VISIBLE_DEVICES=0
-  timeout -k 5 150 python3 -m pytest -m gpu -p no:cacheprovider -o addopts="--strict-markers" -rA \
-    tests/test_anticheat_gpu.py >"$W/gpu-tests.log" 2>&1
-  log "gpu tests: $(tail -1 "$W/gpu-tests.log")"
+  if [ "${TESTS:-1}" = 1 ]; then
+    timeout -k 5 150 python3 -m pytest -m gpu -p no:cacheprovider -o addopts="--strict-markers" -rA \
+      tests/test_anticheat_gpu.py >"$W/gpu-tests.log" 2>&1
+    log "gpu tests: $(tail -1 "$W/gpu-tests.log")"
+  fi
   local b=$(($(left) - 15))
   timeout -k 10 "$b" python3 bench/batch_gpu_bench.py --out "$W/bench-subset" --tasks 40 --naive-tasks "${NAIVE:-6}" \
     --phases subset --budget-s $((b - 5)) >"$W/bench-subset.log" 2>&1
@@ -32,7 +34,7 @@ lane_a() {
 lane_b() {
   export CUDA_VISIBLE_DEVICES=1
   local t=$(date +%s)
-  timeout -k 10 $(($(left) - 40)) python3 -m beavertui batch --resume "$RUN" --quiet --cache "$W/cache-main" \
+  timeout -k 10 $(($(left) - 40)) python3 -m beavertui batch --resume "$RUN" --quiet --cache "$W/cache-main" ${JOBS:+--jobs $JOBS} \
     >"$W/resume.log" 2>&1
   log "resume: rc $? after $(($(date +%s) - t)) s"
   python3 - "$RUN" >"$W/resume-check.json" 2>&1 <<'PY'
