@@ -1,26 +1,33 @@
 """What was recorded on an H200 stays consistent with the code that reads it (no GPU needed).
 
 - the demo sessions (sessions/demo) show the behaviours they were written for;
-- the corpus validation (docs/data/h200-2026-11-30/validate.jsonl) and the baselines stored in the tasks agree;
+- the corpus validation (docs/data/h200-2026-11-30b/validate.jsonl: every task checked and timed) and the
+  baselines stored in the tasks agree, for the harness the corpus has now;
 - `beavertui metrics` over a batch run recorded on the H200 (tests/data/h200_batch_run: killed with SIGKILL,
-  resumed, then cut by the time limit) equals what the session files say when counted by hand.
+  resumed, then cut by the time limit) equals what the session files say when counted by hand;
+- the complete 40-task batch run (tests/data/h200_batch_run_40.tar.gz: SIGKILLed, resumed on a second
+  machine, cut, resumed on a third) has every session whole and its metrics agree with the sessions.
 """
 
 from __future__ import annotations
 
 import json
+import tarfile
 from pathlib import Path
 
 import pytest
 
 from beavertui.cli import main
+from beavertui.engine import runner
+from beavertui.engine.corpus import load_corpus
 from beavertui.engine.events import Sanitized, SessionEnd, Stalled, Verdict
 from beavertui.engine.session import read_session
 
 ROOT = Path(__file__).resolve().parents[1]
 DEMO = ROOT / "sessions" / "demo"
-VALIDATION = ROOT / "docs" / "data" / "h200-2026-11-30" / "validate.jsonl"
+VALIDATION = ROOT / "docs" / "data" / "h200-2026-11-30b" / "validate.jsonl"
 RUN = ROOT / "tests" / "data" / "h200_batch_run"
+FULL_RUN = ROOT / "tests" / "data" / "h200_batch_run_40.tar.gz"
 
 
 def demo(name: str) -> tuple[list[Verdict], SessionEnd, list[object]]:
@@ -71,9 +78,13 @@ def test_validation_and_stored_baselines_agree() -> None:
     timed = [r for r in rows if r["reference_ms"] is not None]
     assert all(r["valid"] and r["reference_category"] == "passed" and r["label_agrees"] for r in rows)
     assert all(r["reference_cv"] < 0.03 for r in timed)
+    assert len(rows) == len(timed) == 41  # every task checked and timed
     for r in timed:
         stored = ROOT / "corpus" / r["task_id"] / "baselines" / "nvidia_h200_sm_90_cuda_13_0.json"
-        assert json.loads(stored.read_text())["median_ms"] == pytest.approx(r["reference_ms"])
+        baseline = json.loads(stored.read_text())
+        assert baseline["median_ms"] == pytest.approx(r["reference_ms"])
+        task = load_corpus(ROOT / "corpus").get(r["task_id"])
+        assert baseline["harness_hash"] == runner.harness_hash(task)[: len(baseline["harness_hash"])]
     for r in rows:
         if r["label"] == "perf_broken" and r["broken_speedup"] is not None:
             assert r["broken_speedup"] < 0.7
@@ -90,3 +101,27 @@ def test_metrics_over_the_h200_batch_run_match_the_sessions(capsys: pytest.Captu
     assert group["n_tasks"] == len(by_task) == 12
     assert group["pass@k"] == pytest.approx(sum(any(v.success for v in vs) for vs in by_task.values()) / 12)
     assert group["pass@1"] == pytest.approx(sum(bool(vs) and vs[0].success for vs in by_task.values()) / 12)
+
+
+def test_the_complete_h200_batch_run_is_whole_and_its_metrics_agree(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with tarfile.open(FULL_RUN) as tar:
+        tar.extractall(tmp_path, filter="data")
+    run = tmp_path / "run"
+    by_task: dict[str, list[Verdict]] = {}
+    for path in sorted(run.rglob("*__s*.jsonl")):
+        header, events, problem = read_session(path)
+        assert problem is None and header is not None and header.gpu is not None
+        assert header.gpu.name == "NVIDIA H200"
+        assert path.read_text().count('"kind":"header"') == 1
+        verdicts = [e for e in events if isinstance(e, Verdict)]
+        assert [v.iteration for v in verdicts] == [1, 2, 3, 4, 5]  # each attempt once, in order
+        assert [e.kind for e in events].count("end") == 1 and isinstance(events[-1], SessionEnd)
+        by_task[header.task.id] = verdicts
+    assert len(by_task) == 40
+    assert main(["metrics", str(run), "--json"]) == 0
+    group = json.loads(capsys.readouterr().out)["groups"][0]
+    assert group["n_tasks"] == 40
+    assert group["pass@k"] == pytest.approx(sum(any(v.success for v in vs) for vs in by_task.values()) / 40)
+    assert group["pass@1"] == pytest.approx(sum(vs[0].success for vs in by_task.values()) / 40)
