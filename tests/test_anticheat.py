@@ -170,9 +170,11 @@ def sleepy():
     return load_corpus(DATA / "cpu").get("sleepy")
 
 
-def _tool(tmp_path: Path, gpu: bool = True, kind: str = "local") -> LocalToolchain:
+def _tool(tmp_path: Path, gpu: bool = True, kind: str = "local", rounds: int = 1) -> LocalToolchain:
     """The live toolchain, or (``kind="batch"``) the batch's scheduled one, which must flag the same way."""
-    config = LocalConfig(base_dir=tmp_path / "work", timing=TimingConfig(cache=tmp_path / "cache", rounds=1))
+    config = LocalConfig(
+        base_dir=tmp_path / "work", timing=TimingConfig(cache=tmp_path / "cache", rounds=rounds)
+    )
     if kind == "batch":
         tool: LocalToolchain = ScheduledLocalToolchain(GpuPool(["0"]), BuildSlots(2), None, config)
     else:
@@ -259,6 +261,34 @@ def test_batch_builds_the_reference_before_it_holds_the_gpu_alone(sleepy, tmp_pa
     _, v = _verdict(tool, sleepy, WRONG_AT_TIMING_SIZE, gate=0.0)
     assert v.reason == "timing run failed"
     assert tool.pool.gpus[0].consecutive_failures == 0 and tool.pool.gpus[0].healthy
+
+
+def _slow(cost: float) -> str:
+    return f"compute() {{ echo $(($1 * $2)); }}\ncost() {{ echo {cost}; }}\n"
+
+
+def test_timing_stops_after_one_round_only_far_below_the_gate(sleepy, tmp_path: Path) -> None:
+    cfg = runner.RunnerConfig(base_dir=tmp_path / "w")
+    tcfg = TimingConfig(cache=tmp_path / "cache", rounds=3)
+
+    def measure(cost: float, gate: float | None) -> tuple[object, int]:
+        with runner.workdir(sleepy, _slow(cost), cfg) as cand:
+            timer = Timer(sleepy, cfg, tcfg)
+            return timer.measure(cand, gate), len(timer.runs)
+
+    t, runs = measure(10.0, 0.7)  # the reference's cost is 2.0: 0.2x, below half the gate
+    assert runs == 2 and len(t.candidate_samples) == 12 and t.speedup == pytest.approx(0.2)  # type: ignore[attr-defined]
+    assert t.note.startswith("stopped after 1 of 3 rounds: 0.2x, below 0.35x")  # type: ignore[attr-defined]
+    t, runs = measure(5.0, 0.7)  # 0.4x: below the gate but not below half of it
+    assert runs == 6 and len(t.candidate_samples) == 36 and t.note is None  # type: ignore[attr-defined]
+    assert measure(10.0, None)[1] == 6  # no gate: every round
+
+
+def test_both_toolchains_stop_timing_a_degenerate_candidate_early(sleepy, tmp_path: Path, kind: str) -> None:
+    events, v = _verdict(_tool(tmp_path, kind=kind, rounds=3), sleepy, _slow(20.0))
+    timed = next(e for e in events if e.kind == "timing").result
+    assert len(timed.candidate_samples) == 12 and timed.note.startswith("stopped after 1 of 3 rounds")
+    assert v.correct and not v.success and v.reason == "below gate" and v.speedup == pytest.approx(0.1)
 
 
 def test_harness_edited_only_while_timed_is_caught(sleepy, tmp_path: Path, kind: str) -> None:

@@ -155,7 +155,9 @@ class ScheduledLocalToolchain(LocalToolchain):
                 else:
                     with self.pool.hold(exclusive=True) as g:
                         try:
-                            measured = Timer(task, self._on(cfg, g), self.config.timing).measure(work)
+                            measured = Timer(task, self._on(cfg, g), self.config.timing).measure(
+                                work, options.gate
+                            )
                             timing = self._below_floor(task, measured)
                             self.pool.report(g, ok=True)
                         except CandidateTimingFailed as exc:  # the candidate's failure, not the GPU's

@@ -108,7 +108,9 @@ class LocalToolchain:
             timing: TimingResult | None = None
             if correct and options.time_if_correct and self.gpu() is not None:
                 try:
-                    timing = self._below_floor(task, Timer(task, cfg, self.config.timing).measure(work))
+                    timing = self._below_floor(
+                        task, Timer(task, cfg, self.config.timing).measure(work, options.gate)
+                    )
                     yield Timed(iteration=it, result=timing)
                 except CandidateTimingFailed as exc:
                     flags.append(f"timing_run_failed: {exc.evidence}")

@@ -193,6 +193,8 @@ class Timer:
         self._lib: Path | None = None
         self.runs: list[tuple[str, StageResult]] = []
         """Every benchmark run of the latest measure(): (``reference`` or ``candidate``, its stage result)."""
+        self.stopped_early: str | None = None
+        """Why the latest measure() stopped after its first round, or None."""
 
     # ------------------------------------------------------------------ samplers
 
@@ -241,12 +243,23 @@ class Timer:
     def _sampler(self) -> Sampler:
         return {"beaver_time_ms": self._contract, "cupti": self._cupti, "ncu": self._ncu}[self.method]
 
-    def _interleaved(self, ref: runner.WorkDir, cand: runner.WorkDir) -> tuple[list[float], list[float]]:
+    def _interleaved(
+        self, ref: runner.WorkDir, cand: runner.WorkDir, stop_below: float | None = None
+    ) -> tuple[list[float], list[float]]:
         sample = self._sampler()
         rounds = self.tcfg.rounds if self.method == "beaver_time_ms" else self.tcfg.process_runs
         r_all: list[float] = []
         c_all: list[float] = []
-        for _ in range(rounds):
+        self.stopped_early = None
+        for done in range(rounds):
+            if done == 1 and stop_below is not None and self.method == "beaver_time_ms" and r_all and c_all:
+                (rm, rcv), (cm, ccv) = stats(r_all), stats(c_all)
+                if cm > 0 and rm / cm < stop_below and max(rcv, ccv) <= CV_LIMIT:
+                    self.stopped_early = (
+                        f"stopped after 1 of {rounds} rounds: {rm / cm:.3g}x, below {stop_below:.3g}x "
+                        "(half the gate), with both CVs under 3%"
+                    )
+                    break
             for work, acc, who in ((ref, r_all, "reference"), (cand, c_all, "candidate")):
                 got, res = sample(work)
                 if not got:
@@ -265,18 +278,22 @@ class Timer:
                 self.runs.append((who, res))
         return r_all, c_all
 
-    def measure(self, cand: runner.WorkDir) -> TimingResult:
-        """Interleaved timing; re-measured once when either CV is above 3%."""
+    def measure(self, cand: runner.WorkDir, gate: float | None = None) -> TimingResult:
+        """Interleaved timing; re-measured once when either CV is above 3%. With a ``gate``, a candidate whose
+        first (reference, candidate) round is below half the gate, both CVs under 3%, is not timed further:
+        the remaining rounds cannot bring it near the gate, and a degenerate candidate (often hundreds of
+        times slower) would otherwise hold the GPU for every round. The result's note says so."""
         ref = reference_workdir(self.task, self.config, self.tcfg)
         self.runs = []
+        stop_below = gate / 2 if gate else None
         try:
-            r, c = self._interleaved(ref, cand)
+            r, c = self._interleaved(ref, cand, stop_below)
         except BeaverError:
             if self.method != "cupti" or self.tcfg.method is not None or shutil.which("ncu") is None:
                 raise
             self.method = "ncu"
             r, c = self._interleaved(ref, cand)
-        note = None
+        note = self.stopped_early
         (rm, rcv), (cm, ccv) = stats(r), stats(c)
         first = len(self.runs)
         if max(rcv, ccv) > CV_LIMIT:
