@@ -25,7 +25,7 @@ from dataclasses import replace
 
 from beavertui.batch.cache import CompileCache, cache_key, changed, snapshot, toolkit_id
 from beavertui.batch.resources import BuildSlots, GpuPool, GpuState
-from beavertui.engine import anticheat, runner
+from beavertui.engine import runner
 from beavertui.engine.adapt import adapt_command
 from beavertui.engine.classify import classify
 from beavertui.engine.errors import BeaverError, ToolchainError
@@ -37,7 +37,6 @@ from beavertui.engine.events import (
     Ran,
     Sanitized,
     StageResult,
-    Timed,
     TimingResult,
     Verdict,
 )
@@ -142,40 +141,29 @@ class ScheduledLocalToolchain(LocalToolchain):
                     memcheck_log = event.result.log
             if memcheck_log is not None and run is not None:
                 verdict = classify(build.rc, build.log, run.rc, run.log, timed_out, memcheck_log, run.signal)
-            flags = [f"harness_modified: {rel}" for rel in sorted(set(tampered))]
-            flags += anticheat.static_flags(code, task.reference())
-            flags += anticheat.poison_flags(run.log) if run is not None else []
-            correct = verdict.category == "passed" and not tampered
-            timing: TimingResult | None = None
-            if correct and options.time_if_correct and self.gpu() is not None:
-                try:
-                    self._reference_build(task, cfg)  # on a build slot, before the GPU is held alone
-                except BeaverError as exc:
-                    yield InfraError(iteration=it, source="toolchain", detail=f"timing not possible: {exc}")
-                else:
-                    with self.pool.hold(exclusive=True) as g:
-                        try:
-                            measured = Timer(task, self._on(cfg, g), self.config.timing).measure(
-                                work, options.gate
-                            )
-                            timing = self._below_floor(task, measured)
-                            self.pool.report(g, ok=True)
-                        except CandidateTimingFailed as exc:  # the candidate's failure, not the GPU's
-                            self.pool.report(g, ok=True)
-                            flags.append(f"timing_run_failed: {exc.evidence}")
-                        except BeaverError as exc:
-                            self.pool.report(g, ok=False, detail=str(exc))
-                            yield InfraError(
-                                iteration=it, source="gpu", detail=f"timing failed on GPU {g.index}: {exc}"
-                            )
-                    if timing is not None:
-                        yield Timed(iteration=it, result=timing)
-                # a candidate may edit the harness only when it is timed
-                late = [rel for rel in work.verify() if rel not in tampered]
-                flags += [f"harness_modified: {rel} (during timing)" for rel in late]
-            flags = anticheat.merge(flags, timing.flags if timing else [])
             del used
-            yield self._verdict(it, verdict, correct, timing, options.gate, flags)
+            yield from self._judge(task, code, work, cfg, options, verdict, run, tampered)
+
+    def _measure(
+        self, task: Task, work: runner.WorkDir, cfg: runner.RunnerConfig, options: AttemptOptions
+    ) -> TimingResult:
+        """The reference built first, on a build slot; then the timing with a GPU held alone. A GPU whose
+        timing fails for the machine's reasons is reported to the pool; a candidate's own failure is not."""
+        try:
+            self._reference_build(task, cfg)
+        except BeaverError as exc:
+            raise ToolchainError(f"the reference could not be built: {exc}", source="toolchain") from exc
+        with self.pool.hold(exclusive=True) as g:
+            try:
+                measured = Timer(task, self._on(cfg, g), self.config.timing).measure(work, options.gate)
+            except CandidateTimingFailed:
+                self.pool.report(g, ok=True)
+                raise
+            except BeaverError as exc:
+                self.pool.report(g, ok=False, detail=str(exc))
+                raise ToolchainError(f"on GPU {g.index}: {exc}", source="gpu") from exc
+            self.pool.report(g, ok=True)
+            return measured
 
     def _reference_build(self, task: Task, cfg: runner.RunnerConfig) -> None:
         """The task's reference built (or found in the cache) while holding a build slot, once per task at a

@@ -15,7 +15,7 @@ from pathlib import Path
 from beavertui.engine import anticheat, ceilings, runner, sanitizer
 from beavertui.engine.adapt import adapt_command
 from beavertui.engine.classify import Classification, classify
-from beavertui.engine.errors import BeaverError
+from beavertui.engine.errors import BeaverError, ToolchainError
 from beavertui.engine.events import (
     Built,
     Event,
@@ -101,26 +101,50 @@ class LocalToolchain:
                     memcheck_log = event.result.log
             if memcheck_log is not None and run is not None:
                 verdict = classify(build.rc, build.log, run.rc, run.log, timed_out, memcheck_log, run.signal)
-            flags = [f"harness_modified: {rel}" for rel in sorted(set(tampered))]
-            flags += anticheat.static_flags(code, task.reference())
-            flags += anticheat.poison_flags(run.log) if run is not None else []
-            correct = verdict.category == "passed" and not tampered
-            timing: TimingResult | None = None
-            if correct and options.time_if_correct and self.gpu() is not None:
-                try:
-                    timing = self._below_floor(
-                        task, Timer(task, cfg, self.config.timing).measure(work, options.gate)
-                    )
-                    yield Timed(iteration=it, result=timing)
-                except CandidateTimingFailed as exc:
-                    flags.append(f"timing_run_failed: {exc.evidence}")
-                except BeaverError as exc:
-                    yield InfraError(iteration=it, source="gpu", detail=f"timing failed: {exc}")
-                # a candidate may edit the harness only when it is timed
-                late = [rel for rel in work.verify() if rel not in tampered]
-                flags += [f"harness_modified: {rel} (during timing)" for rel in late]
-            flags = anticheat.merge(flags, timing.flags if timing else [])
-            yield self._verdict(it, verdict, correct, timing, options.gate, flags)
+            yield from self._judge(task, code, work, cfg, options, verdict, run, tampered)
+
+    def _judge(
+        self,
+        task: Task,
+        code: str,
+        work: runner.WorkDir,
+        cfg: runner.RunnerConfig,
+        options: AttemptOptions,
+        verdict: Classification,
+        run: StageResult | None,
+        tampered: list[str],
+    ) -> Iterator[Event]:
+        """After the run and the sanitizers: anti-cheat flags, the timing of a correct candidate, the verdict.
+        Shared by every local toolchain (the batch's scheduled one times through ``_measure``)."""
+        it = options.iteration
+        flags = [f"harness_modified: {rel}" for rel in sorted(set(tampered))]
+        flags += anticheat.static_flags(code, task.reference())
+        flags += anticheat.poison_flags(run.log) if run is not None else []
+        correct = verdict.category == "passed" and not tampered
+        timing: TimingResult | None = None
+        if correct and options.time_if_correct and self.gpu() is not None:
+            try:
+                timing = self._below_floor(task, self._measure(task, work, cfg, options))
+                yield Timed(iteration=it, result=timing)
+            except CandidateTimingFailed as exc:  # the candidate's failure, not the machine's
+                flags.append(f"timing_run_failed: {exc.evidence}")
+            except BeaverError as exc:
+                toolchain = isinstance(exc, ToolchainError) and exc.source == "toolchain"
+                yield InfraError(
+                    iteration=it, source="toolchain" if toolchain else "gpu", detail=f"timing failed: {exc}"
+                )
+            # a candidate may edit the harness only when it is timed
+            late = [rel for rel in work.verify() if rel not in tampered]
+            flags += [f"harness_modified: {rel} (during timing)" for rel in late]
+        flags = anticheat.merge(flags, timing.flags if timing else [])
+        yield self._verdict(it, verdict, correct, timing, options.gate, flags)
+
+    def _measure(
+        self, task: Task, work: runner.WorkDir, cfg: runner.RunnerConfig, options: AttemptOptions
+    ) -> TimingResult:
+        """Interleaved timing of a correct candidate against the reference (raises CandidateTimingFailed
+        for the candidate's own failure, another BeaverError for the machine's)."""
+        return Timer(task, cfg, self.config.timing).measure(work, options.gate)
 
     def _below_floor(self, task: Task, t: TimingResult) -> TimingResult:
         """Mark a candidate faster than this GPU's measured floor for the task's work as implausible."""
