@@ -121,7 +121,7 @@ class BrowserScreen(Screen[None]):
     def on_mount(self) -> None:
         self.query_one("#sessions", VirtualTable).focus()
         self._status()
-        self._read_all()
+        self.call_after_refresh(self._read_all)  # the empty screen paints before reading competes for the GIL
         if self._watch:
             self._watch_folder()
 
