@@ -154,19 +154,24 @@ class SleepToolchain:
     def gpu(self) -> None:
         return None
 
+    def _build(self, task_id: str, key: str, seconds: float) -> bool:
+        """A build slot held for the build's time, or nothing with a cache hit; True on a hit."""
+        with self.builds.hold():
+            with self.lock:
+                hit = self.cache and (task_id, key) in self.built
+                self.hits += hit
+            if not hit:
+                time.sleep(seconds * self.scale)
+                with self.lock:
+                    self.built.add((task_id, key))
+        return hit
+
     def attempt(self, task: Task, code: str, options: AttemptOptions) -> Iterator[Event]:
         key = code_hash(code, task.language)
         st = self.stages[key]
         it = options.iteration
         time.sleep(self.model_s * self.scale)
-        with self.builds.hold():
-            with self.lock:
-                hit = self.cache and (task.id, key) in self.built
-                self.hits += hit
-            if not hit:
-                time.sleep(st["build"] * self.scale)
-                with self.lock:
-                    self.built.add((task.id, key))
+        hit = self._build(task.id, key, st["build"])
         ok_build = st["build_rc"] == 0
         yield Built(
             iteration=it, result=StageResult(stage="build", command="b", rc=0 if ok_build else 1, cached=hit)
@@ -357,14 +362,7 @@ class ReplayToolchain(SleepToolchain):
         it = options.iteration
         st = self.per_attempt[(self.names[task.id], it)]
         key = str(st["sha"])
-        with self.builds.hold():
-            with self.lock:
-                hit = self.cache and (task.id, key) in self.built
-                self.hits += hit
-            if not hit:
-                time.sleep(float(st["build"]) * self.scale)
-                with self.lock:
-                    self.built.add((task.id, key))
+        hit = self._build(task.id, key, float(st["build"]))
         yield Built(
             iteration=it, result=StageResult(stage="build", command="b", rc=int(st["build_rc"]), cached=hit)
         )

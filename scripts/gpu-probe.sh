@@ -6,20 +6,8 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 TOTAL=${1:-300}
-OUT=${OUT:-/tmp/beaver-out}
-W=$OUT/w
-mkdir -p "$W"
-T0=$(date +%s)
-log() { echo "[$(($(date +%s) - T0)) s] $*" | tee -a "$W/steps.log"; }
-if [ -d .whl ]; then
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
-    >"$W/pip.log" 2>&1 || log "wheel install failed"
-fi
-export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1
-nvidia-smi --query-gpu=index,name,persistence_mode,clocks.sm,clocks.mem,utilization.gpu --format=csv >"$W/gpus.csv" 2>&1
-NGPU=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ')
+. scripts/gpu-common.sh
 B=$((NGPU > 1 ? 1 : 0))
-log "start: $NGPU GPU(s), $(nproc) cores"
 lane_a() {
   [ -n "${VALIDATE:-}" ] || return 0
   args=()

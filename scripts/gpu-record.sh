@@ -17,21 +17,8 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 TOTAL=${1:-540}
-OUT=${OUT:-/tmp/beaver-out}
-W=$OUT/w
-mkdir -p "$W"
-T0=$(date +%s)
-log() { echo "[$(($(date +%s) - T0)) s] $*" | tee -a "$OUT/steps.log"; }
-left() { echo $((TOTAL - ($(date +%s) - T0))); }
-
-if [ -d .whl ]; then
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
-    >"$W/pip.log" 2>&1 || log "wheel install failed (see w/pip.log)"
-fi
-export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1
-nvidia-smi --query-gpu=index,name,compute_cap,driver_version,clocks.sm,clocks.mem --format=csv >"$W/gpus.csv" 2>&1
-NGPU=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ')
-log "start: $NGPU GPU(s), $(nproc) cores, $(nvcc --version | tail -1)"
+STEPS=${OUT:-/tmp/beaver-out}/steps.log
+. scripts/gpu-common.sh
 
 preflight() {  # a reference built and run inside the full stage sandbox; without namespaces if that fails
   timeout -k 5 120 python3 -m beavertui check transpose_00 --reference --no-timing --json >"$W/preflight.jsonl" 2>&1

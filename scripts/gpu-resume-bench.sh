@@ -7,18 +7,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 TOTAL=${1:-540}
-OUT=${OUT:-/tmp/beaver-out}
-W=$OUT/w
-mkdir -p "$W"
-T0=$(date +%s)
-log() { echo "[$(($(date +%s) - T0)) s] $*" | tee -a "$W/steps.log"; }
-left() { echo $((TOTAL - ($(date +%s) - T0))); }
-if [ -d .whl ]; then
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
-    >"$W/pip.log" 2>&1 || log "wheel install failed"
-fi
-export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1
-log "start: $(nvidia-smi -L | grep -c '^GPU ') GPU(s), $(nproc) cores"
+. scripts/gpu-common.sh
 lane_a() {
   export CUDA_VISIBLE_DEVICES=0
   if [ "${TESTS:-1}" = 1 ]; then

@@ -1,0 +1,20 @@
+# Sourced (from the repository root) by the GPU scripts, after they set TOTAL (seconds they may take):
+# logs under $OUT/w, log() with seconds since start (to $STEPS, default $OUT/w/steps.log), left() seconds
+# left of TOTAL, the wheels carried in .whl/ installed into /tmp/site (the GPU machine has no package
+# index; made by shared/tools/gpu-wheels.sh), the GPU list in w/gpus.csv and NGPU.
+OUT=${OUT:-/tmp/beaver-out}
+W=$OUT/w
+mkdir -p "$W"
+STEPS=${STEPS:-$W/steps.log}
+T0=$(date +%s)
+log() { echo "[$(($(date +%s) - T0)) s] $*" | tee -a "$STEPS"; }
+left() { echo $((TOTAL - ($(date +%s) - T0))); }
+if [ -d .whl ]; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
+    >"$W/pip.log" 2>&1 || log "wheel install failed (see w/pip.log)"
+fi
+export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1
+nvidia-smi --query-gpu=index,name,compute_cap,driver_version,persistence_mode,clocks.sm,clocks.mem,utilization.gpu \
+  --format=csv >"$W/gpus.csv" 2>&1
+NGPU=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ')
+log "start: $NGPU GPU(s), $(nproc) cores, $(nvcc --version 2>/dev/null | tail -1)"
