@@ -340,8 +340,9 @@ def h200_stages(run: Path, profile: Path) -> tuple[list[str], dict[tuple[str, in
                 extra = ROUNDS * LAUNCHES * max(0.0, r.candidate_ms - r.reference_ms) / 1000
                 base = family_stage[tid.rsplit("_", 1)[0]]
                 st["timing"] = (base + extra) * (2 if r.note and "re-measured" in r.note else 1)
-                # the engine now stops after the first of 3 rounds below half the gate (0.35x here)
-                st["timing_early"] = float(st["timing"]) / ROUNDS if r.speedup < 0.35 else st["timing"]
+                # the engine now stops after the first of 3 rounds below half the gate
+                early = r.speedup < header.protocol.gate / 2
+                st["timing_early"] = float(st["timing"]) / ROUNDS if early else st["timing"]
     for (tid, _it), st in stages.items():
         if not st["build"] and st["sha"]:
             st["build"] = uncached.get((tid, str(st["sha"])), 0.0)

@@ -13,7 +13,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from contextlib import AbstractContextManager
+from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -119,7 +119,8 @@ def run_batch(
         manifest.gpus = [g.index for g in pool.gpus]
         write_manifest(run_dir, manifest)
         halt = pool.exhausted if stop is None else _Either(pool.exhausted, stop)
-        if args.quiet and display is None:
+        progress = nullcontext() if args.quiet and display is None else show(tracker, parallel)
+        with progress:
             run_local(
                 jobs,
                 tasks,
@@ -130,18 +131,6 @@ def run_batch(
                 tracker=tracker,
                 stop=halt,
             )
-        else:
-            with show(tracker, parallel):
-                run_local(
-                    jobs,
-                    tasks,
-                    toolchain,
-                    run_dir,
-                    parallel=parallel,
-                    retries=manifest.retries,
-                    tracker=tracker,
-                    stop=halt,
-                )
     wall = time.monotonic() - t0
     totals = tracker.totals()
     infra = read_infra(run_dir)

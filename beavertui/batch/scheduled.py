@@ -106,21 +106,16 @@ class ScheduledLocalToolchain(LocalToolchain):
             yield Built(iteration=it, result=build)
             tampered = work.note_build()
             run: StageResult | None = None
-            gpu_cfg = cfg
-            used: GpuState | None = None
             sanitized: list[Sanitized] = []
-            memcheck_log: str | None = None
-            timed_out = build.timed_out
-            verdict = classify(build.rc, build.log, None, "", timed_out)
+            verdict = classify(build.rc, build.log, None, "", build.timed_out)
             if build.rc == 0 and not build.timed_out:
                 with self.pool.hold() as g:
-                    used, gpu_cfg = g, self._on(cfg, g)
+                    gpu_cfg = self._on(cfg, g)
                     run = runner.test(work, gpu_cfg)
                     lost = _gpu_fault(run.log, gpu_cfg, self.probe)
                     if lost is None:
                         tampered += work.verify()
-                        timed_out = build.timed_out or run.timed_out
-                        verdict = classify(build.rc, build.log, run.rc, run.log, timed_out)
+                        verdict = classify(build.rc, build.log, run.rc, run.log, run.timed_out)
                         sanitized = list(self._sanitize(task, work, gpu_cfg, options, run, verdict))
                 self.pool.report(g, ok=lost is None, detail=lost or "")
                 if lost is not None:
@@ -131,18 +126,7 @@ class ScheduledLocalToolchain(LocalToolchain):
                 tampered += work.verify()
             if run is not None:
                 yield Ran(iteration=it, result=run)
-            for event in sanitized:
-                yield event
-                if (
-                    event.tool == "memcheck"
-                    and event.result.stage == "sanitize"
-                    and not event.result.timed_out
-                ):
-                    memcheck_log = event.result.log
-            if memcheck_log is not None and run is not None:
-                verdict = classify(build.rc, build.log, run.rc, run.log, timed_out, memcheck_log, run.signal)
-            del used
-            yield from self._judge(task, code, work, cfg, options, verdict, run, tampered)
+            yield from self._judge(task, code, work, cfg, options, build, run, verdict, sanitized, tampered)
 
     def _measure(
         self, task: Task, work: runner.WorkDir, cfg: runner.RunnerConfig, options: AttemptOptions

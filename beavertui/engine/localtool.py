@@ -8,7 +8,7 @@ sanitizer and timing together and adds nothing of its own beyond the verdict's r
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -90,18 +90,8 @@ class LocalToolchain:
             verdict = classify(
                 build.rc, build.log, run.rc if run else None, run.log if run else "", timed_out
             )
-            memcheck_log: str | None = None
-            for event in self._sanitize(task, work, cfg, options, run, verdict):
-                yield event
-                if (
-                    event.tool == "memcheck"
-                    and event.result.stage == "sanitize"
-                    and not event.result.timed_out
-                ):
-                    memcheck_log = event.result.log
-            if memcheck_log is not None and run is not None:
-                verdict = classify(build.rc, build.log, run.rc, run.log, timed_out, memcheck_log, run.signal)
-            yield from self._judge(task, code, work, cfg, options, verdict, run, tampered)
+            sanitized = self._sanitize(task, work, cfg, options, run, verdict)
+            yield from self._judge(task, code, work, cfg, options, build, run, verdict, sanitized, tampered)
 
     def _judge(
         self,
@@ -110,13 +100,24 @@ class LocalToolchain:
         work: runner.WorkDir,
         cfg: runner.RunnerConfig,
         options: AttemptOptions,
-        verdict: Classification,
+        build: StageResult,
         run: StageResult | None,
+        verdict: Classification,
+        sanitized: Iterable[Sanitized],
         tampered: list[str],
     ) -> Iterator[Event]:
-        """After the run and the sanitizers: anti-cheat flags, the timing of a correct candidate, the verdict.
-        Shared by every local toolchain (the batch's scheduled one times through ``_measure``)."""
+        """After the run: the sanitizer events (a memcheck record can change the category), anti-cheat
+        flags, the timing of a correct candidate, the verdict. Shared by every local toolchain (the batch's
+        scheduled one runs the sanitizers on its GPU and times through ``_measure``)."""
         it = options.iteration
+        memcheck_log: str | None = None
+        for event in sanitized:
+            yield event
+            if event.tool == "memcheck" and event.result.stage == "sanitize" and not event.result.timed_out:
+                memcheck_log = event.result.log
+        if memcheck_log is not None and run is not None:
+            timed_out = build.timed_out or run.timed_out
+            verdict = classify(build.rc, build.log, run.rc, run.log, timed_out, memcheck_log, run.signal)
         flags = [f"harness_modified: {rel}" for rel in sorted(set(tampered))]
         flags += anticheat.static_flags(code, task.reference())
         flags += anticheat.poison_flags(run.log) if run is not None else []
