@@ -14,7 +14,7 @@ from rich.console import Console
 from rich.status import Status
 from rich.text import Text
 
-from beavertui.engine.events import (
+from beavertui.engine.session.events import (
     Built,
     Candidate,
     Event,

@@ -42,13 +42,13 @@ from beavertui.batch.protocol_file import ModelSpec  # noqa: E402
 from beavertui.batch.resources import BuildSlots, GpuPool  # noqa: E402
 from beavertui.batch.rundir import ProtocolEntry, RunManifest  # noqa: E402
 from beavertui.batch.scheduler import Tracker, plan, run_local  # noqa: E402
-from beavertui.engine.corpus import load_corpus  # noqa: E402
-from beavertui.engine.events import Built, Event, Ran, StageResult, Timed, TimingResult, Verdict  # noqa: E402
-from beavertui.engine.protocol import Protocol, StagnationSettings  # noqa: E402
-from beavertui.engine.recorded import RecordedToolchain  # noqa: E402
-from beavertui.engine.stagnation import code_hash  # noqa: E402
-from beavertui.engine.task import Task  # noqa: E402
-from beavertui.engine.toolchain import AttemptOptions  # noqa: E402
+from beavertui.engine.corpus.load import load_corpus  # noqa: E402
+from beavertui.engine.corpus.task import Task  # noqa: E402
+from beavertui.engine.loop.stagnation import code_hash  # noqa: E402
+from beavertui.engine.session.events import Built, Event, Ran, StageResult, Timed, TimingResult, Verdict  # noqa: E402
+from beavertui.engine.session.protocol import Protocol, StagnationSettings  # noqa: E402
+from beavertui.engine.toolchain.base import AttemptOptions  # noqa: E402
+from beavertui.engine.toolchain.recorded import RecordedToolchain  # noqa: E402
 
 FIXTURE = ROOT / "tests" / "data" / "recorded"
 RECORDINGS = FIXTURE / "vec_scale.recordings.jsonl"
@@ -301,7 +301,7 @@ def h200_stages(run: Path, profile: Path) -> tuple[list[str], dict[tuple[str, in
     (a cached build is charged what the same candidate's uncached build took in that run), build rc, run and
     sanitizer time, and a timing-stage time: the profiled stage of the task's family (reference against
     itself, 6 sandboxed benchmark processes) plus what the candidate's slower launches add."""
-    from beavertui.engine.session import read_session
+    from beavertui.engine.session.store import read_session
 
     prof = json.loads(profile.read_text())["tasks"]
     family_stage = {t.rsplit("_", 1)[0]: r["stage"]["wall_s"] for t, r in prof.items() if "stage" in r}

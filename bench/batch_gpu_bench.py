@@ -49,7 +49,7 @@ def beaver(*args: str) -> list[str]:
 
 def runnable_tasks() -> list[str]:
     sys.path.insert(0, str(ROOT))
-    from beavertui.engine.corpus import default_corpus, load_corpus
+    from beavertui.engine.corpus.load import default_corpus, load_corpus
 
     corpus = load_corpus(default_corpus())
     return sorted(t.id for t in corpus.tasks if t.runnable)
@@ -141,7 +141,7 @@ class BusySampler:
 
 def session_stats(run_dir: Path) -> dict[str, Any]:
     """Consistency of every session and the harness overhead per attempt from the events' time stamps."""
-    from beavertui.engine.session import read_session
+    from beavertui.engine.session.store import read_session
 
     bad, attempts, overhead, stage, timing, sessions = [], 0, 0.0, 0.0, 0.0, 0
     walls, timings = 0.0, 0

@@ -69,10 +69,10 @@ def main() -> int:
     a = ap.parse_args()
     from concurrent.futures import ThreadPoolExecutor
 
-    from beavertui.engine import runner
-    from beavertui.engine.corpus import default_corpus, load_corpus
-    from beavertui.engine.gpu import probe
-    from beavertui.engine.timing import Timer, TimingConfig, reference_workdir
+    from beavertui.engine.corpus.load import default_corpus, load_corpus
+    from beavertui.engine.host.gpu import probe
+    from beavertui.engine.timing.speedup import Timer, TimingConfig, reference_workdir
+    from beavertui.engine.toolchain import stages as runner
 
     t_start = time.perf_counter()
     machine = probe()

@@ -58,7 +58,7 @@ def stamp_frames(app: Any, probe: Callable[[], Any] = lambda: None) -> list[tupl
 
 
 async def _child_startup(path: str, t0: float) -> dict[str, float]:
-    from beavertui.engine.session import read_session
+    from beavertui.engine.session.store import read_session
     from beavertui.tui.app import BeaverApp
     from beavertui.tui.session_screen import SessionScreen
 
@@ -159,7 +159,7 @@ def spawn(kind: str, arg: str) -> dict[str, float]:
 
 async def steps(n: int) -> dict[str, float]:
     sys.path.insert(0, str(ROOT))
-    from beavertui.engine.session import read_session
+    from beavertui.engine.session.store import read_session
     from beavertui.tui.app import BeaverApp
     from beavertui.tui.panes import Pane
     from beavertui.tui.session_screen import SessionScreen
@@ -226,7 +226,7 @@ def generate(root: Path, n: int) -> None:
 
 async def screenshot(out: Path, session: Path, keys: list[str]) -> None:
     """Save an SVG of the session screen after pressing keys (the README's picture)."""
-    from beavertui.engine.session import read_session
+    from beavertui.engine.session.store import read_session
     from beavertui.tui.app import BeaverApp
     from beavertui.tui.session_screen import SessionScreen
 

@@ -20,11 +20,11 @@ from beavertui.engine.analysis.attribute_run import (
     failed_steps,
     run_attribution,
 )
-from beavertui.engine.events import Message, ModelInfo
 from beavertui.engine.models.base import Completion, DeltaCallback
-from beavertui.engine.protocol import Protocol
-from beavertui.engine.recorded import RecordedToolchain
-from beavertui.engine.session import load_session
+from beavertui.engine.session.events import Message, ModelInfo
+from beavertui.engine.session.protocol import Protocol
+from beavertui.engine.session.store import load_session
+from beavertui.engine.toolchain.recorded import RecordedToolchain
 from tests.test_analysis_branch import (
     MISMATCH,
     NAIVE,
@@ -183,9 +183,9 @@ def test_attribute_command_tables_and_errors(tmp_path: Path, capsys: pytest.Capt
 
 
 def test_feedback_filter_on_build_failures_and_slow_repairs() -> None:
-    from beavertui.engine.events import Built, Candidate, StageResult, Timed, TimingResult, Verdict
-    from beavertui.engine.prompts import feedback
-    from beavertui.engine.state import AttemptState
+    from beavertui.engine.loop.prompts import feedback
+    from beavertui.engine.session.events import Built, Candidate, StageResult, Timed, TimingResult, Verdict
+    from beavertui.engine.session.state import AttemptState
 
     log = 'solution.cu(7): error: identifier "tile" is undefined'
     broken = AttemptState(
@@ -221,9 +221,9 @@ def test_feedback_filter_on_build_failures_and_slow_repairs() -> None:
 @pytest.mark.gpu
 def test_attribution_run_on_the_gpu(tmp_path: Path) -> None:
     """One attribution run on a native task, built, run, sanitized and timed on this machine's GPU."""
-    from beavertui.engine.localtool import LocalToolchain  # type: ignore[import-not-found,unused-ignore]
-    from beavertui.engine.loop import run_session
+    from beavertui.engine.loop.run import run_session
     from beavertui.engine.models.scripted import ScriptedModel
+    from beavertui.engine.toolchain.local import LocalToolchain  # type: ignore[import-not-found,unused-ignore]
     from tests.test_analysis_branch import WRONG_A, write
 
     toolchain = LocalToolchain()
@@ -252,9 +252,9 @@ def test_attribution_run_on_the_gpu(tmp_path: Path) -> None:
 
 
 def test_attribution_from_a_step_where_the_parent_stagnated(tmp_path: Path) -> None:
-    from beavertui.engine.events import SessionEnd
-    from beavertui.engine.loop import run_session
+    from beavertui.engine.loop.run import run_session
     from beavertui.engine.models.scripted import ScriptedModel
+    from beavertui.engine.session.events import SessionEnd
     from tests.test_analysis_branch import WRONG_A, write
 
     parent = tmp_path / "stuck.jsonl"

@@ -7,8 +7,12 @@ from pathlib import Path
 import pytest
 
 from beavertui.engine.analysis.branch import BranchError, branch_session
-from beavertui.engine.corpus import load_corpus
-from beavertui.engine.events import (
+from beavertui.engine.corpus.load import load_corpus
+from beavertui.engine.corpus.task import Task
+from beavertui.engine.loop.run import run_session
+from beavertui.engine.loop.stagnation import code_hash
+from beavertui.engine.models.scripted import ScriptedModel
+from beavertui.engine.session.events import (
     Built,
     Event,
     Ran,
@@ -21,13 +25,9 @@ from beavertui.engine.events import (
     TimingResult,
     Verdict,
 )
-from beavertui.engine.loop import run_session
-from beavertui.engine.models.scripted import ScriptedModel
-from beavertui.engine.protocol import Protocol
-from beavertui.engine.recorded import RecordedToolchain
-from beavertui.engine.session import SessionWriter, load_session
-from beavertui.engine.stagnation import code_hash
-from beavertui.engine.task import Task
+from beavertui.engine.session.protocol import Protocol
+from beavertui.engine.session.store import SessionWriter, load_session
+from beavertui.engine.toolchain.recorded import RecordedToolchain
 from tests.conftest import gpu_present
 
 CORPUS = Path(__file__).parent / "data" / "analysis" / "corpus"

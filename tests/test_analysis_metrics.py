@@ -14,8 +14,8 @@ import pytest
 from beavertui.cli import main
 from beavertui.engine.analysis.degeneration import compare
 from beavertui.engine.analysis.edits import edit_score
-from beavertui.engine.session import read_session
-from beavertui.engine.state import fold
+from beavertui.engine.session.state import fold
+from beavertui.engine.session.store import read_session
 from tests.test_batch import batch, sessions
 
 

@@ -16,8 +16,8 @@ from beavertui.engine.analysis.report import (
     attribution_rows,
     summarize,
 )
-from beavertui.engine.events import Candidate, TaskRef, Verdict
-from beavertui.engine.state import AttemptState
+from beavertui.engine.session.events import Candidate, TaskRef, Verdict
+from beavertui.engine.session.state import AttemptState
 from tests.test_analysis_features import NAIVE, TILED
 
 BROKEN = TILED.replace("t < n / TILE", "t <= n / TILE")
@@ -122,10 +122,10 @@ def test_run_summary_over_session_files(tmp_path: Path) -> None:
     from beavertui.engine.analysis.branch import branch_session
     from beavertui.engine.analysis.edits import edit_score
     from beavertui.engine.analysis.report import group_key, run_summary
-    from beavertui.engine.loop import run_session
+    from beavertui.engine.loop.run import run_session
     from beavertui.engine.models.scripted import ScriptedModel
-    from beavertui.engine.protocol import Protocol
-    from beavertui.engine.recorded import RecordedToolchain
+    from beavertui.engine.session.protocol import Protocol
+    from beavertui.engine.toolchain.recorded import RecordedToolchain
     from tests import test_analysis_branch as tb
 
     protocol = Protocol(budget=3, gate=0.0)
@@ -167,8 +167,8 @@ def test_run_summary_over_session_files(tmp_path: Path) -> None:
 
 def test_run_summary_keys_match_the_metrics_groups(tmp_path: Path) -> None:
     from beavertui.engine.analysis.report import group_key, run_summary
-    from beavertui.engine.attempts import table_from_run
-    from beavertui.engine.metrics import compute_groups
+    from beavertui.engine.metrics.attempts import table_from_run
+    from beavertui.engine.metrics.compute import compute_groups
     from tests import test_analysis_branch as tb
 
     (tmp_path / "run").mkdir()
@@ -181,7 +181,7 @@ def test_run_summary_keys_match_the_metrics_groups(tmp_path: Path) -> None:
 def test_printed_serial_geometry_marks_a_repair_degenerate() -> None:
     from dataclasses import replace
 
-    from beavertui.engine.events import Ran, StageResult
+    from beavertui.engine.session.events import Ran, StageResult
 
     log = "launch grid=(1,1,1) block=(1,1,1)\nOK C: 1048576 elements\n"
     ran = Ran(iteration=2, result=StageResult(stage="run", command="./test.out", rc=0, log=log))

@@ -13,12 +13,19 @@ import pytest
 
 from beavertui.batch.resources import BuildSlots, GpuPool
 from beavertui.batch.scheduled import ScheduledLocalToolchain
-from beavertui.engine import anticheat, runner
-from beavertui.engine.corpus import load_corpus
-from beavertui.engine.events import GpuSignature, Verdict
-from beavertui.engine.localtool import LocalConfig, LocalToolchain
-from beavertui.engine.timing import CandidateTimingFailed, Timer, TimingConfig, _refbuild_dir, parse_times
-from beavertui.engine.toolchain import AttemptOptions
+from beavertui.engine.corpus.load import load_corpus
+from beavertui.engine.judge import anticheat
+from beavertui.engine.session.events import GpuSignature, Verdict
+from beavertui.engine.timing.speedup import (
+    CandidateTimingFailed,
+    Timer,
+    TimingConfig,
+    _refbuild_dir,
+    parse_times,
+)
+from beavertui.engine.toolchain import stages as runner
+from beavertui.engine.toolchain.base import AttemptOptions
+from beavertui.engine.toolchain.local import LocalConfig, LocalToolchain
 
 DATA = Path(__file__).parent / "data"
 CHEATS = DATA / "cheats"
@@ -333,7 +340,7 @@ def test_environment_dump_finds_no_key(
 
 
 def test_flagged_cheat_fixture_task_loads_with_the_corpus_harness() -> None:
-    from beavertui.engine.corpus import load_task
+    from beavertui.engine.corpus.load import load_task
 
     root = Path(__file__).resolve().parents[1] / "corpus"
     task = load_task(CHEATS / "transpose_small", root=root)
@@ -352,7 +359,7 @@ needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is no
 def test_cuda_cheats_caught_before_any_kernel_runs(tmp_path: Path) -> None:
     """tamper_run edits the harness from a static initializer (before main, so before the CUDA runtime is
     touched: it needs no GPU); library_cublas never builds under the task's command."""
-    from beavertui.engine.corpus import load_task
+    from beavertui.engine.corpus.load import load_task
 
     task = load_task(CHEATS / "transpose_small", root=Path(__file__).resolve().parents[1] / "corpus")
     tool = _tool(tmp_path, gpu=False)

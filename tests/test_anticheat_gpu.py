@@ -14,13 +14,13 @@ from pathlib import Path
 
 import pytest
 
-from beavertui.engine import anticheat
-from beavertui.engine.corpus import load_task
-from beavertui.engine.events import Event, Ran, Timed, Verdict
-from beavertui.engine.localtool import LocalConfig, LocalToolchain
-from beavertui.engine.task import Task
-from beavertui.engine.timing import TimingConfig
-from beavertui.engine.toolchain import AttemptOptions
+from beavertui.engine.corpus.load import load_task
+from beavertui.engine.corpus.task import Task
+from beavertui.engine.judge import anticheat
+from beavertui.engine.session.events import Event, Ran, Timed, Verdict
+from beavertui.engine.timing.speedup import TimingConfig
+from beavertui.engine.toolchain.base import AttemptOptions
+from beavertui.engine.toolchain.local import LocalConfig, LocalToolchain
 
 pytestmark = pytest.mark.gpu
 

@@ -10,12 +10,12 @@ from typing import Any
 
 import pytest
 
-from beavertui.engine.attempts import rows_of_session
-from beavertui.engine.events import Verdict
-from beavertui.engine.metrics import compute_groups
-from beavertui.engine.state import fold
-from beavertui.engine.table import from_rows
-from beavertui.engine.table_io import read_table, write_csv, write_jsonl
+from beavertui.engine.metrics.attempts import rows_of_session
+from beavertui.engine.metrics.compute import compute_groups
+from beavertui.engine.metrics.table import from_rows
+from beavertui.engine.metrics.table_io import read_table, write_csv, write_jsonl
+from beavertui.engine.session.events import Verdict
+from beavertui.engine.session.state import fold
 from beavertui.reports.tables import main_tables
 from tests.tui.sessions_data import quick_session
 

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from beavertui.cli import main
-from beavertui.engine import table_io
-from beavertui.engine.attempts import SourceModels, export_rows, load_source_models
-from beavertui.engine.table import from_rows
+from beavertui.engine.metrics import table_io
+from beavertui.engine.metrics.attempts import SourceModels, export_rows, load_source_models
+from beavertui.engine.metrics.table import from_rows
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = ROOT / "tests" / "data" / "recorded"

@@ -22,7 +22,7 @@ from beavertui.batch.rundir import read_infra, read_manifest
 from beavertui.batch.scheduler import Tracker, plan, run_local
 from beavertui.cli import main
 from beavertui.engine.errors import BeaverError, ToolchainError
-from beavertui.engine.session import read_session
+from beavertui.engine.session.store import read_session
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = ROOT / "tests" / "data" / "recorded"
@@ -156,7 +156,7 @@ class FlakyToolchain:
     """The recorded toolchain, but the first ``fail`` attempts raise an infrastructure error."""
 
     def __init__(self, fail: int) -> None:
-        from beavertui.engine.recorded import RecordedToolchain
+        from beavertui.engine.toolchain.recorded import RecordedToolchain
 
         self.inner = RecordedToolchain.load(RECORDINGS)
         self.fail = fail
@@ -174,8 +174,8 @@ class FlakyToolchain:
 def _one_job(tmp_path: Path, retries: int, fail: int) -> tuple[Path, object, list[dict[str, object]]]:
     from beavertui.batch.protocol_file import ModelSpec
     from beavertui.batch.rundir import ProtocolEntry, RunManifest
-    from beavertui.engine.corpus import load_corpus
-    from beavertui.engine.protocol import Protocol
+    from beavertui.engine.corpus.load import load_corpus
+    from beavertui.engine.session.protocol import Protocol
 
     manifest = RunManifest(
         run_id="f",
@@ -219,8 +219,8 @@ def test_infrastructure_failure_past_retries_is_recorded_and_excluded(tmp_path: 
     path, out, infra = _one_job(tmp_path, retries=0, fail=5)
     assert out.status == "ran" and not out.passed and out.stop_reason == "error"  # type: ignore[attr-defined]
     assert [r["retried"] for r in infra] == [False]
-    from beavertui.engine.attempts import table_from_run
-    from beavertui.engine.metrics import compute_groups
+    from beavertui.engine.metrics.attempts import table_from_run
+    from beavertui.engine.metrics.compute import compute_groups
 
     (g,) = compute_groups(table_from_run(path))
     assert g.n_infra_excluded == 1 and g.n_attempts == 0 and g.n_tasks == 0

@@ -12,11 +12,11 @@ import pytest
 from beavertui.batch.cache import CompileCache, cache_key
 from beavertui.batch.resources import BuildSlots, GpuPool
 from beavertui.batch.scheduled import ScheduledLocalToolchain
-from beavertui.engine.corpus import load_corpus
+from beavertui.engine.corpus.load import load_corpus
+from beavertui.engine.corpus.task import Task
 from beavertui.engine.errors import ToolchainError
-from beavertui.engine.events import Event
-from beavertui.engine.task import Task
-from beavertui.engine.toolchain import AttemptOptions
+from beavertui.engine.session.events import Event
+from beavertui.engine.toolchain.base import AttemptOptions
 
 CORPUS = Path(__file__).resolve().parents[1] / "tests" / "data" / "recorded"
 

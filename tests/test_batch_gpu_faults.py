@@ -21,10 +21,10 @@ import pytest
 from beavertui.batch.resources import BuildSlots, GpuPool
 from beavertui.batch.rundir import read_manifest
 from beavertui.batch.scheduled import GpuProbe, ScheduledLocalToolchain
-from beavertui.engine.corpus import load_corpus
+from beavertui.engine.corpus.load import load_corpus
 from beavertui.engine.errors import ToolchainError
-from beavertui.engine.session import read_session
-from beavertui.engine.toolchain import AttemptOptions
+from beavertui.engine.session.store import read_session
+from beavertui.engine.toolchain.base import AttemptOptions
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = ROOT / "tests" / "data" / "recorded"

@@ -29,9 +29,9 @@ from hypothesis import strategies as st
 from beavertui.batch.rundir import read_infra, read_manifest
 from beavertui.cli import main
 from beavertui.engine.errors import BeaverError
-from beavertui.engine.events import SessionEnd, Verdict
-from beavertui.engine.session import read_session
-from beavertui.engine.state import fold
+from beavertui.engine.session.events import SessionEnd, Verdict
+from beavertui.engine.session.state import fold
+from beavertui.engine.session.store import read_session
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = ROOT / "tests" / "data" / "recorded"

@@ -25,8 +25,8 @@ from pathlib import Path
 import pytest
 
 from beavertui.batch.cache import CompileCache
-from beavertui.engine.events import StageResult
-from beavertui.engine.session import read_session
+from beavertui.engine.session.events import StageResult
+from beavertui.engine.session.store import read_session
 from tests.test_batch_kill_resume import CORPUS, DEMO, RECORDED, attempts_of, flaky_script
 
 PY = [sys.executable, "-m", "beavertui", "batch"]

@@ -25,9 +25,9 @@ from typing import Any
 
 import pytest
 
-from beavertui.engine.categories import BUILD_STAGE, NATIVE_LABELS, label_agrees
-from beavertui.engine.classify import classify
-from beavertui.engine.corpus import load_corpus
+from beavertui.engine.corpus.load import load_corpus
+from beavertui.engine.judge.categories import BUILD_STAGE, NATIVE_LABELS, label_agrees
+from beavertui.engine.judge.classify import classify
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = ROOT / "corpus"

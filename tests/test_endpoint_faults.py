@@ -27,9 +27,9 @@ from typing import Any
 
 import pytest
 
-from beavertui.engine.events import Message
 from beavertui.engine.models.base import EndpointError
 from beavertui.engine.models.openai_model import OpenAIConfig, OpenAIModel
+from beavertui.engine.session.events import Message
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = ROOT / "tests" / "data" / "recorded"
@@ -281,7 +281,7 @@ BATCH_FAULTS = [
 
 
 def test_persistent_faults_in_a_batch_are_retried_counted_and_never_scored(tmp_path: Path) -> None:
-    from beavertui.engine.corpus import load_corpus
+    from beavertui.engine.corpus.load import load_corpus
 
     reference = load_corpus(CORPUS).get("vec_scale").reference()
     scripts: dict[str, list[tuple[str, Any]]] = {name: [FAULTS[name][0]] for name in BATCH_FAULTS}
@@ -325,7 +325,7 @@ def test_persistent_faults_in_a_batch_are_retried_counted_and_never_scored(tmp_p
     echoed = next((run / "echo_key").rglob("*.jsonl")).read_text()
     assert "invalid api key [redacted]" in echoed
     # in each faulty session: an infrastructure error from the endpoint, no verdict, never the key
-    from beavertui.engine.session import read_session
+    from beavertui.engine.session.store import read_session
 
     for name in BATCH_FAULTS:
         (path,) = (run / name).rglob("*.jsonl")
@@ -373,7 +373,7 @@ def test_a_ray_worker_redacts_the_key_before_a_line_leaves_it(
     from beavertui.batch.job import JobSpec
     from beavertui.batch.protocol_file import ModelSpec
     from beavertui.batch.ray_executor import remote_session
-    from beavertui.engine.protocol import Protocol
+    from beavertui.engine.session.protocol import Protocol
 
     key = 'sk-ray-"worker"-4242'
     monkeypatch.setenv("FAULT_TEST_KEY", key)

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from beavertui.engine.adapt import adapt_command, adapt_env
-from beavertui.engine.gpu import arch_family, parse_smi, signature_slug, tk_gpu
-from beavertui.engine.sanitizer import harness_runs_sanitizer, wrap
+from beavertui.engine.host.adapt import adapt_command, adapt_env
+from beavertui.engine.host.gpu import arch_family, parse_smi, signature_slug, tk_gpu
+from beavertui.engine.judge.sanitizer import harness_runs_sanitizer, wrap
 
 RELEASE = Path(__file__).parent / "data" / "release" / "data"
 PY = shlex.quote(sys.executable)

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from beavertui.engine.classify import classify, classify_record, normalise
-from beavertui.engine.sanitizer import error_count, parse_records
+from beavertui.engine.judge.classify import classify, classify_record, normalise
+from beavertui.engine.judge.sanitizer import error_count, parse_records
 
 LOGS = Path(__file__).parent / "data" / "logs" / "gpu_cases.jsonl"
 

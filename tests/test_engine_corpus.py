@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from beavertui.engine.corpus import corpus_root, load_corpus, runnable_here
-from beavertui.engine.events import GpuSignature
-from beavertui.engine.gpu import Machine
+from beavertui.engine.corpus.load import corpus_root, load_corpus, runnable_here
+from beavertui.engine.host.gpu import Machine
+from beavertui.engine.session.events import GpuSignature
 
 DATA = Path(__file__).parent / "data"
 H200 = GpuSignature(

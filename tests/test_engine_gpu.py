@@ -9,13 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from beavertui.engine.classify import classify
-from beavertui.engine.corpus import load_corpus, runnable_here
-from beavertui.engine.events import Built, Ran, Sanitized, Timed, Verdict
-from beavertui.engine.gpu import probe
-from beavertui.engine.localtool import LocalConfig, LocalToolchain
-from beavertui.engine.timing import TimingConfig
-from beavertui.engine.toolchain import AttemptOptions
+from beavertui.engine.corpus.load import load_corpus, runnable_here
+from beavertui.engine.host.gpu import probe
+from beavertui.engine.judge.classify import classify
+from beavertui.engine.session.events import Built, Ran, Sanitized, Timed, Verdict
+from beavertui.engine.timing.speedup import TimingConfig
+from beavertui.engine.toolchain.base import AttemptOptions
+from beavertui.engine.toolchain.local import LocalConfig, LocalToolchain
 
 pytestmark = pytest.mark.gpu
 DATA = Path(__file__).parent / "data"
@@ -188,8 +188,8 @@ def test_ncu_fallback_times_the_same_pair(release, tmp_path: Path) -> None:
 def test_validate_native_fixture_corpus(tmp_path: Path) -> None:
     import shutil
 
-    from beavertui.engine.ceilings import measure
-    from beavertui.engine.validate import validate
+    from beavertui.engine.corpus.validate import validate
+    from beavertui.engine.host.ceilings import measure
 
     root = tmp_path / "corpus"
     shutil.copytree(DATA / "native", root)

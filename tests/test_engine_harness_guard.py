@@ -11,9 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from beavertui.engine import isolation, runner, sandbox
-from beavertui.engine.corpus import load_corpus
+from beavertui.engine.corpus.load import load_corpus
 from beavertui.engine.errors import BeaverError
+from beavertui.engine.host import isolation, sandbox
+from beavertui.engine.toolchain import stages as runner
 
 DATA = Path(__file__).parent / "data"
 

@@ -22,8 +22,9 @@ from pathlib import Path
 
 import pytest
 
-from beavertui.engine import isolation, reaper, runner, sandbox
-from beavertui.engine.corpus import load_corpus
+from beavertui.engine.corpus.load import load_corpus
+from beavertui.engine.host import isolation, reaper, sandbox
+from beavertui.engine.toolchain import stages as runner
 
 FULL = sandbox.Limits()
 PLAN = isolation.plan_for(True, True, True)
@@ -167,7 +168,7 @@ def test_operator_switch_turns_namespaces_off_and_says_so(
 def test_unavailable_isolation_is_said_not_hidden(tmp_path: Path) -> None:
     """A caller whose PATH has no ``unshare`` gets no namespaces: each stage record and one warning say so."""
     code = (
-        "import logging, os, sys; logging.basicConfig(); from beavertui.engine import sandbox\n"
+        "import logging, os, sys; logging.basicConfig(); from beavertui.engine.host import sandbox\n"
         "for _ in range(2):\n"
         "    o = sandbox.run('echo ran', sys.argv[1], {'PATH': '/usr/bin:/bin'}, 10.0)\n"
         "    print(o.log.strip(), '|', o.sandbox)\n"
@@ -239,7 +240,7 @@ def test_a_killed_caller_takes_its_stage_with_it(tmp_path: Path) -> None:
         pytest.skip("setpriv has no --pdeathsig here (util-linux < 2.33)")
     m = _mark()
     code = (  # the marker is assembled at run time, so the caller's own command line does not hold it
-        "import os; from beavertui.engine import sandbox; "
+        "import os; from beavertui.engine.host import sandbox; "
         f"sandbox.run('sleep ' + {m!r} + ' & sleep ' + {m!r}, {str(tmp_path)!r}, os.environ, 60.0)"
     )
     before = set(_stage_cgroups())
@@ -336,7 +337,7 @@ def _probe_caller(tmp_path: Path, limits: str, setup: str = "") -> list[int]:
     """In a fresh caller started with an API key, run the /proc search as a stage; the two counts."""
     key = f"sk-beaver-{uuid.uuid4().hex}"
     code = (
-        f"import os, sys; from beavertui.engine import reaper, sandbox; {setup or 'pass'}; "
+        f"import os, sys; from beavertui.engine.host import reaper; from beavertui.engine.host import sandbox; {setup or 'pass'}; "
         f"o = sandbox.run({_READ_ALL.format(rev=key[::-1])!r}, sys.argv[1], sandbox.scrub_env(os.environ), 20.0, "
         f"sandbox.Limits({limits})); print(o.log)"
     )

@@ -6,12 +6,20 @@ from pathlib import Path
 
 import pytest
 
-from beavertui.engine import baselines, runner
-from beavertui.engine.corpus import load_corpus
-from beavertui.engine.events import Built, GpuSignature, Ran, Sanitized, Verdict
-from beavertui.engine.localtool import LocalConfig, LocalToolchain
-from beavertui.engine.timing import Timer, TimingConfig, parse_ncu_csv, parse_times, stats, timing_command
-from beavertui.engine.toolchain import AttemptOptions
+from beavertui.engine.corpus.load import load_corpus
+from beavertui.engine.session.events import Built, GpuSignature, Ran, Sanitized, Verdict
+from beavertui.engine.timing import baselines
+from beavertui.engine.timing.speedup import (
+    Timer,
+    TimingConfig,
+    parse_ncu_csv,
+    parse_times,
+    stats,
+    timing_command,
+)
+from beavertui.engine.toolchain import stages as runner
+from beavertui.engine.toolchain.base import AttemptOptions
+from beavertui.engine.toolchain.local import LocalConfig, LocalToolchain
 
 DATA = Path(__file__).parent / "data"
 
@@ -117,7 +125,7 @@ def test_candidate_faster_than_the_hardware_floor_is_flagged(tmp_path: Path) -> 
     import json
     import shutil
 
-    from beavertui.engine.ceilings import Ceilings
+    from beavertui.engine.host.ceilings import Ceilings
 
     root = tmp_path / "corpus"
     shutil.copytree(DATA / "cpu", root)

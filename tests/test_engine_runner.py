@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from beavertui.engine import runner
-from beavertui.engine.classify import classify
-from beavertui.engine.corpus import load_corpus
+from beavertui.engine.corpus.load import load_corpus
+from beavertui.engine.judge.classify import classify
+from beavertui.engine.toolchain import stages as runner
 
 DATA = Path(__file__).parent / "data"
 nvcc = pytest.mark.skipif(

@@ -9,7 +9,7 @@ import os
 import time
 from pathlib import Path
 
-from beavertui.engine import sandbox
+from beavertui.engine.host import sandbox
 
 
 def _alive(marker: str) -> list[int]:

@@ -6,13 +6,14 @@ import json
 import shutil
 from pathlib import Path
 
-from beavertui.engine import baselines, runner
-from beavertui.engine.corpus import load_corpus
-from beavertui.engine.events import GpuSignature
-from beavertui.engine.gpu import Machine
-from beavertui.engine.localtool import LocalConfig
-from beavertui.engine.timing import TimingConfig
-from beavertui.engine.validate import validate
+from beavertui.engine.corpus.load import load_corpus
+from beavertui.engine.corpus.validate import validate
+from beavertui.engine.host.gpu import Machine
+from beavertui.engine.session.events import GpuSignature
+from beavertui.engine.timing import baselines
+from beavertui.engine.timing.speedup import TimingConfig
+from beavertui.engine.toolchain import stages as runner
+from beavertui.engine.toolchain.local import LocalConfig
 
 DATA = Path(__file__).parent / "data"
 FAKE_GPU = GpuSignature(
@@ -44,7 +45,7 @@ def test_validate_reports_not_runnable_without_gpu() -> None:
 
 
 def test_validate_times_on_several_gpus_in_task_order(tmp_path: Path) -> None:
-    from beavertui.engine.validate import _PinnedToolchain
+    from beavertui.engine.corpus.validate import _PinnedToolchain
 
     root = tmp_path / "corpus"
     shutil.copytree(DATA / "cpu", root)

@@ -18,10 +18,10 @@ from pathlib import Path
 import pytest
 
 from beavertui.cli import main
-from beavertui.engine import runner
-from beavertui.engine.corpus import load_corpus
-from beavertui.engine.events import Sanitized, SessionEnd, Stalled, Verdict
-from beavertui.engine.session import read_session
+from beavertui.engine.corpus.load import load_corpus
+from beavertui.engine.session.events import Sanitized, SessionEnd, Stalled, Verdict
+from beavertui.engine.session.store import read_session
+from beavertui.engine.toolchain import stages as runner
 
 ROOT = Path(__file__).resolve().parents[1]
 DEMO = ROOT / "sessions" / "demo"

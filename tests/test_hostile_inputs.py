@@ -18,12 +18,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from beavertui.engine.classify import classify, classify_record
-from beavertui.engine.corpus import load_corpus
+from beavertui.engine.corpus.load import load_corpus
 from beavertui.engine.errors import BeaverError
-from beavertui.engine.extract import extract
-from beavertui.engine.session import peek, read_session
-from beavertui.engine.table_io import TableFormatError, read_table
+from beavertui.engine.judge.classify import classify, classify_record
+from beavertui.engine.loop.extract import extract
+from beavertui.engine.metrics.table_io import TableFormatError, read_table
+from beavertui.engine.session.store import peek, read_session
 
 ROOT = Path(__file__).resolve().parents[1]
 FAST = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -387,8 +387,8 @@ ANY_TEXT = st.text(alphabet=st.characters(codec=None, exclude_categories=()), ma
 def test_session_writer_takes_any_string_and_reads_back_valid_text(
     tmp_path_factory: pytest.TempPathFactory, content: str, detail: str
 ) -> None:
-    from beavertui.engine.events import InfraError, Reply
-    from beavertui.engine.session import SessionWriter
+    from beavertui.engine.session.events import InfraError, Reply
+    from beavertui.engine.session.store import SessionWriter
     from tests.test_session import make_header
 
     path = tmp_path_factory.mktemp("w") / "s.jsonl"
@@ -431,8 +431,8 @@ KEY_CHARS = st.sampled_from(list('abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRST
 def test_a_session_file_never_holds_the_key_whatever_surrounds_it(
     tmp_path_factory: pytest.TempPathFactory, key: str, before: str, after: str
 ) -> None:
-    from beavertui.engine.events import InfraError, Reply, SessionEnd
-    from beavertui.engine.session import SessionWriter
+    from beavertui.engine.session.events import InfraError, Reply, SessionEnd
+    from beavertui.engine.session.store import SessionWriter
     from tests.test_session import make_header
 
     path = tmp_path_factory.mktemp("k") / "s.jsonl"

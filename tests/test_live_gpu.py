@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 
 from beavertui.cli import main
-from beavertui.engine.corpus import load_corpus
-from beavertui.engine.events import Request, SessionEnd, Verdict
-from beavertui.engine.session import read_session
-from beavertui.engine.state import fold
+from beavertui.engine.corpus.load import load_corpus
+from beavertui.engine.session.events import Request, SessionEnd, Verdict
+from beavertui.engine.session.state import fold
+from beavertui.engine.session.store import read_session
 
 pytestmark = pytest.mark.gpu
 ROOT = Path(__file__).resolve().parents[1]

@@ -2,7 +2,7 @@
 
 Iteration 1 does not build (real nvcc), iteration 2 is correct but far below the 0.7x gate (one block),
 iteration 3 is a full-speed repair. With BEAVERTUI_RECORD_TO=FILE the real outcomes are also written as a
-recordings file (beavertui.engine.recorded) to replace the composed GPU stages of the test data.
+recordings file (beavertui.engine.toolchain.recorded) to replace the composed GPU stages of the test data.
 """
 
 from __future__ import annotations
@@ -12,21 +12,21 @@ from pathlib import Path
 
 import pytest
 
-from beavertui.engine.corpus import load_corpus
-from beavertui.engine.events import SessionEnd, Verdict
-from beavertui.engine.loop import run_session
+from beavertui.engine.corpus.load import load_corpus
+from beavertui.engine.loop.run import run_session
 from beavertui.engine.models.scripted import ScriptedModel
-from beavertui.engine.protocol import Protocol
-from beavertui.engine.session import SessionWriter, read_session
-from beavertui.engine.state import fold
+from beavertui.engine.session.events import SessionEnd, Verdict
+from beavertui.engine.session.protocol import Protocol
+from beavertui.engine.session.state import fold
+from beavertui.engine.session.store import SessionWriter, read_session
 
 DATA = Path(__file__).resolve().parent / "data" / "recorded"
 
 
 @pytest.mark.gpu
 def test_three_iteration_repair_on_the_gpu(tmp_path: Path) -> None:
-    from beavertui.engine.localtool import LocalToolchain
-    from beavertui.engine.recorded import RecordingToolchain
+    from beavertui.engine.toolchain.local import LocalToolchain
+    from beavertui.engine.toolchain.recorded import RecordingToolchain
 
     task = load_corpus(DATA, ["vec_scale"]).get("vec_scale")
     toolchain: object = LocalToolchain()

@@ -10,8 +10,8 @@ from conftest import gpu_present
 
 from beavertui.cli import main
 from beavertui.console import EventPrinter, event_line
-from beavertui.engine.events import InfraError, SessionEnd, Stalled, Verdict
-from beavertui.engine.session import read_session
+from beavertui.engine.session.events import InfraError, SessionEnd, Stalled, Verdict
+from beavertui.engine.session.store import read_session
 
 DATA = Path(__file__).resolve().parent / "data" / "recorded"
 RECORDED = f"recorded:{DATA / 'vec_scale.recordings.jsonl'}"

@@ -11,14 +11,14 @@ from test_loop_session import reply, toolchain, vec_scale_task
 from test_models_openai import ChatServer
 
 from beavertui.engine.errors import SessionFileError
-from beavertui.engine.events import Event, InfraError, Request, SessionEnd, SessionHeader, Verdict
-from beavertui.engine.loop import LoopControl, run_session
+from beavertui.engine.loop.run import LoopControl, run_session
 from beavertui.engine.models.openai_model import OpenAIConfig, OpenAIModel
 from beavertui.engine.models.replay import ReplayModel
 from beavertui.engine.models.scripted import ScriptedModel
-from beavertui.engine.protocol import Protocol
-from beavertui.engine.recorded import RecordedToolchain
-from beavertui.engine.session import SessionWriter, read_session
+from beavertui.engine.session.events import Event, InfraError, Request, SessionEnd, SessionHeader, Verdict
+from beavertui.engine.session.protocol import Protocol
+from beavertui.engine.session.store import SessionWriter, read_session
+from beavertui.engine.toolchain.recorded import RecordedToolchain
 
 
 def write(

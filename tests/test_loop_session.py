@@ -10,7 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from beavertui.engine.events import (
+from beavertui.engine.corpus.task import Task
+from beavertui.engine.loop.run import run_session
+from beavertui.engine.models.scripted import ScriptedModel, ScriptEntry
+from beavertui.engine.session.events import (
     Candidate,
     Event,
     InfraError,
@@ -22,12 +25,9 @@ from beavertui.engine.events import (
     Stalled,
     Verdict,
 )
-from beavertui.engine.loop import run_session
-from beavertui.engine.models.scripted import ScriptedModel, ScriptEntry
-from beavertui.engine.protocol import Protocol, StagnationSettings
-from beavertui.engine.recorded import RecordedToolchain
-from beavertui.engine.state import fold
-from beavertui.engine.task import Task
+from beavertui.engine.session.protocol import Protocol, StagnationSettings
+from beavertui.engine.session.state import fold
+from beavertui.engine.toolchain.recorded import RecordedToolchain
 
 DATA = Path(__file__).resolve().parent / "data" / "recorded"
 TASK_DIR = DATA / "vec_scale"

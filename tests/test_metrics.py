@@ -10,9 +10,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from beavertui.engine.across import kendall, swing
-from beavertui.engine.metrics import apply_source_models, compute_groups, pass_at_k_estimator
-from beavertui.engine.table import from_rows
+from beavertui.engine.metrics.compute import apply_source_models, compute_groups, pass_at_k_estimator
+from beavertui.engine.metrics.swing import kendall, swing
+from beavertui.engine.metrics.table import from_rows
 
 
 def proto(**kw: Any) -> dict[str, Any]:

@@ -10,7 +10,7 @@ import pytest
 from test_metrics import iterative_rows, proto
 
 from beavertui.cli import main
-from beavertui.engine import table_io
+from beavertui.engine.metrics import table_io
 
 
 @pytest.fixture

@@ -13,9 +13,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from beavertui.engine import table_fast, table_io
-from beavertui.engine.metrics import compute_groups
-from beavertui.engine.table import from_rows
+from beavertui.engine.metrics import table_fast, table_io
+from beavertui.engine.metrics.compute import compute_groups
+from beavertui.engine.metrics.table import from_rows
 
 
 def random_rows(n: int, seed: int = 3) -> list[dict[str, Any]]:

@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 
 from beavertui.engine.errors import BeaverError
-from beavertui.engine.events import Message
 from beavertui.engine.models.base import EndpointError, StopRequested
 from beavertui.engine.models.human import HumanModel
 from beavertui.engine.models.scripted import ScriptedModel, load_script
+from beavertui.engine.session.events import Message
 
 ASK = [Message(role="user", content="Your solution failed: out of bounds.")]
 

@@ -14,7 +14,6 @@ from typing import Any
 import pytest
 
 from beavertui.engine.errors import BeaverError
-from beavertui.engine.events import Message
 from beavertui.engine.models.base import EndpointError
 from beavertui.engine.models.openai_model import (
     OpenAIConfig,
@@ -22,6 +21,7 @@ from beavertui.engine.models.openai_model import (
     load_models_file,
     parse_retry_after,
 )
+from beavertui.engine.session.events import Message
 
 
 class ChatServer:

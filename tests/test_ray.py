@@ -18,10 +18,10 @@ from beavertui.batch.protocol_file import ModelSpec  # noqa: E402
 from beavertui.batch.ray_executor import run_ray  # noqa: E402
 from beavertui.batch.rundir import ProtocolEntry, RunManifest  # noqa: E402
 from beavertui.batch.scheduler import Tracker, plan, run_local  # noqa: E402
-from beavertui.engine.attempts import export_rows  # noqa: E402
-from beavertui.engine.corpus import load_corpus  # noqa: E402
-from beavertui.engine.protocol import Protocol  # noqa: E402
-from beavertui.engine.recorded import RecordedToolchain  # noqa: E402
+from beavertui.engine.corpus.load import load_corpus  # noqa: E402
+from beavertui.engine.metrics.attempts import export_rows  # noqa: E402
+from beavertui.engine.session.protocol import Protocol  # noqa: E402
+from beavertui.engine.toolchain.recorded import RecordedToolchain  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = ROOT / "tests" / "data" / "recorded"

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from beavertui.engine.errors import SessionFileError
-from beavertui.engine.events import (
+from beavertui.engine.session.events import (
     Message,
     ModelInfo,
     Reply,
@@ -20,8 +20,15 @@ from beavertui.engine.events import (
     TaskRef,
     Verdict,
 )
-from beavertui.engine.protocol import Protocol
-from beavertui.engine.session import SessionWriter, default_path, follow, load_session, peek, read_session
+from beavertui.engine.session.protocol import Protocol
+from beavertui.engine.session.store import (
+    SessionWriter,
+    default_path,
+    follow,
+    load_session,
+    peek,
+    read_session,
+)
 
 
 def make_header(session_id: str = "s1") -> SessionHeader:

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from beavertui.engine.events import Candidate, Event, ModelInfo, SessionHeader, TaskRef, Verdict
-from beavertui.engine.protocol import Protocol, StagnationSettings
-from beavertui.engine.stagnation import code_hash, detect, normalise
-from beavertui.engine.state import fold
+from beavertui.engine.loop.stagnation import code_hash, detect, normalise
+from beavertui.engine.session.events import Candidate, Event, ModelInfo, SessionHeader, TaskRef, Verdict
+from beavertui.engine.session.protocol import Protocol, StagnationSettings
+from beavertui.engine.session.state import fold
 
 HEADER = SessionHeader(
     session_id="t",

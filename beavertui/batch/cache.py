@@ -22,7 +22,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from beavertui.engine.events import StageResult
+from beavertui.engine.session.events import StageResult
 
 
 def cache_key(code: str, harness: str, build_command: str, toolkit: str) -> str:

@@ -23,10 +23,10 @@ from typing import Literal
 from beavertui.batch.protocol_file import ModelSpec
 from beavertui.batch.resources import NO_GPU_LEFT
 from beavertui.batch.rundir import TMP_SUFFIX, log_infra, read_infra, storage_error
-from beavertui.engine.events import Event, InfraError, SessionEnd, SessionHeader
-from beavertui.engine.protocol import Protocol
-from beavertui.engine.session import SessionWriter, read_session
-from beavertui.engine.state import fold
+from beavertui.engine.session.events import Event, InfraError, SessionEnd, SessionHeader
+from beavertui.engine.session.protocol import Protocol
+from beavertui.engine.session.state import fold
+from beavertui.engine.session.store import SessionWriter, read_session
 
 
 @dataclass(frozen=True)

@@ -15,11 +15,11 @@ from pathlib import Path
 from typing import Any
 
 from beavertui.batch.protocol_file import ModelSpec
+from beavertui.engine.corpus.task import Task
 from beavertui.engine.errors import BeaverError
-from beavertui.engine.events import Message, ModelInfo
 from beavertui.engine.models.base import Completion, DeltaCallback, Model
-from beavertui.engine.protocol import Protocol
-from beavertui.engine.task import Task
+from beavertui.engine.session.events import Message, ModelInfo
+from beavertui.engine.session.protocol import Protocol
 
 _LOCK = threading.Lock()
 _SEMAPHORES: dict[str, threading.BoundedSemaphore] = {}
@@ -62,7 +62,7 @@ class BoundedModel:
 
 def session_protocol(spec: ModelSpec, task: Task, protocol: Protocol) -> Protocol:
     """The protocol of one session: the self-source flag set when this model produced the broken start."""
-    from beavertui.engine.metrics import source_model_matches
+    from beavertui.engine.metrics.compute import source_model_matches
 
     if not protocol.self_source and (
         source_model_matches(spec.name, task.source_model)

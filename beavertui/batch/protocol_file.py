@@ -3,7 +3,7 @@
 ```toml
 name = "feedback"
 samples = 1                      # independent trajectories per (task, protocol, model)
-[protocol]                       # any field of beavertui.engine.protocol.Protocol
+[protocol]                       # any field of beavertui.engine.session.protocol.Protocol
 budget = 5
 gate = 0.7
 [sweep]                          # cross product of every listed axis
@@ -28,7 +28,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from beavertui.engine.errors import BeaverError
-from beavertui.engine.protocol import Protocol
+from beavertui.engine.session.protocol import Protocol
 
 #: Folder of the protocol files shipped with the package (``--protocol NAME`` finds them by name).
 BUNDLED_DIR = Path(__file__).resolve().parents[1] / "protocols"
@@ -81,7 +81,7 @@ class BatchFile(BaseModel):
     samples: int = Field(default=1, ge=1, le=1000)
     """Independent trajectories per (model, protocol, task)."""
     protocol: dict[str, Any] = Field(default_factory=dict)
-    """Base protocol: fields of beavertui.engine.protocol.Protocol."""
+    """Base protocol: fields of beavertui.engine.session.protocol.Protocol."""
     sweep: dict[str, list[Any]] = Field(default_factory=dict)
     """Axis -> values; the batch runs the cross product, every other field from ``protocol``."""
     models: list[ModelSpec] = Field(default_factory=list)

@@ -19,7 +19,7 @@ from beavertui.batch.job import JobOutcome, JobSpec, Prefix, drive
 from beavertui.batch.rundir import RunManifest
 from beavertui.batch.scheduler import Tracker
 from beavertui.engine.errors import BeaverError
-from beavertui.engine.events import LINE_ADAPTER, Event, SessionHeader
+from beavertui.engine.session.events import LINE_ADAPTER, Event, SessionHeader
 
 #: Per worker process: toolchain by spec (so the compile cache and baselines are reused across tasks).
 _TOOLCHAINS: dict[str, Any] = {}
@@ -37,7 +37,7 @@ def _worker_toolchain(spec: str) -> Any:
     from beavertui.batch.scheduled import ScheduledLocalToolchain
 
     if spec.startswith("recorded:"):
-        from beavertui.engine.recorded import RecordedToolchain
+        from beavertui.engine.toolchain.recorded import RecordedToolchain
 
         tc: Any = RecordedToolchain.load(spec.split(":", 1)[1], unknown="fail")
     else:
@@ -52,9 +52,9 @@ def _worker_toolchain(spec: str) -> Any:
 def remote_session(job: JobSpec, corpus: str, toolchain: str, prefix: list[str] | None) -> Iterator[str]:
     """Body of the Ray task: run (or resume) one session and yield each event as a JSON line."""
     from beavertui.batch.models import build_model, session_protocol
-    from beavertui.engine.corpus import load_corpus
-    from beavertui.engine.loop import run_session
-    from beavertui.engine.session import dump_line, redact_line, secret_spellings
+    from beavertui.engine.corpus.load import load_corpus
+    from beavertui.engine.loop.run import run_session
+    from beavertui.engine.session.store import dump_line, redact_line, secret_spellings
 
     if toolchain == "local":
         import ray

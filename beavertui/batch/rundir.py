@@ -24,7 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from beavertui.batch.protocol_file import ModelSpec
 from beavertui.engine.errors import BeaverError
-from beavertui.engine.protocol import Protocol
+from beavertui.engine.session.protocol import Protocol
 
 MANIFEST = "run.json"
 INFRA_LOG = "infra.jsonl"

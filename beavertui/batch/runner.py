@@ -20,8 +20,8 @@ from typing import Any
 from beavertui.batch.resources import BuildSlots, GpuPool
 from beavertui.batch.rundir import RunManifest, read_infra, write_manifest
 from beavertui.batch.scheduler import Tracker, plan, run_local
+from beavertui.engine.corpus.task import Task
 from beavertui.engine.errors import BeaverError
-from beavertui.engine.task import Task
 
 
 def default_cache_dir() -> Path:
@@ -36,7 +36,7 @@ def make_toolchain(spec: str, gpus: list[str], args: argparse.Namespace) -> tupl
 
     builds = BuildSlots(os.cpu_count() or 1)
     if spec.startswith("recorded:"):
-        from beavertui.engine.recorded import RecordedToolchain
+        from beavertui.engine.toolchain.recorded import RecordedToolchain
 
         pool = GpuPool(gpus or ["0"], shared=args.gpu_share)
         inner = RecordedToolchain.load(spec.split(":", 1)[1], unknown="fail")

@@ -25,11 +25,11 @@ from dataclasses import replace
 
 from beavertui.batch.cache import CompileCache, cache_key, changed, snapshot, toolkit_id
 from beavertui.batch.resources import BuildSlots, GpuPool, GpuState
-from beavertui.engine import runner
-from beavertui.engine.adapt import adapt_command
-from beavertui.engine.classify import classify
+from beavertui.engine.corpus.task import Task
 from beavertui.engine.errors import BeaverError, ToolchainError
-from beavertui.engine.events import (
+from beavertui.engine.host.adapt import adapt_command
+from beavertui.engine.judge.classify import classify
+from beavertui.engine.session.events import (
     Built,
     Event,
     GpuSignature,
@@ -40,10 +40,10 @@ from beavertui.engine.events import (
     TimingResult,
     Verdict,
 )
-from beavertui.engine.localtool import LocalConfig, LocalToolchain
-from beavertui.engine.task import Task
-from beavertui.engine.timing import CandidateTimingFailed, Timer, reference_workdir
-from beavertui.engine.toolchain import AttemptOptions, Toolchain
+from beavertui.engine.timing.speedup import CandidateTimingFailed, Timer, reference_workdir
+from beavertui.engine.toolchain import stages as runner
+from beavertui.engine.toolchain.base import AttemptOptions, Toolchain
+from beavertui.engine.toolchain.local import LocalConfig, LocalToolchain
 
 
 class ScheduledLocalToolchain(LocalToolchain):

@@ -20,10 +20,10 @@ from typing import Any, Protocol
 from beavertui.batch.job import JobOutcome, JobSpec, Prefix, drive
 from beavertui.batch.models import build_model, session_protocol
 from beavertui.batch.rundir import RunManifest, session_path
-from beavertui.engine.events import Event
-from beavertui.engine.loop import run_session
-from beavertui.engine.task import Task
-from beavertui.engine.toolchain import Toolchain
+from beavertui.engine.corpus.task import Task
+from beavertui.engine.loop.run import run_session
+from beavertui.engine.session.events import Event
+from beavertui.engine.toolchain.base import Toolchain
 
 
 def plan(manifest: RunManifest, run_dir: Path) -> list[JobSpec]:

@@ -59,7 +59,7 @@ def run(args: argparse.Namespace) -> int:
     from beavertui.commands.branch import model_of, protocol_of, task_of, toolchain_of
     from beavertui.engine.analysis.attribute_run import attribute_outcomes, failed_steps, run_attribution
     from beavertui.engine.errors import BeaverError
-    from beavertui.engine.session import read_session
+    from beavertui.engine.session.store import read_session
 
     if args.show:
         return show(Path(args.show))

@@ -81,7 +81,7 @@ def new_manifest(args: argparse.Namespace) -> tuple[Any, Path, Any]:
     from beavertui import __version__
     from beavertui.batch.protocol_file import expand, find_protocol_file, load_batch_file
     from beavertui.batch.rundir import ProtocolEntry, RunManifest, host_info, new_run_id, write_manifest
-    from beavertui.engine.corpus import default_corpus, load_corpus
+    from beavertui.engine.corpus.load import default_corpus, load_corpus
     from beavertui.engine.errors import BeaverError
 
     pfile = find_protocol_file(args.protocol)
@@ -154,7 +154,7 @@ def _handle(args: argparse.Namespace) -> int:
 def _start(args: argparse.Namespace) -> int:
     from beavertui.batch.rundir import read_manifest, remove_partial_files, write_manifest
     from beavertui.batch.runner import run_batch
-    from beavertui.engine.corpus import load_corpus
+    from beavertui.engine.corpus.load import load_corpus
     from beavertui.engine.errors import BeaverError
 
     if args.tui:

@@ -13,11 +13,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from beavertui.engine.events import SessionHeader
+    from beavertui.engine.corpus.task import Task
     from beavertui.engine.models.base import Model
-    from beavertui.engine.protocol import Protocol
-    from beavertui.engine.task import Task
-    from beavertui.engine.toolchain import Toolchain
+    from beavertui.engine.session.events import SessionHeader
+    from beavertui.engine.session.protocol import Protocol
+    from beavertui.engine.toolchain.base import Toolchain
 
 
 def add_common(p: argparse.ArgumentParser) -> None:
@@ -86,7 +86,7 @@ def protocol_of(header: SessionHeader, args: argparse.Namespace) -> Protocol:
 
 
 def task_of(header: SessionHeader, corpus: str | None) -> Task:
-    from beavertui.engine.corpus import load_corpus
+    from beavertui.engine.corpus.load import load_corpus
     from beavertui.engine.errors import BeaverError
 
     root = Path(corpus or header.task.corpus)
@@ -127,18 +127,18 @@ def toolchain_of(args: argparse.Namespace) -> Toolchain:
     from beavertui.engine.errors import BeaverError
 
     if args.recorded:
-        from beavertui.engine.recorded import RecordedToolchain
+        from beavertui.engine.toolchain.recorded import RecordedToolchain
 
         return RecordedToolchain.load(args.recorded)
     from beavertui.engine.errors import NoGpuError
-    from beavertui.engine.gpu import probe
+    from beavertui.engine.host.gpu import probe
 
     if probe().gpu is None:
         raise NoGpuError(
             "no NVIDIA GPU visible, so nothing can be built and run here; judge with --recorded SPEC"
         )
     try:
-        from beavertui.engine.localtool import LocalToolchain  # type: ignore[import-not-found,unused-ignore]
+        from beavertui.engine.toolchain.local import LocalToolchain  # type: ignore[import-not-found,unused-ignore]
     except ImportError:
         raise BeaverError(
             "this build of beavertui has no local GPU toolchain; judge with --recorded SPEC"
@@ -148,8 +148,8 @@ def toolchain_of(args: argparse.Namespace) -> Toolchain:
 
 def run(args: argparse.Namespace) -> int:
     from beavertui.engine.analysis.branch import branch_session
-    from beavertui.engine.events import SessionEnd, SessionHeader, Verdict
-    from beavertui.engine.session import SessionWriter, load_session
+    from beavertui.engine.session.events import SessionEnd, SessionHeader, Verdict
+    from beavertui.engine.session.store import SessionWriter, load_session
 
     header, events = load_session(args.session)
     protocol = protocol_of(header, args)

@@ -32,12 +32,12 @@ def register(sub: Any) -> None:
 
 
 def _handle(args: argparse.Namespace) -> int:
-    from beavertui.engine.corpus import default_corpus, load_corpus, runnable_here
+    from beavertui.engine.corpus.load import default_corpus, load_corpus, runnable_here
     from beavertui.engine.errors import BeaverError
-    from beavertui.engine.events import Verdict
-    from beavertui.engine.gpu import probe
-    from beavertui.engine.localtool import LocalToolchain
-    from beavertui.engine.toolchain import AttemptOptions
+    from beavertui.engine.host.gpu import probe
+    from beavertui.engine.session.events import Verdict
+    from beavertui.engine.toolchain.base import AttemptOptions
+    from beavertui.engine.toolchain.local import LocalToolchain
 
     task = load_corpus(args.corpus or default_corpus(), [args.task]).get(args.task)
     why = runnable_here(task, probe())

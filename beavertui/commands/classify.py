@@ -33,8 +33,8 @@ def _handle(args: argparse.Namespace) -> int:
 
 
 def _filter(src: TextIO, dst: TextIO) -> int:
-    from beavertui.engine.anticheat import poison_flags
-    from beavertui.engine.classify import classify_record
+    from beavertui.engine.judge.anticheat import poison_flags
+    from beavertui.engine.judge.classify import classify_record
 
     bad = 0
     for n, line in enumerate(src, 1):

@@ -16,8 +16,8 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 
 def load(path: Path):  # type: ignore[no-untyped-def]
     from beavertui.engine.errors import SessionFileError
-    from beavertui.engine.session import read_session
-    from beavertui.engine.state import fold
+    from beavertui.engine.session.state import fold
+    from beavertui.engine.session.store import read_session
 
     header, events, problem = read_session(path)
     if header is None:

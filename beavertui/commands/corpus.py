@@ -37,14 +37,14 @@ def register(sub: Any) -> None:
 
 
 def _load(args: argparse.Namespace) -> Any:
-    from beavertui.engine.corpus import default_corpus, load_corpus
+    from beavertui.engine.corpus.load import default_corpus, load_corpus
 
     return load_corpus(args.corpus or default_corpus(), getattr(args, "task", None))
 
 
 def _list(args: argparse.Namespace) -> int:
-    from beavertui.engine.corpus import runnable_here
-    from beavertui.engine.gpu import probe
+    from beavertui.engine.corpus.load import runnable_here
+    from beavertui.engine.host.gpu import probe
 
     load = _load(args)
     machine = probe()
@@ -93,9 +93,9 @@ def _list(args: argparse.Namespace) -> int:
 def _validate(args: argparse.Namespace) -> int:
     from dataclasses import asdict
 
-    from beavertui.engine.ceilings import measure
-    from beavertui.engine.gpu import probe
-    from beavertui.engine.validate import validate
+    from beavertui.engine.corpus.validate import validate
+    from beavertui.engine.host.ceilings import measure
+    from beavertui.engine.host.gpu import probe
 
     load = _load(args)
     machine = probe()

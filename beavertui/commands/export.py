@@ -29,9 +29,9 @@ def register(sub: Any) -> None:
 
 
 def _handle(args: argparse.Namespace) -> int:
-    from beavertui.engine.attempts import ExportStats, SourceModels, export_rows, load_source_models
     from beavertui.engine.errors import BeaverError
-    from beavertui.engine.table_io import write_csv, write_jsonl
+    from beavertui.engine.metrics.attempts import ExportStats, SourceModels, export_rows, load_source_models
+    from beavertui.engine.metrics.table_io import write_csv, write_jsonl
 
     sources = SourceModels(load_source_models(args.source_models) if args.source_models else None)
     stats = ExportStats()

@@ -113,7 +113,7 @@ def _protocol(args: argparse.Namespace) -> Any:
     from pydantic import ValidationError
 
     from beavertui.engine.errors import BeaverError
-    from beavertui.engine.protocol import Protocol, StagnationSettings
+    from beavertui.engine.session.protocol import Protocol, StagnationSettings
 
     try:
         return Protocol(
@@ -199,13 +199,13 @@ def _toolchain(args: argparse.Namespace, task: Any) -> Any:
     from beavertui.engine.errors import BeaverError, NoGpuError
 
     if args.toolchain.startswith("recorded:"):
-        from beavertui.engine.recorded import RecordedToolchain
+        from beavertui.engine.toolchain.recorded import RecordedToolchain
 
         return RecordedToolchain.load(args.toolchain.split(":", 1)[1], unknown=args.unknown_candidates)
     if args.toolchain != "local":
         raise BeaverError(f"--toolchain: expected local or recorded:FILE, not {args.toolchain!r}")
-    from beavertui.engine.corpus import runnable_here
-    from beavertui.engine.gpu import probe
+    from beavertui.engine.corpus.load import runnable_here
+    from beavertui.engine.host.gpu import probe
 
     machine = probe()
     if machine.gpu is None:
@@ -217,16 +217,16 @@ def _toolchain(args: argparse.Namespace, task: Any) -> Any:
     if why is not None:
         raise BeaverError(f"task {task.id} cannot run here: {why}")
     try:
-        from beavertui.engine.localtool import LocalToolchain  # type: ignore[import-not-found,unused-ignore]
+        from beavertui.engine.toolchain.local import LocalToolchain  # type: ignore[import-not-found,unused-ignore]
     except ImportError:
         raise BeaverError(
-            "this build of beavertui has no local GPU toolchain (engine/localtool.py)"
+            "this build of beavertui has no local GPU toolchain (engine/toolchain/local.py)"
         ) from None
     return LocalToolchain()
 
 
 def _live(args: argparse.Namespace) -> int:
-    from beavertui.engine.corpus import default_corpus, load_corpus
+    from beavertui.engine.corpus.load import default_corpus, load_corpus
     from beavertui.engine.errors import BeaverError
 
     if args.resume is not None:
@@ -256,10 +256,10 @@ def _live(args: argparse.Namespace) -> int:
 
 def _resume(args: argparse.Namespace) -> int:
     """Continue a killed session: its task, protocol and (for endpoints) model come from its header."""
-    from beavertui.engine.corpus import load_corpus
+    from beavertui.engine.corpus.load import load_corpus
     from beavertui.engine.errors import BeaverError
     from beavertui.engine.models.openai_model import OpenAIConfig, OpenAIModel
-    from beavertui.engine.session import SessionWriter, read_session
+    from beavertui.engine.session.store import SessionWriter, read_session
 
     header, _events, problem = read_session(args.resume)
     if header is None:
@@ -299,9 +299,9 @@ def run_headless(
     ``writer``: an already open SessionWriter (resuming); the re-yielded header is then not written.
     """
     from beavertui.console import EventPrinter
-    from beavertui.engine.events import SessionEnd, SessionHeader
-    from beavertui.engine.loop import run_session
-    from beavertui.engine.session import SessionWriter
+    from beavertui.engine.loop.run import run_session
+    from beavertui.engine.session.events import SessionEnd, SessionHeader
+    from beavertui.engine.session.store import SessionWriter
 
     printer = EventPrinter()
     stream = run_session(task, model, toolchain, protocol, **run_kw)

@@ -52,10 +52,10 @@ def register(sub: Any) -> None:
 
 def load_source(source: Path, source_models: Path | None) -> Any:
     """The attempts table of SOURCE with the self-source side table applied."""
-    from beavertui.engine.attempts import SourceModels, load_source_models, table_from_run
     from beavertui.engine.errors import BeaverError
-    from beavertui.engine.metrics import apply_source_models
-    from beavertui.engine.table_io import TableFormatError, read_table
+    from beavertui.engine.metrics.attempts import SourceModels, load_source_models, table_from_run
+    from beavertui.engine.metrics.compute import apply_source_models
+    from beavertui.engine.metrics.table_io import TableFormatError, read_table
 
     side = load_source_models(source_models) if source_models else None
     if source.is_dir() or (source.is_file() and _is_session(source)):
@@ -98,9 +98,9 @@ class Report:
 
 def compute(source: Path, source_models: Path | None = None) -> Report:
     """The metrics of SOURCE (a BeaverError for a bad source or one without attempts)."""
-    from beavertui.engine.across import kendall, swing
     from beavertui.engine.errors import BeaverError
-    from beavertui.engine.metrics import compute_groups
+    from beavertui.engine.metrics.compute import compute_groups
+    from beavertui.engine.metrics.swing import kendall, swing
 
     table = load_source(source, source_models)
     if len(table) == 0:
@@ -114,7 +114,7 @@ def with_tables(
     report: Report, *, resamples: int = 1000, seed: int | None = None, by: Sequence[str] = ()
 ) -> Report:
     """Fill ``report.tables``: main and p sweep, analysis (from sessions), swing, Kendall, breakdowns."""
-    from beavertui.engine.bootstrap import SEED
+    from beavertui.engine.metrics.bootstrap import SEED
     from beavertui.reports.tables import (
         analysis_table,
         breakdown_table,
@@ -213,7 +213,7 @@ def _analysis_cells(source: Path, source_models: Path | None) -> dict[Any, Any] 
     if not (source.is_dir() or (source.is_file() and _is_session(source))):
         return None
     from beavertui.engine.analysis.report import run_cells
-    from beavertui.engine.attempts import load_source_models
+    from beavertui.engine.metrics.attempts import load_source_models
 
     side = load_source_models(source_models) if source_models else None
     return dict(run_cells(source, side))
@@ -237,7 +237,7 @@ def _task_attribute(table: Any, column: str) -> dict[str, str | None]:
     """task_id -> family or label (mapped to categories.md names) from the first row of each task."""
     import numpy as np
 
-    from beavertui.engine.categories import label_category
+    from beavertui.engine.judge.categories import label_category
 
     tasks = table.col("task_id")
     col = table.col(column)

@@ -16,7 +16,7 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 
 def run(args: argparse.Namespace) -> int:
     from beavertui.engine.errors import SessionFileError
-    from beavertui.engine.session import read_session
+    from beavertui.engine.session.store import read_session
 
     path: Path = args.session
     if not path.exists() and not args.follow:
@@ -48,7 +48,7 @@ def wait_for_header(path: Path, poll_s: float = 0.2):  # type: ignore[no-untyped
     """Block until a session file being created has its header line (follow mode on a new file)."""
     import time
 
-    from beavertui.engine.session import read_session
+    from beavertui.engine.session.store import read_session
 
     print(f"beavertui: waiting for {path} to be written (ctrl+c to give up)", file=sys.stderr)
     while True:

@@ -11,9 +11,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from beavertui.engine.bootstrap import RESAMPLES, SEED
-from beavertui.engine.events import SessionHeader
-from beavertui.engine.metrics import GroupMetrics
+from beavertui.engine.metrics.bootstrap import RESAMPLES, SEED
+from beavertui.engine.metrics.compute import GroupMetrics
+from beavertui.engine.session.events import SessionHeader
 
 
 def _headers(root: Path) -> list[SessionHeader]:

@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from html import escape
 from typing import Any
 
-from beavertui.engine.metrics import P_SWEEP, GroupMetrics
+from beavertui.engine.metrics.compute import P_SWEEP, GroupMetrics
 
 PALETTE = (
     "#1f77b4",

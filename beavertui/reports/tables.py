@@ -13,8 +13,8 @@ from typing import Any
 
 import numpy as np
 
-from beavertui.engine.bootstrap import RESAMPLES, SEED, intervals
-from beavertui.engine.metrics import P_SWEEP, GroupMetrics
+from beavertui.engine.metrics.bootstrap import RESAMPLES, SEED, intervals
+from beavertui.engine.metrics.compute import P_SWEEP, GroupMetrics
 
 
 @dataclass(frozen=True)
@@ -207,7 +207,7 @@ def swing_table(entries: Sequence[Mapping[str, Any]]) -> Table:
 
 
 def kendall_table(entries: Sequence[Mapping[str, Any]]) -> Table:
-    from beavertui.engine.table import ProtocolKey
+    from beavertui.engine.metrics.table import ProtocolKey
 
     rows = []
     for e in entries:

@@ -24,7 +24,7 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen, Screen
 from textual.widgets import Button, Footer, Input, Label, Static
 
-from beavertui.engine.events import SessionHeader
+from beavertui.engine.session.events import SessionHeader
 
 
 def run_branch(parent: Path, step: int, options: dict[str, str], out: Path | None = None) -> Path:
@@ -32,7 +32,7 @@ def run_branch(parent: Path, step: int, options: dict[str, str], out: Path | Non
     from beavertui.commands.branch import model_of, protocol_of, task_of, toolchain_of
     from beavertui.engine.analysis.branch import branch_session
     from beavertui.engine.errors import BeaverError
-    from beavertui.engine.session import SessionWriter, load_session
+    from beavertui.engine.session.store import SessionWriter, load_session
 
     def number(key: str, kind: type) -> Any:
         text = options.get(key, "").strip()

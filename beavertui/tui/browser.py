@@ -283,7 +283,7 @@ class BrowserScreen(Screen[None]):
         self.open(Path(event.key))
 
     def open(self, path: Path) -> None:
-        from beavertui.engine.session import read_session
+        from beavertui.engine.session.store import read_session
         from beavertui.tui.session_screen import SessionScreen
 
         header, events, problem = read_session(path)

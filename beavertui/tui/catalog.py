@@ -101,7 +101,7 @@ _ITERATION = re.compile(rb'"iteration":\s*(\d+)')
 
 @lru_cache(maxsize=256)
 def _protocol_label(raw: str) -> tuple[str, int]:
-    from beavertui.engine.protocol import Protocol
+    from beavertui.engine.session.protocol import Protocol
 
     try:
         p = Protocol.model_validate_json(raw)

@@ -14,7 +14,7 @@ from textual.reactive import reactive
 from textual.screen import Screen
 from textual.widgets import Footer, Static
 
-from beavertui.engine.state import SessionState
+from beavertui.engine.session.state import SessionState
 from beavertui.tui.help import HelpScreen
 from beavertui.tui.panes import DiffPane
 from beavertui.tui.style import STOP_COLOUR, badge, speed

@@ -20,8 +20,8 @@ from typing import Any, ClassVar
 from textual import work
 from textual.binding import Binding, BindingType
 
-from beavertui.engine.events import Event, Sanitized, SessionHeader
-from beavertui.engine.loopcontrol import LoopControl
+from beavertui.engine.loop.control import LoopControl
+from beavertui.engine.session.events import Event, Sanitized, SessionHeader
 from beavertui.tui.session_screen import SessionEvent, SessionScreen
 
 EDIT_ARMED = "edit armed: $EDITOR opens before the next build"
@@ -49,7 +49,7 @@ class LiveScreen(SessionScreen):
         paused: bool = False,
         run_kw: dict[str, Any] | None = None,
     ) -> None:
-        from beavertui.engine.loop import run_session
+        from beavertui.engine.loop.run import run_session
 
         self.repair_task, self.toolchain, self.protocol = task, toolchain, protocol
         self.control = LoopControl(paused=paused)
@@ -60,7 +60,7 @@ class LiveScreen(SessionScreen):
             raise TypeError("run_session must yield the header first")
         self.writer = None
         if out_path is not None:
-            from beavertui.engine.session import SessionWriter
+            from beavertui.engine.session.store import SessionWriter
 
             redact = model.secrets() if hasattr(model, "secrets") else ()
             self.writer = SessionWriter(out_path, header, redact=redact)
@@ -188,7 +188,7 @@ class LiveScreen(SessionScreen):
 
     @work(thread=True, group="sanitizer")
     def _rerun(self, iteration: int, code: str, tool: str) -> None:
-        from beavertui.engine.toolchain import AttemptOptions
+        from beavertui.engine.toolchain.base import AttemptOptions
 
         options = AttemptOptions(
             iteration=iteration,

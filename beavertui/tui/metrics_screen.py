@@ -185,7 +185,7 @@ class MetricsScreen(Screen[None]):
             self._plot_swing()
 
     def _plot_sweep(self, groups: Sequence[Any]) -> None:
-        from beavertui.engine.metrics import P_SWEEP
+        from beavertui.engine.metrics.compute import P_SWEEP
 
         assert PlotextPlot is not None
         widget = self.query_one("#p-sweep", PlotextPlot)

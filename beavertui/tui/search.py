@@ -6,7 +6,7 @@ screen moves the cursor to the result.
 
 from __future__ import annotations
 
-from beavertui.engine.state import AttemptState, SessionState
+from beavertui.engine.session.state import AttemptState, SessionState
 
 
 def where(attempt: AttemptState, query: str) -> str | None:

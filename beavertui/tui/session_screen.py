@@ -20,8 +20,8 @@ from textual.reactive import reactive
 from textual.screen import Screen
 from textual.widgets import Footer, Input
 
-from beavertui.engine.events import Event, SessionHeader
-from beavertui.engine.state import SessionState, apply, fold
+from beavertui.engine.session.events import Event, SessionHeader
+from beavertui.engine.session.state import SessionState, apply, fold
 from beavertui.tui.help import HelpScreen
 from beavertui.tui.panes import (
     AnalysisPane,
@@ -141,7 +141,7 @@ class SessionScreen(Screen[None]):
     @work(thread=True, exclusive=True, group="follow")
     def _follow_worker(self, path: Path) -> None:
         from beavertui.engine.errors import SessionFileError
-        from beavertui.engine.session import follow
+        from beavertui.engine.session.store import follow
 
         skip = self._skip
         try:
@@ -267,7 +267,7 @@ class SessionScreen(Screen[None]):
         self.show_branch(path, self.state, header.branch_step)
 
     def show_branch(self, parent: Path, branch: SessionState, step: int | None) -> None:
-        from beavertui.engine.session import read_session
+        from beavertui.engine.session.store import read_session
         from beavertui.tui.compare import CompareScreen
 
         p_header, p_events, problem = read_session(parent)
@@ -295,7 +295,7 @@ class SessionScreen(Screen[None]):
         def opened(result: Path | None) -> None:
             if result is None:
                 return
-            from beavertui.engine.session import read_session
+            from beavertui.engine.session.store import read_session
 
             header, events, _problem = read_session(result)
             if header is not None:

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from beavertui.engine.events import Event, SessionHeader
-from beavertui.engine.state import fold
+from beavertui.engine.session.events import Event, SessionHeader
+from beavertui.engine.session.state import fold
 
 
 def summary_lines(header: SessionHeader, events: list[Event], problem: str | None) -> list[str]:

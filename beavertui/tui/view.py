@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from beavertui.engine.state import AttemptState, SessionState
+from beavertui.engine.session.state import AttemptState, SessionState
 
 DIFF_MODES: tuple[str, ...] = ("previous", "broken", "reference", "file")
 DIFF_MODE_LABEL = {

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from beavertui.engine.session import read_session
+from beavertui.engine.session.store import read_session
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "sessions"
 SIZE = (120, 40)

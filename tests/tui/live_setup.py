@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from beavertui.engine.events import Reply
-from beavertui.engine.session import read_session
-from beavertui.engine.task import Task
+from beavertui.engine.corpus.task import Task
+from beavertui.engine.session.events import Reply
+from beavertui.engine.session.store import read_session
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "sessions"
 DEGENERATE = DATA / "degenerate.jsonl"
@@ -50,7 +50,7 @@ def task_from_session(path: Path, root: Path) -> Task:
 def live_parts(tmp: Path):  # type: ignore[no-untyped-def]
     """(task, model, toolchain, protocol) reproducing the degenerate session without a GPU."""
     from beavertui.engine.models.scripted import ScriptedModel
-    from beavertui.engine.recorded import RecordedToolchain
+    from beavertui.engine.toolchain.recorded import RecordedToolchain
 
     header, events, _ = read_session(DEGENERATE)
     assert header is not None

@@ -14,7 +14,7 @@ import random
 import statistics
 from pathlib import Path
 
-from beavertui.engine.events import (
+from beavertui.engine.session.events import (
     Built,
     Candidate,
     Event,
@@ -35,7 +35,7 @@ from beavertui.engine.events import (
     TimingResult,
     Verdict,
 )
-from beavertui.engine.protocol import Protocol
+from beavertui.engine.session.protocol import Protocol
 
 HERE = Path(__file__).resolve().parent
 CUDA = HERE / "cuda"
@@ -60,7 +60,7 @@ def src(name: str) -> str:
 
 
 def sha(code: str) -> str:
-    from beavertui.engine.stagnation import code_hash
+    from beavertui.engine.loop.stagnation import code_hash
 
     return code_hash(code, "cuda")
 
@@ -525,7 +525,7 @@ def quick_session(
 
 
 def write(path: Path, hdr: SessionHeader, events: list[Event]) -> Path:
-    from beavertui.engine.session import SessionWriter
+    from beavertui.engine.session.store import SessionWriter
 
     if path.exists():
         path.unlink()

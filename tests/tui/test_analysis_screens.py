@@ -12,7 +12,7 @@ from pathlib import Path
 
 from beavertui.cli import main
 from beavertui.engine.analysis.edits import edit_score
-from beavertui.engine.session import read_session
+from beavertui.engine.session.store import read_session
 from beavertui.tui.analysis import AttributionScreen, BranchScreen, run_branch
 from beavertui.tui.app import BeaverApp
 from beavertui.tui.compare import CompareScreen

@@ -19,7 +19,7 @@ from rich.console import Console
 from beavertui.batch.rundir import read_manifest
 from beavertui.cli import build_parser, main
 from beavertui.commands.batch import new_manifest
-from beavertui.engine.session import read_session
+from beavertui.engine.session.store import read_session
 from beavertui.tui.batch_dashboard import BatchDashboard, ConfirmStop, dashboard_app
 from beavertui.tui.session_screen import SessionScreen
 from tests.tui.conftest import SIZE, wait_for
@@ -148,7 +148,7 @@ class GatedEndpoint:
 async def test_quitting_asks_then_stops_and_resume_finishes(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from beavertui.engine.corpus import load_corpus
+    from beavertui.engine.corpus.load import load_corpus
 
     monkeypatch.setenv("GATED_TEST_KEY", "sk-gated")
     reference = load_corpus(CORPUS).get("vec_scale").reference()

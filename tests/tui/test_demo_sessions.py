@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from beavertui.commands.browse import demo_dir
-from beavertui.engine.session import read_session
+from beavertui.engine.session.store import read_session
 from beavertui.tui.app import BeaverApp
 from beavertui.tui.catalog import read_row, session_files
 from beavertui.tui.session_screen import SessionScreen

@@ -8,8 +8,8 @@ import random
 
 from rich.console import Console
 
-from beavertui.engine.events import Timed, Verdict
-from beavertui.engine.state import fold
+from beavertui.engine.session.events import Timed, Verdict
+from beavertui.engine.session.state import fold
 from beavertui.tui.panes.log import LogPane
 from beavertui.tui.panes.speedup import SpeedupPane
 from beavertui.tui.view import View

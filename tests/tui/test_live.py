@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from beavertui.engine.events import ReplyDelta
-from beavertui.engine.session import read_session
-from beavertui.engine.state import fold
+from beavertui.engine.session.events import ReplyDelta
+from beavertui.engine.session.state import fold
+from beavertui.engine.session.store import read_session
 from beavertui.tui.app import BeaverApp
 from beavertui.tui.live import LiveScreen
 from beavertui.tui.session_screen import SessionEvent

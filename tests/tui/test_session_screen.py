@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from beavertui.engine.session import SessionWriter, read_session
+from beavertui.engine.session.store import SessionWriter, read_session
 from beavertui.tui.app import BeaverApp
 from beavertui.tui.session_screen import SessionScreen
 from tests.tui.conftest import DATA, SIZE, open_session, wait_for

@@ -21,14 +21,14 @@ from pathlib import Path
 
 from beavertui.engine.analysis.attribution import MEASURES, Attribution, Game, attribute, subsets
 from beavertui.engine.analysis.branch import BranchError, branch_session
-from beavertui.engine.categories import BUILD_STAGE
-from beavertui.engine.events import Event, SessionHeader, Verdict
+from beavertui.engine.corpus.task import Task
+from beavertui.engine.judge.categories import BUILD_STAGE
 from beavertui.engine.models.base import Model
-from beavertui.engine.protocol import FEEDBACK_COMPONENTS, Protocol
-from beavertui.engine.session import SessionWriter, read_session
-from beavertui.engine.state import fold
-from beavertui.engine.task import Task
-from beavertui.engine.toolchain import Toolchain
+from beavertui.engine.session.events import Event, SessionHeader, Verdict
+from beavertui.engine.session.protocol import FEEDBACK_COMPONENTS, Protocol
+from beavertui.engine.session.state import fold
+from beavertui.engine.session.store import SessionWriter, read_session
+from beavertui.engine.toolchain.base import Toolchain
 
 
 @dataclass(frozen=True)

@@ -17,8 +17,11 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from beavertui import __version__
+from beavertui.engine.corpus.task import Task
 from beavertui.engine.errors import BeaverError
-from beavertui.engine.events import (
+from beavertui.engine.loop.run import run_session
+from beavertui.engine.models.base import Completion, DeltaCallback, Model
+from beavertui.engine.session.events import (
     Event,
     Message,
     ModelInfo,
@@ -28,13 +31,10 @@ from beavertui.engine.events import (
     Stalled,
     TaskRef,
 )
-from beavertui.engine.loop import run_session
-from beavertui.engine.models.base import Completion, DeltaCallback, Model
-from beavertui.engine.protocol import Protocol
-from beavertui.engine.session import load_session, read_session
-from beavertui.engine.state import fold
-from beavertui.engine.task import Task
-from beavertui.engine.toolchain import Toolchain
+from beavertui.engine.session.protocol import Protocol
+from beavertui.engine.session.state import fold
+from beavertui.engine.session.store import load_session, read_session
+from beavertui.engine.toolchain.base import Toolchain
 
 
 class BranchError(BeaverError):

@@ -20,9 +20,9 @@ from numpy.typing import ArrayLike
 from beavertui.engine.analysis.attribution import Attribution
 from beavertui.engine.analysis.degeneration import Degeneration, compare, runtime_geometry
 from beavertui.engine.analysis.edits import EditScore, edit_score
-from beavertui.engine.events import TaskRef
-from beavertui.engine.session import read_session
-from beavertui.engine.state import AttemptState, fold
+from beavertui.engine.session.events import TaskRef
+from beavertui.engine.session.state import AttemptState, fold
+from beavertui.engine.session.store import read_session
 
 #: Columns ``attempt_columns`` adds to an attempts-table row (null unless the attempt was correct).
 COLUMNS: tuple[str, ...] = ("edit_precision", "bug_recall", "code_degenerate", "lost_features")
@@ -218,8 +218,8 @@ def run_cells(
     decided as the attempts table decides: the protocol's flag, else the side table ``source_models``
     task -> source model, else the task's instance.json).
     """
-    from beavertui.engine.attempts import SourceModels, session_files
-    from beavertui.engine.metrics import source_model_matches
+    from beavertui.engine.metrics.attempts import SourceModels, session_files
+    from beavertui.engine.metrics.compute import source_model_matches
 
     sources = SourceModels(source_models)
     columns: dict[GroupKey, dict[str, dict[str, list[float]]]] = {}

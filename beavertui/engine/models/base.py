@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from beavertui.engine.events import Message, ModelInfo
+from beavertui.engine.session.events import Message, ModelInfo
 
 DeltaCallback = Callable[[str], None]
 

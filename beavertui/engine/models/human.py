@@ -16,8 +16,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from beavertui.engine.errors import BeaverError
-from beavertui.engine.events import Message, ModelInfo
 from beavertui.engine.models.base import Completion, DeltaCallback, StopRequested
+from beavertui.engine.session.events import Message, ModelInfo
 
 
 class HumanModel:

@@ -23,8 +23,8 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from beavertui.engine.errors import BeaverError
-from beavertui.engine.events import Message, ModelInfo
 from beavertui.engine.models.base import Completion, DeltaCallback, EndpointError
+from beavertui.engine.session.events import Message, ModelInfo
 
 
 class OpenAIConfig(BaseModel):

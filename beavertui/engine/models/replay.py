@@ -12,9 +12,9 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from beavertui.engine.errors import SessionFileError
-from beavertui.engine.events import Message, ModelInfo, Reply
 from beavertui.engine.models.base import Completion, DeltaCallback, EndpointError
-from beavertui.engine.session import read_session
+from beavertui.engine.session.events import Message, ModelInfo, Reply
+from beavertui.engine.session.store import read_session
 
 
 class ReplayModel:

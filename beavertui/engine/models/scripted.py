@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from beavertui.engine.errors import BeaverError
-from beavertui.engine.events import Message, ModelInfo
 from beavertui.engine.models.base import Completion, DeltaCallback, EndpointError
+from beavertui.engine.session.events import Message, ModelInfo
 
 SEPARATOR = "<!-- reply -->"
 _COMMENT = re.compile(r"<!--.*?-->", re.DOTALL)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from rich.console import RenderableType
 from rich.text import Text
 
-from beavertui.engine.events import StageResult
+from beavertui.engine.session.events import StageResult
 from beavertui.tui.panes.base import Pane
 from beavertui.tui.style import badge
 from beavertui.tui.view import View

@@ -8,7 +8,7 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from beavertui.engine.events import SanitizerRecord
+from beavertui.engine.session.events import SanitizerRecord
 from beavertui.tui.panes.base import Pane
 from beavertui.tui.style import short_kernel
 from beavertui.tui.view import View

@@ -9,7 +9,7 @@ import itertools
 from rich.console import RenderableType
 from rich.text import Text
 
-from beavertui.engine.protocol import DETECTORS
+from beavertui.engine.session.protocol import DETECTORS
 from beavertui.tui.panes.base import Pane
 from beavertui.tui.style import badge
 from beavertui.tui.view import View

@@ -4,7 +4,7 @@ Run from the repository root: ``python3 tests/data/recorded/make_recordings.py``
 real (the task's own build command run with the local nvcc, its exit status, output and duration kept).
 This machine has no GPU, so the run, compute-sanitizer and timing stages are COMPOSED by hand in the
 formats the harness and compute-sanitizer print; the verdicts follow categories.md. Replace them with
-outcomes recorded on a GPU (beavertui.engine.recorded.RecordingToolchain) when one is available.
+outcomes recorded on a GPU (beavertui.engine.toolchain.recorded.RecordingToolchain) when one is available.
 """
 
 from __future__ import annotations

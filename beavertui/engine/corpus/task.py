@@ -1,0 +1,120 @@
+"""The Task: one broken start with its harness, in either corpus layout (shared/spec/corpus.md).
+
+A Task is an in-memory value built by corpus.py; it holds paths and the parsed metadata, and knows how
+to read its own files. It never runs anything.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from beavertui.engine.judge.categories import label_category
+from beavertui.engine.session.events import TaskRef
+
+Layout = Literal["native", "release"]
+
+
+@dataclass(frozen=True)
+class Timeouts:
+    """Time limits of the stages, seconds."""
+
+    build_s: float = 300.0
+    run_s: float = 120.0
+
+
+@dataclass(frozen=True)
+class Task:
+    """A broken-start task."""
+
+    id: str
+    family: str
+    label: str
+    """error_category as given (release labels kept verbatim)."""
+    difficulty: str | None
+    root: Path
+    """The task folder."""
+    corpus_root: Path
+    layout: Layout
+    build_command: str
+    test_command: str
+    solution_file: str
+    broken_start_path: Path
+    reference_path: Path | None
+    prompt_path: Path
+    testbench: Path
+    error_log_path: Path | None = None
+    benchmark_command: str | None = None
+    tags: tuple[str, ...] = ()
+    min_sm: int | None = None
+    required_features: tuple[str, ...] = ()
+    timeouts: Timeouts = field(default_factory=Timeouts)
+    upstream_library: str | None = None
+    provenance: str | None = None
+    source_model: str | None = None
+    broken_start_hash: str | None = None
+    level: str | None = None
+    extra_dirs: tuple[tuple[Path, str], ...] = ()
+    """Shared folders the harness needs besides testbench/: (source folder, path inside the work dir).
+    Native corpora: ``corpus/_common`` -> ``_common``; the release: ``data/_external/cutlass`` ->
+    ``reference_sources/cutlass`` and the like. Copied (or linked read-only) into every work dir and
+    hashed with the harness."""
+    linked_dirs: tuple[tuple[Path, str], ...] = ()
+    """Large read-only shared folders (the release's ``_external`` CUTLASS/ThunderKittens) linked, not
+    copied, into every work dir: (source folder, path inside the work dir). Not hashed."""
+    pythonpath: tuple[Path, ...] = ()
+    """Folders put on PYTHONPATH for the task's commands (the release's ``harness/_vendor``)."""
+    work_flop: float | None = None
+    """FLOPs of one timed call (native input.json ``work.flop``), for throughput reports."""
+    work_bytes: float | None = None
+    """Minimal bytes moved by one timed call (native input.json ``work.bytes``)."""
+    runnable: bool = True
+    """False when the task cannot run anywhere as shipped (e.g. no build/test command)."""
+    not_runnable_reason: str | None = None
+
+    @property
+    def display_label(self) -> str:
+        """The label mapped to categories.md names (or perf_broken)."""
+        return label_category(self.label)
+
+    @property
+    def language(self) -> str:
+        """Language of the solution file, from its extension."""
+        suffix = Path(self.solution_file).suffix
+        return {".py": "python", ".h": "cpp", ".hpp": "cpp", ".cuh": "cuda", ".cpp": "cpp"}.get(
+            suffix, "cuda"
+        )
+
+    def prompt(self) -> str:
+        return self.prompt_path.read_text(encoding="utf-8", errors="replace")
+
+    def broken_start(self) -> str:
+        return self.broken_start_path.read_text(encoding="utf-8", errors="replace")
+
+    def reference(self) -> str | None:
+        if self.reference_path is None or not self.reference_path.is_file():
+            return None
+        return self.reference_path.read_text(encoding="utf-8", errors="replace")
+
+    def error_log(self) -> str | None:
+        if self.error_log_path is None or not self.error_log_path.is_file():
+            return None
+        return self.error_log_path.read_text(encoding="utf-8", errors="replace")
+
+    def ref(self) -> TaskRef:
+        """The self-contained description saved in a session header."""
+        code = self.broken_start()
+        return TaskRef(
+            id=self.id,
+            family=self.family,
+            label=self.label,
+            corpus=str(self.corpus_root),
+            layout=self.layout,
+            solution_file=self.solution_file,
+            language=self.language,
+            broken_start=code,
+            reference=self.reference(),
+            broken_start_hash=hashlib.sha256(code.encode()).hexdigest()[:16],
+        )

@@ -1,0 +1,1 @@
+"""The repair loop: prompts and feedback, code extraction, the stagnation detectors and the front-end controls."""

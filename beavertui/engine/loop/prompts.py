@@ -1,0 +1,185 @@
+"""The words the model reads: the first turn, the feedback after each attempt (L0-L4) and the history window.
+
+Feedback quotes what the engine observed, never a summary written by a model: the decisive lines and raw
+log excerpts come from the recorded events (Verdict.decisive, the build/run logs, sanitizer records,
+timing). Everything is a pure function of the task and the folded state, so a session's messages can be
+rebuilt and checked later. This module must not run anything or decide categories.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+
+from beavertui.engine.corpus.task import Task
+from beavertui.engine.judge.categories import BUILD_STAGE
+from beavertui.engine.loop.extract import strip_think
+from beavertui.engine.session.events import Message, Sanitized, StageResult, Verdict
+from beavertui.engine.session.protocol import Feedback
+from beavertui.engine.session.state import AttemptState
+
+FENCE_TAG = {"cuda": "cuda", "cpp": "cpp", "python": "python"}
+
+LOG_HEAD_LINES = 40
+LOG_TAIL_LINES = 40
+LOG_MAX_CHARS = 6000
+MAX_SANITIZER_RECORDS = 5
+
+
+def fence(language: str) -> str:
+    return FENCE_TAG.get(language, language)
+
+
+def system_message(task: Task) -> Message:
+    tag = fence(task.language)
+    return Message(
+        role="system",
+        content=(
+            "You are an expert GPU programmer. You repair broken CUDA programs so that they build, run "
+            "correctly against the task's own test harness, and stay fast. Reply with the complete, "
+            f"corrected contents of `{task.solution_file}` in a single ```{tag} code block; the last "
+            f"```{tag} block of your reply is built as that file."
+        ),
+    )
+
+
+def excerpt(
+    log: str, head: int = LOG_HEAD_LINES, tail: int = LOG_TAIL_LINES, limit: int = LOG_MAX_CHARS
+) -> str:
+    """The head and tail of a log, verbatim, with the number of lines left out in between."""
+    lines = log.rstrip("\n").splitlines()
+    if len(lines) > head + tail:
+        lines = [*lines[:head], f"[... {len(lines) - head - tail} lines omitted ...]", *lines[-tail:]]
+    text = "\n".join(lines)
+    if len(text) > limit:
+        half = limit // 2
+        text = f"{text[:half]}\n[... {len(text) - 2 * half} characters omitted ...]\n{text[-half:]}"
+    return text
+
+
+def stage_log(result: StageResult) -> str:
+    """A stage as the model sees it: the command, its exit status and its output excerpt."""
+    if result.timed_out:
+        status = f"stopped by the time limit after {result.duration_s:.1f} s"
+    elif result.signal:
+        status = f"killed by signal {result.signal}"
+    else:
+        status = f"exit status {result.rc}"
+    body = excerpt(result.log) if result.log.strip() else "(no output)"
+    return f"$ {result.command}\n{body}\n[{status}]"
+
+
+def first_turn(task: Task, start_log: str | None, log_source: str) -> list[Message]:
+    """System message plus the task prompt, the broken start and its real error log.
+
+    ``log_source`` says where the log comes from ('recorded with the task' or 'a fresh check').
+    """
+    tag = fence(task.language)
+    parts = [
+        task.prompt().strip(),
+        "",
+        f"The current `{task.solution_file}` is broken:",
+        f"```{tag}\n{task.broken_start().rstrip()}\n```",
+    ]
+    if start_log and start_log.strip():
+        parts += ["", f"Its error log ({log_source}):", f"```text\n{excerpt(start_log)}\n```"]
+    parts += [
+        "",
+        f"Repair it. Reply with the complete corrected `{task.solution_file}` in one ```{tag} block.",
+    ]
+    return [system_message(task), Message(role="user", content="\n".join(parts))]
+
+
+def _speed_line(v: Verdict) -> str:
+    if v.speedup is None:
+        return "Its speed was not measured."
+    return f"It runs at {v.speedup:.2f}x the reference speed (the gate is {v.gate:g}x)."
+
+
+def _sanitizer_text(runs: Sequence[Sanitized]) -> list[str]:
+    out: list[str] = []
+    for s in runs:
+        count = "no summary" if s.error_count is None else f"{s.error_count} errors"
+        out.append(f"compute-sanitizer --tool {s.tool}: {count}")
+        for r in s.records[:MAX_SANITIZER_RECORDS]:
+            out.append(r.text.rstrip() if r.text.strip() else f"{r.kind} in {r.kernel or '?'}")
+        if len(s.records) > MAX_SANITIZER_RECORDS:
+            out.append(f"[... {len(s.records) - MAX_SANITIZER_RECORDS} more records ...]")
+    return out
+
+
+def feedback(
+    attempt: AttemptState,
+    level: Feedback,
+    language: str,
+    components: Collection[str] | None = None,
+) -> str:
+    """The user message that follows an attempt, at feedback level L0..L4.
+
+    ``components`` (Protocol.feedback_components) keeps only those parts of the level's message:
+    ``compiler`` (build-stage outcome, decisive lines and build log), ``runtime`` (the same for later
+    stages, and the run log), ``sanitizer``, ``timing`` (speed lines) and ``profile`` (ncu); None keeps all.
+    """
+
+    def on(name: str) -> bool:
+        return components is None or name in components
+
+    tag = fence(language)
+    ask = f"Reply with the complete corrected file in one ```{tag} block."
+    if level == "L0":
+        return f"Please give another attempt. {ask}"
+    v = attempt.verdict
+    candidate = attempt.candidate
+    if v is None:
+        return f"Your attempt could not be evaluated. Try again. {ask}"
+    if candidate is not None and candidate.code is None:
+        return f"Your reply contained no usable code: {candidate.no_code_reason or 'no code'}. {ask}"
+    if v.correct and not v.success:
+        head = "Your solution is correct but too slow."
+    elif v.success:
+        head = "Your solution passed."
+    else:
+        head = "Your solution failed."
+    if level == "L1":
+        return f"{head} Try again. {ask}"
+    lines = [head]
+    outcome_part = "compiler" if v.category in BUILD_STAGE else "runtime"
+    if v.correct:
+        if on("timing"):
+            lines.append(_speed_line(v))
+    elif on(outcome_part):
+        lines.append(f"Outcome: {v.category}.")
+        if v.decisive:
+            lines += ["Decisive lines:", "```text", *v.decisive, "```"]
+    if level in ("L3", "L4"):
+        build_failed = attempt.build is not None and attempt.build.result.rc != 0
+        if build_failed and attempt.build is not None:
+            if on("compiler"):
+                lines += ["Build log:", "```text", stage_log(attempt.build.result), "```"]
+        elif attempt.run is not None and not v.correct and on("runtime"):
+            lines += ["Run log:", "```text", stage_log(attempt.run.result), "```"]
+        if attempt.sanitize and on("sanitizer"):
+            lines += ["Sanitizer:", "```text", *_sanitizer_text(attempt.sanitize), "```"]
+        if attempt.timing is not None and on("timing"):
+            t = attempt.timing.result
+            lines.append(
+                f"Timing ({t.method}, median of {len(t.candidate_samples) or '?'} interleaved runs): "
+                f"reference {t.reference_ms:.4g} ms, yours {t.candidate_ms:.4g} ms, "
+                f"speedup {t.speedup:.2f}x against a gate of {v.gate:g}x."
+            )
+    if level == "L4" and attempt.timing is not None and attempt.timing.result.profile and on("profile"):
+        lines.append("Profiler metrics of your kernel (ncu):")
+        lines += [f"- {k}: {val}" for k, val in attempt.timing.result.profile.items()]
+    lines.append(("Make it faster while keeping it correct. " if v.correct else "Fix it. ") + ask)
+    return "\n".join(lines)
+
+
+def conversation(first: Sequence[Message], rounds: Sequence[tuple[str, str]], history: int) -> list[Message]:
+    """The messages for the next request: the first turn, then the last ``history`` rounds.
+
+    A round is (the model's reply, the feedback on it). Reasoning sections are dropped from old replies.
+    """
+    messages = list(first)
+    for reply, note in list(rounds)[-history:] if history > 0 else []:
+        messages.append(Message(role="assistant", content=strip_think(reply).strip() or reply))
+        messages.append(Message(role="user", content=note))
+    return messages

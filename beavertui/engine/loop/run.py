@@ -1,0 +1,371 @@
+"""The repair loop: ``run_session`` asks a model for repairs and yields every event as it happens.
+
+It yields the session header first, then Request, ReplyDelta*, Reply, Candidate, the toolchain's
+Built/Ran/Sanitized/Timed/Verdict, Stalled*, and ends with exactly one SessionEnd. Terminal states (passed,
+budget, a stagnation detector, an infrastructure error, a stop request) are exceptions inside the loop
+that end in that final event. State is only ever the reducer's fold of the yielded events, so a live
+view, a replay and a resumed run see the same thing. This module must not write files or print.
+"""
+
+from __future__ import annotations
+
+import difflib
+import queue
+import threading
+import uuid
+from collections.abc import Generator, Iterator, Sequence
+from typing import get_args
+
+from beavertui import __version__
+from beavertui.engine.corpus.task import Task
+from beavertui.engine.errors import NoGpuError, SessionFileError, ToolchainError
+from beavertui.engine.loop.control import LoopControl
+from beavertui.engine.loop.extract import extract
+from beavertui.engine.loop.prompts import conversation, feedback, first_turn, stage_log
+from beavertui.engine.loop.stagnation import code_hash, detect
+from beavertui.engine.models.base import Completion, EndpointError, Model, StopRequested
+from beavertui.engine.session.events import (
+    Candidate,
+    Event,
+    InfraError,
+    Message,
+    Reply,
+    ReplyDelta,
+    Request,
+    SessionEnd,
+    SessionHeader,
+    Verdict,
+)
+from beavertui.engine.session.protocol import Protocol
+from beavertui.engine.session.state import SessionState, apply, initial
+from beavertui.engine.toolchain.base import AttemptOptions, Toolchain
+
+__all__ = ["LoopControl", "run_session"]
+
+_INFRA_SOURCES = get_args(InfraError.model_fields["source"].annotation)
+
+
+class _End(Exception):
+    """A terminal state of the session."""
+
+    def __init__(self, stop_reason: str, detail: str | None = None) -> None:
+        super().__init__(stop_reason)
+        self.stop_reason = stop_reason
+        self.detail = detail
+
+
+def effective_budget(protocol: Protocol) -> int:
+    """Iterations to run: K, or K - 1 for a self-sourced iterative task (metrics.md)."""
+    if protocol.method == "iterative" and protocol.self_source:
+        return max(1, protocol.budget - 1)
+    return protocol.budget
+
+
+def _complete_streaming(
+    model: Model, messages: Sequence[Message], iteration: int, control: LoopControl | None = None
+) -> Iterator[ReplyDelta | Completion]:
+    """Run the model call in a thread and yield its deltas as they arrive, then the Completion.
+
+    A stop requested through ``control`` ends the wait at once (the abandoned call finishes in the
+    background and its reply is dropped).
+    """
+    q: queue.Queue[tuple[str, object]] = queue.Queue()
+
+    def work() -> None:
+        try:
+            result = model.complete(messages, on_delta=lambda text: q.put(("delta", text)))
+        except BaseException as exc:  # handed to the loop's thread, which decides
+            q.put(("error", exc))
+        else:
+            q.put(("done", result))
+
+    threading.Thread(target=work, name=f"model-call-{iteration}", daemon=True).start()
+    while True:
+        try:
+            kind, value = q.get(timeout=0.2)
+        except queue.Empty:
+            if control is not None and control.stopped:
+                raise _End("stopped", "stopped by the user while the model was answering") from None
+            continue
+        if kind == "delta":
+            yield ReplyDelta(iteration=iteration, text=str(value))
+        elif kind == "error":
+            assert isinstance(value, BaseException)
+            raise value
+        else:
+            assert isinstance(value, Completion)
+            yield value
+            return
+
+
+def _start_log(task: Task, toolchain: Toolchain, protocol: Protocol) -> tuple[str | None, str]:
+    """The broken start's real error log: the recorded one, or a fresh check through the toolchain."""
+    recorded = task.error_log()
+    if recorded:
+        return recorded, "recorded when the task was made"
+    parts: list[str] = []
+    options = AttemptOptions(
+        iteration=0, gate=protocol.gate, sanitize_on_failure=protocol.sanitize_on_failure
+    )
+    for e in toolchain.attempt(task, task.broken_start(), options):
+        if e.kind in ("build", "run", "sanitize"):
+            parts.append(stage_log(e.result))
+        elif isinstance(e, Verdict) and e.correct and e.speedup is not None:
+            parts.append(f"correct, speedup {e.speedup:.2f}x against a gate of {e.gate:g}x")
+    return "\n\n".join(parts) or None, "a fresh check on this machine"
+
+
+def _diff(before: str, after: str, name: str) -> str:
+    return "".join(
+        difflib.unified_diff(
+            before.splitlines(keepends=True), after.splitlines(keepends=True), f"a/{name}", f"b/{name}"
+        )
+    )
+
+
+def run_session(
+    task: Task,
+    model: Model,
+    toolchain: Toolchain,
+    protocol: Protocol,
+    *,
+    run_id: str | None = None,
+    sample: int = 0,
+    notes: str | None = None,
+    resume_from: tuple[SessionHeader, Sequence[Event]] | Sequence[Event] | None = None,
+    control: LoopControl | None = None,
+    session_id: str | None = None,
+) -> Generator[SessionHeader | Event, None, None]:
+    """Run one repair session, yielding the header, then every event, then one SessionEnd.
+
+    ``resume_from``: a valid prefix of a killed session (the header and events read back, or the events
+    alone); the original header is yielded again, the prefix is not, and the loop continues at the first
+    attempt without a verdict (a cut attempt restarts from its request).
+    """
+    prefix: Sequence[Event] = ()
+    if isinstance(resume_from, tuple) and resume_from and isinstance(resume_from[0], SessionHeader):
+        header, prefix = resume_from[0], resume_from[1]
+    else:
+        prefix = list(resume_from or ())  # type: ignore[arg-type]
+        header = SessionHeader(
+            session_id=session_id or uuid.uuid4().hex[:12],
+            tool_version=__version__,
+            task=task.ref(),
+            model=model.info(),
+            protocol=protocol,
+            gpu=toolchain.gpu(),
+            run_id=run_id,
+            sample=sample,
+            notes=notes,
+        )
+    ended = next((e for e in prefix if isinstance(e, SessionEnd)), None)
+    if ended is not None:
+        raise SessionFileError(f"cannot resume: the session already ended ({ended.stop_reason})")
+    yield header
+    state = initial(header)
+    for e in prefix:
+        state = apply(state, e)
+    done = sum(1 for a in state.attempts if a.verdict is not None)
+    resume_at = getattr(model, "resume_at", None)
+    if done and callable(resume_at):
+        resume_at(done)
+
+    run = _Run(task, model, toolchain, protocol, control, state)
+    try:
+        for e in run.attempts(done):
+            yield e
+        raise _End("budget")
+    except _End as end:
+        stop_reason, detail = end.stop_reason, end.detail
+    except EndpointError as exc:
+        yield run.fold(InfraError(iteration=run.iteration, source="endpoint", detail=exc.detail))
+        stop_reason, detail = "error", exc.detail
+    except (ToolchainError, NoGpuError) as exc:
+        source = getattr(exc, "source", "gpu")
+        source = source if source in _INFRA_SOURCES else "toolchain"
+        yield run.fold(InfraError(iteration=run.iteration, source=source, detail=str(exc)))
+        stop_reason, detail = "error", str(exc)
+    except StopRequested as exc:
+        stop_reason, detail = "stopped", str(exc) or None
+    except KeyboardInterrupt:
+        yield run.end("stopped", "interrupted")
+        raise
+    except Exception as exc:
+        # A defect, not a model or infrastructure failure: recorded, the session closed, then re-raised.
+        text = f"{type(exc).__name__}: {exc}"
+        yield run.fold(InfraError(iteration=run.iteration, source="other", detail=text))
+        yield run.end("error", text)
+        raise
+    yield run.end(stop_reason, detail)
+
+
+class _Run:
+    """The mutable bookkeeping of one session: the folded state and the conversation so far."""
+
+    def __init__(
+        self,
+        task: Task,
+        model: Model,
+        toolchain: Toolchain,
+        protocol: Protocol,
+        control: LoopControl | None,
+        state: SessionState,
+    ) -> None:
+        self.task, self.model, self.toolchain, self.protocol = task, model, toolchain, protocol
+        self.control = control
+        self.state = state
+        self.iteration = state.iteration
+        self.rounds: list[tuple[str, str]] = []
+        self.first: list[Message] = []
+        for a in state.attempts:
+            if a.verdict is None:
+                continue
+            if not self.first and a.request is not None and len(a.request.messages) >= 2:
+                self.first = list(a.request.messages[:2])
+            if a.reply is not None:
+                # A note already sent (the last message of the next recorded request) is kept verbatim, so
+                # a branch's frozen prefix reads as recorded; the newest round's note is built afresh.
+                sent = state.attempt(a.iteration + 1)
+                msgs = sent.request.messages if sent is not None and sent.request is not None else []
+                if protocol.method == "iterative" and len(msgs) > 2 and msgs[-1].role == "user":
+                    note = msgs[-1].content
+                else:
+                    note = feedback(a, protocol.feedback, task.language, protocol.feedback_components)
+                self.rounds.append((a.reply.content, note))
+
+    def fold(self, event: Event) -> Event:
+        self.state = apply(self.state, event)
+        return event
+
+    def end(self, stop_reason: str, detail: str | None) -> SessionEnd:
+        attempts = sum(1 for a in self.state.attempts if a.verdict is not None)
+        end = SessionEnd(
+            stop_reason=stop_reason,
+            iterations=attempts,
+            success=self.state.success,
+            best_speedup=self.state.best_speedup,
+            detail=detail,
+        )
+        self.fold(end)
+        return end
+
+    def _checkpoint(self) -> None:
+        if self.control is not None and not self.control.wait_turn():
+            raise _End("stopped", "stopped by the user")
+
+    def attempts(self, done: int) -> Iterator[Event]:
+        """Every event of the remaining attempts; raises _End for a terminal state."""
+        if done:
+            yield from self._after_verdict(done, resumed=True)
+        if not self.first:
+            start_log, source = _start_log(self.task, self.toolchain, self.protocol)
+            self.first = first_turn(self.task, start_log, source)
+        for iteration in range(done + 1, effective_budget(self.protocol) + 1):
+            self.iteration = iteration
+            self._checkpoint()
+            yield from self._attempt(iteration)
+            yield from self._after_verdict(iteration)
+
+    def _attempt(self, iteration: int) -> Iterator[Event]:
+        p, task = self.protocol, self.task
+        repeated = p.method == "repeated"
+        messages = self.first if repeated else conversation(self.first, self.rounds, p.history)
+        yield self.fold(Request(iteration=iteration, messages=messages))
+        completion: Completion | None = None
+        for item in _complete_streaming(self.model, messages, iteration, self.control):
+            if isinstance(item, ReplyDelta):
+                yield self.fold(item)
+            else:
+                completion = item
+        assert completion is not None
+        yield self.fold(
+            Reply(
+                iteration=iteration,
+                content=completion.content,
+                prompt_tokens=completion.prompt_tokens,
+                completion_tokens=completion.completion_tokens,
+                latency_s=completion.latency_s,
+                finish_reason=completion.finish_reason,
+                retries=completion.retries,
+                retry_reasons=list(completion.retry_reasons),
+            )
+        )
+        if self.control is not None and self.control.stopped:
+            raise _End("stopped", "stopped by the user")
+        code: str | None
+        reason: str | None
+        if completion.code is not None:
+            code, reason = completion.code, None
+        else:
+            found = extract(completion.content, task.language)
+            code, reason = found.code, found.reason
+        edited = False
+        if code is not None and self.control is not None:
+            new = self.control.edit(iteration, code)
+            if new is not None and new != code:
+                code, edited = new, True
+        previous = next(
+            (a.candidate.code for a in reversed(self.state.attempts) if a.candidate and a.candidate.code),
+            None,
+        )
+        before = previous if previous is not None and not repeated else task.broken_start()
+        yield self.fold(
+            Candidate(
+                iteration=iteration,
+                code=code,
+                sha256=code_hash(code, task.language) if code is not None else None,
+                no_code_reason=reason,
+                diff=_diff(before, code, task.solution_file) if code is not None else "",
+                edited=edited,
+            )
+        )
+        if code is None:
+            yield self.fold(
+                Verdict(
+                    iteration=iteration,
+                    category="buildability",
+                    signature="no code",
+                    correct=False,
+                    gate=p.gate,
+                    reason="no code",
+                    decisive=[reason or "no code"],
+                )
+            )
+            return
+        options = AttemptOptions(
+            iteration=iteration,
+            gate=p.gate,
+            sanitize_on_failure=p.sanitize_on_failure,
+            sanitize_tools=p.sanitize_tools,
+            profile=p.feedback == "L4",
+        )
+        verdicts = 0
+        for e in self.toolchain.attempt(task, code, options):
+            verdicts += isinstance(e, Verdict)
+            yield self.fold(e)
+        if verdicts != 1:
+            raise ToolchainError(f"the toolchain gave {verdicts} verdicts for iteration {iteration}, not one")
+
+    def _after_verdict(self, iteration: int, resumed: bool = False) -> Iterator[Event]:
+        """Stop on success or stagnation; otherwise remember the round for the next request."""
+        p = self.protocol
+        attempt = self.state.attempt(iteration)
+        assert attempt is not None and attempt.verdict is not None
+        if attempt.verdict.success and not p.continue_after_pass and p.method == "iterative":
+            raise _End("passed")
+        if p.method == "iterative":
+            already = {s.detector for s in attempt.stalls}
+            stalls = [s for s in detect(self.state, p.stagnation) if s.detector not in already]
+            for s in stalls:
+                yield self.fold(s)
+            fired = [s.detector for s in self.state.attempt(iteration).stalls]  # type: ignore[union-attr]
+            if fired and p.stagnation.stop:
+                raise _End(fired[0])
+        if not resumed and attempt.reply is not None:
+            note = feedback(
+                self.state.attempt(iteration),  # type: ignore[arg-type]
+                p.feedback,
+                self.task.language,
+                p.feedback_components,
+            )
+            self.rounds.append((attempt.reply.content, note))

@@ -1,0 +1,172 @@
+"""Sessions -> the attempts table of shared/spec/metrics.md.
+
+Every benchmark number is recomputed from this flat table, so folding is done by the one reducer
+(state.py) and nothing else: one row per attempt that reached a verdict or was hit by an infrastructure
+failure. Attempts cut mid-way (a killed run) are not rows; they will be redone on resume. Rows hit by an
+infrastructure error are kept with ``infra_error: true`` so they can be counted, and metrics never score
+them. This module reads session files; it computes no metric and writes nothing.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from beavertui.engine.errors import BeaverError
+from beavertui.engine.judge import anticheat
+from beavertui.engine.metrics.compute import source_model_matches
+from beavertui.engine.metrics.table import AttemptsTable, from_rows
+from beavertui.engine.session.events import SessionHeader
+from beavertui.engine.session.state import SessionState, fold
+from beavertui.engine.session.store import read_session
+
+#: Category written for an attempt that an infrastructure failure cut before any verdict.
+INFRA_CATEGORY = "infrastructure"
+
+
+@dataclass
+class ExportStats:
+    """What a fold over a run directory saw, for the one-line summary."""
+
+    sessions: int = 0
+    rows: int = 0
+    infra_rows: int = 0
+    unfinished_sessions: int = 0
+    damaged: list[str] = field(default_factory=list)
+    """Files that are not readable sessions, with the reason."""
+
+
+def session_files(root: Path) -> list[Path]:
+    """Session files under a run directory (or the file itself), sorted for a stable table."""
+    if root.is_file():
+        return [root]
+    if not root.is_dir():
+        raise BeaverError(f"{root}: no such run directory or session file")
+    return sorted(p for p in root.rglob("*.jsonl") if p.is_file() and not p.name.startswith("."))
+
+
+class SourceModels:
+    """Which model produced each task's broken start: a side table first, then the corpus's instance.json."""
+
+    def __init__(self, table: Mapping[str, str | None] | None = None) -> None:
+        self.table = dict(table or {})
+        self._cache: dict[tuple[str, str], str | None] = {}
+
+    def lookup(self, header: SessionHeader) -> str | None:
+        if header.task.id in self.table:
+            return self.table[header.task.id]
+        key = (header.task.corpus, header.task.id)
+        if key not in self._cache:
+            self._cache[key] = _instance_source_model(Path(header.task.corpus) / header.task.id)
+        return self._cache[key]
+
+
+def _instance_source_model(task_dir: Path) -> str | None:
+    try:
+        data = json.loads((task_dir / "instance.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    value = data.get("source_model") if isinstance(data, dict) else None
+    return str(value) if value else None
+
+
+def load_source_models(path: Path) -> dict[str, str | None]:
+    """A side table task_id -> source_model: a JSON object, JSON Lines/CSV rows with those two keys."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise BeaverError(f"{path}: cannot read source-models table: {exc.strerror}") from None
+    rows: list[Mapping[str, Any]]
+    if path.suffix.lower() == ".csv":
+        import csv
+        import io
+
+        rows = list(csv.DictReader(io.StringIO(text)))
+    else:
+        try:
+            data = json.loads(text)
+            rows = (
+                [{"task_id": k, "source_model": v} for k, v in data.items()]
+                if isinstance(data, dict)
+                else list(data)
+            )
+        except ValueError:
+            try:
+                rows = [json.loads(line) for line in text.splitlines() if line.strip()]
+            except ValueError:
+                raise BeaverError(f"{path}: source-models table is neither JSON nor JSON Lines") from None
+    out: dict[str, str | None] = {}
+    for n, r in enumerate(rows, 1):
+        if not isinstance(r, Mapping) or "task_id" not in r:
+            raise BeaverError(f"{path}: row {n} has no task_id")
+        out[str(r["task_id"])] = (str(r.get("source_model")) or None) if r.get("source_model") else None
+    return out
+
+
+def rows_of_session(
+    state: SessionState, *, run_id: str | None = None, source_model: str | None = None
+) -> Iterator[dict[str, Any]]:
+    """The attempts-table rows of one folded session, in iteration order."""
+    h = state.header
+    proto = h.protocol
+    repeated = proto.method == "repeated"
+    self_source = bool(proto.self_source) or source_model_matches(h.model.name, source_model)
+    scored = [a for a in state.attempts if a.verdict is not None or a.infra_errors]
+    stop = state.end.stop_reason if state.end is not None else None
+    for i, a in enumerate(scored):
+        v = a.verdict
+        last = i == len(scored) - 1
+        yield {
+            "run_id": h.run_id or run_id or h.session_id,
+            "model": h.model.name,
+            "task_id": h.task.id,
+            "protocol": proto.key(),
+            "sample": h.sample * proto.budget + a.iteration - 1 if repeated else h.sample,
+            "iteration": 1 if repeated else a.iteration,
+            "category": v.category if v is not None else INFRA_CATEGORY,
+            "correct": bool(v.correct) if v is not None else False,
+            "speedup": v.speedup if v is not None else None,
+            "stop_reason": stop if last else None,
+            "self_source": self_source,
+            "family": h.task.family,
+            "label": h.task.label,
+            "infra_error": bool(a.infra_errors),
+            "flagged": v is not None and anticheat.is_flagged(v.flags),
+        }
+
+
+def export_rows(
+    root: Path, *, source_models: SourceModels | None = None, stats: ExportStats | None = None
+) -> Iterator[dict[str, Any]]:
+    """Rows of every session under a run directory."""
+    sources = source_models or SourceModels()
+    stats = stats if stats is not None else ExportStats()
+    run_id = root.name if root.is_dir() else None
+    for path in session_files(root):
+        header, events, problem = read_session(path)
+        if header is None:
+            stats.damaged.append(f"{path}: {problem}")
+            continue
+        state = fold(header, events)
+        stats.sessions += 1
+        stats.unfinished_sessions += state.end is None
+        for row in rows_of_session(state, run_id=run_id, source_model=sources.lookup(header)):
+            stats.rows += 1
+            stats.infra_rows += row["infra_error"]
+            yield row
+
+
+def table_from_run(root: Path, *, source_models: SourceModels | None = None) -> AttemptsTable:
+    """The AttemptsTable of a run directory (metrics' entry point for a run dir)."""
+    return from_rows(export_rows(root, source_models=source_models))
+
+
+def iter_session_states(paths: Iterable[Path]) -> Iterator[tuple[Path, SessionState]]:
+    """Fold each readable session file (damaged ones skipped)."""
+    for path in paths:
+        header, events, _ = read_session(path)
+        if header is not None:
+            yield path, fold(header, events)

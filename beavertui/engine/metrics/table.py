@@ -1,0 +1,313 @@
+"""The attempts table in memory: one numpy column per key of shared/spec/metrics.md.
+
+Metrics run over a million attempts in seconds only if no Python loop touches a row, so the table is
+columnar: numbers are numpy arrays, strings are integer codes into a tuple of labels (-1 = null), and the
+protocol object is one code into a tuple of ``ProtocolKey``. This module holds the value types and the
+conversion from plain rows; reading files lives in table_io.py. It computes no metric.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+IntArray = npt.NDArray[np.int64]
+BoolArray = npt.NDArray[np.bool_]
+FloatArray = npt.NDArray[np.float64]
+
+#: Keys of the protocol object, in the order the table writes them.
+PROTOCOL_FIELDS: tuple[str, ...] = ("method", "feedback", "history", "temperature", "gate", "budget")
+
+#: Top-level string columns (besides the protocol). ``family``, ``label`` and ``infra_error`` extend
+#: metrics.md: the task's family and broken-start label (for breakdowns) and whether an infrastructure
+#: failure hit the attempt (such attempts are counted but never scored). ``flagged`` extends it too: the
+#: attempt's verdict carried an anti-cheat flag (engine/judge/anticheat.py); a flagged success is counted apart,
+#: never as a success.
+STRING_COLUMNS: tuple[str, ...] = ("run_id", "model", "task_id", "category", "stop_reason", "family", "label")
+INT_COLUMNS: tuple[str, ...] = ("sample", "iteration")
+BOOL_COLUMNS: tuple[str, ...] = ("correct", "self_source", "infra_error", "flagged")
+
+#: Column order of the flat (CSV) form; the JSON form nests the protocol fields under ``protocol``.
+FLAT_COLUMNS: tuple[str, ...] = (
+    "run_id",
+    "model",
+    "task_id",
+    *(f"protocol.{f}" for f in PROTOCOL_FIELDS),
+    "sample",
+    "iteration",
+    "category",
+    "correct",
+    "speedup",
+    "stop_reason",
+    "self_source",
+    "family",
+    "label",
+    "infra_error",
+    "flagged",
+)
+#: Columns a table must have; the others default (family/label null, infra_error and flagged false).
+REQUIRED_COLUMNS: frozenset[str] = frozenset(FLAT_COLUMNS) - {"family", "label", "infra_error", "flagged"}
+
+
+@dataclass(frozen=True, order=True)
+class ProtocolKey:
+    """The six protocol fields that identify a protocol in the attempts table."""
+
+    method: str
+    feedback: str
+    history: int
+    temperature: float
+    gate: float
+    budget: int
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "method": self.method,
+            "feedback": self.feedback,
+            "history": self.history,
+            "temperature": self.temperature,
+            "gate": self.gate,
+            "budget": self.budget,
+        }
+
+    def short(self) -> str:
+        """Compact label, e.g. ``iterative K5 L3 H2 T0 p0.7``."""
+        return (
+            f"{self.method} K{self.budget} {self.feedback} H{self.history} "
+            f"T{self.temperature:g} p{self.gate:g}"
+        )
+
+    @staticmethod
+    def from_mapping(m: Mapping[str, Any]) -> ProtocolKey:
+        try:
+            return ProtocolKey(
+                method=str(m["method"]),
+                feedback=str(m["feedback"]),
+                history=int(m["history"]),
+                temperature=float(m["temperature"]),
+                gate=float(m["gate"]),
+                budget=int(m["budget"]),
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ValueError(f"bad protocol object {dict(m)!r}: {exc}") from None
+
+
+@dataclass(frozen=True)
+class Codes:
+    """A string column: ``labels[codes[i]]`` is row i's value; code -1 is null."""
+
+    codes: IntArray
+    labels: tuple[str, ...]
+
+    def values(self) -> list[str | None]:
+        return [self.labels[c] if c >= 0 else None for c in self.codes.tolist()]
+
+
+@dataclass(frozen=True)
+class AttemptsTable:
+    """Every attempt, column by column (metrics.md's attempts table)."""
+
+    strings: Mapping[str, Codes]
+    """run_id, model, task_id, category, stop_reason, family, label."""
+    protocol: IntArray
+    """Code into ``protocols`` per row."""
+    protocols: tuple[ProtocolKey, ...]
+    sample: IntArray
+    iteration: IntArray
+    correct: BoolArray
+    speedup: FloatArray
+    """NaN where null."""
+    self_source: BoolArray
+    infra_error: BoolArray
+    flagged: BoolArray
+    """The verdict carried an anti-cheat flag (its success, if any, is counted apart)."""
+
+    def __len__(self) -> int:
+        return int(self.sample.shape[0])
+
+    def col(self, name: str) -> Codes:
+        return self.strings[name]
+
+    def take(self, index: npt.NDArray[Any]) -> AttemptsTable:
+        """Rows selected by a boolean mask or an index array (labels kept)."""
+        return AttemptsTable(
+            strings={k: Codes(v.codes[index], v.labels) for k, v in self.strings.items()},
+            protocol=self.protocol[index],
+            protocols=self.protocols,
+            sample=self.sample[index],
+            iteration=self.iteration[index],
+            correct=self.correct[index],
+            speedup=self.speedup[index],
+            self_source=self.self_source[index],
+            infra_error=self.infra_error[index],
+            flagged=self.flagged[index],
+        )
+
+    def with_self_source(self, self_source: BoolArray) -> AttemptsTable:
+        return AttemptsTable(
+            strings=self.strings,
+            protocol=self.protocol,
+            protocols=self.protocols,
+            sample=self.sample,
+            iteration=self.iteration,
+            correct=self.correct,
+            speedup=self.speedup,
+            self_source=self_source,
+            infra_error=self.infra_error,
+            flagged=self.flagged,
+        )
+
+    def rows(self) -> Iterable[dict[str, Any]]:
+        """Rows as plain dicts in metrics.md's JSON shape (slow; for export and tests)."""
+        strings = {k: v.values() for k, v in self.strings.items()}
+        sample = self.sample.tolist()
+        iteration = self.iteration.tolist()
+        correct = self.correct.tolist()
+        speedup = self.speedup.tolist()
+        self_source = self.self_source.tolist()
+        infra = self.infra_error.tolist()
+        flagged = self.flagged.tolist()
+        protocol = self.protocol.tolist()
+        for i in range(len(self)):
+            yield {
+                "run_id": strings["run_id"][i],
+                "model": strings["model"][i],
+                "task_id": strings["task_id"][i],
+                "protocol": self.protocols[protocol[i]].as_dict(),
+                "sample": sample[i],
+                "iteration": iteration[i],
+                "category": strings["category"][i],
+                "correct": correct[i],
+                "speedup": None if speedup[i] != speedup[i] else speedup[i],
+                "stop_reason": strings["stop_reason"][i],
+                "self_source": self_source[i],
+                "family": strings["family"][i],
+                "label": strings["label"][i],
+                "infra_error": infra[i],
+                "flagged": flagged[i],
+            }
+
+
+def encode(values: Sequence[str | None]) -> Codes:
+    """Dictionary-encode a list of strings (None -> -1), labels in first-seen order."""
+    index: dict[str, int] = {}
+    codes = np.fromiter(
+        (-1 if v is None else index.setdefault(v, len(index)) for v in values),
+        dtype=np.int64,
+        count=len(values),
+    )
+    return Codes(codes, tuple(index))
+
+
+def _bool(v: Any, name: str) -> bool:
+    if isinstance(v, bool):
+        return v
+    if v in (None, ""):
+        return False
+    if isinstance(v, str):
+        low = v.strip().lower()
+        if low in ("true", "1", "yes"):
+            return True
+        if low in ("false", "0", "no"):
+            return False
+    if isinstance(v, int | float):
+        return bool(v)
+    raise ValueError(f"{name}: not a boolean: {v!r}")
+
+
+def _float_or_nan(v: Any) -> float:
+    if v is None or v == "" or v == "null":
+        return float("nan")
+    return float(v)
+
+
+def _str_or_none(v: Any) -> str | None:
+    if v is None or v == "":
+        return None
+    return str(v)
+
+
+def from_rows(rows: Iterable[Mapping[str, Any]]) -> AttemptsTable:
+    """Build a table from dict rows, nested (``protocol`` object) or flat (``protocol.method`` ...).
+
+    Raises ValueError naming the first bad row.
+    """
+    cols: dict[str, list[Any]] = {name: [] for name in (*STRING_COLUMNS, *INT_COLUMNS, *BOOL_COLUMNS)}
+    speed: list[float] = []
+    protos: list[ProtocolKey] = []
+    for n, row in enumerate(rows, 1):
+        if not isinstance(row, Mapping):
+            raise ValueError(f"row {n}: expected a JSON object, got {type(row).__name__}")
+        try:
+            proto = row.get("protocol")
+            if isinstance(proto, Mapping):
+                protos.append(ProtocolKey.from_mapping(proto))
+            else:
+                protos.append(ProtocolKey.from_mapping({f: row[f"protocol.{f}"] for f in PROTOCOL_FIELDS}))
+            for name in ("run_id", "model", "task_id", "category"):
+                cols[name].append(str(row[name]))
+            for name in ("stop_reason", "family", "label"):
+                cols[name].append(_str_or_none(row.get(name)))
+            for name in INT_COLUMNS:
+                cols[name].append(int(row[name]))
+            for name in ("correct", "self_source"):
+                cols[name].append(_bool(row[name], name))
+            cols["infra_error"].append(_bool(row.get("infra_error", False), "infra_error"))
+            cols["flagged"].append(_bool(row.get("flagged", False), "flagged"))
+            speed.append(_float_or_nan(row.get("speedup")))
+        except KeyError as exc:
+            raise ValueError(f"row {n}: missing key {exc.args[0]!r}") from None
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"row {n}: {exc}") from None
+    index: dict[ProtocolKey, int] = {}
+    proto_codes = np.fromiter((index.setdefault(p, len(index)) for p in protos), np.int64, len(protos))
+    return AttemptsTable(
+        strings={name: encode(cols[name]) for name in STRING_COLUMNS},
+        protocol=proto_codes,
+        protocols=tuple(index),
+        sample=np.asarray(cols["sample"], dtype=np.int64),
+        iteration=np.asarray(cols["iteration"], dtype=np.int64),
+        correct=np.asarray(cols["correct"], dtype=np.bool_),
+        speedup=np.asarray(speed, dtype=np.float64),
+        self_source=np.asarray(cols["self_source"], dtype=np.bool_),
+        infra_error=np.asarray(cols["infra_error"], dtype=np.bool_),
+        flagged=np.asarray(cols["flagged"], dtype=np.bool_),
+    )
+
+
+def concat(tables: Sequence[AttemptsTable]) -> AttemptsTable:
+    """Concatenate tables, merging their label dictionaries."""
+    if not tables:
+        return from_rows([])
+    if len(tables) == 1:
+        return tables[0]
+    strings: dict[str, Codes] = {}
+    for name in STRING_COLUMNS:
+        labels: dict[str, int] = {}
+        parts = []
+        for t in tables:
+            col = t.strings[name]
+            remap = np.array([labels.setdefault(s, len(labels)) for s in col.labels] + [-1], dtype=np.int64)
+            parts.append(remap[col.codes])  # code -1 indexes the trailing -1
+        strings[name] = Codes(np.concatenate(parts), tuple(labels))
+    pindex: dict[ProtocolKey, int] = {}
+    pparts = []
+    for t in tables:
+        remap = np.array([pindex.setdefault(p, len(pindex)) for p in t.protocols], dtype=np.int64)
+        pparts.append(remap[t.protocol] if len(t.protocols) else t.protocol)
+    return AttemptsTable(
+        strings=strings,
+        protocol=np.concatenate(pparts),
+        protocols=tuple(pindex),
+        sample=np.concatenate([t.sample for t in tables]),
+        iteration=np.concatenate([t.iteration for t in tables]),
+        correct=np.concatenate([t.correct for t in tables]),
+        speedup=np.concatenate([t.speedup for t in tables]),
+        self_source=np.concatenate([t.self_source for t in tables]),
+        infra_error=np.concatenate([t.infra_error for t in tables]),
+        flagged=np.concatenate([t.flagged for t in tables]),
+    )

@@ -1,0 +1,440 @@
+"""The event union: everything that happens in a repair session, one typed event per thing.
+
+The saved session file is these events, one JSON object per line, after a versioned header line
+(session.py writes and reads it). Live view, replay, stagnation detection, batch resume and the attempts
+table all read only these events, so anything a pane or a metric needs must be recorded here.
+Events are plain data: no behaviour, no I/O.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+
+from beavertui.engine.session.protocol import Detector, Protocol
+
+FORMAT_VERSION = 1
+
+
+def now() -> float:
+    """Wall-clock time stamp used in events (seconds since the epoch)."""
+    return time.time()
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+
+# --------------------------------------------------------------------------------------------- values
+
+
+class Message(_Frozen):
+    """One chat message exactly as sent to or received from the model."""
+
+    role: Literal["system", "user", "assistant"]
+    """Chat role."""
+    content: str
+    """Full text."""
+
+
+class TaskRef(_Frozen):
+    """What a session needs to know about its task, independent of the corpus still being on disk."""
+
+    id: str
+    """Task id (folder name)."""
+    family: str
+    """Kernel family."""
+    label: str
+    """The broken start's label as given by the corpus (release labels kept verbatim)."""
+    corpus: str
+    """Corpus root the task was loaded from."""
+    layout: Literal["native", "release"]
+    """Corpus layout."""
+    solution_file: str
+    """Path of the solution inside the work dir."""
+    language: str = "cuda"
+    """Language of the solution (``cuda``, ``cpp``, ``python``)."""
+    broken_start: str
+    """Full text of the broken start."""
+    reference: str | None = None
+    """Full text of the reference solution (for the reference diff pane); None if not shipped."""
+    broken_start_hash: str = ""
+    """First 16 hex digits of sha256 of the broken start."""
+
+
+class ModelInfo(_Frozen):
+    """The model under test, without credentials."""
+
+    name: str
+    """Model name as sent to the endpoint, or ``scripted:FILE``, ``replay:SESSION``, ``human``."""
+    kind: Literal["openai", "scripted", "replay", "human"]
+    """Which model driver produced the replies."""
+    base_url: str | None = None
+    """Endpoint base URL (never the key)."""
+    params: dict[str, object] = Field(default_factory=dict)
+    """Sampling and request parameters (temperature, top_p, max_tokens, seed, reasoning_effort, ...)."""
+
+
+class GpuSignature(_Frozen):
+    """The GPU and toolkit a session ran on (timing.md)."""
+
+    slug: str
+    """``<gpu name slug>_sm_<major><minor>_cuda_<major>_<minor>``."""
+    name: str
+    """GPU name as the driver reports it."""
+    compute_capability: str
+    """e.g. ``9.0``."""
+    driver: str = ""
+    """Driver version."""
+    cuda: str = ""
+    """CUDA toolkit version (nvcc)."""
+
+
+class StageResult(_Frozen):
+    """One shell command of an attempt (build, test, benchmark or sanitizer)."""
+
+    stage: Literal["build", "run", "sanitize", "benchmark"]
+    """Which stage ran."""
+    command: str
+    """The shell command as run (after adaptation)."""
+    rc: int | None
+    """Exit status; None when killed by the time limit or a signal."""
+    signal: int | None = None
+    """Signal number that ended the process, if any."""
+    timed_out: bool = False
+    """The runner's own time limit fired."""
+    duration_s: float = 0.0
+    """Wall time of the stage in seconds."""
+    log: str = ""
+    """stdout+stderr, interleaved; head and tail only when larger than the runner's bound."""
+    log_bytes: int = 0
+    """Total bytes the command wrote (log may hold fewer)."""
+    cached: bool = False
+    """The build was served from the compile cache."""
+    stopped_by: str | None = None
+    """Limits that stopped or refused the command, in words (CPU time, file size, processes, wall clock)."""
+    sandbox: str = ""
+    """Isolation that applied to the command, and what this machine could not provide and why."""
+
+
+class SanitizerRecord(_Frozen):
+    """One compute-sanitizer finding."""
+
+    tool: str
+    """memcheck, racecheck, synccheck or initcheck."""
+    kind: str
+    """e.g. ``Invalid __global__ read``, ``Race reported``, ``Uninitialized __global__ memory read``."""
+    size: int | None = None
+    """Access size in bytes."""
+    kernel: str | None = None
+    """Kernel name."""
+    block: str | None = None
+    """Block index, e.g. ``(0,0,0)``."""
+    thread: str | None = None
+    """Thread index."""
+    address: str | None = None
+    """Faulting address."""
+    detail: str | None = None
+    """Extra explanation (e.g. ``Address ... is out of bounds``)."""
+    host_frame: str | None = None
+    """First host backtrace frame (the launch site)."""
+    text: str = ""
+    """The record's raw lines."""
+
+
+class TimingResult(_Frozen):
+    """Interleaved reference/candidate timing of one attempt (timing.md)."""
+
+    method: str
+    """``beaver_time_ms`` (native contract), ``cupti``, ``ncu`` or ``cuda_event``."""
+    candidate_ms: float
+    """Median candidate time, milliseconds."""
+    reference_ms: float
+    """Median reference time, milliseconds."""
+    candidate_cv: float
+    """Coefficient of variation of candidate samples (fraction)."""
+    reference_cv: float
+    """Coefficient of variation of reference samples (fraction)."""
+    speedup: float
+    """reference_ms / candidate_ms."""
+    candidate_samples: list[float] = Field(default_factory=list)
+    """Every raw candidate sample, milliseconds."""
+    reference_samples: list[float] = Field(default_factory=list)
+    """Every raw reference sample, milliseconds."""
+    unstable: bool = False
+    """CV above 3% after one re-measurement."""
+    implausible: bool = False
+    """Speedup above 10x or faster than the hardware floor: to audit."""
+    note: str | None = None
+    """Anything the reader should know (e.g. the baseline came from the cache)."""
+    profile: dict[str, str] = Field(default_factory=dict)
+    """ncu metrics of the candidate, name -> value with its unit (filled when AttemptOptions.profile)."""
+    candidate_host_samples: list[float] = Field(default_factory=list)
+    """Native contract: every candidate ``BEAVER_HOST_MS`` (host clock from before the start event to a full
+    device synchronisation, milliseconds), one per timed run, in the order of candidate_samples."""
+    reference_host_samples: list[float] = Field(default_factory=list)
+    """The same for the reference."""
+    flags: list[str] = Field(default_factory=list)
+    """Anti-cheat findings of the timing runs (anticheat.py): ``side_stream``, ``cached_result``, ...."""
+
+
+# --------------------------------------------------------------------------------------------- events
+
+
+class _Event(_Frozen):
+    t: float = Field(default_factory=now)
+    """Time stamp, seconds since the epoch."""
+
+
+class SessionHeader(_Event):
+    """First line of every session file."""
+
+    kind: Literal["header"] = "header"
+    format_version: int = FORMAT_VERSION
+    """Session file format version."""
+    session_id: str
+    """Unique id of this session."""
+    tool_version: str
+    """beavertui version that wrote it."""
+    task: TaskRef
+    """The task."""
+    model: ModelInfo
+    """The model under test."""
+    protocol: Protocol
+    """The protocol."""
+    gpu: GpuSignature | None = None
+    """Where it ran; None when no GPU was used (recorded toolchain)."""
+    run_id: str | None = None
+    """Batch run id, if part of one."""
+    sample: int = 0
+    """Index of this trajectory among the task's samples under this protocol."""
+    parent: str | None = None
+    """Parent session path when this session is a branch."""
+    branch_step: int | None = None
+    """Iteration of the parent after which this branch starts."""
+    notes: str | None = None
+    """Free text, e.g. 'replies written by hand'."""
+
+
+class Request(_Event):
+    """The messages sent to the model for one iteration, in full."""
+
+    kind: Literal["request"] = "request"
+    iteration: int
+    """1-based iteration."""
+    messages: list[Message]
+    """Exactly what was sent."""
+
+
+class ReplyDelta(_Event):
+    """A streamed piece of the model's reply. Shown live, never saved."""
+
+    kind: Literal["reply_delta"] = "reply_delta"
+    iteration: int
+    """1-based iteration."""
+    text: str
+    """The new text."""
+
+
+class Reply(_Event):
+    """The model's complete reply."""
+
+    kind: Literal["reply"] = "reply"
+    iteration: int
+    """1-based iteration."""
+    content: str
+    """Full reply text."""
+    prompt_tokens: int | None = None
+    """Prompt tokens as reported by the endpoint."""
+    completion_tokens: int | None = None
+    """Completion tokens as reported by the endpoint."""
+    latency_s: float = 0.0
+    """Seconds from request to last token."""
+    finish_reason: str | None = None
+    """Endpoint's finish reason."""
+    retries: int = 0
+    """Retries spent on this call."""
+    retry_reasons: list[str] = Field(default_factory=list)
+    """One line per failed try of this call (what failed, how long it waited and why)."""
+
+
+class Candidate(_Event):
+    """The code extracted from a reply (or typed by a human)."""
+
+    kind: Literal["candidate"] = "candidate"
+    iteration: int
+    """1-based iteration."""
+    code: str | None
+    """The candidate source; None when no code was found."""
+    sha256: str | None = None
+    """sha256 of the normalised candidate (stagnation.normalise)."""
+    no_code_reason: str | None = None
+    """Why no code was extracted."""
+    diff: str = ""
+    """Unified diff against the previous candidate (or the broken start)."""
+    edited: bool = False
+    """The user edited the candidate before it was built (live debugger)."""
+
+
+class Built(_Event):
+    """The build stage finished."""
+
+    kind: Literal["build"] = "build"
+    iteration: int
+    """1-based iteration."""
+    result: StageResult
+    """The build command's outcome."""
+
+
+class Ran(_Event):
+    """The test stage finished."""
+
+    kind: Literal["run"] = "run"
+    iteration: int
+    """1-based iteration."""
+    result: StageResult
+    """The test command's outcome."""
+
+
+class Sanitized(_Event):
+    """A compute-sanitizer run finished."""
+
+    kind: Literal["sanitize"] = "sanitize"
+    iteration: int
+    """1-based iteration."""
+    tool: str
+    """memcheck, racecheck, synccheck or initcheck."""
+    result: StageResult
+    """The sanitizer command's outcome."""
+    records: list[SanitizerRecord] = Field(default_factory=list)
+    """Parsed findings."""
+    error_count: int | None = None
+    """N of ``ERROR SUMMARY: N errors``; None if the summary was missing."""
+
+
+class Timed(_Event):
+    """Speedup measurement of a correct candidate."""
+
+    kind: Literal["timing"] = "timing"
+    iteration: int
+    """1-based iteration."""
+    result: TimingResult
+    """The measurement."""
+
+
+class Verdict(_Event):
+    """The classified outcome of one attempt."""
+
+    kind: Literal["verdict"] = "verdict"
+    iteration: int
+    """1-based iteration."""
+    category: str
+    """One of categories.md."""
+    signature: str
+    """Normalised error signature ('' for passed)."""
+    correct: bool
+    """The harness's functional check passed."""
+    speedup: float | None = None
+    """reference / candidate time; None when not measured."""
+    gate: float = 0.7
+    """The gate p the attempt was judged against."""
+    success: bool = False
+    """correct and passes the gate."""
+    reason: str = ""
+    """Short human reason: 'passed', 'below gate', 'no code', or the category."""
+    decisive: list[str] = Field(default_factory=list)
+    """The decisive log lines (what the signature was taken from, and its neighbours)."""
+    flags: list[str] = Field(default_factory=list)
+    """Anti-cheat or audit flags with evidence, e.g. 'implausible_speedup: 14.2x'."""
+
+
+class Stalled(_Event):
+    """A stagnation detector fired."""
+
+    kind: Literal["stalled"] = "stalled"
+    iteration: int
+    """Iteration after which it fired."""
+    detector: Detector
+    """Which detector."""
+    detail: str = ""
+    """Evidence, e.g. 'same as iteration 2'."""
+
+
+class InfraError(_Event):
+    """A failure of the infrastructure (endpoint, GPU, disk), not of the model."""
+
+    kind: Literal["infra_error"] = "infra_error"
+    iteration: int
+    """Iteration it hit."""
+    source: Literal["endpoint", "gpu", "disk", "toolchain", "other"]
+    """What failed."""
+    detail: str
+    """One-line description."""
+
+
+class SessionEnd(_Event):
+    """Last line of a complete session."""
+
+    kind: Literal["end"] = "end"
+    stop_reason: Literal[
+        "passed",
+        "budget",
+        "duplicate_code",
+        "code_cycle",
+        "category_oscillation",
+        "no_progress",
+        "error",
+        "stopped",
+    ]
+    """Why the loop stopped (metrics.md), or 'stopped' by the user."""
+    iterations: int
+    """Attempts made."""
+    success: bool
+    """Some attempt succeeded at the protocol's gate."""
+    best_speedup: float | None = None
+    """Best speedup among correct attempts."""
+    detail: str | None = None
+    """Error detail when stop_reason is 'error'."""
+
+
+Event = Annotated[
+    Request
+    | ReplyDelta
+    | Reply
+    | Candidate
+    | Built
+    | Ran
+    | Sanitized
+    | Timed
+    | Verdict
+    | Stalled
+    | InfraError
+    | SessionEnd,
+    Field(discriminator="kind"),
+]
+"""Any event after the header."""
+
+AnyLine = Annotated[
+    SessionHeader
+    | Request
+    | ReplyDelta
+    | Reply
+    | Candidate
+    | Built
+    | Ran
+    | Sanitized
+    | Timed
+    | Verdict
+    | Stalled
+    | InfraError
+    | SessionEnd,
+    Field(discriminator="kind"),
+]
+
+EVENT_ADAPTER: TypeAdapter[Event] = TypeAdapter(Event)
+LINE_ADAPTER: TypeAdapter[SessionHeader | Event] = TypeAdapter(AnyLine)
+
+#: Events shown live but never written to a session file.
+TRANSIENT_KINDS = frozenset({"reply_delta"})

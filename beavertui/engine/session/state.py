@@ -1,0 +1,171 @@
+"""The one reducer: ``apply(state, event) -> state``.
+
+Live view, replay, follow mode, the stagnation detectors and the attempts table all fold the same events
+with this function, so they can never disagree about what happened. States are immutable; ``apply``
+returns a new state and never mutates its input (a replay cursor can keep every intermediate state).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, fields, replace
+
+from beavertui.engine.session.events import (
+    Built,
+    Candidate,
+    Event,
+    InfraError,
+    Ran,
+    Reply,
+    ReplyDelta,
+    Request,
+    Sanitized,
+    SessionEnd,
+    SessionHeader,
+    Stalled,
+    Timed,
+    Verdict,
+)
+
+
+@dataclass(frozen=True)
+class AttemptState:
+    """Everything recorded about one iteration."""
+
+    iteration: int
+    request: Request | None = None
+    streaming: str = ""
+    reply: Reply | None = None
+    candidate: Candidate | None = None
+    build: Built | None = None
+    run: Ran | None = None
+    sanitize: tuple[Sanitized, ...] = ()
+    timing: Timed | None = None
+    verdict: Verdict | None = None
+    stalls: tuple[Stalled, ...] = ()
+    infra_errors: tuple[InfraError, ...] = ()
+
+    @property
+    def stage(self) -> str:
+        """The furthest stage reached: request, reply, candidate, build, run, sanitize, timing, verdict."""
+        for name in ("verdict", "timing", "run", "build", "candidate", "reply"):
+            if getattr(self, name) is not None:
+                return name
+        if self.sanitize:
+            return "sanitize"
+        return "request" if self.request is not None else "pending"
+
+
+@dataclass(frozen=True)
+class SessionState:
+    """A session as far as its events go."""
+
+    header: SessionHeader
+    attempts: tuple[AttemptState, ...] = ()
+    stalls: tuple[Stalled, ...] = ()
+    end: SessionEnd | None = None
+    events: int = 0
+    """Number of events folded (the header not counted)."""
+
+    @property
+    def done(self) -> bool:
+        return self.end is not None
+
+    @property
+    def iteration(self) -> int:
+        """The latest iteration seen (0 before the first)."""
+        return self.attempts[-1].iteration if self.attempts else 0
+
+    def attempt(self, iteration: int) -> AttemptState | None:
+        """The attempt of a 1-based iteration, if recorded."""
+        for a in self.attempts:
+            if a.iteration == iteration:
+                return a
+        return None
+
+    @property
+    def verdicts(self) -> tuple[Verdict, ...]:
+        """Verdicts in iteration order."""
+        return tuple(a.verdict for a in self.attempts if a.verdict is not None)
+
+    @property
+    def hashes(self) -> tuple[str | None, ...]:
+        """Candidate hashes in iteration order (None where no code was extracted)."""
+        return tuple(a.candidate.sha256 for a in self.attempts if a.candidate is not None)
+
+    @property
+    def success(self) -> bool:
+        return any(v.success for v in self.verdicts)
+
+    @property
+    def best_speedup(self) -> float | None:
+        speeds = [v.speedup for v in self.verdicts if v.correct and v.speedup is not None]
+        return max(speeds) if speeds else None
+
+
+_ATTEMPT_FIELDS = tuple(f.name for f in fields(AttemptState) if f.name != "iteration")
+
+
+def initial(header: SessionHeader) -> SessionState:
+    """The state before any event."""
+    return SessionState(header=header)
+
+
+def _with_attempt(state: SessionState, iteration: int, **changes: object) -> SessionState:
+    attempts = list(state.attempts)
+    for i, a in enumerate(attempts):
+        if a.iteration == iteration:
+            attempts[i] = replace(a, **changes)  # type: ignore[arg-type]
+            break
+    else:
+        attempts.append(replace(AttemptState(iteration=iteration), **changes))  # type: ignore[arg-type]
+        attempts.sort(key=lambda a: a.iteration)
+    return replace(state, attempts=tuple(attempts), events=state.events + 1)
+
+
+def apply(state: SessionState, event: Event) -> SessionState:
+    """Fold one event into the state."""
+    if isinstance(event, Request):
+        # A re-sent request (resume, retry) starts the iteration afresh: nothing of a cut attempt is kept.
+        fresh = {f: getattr(AttemptState(iteration=event.iteration), f) for f in _ATTEMPT_FIELDS}
+        return _with_attempt(state, event.iteration, **{**fresh, "request": event})
+    if isinstance(event, ReplyDelta):
+        current = state.attempt(event.iteration)
+        text = (current.streaming if current else "") + event.text
+        return _with_attempt(state, event.iteration, streaming=text)
+    if isinstance(event, Reply):
+        return _with_attempt(state, event.iteration, reply=event, streaming="")
+    if isinstance(event, Candidate):
+        return _with_attempt(state, event.iteration, candidate=event)
+    if isinstance(event, Built):
+        return _with_attempt(state, event.iteration, build=event)
+    if isinstance(event, Ran):
+        return _with_attempt(state, event.iteration, run=event)
+    if isinstance(event, Sanitized):
+        current = state.attempt(event.iteration)
+        sanitized = current.sanitize if current else ()
+        return _with_attempt(state, event.iteration, sanitize=(*sanitized, event))
+    if isinstance(event, Timed):
+        return _with_attempt(state, event.iteration, timing=event)
+    if isinstance(event, Verdict):
+        return _with_attempt(state, event.iteration, verdict=event)
+    if isinstance(event, Stalled):
+        current = state.attempt(event.iteration)
+        stalls = current.stalls if current else ()
+        new = _with_attempt(state, event.iteration, stalls=(*stalls, event))
+        return replace(new, stalls=(*state.stalls, event))
+    if isinstance(event, InfraError):
+        current = state.attempt(event.iteration)
+        infra = current.infra_errors if current else ()
+        return _with_attempt(state, event.iteration, infra_errors=(*infra, event))
+    if isinstance(event, SessionEnd):
+        return replace(state, end=event, events=state.events + 1)
+    raise TypeError(f"unknown event {type(event).__name__}")
+
+
+def fold(header: SessionHeader, events: Iterable[Event]) -> SessionState:
+    """Fold a whole event sequence."""
+    state = initial(header)
+    for e in events:
+        state = apply(state, e)
+    return state

@@ -1,0 +1,416 @@
+"""Session files: an append-only JSON-Lines event log, one header line then one event per line.
+
+The session file is the API between running and viewing: the loop appends, everything else reads. Lines are
+written whole and flushed one at a time, so a run killed at any moment leaves a readable prefix; reading
+never raises on damage but returns the valid prefix and says what is wrong. Transient events (streamed
+deltas) are never written. This module must not interpret events beyond parsing them (the reducer does
+that) and never stores credentials: the writer can redact given secrets as a last line of defence.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import threading
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO
+
+from pydantic import ValidationError
+from pydantic_core import PydanticSerializationError
+
+from beavertui.engine.errors import SessionFileError
+from beavertui.engine.session.events import (
+    EVENT_ADAPTER,
+    FORMAT_VERSION,
+    TRANSIENT_KINDS,
+    Event,
+    SessionEnd,
+    SessionHeader,
+)
+
+REDACTED = "[redacted]"
+
+#: A lone UTF-16 surrogate: valid in a JSON escape and in a Python str, but not encodable as UTF-8.
+_SURROGATE = re.compile(r"[\ud800-\udfff]")
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+
+
+def scrub(value: object) -> object:
+    """``value`` (JSON data) with every lone surrogate in its strings replaced by U+FFFD."""
+    if isinstance(value, str):
+        return _SURROGATE.sub("\ufffd", value)
+    if isinstance(value, list):
+        return [scrub(v) for v in value]
+    if isinstance(value, dict):
+        return {scrub(k): scrub(v) for k, v in value.items()}
+    return value
+
+
+def secret_spellings(secrets: Sequence[str]) -> tuple[str, ...]:
+    """Each secret as is and as written inside a JSON string (a quote or backslash escaped), longest first."""
+    spellings = {json.dumps(s, ensure_ascii=False)[1:-1] for s in secrets if s} | {s for s in secrets if s}
+    return tuple(sorted(spellings, key=len, reverse=True))
+
+
+def redact_line(text: str, spellings: Sequence[str]) -> str:
+    """A JSON line with every spelling of a secret (see ``secret_spellings``) replaced by [redacted]."""
+    for secret in spellings:
+        text = text.replace(secret, REDACTED)
+    return text
+
+
+def dump_line(item: SessionHeader | Event) -> str:
+    """The JSON line of a header or event, as session files hold it."""
+    return _dump(item)
+
+
+def _dump(item: SessionHeader | Event) -> str:
+    """One JSON line; text that cannot be UTF-8 (a lone surrogate from an endpoint) is written as U+FFFD."""
+    try:
+        return item.model_dump_json()
+    except PydanticSerializationError:
+        data = scrub(item.model_dump(mode="json"))
+        return json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+
+
+class SessionWriter:
+    """Appends events to a session file, one flushed line each.
+
+    ``SessionWriter(path, header)`` creates the file (and its folder) and writes the header line.
+    ``SessionWriter.reopen(path)`` continues an existing file after its valid prefix (a damaged tail is cut
+    off), for resuming a killed run. Use as a context manager or call ``close()``.
+    """
+
+    def __init__(
+        self,
+        path: str | Path,
+        header: SessionHeader,
+        *,
+        fsync: bool = False,
+        redact: Sequence[str] = (),
+        _fh: IO[str] | None = None,
+    ) -> None:
+        self.path = Path(path)
+        self.header = header
+        self.fsync = fsync
+        self._redact = secret_spellings(redact)
+        self._lock = threading.Lock()
+        self.count = 0
+        """Events written (the header not counted)."""
+        if _fh is not None:
+            self._fh = _fh
+            return
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        if self.path.exists() and self.path.stat().st_size > 0:
+            raise SessionFileError(f"{self.path}: already exists (use reopen to continue it)")
+        self._fh = open(self.path, "w", encoding="utf-8")  # noqa: SIM115 - closed in close()
+        self._write_line(_dump(header))
+
+    @classmethod
+    def reopen(
+        cls, path: str | Path, *, fsync: bool = False, redact: Sequence[str] = ()
+    ) -> tuple[SessionWriter, list[Event]]:
+        """Open an existing session for appending after its valid prefix; returns the writer and that prefix."""
+        path = Path(path)
+        header, events, problem = read_session(path)
+        if header is None:
+            raise SessionFileError(f"{path}: cannot continue: {problem}")
+        if events and isinstance(events[-1], SessionEnd):
+            raise SessionFileError(f"{path}: the session already ended ({events[-1].stop_reason})")
+        valid = _valid_prefix_bytes(path)
+        with open(path, "r+b") as raw:
+            raw.truncate(valid)
+        fh = open(path, "a", encoding="utf-8")  # noqa: SIM115 - closed in close()
+        writer = cls(path, header, fsync=fsync, redact=redact, _fh=fh)
+        writer.count = len(events)
+        return writer, events
+
+    def _write_line(self, text: str) -> None:
+        text = redact_line(text, self._redact)
+        with self._lock:
+            self._fh.write(text + "\n")
+            self._fh.flush()
+            if self.fsync:
+                os.fsync(self._fh.fileno())
+
+    def append(self, event: Event) -> bool:
+        """Write one event; transient events are skipped (returns whether it was written)."""
+        if event.kind in TRANSIENT_KINDS:
+            return False
+        self._write_line(_dump(event))
+        self.count += 1
+        return True
+
+    def close(self) -> None:
+        with self._lock:
+            if not self._fh.closed:
+                self._fh.close()
+
+    def __enter__(self) -> SessionWriter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+# ------------------------------------------------------------------------------------------------ reading
+
+
+def _loads(line: str) -> object:
+    data = json.loads(line)
+    return scrub(data) if _SURROGATE_ESCAPE.search(line) else data
+
+
+def _parse_header(line: str) -> tuple[SessionHeader | None, str | None]:
+    try:
+        data = _loads(line)
+    except json.JSONDecodeError as exc:
+        return None, f"bad JSON at line 1 (the header): {exc.msg}"
+    except RecursionError:
+        return None, "bad JSON at line 1 (the header): nested too deeply"
+    if not isinstance(data, dict) or data.get("kind") != "header":
+        return None, "line 1 is not a session header"
+    version = data.get("format_version")
+    if version != FORMAT_VERSION:
+        return None, f"unknown format version {version!r} (this beavertui reads {FORMAT_VERSION})"
+    try:
+        return SessionHeader.model_validate(data), None
+    except ValidationError as exc:
+        return None, f"invalid header at line 1: {_first_error(exc)}"
+
+
+def _first_error(exc: ValidationError) -> str:
+    err = exc.errors()[0]
+    loc = ".".join(str(p) for p in err.get("loc", ()))
+    return f"{loc}: {err.get('msg', 'invalid')}" if loc else str(err.get("msg", "invalid"))
+
+
+def _parse_event(line: str, number: int, last: bool) -> tuple[Event | None, str | None]:
+    try:
+        data = _loads(line)
+    except json.JSONDecodeError as exc:
+        if last:
+            return None, f"truncated last line (line {number})"
+        return None, f"bad JSON at line {number}: {exc.msg}"
+    except RecursionError:
+        return None, f"bad JSON at line {number}: nested too deeply"
+    try:
+        return EVENT_ADAPTER.validate_python(data), None
+    except ValidationError as exc:
+        return None, f"invalid event at line {number}: {_first_error(exc)}"
+
+
+def read_session(path: str | Path) -> tuple[SessionHeader | None, list[Event], str | None]:
+    """Read a session file: (header, the valid prefix of events, what is wrong or None).
+
+    Never raises for a damaged file: the header is None when line 1 is unusable, and reading stops at
+    the first bad line. A missing file is a SessionFileError.
+    """
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except FileNotFoundError:
+        raise SessionFileError(f"{path}: no such session file") from None
+    except IsADirectoryError:
+        raise SessionFileError(f"{path}: is a folder, not a session file") from None
+    if not text.strip():
+        return None, [], "empty file"
+    lines = text.split("\n")
+    ends_clean = text.endswith("\n")
+    if ends_clean:
+        lines.pop()
+    header, problem = _parse_header(lines[0])
+    if header is None:
+        if len(lines) == 1 and not ends_clean and problem and problem.startswith("bad JSON"):
+            problem = "truncated header line"
+        return None, [], problem
+    events: list[Event] = []
+    for i, line in enumerate(lines[1:], start=2):
+        if not line.strip():
+            continue
+        last = i == len(lines) and not ends_clean
+        event, problem = _parse_event(line, i, last)
+        if event is None:
+            return header, events, problem
+        events.append(event)
+    return header, events, None
+
+
+def load_session(path: str | Path) -> tuple[SessionHeader, list[Event]]:
+    """Strict reading: the header and events, or a SessionFileError naming the problem."""
+    header, events, problem = read_session(path)
+    if header is None or problem is not None:
+        raise SessionFileError(f"{path}: {problem}")
+    return header, events
+
+
+def _valid_prefix_bytes(path: Path) -> int:
+    """Byte length of the leading complete, parseable lines of a session file."""
+    offset = 0
+    with open(path, "rb") as fh:
+        for number, raw in enumerate(fh, start=1):
+            if not raw.endswith(b"\n"):
+                break
+            line = raw.decode("utf-8", errors="replace")
+            if line.strip():
+                ok = (
+                    _parse_header(line)[0] is not None
+                    if number == 1
+                    else _parse_event(line, number, False)[0] is not None
+                )
+                if not ok:
+                    break
+            offset += len(raw)
+    return offset
+
+
+# ------------------------------------------------------------------------------------------------ peek
+
+
+@dataclass(frozen=True)
+class SessionPeek:
+    """What a browser needs to list a session without reading all of it."""
+
+    path: Path
+    header: SessionHeader | None
+    last: Event | None
+    """The last parseable event (None if none or the tail is damaged)."""
+    end: SessionEnd | None
+    """The final event when the session is complete."""
+    last_iteration: int
+    """Iteration of the last event that carries one (0 if none)."""
+    size: int
+    """File size in bytes."""
+    mtime: float
+    """Modification time, seconds since the epoch."""
+    problem: str | None = None
+
+
+def peek(path: str | Path, *, tail_bytes: int = 65536) -> SessionPeek:
+    """Read only the header line and the last line(s), seeking from the end of the file."""
+    path = Path(path)
+    st = path.stat()
+    with open(path, "rb") as fh:
+        first = fh.readline()
+        header, problem = _parse_header(first.decode("utf-8", errors="replace")) if first else (None, "empty")
+        start = max(len(first), st.st_size - tail_bytes)
+        fh.seek(start)
+        chunk = fh.read()
+        # Grow the window until it holds at least one complete line before the end (huge events).
+        while start > len(first) and chunk.count(b"\n") < 2:
+            start = max(len(first), start - tail_bytes)
+            fh.seek(start)
+            chunk = fh.read()
+    lines = chunk.split(b"\n")
+    if start > len(first):
+        lines = lines[1:]  # the first piece may be cut mid-line
+    last: Event | None = None
+    last_iteration = 0
+    for raw in reversed(lines):
+        if not raw.strip():
+            continue
+        event, _err = _parse_event(raw.decode("utf-8", errors="replace"), 0, False)
+        if event is not None:
+            if last is None:
+                last = event
+            iteration = getattr(event, "iteration", None)
+            if isinstance(iteration, int):
+                last_iteration = iteration
+                break
+        elif last is None and problem is None:
+            problem = "damaged last line"
+    end = last if isinstance(last, SessionEnd) else None
+    if end is not None:
+        last_iteration = max(last_iteration, end.iterations)
+    return SessionPeek(path, header, last, end, last_iteration, st.st_size, st.st_mtime, problem)
+
+
+# ------------------------------------------------------------------------------------------------ follow
+
+
+def follow(
+    path: str | Path,
+    *,
+    stop: threading.Event | None = None,
+    idle_timeout_s: float | None = None,
+    poll_ms: int = 500,
+) -> Iterator[SessionHeader | Event]:
+    """Yield the header and every event of a session, then new events as lines are appended.
+
+    Ends after a SessionEnd, when ``stop`` is set, or after ``idle_timeout_s`` without a new line. The
+    file may not exist yet. A partial last line waits until its newline arrives. Bad lines end the
+    iteration with a SessionFileError naming the line.
+    """
+    import time
+
+    import watchfiles
+
+    path = Path(path)
+    offset = 0
+    buffer = b""
+    number = 0
+    last_activity = time.monotonic()
+
+    def read_new() -> Iterator[SessionHeader | Event]:
+        nonlocal offset, buffer, number, last_activity
+        if not path.exists():
+            return
+        with open(path, "rb") as fh:
+            fh.seek(offset)
+            data = fh.read()
+        offset += len(data)
+        buffer += data
+        *complete, buffer = buffer.split(b"\n")
+        for raw in complete:
+            number += 1
+            last_activity = time.monotonic()
+            line = raw.decode("utf-8", errors="replace")
+            if not line.strip():
+                continue
+            if number == 1:
+                header, problem = _parse_header(line)
+                if header is None:
+                    raise SessionFileError(f"{path}: {problem}")
+                yield header
+                continue
+            event, problem = _parse_event(line, number, False)
+            if event is None:
+                raise SessionFileError(f"{path}: {problem}")
+            yield event
+
+    def finished() -> bool:
+        if stop is not None and stop.is_set():
+            return True
+        return idle_timeout_s is not None and time.monotonic() - last_activity > idle_timeout_s
+
+    for item in read_new():
+        yield item
+        if isinstance(item, SessionEnd):
+            return
+    watch_dir = path.parent if path.parent.exists() else Path(".")
+    for _changes in watchfiles.watch(
+        watch_dir,
+        stop_event=stop,
+        rust_timeout=poll_ms,
+        yield_on_timeout=True,
+        debounce=50,
+        step=20,
+        recursive=False,
+    ):
+        for item in read_new():
+            yield item
+            if isinstance(item, SessionEnd):
+                return
+        if finished():
+            return
+
+
+def default_path(sessions_dir: str | Path, header: SessionHeader) -> Path:
+    """sessions/<run id or 'live'>/<task>[-s<sample>]-<session id>.jsonl"""
+    run = header.run_id or "live"
+    sample = f"-s{header.sample}" if header.sample else ""
+    safe_task = re.sub(r"[^A-Za-z0-9._-]+", "_", header.task.id)
+    return Path(sessions_dir) / run / f"{safe_task}{sample}-{header.session_id}.jsonl"

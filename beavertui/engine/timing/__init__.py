@@ -1,0 +1,1 @@
+"""Speedups: interleaved timing of candidate against reference, CUPTI and ncu samples, stored baselines."""

@@ -1,0 +1,249 @@
+"""LocalToolchain: the Toolchain of toolchain.py on this machine's GPU.
+
+One attempt = work dir, build, test, compute-sanitizer where categories.md asks for it or the user
+does, interleaved timing of a correct candidate, and exactly one Verdict. It ties runner, classify,
+sanitizer and timing together and adds nothing of its own beyond the verdict's reasons and flags.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from beavertui.engine.corpus.task import Task
+from beavertui.engine.errors import BeaverError, ToolchainError
+from beavertui.engine.host import ceilings
+from beavertui.engine.host.adapt import adapt_command
+from beavertui.engine.host.gpu import gpu_signature
+from beavertui.engine.host.sandbox import Limits
+from beavertui.engine.judge import anticheat, sanitizer
+from beavertui.engine.judge.classify import Classification, classify
+from beavertui.engine.session.events import (
+    Built,
+    Event,
+    GpuSignature,
+    InfraError,
+    Ran,
+    Sanitized,
+    StageResult,
+    Timed,
+    TimingResult,
+    Verdict,
+)
+from beavertui.engine.timing.speedup import CandidateTimingFailed, Timer, TimingConfig
+from beavertui.engine.toolchain import stages as runner
+from beavertui.engine.toolchain.base import AttemptOptions
+
+#: A passing run whose output shows these is suspicious: memcheck looks at it too.
+SUSPICIOUS = re.compile(r"(?<![\w.])-?(nan|inf)(?![\w.])", re.I)
+
+
+@dataclass(frozen=True)
+class LocalConfig:
+    """Settings of the local toolchain."""
+
+    limits: Limits = field(default_factory=Limits)
+    """Resource limits of every stage."""
+    base_dir: Path | None = None
+    """Where work dirs are made."""
+    sanitizer_factor: float = 10.0
+    """A sanitizer run may take this many times the task's run limit (at least 60 s, at most 300 s)."""
+    timing: TimingConfig = field(default_factory=TimingConfig)
+    """Timing settings."""
+    sanitizer_exe: str = "compute-sanitizer"
+    """compute-sanitizer executable."""
+
+
+class LocalToolchain:
+    """Builds, runs, sanitizes and times candidates on the local GPU."""
+
+    def __init__(self, config: LocalConfig | None = None) -> None:
+        self.config = config or LocalConfig()
+        self.last_workdir: Path | None = None
+        """Work dir of the latest attempt (still on disk only when it was kept)."""
+
+    def gpu(self) -> GpuSignature | None:
+        return gpu_signature()
+
+    def _runner_config(self) -> runner.RunnerConfig:
+        g = self.gpu()
+        sm = None
+        if g is not None:
+            major, _, minor = g.compute_capability.partition(".")
+            sm = int(major) * 10 + int(minor or 0)
+        return runner.RunnerConfig(sm=sm, limits=self.config.limits, base_dir=self.config.base_dir)
+
+    def attempt(self, task: Task, code: str, options: AttemptOptions) -> Iterator[Event]:
+        it = options.iteration
+        cfg = self._runner_config()
+        with runner.workdir(task, code, cfg, keep=options.keep_workdir) as work:
+            self.last_workdir = work.path
+            build = runner.build(work, cfg)
+            yield Built(iteration=it, result=build)
+            tampered = work.note_build()
+            run: StageResult | None = None
+            if build.rc == 0 and not build.timed_out:
+                run = runner.test(work, cfg)
+                yield Ran(iteration=it, result=run)
+            tampered += work.verify()
+            timed_out = build.timed_out or (run is not None and run.timed_out)
+            verdict = classify(
+                build.rc, build.log, run.rc if run else None, run.log if run else "", timed_out
+            )
+            sanitized = self._sanitize(task, work, cfg, options, run, verdict)
+            yield from self._judge(task, code, work, cfg, options, build, run, verdict, sanitized, tampered)
+
+    def _judge(
+        self,
+        task: Task,
+        code: str,
+        work: runner.WorkDir,
+        cfg: runner.RunnerConfig,
+        options: AttemptOptions,
+        build: StageResult,
+        run: StageResult | None,
+        verdict: Classification,
+        sanitized: Iterable[Sanitized],
+        tampered: list[str],
+    ) -> Iterator[Event]:
+        """After the run: the sanitizer events (a memcheck record can change the category), anti-cheat
+        flags, the timing of a correct candidate, the verdict. Shared by every local toolchain (the batch's
+        scheduled one runs the sanitizers on its GPU and times through ``_measure``)."""
+        it = options.iteration
+        memcheck_log: str | None = None
+        for event in sanitized:
+            yield event
+            if event.tool == "memcheck" and event.result.stage == "sanitize" and not event.result.timed_out:
+                memcheck_log = event.result.log
+        if memcheck_log is not None and run is not None:
+            timed_out = build.timed_out or run.timed_out
+            verdict = classify(build.rc, build.log, run.rc, run.log, timed_out, memcheck_log, run.signal)
+        flags = [f"harness_modified: {rel}" for rel in sorted(set(tampered))]
+        flags += anticheat.static_flags(code, task.reference())
+        flags += anticheat.poison_flags(run.log) if run is not None else []
+        correct = verdict.category == "passed" and not tampered
+        timing: TimingResult | None = None
+        if correct and options.time_if_correct and self.gpu() is not None:
+            try:
+                timing = self._below_floor(task, self._measure(task, work, cfg, options))
+                yield Timed(iteration=it, result=timing)
+            except CandidateTimingFailed as exc:  # the candidate's failure, not the machine's
+                flags.append(f"timing_run_failed: {exc.evidence}")
+            except BeaverError as exc:
+                toolchain = isinstance(exc, ToolchainError) and exc.source == "toolchain"
+                yield InfraError(
+                    iteration=it, source="toolchain" if toolchain else "gpu", detail=f"timing failed: {exc}"
+                )
+            # a candidate may edit the harness only when it is timed
+            late = [rel for rel in work.verify() if rel not in tampered]
+            flags += [f"harness_modified: {rel} (during timing)" for rel in late]
+        flags = anticheat.merge(flags, timing.flags if timing else [])
+        yield self._verdict(it, verdict, correct, timing, options.gate, flags)
+
+    def _measure(
+        self, task: Task, work: runner.WorkDir, cfg: runner.RunnerConfig, options: AttemptOptions
+    ) -> TimingResult:
+        """Interleaved timing of a correct candidate against the reference (raises CandidateTimingFailed
+        for the candidate's own failure, another BeaverError for the machine's)."""
+        return Timer(task, cfg, self.config.timing).measure(work, options.gate)
+
+    def _below_floor(self, task: Task, t: TimingResult) -> TimingResult:
+        """Mark a candidate faster than this GPU's measured floor for the task's work as implausible."""
+        gpu = self.gpu()
+        if gpu is None or t.method != "beaver_time_ms" or not (task.work_flop or task.work_bytes):
+            return t
+        measured = ceilings.cached(gpu, self.config.timing.cache)
+        floor = ceilings.floor_ms(measured, task.work_flop, task.work_bytes) if measured else None
+        if floor is None or t.candidate_ms >= floor:
+            return t
+        note = f"candidate {t.candidate_ms:.4g} ms is below the hardware floor {floor:.4g} ms for this work"
+        return t.model_copy(update={"implausible": True, "note": "; ".join(x for x in (t.note, note) if x)})
+
+    def _sanitize(
+        self,
+        task: Task,
+        work: runner.WorkDir,
+        cfg: runner.RunnerConfig,
+        options: AttemptOptions,
+        run: StageResult | None,
+        verdict: Classification,
+    ) -> Iterator[Sanitized]:
+        if run is None or run.timed_out:
+            return
+        it = options.iteration
+        if sanitizer.harness_runs_sanitizer(task.test_command):
+            recs = sanitizer.parse_records(run.log)
+            if recs or sanitizer.error_count(run.log) is not None:
+                tool = sanitizer.detect_tool(run.log) or "memcheck"
+                yield Sanitized(
+                    iteration=it,
+                    tool=tool,
+                    result=run,
+                    records=recs,
+                    error_count=sanitizer.error_count(run.log),
+                )
+            return
+        tools = list(dict.fromkeys(options.sanitize_tools))
+        failing = verdict.category in ("functional_correctness", "illegal_memory_access")
+        suspicious = verdict.category == "passed" and bool(SUSPICIOUS.search(run.log))
+        if options.sanitize_on_failure and (failing or suspicious) and "memcheck" not in tools:
+            tools.insert(0, "memcheck")
+        limit = min(max(task.timeouts.run_s * self.config.sanitizer_factor, 60.0), 300.0)
+        for tool in tools:
+            cmd = sanitizer.wrap(adapt_command(task.test_command, cfg.sm), tool, self.config.sanitizer_exe)
+            res = runner.run_stage(work, "sanitize", cmd, limit, cfg, adapt=False)
+            yield Sanitized(
+                iteration=it,
+                tool=tool,
+                result=res,
+                records=sanitizer.parse_records(res.log, tool),
+                error_count=sanitizer.error_count(res.log),
+            )
+
+    @staticmethod
+    def _verdict(
+        it: int, c: Classification, correct: bool, timing: TimingResult | None, gate: float, flags: list[str]
+    ) -> Verdict:
+        speedup = timing.speedup if timing else None
+        if timing is not None:
+            if timing.implausible:
+                why = timing.note if timing.note and "floor" in timing.note else f"{timing.speedup:.1f}x"
+                flags.append(f"implausible_speedup: {why}")
+            if timing.unstable:
+                flags.append(
+                    f"unstable_timing: CV {100 * timing.candidate_cv:.1f}% candidate, "
+                    f"{100 * timing.reference_cv:.1f}% reference"
+                )
+        disqualified = [
+            anticheat.flag_name(f) for f in flags if anticheat.flag_name(f) in anticheat.DISQUALIFYING
+        ]
+        correct = correct and not disqualified
+        success = correct and (gate == 0 or (speedup is not None and speedup >= gate))
+        if disqualified:
+            reason = disqualified[0].replace("_", " ")
+        elif not correct:
+            reason = c.category
+        elif success:
+            reason = "passed"
+        elif speedup is None:
+            reason = "passed, speedup not measured"
+        else:
+            reason = "below gate"
+        category = c.category
+        signature = c.signature
+        if c.category == "passed" and not correct:
+            category, signature = "functional_correctness", reason
+        return Verdict(
+            iteration=it,
+            category=category,
+            signature=signature,
+            correct=correct,
+            speedup=speedup,
+            gate=gate,
+            success=success,
+            reason=reason,
+            decisive=list(c.decisive),
+            flags=flags,
+        )

@@ -1,0 +1,205 @@
+"""A toolchain that replays recorded GPU outcomes, keyed by the sha256 of the normalised candidate.
+
+Tests and demos run the whole repair loop without a GPU: each candidate's recorded Built, Ran, Sanitized,
+Timed and Verdict events are replayed under the new iteration number, with the verdict re-judged against
+the new gate. Recordings come from a JSON-Lines file (one ``{"sha256" or "code", "events": [...]}`` object
+per line) or from existing session files. ``RecordingToolchain`` wraps a real toolchain and writes such a
+file. An unknown candidate is a ToolchainError, or, when asked, a clearly labelled build failure. This
+module must not classify or time anything itself.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Literal
+
+from pydantic import ValidationError
+
+from beavertui.engine.corpus.task import Task
+from beavertui.engine.errors import BeaverError, ToolchainError
+from beavertui.engine.loop.stagnation import code_hash
+from beavertui.engine.session.events import (
+    EVENT_ADAPTER,
+    Built,
+    Candidate,
+    Event,
+    GpuSignature,
+    Ran,
+    Sanitized,
+    StageResult,
+    Timed,
+    Verdict,
+    now,
+)
+from beavertui.engine.session.store import read_session
+from beavertui.engine.toolchain.base import AttemptOptions, Toolchain
+
+Outcome = tuple[Event, ...]
+_OUTCOME_KINDS = (Built, Ran, Sanitized, Timed, Verdict)
+
+
+def judge_gate(verdict: Verdict, gate: float) -> Verdict:
+    """The verdict judged against another gate p (metrics.md: success = correct and speedup >= p)."""
+    success = verdict.correct and (gate == 0 or (verdict.speedup is not None and verdict.speedup >= gate))
+    reason = verdict.reason
+    if verdict.correct:
+        reason = "passed" if success else "below gate"
+    return verdict.model_copy(update={"gate": gate, "success": success, "reason": reason})
+
+
+def _check_outcome(events: list[Event], where: str) -> Outcome:
+    if not events or not isinstance(events[-1], Verdict):
+        raise BeaverError(f"{where}: a recorded outcome must end with a verdict")
+    bad = [e.kind for e in events if not isinstance(e, _OUTCOME_KINDS)]
+    if bad:
+        raise BeaverError(f"{where}: unexpected event kinds in a recorded outcome: {', '.join(bad)}")
+    return tuple(events)
+
+
+def load_recordings(path: str | Path, language: str = "cuda") -> dict[str, Outcome]:
+    """Read a recordings file (JSON Lines: ``sha256`` or ``code``, and ``events``)."""
+    path = Path(path)
+    out: dict[str, Outcome] = {}
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except FileNotFoundError:
+        raise BeaverError(f"{path}: no such recordings file") from None
+    for n, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        where = f"{path} line {n}"
+        try:
+            obj = json.loads(line)
+            raw_events = obj["events"]
+            events = [EVENT_ADAPTER.validate_python({"iteration": 1, **e}) for e in raw_events]
+        except (json.JSONDecodeError, KeyError, TypeError, RecursionError) as exc:
+            raise BeaverError(f"{where}: not a recording ({exc.__class__.__name__}: {exc})") from None
+        except ValidationError as exc:
+            raise BeaverError(f"{where}: invalid event: {exc.errors()[0]['msg']}") from None
+        key = obj.get("sha256") or (
+            code_hash(obj["code"], obj.get("language", language)) if "code" in obj else None
+        )
+        if not isinstance(key, str):
+            raise BeaverError(f"{where}: needs 'sha256' or 'code'")
+        out[key] = _check_outcome(events, where)
+    return out
+
+
+def recordings_from_sessions(paths: Iterable[str | Path]) -> tuple[dict[str, Outcome], GpuSignature | None]:
+    """Every judged candidate of the given session files (the valid prefix of damaged ones)."""
+    out: dict[str, Outcome] = {}
+    gpu: GpuSignature | None = None
+    for path in paths:
+        header, events, _problem = read_session(path)
+        if header is None:
+            continue
+        gpu = gpu or header.gpu
+        keys: dict[int, str] = {}
+        pending: dict[int, list[Event]] = {}
+        for e in events:
+            if isinstance(e, Candidate) and e.sha256 is not None and e.code is not None:
+                keys[e.iteration] = e.sha256
+                pending[e.iteration] = []
+            elif isinstance(e, _OUTCOME_KINDS) and e.iteration in pending:
+                pending[e.iteration].append(e)
+                if isinstance(e, Verdict):
+                    out[keys[e.iteration]] = tuple(pending.pop(e.iteration))
+    return out, gpu
+
+
+class RecordedToolchain:
+    """Replays recorded outcomes; never builds or runs anything."""
+
+    def __init__(
+        self,
+        recordings: dict[str, Outcome],
+        *,
+        unknown: Literal["error", "fail"] = "error",
+        gpu: GpuSignature | None = None,
+    ) -> None:
+        self.recordings = recordings
+        self.unknown = unknown
+        self._gpu = gpu
+        self.keys_seen: list[str] = []
+
+    @classmethod
+    def load(cls, spec: str | Path, *, unknown: Literal["error", "fail"] = "error") -> RecordedToolchain:
+        """From a recordings file, a session file, or a folder of session files."""
+        path = Path(spec)
+        if path.is_dir():
+            recs, gpu = recordings_from_sessions(sorted(path.rglob("*.jsonl")))
+            return cls(recs, unknown=unknown, gpu=gpu)
+        if not path.is_file():
+            raise BeaverError(f"{path}: no such recordings file or session folder")
+        with open(path, encoding="utf-8") as fh:
+            first = fh.readline()
+        if '"kind":"header"' in first.replace(" ", ""):
+            recs, gpu = recordings_from_sessions([path])
+            return cls(recs, unknown=unknown, gpu=gpu)
+        return cls(load_recordings(path), unknown=unknown)
+
+    def gpu(self) -> GpuSignature | None:
+        return self._gpu
+
+    def attempt(self, task: Task, code: str, options: AttemptOptions) -> Iterator[Event]:
+        key = code_hash(code, task.language)
+        self.keys_seen.append(key)
+        outcome = self.recordings.get(key)
+        if outcome is None:
+            if self.unknown == "error":
+                raise ToolchainError(
+                    f"no recorded outcome for this candidate (sha256 {key[:12]}); "
+                    "record it on a GPU or allow unknown candidates"
+                )
+            yield from self._unrecorded(key, options)
+            return
+        for e in outcome:
+            e = e.model_copy(update={"iteration": options.iteration, "t": now()})
+            if isinstance(e, Verdict):
+                e = judge_gate(e, options.gate)
+            yield e
+
+    def _unrecorded(self, key: str, options: AttemptOptions) -> Iterator[Event]:
+        log = f"recorded toolchain: no recorded outcome for candidate sha256 {key[:12]}; nothing was built"
+        yield Built(
+            iteration=options.iteration,
+            result=StageResult(stage="build", command="(recorded)", rc=1, log=log, log_bytes=len(log)),
+        )
+        yield Verdict(
+            iteration=options.iteration,
+            category="buildability",
+            signature="unrecorded candidate",
+            correct=False,
+            gate=options.gate,
+            reason="unrecorded candidate",
+            decisive=[log],
+            flags=["unrecorded"],
+        )
+
+
+class RecordingToolchain:
+    """Runs a real toolchain and appends every judged candidate's outcome to a recordings file."""
+
+    def __init__(self, inner: Toolchain, path: str | Path) -> None:
+        self.inner = inner
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+
+    def gpu(self) -> GpuSignature | None:
+        return self.inner.gpu()
+
+    def attempt(self, task: Task, code: str, options: AttemptOptions) -> Iterator[Event]:
+        events: list[Event] = []
+        for e in self.inner.attempt(task, code, options):
+            events.append(e)
+            yield e
+        if events and isinstance(events[-1], Verdict):
+            line = {
+                "sha256": code_hash(code, task.language),
+                "task": task.id,
+                "events": [e.model_dump(mode="json", exclude={"iteration", "t"}) for e in events],
+            }
+            with open(self.path, "a", encoding="utf-8") as fh:
+                fh.write(json.dumps(line) + "\n")

@@ -1,0 +1,260 @@
+"""One attempt's mechanics: a fresh work dir, the build, the test, and the harness integrity check.
+
+The work dir is a copy of the task's testbench plus its shared folders, with the candidate written to
+``solution_file``. Build and test run through sandbox.run with the task's per-stage limits, the
+release command adaptations (adapt.py) and a scrubbed environment. The harness is hashed before the
+build; files the build rewrites that are not sources are build outputs, every other harness file
+must be unchanged after the test, and so must the corpus folders it was copied from (a write through an
+absolute path). Harness sources in the work dir are made read-only. This module does not classify,
+sanitize or time.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from beavertui.engine.corpus.task import Task
+from beavertui.engine.errors import BeaverError
+from beavertui.engine.host import sandbox
+from beavertui.engine.host.adapt import adapt_command, adapt_env
+from beavertui.engine.session.events import StageResult
+from beavertui.engine.timing import cupti
+
+#: Files whose change during the build is tampering, not a build output.
+SOURCE_SUFFIXES = frozenset(
+    {
+        ".cu",
+        ".cuh",
+        ".c",
+        ".cc",
+        ".cpp",
+        ".h",
+        ".hpp",
+        ".py",
+        ".mk",
+        ".cmake",
+        ".txt",
+        ".json",
+        ".sh",
+        ".impl",
+    }
+)
+
+
+@dataclass(frozen=True)
+class RunnerConfig:
+    """How the runner runs stages on this machine."""
+
+    sm: int | None = None
+    """Local compute capability (90 for an H200) for the arch adaptations; None leaves them."""
+    limits: sandbox.Limits = field(default_factory=sandbox.Limits)
+    """Resource limits of every stage."""
+    base_dir: Path | None = None
+    """Where work dirs are made (default: the system temp dir)."""
+    env: Mapping[str, str] | None = None
+    """Base environment before scrubbing (default: os.environ)."""
+    build_s: float | None = None
+    """Override of the task's build limit, seconds."""
+    run_s: float | None = None
+    """Override of the task's run limit, seconds."""
+    read_only: tuple[Path, ...] = field(default_factory=lambda: (cupti.cache_dir(),))
+    """Folders stages may read but not change, besides the corpus and its linked libraries (where a
+    mount namespace is available): beavertui's cache, with reference builds and baselines."""
+
+
+def hash_tree(root: Path, skip: set[str]) -> dict[str, str]:
+    """sha256 of every regular file under ``root`` (relative paths), following no symlinked folders and
+    skipping the stages' private folder."""
+    out: dict[str, str] = {}
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = [d for d in dirnames if not (Path(dirpath) / d).is_symlink()]
+        if Path(dirpath) == root and sandbox.PRIVATE_ROOT in dirnames:
+            dirnames.remove(sandbox.PRIVATE_ROOT)  # the stage's home, temp and caches
+        for name in filenames:
+            p = Path(dirpath) / name
+            rel = p.relative_to(root).as_posix()
+            if rel in skip or p.is_symlink() or not p.is_file():
+                continue
+            h = hashlib.sha256()
+            with open(p, "rb") as fh:
+                for chunk in iter(lambda: fh.read(1 << 20), b""):
+                    h.update(chunk)
+            out[rel] = h.hexdigest()
+    return out
+
+
+def harness_hash(task: Task) -> str:
+    """One sha256 over the task's harness (testbench + copied shared folders, without the solution)."""
+    h = hashlib.sha256()
+    for src, dest in ((task.testbench, ""), *task.extra_dirs):
+        for rel, digest in sorted(hash_tree(src, {task.solution_file} if not dest else set()).items()):
+            h.update(f"{dest}/{rel}:{digest}\n".encode())
+    return h.hexdigest()
+
+
+#: What ``WorkDir.verify`` reports when the task's own corpus folders changed during the attempt.
+CORPUS_CHANGED = "<corpus testbench or shared folders changed on disk>"
+
+
+@dataclass
+class WorkDir:
+    """A prepared work dir and its harness manifest."""
+
+    path: Path
+    task: Task
+    manifest: dict[str, str]
+    links: dict[str, str]
+    build_outputs: set[str] = field(default_factory=set)
+    origin: str = ""
+    """harness_hash of the task's corpus folders when the work dir was made ("" when not taken)."""
+
+    def note_build(self) -> list[str]:
+        """After the build: changed non-source files become build outputs; changed sources are tampering."""
+        now = hash_tree(self.path, {self.task.solution_file})
+        tampered = []
+        for rel, digest in self.manifest.items():
+            if now.get(rel) != digest:
+                if is_tamper_target(rel):
+                    tampered.append(rel)
+                else:
+                    self.build_outputs.add(rel)
+        return tampered
+
+    def verify(self) -> list[str]:
+        """Harness files changed, removed, or links redirected since the work dir was made."""
+        now = hash_tree(self.path, {self.task.solution_file})
+        bad = [rel for rel, d in self.manifest.items() if rel not in self.build_outputs and now.get(rel) != d]
+        for rel, target in self.links.items():
+            p = self.path / rel
+            if not p.is_symlink() or os.readlink(p) != target:
+                bad.append(rel)
+        if self.origin and harness_hash(self.task) != self.origin:
+            bad.append(CORPUS_CHANGED)
+        return sorted(bad)
+
+
+def prepare(task: Task, code: str, base_dir: Path | None = None) -> WorkDir:
+    """A fresh work dir with the testbench, shared folders and the candidate."""
+    base = base_dir or Path(tempfile.gettempdir())
+    base.mkdir(parents=True, exist_ok=True)
+    path = Path(tempfile.mkdtemp(prefix=f"beaver-{task.id[:48]}-", dir=base))
+    try:
+        origin = harness_hash(task)
+        shutil.copytree(task.testbench, path, symlinks=True, dirs_exist_ok=True)
+        for src, dest in task.extra_dirs:
+            if src.is_dir():
+                shutil.copytree(src, path / dest, symlinks=True, dirs_exist_ok=True)
+        links: dict[str, str] = {}
+        for src, dest in task.linked_dirs:
+            if not src.is_dir():
+                continue
+            target = path / dest
+            if target.is_symlink() or target.is_file():
+                target.unlink()
+            elif target.is_dir():
+                shutil.rmtree(target)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.symlink_to(src.resolve(), target_is_directory=True)
+            links[dest] = str(src.resolve())
+        sol = path / task.solution_file
+        if not sol.resolve().is_relative_to(path.resolve()):
+            raise BeaverError(f"{task.id}: solution_file {task.solution_file!r} escapes the work dir")
+        sol.parent.mkdir(parents=True, exist_ok=True)
+        if sol.is_symlink():
+            sol.unlink()
+        sol.write_text(code, encoding="utf-8")
+        manifest = hash_tree(path, {task.solution_file})
+        _write_protect(path, manifest)
+    except OSError as exc:
+        shutil.rmtree(path, ignore_errors=True)
+        raise BeaverError(f"{task.id}: cannot prepare a work dir in {base}: {exc}") from None
+    except BaseException:
+        shutil.rmtree(path, ignore_errors=True)  # a refused solution path leaves nothing behind
+        raise
+    return WorkDir(path=path, task=task, manifest=manifest, links=links, origin=origin)
+
+
+def is_tamper_target(rel: str) -> bool:
+    """Whether a harness file's change is tampering (a source, Makefile) rather than a build output."""
+    return Path(rel).suffix.lower() in SOURCE_SUFFIXES or Path(rel).name == "Makefile"
+
+
+def _write_protect(root: Path, manifest: Mapping[str, str]) -> None:
+    """chmod a-w on the harness sources of a work dir (shipped binaries stay writable: builds replace them).
+
+    This stops an unprivileged candidate from editing them in place; root ignores file modes, so the
+    hash check of ``WorkDir.verify`` is what catches tampering in every case.
+    """
+    for rel in manifest:
+        if is_tamper_target(rel):
+            p = root / rel
+            p.chmod(p.stat().st_mode & ~0o222)
+
+
+def remove(work: WorkDir) -> None:
+    """Delete a work dir (links are removed, never followed)."""
+    shutil.rmtree(work.path, ignore_errors=True)
+
+
+@contextmanager
+def workdir(task: Task, code: str, config: RunnerConfig, keep: bool = False) -> Iterator[WorkDir]:
+    """A prepared work dir, removed on exit unless ``keep``."""
+    work = prepare(task, code, config.base_dir)
+    try:
+        yield work
+    finally:
+        if not keep:
+            remove(work)
+
+
+def stage_env(task: Task, config: RunnerConfig) -> dict[str, str]:
+    """The scrubbed, adapted environment of a task's commands."""
+    base = sandbox.scrub_env(config.env if config.env is not None else os.environ)
+    return adapt_env(base, task.pythonpath, config.sm)
+
+
+def run_stage(
+    work: WorkDir,
+    stage: Literal["build", "run", "sanitize", "benchmark"],
+    command: str,
+    timeout_s: float,
+    config: RunnerConfig,
+    adapt: bool = True,
+) -> StageResult:
+    """Run one command of the attempt in the work dir and record it."""
+    cmd = adapt_command(command, config.sm) if adapt else command
+    keep = (*work.links.values(), *(str(p) for p in work.task.pythonpath))
+    frozen = (str(work.task.corpus_root), *keep, *(str(p) for p in config.read_only))
+    out = sandbox.run(
+        cmd, work.path, stage_env(work.task, config), timeout_s, config.limits, keep=keep, read_only=frozen
+    )
+    return StageResult(
+        stage=stage,
+        command=cmd,
+        rc=out.rc,
+        signal=out.signal,
+        timed_out=out.timed_out,
+        duration_s=round(out.duration_s, 4),
+        log=out.log,
+        log_bytes=out.log_bytes,
+        stopped_by=out.stopped_by,
+        sandbox=out.sandbox,
+    )
+
+
+def build(work: WorkDir, config: RunnerConfig) -> StageResult:
+    limit = config.build_s or work.task.timeouts.build_s
+    return run_stage(work, "build", work.task.build_command, limit, config)
+
+
+def test(work: WorkDir, config: RunnerConfig) -> StageResult:
+    limit = config.run_s or work.task.timeouts.run_s
+    return run_stage(work, "run", work.task.test_command, limit, config)
