@@ -21,7 +21,9 @@ from beavertui.engine.models.openai_model import (
     load_models_file,
     parse_retry_after,
 )
+from beavertui.engine.models.resolve import with_protocol
 from beavertui.engine.session.events import Message
+from beavertui.engine.session.protocol import Protocol
 
 
 class ChatServer:
@@ -332,8 +334,10 @@ def test_models_file(tmp_path: Path) -> None:
     models = load_models_file(path)
     assert models["local-qwen"].model == "Qwen/Qwen2.5-Coder"
     assert models["local-qwen"].extra_body == {"top_k": 20}
-    assert models["local-qwen"].with_protocol(0.9, 3).temperature == 0.2
-    assert models["local-qwen"].with_protocol(0.9, 3).seed == 3
+    assert models["local-qwen"].temperature == 0.2
+    # What a session sends is its protocol's temperature and seed: the header records those.
+    sent = with_protocol(models["local-qwen"], Protocol(temperature=0.9, seed=3))
+    assert (sent.temperature, sent.seed, sent.model) == (0.9, 3, "Qwen/Qwen2.5-Coder")
     path.write_text('[models.x]\nmodel = "m"\napi_key = "sk-oops"\n')
     with pytest.raises(BeaverError, match=r"models.x.api_key: Extra inputs are not permitted"):
         load_models_file(path)

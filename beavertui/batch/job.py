@@ -26,7 +26,7 @@ from beavertui.batch.rundir import TMP_SUFFIX, log_infra, read_infra, storage_er
 from beavertui.engine.session.events import Event, InfraError, SessionEnd, SessionHeader
 from beavertui.engine.session.protocol import Protocol
 from beavertui.engine.session.state import fold
-from beavertui.engine.session.store import SessionWriter, read_session
+from beavertui.engine.session.store import SessionRecorder, SessionWriter, read_session
 
 
 @dataclass(frozen=True)
@@ -151,23 +151,17 @@ class Sink:
     """Writes a session's events as they arrive: a new file, or the continuation of a prefix."""
 
     def __init__(self, path: Path, prefix: Prefix | None, secrets: tuple[str, ...] = ()) -> None:
-        self.path = path
         self.prefix = prefix
-        self.secrets = secrets
-        self.writer: SessionWriter | None = None
-        if prefix is not None:
-            self.writer, _ = SessionWriter.reopen(path, redact=secrets)
+        writer = SessionWriter.reopen(path, redact=secrets)[0] if prefix is not None else None
+        self.recorder = SessionRecorder(path, redact=secrets, writer=writer)
         self.end: SessionEnd | None = None
         self.infra: list[str] = []
         self.new_attempts = 0
 
     def take(self, item: SessionHeader | Event) -> None:
+        self.recorder.take(item)
         if isinstance(item, SessionHeader):
-            if self.writer is None:
-                self.writer = SessionWriter(self.path, item, redact=self.secrets)
             return
-        assert self.writer is not None
-        self.writer.append(item)
         if isinstance(item, InfraError):
             self.infra.append(f"{item.source}: {item.detail}")
         elif isinstance(item, SessionEnd):
@@ -176,8 +170,7 @@ class Sink:
             self.new_attempts += 1
 
     def close(self) -> None:
-        if self.writer is not None:
-            self.writer.close()
+        self.recorder.close()
 
 
 def drive(

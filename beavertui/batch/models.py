@@ -1,10 +1,9 @@
 """Building the Model of one batch session from a ModelSpec, with per-endpoint concurrency bounds.
 
 Each session gets its own model object (scripted models count their calls); calls to one endpoint
-share a semaphore so no more than ``max_concurrency`` are in flight. Two scripted models built from
-the task itself exist for demos and benchmarks without an endpoint: ``scripted:@reference`` replies
-with the task's reference solution, ``scripted:@alternate`` with the broken start and the reference in
-turn. This module never logs or stores a key.
+share a semaphore so no more than ``max_concurrency`` are in flight. What a model name means is decided
+by engine/models/resolve.py, the same for ``live``, ``branch`` and ``batch``; only a folder of per-task
+scripts (``scripts = ...``) is the batch file's own. This module never logs or stores a key.
 """
 
 from __future__ import annotations
@@ -18,6 +17,8 @@ from beavertui.batch.protocol_file import ModelSpec
 from beavertui.engine.corpus.task import Task
 from beavertui.engine.errors import BeaverError
 from beavertui.engine.models.base import Completion, DeltaCallback, Model
+from beavertui.engine.models.openai_model import OpenAIModel
+from beavertui.engine.models.resolve import build_model as resolve_model
 from beavertui.engine.session.events import Message, ModelInfo
 from beavertui.engine.session.protocol import Protocol
 
@@ -72,29 +73,15 @@ def session_protocol(spec: ModelSpec, task: Task, protocol: Protocol) -> Protoco
     return protocol
 
 
-def _fenced(code: str, language: str) -> str:
-    fence = {"cuda": "cuda", "cpp": "cpp", "python": "python"}.get(language, "cuda")
-    return f"```{fence}\n{code}\n```\n"
-
-
 def build_model(spec: ModelSpec, task: Task, protocol: Protocol) -> Model:
-    """The model object of one session."""
+    """The model object of one session: the shared resolution, behind its endpoint's concurrency slots.
+
+    The batch file's fields override the models-file entry of the same name only where the file sets them.
+    """
     from beavertui.engine.models.scripted import ScriptedModel
 
     name = spec.name
     slots = _semaphore(spec)
-    m = spec.model
-    if m in ("scripted:@reference", "scripted:@alternate"):
-        ref = task.reference()
-        if ref is None:
-            raise BeaverError(f"{task.id}: {m} needs the task's reference solution")
-        n = max(protocol.budget, 1)
-        if m == "scripted:@reference":
-            replies = [_fenced(ref, task.language)] * n
-        else:
-            broken = task.broken_start()
-            replies = [_fenced(broken if i % 2 == 0 else ref, task.language) for i in range(n)]
-        return BoundedModel(ScriptedModel(replies, name=m), slots, name)
     if spec.scripts is not None:
         folder = Path(spec.scripts)
         for ext in (".toml", ".json", ".md", ".txt"):
@@ -102,23 +89,13 @@ def build_model(spec: ModelSpec, task: Task, protocol: Protocol) -> Model:
             if path.is_file():
                 return BoundedModel(ScriptedModel.from_file(path), slots, name)
         raise BeaverError(f"{folder}: no script for task {task.id}")
-    if m.startswith("scripted:"):
-        return BoundedModel(ScriptedModel.from_file(m.split(":", 1)[1]), slots, name)
-    if m.startswith("replay:"):
-        from beavertui.engine.models.replay import ReplayModel
-
-        return BoundedModel(ReplayModel(m.split(":", 1)[1]), slots, name)
-    from beavertui.engine.models.openai_model import OpenAIConfig, OpenAIModel
-
-    config = OpenAIConfig(
-        model=m,
-        base_url=spec.base_url,
-        api_key_env=spec.api_key_env,
-        top_p=spec.top_p,
-        max_tokens=spec.max_tokens,
-        reasoning_effort=spec.reasoning_effort,
-        extra_body=dict(spec.extra_body),
-        timeout_s=spec.timeout_s,
-        retries=spec.retries,
-    ).with_protocol(protocol.temperature, protocol.seed)
-    return BoundedModel(OpenAIModel(config), slots, name if spec.label else None)
+    overrides: dict[str, Any] = {
+        field: getattr(spec, field)
+        for field in ("base_url", "api_key_env", "top_p", "max_tokens", "reasoning_effort", "extra_body",
+                      "timeout_s", "retries")
+        if field in spec.model_fields_set
+    }  # fmt: skip
+    model = resolve_model(spec.model, task, protocol, overrides=overrides)
+    if isinstance(model, OpenAIModel):
+        return BoundedModel(model, slots, name if spec.label else None)
+    return BoundedModel(model, slots, name)

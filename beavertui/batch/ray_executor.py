@@ -35,11 +35,10 @@ def _worker_toolchain(spec: str) -> Any:
     from beavertui.batch.cache import CompileCache
     from beavertui.batch.resources import BuildSlots, GpuPool
     from beavertui.batch.scheduled import ScheduledLocalToolchain
+    from beavertui.engine.toolchain.resolve import build_toolchain, parse_toolchain
 
-    if spec.startswith("recorded:"):
-        from beavertui.engine.toolchain.recorded import RecordedToolchain
-
-        tc: Any = RecordedToolchain.load(spec.split(":", 1)[1], unknown="fail")
+    if parse_toolchain(spec)[0] == "recorded":
+        tc: Any = build_toolchain(spec, unknown="fail")
     else:
         import ray
 

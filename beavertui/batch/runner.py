@@ -33,16 +33,14 @@ def make_toolchain(spec: str, gpus: list[str], args: argparse.Namespace) -> tupl
     """(toolchain, pool, cache) for ``local`` or ``recorded:PATH``."""
     from beavertui.batch.cache import CompileCache
     from beavertui.batch.scheduled import ScheduledLocalToolchain, ScheduledToolchain
+    from beavertui.engine.toolchain.resolve import build_toolchain, parse_toolchain
 
     builds = BuildSlots(os.cpu_count() or 1)
-    if spec.startswith("recorded:"):
-        from beavertui.engine.toolchain.recorded import RecordedToolchain
-
+    kind, _path = parse_toolchain(spec)
+    if kind == "recorded":
         pool = GpuPool(gpus or ["0"], shared=args.gpu_share)
-        inner = RecordedToolchain.load(spec.split(":", 1)[1], unknown="fail")
+        inner = build_toolchain(spec, unknown="fail")
         return ScheduledToolchain(inner, pool, builds), pool, None
-    if spec != "local":
-        raise BeaverError(f"--toolchain {spec}: expected local or recorded:PATH")
     if not gpus:
         raise BeaverError("no NVIDIA GPU visible: run on a GPU machine, or use --toolchain recorded:PATH")
     pool = GpuPool(gpus, shared=args.gpu_share)

@@ -56,10 +56,11 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from beavertui.commands.branch import model_of, protocol_of, task_of, toolchain_of
+    from beavertui.commands.branch import options_of
     from beavertui.engine.analysis.attribute_run import attribute_outcomes, failed_steps, run_attribution
     from beavertui.engine.errors import BeaverError
     from beavertui.engine.session.store import read_session
+    from beavertui.service.branching import model_of, protocol_of, task_of, toolchain_of
 
     if args.show:
         return show(Path(args.show))
@@ -85,14 +86,15 @@ def run(args: argparse.Namespace) -> int:
             jobs += [(path, s) for s in steps if args.at is None or s == args.at]
         if not jobs:
             raise BeaverError(f"{run_dir}: no session with a failed step to branch from")
-    toolchain = toolchain_of(args)
+    options = options_of(args)
+    toolchain = toolchain_of(options)
     out_dir = Path(args.out) if args.out else Path("sessions") / "attribution"
     outcomes: list[BranchOutcome] = []
     for path, step in jobs:
         header, _events, problem = read_session(path)
         if header is None:
             raise BeaverError(f"{path}: {problem}")
-        protocol = protocol_of(header, args)
+        protocol = protocol_of(header, options)
         task = task_of(header, args.corpus)
         if not args.json:
             print(f"{path} at step {step}: {2 ** len(components)} subsets x {args.samples} samples")
@@ -102,7 +104,7 @@ def run(args: argparse.Namespace) -> int:
             components,
             args.samples,
             task,
-            functools.partial(model_of, header, args, protocol),
+            functools.partial(model_of, header, options, protocol, task),
             toolchain,
             out_dir,
             protocol_update={"temperature": protocol.temperature, "history": protocol.history},

@@ -1,23 +1,18 @@
 """``beavertui branch SESSION --at STEP``: a new session from the frozen prefix of a recorded one.
 
-Also holds the small resolvers the analysis commands share (the task of a session, the model to ask,
-the toolchain to judge with), so that ``attribute`` builds its branches exactly as ``branch`` does.
+The flags become ``BranchOptions`` (``attribute`` shares them); the branch itself is built and run by
+``service/branching.py``, as it is for the TUI's branch form.
 """
 
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from beavertui.engine.corpus.task import Task
-    from beavertui.engine.models.base import Model
-    from beavertui.engine.session.events import SessionHeader
-    from beavertui.engine.session.protocol import Protocol
-    from beavertui.engine.toolchain.base import Toolchain
+    from beavertui.service.branching import BranchOptions
 
 
 def add_common(p: argparse.ArgumentParser) -> None:
@@ -68,109 +63,34 @@ def register(sub: Any) -> None:
     p.set_defaults(func=run)
 
 
-def protocol_of(header: SessionHeader, args: argparse.Namespace) -> Protocol:
-    from pydantic import ValidationError
+def options_of(args: argparse.Namespace) -> BranchOptions:
+    """The branch options given by the flags (attribute's flags are a subset)."""
+    from beavertui.service.branching import BranchOptions
 
-    from beavertui.engine.errors import BeaverError
-
-    update: dict[str, object] = {"method": "iterative"}
-    for key in ("feedback", "history", "temperature", "budget"):
-        value = getattr(args, key, None)
-        if value is not None:
-            update[key] = value
-    try:
-        return header.protocol.model_validate({**header.protocol.model_dump(), **update})
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        raise BeaverError(f"--{err['loc'][0]}: {err['msg']}") from None
-
-
-def task_of(header: SessionHeader, corpus: str | None) -> Task:
-    from beavertui.engine.corpus.load import load_corpus
-    from beavertui.engine.errors import BeaverError
-
-    root = Path(corpus or header.task.corpus)
-    if not root.is_dir():
-        raise BeaverError(f"corpus {root} (recorded in the session) is not here; give --corpus DIR")
-    task = load_corpus(root, only=[header.task.id]).get(header.task.id)
-    if task.ref().broken_start_hash != header.task.broken_start_hash and header.task.broken_start_hash:
-        raise BeaverError(f"task {task.id} in {root} has another broken start than the parent session used")
-    return task
-
-
-def model_of(header: SessionHeader, args: argparse.Namespace, protocol: Protocol) -> Model:
-    from beavertui.engine.errors import BeaverError
-    from beavertui.engine.models.openai_model import OpenAIConfig, OpenAIModel, load_models_file
-    from beavertui.engine.models.scripted import ScriptedModel
-
-    spec = args.model
-    if spec is None:
-        if header.model.kind != "openai":
-            raise BeaverError(
-                f"the parent's model was {header.model.kind} ({header.model.name}); give --model"
-            )
-        config = OpenAIConfig(model=header.model.name, base_url=args.base_url or header.model.base_url)
-    elif spec.startswith("scripted:"):
-        return ScriptedModel.from_file(spec.removeprefix("scripted:"))
-    elif args.models or os.environ.get("BEAVERTUI_MODELS"):
-        models_file = args.models or os.environ["BEAVERTUI_MODELS"]
-        configs = load_models_file(models_file)
-        if spec not in configs:
-            raise BeaverError(f"{models_file}: no model {spec!r} (it defines {', '.join(configs) or 'none'})")
-        config = configs[spec]
-    else:
-        config = OpenAIConfig(model=spec, base_url=args.base_url)
-    return OpenAIModel(config.with_protocol(protocol.temperature, protocol.seed))
-
-
-def toolchain_of(args: argparse.Namespace) -> Toolchain:
-    from beavertui.engine.errors import BeaverError
-
-    if args.recorded:
-        from beavertui.engine.toolchain.recorded import RecordedToolchain
-
-        return RecordedToolchain.load(args.recorded)
-    from beavertui.engine.errors import NoGpuError
-    from beavertui.engine.host.gpu import probe
-
-    if probe().gpu is None:
-        raise NoGpuError(
-            "no NVIDIA GPU visible, so nothing can be built and run here; judge with --recorded SPEC"
-        )
-    try:
-        from beavertui.engine.toolchain.local import LocalToolchain  # type: ignore[import-not-found,unused-ignore]
-    except ImportError:
-        raise BeaverError(
-            "this build of beavertui has no local GPU toolchain; judge with --recorded SPEC"
-        ) from None
-    return LocalToolchain()  # type: ignore[no-any-return,unused-ignore]
+    return BranchOptions(
+        feedback=getattr(args, "feedback", None),
+        history=getattr(args, "history", None),
+        temperature=args.temperature,
+        budget=getattr(args, "budget", None),
+        model=args.model,
+        models=args.models,
+        base_url=args.base_url,
+        corpus=args.corpus,
+        recorded=args.recorded,
+    )
 
 
 def run(args: argparse.Namespace) -> int:
-    from beavertui.engine.analysis.branch import branch_session
-    from beavertui.engine.session.events import SessionEnd, SessionHeader, Verdict
-    from beavertui.engine.session.store import SessionWriter, load_session
+    from beavertui.engine.session.events import SessionEnd, Verdict
+    from beavertui.service.branching import start_branch
 
-    header, events = load_session(args.session)
-    protocol = protocol_of(header, args)
-    task = task_of(header, args.corpus)
-    model = model_of(header, args, protocol)
-    toolchain = toolchain_of(args)
-    stream = branch_session(args.session, args.at, task, model, toolchain, protocol, parent=(header, events))
-    first = next(stream)
-    assert isinstance(first, SessionHeader)
-    out = (
-        Path(args.out) if args.out else Path("sessions") / "branches" / f"{task.id}-{first.session_id}.jsonl"
-    )
-    print(f"branch of {args.session} at step {args.at}: {protocol.short()} -> {out}")
-    with SessionWriter(out, first, redact=model.secrets()) as writer:
-        for e in stream:
-            assert not isinstance(e, SessionHeader)
-            writer.append(e)
-            if isinstance(e, Verdict) and e.iteration > args.at:
-                speed = f", {e.speedup:.2f}x" if e.speedup is not None else ""
-                print(f"  iteration {e.iteration}: {e.category}{speed}{' (success)' if e.success else ''}")
-            elif isinstance(e, SessionEnd):
-                print(f"ended: {e.stop_reason} after {e.iterations} iterations")
+    branch = start_branch(Path(args.session), args.at, options_of(args), Path(args.out) if args.out else None)
+    print(f"branch of {args.session} at step {args.at}: {branch.protocol.short()} -> {branch.path}")
+    for e in branch.events:
+        if isinstance(e, Verdict) and e.iteration > args.at:
+            speed = f", {e.speedup:.2f}x" if e.speedup is not None else ""
+            print(f"  iteration {e.iteration}: {e.category}{speed}{' (success)' if e.success else ''}")
+        elif isinstance(e, SessionEnd):
+            print(f"ended: {e.stop_reason} after {e.iterations} iterations")
     sys.stdout.flush()
     return 0

@@ -32,17 +32,16 @@ def register(sub: Any) -> None:
 
 
 def _handle(args: argparse.Namespace) -> int:
-    from beavertui.engine.corpus.load import default_corpus, load_corpus, runnable_here
+    from beavertui.engine.corpus.load import default_corpus, load_corpus
     from beavertui.engine.errors import BeaverError
-    from beavertui.engine.host.gpu import probe
     from beavertui.engine.session.events import Verdict
     from beavertui.engine.toolchain.base import AttemptOptions
     from beavertui.engine.toolchain.local import LocalToolchain
+    from beavertui.engine.toolchain.resolve import require_gpu
 
     task = load_corpus(args.corpus or default_corpus(), [args.task]).get(args.task)
-    why = runnable_here(task, probe())
-    if why is not None:
-        raise BeaverError(f"{task.id} cannot run here: {why}")
+    require_gpu(task)
+    tool = LocalToolchain()
     if args.candidate is not None and args.reference:
         raise BeaverError("give --candidate or --reference, not both")
     if args.reference:
@@ -63,7 +62,6 @@ def _handle(args: argparse.Namespace) -> int:
         time_if_correct=not args.no_timing,
         keep_workdir=args.keep,
     )
-    tool = LocalToolchain()
     verdict: Verdict | None = None
     for event in tool.attempt(task, code, options):
         if args.json:

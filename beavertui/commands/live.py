@@ -9,13 +9,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import uuid
 from pathlib import Path
 from typing import Any
-
-DEFAULT_MODELS_FILE = Path.home() / ".config" / "beavertui" / "models.toml"
 
 
 def register(sub: Any) -> None:
@@ -136,48 +133,17 @@ def _protocol(args: argparse.Namespace) -> Any:
 
 def _model(args: argparse.Namespace, task: Any, protocol: Any) -> Any:
     from beavertui.engine.errors import BeaverError
+    from beavertui.engine.models.resolve import build_model
 
-    spec: str = args.model
-    if spec.startswith("scripted:"):
-        from beavertui.engine.models.scripted import ScriptedModel
-
-        return ScriptedModel.from_file(spec.split(":", 1)[1])
-    if spec.startswith("replay:"):
-        from beavertui.engine.models.replay import ReplayModel
-
-        replay = ReplayModel(spec.split(":", 1)[1])
-        if replay.header.task.id != task.id:
-            raise BeaverError(
-                f"{spec}: the recorded session is of task {replay.header.task.id!r}, not {task.id!r}"
-            )
-        return replay
-    if spec == "human":
-        from beavertui.engine.models.human import HumanModel
-
-        path = args.sessions_dir / "live" / f"{task.id}.human" / Path(task.solution_file).name
-        return HumanModel(path, initial=task.broken_start(), editor=args.editor or os.environ.get("EDITOR"))
-    from beavertui.engine.models.openai_model import OpenAIConfig, OpenAIModel, load_models_file
-
-    models_file = args.models_file or (
-        Path(os.environ["BEAVERTUI_MODELS"]) if "BEAVERTUI_MODELS" in os.environ else None
-    )
-    if models_file is None and DEFAULT_MODELS_FILE.is_file():
-        models_file = DEFAULT_MODELS_FILE
-    entries = load_models_file(models_file) if models_file is not None else {}
-    config = entries.get(spec) or OpenAIConfig(model=spec)
-    updates: dict[str, Any] = {}
-    for flag, field in (
-        ("base_url", "base_url"),
-        ("api_key_env", "api_key_env"),
-        ("top_p", "top_p"),
-        ("max_tokens", "max_tokens"),
-        ("reasoning_effort", "reasoning_effort"),
-        ("timeout", "timeout_s"),
-        ("retries", "retries"),
-    ):
-        value = getattr(args, flag)
-        if value is not None:
-            updates[field] = value
+    overrides: dict[str, Any] = {
+        "base_url": args.base_url,
+        "api_key_env": args.api_key_env,
+        "top_p": args.top_p,
+        "max_tokens": args.max_tokens,
+        "reasoning_effort": args.reasoning_effort,
+        "timeout_s": args.timeout,
+        "retries": args.retries,
+    }
     if args.extra_body:
         try:
             extra = json.loads(args.extra_body)
@@ -185,44 +151,20 @@ def _model(args: argparse.Namespace, task: Any, protocol: Any) -> Any:
             raise BeaverError(f"--extra-body: not JSON: {exc.msg}") from None
         if not isinstance(extra, dict):
             raise BeaverError("--extra-body: expected a JSON object")
-        updates["extra_body"] = extra
+        overrides["extra_body"] = extra
     if args.no_stream:
-        updates["stream"] = False
-    # The protocol's temperature and seed are what the session records, so they are what is sent.
-    updates["temperature"] = protocol.temperature
-    if protocol.seed is not None:
-        updates["seed"] = protocol.seed
-    return OpenAIModel(config.model_copy(update=updates))
+        overrides["stream"] = False
+    human_file = args.sessions_dir / "live" / f"{task.id}.human" / Path(task.solution_file).name
+    return build_model(
+        args.model, task, protocol, models=args.models_file, overrides=overrides, human_file=human_file,
+        editor=args.editor,
+    )  # fmt: skip
 
 
 def _toolchain(args: argparse.Namespace, task: Any) -> Any:
-    from beavertui.engine.errors import BeaverError, NoGpuError
+    from beavertui.engine.toolchain.resolve import build_toolchain
 
-    if args.toolchain.startswith("recorded:"):
-        from beavertui.engine.toolchain.recorded import RecordedToolchain
-
-        return RecordedToolchain.load(args.toolchain.split(":", 1)[1], unknown=args.unknown_candidates)
-    if args.toolchain != "local":
-        raise BeaverError(f"--toolchain: expected local or recorded:FILE, not {args.toolchain!r}")
-    from beavertui.engine.corpus.load import runnable_here
-    from beavertui.engine.host.gpu import probe
-
-    machine = probe()
-    if machine.gpu is None:
-        raise NoGpuError(
-            "no NVIDIA GPU visible, so nothing can be built and run here; "
-            "watch a recorded session instead: beavertui replay SESSION (or use --toolchain recorded:FILE)"
-        )
-    why = runnable_here(task, machine)
-    if why is not None:
-        raise BeaverError(f"task {task.id} cannot run here: {why}")
-    try:
-        from beavertui.engine.toolchain.local import LocalToolchain  # type: ignore[import-not-found,unused-ignore]
-    except ImportError:
-        raise BeaverError(
-            "this build of beavertui has no local GPU toolchain (engine/toolchain/local.py)"
-        ) from None
-    return LocalToolchain()
+    return build_toolchain(args.toolchain, task, unknown=args.unknown_candidates)
 
 
 def _live(args: argparse.Namespace) -> int:
@@ -300,11 +242,12 @@ def run_headless(
     """
     from beavertui.console import EventPrinter
     from beavertui.engine.loop.run import run_session
-    from beavertui.engine.session.events import SessionEnd, SessionHeader
-    from beavertui.engine.session.store import SessionWriter
+    from beavertui.engine.session.events import SessionEnd
+    from beavertui.engine.session.store import SessionRecorder
 
     printer = EventPrinter()
     stream = run_session(task, model, toolchain, protocol, **run_kw)
+    recorder = SessionRecorder(out, redact=model.secrets(), writer=writer)
     success = False
     interrupted = False
     try:
@@ -318,11 +261,7 @@ def run_headless(
             except StopIteration:
                 break
             try:
-                if isinstance(item, SessionHeader):
-                    if writer is None:
-                        writer = SessionWriter(out, item, redact=model.secrets())
-                elif writer is not None:
-                    writer.append(item)
+                recorder.take(item)
                 printer.show(item)
                 if isinstance(item, SessionEnd):
                     success = item.success
@@ -330,7 +269,7 @@ def run_headless(
                 interrupted = True  # let the loop close the session as stopped, then stop
     finally:
         printer.close()
-        if writer is not None:
-            writer.close()
+        if recorder.writer is not None:
+            recorder.close()
             print(f"session written to {out}", file=sys.stderr)
     return 0 if success else 1

@@ -2,14 +2,13 @@
 
 The branch dialog asks for the protocol changes of ``beavertui branch`` (feedback level, history window,
 temperature, budget, model) and how to judge (recorded outcomes, or this machine's GPU), runs the branch
-in a thread worker with the same resolvers as the command, and hands back the new session's path; the
+in a thread worker through the same service as the command (service/branching.py), and hands back the new session's path; the
 session screen then shows it next to its parent. The attribution screen reads an ``attribution-*.json``
 that ``beavertui attribute`` wrote and shows its Shapley and Banzhaf tables per outcome.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 from pathlib import Path
 from typing import Any, ClassVar
@@ -24,52 +23,44 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen, Screen
 from textual.widgets import Button, Footer, Input, Label, Static
 
+from beavertui.engine.errors import BeaverError
 from beavertui.engine.session.events import SessionHeader
 
 
 def run_branch(parent: Path, step: int, options: dict[str, str], out: Path | None = None) -> Path:
     """Write a branch of ``parent`` at ``step`` (options as on the command line, '' = the parent's)."""
-    from beavertui.commands.branch import model_of, protocol_of, task_of, toolchain_of
-    from beavertui.engine.analysis.branch import branch_session
-    from beavertui.engine.errors import BeaverError
-    from beavertui.engine.session.store import SessionWriter, load_session
+    from beavertui.service.branching import BranchOptions, start_branch
+
+    def text(key: str) -> str | None:
+        return options.get(key, "").strip() or None
 
     def number(key: str, kind: type) -> Any:
-        text = options.get(key, "").strip()
-        if not text:
+        value = text(key)
+        if value is None:
             return None
         try:
-            return kind(text)
+            return kind(value)
         except ValueError:
-            raise BeaverError(f"{key}: not a number: {text!r}") from None
+            raise BeaverError(f"{key}: not a number: {value!r}") from None
 
-    args = argparse.Namespace(
-        feedback=options.get("feedback", "").strip().upper() or None,
-        history=number("history", int),
-        temperature=number("temperature", float),
-        budget=number("budget", int),
-        model=options.get("model", "").strip() or None,
-        models=None,
-        base_url=None,
-        corpus=options.get("corpus", "").strip() or None,
-        recorded=options.get("recorded", "").strip() or None,
+    feedback = text("feedback")
+    branch = start_branch(
+        parent,
+        step,
+        BranchOptions(
+            feedback=feedback.upper() if feedback else None,
+            history=number("history", int),
+            temperature=number("temperature", float),
+            budget=number("budget", int),
+            model=text("model"),
+            corpus=text("corpus"),
+            recorded=text("recorded"),
+        ),
+        out,
     )
-    if args.feedback is not None and args.feedback not in ("L0", "L1", "L2", "L3", "L4"):
-        raise BeaverError(f"feedback: {args.feedback!r} is not one of L0..L4")
-    header, events = load_session(parent)
-    protocol = protocol_of(header, args)
-    task = task_of(header, args.corpus)
-    model = model_of(header, args, protocol)
-    toolchain = toolchain_of(args)
-    stream = branch_session(parent, step, task, model, toolchain, protocol, parent=(header, events))
-    first = next(stream)
-    assert isinstance(first, SessionHeader)
-    path = out or Path("sessions") / "branches" / f"{task.id}-{first.session_id}.jsonl"
-    with SessionWriter(path, first, redact=model.secrets()) as writer:
-        for e in stream:
-            assert not isinstance(e, SessionHeader)
-            writer.append(e)
-    return path
+    for _event in branch.events:
+        pass
+    return branch.path
 
 
 class BranchScreen(ModalScreen[Path | None]):

@@ -60,10 +60,11 @@ class LiveScreen(SessionScreen):
             raise TypeError("run_session must yield the header first")
         self.writer = None
         if out_path is not None:
-            from beavertui.engine.session.store import SessionWriter
+            from beavertui.engine.session.store import SessionRecorder
 
             redact = model.secrets() if hasattr(model, "secrets") else ()
-            self.writer = SessionWriter(out_path, header, redact=redact)
+            self.writer = SessionRecorder(out_path, redact=redact)
+            self.writer.take(header)
         self.out_path = out_path
         self._edit_armed = False
         self._write_lock = threading.Lock()
@@ -99,7 +100,7 @@ class LiveScreen(SessionScreen):
     def _write(self, event: Event) -> None:
         if self.writer is not None:
             with self._write_lock:
-                self.writer.append(event)
+                self.writer.take(event)
 
     def receive(self, item: SessionHeader | Event | None) -> None:
         super().receive(item)

@@ -27,7 +27,7 @@ from beavertui.engine.models.base import Model
 from beavertui.engine.session.events import Event, SessionHeader, Verdict
 from beavertui.engine.session.protocol import FEEDBACK_COMPONENTS, Protocol
 from beavertui.engine.session.state import fold
-from beavertui.engine.session.store import SessionWriter, read_session
+from beavertui.engine.session.store import read_session, record
 from beavertui.engine.toolchain.base import Toolchain
 
 
@@ -141,11 +141,7 @@ def run_attribution(
 def _write(path: Path, stream: Iterator[SessionHeader | Event], sink: list[Event]) -> None:
     first = next(stream)
     assert isinstance(first, SessionHeader)
-    with SessionWriter(path, first) as writer:
-        for item in stream:
-            assert not isinstance(item, SessionHeader)
-            writer.append(item)
-            sink.append(item)
+    sink.extend(record(path, first, stream))
 
 
 def _safe(text: str) -> str:

@@ -39,7 +39,7 @@ class OpenAIConfig(BaseModel):
     api_key_env: str = "OPENAI_API_KEY"
     """Environment variable holding the API key (the key itself is never configured in a file)."""
     temperature: float | None = None
-    """Sampling temperature; None leaves it to the protocol (see ``with_protocol``)."""
+    """Sampling temperature; a session sends its protocol's (engine/models/resolve.py)."""
     top_p: float | None = None
     """Nucleus sampling mass."""
     max_tokens: int | None = None
@@ -62,15 +62,6 @@ class OpenAIConfig(BaseModel):
     """Backoff ceiling."""
     retry_after_max_s: float = 600.0
     """A Retry-After longer than this fails at once instead of waiting."""
-
-    def with_protocol(self, temperature: float, seed: int | None) -> OpenAIConfig:
-        """Fill temperature and seed from the protocol where the configuration leaves them open."""
-        return self.model_copy(
-            update={
-                "temperature": self.temperature if self.temperature is not None else temperature,
-                "seed": self.seed if self.seed is not None else seed,
-            }
-        )
 
 
 def load_models_file(path: str | Path) -> dict[str, OpenAIConfig]:

@@ -13,7 +13,7 @@ import json
 import os
 import re
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
@@ -154,6 +154,57 @@ class SessionWriter:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+class SessionRecorder:
+    """Records a session's stream as it is produced: its header opens the file, each event is appended.
+
+    The one way a session file is written (live, batch, branches, attribution). ``writer``: an already open
+    file (resuming after a valid prefix); the stream's re-yielded header is then not written again.
+    """
+
+    def __init__(
+        self, path: str | Path, *, redact: Sequence[str] = (), writer: SessionWriter | None = None
+    ) -> None:
+        self.path = Path(path)
+        self.redact = tuple(redact)
+        self.writer = writer
+
+    def take(self, item: SessionHeader | Event) -> None:
+        if isinstance(item, SessionHeader):
+            if self.writer is None:
+                self.writer = SessionWriter(self.path, item, redact=self.redact)
+            return
+        if self.writer is None:
+            raise SessionFileError(f"{self.path}: an event came before the session header")
+        self.writer.append(item)
+
+    def close(self) -> None:
+        if self.writer is not None:
+            self.writer.close()
+
+    def __enter__(self) -> SessionRecorder:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def record(
+    path: str | Path,
+    header: SessionHeader,
+    stream: Iterable[SessionHeader | Event],
+    *,
+    redact: Sequence[str] = (),
+) -> Iterator[Event]:
+    """Write ``header``, then each event of ``stream`` as it comes, yielding it on; closed at the end."""
+    with SessionRecorder(path, redact=redact) as recorder:
+        recorder.take(header)
+        for event in stream:
+            if isinstance(event, SessionHeader):  # pragma: no cover - the loop's contract
+                raise TypeError("a session stream yields one header, first")
+            recorder.take(event)
+            yield event
 
 
 # ------------------------------------------------------------------------------------------------ reading

@@ -1,0 +1,119 @@
+"""One place that turns a model name into a Model: ``live``, ``branch``, ``attribute`` and ``batch`` all call it.
+
+A name is ``scripted:FILE``, ``scripted:@reference`` / ``scripted:@alternate`` (replies made from the task
+itself), ``replay:SESSION``, ``human``, or an endpoint model. An endpoint name is first looked up in the
+models file (``--models-file``, else ``$BEAVERTUI_MODELS``, else ``~/.config/beavertui/models.toml`` when it
+exists); overrides given on the command line or in a batch file then replace the entry's fields. The
+protocol's temperature and seed are what a session records, so they are what is sent. This module never
+logs or stores a key.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from beavertui.engine.corpus.task import Task
+from beavertui.engine.errors import BeaverError
+from beavertui.engine.models.base import Model
+from beavertui.engine.models.openai_model import OpenAIConfig, OpenAIModel, load_models_file
+from beavertui.engine.session.protocol import Protocol
+
+DEFAULT_MODELS_FILE = Path.home() / ".config" / "beavertui" / "models.toml"
+
+#: Names of models whose replies are made from the task's own files (demos, validation runs, benches).
+TASK_SCRIPTED = ("scripted:@reference", "scripted:@alternate")
+
+
+def models_file(explicit: str | Path | None = None) -> Path | None:
+    """The models file in force: the one given, else ``$BEAVERTUI_MODELS``, else the user's default one."""
+    if explicit:
+        return Path(explicit)
+    env = os.environ.get("BEAVERTUI_MODELS")
+    if env:
+        return Path(env)
+    return DEFAULT_MODELS_FILE if DEFAULT_MODELS_FILE.is_file() else None
+
+
+def endpoint_config(
+    name: str, *, models: str | Path | None = None, overrides: Mapping[str, Any] | None = None
+) -> OpenAIConfig:
+    """The endpoint configuration of ``name``: its models-file entry (if any) with ``overrides`` applied.
+
+    Overrides whose value is None are ignored, so unset command-line flags keep the entry's values.
+    """
+    path = models_file(models)
+    entries = load_models_file(path) if path is not None else {}
+    config = entries.get(name) or OpenAIConfig(model=name)
+    update = {k: v for k, v in (overrides or {}).items() if v is not None}
+    return config.model_copy(update=update) if update else config
+
+
+def _fenced(code: str, language: str) -> str:
+    fence = {"cuda": "cuda", "cpp": "cpp", "python": "python"}.get(language, "cuda")
+    return f"```{fence}\n{code}\n```\n"
+
+
+def task_scripted(name: str, task: Task, protocol: Protocol) -> Model:
+    """``scripted:@reference`` (the reference every time) or ``scripted:@alternate`` (broken, reference, ...)."""
+    from beavertui.engine.models.scripted import ScriptedModel
+
+    ref = task.reference()
+    if ref is None:
+        raise BeaverError(f"{task.id}: {name} needs the task's reference solution")
+    n = max(protocol.budget, 1)
+    if name == "scripted:@reference":
+        replies = [_fenced(ref, task.language)] * n
+    else:
+        broken = task.broken_start()
+        replies = [_fenced(broken if i % 2 == 0 else ref, task.language) for i in range(n)]
+    return ScriptedModel(replies, name=name)
+
+
+def build_model(
+    name: str,
+    task: Task,
+    protocol: Protocol,
+    *,
+    models: str | Path | None = None,
+    overrides: Mapping[str, Any] | None = None,
+    human_file: Path | None = None,
+    editor: str | None = None,
+) -> Model:
+    """The Model for ``name`` in a session of ``task`` under ``protocol``.
+
+    ``human_file``: where a ``human`` model's candidate is edited (required for ``human``).
+    """
+    if name in TASK_SCRIPTED:
+        return task_scripted(name, task, protocol)
+    if name.startswith("scripted:"):
+        from beavertui.engine.models.scripted import ScriptedModel
+
+        return ScriptedModel.from_file(name.split(":", 1)[1])
+    if name.startswith("replay:"):
+        from beavertui.engine.models.replay import ReplayModel
+
+        replay = ReplayModel(name.split(":", 1)[1])
+        if replay.header.task.id != task.id:
+            raise BeaverError(
+                f"{name}: the recorded session is of task {replay.header.task.id!r}, not {task.id!r}"
+            )
+        return replay
+    if name == "human":
+        from beavertui.engine.models.human import HumanModel
+
+        if human_file is None:
+            raise BeaverError("the human model needs a file to edit the candidate in")
+        return HumanModel(human_file, initial=task.broken_start(), editor=editor or os.environ.get("EDITOR"))
+    config = endpoint_config(name, models=models, overrides=overrides)
+    return OpenAIModel(with_protocol(config, protocol))
+
+
+def with_protocol(config: OpenAIConfig, protocol: Protocol) -> OpenAIConfig:
+    """The configuration as sent: the protocol's temperature, and its seed when it has one."""
+    update: dict[str, Any] = {"temperature": protocol.temperature}
+    if protocol.seed is not None:
+        update["seed"] = protocol.seed
+    return config.model_copy(update=update)

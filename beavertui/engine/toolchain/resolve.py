@@ -1,0 +1,58 @@
+"""One place that turns a toolchain name into a Toolchain: ``local`` (this machine's GPU) or ``recorded:PATH``.
+
+``live``, ``branch``, ``attribute`` and ``check`` build theirs with ``build_toolchain``; a batch parses the
+same names with ``parse_toolchain`` and wraps them in its scheduler (batch/scheduled.py), locally or on Ray.
+The local toolchain is only handed out where a GPU is visible and, when a task is given, where that task
+can run; both refusals are one line that says what to do instead.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from beavertui.engine.corpus.task import Task
+from beavertui.engine.errors import BeaverError, NoGpuError
+from beavertui.engine.toolchain.base import Toolchain
+
+Kind = Literal["local", "recorded"]
+Unknown = Literal["error", "fail"]
+
+
+def parse_toolchain(spec: str) -> tuple[Kind, str | None]:
+    """(``local``, None) or (``recorded``, PATH); anything else is a one-line error."""
+    if spec == "local":
+        return "local", None
+    if spec.startswith("recorded:") and spec.split(":", 1)[1]:
+        return "recorded", spec.split(":", 1)[1]
+    raise BeaverError(f"toolchain {spec!r}: expected local or recorded:PATH")
+
+
+def require_gpu(task: Task | None = None) -> None:
+    """Refuse, in one line, when this machine cannot build and run ``task`` (or anything, without a task)."""
+    from beavertui.engine.corpus.load import runnable_here
+    from beavertui.engine.host.gpu import probe
+
+    machine = probe()
+    if machine.gpu is None:
+        raise NoGpuError(
+            "no NVIDIA GPU visible, so nothing can be built and run here; "
+            "watch a recorded session instead: beavertui replay SESSION (or use a recorded:PATH toolchain)"
+        )
+    if task is not None:
+        why = runnable_here(task, machine)
+        if why is not None:
+            raise BeaverError(f"task {task.id} cannot run here: {why}")
+
+
+def build_toolchain(spec: str, task: Task | None = None, *, unknown: Unknown = "error") -> Toolchain:
+    """The toolchain named by ``spec``; ``unknown``: what a recorded toolchain does with an unrecorded candidate."""
+    kind, path = parse_toolchain(spec)
+    if kind == "recorded":
+        from beavertui.engine.toolchain.recorded import RecordedToolchain
+
+        assert path is not None
+        return RecordedToolchain.load(path, unknown=unknown)
+    require_gpu(task)
+    from beavertui.engine.toolchain.local import LocalToolchain
+
+    return LocalToolchain()
