@@ -39,13 +39,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"beavertui {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMANDS:
-        try:
-            module = importlib.import_module(f"beavertui.commands.{name}")
-        except ModuleNotFoundError as exc:
-            if exc.name == f"beavertui.commands.{name}":
-                continue
-            raise
-        module.register(sub)
+        importlib.import_module(f"beavertui.commands.{name}").register(sub)
     return parser
 
 
@@ -53,11 +47,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.command is None:
-        if "browse" in parser._subparsers._group_actions[0].choices:  # type: ignore[union-attr,operator]
-            args = parser.parse_args(["browse"])
-        else:
-            parser.print_help()
-            return 0
+        args = parser.parse_args(["browse"])
     try:
         rc = args.func(args)
     except BeaverError as exc:

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from beavertui.engine.analysis.degeneration import compare, runtime_geometry
-from beavertui.engine.analysis.features import degeneration, extract, launches, strip_source
+from beavertui.engine.analysis.degeneration import compare, degeneration, runtime_geometry
+from beavertui.engine.analysis.features import extract, launches, strip_source
 
 TILED = r"""
 #include <cuda_runtime.h>

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import argparse
-import fnmatch
-import os
-import shlex
-import subprocess
 import sys
-import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from beavertui.service.batch import BatchOptions
 
 
 def register(sub: Any) -> None:
@@ -50,140 +49,66 @@ def register(sub: Any) -> None:
     p.set_defaults(func=_handle)
 
 
-def _visible_gpus(spec: str | None) -> list[str]:
-    if spec:
-        return [g.strip() for g in spec.split(",") if g.strip()]
-    env = os.environ.get("CUDA_VISIBLE_DEVICES")
-    if env is not None:
-        return [g.strip() for g in env.split(",") if g.strip() and g.strip() != "-1"]
-    try:
-        out = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, timeout=30)
-    except (OSError, subprocess.TimeoutExpired):
-        return []
-    return [str(i) for i, ln in enumerate(out.stdout.splitlines()) if ln.startswith("GPU ")]
+def options_of(args: argparse.Namespace) -> BatchOptions:
+    """The batch options given by the flags."""
+    from beavertui.service.batch import BatchOptions
 
-
-def _select(task_ids: list[str], globs: str | None) -> list[str]:
-    if not globs:
-        return task_ids
-    pats = [g.strip() for g in globs.split(",") if g.strip()]
-    return [t for t in task_ids if any(fnmatch.fnmatchcase(t, p) for p in pats)]
-
-
-def _models(specs: list[str]) -> list[Any]:
-    from beavertui.batch.protocol_file import ModelSpec
-
-    return [ModelSpec(model=s) for s in specs]
-
-
-def new_manifest(args: argparse.Namespace) -> tuple[Any, Path, Any]:
-    """Create the run directory and manifest from the protocol file and flags."""
-    from beavertui import __version__
-    from beavertui.batch.protocol_file import expand, find_protocol_file, load_batch_file
-    from beavertui.batch.rundir import ProtocolEntry, RunManifest, host_info, new_run_id, write_manifest
-    from beavertui.engine.corpus.load import default_corpus, load_corpus
-    from beavertui.engine.errors import BeaverError
-
-    pfile = find_protocol_file(args.protocol)
-    spec = load_batch_file(pfile)
-    protocols = expand(spec, str(pfile))
-    models = _models(args.models) if args.models else list(spec.models)
-    if not models:
-        raise BeaverError(f"{pfile}: no models: list [[models]] in the file or pass --models")
-    names = [m.name for m in models]
-    if len(set(names)) != len(names):
-        raise BeaverError("two models share a name; give them distinct labels")
-    corpus_path = args.corpus or (Path(spec.corpus) if spec.corpus else default_corpus())
-    corpus = load_corpus(corpus_path)
-    wanted = _select([t.id for t in corpus.tasks], args.tasks or spec.tasks)
-    excluded = {p.split(":")[0].split("/")[0]: p for p in corpus.problems}
-    tasks = []
-    for t in corpus.tasks:
-        if t.id not in wanted:
-            continue
-        if not t.runnable:
-            excluded[t.id] = t.not_runnable_reason or "not runnable"
-            continue
-        tasks.append(t.id)
-    if not tasks:
-        raise BeaverError(f"{corpus_path}: no runnable task matches {args.tasks or spec.tasks or '*'}")
-    run_id = args.run_id or new_run_id(spec.name)
-    run_dir = args.sessions_dir / run_id
-    if (run_dir / "run.json").exists():
-        raise BeaverError(f"{run_dir}: already a run; continue it with --resume {run_dir}")
-    manifest = RunManifest(
-        run_id=run_id,
-        name=spec.name,
-        created=time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-        command=shlex.join(["beavertui", *sys.argv[1:]]),
-        tool_version=__version__,
-        corpus=str(corpus.root.resolve()),
-        tasks=tasks,
-        excluded_tasks=excluded,
-        samples=args.samples or spec.samples,
-        protocols=[ProtocolEntry(slug=p.slug, protocol=p.protocol) for p in protocols],
-        models=models,
-        retries=spec.retries,
-        executor=args.executor,
-        host=host_info(),
+    return BatchOptions(
+        protocol=args.protocol,
+        corpus=args.corpus,
+        tasks=args.tasks,
+        models=args.models,
+        samples=args.samples,
+        gpus=args.gpus,
+        jobs=args.jobs,
+        gpu_share=args.gpu_share,
         toolchain=args.toolchain,
+        cache=args.cache,
+        no_cache=args.no_cache,
+        resume=args.resume,
+        sessions_dir=args.sessions_dir,
+        run_id=args.run_id,
+        executor=args.executor,
+        address=args.address,
+        quiet=args.quiet,
+        command=["beavertui", *sys.argv[1:]],
     )
-    write_manifest(run_dir, manifest)
-    return manifest, run_dir, corpus
 
 
 def _handle(args: argparse.Namespace) -> int:
     """The batch, with a full disk or an unwritable folder said in one line (exit code 2)."""
     from beavertui.batch.rundir import MANIFEST, StorageError, storage_error
 
+    seen: list[Path] = []
     try:
-        return _start(args)
+        return _start(options_of(args), args.tui, seen.append)
     except (OSError, StorageError) as exc:
         err = storage_error(exc) if isinstance(exc, OSError) else exc
         if err is None:
             raise
-        run_dir = getattr(args, "run_dir", None)
-        if run_dir is not None and (run_dir / MANIFEST).is_file():
+        if seen and (seen[0] / MANIFEST).is_file():
             raise StorageError(
                 f"{err}; every finished session is kept: make room (or the folder writable), then "
-                f"continue with --resume {run_dir}"
+                f"continue with --resume {seen[0]}"
             ) from None
         raise err from None
 
 
-def _start(args: argparse.Namespace) -> int:
-    from beavertui.batch.rundir import read_manifest, remove_partial_files, write_manifest
-    from beavertui.batch.runner import run_batch
-    from beavertui.engine.corpus.load import load_corpus
+def _start(options: BatchOptions, tui: bool, started: Callable[[Path], None]) -> int:
     from beavertui.engine.errors import BeaverError
+    from beavertui.service.batch import prepare, run_batch
 
-    if args.tui:
+    if tui:
         if not sys.stdout.isatty():
             raise BeaverError(
                 "--tui needs a terminal (standard output is not one): drop --tui for progress lines"
             )
-        if args.executor == "ray":
+        if options.executor == "ray":
             raise BeaverError("--tui runs with the local executor; with Ray the progress table shows the run")
-    if args.resume is not None:
-        manifest = read_manifest(args.resume)
-        run_dir = args.run_dir = args.resume
-        remove_partial_files(run_dir)
-        corpus = load_corpus(args.corpus or Path(manifest.corpus))
-        manifest.resumed.append(time.strftime("%Y-%m-%dT%H:%M:%S%z"))
-        manifest.status = "running"
-        write_manifest(run_dir, manifest)
-        if args.toolchain == "local" and manifest.toolchain != "local":
-            args.toolchain = manifest.toolchain
-    else:
-        manifest, run_dir, corpus = new_manifest(args)
-        args.run_dir = run_dir
-    tasks = {t.id: t for t in corpus.tasks}
-    missing = [t for t in manifest.tasks if t not in tasks]
-    if missing:
-        raise BeaverError(f"{corpus.root}: tasks of the run are missing: {', '.join(missing[:5])}")
-    print(f"beavertui: run {run_dir}", file=sys.stderr)
-    if args.tui:
+    run = prepare(options, started)
+    print(f"beavertui: run {run.run_dir}", file=sys.stderr)
+    if tui:
         from beavertui.tui.batch_dashboard import run_dashboard
 
-        return run_dashboard(args, manifest, run_dir, tasks)
-    return run_batch(args, manifest, run_dir, tasks)
+        return run_dashboard(options, run)
+    return run_batch(options, run)

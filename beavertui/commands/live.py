@@ -182,17 +182,14 @@ def _live(args: argparse.Namespace) -> int:
     session_id = uuid.uuid4().hex[:12]
     out: Path = args.out or args.sessions_dir / "live" / f"{task.id}-{session_id}.jsonl"
     if not args.headless and sys.stdout.isatty():
-        try:
-            from beavertui.tui.live import run_live
-        except ImportError:
-            pass
-        else:
-            return int(
-                run_live(
-                    task, model, toolchain, protocol, out, paused=args.paused, session_id=session_id,
-                    notes=args.notes,
-                )
-            )  # fmt: skip
+        from beavertui.tui.live import run_live
+
+        return int(
+            run_live(
+                task, model, toolchain, protocol, out, paused=args.paused, session_id=session_id,
+                notes=args.notes,
+            )
+        )  # fmt: skip
     return run_headless(task, model, toolchain, protocol, out, session_id=session_id, notes=args.notes)
 
 

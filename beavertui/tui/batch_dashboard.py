@@ -10,13 +10,12 @@ sessions in flight finish, starts no new one, and leaves the rest to ``--resume`
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import sys
 import threading
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from rich.console import Group
 from rich.text import Text
@@ -30,6 +29,9 @@ from textual.widgets import Button, Label, Static
 
 from beavertui.tui.app import BeaverApp
 from beavertui.tui.browser import BrowserScreen
+
+if TYPE_CHECKING:
+    from beavertui.service.batch import BatchOptions, PreparedRun
 
 Start = Callable[..., int]
 """run_batch with its arguments bound: takes ``display``, ``stop`` and ``say`` keywords."""
@@ -178,19 +180,19 @@ class BatchApp(BeaverApp):
         self.exit(self.dashboard.code if self.dashboard.code is not None else 2)
 
 
-def dashboard_app(args: argparse.Namespace, manifest: Any, run_dir: Path, tasks: dict[str, Any]) -> BatchApp:
-    """The dashboard over ``run_batch`` of these arguments (the app is not started)."""
-    from beavertui.batch.runner import run_batch
+def dashboard_app(options: BatchOptions, run: PreparedRun) -> BatchApp:
+    """The dashboard over ``run_batch`` of these options (the app is not started)."""
+    from beavertui.service.batch import run_batch
 
     def start(**hooks: Any) -> int:
-        return run_batch(args, manifest, run_dir, tasks, **hooks)
+        return run_batch(options, run, **hooks)
 
-    return BatchApp(run_dir, start)
+    return BatchApp(run.run_dir, start)
 
 
-def run_dashboard(args: argparse.Namespace, manifest: Any, run_dir: Path, tasks: dict[str, Any]) -> int:
+def run_dashboard(options: BatchOptions, run: PreparedRun) -> int:
     """Run the batch under the dashboard; its summary lines are printed once the screen is gone."""
-    app = dashboard_app(args, manifest, run_dir, tasks)
+    app = dashboard_app(options, run)
     code = app.run()
     for ln in app.dashboard.lines:
         print(ln, file=sys.stderr)

@@ -1,6 +1,6 @@
 """`beavertui batch --tui`: the dashboard runs a real batch (scripted model, recorded toolchain) to its end.
 
-The batch is prepared exactly as the command prepares it (parser, new_manifest), then run under the
+The batch is prepared exactly as the command prepares it (parser, options, prepare), then run under the
 dashboard app; counts are checked against the session files the batch wrote.
 """
 
@@ -18,8 +18,9 @@ from rich.console import Console
 
 from beavertui.batch.rundir import read_manifest
 from beavertui.cli import build_parser, main
-from beavertui.commands.batch import new_manifest
+from beavertui.commands.batch import options_of
 from beavertui.engine.session.store import read_session
+from beavertui.service.batch import prepare
 from beavertui.tui.batch_dashboard import BatchDashboard, ConfirmStop, dashboard_app
 from beavertui.tui.session_screen import SessionScreen
 from tests.tui.conftest import SIZE, wait_for
@@ -47,10 +48,10 @@ def prepared(tmp: Path, *extra: str, models: bool = True) -> tuple[Any, Path]:
             *extra,
         ]
     )
-    manifest, run_dir, corpus = new_manifest(args)
-    args.run_dir = run_dir
-    app = dashboard_app(args, manifest, run_dir, {t.id: t for t in corpus.tasks})
-    return app, run_dir
+    options = options_of(args)
+    run = prepare(options)
+    app = dashboard_app(options, run)
+    return app, run.run_dir
 
 
 def ended(run_dir: Path) -> list[bool]:

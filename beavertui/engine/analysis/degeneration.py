@@ -84,3 +84,9 @@ def compare(
     gained = tuple(f for f in FEATURES if f in cand_present and f not in ref_present)
     degenerate = any(f in PERF_FEATURES or f in ("kernel", "library_substitution") for f in lost)
     return Degeneration(tuple(lost), tuple(f for f in lost if f in start_present), gained, degenerate)
+
+
+def degeneration(candidate: str, broken_start: str, reference: str | None) -> tuple[list[str], bool]:
+    """(lost features, degenerate) of a candidate; ``compare`` gives the details."""
+    result = compare(candidate, broken_start, reference)
+    return list(result.lost), result.degenerate

@@ -310,11 +310,3 @@ def extract(source: str) -> Features:
         library_calls=tuple(calls),
         launches=found,
     )
-
-
-def degeneration(candidate: str, broken_start: str, reference: str | None) -> tuple[list[str], bool]:
-    """(lost features, degenerate) of a candidate; degeneration.compare gives the details."""
-    from beavertui.engine.analysis.degeneration import compare
-
-    result = compare(candidate, broken_start, reference)
-    return list(result.lost), result.degenerate

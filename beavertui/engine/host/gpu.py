@@ -106,6 +106,17 @@ def clocks() -> str:
 
 
 @cache
+def visible_gpus(spec: str | None = None) -> list[str]:
+    """GPU indices to use: ``spec`` ("0,1"), else ``CUDA_VISIBLE_DEVICES``, else every GPU nvidia-smi lists."""
+    if spec:
+        return [g.strip() for g in spec.split(",") if g.strip()]
+    env = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if env is not None:
+        return [g.strip() for g in env.split(",") if g.strip() and g.strip() != "-1"]
+    out = _run(["nvidia-smi", "-L"])
+    return [str(i) for i, ln in enumerate((out or "").splitlines()) if ln.startswith("GPU ")]
+
+
 def probe() -> Machine:
     """Probe this machine once."""
     nvcc = shutil.which("nvcc")

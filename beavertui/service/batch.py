@@ -1,0 +1,311 @@
+"""A batch run: its manifest made (or read back to resume), then run, and its summary written.
+
+``prepare`` turns ``BatchOptions`` into a run directory with its manifest (or reopens one for
+``--resume``); ``run_batch`` chooses the toolchain (this machine's GPUs under the scheduler, or a recorded
+one) and the executor (threads here, or Ray), runs it and writes the summary into run.json. The ``batch``
+command and the TUI's batch dashboard both call these two; infrastructure failures are reported here with
+their count.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+import shlex
+import sys
+import threading
+import time
+from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from beavertui.batch.resources import BuildSlots, GpuPool
+from beavertui.batch.rundir import RunManifest, read_infra, write_manifest
+from beavertui.batch.scheduler import Tracker, plan, run_local
+from beavertui.engine.corpus.task import Task
+from beavertui.engine.errors import BeaverError
+from beavertui.engine.host.gpu import visible_gpus
+
+
+@dataclass(frozen=True)
+class BatchOptions:
+    """Everything a batch is asked to do; the ``batch`` command's flags, typed."""
+
+    protocol: str = "default"
+    """Protocol file, or a bundled one by name."""
+    corpus: Path | None = None
+    tasks: str | None = None
+    """Globs of task ids, comma-separated."""
+    models: list[str] | None = None
+    """Models under test, replacing the file's list."""
+    samples: int | None = None
+    gpus: str | None = None
+    jobs: int | None = None
+    gpu_share: int = 4
+    toolchain: str = "local"
+    cache: Path | None = None
+    no_cache: bool = False
+    resume: Path | None = None
+    sessions_dir: Path = Path("sessions")
+    run_id: str | None = None
+    executor: str = "local"
+    address: str | None = None
+    quiet: bool = False
+    command: list[str] = field(default_factory=list)
+    """The command line, as run.json records it."""
+
+
+@dataclass
+class PreparedRun:
+    """A run directory with its manifest written, the tasks it needs, and the toolchain it runs with."""
+
+    manifest: RunManifest
+    run_dir: Path
+    tasks: dict[str, Task]
+    toolchain: str
+
+
+def select(task_ids: list[str], globs: str | None) -> list[str]:
+    if not globs:
+        return task_ids
+    pats = [g.strip() for g in globs.split(",") if g.strip()]
+    return [t for t in task_ids if any(fnmatch.fnmatchcase(t, p) for p in pats)]
+
+
+def new_run(options: BatchOptions) -> tuple[RunManifest, Path, Any]:
+    """Create the run directory and manifest from the protocol file and options: (manifest, dir, corpus)."""
+    from beavertui import __version__
+    from beavertui.batch.protocol_file import ModelSpec, expand, find_protocol_file, load_batch_file
+    from beavertui.batch.rundir import ProtocolEntry, host_info, new_run_id
+    from beavertui.engine.corpus.load import default_corpus, load_corpus
+
+    pfile = find_protocol_file(options.protocol)
+    spec = load_batch_file(pfile)
+    protocols = expand(spec, str(pfile))
+    models = [ModelSpec(model=s) for s in options.models] if options.models else list(spec.models)
+    if not models:
+        raise BeaverError(f"{pfile}: no models: list [[models]] in the file or pass --models")
+    names = [m.name for m in models]
+    if len(set(names)) != len(names):
+        raise BeaverError("two models share a name; give them distinct labels")
+    corpus_path = options.corpus or (Path(spec.corpus) if spec.corpus else default_corpus())
+    corpus = load_corpus(corpus_path)
+    wanted = select([t.id for t in corpus.tasks], options.tasks or spec.tasks)
+    excluded = {p.split(":")[0].split("/")[0]: p for p in corpus.problems}
+    tasks = []
+    for t in corpus.tasks:
+        if t.id not in wanted:
+            continue
+        if not t.runnable:
+            excluded[t.id] = t.not_runnable_reason or "not runnable"
+            continue
+        tasks.append(t.id)
+    if not tasks:
+        raise BeaverError(f"{corpus_path}: no runnable task matches {options.tasks or spec.tasks or '*'}")
+    run_id = options.run_id or new_run_id(spec.name)
+    run_dir = options.sessions_dir / run_id
+    if (run_dir / "run.json").exists():
+        raise BeaverError(f"{run_dir}: already a run; continue it with --resume {run_dir}")
+    manifest = RunManifest(
+        run_id=run_id,
+        name=spec.name,
+        created=time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        command=shlex.join(options.command or ["beavertui", "batch"]),
+        tool_version=__version__,
+        corpus=str(corpus.root.resolve()),
+        tasks=tasks,
+        excluded_tasks=excluded,
+        samples=options.samples or spec.samples,
+        protocols=[ProtocolEntry(slug=p.slug, protocol=p.protocol) for p in protocols],
+        models=models,
+        retries=spec.retries,
+        executor=options.executor,
+        host=host_info(),
+        toolchain=options.toolchain,
+    )
+    write_manifest(run_dir, manifest)
+    return manifest, run_dir, corpus
+
+
+def prepare(options: BatchOptions, started: Callable[[Path], None] | None = None) -> PreparedRun:
+    """A new run directory, or the one of ``options.resume`` reopened; ``started`` gets the folder first."""
+    from beavertui.batch.rundir import read_manifest, remove_partial_files
+    from beavertui.engine.corpus.load import load_corpus
+
+    toolchain = options.toolchain
+    if options.resume is not None:
+        manifest = read_manifest(options.resume)
+        run_dir = options.resume
+        if started is not None:
+            started(run_dir)
+        remove_partial_files(run_dir)
+        corpus = load_corpus(options.corpus or Path(manifest.corpus))
+        manifest.resumed.append(time.strftime("%Y-%m-%dT%H:%M:%S%z"))
+        manifest.status = "running"
+        write_manifest(run_dir, manifest)
+        if toolchain == "local" and manifest.toolchain != "local":
+            toolchain = manifest.toolchain
+    else:
+        manifest, run_dir, corpus = new_run(options)
+        if started is not None:
+            started(run_dir)
+    tasks = {t.id: t for t in corpus.tasks}
+    missing = [t for t in manifest.tasks if t not in tasks]
+    if missing:
+        raise BeaverError(f"{corpus.root}: tasks of the run are missing: {', '.join(missing[:5])}")
+    return PreparedRun(manifest, run_dir, tasks, toolchain)
+
+
+def default_cache_dir() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "beavertui" / "builds"
+
+
+def make_toolchain(spec: str, gpus: list[str], options: BatchOptions) -> tuple[Any, GpuPool, Any]:
+    """(toolchain, pool, cache) for ``local`` or ``recorded:PATH``."""
+    from beavertui.batch.cache import CompileCache
+    from beavertui.batch.scheduled import ScheduledLocalToolchain, ScheduledToolchain
+    from beavertui.engine.toolchain.resolve import build_toolchain, parse_toolchain
+
+    builds = BuildSlots(os.cpu_count() or 1)
+    kind, _path = parse_toolchain(spec)
+    if kind == "recorded":
+        pool = GpuPool(gpus or ["0"], shared=options.gpu_share)
+        inner = build_toolchain(spec, unknown="fail")
+        return ScheduledToolchain(inner, pool, builds), pool, None
+    if not gpus:
+        raise BeaverError("no NVIDIA GPU visible: run on a GPU machine, or use --toolchain recorded:PATH")
+    pool = GpuPool(gpus, shared=options.gpu_share)
+    cache = None
+    if not options.no_cache:
+        root = options.cache or default_cache_dir()
+        try:
+            cache = CompileCache(root)
+        except OSError as exc:
+            why = exc.strerror or type(exc).__name__
+            raise BeaverError(
+                f"{root}: cannot use it as the compile cache ({why}); pass --no-cache"
+            ) from None
+    return ScheduledLocalToolchain(pool, builds, cache), pool, cache
+
+
+class _Either:
+    """Set when any of its events is set (the user's stop, or no GPU left)."""
+
+    def __init__(self, *events: threading.Event) -> None:
+        self.events = events
+
+    def is_set(self) -> bool:
+        return any(e.is_set() for e in self.events)
+
+
+def _stderr(line: str) -> None:
+    print(line, file=sys.stderr)
+
+
+Progress = Callable[[Tracker, int], AbstractContextManager[Any]]
+"""Shows progress while the batch runs: given the tracker and how many sessions run at once."""
+
+
+def run_batch(
+    options: BatchOptions,
+    run: PreparedRun,
+    *,
+    display: Progress | None = None,
+    stop: threading.Event | None = None,
+    say: Callable[[str], None] = _stderr,
+) -> int:
+    """Run the batch and write its summary into run.json; ``say`` gets the summary lines.
+
+    ``display`` replaces the progress table (a dashboard reads the tracker instead); once ``stop`` is set
+    no new session starts, the sessions in flight finish, and the rest wait for ``--resume``.
+    """
+    from beavertui.batch.progress import Display
+
+    manifest, run_dir, tasks = run.manifest, run.run_dir, run.tasks
+
+    def show(tracker: Tracker, parallel: int, **kw: Any) -> AbstractContextManager[Any]:
+        return display(tracker, parallel) if display is not None else Display(tracker, parallel, **kw)
+
+    gpus = visible_gpus(options.gpus)
+    jobs = plan(manifest, run_dir)
+    tracker = Tracker(jobs)
+    parallel = options.jobs or max(2, 4 * max(1, len(gpus)) + (os.cpu_count() or 1))
+    t0 = time.monotonic()
+    cache = None
+    pool: GpuPool | None = None
+    if options.executor == "ray":
+        from beavertui.batch.ray_executor import run_ray
+
+        manifest.gpus = []
+        write_manifest(run_dir, manifest)
+        if stop is not None:
+            raise BeaverError("the Ray executor cannot be stopped from the dashboard; run it without --tui")
+        with show(tracker, parallel, live=False if options.quiet else None, interval=30.0):
+            run_ray(jobs, manifest, run_dir, tracker, address=options.address, toolchain=run.toolchain)
+    else:
+        toolchain, pool, cache = make_toolchain(run.toolchain, gpus, options)
+        manifest.gpus = [g.index for g in pool.gpus]
+        write_manifest(run_dir, manifest)
+        halt = pool.exhausted if stop is None else _Either(pool.exhausted, stop)
+        progress = nullcontext() if options.quiet and display is None else show(tracker, parallel)
+        with progress:
+            run_local(
+                jobs,
+                tasks,
+                toolchain,
+                run_dir,
+                parallel=parallel,
+                retries=manifest.retries,
+                tracker=tracker,
+                stop=halt,
+            )
+    wall = time.monotonic() - t0
+    totals = tracker.totals()
+    infra = read_infra(run_dir)
+    summary: dict[str, Any] = {
+        **totals,
+        "wall_s": round(wall, 2),
+        "infra_failures": len(infra),
+        "infra_retried": sum(1 for r in infra if r.get("retried")),
+    }
+    if cache is not None:
+        summary["compile_cache"] = cache.summary()
+    if pool is not None:
+        summary["gpu_busy_fraction"] = {k: round(v, 3) for k, v in pool.busy_fraction(wall).items()}
+        summary["gpus_removed"] = {g.index: g.failures[-1] for g in pool.gpus if not g.healthy}
+    manifest.summary = summary
+    no_gpu = pool is not None and pool.exhausted.is_set()
+    manifest.status = "finished" if totals["done"] == totals["total"] and not no_gpu else "interrupted"
+    write_manifest(run_dir, manifest)
+    say(
+        f"beavertui: {totals['done']}/{totals['total']} sessions ({totals['skipped']} already done), "
+        f"{totals['passed']} passed, {totals['attempts']} attempts in {wall:.1f} s"
+    )
+    if infra:
+        say(
+            f"beavertui: {len(infra)} infrastructure failures ({summary['infra_retried']} retried); their "
+            "attempts are excluded from scores and counted. First: " + str(infra[0].get("detail"))
+        )
+    if cache is not None and cache.stats.corrupt:
+        say(
+            f"beavertui: compile cache: {cache.stats.corrupt} corrupt entries removed and built again "
+            f"(first: {cache.stats.first_corrupt})"
+        )
+    for idx, why in summary.get("gpus_removed", {}).items():
+        say(f"beavertui: GPU {idx} taken out of the schedule after repeated failures: {why}")
+    say(f"beavertui: metrics: beavertui metrics {run_dir}")
+    if no_gpu:
+        left = totals["total"] - totals["done"] + totals["failed"]
+        say(
+            f"beavertui: every GPU was taken out of the schedule; {left} sessions wait unfinished: "
+            f"fix the GPU, then continue with --resume {run_dir}"
+        )
+        return 2
+    if stop is not None and stop.is_set() and totals["done"] < totals["total"]:
+        left = totals["total"] - totals["done"] + totals["failed"]
+        say(f"beavertui: stopped; {left} sessions wait unfinished: continue with --resume {run_dir}")
+        return 2
+    return 0 if totals["failed"] == 0 else 1
