@@ -179,6 +179,22 @@ def test_mode_buttons_switch_diff_log_and_sanitizer_views(browser: Browser, tmp_
     assert_clean(browser, page)
 
 
+def test_session_page_reads_without_javascript(browser: Browser, tmp_path: Path) -> None:
+    """A mail reader that runs no script still shows every iteration, one after another."""
+    page = export(DEMO / "repair_in_three.jsonl", tmp_path / "page.html")
+    browser.call("Emulation.setScriptExecutionDisabled", {"value": True}, session=True)
+    try:
+        browser.events.clear()
+        browser.open(page)
+        assert browser.evaluate("document.documentElement.classList.contains('js')") is False
+        diff = browser.evaluate("document.querySelector('.pane.p-diff').innerText")
+    finally:
+        browser.call("Emulation.setScriptExecutionDisabled", {"value": False}, session=True)
+    for it, against in ((1, "broken start"), (2, "iteration 1"), (3, "iteration 2")):
+        assert f"iteration {it}\n" in diff and f"iteration {it} against {against}" in diff
+    assert browser.problems() == []
+
+
 def test_h200_batch_run_page_loads_and_its_sessions_step(browser: Browser, tmp_path: Path) -> None:
     with tarfile.open(FULL_RUN) as tar:
         tar.extractall(tmp_path, filter="data")

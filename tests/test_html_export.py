@@ -198,3 +198,28 @@ def test_export_html_to_standard_output(capsys: pytest.CaptureFixture[str]) -> N
     out = capsys.readouterr()
     assert out.out.startswith("<!DOCTYPE html>") and out.out.rstrip().endswith("</html>")
     assert "wrote the page of session transpose_00" in out.err
+
+
+def test_run_page_of_two_protocols_shows_the_swing(tmp_path: Path) -> None:
+    """A run holding one model under two feedback levels: the swing table and bars appear on its page.
+
+    The second protocol's sessions are the first one's with the header's feedback level changed, which is
+    enough for the page (the metrics are the engine's, tested elsewhere).
+    """
+    with tarfile.open(FULL_RUN) as tar:
+        tar.extractall(tmp_path, filter="data")
+    run = tmp_path / "two"
+    for f in sorted((tmp_path / "run").rglob("*__s*.jsonl"))[:4]:
+        lines = f.read_text().split("\n")
+        head = json.loads(lines[0])
+        head["protocol"]["feedback"] = "L1"
+        for sub, first in (("l3", lines[0]), ("l1", json.dumps(head))):
+            (run / sub).mkdir(parents=True, exist_ok=True)
+            (run / sub / f.name).write_text("\n".join([first, *lines[1:]]))
+    page = export(tmp_path, run)
+    assert "Swing of pass@k per protocol axis" in page
+    assert "No swing" not in page
+    figure = page.split("Swing of pass@k per protocol axis</text>", 1)[1].split("</svg>", 1)[0]
+    assert "scripted:@alternate | feedback" in figure
+    assert len(unpack(page)) == 8
+    assert page.count("iterative K5 L1 H2 T0 p0.7") >= 4 and page.count("iterative K5 L3 H2 T0 p0.7") >= 4
