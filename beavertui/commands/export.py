@@ -1,4 +1,5 @@
-"""`beavertui export RUN_DIR [--csv] [-o FILE]`: write the attempts table of a run (metrics.md)."""
+"""`beavertui export RUN_DIR [--csv | --html] [-o FILE]`: write the attempts table of a run (metrics.md), or
+one self-contained HTML page of a session or of a run to share."""
 
 from __future__ import annotations
 
@@ -11,13 +12,20 @@ from typing import Any
 def register(sub: Any) -> None:
     p = sub.add_parser(
         "export",
-        help="write the attempts table of a run directory (JSON Lines, or CSV)",
+        help="write the attempts table of a run directory (JSON Lines, or CSV), or an HTML page to share",
         description="Folds every session under RUN_DIR into one row per attempt (shared/spec/metrics.md). "
-        "Attempts hit by an infrastructure failure are written with infra_error=true and never scored.",
+        "Attempts hit by an infrastructure failure are written with infra_error=true and never scored. "
+        "With --html, writes one self-contained page instead: a session file gives its screen with "
+        "step-through, a run directory gives its metrics, figures and every session.",
     )
     p.add_argument("run_dir", type=Path, help="a run directory (sessions/<run_id>) or one session file")
     p.add_argument(
         "--csv", action="store_true", help="write CSV (protocol fields as protocol.<name> columns)"
+    )
+    p.add_argument(
+        "--html",
+        action="store_true",
+        help="write one self-contained HTML page (no network, no external files) of the session or run",
     )
     p.add_argument("-o", "--output", type=Path, help="output file (default: standard output)")
     p.add_argument(
@@ -33,6 +41,10 @@ def _handle(args: argparse.Namespace) -> int:
     from beavertui.engine.metrics.attempts import ExportStats, SourceModels, export_rows, load_source_models
     from beavertui.engine.metrics.table_io import write_csv, write_jsonl
 
+    if args.html:
+        if args.csv:
+            raise BeaverError("--csv and --html are two formats: give one")
+        return _html(args)
     sources = SourceModels(load_source_models(args.source_models) if args.source_models else None)
     stats = ExportStats()
     rows = export_rows(args.run_dir, source_models=sources, stats=stats)
@@ -56,3 +68,67 @@ def _handle(args: argparse.Namespace) -> int:
     for line in stats.damaged[:5]:
         print(f"beavertui: skipped {line}", file=sys.stderr)
     return 0
+
+
+def _html(args: argparse.Namespace) -> int:
+    from beavertui.engine.errors import BeaverError
+    from beavertui.reports import html
+
+    source: Path = args.run_dir
+    if source.is_file():
+        doc = html.load_session_doc(source)
+        text = html.session_page(doc)
+        what = f"session {doc.state.header.task.id} ({len(doc.state.attempts)} iterations)"
+    elif source.is_dir():
+        text, what = _run_html(source, args.source_models)
+    else:
+        raise BeaverError(f"{source}: no such run directory or session file")
+    if args.output:
+        try:
+            args.output.write_text(text, encoding="utf-8")
+        except OSError as exc:
+            raise BeaverError(f"{args.output}: {exc.strerror}") from None
+    else:
+        sys.stdout.write(text)
+    size = len(text.encode())
+    print(f"beavertui: wrote the page of {what}, {size / 1e6:.1f} MB", file=sys.stderr)
+    return 0
+
+
+def _run_html(source: Path, source_models: Path | None) -> tuple[str, str]:
+    from beavertui import __version__
+    from beavertui.commands.metrics import compute, with_tables
+    from beavertui.engine.errors import BeaverError
+    from beavertui.engine.metrics.attempts import session_files
+    from beavertui.reports import html
+    from beavertui.reports.card import card
+    from beavertui.reports.svg import p_sweep_svg, swing_svg
+
+    docs, skipped = [], []
+    for path in session_files(source):
+        try:
+            docs.append(html.load_session_doc(path))
+        except BeaverError as exc:
+            skipped.append(str(exc))
+    if not docs:
+        raise BeaverError(f"{source}: no session files found")
+    docs.sort(
+        key=lambda d: (
+            d.state.header.model.name,
+            d.state.header.protocol.short(),
+            d.state.header.task.id,
+            d.state.header.sample,
+        )
+    )
+    report = with_tables(compute(source, source_models))
+    text = html.run_page(
+        source,
+        report.tables,
+        p_sweep_svg(report.groups),
+        swing_svg(report.swing) if report.swing else None,
+        docs,
+        manifest=html.read_manifest(source),
+        card=card(source, report.groups, __version__),
+        skipped=skipped,
+    )
+    return text, f"run {source.name} ({len(docs)} sessions)"

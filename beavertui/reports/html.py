@@ -1,0 +1,980 @@
+"""One self-contained HTML page of a session or of a run, for sharing (``beavertui export ... --html``).
+
+The page needs nothing but a browser: styles, script and figures are inside the file, a content security
+policy forbids every load from the network, and it opens from a mail attachment. A session shows what the
+session screen shows (header, timeline, diff highlighted as CUDA, classified log, sanitizer records,
+speedup bars with the gate, stagnation detectors and track) with buttons that step through iterations. A
+run shows its metric tables with intervals, the p-sweep curves and swing bars, and every session of the
+run as a section of the same file.
+
+Every pane is rendered here, in Python, for every iteration; the page's script only shows one iteration at
+a time. Numbers come from the session's events (folded by the engine's reducer) and from the metric tables
+the engine computed; nothing here computes a metric. No terminal library is imported.
+"""
+
+from __future__ import annotations
+
+import base64
+import difflib
+import gzip
+import itertools
+import json
+import statistics
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from html import escape
+from pathlib import Path
+from typing import Any
+
+from beavertui.engine.errors import BeaverError
+from beavertui.engine.session.events import SanitizerRecord, StageResult
+from beavertui.engine.session.protocol import DETECTORS
+from beavertui.engine.session.state import AttemptState, SessionState, fold
+from beavertui.engine.session.store import read_session
+from beavertui.reports.tables import Rate, Table
+
+#: Category colours and short names: the same as the terminal screens use.
+CATEGORY_COLOUR: dict[str, str] = {
+    "environment_dependency": "#8f5fbf",
+    "integration": "#c76b29",
+    "buildability": "#b8962e",
+    "out_of_memory": "#a0527a",
+    "illegal_memory_access": "#c0392b",
+    "timeout": "#2e6fb8",
+    "functional_correctness": "#d4762c",
+    "passed": "#2e8b57",
+}
+BELOW_GATE_COLOUR = "#6b8e23"
+PENDING_COLOUR = "#444444"
+SHORT: dict[str, str] = {
+    "environment_dependency": "env",
+    "integration": "integ",
+    "buildability": "build",
+    "out_of_memory": "oom",
+    "illegal_memory_access": "illegal",
+    "timeout": "timeout",
+    "functional_correctness": "wrong",
+    "passed": "passed",
+}
+STAGES = ("request", "reply", "candidate", "build", "run", "sanitize", "timing", "verdict")
+DIFF_MODES = {
+    "previous": "vs previous attempt",
+    "broken": "vs broken start",
+    "reference": "vs reference",
+    "file": "whole file",
+}
+SANITIZER_TOOLS = ("memcheck", "racecheck", "synccheck", "initcheck")
+
+#: The classified log shows logs up to this many lines whole, longer ones around the decisive lines.
+WHOLE_LOG_LINES = 120
+CONTEXT = 4
+#: The raw log keeps this many lines at each end of a stage's output (the session file has them all).
+RAW_KEEP = 200
+ROWS_PER_KIND = 8
+CODE_STYLE = "monokai"
+
+
+def colour(category: str | None, success: bool = True) -> str:
+    if category is None:
+        return PENDING_COLOUR
+    if category == "passed" and not success:
+        return BELOW_GATE_COLOUR
+    return CATEGORY_COLOUR.get(category, PENDING_COLOUR)
+
+
+def _label(category: str | None, success: bool, *, short: bool) -> str:
+    if category is None:
+        return "…"
+    if category == "passed" and not success:
+        return "below gate" if short else "PASSED · BELOW GATE"
+    return SHORT.get(category, category) if short else category.replace("_", " ").upper()
+
+
+def badge(category: str | None, success: bool = True, *, short: bool = False) -> str:
+    return (
+        f'<span class="badge" style="background:{colour(category, success)}">'
+        f"{escape(_label(category, success, short=short))}</span>"
+    )
+
+
+def speed(value: float | None) -> str:
+    return "—" if value is None else f"{value:.2f}x"
+
+
+def _e(text: object) -> str:
+    return escape(str(text), quote=True)
+
+
+# ------------------------------------------------------------------------------------------ sessions
+
+
+@dataclass(frozen=True)
+class SessionDoc:
+    """One session as the page shows it: the folded state, where it came from, and any damage."""
+
+    state: SessionState
+    path: Path
+    problem: str | None = None
+
+
+def load_session_doc(path: Path) -> SessionDoc:
+    """Read and fold a session file; a damaged file keeps its valid prefix and says what is wrong."""
+    header, events, problem = read_session(path)
+    if header is None:
+        raise BeaverError(f"{path}: not a readable session ({problem})")
+    return SessionDoc(fold(header, events), path, problem)
+
+
+def _code_before(state: SessionState, iteration: int) -> tuple[str, str]:
+    for a in reversed(state.attempts):
+        if a.iteration < iteration and a.candidate is not None and a.candidate.code is not None:
+            return a.candidate.code, f"iteration {a.iteration}"
+    return state.header.task.broken_start, "broken start"
+
+
+def _upto(state: SessionState, cursor: int) -> tuple[AttemptState, ...]:
+    return tuple(a for a in state.attempts if a.iteration <= cursor)
+
+
+# ------------------------------------------------------------------------------------------ code
+
+
+@lru_cache(maxsize=256)
+def highlighted_lines(code: str, language: str) -> tuple[str, ...]:
+    """The code highlighted whole by pygments (inline styles), split into lines of balanced HTML."""
+    from pygments import highlight
+    from pygments.formatters import HtmlFormatter
+    from pygments.lexers import get_lexer_by_name
+
+    lexer = get_lexer_by_name({"cuda": "cuda", "cpp": "cpp", "python": "python"}.get(language, "cuda"))
+    lexer.stripnl = False
+    lexer.ensurenl = True
+    formatter = HtmlFormatter(nowrap=True, noclasses=True, style=CODE_STYLE)
+    out = highlight(code, lexer, formatter)
+    lines = out.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    n = len(code.splitlines())
+    return tuple(lines[:n]) + ("",) * max(0, n - len(lines))
+
+
+def whole_file(code: str, language: str) -> str:
+    lines = highlighted_lines(code, language)
+    width = len(str(len(lines)))
+    rows = [f'<span class="ln">{n:>{width}} │ </span>{line}' for n, line in enumerate(lines, start=1)]
+    return '<pre class="code">' + "\n".join(rows) + "</pre>"
+
+
+def diff_html(old: str, new: str, language: str, context: int = 3) -> tuple[str, int, int]:
+    """A unified-style diff of highlighted code: (HTML, lines added, lines removed)."""
+    old_lines, new_lines = old.splitlines(), new.splitlines()
+    old_hl, new_hl = highlighted_lines(old, language), highlighted_lines(new, language)
+    matcher = difflib.SequenceMatcher(None, old_lines, new_lines, autojunk=False)
+    width = len(str(max(len(old_lines), len(new_lines), 1)))
+    rows: list[str] = []
+    added = removed = 0
+
+    def at(lines: tuple[str, ...], i: int) -> str:
+        return lines[i] if i < len(lines) else ""
+
+    for group in matcher.get_grouped_opcodes(context):
+        first, last = group[0], group[-1]
+        rows.append(
+            f'<span class="hunk">@@ -{first[1] + 1},{last[2] - first[1]} '
+            f"+{first[3] + 1},{last[4] - first[3]} @@</span>"
+        )
+        for tag, i1, i2, j1, j2 in group:
+            if tag == "equal":
+                rows += [
+                    f'<span class="ln">  {j + 1:>{width}} │ </span>{at(new_hl, j)}' for j in range(j1, j2)
+                ]
+                continue
+            if tag in ("replace", "delete"):
+                for i in range(i1, i2):
+                    rows.append(
+                        f'<span class="del"><span class="ln">- {i + 1:>{width}} │ </span>{at(old_hl, i)}</span>'
+                    )
+                    removed += 1
+            if tag in ("replace", "insert"):
+                for j in range(j1, j2):
+                    rows.append(
+                        f'<span class="add"><span class="ln">+ {j + 1:>{width}} │ </span>{at(new_hl, j)}</span>'
+                    )
+                    added += 1
+    if not added and not removed:
+        return '<p class="dim"><i>no change: the two files are identical</i></p>', 0, 0
+    return '<pre class="code">' + "\n".join(rows) + "</pre>", added, removed
+
+
+def _diff_pane(state: SessionState, a: AttemptState) -> str:
+    cand = a.candidate
+    task = state.header.task
+    if cand is None:
+        text = a.reply.content if a.reply else ""
+        if text:
+            return f'<p class="b">model reply</p><pre class="text">{_e(text)}</pre>'
+        return '<p class="dim"><i>No reply was recorded for this iteration.</i></p>'
+    if cand.code is None:
+        reason = cand.no_code_reason or "no code block in the reply"
+        reply = a.reply.content if a.reply else ""
+        return f'<p class="red b">No code extracted: {_e(reason)}</p><pre class="text">{_e(reply)}</pre>'
+    edited = '<p class="yellow b">edited by the user before the build</p>' if cand.edited else ""
+    parts = []
+    for mode in DIFF_MODES:
+        if mode == "file":
+            body = f'<p class="b">{_e(task.solution_file)} at iteration {a.iteration}</p>'
+            body += whole_file(cand.code, task.language)
+        else:
+            if mode == "previous":
+                old, name = _code_before(state, a.iteration)
+            elif mode == "broken":
+                old, name = task.broken_start, "broken start"
+            else:
+                if task.reference is None:
+                    parts.append(
+                        f'<div class="dm" data-dm="{mode}"><p class="dim"><i>This task ships no '
+                        "reference solution.</i></p></div>"
+                    )
+                    continue
+                old, name = task.reference, "reference"
+            html, added, removed = diff_html(old, cand.code, task.language)
+            body = (
+                f'<p class="b">iteration {a.iteration} against {_e(name)}: '
+                f'<span class="green">+{added}</span> <span class="red">-{removed}</span></p>' + html
+            )
+        parts.append(f'<div class="dm" data-dm="{mode}">{edited}{body}</div>')
+    return "".join(parts)
+
+
+# ------------------------------------------------------------------------------------------ log
+
+
+def _is_decisive(line: str, decisive: Sequence[str]) -> bool:
+    s = line.strip()
+    return bool(s) and any(d.strip() and (d.strip() == s or d.strip() in s) for d in decisive)
+
+
+def _stage_line(r: StageResult) -> str:
+    rc = "killed (time limit)" if r.timed_out else (f"signal {r.signal}" if r.signal else f"rc {r.rc}")
+    cls = "red" if (r.rc or r.timed_out) else "green"
+    cached = ' · <span class="cyan">cached</span>' if r.cached else ""
+    return (
+        f'<div class="stage"><b>── {_e(r.stage)}</b> <span class="{cls}">{_e(rc)} · {r.duration_s:.2f} s</span>'
+        f'{cached}<div class="dim">$ {_e(r.command)}</div></div>'
+    )
+
+
+def _classified_log(log: str, decisive: Sequence[str]) -> str:
+    lines = log.rstrip("\n").split("\n") if log else []
+    if not lines:
+        return '<pre class="log dim"><i>(no output)</i></pre>'
+    hits = {i for i, line in enumerate(lines) if _is_decisive(line, decisive)}
+    keep: set[int] | None = None
+    if len(lines) > WHOLE_LOG_LINES and hits:
+        keep = {j for i in hits for j in range(i - CONTEXT, i + CONTEXT + 1)}
+    out: list[str] = []
+    skipped = 0
+    for i, line in enumerate(lines):
+        if keep is not None and i not in keep:
+            skipped += 1
+            continue
+        if skipped:
+            out.append(f'<span class="dim">… {skipped} lines …</span>')
+            skipped = 0
+        out.append(f'<mark class="decisive">{_e(line)}</mark>' if i in hits else _e(line))
+    if skipped:
+        out.append(f'<span class="dim">… {skipped} lines …</span>')
+    return '<pre class="log">' + "\n".join(out) + "</pre>"
+
+
+def _raw_log(r: StageResult) -> str:
+    lines = r.log.rstrip("\n").split("\n") if r.log else []
+    note = ""
+    if len(lines) > 2 * RAW_KEEP:
+        cut = len(lines) - 2 * RAW_KEEP
+        lines = [
+            *lines[:RAW_KEEP],
+            f"… {cut} lines left out of this page (the session file has them) …",
+            *lines[-RAW_KEEP:],
+        ]
+    if r.log_bytes > len(r.log.encode()):
+        note = f'<div class="dim">[{r.log_bytes} bytes written, head and tail kept]</div>'
+    return '<pre class="log">' + _e("\n".join(lines)) + "</pre>" + note
+
+
+def _log_pane(a: AttemptState) -> str:
+    stages = [e.result for e in (a.build, a.run) if e is not None]
+    v = a.verdict
+    decisive = v.decisive if v else []
+    out = ['<div class="lg" data-lg="classified">']
+    if v is not None:
+        reason = f" <b>{_e(v.reason)}</b>" if v.reason and v.reason != v.category else ""
+        out.append(f"<div>{badge(v.category, v.success)}{reason}</div>")
+        if v.signature:
+            out.append(f'<div><span class="dim">signature</span> <b>{_e(v.signature)}</b></div>')
+        out += [f'<div class="magenta b">flag {_e(f)}</div>' for f in v.flags]
+        if decisive:
+            out.append('<div class="dim">decisive</div><pre class="log">')
+            out.append("\n".join(f'<mark class="decisive">{_e(d)}</mark>' for d in decisive))
+            out.append("</pre>")
+    else:
+        out.append(f'<div class="dim"><i>not classified (reached stage: {_e(a.stage)})</i></div>')
+    for e in a.infra_errors:
+        out.append(f'<div class="red b">infrastructure error ({_e(e.source)}): {_e(e.detail)}</div>')
+    for r in stages:
+        out.append(_stage_line(r) + _classified_log(r.log, decisive))
+    out.append('</div><div class="lg" data-lg="raw">')
+    raw = [*stages, *(s.result for s in a.sanitize)]
+    out += [_stage_line(r) + _raw_log(r) for r in raw]
+    if not raw:
+        out.append('<div class="dim">No stage has run.</div>')
+    out.append("</div>")
+    return "".join(out)
+
+
+# ------------------------------------------------------------------------------------------ sanitizer
+
+
+def _short_kernel(name: str | None) -> str:
+    return name.split("(", 1)[0] if name else "?"
+
+
+def _sanitizer_pane(a: AttemptState) -> str:
+    if not a.sanitize:
+        return f'<p class="dim"><i>No compute-sanitizer run on iteration {a.iteration}.</i></p>'
+    out = []
+    for run in a.sanitize:
+        count = "no summary" if run.error_count is None else f"{run.error_count} errors"
+        out.append(
+            f'<div class="san" data-tool="{_e(run.tool)}"><b>{_e(run.tool)}</b> '
+            f'<span class="dim">rc {run.result.rc} · {count} · {run.result.duration_s:.1f} s</span>'
+        )
+        if not run.records:
+            out.append('<div class="green">no findings</div></div>')
+            continue
+        groups: dict[str, list[SanitizerRecord]] = defaultdict(list)
+        for rec in run.records:
+            groups[rec.kind].append(rec)
+        for kind, recs in groups.items():
+            size = f" of size {recs[0].size}" if recs[0].size else ""
+            out.append(f'<div class="red b">{_e(kind)}{size} ×{len(recs)}</div>')
+            out.append(
+                '<table class="rec"><tr><th>kernel</th><th>thread</th><th>block</th>'
+                "<th>address</th><th>host frame</th></tr>"
+            )
+            for rec in recs[:ROWS_PER_KIND]:
+                cells = (_short_kernel(rec.kernel), rec.thread, rec.block, rec.address, rec.host_frame)
+                out.append("<tr>" + "".join(f"<td>{_e(c or '')}</td>" for c in cells) + "</tr>")
+            out.append("</table>")
+            out += [f'<div class="i">{_e(d)}</div>' for d in sorted({r.detail for r in recs if r.detail})[:3]]
+            if len(recs) > ROWS_PER_KIND:
+                out.append(f'<div class="dim">… and {len(recs) - ROWS_PER_KIND} more</div>')
+        out.append("</div>")
+    return "".join(out)
+
+
+# ------------------------------------------------------------------------------------------ speedup
+
+
+def _spark(samples: Sequence[float], w: int = 160, h: int = 18) -> str:
+    if len(samples) < 2:
+        return ""
+    lo, hi = min(samples), max(samples)
+    span = hi - lo or 1.0
+    pts = " ".join(
+        f"{w * i / (len(samples) - 1):.1f},{h - 2 - (h - 4) * (v - lo) / span:.1f}"
+        for i, v in enumerate(samples)
+    )
+    return (
+        f'<svg class="spark" width="{w}" height="{h}" viewBox="0 0 {w} {h}">'
+        f'<polyline points="{pts}" fill="none" stroke="#5fd7d7" stroke-width="1.2"/></svg>'
+    )
+
+
+def _timing_block(state: SessionState, a: AttemptState) -> str:
+    gate = state.header.protocol.gate
+    t = a.timing.result if a.timing is not None else None
+    out = []
+    if t is None:
+        why = "not measured" if a.verdict is None else f"not measured ({a.verdict.reason})"
+        out.append(f'<div class="dim">iteration {a.iteration}: {_e(why)}</div>')
+    else:
+        ok = t.speedup >= gate
+        for name, ms, cv, samples in (
+            ("candidate", t.candidate_ms, t.candidate_cv, t.candidate_samples),
+            ("reference", t.reference_ms, t.reference_cv, t.reference_samples),
+        ):
+            cvc = "red" if cv > 0.03 else "dim"
+            out.append(
+                f'<div class="tm"><span class="dim">{name}</span> <b>{ms:9.3f} ms</b> '
+                f'<span class="{cvc}">CV {cv * 100:.1f}%</span> {_spark(samples)}</div>'
+            )
+        out.append(
+            f'<div class="tm"><span class="dim">speedup</span> <b class="{"green" if ok else "red"}">'
+            f'{t.speedup:.2f}x</b> <span class="dim">{"≥" if ok else "<"} gate {gate:g}x</span> '
+            f'<span class="{"green" if ok else "red b"}">{"passes the gate" if ok else "BELOW GATE"}</span></div>'
+        )
+        out.append(
+            f'<div class="dim">medians of {len(t.candidate_samples)} interleaved runs ({_e(t.method)})</div>'
+        )
+        for flag, on in (("unstable (CV > 3%)", t.unstable), ("implausible: audit", t.implausible)):
+            if on:
+                out.append(f'<div class="magenta b">{flag}</div>')
+        if t.candidate_host_samples:
+            host = statistics.median(t.candidate_host_samples)
+            out.append(
+                f'<div class="dim">host {host:.3f} ms: median from launch to full device sync '
+                "(side-stream check)</div>"
+            )
+        if t.note:
+            out.append(f'<div class="dim">{_e(t.note)}</div>')
+    if a.verdict is not None:
+        out += [f'<div class="magenta b">flag {_e(f)}</div>' for f in a.verdict.flags]
+    return "".join(out)
+
+
+def speedup_svg(state: SessionState) -> str:
+    """Speedup per iteration as bars coloured by category, the gate as a line; rows carry data-mark."""
+    gate = state.header.protocol.gate
+    attempts = state.attempts
+    speeds = [a.verdict.speedup for a in attempts if a.verdict and a.verdict.speedup]
+    scale = max([gate * 1.25, 1.0, *speeds])
+    row, left, width = 24, 34, 300
+    w, h = left + width + 150, 14 + row * max(1, len(attempts)) + 22
+
+    def x(v: float) -> float:
+        return left + width * min(v, scale) / scale
+
+    body = []
+    for n, a in enumerate(attempts):
+        y = 8 + row * n
+        v = a.verdict
+        body.append(f'<g class="row" data-mark="{a.iteration}" data-go="{a.iteration}">')
+        body.append(f'<rect class="hl" x="0" y="{y}" width="{w}" height="{row}" rx="3"/>')
+        body.append(f'<text x="{left - 8}" y="{y + 16}" text-anchor="end">{a.iteration}</text>')
+        if v is None:
+            body.append(f'<text x="{left + 4}" y="{y + 16}" class="dimt">{_e(a.stage)}…</text>')
+        elif v.speedup is None:
+            body.append(
+                f'<text x="{left + 4}" y="{y + 16}" style="fill:{colour(v.category)}">— '
+                f"{_e(SHORT.get(v.category, v.category))} (not timed)</text>"
+            )
+        else:
+            fill = colour(v.category, v.success)
+            body.append(
+                f'<rect x="{left}" y="{y + 5}" width="{x(v.speedup) - left:.1f}" height="{row - 10}" fill="{fill}"/>'
+            )
+            tag = "" if v.success or not v.correct else " below gate"
+            body.append(
+                f'<text x="{x(v.speedup) + 5:.1f}" y="{y + 16}" class="{"green" if v.success else "red"}t">'
+                f"{speed(v.speedup)}{tag}</text>"
+            )
+        body.append("</g>")
+    gx = x(gate)
+    bottom = 8 + row * max(1, len(attempts))
+    body.append(
+        f'<line x1="{gx:.1f}" y1="4" x2="{gx:.1f}" y2="{bottom + 4}" stroke="#f0c674" stroke-dasharray="4,3"/>'
+    )
+    body.append(
+        f'<text x="{gx:.1f}" y="{bottom + 18}" text-anchor="middle" class="dimt">gate {gate:g}x '
+        f"(scale 0–{scale:.2f}x)</text>"
+    )
+    return (
+        f'<svg class="bars" width="{w}" height="{h}" viewBox="0 0 {w} {h}" role="img" '
+        f'aria-label="speedup across iterations">' + "".join(body) + "</svg>"
+    )
+
+
+# ------------------------------------------------------------------------------------------ stagnation
+
+
+def _progress(state: SessionState, cursor: int, detector: str) -> str:
+    s = state.header.protocol.stagnation
+    upto = _upto(state, cursor)
+    done = [a.verdict for a in upto if a.verdict is not None]
+    hashes = [a.candidate.sha256 for a in upto if a.candidate and a.candidate.sha256]
+    if detector == "duplicate_code":
+        repeats = len(hashes) - len(set(hashes))
+        return f"{repeats} repeated hash" + ("es" if repeats != 1 else "")
+    if detector == "code_cycle":
+        return f"{len(set(hashes))} distinct of {len(hashes)}"
+    if detector == "category_oscillation":
+        cats = [v.category for v in done][-s.oscillation_window :]
+        changes = sum(1 for p, q in itertools.pairwise(cats) if p != q)
+        return f"{changes}/{s.oscillation_changes} changes in last {s.oscillation_window}"
+    run, last = 0, None
+    for v in done:
+        key = (v.category, v.signature)
+        run = run + 1 if key == last else 1
+        last = key
+    return f"run of {run}/{s.no_progress_run} alike"
+
+
+def _stagnation_pane(state: SessionState, cursor: int) -> str:
+    s = state.header.protocol.stagnation
+    out = [
+        f'<div class="dim">detectors (a firing one {"stops" if s.stop else "does not stop"} the loop)</div>'
+    ]
+    fired = {st.detector: st for st in state.stalls if st.iteration <= cursor}
+    out.append('<table class="det">')
+    for d in DETECTORS:
+        if d not in s.enabled:
+            out.append(f'<tr class="dim"><td>○</td><td>{d}</td><td>off</td></tr>')
+        elif d in fired:
+            st = fired[d]
+            detail = f": {_e(st.detail)}" if st.detail else ""
+            out.append(
+                f'<tr class="red b"><td>✖</td><td>{d}</td><td>fired after it{st.iteration}{detail}</td></tr>'
+            )
+        else:
+            out.append(
+                f'<tr><td class="green">●</td><td class="green">{d}</td>'
+                f'<td class="dim">armed · {_e(_progress(state, cursor, d))}</td></tr>'
+            )
+    out.append('</table><div class="hashes"><span class="dim">hashes</span> ')
+    seen: dict[str, int] = {}
+    for a in _upto(state, cursor):
+        h = a.candidate.sha256 if a.candidate else None
+        cls = ' class="yellow b"' if a.iteration == cursor else ""
+        item = f"<span{cls}>{a.iteration}:{_e((h or 'no-code')[:8])}</span>"
+        if h and h in seen:
+            item += f'<span class="magenta b">=it{seen[h]}</span>'
+        elif h:
+            seen[h] = a.iteration
+        out.append(item + " ")
+    out.append('</div><div class="track"><span class="dim">track</span> ')
+    for a in _upto(state, cursor):
+        v = a.verdict
+        out.append(badge(v.category if v else None, v.success if v else True, short=True) + " ")
+    out.append("</div>")
+    return "".join(out)
+
+
+# ------------------------------------------------------------------------------------------ one session
+
+
+def _reached(a: AttemptState) -> set[str]:
+    names = {n for n in ("request", "reply", "candidate", "timing", "verdict") if getattr(a, n) is not None}
+    names |= {n for n, on in (("build", a.build), ("run", a.run), ("sanitize", a.sanitize)) if on}
+    return names
+
+
+def _stages_line(a: AttemptState) -> str:
+    reached = _reached(a)
+    cells = "".join(f'<span class="{"green b" if n in reached else "dim"}">{n}</span> ' for n in STAGES)
+    v = a.verdict
+    return f'<span class="dim">stages</span> {cells}' + (badge(v.category, v.success) if v else "")
+
+
+def _timeline(state: SessionState) -> str:
+    last = max(state.header.protocol.budget, state.iteration)
+    cells = []
+    for it in range(1, last + 1):
+        a = state.attempt(it)
+        v = a.verdict if a else None
+        if v is not None:
+            label = f"{it} {_label(v.category, v.success, short=True)}"
+            sub = speed(v.speedup) if v.speedup is not None else ""
+            cells.append(
+                f'<button class="cell" data-go="{it}" data-mark="{it}" style="background:{colour(v.category, v.success)}"'
+                f' title="{_e(v.category)}">{_e(label)}<small>{_e(sub)}</small></button>'
+            )
+        elif a is not None:
+            cells.append(
+                f'<button class="cell" data-go="{it}" data-mark="{it}" style="background:{PENDING_COLOUR}">'
+                f"{it} {_e(a.stage)}…<small></small></button>"
+            )
+        else:
+            cells.append(f'<span class="cell empty">{it} ·<small></small></span>')
+    return '<div class="timeline">' + "".join(cells) + "</div>"
+
+
+def _head(doc: SessionDoc) -> str:
+    h = doc.state.header
+    end = doc.state.end
+    out = [
+        f'<span class="task">{_e(h.task.id)}</span> <b>{_e(h.model.name)}</b> '
+        f'<span class="dim">· {_e(h.protocol.short())} · sample {h.sample}</span> '
+        f'<b>· iteration <span class="cur">{doc.state.iteration}</span>/{h.protocol.budget}</b> '
+    ]
+    if end is not None:
+        cls = "green" if end.stop_reason == "passed" else ("red" if end.stop_reason == "error" else "yellow")
+        out.append(
+            f'<span class="{cls}">· ended: {_e(end.stop_reason)} after {end.iterations}, '
+            f"best {speed(end.best_speedup)}</span>"
+        )
+        if end.detail:
+            out.append(f' <span class="red">({_e(end.detail)})</span>')
+    else:
+        out.append('<span class="yellow">· unfinished (no end recorded)</span>')
+    if doc.problem:
+        out.append(f'<div class="damage">damaged file: {_e(doc.problem)}; showing its valid prefix</div>')
+    info = [
+        f"{h.task.family} · label {h.task.label}",
+        f"GPU {h.gpu.name} ({h.gpu.slug})" if h.gpu else "no GPU (recorded toolchain)",
+        f"beavertui {h.tool_version}",
+        f"session {h.session_id}",
+    ]
+    out.append('<div class="dim small">' + " · ".join(_e(i) for i in info) + "</div>")
+    return "".join(out)
+
+
+def session_section(doc: SessionDoc, key: str, *, back: str | None = None) -> str:
+    """The session's screen as one <section>; ``key`` makes its element ids unique in a run page."""
+    state = doc.state
+    last = state.iteration
+    per: dict[str, list[str]] = {"stages": [], "diff": [], "log": [], "san": [], "speed": [], "stag": []}
+    for a in state.attempts:
+        it = a.iteration
+        label = f'<div class="itlabel">iteration {it}</div>'
+        per["stages"].append(f'<div data-it="{it}">{_stages_line(a)}</div>')
+        per["diff"].append(f'<div data-it="{it}">{label}{_diff_pane(state, a)}</div>')
+        per["log"].append(f'<div data-it="{it}">{label}{_log_pane(a)}</div>')
+        per["san"].append(f'<div data-it="{it}">{label}{_sanitizer_pane(a)}</div>')
+        per["speed"].append(f'<div data-it="{it}">{label}{_timing_block(state, a)}</div>')
+        per["stag"].append(f'<div data-it="{it}">{label}{_stagnation_pane(state, it)}</div>')
+    empty = '<p class="dim">No attempt recorded.</p>' if not state.attempts else ""
+    modes = "".join(
+        f'<button class="mode" data-diff="{m}">{_e(label)}</button>' for m, label in DIFF_MODES.items()
+    )
+    tools = "".join(f'<button class="mode" data-tool="{t}">{t}</button>' for t in ("all", *SANITIZER_TOOLS))
+    back_link = f'<a class="back" href="{_e(back)}">← all sessions of the run</a>' if back else ""
+    return f"""<section class="session" id="{_e(key)}" data-last="{last}" data-cursor="{last}" data-diff="previous" data-log="classified" data-tool="all">
+{back_link}
+<div class="header">{_head(doc)}</div>
+<nav class="steps">
+<button class="step" data-step="first" title="first iteration (Home)">« First</button>
+<button class="step" data-step="-1" title="previous iteration (←)">◀ Back</button>
+<span class="pos">iteration <b class="cur">{last}</b> of {last}</span>
+<button class="step" data-step="1" title="next iteration (→)">Forward ▶</button>
+<button class="step" data-step="last" title="last iteration (End)">Last »</button>
+</nav>
+{_timeline(state)}
+<div class="stages">{"".join(per["stages"])}</div>
+{empty}
+<div class="grid">
+<div class="pane p-diff"><h3>Diff <span class="modes">{modes}</span></h3>{"".join(per["diff"])}</div>
+<div class="pane p-log"><h3>Log <span class="modes"><button class="mode" data-log="classified">classified</button><button class="mode" data-log="raw">raw</button></span></h3>{"".join(per["log"])}</div>
+<div class="pane p-san"><h3>Sanitizer <span class="modes">{tools}</span></h3>{"".join(per["san"])}</div>
+<div class="pane p-speed"><h3>Speedup</h3>{"".join(per["speed"])}<div class="dim">speedup across iterations</div>{speedup_svg(state)}</div>
+<div class="pane p-stag"><h3>Stagnation</h3>{"".join(per["stag"])}</div>
+</div>
+</section>"""
+
+
+# ------------------------------------------------------------------------------------------ page
+
+
+CSS = """
+:root{color-scheme:dark}
+body{margin:0;padding:12px 16px;background:#1b1d23;color:#d8d8d8;font:13px/1.4 "DejaVu Sans",Arial,sans-serif}
+pre,code,.code,.log,.cell,.steps,.header,.stages,.hashes,.track,table.det,table.rec,.tm{font-family:"DejaVu Sans Mono",Menlo,Consolas,monospace}
+h1{font-size:18px;margin:4px 0 10px}h2{font-size:15px;margin:18px 0 6px;border-bottom:1px solid #444}
+h3{font-size:13px;margin:0 0 6px;color:#9cdcfe;display:flex;gap:8px;align-items:center;flex-wrap:wrap}
+a{color:#6cb6ff}
+.dim{color:#8a8f98}.small{font-size:11px}.b{font-weight:bold}.i{font-style:italic}
+.red{color:#ff6b6b}.green{color:#5fd787}.yellow{color:#f0c674}.magenta{color:#e07ee0}.cyan{color:#5fd7d7}
+.badge{display:inline-block;padding:0 6px;border-radius:3px;color:#fff;font-weight:bold;font-size:12px}
+.task{background:#d8d8d8;color:#1b1d23;font-weight:bold;padding:0 6px}
+.damage{background:#8b0000;color:#fff;padding:2px 6px;margin:4px 0}
+.steps{margin:8px 0;display:flex;gap:6px;align-items:center}
+button{background:#2d313a;color:#d8d8d8;border:1px solid #555;border-radius:3px;padding:3px 9px;font:inherit;cursor:pointer}
+button:hover{border-color:#aaa}button:disabled{opacity:.4;cursor:default}
+.pos{padding:0 8px}
+.timeline{display:flex;gap:4px;flex-wrap:wrap;margin:6px 0}
+.cell{color:#fff;font-weight:bold;min-width:110px;text-align:left;border:2px solid transparent;padding:2px 6px}
+.cell small{display:block;font-weight:normal}
+.cell.empty{background:#222;color:#777;display:inline-block}
+.cell.here{border-color:#f0c674;outline:1px solid #f0c674}
+.stages{margin:4px 0 8px}
+.grid{display:grid;grid-template-columns:minmax(0,1.35fr) minmax(0,1fr);gap:10px}
+.pane{border:1px solid #3c4048;border-radius:4px;padding:8px;background:#22252c;min-width:0;overflow:auto;max-height:640px}
+.p-diff{grid-row:span 2}
+pre{margin:4px 0;white-space:pre;overflow:auto}
+.code{background:#272822;padding:4px;border-radius:3px}
+.code .ln{color:#7f8c8d}.add{background:#123d1f;display:inline-block;min-width:100%}.del{background:#4a1717;display:inline-block;min-width:100%}
+.hunk{color:#5fd7d7;font-weight:bold}
+.text{white-space:pre-wrap}
+mark.decisive{background:#f0c674;color:#000;font-weight:bold}
+.log{font-size:12px}
+.stage{margin-top:6px}
+table{border-collapse:collapse}
+table.rec td,table.rec th{padding:0 8px 0 0;text-align:left;font-size:12px;white-space:nowrap}table.rec th{color:#8a8f98;font-weight:normal}
+table.det td{padding:0 8px 0 0}
+.modes{display:inline-flex;gap:3px;font-weight:normal}
+.mode{padding:0 6px;font-size:11px}
+.session[data-diff="previous"] .mode[data-diff="previous"],.session[data-diff="broken"] .mode[data-diff="broken"],
+.session[data-diff="reference"] .mode[data-diff="reference"],.session[data-diff="file"] .mode[data-diff="file"],
+.session[data-log="classified"] .mode[data-log="classified"],.session[data-log="raw"] .mode[data-log="raw"],
+.session[data-tool="all"] .mode[data-tool="all"],.session[data-tool="memcheck"] .mode[data-tool="memcheck"],
+.session[data-tool="racecheck"] .mode[data-tool="racecheck"],.session[data-tool="synccheck"] .mode[data-tool="synccheck"],
+.session[data-tool="initcheck"] .mode[data-tool="initcheck"]{background:#4b5263;border-color:#9cdcfe}
+.js .session:not([data-diff="previous"]) .dm[data-dm="previous"],.js .session:not([data-diff="broken"]) .dm[data-dm="broken"],
+.js .session:not([data-diff="reference"]) .dm[data-dm="reference"],.js .session:not([data-diff="file"]) .dm[data-dm="file"],
+.js .session:not([data-log="classified"]) .lg[data-lg="classified"],.js .session:not([data-log="raw"]) .lg[data-lg="raw"],
+.js .session[data-tool="memcheck"] .san:not([data-tool="memcheck"]),.js .session[data-tool="racecheck"] .san:not([data-tool="racecheck"]),
+.js .session[data-tool="synccheck"] .san:not([data-tool="synccheck"]),.js .session[data-tool="initcheck"] .san:not([data-tool="initcheck"]){display:none}
+.js .itlabel{display:none}.itlabel{color:#f0c674;font-weight:bold;margin-top:8px}
+.js [data-it][hidden]{display:none}
+svg.bars text{font:12px "DejaVu Sans Mono",monospace;fill:#d8d8d8}svg.bars .dimt{fill:#8a8f98}
+svg.bars .greent{fill:#5fd787}svg.bars .redt{fill:#ff6b6b}
+svg.bars .hl{fill:transparent}svg.bars .row.here .hl{fill:#3a3520}svg.bars .row{cursor:pointer}
+.tm{white-space:nowrap}.spark{vertical-align:middle}
+.metrics table.t{margin:6px 0 2px}.metrics table.t td,.metrics table.t th{border-bottom:1px solid #333;padding:2px 8px;text-align:left;vertical-align:top}
+.metrics table.t td.num{text-align:right;white-space:nowrap}.metrics table.t small{color:#8a8f98}
+.wide{overflow-x:auto}
+.note{color:#8a8f98;font-size:12px;max-width:1100px}
+.fig{background:#fff;display:inline-block;margin:6px 8px 6px 0;border-radius:3px}
+table.index td,table.index th{padding:2px 8px;border-bottom:1px solid #333;text-align:left}
+.mini{display:inline-block;width:14px;height:12px;margin-right:2px;border-radius:2px;vertical-align:middle}
+.back{display:inline-block;margin:4px 0}
+.js.run-page .session{display:none}.js.run-page .session.open{display:block}.js.run-page.one #overview{display:none}
+.run-page .session{border-top:2px solid #444;margin-top:18px;padding-top:8px}
+pre.card{white-space:pre-wrap;color:#bbb}
+"""
+
+JS = r"""
+(function () {
+  var root = document.documentElement;
+  root.classList.add('js');
+  function items(el, sel) { return Array.prototype.slice.call(el.querySelectorAll(sel)); }
+  function show(sec, it) {
+    var last = parseInt(sec.dataset.last, 10) || 0;
+    it = Math.max(Math.min(it, last), last > 0 ? 1 : 0);
+    sec.dataset.cursor = String(it);
+    items(sec, '[data-it]').forEach(function (e) { e.hidden = e.dataset.it !== String(it); });
+    items(sec, '[data-mark]').forEach(function (e) { e.classList.toggle('here', e.dataset.mark === String(it)); });
+    items(sec, '.cur').forEach(function (e) { e.textContent = String(it); });
+    items(sec, '[data-step]').forEach(function (b) {
+      var s = b.dataset.step;
+      b.disabled = (s === 'first' || s === '-1') ? it <= 1 : it >= last;
+    });
+  }
+  function step(sec, how) {
+    var cur = parseInt(sec.dataset.cursor, 10) || 0, last = parseInt(sec.dataset.last, 10) || 0;
+    show(sec, how === 'first' ? 1 : how === 'last' ? last : cur + parseInt(how, 10));
+  }
+  function init(sec) {
+    if (sec.dataset.ready) { return; }
+    sec.dataset.ready = '1';
+    show(sec, parseInt(sec.dataset.last, 10) || 0);
+  }
+  document.addEventListener('click', function (ev) {
+    var t = ev.target.closest('[data-step],[data-go],[data-diff],[data-log],[data-tool]');
+    var sec = t && t.closest('section.session');
+    if (!sec || t === sec) { return; }
+    if (t.dataset.step) { step(sec, t.dataset.step); }
+    else if (t.dataset.go) { show(sec, parseInt(t.dataset.go, 10)); }
+    else if (t.dataset.diff) { sec.dataset.diff = t.dataset.diff; }
+    else if (t.dataset.log) { sec.dataset.log = t.dataset.log; }
+    else if (t.dataset.tool) { sec.dataset.tool = t.dataset.tool; }
+  });
+  function active() {
+    if (root.classList.contains('run-page')) { return document.querySelector('section.session.open'); }
+    return document.querySelector('section.session');
+  }
+  document.addEventListener('keydown', function (ev) {
+    var sec = active();
+    if (!sec || ev.altKey || ev.ctrlKey || ev.metaKey) { return; }
+    var how = {ArrowLeft: '-1', ArrowRight: '1', Home: 'first', End: 'last'}[ev.key];
+    if (how) { step(sec, how); ev.preventDefault(); }
+  });
+  async function inflate(sec) {
+    var z = sec.querySelector('script.z');
+    if (!z) { return sec; }
+    if (typeof DecompressionStream === 'undefined') {
+      sec.querySelector('.wait').textContent = 'This browser cannot unpack the session (it lacks DecompressionStream).';
+      return sec;
+    }
+    var bin = atob(z.textContent.trim()), bytes = new Uint8Array(bin.length);
+    for (var i = 0; i < bin.length; i++) { bytes[i] = bin.charCodeAt(i); }
+    var stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream('gzip'));
+    var tpl = document.createElement('template');
+    tpl.innerHTML = (await new Response(stream).text()).trim();
+    var real = tpl.content.firstElementChild;
+    sec.replaceWith(real);
+    return real;
+  }
+  async function route() {
+    var id = decodeURIComponent(location.hash.slice(1));
+    var target = id ? document.getElementById(id) : null;
+    var isSession = !!(target && target.classList.contains('session'));
+    items(document, 'section.session.open').forEach(function (s) { s.classList.remove('open'); });
+    if (isSession) {
+      target = await inflate(target);
+      target.classList.add('open');
+      init(target);
+      window.scrollTo(0, 0);
+    }
+    root.classList.toggle('one', isSession);
+    document.body.dataset.shown = isSession ? id : '';
+  }
+  if (root.classList.contains('run-page')) {
+    window.addEventListener('hashchange', route);
+    route();
+  } else {
+    items(document, 'section.session').forEach(init);
+    document.body.dataset.shown = 'session';
+  }
+})();
+"""
+
+CSP = "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:"
+
+
+def _page(title: str, body: str, *, run: bool) -> str:
+    cls = ' class="run-page"' if run else ""
+    return f"""<!DOCTYPE html>
+<html lang="en"{cls}>
+<head>
+<meta charset="utf-8">
+<meta http-equiv="Content-Security-Policy" content="{CSP}">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="generator" content="beavertui">
+<link rel="icon" href="data:,">
+<title>{_e(title)}</title>
+<style>{CSS}</style>
+</head>
+<body>
+{body}
+<script>{JS}</script>
+</body>
+</html>
+"""
+
+
+def session_page(doc: SessionDoc) -> str:
+    """The page of one session."""
+    h = doc.state.header
+    title = f"{h.task.id} · {h.model.name} · {h.protocol.short()}"
+    body = f"<h1>beavertui session: {_e(title)}</h1>\n" + session_section(doc, "session")
+    body += (
+        '\n<p class="dim small">Exported by beavertui from '
+        f"{_e(doc.path.name)}. Buttons or ←/→/Home/End step through iterations.</p>"
+    )
+    return _page(title, body, run=False)
+
+
+def _cell(c: str | Rate) -> str:
+    if not isinstance(c, Rate):
+        return f"<td>{_e(c)}</td>"
+    if c.value is None:
+        return '<td class="num">-</td>'
+    iv = ""
+    if c.lo is not None and c.hi is not None:
+        iv = f" <small>[{100 * c.lo:.1f}, {100 * c.hi:.1f}]</small>"
+    return f'<td class="num">{100 * c.value:.1f}{iv}</td>'
+
+
+def table_html(t: Table) -> str:
+    head = "".join(f"<th>{_e(c)}</th>" for c in t.columns)
+    rows = "".join("<tr>" + "".join(_cell(c) for c in row) + "</tr>" for row in t.rows)
+    note = f'<p class="note">{_e(t.note)}</p>' if t.note else ""
+    return (
+        f'<h3>{_e(t.title)}</h3><div class="wide"><table class="t"><tr>{head}</tr>{rows}</table></div>{note}'
+    )
+
+
+def _svg_inline(svg: str) -> str:
+    return f'<div class="fig">{svg}</div>'
+
+
+def run_page(
+    source: Path,
+    tables: Sequence[Table],
+    p_sweep_svg: str,
+    swing_svg: str | None,
+    docs: Sequence[SessionDoc],
+    *,
+    manifest: Mapping[str, Any] | None = None,
+    card: str | None = None,
+    skipped: Sequence[str] = (),
+) -> str:
+    """The page of a run: its metrics, figures, a list of its sessions, and every session as a section."""
+    manifest = manifest or {}
+    run_id = str(manifest.get("run_id") or source.name)
+    title = f"beavertui run {run_id}"
+    out = [f'<div id="overview"><h1>{_e(title)}</h1>']
+    facts = []
+    for key in ("name", "created", "tool_version", "corpus"):
+        if manifest.get(key):
+            facts.append(f"{key.replace('_', ' ')}: {_e(manifest[key])}")
+    facts.append(f"{len(docs)} sessions")
+    out.append('<p class="dim">' + " · ".join(facts) + "</p>")
+    if manifest.get("command"):
+        out.append(f'<pre class="dim small text">{_e(manifest["command"])}</pre>')
+    out.append('<div class="metrics"><h2 id="metrics">Metrics</h2>')
+    out += [table_html(t) for t in tables]
+    out.append('<h2 id="figures">p sweep and swing</h2>')
+    out.append(_svg_inline(p_sweep_svg))
+    if swing_svg is not None:
+        out.append(_svg_inline(swing_svg))
+    else:
+        out.append(
+            '<p class="note">No swing: the run holds one protocol per model, so no protocol axis varies.</p>'
+        )
+    if card:
+        out.append(f'<details><summary>Evaluation card</summary><pre class="card">{_e(card)}</pre></details>')
+    out.append("</div>")
+    out.append(f'<h2 id="sessions">Sessions ({len(docs)})</h2>')
+    out.append(
+        '<table class="index"><tr><th>task</th><th>model</th><th>protocol</th><th>sample</th>'
+        "<th>track</th><th>ended</th><th>best</th><th></th></tr>"
+    )
+    keys = [f"s{n}" for n in range(len(docs))]
+    for key, doc in zip(keys, docs, strict=True):
+        st = doc.state
+        h = st.header
+        track = "".join(
+            f'<span class="mini" title="{a.iteration}: {_e(a.verdict.category if a.verdict else a.stage)}" '
+            f'style="background:{colour(a.verdict.category if a.verdict else None, a.verdict.success if a.verdict else True)}"></span>'
+            for a in st.attempts
+        )
+        ended: str = st.end.stop_reason if st.end else "unfinished"
+        if doc.problem:
+            ended += " (damaged)"
+        cls = "green" if st.success else "dim"
+        out.append(
+            f'<tr><td><a href="#{key}">{_e(h.task.id)}</a></td><td>{_e(h.model.name)}</td>'
+            f"<td>{_e(h.protocol.short())}</td><td>{h.sample}</td><td>{track}</td>"
+            f'<td class="{cls}">{_e(ended)}</td><td>{speed(st.best_speedup)}</td>'
+            f'<td><a href="#{key}">open</a></td></tr>'
+        )
+    out.append("</table>")
+    for line in skipped:
+        out.append(f'<p class="red">skipped {_e(line)}</p>')
+    out.append("</div>")
+    out.append(
+        '<noscript><p class="red">The sessions of this page are stored compressed: '
+        "open it with JavaScript on to read them.</p></noscript>"
+    )
+    out += [
+        _packed(session_section(doc, key, back="#sessions"), key) for key, doc in zip(keys, docs, strict=True)
+    ]
+    return _page(title, "\n".join(out), run=True)
+
+
+def _packed(section: str, key: str) -> str:
+    """A session section stored gzip-compressed (base64) and unpacked by the page when it is opened.
+
+    The panes of every iteration of a run's sessions, with CUDA highlighted inline, are tens of megabytes;
+    compressed they fit in a mail attachment.
+    """
+    data = base64.b64encode(gzip.compress(section.encode("utf-8"), compresslevel=9, mtime=0)).decode("ascii")
+    return (
+        f'<section class="session packed" id="{_e(key)}"><p class="wait dim">unpacking the session…</p>'
+        f'<script type="application/gzip+base64" class="z">{data}</script></section>'
+    )
+
+
+def read_manifest(source: Path) -> dict[str, Any]:
+    path = source / "run.json"
+    if not path.is_file():
+        return {}
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
