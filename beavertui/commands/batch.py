@@ -45,6 +45,10 @@ def register(sub: Any) -> None:
         "--executor", choices=("local", "ray"), default="local", help="run sessions here or on Ray"
     )
     p.add_argument("--address", help="Ray cluster address (default: start a local Ray instance)")
+    p.add_argument(
+        "--all-tasks", action="store_true",
+        help="also run tasks whose validation on this GPU found them unusable (default: usable tasks only)",
+    )  # fmt: skip
     p.add_argument("--tui", action="store_true", help="live dashboard instead of the progress table")
     p.add_argument("--quiet", action="store_true", help="no progress display, only the final summary")
     p.set_defaults(func=_handle)
@@ -105,6 +109,7 @@ def new_manifest(args: argparse.Namespace) -> tuple[Any, Path, Any]:
             excluded[t.id] = t.not_runnable_reason or "not runnable"
             continue
         tasks.append(t.id)
+    tasks = _usable(args, corpus, tasks, models, excluded)
     if not tasks:
         raise BeaverError(f"{corpus_path}: no runnable task matches {args.tasks or spec.tasks or '*'}")
     run_id = args.run_id or new_run_id(spec.name)
@@ -130,6 +135,55 @@ def new_manifest(args: argparse.Namespace) -> tuple[Any, Path, Any]:
     )
     write_manifest(run_dir, manifest)
     return manifest, run_dir, corpus
+
+
+def _usable(
+    args: argparse.Namespace, corpus: Any, ids: list[str], models: list[Any], excluded: dict[str, str]
+) -> list[str]:
+    """The tasks usable here: a family's missing Python module is said once, up front; tasks validated as
+    unusable on this GPU are skipped (unless --all-tasks); scripted:@reference/@alternate skip the tasks
+    whose family has no reference a model could submit. Every skip is printed with its reason."""
+    from beavertui.commands.corpus import dependency_lines
+    from beavertui.engine.corpus import families, verdicts
+    from beavertui.engine.corpus.load import runnable_here
+
+    by_id = {t.id: t for t in corpus.tasks}
+    chosen = [by_id[i] for i in ids]
+    for line in dependency_lines(chosen):
+        print(f"beavertui: {line}", file=sys.stderr)
+    skipped: dict[str, str] = {}
+    local = args.toolchain == "local"
+    gpu = None
+    if local:
+        from beavertui.engine.host.gpu import gpu_signature, probe
+
+        sig = gpu_signature()
+        gpu = sig.slug if sig is not None else None
+        machine = probe() if sig is not None else None
+        for t in chosen:
+            if machine is not None and (why := runnable_here(t, machine)) is not None:
+                skipped[t.id] = why
+            elif machine is None and (missing := families.missing_python_modules(t)):
+                skipped[t.id] = families.describe_missing(missing)
+    sel = verdicts.select([t for t in chosen if t.id not in skipped], gpu if local else None)
+    if not args.all_tasks:
+        skipped.update(sel.skipped)
+    if any(m.model in ("scripted:@reference", "scripted:@alternate") for m in models):
+        for t in chosen:
+            if t.id not in skipped and families.reference_submission(t) is None:
+                skipped[t.id] = f"scripted reference model: {families.why_no_reference_submission(t)}"
+    if skipped:
+        print(f"beavertui: {len(skipped)} task(s) skipped:", file=sys.stderr)
+        for tid, why in sorted(skipped.items()):
+            print(f"  {tid}: {why}", file=sys.stderr)
+    if sel.unvalidated and gpu:
+        print(
+            f"beavertui: {len(sel.unvalidated)} task(s) never validated on {gpu} run anyway "
+            "(beavertui corpus validate records their verdicts)",
+            file=sys.stderr,
+        )
+    excluded.update(skipped)
+    return [i for i in ids if i not in skipped]
 
 
 def _handle(args: argparse.Namespace) -> int:

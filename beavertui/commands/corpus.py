@@ -114,6 +114,8 @@ def _validate(args: argparse.Namespace) -> int:
         )
     results = []
     tasks = list(load.tasks)
+    for line in dependency_lines(tasks):
+        print(f"beavertui: {line}", file=sys.stderr)
     if args.workers is not None and args.workers < 1:
         raise BeaverError(f"--workers must be at least 1, got {args.workers}")
 
@@ -131,20 +133,24 @@ def _validate(args: argparse.Namespace) -> int:
     )  # fmt: skip
     for i, r in enumerate(run, 1):
         results.append(r)
-        state = "valid" if r.valid else ("not runnable: " + (r.reason or "") if not r.runnable else "INVALID")
+        kind, reason = r.judge()
+        state = f"{kind.replace('_', ' ')}: {reason}"
         if r.reference_ms is not None:
-            state += f" (reference {r.reference_ms:.4f} ms, CV {100 * (r.reference_cv or 0):.1f}%)"
+            state += f" (reference {r.reference_ms:.4f} ms {r.method}, CV {100 * (r.reference_cv or 0):.1f}%)"
         print(f"[{i}/{len(tasks)}] {r.task_id}: {state}", file=sys.stderr, flush=True)
         if args.json:
-            print(json.dumps({**asdict(r), "valid": r.valid}), flush=True)
+            doc = {**asdict(r), "valid": r.valid, "verdict": kind, "verdict_reason": reason}
+            print(json.dumps({**doc, "observed_category": r.observed_category}), flush=True)
     if args.json:
         for p in load.problems:
             print(json.dumps({"error": p}))
         return 0
-    table = [["id", "label", "reference", "broken start", "agrees", "reference time", "throughput"]]
+    table = [["id", "label", "verdict", "reference", "broken start", "reference time", "throughput"]]
     for r in results:
+        kind, reason = r.judge()
+        verdict = kind.replace("_", " ") + ("" if kind == "usable" else f": {reason}")
         if not r.runnable:
-            table.append([r.task_id, r.label, f"not runnable: {r.reason}", "", "", "", ""])
+            table.append([r.task_id, r.label, verdict, "", "", "", ""])
             continue
         t = (
             ""
@@ -166,18 +172,33 @@ def _validate(args: argparse.Namespace) -> int:
             thr.append(
                 f"{r.gbps:.0f} GB/s" + (f" ({100 * r.gbps_fraction:.0f}% copy)" if r.gbps_fraction else "")
             )
-        table.append(
-            [r.task_id, r.label, r.reference_category or "", broken,
-             "yes" if r.label_agrees else "no", t, ", ".join(thr)]
-        )  # fmt: skip
+        ref = r.reference_category or ("in testbench" if r.reference_kind == "in_binary" else "none")
+        table.append([r.task_id, r.label, verdict, ref, broken, t, ", ".join(thr)])
     print(_plain(table))
-    valid = sum(r.valid for r in results)
+    kinds = [r.verdict for r in results]
+    where = machine.gpu.slug if machine.gpu else "this machine (no GPU)"
     print(
-        f"{valid} of {len(results)} tasks valid on {machine.gpu.slug if machine.gpu else 'this machine (no GPU)'}"
+        f"{kinds.count('usable')} usable, {kinds.count('usable_relabelled')} usable with a corrected label, "
+        f"{kinds.count('unusable')} unusable, of {len(results)} tasks on {where}"
     )
     for p in load.problems:
         print(f"malformed: {p}", file=sys.stderr)
     return 0
+
+
+def dependency_lines(tasks: list[Any]) -> list[str]:
+    """One line per family whose Python harness imports a module this interpreter lacks."""
+    from beavertui.engine.corpus.families import describe_missing, missing_python_modules
+
+    by: dict[tuple[str, tuple[str, ...]], int] = {}
+    for t in tasks:
+        missing = tuple(missing_python_modules(t))
+        if missing:
+            by[(t.family, missing)] = by.get((t.family, missing), 0) + 1
+    return [
+        f"{family} ({n} task{'s' if n != 1 else ''}): {describe_missing(list(mods))}; they are not runnable"
+        for (family, mods), n in sorted(by.items())
+    ]
 
 
 def _plain(rows: list[list[str]]) -> str:

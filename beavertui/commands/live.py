@@ -30,6 +30,10 @@ def register(sub: Any) -> None:
     )
     p.add_argument("--task", metavar="ID", help="task id (required unless --resume)")
     p.add_argument(
+        "--allow-unusable", action="store_true",
+        help="run the task even when its validation on this GPU found it unusable",
+    )  # fmt: skip
+    p.add_argument(
         "--corpus", type=Path, default=None, help="corpus folder (native corpus/ or release data/)"
     )
     p.add_argument(
@@ -216,6 +220,20 @@ def _toolchain(args: argparse.Namespace, task: Any) -> Any:
     why = runnable_here(task, machine)
     if why is not None:
         raise BeaverError(f"task {task.id} cannot run here: {why}")
+    from beavertui.engine.corpus import verdicts
+
+    rec = verdicts.load(task, machine.gpu.slug)
+    if rec is not None and rec.verdict == "unusable" and not getattr(args, "allow_unusable", False):
+        raise BeaverError(
+            f"task {task.id} was validated unusable on {machine.gpu.slug}: {rec.reason} "
+            "(--allow-unusable runs it anyway)"
+        )
+    if rec is not None and rec.verdict == "usable_relabelled":
+        print(
+            f"beavertui: {task.id} is labelled {rec.label} but its broken start fails here as "
+            f"{rec.observed_category}",
+            file=sys.stderr,
+        )
     try:
         from beavertui.engine.toolchain.local import LocalToolchain  # type: ignore[import-not-found,unused-ignore]
     except ImportError:
