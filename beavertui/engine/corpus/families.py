@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ast
 import importlib.util
+import json
 import math
 import re
 import shlex
@@ -265,19 +266,19 @@ def applied_commands(task_id: str, release_root: Path, timeout_s: int = 300) -> 
         "from harness.applied_kernels_runner.runner import run_task\n"
         "from harness.applied_kernels_runner.task_schema import (TaskConfig, RunnerConfig, "
         "CorrectnessConfig, PerformanceConfig, HardwareConfig)\n"
-        f"cfg = TaskConfig(task_id={task_id!r}, name={task_id!r}, task_class=2, domain='ml', "
+        f"cfg = TaskConfig(task_id={json.dumps(task_id)}, name={json.dumps(task_id)}, task_class=2, domain=\"ml\", "
         "hardware=HardwareConfig(min_sm=80), "
-        "runner=RunnerConfig(backend='class2_defpy', workdir=os.getcwd(), solution_file='solution.cu', "
+        "runner=RunnerConfig(backend=\"class2_defpy\", workdir=os.getcwd(), solution_file=\"solution.cu\", "
         f"timeout_sec={int(timeout_s)}), "
-        "correctness=CorrectnessConfig(mode='tensor_compare', tolerances={'atol': 5e-2, 'rtol': 5e-2}), "
+        "correctness=CorrectnessConfig(mode=\"tensor_compare\", tolerances={\"atol\": 5e-2, \"rtol\": 5e-2}), "
         "performance=PerformanceConfig(enabled=True))\n"
-        "r = run_task(cfg, os.path.abspath('solution.cu'), measure_perf=True, verbose=False)\n"
+        "r = run_task(cfg, os.path.abspath(\"solution.cu\"), measure_perf=True, verbose=False)\n"
         "if not r.compiled:\n"
-        "    print('BUILD_FAIL:', r.error_msg or 'compile failed'); sys.exit(2)\n"
+        "    print(\"BUILD_FAIL:\", r.error_msg or \"compile failed\"); sys.exit(2)\n"
         "if not r.correct:\n"
-        "    print('LOGIC_FAIL:', r.error_msg or 'tensor mismatch'); sys.exit(3)\n"
-        "print(f'Kernel time: {(r.latency_mean_ms or 0.0):.4f} ms')\n"
-        "print(f'Speedup: {(r.speedup or 0.0):.4f}x')\n"
+        "    print(\"LOGIC_FAIL:\", r.error_msg or \"tensor mismatch\"); sys.exit(3)\n"
+        "print(\"Kernel time: %.4f ms\" % (r.latency_mean_ms or 0.0))\n"
+        "print(\"Speedup: %.4fx\" % (r.speedup or 0.0))\n"
     )
     del release_root  # the root goes on PYTHONPATH (Task.pythonpath), not into the command
     return build, f"python -c {shlex.quote(script)}"
@@ -347,9 +348,9 @@ def python_files(task: Task) -> tuple[list[Path], set[str]]:
         if p.is_file():
             files.append(p)
     modules: set[str] = set()
-    for line in commands.splitlines():
+    for command in (task.build_command, task.test_command):
         try:
-            argv = shlex.split(line)
+            argv = shlex.split(command)
         except ValueError:
             continue
         for i, arg in enumerate(argv[:-1]):
