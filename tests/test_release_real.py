@@ -425,3 +425,46 @@ def test_unfinished_sessions_are_left_out_of_every_rate(
     assert main(["metrics", str(run_dir)]) == 2
     err = capsys.readouterr().err
     assert "no finished session yet" in err and f"beavertui batch --resume {run_dir}" in err
+
+
+def test_validation_table_script_counts_every_family(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["corpus", "validate", "--corpus", str(REAL), "--json", "--no-timing"]) == 0
+    out = capsys.readouterr().out
+    rows = [json.loads(x) for x in out.splitlines() if x.startswith("{")]
+    assert len(rows) == 12 and all(r["verdict"] in ("usable", "usable_relabelled", "unusable") for r in rows)
+    by = {r["task_id"]: r for r in rows}
+    assert "reference_sources/flash_attn" in by[IDS["flash"]]["verdict_reason"]
+    results = tmp_path / "v.jsonl"
+    results.write_text(out)
+    ids = tmp_path / "ids.txt"
+    ids.write_text("\n".join([*IDS.values(), "layernorm_x__perf_broken__00000000"]))
+    doc = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "release_validation_doc.py"), str(results), "--all", str(ids)],
+        capture_output=True, text=True, check=True,
+    ).stdout  # fmt: skip
+    assert "| kernelbench | 2 |" in doc and "| layernorm | 1 | 0 | 0 | 0 | 1 |" in doc
+    assert "| **all** | 13 |" in doc and IDS["cutlass"] in doc
+
+
+@pytest.mark.gpu
+def test_kernelbench_driver_times_the_eager_model_against_itself(
+    real: dict[str, Task], tmp_path: Path
+) -> None:
+    kb = real["kb2"]
+    sub = families.reference_submission(kb)
+    assert sub is not None
+    work = tmp_path / "w"
+    shutil.copytree(kb.testbench, work)
+    (work / "solution.py").write_text(sub)
+    driver = ROOT / "beavertui" / "engine" / "timing" / "kernelbench_driver.py"
+    res = subprocess.run(
+        [sys.executable, str(driver), "--problem", "problem.py", "--solution", "solution.py", "--trials", "6"],
+        cwd=work, capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    line = next(x for x in res.stdout.splitlines() if x.startswith("BEAVER_KB_TIMING "))
+    doc = json.loads(line.split(" ", 1)[1])
+    assert "error" not in doc, doc
+    assert len(doc["reference_ms"]) == len(doc["candidate_ms"]) == 6 and doc["interleaved"]
+    assert doc["max_abs_diff"] == 0.0 and doc["flush_bytes"] >= 256 << 20

@@ -325,7 +325,7 @@ def _guarded(
     """Phase one of a task; an unexpected failure makes that task unusable, never stops the others."""
     try:
         return check(task, machine, tool, prebuild)
-    except Exception as exc:  # noqa: BLE001 - one task's crash must not end the validation of the rest
+    except Exception as exc:  # one task's crash must not end the validation of the rest
         sem = families.semantics(task)
         why = f"validation failed: {type(exc).__name__}: {exc}"
         return TaskValidation(task.id, task.label, False, why, family=sem.family, reference_kind=sem.reference)
@@ -337,7 +337,7 @@ def _timed(
 ) -> TaskValidation:  # fmt: skip
     try:
         return time_task(task, c, machine, tool, ceilings, cache)
-    except Exception as exc:  # noqa: BLE001 - a timing crash costs this task its reference time only
+    except Exception as exc:  # a timing crash costs this task its reference time only
         return replace(c, notes=(*c.notes, f"reference not timed: {type(exc).__name__}: {exc}"))
 
 
