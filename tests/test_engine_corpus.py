@@ -38,7 +38,7 @@ def test_release_layout_loads_every_kind() -> None:
     assert tk.solution_file == "kernels/axpy/axpy.cu"
     assert [d for _, d in tk.linked_dirs] == ["reference_sources/cutlass", "reference_sources/ThunderKittens"]
     fa = by_id["flashattention_906_fwd__perf_broken__a0000006"]
-    assert fa.runnable is False and "applied kernel" in (fa.not_runnable_reason or "")
+    assert fa.runnable is False and "applied task" in (fa.not_runnable_reason or "")
 
 
 def test_release_data_folder_given_directly() -> None:

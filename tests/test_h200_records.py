@@ -91,14 +91,28 @@ def test_validation_and_stored_baselines_agree() -> None:
 
 
 def test_metrics_over_the_h200_batch_run_match_the_sessions(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["metrics", str(RUN), "--json"]) == 0
-    group = json.loads(capsys.readouterr().out)["groups"][0]
     by_task: dict[str, list[Verdict]] = {}
+    ended: set[str] = set()
     for path in sorted(RUN.rglob("*__s*.jsonl")):
         header, events, problem = read_session(path)
         assert problem is None and header is not None
         by_task[header.task.id] = [e for e in events if isinstance(e, Verdict)]
-    assert group["n_tasks"] == len(by_task) == 12
+        if events and events[-1].kind == "end":
+            ended.add(header.task.id)
+    assert len(by_task) == 12 and len(ended) == 3  # the recorded run was cut: 9 sessions never ended
+    # scored by default: the finished trajectories only; the cut ones are counted and named, not failed
+    assert main(["metrics", str(RUN), "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    group = doc["groups"][0]
+    assert group["n_tasks"] == len(ended)
+    assert group["pass@k"] == pytest.approx(
+        sum(any(v.success for v in by_task[t]) for t in ended) / len(ended)
+    )
+    assert doc["unfinished_sessions"] == 9 and doc["resume"] == [f"beavertui batch --resume {RUN}"]
+    # on request, every session as it stands
+    assert main(["metrics", str(RUN), "--json", "--include-unfinished"]) == 0
+    group = json.loads(capsys.readouterr().out)["groups"][0]
+    assert group["n_tasks"] == 12
     assert group["pass@k"] == pytest.approx(sum(any(v.success for v in vs) for vs in by_task.values()) / 12)
     assert group["pass@1"] == pytest.approx(sum(bool(vs) and vs[0].success for vs in by_task.values()) / 12)
 

@@ -25,6 +25,7 @@ from dataclasses import replace
 
 from beavertui.batch.cache import CompileCache, cache_key, changed, snapshot, toolkit_id
 from beavertui.batch.resources import BuildSlots, GpuPool, GpuState
+from beavertui.engine.corpus import families
 from beavertui.engine.corpus.task import Task
 from beavertui.engine.errors import BeaverError, ToolchainError
 from beavertui.engine.host.adapt import adapt_command
@@ -40,10 +41,16 @@ from beavertui.engine.session.events import (
     TimingResult,
     Verdict,
 )
-from beavertui.engine.timing.speedup import CandidateTimingFailed, Timer, reference_workdir
+from beavertui.engine.timing.speedup import (
+    CandidateTimingFailed,
+    SpeedupUnavailable,
+    Timer,
+    default_method,
+    reference_workdir,
+)
 from beavertui.engine.toolchain import stages as runner
 from beavertui.engine.toolchain.base import AttemptOptions, Toolchain
-from beavertui.engine.toolchain.local import LocalConfig, LocalToolchain
+from beavertui.engine.toolchain.local import LocalConfig, LocalToolchain, family_oracle
 
 
 class ScheduledLocalToolchain(LocalToolchain):
@@ -101,6 +108,7 @@ class ScheduledLocalToolchain(LocalToolchain):
     def attempt(self, task: Task, code: str, options: AttemptOptions) -> Iterator[Event]:
         it = options.iteration
         cfg = self._runner_config()
+        task = families.for_code(task, code)
         with runner.workdir(task, code, cfg, keep=options.keep_workdir) as work:
             build = self._build(task, code, work, cfg)
             yield Built(iteration=it, result=build)
@@ -116,6 +124,7 @@ class ScheduledLocalToolchain(LocalToolchain):
                     if lost is None:
                         tampered += work.verify()
                         verdict = classify(build.rc, build.log, run.rc, run.log, run.timed_out)
+                        verdict = family_oracle(task, verdict, run)
                         sanitized = list(self._sanitize(task, work, gpu_cfg, options, run, verdict))
                 self.pool.report(g, ok=lost is None, detail=lost or "")
                 if lost is not None:
@@ -133,14 +142,17 @@ class ScheduledLocalToolchain(LocalToolchain):
     ) -> TimingResult:
         """The reference built first, on a build slot; then the timing with a GPU held alone. A GPU whose
         timing fails for the machine's reasons is reported to the pool; a candidate's own failure is not."""
-        try:
-            self._reference_build(task, cfg)
-        except BeaverError as exc:
-            raise ToolchainError(f"the reference could not be built: {exc}", source="toolchain") from exc
+        if default_method(task) in ("cupti", "ncu", "beaver_time_ms"):
+            try:
+                self._reference_build(task, cfg)
+            except SpeedupUnavailable:
+                raise  # the reference's problem: the attempt keeps its verdict, without a speedup
+            except BeaverError as exc:
+                raise ToolchainError(f"the reference could not be built: {exc}", source="toolchain") from exc
         with self.pool.hold(exclusive=True) as g:
             try:
                 measured = Timer(task, self._on(cfg, g), self.config.timing).measure(work, options.gate)
-            except CandidateTimingFailed:
+            except (CandidateTimingFailed, SpeedupUnavailable):
                 self.pool.report(g, ok=True)
                 raise
             except BeaverError as exc:

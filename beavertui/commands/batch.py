@@ -44,6 +44,10 @@ def register(sub: Any) -> None:
         "--executor", choices=("local", "ray"), default="local", help="run sessions here or on Ray"
     )
     p.add_argument("--address", help="Ray cluster address (default: start a local Ray instance)")
+    p.add_argument(
+        "--all-tasks", action="store_true",
+        help="also run tasks whose validation on this GPU found them unusable (default: usable tasks only)",
+    )  # fmt: skip
     p.add_argument("--tui", action="store_true", help="live dashboard instead of the progress table")
     p.add_argument("--quiet", action="store_true", help="no progress display, only the final summary")
     p.set_defaults(func=_handle)
@@ -71,6 +75,7 @@ def options_of(args: argparse.Namespace) -> BatchOptions:
         executor=args.executor,
         address=args.address,
         quiet=args.quiet,
+        all_tasks=args.all_tasks,
         command=["beavertui", *sys.argv[1:]],
     )
 

@@ -93,6 +93,7 @@ def _list(args: argparse.Namespace) -> int:
 def _validate(args: argparse.Namespace) -> int:
     from dataclasses import asdict
 
+    from beavertui.engine.corpus.families import dependency_lines
     from beavertui.engine.corpus.validate import validate
     from beavertui.engine.host.ceilings import measure
     from beavertui.engine.host.gpu import probe
@@ -114,6 +115,8 @@ def _validate(args: argparse.Namespace) -> int:
         )
     results = []
     tasks = list(load.tasks)
+    for line in dependency_lines(tasks):
+        print(f"beavertui: {line}", file=sys.stderr)
     if args.workers is not None and args.workers < 1:
         raise BeaverError(f"--workers must be at least 1, got {args.workers}")
 
@@ -131,20 +134,24 @@ def _validate(args: argparse.Namespace) -> int:
     )  # fmt: skip
     for i, r in enumerate(run, 1):
         results.append(r)
-        state = "valid" if r.valid else ("not runnable: " + (r.reason or "") if not r.runnable else "INVALID")
+        kind, reason = r.judge()
+        state = f"{kind.replace('_', ' ')}: {reason}"
         if r.reference_ms is not None:
-            state += f" (reference {r.reference_ms:.4f} ms, CV {100 * (r.reference_cv or 0):.1f}%)"
+            state += f" (reference {r.reference_ms:.4f} ms {r.method}, CV {100 * (r.reference_cv or 0):.1f}%)"
         print(f"[{i}/{len(tasks)}] {r.task_id}: {state}", file=sys.stderr, flush=True)
         if args.json:
-            print(json.dumps({**asdict(r), "valid": r.valid}), flush=True)
+            doc = {**asdict(r), "valid": r.valid, "verdict": kind, "verdict_reason": reason}
+            print(json.dumps({**doc, "observed_category": r.observed_category}), flush=True)
     if args.json:
         for p in load.problems:
             print(json.dumps({"error": p}))
         return 0
-    table = [["id", "label", "reference", "broken start", "agrees", "reference time", "throughput"]]
+    table = [["id", "label", "verdict", "reference", "broken start", "reference time", "throughput"]]
     for r in results:
+        kind, reason = r.judge()
+        verdict = kind.replace("_", " ") + ("" if kind == "usable" else f": {reason}")
         if not r.runnable:
-            table.append([r.task_id, r.label, f"not runnable: {r.reason}", "", "", "", ""])
+            table.append([r.task_id, r.label, verdict, "", "", "", ""])
             continue
         t = (
             ""
@@ -166,14 +173,14 @@ def _validate(args: argparse.Namespace) -> int:
             thr.append(
                 f"{r.gbps:.0f} GB/s" + (f" ({100 * r.gbps_fraction:.0f}% copy)" if r.gbps_fraction else "")
             )
-        table.append(
-            [r.task_id, r.label, r.reference_category or "", broken,
-             "yes" if r.label_agrees else "no", t, ", ".join(thr)]
-        )  # fmt: skip
+        ref = r.reference_category or ("in testbench" if r.reference_kind == "in_binary" else "none")
+        table.append([r.task_id, r.label, verdict, ref, broken, t, ", ".join(thr)])
     print(_plain(table))
-    valid = sum(r.valid for r in results)
+    kinds = [r.verdict for r in results]
+    where = machine.gpu.slug if machine.gpu else "this machine (no GPU)"
     print(
-        f"{valid} of {len(results)} tasks valid on {machine.gpu.slug if machine.gpu else 'this machine (no GPU)'}"
+        f"{kinds.count('usable')} usable, {kinds.count('usable_relabelled')} usable with a corrected label, "
+        f"{kinds.count('unusable')} unusable, of {len(results)} tasks on {where}"
     )
     for p in load.problems:
         print(f"malformed: {p}", file=sys.stderr)

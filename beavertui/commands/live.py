@@ -27,6 +27,10 @@ def register(sub: Any) -> None:
     )
     p.add_argument("--task", metavar="ID", help="task id (required unless --resume)")
     p.add_argument(
+        "--allow-unusable", action="store_true",
+        help="run the task even when its validation on this GPU found it unusable",
+    )  # fmt: skip
+    p.add_argument(
         "--corpus", type=Path, default=None, help="corpus folder (native corpus/ or release data/)"
     )
     p.add_argument(
@@ -164,7 +168,31 @@ def _model(args: argparse.Namespace, task: Any, protocol: Any) -> Any:
 def _toolchain(args: argparse.Namespace, task: Any) -> Any:
     from beavertui.engine.toolchain.resolve import build_toolchain
 
-    return build_toolchain(args.toolchain, task, unknown=args.unknown_candidates)
+    toolchain = build_toolchain(args.toolchain, task, unknown=args.unknown_candidates)
+    if args.toolchain == "local":
+        _check_verdict(args, task)
+    return toolchain
+
+
+def _check_verdict(args: argparse.Namespace, task: Any) -> None:
+    """Refuse a task validated unusable on this GPU (unless asked); say when its label was corrected."""
+    from beavertui.engine.corpus import verdicts
+    from beavertui.engine.errors import BeaverError
+    from beavertui.engine.host.gpu import probe
+
+    gpu = probe().gpu
+    rec = verdicts.load(task, gpu.slug) if gpu is not None else None
+    if rec is not None and rec.verdict == "unusable" and not getattr(args, "allow_unusable", False):
+        raise BeaverError(
+            f"task {task.id} was validated unusable on {gpu.slug}: {rec.reason} "  # type: ignore[union-attr]
+            "(--allow-unusable runs it anyway)"
+        )
+    if rec is not None and rec.verdict == "usable_relabelled":
+        print(
+            f"beavertui: {task.id} is labelled {rec.label} but its broken start fails here as "
+            f"{rec.observed_category}",
+            file=sys.stderr,
+        )
 
 
 def _live(args: argparse.Namespace) -> int:

@@ -38,6 +38,10 @@ def register(sub: Any) -> None:
     p.add_argument(
         "--source-models", type=Path, help="side table task_id -> source_model for the self-source rule"
     )
+    p.add_argument(
+        "--include-unfinished", action="store_true",
+        help="also score sessions without an end record (left out by default; every table says so)",
+    )  # fmt: skip
     p.add_argument("--card", type=Path, help="also write the evaluation card (Markdown) to this file")
     p.add_argument("--plots", type=Path, help="also write p_sweep.svg and swing.svg into this folder")
     p.add_argument(
@@ -50,8 +54,11 @@ def register(sub: Any) -> None:
     p.set_defaults(func=_handle)
 
 
-def load_source(source: Path, source_models: Path | None) -> Any:
-    """The attempts table of SOURCE with the self-source side table applied."""
+def load_source(
+    source: Path, source_models: Path | None, stats: Any = None, include_unfinished: bool = False
+) -> Any:
+    """The attempts table of SOURCE with the self-source side table applied (``stats``: an ExportStats
+    filled from a run directory's sessions)."""
     from beavertui.engine.errors import BeaverError
     from beavertui.engine.metrics.attempts import SourceModels, load_source_models, table_from_run
     from beavertui.engine.metrics.compute import apply_source_models
@@ -59,7 +66,9 @@ def load_source(source: Path, source_models: Path | None) -> Any:
 
     side = load_source_models(source_models) if source_models else None
     if source.is_dir() or (source.is_file() and _is_session(source)):
-        table = table_from_run(source, source_models=SourceModels(side))
+        table = table_from_run(
+            source, source_models=SourceModels(side), stats=stats, include_unfinished=include_unfinished
+        )
     elif source.is_file():
         try:
             table = read_table(source)
@@ -94,20 +103,70 @@ class Report:
     cells: dict[Any, Any] | None
     tables: list[Any] = field(default_factory=list)
     """reports.tables.Table in the order the terminal prints them (empty until ``with_tables``)."""
+    stats: Any = None
+    """engine.metrics.attempts.ExportStats of a run directory's sessions (None for an attempts table)."""
+
+    def notes(self) -> list[str]:
+        """What every table must say: unfinished sessions (left out, or included and marked) and the
+        tasks whose correct attempts have no speedup (they count at p = 0 only)."""
+        out = []
+        st = self.stats
+        if st is not None and st.unfinished_sessions:
+            if st.unfinished_included:
+                out.append(
+                    f"INCLUDES {st.unfinished_sessions} UNFINISHED session(s), scored as they stand "
+                    "(--include-unfinished): their rates are not final"
+                )
+            else:
+                cmds = "; ".join(f"beavertui batch --resume {d}" for d in st.resume_dirs()) or (
+                    "run them to the end"
+                )
+                out.append(
+                    f"{st.unfinished_sessions} unfinished session(s) left out of every rate "
+                    f"(finish them: {cmds})"
+                )
+        n = unspeeded_tasks(self.table)
+        if n:
+            out.append(
+                f"{n} task(s) with a correct attempt but no speedup count at p = 0 only "
+                "(left out of every rate above p = 0)"
+            )
+        return out
 
 
-def compute(source: Path, source_models: Path | None = None) -> Report:
-    """The metrics of SOURCE (a BeaverError for a bad source or one without attempts)."""
+def unspeeded_tasks(table: Any) -> int:
+    """Tasks with a correct attempt whose speedup is null (no reference, or a reference problem)."""
+    import numpy as np
+
+    hit = table.correct & np.isnan(table.speedup) & ~table.infra_error
+    return len(set(table.col("task_id").codes[hit].tolist()))
+
+
+def compute(source: Path, source_models: Path | None = None, include_unfinished: bool = False) -> Report:
+    """The metrics of SOURCE (a BeaverError for a bad source or one without attempts). Unfinished
+    sessions of a run directory are left out unless ``include_unfinished``."""
     from beavertui.engine.errors import BeaverError
+    from beavertui.engine.metrics.attempts import ExportStats
     from beavertui.engine.metrics.compute import compute_groups
     from beavertui.engine.metrics.swing import kendall, swing
 
-    table = load_source(source, source_models)
+    stats = ExportStats()
+    table = load_source(source, source_models, stats, include_unfinished)
+    is_run = stats.sessions > 0 or bool(stats.damaged)
     if len(table) == 0:
+        if is_run and stats.unfinished_sessions and not include_unfinished:
+            dirs = stats.resume_dirs()
+            hint = f"finish them with beavertui batch --resume {dirs[0]}" if dirs else "finish them"
+            raise BeaverError(
+                f"{source}: no finished session yet ({stats.unfinished_sessions} unfinished; {hint}, "
+                "or score them as they stand with --include-unfinished)"
+            )
         raise BeaverError(f"{source}: no attempts")
     groups = compute_groups(table)
     cells = _analysis_cells(source, source_models)
-    return Report(source, table, groups, swing(groups), kendall(groups), cells)
+    return Report(
+        source, table, groups, swing(groups), kendall(groups), cells, stats=stats if is_run else None
+    )
 
 
 def with_tables(
@@ -136,6 +195,12 @@ def with_tables(
         for name in dict.fromkeys(by):
             attr = _task_attribute(report.table, "family" if name == "family" else "label")
             tables.append(breakdown_table(groups, attr, name, resamples=resamples, seed=seed))
+    from dataclasses import replace
+
+    notes = report.notes()
+    if notes:
+        extra = "\n".join(notes)
+        tables = [replace(t, note=f"{t.note}\n{extra}" if t.note else extra) for t in tables]
     report.tables = tables
     return report
 
@@ -159,10 +224,30 @@ def _handle(args: argparse.Namespace) -> int:
             raise BeaverError(
                 "--tui needs a terminal (standard output is not one): drop --tui for the tables"
             )
-    report = compute(args.source, args.source_models)
+    report = compute(args.source, args.source_models, include_unfinished=args.include_unfinished)
     groups, sw, kt, cells = report.groups, report.swing, report.kendall, report.cells
+    for line in report.notes():
+        print(f"beavertui: {line}", file=sys.stderr)
+    st = report.stats
+    if st is not None and st.unspeeded:
+        print(f"beavertui: {len(st.unspeeded)} correct attempt(s) without a speedup:", file=sys.stderr)
+        for model, task, it, why in st.unspeeded[:50]:
+            print(f"  {model} {task} attempt {it}: {why}", file=sys.stderr)
+        if len(st.unspeeded) > 50:
+            print(f"  ... and {len(st.unspeeded) - 50} more (--json lists them all)", file=sys.stderr)
     if args.json:
-        doc = {"groups": [_group_json(g, cells) for g in groups], "swing": sw, "kendall_tau": kt}
+        doc: dict[str, Any] = {
+            "groups": [_group_json(g, cells) for g in groups],
+            "swing": sw,
+            "kendall_tau": kt,
+        }
+        if st is not None:
+            doc["unfinished_sessions"] = st.unfinished_sessions
+            doc["unfinished_included"] = st.unfinished_included
+            doc["resume"] = [f"beavertui batch --resume {d}" for d in st.resume_dirs()]
+            doc["unspeeded_attempts"] = [
+                {"model": m, "task_id": t, "iteration": i, "reason": why} for m, t, i, why in st.unspeeded
+            ]
         _emit(json.dumps(doc, indent=None, allow_nan=False), args.output)
         return 0
     from beavertui.reports import render

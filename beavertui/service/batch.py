@@ -29,6 +29,10 @@ from beavertui.engine.errors import BeaverError
 from beavertui.engine.host.gpu import visible_gpus
 
 
+def _stderr_line(line: str) -> None:
+    print(line, file=sys.stderr)
+
+
 @dataclass(frozen=True)
 class BatchOptions:
     """Everything a batch is asked to do; the ``batch`` command's flags, typed."""
@@ -53,6 +57,8 @@ class BatchOptions:
     executor: str = "local"
     address: str | None = None
     quiet: bool = False
+    all_tasks: bool = False
+    """Run tasks validated unusable on this GPU too."""
     command: list[str] = field(default_factory=list)
     """The command line, as run.json records it."""
 
@@ -74,7 +80,61 @@ def select(task_ids: list[str], globs: str | None) -> list[str]:
     return [t for t in task_ids if any(fnmatch.fnmatchcase(t, p) for p in pats)]
 
 
-def new_run(options: BatchOptions) -> tuple[RunManifest, Path, Any]:
+def usable_tasks(
+    options: BatchOptions,
+    corpus: Any,
+    ids: list[str],
+    models: list[Any],
+    excluded: dict[str, str],
+    say: Callable[[str], None],
+) -> list[str]:
+    """The tasks usable here: a family's missing Python module is said once, up front; tasks validated as
+    unusable on this GPU are skipped (unless --all-tasks); scripted:@reference/@alternate skip the tasks
+    whose family has no reference a model could submit. Every skip is printed with its reason."""
+    from beavertui.engine.corpus import families, verdicts
+    from beavertui.engine.corpus.load import runnable_here
+
+    by_id = {t.id: t for t in corpus.tasks}
+    chosen = [by_id[i] for i in ids]
+    for line in families.dependency_lines(chosen):
+        say(f"beavertui: {line}")
+    skipped: dict[str, str] = {}
+    local = options.toolchain == "local"
+    gpu = None
+    if local:
+        from beavertui.engine.host.gpu import gpu_signature, probe
+
+        sig = gpu_signature()
+        gpu = sig.slug if sig is not None else None
+        machine = probe() if sig is not None else None
+        for t in chosen:
+            if machine is not None and (why := runnable_here(t, machine)) is not None:
+                skipped[t.id] = why
+            elif machine is None and (missing := families.missing_python_modules(t)):
+                skipped[t.id] = families.describe_missing(missing)
+    sel = verdicts.select([t for t in chosen if t.id not in skipped], gpu if local else None)
+    if not options.all_tasks:
+        skipped.update(sel.skipped)
+    if any(m.model in ("scripted:@reference", "scripted:@alternate") for m in models):
+        for t in chosen:
+            if t.id not in skipped and families.reference_submission(t) is None:
+                skipped[t.id] = f"scripted reference model: {families.why_no_reference_submission(t)}"
+    if skipped:
+        say(f"beavertui: {len(skipped)} task(s) skipped:")
+        for tid, why in sorted(skipped.items()):
+            say(f"  {tid}: {why}")
+    if sel.unvalidated and gpu:
+        say(
+            f"beavertui: {len(sel.unvalidated)} task(s) never validated on {gpu} run anyway "
+            "(beavertui corpus validate records their verdicts)"
+        )
+    excluded.update(skipped)
+    return [i for i in ids if i not in skipped]
+
+
+def new_run(
+    options: BatchOptions, say: Callable[[str], None] = _stderr_line
+) -> tuple[RunManifest, Path, Any]:
     """Create the run directory and manifest from the protocol file and options: (manifest, dir, corpus)."""
     from beavertui import __version__
     from beavertui.batch.protocol_file import ModelSpec, expand, find_protocol_file, load_batch_file
@@ -102,6 +162,7 @@ def new_run(options: BatchOptions) -> tuple[RunManifest, Path, Any]:
             excluded[t.id] = t.not_runnable_reason or "not runnable"
             continue
         tasks.append(t.id)
+    tasks = usable_tasks(options, corpus, tasks, models, excluded, say)
     if not tasks:
         raise BeaverError(f"{corpus_path}: no runnable task matches {options.tasks or spec.tasks or '*'}")
     run_id = options.run_id or new_run_id(spec.name)
@@ -129,7 +190,11 @@ def new_run(options: BatchOptions) -> tuple[RunManifest, Path, Any]:
     return manifest, run_dir, corpus
 
 
-def prepare(options: BatchOptions, started: Callable[[Path], None] | None = None) -> PreparedRun:
+def prepare(
+    options: BatchOptions,
+    started: Callable[[Path], None] | None = None,
+    say: Callable[[str], None] | None = None,
+) -> PreparedRun:
     """A new run directory, or the one of ``options.resume`` reopened; ``started`` gets the folder first."""
     from beavertui.batch.rundir import read_manifest, remove_partial_files
     from beavertui.engine.corpus.load import load_corpus
@@ -148,7 +213,7 @@ def prepare(options: BatchOptions, started: Callable[[Path], None] | None = None
         if toolchain == "local" and manifest.toolchain != "local":
             toolchain = manifest.toolchain
     else:
-        manifest, run_dir, corpus = new_run(options)
+        manifest, run_dir, corpus = new_run(options, say or _stderr_line)
         if started is not None:
             started(run_dir)
     tasks = {t.id: t for t in corpus.tasks}

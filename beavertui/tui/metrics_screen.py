@@ -173,6 +173,8 @@ class MetricsScreen(Screen[None]):
         )
         if report.cells is None:
             text.append(f" · {NO_CODE}", style="dim")
+        for line in report.notes():
+            text.append(f"\n{line}", style="yellow")
         self.query_one("#metrics-status", Static).update(text)
         tables = [rich_table(t) for t in report.tables]
         self.query_one("#metrics-main", Static).update(tables[0] if tables else "")  # type: ignore[arg-type]

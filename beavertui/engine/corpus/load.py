@@ -23,6 +23,7 @@ from beavertui.engine.judge.categories import NATIVE_LABELS, RELEASE_LABELS
 from beavertui.engine.errors import BeaverError, TaskError
 from beavertui.engine.host.gpu import Machine
 from beavertui.engine.corpus.task import Task, Timeouts
+from beavertui.engine.corpus import families
 from beavertui.engine.corpus.meta import Hardware, InputMeta, InstanceMeta, StageTimeouts, Work
 
 
@@ -196,8 +197,9 @@ def load_task(task_dir: Path, root: Path | None = None) -> Task:
             )
     extra, linked, pythonpath = _shared_material(root, native, inp, inst.task_family)
     runnable, why = True, None
+    build_command, test_command = inp.build_command, inp.test_command
     if inp.level == "applied_kernels_class":
-        runnable, why = False, "applied kernel task: no build/test command of its own"
+        runnable, why, build_command, test_command, pythonpath = _applied(task_dir, root, inp, pythonpath)
     elif not inp.build_command.strip() or not inp.test_command.strip():
         runnable, why = False, "no build or test command"
     else:
@@ -205,7 +207,8 @@ def load_task(task_dir: Path, root: Path | None = None) -> Task:
             if not src.is_dir() and _needs(dest, inst.task_family, inp):
                 runnable, why = False, f"missing {_rel(root, src)} (needed at {dest})"
                 break
-    t = inp.timeouts or StageTimeouts()
+    # the release runs every build and test stage under 300 s (its shipped configs)
+    t = inp.timeouts or (StageTimeouts() if native else StageTimeouts(build_s=300.0, run_s=300.0))
     hw = inp.hardware or Hardware()
     work = inp.work or Work()
     return Task(
@@ -216,8 +219,8 @@ def load_task(task_dir: Path, root: Path | None = None) -> Task:
         root=task_dir,
         corpus_root=root,
         layout="native" if native else "release",
-        build_command=inp.build_command,
-        test_command=inp.test_command,
+        build_command=build_command,
+        test_command=test_command,
         solution_file=inp.solution_file,
         broken_start_path=broken,
         reference_path=reference,
@@ -242,6 +245,26 @@ def load_task(task_dir: Path, root: Path | None = None) -> Task:
         runnable=runnable,
         not_runnable_reason=why,
     )
+
+
+def _applied(
+    task_dir: Path, root: Path, inp: InputMeta, pythonpath: tuple[Path, ...]
+) -> tuple[bool, str | None, str, str, tuple[Path, ...]]:
+    """An applied-kernels task (def.py + testbench/reference.cu): runnable through the release's own
+    runner when its reference sources are all shipped, else not runnable naming what is missing."""
+    missing = families.applied_missing_sources(task_dir, root)
+    if missing:
+        why = (
+            f"the reference needs {', '.join(missing)}, which the release does not ship "
+            "(its reference_sources/ has only cutlass and ThunderKittens)"
+        )
+        return False, why, inp.build_command, inp.test_command, pythonpath
+    release = root.parent
+    if not (release / "harness" / "applied_kernels_runner").is_dir():
+        why = "applied task: the release's harness/applied_kernels_runner is not beside its data/"
+        return False, why, inp.build_command, inp.test_command, pythonpath
+    build, test = families.applied_commands(task_dir.name, release)
+    return True, None, build, test, (*pythonpath, release)
 
 
 def _needs(dest: str, family: str, inp: InputMeta) -> bool:
@@ -291,4 +314,10 @@ def runnable_here(task: Task, machine: Machine) -> str | None:
 
         if importlib.util.find_spec("kernelbench") is None:
             return "kernelbench package missing (no harness/_vendor beside the release's data/)"
+    if task.family.lower() == "thunderkittens" and task.layout == "release" and machine.sm is not None:
+        if machine.sm // 10 != 9:
+            return f"ThunderKittens kernels of the release use wgmma (sm_90a, Hopper only); this GPU is sm_{machine.sm}"
+    missing = families.missing_python_modules(task)
+    if missing:
+        return families.describe_missing(missing)
     return None

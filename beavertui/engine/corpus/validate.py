@@ -17,18 +17,20 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from queue import Queue
+from typing import Literal
 
 from beavertui.engine.timing import baselines
 from beavertui.engine.toolchain import stages as runner
 from beavertui.engine.judge.categories import label_agrees, label_category
 from beavertui.engine.host.ceilings import Ceilings
+from beavertui.engine.corpus import families, verdicts
 from beavertui.engine.corpus.load import runnable_here
 from beavertui.engine.errors import BeaverError
-from beavertui.engine.session.events import Verdict
+from beavertui.engine.session.events import Ran, Verdict
 from beavertui.engine.host.gpu import Machine, clocks
 from beavertui.engine.toolchain.local import LocalConfig, LocalToolchain
 from beavertui.engine.corpus.task import Task
@@ -37,6 +39,9 @@ from beavertui.engine.toolchain.base import AttemptOptions
 
 #: The gate a ``perf_broken`` start must stay below (metrics.md default p).
 PERF_GATE = 0.7
+
+#: What a task is good for on a machine.
+Kind = Literal["usable", "usable_relabelled", "unusable"]
 
 
 @dataclass(frozen=True)
@@ -64,11 +69,64 @@ class TaskValidation:
     broken_speedup: float | None = None
     """perf_broken starts only: reference / broken-start time, interleaved (x, dimensionless)."""
     notes: tuple[str, ...] = field(default_factory=tuple)
+    family: str = ""
+    """The family whose reference semantics applied (families.py)."""
+    reference_kind: str = "drop_in"
+    """drop_in, eager_model, in_binary, none or applied_runner."""
+    gpu: str | None = None
+    """GPU signature slug the validation ran on."""
+
+    @property
+    def reference_checked(self) -> bool:
+        """Whether the family has a reference that can be run on its own (cutlass's lives in the testbench,
+        cudabench has none)."""
+        return self.reference_kind in ("drop_in", "eager_model", "applied_runner")
+
+    def judge(self) -> tuple[Kind, str]:
+        """(verdict, reason): what the task is good for on this machine.
+
+        Unusable: it cannot run here, its reference fails, or its broken start needs no repair (passes
+        unchanged; a perf_broken start that already reaches the gate). A broken start that fails in another
+        category than its label is a good task with a wrong label: usable with the observed category."""
+        if not self.runnable:
+            return "unusable", self.reason or "not runnable"
+        if self.reference_checked and self.reference_category != "passed":
+            sig = f" ({self.reference_signature})" if self.reference_signature else ""
+            return "unusable", f"the reference fails here: {self.reference_category}{sig}"
+        if self.broken_category is None:
+            return "unusable", "the broken start was not run"
+        perf = label_category(self.label) == "perf_broken"
+        if self.broken_category == "passed":
+            if not perf:
+                return "unusable", "the broken start passes unchanged"
+            if self.broken_speedup is not None and self.broken_speedup >= PERF_GATE:
+                return "unusable", (
+                    f"the perf_broken start already reaches {self.broken_speedup:.2f}x (gate {PERF_GATE})"
+                )
+            if self.broken_speedup is None:
+                return "usable", "perf_broken start passes; its speed could not be measured here"
+            return "usable", f"perf_broken start passes at {self.broken_speedup:.2f}x"
+        if perf or not label_agrees(self.label, self.broken_category):
+            return "usable_relabelled", f"observed {self.broken_category}: {self.broken_signature or '-'}"
+        return "usable", f"fails as labelled ({self.broken_category})"
+
+    @property
+    def verdict(self) -> Kind:
+        return self.judge()[0]
+
+    @property
+    def verdict_reason(self) -> str:
+        return self.judge()[1]
+
+    @property
+    def observed_category(self) -> str | None:
+        """The broken start's category seen here (the corrected label of a relabelled task)."""
+        return self.broken_category
 
     @property
     def valid(self) -> bool:
-        """Runnable, the reference passes, the broken start fails as labelled."""
-        return bool(self.runnable and self.reference_category == "passed" and self.label_agrees)
+        """Usable here (with its label or a corrected one)."""
+        return self.verdict != "unusable"
 
 
 class _PinnedToolchain(LocalToolchain):
@@ -84,38 +142,65 @@ class _PinnedToolchain(LocalToolchain):
 
 
 def _verdict(tool: LocalToolchain, task: Task, code: str, options: AttemptOptions) -> Verdict:
+    return _attempt(tool, task, code, options)[0]
+
+
+def _attempt(tool: LocalToolchain, task: Task, code: str, options: AttemptOptions) -> tuple[Verdict, str]:
+    """The verdict of one attempt and its test stage's log ("" when it did not run)."""
     last = None
+    log = ""
     for event in tool.attempt(task, code, options):
+        if isinstance(event, Ran):
+            log = event.result.log
         last = event
     assert isinstance(last, Verdict)
-    return last
+    return last, log
 
 
 def check_task(task: Task, machine: Machine, tool: LocalToolchain, prebuild: bool = False) -> TaskValidation:
     """Phase one for one task: build and run the reference and the broken start (no timing)."""
+    sem = families.semantics(task)
+    slug = machine.gpu.slug if machine.gpu is not None else None
+    base = TaskValidation(task.id, task.label, False, family=sem.family, reference_kind=sem.reference, gpu=slug)
     why = runnable_here(task, machine)
     if why is not None:
-        return TaskValidation(task.id, task.label, False, why)
-    ref_code = task.reference()
-    if ref_code is None:
-        return TaskValidation(task.id, task.label, False, "no reference solution shipped")
+        return replace(base, reason=why)
+    notes: list[str] = []
     plain = AttemptOptions(iteration=1, gate=0.0, time_if_correct=False, sanitize_on_failure=False)
-    ref_tool = LocalToolchain(tool.config)  # its own instance: last_workdir is per attempt
-    ref = _verdict(ref_tool, task, ref_code, replace(plain, keep_workdir=prebuild))
-    if prebuild and ref_tool.last_workdir is not None:  # the timing phase reuses this build
-        kept = runner.WorkDir(path=ref_tool.last_workdir, task=task, manifest={}, links={})
-        if ref.category == "passed":
-            adopt_reference_build(task, tool.config.timing, kept, task.build_command)
-        else:
-            runner.remove(kept)
-    broken = _verdict(tool, task, task.broken_start(), plain)
+    ref_category = ref_signature = None
+    if base.reference_checked:
+        ref_code = families.reference_submission(task)
+        if ref_code is None:
+            return replace(base, reason="no reference solution shipped")
+        ref_tool = LocalToolchain(tool.config)  # its own instance: last_workdir is per attempt
+        ref = _verdict(ref_tool, task, ref_code, replace(plain, keep_workdir=prebuild))
+        ref_category, ref_signature = ref.category, ref.signature
+        if prebuild and ref_tool.last_workdir is not None:  # the timing phase reuses this build
+            kept = runner.WorkDir(path=ref_tool.last_workdir, task=task, manifest={}, links={})
+            if ref.category == "passed" and sem.speed == "interleaved":
+                adopt_reference_build(task, tool.config.timing, kept, task.build_command)
+            else:
+                runner.remove(kept)
+    else:
+        notes.append(f"reference: {sem.summary}")
+    broken, log = _attempt(tool, task, task.broken_start(), plain)
     if label_category(task.label) == "illegal_memory_access" and broken.category == "functional_correctness":
         # the label rests on memcheck evidence the plain run cannot show (categories.md override)
-        broken = _verdict(tool, task, task.broken_start(), replace(plain, sanitize_on_failure=True))
-    return TaskValidation(
-        task.id, task.label, True, None, ref.category, ref.signature, broken.category, broken.signature,
-        label_agrees(task.label, broken.category),
+        broken, log = _attempt(tool, task, task.broken_start(), replace(plain, sanitize_on_failure=True))
+    out = replace(
+        base, runnable=True, reference_category=ref_category, reference_signature=ref_signature,
+        broken_category=broken.category, broken_signature=broken.signature,
+        label_agrees=label_agrees(task.label, broken.category), notes=tuple(notes),
     )  # fmt: skip
+    if sem.speed == "testbench_lines":
+        lines = families.parse_speed_lines(log)
+        if lines.reference is not None:  # the in-binary reference, timed by the broken start's testbench
+            out = replace(
+                out, method="testbench_lines", reference_ms=lines.reference,
+                broken_speedup=lines.speedup if broken.category == "passed" else None,
+                notes=(*out.notes, f"reference time from the testbench's Ref time lines ({len(lines.reference_ms)} sizes)"),
+            )  # fmt: skip
+    return out
 
 
 def time_task(
@@ -124,14 +209,19 @@ def time_task(
 ) -> TaskValidation:  # fmt: skip
     """Phase two for one task, alone on the GPU: reference timing, baseline, perf_broken speedup."""
     out = checked
-    if not checked.runnable or checked.reference_category != "passed" or machine.gpu is None:
+    if not checked.runnable or machine.gpu is None:
+        return out
+    if not checked.reference_checked or checked.reference_category != "passed":
         return out
     notes = list(checked.notes)
     cfg = tool._runner_config()
     try:
         rt = time_reference(Timer(task, cfg, tool.config.timing))
     except BeaverError as exc:
-        return replace(out, notes=(*notes, f"reference not timed: {exc}"))
+        notes.append(f"reference not timed: {exc}")
+        if label_category(task.label) == "perf_broken" and checked.broken_category == "passed":
+            out = _perf_broken(task, out, tool, notes)
+        return replace(out, notes=tuple(notes))
     if rt.note:
         notes.append(rt.note)
     seconds = rt.median_ms * 1e-3
@@ -150,21 +240,23 @@ def time_task(
         tflops=tflops, gbps=gbps, tflops_fraction=tf_frac, gbps_fraction=bw_frac, baseline_path=str(path),
     )  # fmt: skip
     if label_category(task.label) == "perf_broken" and checked.broken_category == "passed":
-        timed = _verdict(
-            tool, task, task.broken_start(),
-            AttemptOptions(iteration=1, gate=PERF_GATE, time_if_correct=True, sanitize_on_failure=False),
-        )  # fmt: skip
-        if timed.speedup is None:
-            notes.append("perf_broken start not timed")
-            out = replace(out, label_agrees=False)
-        else:
-            below = timed.speedup < PERF_GATE
-            if not below:
-                notes.append(
-                    f"perf_broken start reaches {timed.speedup:.2f}x, not below the {PERF_GATE} gate"
-                )
-            out = replace(out, broken_speedup=timed.speedup, label_agrees=below)
+        out = _perf_broken(task, out, tool, notes)
     return replace(out, notes=tuple(notes))
+
+
+def _perf_broken(task: Task, out: TaskValidation, tool: LocalToolchain, notes: list[str]) -> TaskValidation:
+    """A passing perf_broken start timed against the reference at the gate (notes extended in place)."""
+    timed = _verdict(
+        tool, task, task.broken_start(),
+        AttemptOptions(iteration=1, gate=PERF_GATE, time_if_correct=True, sanitize_on_failure=False),
+    )  # fmt: skip
+    if timed.speedup is None:
+        notes.append("perf_broken start not timed" + (f": {timed.speedup_note}" if timed.speedup_note else ""))
+        return replace(out, label_agrees=False)
+    below = timed.speedup < PERF_GATE
+    if not below:
+        notes.append(f"perf_broken start reaches {timed.speedup:.2f}x, not below the {PERF_GATE} gate")
+    return replace(out, broken_speedup=timed.speedup, label_agrees=below)
 
 
 def validate(
@@ -172,7 +264,8 @@ def validate(
     ceilings: Ceilings | None = None, workers: int | None = None,
     on_checked: Callable[[TaskValidation, int, int], None] | None = None, gpus: list[str] | None = None,
 ) -> Iterator[TaskValidation]:  # fmt: skip
-    """Validate tasks: checks in parallel, then timing one task at a time per GPU; yielded in task order.
+    """Validate tasks: checks in parallel, then timing one task at a time per GPU; yielded in task order
+    (without timing, as each task's checks finish).
 
     ``on_checked(result, done, total)`` is called (from the calling thread) as phase-one results arrive.
     ``gpus``: device indices to time on, one task at a time on each (default: whatever the environment
@@ -180,22 +273,38 @@ def validate(
     """
     tool = LocalToolchain(config)
     timed = timing and machine.gpu is not None
+    cache = tool.config.timing.cache
+
+    def kept(task: Task, r: TaskValidation) -> TaskValidation:
+        if machine.gpu is not None:
+            try:
+                verdicts.save(task, record_of(replace(r, gpu=machine.gpu.slug)), cache)
+            except OSError as exc:
+                r = replace(r, notes=(*r.notes, f"verdict not stored: {exc}"))
+        return r
+
     n = workers or max(1, min(8, os.cpu_count() or 1))
     checked: list[TaskValidation] = []
     with ThreadPoolExecutor(n, thread_name_prefix="beaver-validate") as pool:
         futures: list[Future[TaskValidation]] = [
-            pool.submit(check_task, t, machine, tool, timed) for t in tasks
+            pool.submit(_guarded, check_task, t, machine, tool, timed) for t in tasks
         ]
+        if not timed:
+            # Nothing waits for the GPU alone: each result is final when its checks are, so it is yielded
+            # (and stored) at once, and a validation cut short keeps every task it finished.
+            of = {fut: task for fut, task in zip(futures, tasks, strict=True)}
+            for done, fut in enumerate(as_completed(futures), 1):
+                if on_checked is not None:
+                    on_checked(fut.result(), done, len(tasks))
+                yield kept(of[fut], fut.result())
+            return
         for done, fut in enumerate(futures, 1):
             checked.append(fut.result())
             if on_checked is not None:
                 on_checked(checked[-1], done, len(tasks))
-    if not timed:
-        yield from checked
-        return
     if not gpus or len(gpus) < 2:
         for task, c in zip(tasks, checked, strict=True):
-            yield time_task(task, c, machine, tool, ceilings, tool.config.timing.cache)
+            yield kept(task, _timed(task, c, machine, tool, ceilings, cache))
         return
     free: Queue[str] = Queue()
     for g in gpus:
@@ -205,11 +314,44 @@ def validate(
         g = free.get()
         try:
             pinned = _PinnedToolchain(tool.config, g)
-            return time_task(task, c, machine, pinned, ceilings, tool.config.timing.cache)
+            return _timed(task, c, machine, pinned, ceilings, cache)
         finally:
             free.put(g)
 
     with ThreadPoolExecutor(len(gpus), thread_name_prefix="beaver-timing") as pool:
         timed_futures = [pool.submit(on_a_gpu, t, c) for t, c in zip(tasks, checked, strict=True)]
-        for fut in timed_futures:
-            yield fut.result()
+        for task, fut in zip(tasks, timed_futures, strict=True):
+            yield kept(task, fut.result())
+
+
+def _guarded(
+    check: Callable[[Task, Machine, LocalToolchain, bool], TaskValidation], task: Task, machine: Machine,
+    tool: LocalToolchain, prebuild: bool,
+) -> TaskValidation:  # fmt: skip
+    """Phase one of a task; an unexpected failure makes that task unusable, never stops the others."""
+    try:
+        return check(task, machine, tool, prebuild)
+    except Exception as exc:  # one task's crash must not end the validation of the rest
+        sem = families.semantics(task)
+        why = f"validation failed: {type(exc).__name__}: {exc}"
+        return TaskValidation(task.id, task.label, False, why, family=sem.family, reference_kind=sem.reference)
+
+
+def _timed(
+    task: Task, c: TaskValidation, machine: Machine, tool: LocalToolchain, ceilings: Ceilings | None,
+    cache: Path | None,
+) -> TaskValidation:  # fmt: skip
+    try:
+        return time_task(task, c, machine, tool, ceilings, cache)
+    except Exception as exc:  # a timing crash costs this task its reference time only
+        return replace(c, notes=(*c.notes, f"reference not timed: {type(exc).__name__}: {exc}"))
+
+
+def record_of(r: TaskValidation) -> verdicts.VerdictRecord:
+    """The stored form of a validation result."""
+    kind, reason = r.judge()
+    return verdicts.VerdictRecord(
+        task_id=r.task_id, gpu=r.gpu or "", verdict=kind, reason=reason, label=r.label,
+        observed_category=r.broken_category, evidence=r.broken_signature, family=r.family,
+        reference_kind=r.reference_kind, reference_ms=r.reference_ms, method=r.method, notes=list(r.notes),
+    )  # fmt: skip

@@ -4,7 +4,11 @@ Every benchmark number is recomputed from this flat table, so folding is done by
 (state.py) and nothing else: one row per attempt that reached a verdict or was hit by an infrastructure
 failure. Attempts cut mid-way (a killed run) are not rows; they will be redone on resume. Rows hit by an
 infrastructure error are kept with ``infra_error: true`` so they can be counted, and metrics never score
-them. This module reads session files; it computes no metric and writes nothing.
+them. A session without its end record is unfinished: its trajectory is not over, so scoring it would count
+a failure that has not happened; its rows are left out unless asked for (``include_unfinished``), and
+ExportStats counts and names such sessions and the run directory whose ``batch --resume`` finishes them.
+Correct attempts without a speedup keep their reason (``speedup_note``) in ExportStats.unspeeded.
+This module reads session files; it computes no metric and writes nothing.
 """
 
 from __future__ import annotations
@@ -37,6 +41,29 @@ class ExportStats:
     unfinished_sessions: int = 0
     damaged: list[str] = field(default_factory=list)
     """Files that are not readable sessions, with the reason."""
+    unfinished: list[Path] = field(default_factory=list)
+    """Session files without an end record."""
+    unfinished_included: bool = False
+    """Whether the rows of unfinished sessions were yielded (``include_unfinished``)."""
+    unspeeded: list[tuple[str, str, int, str]] = field(default_factory=list)
+    """(model, task, iteration, reason) of every correct attempt whose speedup is null."""
+
+    def resume_dirs(self) -> list[Path]:
+        """The run directories (holding run.json) of the unfinished sessions."""
+        out: list[Path] = []
+        for p in self.unfinished:
+            d = run_dir_of(p)
+            if d is not None and d not in out:
+                out.append(d)
+        return out
+
+
+def run_dir_of(path: Path) -> Path | None:
+    """The batch run directory (the nearest folder above holding run.json) of a session file."""
+    for d in path.parents:
+        if (d / "run.json").is_file():
+            return d
+    return None
 
 
 def session_files(root: Path) -> list[Path]:
@@ -139,11 +166,13 @@ def rows_of_session(
 
 
 def export_rows(
-    root: Path, *, source_models: SourceModels | None = None, stats: ExportStats | None = None
-) -> Iterator[dict[str, Any]]:
-    """Rows of every session under a run directory."""
+    root: Path, *, source_models: SourceModels | None = None, stats: ExportStats | None = None,
+    include_unfinished: bool = False,
+) -> Iterator[dict[str, Any]]:  # fmt: skip
+    """Rows of every finished session under a run directory (and of unfinished ones when asked)."""
     sources = source_models or SourceModels()
     stats = stats if stats is not None else ExportStats()
+    stats.unfinished_included = include_unfinished
     run_id = root.name if root.is_dir() else None
     for path in session_files(root):
         header, events, problem = read_session(path)
@@ -152,16 +181,30 @@ def export_rows(
             continue
         state = fold(header, events)
         stats.sessions += 1
-        stats.unfinished_sessions += state.end is None
+        if state.end is None:
+            stats.unfinished_sessions += 1
+            stats.unfinished.append(path)
+            if not include_unfinished:
+                continue
+        for a in state.attempts:
+            v = a.verdict
+            if v is not None and v.correct and v.speedup is None:
+                why = v.speedup_note or ("not timed" if not a.infra_errors else "infrastructure error")
+                stats.unspeeded.append((header.model.name, header.task.id, a.iteration, why))
         for row in rows_of_session(state, run_id=run_id, source_model=sources.lookup(header)):
             stats.rows += 1
             stats.infra_rows += row["infra_error"]
             yield row
 
 
-def table_from_run(root: Path, *, source_models: SourceModels | None = None) -> AttemptsTable:
+def table_from_run(
+    root: Path, *, source_models: SourceModels | None = None, stats: ExportStats | None = None,
+    include_unfinished: bool = False,
+) -> AttemptsTable:  # fmt: skip
     """The AttemptsTable of a run directory (metrics' entry point for a run dir)."""
-    return from_rows(export_rows(root, source_models=source_models))
+    return from_rows(
+        export_rows(root, source_models=source_models, stats=stats, include_unfinished=include_unfinished)
+    )
 
 
 def iter_session_states(paths: Iterable[Path]) -> Iterator[tuple[Path, SessionState]]:

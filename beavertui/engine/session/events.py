@@ -348,6 +348,9 @@ class Verdict(_Event):
     """The decisive log lines (what the signature was taken from, and its neighbours)."""
     flags: list[str] = Field(default_factory=list)
     """Anti-cheat or audit flags with evidence, e.g. 'implausible_speedup: 14.2x'."""
+    speedup_note: str | None = None
+    """Why a correct attempt has no speedup (the reference cannot be built or timed here, or the task's
+    family has no reference); such an attempt keeps its correctness and counts at p = 0 only."""
 
 
 class Stalled(_Event):

@@ -20,6 +20,7 @@ from __future__ import annotations
 import csv
 import hashlib
 import io
+import json
 import re
 import shlex
 import shutil
@@ -29,6 +30,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from beavertui.engine.corpus import families
 from beavertui.engine.corpus.task import Task
 from beavertui.engine.errors import BeaverError
 from beavertui.engine.host.adapt import adapt_command
@@ -118,6 +120,31 @@ class TimingConfig:
     """ncu only: profile only kernels inside this NVTX push/pop range (``--nvtx --nvtx-include``)."""
 
 
+class SpeedupUnavailable(BeaverError):
+    """No speedup can be measured, through no fault of the candidate nor of the machine: the reference does
+    not build or time here, or the family has none. A correct attempt keeps its correctness; its speedup is
+    null with this reason and it counts at p = 0 only."""
+
+
+#: Prefix of the driver's result line.
+DRIVER_TAG = "BEAVER_KB_TIMING "
+
+#: The in-process kernelbench timing driver (a standalone script run with the task's interpreter).
+KERNELBENCH_DRIVER = Path(__file__).with_name("kernelbench_driver.py")
+
+
+def default_method(task: Task) -> str | None:
+    """The timing method a task's family calls for (None: the family has no reference to time against)."""
+    speed = families.semantics(task).speed
+    if speed == "kernelbench_driver":
+        return "torch_events_l2flush_interleaved"
+    if speed == "testbench_lines":
+        return "testbench_lines"
+    if speed == "none":
+        return None
+    return "beaver_time_ms" if task.benchmark_command else "cupti"
+
+
 def reference_key(task: Task) -> str:
     ref = task.reference() or ""
     h = hashlib.sha256(ref.encode())
@@ -133,20 +160,21 @@ def _refbuild_dir(task: Task, tcfg: TimingConfig) -> Path:
 
 def reference_workdir(task: Task, config: runner.RunnerConfig, tcfg: TimingConfig) -> runner.WorkDir:
     """The reference built in its own work dir, cached per reference + harness + toolkit."""
-    code = task.reference()
+    code = families.reference_submission(task)
     if code is None:
-        raise BeaverError(f"{task.id}: no reference solution to time against")
+        raise SpeedupUnavailable(f"{task.id}: {families.why_no_reference_submission(task)}")
     final = _refbuild_dir(task, tcfg)
     root = final.parent
     if (final / ".beaver-built").is_file():
         return runner.WorkDir(path=final, task=task, manifest={}, links={})
     root.mkdir(parents=True, exist_ok=True)
-    work = runner.prepare(task, code, root)
+    as_run = families.for_code(task, code)
+    work = runner.prepare(as_run, code, root)
     result = runner.build(work, config)
     if result.rc != 0:
         runner.remove(work)
         last = [ln for ln in result.log.splitlines() if ln.strip()][-1:] or ["(no output)"]
-        raise BeaverError(f"{task.id}: the reference does not build here ({last[0][:200]})")
+        raise SpeedupUnavailable(f"{task.id}: the reference does not build here ({last[0][:200]})")
     (work.path / ".beaver-built").write_text(result.command + "\n")
     if final.exists():
         shutil.rmtree(final, ignore_errors=True)
@@ -191,7 +219,7 @@ class Timer:
         self.task = task
         self.config = config
         self.tcfg = tcfg or TimingConfig()
-        self.method = self.tcfg.method or ("beaver_time_ms" if task.benchmark_command else "cupti")
+        self.method = self.tcfg.method or default_method(task) or "none"
         self._lib: Path | None = None
         self.runs: list[tuple[str, StageResult]] = []
         """Every benchmark run of the latest measure(): (``reference`` or ``candidate``, its stage result)."""
@@ -273,7 +301,8 @@ class Timer:
                         and not res.timed_out
                     ):
                         raise CandidateTimingFailed(res, anticheat.failure_evidence(res.log, res.rc))
-                    raise BeaverError(
+                    error = SpeedupUnavailable if who == "reference" else BeaverError
+                    raise error(
                         f"{self.method} timing of the {who} produced no samples (rc {res.rc}): {tail[0][:200]}"
                     )
                 acc.extend(got)
@@ -285,6 +314,12 @@ class Timer:
         first (reference, candidate) round is below half the gate, both CVs under 3%, is not timed further:
         the remaining rounds cannot bring it near the gate, and a degenerate candidate (often hundreds of
         times slower) would otherwise hold the GPU for every round. The result's note says so."""
+        if self.method == "none":
+            raise SpeedupUnavailable(families.NO_REFERENCE)
+        if self.method == "torch_events_l2flush_interleaved":
+            return self._measure_kernelbench(cand)
+        if self.method == "testbench_lines":
+            return self._measure_lines(cand)
         ref = reference_workdir(self.task, self.config, self.tcfg)
         self.runs = []
         stop_below = gate / 2 if gate else None
@@ -326,6 +361,87 @@ class Timer:
             flags=flags,
         )
 
+    # ------------------------------------------------------------------ family methods
+
+    def kernelbench_samples(self, work: runner.WorkDir, reference_only: bool = False) -> dict[str, object]:
+        """Run the in-process driver in ``work`` (eager Model against its ModelNew); its result object."""
+        trials = max(2 * self.tcfg.process_runs, 10)
+        cmd = (
+            f"python {shlex.quote(str(KERNELBENCH_DRIVER))} --problem problem.py "
+            f"--solution {shlex.quote(self.task.solution_file)} --trials {trials}"
+            + (" --reference-only" if reference_only else "")
+        )
+        res = runner.run_stage(work, "benchmark", cmd, self.tcfg.stage_s, self.config)
+        self.runs.append(("candidate", res))
+        doc: dict[str, object] | None = None
+        for line in res.log.splitlines():
+            if line.startswith(DRIVER_TAG):
+                try:
+                    doc = json.loads(line[len(DRIVER_TAG) :])
+                except ValueError:
+                    doc = None
+        if doc is None:
+            tail = [ln for ln in res.log.splitlines() if ln.strip()][-1:] or ["no output"]
+            raise SpeedupUnavailable(
+                f"the kernelbench timing driver printed no result (rc {res.rc}): {tail[0][:200]}"
+            )
+        if "error" in doc:
+            raise SpeedupUnavailable(
+                f"kernelbench timing failed on the {doc.get('side')} side: {doc['error']}"
+            )
+        return doc
+
+    def _measure_kernelbench(self, cand: runner.WorkDir) -> TimingResult:
+        self.runs = []
+        doc = self.kernelbench_samples(cand)
+        r = [float(x) for x in doc["reference_ms"]]  # type: ignore[attr-defined]
+        c = [float(x) for x in doc["candidate_ms"]]  # type: ignore[attr-defined]
+        if not r or not c:
+            raise SpeedupUnavailable("the kernelbench timing driver returned no samples")
+        (rm, rcv), (cm, ccv) = stats(r), stats(c)
+        note = (
+            f"one process, interleaved, {doc.get('warmup')} warm-up calls, L2 flushed "
+            f"({int(doc.get('flush_bytes') or 0) >> 20} MiB) before each call, CUDA events"  # type: ignore[call-overload]
+        )
+        speedup = rm / cm if cm > 0 else float("inf")
+        return TimingResult(
+            method=self.method, candidate_ms=cm, reference_ms=rm, candidate_cv=ccv, reference_cv=rcv,
+            speedup=speedup, candidate_samples=c, reference_samples=r, unstable=max(rcv, ccv) > CV_LIMIT,
+            implausible=speedup > IMPLAUSIBLE, note=note,
+        )  # fmt: skip
+
+    def lines_rounds(self, work: runner.WorkDir) -> list[families.SpeedLines]:
+        """The testbench's speed lines of ``rounds`` runs of the test command, alone on the GPU."""
+        out: list[families.SpeedLines] = []
+        command = timing_command(self.task.test_command)
+        for _ in range(max(1, self.tcfg.rounds)):
+            res = runner.run_stage(work, "benchmark", command, self.tcfg.stage_s, self.config)
+            self.runs.append(("candidate", res))
+            lines = families.parse_speed_lines(res.log)
+            if res.rc != 0 or lines.speedup is None:
+                tail = [ln for ln in res.log.splitlines() if ln.strip()][-1:] or ["no output"]
+                raise SpeedupUnavailable(
+                    f"the testbench printed no usable Speedup line (rc {res.rc}): {tail[0][:200]}"
+                )
+            out.append(lines)
+        return out
+
+    def _measure_lines(self, cand: runner.WorkDir) -> TimingResult:
+        self.runs = []
+        rounds = self.lines_rounds(cand)
+        sp = [x.speedup for x in rounds if x.speedup is not None]
+        cs = [x.candidate for x in rounds if x.candidate is not None]
+        rs = [x.reference for x in rounds if x.reference is not None]
+        speedup = statistics.median(sp)
+        cm, ccv = stats(cs) if cs else (0.0, 0.0)
+        rm, rcv = stats(rs) if rs else (cm * speedup, 0.0)
+        return TimingResult(
+            method=self.method, candidate_ms=cm, reference_ms=rm, candidate_cv=ccv, reference_cv=rcv,
+            speedup=speedup, candidate_samples=cs, reference_samples=rs or [rm], unstable=max(rcv, ccv) > CV_LIMIT,
+            implausible=speedup > IMPLAUSIBLE,
+            note=f"the testbench's own speed lines, median of {len(rounds)} runs of the geometric mean over its sizes",
+        )  # fmt: skip
+
     def audit(self, cand: list[tuple[float, float]], ref: list[tuple[float, float]]) -> list[str]:
         """Anti-cheat flags of the benchmark runs: a candidate run that failed after its timed launches
         (``cached_result``), output left poisoned in a timed launch, work hidden from the events."""
@@ -361,7 +477,20 @@ class ReferenceTiming:
 
 def time_reference(timer: Timer) -> ReferenceTiming:
     """Time the task's reference alone with the timer's method; re-measured once when CV is above 3%."""
+    if timer.method == "none":
+        raise SpeedupUnavailable(families.NO_REFERENCE)
+    if timer.method == "testbench_lines":
+        raise SpeedupUnavailable("the reference is timed inside every candidate's testbench run")
     ref = reference_workdir(timer.task, timer.config, timer.tcfg)
+    if timer.method == "torch_events_l2flush_interleaved":
+        doc = timer.kernelbench_samples(ref, reference_only=True)
+        got = [float(x) for x in doc["reference_ms"]]  # type: ignore[attr-defined]
+        if not got:
+            raise SpeedupUnavailable("the kernelbench timing driver returned no reference samples")
+        med, cv = stats(got)
+        return ReferenceTiming(
+            timer.method, med, cv, got, cv > CV_LIMIT, "eager Model alone, L2 flushed per call"
+        )
     sample = timer._sampler()
     rounds = timer.tcfg.rounds if timer.method == "beaver_time_ms" else timer.tcfg.process_runs
 

@@ -12,6 +12,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from beavertui.engine.corpus import families
 from beavertui.engine.corpus.task import Task
 from beavertui.engine.errors import BeaverError, ToolchainError
 from beavertui.engine.host import ceilings
@@ -32,7 +33,7 @@ from beavertui.engine.session.events import (
     TimingResult,
     Verdict,
 )
-from beavertui.engine.timing.speedup import CandidateTimingFailed, Timer, TimingConfig
+from beavertui.engine.timing.speedup import CandidateTimingFailed, SpeedupUnavailable, Timer, TimingConfig
 from beavertui.engine.toolchain import stages as runner
 from beavertui.engine.toolchain.base import AttemptOptions
 
@@ -54,6 +55,17 @@ class LocalConfig:
     """Timing settings."""
     sanitizer_exe: str = "compute-sanitizer"
     """compute-sanitizer executable."""
+
+
+def family_oracle(task: Task, verdict: Classification, run: StageResult | None) -> Classification:
+    """A passing classification overruled by the family's own oracle (cudabench's compare_output prints
+    ``F`` and still exits 0)."""
+    if run is None or verdict.category != "passed":
+        return verdict
+    wrong = families.oracle_failure(task, run.rc, run.log)
+    if wrong is None:
+        return verdict
+    return Classification("functional_correctness", wrong, (wrong,), "run")
 
 
 class LocalToolchain:
@@ -78,6 +90,7 @@ class LocalToolchain:
     def attempt(self, task: Task, code: str, options: AttemptOptions) -> Iterator[Event]:
         it = options.iteration
         cfg = self._runner_config()
+        task = families.for_code(task, code)
         with runner.workdir(task, code, cfg, keep=options.keep_workdir) as work:
             self.last_workdir = work.path
             build = runner.build(work, cfg)
@@ -89,8 +102,10 @@ class LocalToolchain:
                 yield Ran(iteration=it, result=run)
             tampered += work.verify()
             timed_out = build.timed_out or (run is not None and run.timed_out)
-            verdict = classify(
-                build.rc, build.log, run.rc if run else None, run.log if run else "", timed_out
+            verdict = family_oracle(
+                task,
+                classify(build.rc, build.log, run.rc if run else None, run.log if run else "", timed_out),
+                run,
             )
             sanitized = self._sanitize(task, work, cfg, options, run, verdict)
             yield from self._judge(task, code, work, cfg, options, build, run, verdict, sanitized, tampered)
@@ -120,17 +135,25 @@ class LocalToolchain:
         if memcheck_log is not None and run is not None:
             timed_out = build.timed_out or run.timed_out
             verdict = classify(build.rc, build.log, run.rc, run.log, timed_out, memcheck_log, run.signal)
+            verdict = family_oracle(task, verdict, run)
         flags = [f"harness_modified: {rel}" for rel in sorted(set(tampered))]
         flags += anticheat.static_flags(code, task.reference())
         flags += anticheat.poison_flags(run.log) if run is not None else []
         correct = verdict.category == "passed" and not tampered
+        if families.is_reference_submission(task, code):
+            flags.append("reference_submission: judged under the family's reference semantics")
         timing: TimingResult | None = None
-        if correct and options.time_if_correct and self.gpu() is not None:
+        speedup_note: str | None = None
+        if correct and families.semantics(task).speed == "none":
+            speedup_note = families.NO_REFERENCE
+        elif correct and options.time_if_correct and self.gpu() is not None:
             try:
                 timing = self._below_floor(task, self._measure(task, work, cfg, options))
                 yield Timed(iteration=it, result=timing)
             except CandidateTimingFailed as exc:  # the candidate's failure, not the machine's
                 flags.append(f"timing_run_failed: {exc.evidence}")
+            except SpeedupUnavailable as exc:  # the reference's problem: the attempt keeps its verdict
+                speedup_note = str(exc)
             except BeaverError as exc:
                 toolchain = isinstance(exc, ToolchainError) and exc.source == "toolchain"
                 yield InfraError(
@@ -140,7 +163,10 @@ class LocalToolchain:
             late = [rel for rel in work.verify() if rel not in tampered]
             flags += [f"harness_modified: {rel} (during timing)" for rel in late]
         flags = anticheat.merge(flags, timing.flags if timing else [])
-        yield self._verdict(it, verdict, correct, timing, options.gate, flags)
+        final = self._verdict(it, verdict, correct, timing, options.gate, flags)
+        if speedup_note is not None and final.correct:
+            final = final.model_copy(update={"speedup_note": speedup_note, "reason": "passed, no speedup"})
+        yield final
 
     def _measure(
         self, task: Task, work: runner.WorkDir, cfg: runner.RunnerConfig, options: AttemptOptions

@@ -1,0 +1,434 @@
+"""Reference semantics of each task family of the CUDABeaver release (docs/release-families.md).
+
+A release task names a family (``task_family``), and the family decides three things the generic loop
+cannot guess: what the reference is (a drop-in solution, the PyTorch eager ``Model``, the CUTLASS kernel
+compiled into the testbench, or nothing at all), how a candidate's correctness is read from the harness
+(its exit status, or the ``T``/``F`` printed by cudabench's comparison script), and how a speedup is
+measured (interleaved CUPTI records, an in-process eager-vs-candidate driver, or the testbench's own
+speed lines). Native tasks are always drop-in. This module reads files and text only; it runs nothing.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib.util
+import json
+import math
+import re
+import shlex
+import sys
+from dataclasses import dataclass, replace
+from functools import lru_cache
+from pathlib import Path
+from typing import Literal
+
+from beavertui.engine.corpus.task import Task
+
+ReferenceKind = Literal["drop_in", "eager_model", "in_binary", "none", "applied_runner"]
+SpeedKind = Literal["interleaved", "kernelbench_driver", "testbench_lines", "none"]
+
+#: Reason a correct attempt of a family without a reference has no speedup.
+NO_REFERENCE = "no reference exists for this family: speedup undefined"
+
+#: The line that turns the eager reference into a candidate (kernelbench reference submission).
+KERNELBENCH_ALIAS = "ModelNew = Model  # reference submission: the eager PyTorch model itself"
+
+
+@dataclass(frozen=True)
+class Semantics:
+    """What a family's reference is and how its candidates are checked and timed."""
+
+    family: str
+    reference: ReferenceKind
+    speed: SpeedKind
+    summary: str
+    """One line for tables: what the reference is."""
+
+
+_DROP_IN = Semantics("drop-in", "drop_in", "interleaved", "reference.cu is a drop-in solution")
+
+
+def semantics(task: Task) -> Semantics:
+    """The reference semantics of ``task`` (native tasks and unknown families are drop-in)."""
+    if task.layout == "native":
+        return _DROP_IN
+    fam = task.family.lower()
+    if fam.startswith("kernelbench"):
+        return Semantics(
+            "kernelbench", "eager_model", "kernelbench_driver",
+            "the PyTorch eager Model of problem.py (ModelNew = Model); the static checker is for candidates only",
+        )  # fmt: skip
+    if fam == "cutlass":
+        return Semantics(
+            "cutlass", "in_binary", "testbench_lines",
+            "the CUTLASS kernel compiled into the testbench; its Ref time / Kernel time / Speedup lines",
+        )  # fmt: skip
+    if fam == "cudabench":
+        return Semantics("cudabench", "none", "none", "none: compare_output.py's T/F is the only oracle")
+    if task.level == "applied_kernels_class":
+        return Semantics(
+            fam, "applied_runner", "testbench_lines",
+            "testbench/reference.cu compiled by the release's applied-kernels runner beside the candidate",
+        )  # fmt: skip
+    if fam == "thunderkittens":
+        return Semantics(fam, "drop_in", "interleaved", "the testbench's own kernel file (drop-in)")
+    return replace(_DROP_IN, family=fam)
+
+
+# ------------------------------------------------------------------ the reference as a candidate
+
+
+def reference_submission(task: Task) -> str | None:
+    """The reference in the form a candidate takes, or None when the family has none.
+
+    Drop-in families: the reference file. kernelbench: problem.py with ``ModelNew = Model`` appended, judged
+    under the reference semantics (no static check) when submitted verbatim. cutlass (the reference is inside
+    the testbench, not a ``solution.h``) and cudabench (no reference) have none.
+    """
+    sem = semantics(task)
+    ref = task.reference()
+    if ref is None or sem.reference in ("in_binary", "none"):
+        return None
+    if sem.reference == "eager_model":
+        return ref.rstrip("\n") + "\n\n" + KERNELBENCH_ALIAS + "\n"
+    return ref
+
+
+def why_no_reference_submission(task: Task) -> str:
+    sem = semantics(task)
+    if sem.reference == "in_binary":
+        return "the reference is the CUTLASS kernel inside the testbench, not a solution.h a model could submit"
+    if sem.reference == "none":
+        return "the family has no reference solution (reference.cu only points at the oracle)"
+    return "no reference solution shipped"
+
+
+def is_reference_submission(task: Task, code: str) -> bool:
+    """Whether ``code`` is the kernelbench reference submission, byte for byte (ignoring edge whitespace)."""
+    if semantics(task).reference != "eager_model":
+        return False
+    ref = reference_submission(task)
+    return ref is not None and code.strip() == ref.strip()
+
+
+#: Build step of the kernelbench reference submission: the file must parse, nothing else is checked.
+_SYNTAX_ONLY = (
+    "python -c \"import ast, pathlib; ast.parse(pathlib.Path('{file}').read_text(encoding='utf-8')); "
+    "print('reference submission: static checker skipped (it applies to candidates only)')\""
+)
+
+
+def for_code(task: Task, code: str) -> Task:
+    """The task as the toolchain must run it for ``code``: the kernelbench reference submission skips the
+    release's static checker (whose rules reject the eager model by design); everything else is unchanged."""
+    if is_reference_submission(task, code):
+        return replace(task, build_command=_SYNTAX_ONLY.format(file=task.solution_file))
+    return task
+
+
+# ------------------------------------------------------------------ correctness oracles
+
+
+_TF = re.compile(r"^\s*([TF])\s*$", re.M)
+
+
+def cudabench_verdict(log: str) -> bool | None:
+    """The last ``T``/``F`` line compare_output.py printed (True, False), or None when it printed neither.
+
+    The release's comparison script always exits 0, so its exit status says nothing; this line does."""
+    hits = _TF.findall(log)
+    return None if not hits else hits[-1] == "T"
+
+
+def oracle_failure(task: Task, rc: int | None, log: str) -> str | None:
+    """A signature when the family's own oracle says a run that exited 0 is wrong; None otherwise."""
+    if rc != 0 or semantics(task).family != "cudabench":
+        return None
+    seen = cudabench_verdict(log)
+    if seen is True:
+        return None
+    if seen is False:
+        return "compare_output: F (output differs from the reference output)"
+    return "compare_output printed neither T nor F"
+
+
+# ------------------------------------------------------------------ testbench speed lines
+
+
+_REF = re.compile(r"Ref time:\s*([0-9.eE+-]+)\s*ms(?:\s*\(avg over (\d+) trials, min:\s*([0-9.eE+-]+)\s*ms\))?")
+_KER = re.compile(
+    r"Kernel time:\s*([0-9.eE+-]+)\s*ms(?:\s*\(avg over (\d+) trials, min:\s*([0-9.eE+-]+)\s*ms\))?"
+)
+_SPD = re.compile(r"Speedup:\s*([0-9.eE+-]+|inf|nan)\s*x", re.I)
+
+
+@dataclass(frozen=True)
+class SpeedLines:
+    """The speed lines of one testbench run, one entry per problem size."""
+
+    reference_ms: tuple[float, ...]
+    """Reference time per size (the min over the testbench's trials when printed, else its mean)."""
+    candidate_ms: tuple[float, ...]
+    """Candidate (``Kernel time``) per size, same rule."""
+    speedups: tuple[float, ...]
+    """The printed ``Speedup:`` per size."""
+
+    @property
+    def speedup(self) -> float | None:
+        """Geometric mean of the per-size speedups (None without any positive one)."""
+        good = [s for s in self.speedups if s > 0 and math.isfinite(s)]
+        return math.exp(sum(math.log(s) for s in good) / len(good)) if good else None
+
+    @staticmethod
+    def _geo(xs: tuple[float, ...]) -> float | None:
+        good = [x for x in xs if x > 0 and math.isfinite(x)]
+        return math.exp(sum(math.log(x) for x in good) / len(good)) if good else None
+
+    @property
+    def reference(self) -> float | None:
+        """Geometric mean of the reference times (ms); candidate x speedup when only those were printed
+        (the applied runner prints ``Kernel time`` and ``Speedup``)."""
+        got = self._geo(self.reference_ms)
+        cand, sp = self._geo(self.candidate_ms), self.speedup
+        return got if got is not None else (cand * sp if cand is not None and sp else None)
+
+    @property
+    def candidate(self) -> float | None:
+        """Geometric mean of the candidate times (ms); reference / speedup when none was printed."""
+        got = self._geo(self.candidate_ms)
+        ref, sp = self._geo(self.reference_ms), self.speedup
+        return got if got is not None else (ref / sp if ref is not None and sp else None)
+
+
+def _num(text: str) -> float:
+    try:
+        return float(text)
+    except ValueError:
+        return float("nan")
+
+
+def parse_speed_lines(log: str) -> SpeedLines:
+    """Every ``Ref time`` / ``Kernel time`` / ``Speedup`` line of a testbench log, in order."""
+    ref = tuple(_num(m.group(3) or m.group(1)) for m in _REF.finditer(log))
+    ker = tuple(_num(m.group(3) or m.group(1)) for m in _KER.finditer(log))
+    spd = tuple(_num(m.group(1)) for m in _SPD.finditer(log))
+    return SpeedLines(ref, ker, spd)
+
+
+# ------------------------------------------------------------------ applied kernels (def.py)
+
+
+_INCLUDES = re.compile(r"^REFERENCE_EXTRA_INCLUDES\s*=\s*(\[.*?\])", re.M | re.S)
+
+
+def applied_reference_includes(task_dir: Path) -> list[str]:
+    """The include folders def.py names for compiling testbench/reference.cu (relative to the work dir)."""
+    try:
+        text = (task_dir / "testbench" / "def.py").read_text(encoding="utf-8")
+    except OSError:
+        return []
+    m = _INCLUDES.search(text)
+    if not m:
+        return []
+    try:
+        value = ast.literal_eval(m.group(1))
+    except (ValueError, SyntaxError):
+        return []
+    return [str(v) for v in value if isinstance(v, str)]
+
+
+def applied_missing_sources(task_dir: Path, data_root: Path) -> list[str]:
+    """Reference include folders def.py needs that the release does not ship (its ``reference_sources/``
+    holds only cutlass and ThunderKittens, linked from ``data/_external``)."""
+    missing = []
+    for inc in applied_reference_includes(task_dir):
+        parts = Path(inc).parts
+        if "reference_sources" in parts:
+            rest = Path(*parts[parts.index("reference_sources") + 1 :])
+            if not (data_root / "_external" / rest).exists() and not (task_dir / "testbench" / inc).exists():
+                missing.append(f"reference_sources/{rest.as_posix()}")
+        elif not (task_dir / "testbench" / inc).exists():
+            missing.append(inc)
+    return missing
+
+
+def applied_commands(task_id: str, release_root: Path, timeout_s: int = 300) -> tuple[str, str]:
+    """Build and test commands for an applied-kernels task, run through the release's own runner.
+
+    The build step only checks that the candidate and def.py are there (the runner compiles both the
+    candidate and testbench/reference.cu with torch's extension builder during the test). The test exits
+    0 when the candidate matches the reference (atol = rtol = 5e-2, as the release runs every applied
+    task), 2 when it does not build, 3 when it is wrong; it prints ``Kernel time`` and ``Speedup`` lines.
+    """
+    build = "test -f solution.cu && test -f def.py && echo 'applied task: compiled by the runner at test time'"
+    script = (
+        "import os, sys\n"
+        "from harness.applied_kernels_runner.runner import run_task\n"
+        "from harness.applied_kernels_runner.task_schema import (TaskConfig, RunnerConfig, "
+        "CorrectnessConfig, PerformanceConfig, HardwareConfig)\n"
+        f"cfg = TaskConfig(task_id={json.dumps(task_id)}, name={json.dumps(task_id)}, task_class=2, domain=\"ml\", "
+        "hardware=HardwareConfig(min_sm=80), "
+        "runner=RunnerConfig(backend=\"class2_defpy\", workdir=os.getcwd(), solution_file=\"solution.cu\", "
+        f"timeout_sec={int(timeout_s)}), "
+        "correctness=CorrectnessConfig(mode=\"tensor_compare\", tolerances={\"atol\": 5e-2, \"rtol\": 5e-2}), "
+        "performance=PerformanceConfig(enabled=True))\n"
+        "r = run_task(cfg, os.path.abspath(\"solution.cu\"), measure_perf=True, verbose=False)\n"
+        "if not r.compiled:\n"
+        "    print(\"BUILD_FAIL:\", r.error_msg or \"compile failed\"); sys.exit(2)\n"
+        "if not r.correct:\n"
+        "    print(\"LOGIC_FAIL:\", r.error_msg or \"tensor mismatch\"); sys.exit(3)\n"
+        "print(\"Kernel time: %.4f ms\" % (r.latency_mean_ms or 0.0))\n"
+        "print(\"Speedup: %.4fx\" % (r.speedup or 0.0))\n"
+    )
+    del release_root  # the root goes on PYTHONPATH (Task.pythonpath), not into the command
+    return build, f"python -c {shlex.quote(script)}"
+
+
+# ------------------------------------------------------------------ Python dependencies
+
+
+#: Import name -> the package that provides it, where the two differ.
+PACKAGE_OF = {
+    "dotenv": "python-dotenv",
+    "yaml": "pyyaml",
+    "cv2": "opencv-python",
+    "PIL": "pillow",
+    "sklearn": "scikit-learn",
+}
+
+_PY_FILE = re.compile(r"(?:^|\s)((?:[\w.-]+/)*[\w.-]+\.py)\b")
+
+#: Modules the machine probe reports itself (gpu.Machine.torch), so not reported twice.
+_PROBED = frozenset({"torch"})
+
+
+def _unconditional_imports(path: Path) -> tuple[set[str], set[str]]:
+    """(absolute module names, relative module names) imported at a module's top level, outside try/if."""
+    try:
+        tree = ast.parse(path.read_text(encoding="utf-8", errors="replace"))
+    except (OSError, SyntaxError, ValueError):
+        return set(), set()
+    absolute: set[str] = set()
+    relative: set[str] = set()
+    for node in tree.body:
+        if isinstance(node, ast.Import):
+            absolute.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = node.module or ""
+                relative.update(f"{base}.{a.name}".strip(".") if not base else base for a in node.names)
+            elif node.module:
+                absolute.add(node.module)
+    return absolute, relative
+
+
+def _resolve(module: str, roots: tuple[Path, ...]) -> Path | None:
+    rel = Path(*module.split("."))
+    for root in roots:
+        for cand in (root / rel / "__init__.py", root.joinpath(*rel.parts[:-1], rel.name + ".py")):
+            if cand.is_file():
+                return cand
+    return None
+
+
+@lru_cache(maxsize=512)
+def _importable(name: str) -> bool:
+    try:
+        return importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def python_files(task: Task) -> tuple[list[Path], set[str]]:
+    """The Python files a task's commands run and the modules its ``python -c`` snippets import."""
+    commands = f"{task.build_command}\n{task.test_command}"
+    files = []
+    for m in _PY_FILE.finditer(commands):
+        p = task.testbench / m.group(1)
+        if p.is_file():
+            files.append(p)
+    modules: set[str] = set()
+    for command in (task.build_command, task.test_command):
+        try:
+            argv = shlex.split(command)
+        except ValueError:
+            continue
+        for i, arg in enumerate(argv[:-1]):
+            if arg == "-c" and "python" in Path(argv[i - 1] if i else "").name:
+                modules |= _snippet_imports(argv[i + 1])
+    return files, modules
+
+
+def _snippet_imports(code: str) -> set[str]:
+    """Absolute modules a ``python -c`` snippet imports at its top level."""
+    try:
+        tree = ast.parse(code)
+    except (SyntaxError, ValueError):
+        return set()
+    out: set[str] = set()
+    for node in tree.body:
+        if isinstance(node, ast.Import):
+            out.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            out.add(node.module)
+    return out
+
+
+def missing_python_modules(task: Task) -> list[str]:
+    """Third-party modules the task's Python harness imports unconditionally that this interpreter lacks.
+
+    Followed: the scripts its commands run, the modules its ``python -c`` snippets import, and, inside the
+    folders on the task's PYTHONPATH (the release's vendored packages), every module those import at top
+    level. Modules imported inside try/if blocks or functions are optional and not reported."""
+    roots = task.pythonpath
+    files, modules = python_files(task)
+    seen_files: set[Path] = set()
+    external: set[str] = set()
+    todo: list[tuple[Path | None, str]] = [(None, m) for m in modules] + [(f, "") for f in files]
+    while todo:
+        path, module = todo.pop()
+        if path is None:
+            parts = module.split(".")
+            local = [_resolve(".".join(parts[:i]), roots) for i in range(1, len(parts) + 1)]
+            found = [p for p in local if p is not None]
+            if not found:
+                external.add(parts[0])
+                continue
+            for p in found:
+                todo.append((p, ".".join(parts)))
+            continue
+        if path in seen_files:
+            continue
+        seen_files.add(path)
+        absolute, relative = _unconditional_imports(path)
+        for name in absolute:
+            todo.append((None, name))
+        pkg_dir = path.parent
+        for name in relative:
+            for cand in (pkg_dir / f"{name.split('.')[0]}.py", pkg_dir / name.split(".")[0] / "__init__.py"):
+                if cand.is_file():
+                    todo.append((cand, name))
+        if path.name != "__init__.py" and (pkg_dir / "__init__.py").is_file():
+            todo.append((pkg_dir / "__init__.py", ""))
+    stdlib = set(sys.stdlib_module_names)
+    return sorted(m for m in external if m not in stdlib and m not in _PROBED and not _importable(m))
+
+
+def describe_missing(modules: list[str]) -> str:
+    """``Python module 'dotenv' (pip install python-dotenv)`` for one or more modules."""
+    parts = [f"'{m}'" + (f" (pip install {PACKAGE_OF[m]})" if m in PACKAGE_OF else "") for m in modules]
+    noun = "module" if len(modules) == 1 else "modules"
+    return f"Python {noun} {', '.join(parts)} not importable by {sys.executable}"
+
+
+def dependency_lines(tasks: list[Task]) -> list[str]:
+    """One line per family whose Python harness imports a module this interpreter lacks."""
+    by: dict[tuple[str, tuple[str, ...]], int] = {}
+    for t in tasks:
+        missing = tuple(missing_python_modules(t))
+        if missing:
+            by[(t.family, missing)] = by.get((t.family, missing), 0) + 1
+    return [
+        f"{family} ({n} task{'s' if n != 1 else ''}): {describe_missing(list(mods))}; they are not runnable"
+        for (family, mods), n in sorted(by.items())
+    ]

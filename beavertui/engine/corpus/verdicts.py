@@ -1,0 +1,124 @@
+"""Validation verdicts kept per GPU signature, and the task selection of runs that follows from them.
+
+``corpus validate`` stores one record per task under ``<cache>/validation/<gpu slug>/<task id>.json``: the
+verdict (usable, usable with a corrected label, unusable), its reason, the observed category, the
+reference time and method. A record holds only while the task's reference and harness are unchanged.
+``batch`` and ``live`` run usable tasks by default: ``select`` says which tasks are skipped and why, and
+which were never validated on this GPU (those still run). Nothing here builds or runs anything.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from beavertui.engine.corpus.task import Task
+from beavertui.engine.timing.cupti import cache_dir
+
+
+class VerdictRecord(BaseModel):
+    """One task's validation on one GPU and toolkit."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    task_id: str
+    gpu: str
+    """GPU signature slug."""
+    verdict: str
+    """usable, usable_relabelled or unusable."""
+    reason: str
+    label: str
+    """The label as shipped."""
+    observed_category: str | None = None
+    """The broken start's category here (the corrected label when relabelled)."""
+    evidence: str | None = None
+    """The broken start's error signature."""
+    family: str = ""
+    reference_kind: str = "drop_in"
+    reference_ms: float | None = None
+    method: str | None = None
+    notes: list[str] = Field(default_factory=list)
+    reference_hash: str = ""
+    harness_hash: str = ""
+    measured_at: float = Field(default_factory=time.time)
+
+
+def _hashes(task: Task) -> tuple[str, str]:
+    from beavertui.engine.timing.baselines import reference_hash
+    from beavertui.engine.toolchain.stages import harness_hash
+
+    return reference_hash(task), harness_hash(task)
+
+
+def folder(gpu: str, cache: Path | None = None) -> Path:
+    return (cache or cache_dir()) / "validation" / gpu
+
+
+def save(task: Task, record: VerdictRecord, cache: Path | None = None) -> Path:
+    ref, harness = _hashes(task)
+    rec = record.model_copy(update={"reference_hash": ref, "harness_hash": harness})
+    p = folder(rec.gpu, cache) / f"{task.id}.json"
+    p.parent.mkdir(parents=True, exist_ok=True)
+    tmp = p.with_suffix(".tmp")
+    tmp.write_text(rec.model_dump_json(indent=2) + "\n", encoding="utf-8")
+    tmp.replace(p)
+    return p
+
+
+def load(task: Task, gpu: str, cache: Path | None = None) -> VerdictRecord | None:
+    """The stored record of ``task`` on ``gpu`` if its reference and harness are unchanged since."""
+    p = folder(gpu, cache) / f"{task.id}.json"
+    try:
+        rec = VerdictRecord.model_validate_json(p.read_text(encoding="utf-8"))
+    except (OSError, ValidationError, ValueError):
+        return None
+    ref, harness = _hashes(task)
+    if rec.reference_hash != ref or rec.harness_hash != harness or rec.task_id != task.id:
+        return None
+    return rec
+
+
+@dataclass
+class Selection:
+    """The tasks a run uses on one GPU, and the others with their reasons."""
+
+    use: list[str] = field(default_factory=list)
+    skipped: dict[str, str] = field(default_factory=dict)
+    unvalidated: list[str] = field(default_factory=list)
+    relabelled: dict[str, str] = field(default_factory=dict)
+    """task id -> observed category, for tasks usable with a corrected label."""
+
+    def summary(self, gpu: str | None) -> list[str]:
+        """Lines saying what was skipped and why (empty when nothing was)."""
+        out = []
+        where = gpu or "this machine"
+        if self.skipped:
+            out.append(f"{len(self.skipped)} task(s) skipped as unusable on {where}:")
+            out += [f"  {t}: {why}" for t, why in sorted(self.skipped.items())]
+        if self.unvalidated and gpu:
+            out.append(
+                f"{len(self.unvalidated)} task(s) never validated on {gpu} run anyway "
+                "(beavertui corpus validate records their verdicts)"
+            )
+        return out
+
+
+def select(tasks: Iterable[Task], gpu: str | None, cache: Path | None = None) -> Selection:
+    """Usable tasks first: unusable ones (by their stored verdict on ``gpu``) are skipped with the reason."""
+    sel = Selection()
+    for t in tasks:
+        rec = load(t, gpu, cache) if gpu else None
+        if rec is None:
+            sel.unvalidated.append(t.id)
+            sel.use.append(t.id)
+        elif rec.verdict == "unusable":
+            sel.skipped[t.id] = f"unusable on {gpu}: {rec.reason}"
+        else:
+            sel.use.append(t.id)
+            if rec.verdict == "usable_relabelled" and rec.observed_category:
+                sel.relabelled[t.id] = rec.observed_category
+    return sel

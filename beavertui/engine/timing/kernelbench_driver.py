@@ -1,0 +1,128 @@
+"""Time a kernelbench candidate against its PyTorch eager reference, in one process (run on the GPU machine).
+
+Usage: ``python kernelbench_driver.py --problem problem.py --solution solution.py [--trials N] [--warmup W]
+[--reference-only]``. Run in the work dir of a candidate that already passed the task's own eval.
+
+Both models are built from the same seeded initial inputs and called on the same seeded inputs. After W
+warm-up calls of each, N trials are taken; a trial is one call of each model, in alternating order (even
+trials reference first, odd trials candidate first). Before every timed call the GPU is synchronised and
+the L2 cache flushed by writing a buffer of at least 256 MiB (twice the L2 size when that is larger); the
+call is timed with CUDA events on the current stream. One line is printed:
+``BEAVER_KB_TIMING {json}`` with the method, the per-call samples (ms) of each side, and what was done.
+When something fails, the line carries ``error`` and ``side`` (``reference`` or ``candidate``) instead.
+
+This file is a standalone script: it imports only the standard library and torch, never beavertui.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import traceback
+import types
+from pathlib import Path
+from typing import Any
+
+METHOD = "torch_events_l2flush_interleaved"
+TAG = "BEAVER_KB_TIMING"
+
+
+def _emit(doc: dict[str, Any]) -> None:
+    print(f"{TAG} {json.dumps(doc, allow_nan=False)}", flush=True)
+
+
+def _module(path: Path, name: str) -> types.ModuleType:
+    mod = types.ModuleType(name)
+    mod.__file__ = str(path)
+    sys.modules[name] = mod
+    exec(compile(path.read_text(encoding="utf-8"), str(path), "exec"), mod.__dict__)
+    return mod
+
+
+def _to_cuda(xs: Any, torch: Any) -> list[Any]:
+    return [x.cuda() if isinstance(x, torch.Tensor) else x for x in xs]
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--problem", type=Path, required=True)
+    ap.add_argument("--solution", type=Path, required=True)
+    ap.add_argument("--trials", type=int, default=20)
+    ap.add_argument("--warmup", type=int, default=3)
+    ap.add_argument("--seed", type=int, default=42)
+    ap.add_argument("--reference-only", action="store_true")
+    args = ap.parse_args(argv)
+    side = "reference"
+    try:
+        import torch
+
+        problem = _module(args.problem, "beaver_kb_problem")
+        torch.manual_seed(args.seed)
+        init = _to_cuda(problem.get_init_inputs(), torch)
+        torch.manual_seed(args.seed)
+        ref = problem.Model(*init).cuda().eval()
+        models = [("reference", ref)]
+        if not args.reference_only:
+            side = "candidate"
+            solution = _module(args.solution, "beaver_kb_solution")
+            torch.manual_seed(args.seed)
+            cand = solution.ModelNew(*init).cuda().eval()
+            models.append(("candidate", cand))
+        side = "inputs"
+        torch.manual_seed(args.seed)
+        inputs = _to_cuda(problem.get_inputs(), torch)
+        props = torch.cuda.get_device_properties(0)
+        l2 = int(getattr(props, "L2_cache_size", 0) or 0)
+        flush_bytes = max(256 << 20, 2 * l2)
+        flush = torch.empty(flush_bytes // 8, dtype=torch.int64, device="cuda")
+        samples: dict[str, list[float]] = {who: [] for who, _ in models}
+        diff = None
+        with torch.no_grad():
+            for who, m in models:
+                side = who
+                for _ in range(args.warmup):
+                    m(*inputs)
+                torch.cuda.synchronize()
+            if len(models) == 2:
+                a, b = models[0][1](*inputs), models[1][1](*inputs)
+                if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and a.shape == b.shape:
+                    diff = float((a.float() - b.float()).abs().max().item())
+            torch.cuda.empty_cache()
+            start = torch.cuda.Event(enable_timing=True)
+            end = torch.cuda.Event(enable_timing=True)
+            for trial in range(args.trials):
+                order = models if trial % 2 == 0 else list(reversed(models))
+                for who, m in order:
+                    side = who
+                    torch.cuda.synchronize()
+                    flush.zero_()
+                    torch.cuda.synchronize()
+                    start.record()
+                    m(*inputs)
+                    end.record()
+                    torch.cuda.synchronize()
+                    samples[who].append(float(start.elapsed_time(end)))
+        _emit(
+            {
+                "method": METHOD,
+                "reference_ms": samples["reference"],
+                "candidate_ms": samples.get("candidate", []),
+                "trials": args.trials,
+                "warmup": args.warmup,
+                "flush_bytes": flush_bytes,
+                "interleaved": len(models) == 2,
+                "max_abs_diff": diff,
+                "device": torch.cuda.get_device_name(0),
+                "torch": torch.__version__,
+            }
+        )
+        return 0
+    except BaseException as exc:  # the reason goes to the caller in one line, whatever it is
+        last = traceback.format_exception_only(type(exc), exc)[-1].strip()
+        _emit({"method": METHOD, "error": last[:500], "side": side})
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# A scripted:@alternate batch (scripts/release-alternate.toml: broken start, then the reference submission;
+# K = 2) over every usable CUDABeaver release instance, on a GPU machine, from the repository root. It stops
+# inside the time budget and continues on a later run (on any machine) from the carried run directory.
+#   bash scripts/gpu-release-batch.sh [TOTAL_SECONDS]          (default 540)
+# Inputs (git-ignored, carried): .release/a and .release/b (the release, as for gpu-release-validate.sh),
+# .release/prev/validation/ (the verdicts of gpu-release-validate.sh: unusable tasks are skipped), and to
+# continue, .release/prev/sessions/release-alternate (the run directory an earlier run left in $OUT).
+# Writes to $OUT: sessions/release-alternate (the run, resumable), metrics.txt and metrics.json, w/steps.log.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+TOTAL=${1:-540}
+. scripts/gpu-common.sh
+REL=/tmp/release
+mkdir -p "$REL" "$OUT/sessions"
+for part in .release/a .release/b; do
+  [ -d "$part" ] && cp -a "$part/." "$REL/" && log "release part $part merged"
+done
+[ -d "$REL/data" ] || { log "no release under .release/a or .release/b"; exit 2; }
+CACHE=${XDG_CACHE_HOME:-$HOME/.cache}/beavertui
+if [ -d .release/prev/validation ]; then
+  mkdir -p "$CACHE/validation" && cp -a .release/prev/validation/. "$CACHE/validation/"
+  log "stored verdicts: $(find "$CACHE/validation" -name '*.json' | wc -l)"
+else
+  log "no stored verdicts (.release/prev/validation): every runnable task runs"
+fi
+RUN="$OUT/sessions/release-alternate"
+if [ -d .release/prev/sessions/release-alternate ]; then
+  cp -a .release/prev/sessions/release-alternate "$OUT/sessions/"
+  log "continuing $RUN"
+  set -- --resume "$RUN"
+else
+  set -- --protocol scripts/release-alternate.toml --corpus "$REL" --sessions-dir "$OUT/sessions" --run-id release-alternate
+fi
+budget=$(( $(left) - 60 ))
+# SIGINT first: the batch stops cleanly and keeps every finished session; SIGKILL 20 s later at worst
+timeout -s INT -k 20 "$budget" python3 -m beavertui batch "$@" --corpus "$REL" --quiet >"$W/batch.log" 2>&1
+log "batch: rc $? (tail: $(tail -3 "$W/batch.log" | tr '\n' ' '))"
+python3 -m beavertui metrics "$RUN" >"$OUT/metrics.txt" 2>"$W/metrics.log"
+python3 -m beavertui metrics "$RUN" --json >"$OUT/metrics.json" 2>>"$W/metrics.log"
+log "metrics: $(grep -h 'unfinished\|without a speedup\|count at p' "$W/metrics.log" | head -3 | tr '\n' ' ')"
+cp "$W/steps.log" "$OUT/steps.log"

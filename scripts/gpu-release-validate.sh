@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# Validate the CUDABeaver release on a GPU machine, from the repository root, in chunks that each end
+# inside the time budget; a later run continues where this one stopped.
+#   bash scripts/gpu-release-validate.sh [TOTAL_SECONDS] [CHUNK]          (defaults 540 and 12)
+# The release comes as git-ignored folders under .release/ (merged in this order into /tmp/release):
+#   .release/a  (everything but cutlass)   .release/b  (CUTLASS headers and the cutlass instances)
+# Earlier results: .release/prev/validate.jsonl (tasks already there are not validated again) and
+# .release/prev/validation/ (stored verdicts, put back into the cache). Environment: WORKERS (default: cores),
+# VALIDATE_FLAGS (extra flags of corpus validate, e.g. --no-timing), ONLY (a grep -E pattern of task ids), RAW_IDS (tasks whose raw stage outputs are kept, for the fixtures).
+# Writes to $OUT: validate.jsonl (every result so far, earlier ones included), chunks/*.{jsonl,log},
+# raw/ (stage outputs), validation/ (stored verdicts), w/steps.log; one instance's failure never stops the rest.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+TOTAL=${1:-540}
+CHUNK=${2:-12}
+. scripts/gpu-common.sh
+REL=/tmp/release
+mkdir -p "$REL" "$OUT/chunks" "$OUT/raw"
+for part in .release/a .release/b; do
+  [ -d "$part" ] && cp -a "$part/." "$REL/" && log "release part $part merged"
+done
+[ -d "$REL/data" ] || { log "no release under .release/a or .release/b"; exit 2; }
+CACHE=${XDG_CACHE_HOME:-$HOME/.cache}/beavertui
+if [ -d .release/prev/validation ]; then mkdir -p "$CACHE/validation" && cp -a .release/prev/validation/. "$CACHE/validation/"; fi
+: >"$OUT/validate.jsonl"
+[ -f .release/prev/validate.jsonl ] && grep -h '"task_id"' .release/prev/validate.jsonl >>"$OUT/validate.jsonl"
+WORKERS=${WORKERS:-$(nproc)}
+GPUS=$(seq -s, 0 $((NGPU > 0 ? NGPU - 1 : 0)))
+python3 -m beavertui corpus list --corpus "$REL" --json >"$W/list.jsonl" 2>"$W/list.log"
+python3 - "$REL" >"$W/deps.txt" 2>&1 <<'PY'
+import sys
+from pathlib import Path
+from beavertui.engine.corpus.families import dependency_lines
+from beavertui.engine.corpus.load import load_corpus
+lines = dependency_lines(list(load_corpus(Path(sys.argv[1])).tasks))
+print("\n".join(lines) or "every family's Python modules are importable")
+PY
+log "python modules: $(head -c 600 "$W/deps.txt")"
+ls "$REL/data" | grep -v '^_' | grep -E "${ONLY:-.}" >"$W/all.txt"
+python3 - "$OUT/validate.jsonl" "$W/all.txt" >"$W/todo.txt" <<'PY'
+import json, sys
+done = set()
+for line in open(sys.argv[1]):
+    try:
+        done.add(json.loads(line)["task_id"])
+    except (ValueError, KeyError):
+        pass
+for t in open(sys.argv[2]).read().split():
+    if t not in done:
+        print(t)
+PY
+log "$(wc -l <"$W/todo.txt") of $(wc -l <"$W/all.txt") tasks to validate; $WORKERS workers, GPUs $GPUS"
+if [ -n "${RAW_IDS:-}" ] && [ "$(left)" -gt 200 ]; then
+  timeout -k 10 $(( $(left) / 3 )) python3 scripts/release_raw_logs.py --corpus "$REL" --out "$OUT/raw" $RAW_IDS \
+    >"$W/raw.log" 2>&1
+  log "raw outputs: rc $? ($(ls "$OUT/raw" | wc -l) files)"
+fi
+n=0
+split -l "$CHUNK" -d -a 3 "$W/todo.txt" "$W/chunk." 2>/dev/null
+for f in "$W"/chunk.*; do
+  [ -f "$f" ] || continue
+  budget=$(( $(left) - 25 ))
+  if [ "$budget" -lt 120 ]; then log "time budget spent: $(wc -l <"$f") tasks of chunk $f and the later chunks wait for the next run"; break; fi
+  n=$((n + 1))
+  args=()
+  for t in $(cat "$f"); do args+=(--task "$t"); done
+  name=$(basename "$f")
+  timeout -k 10 "$budget" python3 -m beavertui corpus validate --corpus "$REL" "${args[@]}" --json \
+    --workers "$WORKERS" --gpus "$GPUS" ${VALIDATE_FLAGS:-} >"$OUT/chunks/$name.jsonl" 2>"$OUT/chunks/$name.log"
+  rc=$?
+  grep -h '"task_id"' "$OUT/chunks/$name.jsonl" >>"$OUT/validate.jsonl"
+  log "chunk $name: rc $rc, $(grep -c '"task_id"' "$OUT/chunks/$name.jsonl") of $(wc -l <"$f") results"
+done
+mkdir -p "$OUT/validation" && cp -a "$CACHE/validation/." "$OUT/validation/" 2>/dev/null
+python3 scripts/release_validation_doc.py "$OUT/validate.jsonl" --all "$W/all.txt" >"$OUT/release-validation.md" 2>"$W/doc.log"
+log "end: $(grep -c '"task_id"' "$OUT/validate.jsonl") results of $(wc -l <"$W/all.txt") tasks; table in release-validation.md"
+cp "$W/steps.log" "$OUT/steps.log"
