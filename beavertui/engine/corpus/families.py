@@ -272,6 +272,16 @@ def applied_commands(task_id: str, release_root: Path, timeout_s: int = 300) -> 
         f"timeout_sec={int(timeout_s)}), "
         "correctness=CorrectnessConfig(mode=\"tensor_compare\", tolerances={\"atol\": 5e-2, \"rtol\": 5e-2}), "
         "performance=PerformanceConfig(enabled=True))\n"
+        # The runner builds the reference into <release root>/.cache, and the release is read-only here:
+        # it sees a root of links to the release's entries beside a .cache of its own in the work dir.
+        "import harness.applied_kernels_runner.eval as _ev\n"
+        "_root = _ev.get_project_root()\n"
+        "_shadow = os.path.abspath(\".release_root\")\n"
+        "os.makedirs(os.path.join(_shadow, \".cache\"), exist_ok=True)\n"
+        "for _n in os.listdir(_root):\n"
+        "    if _n != \".cache\" and not os.path.lexists(os.path.join(_shadow, _n)):\n"
+        "        os.symlink(os.path.join(_root, _n), os.path.join(_shadow, _n))\n"
+        "_ev.get_project_root = lambda: _shadow\n"
         "r = run_task(cfg, os.path.abspath(\"solution.cu\"), measure_perf=True, verbose=False)\n"
         "if not r.compiled:\n"
         "    print(\"BUILD_FAIL:\", r.error_msg or \"compile failed\"); sys.exit(2)\n"

@@ -291,17 +291,26 @@ def validate(
         ]
         if not timed:
             # Nothing waits for the GPU alone: each result is final when its checks are, so it is yielded
-            # (and stored) at once, and a validation cut short keeps every task it finished.
+            # (and stored) at once, and a validation cut short keeps every task it finished. A result that
+            # ran out of GPU memory while other checks shared the GPU waits to be checked again alone.
             of = {fut: task for fut, task in zip(futures, tasks, strict=True)}
+            again: list[Task] = []
             for done, fut in enumerate(as_completed(futures), 1):
                 if on_checked is not None:
                     on_checked(fut.result(), done, len(tasks))
-                yield kept(of[fut], fut.result())
+                if _out_of_memory(fut.result()) and len(tasks) > 1:
+                    again.append(of[fut])
+                else:
+                    yield kept(of[fut], fut.result())
+            for task in again:
+                yield kept(task, _alone(task, machine, tool, timed))
             return
         for done, fut in enumerate(futures, 1):
             checked.append(fut.result())
             if on_checked is not None:
                 on_checked(checked[-1], done, len(tasks))
+    if len(tasks) > 1:
+        checked = [_alone(t, machine, tool, timed) if _out_of_memory(c) else c for t, c in zip(tasks, checked, strict=True)]
     if not gpus or len(gpus) < 2:
         for task, c in zip(tasks, checked, strict=True):
             yield kept(task, _timed(task, c, machine, tool, ceilings, cache))
@@ -322,6 +331,16 @@ def validate(
         timed_futures = [pool.submit(on_a_gpu, t, c) for t, c in zip(tasks, checked, strict=True)]
         for task, fut in zip(tasks, timed_futures, strict=True):
             yield kept(task, fut.result())
+
+
+def _out_of_memory(r: TaskValidation) -> bool:
+    return "out_of_memory" in (r.reference_category, r.broken_category)
+
+
+def _alone(task: Task, machine: Machine, tool: LocalToolchain, prebuild: bool) -> TaskValidation:
+    """A task checked again with nothing else on the GPU (it ran out of memory beside other checks)."""
+    r = _guarded(check_task, task, machine, tool, prebuild)
+    return replace(r, notes=(*r.notes, "checked again alone: it ran out of GPU memory beside other checks"))
 
 
 def _guarded(
