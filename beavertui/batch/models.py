@@ -77,8 +77,38 @@ def _fenced(code: str, language: str) -> str:
     return f"```{fence}\n{code}\n```\n"
 
 
-def build_model(spec: ModelSpec, task: Task, protocol: Protocol) -> Model:
-    """The model object of one session."""
+_CACHES: dict[str, Any] = {}
+
+
+def default_reply_cache() -> Path:
+    """$BEAVERTUI_REPLY_CACHE, else ~/.cache/beavertui/replies (or under $XDG_CACHE_HOME)."""
+    import os
+
+    env = os.environ.get("BEAVERTUI_REPLY_CACHE")
+    if env:
+        return Path(env)
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "beavertui" / "replies"
+
+
+def reply_cache(folder: str) -> Any:
+    """The process's one ReplyCache of a folder (so its counts cover every session of the batch)."""
+    from beavertui.engine.models.reply_cache import ReplyCache
+
+    with _LOCK:
+        if folder not in _CACHES:
+            _CACHES[folder] = ReplyCache(Path(folder))
+        return _CACHES[folder]
+
+
+def reply_cache_stats() -> dict[str, Any]:
+    """folder -> CacheStats of every reply cache this process used."""
+    with _LOCK:
+        return {k: v.stats for k, v in _CACHES.items()}
+
+
+def build_model(spec: ModelSpec, task: Task, protocol: Protocol, *, job: Any = None) -> Model:
+    """The model object of one session (behind the run's reply cache when ``job`` names one)."""
     from beavertui.engine.models.scripted import ScriptedModel
 
     name = spec.name
@@ -120,5 +150,15 @@ def build_model(spec: ModelSpec, task: Task, protocol: Protocol) -> Model:
         extra_body=dict(spec.extra_body),
         timeout_s=spec.timeout_s,
         retries=spec.retries,
+        input_usd_per_mtok=spec.input_usd_per_mtok,
+        output_usd_per_mtok=spec.output_usd_per_mtok,
     ).with_protocol(protocol.temperature, protocol.seed)
-    return BoundedModel(OpenAIModel(config), slots, name if spec.label else None)
+    model: Model = OpenAIModel(config)
+    cache_dir = getattr(job, "reply_cache", None)
+    if cache_dir:
+        from beavertui.engine.models.reply_cache import CachedModel, sampled
+
+        assert isinstance(model, OpenAIModel)
+        if getattr(job, "reply_cache_sampled", False) or not sampled(model.request_body([])):
+            model = CachedModel(model, reply_cache(cache_dir), sample=int(getattr(job, "sample", 0)))
+    return BoundedModel(model, slots, name if spec.label else None)

@@ -45,6 +45,22 @@ def register(sub: Any) -> None:
         "--executor", choices=("local", "ray"), default="local", help="run sessions here or on Ray"
     )
     p.add_argument("--address", help="Ray cluster address (default: start a local Ray instance)")
+    p.add_argument(
+        "--reply-cache", type=Path, metavar="DIR",
+        help="reuse model replies stored here for the exact same request (default: ~/.cache/beavertui/replies)",
+    )  # fmt: skip
+    p.add_argument("--no-reply-cache", action="store_true", help="ask the endpoint for every reply")
+    p.add_argument(
+        "--reply-cache-sampled", action="store_true",
+        help="reuse replies sampled at temperature > 0 too (off by default: a stored reply is no fresh sample)",
+    )  # fmt: skip
+    p.add_argument(
+        "--dry-run", action="store_true",
+        help="list the tasks, models, protocols, sessions and GPUs that would run, and write nothing",
+    )  # fmt: skip
+    from beavertui.reports.render import add_format_argument
+
+    add_format_argument(p, "the summary table's rows")
     p.add_argument("--tui", action="store_true", help="live dashboard instead of the progress table")
     p.add_argument("--quiet", action="store_true", help="no progress display, only the final summary")
     p.set_defaults(func=_handle)
@@ -111,6 +127,9 @@ def new_manifest(args: argparse.Namespace) -> tuple[Any, Path, Any]:
     run_dir = args.sessions_dir / run_id
     if (run_dir / "run.json").exists():
         raise BeaverError(f"{run_dir}: already a run; continue it with --resume {run_dir}")
+    from beavertui.batch.models import default_reply_cache
+
+    cache = None if args.no_reply_cache else str((args.reply_cache or default_reply_cache()).absolute())
     manifest = RunManifest(
         run_id=run_id,
         name=spec.name,
@@ -127,8 +146,11 @@ def new_manifest(args: argparse.Namespace) -> tuple[Any, Path, Any]:
         executor=args.executor,
         host=host_info(),
         toolchain=args.toolchain,
+        reply_cache=cache,
+        reply_cache_sampled=args.reply_cache_sampled,
     )
-    write_manifest(run_dir, manifest)
+    if not args.dry_run:
+        write_manifest(run_dir, manifest)
     return manifest, run_dir, corpus
 
 
@@ -167,7 +189,16 @@ def _start(args: argparse.Namespace) -> int:
     if args.resume is not None:
         manifest = read_manifest(args.resume)
         run_dir = args.run_dir = args.resume
+        if args.dry_run:
+            from beavertui.batch.overview import show_plan
+
+            return show_plan(manifest, run_dir, args, resuming=True)
         remove_partial_files(run_dir)
+        if args.no_reply_cache:
+            manifest.reply_cache = None
+        elif args.reply_cache is not None:
+            manifest.reply_cache = str(args.reply_cache.absolute())
+        manifest.reply_cache_sampled = manifest.reply_cache_sampled or args.reply_cache_sampled
         corpus = load_corpus(args.corpus or Path(manifest.corpus))
         manifest.resumed.append(time.strftime("%Y-%m-%dT%H:%M:%S%z"))
         manifest.status = "running"
@@ -176,14 +207,33 @@ def _start(args: argparse.Namespace) -> int:
             args.toolchain = manifest.toolchain
     else:
         manifest, run_dir, corpus = new_manifest(args)
+        if args.dry_run:
+            from beavertui.batch.overview import show_plan
+
+            return show_plan(manifest, run_dir, args, resuming=False)
         args.run_dir = run_dir
     tasks = {t.id: t for t in corpus.tasks}
     missing = [t for t in manifest.tasks if t not in tasks]
     if missing:
         raise BeaverError(f"{corpus.root}: tasks of the run are missing: {', '.join(missing[:5])}")
     print(f"beavertui: run {run_dir}", file=sys.stderr)
+    if manifest.reply_cache:
+        from beavertui.batch.models import reply_cache
+
+        try:
+            reply_cache(manifest.reply_cache)
+        except OSError as exc:
+            raise BeaverError(
+                f"{manifest.reply_cache}: cannot use it as the reply cache ({exc.strerror}); "
+                "pass --no-reply-cache or another --reply-cache DIR"
+            ) from None
     if args.tui:
         from beavertui.tui.batch_dashboard import run_dashboard
 
-        return run_dashboard(args, manifest, run_dir, tasks)
-    return run_batch(args, manifest, run_dir, tasks)
+        rc = run_dashboard(args, manifest, run_dir, tasks)
+    else:
+        rc = run_batch(args, manifest, run_dir, tasks)
+    from beavertui.batch.overview import show_summary
+
+    show_summary(manifest, run_dir, args)
+    return rc

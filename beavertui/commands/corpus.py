@@ -18,12 +18,14 @@ def register(sub: Any) -> None:
     ls.add_argument(
         "--corpus", type=Path, default=None, help="corpus folder (native corpus/ or release data/)"
     )
-    ls.add_argument("--json", action="store_true", help="one JSON object per task on stdout")
+    from beavertui.reports.render import add_format_argument
+
+    add_format_argument(ls, "one object per task and line")
     ls.set_defaults(func=_list)
     va = csub.add_parser("validate", help="check references pass, broken starts fail, and time references")
     va.add_argument("--corpus", type=Path, default=None, help="corpus folder")
     va.add_argument("--task", action="append", default=None, metavar="ID", help="only this task (repeatable)")
-    va.add_argument("--json", action="store_true", help="JSON on stdout")
+    add_format_argument(va, "one object per task and line, as each is checked")
     va.add_argument("--no-timing", action="store_true", help="skip reference timing")
     va.add_argument(
         "--workers", type=int, default=None, metavar="N",
@@ -63,26 +65,27 @@ def _list(args: argparse.Namespace) -> int:
                 "reason": why,
             }
         )
-    if args.json:
+    from beavertui.reports.render import emit, output_format
+    from beavertui.reports.tables import Table
+
+    fmt = output_format(args)
+    if fmt == "json":
         for r in rows:
             print(json.dumps(r))
         for p in load.problems:
             print(json.dumps({"error": p}))
         return 0
-    table = [["id", "family", "label", "solution file", "runs here"]]
+    # why a task cannot run here is said once in the note, each reason numbered, not in every row
+    reasons = list(dict.fromkeys(str(r["reason"]) for r in rows if not r["runnable"]))
+    table = []
     for r in rows:
         label = r["label"] if r["label"] == r["category"] else f"{r['label']} ({r['category']})"
-        table.append(
-            [
-                r["id"],
-                r["family"],
-                label,
-                r["solution_file"],
-                "yes" if r["runnable"] else f"no: {r['reason']}",
-            ]
-        )
-    print(f"{load.root}: {len(rows)} tasks, {sum(r['runnable'] for r in rows)} runnable here")
-    print(_plain(table))
+        runs = "yes" if r["runnable"] else f"no ({reasons.index(str(r['reason'])) + 1})"
+        table.append((r["id"], r["family"], label, r["solution_file"], runs))
+    title = f"{load.root}: {len(rows)} tasks, {sum(r['runnable'] for r in rows)} runnable here"
+    cols = ("id", "family", "label", "solution file", "runs here")
+    note = "; ".join(f"({n}) {why}" for n, why in enumerate(reasons, 1))
+    emit([Table(title, cols, tuple(table), note=note, keys=1)], fmt)
     for p in load.problems:
         print(f"malformed: {p}", file=sys.stderr)
     if not rows and not load.problems:
@@ -96,7 +99,10 @@ def _validate(args: argparse.Namespace) -> int:
     from beavertui.engine.corpus.validate import validate
     from beavertui.engine.host.ceilings import measure
     from beavertui.engine.host.gpu import probe
+    from beavertui.reports.render import emit, output_format
+    from beavertui.reports.tables import Table
 
+    fmt = output_format(args)
     load = _load(args)
     machine = probe()
     ceilings = None
@@ -135,16 +141,16 @@ def _validate(args: argparse.Namespace) -> int:
         if r.reference_ms is not None:
             state += f" (reference {r.reference_ms:.4f} ms, CV {100 * (r.reference_cv or 0):.1f}%)"
         print(f"[{i}/{len(tasks)}] {r.task_id}: {state}", file=sys.stderr, flush=True)
-        if args.json:
+        if fmt == "json":
             print(json.dumps({**asdict(r), "valid": r.valid}), flush=True)
-    if args.json:
+    if fmt == "json":
         for p in load.problems:
             print(json.dumps({"error": p}))
         return 0
-    table = [["id", "label", "reference", "broken start", "agrees", "reference time", "throughput"]]
+    table: list[tuple[str, ...]] = []
     for r in results:
         if not r.runnable:
-            table.append([r.task_id, r.label, f"not runnable: {r.reason}", "", "", "", ""])
+            table.append((r.task_id, r.label, f"not runnable: {r.reason}", "", "", "", ""))
             continue
         t = (
             ""
@@ -167,22 +173,13 @@ def _validate(args: argparse.Namespace) -> int:
                 f"{r.gbps:.0f} GB/s" + (f" ({100 * r.gbps_fraction:.0f}% copy)" if r.gbps_fraction else "")
             )
         table.append(
-            [r.task_id, r.label, r.reference_category or "", broken,
-             "yes" if r.label_agrees else "no", t, ", ".join(thr)]
+            (r.task_id, r.label, r.reference_category or "", broken,
+             "yes" if r.label_agrees else "no", t, ", ".join(thr))
         )  # fmt: skip
-    print(_plain(table))
     valid = sum(r.valid for r in results)
-    print(
-        f"{valid} of {len(results)} tasks valid on {machine.gpu.slug if machine.gpu else 'this machine (no GPU)'}"
-    )
+    where = machine.gpu.slug if machine.gpu else "this machine (no GPU)"
+    cols = ("id", "label", "reference", "broken start", "agrees", "reference time", "throughput")
+    emit([Table(f"{valid} of {len(results)} tasks valid on {where}", cols, tuple(table), keys=1)], fmt)
     for p in load.problems:
         print(f"malformed: {p}", file=sys.stderr)
     return 0
-
-
-def _plain(rows: list[list[str]]) -> str:
-    """A plain-text table: left-aligned columns, two spaces apart, a rule under the header."""
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
-    lines.insert(1, "  ".join("-" * w for w in widths))
-    return "\n".join(lines)

@@ -22,13 +22,9 @@ def register(sub: Any) -> None:
         "tasks in the human formats. SOURCE is a run directory or an attempts table (.jsonl or .csv).",
     )
     p.add_argument("source", type=Path, help="run directory, session file, or attempts table")
-    p.add_argument("--json", action="store_true", help="print the machine-readable object of metrics.md")
-    p.add_argument(
-        "--format",
-        choices=("table", "markdown", "csv", "latex"),
-        default="table",
-        help="human format (default: a terminal table)",
-    )
+    from beavertui.reports.render import add_format_argument
+
+    add_format_argument(p, "the machine-readable object of metrics.md")
     p.add_argument(
         "-o", "--output", type=Path, help="write the report to this file instead of standard output"
     )
@@ -149,11 +145,13 @@ NO_CODE = (
 def _handle(args: argparse.Namespace) -> int:
     from beavertui import __version__
     from beavertui.engine.errors import BeaverError
+    from beavertui.reports.render import output_format
 
+    fmt = output_format(args)
     if args.resamples < 1000:
         raise BeaverError("--resamples must be at least 1000 (metrics.md)")
     if args.tui:
-        if args.json or args.output is not None or args.format != "table":
+        if fmt != "table" or args.output is not None:
             raise BeaverError("--tui shows the tables on screen: drop --json, --format and --output")
         if not sys.stdout.isatty():
             raise BeaverError(
@@ -161,7 +159,7 @@ def _handle(args: argparse.Namespace) -> int:
             )
     report = compute(args.source, args.source_models)
     groups, sw, kt, cells = report.groups, report.swing, report.kendall, report.cells
-    if args.json:
+    if fmt == "json":
         doc = {"groups": [_group_json(g, cells) for g in groups], "swing": sw, "kendall_tau": kt}
         _emit(json.dumps(doc, indent=None, allow_nan=False), args.output)
         return 0
@@ -195,16 +193,17 @@ def _handle(args: argparse.Namespace) -> int:
             )
         ).run()
         return 0
-    if args.format == "table" and args.output is None:
+    if fmt == "table" and args.output is None:
         render.terminal(report.tables)
     else:
+        # a file gets Markdown for "table": fitting to a terminal means nothing there
         text = {
             "table": render.markdown,
-            "markdown": render.markdown,
+            "md": render.markdown,
             "csv": render.csv_text,
             "latex": render.latex,
-        }[args.format](report.tables)
-        _emit(text, args.output)
+        }
+        _emit(text[fmt](report.tables), args.output)
     return 0
 
 

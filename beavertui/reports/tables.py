@@ -37,6 +37,8 @@ class Table:
     columns: tuple[str, ...]
     rows: tuple[tuple[Cell, ...], ...]
     note: str = ""
+    keys: int = 2
+    """Leading columns that name a row (a block's heading when the table is too wide for the page)."""
 
 
 def _f(x: float) -> float | None:
@@ -220,6 +222,7 @@ def kendall_table(entries: Sequence[Mapping[str, Any]]) -> Table:
         "Kendall's tau-b of model rankings between protocols",
         ("protocol A", "protocol B", "axis", "models", "tau-b", "p"),
         tuple(rows),
+        keys=3,
     )
 
 
@@ -254,7 +257,10 @@ def breakdown_table(
                 )
             )
     return Table(
-        f"Repair rates per {name}", ("model", "protocol", name, "tasks", "pass@1", "pass@k"), tuple(rows)
+        f"Repair rates per {name}",
+        ("model", "protocol", name, "tasks", "pass@1", "pass@k"),
+        tuple(rows),
+        keys=3,
     )
 
 

@@ -21,7 +21,15 @@ from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import Footer, Input, Static
 
-from beavertui.tui.catalog import Row, is_session_file, parse_filter, read_row, session_files
+from beavertui.tui.catalog import (
+    FILTER_KEYS,
+    Row,
+    is_session_file,
+    parse_filter,
+    read_row,
+    session_files,
+    unknown_keys,
+)
 from beavertui.tui.style import SHORT, STOP_COLOUR, colour, speed
 from beavertui.tui.table import Cell, Column, VirtualTable
 
@@ -67,6 +75,12 @@ def cells(r: Row) -> list[Cell]:
         (r.stop, STOP_COLOUR.get(r.stop, "")),
         (SHORT.get(r.category, r.category), f"bold {colour(r.category)}" if r.category else ""),
     ]
+
+
+def _unknown_message(keys: list[str]) -> str:
+    names = ", ".join(f"{k}:" for k in keys)
+    known = " ".join(f"{k}:" for k in FILTER_KEYS if k != "cat")
+    return f"unknown filter key {names} (ignored; known: {known})"
 
 
 class RowsRead(Message):
@@ -226,6 +240,9 @@ class BrowserScreen(Screen[None]):
             text.append(f" · sorted by {label} {'↓' if self.reverse else '↑'}")
         if self.filter_text:
             text.append(f" · filter: {self.filter_text}", style="cyan")
+            unknown = unknown_keys(parse_filter(self.filter_text))
+            if unknown:
+                text.append(f" · {_unknown_message(unknown)}", style="bold red")
         if self.loaded and not self.rows:
             text.append(" · no session files (*.jsonl) here", style="bold red")
         self.query_one("#browser-status", Static).update(text)
@@ -264,6 +281,9 @@ class BrowserScreen(Screen[None]):
     @on(Input.Submitted, "#browser-filter")
     def _filter_submitted(self, event: Input.Submitted) -> None:
         self.filter_text = event.value.strip()
+        unknown = unknown_keys(parse_filter(self.filter_text))
+        if unknown:
+            self.notify(_unknown_message(unknown), severity="warning")
         self.refill()
         self.query_one("#sessions", VirtualTable).focus()
 
