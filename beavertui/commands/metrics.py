@@ -89,6 +89,8 @@ class Report:
     kendall: list[dict[str, Any]]
     cells: dict[Any, Any] | None
     tables: list[Any] = field(default_factory=list)
+    usage: dict[Any, Any] | None = None
+    """Tokens and cost per group (engine.metrics.usage), from the sessions; None for an attempts table."""
     """reports.tables.Table in the order the terminal prints them (empty until ``with_tables``)."""
 
 
@@ -103,7 +105,12 @@ def compute(source: Path, source_models: Path | None = None) -> Report:
         raise BeaverError(f"{source}: no attempts")
     groups = compute_groups(table)
     cells = _analysis_cells(source, source_models)
-    return Report(source, table, groups, swing(groups), kendall(groups), cells)
+    usage = None
+    if source.is_dir() or (source.is_file() and _is_session(source)):
+        from beavertui.engine.metrics.usage import run_usage
+
+        usage = run_usage(source)
+    return Report(source, table, groups, swing(groups), kendall(groups), cells, usage=usage)
 
 
 def with_tables(
@@ -117,6 +124,7 @@ def with_tables(
         kendall_table,
         main_tables,
         swing_table,
+        usage_table,
     )
 
     seed = SEED if seed is None else seed
@@ -124,6 +132,8 @@ def with_tables(
     tables = main_tables(groups, resamples=resamples, seed=seed)
     if report.cells is not None:
         tables.append(analysis_table(groups, report.cells, resamples=resamples, seed=seed))
+    if report.usage and any(g.reported for g in report.usage.values()):
+        tables.append(usage_table(groups, report.usage))
     if report.swing:
         tables.append(swing_table(report.swing))
     if report.kendall:
@@ -161,6 +171,8 @@ def _handle(args: argparse.Namespace) -> int:
     groups, sw, kt, cells = report.groups, report.swing, report.kendall, report.cells
     if fmt == "json":
         doc = {"groups": [_group_json(g, cells) for g in groups], "swing": sw, "kendall_tau": kt}
+        if report.usage is not None:
+            doc["usage"] = _usage_json(report.usage)
         _emit(json.dumps(doc, indent=None, allow_nan=False), args.output)
         return 0
     from beavertui.reports import render
@@ -171,7 +183,7 @@ def _handle(args: argparse.Namespace) -> int:
     if args.card:
         from beavertui.reports.card import card
 
-        _write(args.card, card(args.source, groups, __version__))
+        _write(args.card, card(args.source, groups, __version__, report.usage))
     if args.plots:
         from beavertui.reports.svg import p_sweep_svg, swing_svg
 
@@ -230,6 +242,26 @@ def _group_json(g: Any, cells: dict[Any, Any] | None) -> dict[str, Any]:
         doc[key] = float(num[j] / den[j]) if num is not None and den is not None and den[j] > 0 else None
     doc["analysed_repairs"] = None if cells is None else (c.analysed_repairs if c is not None else 0)
     return doc
+
+
+def _usage_json(usage: dict[Any, Any]) -> list[dict[str, Any]]:
+    """Per group: model, protocol, sessions, repaired, the summed usage, cost per session and per repair."""
+    from beavertui.engine.metrics.table import PROTOCOL_FIELDS
+
+    out = []
+    for key, g in usage.items():
+        out.append(
+            {
+                "model": key[0],
+                "protocol": dict(zip(PROTOCOL_FIELDS, key[1:], strict=True)),
+                "sessions": g.sessions,
+                "repaired": g.repaired,
+                **g.usage.model_dump(),
+                "cost_per_session_usd": g.cost_per_session,
+                "cost_per_repair_usd": g.cost_per_repair,
+            }
+        )
+    return out
 
 
 def _task_attribute(table: Any, column: str) -> dict[str, str | None]:

@@ -122,7 +122,10 @@ def _numeric(table: Table, i: int) -> bool:
 
 
 def _wrapped(text: str, width: int, style: str) -> list[Line]:
-    return [Line(t, style) for t in textwrap.wrap(text, width, break_long_words=False) or [""]]
+    return [
+        Line(t, style)
+        for t in textwrap.wrap(text, width, break_long_words=False, break_on_hyphens=False) or [""]
+    ]
 
 
 def lines(table: Table, width: int, *, keys: int | None = None) -> list[Line]:
@@ -165,6 +168,9 @@ def _blocks(table: Table, cols: list[int], width: int, keys: int | None) -> list
     label = max(len(table.columns[i]) for i in rest) if rest else 0
     label = min(label, width // 3)
     out: list[Line] = []
+    if key_cols:
+        names = " · ".join(table.columns[i] for i in key_cols)
+        out += _wrapped(f"(too wide for the page: one block per {names})", width, "note")
     for r in table.rows:
         out.append(Line(""))
         heading = " · ".join(_text(r[i]) for i in key_cols if _text(r[i]))
