@@ -81,6 +81,7 @@ lane_rest() {
   demo no_progress layernorm_03 4 &
   demo code_cycle scan_01 4 &
   demo sanitizer_only layernorm_01 2 --sanitize memcheck &
+  demo resend_then_reference transpose_00 2 &
   wait
   log "demos: done: $(tr '\n' ' ' <"$W/demos.txt")"
   files=$(grep -l "pytest.mark.gpu" tests/*.py tests/*/*.py 2>/dev/null | tr '\n' ' ')

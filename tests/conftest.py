@@ -41,3 +41,11 @@ def repo_root() -> Path:
 @pytest.fixture
 def data_dir() -> Path:
     return DATA
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _reply_cache_in_a_temporary_folder(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Batches under test store model replies in a folder of the test session, never in the user's cache."""
+    import os
+
+    os.environ["BEAVERTUI_REPLY_CACHE"] = str(tmp_path_factory.mktemp("reply-cache"))

@@ -40,6 +40,10 @@ class JobSpec:
     task_id: str
     sample: int
     path: Path
+    reply_cache: str | None = None
+    """Folder of the reply cache, if the run uses one."""
+    reply_cache_sampled: bool = False
+    """Reuse replies sampled at temperature > 0 too."""
 
     @property
     def group(self) -> tuple[str, str]:

@@ -73,8 +73,39 @@ def session_protocol(spec: ModelSpec, task: Task, protocol: Protocol) -> Protoco
     return protocol
 
 
-def build_model(spec: ModelSpec, task: Task, protocol: Protocol) -> Model:
-    """The model object of one session: the shared resolution, behind its endpoint's concurrency slots.
+_CACHES: dict[str, Any] = {}
+
+
+def default_reply_cache() -> Path:
+    """$BEAVERTUI_REPLY_CACHE, else ~/.cache/beavertui/replies (or under $XDG_CACHE_HOME)."""
+    import os
+
+    env = os.environ.get("BEAVERTUI_REPLY_CACHE")
+    if env:
+        return Path(env)
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "beavertui" / "replies"
+
+
+def reply_cache(folder: str) -> Any:
+    """The process's one ReplyCache of a folder (so its counts cover every session of the batch)."""
+    from beavertui.engine.models.reply_cache import ReplyCache
+
+    with _LOCK:
+        if folder not in _CACHES:
+            _CACHES[folder] = ReplyCache(Path(folder))
+        return _CACHES[folder]
+
+
+def reply_cache_stats() -> dict[str, Any]:
+    """folder -> CacheStats of every reply cache this process used."""
+    with _LOCK:
+        return {k: v.stats for k, v in _CACHES.items()}
+
+
+def build_model(spec: ModelSpec, task: Task, protocol: Protocol, *, job: Any = None) -> Model:
+    """The model object of one session: the shared resolution, behind its endpoint's concurrency slots and
+    the run's reply cache when ``job`` names one.
 
     The batch file's fields override the models-file entry of the same name only where the file sets them.
     """
@@ -92,10 +123,16 @@ def build_model(spec: ModelSpec, task: Task, protocol: Protocol) -> Model:
     overrides: dict[str, Any] = {
         field: getattr(spec, field)
         for field in ("base_url", "api_key_env", "top_p", "max_tokens", "reasoning_effort", "extra_body",
-                      "timeout_s", "retries")
+                      "timeout_s", "retries", "input_usd_per_mtok", "output_usd_per_mtok")
         if field in spec.model_fields_set
     }  # fmt: skip
     model = resolve_model(spec.model, task, protocol, overrides=overrides)
-    if isinstance(model, OpenAIModel):
-        return BoundedModel(model, slots, name if spec.label else None)
-    return BoundedModel(model, slots, name)
+    if not isinstance(model, OpenAIModel):
+        return BoundedModel(model, slots, name)
+    cache_dir = getattr(job, "reply_cache", None)
+    if cache_dir:
+        from beavertui.engine.models.reply_cache import CachedModel, sampled
+
+        if getattr(job, "reply_cache_sampled", False) or not sampled(model.request_body([])):
+            model = CachedModel(model, reply_cache(cache_dir), sample=int(getattr(job, "sample", 0)))
+    return BoundedModel(model, slots, name if spec.label else None)

@@ -22,27 +22,37 @@ def _eta(seconds: float | None) -> str:
     return f"{h}h{m:02d}m" if h else f"{m}m{s:02d}s"
 
 
-def table(tracker: Tracker, parallel: int) -> Any:
-    from rich.table import Table
+def table(tracker: Tracker, parallel: int, width: int | None = None) -> Any:
+    """The progress table fitted to the terminal's width (reports/fit.py): long names wrap, headers never."""
+    from rich.text import Text
 
-    t = Table(title="beavertui batch", header_style="bold")
-    for col in ("model", "protocol", "done", "passed", "running", "attempts", "infra", "ETA"):
-        t.add_column(col, justify="left" if col in ("model", "protocol") else "right")
+    from beavertui.reports.fit import lines, page_width
+    from beavertui.reports.tables import Table
+
+    rows = []
     with tracker.lock:
         items = sorted(tracker.groups.items())
         for (model, proto), g in items:
             rate = f"{100 * g.passed / g.done:.0f}%" if g.done else "-"
-            t.add_row(
-                model,
-                proto,
-                f"{g.done}/{g.total}",
-                f"{g.passed} ({rate})",
-                str(g.running),
-                str(g.attempts),
-                str(g.infra),
-                "done" if g.done == g.total else _eta(tracker.eta_s((model, proto), parallel)),
+            rows.append(
+                (
+                    model,
+                    proto,
+                    f"{g.done}/{g.total}",
+                    f"{g.passed} ({rate})",
+                    str(g.running),
+                    str(g.attempts),
+                    str(g.infra),
+                    "done" if g.done == g.total else _eta(tracker.eta_s((model, proto), parallel)),
+                )
             )
-    return t
+    cols = ("model", "protocol", "done", "passed", "running", "attempts", "infra", "ETA")
+    out = Text()
+    styles = {"title": "bold", "header": "bold", "rule": "dim", "heading": "bold cyan", "note": "dim"}
+    for ln in lines(Table("beavertui batch", cols, tuple(rows)), width or page_width()):
+        out.append(ln.text + "\n", styles.get(ln.style, ""))
+    out.rstrip()
+    return out
 
 
 def line(tracker: Tracker) -> str:

@@ -63,6 +63,10 @@ class ModelSpec(BaseModel):
     """Failed tries allowed per call before the session records an infrastructure error."""
     scripts: str | None = None
     """Scripted models: a folder with one script per task (``<task_id>.toml|.json|.md``)."""
+    input_usd_per_mtok: float | None = Field(default=None, ge=0)
+    """Price of prompt tokens, US dollars per million (give both prices to see costs)."""
+    output_usd_per_mtok: float | None = Field(default=None, ge=0)
+    """Price of completion tokens (reasoning included), US dollars per million."""
 
     @property
     def name(self) -> str:

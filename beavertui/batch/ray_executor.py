@@ -72,7 +72,7 @@ def remote_session(job: JobSpec, corpus: str, toolchain: str, prefix: list[str] 
             assert not isinstance(e, SessionHeader)
             events.append(e)
         resume = (header, events)
-    model = build_model(job.model, task, job.protocol)
+    model = build_model(job.model, task, job.protocol, job=job)
     # the key stays on the worker: lines are redacted here, since the driver never holds the key
     spellings = secret_spellings(model.secrets())
     for item in run_session(

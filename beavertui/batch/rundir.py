@@ -86,6 +86,10 @@ class RunManifest(BaseModel):
     """running, finished or interrupted (a killed run stays 'running')."""
     resumed: list[str] = Field(default_factory=list)
     """ISO times of each resume."""
+    reply_cache: str | None = None
+    """Folder of the reply cache the run reads and fills (None: every reply asked of the endpoint)."""
+    reply_cache_sampled: bool = False
+    """Also reuse replies sampled at temperature > 0 (a stored reply is not a fresh sample)."""
     summary: dict[str, Any] = Field(default_factory=dict)
     """Counts written at the end: sessions, passed, infrastructure failures, cache hits, GPU busy."""
 

@@ -35,7 +35,17 @@ def plan(manifest: RunManifest, run_dir: Path) -> list[JobSpec]:
                 for model in manifest.models:
                     path = session_path(run_dir, model.name, entry.slug, task_id, sample)
                     jobs.append(
-                        JobSpec(manifest.run_id, model, entry.slug, entry.protocol, task_id, sample, path)
+                        JobSpec(
+                            manifest.run_id,
+                            model,
+                            entry.slug,
+                            entry.protocol,
+                            task_id,
+                            sample,
+                            path,
+                            manifest.reply_cache,
+                            manifest.reply_cache_sampled,
+                        )
                     )
     return jobs
 
@@ -115,7 +125,7 @@ def local_starter(
     job: JobSpec, task: Task, toolchain: Toolchain
 ) -> Callable[[Prefix | None], tuple[Any, tuple[str, ...]]]:
     def start(prefix: Prefix | None) -> tuple[Any, tuple[str, ...]]:
-        model = build_model(job.model, task, job.protocol)
+        model = build_model(job.model, task, job.protocol, job=job)
         protocol = session_protocol(job.model, task, job.protocol)
         stream = run_session(
             task, model, toolchain, protocol, run_id=job.run_id, sample=job.sample, resume_from=prefix

@@ -48,6 +48,22 @@ def register(sub: Any) -> None:
         "--all-tasks", action="store_true",
         help="also run tasks whose validation on this GPU found them unusable (default: usable tasks only)",
     )  # fmt: skip
+    p.add_argument(
+        "--reply-cache", type=Path, metavar="DIR",
+        help="reuse model replies stored here for the exact same request (default: ~/.cache/beavertui/replies)",
+    )  # fmt: skip
+    p.add_argument("--no-reply-cache", action="store_true", help="ask the endpoint for every reply")
+    p.add_argument(
+        "--reply-cache-sampled", action="store_true",
+        help="reuse replies sampled at temperature > 0 too (off by default: a stored reply is no fresh sample)",
+    )  # fmt: skip
+    p.add_argument(
+        "--dry-run", action="store_true",
+        help="list the tasks, models, protocols, sessions and GPUs that would run, and write nothing",
+    )  # fmt: skip
+    from beavertui.commands.formats import add_format_argument
+
+    add_format_argument(p, "the summary table's rows")
     p.add_argument("--tui", action="store_true", help="live dashboard instead of the progress table")
     p.add_argument("--quiet", action="store_true", help="no progress display, only the final summary")
     p.set_defaults(func=_handle)
@@ -76,6 +92,10 @@ def options_of(args: argparse.Namespace) -> BatchOptions:
         address=args.address,
         quiet=args.quiet,
         all_tasks=args.all_tasks,
+        reply_cache=args.reply_cache,
+        no_reply_cache=args.no_reply_cache,
+        reply_cache_sampled=args.reply_cache_sampled,
+        dry_run=args.dry_run,
         command=["beavertui", *sys.argv[1:]],
     )
 
@@ -86,7 +106,7 @@ def _handle(args: argparse.Namespace) -> int:
 
     seen: list[Path] = []
     try:
-        return _start(options_of(args), args.tui, seen.append)
+        return _start(args, seen.append)
     except (OSError, StorageError) as exc:
         err = storage_error(exc) if isinstance(exc, OSError) else exc
         if err is None:
@@ -99,10 +119,11 @@ def _handle(args: argparse.Namespace) -> int:
         raise err from None
 
 
-def _start(options: BatchOptions, tui: bool, started: Callable[[Path], None]) -> int:
+def _start(args: argparse.Namespace, started: Callable[[Path], None]) -> int:
     from beavertui.engine.errors import BeaverError
     from beavertui.service.batch import prepare, run_batch
 
+    options, tui = options_of(args), args.tui
     if tui:
         if not sys.stdout.isatty():
             raise BeaverError(
@@ -111,9 +132,18 @@ def _start(options: BatchOptions, tui: bool, started: Callable[[Path], None]) ->
         if options.executor == "ray":
             raise BeaverError("--tui runs with the local executor; with Ray the progress table shows the run")
     run = prepare(options, started)
+    if options.dry_run:
+        from beavertui.commands.batch_overview import show_plan
+
+        return show_plan(run.manifest, run.run_dir, args, resuming=options.resume is not None)
     print(f"beavertui: run {run.run_dir}", file=sys.stderr)
     if tui:
         from beavertui.tui.batch_dashboard import run_dashboard
 
-        return run_dashboard(options, run)
-    return run_batch(options, run)
+        rc = run_dashboard(options, run)
+    else:
+        rc = run_batch(options, run)
+    from beavertui.commands.batch_overview import show_summary
+
+    show_summary(run.manifest, run.run_dir, args)
+    return rc

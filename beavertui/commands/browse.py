@@ -12,18 +12,24 @@ from pathlib import Path
 
 
 def demo_dir() -> Path:
-    """sessions/demo of the source checkout beside the package, else ./sessions/demo (an installed copy run
-    from the repository root)."""
-    here = Path(__file__).resolve().parents[2] / "sessions" / "demo"
-    if here.is_dir():
-        return here
-    return Path.cwd() / "sessions" / "demo"
+    """The demo sessions shipped with beavertui (the checkout's sessions/demo, or the installed copy)."""
+    from beavertui import bundled
+
+    return bundled.demo_sessions()
 
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p = sub.add_parser("browse", help="browse the sessions under a folder (default: the demo sessions)")
     p.add_argument("run_dir", nargs="?", type=Path, help="folder of session files (default: sessions/demo)")
     p.add_argument("--no-watch", action="store_true", help="do not update the table while files change")
+    p.add_argument(
+        "--format",
+        type=str.lower,
+        choices=("table", "md", "csv", "latex", "json"),
+        default=None,
+        help="print the sessions as a table (fitted to the terminal), md, csv, latex or json instead of "
+        "opening the browser (piped with no --format: one tab-separated line per session)",
+    )
     p.set_defaults(func=run)
 
 
@@ -33,6 +39,9 @@ def run(args: argparse.Namespace) -> int:
     root: Path = args.run_dir or demo_dir()
     if not root.is_dir():
         raise BeaverError(f"{root}: no such folder of sessions")
+    if args.format is not None:
+        _print_table(root, args.format)
+        return 0
     if not sys.stdout.isatty():
         from beavertui.tui.catalog import read_row, session_files
 
@@ -48,3 +57,33 @@ def run(args: argparse.Namespace) -> int:
 
     BeaverApp(lambda: BrowserScreen(root, watch=not args.no_watch)).run()
     return 0
+
+
+def _print_table(root: Path, fmt: str) -> None:
+    import json
+    import os
+
+    from beavertui.reports.render import emit
+    from beavertui.reports.tables import Table
+    from beavertui.tui.catalog import read_row, session_files
+
+    rows = [read_row(p) for p in session_files(root)]
+    if fmt == "json":
+        for r in rows:
+            print(json.dumps({k: v for k, v in r.__dict__.items() if k != "mtime"}))
+        return
+    cells = tuple(
+        (
+            r.task,
+            r.model,
+            r.protocol,
+            r.outcome,
+            f"{r.iterations}/{r.budget}",
+            "-" if r.best is None else f"{r.best:.2f}x",
+            r.stop,
+            os.path.relpath(r.path, root),
+        )
+        for r in rows
+    )
+    cols = ("task", "model", "protocol", "outcome", "iter.", "best", "stop", "file")
+    emit([Table(f"{root}: {len(rows)} sessions", cols, cells, keys=2)], fmt)

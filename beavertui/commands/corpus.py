@@ -18,12 +18,14 @@ def register(sub: Any) -> None:
     ls.add_argument(
         "--corpus", type=Path, default=None, help="corpus folder (native corpus/ or release data/)"
     )
-    ls.add_argument("--json", action="store_true", help="one JSON object per task on stdout")
+    from beavertui.commands.formats import add_format_argument
+
+    add_format_argument(ls, "one object per task and line")
     ls.set_defaults(func=_list)
     va = csub.add_parser("validate", help="check references pass, broken starts fail, and time references")
     va.add_argument("--corpus", type=Path, default=None, help="corpus folder")
     va.add_argument("--task", action="append", default=None, metavar="ID", help="only this task (repeatable)")
-    va.add_argument("--json", action="store_true", help="JSON on stdout")
+    add_format_argument(va, "one object per task and line, as each is checked")
     va.add_argument("--no-timing", action="store_true", help="skip reference timing")
     va.add_argument(
         "--workers", type=int, default=None, metavar="N",
@@ -63,26 +65,28 @@ def _list(args: argparse.Namespace) -> int:
                 "reason": why,
             }
         )
-    if args.json:
+    from beavertui.commands.formats import output_format
+    from beavertui.reports.render import emit
+    from beavertui.reports.tables import Table
+
+    fmt = output_format(args)
+    if fmt == "json":
         for r in rows:
             print(json.dumps(r))
         for p in load.problems:
             print(json.dumps({"error": p}))
         return 0
-    table = [["id", "family", "label", "solution file", "runs here"]]
+    # why a task cannot run here is said once in the note, each reason numbered, not in every row
+    reasons = list(dict.fromkeys(str(r["reason"]) for r in rows if not r["runnable"]))
+    table = []
     for r in rows:
         label = r["label"] if r["label"] == r["category"] else f"{r['label']} ({r['category']})"
-        table.append(
-            [
-                r["id"],
-                r["family"],
-                label,
-                r["solution_file"],
-                "yes" if r["runnable"] else f"no: {r['reason']}",
-            ]
-        )
-    print(f"{load.root}: {len(rows)} tasks, {sum(r['runnable'] for r in rows)} runnable here")
-    print(_plain(table))
+        runs = "yes" if r["runnable"] else f"no ({reasons.index(str(r['reason'])) + 1})"
+        table.append((r["id"], r["family"], label, r["solution_file"], runs))
+    title = f"{load.root}: {len(rows)} tasks, {sum(r['runnable'] for r in rows)} runnable here"
+    cols = ("id", "family", "label", "solution file", "runs here")
+    note = "; ".join(f"({n}) {why}" for n, why in enumerate(reasons, 1))
+    emit([Table(title, cols, tuple(table), note=note, keys=1)], fmt)
     for p in load.problems:
         print(f"malformed: {p}", file=sys.stderr)
     if not rows and not load.problems:
@@ -93,11 +97,15 @@ def _list(args: argparse.Namespace) -> int:
 def _validate(args: argparse.Namespace) -> int:
     from dataclasses import asdict
 
+    from beavertui.commands.formats import output_format
     from beavertui.engine.corpus.families import dependency_lines
     from beavertui.engine.corpus.validate import validate
     from beavertui.engine.host.ceilings import measure
     from beavertui.engine.host.gpu import probe
+    from beavertui.reports.render import emit
+    from beavertui.reports.tables import Table
 
+    fmt = output_format(args)
     load = _load(args)
     machine = probe()
     ceilings = None
@@ -139,19 +147,19 @@ def _validate(args: argparse.Namespace) -> int:
         if r.reference_ms is not None:
             state += f" (reference {r.reference_ms:.4f} ms {r.method}, CV {100 * (r.reference_cv or 0):.1f}%)"
         print(f"[{i}/{len(tasks)}] {r.task_id}: {state}", file=sys.stderr, flush=True)
-        if args.json:
+        if fmt == "json":
             doc = {**asdict(r), "valid": r.valid, "verdict": kind, "verdict_reason": reason}
             print(json.dumps({**doc, "observed_category": r.observed_category}), flush=True)
-    if args.json:
+    if fmt == "json":
         for p in load.problems:
             print(json.dumps({"error": p}))
         return 0
-    table = [["id", "label", "verdict", "reference", "broken start", "reference time", "throughput"]]
+    table: list[tuple[str, ...]] = []
     for r in results:
         kind, reason = r.judge()
         verdict = kind.replace("_", " ") + ("" if kind == "usable" else f": {reason}")
         if not r.runnable:
-            table.append([r.task_id, r.label, verdict, "", "", "", ""])
+            table.append((r.task_id, r.label, verdict, "", "", "", ""))
             continue
         t = (
             ""
@@ -174,22 +182,15 @@ def _validate(args: argparse.Namespace) -> int:
                 f"{r.gbps:.0f} GB/s" + (f" ({100 * r.gbps_fraction:.0f}% copy)" if r.gbps_fraction else "")
             )
         ref = r.reference_category or ("in testbench" if r.reference_kind == "in_binary" else "none")
-        table.append([r.task_id, r.label, verdict, ref, broken, t, ", ".join(thr)])
-    print(_plain(table))
+        table.append((r.task_id, r.label, verdict, ref, broken, t, ", ".join(thr)))
     kinds = [r.verdict for r in results]
     where = machine.gpu.slug if machine.gpu else "this machine (no GPU)"
-    print(
+    title = (
         f"{kinds.count('usable')} usable, {kinds.count('usable_relabelled')} usable with a corrected label, "
         f"{kinds.count('unusable')} unusable, of {len(results)} tasks on {where}"
     )
+    cols = ("id", "label", "verdict", "reference", "broken start", "reference time", "throughput")
+    emit([Table(title, cols, tuple(table), keys=1)], fmt)
     for p in load.problems:
         print(f"malformed: {p}", file=sys.stderr)
     return 0
-
-
-def _plain(rows: list[list[str]]) -> str:
-    """A plain-text table: left-aligned columns, two spaces apart, a rule under the header."""
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
-    lines.insert(1, "  ".join("-" * w for w in widths))
-    return "\n".join(lines)

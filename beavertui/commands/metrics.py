@@ -22,13 +22,9 @@ def register(sub: Any) -> None:
         "tasks in the human formats. SOURCE is a run directory or an attempts table (.jsonl or .csv).",
     )
     p.add_argument("source", type=Path, help="run directory, session file, or attempts table")
-    p.add_argument("--json", action="store_true", help="print the machine-readable object of metrics.md")
-    p.add_argument(
-        "--format",
-        choices=("table", "markdown", "csv", "latex"),
-        default="table",
-        help="human format (default: a terminal table)",
-    )
+    from beavertui.commands.formats import add_format_argument
+
+    add_format_argument(p, "the machine-readable object of metrics.md")
     p.add_argument(
         "-o", "--output", type=Path, help="write the report to this file instead of standard output"
     )
@@ -103,6 +99,8 @@ class Report:
     cells: dict[Any, Any] | None
     tables: list[Any] = field(default_factory=list)
     """reports.tables.Table in the order the terminal prints them (empty until ``with_tables``)."""
+    usage: dict[Any, Any] | None = None
+    """Tokens and cost per group (engine.metrics.usage), from the sessions; None for an attempts table."""
     stats: Any = None
     """engine.metrics.attempts.ExportStats of a run directory's sessions (None for an attempts table)."""
 
@@ -164,9 +162,15 @@ def compute(source: Path, source_models: Path | None = None, include_unfinished:
         raise BeaverError(f"{source}: no attempts")
     groups = compute_groups(table)
     cells = _analysis_cells(source, source_models)
+    usage = None
+    if source.is_dir() or (source.is_file() and _is_session(source)):
+        from beavertui.engine.metrics.usage import run_usage
+
+        usage = run_usage(source)
     return Report(
-        source, table, groups, swing(groups), kendall(groups), cells, stats=stats if is_run else None
-    )
+        source, table, groups, swing(groups), kendall(groups), cells, stats=stats if is_run else None,
+        usage=usage,
+    )  # fmt: skip
 
 
 def with_tables(
@@ -180,6 +184,7 @@ def with_tables(
         kendall_table,
         main_tables,
         swing_table,
+        usage_table,
     )
 
     seed = SEED if seed is None else seed
@@ -187,6 +192,8 @@ def with_tables(
     tables = main_tables(groups, resamples=resamples, seed=seed)
     if report.cells is not None:
         tables.append(analysis_table(groups, report.cells, resamples=resamples, seed=seed))
+    if report.usage and any(g.reported for g in report.usage.values()):
+        tables.append(usage_table(groups, report.usage))
     if report.swing:
         tables.append(swing_table(report.swing))
     if report.kendall:
@@ -213,12 +220,14 @@ NO_CODE = (
 
 def _handle(args: argparse.Namespace) -> int:
     from beavertui import __version__
+    from beavertui.commands.formats import output_format
     from beavertui.engine.errors import BeaverError
 
+    fmt = output_format(args)
     if args.resamples < 1000:
         raise BeaverError("--resamples must be at least 1000 (metrics.md)")
     if args.tui:
-        if args.json or args.output is not None or args.format != "table":
+        if fmt != "table" or args.output is not None:
             raise BeaverError("--tui shows the tables on screen: drop --json, --format and --output")
         if not sys.stdout.isatty():
             raise BeaverError(
@@ -235,12 +244,14 @@ def _handle(args: argparse.Namespace) -> int:
             print(f"  {model} {task} attempt {it}: {why}", file=sys.stderr)
         if len(st.unspeeded) > 50:
             print(f"  ... and {len(st.unspeeded) - 50} more (--json lists them all)", file=sys.stderr)
-    if args.json:
+    if fmt == "json":
         doc: dict[str, Any] = {
             "groups": [_group_json(g, cells) for g in groups],
             "swing": sw,
             "kendall_tau": kt,
         }
+        if report.usage is not None:
+            doc["usage"] = _usage_json(report.usage)
         if st is not None:
             doc["unfinished_sessions"] = st.unfinished_sessions
             doc["unfinished_included"] = st.unfinished_included
@@ -258,7 +269,7 @@ def _handle(args: argparse.Namespace) -> int:
     if args.card:
         from beavertui.reports.card import card
 
-        _write(args.card, card(args.source, groups, __version__))
+        _write(args.card, card(args.source, groups, __version__, report.usage))
     if args.plots:
         from beavertui.reports.svg import p_sweep_svg, swing_svg
 
@@ -280,16 +291,17 @@ def _handle(args: argparse.Namespace) -> int:
             )
         ).run()
         return 0
-    if args.format == "table" and args.output is None:
+    if fmt == "table" and args.output is None:
         render.terminal(report.tables)
     else:
+        # a file gets Markdown for "table": fitting to a terminal means nothing there
         text = {
             "table": render.markdown,
-            "markdown": render.markdown,
+            "md": render.markdown,
             "csv": render.csv_text,
             "latex": render.latex,
-        }[args.format](report.tables)
-        _emit(text, args.output)
+        }
+        _emit(text[fmt](report.tables), args.output)
     return 0
 
 
@@ -316,6 +328,26 @@ def _group_json(g: Any, cells: dict[Any, Any] | None) -> dict[str, Any]:
         doc[key] = float(num[j] / den[j]) if num is not None and den is not None and den[j] > 0 else None
     doc["analysed_repairs"] = None if cells is None else (c.analysed_repairs if c is not None else 0)
     return doc
+
+
+def _usage_json(usage: dict[Any, Any]) -> list[dict[str, Any]]:
+    """Per group: model, protocol, sessions, repaired, the summed usage, cost per session and per repair."""
+    from beavertui.engine.metrics.table import PROTOCOL_FIELDS
+
+    out = []
+    for key, g in usage.items():
+        out.append(
+            {
+                "model": key[0],
+                "protocol": dict(zip(PROTOCOL_FIELDS, key[1:], strict=True)),
+                "sessions": g.sessions,
+                "repaired": g.repaired,
+                **g.usage.model_dump(),
+                "cost_per_session_usd": g.cost_per_session,
+                "cost_per_repair_usd": g.cost_per_repair,
+            }
+        )
+    return out
 
 
 def _task_attribute(table: Any, column: str) -> dict[str, str | None]:

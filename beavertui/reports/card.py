@@ -30,7 +30,10 @@ def _headers(root: Path) -> list[SessionHeader]:
     return out
 
 
-def card(source: Path, groups: Sequence[GroupMetrics], tool_version: str) -> str:
+def card(
+    source: Path, groups: Sequence[GroupMetrics], tool_version: str, usage: dict[Any, Any] | None = None
+) -> str:
+    """The card; ``usage`` (engine.metrics.usage.run_usage) is read from the sessions when not given."""
     manifest: dict[str, Any] = {}
     headers: list[SessionHeader] = []
     if source.is_dir():
@@ -85,6 +88,7 @@ def card(source: Path, groups: Sequence[GroupMetrics], tool_version: str) -> str
     if not headers:
         for m in sorted({g.model for g in groups}):
             lines.append(f"- {m} (endpoint not recorded in an attempts table)")
+    lines += _cost_lines(source, groups, headers, usage)
     lines += ["", "## Seeds", ""]
     seeds = sorted({str(h.protocol.seed) for h in headers})
     lines.append(f"- Model seed(s): {', '.join(seeds) if seeds else 'unknown'}")
@@ -108,3 +112,36 @@ def card(source: Path, groups: Sequence[GroupMetrics], tool_version: str) -> str
         f"counted apart and never as successes: {sum(g.n_flagged_successes for g in groups)}",
     ]
     return "\n".join(lines) + "\n"
+
+
+def _cost_lines(
+    source: Path, groups: Sequence[GroupMetrics], headers: list[SessionHeader], usage: dict[Any, Any] | None
+) -> list[str]:
+    """## Tokens and cost: prices, then tokens and dollars per group, per session, per repair and per run."""
+    from beavertui.engine.analysis.report import group_key
+    from beavertui.engine.metrics.usage import run_usage, total
+    from beavertui.engine.session.usage import dollars, summary
+
+    lines = ["", "## Tokens and cost", ""]
+    if usage is None:
+        usage = run_usage(source) if source.is_dir() or source.suffix == ".jsonl" else {}
+    if not usage:
+        return [*lines, "- Not recorded (an attempts table carries no token counts)"]
+    prices = {h.model.name: h.model.prices for h in headers if h.model.prices is not None}
+    for name, p in sorted(prices.items()):
+        lines.append(
+            f"- Prices of {name}: ${p.input_per_mtok:g} per million prompt tokens, "
+            f"${p.output_per_mtok:g} per million completion tokens"
+        )
+    for g in groups:
+        u = usage.get(group_key(g.model, g.protocol.as_dict()))
+        if u is None:
+            continue
+        lines.append(
+            f"- {g.model}, {g.protocol.short()}: {summary(u.usage)}; {u.sessions} sessions, "
+            f"{u.repaired} repaired; per session {dollars(u.cost_per_session)}, "
+            f"per repair {dollars(u.cost_per_repair)}"
+        )
+    whole = total(usage)
+    lines.append(f"- Whole run: {summary(whole.usage)}; {whole.sessions} sessions, {whole.repaired} repaired")
+    return lines

@@ -8,6 +8,7 @@ from __future__ import annotations
 import csv
 import io
 from collections.abc import Sequence
+from typing import IO
 
 from beavertui.reports.tables import Cell, Rate, Table
 
@@ -130,10 +131,39 @@ def rich_table(t: Table) -> object:
     return rt
 
 
-def terminal(tables: Sequence[Table], console: object | None = None) -> None:
-    """Print with rich to the terminal (or the given rich Console)."""
-    from rich.console import Console
+def terminal(tables: Sequence[Table], stream: IO[str] | None = None, *, width: int | None = None) -> None:
+    """Print the tables fitted to the page width (fit.py): whole, wrapped at words, or one block per row."""
+    from beavertui.reports.fit import print_tables
 
-    con = console if isinstance(console, Console) else Console()
-    for t in tables:
-        con.print(rich_table(t))
+    print_tables(tables, stream, width=width)
+
+
+#: The output formats every command that prints a table accepts with ``--format``.
+FORMATS = ("table", "md", "csv", "latex", "json")
+ALIASES = {"markdown": "md", "tex": "latex"}
+
+
+def as_json(tables: Sequence[Table]) -> str:
+    """Tables as JSON: a list of {title, columns, rows}; a rate is {value, lo, hi} (fractions)."""
+    import json
+
+    def cell(c: Cell) -> object:
+        return {"value": c.value, "lo": c.lo, "hi": c.hi} if isinstance(c, Rate) else c
+
+    doc = [
+        {"title": t.title, "columns": list(t.columns), "rows": [[cell(c) for c in r] for r in t.rows]}
+        for t in tables
+    ]
+    return json.dumps(doc)
+
+
+def emit(tables: Sequence[Table], fmt: str, stream: IO[str] | None = None) -> None:
+    """Write the tables in one of FORMATS to ``stream`` (standard output by default)."""
+    import sys
+
+    out = stream or sys.stdout
+    if fmt == "table":
+        terminal(tables, out)
+        return
+    text = {"md": markdown, "csv": csv_text, "latex": latex, "json": as_json}[fmt](tables)
+    out.write(text if text.endswith("\n") else text + "\n")

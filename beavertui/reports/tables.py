@@ -37,6 +37,8 @@ class Table:
     columns: tuple[str, ...]
     rows: tuple[tuple[Cell, ...], ...]
     note: str = ""
+    keys: int = 2
+    """Leading columns that name a row (a block's heading when the table is too wide for the page)."""
 
 
 def _f(x: float) -> float | None:
@@ -220,6 +222,7 @@ def kendall_table(entries: Sequence[Mapping[str, Any]]) -> Table:
         "Kendall's tau-b of model rankings between protocols",
         ("protocol A", "protocol B", "axis", "models", "tau-b", "p"),
         tuple(rows),
+        keys=3,
     )
 
 
@@ -254,8 +257,72 @@ def breakdown_table(
                 )
             )
     return Table(
-        f"Repair rates per {name}", ("model", "protocol", name, "tasks", "pass@1", "pass@k"), tuple(rows)
+        f"Repair rates per {name}",
+        ("model", "protocol", name, "tasks", "pass@1", "pass@k"),
+        tuple(rows),
+        keys=3,
     )
 
 
 Formatter = Callable[[Rate], str]
+
+
+def usage_table(groups: Sequence[GroupMetrics], usage: Mapping[Any, Any]) -> Table:
+    """Tokens and cost per group (``usage`` maps analysis.report.group_key to engine.metrics.usage.GroupUsage),
+    and the run's total when there is more than one group."""
+    from beavertui.engine.analysis.report import group_key
+    from beavertui.engine.metrics.usage import total
+    from beavertui.engine.session.usage import dollars, tokens_text
+
+    def row(model: str, proto: str, g: Any) -> tuple[Cell, ...]:
+        u = g.usage
+        reported = u.replies - u.unreported
+        return (
+            model,
+            proto,
+            str(g.sessions),
+            str(g.repaired),
+            f"{reported}/{u.replies}",
+            tokens_text(u.prompt_tokens) if reported else "-",
+            tokens_text(u.completion_tokens) if reported else "-",
+            tokens_text(u.reasoning_tokens) if reported else "-",
+            dollars(u.cost_usd),
+            dollars(g.cost_per_session),
+            dollars(g.cost_per_repair),
+            str(u.cached),
+            dollars(u.paid_usd) if u.cached else dollars(u.cost_usd),
+        )
+
+    rows = []
+    seen = {}
+    for gm in groups:
+        key = group_key(gm.model, gm.protocol.as_dict())
+        g = usage.get(key)
+        if g is not None:
+            seen[key] = g
+            rows.append(row(gm.model, gm.protocol.short(), g))
+    if len(seen) > 1:
+        rows.append(row("whole run", "", total(seen)))
+    return Table(
+        "Tokens and cost per model and protocol",
+        (
+            "model",
+            "protocol",
+            "sessions",
+            "repaired",
+            "usage reported",
+            "prompt tokens",
+            "completion tokens",
+            "reasoning",
+            "cost",
+            "per session",
+            "per repair",
+            "cached replies",
+            "paid",
+        ),
+        tuple(rows),
+        note="Every reply counts, those of redone attempts too. usage reported: replies whose endpoint "
+        "gave token counts, of all; reasoning tokens are part of the completion tokens. Cost at the prices "
+        "of the models file (US dollars; - without prices); per repair: cost over the sessions that "
+        "passed. cached replies: served by the reply cache, not asked again; paid: cost less those.",
+    )

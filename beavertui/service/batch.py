@@ -59,6 +59,13 @@ class BatchOptions:
     quiet: bool = False
     all_tasks: bool = False
     """Run tasks validated unusable on this GPU too."""
+    reply_cache: Path | None = None
+    """Where model replies are stored by their exact request; None: the default folder."""
+    no_reply_cache: bool = False
+    reply_cache_sampled: bool = False
+    """Reuse replies sampled at temperature > 0 too."""
+    dry_run: bool = False
+    """Make the manifest in memory only: write nothing, run nothing."""
     command: list[str] = field(default_factory=list)
     """The command line, as run.json records it."""
 
@@ -165,6 +172,9 @@ def new_run(
     tasks = usable_tasks(options, corpus, tasks, models, excluded, say)
     if not tasks:
         raise BeaverError(f"{corpus_path}: no runnable task matches {options.tasks or spec.tasks or '*'}")
+    from beavertui.batch.models import default_reply_cache
+
+    reply_folder = options.reply_cache or default_reply_cache()
     run_id = options.run_id or new_run_id(spec.name)
     run_dir = options.sessions_dir / run_id
     if (run_dir / "run.json").exists():
@@ -185,8 +195,11 @@ def new_run(
         executor=options.executor,
         host=host_info(),
         toolchain=options.toolchain,
+        reply_cache=None if options.no_reply_cache else str(reply_folder.absolute()),
+        reply_cache_sampled=options.reply_cache_sampled,
     )
-    write_manifest(run_dir, manifest)
+    if not options.dry_run:
+        write_manifest(run_dir, manifest)
     return manifest, run_dir, corpus
 
 
@@ -205,13 +218,19 @@ def prepare(
         run_dir = options.resume
         if started is not None:
             started(run_dir)
-        remove_partial_files(run_dir)
         corpus = load_corpus(options.corpus or Path(manifest.corpus))
-        manifest.resumed.append(time.strftime("%Y-%m-%dT%H:%M:%S%z"))
-        manifest.status = "running"
-        write_manifest(run_dir, manifest)
         if toolchain == "local" and manifest.toolchain != "local":
             toolchain = manifest.toolchain
+        if not options.dry_run:
+            remove_partial_files(run_dir)
+            if options.no_reply_cache:
+                manifest.reply_cache = None
+            elif options.reply_cache is not None:
+                manifest.reply_cache = str(options.reply_cache.absolute())
+            manifest.reply_cache_sampled = manifest.reply_cache_sampled or options.reply_cache_sampled
+            manifest.resumed.append(time.strftime("%Y-%m-%dT%H:%M:%S%z"))
+            manifest.status = "running"
+            write_manifest(run_dir, manifest)
     else:
         manifest, run_dir, corpus = new_run(options, say or _stderr_line)
         if started is not None:
@@ -220,6 +239,16 @@ def prepare(
     missing = [t for t in manifest.tasks if t not in tasks]
     if missing:
         raise BeaverError(f"{corpus.root}: tasks of the run are missing: {', '.join(missing[:5])}")
+    if manifest.reply_cache and not options.dry_run:
+        from beavertui.batch.models import reply_cache
+
+        try:
+            reply_cache(manifest.reply_cache)
+        except OSError as exc:
+            raise BeaverError(
+                f"{manifest.reply_cache}: cannot use it as the reply cache ({exc.strerror}); "
+                "pass --no-reply-cache or another --reply-cache DIR"
+            ) from None
     return PreparedRun(manifest, run_dir, tasks, toolchain)
 
 

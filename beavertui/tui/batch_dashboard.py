@@ -112,7 +112,8 @@ class BatchDashboard(BrowserScreen):
             state.append("running · x stop · q quit (asks first)", style="yellow")
         else:
             state.append("finished · q quit · m metrics · enter open a session", style="bold green")
-        parts: list[Any] = [table(self.tracker, self.parallel), Text(line(self.tracker)), state]
+        width = box.size.width or None
+        parts: list[Any] = [table(self.tracker, self.parallel, width), Text(line(self.tracker)), state]
         parts += [Text(ln, style="dim") for ln in self.lines]
         box.update(Group(*parts))
 

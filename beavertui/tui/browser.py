@@ -21,7 +21,16 @@ from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import Footer, Input, Static
 
-from beavertui.tui.catalog import Row, is_session_file, parse_filter, read_row, session_files
+from beavertui.engine.session.usage import dollars, tokens_text
+from beavertui.tui.catalog import (
+    FILTER_KEYS,
+    Row,
+    is_session_file,
+    parse_filter,
+    read_row,
+    session_files,
+    unknown_keys,
+)
 from beavertui.tui.style import SHORT, STOP_COLOUR, colour, speed
 from beavertui.tui.table import Cell, Column, VirtualTable
 
@@ -37,6 +46,8 @@ COLUMNS: tuple[Column, ...] = (
     Column("best", "Best", 6, right=True),
     Column("stop", "Stop reason", 14),
     Column("category", "Last cat.", 9),
+    Column("tokens", "Tokens", 6, right=True),
+    Column("cost", "Cost", 7, right=True),
 )
 LABELS = {c.key: c.label for c in COLUMNS}
 OUTCOME_STYLE = {
@@ -53,6 +64,8 @@ def sort_key(column: str):  # type: ignore[no-untyped-def]
         return lambda r: -1.0 if r.best is None else r.best
     if column == "iterations":
         return lambda r: r.iterations
+    if column in ("tokens", "cost"):
+        return lambda r: -1.0 if getattr(r, column) is None else getattr(r, column)
     return lambda r: (str(getattr(r, column)).lower(), r.path)
 
 
@@ -66,7 +79,15 @@ def cells(r: Row) -> list[Cell]:
         (speed(r.best), "green" if r.outcome == "success" else ""),
         (r.stop, STOP_COLOUR.get(r.stop, "")),
         (SHORT.get(r.category, r.category), f"bold {colour(r.category)}" if r.category else ""),
+        ("—" if r.tokens is None else tokens_text(r.tokens), "dim" if r.cached else ""),
+        ("—" if r.cost is None else dollars(r.cost), ""),
     ]
+
+
+def _unknown_message(keys: list[str]) -> str:
+    names = ", ".join(f"{k}:" for k in keys)
+    known = " ".join(f"{k}:" for k in FILTER_KEYS if k != "cat")
+    return f"unknown filter key {names} (ignored; known: {known})"
 
 
 class RowsRead(Message):
@@ -89,6 +110,7 @@ class BrowserScreen(Screen[None]):
         Binding("6", "sort('best')", "Sort best speedup"),
         Binding("7", "sort('stop')", "Sort stop reason", show=False),
         Binding("8", "sort('category')", "Sort category", show=False),
+        Binding("9", "sort('cost')", "Sort cost", show=False),
         Binding("m", "metrics", "Metrics"),
         Binding("question_mark", "help", "Help"),
     ]
@@ -224,8 +246,20 @@ class BrowserScreen(Screen[None]):
         if self.sort_column:
             label = LABELS[self.sort_column]
             text.append(f" · sorted by {label} {'↓' if self.reverse else '↑'}")
+        tokens = [r.tokens for r in self.rows.values() if r.tokens is not None]
+        costs = [r.cost for r in self.rows.values() if r.cost is not None]
+        if tokens or costs:
+            text.append(f" · {tokens_text(sum(tokens))} tokens")
+            if costs:
+                text.append(f", {dollars(sum(costs))}")
+            cached = sum(r.cached for r in self.rows.values())
+            if cached:
+                text.append(f", {cached} replies from the cache")
         if self.filter_text:
             text.append(f" · filter: {self.filter_text}", style="cyan")
+            unknown = unknown_keys(parse_filter(self.filter_text))
+            if unknown:
+                text.append(f" · {_unknown_message(unknown)}", style="bold red")
         if self.loaded and not self.rows:
             text.append(" · no session files (*.jsonl) here", style="bold red")
         self.query_one("#browser-status", Static).update(text)
@@ -264,6 +298,9 @@ class BrowserScreen(Screen[None]):
     @on(Input.Submitted, "#browser-filter")
     def _filter_submitted(self, event: Input.Submitted) -> None:
         self.filter_text = event.value.strip()
+        unknown = unknown_keys(parse_filter(self.filter_text))
+        if unknown:
+            self.notify(_unknown_message(unknown), severity="warning")
         self.refill()
         self.query_one("#sessions", VirtualTable).focus()
 

@@ -39,6 +39,12 @@ class Row:
     category: str
     """Category of the last classified attempt ('' if none yet)."""
     mtime: float
+    tokens: int | None = None
+    """Prompt and completion tokens of the whole session (from its end line; None: not reported)."""
+    cost: float | None = None
+    """Dollars at the model's prices (None: no prices)."""
+    cached: int = 0
+    """Replies served by the reply cache."""
 
     def matches(self, tokens: list[tuple[str, str]]) -> bool:
         """Whether every filter token matches (``field:value`` substrings, or free text anywhere)."""
@@ -53,6 +59,8 @@ class Row:
                 return False
             if field == "stop" and value not in self.stop:
                 return False
+            if field == "protocol" and value not in self.protocol.lower():
+                return False
             if field == "" and value not in self.haystack:
                 return False
         return True
@@ -60,6 +68,15 @@ class Row:
     @property
     def haystack(self) -> str:
         return f"{self.task} {self.model} {self.protocol} {self.outcome} {self.stop} {self.category}".lower()
+
+
+#: The ``field:`` names the filter knows (``cat`` is short for ``category``).
+FILTER_KEYS = ("outcome", "category", "cat", "model", "task", "protocol", "stop")
+
+
+def unknown_keys(tokens: list[tuple[str, str]]) -> list[str]:
+    """The ``field:`` names of a parsed filter that the filter does not know, in order, once each."""
+    return list(dict.fromkeys(f for f, _ in tokens if f and f not in FILTER_KEYS))
 
 
 def parse_filter(text: str) -> list[tuple[str, str]]:
@@ -110,6 +127,19 @@ def _protocol_label(raw: str) -> tuple[str, int]:
     return p.short(), p.budget
 
 
+def _usage(doc: object) -> tuple[int | None, float | None, int]:
+    """(tokens, cost, replies from the cache) of an end line's usage object."""
+    if not isinstance(doc, dict):
+        return None, None, 0
+    replies, unreported = doc.get("replies") or 0, doc.get("unreported") or 0
+    tokens = None
+    if isinstance(replies, int) and isinstance(unreported, int) and replies > unreported:
+        tokens = int(doc.get("prompt_tokens") or 0) + int(doc.get("completion_tokens") or 0)
+    cost = doc.get("cost_usd")
+    cached = doc.get("cached") or 0
+    return tokens, float(cost) if isinstance(cost, int | float) else None, int(cached)
+
+
 def read_row(path: Path) -> Row:
     """A row from the header line and the tail of one session file.
 
@@ -154,6 +184,7 @@ def read_row(path: Path) -> Row:
     category = found[-1].decode() if found else ""
     if isinstance(last, dict) and last.get("kind") == "end":
         best = last.get("best_speedup")
+        tokens, cost, cached = _usage(last.get("usage"))
         return Row(
             str(path),
             task,
@@ -166,6 +197,9 @@ def read_row(path: Path) -> Row:
             str(last.get("stop_reason")),
             category,
             mtime,
+            tokens,
+            cost,
+            cached,
         )
     if problem:
         return Row(

@@ -119,3 +119,20 @@ async def test_click_on_a_column_title_sorts(run_dir: Path) -> None:
         await pilot.pause()
         assert screen.sort_column == "best" and screen.reverse
         assert Path(screen.query_one("#sessions").keys[0]).stem == "quick"
+
+
+async def test_unknown_filter_key_is_said(run_dir: Path) -> None:
+    """A misspelt key (``modle:``) is named in the status line and a notice, with the keys that exist;
+    a known key filters as before."""
+    app = BeaverApp(lambda: BrowserScreen(run_dir, watch=False))
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await loaded(pilot, app)
+        await pilot.press("slash", *"modle:qwen", "enter")
+        await pilot.pause()
+        status = str(screen.query_one("#browser-status").render())
+        assert "unknown filter key modle:" in status and "model:" in status
+        assert any("unknown filter key modle:" in str(n.message) for n in app._notifications)
+        await pilot.press("escape", "slash", *"model:qwen", "enter")
+        await pilot.pause()
+        assert "unknown filter key" not in str(screen.query_one("#browser-status").render())
+        assert [Path(k).stem for k in screen.query_one("#sessions").keys] == ["stuck"]

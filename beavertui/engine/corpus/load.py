@@ -46,14 +46,14 @@ class CorpusLoad:
 
 
 def default_corpus() -> Path:
-    """The bundled corpus: $BEAVERTUI_CORPUS, the repository's corpus/ beside the package, or ./corpus."""
+    """$BEAVERTUI_CORPUS, else the corpus shipped with beavertui (the checkout's corpus/ or the installed
+    copy inside the package), wherever the command runs from."""
+    from beavertui import bundled
+
     env = os.environ.get("BEAVERTUI_CORPUS")
     if env:
         return Path(env)
-    here = Path(__file__).resolve().parents[3] / "corpus"
-    if here.is_dir():
-        return here
-    return Path.cwd() / "corpus"
+    return bundled.corpus()
 
 
 def corpus_root(path: Path) -> Path:

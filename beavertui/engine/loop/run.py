@@ -38,6 +38,7 @@ from beavertui.engine.session.events import (
 )
 from beavertui.engine.session.protocol import Protocol
 from beavertui.engine.session.state import SessionState, apply, initial
+from beavertui.engine.session.usage import usage_of
 from beavertui.engine.toolchain.base import AttemptOptions, Toolchain
 
 __all__ = ["LoopControl", "run_session"]
@@ -171,6 +172,7 @@ def run_session(
         resume_at(done)
 
     run = _Run(task, model, toolchain, protocol, control, state)
+    run.replies = [e for e in prefix if isinstance(e, Reply)]
     try:
         for e in run.attempts(done):
             yield e
@@ -217,6 +219,8 @@ class _Run:
         self.iteration = state.iteration
         self.rounds: list[tuple[str, str]] = []
         self.first: list[Message] = []
+        self.replies: list[Reply] = []
+        """Every reply of the session, those of redone attempts too (what its usage adds up)."""
         for a in state.attempts:
             if a.verdict is None:
                 continue
@@ -245,6 +249,7 @@ class _Run:
             success=self.state.success,
             best_speedup=self.state.best_speedup,
             detail=detail,
+            usage=usage_of(self.replies),
         )
         self.fold(end)
         return end
@@ -278,18 +283,22 @@ class _Run:
             else:
                 completion = item
         assert completion is not None
-        yield self.fold(
-            Reply(
-                iteration=iteration,
-                content=completion.content,
-                prompt_tokens=completion.prompt_tokens,
-                completion_tokens=completion.completion_tokens,
-                latency_s=completion.latency_s,
-                finish_reason=completion.finish_reason,
-                retries=completion.retries,
-                retry_reasons=list(completion.retry_reasons),
-            )
+        prices = self.state.header.model.prices
+        reply = Reply(
+            iteration=iteration,
+            content=completion.content,
+            prompt_tokens=completion.prompt_tokens,
+            completion_tokens=completion.completion_tokens,
+            reasoning_tokens=completion.reasoning_tokens,
+            latency_s=completion.latency_s,
+            finish_reason=completion.finish_reason,
+            retries=completion.retries,
+            retry_reasons=list(completion.retry_reasons),
+            cost_usd=prices.cost(completion.prompt_tokens, completion.completion_tokens) if prices else None,
+            cached=completion.cached,
         )
+        self.replies.append(reply)
+        yield self.fold(reply)
         if self.control is not None and self.control.stopped:
             raise _End("stopped", "stopped by the user")
         code: str | None

@@ -25,6 +25,8 @@ class Completion:
     """Full reply text (reasoning, where the endpoint returns it separately, wrapped in <think>)."""
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
+    reasoning_tokens: int | None = None
+    """Of the completion tokens, those spent reasoning (where the endpoint reports them)."""
     latency_s: float = 0.0
     """Seconds from the first request to the last token, retries included."""
     finish_reason: str | None = None
@@ -34,6 +36,8 @@ class Completion:
     """One line per failed try, e.g. 'HTTP 429, waited 1.0 s (Retry-After)'."""
     code: str | None = None
     """The candidate itself when the driver produces code directly (human); None: extract from content."""
+    cached: bool = False
+    """Served by the reply cache instead of the endpoint."""
 
 
 class EndpointError(Exception):

@@ -24,7 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from beavertui.engine.errors import BeaverError
 from beavertui.engine.models.base import Completion, DeltaCallback, EndpointError
-from beavertui.engine.session.events import Message, ModelInfo
+from beavertui.engine.session.events import Message, ModelInfo, Prices
 
 
 class OpenAIConfig(BaseModel):
@@ -62,6 +62,16 @@ class OpenAIConfig(BaseModel):
     """Backoff ceiling."""
     retry_after_max_s: float = 600.0
     """A Retry-After longer than this fails at once instead of waiting."""
+    input_usd_per_mtok: float | None = Field(default=None, ge=0)
+    """Price of prompt tokens, US dollars per million (both prices or neither)."""
+    output_usd_per_mtok: float | None = Field(default=None, ge=0)
+    """Price of completion tokens (reasoning included), US dollars per million."""
+
+    def prices(self) -> Prices | None:
+        """The prices, when the configuration gives both."""
+        if self.input_usd_per_mtok is None or self.output_usd_per_mtok is None:
+            return None
+        return Prices(input_per_mtok=self.input_usd_per_mtok, output_per_mtok=self.output_usd_per_mtok)
 
 
 def load_models_file(path: str | Path) -> dict[str, OpenAIConfig]:
@@ -165,7 +175,9 @@ class OpenAIModel:
             if v is not None
         }
         params.update(stream=c.stream, timeout_s=c.timeout_s, retries=c.retries)
-        return ModelInfo(name=c.model, kind="openai", base_url=self.base_url, params=params)
+        return ModelInfo(
+            name=c.model, kind="openai", base_url=self.base_url, params=params, prices=c.prices()
+        )
 
     def secrets(self) -> tuple[str, ...]:
         return (self._key,) if self._key != "none" else ()
@@ -189,6 +201,13 @@ class OpenAIModel:
             kwargs["stream_options"] = {"include_usage": True}
         return kwargs
 
+    def request_body(self, messages: Sequence[Message]) -> dict[str, Any]:
+        """What a call sends that decides its reply: model, messages, sampling settings, seed, extra fields."""
+        body = self._request(messages)
+        body.pop("stream", None)
+        body.pop("stream_options", None)
+        return body
+
     def _once(self, messages: Sequence[Message], on_delta: DeltaCallback | None) -> Completion:
         response: Any = self._client.chat.completions.create(**self._request(messages))
         if not self.config.stream:
@@ -200,11 +219,12 @@ class OpenAIModel:
             reasoning = _reasoning(message)
             if not text and not reasoning:
                 raise _Empty(f"no content, finish reason {choices[0].finish_reason}")
-            usage = getattr(response, "usage", None)
+            prompt, completion, thinking = _usage(getattr(response, "usage", None))
             return Completion(
                 content=_join(reasoning, text),
-                prompt_tokens=getattr(usage, "prompt_tokens", None),
-                completion_tokens=getattr(usage, "completion_tokens", None),
+                prompt_tokens=prompt,
+                completion_tokens=completion,
+                reasoning_tokens=thinking,
                 finish_reason=choices[0].finish_reason,
             )
         parts: list[str] = []
@@ -212,10 +232,10 @@ class OpenAIModel:
         finish: str | None = None
         prompt_tokens: int | None = None
         completion_tokens: int | None = None
+        reasoning_tokens: int | None = None
         for chunk in response:
             if getattr(chunk, "usage", None) is not None:
-                prompt_tokens = chunk.usage.prompt_tokens
-                completion_tokens = chunk.usage.completion_tokens
+                prompt_tokens, completion_tokens, reasoning_tokens = _usage(chunk.usage)
             if not getattr(chunk, "choices", None):
                 continue
             choice = chunk.choices[0]
@@ -239,6 +259,7 @@ class OpenAIModel:
             content=_join("".join(thoughts), "".join(parts)),
             prompt_tokens=prompt_tokens,
             completion_tokens=completion_tokens,
+            reasoning_tokens=reasoning_tokens,
             finish_reason=finish,
         )
 
@@ -276,6 +297,7 @@ class OpenAIModel:
                     content=result.content,
                     prompt_tokens=result.prompt_tokens,
                     completion_tokens=result.completion_tokens,
+                    reasoning_tokens=result.reasoning_tokens,
                     latency_s=time.monotonic() - start,
                     finish_reason=result.finish_reason,
                     retries=len(reasons),
@@ -302,6 +324,22 @@ class OpenAIModel:
                 delay, how = self._backoff(len(reasons) + 1), "backoff"
             reasons.append(f"{what}; waited {delay:.2f} s ({how})")
             self._sleep(delay)
+
+
+def _count(obj: Any, name: str) -> int | None:
+    value = getattr(obj, name, None)
+    if value is None and isinstance(obj, dict):
+        value = obj.get(name)
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+
+
+def _usage(usage: Any) -> tuple[int | None, int | None, int | None]:
+    """(prompt, completion, reasoning) tokens of a usage report; None for what it leaves out."""
+    if usage is None:
+        return None, None, None
+    details = getattr(usage, "completion_tokens_details", None)
+    reasoning = _count(details, "reasoning_tokens") if details is not None else None
+    return _count(usage, "prompt_tokens"), _count(usage, "completion_tokens"), reasoning
 
 
 def _reasoning(obj: Any) -> str:

@@ -64,6 +64,48 @@ class TaskRef(_Frozen):
     """First 16 hex digits of sha256 of the broken start."""
 
 
+class Prices(_Frozen):
+    """What an endpoint charges, US dollars per million tokens (reasoning tokens are billed as output)."""
+
+    input_per_mtok: float = Field(ge=0)
+    """Prompt tokens."""
+    output_per_mtok: float = Field(ge=0)
+    """Completion tokens (reasoning tokens included, as the endpoints count them)."""
+
+    def cost(self, prompt_tokens: int | None, completion_tokens: int | None) -> float | None:
+        """Dollars for one call; None when the endpoint did not report both counts."""
+        if prompt_tokens is None or completion_tokens is None:
+            return None
+        return (prompt_tokens * self.input_per_mtok + completion_tokens * self.output_per_mtok) / 1e6
+
+
+class Usage(_Frozen):
+    """Tokens, time and cost of a session's model calls (every reply, those of redone attempts too)."""
+
+    replies: int = 0
+    """Replies received (from the endpoint or the reply cache)."""
+    prompt_tokens: int = 0
+    """Prompt tokens of the replies whose endpoint reported usage."""
+    completion_tokens: int = 0
+    """Completion tokens, reasoning included."""
+    reasoning_tokens: int = 0
+    """Of the completion tokens, those spent reasoning (where the endpoint says)."""
+    unreported: int = 0
+    """Replies without a usage report (scripted models, endpoints that send none)."""
+    latency_s: float = 0.0
+    """Seconds waited for the replies fetched from the endpoint."""
+    cost_usd: float | None = None
+    """The replies at the model's prices; None when it has none."""
+    cached: int = 0
+    """Replies served by the reply cache (not paid again)."""
+    paid_usd: float | None = None
+    """cost_usd less the replies served by the reply cache."""
+
+    @property
+    def tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+
 class ModelInfo(_Frozen):
     """The model under test, without credentials."""
 
@@ -75,6 +117,8 @@ class ModelInfo(_Frozen):
     """Endpoint base URL (never the key)."""
     params: dict[str, object] = Field(default_factory=dict)
     """Sampling and request parameters (temperature, top_p, max_tokens, seed, reasoning_effort, ...)."""
+    prices: Prices | None = None
+    """What the endpoint charges, when the models file says."""
 
 
 class GpuSignature(_Frozen):
@@ -249,9 +293,15 @@ class Reply(_Event):
     prompt_tokens: int | None = None
     """Prompt tokens as reported by the endpoint."""
     completion_tokens: int | None = None
-    """Completion tokens as reported by the endpoint."""
+    """Completion tokens as reported by the endpoint (reasoning tokens included)."""
+    reasoning_tokens: int | None = None
+    """Of the completion tokens, those the endpoint says were spent reasoning."""
     latency_s: float = 0.0
-    """Seconds from request to last token."""
+    """Seconds from request to last token (for a reply from the cache: of the call that fetched it)."""
+    cost_usd: float | None = None
+    """The call at the model's prices (header ``model.prices``); None without prices or usage."""
+    cached: bool = False
+    """Served by the reply cache: the same request was answered before and is not paid again."""
     finish_reason: str | None = None
     """Endpoint's finish reason."""
     retries: int = 0
@@ -400,6 +450,8 @@ class SessionEnd(_Event):
     """Best speedup among correct attempts."""
     detail: str | None = None
     """Error detail when stop_reason is 'error'."""
+    usage: Usage | None = None
+    """Tokens, time and cost of every reply of the session (absent in files of older versions)."""
 
 
 Event = Annotated[

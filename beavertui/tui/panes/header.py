@@ -59,6 +59,8 @@ class HeaderBar(Widget):
         if attempt.verdict is not None:
             line.append(" ")
             line.append_text(badge(attempt.verdict.category, attempt.verdict.success))
+        line.append_text(_usage(view))
+        line.truncate(2 * max(self.size.width, 20) - 1)
         return line
 
 
@@ -71,3 +73,34 @@ def _reached(a) -> set[str]:  # type: ignore[no-untyped-def]
     if a.sanitize:
         names.add("sanitize")
     return names
+
+
+def _usage(view: View) -> Text:
+    """This reply's cost and tokens of the session's, where reported: ``$0.004 of $0.05 · 3.4k of 14k tok``."""
+    from beavertui.engine.session.usage import dollars, tokens_text, usage_of
+
+    text = Text()
+    end = view.state.end
+    u = end.usage if end is not None and end.usage is not None else None
+    if u is None:
+        u = usage_of(a.reply for a in view.state.attempts if a.reply is not None)
+    if u.replies == u.unreported and u.cost_usd is None:
+        return text
+    reply = view.attempt.reply if view.attempt is not None else None
+    counted = reply is not None and reply.prompt_tokens is not None and reply.completion_tokens is not None
+    parts = []
+    if u.cost_usd is not None:
+        mine = dollars(reply.cost_usd) + " of " if reply is not None and reply.cost_usd is not None else ""
+        parts.append(f"{mine}{dollars(u.cost_usd)}")
+    if u.replies > u.unreported:
+        mine = ""
+        if counted:
+            assert (
+                reply is not None and reply.prompt_tokens is not None and reply.completion_tokens is not None
+            )
+            mine = tokens_text(reply.prompt_tokens + reply.completion_tokens) + " of "
+        parts.append(f"{mine}{tokens_text(u.tokens)} tok")
+    text.append("  " + " · ".join(parts), "dim")
+    if reply is not None and reply.cached:
+        text.append(" cached", "cyan")
+    return text

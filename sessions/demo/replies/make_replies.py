@@ -248,4 +248,18 @@ write(
               edit(l1, vec_load, scalar_guarded)),
     ],
 )
+
+# ---------------------------------------------------------------- transpose_00 again: a second session for compare
+write(
+    "resend_then_reference",
+    "transpose_00: the broken start sent back unchanged, then the reference (beside repair_in_three, for compare)",
+    [
+        reply("The kernel looks right as it is; sending it back unchanged.", t0),
+        reply(
+            "It is not: the tile is read before every thread has written it. The reference solution adds the "
+            "barrier.",
+            (ROOT / "corpus" / "transpose_00" / "reference.cu").read_text(),
+        ),
+    ],
+)
 print("wrote", ", ".join(sorted(p.name for p in HERE.glob("*.toml"))))

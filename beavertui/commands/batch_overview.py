@@ -1,0 +1,187 @@
+"""What a batch would run (``--dry-run``) and what it ran (the summary table printed at its end).
+
+The plan is the manifest expanded into sessions, with the GPUs the local toolchain would use; nothing is
+written. The summary reads each session's end line (outcome, tokens, cost, replies from the reply cache)
+and prints one row per (model, protocol), in the format asked for with ``--format``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+from beavertui.batch.rundir import RunManifest
+from beavertui.batch.scheduler import plan
+from beavertui.engine.session.usage import dollars, tokens_text
+
+
+def _gpus(args: argparse.Namespace, manifest: RunManifest) -> str:
+    if manifest.toolchain != "local":
+        return "none needed (recorded outcomes)"
+    from beavertui.engine.host.gpu import visible_gpus
+
+    gpus = visible_gpus(args.gpus)
+    return ", ".join(gpus) if gpus else "none visible: the local toolchain would refuse to start"
+
+
+def show_plan(manifest: RunManifest, run_dir: Path, args: argparse.Namespace, *, resuming: bool) -> int:
+    """Print what the batch would run; write nothing."""
+    from beavertui.commands.formats import output_format
+    from beavertui.reports.render import emit
+    from beavertui.reports.tables import Table
+    from beavertui.tui.catalog import read_row
+
+    fmt = output_format(args)
+    jobs = plan(manifest, run_dir)
+    states = []
+    for j in jobs:
+        if not j.path.exists():
+            states.append("new")
+        else:
+            row = read_row(j.path)
+            states.append("done" if row.outcome in ("success", "failed") else "unfinished")
+    gpus = _gpus(args, manifest)
+    cache = manifest.reply_cache or "off"
+    if manifest.reply_cache and manifest.reply_cache_sampled:
+        cache += " (sampled replies reused too)"
+    if fmt == "json":
+        doc = {
+            "run_dir": str(run_dir),
+            "exists": resuming,
+            "tasks": manifest.tasks,
+            "excluded_tasks": manifest.excluded_tasks,
+            "models": [m.name for m in manifest.models],
+            "protocols": {p.slug: p.protocol.short() for p in manifest.protocols},
+            "samples": manifest.samples,
+            "gpus": gpus,
+            "toolchain": manifest.toolchain,
+            "reply_cache": manifest.reply_cache,
+            "sessions": [
+                {
+                    "model": j.model.name,
+                    "protocol": j.slug,
+                    "task": j.task_id,
+                    "sample": j.sample,
+                    "path": str(j.path),
+                    "state": s,
+                }
+                for j, s in zip(jobs, states, strict=True)
+            ],
+        }
+        print(json.dumps(doc))
+        return 0
+    to_run = sum(s != "done" for s in states)
+    lines = [
+        f"dry run: nothing is written{' (the run exists)' if resuming else ''}; run folder {run_dir}",
+        f"tasks ({len(manifest.tasks)}): {', '.join(manifest.tasks)}",
+    ]
+    if manifest.excluded_tasks:
+        lines.append(f"left out ({len(manifest.excluded_tasks)}): " + "; ".join(
+            f"{k}: {v}" for k, v in manifest.excluded_tasks.items()
+        ))  # fmt: skip
+    lines += [
+        f"models ({len(manifest.models)}): {', '.join(m.name for m in manifest.models)}",
+        f"protocols ({len(manifest.protocols)}): "
+        + "; ".join(f"{p.slug} ({p.protocol.short()})" for p in manifest.protocols),
+        f"samples: {manifest.samples}",
+        f"sessions: {len(jobs)} ({to_run} to run: new or unfinished; {len(jobs) - to_run} done)",
+        f"toolchain: {manifest.toolchain}; GPUs: {gpus}",
+        f"reply cache: {cache}",
+    ]
+    for ln in lines:
+        print(ln)
+    print()
+    rows = tuple(
+        (j.model.name, j.slug, j.task_id, str(j.sample), s) for j, s in zip(jobs, states, strict=True)
+    )
+    emit([Table("Sessions", ("model", "protocol", "task", "sample", "state"), rows, keys=3)], fmt)
+    return 0
+
+
+def summary_rows(run_dir: Path) -> list[dict[str, Any]]:
+    """One dict per (model, protocol folder) from the sessions' end lines."""
+    from beavertui.tui.catalog import read_row, session_files
+
+    groups: dict[tuple[str, str], dict[str, Any]] = defaultdict(
+        lambda: {"sessions": 0, "finished": 0, "passed": 0, "attempts": 0, "tokens": None, "cost_usd": None,
+                 "cached_replies": 0}
+    )  # fmt: skip
+    for path in session_files(run_dir):
+        try:
+            rel = path.relative_to(run_dir).parts
+        except ValueError:
+            continue
+        row = read_row(path)
+        key = (row.model, rel[1] if len(rel) >= 3 else row.protocol)
+        g = groups[key]
+        g["sessions"] += 1
+        g["finished"] += row.outcome in ("success", "failed")
+        g["passed"] += row.outcome == "success"
+        g["attempts"] += row.iterations
+        if row.tokens is not None:
+            g["tokens"] = (g["tokens"] or 0) + row.tokens
+        if row.cost is not None:
+            g["cost_usd"] = (g["cost_usd"] or 0.0) + row.cost
+        g["cached_replies"] += row.cached
+    out = []
+    for (model, proto), g in sorted(groups.items()):
+        per = g["cost_usd"] / g["passed"] if g["cost_usd"] is not None and g["passed"] else None
+        out.append({"model": model, "protocol": proto, **g, "cost_per_repair_usd": per})
+    return out
+
+
+def show_summary(manifest: RunManifest, run_dir: Path, args: argparse.Namespace) -> None:
+    """The run's table per (model, protocol) on standard output, and the reply cache's counts."""
+    from beavertui.batch.models import reply_cache_stats
+    from beavertui.commands.formats import output_format
+    from beavertui.reports.render import emit
+    from beavertui.reports.tables import Table
+
+    fmt = output_format(args)
+    rows = summary_rows(run_dir)
+    if fmt == "json":
+        print(json.dumps({"run_dir": str(run_dir), "groups": rows}))
+    else:
+        cells = tuple(
+            (
+                r["model"],
+                r["protocol"],
+                f"{r['finished']}/{r['sessions']}",
+                str(r["passed"]),
+                str(r["attempts"]),
+                "-" if r["tokens"] is None else tokens_text(r["tokens"]),
+                dollars(r["cost_usd"]),
+                dollars(r["cost_per_repair_usd"]),
+                str(r["cached_replies"]),
+            )
+            for r in rows
+        )
+        cols = (
+            "model",
+            "protocol",
+            "sessions",
+            "passed",
+            "attempts",
+            "tokens",
+            "cost",
+            "per repair",
+            "cached",
+        )
+        note = (
+            "sessions: finished of all; tokens: prompt and completion as the endpoints reported them; cost "
+            "at the models' prices (- without); per repair: cost per session that passed; cached: replies "
+            "served by the reply cache, not paid again."
+        )
+        emit([Table(f"Run {run_dir}", cols, cells, note=note)], fmt)
+    stats = reply_cache_stats().get(manifest.reply_cache or "")
+    if stats is not None and (stats.hits or stats.stored):
+        print(
+            f"beavertui: reply cache {manifest.reply_cache}: {stats.hits} replies reused, "
+            f"{stats.stored} new ones stored"
+            + (f", {stats.write_errors} could not be stored" if stats.write_errors else ""),
+            file=sys.stderr,
+        )

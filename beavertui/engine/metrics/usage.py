@@ -1,0 +1,73 @@
+"""Tokens and cost per (model, protocol) group of a run, from its session files.
+
+Every reply counts (Reply events, those of redone attempts too): what the run asked of its endpoints. A
+repair is a session that passed; cost per repair is the group's cost over its repaired sessions. Branch
+sessions (analyses of a run, with a parent) are left out, as the metrics leave them out. Reads files,
+computes sums; no rate here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from beavertui.engine.analysis.report import GroupKey, group_key
+from beavertui.engine.metrics.attempts import session_files
+from beavertui.engine.session.events import Reply, Usage
+from beavertui.engine.session.state import fold
+from beavertui.engine.session.store import read_session
+from beavertui.engine.session.usage import add, usage_of
+
+
+@dataclass(frozen=True)
+class GroupUsage:
+    """What one group's sessions took."""
+
+    sessions: int
+    repaired: int
+    usage: Usage
+
+    @property
+    def cost_per_session(self) -> float | None:
+        return (
+            None if self.usage.cost_usd is None or not self.sessions else self.usage.cost_usd / self.sessions
+        )
+
+    @property
+    def cost_per_repair(self) -> float | None:
+        return (
+            None if self.usage.cost_usd is None or not self.repaired else self.usage.cost_usd / self.repaired
+        )
+
+    @property
+    def reported(self) -> bool:
+        """Some reply of the group had a token count or a cost."""
+        return self.usage.replies > self.usage.unreported or self.usage.cost_usd is not None
+
+
+def run_usage(root: Path) -> dict[GroupKey, GroupUsage]:
+    """Per group key (analysis.report.group_key): sessions, repaired sessions and their usage."""
+    out: dict[GroupKey, GroupUsage] = {}
+    for path in session_files(root):
+        header, events, _problem = read_session(path)
+        if header is None or header.parent is not None:
+            continue
+        u = usage_of(e for e in events if isinstance(e, Reply))
+        repaired = fold(header, events).success
+        key = group_key(header.model.name, header.protocol.key())
+        old = out.get(key)
+        out[key] = (
+            GroupUsage(1, int(repaired), u)
+            if old is None
+            else GroupUsage(old.sessions + 1, old.repaired + int(repaired), add(old.usage, u))
+        )
+    return out
+
+
+def total(groups: dict[GroupKey, GroupUsage]) -> GroupUsage:
+    """The whole run's."""
+    sessions = repaired = 0
+    u = Usage()
+    for g in groups.values():
+        sessions, repaired, u = sessions + g.sessions, repaired + g.repaired, add(u, g.usage)
+    return GroupUsage(sessions, repaired, u)

@@ -1,0 +1,219 @@
+"""Plain tables that fit a width: columns two spaces apart, a rule under the header, no word ever cut.
+
+A table is printed whole when its columns fit at full width. Otherwise the widths shrink towards each
+column's longest unbreakable piece (a header word, a cell word, a rate's value or its whole interval) and
+cells wrap at those pieces. When even that is wider than the page, each row becomes a block: its key
+columns as a heading, then one ``column  value`` line per other column. Titles and notes wrap at words.
+The width is the terminal's when there is one, ``COLUMNS`` when set, else 80.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import textwrap
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import IO
+
+from beavertui.reports.tables import Cell, Rate, Table
+
+#: Width used when standard output is not a terminal and COLUMNS is not set.
+PIPE_WIDTH = 80
+GAP = 2
+MIN_WIDTH = 40
+
+
+def page_width(stream: IO[str] | None = None) -> int:
+    """COLUMNS if set, else the terminal's width, else PIPE_WIDTH (never below MIN_WIDTH)."""
+    env = os.environ.get("COLUMNS", "")
+    if env.isdigit() and int(env) > 0:
+        return max(MIN_WIDTH, int(env))
+    stream = stream or sys.stdout
+    try:
+        if stream.isatty():
+            return max(MIN_WIDTH, shutil.get_terminal_size((PIPE_WIDTH, 24)).columns)
+    except (AttributeError, ValueError, OSError):
+        pass
+    return PIPE_WIDTH
+
+
+def use_colour(stream: IO[str] | None = None) -> bool:
+    """Styles only on a terminal, and never when NO_COLOR is set (https://no-color.org)."""
+    if os.environ.get("NO_COLOR"):
+        return False
+    stream = stream or sys.stdout
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError):
+        return False
+
+
+def _pieces(c: Cell) -> list[str]:
+    """The unbreakable pieces of a cell, in order."""
+    if isinstance(c, Rate):
+        from beavertui.reports.render import pct
+
+        text = pct(c)
+        value, sep, interval = text.partition(" ")
+        return [value, interval] if sep else [value]
+    return c.split() or [""]
+
+
+def _text(c: Cell) -> str:
+    return " ".join(p for p in _pieces(c) if p)
+
+
+def _wrap(pieces: Sequence[str], width: int) -> list[str]:
+    lines: list[str] = []
+    cur = ""
+    for p in pieces:
+        if not p:
+            continue
+        if not cur:
+            cur = p
+        elif len(cur) + 1 + len(p) <= width:
+            cur += " " + p
+        else:
+            lines.append(cur)
+            cur = p
+    lines.append(cur)
+    return lines
+
+
+@dataclass(frozen=True)
+class Line:
+    """One printed line and how to style it (header, rule, title, note, heading or plain)."""
+
+    text: str
+    style: str = ""
+
+
+def _widths(table: Table, cols: list[int], width: int) -> list[int] | None:
+    natural = [max([len(table.columns[i])] + [len(_text(r[i])) for r in table.rows]) for i in cols]
+    minimum = [
+        max([len(w) for w in table.columns[i].split()] + [len(p) for r in table.rows for p in _pieces(r[i])])
+        for i in cols
+    ]
+    room = width - GAP * (len(cols) - 1)
+    if sum(natural) <= room:
+        return natural
+    if sum(minimum) > room:
+        return None
+    # Whole columns first, cheapest first (fewest wrapped lines), then the rest shared by what each lacks.
+    widths = list(minimum)
+    spare = room - sum(minimum)
+    open_ = []
+    for k in sorted(range(len(cols)), key=lambda k: natural[k] - minimum[k]):
+        if natural[k] - minimum[k] <= spare:
+            spare -= natural[k] - minimum[k]
+            widths[k] = natural[k]
+        else:
+            open_.append(k)
+    total = sum(natural[k] - minimum[k] for k in open_)
+    for k in open_:
+        widths[k] += spare * (natural[k] - minimum[k]) // total if total else 0
+    return widths
+
+
+def _numeric(table: Table, i: int) -> bool:
+    return any(isinstance(r[i], Rate) for r in table.rows)
+
+
+def _wrapped(text: str, width: int, style: str) -> list[Line]:
+    return [
+        Line(t, style)
+        for t in textwrap.wrap(text, width, break_long_words=False, break_on_hyphens=False) or [""]
+    ]
+
+
+def lines(table: Table, width: int, *, keys: int | None = None) -> list[Line]:
+    """The table as lines of at most ``width`` characters (longer only for a single unbreakable piece)."""
+    out = _wrapped(table.title, width, "title")
+    cols = [i for i in range(len(table.columns)) if any(_text(r[i]) for r in table.rows)] or list(
+        range(len(table.columns))
+    )
+    widths = _widths(table, cols, width)
+    if widths is not None:
+        heads = [_wrap(table.columns[i].split(), w) for i, w in zip(cols, widths, strict=True)]
+        depth = max(len(h) for h in heads)
+        for k in range(depth):
+            cells = []
+            for (i, w), h in zip(zip(cols, widths, strict=True), heads, strict=True):
+                t = h[k - (depth - len(h))] if k >= depth - len(h) else ""
+                cells.append(t.rjust(w) if _numeric(table, i) else t.ljust(w))
+            out.append(Line((" " * GAP).join(cells).rstrip(), "header"))
+        out.append(Line((" " * GAP).join("-" * w for w in widths), "rule"))
+        for r in table.rows:
+            wrapped = [_wrap(_pieces(r[i]), w) for i, w in zip(cols, widths, strict=True)]
+            for k in range(max(len(c) for c in wrapped)):
+                cells = []
+                for (i, w), c in zip(zip(cols, widths, strict=True), wrapped, strict=True):
+                    t = c[k] if k < len(c) else ""
+                    cells.append(t.rjust(w) if _numeric(table, i) else t.ljust(w))
+                out.append(Line((" " * GAP).join(cells).rstrip()))
+    else:
+        out += _blocks(table, cols, width, keys)
+    if table.note:
+        out += _wrapped(table.note, width, "note")
+    return out
+
+
+def _blocks(table: Table, cols: list[int], width: int, keys: int | None) -> list[Line]:
+    """One block per row: the key columns as a heading, then ``column  value`` lines."""
+    nkeys = keys if keys is not None else table.keys
+    key_cols = [i for i in cols if i < nkeys]
+    rest = [i for i in cols if i >= nkeys]
+    label = max(len(table.columns[i]) for i in rest) if rest else 0
+    label = min(label, width // 3)
+    out: list[Line] = []
+    if key_cols:
+        names = " · ".join(table.columns[i] for i in key_cols)
+        out += _wrapped(f"(too wide for the page: one block per {names})", width, "note")
+    for r in table.rows:
+        out.append(Line(""))
+        heading = " · ".join(_text(r[i]) for i in key_cols if _text(r[i]))
+        out += _wrapped(heading or "-", width, "heading")
+        for i in rest:
+            text = _text(r[i])
+            if not text:
+                continue
+            name = table.columns[i]
+            room = max(10, width - 2 - label - GAP)
+            values = _wrap(_pieces(r[i]), room)
+            first = f"  {name.ljust(label)}{' ' * GAP}" if len(name) <= label else f"  {name}\n"
+            indent = " " * (2 + label + GAP)
+            if first.endswith("\n"):
+                out.append(Line(first.rstrip("\n")))
+                out += [Line(indent + v) for v in values]
+            else:
+                out.append(Line(first + values[0]))
+                out += [Line(indent + v) for v in values[1:]]
+    if table.note:
+        out.append(Line(""))
+    return out
+
+
+_STYLES = {"title": "bold", "header": "bold", "rule": "dim", "note": "dim", "heading": "bold cyan"}
+
+
+def print_tables(tables: Sequence[Table], stream: IO[str] | None = None, *, width: int | None = None) -> None:
+    """Print the tables fitted to the page, styled on a terminal unless NO_COLOR is set."""
+    stream = stream or sys.stdout
+    width = width or page_width(stream)
+    colour = use_colour(stream)
+    console = None
+    if colour:
+        from rich.console import Console
+
+        console = Console(file=stream, highlight=False, soft_wrap=True, width=width)
+    for n, t in enumerate(tables):
+        block = ([Line("")] if n else []) + lines(t, width)
+        for ln in block:
+            if console is not None:
+                from rich.text import Text
+
+                console.print(Text(ln.text, style=_STYLES.get(ln.style, "")))
+            else:
+                stream.write(ln.text + "\n")

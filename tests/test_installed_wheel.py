@@ -1,0 +1,69 @@
+"""beavertui as pip installs it: a wheel built from this checkout, in a fresh virtual environment outside
+the repository, run from another folder, finds its bundled corpus and demo sessions.
+
+The environment sees the system's site-packages for the dependencies (no download), but beavertui itself
+is the wheel's copy: the test checks where it is imported from.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+pytestmark = pytest.mark.slow
+
+
+def _run(
+    cmd: list[str], cwd: Path, env: dict[str, str], timeout: float = 120
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
+
+
+def test_the_wheel_works_from_any_folder(tmp_path: Path) -> None:
+    wheels, venv, elsewhere = tmp_path / "whl", tmp_path / "venv", tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "BEAVERTUI_CORPUS", "VIRTUAL_ENV")}
+    env["PIP_DISABLE_PIP_VERSION_CHECK"] = "1"
+    built = _run(
+        [sys.executable, "-m", "pip", "wheel", str(ROOT), "-w", str(wheels), "--no-deps", "-q"],
+        tmp_path, env, timeout=300,
+    )  # fmt: skip
+    assert built.returncode == 0, built.stderr
+    (wheel,) = wheels.glob("beavertui-*.whl")
+    made = _run(
+        [sys.executable, "-m", "venv", "--without-pip", "--system-site-packages", str(venv)], tmp_path, env
+    )
+    assert made.returncode == 0, made.stderr
+    python = venv / "bin" / "python"
+    put = _run(
+        [sys.executable, "-m", "pip", "--python", str(python), "install", "--no-deps", "--no-index", "-q", str(wheel)],
+        tmp_path, env,
+    )  # fmt: skip
+    assert put.returncode == 0, put.stderr
+    where = _run([str(python), "-c", "import beavertui; print(beavertui.__file__)"], elsewhere, env)
+    assert where.stdout.strip().startswith(str(venv)), where.stdout
+    exe = str(venv / "bin" / "beavertui")
+    listed = _run([exe, "corpus", "list"], elsewhere, {**env, "COLUMNS": "300"})
+    assert listed.returncode == 0, listed.stderr
+    first = listed.stdout.splitlines()[0]
+    assert first.startswith(str(venv)) and ": 41 tasks" in first, first
+    assert "transpose_03" in listed.stdout
+    browsed = _run([exe], elsewhere, env)  # no folder: the demo sessions, as plain lines when piped
+    assert browsed.returncode == 0, browsed.stderr
+    rows = [ln.split("\t") for ln in browsed.stdout.splitlines()]
+    assert len(rows) == 6 and all(r[-1].startswith(str(venv)) for r in rows)
+    pair = [r[-1] for r in rows if r[0] == "transpose_00"]
+    assert len(pair) == 2  # two sessions of one task, for compare
+    compared = _run([exe, "compare", *pair], elsewhere, env)
+    assert compared.returncode == 0 and "PASSED" in compared.stdout, compared.stderr
+    dry = _run(
+        [exe, "batch", "--models", "scripted:@reference", "--tasks", "scan_*", "--dry-run"], elsewhere, env
+    )
+    assert dry.returncode == 0, dry.stderr
+    assert "tasks (3): scan_00, scan_01, scan_02" in dry.stdout and not (elsewhere / "sessions").exists()
