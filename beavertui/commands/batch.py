@@ -80,7 +80,14 @@ def new_manifest(args: argparse.Namespace) -> tuple[Any, Path, Any]:
     """Create the run directory and manifest from the protocol file and flags."""
     from beavertui import __version__
     from beavertui.batch.protocol_file import expand, find_protocol_file, load_batch_file
-    from beavertui.batch.rundir import ProtocolEntry, RunManifest, host_info, new_run_id, write_manifest
+    from beavertui.batch.rundir import (
+        ProtocolEntry,
+        RunManifest,
+        check_run_id,
+        host_info,
+        new_run_id,
+        write_manifest,
+    )
     from beavertui.engine.corpus.load import default_corpus, load_corpus
     from beavertui.engine.errors import BeaverError
 
@@ -107,7 +114,7 @@ def new_manifest(args: argparse.Namespace) -> tuple[Any, Path, Any]:
         tasks.append(t.id)
     if not tasks:
         raise BeaverError(f"{corpus_path}: no runnable task matches {args.tasks or spec.tasks or '*'}")
-    run_id = args.run_id or new_run_id(spec.name)
+    run_id = check_run_id(args.run_id) if args.run_id is not None else new_run_id(spec.name)
     run_dir = args.sessions_dir / run_id
     if (run_dir / "run.json").exists():
         raise BeaverError(f"{run_dir}: already a run; continue it with --resume {run_dir}")

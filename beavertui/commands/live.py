@@ -156,6 +156,8 @@ def _model(args: argparse.Namespace, task: Any, protocol: Any) -> Any:
 
         path = args.sessions_dir / "live" / f"{task.id}.human" / Path(task.solution_file).name
         return HumanModel(path, initial=task.broken_start(), editor=args.editor or os.environ.get("EDITOR"))
+    from pydantic import ValidationError
+
     from beavertui.engine.models.openai_model import OpenAIConfig, OpenAIModel, load_models_file
 
     models_file = args.models_file or (
@@ -192,7 +194,14 @@ def _model(args: argparse.Namespace, task: Any, protocol: Any) -> Any:
     updates["temperature"] = protocol.temperature
     if protocol.seed is not None:
         updates["seed"] = protocol.seed
-    return OpenAIModel(config.model_copy(update=updates))
+    try:
+        checked = OpenAIConfig.model_validate({**config.model_dump(), **updates})
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        field = str(err["loc"][0]) if err.get("loc") else "model"
+        flag = {"timeout_s": "timeout", "extra_body": "extra-body"}.get(field, field).replace("_", "-")
+        raise BeaverError(f"--{flag}: {err['msg']}") from None
+    return OpenAIModel(checked)
 
 
 def _toolchain(args: argparse.Namespace, task: Any) -> Any:

@@ -26,11 +26,16 @@ from beavertui.engine.errors import BeaverError
 from beavertui.engine.models.base import Completion, DeltaCallback, EndpointError
 from beavertui.engine.session.events import Message, ModelInfo
 
+#: Longest per-call time limit (and backoff) a configuration may ask for: one day.
+MAX_TIMEOUT_S = 86_400.0
+#: Most failed tries per call a configuration may allow.
+MAX_RETRIES = 100
+
 
 class OpenAIConfig(BaseModel):
     """How to reach and sample one OpenAI-compatible model (a models-file entry or CLI flags)."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
     model: str
     """Model name as the endpoint knows it."""
@@ -38,11 +43,11 @@ class OpenAIConfig(BaseModel):
     """Endpoint base URL, e.g. ``http://localhost:8000/v1``; None: OPENAI_BASE_URL or the OpenAI API."""
     api_key_env: str = "OPENAI_API_KEY"
     """Environment variable holding the API key (the key itself is never configured in a file)."""
-    temperature: float | None = None
+    temperature: float | None = Field(default=None, ge=0.0, le=2.0)
     """Sampling temperature; None leaves it to the protocol (see ``with_protocol``)."""
-    top_p: float | None = None
+    top_p: float | None = Field(default=None, gt=0.0, le=1.0)
     """Nucleus sampling mass."""
-    max_tokens: int | None = None
+    max_tokens: int | None = Field(default=None, ge=1, le=10_000_000)
     """Completion token limit."""
     seed: int | None = None
     """Sampling seed, where the endpoint honours one."""
@@ -52,15 +57,15 @@ class OpenAIConfig(BaseModel):
     """Extra JSON fields merged into the request body (e.g. ``top_k`` for vLLM)."""
     stream: bool = True
     """Stream tokens as they are generated."""
-    timeout_s: float = 600.0
+    timeout_s: float = Field(default=600.0, gt=0.0, le=MAX_TIMEOUT_S)
     """Per-call time limit: seconds to connect, and between two received chunks."""
-    retries: int = 5
+    retries: int = Field(default=5, ge=0, le=MAX_RETRIES)
     """Failed tries allowed before giving up."""
-    backoff_base_s: float = 1.0
+    backoff_base_s: float = Field(default=1.0, ge=0.0, le=MAX_TIMEOUT_S)
     """First backoff delay; doubled after each failure."""
-    backoff_max_s: float = 60.0
+    backoff_max_s: float = Field(default=60.0, ge=0.0, le=MAX_TIMEOUT_S)
     """Backoff ceiling."""
-    retry_after_max_s: float = 600.0
+    retry_after_max_s: float = Field(default=600.0, ge=0.0, le=MAX_TIMEOUT_S)
     """A Retry-After longer than this fails at once instead of waiting."""
 
     def with_protocol(self, temperature: float, seed: int | None) -> OpenAIConfig:

@@ -13,7 +13,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
-from beavertui.engine.session.protocol import Detector, Protocol
+from beavertui.engine.session.protocol import MAX_BUDGET, Detector, Protocol
 
 FORMAT_VERSION = 1
 
@@ -24,7 +24,12 @@ def now() -> float:
 
 
 class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="ignore")
+    # A number in a session is finite: NaN and infinities are neither written nor read as numbers.
+    model_config = ConfigDict(frozen=True, extra="ignore", allow_inf_nan=False)
+
+
+#: An attempt's 1-based iteration: at most the largest budget a protocol can have.
+Iteration = Annotated[int, Field(ge=1, le=MAX_BUDGET)]
 
 
 # --------------------------------------------------------------------------------------------- values
@@ -62,6 +67,9 @@ class TaskRef(_Frozen):
     """Full text of the reference solution (for the reference diff pane); None if not shipped."""
     broken_start_hash: str = ""
     """First 16 hex digits of sha256 of the broken start."""
+    harness_hash: str | None = None
+    """sha256 of the task's harness (testbench and shared folders, without the solution) when the
+    session started; None in sessions written before it was recorded. Recorded outcomes are keyed by it."""
 
 
 class ModelInfo(_Frozen):
@@ -222,7 +230,7 @@ class Request(_Event):
     """The messages sent to the model for one iteration, in full."""
 
     kind: Literal["request"] = "request"
-    iteration: int
+    iteration: Iteration
     """1-based iteration."""
     messages: list[Message]
     """Exactly what was sent."""
@@ -232,7 +240,7 @@ class ReplyDelta(_Event):
     """A streamed piece of the model's reply. Shown live, never saved."""
 
     kind: Literal["reply_delta"] = "reply_delta"
-    iteration: int
+    iteration: Iteration
     """1-based iteration."""
     text: str
     """The new text."""
@@ -242,7 +250,7 @@ class Reply(_Event):
     """The model's complete reply."""
 
     kind: Literal["reply"] = "reply"
-    iteration: int
+    iteration: Iteration
     """1-based iteration."""
     content: str
     """Full reply text."""
@@ -264,7 +272,7 @@ class Candidate(_Event):
     """The code extracted from a reply (or typed by a human)."""
 
     kind: Literal["candidate"] = "candidate"
-    iteration: int
+    iteration: Iteration
     """1-based iteration."""
     code: str | None
     """The candidate source; None when no code was found."""
@@ -282,7 +290,7 @@ class Built(_Event):
     """The build stage finished."""
 
     kind: Literal["build"] = "build"
-    iteration: int
+    iteration: Iteration
     """1-based iteration."""
     result: StageResult
     """The build command's outcome."""
@@ -292,7 +300,7 @@ class Ran(_Event):
     """The test stage finished."""
 
     kind: Literal["run"] = "run"
-    iteration: int
+    iteration: Iteration
     """1-based iteration."""
     result: StageResult
     """The test command's outcome."""
@@ -302,7 +310,7 @@ class Sanitized(_Event):
     """A compute-sanitizer run finished."""
 
     kind: Literal["sanitize"] = "sanitize"
-    iteration: int
+    iteration: Iteration
     """1-based iteration."""
     tool: str
     """memcheck, racecheck, synccheck or initcheck."""
@@ -318,7 +326,7 @@ class Timed(_Event):
     """Speedup measurement of a correct candidate."""
 
     kind: Literal["timing"] = "timing"
-    iteration: int
+    iteration: Iteration
     """1-based iteration."""
     result: TimingResult
     """The measurement."""
@@ -328,7 +336,7 @@ class Verdict(_Event):
     """The classified outcome of one attempt."""
 
     kind: Literal["verdict"] = "verdict"
-    iteration: int
+    iteration: Iteration
     """1-based iteration."""
     category: str
     """One of categories.md."""
@@ -354,7 +362,7 @@ class Stalled(_Event):
     """A stagnation detector fired."""
 
     kind: Literal["stalled"] = "stalled"
-    iteration: int
+    iteration: Iteration
     """Iteration after which it fired."""
     detector: Detector
     """Which detector."""
@@ -366,7 +374,7 @@ class InfraError(_Event):
     """A failure of the infrastructure (endpoint, GPU, disk), not of the model."""
 
     kind: Literal["infra_error"] = "infra_error"
-    iteration: int
+    iteration: Iteration
     """Iteration it hit."""
     source: Literal["endpoint", "gpu", "disk", "toolchain", "other"]
     """What failed."""
@@ -389,7 +397,7 @@ class SessionEnd(_Event):
         "stopped",
     ]
     """Why the loop stopped (metrics.md), or 'stopped' by the user."""
-    iterations: int
+    iterations: Annotated[int, Field(ge=0, le=MAX_BUDGET)]
     """Attempts made."""
     success: bool
     """Some attempt succeeded at the protocol's gate."""

@@ -1,0 +1,270 @@
+"""Cases from a hostile run, each reproduced as a user or an attacker would run it.
+
+Every test here failed before its fix: a wrong success from recordings, an endless loop on a gate of
+infinity, non-finite numbers written and read as numbers, readers that disagree about one file, inputs
+that made a command hang or print a traceback, intervals that depended on row order, exit codes that
+said "done" when nothing was done. The property tests for the same classes are in test_hostile_inputs.py.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from beavertui.engine.corpus.load import load_corpus
+from beavertui.engine.session.events import Verdict
+from beavertui.engine.session.store import read_session
+
+ROOT = Path(__file__).resolve().parents[1]
+DEMO = ROOT / "sessions" / "demo"
+RECORDED = ROOT / "tests" / "data" / "recorded"
+
+
+def cli(
+    *argv: str, cwd: Path, timeout: float = 60, stdin: int | None = subprocess.DEVNULL
+) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.run(
+        [sys.executable, "-m", "beavertui", *argv],
+        cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout, stdin=stdin,
+    )  # fmt: skip
+
+
+def one_line_error(p: subprocess.CompletedProcess[str]) -> str:
+    assert p.returncode == 2, (p.returncode, p.stdout[-400:], p.stderr[-800:])
+    assert "Traceback" not in p.stderr, p.stderr
+    lines = p.stderr.strip().splitlines()
+    assert len(lines) >= 1 and lines[-1].startswith("beavertui: "), p.stderr
+    return lines[-1]
+
+
+# ------------------------------------------------------------------ 1. recordings keyed by task
+
+
+def test_recordings_of_one_task_do_not_judge_another(tmp_path: Path) -> None:
+    """The softmax demo's replies and recordings, run against a FlashAttention task, are not a success."""
+    p = cli(
+        "live", "--task", "flashattn_v2_07", "--model", f"scripted:{DEMO / 'replies' / 'degenerate_repair.toml'}",
+        "--toolchain", f"recorded:{DEMO}", "--headless", cwd=tmp_path,
+    )  # fmt: skip
+    assert p.returncode != 0, p.stdout
+    assert "success" not in p.stdout.splitlines()[-1].replace("no success", ""), p.stdout
+    assert "no recorded outcome for this candidate on task flashattn_v2_07" in p.stdout
+    (session,) = (tmp_path / "sessions" / "live").glob("flashattn_v2_07-*.jsonl")
+    _, events, _ = read_session(session)
+    assert not any(isinstance(e, Verdict) for e in events)
+    m = cli("metrics", str(session.parent), "--json", cwd=tmp_path)
+    (group,) = json.loads(m.stdout)["groups"]
+    assert group["pass@1"] in (None, 0.0) and group["pass@k"] in (None, 0.0)  # not counted as a repair
+
+
+def test_recordings_still_serve_their_own_task(tmp_path: Path) -> None:
+    p = cli(
+        "live", "--task", "softmax_00", "--model", f"scripted:{DEMO / 'replies' / 'degenerate_repair.toml'}",
+        "--toolchain", f"recorded:{DEMO}", "--headless", cwd=tmp_path,
+    )  # fmt: skip
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert p.stdout.splitlines()[-1] == "end passed after 4 iterations, success, best 0.99x"
+
+
+def test_a_changed_harness_invalidates_the_recordings(tmp_path: Path) -> None:
+    import shutil
+
+    from beavertui.engine.errors import ToolchainError
+    from beavertui.engine.toolchain.base import AttemptOptions
+    from beavertui.engine.toolchain.recorded import RecordedToolchain
+
+    corpus = tmp_path / "corpus"
+    shutil.copytree(RECORDED, corpus)
+    task = load_corpus(corpus).get("vec_scale")
+    tc = RecordedToolchain.load(RECORDED / "vec_scale.recordings.jsonl")
+    code = (corpus / "vec_scale" / "candidates" / "reference.cu").read_text()
+    assert tc.lookup(task, code) is not None
+    with open(corpus / "vec_scale" / "testbench" / "test_main.cu", "a") as fh:
+        fh.write("\n// a changed check\n")
+    changed = load_corpus(corpus).get("vec_scale")
+    tc = RecordedToolchain.load(RECORDED / "vec_scale.recordings.jsonl")
+    assert tc.lookup(changed, code) is None
+    with pytest.raises(ToolchainError, match="no recorded outcome"):
+        list(tc.attempt(changed, code, AttemptOptions(iteration=1, gate=0.7)))
+
+
+def test_a_recordings_file_must_name_task_and_harness(tmp_path: Path) -> None:
+    from beavertui.engine.errors import BeaverError
+    from beavertui.engine.toolchain.recorded import load_recordings
+
+    line = json.loads((RECORDED / "vec_scale.recordings.jsonl").read_text().splitlines()[0])
+    del line["harness"]
+    f = tmp_path / "r.jsonl"
+    f.write_text(json.dumps(line) + "\n")
+    with pytest.raises(BeaverError, match="needs 'task' and 'harness'"):
+        load_recordings(f)
+
+
+# ------------------------------------------------------------------ 2 and 10. protocol numbers
+
+
+BAD_PROTOCOL_VALUES = [
+    ("gate = inf", "finite"),
+    ("gate = nan", "finite"),
+    ("gate = 3.5", "less than or equal to 3"),
+    ("gate = 1000", "less than or equal to 3"),
+    ("gate = -0.1", "greater than or equal to 0"),
+    ("temperature = inf", "finite"),
+    ("budget = 0", "greater than or equal to 1"),
+    ("[protocol.stagnation]\nno_progress_run = -1", "greater than or equal to 2"),
+    ("[protocol.stagnation]\noscillation_window = -5", "greater than or equal to 2"),
+    ("[protocol.stagnation]\noscillation_changes = 0", "greater than or equal to 1"),
+    ("[protocol.stagnation]\noscillation_window = 3\noscillation_changes = 3", "below oscillation_window"),
+]
+
+
+@pytest.mark.parametrize(("line", "why"), BAD_PROTOCOL_VALUES, ids=[v[0] for v in BAD_PROTOCOL_VALUES])
+def test_protocol_files_refuse_numbers_out_of_range(tmp_path: Path, line: str, why: str) -> None:
+    from beavertui.batch.protocol_file import expand, load_batch_file
+    from beavertui.engine.errors import BeaverError
+
+    f = tmp_path / "p.toml"
+    body = line if line.startswith("[") else f"[protocol]\n{line}"
+    f.write_text(f'name = "x"\n{body}\n')
+    with pytest.raises(BeaverError, match=why):
+        expand(load_batch_file(f), str(f))
+
+
+BAD_MODEL_VALUES = [
+    ("timeout_s = -1", "greater than 0"),
+    ("timeout_s = 0", "greater than 0"),
+    ("timeout_s = inf", "finite"),
+    ("retries = -3", "greater than or equal to 0"),
+    ("max_concurrency = 0", "greater than or equal to 1"),
+    ("top_p = nan", "finite"),
+]
+
+
+@pytest.mark.parametrize(("line", "why"), BAD_MODEL_VALUES, ids=[v[0] for v in BAD_MODEL_VALUES])
+def test_model_entries_refuse_numbers_out_of_range(tmp_path: Path, line: str, why: str) -> None:
+    from beavertui.batch.protocol_file import load_batch_file
+    from beavertui.engine.errors import BeaverError
+
+    f = tmp_path / "p.toml"
+    f.write_text(f'name = "x"\n[[models]]\nmodel = "m"\n{line}\n')
+    with pytest.raises(BeaverError, match=why):
+        load_batch_file(f)
+
+
+@pytest.mark.parametrize(
+    "flags",
+    [
+        ("--gate", "inf"), ("--gate", "1e400"), ("--gate", "3.5"), ("--gate", "nan"), ("--timeout", "-1"),
+        ("--timeout", "0"), ("--retries", "-3"), ("--temperature", "inf"), ("--budget", "1000000000"),
+    ],
+    ids=lambda f: " ".join(f),
+)  # fmt: skip
+def test_live_flags_out_of_range_are_one_line_errors(tmp_path: Path, flags: tuple[str, str]) -> None:
+    p = cli(
+        "live", "--task", "vec_scale", "--corpus", str(RECORDED), "--model", "gpt-x",
+        "--base-url", "http://127.0.0.1:9/v1", "--toolchain", f"recorded:{RECORDED / 'vec_scale.recordings.jsonl'}",
+        "--headless", *flags, cwd=tmp_path,
+    )  # fmt: skip
+    line = one_line_error(p)
+    assert line.startswith(f"beavertui: {flags[0]}"), line
+    assert not (tmp_path / "sessions").exists()
+
+
+def test_a_header_that_cannot_be_read_back_is_never_written(tmp_path: Path) -> None:
+    """The writer refuses a header its own reader would refuse (it was written with "gate": null)."""
+    from beavertui.engine.errors import SessionFileError
+    from beavertui.engine.session.store import SessionWriter
+
+    f = tmp_path / "s.jsonl"
+    with SessionWriter(f, _header()) as _w:
+        pass
+    bad = _header().model_copy(
+        update={"protocol": _header().protocol.model_copy(update={"gate": float("inf")})}
+    )
+    with pytest.raises(SessionFileError, match="header"):
+        SessionWriter(tmp_path / "t.jsonl", bad)
+    assert not (tmp_path / "t.jsonl").exists()
+
+
+def _header():  # type: ignore[no-untyped-def]
+    from beavertui.engine.session.events import ModelInfo, SessionHeader
+    from beavertui.engine.session.protocol import Protocol
+
+    task = load_corpus(RECORDED).get("vec_scale")
+    return SessionHeader(
+        session_id="x", tool_version="0", task=task.ref(), model=ModelInfo(name="m", kind="scripted"),
+        protocol=Protocol(),
+    )  # fmt: skip
+
+
+def test_batch_with_a_run_id_outside_the_sessions_folder_is_refused(tmp_path: Path) -> None:
+    p = cli(
+        "batch", "--protocol", "default", "--models", "scripted:@reference", "--corpus", str(RECORDED),
+        "--toolchain", f"recorded:{RECORDED / 'vec_scale.recordings.jsonl'}", "--sessions-dir",
+        str(tmp_path / "s"), "--run-id", "../../x", "--quiet", cwd=tmp_path,
+    )  # fmt: skip
+    assert "--run-id '../../x'" in one_line_error(p)
+    assert not (tmp_path / "x").exists() and not (tmp_path.parent / "x").exists()
+
+
+def test_batch_on_a_protocol_file_with_a_gate_of_infinity_stops_at_once(tmp_path: Path) -> None:
+    f = tmp_path / "p.toml"
+    f.write_text('name = "x"\n[protocol]\ngate = inf\n')
+    p = cli(
+        "batch", "--protocol", str(f), "--models", "scripted:@reference", "--corpus", str(RECORDED),
+        "--toolchain", f"recorded:{RECORDED / 'vec_scale.recordings.jsonl'}", "--sessions-dir",
+        str(tmp_path / "s"), "--quiet", cwd=tmp_path, timeout=30,
+    )  # fmt: skip
+    assert "gate" in one_line_error(p) and "finite" in p.stderr
+
+
+# ------------------------------------------------------------------ 8. files that are not files
+
+
+@pytest.fixture
+def odd_files(tmp_path: Path) -> Path:
+    d = tmp_path / "odd"
+    d.mkdir()
+    (d / "loop.jsonl").symlink_to("loop.jsonl")
+    (d / "zero.jsonl").symlink_to("/dev/zero")
+    os.mkfifo(d / "fifo.jsonl")
+    (d / "latin1.toml").write_bytes(b'name = "caf\xe9"\n')
+    return d
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ("compare", "loop.jsonl", "loop.jsonl"),
+        ("replay", "loop.jsonl"),
+        ("replay", "zero.jsonl"),
+        ("replay", "fifo.jsonl"),
+        ("compare", "fifo.jsonl", "zero.jsonl"),
+        ("export", "zero.jsonl"),
+        ("batch", "--protocol", "latin1.toml", "--models", "scripted:@reference"),
+        ("batch", "--protocol", "zero.jsonl", "--models", "scripted:@reference"),
+        ("batch", "--protocol", "fifo.jsonl", "--models", "scripted:@reference"),
+    ],
+    ids=" ".join,
+)
+def test_links_loops_devices_fifos_and_bad_encodings_are_one_line_errors(
+    odd_files: Path, argv: tuple[str, ...]
+) -> None:
+    p = cli(*argv, cwd=odd_files, timeout=20)
+    line = one_line_error(p)
+    assert any(w in line for w in ("symbolic link loop", "a device", "a FIFO", "not UTF-8")), line
+
+
+def test_browse_lists_a_folder_of_odd_files_without_hanging(odd_files: Path) -> None:
+    p = cli("browse", ".", cwd=odd_files, timeout=20)
+    assert p.returncode == 0, p.stderr
+    rows = {line.split("\t")[-1]: line.split("\t") for line in p.stdout.splitlines()}
+    assert rows["loop.jsonl"][3] == "damaged" and "symbolic link loop" in rows["loop.jsonl"][6]
+    assert rows["zero.jsonl"][3] == "damaged" and "a device" in rows["zero.jsonl"][6]
+    assert rows["fifo.jsonl"][3] == "damaged" and "a FIFO" in rows["fifo.jsonl"][6]
