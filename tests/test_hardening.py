@@ -268,3 +268,143 @@ def test_browse_lists_a_folder_of_odd_files_without_hanging(odd_files: Path) -> 
     assert rows["loop.jsonl"][3] == "damaged" and "symbolic link loop" in rows["loop.jsonl"][6]
     assert rows["zero.jsonl"][3] == "damaged" and "a device" in rows["zero.jsonl"][6]
     assert rows["fifo.jsonl"][3] == "damaged" and "a FIFO" in rows["fifo.jsonl"][6]
+
+
+# ------------------------------------------------------------------ 3. no non-finite number
+
+
+def test_timing_samples_that_are_not_times_are_dropped() -> None:
+    from beavertui.engine.timing.speedup import parse_times
+
+    log = "BEAVER_TIME_MS 1e999\nBEAVER_TIME_MS 0\nBEAVER_TIME_MS -1.5\nBEAVER_TIME_MS 0.25\nBEAVER_TIME_MS 1e-3\n"
+    assert parse_times(log) == [0.25, 0.001]
+
+
+def _demo_with(tmp_path: Path, edit: str, value: str) -> Path:
+    """The degenerate demo session with one verdict's number replaced by a bare JSON token."""
+    lines = (DEMO / "degenerate_repair.jsonl").read_text().splitlines()
+    out = []
+    for line in lines:
+        obj = json.loads(line)
+        if obj.get("kind") == "verdict" and obj["iteration"] == 2:
+            obj[edit] = "@@"
+            line = json.dumps(obj).replace('"@@"', value)
+        out.append(line)
+    f = tmp_path / f"{edit}-{len(value)}.jsonl"
+    f.write_text("\n".join(out) + "\n")
+    return f
+
+
+@pytest.mark.parametrize("value", ["NaN", "Infinity", "-Infinity", "1e999"])
+def test_non_finite_numbers_in_a_session_are_never_read_as_numbers(tmp_path: Path, value: str) -> None:
+    f = _demo_with(tmp_path, "speedup", value)
+    header, events, problem = read_session(f)
+    assert header is not None and problem is not None and "finite" in problem
+    assert all(isinstance(e.iteration, int) and e.iteration < 2 for e in events if isinstance(e, Verdict))
+    for argv in (("replay", str(f)), ("export", str(f)), ("metrics", str(f)), ("browse", str(tmp_path))):
+        p = cli(*argv, cwd=tmp_path)
+        assert "Traceback" not in p.stderr and "NaN" not in p.stdout and "Infinity" not in p.stdout, argv
+
+
+@pytest.mark.parametrize("value", ["inf", "nan", "Infinity"])
+def test_an_attempts_table_with_an_infinite_speedup_is_refused(tmp_path: Path, value: str) -> None:
+    rows = (RECORDED.parent / "analysis").glob("*.csv")
+    del rows
+    head = (
+        "run_id,model,task_id,protocol.method,protocol.feedback,protocol.history,protocol.temperature,"
+        "protocol.gate,protocol.budget,sample,iteration,category,correct,speedup,stop_reason,self_source\n"
+    )
+    f = tmp_path / "t.csv"
+    f.write_text(head + f"r,m,t,iterative,L3,2,0.0,0.7,5,0,1,passed,true,{value},success,false\n")
+    p = cli("metrics", str(f), "--json", cwd=tmp_path)
+    assert "finite" in one_line_error(p)
+    j = tmp_path / "t.jsonl"
+    row = {
+        "run_id": "r", "model": "m", "task_id": "t", "sample": 0, "iteration": 1, "category": "passed",
+        "correct": True, "speedup": "@@", "stop_reason": "success", "self_source": False,
+        "protocol": {"method": "iterative", "feedback": "L3", "history": 2, "temperature": 0.0, "gate": 0.7,
+                     "budget": 5},
+    }  # fmt: skip
+    j.write_text(json.dumps(row).replace('"@@"', "Infinity") + "\n")
+    p = cli("metrics", str(j), "--json", cwd=tmp_path)
+    assert "Traceback" not in p.stderr and p.returncode == 2, p.stderr
+
+
+async def test_the_speedup_pane_draws_no_bar_for_a_value_that_is_not_finite() -> None:
+    from beavertui.tui.panes.speedup import bar, sparkline
+
+    assert bar(float("nan"), 1.0) == "" and bar(float("inf"), 1.0) == "" and bar(1.0, float("inf")) == ""
+    assert sparkline([1.0, float("nan"), float("inf"), 2.0]) == sparkline([1.0, 2.0])
+
+
+# ------------------------------------------------------------------ 4. bounded TUI
+
+
+@pytest.mark.parametrize("iteration", ["1000000000", "100000", "-5", "0", "101"])
+def test_an_iteration_out_of_range_ends_the_valid_prefix(tmp_path: Path, iteration: str) -> None:
+    lines = (DEMO / "degenerate_repair.jsonl").read_text().splitlines()
+    obj = json.loads(lines[-2])
+    obj["iteration"] = int(iteration)
+    f = tmp_path / "s.jsonl"
+    f.write_text("\n".join([*lines[:-2], json.dumps(obj), lines[-1]]) + "\n")
+    _header, events, problem = read_session(f)
+    assert problem is not None and "iteration" in problem
+    assert len(events) == len(lines) - 3
+
+
+def test_replies_are_capped_and_the_cap_is_recorded(tmp_path: Path) -> None:
+    from beavertui.engine.loop.run import run_session
+    from beavertui.engine.models.scripted import ScriptedModel
+    from beavertui.engine.session.events import MAX_REPLY_CHARS, Reply
+    from beavertui.engine.session.protocol import Protocol
+    from beavertui.engine.toolchain.recorded import RecordedToolchain
+
+    task = load_corpus(RECORDED).get("vec_scale")
+    huge = "x" * (MAX_REPLY_CHARS + 12345)
+    items = list(
+        run_session(task, ScriptedModel([huge]), RecordedToolchain({}, unknown="fail"), Protocol(budget=1))
+    )
+    (reply,) = [e for e in items if isinstance(e, Reply)]
+    assert len(reply.content) == MAX_REPLY_CHARS and reply.truncated_chars == 12345
+
+
+def _big_session(tmp_path: Path) -> Path:
+    """The demo with a 20,000-line candidate, a 4 MB reply and a 20 MB run log."""
+    out = []
+    code = "".join(f"int v{i} = {i};  // line {i}\n" for i in range(20000))
+    for line in (DEMO / "degenerate_repair.jsonl").read_text().splitlines():
+        obj = json.loads(line)
+        if obj.get("kind") == "reply" and obj["iteration"] == 1:
+            obj["content"] = "y" * 4_000_000
+        if obj.get("kind") == "candidate" and obj["iteration"] == 2:
+            obj["code"] = code
+        if obj.get("kind") == "run" and obj["iteration"] == 1:
+            obj["result"]["log"] = "z" * 79 + "\n" * 1 + ("w" * 79 + "\n") * 250_000
+        out.append(json.dumps(obj))
+    f = tmp_path / "big.jsonl"
+    f.write_text("\n".join(out) + "\n")
+    return f
+
+
+async def test_a_huge_session_steps_with_truncation_notes(tmp_path: Path) -> None:
+    import time
+
+    from beavertui.tui.app import BeaverApp
+    from beavertui.tui.session_screen import SessionScreen
+
+    header, events, problem = read_session(_big_session(tmp_path))
+    assert header is not None and problem is None
+    app = BeaverApp(lambda: SessionScreen(header, events, problem=problem))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        slowest = 0.0
+        for key in ("home", "r", "r", "right", "d", "d", "d", "end"):
+            t = time.perf_counter()
+            await pilot.press(key)
+            await pilot.pause()
+            slowest = max(slowest, time.perf_counter() - t)
+            if key == "home":
+                assert "truncated" in app.screen.query_one("#log").text
+            if key == "right":
+                assert "truncated" in app.screen.query_one("#diff").text
+        assert slowest < 5.0  # was 7.7 s per step for the candidate, and no end for the run log

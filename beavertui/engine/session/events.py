@@ -28,6 +28,9 @@ class _Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="ignore", allow_inf_nan=False)
 
 
+#: The longest reply kept, in characters; the loop drops the rest (and says so in the Reply).
+MAX_REPLY_CHARS = 512 << 10
+
 #: An attempt's 1-based iteration: at most the largest budget a protocol can have.
 Iteration = Annotated[int, Field(ge=1, le=MAX_BUDGET)]
 
@@ -253,7 +256,9 @@ class Reply(_Event):
     iteration: Iteration
     """1-based iteration."""
     content: str
-    """Full reply text."""
+    """Full reply text, up to MAX_REPLY_CHARS (the rest is dropped and counted in ``truncated_chars``)."""
+    truncated_chars: int = Field(default=0, ge=0)
+    """Characters of the endpoint's reply beyond MAX_REPLY_CHARS, not kept (0: the reply is whole)."""
     prompt_tokens: int | None = None
     """Prompt tokens as reported by the endpoint."""
     completion_tokens: int | None = None
