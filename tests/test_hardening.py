@@ -8,6 +8,7 @@ said "done" when nothing was done. The property tests for the same classes are i
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import subprocess
@@ -408,3 +409,114 @@ async def test_a_huge_session_steps_with_truncation_notes(tmp_path: Path) -> Non
             if key == "right":
                 assert "truncated" in app.screen.query_one("#diff").text
         assert slowest < 5.0  # was 7.7 s per step for the candidate, and no end for the run log
+
+
+# ------------------------------------------------------------------ 7. secrets
+
+
+def test_secrets_are_redacted_from_screen_header_and_log(tmp_path: Path) -> None:
+    """A 401 that echoes the key, a password in the base URL and a key in --extra-body: none is shown or saved."""
+    from test_endpoint_faults import FaultServer
+
+    key, password, body_key = "sk-live-echoed-5150", "pw-in-url-7071", "body-key-9092"
+    with FaultServer({"echo_key": [("echo_key", None)]}) as server:
+        url = server.url.replace("http://", f"http://someone:{password}@")
+        env = {**os.environ, "PYTHONPATH": str(ROOT), "HARDEN_KEY": key}
+        p = subprocess.run(
+            [
+                sys.executable, "-m", "beavertui", "live", "--task", "vec_scale", "--corpus", str(RECORDED),
+                "--model", "echo_key", "--base-url", url, "--api-key-env", "HARDEN_KEY", "--retries", "0",
+                "--extra-body", json.dumps({"api_key": body_key, "top_k": 5}), "--headless",
+                "--toolchain", f"recorded:{RECORDED / 'vec_scale.recordings.jsonl'}",
+            ],
+            cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+        sent = server.last_key  # the credentials the client sent, which the server echoed back
+    basic = base64.b64encode(f"someone:{password}".encode()).decode()
+    assert sent.endswith(basic) or sent.endswith(key), sent
+    assert "[redacted]" in p.stdout, p.stdout + p.stderr
+    (session,) = (tmp_path / "sessions" / "live").glob("*.jsonl")
+    text = session.read_text()
+    for secret in (key, password, body_key, basic):
+        assert secret not in p.stdout and secret not in p.stderr and secret not in text, secret
+    header, _events, _ = read_session(session)
+    assert header is not None and header.model.base_url is not None
+    assert header.model.base_url.startswith("http://[redacted]@127.0.0.1:")
+    assert header.model.params["extra_body"] == {"api_key": "[redacted]", "top_k": 5}
+
+
+def test_the_live_screen_never_shows_an_echoed_key() -> None:
+    from beavertui.engine.models.base import EndpointError
+    from beavertui.engine.models.openai_model import OpenAIConfig, OpenAIModel, redact_text
+
+    m = OpenAIModel(OpenAIConfig(model="m", base_url="http://u:pass-word-1@h/v1"), api_key="sk-abc-123")
+    assert {"sk-abc-123", "pass-word-1"} <= set(m.secrets())
+    assert (
+        redact_text('Bearer sk-abc-123 and "sk-abc-123" and sk%2Dabc', m.secrets()).count("[redacted]") == 2
+    )
+    with pytest.raises(EndpointError) as info:
+        m.complete([])  # nothing listens on host h: a connection error, whose text names no secret
+    assert "sk-abc-123" not in str(info.value) and "pass-word-1" not in str(info.value)
+
+
+# ------------------------------------------------------------------ 11. intervals keyed by task
+
+
+def _rows(n_tasks: int) -> list[dict[str, object]]:
+    rows: list[dict[str, object]] = []
+    proto = {
+        "method": "iterative",
+        "feedback": "L3",
+        "history": 2,
+        "temperature": 0.0,
+        "gate": 0.7,
+        "budget": 3,
+    }
+    for t in range(n_tasks):
+        outcome = [False, True] if t % 3 == 0 else ([True] if t % 3 == 1 else [False, False, False])
+        for it, ok in enumerate(outcome, start=1):
+            rows.append({
+                "run_id": "r", "model": "m", "task_id": f"task_{t:02d}", "protocol": proto, "sample": 0,
+                "iteration": it, "category": "passed" if ok else "functional_correctness", "correct": ok,
+                "speedup": (0.3 if t % 2 else 1.1) if ok else None,
+                "stop_reason": ("success" if ok else "budget") if it == len(outcome) else None,
+                "self_source": False,
+            })  # fmt: skip
+    return rows
+
+
+def test_intervals_do_not_depend_on_the_loader(tmp_path: Path) -> None:
+    """A run folder's rows (built row by row) and its exported file (read by the columnar reader) order
+    their tasks differently; the intervals must not change with it."""
+    from beavertui.engine.metrics.compute import compute_groups
+    from beavertui.engine.metrics.table import from_rows
+    from beavertui.engine.metrics.table_io import read_table
+    from beavertui.reports.tables import main_tables
+
+    rows = _rows(40)
+    exported = tmp_path / "a.jsonl"
+    exported.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    by_rows, by_file = compute_groups(from_rows(rows)), compute_groups(read_table(exported))
+    assert by_rows[0].cells.tasks != by_file[0].cells.tasks  # the two loaders do order tasks differently
+    assert sorted(by_rows[0].cells.tasks) == sorted(by_file[0].cells.tasks)
+    assert main_tables(by_rows) == main_tables(by_file)
+
+
+def test_bootstrap_resamples_by_task_id() -> None:
+    import numpy as np
+
+    from beavertui.engine.metrics.bootstrap import intervals
+
+    rng = np.random.default_rng(3)
+    means, nums = rng.random((12, 4)), rng.integers(0, 3, (12, 2)).astype(float)
+    dens = nums + rng.integers(0, 3, (12, 2))
+    tasks = [f"t{i:02d}" for i in range(12)]
+    perm = rng.permutation(12)
+    one = intervals(means, nums, dens, tasks=tasks)
+    two = intervals(means[perm], nums[perm], dens[perm], tasks=[tasks[i] for i in perm])
+    for x, y in zip(
+        (one.mean_lo, one.mean_hi, one.ratio_lo, one.ratio_hi),
+        (two.mean_lo, two.mean_hi, two.ratio_lo, two.ratio_hi),
+        strict=True,
+    ):
+        np.testing.assert_array_equal(x, y)

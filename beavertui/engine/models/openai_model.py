@@ -9,6 +9,7 @@ never part of ``info()``.
 
 from __future__ import annotations
 
+import base64
 import dataclasses
 import email.utils
 import json
@@ -378,7 +379,11 @@ def _userinfo_secrets(url: str | None) -> list[str]:
     if not url:
         return []
     parts = urllib.parse.urlsplit(url)
-    return [x for x in (parts.password, parts.username) if x]
+    found = [x for x in (parts.password, parts.username) if x]
+    if parts.username is not None:  # the HTTP client sends them as Basic credentials, which a server may echo
+        pair = f"{urllib.parse.unquote(parts.username)}:{urllib.parse.unquote(parts.password or '')}"
+        found.append(base64.b64encode(pair.encode()).decode())
+    return found
 
 
 def _without_userinfo(url: str | None) -> str | None:
