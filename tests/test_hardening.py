@@ -520,3 +520,42 @@ def test_bootstrap_resamples_by_task_id() -> None:
         strict=True,
     ):
         np.testing.assert_array_equal(x, y)
+
+
+# ------------------------------------------------------------------ 12. exit codes
+
+
+def test_a_batch_where_every_session_ends_in_an_infrastructure_failure_exits_1(tmp_path: Path) -> None:
+    from test_endpoint_faults import FaultServer
+
+    with FaultServer({"down": [("status", "401 Unauthorized")]}) as server:
+        proto = tmp_path / "p.toml"
+        proto.write_text(
+            'name = "x"\nretries = 1\n[protocol]\nbudget = 2\n[[models]]\nmodel = "down"\n'
+            f'base_url = "{server.url}"\napi_key_env = "HARDEN_KEY"\nretries = 0\n'
+        )
+        p = subprocess.run(
+            [
+                sys.executable, "-m", "beavertui", "batch", "--protocol", str(proto), "--corpus", str(RECORDED),
+                "--toolchain", f"recorded:{RECORDED / 'vec_scale.recordings.jsonl'}", "--sessions-dir",
+                str(tmp_path / "s"), "--run-id", "r", "--quiet",
+            ],
+            capture_output=True, text=True, timeout=120, cwd=tmp_path,
+            env={**os.environ, "PYTHONPATH": str(ROOT), "HARDEN_KEY": "k-123456"},
+        )  # fmt: skip
+    assert p.returncode == 1, p.stderr
+    assert "1 ended by infrastructure failures" in p.stderr
+    assert "no session was evaluated" in p.stderr
+
+
+def test_corpus_validate_exits_1_with_malformed_or_no_valid_tasks(tmp_path: Path) -> None:
+    import shutil
+
+    corpus = tmp_path / "corpus"
+    shutil.copytree(RECORDED, corpus)
+    bad = corpus / "zz_broken"
+    shutil.copytree(corpus / "vec_scale", bad)
+    (bad / "instance.json").write_text("{not json")
+    p = cli("corpus", "validate", "--corpus", str(corpus), "--no-timing", "--task", "vec_scale", cwd=tmp_path)
+    assert p.returncode == 1, p.stdout + p.stderr
+    assert "beavertui: corpus validate:" in p.stderr

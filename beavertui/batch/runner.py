@@ -151,7 +151,8 @@ def run_batch(
     write_manifest(run_dir, manifest)
     say(
         f"beavertui: {totals['done']}/{totals['total']} sessions ({totals['skipped']} already done), "
-        f"{totals['passed']} passed, {totals['attempts']} attempts in {wall:.1f} s"
+        f"{totals['passed']} passed, {totals['infra_ended']} ended by infrastructure failures, "
+        f"{totals['attempts']} attempts in {wall:.1f} s"
     )
     if infra:
         say(
@@ -177,4 +178,11 @@ def run_batch(
         left = totals["total"] - totals["done"] + totals["failed"]
         say(f"beavertui: stopped; {left} sessions wait unfinished: continue with --resume {run_dir}")
         return 2
+    evaluated = totals["done"] - totals["failed"] - totals["infra_ended"]
+    if totals["total"] and evaluated == 0:
+        say(
+            f"beavertui: no session was evaluated: {totals['infra_ended']} ended by infrastructure failures "
+            f"and {totals['failed']} failed to run (see {run_dir / 'infra.jsonl'})"
+        )
+        return 1
     return 0 if totals["failed"] == 0 else 1

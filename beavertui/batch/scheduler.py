@@ -52,6 +52,8 @@ class GroupCount:
     failed: int = 0
     attempts: int = 0
     infra: int = 0
+    infra_ended: int = 0
+    """Sessions that ended by an infrastructure failure (stop reason ``error``) after their retries."""
     started: float = field(default_factory=time.monotonic)
     durations: list[float] = field(default_factory=list)
 
@@ -90,6 +92,7 @@ class Tracker:
             g.skipped += out.status == "skipped"
             g.failed += out.status == "failed"
             g.infra += len(out.infra)
+            g.infra_ended += out.status != "failed" and out.stop_reason == "error"
 
     def eta_s(self, key: tuple[str, str], parallel: int) -> float | None:
         g = self.groups[key]
@@ -101,7 +104,17 @@ class Tracker:
 
     def totals(self) -> dict[str, int]:
         with self.lock:
-            keys = ("total", "done", "passed", "running", "skipped", "failed", "attempts", "infra")
+            keys = (
+                "total",
+                "done",
+                "passed",
+                "running",
+                "skipped",
+                "failed",
+                "attempts",
+                "infra",
+                "infra_ended",
+            )
             return {k: sum(getattr(g, k) for g in self.groups.values()) for k in keys}
 
 

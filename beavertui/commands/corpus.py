@@ -140,7 +140,7 @@ def _validate(args: argparse.Namespace) -> int:
     if args.json:
         for p in load.problems:
             print(json.dumps({"error": p}))
-        return 0
+        return _validate_status(results, load.problems)
     table = [["id", "label", "reference", "broken start", "agrees", "reference time", "throughput"]]
     for r in results:
         if not r.runnable:
@@ -177,6 +177,20 @@ def _validate(args: argparse.Namespace) -> int:
     )
     for p in load.problems:
         print(f"malformed: {p}", file=sys.stderr)
+    return _validate_status(results, load.problems)
+
+
+def _validate_status(results: list[Any], problems: tuple[str, ...] | list[str]) -> int:
+    """0 only when the corpus is what was asked for: no malformed task, no invalid one, at least one valid
+    (a task that is not runnable as shipped is reported, not counted against the corpus)."""
+    valid = sum(r.valid for r in results)
+    invalid = sum(1 for r in results if r.runnable and not r.valid)
+    if problems or invalid or not valid:
+        print(
+            f"beavertui: corpus validate: {valid} valid, {invalid} invalid, {len(problems)} malformed",
+            file=sys.stderr,
+        )
+        return 1
     return 0
 
 
