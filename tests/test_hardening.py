@@ -559,3 +559,48 @@ def test_corpus_validate_exits_1_with_malformed_or_no_valid_tasks(tmp_path: Path
     p = cli("corpus", "validate", "--corpus", str(corpus), "--no-timing", "--task", "vec_scale", cwd=tmp_path)
     assert p.returncode == 1, p.stdout + p.stderr
     assert "beavertui: corpus validate:" in p.stderr
+
+
+# ------------------------------------------------------------------ 6. Ctrl-C on a hung endpoint
+
+
+def test_ctrl_c_stops_a_headless_batch_waiting_on_a_hung_endpoint(tmp_path: Path) -> None:
+    import signal
+    import time
+
+    from test_endpoint_faults import FaultServer
+
+    with FaultServer({"hung": [("hang", 120.0)]}) as server:
+        proto = tmp_path / "p.toml"
+        proto.write_text(
+            'name = "x"\nsamples = 3\n[protocol]\nbudget = 2\n[[models]]\nmodel = "hung"\n'
+            f'base_url = "{server.url}"\napi_key_env = "HARDEN_KEY"\ntimeout_s = 300\n'
+        )
+        run = tmp_path / "s" / "r"
+        proc = subprocess.Popen(
+            [
+                sys.executable, "-m", "beavertui", "batch", "--protocol", str(proto), "--corpus", str(RECORDED),
+                "--toolchain", f"recorded:{RECORDED / 'vec_scale.recordings.jsonl'}", "--sessions-dir",
+                str(tmp_path / "s"), "--run-id", "r", "--jobs", "2",
+            ],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path,
+            env={**os.environ, "PYTHONPATH": str(ROOT), "HARDEN_KEY": "k-123456"},
+        )  # fmt: skip
+        try:
+            deadline = time.monotonic() + 60
+            while sum(server.counts.values()) < 2:  # both sessions in flight, waiting on the endpoint
+                assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+                time.sleep(0.05)
+            proc.send_signal(signal.SIGINT)
+            t0 = time.monotonic()
+            _out, err = proc.communicate(timeout=20)
+            stopped_in = time.monotonic() - t0
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+    assert proc.returncode == 130, err
+    assert stopped_in < 10, stopped_in
+    assert f"continue with --resume {run}" in err
+    manifest = json.loads((run / "run.json").read_text())
+    assert manifest["status"] == "interrupted"
+    assert not (run / "infra.jsonl").exists() or "retried" not in (run / "infra.jsonl").read_text()

@@ -8,6 +8,7 @@ summary into run.json and prints it. Infrastructure failures are reported here w
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 import threading
@@ -15,7 +16,7 @@ import time
 from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from beavertui.batch.resources import BuildSlots, GpuPool
 from beavertui.batch.rundir import RunManifest, read_infra, write_manifest
@@ -69,6 +70,31 @@ class _Either:
         return any(e.is_set() for e in self.events)
 
 
+def _interrupted(
+    manifest: RunManifest, run_dir: Path, tracker: Tracker, say: Callable[[str], None]
+) -> NoReturn:
+    """Ctrl-C: record the run as interrupted with the way on, then end the process at once.
+
+    The sessions in flight may be waiting on an endpoint for minutes; waiting for them (or for their
+    threads at interpreter exit) is what kept an interrupted batch running. Ending now is a kill, which
+    every session file survives by design: the cut sessions are resumed from their valid prefix.
+    """
+    totals = tracker.totals()
+    left = totals["total"] - totals["done"] + totals["failed"]
+    manifest.status = "interrupted"
+    manifest.summary = {**(manifest.summary or {}), **totals, "interrupted": True}
+    with contextlib.suppress(OSError):
+        write_manifest(run_dir, manifest)
+    say(
+        f"beavertui: interrupted: {totals['done']}/{totals['total']} sessions done, {left} wait unfinished "
+        f"({totals['running']} were running and are cut): continue with --resume {run_dir}"
+    )
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    os._exit(130)
+
+
 def _stderr(line: str) -> None:
     print(line, file=sys.stderr)
 
@@ -120,17 +146,20 @@ def run_batch(
         write_manifest(run_dir, manifest)
         halt = pool.exhausted if stop is None else _Either(pool.exhausted, stop)
         progress = nullcontext() if args.quiet and display is None else show(tracker, parallel)
-        with progress:
-            run_local(
-                jobs,
-                tasks,
-                toolchain,
-                run_dir,
-                parallel=parallel,
-                retries=manifest.retries,
-                tracker=tracker,
-                stop=halt,
-            )
+        try:
+            with progress:
+                run_local(
+                    jobs,
+                    tasks,
+                    toolchain,
+                    run_dir,
+                    parallel=parallel,
+                    retries=manifest.retries,
+                    tracker=tracker,
+                    stop=halt,
+                )
+        except KeyboardInterrupt:
+            _interrupted(manifest, run_dir, tracker, say)
     wall = time.monotonic() - t0
     totals = tracker.totals()
     infra = read_infra(run_dir)

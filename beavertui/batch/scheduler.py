@@ -166,7 +166,9 @@ def run_local(
 
     pending = list(reversed(jobs))
     running: dict[Future[JobOutcome], JobSpec] = {}
-    with ThreadPoolExecutor(max_workers=max(1, parallel), thread_name_prefix="session") as pool:
+    pool = ThreadPoolExecutor(max_workers=max(1, parallel), thread_name_prefix="session")
+    interrupted = False
+    try:
         while pending or running:
             while pending and len(running) < parallel and not (stop and stop.is_set()):
                 job = pending.pop()
@@ -177,4 +179,11 @@ def run_local(
             for fut in done:
                 job = running.pop(fut)
                 outcomes[job.path] = fut.result()
+    except KeyboardInterrupt:  # must not wait for sessions blocked on an endpoint
+        interrupted = True
+        pool.shutdown(wait=False, cancel_futures=True)
+        raise
+    finally:
+        if not interrupted:
+            pool.shutdown(wait=True)
     return outcomes
