@@ -588,6 +588,8 @@ def test_ctrl_c_stops_a_headless_batch_waiting_on_a_hung_endpoint(tmp_path: Path
             ],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path,
             env={**os.environ, "PYTHONPATH": str(ROOT), "HARDEN_KEY": "k-123456"},
+            # as from a terminal: a test run started in the background inherits SIGINT ignored
+            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
         )  # fmt: skip
         try:
             deadline = time.monotonic() + 60
