@@ -87,6 +87,8 @@ def event_line(e: Event) -> Text | None:
         )
         retries = f", {e.retries} retr{'y' if e.retries == 1 else 'ies'}" if e.retries else ""
         t.append(f"{len(e.content):,} chars{tokens}, {e.latency_s:.1f} s, finish {e.finish_reason}{retries}")
+        if e.truncated_chars:
+            t.append(f", truncated: {e.truncated_chars:,} more chars not kept", style="bold yellow")
     elif isinstance(e, Candidate):
         t.append(label, "bold")
         if e.code is None:

@@ -113,10 +113,10 @@ def test_attribution_of_a_probe_model(tmp_path: Path) -> None:
 
 def _recordings_file(path: Path) -> Path:
     with open(path, "w") as fh:
+        task = load_task()
         for key, events in recordings().items():
-            fh.write(
-                json.dumps({"sha256": key, "events": [e.model_dump(mode="json") for e in events]}) + "\n"
-            )
+            line = {"task": task.id, "harness": task.harness_hash(), "sha256": key}
+            fh.write(json.dumps({**line, "events": [e.model_dump(mode="json") for e in events]}) + "\n")
     return path
 
 

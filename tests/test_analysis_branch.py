@@ -280,8 +280,10 @@ def test_branch_command(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> N
     script.write_text(json.dumps([reply(REFERENCE)]))
     rec = tmp_path / "rec.jsonl"
     with open(rec, "w") as fh:
+        task = load_task()
         for key, evs in recordings().items():
-            fh.write(json.dumps({"sha256": key, "events": [e.model_dump(mode="json") for e in evs]}) + "\n")
+            line = {"task": task.id, "harness": task.harness_hash(), "sha256": key}
+            fh.write(json.dumps({**line, "events": [e.model_dump(mode="json") for e in evs]}) + "\n")
     out = tmp_path / "b.jsonl"
     argv = ["branch", str(parent), "--at", "1", "--feedback", "L2", "--history", "1", "--budget", "4"]
     argv += ["--model", f"scripted:{script}", "--recorded", str(rec), "--out", str(out)]

@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from beavertui.engine.corpus.load import load_corpus
@@ -558,3 +558,169 @@ async def test_stepping_through_a_booby_trapped_session_in_the_tui_starts_no_pro
         assert len(_SPAWNED) == 1
     finally:
         _WATCHING[0] = False
+
+
+# ------------------------------------------------------------------ numbers, readers, secrets, order
+
+ANY_FLOAT = st.one_of(
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.sampled_from([float("inf"), float("-inf"), float("nan"), 1e400, -0.0, 3.0, 3.0000001, 1000.0]),
+)
+
+
+@FAST
+@given(gate=ANY_FLOAT, temperature=ANY_FLOAT, window=st.integers(-10, 200), run=st.integers(-10, 200))
+def test_protocol_numbers_are_in_range_or_a_one_line_error(
+    tmp_path_factory: pytest.TempPathFactory, gate: float, temperature: float, window: int, run: int
+) -> None:
+    """A protocol file with any numbers either expands to protocols whose header reads back, or fails
+    with one line; nothing in between (a gate of infinity once looped a batch forever)."""
+    import math
+
+    from beavertui.batch.protocol_file import expand, load_batch_file
+    from beavertui.engine.session.protocol import MAX_GATE
+
+    tmp = tmp_path_factory.mktemp("proto")
+    f = tmp / "p.toml"
+
+    def toml(x: float) -> str:
+        return "nan" if math.isnan(x) else ("inf" if x == math.inf else "-inf" if x == -math.inf else repr(x))
+
+    f.write_text(
+        f"[protocol]\ngate = {toml(gate)}\ntemperature = {toml(temperature)}\n"
+        f"[protocol.stagnation]\noscillation_window = {window}\nno_progress_run = {run}\n"
+    )
+    try:
+        (named,) = expand(load_batch_file(f), str(f))
+    except BeaverError as exc:
+        assert "\n" not in str(exc) and len(str(exc)) < 600
+        return
+    p = named.protocol
+    assert math.isfinite(p.gate) and 0 <= p.gate <= MAX_GATE and 0 <= p.temperature <= 2
+    assert p.stagnation.oscillation_window >= 2 and p.stagnation.no_progress_run >= 2
+    assert type(p).model_validate_json(p.model_dump_json()) == p
+
+
+@FAST
+@given(value=ANY_FLOAT, iteration=st.integers(-(2**40), 2**40))
+def test_the_session_reader_never_yields_a_non_finite_number_or_a_wild_iteration(
+    tmp_path_factory: pytest.TempPathFactory, value: float, iteration: int
+) -> None:
+    import math
+
+    lines = _demo_session().decode().splitlines()
+    out = []
+    for line in lines:
+        obj = json.loads(line)
+        if obj.get("kind") == "verdict":
+            obj["speedup"] = value
+            obj["iteration"] = iteration
+        out.append(json.dumps(obj))  # writes NaN and Infinity as bare tokens, as a hostile file would
+    f = tmp_path_factory.mktemp("num") / "s.jsonl"
+    f.write_text("\n".join(out) + "\n")
+    header, events, problem = read_session(f)
+    assert header is not None
+    for e in events:
+        if e.kind == "verdict":
+            assert e.speedup is None or math.isfinite(e.speedup)  # type: ignore[attr-defined]
+        it = getattr(e, "iteration", None)
+        assert it is None or 1 <= it <= 100
+    if not (math.isfinite(value) and 1 <= iteration <= 100):
+        assert problem is not None
+
+
+@FAST
+@given(data=st.binary(max_size=3000), where=st.integers(min_value=0, max_value=100_000))
+def test_browse_and_replay_agree_on_every_damaged_file(
+    tmp_path_factory: pytest.TempPathFactory, data: bytes, where: int
+) -> None:
+    """browse lists a file as damaged exactly when the reader replay and metrics use finds it damaged."""
+    from beavertui.tui.catalog import read_row
+
+    whole = _demo_session()
+    at = where % (len(whole) + 1)
+    f = tmp_path_factory.mktemp("agree") / "s.jsonl"
+    f.write_bytes(whole[:at] + data + whole[at + len(data) :])
+    header, _events, problem = read_session(f)
+    row = read_row(f)
+    torn_tail = problem is not None and problem.startswith("truncated last line")
+    if header is None or (problem is not None and not torn_tail):
+        assert row.outcome == "damaged" and row.problem == (problem or row.problem)
+    else:
+        assert row.outcome != "damaged"
+        assert row.task == header.task.id and row.budget == header.protocol.budget
+
+
+@FAST
+@given(secret=st.text(min_size=4, max_size=40), around=st.text(max_size=40))
+def test_an_echoed_secret_is_redacted_in_every_spelling(secret: str, around: str) -> None:
+    import urllib.parse
+
+    from beavertui.engine.models.openai_model import redact_text
+
+    for spelling in (secret, json.dumps(secret)[1:-1], urllib.parse.quote(secret, safe="")):
+        assume(spelling not in around and spelling not in "Bearer [redacted]")
+        shown = redact_text(f"{around}Bearer {spelling}{around}", [secret])
+        assert spelling not in shown and "[redacted]" in shown
+
+
+@FAST
+@given(name=st.text(max_size=60))
+def test_a_run_id_never_leaves_the_sessions_folder(
+    tmp_path_factory: pytest.TempPathFactory, name: str
+) -> None:
+    from beavertui.batch.rundir import check_run_id
+
+    root = tmp_path_factory.mktemp("sessions")
+    try:
+        check_run_id(name)
+    except BeaverError as exc:
+        assert "\n" not in str(exc)
+        return
+    assert (root / name).resolve().parent == root.resolve()
+
+
+@FAST
+@given(seed=st.integers(0, 2**32 - 1), n=st.integers(1, 30))
+def test_bootstrap_intervals_do_not_depend_on_row_order(seed: int, n: int) -> None:
+    import numpy as np
+
+    from beavertui.engine.metrics.bootstrap import intervals
+
+    rng = np.random.default_rng(seed)
+    means = rng.random((n, 3))
+    nums = rng.integers(0, 3, (n, 2)).astype(float)
+    dens = nums + rng.integers(0, 2, (n, 2))
+    tasks = [f"task-{rng.integers(0, 10**9)}-{i}" for i in range(n)]
+    perm = rng.permutation(n)
+    a = intervals(means, nums, dens, resamples=200, tasks=tasks)
+    b = intervals(means[perm], nums[perm], dens[perm], resamples=200, tasks=[tasks[i] for i in perm])
+    for x, y in zip(
+        (a.mean_lo, a.mean_hi, a.ratio_lo, a.ratio_hi),
+        (b.mean_lo, b.mean_hi, b.ratio_lo, b.ratio_hi),
+        strict=True,
+    ):
+        np.testing.assert_array_equal(x, y)
+
+
+@pytest.mark.parametrize("kind", ["fifo", "dev-zero", "loop", "dangling", "folder"])
+def test_session_reader_refuses_what_is_not_a_regular_file_at_once(tmp_path: Path, kind: str) -> None:
+    import os
+
+    from beavertui.engine.errors import SessionFileError
+
+    f = tmp_path / "s.jsonl"
+    if kind == "fifo":
+        os.mkfifo(f)
+    elif kind == "dev-zero":
+        f.symlink_to("/dev/zero")
+    elif kind == "loop":
+        f.symlink_to(f)
+    elif kind == "dangling":
+        f.symlink_to(tmp_path / "nowhere")
+    else:
+        f.mkdir()
+    t = time.monotonic()
+    with pytest.raises(SessionFileError) as info:
+        read_session(f)
+    assert time.monotonic() - t < 2 and "\n" not in str(info.value)

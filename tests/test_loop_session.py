@@ -51,6 +51,7 @@ def vec_scale_task(error_log: bool = True) -> Task:
         prompt_path=TASK_DIR / "prompt.txt",
         testbench=TASK_DIR / "testbench",
         error_log_path=(TASK_DIR / "error_log.txt") if error_log else None,
+        extra_dirs=((DATA / "_common", "_common"),),
     )
 
 

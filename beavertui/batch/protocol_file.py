@@ -20,6 +20,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
+import os
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,7 +29,12 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from beavertui.engine.errors import BeaverError
+from beavertui.engine.fileio import read_small_text
+from beavertui.engine.models.openai_model import MAX_RETRIES, MAX_TIMEOUT_S
 from beavertui.engine.session.protocol import Protocol
+
+#: A protocol file larger than this is refused before it is parsed.
+MAX_PROTOCOL_BYTES = 1 << 20
 
 #: Folder of the protocol files shipped with the package (``--protocol NAME`` finds them by name).
 BUNDLED_DIR = Path(__file__).resolve().parents[1] / "protocols"
@@ -37,7 +43,7 @@ BUNDLED_DIR = Path(__file__).resolve().parents[1] / "protocols"
 class ModelSpec(BaseModel):
     """One model under test: an endpoint (OpenAI-compatible) or a scripted model."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
     model: str
     """Endpoint model name, ``scripted:FILE``, ``scripted:@reference`` (see models.py) or ``replay:SESSION``."""
@@ -49,17 +55,17 @@ class ModelSpec(BaseModel):
     """Environment variable holding the key (the key itself never appears in a file)."""
     max_concurrency: int = Field(default=8, ge=1, le=1024)
     """Calls in flight at once to this endpoint."""
-    top_p: float | None = None
+    top_p: float | None = Field(default=None, gt=0.0, le=1.0)
     """Nucleus sampling mass."""
-    max_tokens: int | None = None
+    max_tokens: int | None = Field(default=None, ge=1, le=10_000_000)
     """Completion token limit."""
     reasoning_effort: str | None = None
     """``low``, ``medium`` or ``high`` for reasoning models."""
     extra_body: dict[str, Any] = Field(default_factory=dict)
     """Extra JSON fields of every request."""
-    timeout_s: float = 600.0
+    timeout_s: float = Field(default=600.0, gt=0.0, le=MAX_TIMEOUT_S)
     """Per-call time limit."""
-    retries: int = 5
+    retries: int = Field(default=5, ge=0, le=MAX_RETRIES)
     """Failed tries allowed per call before the session records an infrastructure error."""
     scripts: str | None = None
     """Scripted models: a folder with one script per task (``<task_id>.toml|.json|.md``)."""
@@ -76,7 +82,7 @@ class ModelSpec(BaseModel):
 class BatchFile(BaseModel):
     """The TOML file as written."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
     name: str = "batch"
     """Short name of the batch (used in the run id)."""
@@ -144,8 +150,8 @@ def expand(spec: BatchFile, where: str = "protocol file") -> list[NamedProtocol]
 def find_protocol_file(spec: str) -> Path:
     """A path, or the name of a bundled protocol file (with or without ``.toml``)."""
     path = Path(spec)
-    if path.is_file():
-        return path
+    if os.path.lexists(path) and not path.is_dir():
+        return path  # load_batch_file says what is wrong with it, if anything
     for candidate in (BUNDLED_DIR / spec, BUNDLED_DIR / f"{spec}.toml"):
         if candidate.is_file():
             return candidate
@@ -155,7 +161,7 @@ def find_protocol_file(spec: str) -> Path:
 
 def load_batch_file(path: Path) -> BatchFile:
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        data = tomllib.loads(read_small_text(path, MAX_PROTOCOL_BYTES))
     except OSError as exc:
         raise BeaverError(f"{path}: cannot read: {exc.strerror}") from None
     except tomllib.TOMLDecodeError as exc:

@@ -100,6 +100,19 @@ def slug(text: str) -> str:
     return s[:120] or "_"
 
 
+_RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
+
+
+def check_run_id(run_id: str) -> str:
+    """A run id that names one folder directly inside the sessions folder, or a BeaverError."""
+    if not _RUN_ID.fullmatch(run_id) or ".." in run_id:
+        raise BeaverError(
+            f"--run-id {run_id!r}: a run id is one folder name (letters, digits, '.', '_' and '-', "
+            "at most 128, no '..'), so the run stays inside --sessions-dir"
+        )
+    return run_id
+
+
 def new_run_id(name: str) -> str:
     return f"{time.strftime('%Y%m%d-%H%M%S')}-{slug(name)}-{os.getpid() % 10000:04d}"
 

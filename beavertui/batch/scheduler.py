@@ -62,6 +62,8 @@ class GroupCount:
     failed: int = 0
     attempts: int = 0
     infra: int = 0
+    infra_ended: int = 0
+    """Sessions that ended by an infrastructure failure (stop reason ``error``) after their retries."""
     started: float = field(default_factory=time.monotonic)
     durations: list[float] = field(default_factory=list)
 
@@ -100,6 +102,7 @@ class Tracker:
             g.skipped += out.status == "skipped"
             g.failed += out.status == "failed"
             g.infra += len(out.infra)
+            g.infra_ended += out.status != "failed" and out.stop_reason == "error"
 
     def eta_s(self, key: tuple[str, str], parallel: int) -> float | None:
         g = self.groups[key]
@@ -111,7 +114,17 @@ class Tracker:
 
     def totals(self) -> dict[str, int]:
         with self.lock:
-            keys = ("total", "done", "passed", "running", "skipped", "failed", "attempts", "infra")
+            keys = (
+                "total",
+                "done",
+                "passed",
+                "running",
+                "skipped",
+                "failed",
+                "attempts",
+                "infra",
+                "infra_ended",
+            )
             return {k: sum(getattr(g, k) for g in self.groups.values()) for k in keys}
 
 
@@ -163,7 +176,9 @@ def run_local(
 
     pending = list(reversed(jobs))
     running: dict[Future[JobOutcome], JobSpec] = {}
-    with ThreadPoolExecutor(max_workers=max(1, parallel), thread_name_prefix="session") as pool:
+    pool = ThreadPoolExecutor(max_workers=max(1, parallel), thread_name_prefix="session")
+    interrupted = False
+    try:
         while pending or running:
             while pending and len(running) < parallel and not (stop and stop.is_set()):
                 job = pending.pop()
@@ -174,4 +189,11 @@ def run_local(
             for fut in done:
                 job = running.pop(fut)
                 outcomes[job.path] = fut.result()
+    except KeyboardInterrupt:  # must not wait for sessions blocked on an endpoint
+        interrupted = True
+        pool.shutdown(wait=False, cancel_futures=True)
+        raise
+    finally:
+        if not interrupted:
+            pool.shutdown(wait=True)
     return outcomes

@@ -48,8 +48,9 @@ def run(args: argparse.Namespace) -> int:
         for path in session_files(root):
             r = read_row(path)
             best = "—" if r.best is None else f"{r.best:.2f}x"
+            stop = r.problem if r.problem else r.stop
             print(
-                f"{r.task}\t{r.model}\t{r.protocol}\t{r.outcome}\t{r.iterations}/{r.budget}\t{best}\t{r.stop}\t{path}"
+                f"{r.task}\t{r.model}\t{r.protocol}\t{r.outcome}\t{r.iterations}/{r.budget}\t{best}\t{stop}\t{path}"
             )
         return 0
     from beavertui.tui.app import BeaverApp

@@ -153,7 +153,7 @@ def _validate(args: argparse.Namespace) -> int:
     if fmt == "json":
         for p in load.problems:
             print(json.dumps({"error": p}))
-        return 0
+        return _validate_status(results, load.problems)
     table: list[tuple[str, ...]] = []
     for r in results:
         kind, reason = r.judge()
@@ -193,4 +193,18 @@ def _validate(args: argparse.Namespace) -> int:
     emit([Table(title, cols, tuple(table), keys=1)], fmt)
     for p in load.problems:
         print(f"malformed: {p}", file=sys.stderr)
+    return _validate_status(results, load.problems)
+
+
+def _validate_status(results: list[Any], problems: tuple[str, ...] | list[str]) -> int:
+    """0 only when the corpus is what was asked for: no malformed task, no invalid one, at least one valid
+    (a task that is not runnable as shipped is reported, not counted against the corpus)."""
+    valid = sum(r.valid for r in results)
+    invalid = sum(1 for r in results if r.runnable and not r.valid)
+    if problems or invalid or not valid:
+        print(
+            f"beavertui: corpus validate: {valid} valid, {invalid} invalid, {len(problems)} malformed",
+            file=sys.stderr,
+        )
+        return 1
     return 0

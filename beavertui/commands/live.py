@@ -137,7 +137,7 @@ def _protocol(args: argparse.Namespace) -> Any:
 
 def _model(args: argparse.Namespace, task: Any, protocol: Any) -> Any:
     from beavertui.engine.errors import BeaverError
-    from beavertui.engine.models.resolve import build_model
+    from beavertui.engine.models.resolve import SettingError, build_model
 
     overrides: dict[str, Any] = {
         "base_url": args.base_url,
@@ -159,10 +159,16 @@ def _model(args: argparse.Namespace, task: Any, protocol: Any) -> Any:
     if args.no_stream:
         overrides["stream"] = False
     human_file = args.sessions_dir / "live" / f"{task.id}.human" / Path(task.solution_file).name
-    return build_model(
-        args.model, task, protocol, models=args.models_file, overrides=overrides, human_file=human_file,
-        editor=args.editor,
-    )  # fmt: skip
+    try:
+        return build_model(
+            args.model, task, protocol, models=args.models_file, overrides=overrides, human_file=human_file,
+            editor=args.editor,
+        )  # fmt: skip
+    except SettingError as exc:
+        flag = {"timeout_s": "timeout", "extra_body": "extra-body"}.get(exc.field, exc.field).replace(
+            "_", "-"
+        )
+        raise BeaverError(f"--{flag}: {exc.problem}") from None
 
 
 def _toolchain(args: argparse.Namespace, task: Any) -> Any:

@@ -73,7 +73,9 @@ def load_source(
         if side:
             table = apply_source_models(table, side)
     else:
-        raise BeaverError(f"{source}: no such run directory or attempts table")
+        from beavertui.engine.fileio import missing
+
+        raise missing(source, "run directory or attempts table")
     return table
 
 

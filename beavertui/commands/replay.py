@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -19,9 +20,9 @@ def run(args: argparse.Namespace) -> int:
     from beavertui.engine.session.store import read_session
 
     path: Path = args.session
-    if not path.exists() and not args.follow:
+    if not os.path.lexists(path) and not args.follow:
         raise SessionFileError(f"{path}: no such session file")
-    header, events, problem = read_session(path) if path.exists() else (None, [], "not written yet")
+    header, events, problem = read_session(path) if os.path.lexists(path) else (None, [], "not written yet")
     if header is None and not args.follow:
         raise SessionFileError(f"{path}: not a readable session ({problem})")
     if not sys.stdout.isatty():

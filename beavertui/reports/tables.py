@@ -47,7 +47,7 @@ def _f(x: float) -> float | None:
 
 def _rates(g: GroupMetrics, resamples: int, seed: int) -> dict[str, Rate]:
     c = g.cells
-    iv = intervals(c.means, c.nums, c.dens, resamples, seed)
+    iv = intervals(c.means, c.nums, c.dens, resamples, seed, tasks=c.tasks)
     names = ["pass@1", "pass@k", *(f"p{p:.1f}" for p in P_SWEEP)]
     values = [g.pass_at_1, g.pass_at_k, *(g.p_sweep[p] for p in P_SWEEP)]
     out = {
@@ -151,7 +151,7 @@ def analysis_table(
                 )
             )
             continue
-        iv = intervals(np.zeros((len(c.tasks), 0)), c.nums, c.dens, resamples, seed)
+        iv = intervals(np.zeros((len(c.tasks), 0)), c.nums, c.dens, resamples, seed, tasks=c.tasks)
         num, den = c.nums.sum(axis=0), c.dens.sum(axis=0)
         shares = []
         for j in range(3):
@@ -243,7 +243,9 @@ def breakdown_table(
         for value in sorted(buckets):
             idx = np.asarray(buckets[value])
             means = g.cells.means[idx][:, :2]
-            iv = intervals(means, np.zeros((len(idx), 0)), np.zeros((len(idx), 0)), resamples, seed)
+            none = np.zeros((len(idx), 0))
+            names = [g.cells.tasks[i] for i in idx]
+            iv = intervals(means, none, none, resamples, seed, tasks=names)
             avg = means.mean(axis=0)
             und = g.under_sampled
             rows.append(

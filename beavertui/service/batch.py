@@ -9,6 +9,7 @@ their count.
 
 from __future__ import annotations
 
+import contextlib
 import fnmatch
 import os
 import shlex
@@ -19,7 +20,7 @@ from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from beavertui.batch.resources import BuildSlots, GpuPool
 from beavertui.batch.rundir import RunManifest, read_infra, write_manifest
@@ -145,7 +146,7 @@ def new_run(
     """Create the run directory and manifest from the protocol file and options: (manifest, dir, corpus)."""
     from beavertui import __version__
     from beavertui.batch.protocol_file import ModelSpec, expand, find_protocol_file, load_batch_file
-    from beavertui.batch.rundir import ProtocolEntry, host_info, new_run_id
+    from beavertui.batch.rundir import ProtocolEntry, check_run_id, host_info, new_run_id
     from beavertui.engine.corpus.load import default_corpus, load_corpus
 
     pfile = find_protocol_file(options.protocol)
@@ -175,7 +176,7 @@ def new_run(
     from beavertui.batch.models import default_reply_cache
 
     reply_folder = options.reply_cache or default_reply_cache()
-    run_id = options.run_id or new_run_id(spec.name)
+    run_id = check_run_id(options.run_id) if options.run_id is not None else new_run_id(spec.name)
     run_dir = options.sessions_dir / run_id
     if (run_dir / "run.json").exists():
         raise BeaverError(f"{run_dir}: already a run; continue it with --resume {run_dir}")
@@ -295,6 +296,31 @@ class _Either:
         return any(e.is_set() for e in self.events)
 
 
+def _interrupted(
+    manifest: RunManifest, run_dir: Path, tracker: Tracker, say: Callable[[str], None]
+) -> NoReturn:
+    """Ctrl-C: record the run as interrupted with the way on, then end the process at once.
+
+    The sessions in flight may be waiting on an endpoint for minutes; waiting for them (or for their
+    threads at interpreter exit) is what kept an interrupted batch running. Ending now is a kill, which
+    every session file survives by design: the cut sessions are resumed from their valid prefix.
+    """
+    totals = tracker.totals()
+    left = totals["total"] - totals["done"] + totals["failed"]
+    manifest.status = "interrupted"
+    manifest.summary = {**(manifest.summary or {}), **totals, "interrupted": True}
+    with contextlib.suppress(OSError):
+        write_manifest(run_dir, manifest)
+    say(
+        f"beavertui: interrupted: {totals['done']}/{totals['total']} sessions done, {left} wait unfinished "
+        f"({totals['running']} were running and are cut): continue with --resume {run_dir}"
+    )
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    os._exit(130)
+
+
 def _stderr(line: str) -> None:
     print(line, file=sys.stderr)
 
@@ -345,17 +371,20 @@ def run_batch(
         write_manifest(run_dir, manifest)
         halt = pool.exhausted if stop is None else _Either(pool.exhausted, stop)
         progress = nullcontext() if options.quiet and display is None else show(tracker, parallel)
-        with progress:
-            run_local(
-                jobs,
-                tasks,
-                toolchain,
-                run_dir,
-                parallel=parallel,
-                retries=manifest.retries,
-                tracker=tracker,
-                stop=halt,
-            )
+        try:
+            with progress:
+                run_local(
+                    jobs,
+                    tasks,
+                    toolchain,
+                    run_dir,
+                    parallel=parallel,
+                    retries=manifest.retries,
+                    tracker=tracker,
+                    stop=halt,
+                )
+        except KeyboardInterrupt:
+            _interrupted(manifest, run_dir, tracker, say)
     wall = time.monotonic() - t0
     totals = tracker.totals()
     infra = read_infra(run_dir)
@@ -376,7 +405,8 @@ def run_batch(
     write_manifest(run_dir, manifest)
     say(
         f"beavertui: {totals['done']}/{totals['total']} sessions ({totals['skipped']} already done), "
-        f"{totals['passed']} passed, {totals['attempts']} attempts in {wall:.1f} s"
+        f"{totals['passed']} passed, {totals['infra_ended']} ended by infrastructure failures, "
+        f"{totals['attempts']} attempts in {wall:.1f} s"
     )
     if infra:
         say(
@@ -402,4 +432,11 @@ def run_batch(
         left = totals["total"] - totals["done"] + totals["failed"]
         say(f"beavertui: stopped; {left} sessions wait unfinished: continue with --resume {run_dir}")
         return 2
+    evaluated = totals["done"] - totals["failed"] - totals["infra_ended"]
+    if totals["total"] and evaluated == 0:
+        say(
+            f"beavertui: no session was evaluated: {totals['infra_ended']} ended by infrastructure failures "
+            f"and {totals['failed']} failed to run (see {run_dir / 'infra.jsonl'})"
+        )
+        return 1
     return 0 if totals["failed"] == 0 else 1

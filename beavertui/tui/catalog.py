@@ -1,23 +1,23 @@
-"""The browser's rows: a one-line summary of each session file, read lazily from its header and tail.
+"""The browser's rows: a one-line summary of each session file.
 
-Reading 10,000 sessions whole would take seconds and gigabytes; a row needs only the header (task, model,
-protocol) and the last lines (how it ended, the last category), which engine.session.peek reads by
-seeking; the hot path below reads the same two places with plain json. Rows keep plain strings and numbers, never the header's source texts. No widgets here.
+A row is read by the same session reader as ``replay`` and ``metrics`` (engine.session.store), so the
+three never disagree about a file: one that replay cuts short is listed as damaged, with the reader's
+reason. The browser reads rows in a worker thread after its first frame. Rows keep plain strings and
+numbers, never the header's source texts. No widgets here.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass
-from functools import lru_cache
 from pathlib import Path
 
-_CATEGORY = re.compile(rb'"kind":\s*"verdict".*?"category":\s*"([a-z_]+)"')
-TAIL_BYTES = 8192
+from beavertui.engine.session.store import is_session_file, session_files
+
+__all__ = ["Row", "is_session_file", "parse_filter", "read_row", "session_files"]
+
 STALE_S = 300.0
 """A session with no end line and no change for this long is listed as incomplete, not running."""
 
@@ -39,6 +39,8 @@ class Row:
     category: str
     """Category of the last classified attempt ('' if none yet)."""
     mtime: float
+    problem: str | None = None
+    """What the session reader found wrong with the file (damaged rows), in full."""
     tokens: int | None = None
     """Prompt and completion tokens of the whole session (from its end line; None: not reported)."""
     cost: float | None = None
@@ -88,43 +90,18 @@ def parse_filter(text: str) -> list[tuple[str, str]]:
     return tokens
 
 
-def is_session_file(path: Path) -> bool:
-    """A ``*.jsonl`` that is a session: not the infrastructure log beside a batch run's run.json."""
-    from beavertui.batch.rundir import INFRA_LOG, MANIFEST
-
-    if not path.name.endswith(".jsonl"):
-        return False
-    return path.name != INFRA_LOG or not (path.parent / MANIFEST).is_file()
-
-
-def session_files(root: Path) -> Iterator[Path]:
-    """Every session ``*.jsonl`` under a run folder (sessions/<run>/<task>.jsonl nests one level or more)."""
-    stack = [root]
-    while stack:
-        folder = stack.pop()
-        try:
-            entries = sorted(os.scandir(folder), key=lambda e: e.name)
-        except OSError:
-            continue
-        for entry in entries:
-            if entry.is_dir(follow_symlinks=False):
-                stack.append(Path(entry.path))
-            elif entry.name.endswith(".jsonl") and is_session_file(Path(entry.path)):
-                yield Path(entry.path)
-
-
-_ITERATION = re.compile(rb'"iteration":\s*(\d+)')
-
-
-@lru_cache(maxsize=256)
-def _protocol_label(raw: str) -> tuple[str, int]:
-    from beavertui.engine.session.protocol import Protocol
-
-    try:
-        p = Protocol.model_validate_json(raw)
-    except ValueError:
-        return "?", 0
-    return p.short(), p.budget
+def short_problem(problem: str) -> str:
+    """A reader's problem in a few words for the stop column (the full text is in ``Row.problem``)."""
+    m = re.search(r"line (\d+)", problem)
+    if problem.startswith("unknown format version"):
+        return "unknown format"
+    if "line 1" in problem or "header" in problem:
+        return "bad header"
+    if problem.startswith("truncated last line"):
+        return "cut mid-line"
+    if m:
+        return f"bad line {m.group(1)}"
+    return problem[:14]
 
 
 def _usage(doc: object) -> tuple[int | None, float | None, int]:
@@ -141,72 +118,46 @@ def _usage(doc: object) -> tuple[int | None, float | None, int]:
 
 
 def read_row(path: Path) -> Row:
-    """A row from the header line and the tail of one session file.
+    """A row of one session file, read by the session reader that ``replay`` and ``metrics`` use.
 
-    This is the browser's hot path (10,000 files): it reads the same lines as engine.session.peek but
-    decodes only the fields a row shows, with json instead of full model validation.
+    The whole file is validated, so a file is listed as it replays: a damaged one as damaged, with the
+    reader's problem, and its counts from the same valid prefix the other commands see.
     """
+    from beavertui.engine.errors import BeaverError
+    from beavertui.engine.fileio import why_oserror
+    from beavertui.engine.session.events import SessionEnd, Verdict
+    from beavertui.engine.session.store import read_session
+
+    mtime = 0.0
     try:
-        with open(path, "rb") as fh:
-            first = fh.readline()
-            size = os.fstat(fh.fileno()).st_size
-            mtime = os.fstat(fh.fileno()).st_mtime
-            fh.seek(max(len(first), size - TAIL_BYTES))
-            tail = fh.read()
-    except OSError as exc:
+        mtime = os.stat(path).st_mtime
+        header, events, problem = read_session(path)
+    except (BeaverError, OSError) as exc:
+        why = str(exc).removeprefix(f"{path}: ") if isinstance(exc, BeaverError) else why_oserror(exc)
+        return Row(str(path), path.stem, "?", "?", "damaged", 0, 0, None, short_problem(why), "", mtime, why)
+    if header is None:
+        why = problem or "no header"
+        return Row(str(path), path.stem, "?", "?", "damaged", 0, 0, None, short_problem(why), "", mtime, why)
+    task, model = header.task.id, header.model.name
+    label, budget = header.protocol.short(), header.protocol.budget
+    iteration = max((i for e in events if isinstance(i := getattr(e, "iteration", None), int)), default=0)
+    category = next((e.category for e in reversed(events) if isinstance(e, Verdict)), "")
+    last = events[-1] if events else None
+    torn = problem is not None and problem.startswith("truncated last line")
+    if problem is not None and not (torn and not isinstance(last, SessionEnd)):
         return Row(
-            str(path), path.stem, "?", "?", "damaged", 0, 0, None, exc.strerror or "unreadable", "", 0.0
-        )
-    try:
-        h = json.loads(first)
-        if h.get("kind") != "header":
-            raise ValueError("line 1 is not a session header")
-        task, model = str(h["task"]["id"]), str(h["model"]["name"])
-        label, budget = _protocol_label(json.dumps(h.get("protocol", {})))
-    except (ValueError, KeyError, TypeError, AttributeError) as exc:
-        why = "no header" if not first.endswith(b"\n") else f"bad header ({exc.__class__.__name__})"
-        return Row(str(path), path.stem, "?", "?", "damaged", 0, 0, None, why, "", mtime)
-    lines = tail.split(b"\n")
-    partial = lines.pop()  # '' when the file ends with a newline
-    complete = [line for line in lines if line.strip()]
-    if len(tail) + len(first) < size and complete:
-        complete = complete[1:]  # the window may start mid-line
-    last: dict[str, object] | None = None
-    problem = None
-    if complete:
-        try:
-            last = json.loads(complete[-1])
-        except ValueError:
-            problem = "damaged last line"
-    iters = _ITERATION.findall(tail)
-    iteration = int(iters[-1]) if iters else 0
-    found = _CATEGORY.findall(tail)
-    category = found[-1].decode() if found else ""
-    if isinstance(last, dict) and last.get("kind") == "end":
-        best = last.get("best_speedup")
-        tokens, cost, cached = _usage(last.get("usage"))
+            str(path), task, model, label, "damaged", iteration, budget, None,
+            short_problem(problem), category, mtime, problem,
+        )  # fmt: skip
+    if isinstance(last, SessionEnd):
+        tokens, cost, cached = _usage(last.usage.model_dump() if last.usage is not None else None)
         return Row(
-            str(path),
-            task,
-            model,
-            label,
-            "success" if last.get("success") else "failed",
-            int(str(last.get("iterations") or iteration)),
-            budget,
-            float(best) if isinstance(best, int | float) else None,
-            str(last.get("stop_reason")),
-            category,
-            mtime,
-            tokens,
-            cost,
-            cached,
-        )
-    if problem:
-        return Row(
-            str(path), task, model, label, "damaged", iteration, budget, None, problem, category, mtime
-        )
+            str(path), task, model, label, "success" if last.success else "failed",
+            last.iterations or iteration, budget, last.best_speedup, last.stop_reason, category, mtime,
+            None, tokens, cost, cached,
+        )  # fmt: skip
     # No end line: still being written, or its writer died (no change for a while).
     recent = time.time() - mtime < STALE_S
     outcome = "running" if recent else "incomplete"
-    stop = "running" if recent else ("cut mid-line" if partial else "no end line")
+    stop = "running" if recent else ("cut mid-line" if torn else "no end line")
     return Row(str(path), task, model, label, outcome, iteration, budget, None, stop, category, mtime)

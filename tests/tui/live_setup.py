@@ -4,6 +4,7 @@ timings) for exactly those candidates."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from beavertui.engine.corpus.task import Task
@@ -56,5 +57,12 @@ def live_parts(tmp: Path):  # type: ignore[no-untyped-def]
     assert header is not None
     replies = [e.content for e in events if isinstance(e, Reply)]
     model = ScriptedModel(replies, name="scripted:degenerate")
-    toolchain = RecordedToolchain.load(DEGENERATE)
-    return task_from_session(DEGENERATE, tmp / "task"), model, toolchain, header.protocol
+    task = task_from_session(DEGENERATE, tmp / "task")
+    # recorded outcomes hold for the harness they were judged on: name the stand-in task's harness
+    recorded = tmp / "recorded.jsonl"
+    first, rest = DEGENERATE.read_text().split("\n", 1)
+    head = json.loads(first)
+    head["task"]["harness_hash"] = task.harness_hash()
+    recorded.write_text(json.dumps(head) + "\n" + rest)
+    toolchain = RecordedToolchain.load(recorded)
+    return task, model, toolchain, header.protocol

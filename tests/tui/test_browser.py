@@ -41,7 +41,8 @@ def test_running_and_damaged_rows(tmp_path: Path) -> None:
     assert read_row(growing).outcome == "running"  # just written, no end line yet
     bad = tmp_path / "bad.jsonl"
     bad.write_text("".join(text[:5]) + "{not json}\n")
-    assert (read_row(bad).outcome, read_row(bad).stop) == ("damaged", "damaged last line")
+    assert (read_row(bad).outcome, read_row(bad).stop) == ("damaged", "bad line 6")
+    assert read_row(bad).problem is not None and "line 6" in read_row(bad).problem
     nohead = tmp_path / "nohead.jsonl"
     nohead.write_text("hello\n")
     assert read_row(nohead).outcome == "damaged"

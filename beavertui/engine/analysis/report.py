@@ -20,6 +20,7 @@ from numpy.typing import ArrayLike
 from beavertui.engine.analysis.attribution import Attribution
 from beavertui.engine.analysis.degeneration import Degeneration, compare, runtime_geometry
 from beavertui.engine.analysis.edits import EditScore, edit_score
+from beavertui.engine.errors import BeaverError
 from beavertui.engine.session.events import TaskRef
 from beavertui.engine.session.state import AttemptState, fold
 from beavertui.engine.session.store import read_session
@@ -225,7 +226,10 @@ def run_cells(
     columns: dict[GroupKey, dict[str, dict[str, list[float]]]] = {}
     trajectories = 0
     for path in session_files(Path(root)):
-        header, events, _problem = read_session(path)
+        try:
+            header, events, _problem = read_session(path)
+        except BeaverError:  # not a session file at all (counted by the attempts table)
+            continue
         if header is None or header.parent is not None:
             continue
         state = fold(header, events)

@@ -117,4 +117,14 @@ class Task:
             broken_start=code,
             reference=self.reference(),
             broken_start_hash=hashlib.sha256(code.encode()).hexdigest()[:16],
+            harness_hash=self.harness_hash(),
         )
+
+    def harness_hash(self) -> str | None:
+        """sha256 over the harness files (toolchain.stages.harness_hash); None when they cannot be read."""
+        from beavertui.engine.toolchain.stages import harness_hash
+
+        try:
+            return harness_hash(self)
+        except OSError:
+            return None

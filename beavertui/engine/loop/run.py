@@ -25,6 +25,7 @@ from beavertui.engine.loop.prompts import conversation, feedback, first_turn, st
 from beavertui.engine.loop.stagnation import code_hash, detect
 from beavertui.engine.models.base import Completion, EndpointError, Model, StopRequested
 from beavertui.engine.session.events import (
+    MAX_REPLY_CHARS,
     Candidate,
     Event,
     InfraError,
@@ -286,7 +287,8 @@ class _Run:
         prices = self.state.header.model.prices
         reply = Reply(
             iteration=iteration,
-            content=completion.content,
+            content=completion.content[:MAX_REPLY_CHARS],
+            truncated_chars=max(0, len(completion.content) - MAX_REPLY_CHARS),
             prompt_tokens=completion.prompt_tokens,
             completion_tokens=completion.completion_tokens,
             reasoning_tokens=completion.reasoning_tokens,

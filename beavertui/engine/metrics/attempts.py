@@ -20,9 +20,11 @@ from pathlib import Path
 from typing import Any
 
 from beavertui.engine.errors import BeaverError
+from beavertui.engine.fileio import is_regular, missing
 from beavertui.engine.judge import anticheat
 from beavertui.engine.metrics.compute import source_model_matches
 from beavertui.engine.metrics.table import AttemptsTable, from_rows
+from beavertui.engine.session import store
 from beavertui.engine.session.events import SessionHeader
 from beavertui.engine.session.state import SessionState, fold
 from beavertui.engine.session.store import read_session
@@ -67,12 +69,10 @@ def run_dir_of(path: Path) -> Path | None:
 
 
 def session_files(root: Path) -> list[Path]:
-    """Session files under a run directory (or the file itself), sorted for a stable table."""
-    if root.is_file():
-        return [root]
-    if not root.is_dir():
-        raise BeaverError(f"{root}: no such run directory or session file")
-    return sorted(p for p in root.rglob("*.jsonl") if p.is_file() and not p.name.startswith("."))
+    """Session files under a run directory (or the file itself), in the order browse lists them."""
+    if not root.is_dir() and not is_regular(root):
+        raise missing(root, "run directory or session file")
+    return list(store.session_files(root))
 
 
 class SourceModels:
@@ -175,7 +175,11 @@ def export_rows(
     stats.unfinished_included = include_unfinished
     run_id = root.name if root.is_dir() else None
     for path in session_files(root):
-        header, events, problem = read_session(path)
+        try:
+            header, events, problem = read_session(path)
+        except BeaverError as exc:  # a FIFO, a device, a link loop, a file too large
+            stats.damaged.append(str(exc))
+            continue
         if header is None:
             stats.damaged.append(f"{path}: {problem}")
             continue
@@ -210,6 +214,9 @@ def table_from_run(
 def iter_session_states(paths: Iterable[Path]) -> Iterator[tuple[Path, SessionState]]:
     """Fold each readable session file (damaged ones skipped)."""
     for path in paths:
-        header, events, _ = read_session(path)
+        try:
+            header, events, _ = read_session(path)
+        except BeaverError:
+            continue
         if header is not None:
             yield path, fold(header, events)

@@ -2,11 +2,14 @@
 
 Resampling tasks with replacement is done as a (resamples x tasks) matrix of multiplicities, so every
 rate of a group is resampled in one matrix product. It knows nothing about what the columns mean.
+The rows are resampled in the order of their task ids, never in the order they arrive: the same tasks
+give the same intervals whether they were read from a run folder, a CSV or a JSON Lines export.
 """
 
 from __future__ import annotations
 
 import warnings
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -40,9 +43,25 @@ def weights(n_tasks: int, resamples: int = RESAMPLES, seed: int = SEED) -> F64:
     return w
 
 
-def intervals(means: F64, nums: F64, dens: F64, resamples: int = RESAMPLES, seed: int = SEED) -> Intervals:
-    """Intervals for per-task means (tasks, m) and pooled ratios sum(nums)/sum(dens) (tasks, r)."""
+def intervals(
+    means: F64,
+    nums: F64,
+    dens: F64,
+    resamples: int = RESAMPLES,
+    seed: int = SEED,
+    *,
+    tasks: Sequence[str],
+) -> Intervals:
+    """Intervals for per-task means (tasks, m) and pooled ratios sum(nums)/sum(dens) (tasks, r).
+
+    ``tasks`` names the task of each row; the resampling draws rows by the sorted order of these ids.
+    """
     n = means.shape[0]
+    if len(tasks) != n:
+        raise ValueError(f"{len(tasks)} task ids for {n} rows")
+    if n and list(tasks) != sorted(tasks):
+        order = np.asarray(sorted(range(n), key=lambda i: tasks[i]), dtype=np.int64)
+        means, nums, dens = means[order], nums[order], dens[order]
     if n == 0:
         nan_m = np.full(means.shape[1], np.nan)
         nan_r = np.full(nums.shape[1], np.nan)

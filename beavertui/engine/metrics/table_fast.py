@@ -166,6 +166,8 @@ def to_float(mat: U64, name: str) -> npt.NDArray[np.float64]:
             out[rest] = raw[rest].astype(np.float64)
         except ValueError:
             raise TableFormatError(f"column {name}: not a number") from None
+        if not np.isfinite(out[rest]).all():  # NaN means null here, so a spelled NaN or inf is refused
+            raise TableFormatError(f"column {name}: not a finite number")
     return out
 
 

@@ -132,7 +132,7 @@ def read_table(path: Path) -> AttemptsTable:
 def write_jsonl(rows: Iterable[Mapping[str, Any]], out: TextIO) -> int:
     n = 0
     for row in rows:
-        out.write(json.dumps(row, ensure_ascii=False) + "\n")
+        out.write(json.dumps(row, ensure_ascii=False, allow_nan=False) + "\n")
         n += 1
     return n
 

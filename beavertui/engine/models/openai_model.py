@@ -9,6 +9,8 @@ never part of ``info()``.
 
 from __future__ import annotations
 
+import base64
+import dataclasses
 import email.utils
 import json
 import os
@@ -16,6 +18,7 @@ import random
 import re
 import time
 import tomllib
+import urllib.parse
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -26,11 +29,18 @@ from beavertui.engine.errors import BeaverError
 from beavertui.engine.models.base import Completion, DeltaCallback, EndpointError
 from beavertui.engine.session.events import Message, ModelInfo, Prices
 
+REDACTED = "[redacted]"
+
+#: Longest per-call time limit (and backoff) a configuration may ask for: one day.
+MAX_TIMEOUT_S = 86_400.0
+#: Most failed tries per call a configuration may allow.
+MAX_RETRIES = 100
+
 
 class OpenAIConfig(BaseModel):
     """How to reach and sample one OpenAI-compatible model (a models-file entry or CLI flags)."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
     model: str
     """Model name as the endpoint knows it."""
@@ -38,11 +48,11 @@ class OpenAIConfig(BaseModel):
     """Endpoint base URL, e.g. ``http://localhost:8000/v1``; None: OPENAI_BASE_URL or the OpenAI API."""
     api_key_env: str = "OPENAI_API_KEY"
     """Environment variable holding the API key (the key itself is never configured in a file)."""
-    temperature: float | None = None
+    temperature: float | None = Field(default=None, ge=0.0, le=2.0)
     """Sampling temperature; a session sends its protocol's (engine/models/resolve.py)."""
-    top_p: float | None = None
+    top_p: float | None = Field(default=None, gt=0.0, le=1.0)
     """Nucleus sampling mass."""
-    max_tokens: int | None = None
+    max_tokens: int | None = Field(default=None, ge=1, le=10_000_000)
     """Completion token limit."""
     seed: int | None = None
     """Sampling seed, where the endpoint honours one."""
@@ -52,15 +62,15 @@ class OpenAIConfig(BaseModel):
     """Extra JSON fields merged into the request body (e.g. ``top_k`` for vLLM)."""
     stream: bool = True
     """Stream tokens as they are generated."""
-    timeout_s: float = 600.0
+    timeout_s: float = Field(default=600.0, gt=0.0, le=MAX_TIMEOUT_S)
     """Per-call time limit: seconds to connect, and between two received chunks."""
-    retries: int = 5
+    retries: int = Field(default=5, ge=0, le=MAX_RETRIES)
     """Failed tries allowed before giving up."""
-    backoff_base_s: float = 1.0
+    backoff_base_s: float = Field(default=1.0, ge=0.0, le=MAX_TIMEOUT_S)
     """First backoff delay; doubled after each failure."""
-    backoff_max_s: float = 60.0
+    backoff_max_s: float = Field(default=60.0, ge=0.0, le=MAX_TIMEOUT_S)
     """Backoff ceiling."""
-    retry_after_max_s: float = 600.0
+    retry_after_max_s: float = Field(default=600.0, ge=0.0, le=MAX_TIMEOUT_S)
     """A Retry-After longer than this fails at once instead of waiting."""
     input_usd_per_mtok: float | None = Field(default=None, ge=0)
     """Price of prompt tokens, US dollars per million (both prices or neither)."""
@@ -170,17 +180,47 @@ class OpenAIModel:
                 "max_tokens": c.max_tokens,
                 "seed": c.seed,
                 "reasoning_effort": c.reasoning_effort,
-                "extra_body": c.extra_body or None,
             }.items()
             if v is not None
         }
+        if c.extra_body:
+            params["extra_body"] = _redact_secret_fields(c.extra_body)
         params.update(stream=c.stream, timeout_s=c.timeout_s, retries=c.retries)
         return ModelInfo(
-            name=c.model, kind="openai", base_url=self.base_url, params=params, prices=c.prices()
+            name=c.model,
+            kind="openai",
+            base_url=_without_userinfo(self.base_url),
+            params=params,
+            prices=c.prices(),
         )
 
     def secrets(self) -> tuple[str, ...]:
-        return (self._key,) if self._key != "none" else ()
+        """Every credential this model holds: the key, a password in the base URL, secret fields of
+        ``extra_body``; redacted by value from whatever is shown, logged or written."""
+        found = [self._key] if self._key != "none" else []
+        found += _userinfo_secrets(self.base_url)
+        found += _secret_values(self.config.extra_body)
+        return tuple(dict.fromkeys(x for x in found if len(x) >= 4))
+
+    def _redact(self, text: str) -> str:
+        return redact_text(text, self.secrets())
+
+    def complete(self, messages: Sequence[Message], *, on_delta: DeltaCallback | None = None) -> Completion:
+        """One reply, retried as the configuration says; no credential in what it returns or raises."""
+        delta = (lambda piece: on_delta(self._redact(piece))) if on_delta is not None else None
+        try:
+            result = self._complete(messages, delta)
+        except EndpointError as exc:
+            raise EndpointError(
+                self._redact(exc.detail),
+                retries=exc.retries,
+                retry_reasons=[self._redact(r) for r in exc.retry_reasons],
+            ) from None
+        return dataclasses.replace(
+            result,
+            content=self._redact(result.content),
+            retry_reasons=tuple(self._redact(r) for r in result.retry_reasons),
+        )
 
     # ------------------------------------------------------------------------------------------ calls
 
@@ -268,7 +308,7 @@ class OpenAIModel:
         delay: float = min(c.backoff_max_s, c.backoff_base_s * 2.0 ** (failures - 1))
         return delay * (0.5 + 0.5 * self._rng.random())
 
-    def complete(self, messages: Sequence[Message], *, on_delta: DeltaCallback | None = None) -> Completion:
+    def _complete(self, messages: Sequence[Message], on_delta: DeltaCallback | None) -> Completion:
         import openai
 
         start = time.monotonic()
@@ -340,6 +380,62 @@ def _usage(usage: Any) -> tuple[int | None, int | None, int | None]:
     details = getattr(usage, "completion_tokens_details", None)
     reasoning = _count(details, "reasoning_tokens") if details is not None else None
     return _count(usage, "prompt_tokens"), _count(usage, "completion_tokens"), reasoning
+
+
+_SECRET_FIELD = re.compile(r"key|token|secret|passw|auth|cred|bearer|cookie", re.I)
+
+
+def _secret_values(body: Any, name: str = "") -> list[str]:
+    """String values under secret-looking field names of a JSON body (nested objects and lists too)."""
+    if isinstance(body, dict):
+        return [v for k, item in body.items() for v in _secret_values(item, str(k))]
+    if isinstance(body, list):
+        return [v for item in body for v in _secret_values(item, name)]
+    if isinstance(body, str) and name and _SECRET_FIELD.search(name):
+        return [body]
+    return []
+
+
+def _redact_secret_fields(body: Any, name: str = "") -> Any:
+    if isinstance(body, dict):
+        return {k: _redact_secret_fields(v, str(k)) for k, v in body.items()}
+    if isinstance(body, list):
+        return [_redact_secret_fields(v, name) for v in body]
+    if name and _SECRET_FIELD.search(name) and body is not None:
+        return REDACTED
+    return body
+
+
+def _userinfo_secrets(url: str | None) -> list[str]:
+    if not url:
+        return []
+    parts = urllib.parse.urlsplit(url)
+    found = [x for x in (parts.password, parts.username) if x]
+    if parts.username is not None:  # the HTTP client sends them as Basic credentials, which a server may echo
+        pair = f"{urllib.parse.unquote(parts.username)}:{urllib.parse.unquote(parts.password or '')}"
+        found.append(base64.b64encode(pair.encode()).decode())
+    return found
+
+
+def _without_userinfo(url: str | None) -> str | None:
+    """The URL with any ``user:password@`` replaced by [redacted]."""
+    if not url:
+        return url
+    parts = urllib.parse.urlsplit(url)
+    if "@" not in parts.netloc:
+        return url
+    host = parts.netloc.rsplit("@", 1)[1]
+    return urllib.parse.urlunsplit(parts._replace(netloc=f"{REDACTED}@{host}"))
+
+
+def redact_text(text: str, secrets: Sequence[str]) -> str:
+    """``text`` with every secret (as is, and as JSON or URL escaping spells it) replaced by [redacted]."""
+    for secret in sorted(set(secrets), key=len, reverse=True):
+        if not secret:
+            continue
+        for spelling in {secret, json.dumps(secret)[1:-1], urllib.parse.quote(secret, safe="")}:
+            text = text.replace(spelling, REDACTED)
+    return text
 
 
 def _reasoning(obj: Any) -> str:

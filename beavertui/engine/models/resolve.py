@@ -15,6 +15,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from beavertui.engine.corpus.task import Task
 from beavertui.engine.errors import BeaverError
 from beavertui.engine.models.base import Model
@@ -25,6 +27,15 @@ DEFAULT_MODELS_FILE = Path.home() / ".config" / "beavertui" / "models.toml"
 
 #: Names of models whose replies are made from the task's own files (demos, validation runs, benches).
 TASK_SCRIPTED = ("scripted:@reference", "scripted:@alternate")
+
+
+class SettingError(BeaverError):
+    """A model setting out of range (a models-file entry or an override), naming the setting."""
+
+    def __init__(self, field: str, problem: str) -> None:
+        super().__init__(f"{field}: {problem}")
+        self.field = field
+        self.problem = problem
 
 
 def models_file(explicit: str | Path | None = None) -> Path | None:
@@ -48,7 +59,13 @@ def endpoint_config(
     entries = load_models_file(path) if path is not None else {}
     config = entries.get(name) or OpenAIConfig(model=name)
     update = {k: v for k, v in (overrides or {}).items() if v is not None}
-    return config.model_copy(update=update) if update else config
+    if not update:
+        return config
+    try:
+        return OpenAIConfig.model_validate({**config.model_dump(), **update})
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        raise SettingError(str(err["loc"][0]) if err.get("loc") else "model", err["msg"]) from None
 
 
 def _fenced(code: str, language: str) -> str:

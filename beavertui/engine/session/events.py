@@ -13,7 +13,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
-from beavertui.engine.session.protocol import Detector, Protocol
+from beavertui.engine.session.protocol import MAX_BUDGET, Detector, Protocol
 
 FORMAT_VERSION = 1
 
@@ -24,7 +24,15 @@ def now() -> float:
 
 
 class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="ignore")
+    # A number in a session is finite: NaN and infinities are neither written nor read as numbers.
+    model_config = ConfigDict(frozen=True, extra="ignore", allow_inf_nan=False)
+
+
+#: The longest reply kept, in characters; the loop drops the rest (and says so in the Reply).
+MAX_REPLY_CHARS = 512 << 10
+
+#: An attempt's 1-based iteration: at most the largest budget a protocol can have.
+Iteration = Annotated[int, Field(ge=1, le=MAX_BUDGET)]
 
 
 # --------------------------------------------------------------------------------------------- values
@@ -62,6 +70,9 @@ class TaskRef(_Frozen):
     """Full text of the reference solution (for the reference diff pane); None if not shipped."""
     broken_start_hash: str = ""
     """First 16 hex digits of sha256 of the broken start."""
+    harness_hash: str | None = None
+    """sha256 of the task's harness (testbench and shared folders, without the solution) when the
+    session started; None in sessions written before it was recorded. Recorded outcomes are keyed by it."""
 
 
 class Prices(_Frozen):
@@ -266,7 +277,7 @@ class Request(_Event):
     """The messages sent to the model for one iteration, in full."""
 
     kind: Literal["request"] = "request"
-    iteration: int
+    iteration: Iteration
     """1-based iteration."""
     messages: list[Message]
     """Exactly what was sent."""
@@ -276,7 +287,7 @@ class ReplyDelta(_Event):
     """A streamed piece of the model's reply. Shown live, never saved."""
 
     kind: Literal["reply_delta"] = "reply_delta"
-    iteration: int
+    iteration: Iteration
     """1-based iteration."""
     text: str
     """The new text."""
@@ -286,10 +297,12 @@ class Reply(_Event):
     """The model's complete reply."""
 
     kind: Literal["reply"] = "reply"
-    iteration: int
+    iteration: Iteration
     """1-based iteration."""
     content: str
-    """Full reply text."""
+    """Full reply text, up to MAX_REPLY_CHARS (the rest is dropped and counted in ``truncated_chars``)."""
+    truncated_chars: int = Field(default=0, ge=0)
+    """Characters of the endpoint's reply beyond MAX_REPLY_CHARS, not kept (0: the reply is whole)."""
     prompt_tokens: int | None = None
     """Prompt tokens as reported by the endpoint."""
     completion_tokens: int | None = None
@@ -314,7 +327,7 @@ class Candidate(_Event):
     """The code extracted from a reply (or typed by a human)."""
 
     kind: Literal["candidate"] = "candidate"
-    iteration: int
+    iteration: Iteration
     """1-based iteration."""
     code: str | None
     """The candidate source; None when no code was found."""
@@ -332,7 +345,7 @@ class Built(_Event):
     """The build stage finished."""
 
     kind: Literal["build"] = "build"
-    iteration: int
+    iteration: Iteration
     """1-based iteration."""
     result: StageResult
     """The build command's outcome."""
@@ -342,7 +355,7 @@ class Ran(_Event):
     """The test stage finished."""
 
     kind: Literal["run"] = "run"
-    iteration: int
+    iteration: Iteration
     """1-based iteration."""
     result: StageResult
     """The test command's outcome."""
@@ -352,7 +365,7 @@ class Sanitized(_Event):
     """A compute-sanitizer run finished."""
 
     kind: Literal["sanitize"] = "sanitize"
-    iteration: int
+    iteration: Iteration
     """1-based iteration."""
     tool: str
     """memcheck, racecheck, synccheck or initcheck."""
@@ -368,7 +381,7 @@ class Timed(_Event):
     """Speedup measurement of a correct candidate."""
 
     kind: Literal["timing"] = "timing"
-    iteration: int
+    iteration: Iteration
     """1-based iteration."""
     result: TimingResult
     """The measurement."""
@@ -378,7 +391,7 @@ class Verdict(_Event):
     """The classified outcome of one attempt."""
 
     kind: Literal["verdict"] = "verdict"
-    iteration: int
+    iteration: Iteration
     """1-based iteration."""
     category: str
     """One of categories.md."""
@@ -407,7 +420,7 @@ class Stalled(_Event):
     """A stagnation detector fired."""
 
     kind: Literal["stalled"] = "stalled"
-    iteration: int
+    iteration: Iteration
     """Iteration after which it fired."""
     detector: Detector
     """Which detector."""
@@ -419,7 +432,7 @@ class InfraError(_Event):
     """A failure of the infrastructure (endpoint, GPU, disk), not of the model."""
 
     kind: Literal["infra_error"] = "infra_error"
-    iteration: int
+    iteration: Iteration
     """Iteration it hit."""
     source: Literal["endpoint", "gpu", "disk", "toolchain", "other"]
     """What failed."""
@@ -442,7 +455,7 @@ class SessionEnd(_Event):
         "stopped",
     ]
     """Why the loop stopped (metrics.md), or 'stopped' by the user."""
-    iterations: int
+    iterations: Annotated[int, Field(ge=0, le=MAX_BUDGET)]
     """Attempts made."""
     success: bool
     """Some attempt succeeded at the protocol's gate."""

@@ -22,6 +22,7 @@ from pydantic import ValidationError
 from pydantic_core import PydanticSerializationError
 
 from beavertui.engine.errors import SessionFileError
+from beavertui.engine.fileio import open_regular
 from beavertui.engine.session.events import (
     EVENT_ADAPTER,
     FORMAT_VERSION,
@@ -32,6 +33,9 @@ from beavertui.engine.session.events import (
 )
 
 REDACTED = "[redacted]"
+
+#: The largest session file any reader accepts. The writer caps what goes in (replies, logs) far below it.
+MAX_SESSION_BYTES = 64 << 20
 
 #: A lone UTF-16 surrogate: valid in a JSON escape and in a Python str, but not encodable as UTF-8.
 _SURROGATE = re.compile(r"[\ud800-\udfff]")
@@ -103,11 +107,17 @@ class SessionWriter:
         if _fh is not None:
             self._fh = _fh
             return
+        line = _dump(header)
+        _parsed, problem = _parse_header(line)
+        if problem is not None:  # e.g. a number that JSON cannot hold, written as null
+            raise SessionFileError(
+                f"{self.path}: refusing to write a header the reader would refuse: {problem}"
+            )
         self.path.parent.mkdir(parents=True, exist_ok=True)
         if self.path.exists() and self.path.stat().st_size > 0:
             raise SessionFileError(f"{self.path}: already exists (use reopen to continue it)")
         self._fh = open(self.path, "w", encoding="utf-8")  # noqa: SIM115 - closed in close()
-        self._write_line(_dump(header))
+        self._write_line(line)
 
     @classmethod
     def reopen(
@@ -254,6 +264,21 @@ def _parse_event(line: str, number: int, last: bool) -> tuple[Event | None, str 
         return None, f"invalid event at line {number}: {_first_error(exc)}"
 
 
+def read_text(path: Path) -> str:
+    """A session file's text (undecodable bytes replaced); SessionFileError for what is not a session file
+    (missing, a folder, a FIFO or device, a link loop, larger than MAX_SESSION_BYTES)."""
+    fd, size = open_regular(path, SessionFileError, "session file")
+    with os.fdopen(fd, "rb") as fh:
+        if size > MAX_SESSION_BYTES:
+            raise SessionFileError(
+                f"{path}: {size:,} bytes, larger than the {MAX_SESSION_BYTES:,} bytes a session file may have"
+            )
+        data = fh.read(MAX_SESSION_BYTES + 1)
+    if len(data) > MAX_SESSION_BYTES:
+        raise SessionFileError(f"{path}: larger than the {MAX_SESSION_BYTES:,} bytes a session file may have")
+    return data.decode("utf-8", errors="replace")
+
+
 def read_session(path: str | Path) -> tuple[SessionHeader | None, list[Event], str | None]:
     """Read a session file: (header, the valid prefix of events, what is wrong or None).
 
@@ -261,12 +286,7 @@ def read_session(path: str | Path) -> tuple[SessionHeader | None, list[Event], s
     the first bad line. A missing file is a SessionFileError.
     """
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8", errors="replace")
-    except FileNotFoundError:
-        raise SessionFileError(f"{path}: no such session file") from None
-    except IsADirectoryError:
-        raise SessionFileError(f"{path}: is a folder, not a session file") from None
+    text = read_text(path)
     if not text.strip():
         return None, [], "empty file"
     lines = text.split("\n")
@@ -318,6 +338,51 @@ def _valid_prefix_bytes(path: Path) -> int:
     return offset
 
 
+# ------------------------------------------------------------------------------------------------ finding
+
+#: Files beside a batch's ``run.json`` that end in ``.jsonl`` but are not sessions.
+RUN_LOGS = ("infra.jsonl",)
+
+
+def is_session_file(path: Path) -> bool:
+    """A ``*.jsonl`` that may be a session: not hidden (a writer's temporary file), and not the
+    infrastructure log beside a batch run's run.json."""
+    if not path.name.endswith(".jsonl") or path.name.startswith("."):
+        return False
+    return path.name not in RUN_LOGS or not (path.parent / "run.json").is_file()
+
+
+def session_files(root: str | Path) -> Iterator[Path]:
+    """Every session file under a folder, in a stable order (the file itself when ``root`` is one).
+
+    The one walk that browse, metrics and export share, so they see the same files. Symbolic links
+    to folders are not followed; a FIFO, device or dangling link named ``*.jsonl`` is listed (its reader
+    says what it is). Unreadable folders are skipped.
+    """
+    root = Path(root)
+    if not root.is_dir():
+        yield root
+        return
+    stack = [root]
+    while stack:
+        folder = stack.pop()
+        try:
+            entries = sorted(os.scandir(folder), key=lambda e: e.name)
+        except OSError:
+            continue
+        subfolders = []
+        for entry in entries:
+            try:
+                is_dir = entry.is_dir(follow_symlinks=False)
+            except OSError:
+                is_dir = False
+            if is_dir:
+                subfolders.append(Path(entry.path))
+            elif is_session_file(Path(entry.path)):
+                yield Path(entry.path)
+        stack.extend(reversed(subfolders))
+
+
 # ------------------------------------------------------------------------------------------------ peek
 
 
@@ -343,9 +408,10 @@ class SessionPeek:
 def peek(path: str | Path, *, tail_bytes: int = 65536) -> SessionPeek:
     """Read only the header line and the last line(s), seeking from the end of the file."""
     path = Path(path)
-    st = path.stat()
-    with open(path, "rb") as fh:
-        first = fh.readline()
+    fd, _size = open_regular(path, SessionFileError, "session file")
+    with os.fdopen(fd, "rb") as fh:
+        st = os.fstat(fh.fileno())
+        first = fh.readline(MAX_SESSION_BYTES)
         header, problem = _parse_header(first.decode("utf-8", errors="replace")) if first else (None, "empty")
         start = max(len(first), st.st_size - tail_bytes)
         fh.seek(start)

@@ -21,6 +21,7 @@ import csv
 import hashlib
 import io
 import json
+import math
 import re
 import shlex
 import shutil
@@ -64,9 +65,11 @@ def parse_times(log: str) -> list[float]:
     out = []
     for m in TIME_RE.finditer(log):
         try:
-            out.append(float(m.group(1)))
+            value = float(m.group(1))
         except ValueError:
             continue
+        if math.isfinite(value) and value > 0:  # 0, negative, 1e999: not a time
+            out.append(value)
     return out
 
 
@@ -339,7 +342,11 @@ class Timer:
             note = "re-measured once: CV above 3%"
         else:
             first = 0
-        speedup = rm / cm if cm > 0 else float("inf")
+        speedup = rm / cm if cm > 0 else math.inf
+        if not (math.isfinite(speedup) and speedup > 0):
+            raise BeaverError(
+                f"{self.method} timing gave no usable speedup (reference {rm:g} ms, candidate {cm:g} ms)"
+            )
         pairs: dict[str, list[tuple[float, float]]] = {"reference": [], "candidate": []}
         for who, res in self.runs[first:]:
             pairs[who].extend(anticheat.timed_pairs(res.log) if self.method == "beaver_time_ms" else [])

@@ -1,9 +1,12 @@
-"""A toolchain that replays recorded GPU outcomes, keyed by the sha256 of the normalised candidate.
+"""A toolchain that replays recorded GPU outcomes, keyed by task, harness and candidate.
 
 Tests and demos run the whole repair loop without a GPU: each candidate's recorded Built, Ran, Sanitized,
 Timed and Verdict events are replayed under the new iteration number, with the verdict re-judged against
-the new gate. Recordings come from a JSON-Lines file (one ``{"sha256" or "code", "events": [...]}`` object
-per line) or from existing session files. ``RecordingToolchain`` wraps a real toolchain and writes such a
+the new gate. A recorded outcome holds only for the task it was judged on (its harness decided whether
+the candidate is correct, its reference gave the speedup), so it is found by the task id, the sha256 of
+the task's harness and the sha256 of the normalised candidate, never by the candidate alone. Recordings
+come from a JSON-Lines file (one ``{"task", "harness", "sha256" or "code", "events": [...]}`` object per
+line) or from existing session files. ``RecordingToolchain`` wraps a real toolchain and writes such a
 file. An unknown candidate is a ToolchainError, or, when asked, a clearly labelled build failure. This
 module must not classify or time anything itself.
 """
@@ -11,7 +14,7 @@ module must not classify or time anything itself.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Literal
 
@@ -37,6 +40,9 @@ from beavertui.engine.session.store import read_session
 from beavertui.engine.toolchain.base import AttemptOptions, Toolchain
 
 Outcome = tuple[Event, ...]
+#: (task id, harness sha256, candidate sha256). A key made in code may give the candidate's sha256 alone
+#: (a plain str): it then holds for any task, which only tests that build their recordings by hand do.
+Key = tuple[str, str, str]
 _OUTCOME_KINDS = (Built, Ran, Sanitized, Timed, Verdict)
 
 
@@ -58,10 +64,10 @@ def _check_outcome(events: list[Event], where: str) -> Outcome:
     return tuple(events)
 
 
-def load_recordings(path: str | Path, language: str = "cuda") -> dict[str, Outcome]:
-    """Read a recordings file (JSON Lines: ``sha256`` or ``code``, and ``events``)."""
+def load_recordings(path: str | Path, language: str = "cuda") -> dict[Key, Outcome]:
+    """Read a recordings file (JSON Lines: ``task``, ``harness``, ``sha256`` or ``code``, and ``events``)."""
     path = Path(path)
-    out: dict[str, Outcome] = {}
+    out: dict[Key, Outcome] = {}
     try:
         lines = path.read_text(encoding="utf-8").splitlines()
     except FileNotFoundError:
@@ -83,18 +89,28 @@ def load_recordings(path: str | Path, language: str = "cuda") -> dict[str, Outco
         )
         if not isinstance(key, str):
             raise BeaverError(f"{where}: needs 'sha256' or 'code'")
-        out[key] = _check_outcome(events, where)
+        task, harness = obj.get("task"), obj.get("harness")
+        if not isinstance(task, str) or not isinstance(harness, str):
+            raise BeaverError(
+                f"{where}: needs 'task' and 'harness' (the task id and harness sha256 it was judged on)"
+            )
+        out[(task, harness, key)] = _check_outcome(events, where)
     return out
 
 
-def recordings_from_sessions(paths: Iterable[str | Path]) -> tuple[dict[str, Outcome], GpuSignature | None]:
-    """Every judged candidate of the given session files (the valid prefix of damaged ones)."""
-    out: dict[str, Outcome] = {}
+def recordings_from_sessions(paths: Iterable[str | Path]) -> tuple[dict[Key, Outcome], GpuSignature | None]:
+    """Every judged candidate of the given session files (the valid prefix of damaged ones).
+
+    A session that does not name its harness (written before the header held its hash) gives nothing:
+    its outcomes cannot be told apart from those of another harness.
+    """
+    out: dict[Key, Outcome] = {}
     gpu: GpuSignature | None = None
     for path in paths:
         header, events, _problem = read_session(path)
-        if header is None:
+        if header is None or not header.task.harness_hash:
             continue
+        task, harness = header.task.id, header.task.harness_hash
         gpu = gpu or header.gpu
         keys: dict[int, str] = {}
         pending: dict[int, list[Event]] = {}
@@ -105,7 +121,7 @@ def recordings_from_sessions(paths: Iterable[str | Path]) -> tuple[dict[str, Out
             elif isinstance(e, _OUTCOME_KINDS) and e.iteration in pending:
                 pending[e.iteration].append(e)
                 if isinstance(e, Verdict):
-                    out[keys[e.iteration]] = tuple(pending.pop(e.iteration))
+                    out[(task, harness, keys[e.iteration])] = tuple(pending.pop(e.iteration))
     return out, gpu
 
 
@@ -114,15 +130,16 @@ class RecordedToolchain:
 
     def __init__(
         self,
-        recordings: dict[str, Outcome],
+        recordings: Mapping[Key, Outcome] | Mapping[str, Outcome],
         *,
         unknown: Literal["error", "fail"] = "error",
         gpu: GpuSignature | None = None,
     ) -> None:
-        self.recordings = recordings
+        self.recordings: dict[Key | str, Outcome] = dict(recordings.items())
         self.unknown = unknown
         self._gpu = gpu
         self.keys_seen: list[str] = []
+        self._harness: dict[str, str | None] = {}
 
     @classmethod
     def load(cls, spec: str | Path, *, unknown: Literal["error", "fail"] = "error") -> RecordedToolchain:
@@ -143,14 +160,32 @@ class RecordedToolchain:
     def gpu(self) -> GpuSignature | None:
         return self._gpu
 
+    def _harness_of(self, task: Task) -> str | None:
+        if task.id not in self._harness:
+            self._harness[task.id] = task.harness_hash()
+        return self._harness[task.id]
+
+    def lookup(self, task: Task, code: str) -> Outcome | None:
+        """The outcome recorded for this candidate on this task and harness, if any."""
+        key = code_hash(code, task.language)
+        harness = self._harness_of(task)
+        found = self.recordings.get((task.id, harness, key)) if harness is not None else None
+        return found if found is not None else self.recordings.get(key)
+
     def attempt(self, task: Task, code: str, options: AttemptOptions) -> Iterator[Event]:
         key = code_hash(code, task.language)
         self.keys_seen.append(key)
-        outcome = self.recordings.get(key)
+        outcome = self.lookup(task, code)
         if outcome is None:
             if self.unknown == "error":
+                other = sorted({k[0] for k in self.recordings if isinstance(k, tuple) and k[2] == key})
+                why = (
+                    f" (recorded for {', '.join(other[:3])}, not for {task.id} with this harness)"
+                    if other
+                    else ""
+                )
                 raise ToolchainError(
-                    f"no recorded outcome for this candidate (sha256 {key[:12]}); "
+                    f"no recorded outcome for this candidate on task {task.id} (sha256 {key[:12]}){why}; "
                     "record it on a GPU or allow unknown candidates"
                 )
             yield from self._unrecorded(key, options)
@@ -199,6 +234,7 @@ class RecordingToolchain:
             line = {
                 "sha256": code_hash(code, task.language),
                 "task": task.id,
+                "harness": task.harness_hash(),
                 "events": [e.model_dump(mode="json", exclude={"iteration", "t"}) for e in events],
             }
             with open(self.path, "a", encoding="utf-8") as fh:

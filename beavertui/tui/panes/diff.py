@@ -8,6 +8,7 @@ from __future__ import annotations
 from rich.console import Group, RenderableType
 from rich.text import Text
 
+from beavertui.tui.caps import cap_code, cap_text
 from beavertui.tui.diffs import diff, lexer_for, whole_file
 from beavertui.tui.panes.base import Pane
 from beavertui.tui.view import DIFF_MODE_LABEL, View
@@ -37,14 +38,16 @@ class DiffPane(Pane):
                 head = Text(
                     "model reply (streaming)\n" if attempt.reply is None else "model reply\n", style="bold"
                 )
-                return Group(head, Text(text))
+                shown, note = cap_text(text)
+                return Group(head, Text(shown), *_notes(note))
             if view.following:
                 return Text("Waiting for the model's reply…", style="dim italic")
             return Text("No reply was recorded for this iteration.", style="dim italic")
         if cand.code is None:
             reason = cand.no_code_reason or "no code block in the reply"
             reply = attempt.reply.content if attempt.reply else ""
-            return Group(Text(f"No code extracted: {reason}\n", style="bold red"), Text(reply))
+            shown, note = cap_text(reply)
+            return Group(Text(f"No code extracted: {reason}\n", style="bold red"), Text(shown), *_notes(note))
         lexer = lexer_for(view.state.header.task.language)
         head = Text()
         if cand.edited:
@@ -54,7 +57,8 @@ class DiffPane(Pane):
                 f"{view.state.header.task.solution_file} at iteration {attempt.iteration}\n", style="bold"
             )
             head.rstrip()
-            return Group(head, whole_file(cand.code, lexer))
+            code, note = cap_code(cand.code)
+            return Group(head, whole_file(code, lexer), *_notes(note))
         if view.diff_mode == "previous":
             old, name = view.code_before(attempt.iteration)
         elif view.diff_mode == "broken":
@@ -64,9 +68,16 @@ class DiffPane(Pane):
             if ref is None:
                 return Text("This task ships no reference solution.", style="dim italic")
             old, name = ref, "reference"
-        body, added, removed = diff(old, cand.code, lexer)
+        (old, old_note), (new, new_note) = cap_code(old), cap_code(cand.code)
+        body, added, removed = diff(old, new, lexer)
         head.append(f"iteration {attempt.iteration} against {name}: ", style="bold")
         head.append(f"+{added}", style="green")
         head.append(" ")
         head.append(f"-{removed}", style="red")
-        return Group(head, body)
+        notes = [f"{name}: {old_note}"] if old_note else []
+        notes += [f"iteration {attempt.iteration}: {new_note}"] if new_note else []
+        return Group(head, body, *_notes(*notes))
+
+
+def _notes(*notes: str | None) -> list[Text]:
+    return [Text(n, style="bold yellow") for n in notes if n]

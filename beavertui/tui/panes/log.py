@@ -7,6 +7,7 @@ from rich.console import RenderableType
 from rich.text import Text
 
 from beavertui.engine.session.events import StageResult
+from beavertui.tui.caps import cap_text
 from beavertui.tui.panes.base import Pane
 from beavertui.tui.style import badge
 from beavertui.tui.view import View
@@ -14,6 +15,8 @@ from beavertui.tui.view import View
 #: Classified view shows logs up to this many lines whole; longer ones around the decisive lines only.
 WHOLE_LOG_LINES = 120
 CONTEXT = 4
+#: Decisive lines shown (and matched against the log) at most.
+DECISIVE_SHOWN = 50
 DECISIVE = "bold black on #f0c674"
 
 
@@ -33,6 +36,8 @@ def is_decisive(line: str, decisive: list[str]) -> bool:
 
 
 def highlight_log(log: str, decisive: list[str], search: str = "") -> Text:
+    log, note = cap_text(log)
+    decisive = [d for d in decisive[:DECISIVE_SHOWN] if len(d) <= 2000]
     lines = log.rstrip("\n").split("\n") if log else []
     if not lines:
         return Text("   (no output)\n", style="dim italic")
@@ -40,7 +45,7 @@ def highlight_log(log: str, decisive: list[str], search: str = "") -> Text:
     keep: set[int] | None = None
     if len(lines) > WHOLE_LOG_LINES and hits:
         keep = {j for i in hits for j in range(i - CONTEXT, i + CONTEXT + 1)}
-    out = Text()
+    out = Text(f"   {note}\n", style="bold yellow") if note else Text()
     skipped = 0
     for i, line in enumerate(lines):
         if keep is not None and i not in keep:
@@ -81,7 +86,8 @@ class LogPane(Pane):
             out = Text()
             for r in stages:
                 out.append_text(stage_line(r))
-                out.append(r.log if r.log.endswith("\n") or not r.log else r.log + "\n")
+                shown, _note = cap_text(r.log)
+                out.append(shown if shown.endswith("\n") or not shown else shown + "\n")
                 if r.log_bytes > len(r.log.encode()):
                     out.append(f"   [{r.log_bytes} bytes written, head and tail kept]\n", style="dim")
             if not stages:
@@ -100,12 +106,16 @@ class LogPane(Pane):
                 out.append(f"flag {flag}\n", style="bold magenta")
             if decisive:
                 out.append("decisive\n", style="dim")
-                for d in decisive:
-                    out.append(f"   {d}\n", style=DECISIVE)
+                for d in decisive[:DECISIVE_SHOWN]:
+                    out.append(f"   {cap_text(d, 2000)[0]}\n", style=DECISIVE)
+                if len(decisive) > DECISIVE_SHOWN:
+                    out.append(f"   … {len(decisive) - DECISIVE_SHOWN:,} more decisive lines\n", style="dim")
         else:
             out.append(f"classifying… (stage: {a.stage})\n", style="dim italic")
         for e in a.infra_errors:
-            out.append(f"infrastructure error ({e.source}): {e.detail}\n", style="bold red")
+            out.append(
+                f"infrastructure error ({e.source}): {cap_text(e.detail, 2000)[0]}\n", style="bold red"
+            )
         for r in stages:
             out.append_text(stage_line(r))
             out.append_text(highlight_log(r.log, decisive, view.search))

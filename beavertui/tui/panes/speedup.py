@@ -3,6 +3,7 @@ bar chart of speedup across iterations with the gate marked (plain Unicode, so i
 
 from __future__ import annotations
 
+import math
 import statistics
 
 from rich.console import RenderableType
@@ -18,13 +19,16 @@ BAR_WIDTH = 30
 
 
 def bar(value: float, scale: float, width: int = BAR_WIDTH) -> str:
-    """A horizontal bar in eighths of a cell."""
+    """A horizontal bar in eighths of a cell (none for a value or scale that is not a finite number)."""
+    if not (math.isfinite(value) and math.isfinite(scale) and scale > 0):
+        return ""
     eighths = max(0, min(width * 8, round(value / scale * width * 8)))
     full, part = divmod(eighths, 8)
     return "█" * full + (BLOCKS[part] if part else "")
 
 
 def sparkline(values: list[float]) -> str:
+    values = [v for v in values if math.isfinite(v)]
     if not values:
         return ""
     lo, hi = min(values), max(values)

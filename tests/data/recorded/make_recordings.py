@@ -143,12 +143,21 @@ def outcome(name: str, code: str) -> list[dict[str, object]]:
     return [built, run("PASS\n", 0), t, verdict("passed", "", True, [], t["result"]["speedup"])]  # type: ignore[index]
 
 
+def harness() -> str:
+    """sha256 of the fixture's harness: a recorded outcome holds only for the harness it was judged on."""
+    from beavertui.engine.corpus.load import load_corpus
+
+    return load_corpus(HERE).get("vec_scale").harness_hash() or ""
+
+
 def main() -> None:
     lines = []
+    digest = harness()
     for path in sorted((TASK / "candidates").glob("*.cu")):
         code = path.read_text()
         events = outcome(path.stem, code)
-        lines.append(json.dumps({"name": path.stem, "code": code, "events": events}))
+        line = {"name": path.stem, "task": "vec_scale", "harness": digest, "code": code, "events": events}
+        lines.append(json.dumps(line))
         print(path.stem, events[-1]["category"], events[-1]["signature"])
     (HERE / "vec_scale.recordings.jsonl").write_text("\n".join(lines) + "\n")
 
