@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from beavertui.batch.protocol_file import ModelSpec
 from beavertui.engine.errors import BeaverError
@@ -41,6 +41,16 @@ class ProtocolEntry(BaseModel):
     """Folder name under each model."""
     protocol: Protocol
     """The full protocol."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _legacy_gate(cls, data: object) -> object:
+        """A manifest written before ``gate_mode`` existed ran the in-loop gate: resume it as such."""
+        if isinstance(data, dict):
+            proto = data.get("protocol")
+            if isinstance(proto, dict) and "gate_mode" not in proto:
+                data = {**data, "protocol": {**proto, "gate_mode": "in_loop"}}
+        return data
 
 
 class RunManifest(BaseModel):
@@ -68,6 +78,8 @@ class RunManifest(BaseModel):
     """Trajectories per (model, protocol, task)."""
     protocols: list[ProtocolEntry]
     """Expanded protocols."""
+    pairings: list[dict[str, Any]] = Field(default_factory=list)
+    """Named comparisons across more than one axis from the protocol file (``name``, ``a``, ``b``)."""
     models: list[ModelSpec]
     """Models under test (no keys)."""
     retries: int = 1

@@ -21,7 +21,9 @@ def register(sub: Any) -> None:
         "sessions/<run_id>/<model>/<protocol>/<task>__s<sample>.jsonl plus run.json. Kill it at any time and "
         "continue with --resume RUN_DIR.",
     )
-    p.add_argument("--protocol", default="default", help="protocol file, or a bundled one by name (default)")
+    p.add_argument(
+        "--protocol", default="paper", help="protocol file, or a bundled one by name (default: paper)"
+    )
     p.add_argument(
         "--corpus", type=Path, help="corpus root (default: the protocol file's, or the bundled corpus)"
     )
@@ -79,7 +81,7 @@ def _models(specs: list[str]) -> list[Any]:
 def new_manifest(args: argparse.Namespace) -> tuple[Any, Path, Any]:
     """Create the run directory and manifest from the protocol file and flags."""
     from beavertui import __version__
-    from beavertui.batch.protocol_file import expand, find_protocol_file, load_batch_file
+    from beavertui.batch.protocol_file import expand, find_protocol_file, load_batch_file, pairings_of
     from beavertui.batch.rundir import ProtocolEntry, RunManifest, host_info, new_run_id, write_manifest
     from beavertui.engine.corpus.load import default_corpus, load_corpus
     from beavertui.engine.errors import BeaverError
@@ -122,6 +124,7 @@ def new_manifest(args: argparse.Namespace) -> tuple[Any, Path, Any]:
         excluded_tasks=excluded,
         samples=args.samples or spec.samples,
         protocols=[ProtocolEntry(slug=p.slug, protocol=p.protocol) for p in protocols],
+        pairings=pairings_of(spec),
         models=models,
         retries=spec.retries,
         executor=args.executor,

@@ -1,4 +1,4 @@
-"""`beavertui metrics SOURCE`: the protocol-conditioned tables of shared/spec/metrics.md.
+"""`beavertui metrics SOURCE`: the protocol-conditioned tables of docs/metrics.md.
 
 SOURCE is a run directory (its sessions are folded) or an attempts table (JSON Lines or CSV).
 """
@@ -37,6 +37,11 @@ def register(sub: Any) -> None:
     )
     p.add_argument(
         "--source-models", type=Path, help="side table task_id -> source_model for the self-source rule"
+    )
+    p.add_argument(
+        "--pairings",
+        type=Path,
+        help="protocol file whose [[pairings]] to report (default: those in the run directory's run.json)",
     )
     p.add_argument("--card", type=Path, help="also write the evaluation card (Markdown) to this file")
     p.add_argument("--plots", type=Path, help="also write p_sweep.svg and swing.svg into this folder")
@@ -96,7 +101,7 @@ class Report:
     """reports.tables.Table in the order the terminal prints them (empty until ``with_tables``)."""
 
 
-def compute(source: Path, source_models: Path | None = None) -> Report:
+def compute(source: Path, source_models: Path | None = None, pairings_file: Path | None = None) -> Report:
     """The metrics of SOURCE (a BeaverError for a bad source or one without attempts)."""
     from beavertui.engine.errors import BeaverError
     from beavertui.engine.metrics.compute import compute_groups
@@ -107,7 +112,31 @@ def compute(source: Path, source_models: Path | None = None) -> Report:
         raise BeaverError(f"{source}: no attempts")
     groups = compute_groups(table)
     cells = _analysis_cells(source, source_models)
-    return Report(source, table, groups, swing(groups), kendall(groups), cells)
+    pairings = load_pairings(source, pairings_file)
+    return Report(source, table, groups, swing(groups, pairings), kendall(groups, pairings), cells)
+
+
+def load_pairings(source: Path, pairings_file: Path | None) -> list[Any]:
+    """Named pairings: from a protocol file when given, else from the run directory's run.json."""
+    from beavertui.engine.metrics.swing import Pairing
+
+    if pairings_file is not None:
+        from beavertui.batch.protocol_file import find_protocol_file, load_batch_file
+
+        spec = load_batch_file(find_protocol_file(str(pairings_file)))
+        return [Pairing(p.name, p.a, p.b) for p in spec.pairings]
+    manifest = source / "run.json" if source.is_dir() else None
+    if manifest is None or not manifest.is_file():
+        return []
+    try:
+        data = json.loads(manifest.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return []
+    out = []
+    for p in data.get("pairings", []) if isinstance(data, dict) else []:
+        if isinstance(p, dict) and isinstance(p.get("a"), dict) and isinstance(p.get("b"), dict):
+            out.append(Pairing(str(p.get("name", "pairing")), p["a"], p["b"]))
+    return out
 
 
 def with_tables(
@@ -159,7 +188,7 @@ def _handle(args: argparse.Namespace) -> int:
             raise BeaverError(
                 "--tui needs a terminal (standard output is not one): drop --tui for the tables"
             )
-    report = compute(args.source, args.source_models)
+    report = compute(args.source, args.source_models, args.pairings)
     groups, sw, kt, cells = report.groups, report.swing, report.kendall, report.cells
     if args.json:
         doc = {"groups": [_group_json(g, cells) for g in groups], "swing": sw, "kendall_tau": kt}
@@ -224,7 +253,7 @@ def _group_json(g: Any, cells: dict[Any, Any] | None) -> dict[str, Any]:
     from beavertui.engine.analysis.report import group_key
 
     doc: dict[str, Any] = g.as_json()
-    c = None if cells is None else cells.get(group_key(g.model, g.protocol.as_dict()))
+    c = None if cells is None else cells.get(group_key(g.model, g.protocol.as_dict(), g.corpus))
     num = c.nums.sum(axis=0) if c is not None and len(c.tasks) else None
     den = c.dens.sum(axis=0) if c is not None and len(c.tasks) else None
     for j, key in enumerate(("edit_precision", "bug_recall", "code_degenerate_rate")):

@@ -269,7 +269,9 @@ class _Run:
     def _attempt(self, iteration: int) -> Iterator[Event]:
         p, task = self.protocol, self.task
         repeated = p.method == "repeated"
-        messages = self.first if repeated else conversation(self.first, self.rounds, p.history)
+        # L0 carries nothing over: every request is the first turn again, as in the paper
+        fresh = repeated or p.feedback == "L0"
+        messages = self.first if fresh else conversation(self.first, self.rounds, p.history)
         yield self.fold(Request(iteration=iteration, messages=messages))
         completion: Completion | None = None
         for item in _complete_streaming(self.model, messages, iteration, self.control):
@@ -351,7 +353,7 @@ class _Run:
         p = self.protocol
         attempt = self.state.attempt(iteration)
         assert attempt is not None and attempt.verdict is not None
-        if attempt.verdict.success and not p.continue_after_pass and p.method == "iterative":
+        if p.method == "iterative" and p.ends_on(attempt.verdict.correct, attempt.verdict.success):
             raise _End("passed")
         if p.method == "iterative":
             already = {s.detector for s in attempt.stalls}

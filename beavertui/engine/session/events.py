@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, model_validator
 
 from beavertui.engine.session.protocol import Detector, Protocol
 
@@ -216,6 +216,16 @@ class SessionHeader(_Event):
     """Iteration of the parent after which this branch starts."""
     notes: str | None = None
     """Free text, e.g. 'replies written by hand'."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _legacy_gate(cls, data: object) -> object:
+        """A header written before ``gate_mode`` existed ran the in-loop gate: read it as such."""
+        if isinstance(data, dict):
+            proto = data.get("protocol")
+            if isinstance(proto, dict) and "gate_mode" not in proto:
+                data = {**data, "protocol": {**proto, "gate_mode": "in_loop"}}
+        return data
 
 
 class Request(_Event):
