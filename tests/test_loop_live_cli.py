@@ -56,7 +56,7 @@ def test_live_runs_the_paper_protocol_by_default(tmp_path: Path, capsys: pytest.
     lines = capsys.readouterr().out.splitlines()
     assert "iterative K5 L3 H4 T0.7 p0.7 " in lines[0] + " " and "in-loop" not in lines[0]
     assert lines[-1] == "end passed after 2 iterations, no success, best 0.02x"
-    header, events, _ = read_session(out)
+    header, _, _ = read_session(out)
     assert header is not None
     p = header.protocol
     assert (p.method, p.budget, p.feedback, p.history, p.temperature, p.gate, p.gate_mode) == (

@@ -1,4 +1,4 @@
-"""`beavertui export RUN_DIR [--csv] [-o FILE]`: write the attempts table of a run (metrics.md)."""
+"""`beavertui export RUN_DIR [--csv] [-o FILE]`: write the attempts table of a run (docs/metrics.md)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ def register(sub: Any) -> None:
     p = sub.add_parser(
         "export",
         help="write the attempts table of a run directory (JSON Lines, or CSV)",
-        description="Folds every session under RUN_DIR into one row per attempt (shared/spec/metrics.md). "
+        description="Folds every session under RUN_DIR into one row per attempt (docs/format.md). "
         "Attempts hit by an infrastructure failure are written with infra_error=true and never scored.",
     )
     p.add_argument("run_dir", type=Path, help="a run directory (sessions/<run_id>) or one session file")

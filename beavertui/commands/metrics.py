@@ -18,11 +18,11 @@ def register(sub: Any) -> None:
     p = sub.add_parser(
         "metrics",
         help="compute pass@1, pass@k, debug rate, stagnation, degeneration, p sweep, swing, Kendall's tau",
-        description="Per (model, protocol): every metric of metrics.md, with 95% bootstrap intervals over "
+        description="Per (model, protocol): every metric of docs/metrics.md, with 95% bootstrap intervals over "
         "tasks in the human formats. SOURCE is a run directory or an attempts table (.jsonl or .csv).",
     )
     p.add_argument("source", type=Path, help="run directory, session file, or attempts table")
-    p.add_argument("--json", action="store_true", help="print the machine-readable object of metrics.md")
+    p.add_argument("--json", action="store_true", help="print the machine-readable object of docs/metrics.md")
     p.add_argument(
         "--format",
         choices=("table", "markdown", "csv", "latex"),
@@ -180,7 +180,7 @@ def _handle(args: argparse.Namespace) -> int:
     from beavertui.engine.errors import BeaverError
 
     if args.resamples < 1000:
-        raise BeaverError("--resamples must be at least 1000 (metrics.md)")
+        raise BeaverError("--resamples must be at least 1000 (docs/metrics.md)")
     if args.tui:
         if args.json or args.output is not None or args.format != "table":
             raise BeaverError("--tui shows the tables on screen: drop --json, --format and --output")
@@ -249,7 +249,7 @@ def _analysis_cells(source: Path, source_models: Path | None) -> dict[Any, Any] 
 
 
 def _group_json(g: Any, cells: dict[Any, Any] | None) -> dict[str, Any]:
-    """metrics.md's group object plus the analysis keys (null when the source carries no code)."""
+    """docs/metrics.md's group object plus the analysis keys (null when the source carries no code)."""
     from beavertui.engine.analysis.report import group_key
 
     doc: dict[str, Any] = g.as_json()
@@ -263,7 +263,7 @@ def _group_json(g: Any, cells: dict[Any, Any] | None) -> dict[str, Any]:
 
 
 def _task_attribute(table: Any, column: str) -> dict[str, str | None]:
-    """task_id -> family or label (mapped to categories.md names) from the first row of each task."""
+    """task_id -> family or label (mapped to docs/format.md (categories) names) from the first row of each task."""
     import numpy as np
 
     from beavertui.engine.judge.categories import label_category

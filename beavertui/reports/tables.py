@@ -1,6 +1,6 @@
 """The metric tables as plain data (title, columns, rows), built once and rendered by render.py.
 
-Rates are shown as percentages with their 95% bootstrap interval over tasks (metrics.md). A cell is a
+Rates are shown as percentages with their 95% bootstrap interval over tasks (docs/metrics.md). A cell is a
 string or a Rate; the renderers decide how a Rate looks in each format.
 """
 
@@ -206,7 +206,7 @@ def analysis_table(
         "percent of the repair's changed lines (difflib on right-stripped lines, blank lines dropped) that "
         "fall within a reference edit block (tolerance 1 line); bug recall: percent of the reference's "
         "edit blocks the repair touches. Degenerate (speedup): first successes at iteration >= 2 slower "
-        "than the reference (metrics.md); degenerate (code): the same first successes that lost a "
+        "than the reference (docs/metrics.md); degenerate (code): the same first successes that lost a "
         "performance feature of the reference (shared memory, tensor cores, async copies, vector loads, "
         "shuffles, parallel launch), the kernel, or their work to a library. Percent, pooled over "
         f"trajectories; [95% bootstrap interval over tasks, {resamples} resamples, seed {seed}].",

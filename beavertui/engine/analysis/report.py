@@ -80,7 +80,7 @@ def summarize(
 
     Each trajectory is scored at its first correct attempt (success at p = 0):
     ``edit_precision`` and ``bug_recall`` are the means over those attempts (NaN left out);
-    ``code_degenerate_rate`` is, like metrics.md's ``degenerate_rate``, taken among trajectories whose
+    ``code_degenerate_rate`` is, like docs/metrics.md's ``degenerate_rate``, taken among trajectories whose
     first success comes at iteration >= 2: the share whose first success is code-degenerate.
     """
     nums, dens, analysed = first_success_sums(

@@ -55,7 +55,7 @@ class _End(Exception):
 
 
 def effective_budget(protocol: Protocol) -> int:
-    """Iterations to run: K, or K - 1 for a self-sourced iterative task (metrics.md)."""
+    """Iterations to run: K, or K - 1 for a self-sourced iterative task (docs/metrics.md)."""
     if protocol.method == "iterative" and protocol.self_source:
         return max(1, protocol.budget - 1)
     return protocol.budget

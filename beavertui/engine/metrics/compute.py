@@ -21,7 +21,7 @@ from beavertui.engine.session.protocol import DETECTORS
 F64 = npt.NDArray[np.float64]
 I64 = npt.NDArray[np.int64]
 
-#: The p values of the p sweep (metrics.md).
+#: The p values of the p sweep (docs/metrics.md).
 P_SWEEP: tuple[float, ...] = (0.0, 0.1, 0.3, 0.5, 0.7, 1.0, 1.5, 2.0, 3.0)
 
 
@@ -80,7 +80,7 @@ class GroupMetrics:
         return (self.model, self.corpus or "", self.protocol)
 
     def as_json(self) -> dict[str, Any]:
-        """The group object of metrics.md's ``--json`` output (plus ``under_sampled`` and the count of
+        """The group object of docs/metrics.md's ``--json`` output (plus ``under_sampled`` and the count of
         attempts hit by an infrastructure failure, excluded from every rate)."""
         return {
             "model": self.model,

@@ -154,7 +154,7 @@ class Codes:
 
 @dataclass(frozen=True)
 class AttemptsTable:
-    """Every attempt, column by column (metrics.md's attempts table)."""
+    """Every attempt, column by column (docs/metrics.md's attempts table)."""
 
     strings: Mapping[str, Codes]
     """run_id, model, task_id, category, stop_reason, family, label, corpus."""
@@ -220,7 +220,7 @@ class AttemptsTable:
         )
 
     def rows(self) -> Iterable[dict[str, Any]]:
-        """Rows as plain dicts in metrics.md's JSON shape (slow; for export and tests)."""
+        """Rows as plain dicts in docs/metrics.md's JSON shape (slow; for export and tests)."""
         strings = {k: v.values() for k, v in self.strings.items()}
         sample = self.sample.tolist()
         iteration = self.iteration.tolist()

@@ -78,7 +78,7 @@ class ModelInfo(_Frozen):
 
 
 class GpuSignature(_Frozen):
-    """The GPU and toolkit a session ran on (timing.md)."""
+    """The GPU and toolkit a session ran on (docs/metrics.md (speedup))."""
 
     slug: str
     """``<gpu name slug>_sm_<major><minor>_cuda_<major>_<minor>``."""
@@ -145,7 +145,7 @@ class SanitizerRecord(_Frozen):
 
 
 class TimingResult(_Frozen):
-    """Interleaved reference/candidate timing of one attempt (timing.md)."""
+    """Interleaved reference/candidate timing of one attempt (docs/metrics.md (speedup))."""
 
     method: str
     """``beaver_time_ms`` (native contract), ``cupti``, ``ncu`` or ``cuda_event``."""
@@ -341,7 +341,7 @@ class Verdict(_Event):
     iteration: int
     """1-based iteration."""
     category: str
-    """One of categories.md."""
+    """One of docs/format.md (categories)."""
     signature: str
     """Normalised error signature ('' for passed)."""
     correct: bool
@@ -398,7 +398,7 @@ class SessionEnd(_Event):
         "error",
         "stopped",
     ]
-    """Why the loop stopped (metrics.md), or 'stopped' by the user."""
+    """Why the loop stopped (docs/metrics.md), or 'stopped' by the user."""
     iterations: int
     """Attempts made."""
     success: bool

@@ -66,9 +66,9 @@ class Protocol(BaseModel):
     continue_after_pass: bool = False
     """Spend the whole budget even after a success (makes every p of the p sweep exact)."""
     self_source: bool = False
-    """The model under test produced this task's broken start (budget rule of metrics.md)."""
+    """The model under test produced this task's broken start (budget rule of docs/metrics.md)."""
     sanitize_on_failure: bool = True
-    """Run memcheck after a failing or suspicious run (categories.md sanitizer override)."""
+    """Run memcheck after a failing or suspicious run (docs/format.md (categories) sanitizer override)."""
     sanitize_tools: tuple[SanitizerTool, ...] = ()
     """Extra sanitizer tools run on every attempt that built."""
     stagnation: StagnationSettings = StagnationSettings()

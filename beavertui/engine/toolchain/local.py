@@ -1,6 +1,6 @@
 """LocalToolchain: the Toolchain of toolchain.py on this machine's GPU.
 
-One attempt = work dir, build, test, compute-sanitizer where categories.md asks for it or the user
+One attempt = work dir, build, test, compute-sanitizer where docs/format.md (categories) asks for it or the user
 does, interleaved timing of a correct candidate, and exactly one Verdict. It ties runner, classify,
 sanitizer and timing together and adds nothing of its own beyond the verdict's reasons and flags.
 """

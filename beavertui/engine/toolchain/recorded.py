@@ -41,7 +41,7 @@ _OUTCOME_KINDS = (Built, Ran, Sanitized, Timed, Verdict)
 
 
 def judge_gate(verdict: Verdict, gate: float) -> Verdict:
-    """The verdict judged against another gate p (metrics.md: success = correct and speedup >= p)."""
+    """The verdict judged against another gate p (docs/metrics.md: success = correct and speedup >= p)."""
     success = verdict.correct and (gate == 0 or (verdict.speedup is not None and verdict.speedup >= gate))
     reason = verdict.reason
     if verdict.correct:
