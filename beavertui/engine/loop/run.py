@@ -18,7 +18,7 @@ from typing import get_args
 
 from beavertui import __version__
 from beavertui.engine.corpus.task import Task
-from beavertui.engine.errors import NoGpuError, SessionFileError, ToolchainError
+from beavertui.engine.errors import BeaverError, NoGpuError, SessionFileError, ToolchainError
 from beavertui.engine.loop.control import LoopControl
 from beavertui.engine.loop.extract import extract
 from beavertui.engine.loop.prompts import conversation, feedback, first_turn, stage_log
@@ -38,7 +38,7 @@ from beavertui.engine.session.events import (
 )
 from beavertui.engine.session.protocol import Protocol
 from beavertui.engine.session.state import SessionState, apply, initial
-from beavertui.engine.toolchain.base import AttemptOptions, Toolchain
+from beavertui.engine.toolchain.base import AttemptOptions, Toolchain, profiler_unavailable
 
 __all__ = ["LoopControl", "run_session"]
 
@@ -59,6 +59,23 @@ def effective_budget(protocol: Protocol) -> int:
     if protocol.method == "iterative" and protocol.self_source:
         return max(1, protocol.budget - 1)
     return protocol.budget
+
+
+def wants_profile(protocol: Protocol) -> bool:
+    """Feedback level L4 with its profile component: every attempt that ran is profiled."""
+    return protocol.feedback == "L4" and (
+        protocol.feedback_components is None or "profile" in protocol.feedback_components
+    )
+
+
+def check_profiler(protocol: Protocol, toolchain: Toolchain) -> None:
+    """Refuse L4 where the profiler cannot run: it would silently be L3."""
+    if wants_profile(protocol):
+        reason = profiler_unavailable(toolchain)
+        if reason is not None:
+            raise BeaverError(
+                f"feedback L4 needs the ncu profiler, and {reason}; use L3 or a machine with ncu"
+            )
 
 
 def _complete_streaming(
@@ -142,6 +159,9 @@ def run_session(
     alone); the original header is yielded again, the prefix is not, and the loop continues at the first
     attempt without a verdict (a cut attempt restarts from its request).
     """
+    check_profiler(
+        resume_from[0].protocol if isinstance(resume_from, tuple) and resume_from else protocol, toolchain
+    )
     prefix: Sequence[Event] = ()
     if isinstance(resume_from, tuple) and resume_from and isinstance(resume_from[0], SessionHeader):
         header, prefix = resume_from[0], resume_from[1]
@@ -339,7 +359,7 @@ class _Run:
             gate=p.gate,
             sanitize_on_failure=p.sanitize_on_failure,
             sanitize_tools=p.sanitize_tools,
-            profile=p.feedback == "L4",
+            profile=wants_profile(p),
         )
         verdicts = 0
         for e in self.toolchain.attempt(task, code, options):

@@ -170,7 +170,8 @@ class TimingResult(_Frozen):
     note: str | None = None
     """Anything the reader should know (e.g. the baseline came from the cache)."""
     profile: dict[str, str] = Field(default_factory=dict)
-    """ncu metrics of the candidate, name -> value with its unit (filled when AttemptOptions.profile)."""
+    """Unused since profiles became their own event (``profile``, feedback level L4); kept so older
+    session files read."""
     candidate_host_samples: list[float] = Field(default_factory=list)
     """Native contract: every candidate ``BEAVER_HOST_MS`` (host clock from before the start event to a full
     device synchronisation, milliseconds), one per timed run, in the order of candidate_samples."""
@@ -334,6 +335,37 @@ class Timed(_Event):
     """The measurement."""
 
 
+class KernelMetrics(_Frozen):
+    """One kernel's profiler metrics, averaged over its launches (timing/profile.py)."""
+
+    name: str
+    """Kernel name as the profiler reports it."""
+    launches: int = 1
+    """Launches profiled."""
+    metrics: dict[str, float] = Field(default_factory=dict)
+    """Short metric name -> value in base units (percent, bytes, registers, nanoseconds)."""
+    stalls: dict[str, float] = Field(default_factory=dict)
+    """Warp stall reason -> cycles waited per issued instruction."""
+
+
+class Profiled(_Event):
+    """Feedback level L4: the candidate's kernels profiled with ncu, beside the reference's."""
+
+    kind: Literal["profile"] = "profile"
+    iteration: int
+    """1-based iteration."""
+    candidate: list[KernelMetrics] = Field(default_factory=list)
+    """The candidate's kernels, the longest first."""
+    reference: list[KernelMetrics] = Field(default_factory=list)
+    """The reference's kernels (profiled once per task and toolkit), the longest first."""
+    result: StageResult
+    """The profiler run of the candidate (its log is ncu's own output, not the CSV)."""
+    raw: str = ""
+    """ncu's CSV for the candidate, as written."""
+    reference_raw: str = ""
+    """ncu's CSV for the reference, as written."""
+
+
 class Verdict(_Event):
     """The classified outcome of one attempt."""
 
@@ -418,6 +450,7 @@ Event = Annotated[
     | Ran
     | Sanitized
     | Timed
+    | Profiled
     | Verdict
     | Stalled
     | InfraError
@@ -436,6 +469,7 @@ AnyLine = Annotated[
     | Ran
     | Sanitized
     | Timed
+    | Profiled
     | Verdict
     | Stalled
     | InfraError

@@ -26,6 +26,7 @@ from beavertui.engine.session.events import (
     Candidate,
     Event,
     GpuSignature,
+    Profiled,
     Ran,
     Sanitized,
     StageResult,
@@ -34,10 +35,10 @@ from beavertui.engine.session.events import (
     now,
 )
 from beavertui.engine.session.store import read_session
-from beavertui.engine.toolchain.base import AttemptOptions, Toolchain
+from beavertui.engine.toolchain.base import AttemptOptions, Toolchain, profiler_unavailable
 
 Outcome = tuple[Event, ...]
-_OUTCOME_KINDS = (Built, Ran, Sanitized, Timed, Verdict)
+_OUTCOME_KINDS = (Built, Ran, Sanitized, Timed, Profiled, Verdict)
 
 
 def judge_gate(verdict: Verdict, gate: float) -> Verdict:
@@ -143,6 +144,10 @@ class RecordedToolchain:
     def gpu(self) -> GpuSignature | None:
         return self._gpu
 
+    def profiler_unavailable(self) -> str | None:
+        """Recorded outcomes replay their recorded profiles; L4 feedback says when one has none."""
+        return None
+
     def attempt(self, task: Task, code: str, options: AttemptOptions) -> Iterator[Event]:
         key = code_hash(code, task.language)
         self.keys_seen.append(key)
@@ -156,6 +161,8 @@ class RecordedToolchain:
             yield from self._unrecorded(key, options)
             return
         for e in outcome:
+            if isinstance(e, Profiled) and not options.profile:
+                continue  # recorded at L4, replayed at a level that sends no profile
             e = e.model_copy(update={"iteration": options.iteration, "t": now()})
             if isinstance(e, Verdict):
                 e = judge_gate(e, options.gate)
@@ -189,6 +196,9 @@ class RecordingToolchain:
 
     def gpu(self) -> GpuSignature | None:
         return self.inner.gpu()
+
+    def profiler_unavailable(self) -> str | None:
+        return profiler_unavailable(self.inner)
 
     def attempt(self, task: Task, code: str, options: AttemptOptions) -> Iterator[Event]:
         events: list[Event] = []
