@@ -165,3 +165,22 @@ def test_recorded_h200_l4_session() -> None:
     raw = sorted(L4_RECORDING.glob("*.ncu.csv"))
     assert raw and all(parse_ncu_profile(f.read_text()) for f in raw)
     json.loads((L4_RECORDING / "summary.json").read_text())
+
+
+def test_a_batch_with_l4_is_refused_in_one_line_where_ncu_cannot_run(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from beavertui.cli import main
+
+    monkeypatch.setenv("PATH", str(tmp_path))
+    args = ["batch", "--protocol", "feedback", "--models", "scripted:@reference", "--corpus",
+            str(DATA / "recorded"), "--sessions-dir", str(tmp_path / "s"), "--run-id", "x"]  # fmt: skip
+    assert main(args) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [
+        "beavertui: feedback L4 needs the ncu profiler, and ncu (Nsight Compute) is not on PATH; "
+        "use L3 or a machine with ncu"
+    ]
+    assert not (tmp_path / "s" / "x").exists()
+    # the recorded toolchain replays recorded profiles: the same file runs
+    assert main([*args[:-1], "y", "--toolchain", f"recorded:{RECORDINGS}", "--quiet"]) == 0

@@ -89,6 +89,7 @@ def new_manifest(args: argparse.Namespace) -> tuple[Any, Path, Any]:
     pfile = find_protocol_file(args.protocol)
     spec = load_batch_file(pfile)
     protocols = expand(spec, str(pfile))
+    _check_profiler(protocols, args.toolchain)
     models = _models(args.models) if args.models else list(spec.models)
     if not models:
         raise BeaverError(f"{pfile}: no models: list [[models]] in the file or pass --models")
@@ -190,3 +191,17 @@ def _start(args: argparse.Namespace) -> int:
 
         return run_dashboard(args, manifest, run_dir, tasks)
     return run_batch(args, manifest, run_dir, tasks)
+
+
+def _check_profiler(protocols: list[Any], toolchain: str) -> None:
+    """Refuse a batch with feedback level L4 where ncu cannot run (it would be L3 under another name)."""
+    from beavertui.engine.errors import BeaverError
+    from beavertui.engine.host.gpu import gpu_signature
+    from beavertui.engine.loop.run import wants_profile
+    from beavertui.engine.timing.profile import profiler_unavailable
+
+    if toolchain != "local" or not any(wants_profile(p.protocol) for p in protocols):
+        return
+    reason = profiler_unavailable(gpu_signature() is not None)
+    if reason is not None:
+        raise BeaverError(f"feedback L4 needs the ncu profiler, and {reason}; use L3 or a machine with ncu")
