@@ -24,7 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from beavertui.batch.protocol_file import ModelSpec
 from beavertui.engine.errors import BeaverError
-from beavertui.engine.session.protocol import Protocol
+from beavertui.engine.session.protocol import Protocol, with_legacy_gate
 
 MANIFEST = "run.json"
 INFRA_LOG = "infra.jsonl"
@@ -46,10 +46,8 @@ class ProtocolEntry(BaseModel):
     @classmethod
     def _legacy_gate(cls, data: object) -> object:
         """A manifest written before ``gate_mode`` existed ran the in-loop gate: resume it as such."""
-        if isinstance(data, dict):
-            proto = data.get("protocol")
-            if isinstance(proto, dict) and "gate_mode" not in proto:
-                data = {**data, "protocol": {**proto, "gate_mode": "in_loop"}}
+        if isinstance(data, dict) and "protocol" in data:
+            data = {**data, "protocol": with_legacy_gate(data["protocol"])}
         return data
 
 

@@ -101,10 +101,12 @@ _ITERATION = re.compile(rb'"iteration":\s*(\d+)')
 
 @lru_cache(maxsize=256)
 def _protocol_label(raw: str) -> tuple[str, int]:
-    from beavertui.engine.session.protocol import Protocol
+    import json
+
+    from beavertui.engine.session.protocol import Protocol, with_legacy_gate
 
     try:
-        p = Protocol.model_validate_json(raw)
+        p = Protocol.model_validate(with_legacy_gate(json.loads(raw)))
     except ValueError:
         return "?", 0
     return p.short(), p.budget

@@ -13,7 +13,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, model_validator
 
-from beavertui.engine.session.protocol import Detector, Protocol
+from beavertui.engine.session.protocol import Detector, Protocol, with_legacy_gate
 
 FORMAT_VERSION = 1
 
@@ -222,10 +222,8 @@ class SessionHeader(_Event):
     @classmethod
     def _legacy_gate(cls, data: object) -> object:
         """A header written before ``gate_mode`` existed ran the in-loop gate: read it as such."""
-        if isinstance(data, dict):
-            proto = data.get("protocol")
-            if isinstance(proto, dict) and "gate_mode" not in proto:
-                data = {**data, "protocol": {**proto, "gate_mode": "in_loop"}}
+        if isinstance(data, dict) and "protocol" in data:
+            data = {**data, "protocol": with_legacy_gate(data["protocol"])}
         return data
 
 

@@ -104,6 +104,13 @@ class Protocol(BaseModel):
         }
 
 
+def with_legacy_gate(data: object) -> object:
+    """A saved protocol written before ``gate_mode`` existed ran the in-loop gate: read it as such."""
+    if isinstance(data, dict) and "gate_mode" not in data:
+        return {**data, "gate_mode": "in_loop"}
+    return data
+
+
 #: Values the extra protocol keys take in a table written before they existed (every earlier session
 #: ran the in-loop gate, stopped on stagnation with every detector, sent every feedback component and
 #: ran memcheck on failures).
