@@ -19,6 +19,7 @@ from beavertui.engine.session.events import (
     Candidate,
     Event,
     InfraError,
+    Profiled,
     Ran,
     Reply,
     ReplyDelta,
@@ -121,6 +122,16 @@ def event_line(e: Event) -> Text | None:
             t.append(
                 "  " + ("unstable " if r.unstable else "") + ("implausible" if r.implausible else ""),
                 "yellow",
+            )
+    elif isinstance(e, Profiled):
+        t.append(label, "bold")
+        t.append(f"ncu: {len(e.candidate)} kernel(s), reference {len(e.reference)}")
+        if e.candidate:
+            occ = e.candidate[0].metrics.get("achieved_occupancy_pct")
+            t.append(
+                f"  {e.candidate[0].name.split('(')[0]}"
+                + (f" occupancy {occ:.0f}%" if occ is not None else ""),
+                "dim",
             )
     elif isinstance(e, Verdict):
         t.append(label, "bold")

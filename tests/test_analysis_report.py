@@ -147,15 +147,16 @@ def test_run_summary_over_session_files(tmp_path: Path) -> None:
     branch = branch_session(parent, 1, task, ScriptedModel([tb.reply(tb.REFERENCE)]), tc, Protocol(budget=2))
     tb.write(tmp_path / "other" / "branch.jsonl", branch)
     summary = run_summary(tmp_path)
+    corpus = Path(task.ref().corpus).name
     naive = edit_score(tb.BROKEN, tb.NAIVE, tb.REFERENCE)
     assert naive.precision is not None and naive.recall is not None and naive.precision < 0.5
-    assert summary[group_key("scripted", protocol.key())] == {
+    assert summary[group_key("scripted", protocol.key(), corpus)] == {
         "edit_precision": pytest.approx((naive.precision + 1.0) / 2),
         "bug_recall": pytest.approx((naive.recall + 1.0) / 2),
         "code_degenerate_rate": 1.0,
         "analysed_repairs": 2,
     }
-    other = summary[group_key("scripted", Protocol(budget=2).key())]
+    other = summary[group_key("scripted", Protocol(budget=2, history=2).key(), corpus)]
     assert other == {
         "edit_precision": None,
         "bug_recall": None,
@@ -175,7 +176,7 @@ def test_run_summary_keys_match_the_metrics_groups(tmp_path: Path) -> None:
     tb.parent_session(tmp_path / "run")
     groups = [g.as_json() for g in compute_groups(table_from_run(tmp_path / "run"))]
     summary = run_summary(tmp_path / "run")
-    assert [group_key(g["model"], g["protocol"]) for g in groups] == list(summary)
+    assert [group_key(g["model"], g["protocol"], g["corpus"]) for g in groups] == list(summary)
 
 
 def test_printed_serial_geometry_marks_a_repair_degenerate() -> None:

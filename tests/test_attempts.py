@@ -59,7 +59,13 @@ def test_iterative_rows(tmp_path: Path) -> None:
         "temperature": 0.0,
         "gate": 0.7,
         "budget": 5,
+        "gate_mode": "in_loop",
+        "continue_after_pass": False,
+        "stagnation": "stop",
+        "feedback_components": "all",
+        "sanitize": "on_failure",
     }
+    assert rows[0]["corpus"] == CORPUS.name
     assert rows[0]["family"] == "elementwise" and rows[0]["label"] == "illegal_memory_access"
     assert not any(r["self_source"] or r["infra_error"] for r in rows)
 

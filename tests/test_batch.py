@@ -183,7 +183,8 @@ def _one_job(tmp_path: Path, retries: int, fail: int) -> tuple[Path, object, lis
         created="now",
         corpus=str(CORPUS),
         tasks=["vec_scale"],
-        protocols=[ProtocolEntry(slug="p", protocol=Protocol())],
+        # the in-loop gate: the demo's slow repair is told it is too slow and the third attempt passes
+        protocols=[ProtocolEntry(slug="p", protocol=Protocol(gate_mode="in_loop"))],
         models=[ModelSpec(model=SCRIPT)],
         retries=retries,
     )

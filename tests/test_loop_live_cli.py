@@ -23,11 +23,21 @@ def live(*extra: str) -> list[str]:
 
 def test_live_headless_writes_a_complete_session(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "s.jsonl"
-    rc = main(live("--model", "scripted:vec_scale_demo.toml", "--toolchain", RECORDED, "--out", str(out)))
+    rc = main(
+        live(
+            "--model",
+            "scripted:vec_scale_demo.toml",
+            "--toolchain",
+            RECORDED,
+            "--out",
+            str(out),
+            "--in-loop-gate",
+        )
+    )
     assert rc == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].startswith("session ") and "task vec_scale" in lines[0]
-    assert "iterative K5 L3 H2 T0 p0.7" in lines[0]
+    assert "iterative K5 L3 H4 T0.7 p0.7 in-loop" in lines[0]
     assert any(ln.startswith("#2  verdict   BELOW GATE 0.02x < 0.7x") for ln in lines)
     assert lines[-1] == "end passed after 3 iterations, success, best 0.97x"
     header, events, problem = read_session(out)
@@ -35,6 +45,32 @@ def test_live_headless_writes_a_complete_session(tmp_path: Path, capsys: pytest.
     assert header.model.name == "scripted:vec_scale_demo.toml"
     assert isinstance(events[-1], SessionEnd) and events[-1].iterations == 3
     assert not any(e.kind == "reply_delta" for e in events)
+
+
+def test_live_runs_the_paper_protocol_by_default(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The paper's gate is applied after the run: the slow but correct repair of iteration 2 ends the
+    trajectory, and it is no success at p = 0.7 (no "too slow" feedback, no third attempt)."""
+    out = tmp_path / "s.jsonl"
+    rc = main(live("--model", "scripted:vec_scale_demo.toml", "--toolchain", RECORDED, "--out", str(out)))
+    assert rc == 1
+    lines = capsys.readouterr().out.splitlines()
+    assert "iterative K5 L3 H4 T0.7 p0.7 " in lines[0] + " " and "in-loop" not in lines[0]
+    assert lines[-1] == "end passed after 2 iterations, no success, best 0.02x"
+    header, _, _ = read_session(out)
+    assert header is not None
+    p = header.protocol
+    assert (p.method, p.budget, p.feedback, p.history, p.temperature, p.gate, p.gate_mode) == (
+        "iterative", 5, "L3", 4, 0.7, 0.7, "after_run",
+    )  # fmt: skip
+    # the paper's repeated arm comes from its method file
+    rep = tmp_path / "r.jsonl"
+    args = live("--model", "scripted:vec_scale_demo.toml", "--toolchain", RECORDED, "--out", str(rep))
+    main([*args, "--protocol", "paper-method", "--method", "repeated"])
+    header, _, _ = read_session(rep)
+    assert header is not None and (header.protocol.method, header.protocol.temperature) == ("repeated", 1.0)
+    capsys.readouterr()
+    assert main([*args, "--protocol", "paper-method"]) == 2
+    assert "2 of its protocols match the flags" in capsys.readouterr().err
 
 
 def test_live_protocol_flags_reach_the_header(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -48,6 +84,8 @@ def test_live_protocol_flags_reach_the_header(tmp_path: Path, capsys: pytest.Cap
     assert header is not None
     assert header.protocol.key() == {
         "method": "iterative", "feedback": "L1", "history": 1, "temperature": 0.5, "gate": 0.0, "budget": 2,
+        "gate_mode": "after_run", "continue_after_pass": False, "stagnation": "stop",
+        "feedback_components": "all", "sanitize": "on_failure",
     }  # fmt: skip
     assert [v.success for v in events if isinstance(v, Verdict)] == [False, True]
 
@@ -154,9 +192,8 @@ def cut_after_verdict(path: Path, iteration: int) -> None:
 
 def test_live_resume_continues_a_killed_session(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "s.jsonl"
-    assert (
-        main(live("--model", "scripted:vec_scale_demo.toml", "--toolchain", RECORDED, "--out", str(out))) == 0
-    )
+    args = live("--model", "scripted:vec_scale_demo.toml", "--toolchain", RECORDED, "--out", str(out))
+    assert main([*args, "--in-loop-gate"]) == 0
     cut_after_verdict(out, 1)
     capsys.readouterr()
     rc = main(

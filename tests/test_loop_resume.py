@@ -177,7 +177,12 @@ def test_endpoint_500_after_retries_is_an_infra_error() -> None:
 def test_replay_model_and_recordings_from_sessions(tmp_path: Path) -> None:
     path = tmp_path / "orig.jsonl"
     items = list(
-        run_session(vec_scale_task(), ScriptedModel([reply("slow"), reply("naive")]), toolchain(), Protocol())
+        run_session(
+            vec_scale_task(),
+            ScriptedModel([reply("slow"), reply("naive")]),
+            toolchain(),
+            Protocol(gate_mode="in_loop"),
+        )
     )
     write(path, items).close()
     # Re-score the recorded trajectory with its replies and outcomes recovered from the session file alone.
@@ -192,7 +197,7 @@ def test_replay_model_and_recordings_from_sessions(tmp_path: Path) -> None:
 
 def test_builtin_demo_script_over_the_recordings() -> None:
     model = ScriptedModel.from_file("vec_scale_demo.toml")
-    events = list(run_session(vec_scale_task(), model, toolchain(), Protocol()))
+    events = list(run_session(vec_scale_task(), model, toolchain(), Protocol(gate_mode="in_loop")))
     verdicts = [(e.category, e.reason) for e in events if isinstance(e, Verdict)]
     assert verdicts == [("buildability", "buildability"), ("passed", "below gate"), ("passed", "passed")]
     assert isinstance(events[-1], SessionEnd) and events[-1].stop_reason == "passed"

@@ -128,10 +128,14 @@ def test_candidate_hash_and_diff() -> None:
 
 
 def test_duplicate_code_fires() -> None:
-    again = reply("syntax").replace("int i =", "int   i =")  # whitespace only: the same code
-    _, events = run([reply("syntax"), again])
+    _, events = run([reply("syntax"), reply("syntax", prose="Same again.")])  # the same code, other prose
     assert stalls(events) == ["duplicate_code"]
     assert end(events).stop_reason == "duplicate_code" and end(events).iterations == 2
+    # the paper hashes the exact submitted code: a whitespace change is a new submission
+    spaced = reply("syntax").replace("int i =", "int   i =")
+    _, events = run([reply("syntax"), spaced, reply("naive")])
+    assert stalls(events) == []
+    assert end(events).stop_reason == "passed" and end(events).iterations == 3
 
 
 def test_code_cycle_fires() -> None:
@@ -141,15 +145,33 @@ def test_code_cycle_fires() -> None:
 
 
 def test_category_oscillation_fires() -> None:
-    _, events = run([reply("syntax"), reply("wrong"), reply("syntax2"), reply("wrong2")])
+    spaced = reply("syntax").replace("int i =", "int   i =")  # new code, the same build error
+    _, events = run([reply("syntax"), reply("wrong"), reply("syntax2"), reply("wrong2"), spaced])
     assert [v.category for v in verdicts(events)] == [
         "buildability",
         "functional_correctness",
         "buildability",
         "functional_correctness",
+        "buildability",
     ]
     assert stalls(events) == ["category_oscillation"]
-    assert end(events).stop_reason == "category_oscillation"
+    assert end(events).stop_reason == "category_oscillation" and end(events).iterations == 5
+
+
+def test_steady_progress_does_not_stop_the_loop() -> None:
+    """build error -> crash -> wrong result -> correct but below an in-loop gate -> fast: every category
+    is new, so category_oscillation never fires and the loop reaches the fast repair."""
+    names = ("syntax", "oob2", "wrong", "slow", "naive")
+    _, events = run([reply(n) for n in names], Protocol(gate_mode="in_loop"))
+    assert [v.category for v in verdicts(events)] == [
+        "buildability",
+        "illegal_memory_access",
+        "functional_correctness",
+        "passed",
+        "passed",
+    ]
+    assert stalls(events) == []
+    assert end(events).stop_reason == "passed" and end(events).iterations == 5 and end(events).success
 
 
 def test_no_progress_fires() -> None:
@@ -177,8 +199,16 @@ def test_detectors_report_without_stopping_when_configured() -> None:
     assert end(events).stop_reason == "passed" and end(events).iterations == 3
 
 
-def test_degenerate_repair_fails_the_gate_then_recovers() -> None:
+def test_slow_correct_repair_ends_the_trajectory_under_the_paper_gate() -> None:
+    """The paper applies p after the run: the first correct attempt ends the trajectory."""
     _, events = run([reply("slow"), reply("naive")])
+    (v1,) = verdicts(events)
+    assert v1.correct and not v1.success and v1.reason == "below gate"
+    assert end(events).stop_reason == "passed" and not end(events).success and end(events).iterations == 1
+
+
+def test_degenerate_repair_fails_the_in_loop_gate_then_recovers() -> None:
+    _, events = run([reply("slow"), reply("naive")], Protocol(gate_mode="in_loop"))
     v1, v2 = verdicts(events)
     assert v1.correct and not v1.success and v1.reason == "below gate"
     assert v1.speedup == pytest.approx(0.0312 / 1.984, abs=1e-4)
@@ -247,7 +277,6 @@ def test_self_source_spends_one_iteration_less() -> None:
 @pytest.mark.parametrize(
     ("level", "present", "absent"),
     [
-        ("L0", "Please give another attempt.", "failed"),
         ("L1", "Your solution failed. Try again.", "buildability"),
         ("L2", 'error: expected a ";"', "Build log:"),
         ("L3", "Build log:\n```text\n$ nvcc -O2", "Profiler"),
@@ -258,6 +287,15 @@ def test_feedback_levels(level: str, present: str, absent: str) -> None:
     note = [e for e in events if isinstance(e, Request)][1].messages[-1].content
     assert present in note
     assert absent not in note
+
+
+def test_l0_sends_the_first_turn_again() -> None:
+    """L0 carries nothing over (the paper): every request is the first turn, no reply and no feedback."""
+    _, events = run([reply("syntax"), reply("wrong"), reply("naive")], Protocol(feedback="L0"))
+    requests = [e for e in events if isinstance(e, Request)]
+    assert len(requests) == 3
+    assert requests[1].messages == requests[0].messages == requests[2].messages
+    assert [m.role for m in requests[2].messages] == ["system", "user"]
 
 
 def test_history_window_keeps_the_last_rounds() -> None:

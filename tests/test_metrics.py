@@ -1,4 +1,4 @@
-"""Metrics of shared/spec/metrics.md on small tables whose answers are computed by hand."""
+"""Metrics of docs/metrics.md on small tables whose answers are computed by hand."""
 
 from __future__ import annotations
 
@@ -180,9 +180,11 @@ def test_swing_and_kendall_by_hand() -> None:
                     row(f"T{t}", 1, ok, 1.0 if ok else None, model=model, protocol=proto(feedback=fb))
                 )
     groups = compute_groups(from_rows(rows))
-    sw = {s["model"]: s["swing"] for s in swing(groups)}
+    sw = {s["model"]: s["swing"] for s in swing(groups) if s["from"] == "runs"}
     assert sw == pytest.approx({"m1": 1.0, "m2": 0.0, "m3": 1.0})
-    (kt,) = kendall(groups)
+    delta = {s["model"]: s["delta"] for s in swing(groups) if s["from"] == "runs"}
+    assert delta == pytest.approx({"m1": 1.0, "m2": 0.0, "m3": -1.0})  # L3 minus L2
+    (kt,) = [k for k in kendall(groups) if k["from"] == "runs"]
     assert kt["axis"] == "feedback"
     assert kt["n_models"] == 3
     assert kt["tau"] == pytest.approx(-1.0)

@@ -47,10 +47,14 @@ def test_json_output_is_exactly_the_spec(table: Path, capsys: pytest.CaptureFixt
     assert g["pass@1"] == pytest.approx(0.25) and g["pass@k"] == pytest.approx(0.5)
     assert g["debug_rate@k"] == pytest.approx(1 / 3) and g["dominant_stagnation"] == "duplicate_code"
     assert list(g["p_sweep"]) == ["0.0", "0.1", "0.3", "0.5", "0.7", "1.0", "1.5", "2.0", "3.0"]
-    (sw_m2,) = [s for s in doc["swing"] if s["model"] == "m2"]
+    (sw_m2,) = [s for s in doc["swing"] if s["model"] == "m2" and s["from"] == "runs"]
     assert sw_m2["axis"] == "feedback" and sw_m2["swing"] == pytest.approx(0.0)
-    (kt,) = doc["kendall_tau"]
+    assert sw_m2["delta"] == pytest.approx(0.0)
+    (kt,) = [k for k in doc["kendall_tau"] if k["from"] == "runs"]
     assert kt["axis"] == "feedback" and kt["n_models"] == 2
+    # a table written before the later protocol keys: its sessions ran the in-loop gate
+    assert g["protocol"]["gate_mode"] == "in_loop"
+    assert g["p_sweep_bound"]["0.7"] == "exact" and g["p_sweep_bound"]["1.0"] == "lower_bound"
 
 
 def test_human_formats_show_percentages_with_intervals(table: Path, tmp_path: Path) -> None:
@@ -59,7 +63,9 @@ def test_human_formats_show_percentages_with_intervals(table: Path, tmp_path: Pa
         target = tmp_path / f"report.{fmt}"
         assert main(["metrics", str(table), "--format", fmt, "-o", str(target), "--by", "family"]) == 0
         out[fmt] = target.read_text()
-    assert "| m | iterative K3 L3 H2 T0 p0.7 | 4 | 25.0 [" in out["markdown"]
+    assert "| m | iterative K3 L3 H2 T0 p0.7 in-loop | 4 | 25.0 [" in out["markdown"]
+    assert "| >=25.0 [" in out["markdown"]  # p = 1.0 above the in-loop gate: a lower bound
+    assert "p=1.0 bound" in out["csv"] and ",lower_bound" in out["csv"]
     assert "Repair rates per family" in out["markdown"]
     assert "pass@k (%),pass@k low (%),pass@k high (%)" in out["csv"]
     assert (

@@ -37,8 +37,9 @@ def manifest(run_id: str) -> RunManifest:
         tasks=["vec_scale"],
         samples=2,
         protocols=[
-            ProtocolEntry(slug="l1", protocol=Protocol(feedback="L1")),
-            ProtocolEntry(slug="l3-p0", protocol=Protocol(feedback="L3", gate=0.0)),
+            # the in-loop gate: at L1 the demo's slow repair is told to try again and passes at 3
+            ProtocolEntry(slug="l1", protocol=Protocol(feedback="L1", gate_mode="in_loop")),
+            ProtocolEntry(slug="l3-p0", protocol=Protocol(feedback="L3", gate=0.0, gate_mode="in_loop")),
         ],
         models=[ModelSpec(model="scripted:vec_scale_demo.toml")],
     )

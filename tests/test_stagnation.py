@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from beavertui.engine.loop.stagnation import code_hash, detect, normalise
+from beavertui.engine.loop.stagnation import code_hash, detect, normalise, oscillation_jumps, submitted_hash
 from beavertui.engine.session.events import Candidate, Event, ModelInfo, SessionHeader, TaskRef, Verdict
 from beavertui.engine.session.protocol import Protocol, StagnationSettings
 from beavertui.engine.session.state import fold
@@ -51,12 +51,19 @@ def test_normalise_ignores_whitespace_and_comments_but_not_strings() -> None:
 
 
 def test_duplicate_code_fires_and_does_not() -> None:
-    assert fired(("int a;", "buildability", "e1"), ("int  a; // again", "buildability", "e2")) == [
-        "duplicate_code"
-    ]
+    assert fired(("int a;", "buildability", "e1"), ("int a;", "buildability", "e2")) == ["duplicate_code"]
     assert fired(("int a;", "buildability", "e1"), ("int b;", "buildability", "e2")) == []
+    # The paper's hash is of the exact submitted code: a changed space or comment is new code.
+    assert fired(("int a;", "buildability", "e1"), ("int  a; // again", "buildability", "e2")) == []
+    assert fired(("int a;\n", "buildability", "e1"), ("int a;", "buildability", "e2")) == []
     # No code twice is not "the same code".
     assert "duplicate_code" not in fired((None, "buildability", "no code"), (None, "buildability", "no code"))
+
+
+def test_submitted_hash_is_sha256_of_the_exact_bytes() -> None:
+    # `printf 'int a;' | sha256sum`
+    assert submitted_hash("int a;") == "68ee7ca0e099b2c45f613f363e4911edbf3f696a3569f0ca666d433db8503c90"
+    assert submitted_hash("int a; ") != submitted_hash("int a;")
 
 
 def test_code_cycle_fires_and_does_not() -> None:
@@ -80,26 +87,55 @@ def test_code_cycle_fires_and_does_not() -> None:
 
 
 def test_category_oscillation_fires_and_does_not() -> None:
+    # buildability and functional_correctness back and forth: jumps back at attempts 3, 4 and 5
     seq = [
         ("int a;", "buildability", "e"),
         ("int b;", "functional_correctness", "m"),
         ("int c;", "buildability", "e2"),
         ("int d;", "functional_correctness", "m2"),
+        ("int e;", "buildability", "e3"),
     ]
     assert fired(*seq) == ["category_oscillation"]
-    assert fired(*seq[:3]) == []  # two changes only
+    assert fired(*seq[:4]) == []  # two jumps back only
+    assert oscillation_jumps([c for _, c, _ in seq]) == 3
     # Changes spread beyond the window of 5 do not count.
     spread = [
         ("1", "buildability", "a"),
         ("2", "functional_correctness", "b"),
-        ("3", "functional_correctness", "c"),
+        ("3", "buildability", "c"),
         ("4", "functional_correctness", "d"),
         ("5", "functional_correctness", "e"),
         ("6", "functional_correctness", "f"),
-        ("7", "buildability", "g"),
+        ("7", "functional_correctness", "g"),
         ("8", "buildability", "h"),
     ]
     assert fired(*spread) == []
+
+
+def test_steady_progress_never_oscillates() -> None:
+    """The issue's sequence: build error -> crash -> wrong result -> correct (here correct but below an
+    in-loop gate, so the loop goes on and the detectors run): no jump goes back, nothing fires."""
+    progress = [
+        ("1", "buildability", "error: x"),
+        ("2", "illegal_memory_access", "Invalid __global__ read"),
+        ("3", "functional_correctness", "mismatch"),
+        ("4", "passed", ""),
+    ]
+    assert oscillation_jumps([c for _, c, _ in progress]) == 0
+    assert "category_oscillation" not in fired(*progress)
+    # Four different failing categories in a row are progress too, not oscillation.
+    assert oscillation_jumps(["buildability", "integration", "illegal_memory_access", "timeout"]) == 0
+    # A correct attempt between failures is not a failing category: B, passed, F, B, F has two jumps.
+    assert (
+        oscillation_jumps(["buildability", "passed", "functional_correctness", "buildability", "timeout"])
+        == 1
+    )
+    assert (
+        oscillation_jumps(
+            ["buildability", "passed", "functional_correctness", "buildability", "functional_correctness"]
+        )
+        == 2
+    )
 
 
 def test_no_progress_fires_and_does_not() -> None:

@@ -8,6 +8,16 @@ budget = 5
 gate = 0.7
 [sweep]                          # cross product of every listed axis
 feedback = ["L0", "L1", "L2", "L3", "L4"]
+[[variants]]                     # optional: protocols that differ in several fields at once; the batch
+method = "iterative"             # runs each variant (over the base) times the sweep
+temperature = 0.7
+[[variants]]
+method = "repeated"
+temperature = 1.0
+[[pairings]]                     # optional: named comparisons across more than one axis, reported by
+name = "method"                  # `beavertui metrics` as their own swing and Kendall entries
+a = { method = "iterative", temperature = 0.7 }
+b = { method = "repeated", temperature = 1.0 }
 [[models]]                       # one endpoint each, as in `beavertui live`
 model = "scripted:vec_scale_demo.toml"
 ```
@@ -88,12 +98,19 @@ class BatchFile(BaseModel):
     """Short name of the batch (used in the run id)."""
     description: str = ""
     """What the batch measures."""
+    departures: list[str] = Field(default_factory=list)
+    """Where this protocol departs from the CUDABeaver paper's (one line each; empty: it does not)."""
     samples: int = Field(default=1, ge=1, le=1000)
     """Independent trajectories per (model, protocol, task)."""
     protocol: dict[str, Any] = Field(default_factory=dict)
     """Base protocol: fields of beavertui.engine.session.protocol.Protocol."""
     sweep: dict[str, list[Any]] = Field(default_factory=dict)
     """Axis -> values; the batch runs the cross product, every other field from ``protocol``."""
+    variants: list[dict[str, Any]] = Field(default_factory=list)
+    """Protocol overrides run one by one (each times the sweep): for protocols that differ in several
+    fields together, such as iterative T = 0.7 against repeated T = 1.0."""
+    pairings: list[PairingSpec] = Field(default_factory=list)
+    """Named comparisons across more than one axis, reported by ``beavertui metrics``."""
     models: list[ModelSpec] = Field(default_factory=list)
     """Models under test (``--models`` replaces them)."""
     tasks: str | None = None
@@ -104,6 +121,19 @@ class BatchFile(BaseModel):
     """Times a session ended by an infrastructure failure is retried before it is reported and skipped."""
 
 
+class PairingSpec(BaseModel):
+    """A named comparison of two protocols that differ in more than one field."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: str
+    """The axis name the comparison is reported under."""
+    a: dict[str, Any]
+    """Protocol-object fields of the first side (the delta is b minus a)."""
+    b: dict[str, Any]
+    """Protocol-object fields of the second side."""
+
+
 @dataclass(frozen=True)
 class NamedProtocol:
     """One expanded protocol with its folder name in the run directory."""
@@ -112,8 +142,13 @@ class NamedProtocol:
     protocol: Protocol
 
 
+def pairings_of(spec: BatchFile) -> list[dict[str, Any]]:
+    """The file's pairings as plain objects (kept in run.json for ``beavertui metrics``)."""
+    return [p.model_dump() for p in spec.pairings]
+
+
 def protocol_slug(p: Protocol) -> str:
-    """Readable and unique folder name: ``iterative-K5-L3-H2-T0-p0.7-<hash>``."""
+    """Readable and unique folder name: ``iterative-K5-L3-H4-T0.7-p0.7-<hash>``."""
     digest = hashlib.sha256(p.model_dump_json().encode()).hexdigest()[:8]
     return f"{p.method}-K{p.budget}-{p.feedback}-H{p.history}-T{p.temperature:g}-p{p.gate:g}-{digest}"
 
@@ -132,10 +167,22 @@ def expand(spec: BatchFile, where: str = "protocol file") -> list[NamedProtocol]
             raise BeaverError(f"{where}: [sweep] {axis}: not a protocol field")
         if not spec.sweep[axis]:
             raise BeaverError(f"{where}: [sweep] {axis}: no values")
+    for n, variant in enumerate(spec.variants, 1):
+        for field in variant:
+            if field not in Protocol.model_fields:
+                raise BeaverError(f"{where}: [[variants]] {n}: {field}: not a protocol field")
+    for pairing in spec.pairings:
+        known = set(Protocol().key())
+        for side in (pairing.a, pairing.b):
+            for field in side:
+                if field not in known:
+                    raise BeaverError(f"{where}: pairing {pairing.name}: {field}: not a protocol key")
     out: list[NamedProtocol] = []
     seen: set[str] = set()
-    for values in itertools.product(*(spec.sweep[a] for a in axes)):
-        fields = {**spec.protocol, **dict(zip(axes, values, strict=True))}
+    for variant, values in itertools.product(
+        spec.variants or [{}], itertools.product(*(spec.sweep[a] for a in axes))
+    ):
+        fields = {**spec.protocol, **variant, **dict(zip(axes, values, strict=True))}
         try:
             p = Protocol.model_validate(fields)
         except ValidationError as exc:

@@ -20,11 +20,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from beavertui.batch.protocol_file import ModelSpec
 from beavertui.engine.errors import BeaverError
-from beavertui.engine.session.protocol import Protocol
+from beavertui.engine.session.protocol import Protocol, with_legacy_gate
 
 MANIFEST = "run.json"
 INFRA_LOG = "infra.jsonl"
@@ -41,6 +41,14 @@ class ProtocolEntry(BaseModel):
     """Folder name under each model."""
     protocol: Protocol
     """The full protocol."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _legacy_gate(cls, data: object) -> object:
+        """A manifest written before ``gate_mode`` existed ran the in-loop gate: resume it as such."""
+        if isinstance(data, dict) and "protocol" in data:
+            data = {**data, "protocol": with_legacy_gate(data["protocol"])}
+        return data
 
 
 class RunManifest(BaseModel):
@@ -68,6 +76,8 @@ class RunManifest(BaseModel):
     """Trajectories per (model, protocol, task)."""
     protocols: list[ProtocolEntry]
     """Expanded protocols."""
+    pairings: list[dict[str, Any]] = Field(default_factory=list)
+    """Named comparisons across more than one axis from the protocol file (``name``, ``a``, ``b``)."""
     models: list[ModelSpec]
     """Models under test (no keys)."""
     retries: int = 1

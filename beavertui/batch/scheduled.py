@@ -35,6 +35,7 @@ from beavertui.engine.session.events import (
     Event,
     GpuSignature,
     InfraError,
+    Profiled,
     Ran,
     Sanitized,
     StageResult,
@@ -49,7 +50,7 @@ from beavertui.engine.timing.speedup import (
     reference_workdir,
 )
 from beavertui.engine.toolchain import stages as runner
-from beavertui.engine.toolchain.base import AttemptOptions, Toolchain
+from beavertui.engine.toolchain.base import AttemptOptions, Toolchain, profiler_unavailable
 from beavertui.engine.toolchain.local import LocalConfig, LocalToolchain, family_oracle
 
 
@@ -115,6 +116,7 @@ class ScheduledLocalToolchain(LocalToolchain):
             tampered = work.note_build()
             run: StageResult | None = None
             sanitized: list[Sanitized] = []
+            profiled: Profiled | None = None
             verdict = classify(build.rc, build.log, None, "", build.timed_out)
             if build.rc == 0 and not build.timed_out:
                 with self.pool.hold() as g:
@@ -126,6 +128,8 @@ class ScheduledLocalToolchain(LocalToolchain):
                         verdict = classify(build.rc, build.log, run.rc, run.log, run.timed_out)
                         verdict = family_oracle(task, verdict, run)
                         sanitized = list(self._sanitize(task, work, gpu_cfg, options, run, verdict))
+                        if options.profile and not run.timed_out:
+                            profiled = self._profile(task, work, gpu_cfg, it)
                 self.pool.report(g, ok=lost is None, detail=lost or "")
                 if lost is not None:
                     yield Ran(iteration=it, result=run)
@@ -135,6 +139,8 @@ class ScheduledLocalToolchain(LocalToolchain):
                 tampered += work.verify()
             if run is not None:
                 yield Ran(iteration=it, result=run)
+            if profiled is not None:
+                yield profiled
             yield from self._judge(task, code, work, cfg, options, build, run, verdict, sanitized, tampered)
 
     def _measure(
@@ -318,6 +324,9 @@ class ScheduledToolchain:
 
     def gpu(self) -> GpuSignature | None:
         return self.inner.gpu()
+
+    def profiler_unavailable(self) -> str | None:
+        return profiler_unavailable(self.inner)
 
     def attempt(self, task: Task, code: str, options: AttemptOptions) -> Iterator[Event]:
         events = self.inner.attempt(task, code, options)

@@ -20,7 +20,9 @@ def register(sub: Any) -> None:
         "sessions/<run_id>/<model>/<protocol>/<task>__s<sample>.jsonl plus run.json. Kill it at any time and "
         "continue with --resume RUN_DIR.",
     )
-    p.add_argument("--protocol", default="default", help="protocol file, or a bundled one by name (default)")
+    p.add_argument(
+        "--protocol", default="paper", help="protocol file, or a bundled one by name (default: paper)"
+    )
     p.add_argument(
         "--corpus", type=Path, help="corpus root (default: the protocol file's, or the bundled corpus)"
     )

@@ -1,4 +1,4 @@
-"""`beavertui export RUN_DIR [--csv | --html] [-o FILE]`: write the attempts table of a run (metrics.md), or
+"""`beavertui export RUN_DIR [--csv | --html] [-o FILE]`: write the attempts table of a run (docs/format.md), or
 one self-contained HTML page of a session or of a run to share."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ def register(sub: Any) -> None:
     p = sub.add_parser(
         "export",
         help="write the attempts table of a run directory (JSON Lines, or CSV), or an HTML page to share",
-        description="Folds every session under RUN_DIR into one row per attempt (shared/spec/metrics.md). "
+        description="Folds every session under RUN_DIR into one row per attempt (docs/format.md). "
         "Attempts hit by an infrastructure failure are written with infra_error=true and never scored. "
         "With --html, writes one self-contained page instead: a session file gives its screen with "
         "step-through, a run directory gives its metrics, figures and every session.",

@@ -60,14 +60,36 @@ def register(sub: Any) -> None:
     m.add_argument(
         "--editor", default=None, help="human model: editor command (default $EDITOR; none: save to submit)"
     )
-    q = p.add_argument_group("protocol")
-    q.add_argument("--method", choices=("iterative", "repeated"), default="iterative")
-    q.add_argument("--budget", "-k", type=int, default=5, help="iterations (iterative) or samples (repeated)")
-    q.add_argument("--feedback", choices=("L0", "L1", "L2", "L3", "L4"), default="L3")
-    q.add_argument("--history", type=int, choices=(1, 2, 3, 4), default=2, help="rounds of prior turns kept")
-    q.add_argument("--temperature", type=float, default=0.0)
+    q = p.add_argument_group("protocol (the flags below override the protocol file's fields)")
+    q.add_argument(
+        "--protocol",
+        default="paper",
+        metavar="NAME|FILE",
+        help="protocol file, or a bundled one by name (default: paper, the paper's default protocol); "
+        "a file with several protocols needs flags that pick one",
+    )
+    q.add_argument(
+        "--method",
+        choices=("iterative", "repeated"),
+        default=None,
+        help="the paper's repeated arm (T 1.0) is --protocol paper-method --method repeated",
+    )
+    q.add_argument(
+        "--budget", "-k", type=int, default=None, help="iterations (iterative) or samples (repeated)"
+    )
+    q.add_argument("--feedback", choices=("L0", "L1", "L2", "L3", "L4"), default=None)
+    q.add_argument(
+        "--history", type=int, choices=(1, 2, 3, 4), default=None, help="rounds of prior turns kept"
+    )
+    q.add_argument("--temperature", type=float, default=None)
     q.add_argument("--seed", type=int, default=None)
-    q.add_argument("--gate", type=float, default=0.7, help="in-loop speedup gate p")
+    q.add_argument("--gate", type=float, default=None, help="speedup gate p")
+    q.add_argument(
+        "--in-loop-gate",
+        action="store_true",
+        help="apply the gate inside the loop (a correct attempt below p is told it is too slow and the "
+        "loop goes on) instead of after the run (the paper)",
+    )
     q.add_argument("--continue-after-pass", action="store_true", help="spend the whole budget")
     q.add_argument("--self-source", action="store_true", help="the model produced this broken start")
     q.add_argument(
@@ -113,26 +135,53 @@ def register(sub: Any) -> None:
 def _protocol(args: argparse.Namespace) -> Any:
     from pydantic import ValidationError
 
+    from beavertui.batch.protocol_file import expand, find_protocol_file, load_batch_file
     from beavertui.engine.errors import BeaverError
     from beavertui.engine.session.protocol import Protocol, StagnationSettings
 
-    try:
-        return Protocol(
-            method=args.method,
-            budget=args.budget,
-            feedback=args.feedback,
-            history=args.history,
-            temperature=args.temperature,
-            gate=args.gate,
-            continue_after_pass=args.continue_after_pass,
-            self_source=args.self_source,
-            seed=args.seed,
-            stagnation=StagnationSettings(stop=not args.no_stagnation_stop),
-            sanitize_tools=tuple(dict.fromkeys(args.sanitize or ())),
+    name = getattr(args, "protocol", None) or "paper"
+    pfile = find_protocol_file(name)
+    flags = {
+        k: getattr(args, k, None)
+        for k in ("method", "budget", "feedback", "history", "temperature", "gate", "seed")
+        if getattr(args, k, None) is not None
+    }
+    if getattr(args, "in_loop_gate", False):
+        flags["gate_mode"] = "in_loop"
+    # the file's protocols that agree with every flag on a swept field; the other flags override
+    candidates = [
+        p.protocol
+        for p in expand(load_batch_file(pfile), str(pfile))
+        if all(getattr(p.protocol, k) == v for k, v in flags.items() if k in _swept(pfile))
+    ]
+    if len(candidates) != 1:
+        raise BeaverError(
+            f"{pfile}: {len(candidates) or 'none'} of its protocols match the flags; "
+            f"pick one with --{' / --'.join(sorted(_swept(pfile)) or ['method'])}"
         )
+    base = candidates[0]
+    fields = {**base.model_dump(), **flags}
+    if args.continue_after_pass:
+        fields["continue_after_pass"] = True
+    if args.self_source:
+        fields["self_source"] = True
+    if args.no_stagnation_stop:
+        fields["stagnation"] = StagnationSettings(**{**base.stagnation.model_dump(), "stop": False})
+    if args.sanitize:
+        fields["sanitize_tools"] = tuple(dict.fromkeys(args.sanitize))
+    try:
+        return Protocol.model_validate(fields)
     except ValidationError as exc:
         err = exc.errors()[0]
-        raise BeaverError(f"--{err['loc'][0]}: {err['msg']}") from None
+        raise BeaverError(f"--{str(err['loc'][0]).replace('_', '-')}: {err['msg']}") from None
+
+
+def _swept(pfile: Any) -> set[str]:
+    """Fields a protocol file varies (its sweep axes and its variants' fields)."""
+    from beavertui.batch.protocol_file import load_batch_file
+
+    spec = load_batch_file(pfile)
+    return set(spec.sweep) | {k for v in spec.variants for k in v}
 
 
 def _model(args: argparse.Namespace, task: Any, protocol: Any) -> Any:

@@ -1,4 +1,4 @@
-"""`beavertui metrics SOURCE`: the protocol-conditioned tables of shared/spec/metrics.md.
+"""`beavertui metrics SOURCE`: the protocol-conditioned tables of docs/metrics.md.
 
 SOURCE is a run directory (its sessions are folded) or an attempts table (JSON Lines or CSV).
 """
@@ -18,13 +18,13 @@ def register(sub: Any) -> None:
     p = sub.add_parser(
         "metrics",
         help="compute pass@1, pass@k, debug rate, stagnation, degeneration, p sweep, swing, Kendall's tau",
-        description="Per (model, protocol): every metric of metrics.md, with 95% bootstrap intervals over "
+        description="Per (model, protocol): every metric of docs/metrics.md, with 95% bootstrap intervals over "
         "tasks in the human formats. SOURCE is a run directory or an attempts table (.jsonl or .csv).",
     )
     p.add_argument("source", type=Path, help="run directory, session file, or attempts table")
     from beavertui.commands.formats import add_format_argument
 
-    add_format_argument(p, "the machine-readable object of metrics.md")
+    add_format_argument(p, "the machine-readable object of docs/metrics.md")
     p.add_argument(
         "-o", "--output", type=Path, help="write the report to this file instead of standard output"
     )
@@ -38,6 +38,11 @@ def register(sub: Any) -> None:
         "--include-unfinished", action="store_true",
         help="also score sessions without an end record (left out by default; every table says so)",
     )  # fmt: skip
+    p.add_argument(
+        "--pairings",
+        type=Path,
+        help="protocol file whose [[pairings]] to report (default: those in the run directory's run.json)",
+    )
     p.add_argument("--card", type=Path, help="also write the evaluation card (Markdown) to this file")
     p.add_argument("--plots", type=Path, help="also write p_sweep.svg and swing.svg into this folder")
     p.add_argument(
@@ -142,7 +147,12 @@ def unspeeded_tasks(table: Any) -> int:
     return len(set(table.col("task_id").codes[hit].tolist()))
 
 
-def compute(source: Path, source_models: Path | None = None, include_unfinished: bool = False) -> Report:
+def compute(
+    source: Path,
+    source_models: Path | None = None,
+    include_unfinished: bool = False,
+    pairings_file: Path | None = None,
+) -> Report:
     """The metrics of SOURCE (a BeaverError for a bad source or one without attempts). Unfinished
     sessions of a run directory are left out unless ``include_unfinished``."""
     from beavertui.engine.errors import BeaverError
@@ -169,10 +179,34 @@ def compute(source: Path, source_models: Path | None = None, include_unfinished:
         from beavertui.engine.metrics.usage import run_usage
 
         usage = run_usage(source)
+    pairings = load_pairings(source, pairings_file)
     return Report(
-        source, table, groups, swing(groups), kendall(groups), cells, stats=stats if is_run else None,
+        source, table, groups, swing(groups, pairings), kendall(groups, pairings), cells, stats=stats if is_run else None,
         usage=usage,
     )  # fmt: skip
+
+
+def load_pairings(source: Path, pairings_file: Path | None) -> list[Any]:
+    """Named pairings: from a protocol file when given, else from the run directory's run.json."""
+    from beavertui.engine.metrics.swing import Pairing
+
+    if pairings_file is not None:
+        from beavertui.batch.protocol_file import find_protocol_file, load_batch_file
+
+        spec = load_batch_file(find_protocol_file(str(pairings_file)))
+        return [Pairing(p.name, p.a, p.b) for p in spec.pairings]
+    manifest = source / "run.json" if source.is_dir() else None
+    if manifest is None or not manifest.is_file():
+        return []
+    try:
+        data = json.loads(manifest.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return []
+    out = []
+    for p in data.get("pairings", []) if isinstance(data, dict) else []:
+        if isinstance(p, dict) and isinstance(p.get("a"), dict) and isinstance(p.get("b"), dict):
+            out.append(Pairing(str(p.get("name", "pairing")), p["a"], p["b"]))
+    return out
 
 
 def with_tables(
@@ -227,7 +261,7 @@ def _handle(args: argparse.Namespace) -> int:
 
     fmt = output_format(args)
     if args.resamples < 1000:
-        raise BeaverError("--resamples must be at least 1000 (metrics.md)")
+        raise BeaverError("--resamples must be at least 1000 (docs/metrics.md)")
     if args.tui:
         if fmt != "table" or args.output is not None:
             raise BeaverError("--tui shows the tables on screen: drop --json, --format and --output")
@@ -235,7 +269,12 @@ def _handle(args: argparse.Namespace) -> int:
             raise BeaverError(
                 "--tui needs a terminal (standard output is not one): drop --tui for the tables"
             )
-    report = compute(args.source, args.source_models, include_unfinished=args.include_unfinished)
+    report = compute(
+        args.source,
+        args.source_models,
+        include_unfinished=args.include_unfinished,
+        pairings_file=args.pairings,
+    )
     groups, sw, kt, cells = report.groups, report.swing, report.kendall, report.cells
     for line in report.notes():
         print(f"beavertui: {line}", file=sys.stderr)
@@ -319,11 +358,11 @@ def _analysis_cells(source: Path, source_models: Path | None) -> dict[Any, Any] 
 
 
 def _group_json(g: Any, cells: dict[Any, Any] | None) -> dict[str, Any]:
-    """metrics.md's group object plus the analysis keys (null when the source carries no code)."""
+    """docs/metrics.md's group object plus the analysis keys (null when the source carries no code)."""
     from beavertui.engine.analysis.report import group_key
 
     doc: dict[str, Any] = g.as_json()
-    c = None if cells is None else cells.get(group_key(g.model, g.protocol.as_dict()))
+    c = None if cells is None else cells.get(group_key(g.model, g.protocol.as_dict(), g.corpus))
     num = c.nums.sum(axis=0) if c is not None and len(c.tasks) else None
     den = c.dens.sum(axis=0) if c is not None and len(c.tasks) else None
     for j, key in enumerate(("edit_precision", "bug_recall", "code_degenerate_rate")):
@@ -353,7 +392,7 @@ def _usage_json(usage: dict[Any, Any]) -> list[dict[str, Any]]:
 
 
 def _task_attribute(table: Any, column: str) -> dict[str, str | None]:
-    """task_id -> family or label (mapped to categories.md names) from the first row of each task."""
+    """task_id -> family or label (mapped to docs/format.md (categories) names) from the first row of each task."""
     import numpy as np
 
     from beavertui.engine.judge.categories import label_category

@@ -16,7 +16,7 @@ from beavertui.reports.tables import Cell, Rate, Table
 def pct(r: Rate) -> str:
     if r.value is None:
         return "-"
-    text = f"{100 * r.value:.1f}"
+    text = (">=" if r.lower_bound else "") + f"{100 * r.value:.1f}"
     if r.lo is not None and r.hi is not None:
         text += f" [{100 * r.lo:.1f}, {100 * r.hi:.1f}]"
     return text
@@ -41,7 +41,8 @@ def markdown(tables: Sequence[Table]) -> str:
 
 
 def csv_text(tables: Sequence[Table]) -> str:
-    """One block per table: a ``# title`` line, a header, rows; a rate is three columns (%, low, high)."""
+    """One block per table: a ``# title`` line, a header, rows; a rate is three columns (%, low, high), and a
+    fourth (``exact`` or ``lower_bound``) in a column where some rate is a lower bound."""
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
     for n, t in enumerate(tables):
@@ -49,17 +50,24 @@ def csv_text(tables: Sequence[Table]) -> str:
             buf.write("\n")
         buf.write(f"# {t.title}\n")
         rate_cols = {i for i, _ in enumerate(t.columns) if any(isinstance(r[i], Rate) for r in t.rows)}
+        bound_cols = {
+            i
+            for i in rate_cols
+            if any(isinstance(r[i], Rate) and r[i].lower_bound for r in t.rows)  # type: ignore[union-attr]
+        }
         header: list[str] = []
         for i, name in enumerate(t.columns):
             header += [f"{name} (%)", f"{name} low (%)", f"{name} high (%)"] if i in rate_cols else [name]
+            header += [f"{name} bound"] if i in bound_cols else []
         w.writerow(header)
         for row in t.rows:
             line: list[str] = []
             for i, c in enumerate(row):
                 if i in rate_cols and isinstance(c, Rate):
                     line += [_num(c.value), _num(c.lo), _num(c.hi)]
+                    line += ["lower_bound" if c.lower_bound else "exact"] if i in bound_cols else []
                 elif i in rate_cols:
-                    line += [str(c), "", ""]
+                    line += [str(c), "", ""] + ([""] if i in bound_cols else [])
                 else:
                     line.append(str(c))
             w.writerow(line)
@@ -103,14 +111,15 @@ def latex(tables: Sequence[Table]) -> str:
             cells = []
             for c in row:
                 if isinstance(c, Rate):
+                    ge = "$\\geq$" if c.lower_bound else ""
                     if c.value is None:
                         cells.append("--")
                     elif c.lo is not None and c.hi is not None:
                         cells.append(
-                            f"{100 * c.value:.1f} {{\\scriptsize [{100 * c.lo:.1f}, {100 * c.hi:.1f}]}}"
+                            f"{ge}{100 * c.value:.1f} {{\\scriptsize [{100 * c.lo:.1f}, {100 * c.hi:.1f}]}}"
                         )
                     else:
-                        cells.append(f"{100 * c.value:.1f}")
+                        cells.append(f"{ge}{100 * c.value:.1f}")
                 else:
                     cells.append(tex_escape(c))
             out.append(" & ".join(cells) + " \\\\")

@@ -1,6 +1,6 @@
 """The metric tables as plain data (title, columns, rows), built once and rendered by render.py.
 
-Rates are shown as percentages with their 95% bootstrap interval over tasks (metrics.md). A cell is a
+Rates are shown as percentages with their 95% bootstrap interval over tasks (docs/metrics.md). A cell is a
 string or a Rate; the renderers decide how a Rate looks in each format.
 """
 
@@ -24,6 +24,8 @@ class Rate:
     value: float | None
     lo: float | None = None
     hi: float | None = None
+    lower_bound: bool = False
+    """The value is a lower bound (a p above an in-loop gate), shown with a leading ``>=``."""
 
 
 Cell = str | Rate
@@ -50,12 +52,20 @@ def _rates(g: GroupMetrics, resamples: int, seed: int) -> dict[str, Rate]:
     iv = intervals(c.means, c.nums, c.dens, resamples, seed, tasks=c.tasks)
     names = ["pass@1", "pass@k", *(f"p{p:.1f}" for p in P_SWEEP)]
     values = [g.pass_at_1, g.pass_at_k, *(g.p_sweep[p] for p in P_SWEEP)]
+    bound = [False, False, *(not g.p_sweep_exact.get(p, True) for p in P_SWEEP)]
     out = {
-        n: Rate(v, None if v is None else _f(iv.mean_lo[i]), None if v is None else _f(iv.mean_hi[i]))
+        n: Rate(
+            v, None if v is None else _f(iv.mean_lo[i]), None if v is None else _f(iv.mean_hi[i]), bound[i]
+        )
         for i, (n, v) in enumerate(zip(names, values, strict=True))
     }
     for j, (n, v) in enumerate(
-        (("debug", g.debug_rate), ("stagnation", g.stagnation_rate), ("degenerate", g.degenerate_rate))
+        (
+            ("debug", g.debug_rate),
+            ("stagnation", g.stagnation_rate),
+            ("degenerate", g.degenerate_rate),
+            ("degenerate_raw", g.degenerate_rate_raw),
+        )
     ):
         out[n] = Rate(v, None if v is None else _f(iv.ratio_lo[j]), None if v is None else _f(iv.ratio_hi[j]))
     return out
@@ -74,6 +84,11 @@ def main_tables(
         if g.dominant_stagnation is not None and g.dominant_stagnation_share is not None:
             dom = f"{g.dominant_stagnation} ({100 * g.dominant_stagnation_share:.0f}%)"
         note = f"under-sampled (n < K={g.k})" if g.under_sampled else ""
+        if g.n_degenerate_fallback:
+            fall = f"{g.n_degenerate_fallback} of {g.n_degenerate_judged} without timing samples: raw rule"
+            note = "; ".join(x for x in (note, fall) if x)
+        if g.corpus:
+            proto = f"{proto} [{g.corpus}]"
         rows.append(
             (
                 g.model,
@@ -85,6 +100,7 @@ def main_tables(
                 r["stagnation"],
                 dom,
                 r["degenerate"],
+                r["degenerate_raw"],
                 str(g.n_infra_excluded),
                 str(g.n_flagged_successes),
                 note,
@@ -103,6 +119,7 @@ def main_tables(
             "stagnation",
             "dominant stall",
             "degenerate",
+            "degenerate raw",
             "infra excl.",
             "flagged",
             "note",
@@ -110,10 +127,13 @@ def main_tables(
         tuple(rows),
         note="Percent of tasks; [95% bootstrap interval over tasks, percentile, "
         f"{resamples} resamples, seed {seed}]. Infrastructure-hit attempts are excluded and counted. "
-        "flagged: attempts that passed the gate with an anti-cheat flag, counted here and in no rate.",
+        "flagged: attempts that passed the gate with an anti-cheat flag, counted here and in no rate. "
+        "debug@k = (pass@k - pass@1) / (1 - pass@1) over per-task means. degenerate: first successes at "
+        "iteration >= 2 whose speedup's 95% bootstrap interval (from the recorded timing samples) lies below "
+        "1.0; degenerate raw: the paper's rule, speedup < 1.0 (docs/metrics.md).",
     )
     sweep = Table(
-        "pass@k by speedup threshold p (exact up to the in-loop gate, a lower bound above it)",
+        "pass@k by speedup threshold p (>= marks a lower bound: p above an in-loop gate)",
         ("model", "protocol", *(f"p={p:.1f}" for p in P_SWEEP)),
         tuple(sweep_rows),
     )
@@ -136,7 +156,7 @@ def analysis_table(
     rows: list[tuple[Cell, ...]] = []
     for g in groups:
         r = _rates(g, resamples, seed)
-        c = cells.get(group_key(g.model, g.protocol.as_dict()))
+        c = cells.get(group_key(g.model, g.protocol.as_dict(), g.corpus))
         if c is None or len(c.tasks) == 0:
             rows.append(
                 (
@@ -188,7 +208,7 @@ def analysis_table(
         "percent of the repair's changed lines (difflib on right-stripped lines, blank lines dropped) that "
         "fall within a reference edit block (tolerance 1 line); bug recall: percent of the reference's "
         "edit blocks the repair touches. Degenerate (speedup): first successes at iteration >= 2 slower "
-        "than the reference (metrics.md); degenerate (code): the same first successes that lost a "
+        "than the reference (docs/metrics.md); degenerate (code): the same first successes that lost a "
         "performance feature of the reference (shared memory, tensor cores, async copies, vector loads, "
         "shuffles, parallel launch), the kernel, or their work to a library. Percent, pooled over "
         f"trajectories; [95% bootstrap interval over tasks, {resamples} resamples, seed {seed}].",
@@ -199,12 +219,21 @@ def swing_table(entries: Sequence[Mapping[str, Any]]) -> Table:
     rows = []
     for e in entries:
         fixed = " ".join(f"{k}={v}" for k, v in e["fixed"].items())
-        values = ", ".join(f"{k}: {'-' if v is None else f'{100 * v:.1f}'}" for k, v in e["values"].items())
-        rows.append((e["model"], e["axis"], values, Rate(e["swing"]), fixed))
+        bounds = e.get("bounds", {})
+        values = ", ".join(
+            f"{k}: {'>=' if bounds.get(k) == 'lower_bound' else ''}{'-' if v is None else f'{100 * v:.1f}'}"
+            for k, v in e["values"].items()
+        )
+        delta = f"{100 * e['delta']:+.1f}"
+        rows.append((e["model"], e["axis"], e["from"], values, Rate(e["swing"]), delta, fixed))
     return Table(
         "Swing of pass@k per protocol axis",
-        ("model", "axis", "pass@k by value (%)", "swing", "fixed"),
+        ("model", "axis", "from", "pass@k by value (%)", "swing", "delta (pp)", "fixed"),
         tuple(rows),
+        note="swing: max minus min over the axis's values; delta: the last value minus the first, in axis "
+        "order (p ascending, L0..L4, H1..H4, iterative then repeated; a pairing: second side minus first). "
+        "from: runs (separate groups differing in one setting), p_sweep (one group's own sweep), pairing "
+        "(a named pair declared in the sweep file). >= marks a lower bound.",
     )
 
 
@@ -215,12 +244,14 @@ def kendall_table(entries: Sequence[Mapping[str, Any]]) -> Table:
     for e in entries:
         a = ProtocolKey.from_mapping(e["protocol_a"]).short()
         b = ProtocolKey.from_mapping(e["protocol_b"]).short()
+        if e.get("from") == "p_sweep":
+            a, b = f"{a} @p={e['p_a']:.1f}", f"{b} @p={e['p_b']:.1f}"
         tau = "-" if e["tau"] is None else f"{e['tau']:+.3f}"
         pv = "-" if e["p_value"] is None else f"{e['p_value']:.3g}"
-        rows.append((a, b, e["axis"], str(e["n_models"]), tau, pv))
+        rows.append((a, b, e["axis"], e.get("from", "runs"), str(e["n_models"]), tau, pv))
     return Table(
         "Kendall's tau-b of model rankings between protocols",
-        ("protocol A", "protocol B", "axis", "models", "tau-b", "p"),
+        ("protocol A", "protocol B", "axis", "from", "models", "tau-b", "p"),
         tuple(rows),
         keys=3,
     )

@@ -38,7 +38,7 @@ def _stderr_line(line: str) -> None:
 class BatchOptions:
     """Everything a batch is asked to do; the ``batch`` command's flags, typed."""
 
-    protocol: str = "default"
+    protocol: str = "paper"
     """Protocol file, or a bundled one by name."""
     corpus: Path | None = None
     tasks: str | None = None
@@ -79,6 +79,19 @@ class PreparedRun:
     run_dir: Path
     tasks: dict[str, Task]
     toolchain: str
+
+
+def check_profiler(protocols: list[Any], toolchain: str) -> None:
+    """Refuse a batch with feedback level L4 where ncu cannot run (it would be L3 under another name)."""
+    from beavertui.engine.host.gpu import gpu_signature
+    from beavertui.engine.loop.run import wants_profile
+    from beavertui.engine.timing.profile import profiler_unavailable
+
+    if toolchain != "local" or not any(wants_profile(p.protocol) for p in protocols):
+        return
+    reason = profiler_unavailable(gpu_signature() is not None)
+    if reason is not None:
+        raise BeaverError(f"feedback L4 needs the ncu profiler, and {reason}; use L3 or a machine with ncu")
 
 
 def select(task_ids: list[str], globs: str | None) -> list[str]:
@@ -145,13 +158,20 @@ def new_run(
 ) -> tuple[RunManifest, Path, Any]:
     """Create the run directory and manifest from the protocol file and options: (manifest, dir, corpus)."""
     from beavertui import __version__
-    from beavertui.batch.protocol_file import ModelSpec, expand, find_protocol_file, load_batch_file
+    from beavertui.batch.protocol_file import (
+        ModelSpec,
+        expand,
+        find_protocol_file,
+        load_batch_file,
+        pairings_of,
+    )
     from beavertui.batch.rundir import ProtocolEntry, check_run_id, host_info, new_run_id
     from beavertui.engine.corpus.load import default_corpus, load_corpus
 
     pfile = find_protocol_file(options.protocol)
     spec = load_batch_file(pfile)
     protocols = expand(spec, str(pfile))
+    check_profiler(protocols, options.toolchain)
     models = [ModelSpec(model=s) for s in options.models] if options.models else list(spec.models)
     if not models:
         raise BeaverError(f"{pfile}: no models: list [[models]] in the file or pass --models")
@@ -191,6 +211,7 @@ def new_run(
         excluded_tasks=excluded,
         samples=options.samples or spec.samples,
         protocols=[ProtocolEntry(slug=p.slug, protocol=p.protocol) for p in protocols],
+        pairings=pairings_of(spec),
         models=models,
         retries=spec.retries,
         executor=options.executor,

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from rich.text import Text
 
-#: Background colour per category (categories.md names), readable with white or black text.
+#: Background colour per category (docs/format.md (categories) names), readable with white or black text.
 CATEGORY_COLOUR: dict[str, str] = {
     "environment_dependency": "#8f5fbf",
     "integration": "#c76b29",

@@ -205,7 +205,7 @@ def degenerate_session() -> tuple[SessionHeader, list[Event]]:
     """gpt-4.1 on gemm_tiled_bounds: OOB -> naive kernel at 0.08x (below gate) -> build error -> tiled 0.94x."""
     clock = Clock()
     rng = random.Random(4)
-    proto = Protocol(budget=5, feedback="L3", history=2, gate=0.7)
+    proto = Protocol(budget=5, feedback="L3", history=2, temperature=0.0, gate=0.7, gate_mode="in_loop")
     hdr = header("d3g3n0a7", "gpt-4.1", proto, clock, run_id="demo")
     broken = src("broken")
     codes = {1: src("it1"), 2: src("it2"), 3: src("it3"), 4: src("it4")}
@@ -365,7 +365,15 @@ def stuck_session() -> tuple[SessionHeader, list[Event]]:
     """qwen2.5-coder-32b on the same task: OOB, then a race it repeats verbatim (duplicate_code)."""
     clock = Clock(T0 + 5000)
     rng = random.Random(7)
-    proto = Protocol(budget=5, feedback="L3", history=2, gate=0.7, sanitize_tools=("racecheck",))
+    proto = Protocol(
+        budget=5,
+        feedback="L3",
+        history=2,
+        temperature=0.0,
+        gate=0.7,
+        gate_mode="in_loop",
+        sanitize_tools=("racecheck",),
+    )
     hdr = header("q7stuck01", "qwen2.5-coder-32b", proto, clock, run_id="demo")
     broken = src("broken")
     racy = src("it1").replace("        __syncthreads();\n#pragma unroll", "#pragma unroll", 1)
@@ -485,7 +493,13 @@ def quick_session(
     """A first-try pass (for the browser): the reference-like kernel built and timed once."""
     clock = Clock(T0 + 10000 + seed)
     rng = random.Random(seed)
-    hdr = header(session_id, model, Protocol(budget=5), clock, run_id="demo")
+    hdr = header(
+        session_id,
+        model,
+        Protocol(budget=5, history=2, temperature=0.0, gate_mode="in_loop"),
+        clock,
+        run_id="demo",
+    )
     hdr = hdr.model_copy(update={"task": hdr.task.model_copy(update={"id": task_id})})
     code = src("it4")
     tr = timing(rng, 0.812 / speed, 0.812)

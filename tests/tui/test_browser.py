@@ -22,7 +22,7 @@ def test_rows_from_header_and_tail(run_dir: Path) -> None:
         "passed",
         "passed",
     )
-    assert deg.protocol == "iterative K5 L3 H2 T0 p0.7"
+    assert deg.protocol == "iterative K5 L3 H2 T0 p0.7 in-loop"
     stuck = read_row(run_dir / "stuck.jsonl")
     assert (stuck.outcome, stuck.stop, stuck.best, stuck.category) == (
         "failed",

@@ -95,7 +95,11 @@ async def check_screen(source: Path) -> SimpleNamespace:
 
 async def test_demo_run() -> None:
     screen = await check_screen(DEMO)
-    assert len(screen.series) == 1 and screen.bars == []
+    assert len(screen.series) == 1
+    # one group: its only swing is the gate axis read from its own p sweep
+    ((label, value),) = screen.bars
+    assert label == f"scripted:vec_scale_demo.toml | gate [p sweep of {screen.series[0][0].split(' | ')[1]}]"
+    assert value == 100.0
 
 
 async def test_h200_run() -> None:
@@ -127,7 +131,12 @@ async def test_gate_sweep_draws_swing_bars(tmp_path: Path) -> None:
     _groups, sw = expected(run)
     assert sw, "a gate sweep gives a swing over the gate axis"
     screen = await check_screen(run)
-    assert [label for label, _ in screen.bars] == [f"{e['model']} | {e['axis']}" for e in sw]
+    labels = [label for label, _ in screen.bars]
+    assert labels.count("scripted:vec_scale_demo.toml | gate") == 1  # the four runs along the in-loop gate
+    sweeps = [
+        lb for lb in labels if lb.startswith("scripted:vec_scale_demo.toml | gate [p sweep of iterative K5")
+    ]
+    assert len(sweeps) == 4 and len(labels) == 5  # and each run's own p sweep
     assert [max(x) for x in screen.swing_xs] == [100 * e["swing"] for e in sw]
     assert len(screen.series) == 4
 

@@ -21,6 +21,7 @@ from beavertui.engine.analysis.attribution import Attribution
 from beavertui.engine.analysis.degeneration import Degeneration, compare, runtime_geometry
 from beavertui.engine.analysis.edits import EditScore, edit_score
 from beavertui.engine.errors import BeaverError
+from beavertui.engine.metrics.table import ProtocolKey
 from beavertui.engine.session.events import TaskRef
 from beavertui.engine.session.state import AttemptState, fold
 from beavertui.engine.session.store import read_session
@@ -80,7 +81,7 @@ def summarize(
 
     Each trajectory is scored at its first correct attempt (success at p = 0):
     ``edit_precision`` and ``bug_recall`` are the means over those attempts (NaN left out);
-    ``code_degenerate_rate`` is, like metrics.md's ``degenerate_rate``, taken among trajectories whose
+    ``code_degenerate_rate`` is, like docs/metrics.md's ``degenerate_rate``, taken among trajectories whose
     first success comes at iteration >= 2: the share whose first success is code-degenerate.
     """
     nums, dens, analysed = first_success_sums(
@@ -175,22 +176,13 @@ def attribution_rows(a: Attribution, kind: str = "component") -> list[tuple[str,
     ]
 
 
-GroupKey = tuple[str, str, str, int, float, float, int]
-"""(model, method, feedback, history, temperature, gate, budget): a metrics group (metrics.md)."""
+GroupKey = tuple[str, str, ProtocolKey]
+"""(model, corpus name, protocol object): a metrics group (docs/metrics.md)."""
 
 
-def group_key(model: str, protocol: Mapping[str, object]) -> GroupKey:
-    """The key of a (model, protocol) group, from a protocol's ``key()`` dict (or a ProtocolKey's)."""
-    p = protocol
-    return (
-        model,
-        str(p["method"]),
-        str(p["feedback"]),
-        int(p["history"]),  # type: ignore[call-overload]
-        float(p["temperature"]),  # type: ignore[arg-type]
-        float(p["gate"]),  # type: ignore[arg-type]
-        int(p["budget"]),  # type: ignore[call-overload]
-    )
+def group_key(model: str, protocol: Mapping[str, object], corpus: str | None = None) -> GroupKey:
+    """The key of a (model, corpus, protocol) group, from a protocol's ``key()`` dict (or a ProtocolKey's)."""
+    return (model, corpus or "", ProtocolKey.from_mapping(protocol))
 
 
 @dataclass(frozen=True)
@@ -236,7 +228,9 @@ def run_cells(
         p = header.protocol
         self_source = bool(p.self_source) or source_model_matches(header.model.name, sources.lookup(header))
         budget = p.budget - 1 if self_source and p.method == "iterative" else p.budget
-        by_task = columns.setdefault(group_key(header.model.name, p.key()), {})
+        by_task = columns.setdefault(
+            group_key(header.model.name, p.key(), Path(header.task.corpus).name or header.task.corpus), {}
+        )
         cols = by_task.setdefault(header.task.id, {k: [] for k in _SUMMARY_INPUTS})
         for a in state.attempts:
             if a.verdict is None or (p.method == "iterative" and a.iteration > budget):

@@ -1,4 +1,4 @@
-"""Find and load tasks of both corpus layouts (shared/spec/corpus.md) into Task values.
+"""Find and load tasks of both corpus layouts (docs/format.md, Tasks) into Task values.
 
 A corpus root is a folder whose subfolders are tasks: the native ``corpus/`` (tasks carry
 ``error_log.txt`` and ``source_model``) or the CUDABeaver release's ``data/`` (given as ``data/`` or as

@@ -1,4 +1,4 @@
-"""The metadata files of a task (input.json, instance.json) as pydantic models (shared/spec/corpus.md).
+"""The metadata files of a task (input.json, instance.json) as pydantic models (docs/format.md, Tasks).
 
 Both corpus layouts share these models; fields the release adds are optional. Parsing only: corpus.py
 decides what a model means for a Task.

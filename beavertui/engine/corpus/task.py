@@ -1,4 +1,4 @@
-"""The Task: one broken start with its harness, in either corpus layout (shared/spec/corpus.md).
+"""The Task: one broken start with its harness, in either corpus layout (docs/format.md, Tasks).
 
 A Task is an in-memory value built by corpus.py; it holds paths and the parsed metadata, and knows how
 to read its own files. It never runs anything.
@@ -76,7 +76,7 @@ class Task:
 
     @property
     def display_label(self) -> str:
-        """The label mapped to categories.md names (or perf_broken)."""
+        """The label mapped to docs/format.md (categories) names (or perf_broken)."""
         return label_category(self.label)
 
     @property

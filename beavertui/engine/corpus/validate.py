@@ -1,4 +1,4 @@
-"""`corpus validate`: is each task valid on this GPU (shared/spec/corpus.md, Validation)?
+"""`corpus validate`: is each task valid on this GPU (docs/format.md, Tasks)?
 
 Per task: the reference must pass, the broken start must fail with its labelled category (a
 ``perf_broken`` start must pass and time below the gate against the reference); the reference is timed
@@ -37,7 +37,7 @@ from beavertui.engine.corpus.task import Task
 from beavertui.engine.timing.speedup import Timer, adopt_reference_build, time_reference
 from beavertui.engine.toolchain.base import AttemptOptions
 
-#: The gate a ``perf_broken`` start must stay below (metrics.md default p).
+#: The gate a ``perf_broken`` start must stay below (docs/metrics.md default p).
 PERF_GATE = 0.7
 
 #: What a task is good for on a machine.
@@ -185,7 +185,7 @@ def check_task(task: Task, machine: Machine, tool: LocalToolchain, prebuild: boo
         notes.append(f"reference: {sem.summary}")
     broken, log = _attempt(tool, task, task.broken_start(), plain)
     if label_category(task.label) == "illegal_memory_access" and broken.category == "functional_correctness":
-        # the label rests on memcheck evidence the plain run cannot show (categories.md override)
+        # the label rests on memcheck evidence the plain run cannot show (the sanitizer override of docs/format.md)
         broken, log = _attempt(tool, task, task.broken_start(), replace(plain, sanitize_on_failure=True))
     out = replace(
         base, runnable=True, reference_category=ref_category, reference_signature=ref_signature,

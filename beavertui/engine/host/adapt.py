@@ -1,4 +1,4 @@
-"""Adapt a task's shell commands and environment to this machine (shared/spec/corpus.md).
+"""Adapt a task's shell commands and environment to this machine (docs/format.md, Tasks).
 
 The release's commands were written for another machine: they call ``python``, name an architecture
 family in ``set_gpu_arch([...])`` or ``make GPU=...``, and import a vendored ``kernelbench`` package.

@@ -1,4 +1,4 @@
-"""What this machine has: the GPU signature of timing.md, the CUDA toolkit, torch, and arch families.
+"""What this machine has: the GPU signature of docs/metrics.md (speedup), the CUDA toolkit, torch, and arch families.
 
 Probes use nvidia-smi and nvcc only (never torch or the CUDA runtime in this process), each once per
 process. Nothing here builds or runs a candidate.
@@ -64,7 +64,7 @@ def slug(name: str) -> str:
 
 
 def signature_slug(name: str, compute_capability: str, cuda: str) -> str:
-    """``<gpu name slug>_sm_<major><minor>_cuda_<major>_<minor>`` (timing.md)."""
+    """``<gpu name slug>_sm_<major><minor>_cuda_<major>_<minor>`` (docs/metrics.md (speedup))."""
     major, _, minor = compute_capability.partition(".")
     cmaj, _, cmin = cuda.partition(".")
     return f"{slug(name)}_sm_{major}{minor or 0}_cuda_{cmaj or 0}_{cmin or 0}"

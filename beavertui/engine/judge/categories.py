@@ -1,4 +1,4 @@
-"""The eight outcome categories of shared/spec/categories.md and the release's five labels.
+"""The eight outcome categories of docs/format.md (Outcome categories) and the release's five labels.
 
 Only names and mappings live here; deciding a category from logs is classify.py's job.
 """
@@ -34,7 +34,7 @@ Label = Literal[
 ]
 NATIVE_LABELS: Final[tuple[str, ...]] = get_args(Label)
 
-#: The CUDABeaver release's five labels, mapped to categories.md for display (the original is kept).
+#: The CUDABeaver release's five labels, mapped to docs/format.md (categories) for display (the original is kept).
 RELEASE_LABELS: Final[dict[str, str]] = {
     "compile_error": "buildability",
     "logic_error": "functional_correctness",

@@ -1,8 +1,8 @@
-"""The eight-category classifier of shared/spec/categories.md, from logs alone.
+"""The eight-category classifier of docs/format.md (Outcome categories), from logs alone.
 
 Input is what an attempt left behind (build and run exit codes and logs, whether the runner's time
 limit fired, an optional compute-sanitizer log); output is one category, the normalised error
-signature and the decisive lines. Priority order and the sanitizer override follow categories.md to
+signature and the decisive lines. Priority order and the sanitizer override follow docs/format.md (categories) to
 the letter. This module never runs anything and needs no GPU.
 """
 
@@ -130,7 +130,7 @@ def classify(
     sanitizer_log: str | None = None,
     run_signal: int | None = None,
 ) -> Classification:
-    """Classify one attempt (categories.md priority order).
+    """Classify one attempt (docs/format.md (categories) priority order).
 
     ``run_signal`` is the signal that ended the test command when the runner knows it (its rc is then
     None); a shell's ``128 + N`` exit status is read as signal N as well.

@@ -1,4 +1,4 @@
-"""The evidence patterns of categories.md: which log lines point at which category.
+"""The evidence patterns of docs/format.md (categories): which log lines point at which category.
 
 Tables of compiled regular expressions only, in the order classify.py consults them. Adding a new
 kind of evidence means adding a pattern here and a recorded log under tests/data/logs that shows it.

@@ -13,7 +13,7 @@ from collections.abc import Collection, Sequence
 from beavertui.engine.corpus.task import Task
 from beavertui.engine.judge.categories import BUILD_STAGE
 from beavertui.engine.loop.extract import strip_think
-from beavertui.engine.session.events import Message, Sanitized, StageResult, Verdict
+from beavertui.engine.session.events import KernelMetrics, Message, Sanitized, StageResult, Verdict
 from beavertui.engine.session.protocol import Feedback
 from beavertui.engine.session.state import AttemptState
 
@@ -95,6 +95,23 @@ def _speed_line(v: Verdict) -> str:
     return f"It runs at {v.speedup:.2f}x the reference speed (the gate is {v.gate:g}x)."
 
 
+def _profile_text(attempt: AttemptState) -> list[str]:
+    """L4: ncu metrics of the candidate's kernels beside the reference's, or why there are none."""
+    p = attempt.profile
+    if p is None:
+        ran = attempt.run is not None and not attempt.run.result.timed_out
+        why = "no profile was recorded for this attempt" if ran else "it did not run, so it was not profiled"
+        return [f"Profiler (ncu): {why}."]
+    from beavertui.engine.timing.profile import KernelProfile, profile_lines
+
+    def kp(items: Sequence[KernelMetrics]) -> list[KernelProfile]:
+        return [KernelProfile(k.name, k.launches, dict(k.metrics), dict(k.stalls)) for k in items]
+
+    lines = ["Profiler metrics (ncu), your kernels beside the reference's:", "```text"]
+    lines += profile_lines(kp(p.candidate), kp(p.reference))
+    return [*lines, "```"]
+
+
 def _sanitizer_text(runs: Sequence[Sanitized]) -> list[str]:
     out: list[str] = []
     for s in runs:
@@ -166,9 +183,8 @@ def feedback(
                 f"reference {t.reference_ms:.4g} ms, yours {t.candidate_ms:.4g} ms, "
                 f"speedup {t.speedup:.2f}x against a gate of {v.gate:g}x."
             )
-    if level == "L4" and attempt.timing is not None and attempt.timing.result.profile and on("profile"):
-        lines.append("Profiler metrics of your kernel (ncu):")
-        lines += [f"- {k}: {val}" for k, val in attempt.timing.result.profile.items()]
+    if level == "L4" and on("profile"):
+        lines += _profile_text(attempt)
     lines.append(("Make it faster while keeping it correct. " if v.correct else "Fix it. ") + ask)
     return "\n".join(lines)
 

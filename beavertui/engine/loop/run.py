@@ -18,7 +18,7 @@ from typing import get_args
 
 from beavertui import __version__
 from beavertui.engine.corpus.task import Task
-from beavertui.engine.errors import NoGpuError, SessionFileError, ToolchainError
+from beavertui.engine.errors import BeaverError, NoGpuError, SessionFileError, ToolchainError
 from beavertui.engine.loop.control import LoopControl
 from beavertui.engine.loop.extract import extract
 from beavertui.engine.loop.prompts import conversation, feedback, first_turn, stage_log
@@ -40,7 +40,7 @@ from beavertui.engine.session.events import (
 from beavertui.engine.session.protocol import Protocol
 from beavertui.engine.session.state import SessionState, apply, initial
 from beavertui.engine.session.usage import usage_of
-from beavertui.engine.toolchain.base import AttemptOptions, Toolchain
+from beavertui.engine.toolchain.base import AttemptOptions, Toolchain, profiler_unavailable
 
 __all__ = ["LoopControl", "run_session"]
 
@@ -57,10 +57,27 @@ class _End(Exception):
 
 
 def effective_budget(protocol: Protocol) -> int:
-    """Iterations to run: K, or K - 1 for a self-sourced iterative task (metrics.md)."""
+    """Iterations to run: K, or K - 1 for a self-sourced iterative task (docs/metrics.md)."""
     if protocol.method == "iterative" and protocol.self_source:
         return max(1, protocol.budget - 1)
     return protocol.budget
+
+
+def wants_profile(protocol: Protocol) -> bool:
+    """Feedback level L4 with its profile component: every attempt that ran is profiled."""
+    return protocol.feedback == "L4" and (
+        protocol.feedback_components is None or "profile" in protocol.feedback_components
+    )
+
+
+def check_profiler(protocol: Protocol, toolchain: Toolchain) -> None:
+    """Refuse L4 where the profiler cannot run: it would silently be L3."""
+    if wants_profile(protocol):
+        reason = profiler_unavailable(toolchain)
+        if reason is not None:
+            raise BeaverError(
+                f"feedback L4 needs the ncu profiler, and {reason}; use L3 or a machine with ncu"
+            )
 
 
 def _complete_streaming(
@@ -144,6 +161,9 @@ def run_session(
     alone); the original header is yielded again, the prefix is not, and the loop continues at the first
     attempt without a verdict (a cut attempt restarts from its request).
     """
+    check_profiler(
+        resume_from[0].protocol if isinstance(resume_from, tuple) and resume_from else protocol, toolchain
+    )
     prefix: Sequence[Event] = ()
     if isinstance(resume_from, tuple) and resume_from and isinstance(resume_from[0], SessionHeader):
         header, prefix = resume_from[0], resume_from[1]
@@ -275,7 +295,9 @@ class _Run:
     def _attempt(self, iteration: int) -> Iterator[Event]:
         p, task = self.protocol, self.task
         repeated = p.method == "repeated"
-        messages = self.first if repeated else conversation(self.first, self.rounds, p.history)
+        # L0 carries nothing over: every request is the first turn again, as in the paper
+        fresh = repeated or p.feedback == "L0"
+        messages = self.first if fresh else conversation(self.first, self.rounds, p.history)
         yield self.fold(Request(iteration=iteration, messages=messages))
         completion: Completion | None = None
         for item in _complete_streaming(self.model, messages, iteration, self.control):
@@ -348,7 +370,7 @@ class _Run:
             gate=p.gate,
             sanitize_on_failure=p.sanitize_on_failure,
             sanitize_tools=p.sanitize_tools,
-            profile=p.feedback == "L4",
+            profile=wants_profile(p),
         )
         verdicts = 0
         for e in self.toolchain.attempt(task, code, options):
@@ -362,7 +384,7 @@ class _Run:
         p = self.protocol
         attempt = self.state.attempt(iteration)
         assert attempt is not None and attempt.verdict is not None
-        if attempt.verdict.success and not p.continue_after_pass and p.method == "iterative":
+        if p.method == "iterative" and p.ends_on(attempt.verdict.correct, attempt.verdict.success):
             raise _End("passed")
         if p.method == "iterative":
             already = {s.detector for s in attempt.stalls}

@@ -1,9 +1,12 @@
-"""The four stagnation detectors (issue 3): is the model stuck? Evaluated over the reduced SessionState.
+"""The four stagnation detectors: is the model stuck? Evaluated over the reduced SessionState.
 
 Each detector looks at the attempts so far and says whether it fires after the latest one; the loop
-records a Stalled event for each firing detector and may stop (protocol.stagnation.stop). ``normalise``
-defines "the same code" for Candidate.sha256 and for the recorded toolchain's keys. This module must not
-run anything or change the state.
+records a Stalled event for each firing detector and may stop (protocol.stagnation.stop). The definitions
+are the CUDABeaver paper's (docs/metrics.md): duplicate_code and code_cycle compare the SHA-256 of the
+exact submitted code (``submitted_hash``); category_oscillation counts back-and-forth jumps among failing
+categories. ``normalise`` (comments and spacing dropped) is only the key of Candidate.sha256 and of the
+recorded toolchain's recordings, never what the detectors compare. This module must not run anything or
+change the state.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ import itertools
 import re
 from collections.abc import Callable
 
+from beavertui.engine.judge.categories import FAILING_CATEGORIES
 from beavertui.engine.session.events import Stalled
 from beavertui.engine.session.protocol import Detector, StagnationSettings
 from beavertui.engine.session.state import AttemptState, SessionState
@@ -55,45 +59,71 @@ def code_hash(code: str, language: str = "cuda") -> str:
     return hashlib.sha256(normalise(code, language).encode("utf-8")).hexdigest()
 
 
+def submitted_hash(code: str) -> str:
+    """SHA-256 (hex) of the code exactly as submitted: one changed byte, comment or space is new code."""
+    return hashlib.sha256(code.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def _submitted(a: AttemptState) -> str | None:
+    return (
+        submitted_hash(a.candidate.code) if a.candidate is not None and a.candidate.code is not None else None
+    )
+
+
 def _judged(state: SessionState) -> list[AttemptState]:
     return [a for a in state.attempts if a.verdict is not None]
 
 
 def duplicate_code(state: SessionState, settings: StagnationSettings) -> str | None:
-    """The latest candidate is the same code as the one just before it."""
+    """The latest candidate is byte for byte the code submitted just before it."""
     attempts = [a for a in state.attempts if a.candidate is not None]
     if len(attempts) < 2:
         return None
     last, prev = attempts[-1], attempts[-2]
-    assert last.candidate is not None and prev.candidate is not None
-    if last.candidate.sha256 is not None and last.candidate.sha256 == prev.candidate.sha256:
+    h = _submitted(last)
+    if h is not None and h == _submitted(prev):
         return f"iteration {last.iteration} is the same code as iteration {prev.iteration}"
     return None
 
 
 def code_cycle(state: SessionState, settings: StagnationSettings) -> str | None:
-    """The latest candidate differs from the previous one but equals an earlier one (A, B, A)."""
+    """The latest candidate differs from the previous one but is byte for byte an earlier one (A, B, A)."""
     attempts = [a for a in state.attempts if a.candidate is not None]
     if len(attempts) < 3:
         return None
     last = attempts[-1]
-    assert last.candidate is not None
-    h = last.candidate.sha256
-    if h is None or attempts[-2].candidate is None or attempts[-2].candidate.sha256 == h:
+    h = _submitted(last)
+    if h is None or _submitted(attempts[-2]) == h:
         return None
     for earlier in reversed(attempts[:-2]):
-        if earlier.candidate is not None and earlier.candidate.sha256 == h:
+        if _submitted(earlier) == h:
             return f"iteration {last.iteration} is the same code as iteration {earlier.iteration}"
     return None
 
 
+def oscillation_jumps(categories: list[str]) -> int:
+    """Back-and-forth jumps in a sequence of categories: changes among the failing ones (a correct attempt
+    is left out) that go back to a failing category already seen earlier in the sequence.
+
+    Steady progress never jumps back: buildability > illegal_memory_access > functional_correctness >
+    passed has none; buildability > functional_correctness > buildability > functional_correctness >
+    buildability has three.
+    """
+    failing = [c for c in categories if c in FAILING_CATEGORIES]
+    jumps = 0
+    for i, (a, b) in enumerate(itertools.pairwise(failing)):
+        if a != b and b in failing[:i]:
+            jumps += 1
+    return jumps
+
+
 def category_oscillation(state: SessionState, settings: StagnationSettings) -> str | None:
-    """At least N category changes within the last W attempts (N=3, W=5 by default)."""
+    """At least N back-and-forth jumps among failing categories within the last W attempts (N=3, W=5)."""
     window = _judged(state)[-settings.oscillation_window :]
     cats = [a.verdict.category for a in window if a.verdict is not None]
-    changes = sum(1 for a, b in itertools.pairwise(cats) if a != b)
-    if changes >= settings.oscillation_changes:
-        return f"{changes} category changes in the last {len(cats)} attempts: {' > '.join(cats)}"
+    jumps = oscillation_jumps(cats)
+    if jumps >= settings.oscillation_changes:
+        return f"{jumps} back-and-forth jumps in the last {len(cats)} attempts: {' > '.join(cats)}"
     return None
 
 

@@ -1,4 +1,4 @@
-"""Sessions -> the attempts table of shared/spec/metrics.md.
+"""Sessions -> the attempts table of docs/format.md.
 
 Every benchmark number is recomputed from this flat table, so folding is done by the one reducer
 (state.py) and nothing else: one row per attempt that reached a verdict or was hit by an infrastructure
@@ -23,6 +23,7 @@ from beavertui.engine.errors import BeaverError
 from beavertui.engine.fileio import is_regular, missing
 from beavertui.engine.judge import anticheat
 from beavertui.engine.metrics.compute import source_model_matches
+from beavertui.engine.metrics.speedup_ci import speedup_interval
 from beavertui.engine.metrics.table import AttemptsTable, from_rows
 from beavertui.engine.session import store
 from beavertui.engine.session.events import SessionHeader
@@ -143,9 +144,12 @@ def rows_of_session(
     self_source = bool(proto.self_source) or source_model_matches(h.model.name, source_model)
     scored = [a for a in state.attempts if a.verdict is not None or a.infra_errors]
     stop = state.end.stop_reason if state.end is not None else None
+    corpus = Path(h.task.corpus).name or h.task.corpus
     for i, a in enumerate(scored):
         v = a.verdict
         last = i == len(scored) - 1
+        t = a.timing.result if a.timing is not None else None
+        ci = speedup_interval(t.reference_samples, t.candidate_samples) if t is not None else None
         yield {
             "run_id": h.run_id or run_id or h.session_id,
             "model": h.model.name,
@@ -156,10 +160,13 @@ def rows_of_session(
             "category": v.category if v is not None else INFRA_CATEGORY,
             "correct": bool(v.correct) if v is not None else False,
             "speedup": v.speedup if v is not None else None,
+            "speedup_lo": ci[0] if ci is not None and v is not None and v.speedup is not None else None,
+            "speedup_hi": ci[1] if ci is not None and v is not None and v.speedup is not None else None,
             "stop_reason": stop if last else None,
             "self_source": self_source,
             "family": h.task.family,
             "label": h.task.label,
+            "corpus": corpus,
             "infra_error": bool(a.infra_errors),
             "flagged": v is not None and anticheat.is_flagged(v.flags),
         }

@@ -1,4 +1,4 @@
-"""Bootstrap 95% confidence intervals over tasks (percentile method, fixed seed; metrics.md).
+"""Bootstrap 95% confidence intervals over tasks (percentile method, fixed seed; docs/metrics.md).
 
 Resampling tasks with replacement is done as a (resamples x tasks) matrix of multiplicities, so every
 rate of a group is resampled in one matrix product. It knows nothing about what the columns mean.

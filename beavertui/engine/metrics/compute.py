@@ -1,9 +1,9 @@
-"""Every per-(model, protocol) metric of shared/spec/metrics.md, vectorised over the attempts table.
+"""Every per-(model, corpus, protocol) metric of docs/metrics.md, vectorised over the attempts table.
 
 Rows are never visited one by one in Python: attempts are reduced to trajectories with sorted
 ``reduceat`` calls, trajectories to (group, task) cells with ``bincount``, and only then does a loop run,
 over groups. Per-task values are kept so bootstrap.py can put intervals on them. Cross-protocol numbers
-(swing, Kendall's tau) live in across.py. This module reads no file and prints nothing.
+(swing, Kendall's tau) live in swing.py. This module reads no file and prints nothing.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from beavertui.engine.session.protocol import DETECTORS
 F64 = npt.NDArray[np.float64]
 I64 = npt.NDArray[np.int64]
 
-#: The p values of the p sweep (metrics.md).
+#: The p values of the p sweep (docs/metrics.md).
 P_SWEEP: tuple[float, ...] = (0.0, 0.1, 0.3, 0.5, 0.7, 1.0, 1.5, 2.0, 3.0)
 
 
@@ -33,14 +33,16 @@ class TaskCells:
     means: F64
     """(tasks, 2 + len(P_SWEEP)): pass@1 and pass@k at the gate, then pass@k at each sweep p."""
     nums: F64
-    """(tasks, 3): numerators of debug_rate@k, stagnation_rate, degenerate_rate."""
+    """(tasks, 4): numerators of debug_rate@k, stagnation_rate, degenerate_rate, degenerate_rate_raw.
+    debug_rate@k's are per-task means (pass@k - pass@1 of the task), so the ratio of the sums is the
+    identity (pass@k - pass@1) / (1 - pass@1) over per-task means, resampled with the tasks."""
     dens: F64
-    """(tasks, 3): their denominators."""
+    """(tasks, 4): their denominators (debug_rate@k's: 1 - pass@1 of the task)."""
 
 
 @dataclass(frozen=True)
 class GroupMetrics:
-    """The metrics of one (model, protocol) group; rates are fractions, None where undefined."""
+    """The metrics of one (model, corpus, protocol) group; rates are fractions, None where undefined."""
 
     model: str
     protocol: ProtocolKey
@@ -62,12 +64,27 @@ class GroupMetrics:
     n_flagged_successes: int = 0
     """Attempts that passed the gate but carried an anti-cheat flag (table column ``flagged``): counted here
     and in no pass rate, so a cheat can never score silently."""
+    corpus: str | None = None
+    """The corpus folder's name (None for a table written before the column existed)."""
+    degenerate_rate_raw: float | None = None
+    """The paper's literal rule: first successes at iteration >= 2 with speedup < 1.0."""
+    n_degenerate_judged: int = 0
+    """First successes at iteration >= 2 with a measured speedup (both degeneration rates' denominator)."""
+    n_degenerate_fallback: int = 0
+    """Of those, the ones without recorded timing samples, judged by the raw rule."""
+    p_sweep_exact: dict[float, bool] = field(default_factory=dict)
+    """Per p of the sweep: True where pass@k(p) is exact, False where it is a lower bound (an in-loop gate
+    below p stopped trajectories that might have reached p later)."""
+
+    def sort_key(self) -> tuple[str, str, ProtocolKey]:
+        return (self.model, self.corpus or "", self.protocol)
 
     def as_json(self) -> dict[str, Any]:
-        """The group object of metrics.md's ``--json`` output (plus ``under_sampled`` and the count of
+        """The group object of docs/metrics.md's ``--json`` output (plus ``under_sampled`` and the count of
         attempts hit by an infrastructure failure, excluded from every rate)."""
         return {
             "model": self.model,
+            "corpus": self.corpus,
             "protocol": self.protocol.as_dict(),
             "n_tasks": self.n_tasks,
             "k": self.k,
@@ -78,7 +95,14 @@ class GroupMetrics:
             "dominant_stagnation": self.dominant_stagnation,
             "dominant_stagnation_share": self.dominant_stagnation_share,
             "degenerate_rate": self.degenerate_rate,
+            "degenerate_rate_raw": self.degenerate_rate_raw,
+            "degenerate_judged": self.n_degenerate_judged,
+            "degenerate_fallback_raw": self.n_degenerate_fallback,
             "p_sweep": {f"{p:.1f}": v for p, v in self.p_sweep.items()},
+            "p_sweep_bound": {
+                f"{p:.1f}": "exact" if self.p_sweep_exact.get(p, True) else "lower_bound"
+                for p in self.p_sweep
+            },
             "under_sampled": self.under_sampled,
             "n_infra_excluded": self.n_infra_excluded,
             "flagged_successes": self.n_flagged_successes,
@@ -131,6 +155,14 @@ def pass_at_k_estimator(n: I64 | F64 | float, c: I64 | F64 | float, k: I64 | F64
     return np.asarray(np.clip(out, 0.0, 1.0), dtype=np.float64)
 
 
+def sweep_exact(proto: ProtocolKey, p: float) -> bool:
+    """Whether pass@k(p) is exact under this protocol: always after the run (the paper's gate), for
+    repeated sampling and with the whole budget spent; with an in-loop gate only for p up to it."""
+    if proto.method == "repeated" or not proto.in_loop or proto.continue_after_pass:
+        return True
+    return p <= proto.gate + 1e-12
+
+
 def source_model_matches(model: str, source: str | None) -> bool:
     """Whether a task's source model is the model under test (exact, or the same name after the last '/')."""
     if not source:
@@ -166,12 +198,20 @@ def compute_groups(table: AttemptsTable) -> list[GroupMetrics]:
     gate = np.array([p.gate for p in pk], np.float64)
     repeated = np.array([p.method == "repeated" for p in pk], np.bool_)
 
-    group = _combine(model.codes, table.protocol)
+    corpus = table.col("corpus")
+    group = _combine(model.codes, corpus.codes + 1, table.protocol)
     n_groups = int(group.max()) + 1
     g_model = np.zeros(n_groups, np.int64)
     g_proto = np.zeros(n_groups, np.int64)
+    g_corpus = np.zeros(n_groups, np.int64)
     g_model[group] = model.codes
     g_proto[group] = table.protocol
+    g_corpus[group] = corpus.codes
+
+    def corpus_of(g: int) -> str | None:
+        c = int(g_corpus[g])
+        return corpus.labels[c] if c >= 0 else None
+
     infra_count = np.bincount(group, weights=table.infra_error, minlength=n_groups)
 
     keep = ~table.infra_error
@@ -180,10 +220,10 @@ def compute_groups(table: AttemptsTable) -> list[GroupMetrics]:
     if len(t) == 0:
         return sorted(
             (
-                _empty(model.labels[int(g_model[g])], pk[int(g_proto[g])], int(infra_count[g]))
+                _empty(model.labels[int(g_model[g])], pk[int(g_proto[g])], int(infra_count[g]), corpus_of(g))
                 for g in range(n_groups)
             ),
-            key=lambda m: (m.model, m.protocol),
+            key=GroupMetrics.sort_key,
         )
     task = t.col("task_id").codes
     traj = _combine(grp, task, t.col("run_id").codes, t.sample)
@@ -214,8 +254,10 @@ def compute_groups(table: AttemptsTable) -> list[GroupMetrics]:
     firsts = ok0[np.r_[True, traj_s[ok0][1:] != traj_s[ok0][:-1]]] if ok0.size else ok0
     first_ok_iter = np.zeros(n_traj, np.int64)
     first_ok_speed = np.full(n_traj, np.nan)
+    first_ok_hi = np.full(n_traj, np.nan)
     first_ok_iter[traj_s[firsts]] = it_s[firsts]
     first_ok_speed[traj_s[firsts]] = t.speedup[order][firsts]
+    first_ok_hi[traj_s[firsts]] = t.interval("speedup_hi")[order][firsts]
 
     tr_group = grp[order][starts]
     tr_task = task[order][starts]
@@ -249,14 +291,17 @@ def compute_groups(table: AttemptsTable) -> list[GroupMetrics]:
     mean_k = np.where(cell_rep[:, None], est, sum_k / n_samp[:, None])
     mean_1 = np.where(cell_rep, est1, sum_1 / n_samp)
 
-    fail1 = ~ok_1
     notsucc = ~ok_k[:, 0]
     stag = notsucc & (det >= 0)
     later = first_ok_iter >= 2
     degen_den = later & ~np.isnan(first_ok_speed)
-    degen_num = degen_den & (first_ok_speed < 1.0)
-    nums = np.column_stack([per_cell(fail1 & ok_k[:, 0]), per_cell(stag), per_cell(degen_num)])
-    dens = np.column_stack([per_cell(fail1), per_cell(notsucc), per_cell(degen_den)])
+    no_interval = np.isnan(first_ok_hi)
+    raw_slow = first_ok_speed < 1.0
+    degen_num = degen_den & np.where(no_interval, raw_slow, first_ok_hi < 1.0)
+    degen_raw = degen_den & raw_slow
+    fallback = per_cell(degen_den & no_interval)
+    nums = np.column_stack([mean_k[:, 0] - mean_1, per_cell(stag), per_cell(degen_num), per_cell(degen_raw)])
+    dens = np.column_stack([1.0 - mean_1, per_cell(notsucc), per_cell(degen_den), per_cell(degen_den)])
     det_counts = np.column_stack([per_cell(stag & (det == d)) for d in range(len(DETECTORS))])
 
     rows_per_group = np.bincount(grp, minlength=n_groups)
@@ -285,13 +330,18 @@ def compute_groups(table: AttemptsTable) -> list[GroupMetrics]:
 
         out.append(
             GroupMetrics(
+                corpus=corpus_of(g),
+                degenerate_rate_raw=None if rep else _ratio(num[3], den[3]),
+                n_degenerate_judged=0 if rep else int(den[2]),
+                n_degenerate_fallback=0 if rep else int(fallback[idx].sum()),
+                p_sweep_exact={p: sweep_exact(proto, p) for p in P_SWEEP},
                 model=model.labels[int(g_model[g])],
                 protocol=proto,
                 n_tasks=int(idx.size),
                 k=proto.budget,
                 pass_at_1=val(avg[0]),
                 pass_at_k=val(avg[1]),
-                debug_rate=None if rep else _ratio(num[0], den[0]),
+                debug_rate=None if rep or under else _debug(avg[0], avg[1]),
                 stagnation_rate=None if rep else _ratio(num[1], den[1]),
                 dominant_stagnation=None if rep or dom < 0 else DETECTORS[dom],
                 dominant_stagnation_share=None if rep or dom < 0 else float(dc[dom] / stagnated),
@@ -311,17 +361,26 @@ def compute_groups(table: AttemptsTable) -> list[GroupMetrics]:
             )
         )
     # groups whose every attempt was an infrastructure failure still appear, with nothing scored
-    seen = {(o.model, o.protocol) for o in out}
+    seen = {o.sort_key() for o in out}
     for g in np.flatnonzero(infra_count > 0).tolist():
-        key = (model.labels[int(g_model[g])], pk[int(g_proto[g])])
-        if key not in seen:
-            out.append(_empty(key[0], key[1], int(infra_count[g])))
-    out.sort(key=lambda m: (m.model, m.protocol))
+        m, c, pr = model.labels[int(g_model[g])], corpus_of(g), pk[int(g_proto[g])]
+        if (m, c or "", pr) not in seen:
+            out.append(_empty(m, pr, int(infra_count[g]), c))
+    out.sort(key=GroupMetrics.sort_key)
     return out
 
 
-def _empty(model: str, proto: ProtocolKey, infra: int) -> GroupMetrics:
+def _debug(pass_1: float, pass_k: float) -> float | None:
+    """debug_rate@k = (pass@k - pass@1) / (1 - pass@1) over per-task means; None when pass@1 is 1."""
+    if 1.0 - pass_1 <= 1e-12:
+        return None
+    return float((pass_k - pass_1) / (1.0 - pass_1))
+
+
+def _empty(model: str, proto: ProtocolKey, infra: int, corpus: str | None = None) -> GroupMetrics:
     return GroupMetrics(
+        corpus=corpus,
+        p_sweep_exact={p: sweep_exact(proto, p) for p in P_SWEEP},
         model=model,
         protocol=proto,
         n_tasks=0,
@@ -338,5 +397,5 @@ def _empty(model: str, proto: ProtocolKey, infra: int) -> GroupMetrics:
         n_trajectories=0,
         n_attempts=0,
         n_infra_excluded=infra,
-        cells=TaskCells((), np.zeros((0, 2 + len(P_SWEEP))), np.zeros((0, 3)), np.zeros((0, 3))),
+        cells=TaskCells((), np.zeros((0, 2 + len(P_SWEEP))), np.zeros((0, 4)), np.zeros((0, 4))),
     )

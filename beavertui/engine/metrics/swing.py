@@ -1,6 +1,11 @@
-"""Numbers across protocols (shared/spec/metrics.md): swing per axis and Kendall's tau between protocols.
+"""Numbers across protocols (docs/metrics.md): signed swing per axis and Kendall's tau between protocols.
 
-Both compare groups that differ in exactly one protocol axis, so a difference can be blamed on that axis.
+Three kinds of comparison, each reported with ``"from"`` saying which:
+- ``runs``: groups run separately that differ in exactly one protocol setting (model and corpus equal), so
+  a difference can be blamed on that setting;
+- ``p_sweep``: the gate axis read from one group's own p sweep (the paper's p axis needs no second run);
+- ``pairing``: a named pair of protocols that differ in more than one setting (the paper's iterative
+  T = 0.7 against repeated T = 1.0), declared in the sweep file.
 They read finished GroupMetrics and never touch the attempts table.
 """
 
@@ -8,17 +13,56 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from itertools import combinations
 from typing import Any
 
 from beavertui.engine.metrics.compute import GroupMetrics
 from beavertui.engine.metrics.table import PROTOCOL_FIELDS, ProtocolKey
 
+#: The p values the gate axis is read at from one group's sweep (the paper's columns).
+SWING_P: tuple[float, ...] = (0.0, 0.7, 1.5)
 
-def _rest(p: ProtocolKey, axis: str) -> tuple[Any, ...]:
+
+@dataclass(frozen=True)
+class Pairing:
+    """Two protocols compared by name: ``a`` and ``b`` give the settings that differ (protocol keys)."""
+
+    name: str
+    a: Mapping[str, Any]
+    b: Mapping[str, Any]
+
+    def fields(self) -> set[str]:
+        return set(self.a) | set(self.b)
+
+    def side(self, p: ProtocolKey) -> str | None:
+        """``a``, ``b`` or None: which side of the pairing this protocol is."""
+        d = p.as_dict()
+        for name, want in (("a", self.a), ("b", self.b)):
+            if all(_same(d.get(k), v) for k, v in want.items()):
+                return name
+        return None
+
+    def label(self, side: str) -> str:
+        want = self.a if side == "a" else self.b
+        return " ".join(f"{k}={v}" for k, v in want.items())
+
+
+def _same(x: Any, y: Any) -> bool:
+    if isinstance(x, int | float) and isinstance(y, int | float) and not isinstance(x, bool):
+        return math.isclose(float(x), float(y), rel_tol=0, abs_tol=1e-9)
+    return bool(x == y)
+
+
+def _order(axis: str, value: Any) -> Any:
+    """Axis order of the signed delta: gate ascending, L0..L4, H1..H4, iterative then repeated."""
+    return value if not isinstance(value, bool) else int(value)
+
+
+def _rest(p: ProtocolKey, skip: set[str]) -> tuple[Any, ...]:
     d = p.as_dict()
-    return tuple(d[f] for f in PROTOCOL_FIELDS if f != axis)
+    return tuple(d[f] for f in PROTOCOL_FIELDS if f not in skip)
 
 
 def _differs_only_in(a: ProtocolKey, b: ProtocolKey) -> str | None:
@@ -27,62 +71,145 @@ def _differs_only_in(a: ProtocolKey, b: ProtocolKey) -> str | None:
     return diff[0] if len(diff) == 1 else None
 
 
-def swing(groups: Sequence[GroupMetrics]) -> list[dict[str, Any]]:
-    """Per model and axis: max minus min of pass@k over that axis's values, other axes fixed."""
-    out: list[dict[str, Any]] = []
-    by_model: dict[str, list[GroupMetrics]] = defaultdict(list)
+def _entry(
+    model: str, corpus: str | None, axis: str, source: str, fixed: dict[str, Any], values: dict[str, float]
+) -> dict[str, Any]:
+    """One swing entry; ``values`` in axis order (the delta is the last minus the first)."""
+    keys = list(values)
+    hi = max(keys, key=lambda k: values[k])
+    lo = min(keys, key=lambda k: values[k])
+    return {
+        "model": model,
+        "corpus": corpus,
+        "axis": axis,
+        "from": source,
+        "fixed": fixed,
+        "values": values,
+        "swing": values[hi] - values[lo],
+        "max_at": hi,
+        "min_at": lo,
+        "delta": values[keys[-1]] - values[keys[0]],
+    }
+
+
+def _by_model(groups: Sequence[GroupMetrics]) -> dict[tuple[str, str | None], list[GroupMetrics]]:
+    out: dict[tuple[str, str | None], list[GroupMetrics]] = defaultdict(list)
     for g in groups:
         if g.pass_at_k is not None:
-            by_model[g.model].append(g)
-    for model in sorted(by_model):
-        for axis in PROTOCOL_FIELDS:
-            families: dict[tuple[Any, ...], list[GroupMetrics]] = defaultdict(list)
-            for g in by_model[model]:
-                families[_rest(g.protocol, axis)].append(g)
-            for members in families.values():
-                values = {getattr(g.protocol, axis): g.pass_at_k for g in members}
-                if len(values) < 2:
-                    continue
-                nums = [v for v in values.values() if v is not None]
-                fixed = {k: v for k, v in members[0].protocol.as_dict().items() if k != axis}
-                out.append(
-                    {
-                        "model": model,
-                        "axis": axis,
-                        "fixed": fixed,
-                        "values": {str(k): values[k] for k in sorted(values)},
-                        "swing": max(nums) - min(nums),
-                    }
-                )
+            out[(g.model, g.corpus)].append(g)
     return out
 
 
-def kendall(groups: Sequence[GroupMetrics]) -> list[dict[str, Any]]:
-    """Kendall's tau-b between the models' pass@k under two protocols that differ in one axis."""
-    scores: dict[ProtocolKey, dict[str, float]] = defaultdict(dict)
+def swing(groups: Sequence[GroupMetrics], pairings: Sequence[Pairing] = ()) -> list[dict[str, Any]]:
+    """Per model and corpus: max minus min of pass@k over an axis's values, with the signed delta."""
+    out: list[dict[str, Any]] = []
+    by_model = _by_model(groups)
+    for model, corpus in sorted(by_model, key=lambda k: (k[0], k[1] or "")):
+        members = by_model[(model, corpus)]
+        for axis in PROTOCOL_FIELDS:
+            families: dict[tuple[Any, ...], list[GroupMetrics]] = defaultdict(list)
+            for g in members:
+                families[_rest(g.protocol, {axis})].append(g)
+            for fam in families.values():
+                vals = {getattr(g.protocol, axis): g.pass_at_k for g in fam}
+                if len(vals) < 2:
+                    continue
+                ordered = {
+                    str(k): float(v)
+                    for k, v in sorted(vals.items(), key=lambda kv: _order(axis, kv[0]))
+                    if v is not None
+                }
+                fixed = {k: v for k, v in fam[0].protocol.as_dict().items() if k != axis}
+                out.append(_entry(model, corpus, axis, "runs", fixed, ordered))
+        for g in members:
+            sweep = {f"{p:.1f}": g.p_sweep.get(p) for p in SWING_P}
+            if any(v is None for v in sweep.values()):
+                continue
+            e = _entry(model, corpus, "gate", "p_sweep", g.protocol.as_dict(), sweep)  # type: ignore[arg-type]
+            e["bounds"] = {
+                f"{p:.1f}": "exact" if g.p_sweep_exact.get(p, True) else "lower_bound" for p in SWING_P
+            }
+            out.append(e)
+        for pairing in pairings:
+            for a, b in _paired(members, pairing):
+                assert a.pass_at_k is not None and b.pass_at_k is not None
+                values = {pairing.label("a"): a.pass_at_k, pairing.label("b"): b.pass_at_k}
+                fixed = {k: v for k, v in a.protocol.as_dict().items() if k not in pairing.fields()}
+                out.append(_entry(model, corpus, pairing.name, "pairing", fixed, values))
+    return out
+
+
+def _paired(members: Sequence[GroupMetrics], pairing: Pairing) -> list[tuple[GroupMetrics, GroupMetrics]]:
+    """(a, b) groups of one model that match the pairing's sides and agree on every other setting."""
+    skip = pairing.fields()
+    sides: dict[tuple[Any, ...], dict[str, GroupMetrics]] = defaultdict(dict)
+    for g in members:
+        side = pairing.side(g.protocol)
+        if side is not None:
+            sides[_rest(g.protocol, skip)][side] = g
+    return [(s["a"], s["b"]) for s in sides.values() if "a" in s and "b" in s]
+
+
+def _tau(x: Sequence[float], y: Sequence[float]) -> tuple[float | None, float | None]:
+    from scipy.stats import kendalltau  # imported only when there is a pair (slow import)
+
+    res = kendalltau(list(x), list(y), variant="b")
+    tau, pval = float(res.statistic), float(res.pvalue)
+    return (None if math.isnan(tau) else tau), (None if math.isnan(pval) else pval)
+
+
+def kendall(groups: Sequence[GroupMetrics], pairings: Sequence[Pairing] = ()) -> list[dict[str, Any]]:
+    """Kendall's tau-b between the models' pass@k under two protocols (same corpus): protocols that differ
+    in one setting, the two sides of each named pairing, and pairs of p along one protocol's sweep."""
+    scores: dict[tuple[str, ProtocolKey], dict[str, GroupMetrics]] = defaultdict(dict)
     for g in groups:
         if g.pass_at_k is not None:
-            scores[g.protocol][g.model] = g.pass_at_k
+            scores[(g.corpus or "", g.protocol)][g.model] = g
     out: list[dict[str, Any]] = []
-    for a, b in combinations(sorted(scores), 2):
-        axis = _differs_only_in(a, b)
-        if axis is None:
-            continue
-        common = sorted(set(scores[a]) & set(scores[b]))
-        if len(common) < 2:
-            continue
-        from scipy.stats import kendalltau  # imported only when there is a pair (slow import)
 
-        res = kendalltau([scores[a][m] for m in common], [scores[b][m] for m in common], variant="b")
-        tau, pval = float(res.statistic), float(res.pvalue)
+    def add(a: ProtocolKey, b: ProtocolKey, axis: str, source: str, xa: dict[str, float], xb: dict[str, float],
+            corpus: str, extra: dict[str, Any] | None = None) -> None:  # fmt: skip
+        common = sorted(set(xa) & set(xb))
+        if len(common) < 2:
+            return
+        tau, pval = _tau([xa[m] for m in common], [xb[m] for m in common])
         out.append(
             {
+                "corpus": corpus or None,
                 "protocol_a": a.as_dict(),
                 "protocol_b": b.as_dict(),
                 "axis": axis,
+                "from": source,
+                **(extra or {}),
                 "n_models": len(common),
-                "tau": None if math.isnan(tau) else tau,
-                "p_value": None if math.isnan(pval) else pval,
+                "tau": tau,
+                "p_value": pval,
             }
         )
+
+    def pk(cell: dict[str, GroupMetrics]) -> dict[str, float]:
+        return {m: g.pass_at_k for m, g in cell.items() if g.pass_at_k is not None}
+
+    for (ca, a), (cb, b) in combinations(sorted(scores, key=lambda k: (k[0], k[1])), 2):
+        if ca != cb:
+            continue
+        axis = _differs_only_in(a, b)
+        if axis is not None:
+            add(a, b, axis, "runs", pk(scores[(ca, a)]), pk(scores[(cb, b)]), ca)
+    for pairing in pairings:
+        skip = pairing.fields()
+        for (ca, a), (cb, b) in combinations(sorted(scores, key=lambda k: (k[0], k[1])), 2):
+            if ca != cb or _rest(a, skip) != _rest(b, skip):
+                continue
+            sa, sb = pairing.side(a), pairing.side(b)
+            if {sa, sb} != {"a", "b"}:
+                continue
+            if sa == "b":
+                a, b = b, a
+            add(a, b, pairing.name, "pairing", pk(scores[(ca, a)]), pk(scores[(ca, b)]), ca)
+    for (corpus, proto), cell in sorted(scores.items(), key=lambda kv: (kv[0][0], kv[0][1])):
+        for p, q in combinations(SWING_P, 2):
+            xp = {m: g.p_sweep[p] for m, g in cell.items() if g.p_sweep.get(p) is not None}
+            xq = {m: g.p_sweep[q] for m, g in cell.items() if g.p_sweep.get(q) is not None}
+            add(proto, proto, "gate", "p_sweep", xp, xq, corpus, {"p_a": p, "p_b": q})  # type: ignore[arg-type]
     return out

@@ -1,4 +1,4 @@
-"""The attempts table in memory: one numpy column per key of shared/spec/metrics.md.
+"""The attempts table in memory: one numpy column per key of docs/format.md.
 
 Metrics run over a million attempts in seconds only if no Python loop touches a row, so the table is
 columnar: numbers are numpy arrays, strings are integer codes into a tuple of labels (-1 = null), and the
@@ -16,21 +16,38 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from beavertui.engine.session.protocol import LEGACY_KEY_DEFAULTS, protocol_label
+
 IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
 FloatArray = npt.NDArray[np.float64]
 
-#: Keys of the protocol object, in the order the table writes them.
-PROTOCOL_FIELDS: tuple[str, ...] = ("method", "feedback", "history", "temperature", "gate", "budget")
+#: Keys of the protocol object every table must have, in the order the table writes them.
+REQUIRED_PROTOCOL_FIELDS: tuple[str, ...] = ("method", "feedback", "history", "temperature", "gate", "budget")
+#: Keys added later (protocol.py ``Protocol.key``); a table without them gets LEGACY_KEY_DEFAULTS.
+EXTRA_PROTOCOL_FIELDS: tuple[str, ...] = tuple(LEGACY_KEY_DEFAULTS)
+PROTOCOL_FIELDS: tuple[str, ...] = REQUIRED_PROTOCOL_FIELDS + EXTRA_PROTOCOL_FIELDS
 
 #: Top-level string columns (besides the protocol). ``family``, ``label`` and ``infra_error`` extend
-#: metrics.md: the task's family and broken-start label (for breakdowns) and whether an infrastructure
-#: failure hit the attempt (such attempts are counted but never scored). ``flagged`` extends it too: the
-#: attempt's verdict carried an anti-cheat flag (engine/judge/anticheat.py); a flagged success is counted apart,
-#: never as a success.
-STRING_COLUMNS: tuple[str, ...] = ("run_id", "model", "task_id", "category", "stop_reason", "family", "label")
+#: the basic table: the task's family and broken-start label (for breakdowns) and whether an infrastructure
+#: failure hit the attempt (such attempts are counted but never scored). ``flagged``: the attempt's verdict
+#: carried an anti-cheat flag (engine/judge/anticheat.py); a flagged success is counted apart, never as a
+#: success. ``corpus``: the name of the corpus folder the task came from (part of every group key).
+STRING_COLUMNS: tuple[str, ...] = (
+    "run_id",
+    "model",
+    "task_id",
+    "category",
+    "stop_reason",
+    "family",
+    "label",
+    "corpus",
+)
 INT_COLUMNS: tuple[str, ...] = ("sample", "iteration")
 BOOL_COLUMNS: tuple[str, ...] = ("correct", "self_source", "infra_error", "flagged")
+#: Bounds of the 95% bootstrap interval of the speedup from the attempt's recorded timing samples
+#: (speedup_ci.py); null when the attempt has no samples (e.g. a table imported from elsewhere).
+INTERVAL_COLUMNS: tuple[str, ...] = ("speedup_lo", "speedup_hi")
 
 #: Column order of the flat (CSV) form; the JSON form nests the protocol fields under ``protocol``.
 FLAT_COLUMNS: tuple[str, ...] = (
@@ -43,20 +60,37 @@ FLAT_COLUMNS: tuple[str, ...] = (
     "category",
     "correct",
     "speedup",
+    "speedup_lo",
+    "speedup_hi",
     "stop_reason",
     "self_source",
     "family",
     "label",
+    "corpus",
     "infra_error",
     "flagged",
 )
-#: Columns a table must have; the others default (family/label null, infra_error and flagged false).
-REQUIRED_COLUMNS: frozenset[str] = frozenset(FLAT_COLUMNS) - {"family", "label", "infra_error", "flagged"}
+#: Columns a table must have; the others default (null, false, or LEGACY_KEY_DEFAULTS).
+REQUIRED_COLUMNS: frozenset[str] = frozenset(FLAT_COLUMNS) - {
+    "family",
+    "label",
+    "corpus",
+    "infra_error",
+    "flagged",
+    *INTERVAL_COLUMNS,
+    *(f"protocol.{f}" for f in EXTRA_PROTOCOL_FIELDS),
+}
+
+
+def _flag(v: Any) -> bool:
+    if isinstance(v, str):
+        return v.strip().lower() in ("true", "1", "yes")
+    return bool(v)
 
 
 @dataclass(frozen=True, order=True)
 class ProtocolKey:
-    """The six protocol fields that identify a protocol in the attempts table."""
+    """The protocol object of the attempts table: every protocol setting that changes behaviour."""
 
     method: str
     feedback: str
@@ -64,27 +98,33 @@ class ProtocolKey:
     temperature: float
     gate: float
     budget: int
+    gate_mode: str = "in_loop"
+    continue_after_pass: bool = False
+    stagnation: str = "stop"
+    feedback_components: str = "all"
+    sanitize: str = "on_failure"
 
     def as_dict(self) -> dict[str, Any]:
-        return {
-            "method": self.method,
-            "feedback": self.feedback,
-            "history": self.history,
-            "temperature": self.temperature,
-            "gate": self.gate,
-            "budget": self.budget,
-        }
+        return {f: getattr(self, f) for f in PROTOCOL_FIELDS}
 
     def short(self) -> str:
-        """Compact label, e.g. ``iterative K5 L3 H2 T0 p0.7``."""
-        return (
-            f"{self.method} K{self.budget} {self.feedback} H{self.history} "
-            f"T{self.temperature:g} p{self.gate:g}"
-        )
+        """Compact label, e.g. ``iterative K5 L3 H4 T0.7 p0.7`` (non-default settings appended)."""
+        return protocol_label(self.as_dict())
+
+    @property
+    def in_loop(self) -> bool:
+        return self.gate_mode == "in_loop"
 
     @staticmethod
     def from_mapping(m: Mapping[str, Any]) -> ProtocolKey:
+        def extra(name: str) -> Any:
+            v = m.get(name)
+            return LEGACY_KEY_DEFAULTS[name] if v is None or v == "" or v == "null" else v
+
         try:
+            gate_mode = str(extra("gate_mode"))
+            if gate_mode not in ("after_run", "in_loop"):
+                raise ValueError(f"gate_mode must be after_run or in_loop, not {gate_mode!r}")
             return ProtocolKey(
                 method=str(m["method"]),
                 feedback=str(m["feedback"]),
@@ -92,6 +132,11 @@ class ProtocolKey:
                 temperature=float(m["temperature"]),
                 gate=float(m["gate"]),
                 budget=int(m["budget"]),
+                gate_mode=gate_mode,
+                continue_after_pass=_flag(extra("continue_after_pass")),
+                stagnation=str(extra("stagnation")),
+                feedback_components=str(extra("feedback_components")),
+                sanitize=str(extra("sanitize")),
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise ValueError(f"bad protocol object {dict(m)!r}: {exc}") from None
@@ -110,10 +155,10 @@ class Codes:
 
 @dataclass(frozen=True)
 class AttemptsTable:
-    """Every attempt, column by column (metrics.md's attempts table)."""
+    """Every attempt, column by column (docs/metrics.md's attempts table)."""
 
     strings: Mapping[str, Codes]
-    """run_id, model, task_id, category, stop_reason, family, label."""
+    """run_id, model, task_id, category, stop_reason, family, label, corpus."""
     protocol: IntArray
     """Code into ``protocols`` per row."""
     protocols: tuple[ProtocolKey, ...]
@@ -126,6 +171,15 @@ class AttemptsTable:
     infra_error: BoolArray
     flagged: BoolArray
     """The verdict carried an anti-cheat flag (its success, if any, is counted apart)."""
+    speedup_lo: FloatArray | None = None
+    """Lower bound of the speedup's 95% bootstrap interval; NaN where no samples were recorded."""
+    speedup_hi: FloatArray | None = None
+    """Upper bound of it; NaN where no samples were recorded (None: the column is absent, all NaN)."""
+
+    def interval(self, name: str) -> FloatArray:
+        """``speedup_lo`` or ``speedup_hi`` as an array (NaN where absent)."""
+        v = self.speedup_lo if name == "speedup_lo" else self.speedup_hi
+        return np.full(len(self), np.nan) if v is None else v
 
     def __len__(self) -> int:
         return int(self.sample.shape[0])
@@ -146,6 +200,8 @@ class AttemptsTable:
             self_source=self.self_source[index],
             infra_error=self.infra_error[index],
             flagged=self.flagged[index],
+            speedup_lo=None if self.speedup_lo is None else self.speedup_lo[index],
+            speedup_hi=None if self.speedup_hi is None else self.speedup_hi[index],
         )
 
     def with_self_source(self, self_source: BoolArray) -> AttemptsTable:
@@ -160,10 +216,12 @@ class AttemptsTable:
             self_source=self_source,
             infra_error=self.infra_error,
             flagged=self.flagged,
+            speedup_lo=self.speedup_lo,
+            speedup_hi=self.speedup_hi,
         )
 
     def rows(self) -> Iterable[dict[str, Any]]:
-        """Rows as plain dicts in metrics.md's JSON shape (slow; for export and tests)."""
+        """Rows as plain dicts in docs/metrics.md's JSON shape (slow; for export and tests)."""
         strings = {k: v.values() for k, v in self.strings.items()}
         sample = self.sample.tolist()
         iteration = self.iteration.tolist()
@@ -172,6 +230,8 @@ class AttemptsTable:
         self_source = self.self_source.tolist()
         infra = self.infra_error.tolist()
         flagged = self.flagged.tolist()
+        lo = self.interval("speedup_lo").tolist()
+        hi = self.interval("speedup_hi").tolist()
         protocol = self.protocol.tolist()
         for i in range(len(self)):
             yield {
@@ -184,10 +244,13 @@ class AttemptsTable:
                 "category": strings["category"][i],
                 "correct": correct[i],
                 "speedup": None if speedup[i] != speedup[i] else speedup[i],
+                "speedup_lo": None if lo[i] != lo[i] else lo[i],
+                "speedup_hi": None if hi[i] != hi[i] else hi[i],
                 "stop_reason": strings["stop_reason"][i],
                 "self_source": self_source[i],
                 "family": strings["family"][i],
                 "label": strings["label"][i],
+                "corpus": strings["corpus"][i],
                 "infra_error": infra[i],
                 "flagged": flagged[i],
             }
@@ -243,6 +306,7 @@ def from_rows(rows: Iterable[Mapping[str, Any]]) -> AttemptsTable:
     """
     cols: dict[str, list[Any]] = {name: [] for name in (*STRING_COLUMNS, *INT_COLUMNS, *BOOL_COLUMNS)}
     speed: list[float] = []
+    bounds: dict[str, list[float]] = {name: [] for name in INTERVAL_COLUMNS}
     protos: list[ProtocolKey] = []
     for n, row in enumerate(rows, 1):
         if not isinstance(row, Mapping):
@@ -252,10 +316,12 @@ def from_rows(rows: Iterable[Mapping[str, Any]]) -> AttemptsTable:
             if isinstance(proto, Mapping):
                 protos.append(ProtocolKey.from_mapping(proto))
             else:
-                protos.append(ProtocolKey.from_mapping({f: row[f"protocol.{f}"] for f in PROTOCOL_FIELDS}))
+                flat = {f: row[f"protocol.{f}"] for f in REQUIRED_PROTOCOL_FIELDS}
+                flat.update({f: row.get(f"protocol.{f}") for f in EXTRA_PROTOCOL_FIELDS})
+                protos.append(ProtocolKey.from_mapping(flat))
             for name in ("run_id", "model", "task_id", "category"):
                 cols[name].append(str(row[name]))
-            for name in ("stop_reason", "family", "label"):
+            for name in ("stop_reason", "family", "label", "corpus"):
                 cols[name].append(_str_or_none(row.get(name)))
             for name in INT_COLUMNS:
                 cols[name].append(int(row[name]))
@@ -264,6 +330,8 @@ def from_rows(rows: Iterable[Mapping[str, Any]]) -> AttemptsTable:
             cols["infra_error"].append(_bool(row.get("infra_error", False), "infra_error"))
             cols["flagged"].append(_bool(row.get("flagged", False), "flagged"))
             speed.append(_float_or_nan(row.get("speedup")))
+            for name in INTERVAL_COLUMNS:
+                bounds[name].append(_float_or_nan(row.get(name)))
         except KeyError as exc:
             raise ValueError(f"row {n}: missing key {exc.args[0]!r}") from None
         except (TypeError, ValueError) as exc:
@@ -281,6 +349,8 @@ def from_rows(rows: Iterable[Mapping[str, Any]]) -> AttemptsTable:
         self_source=np.asarray(cols["self_source"], dtype=np.bool_),
         infra_error=np.asarray(cols["infra_error"], dtype=np.bool_),
         flagged=np.asarray(cols["flagged"], dtype=np.bool_),
+        speedup_lo=np.asarray(bounds["speedup_lo"], dtype=np.float64),
+        speedup_hi=np.asarray(bounds["speedup_hi"], dtype=np.float64),
     )
 
 
@@ -315,4 +385,6 @@ def concat(tables: Sequence[AttemptsTable]) -> AttemptsTable:
         self_source=np.concatenate([t.self_source for t in tables]),
         infra_error=np.concatenate([t.infra_error for t in tables]),
         flagged=np.concatenate([t.flagged for t in tables]),
+        speedup_lo=np.concatenate([t.interval("speedup_lo") for t in tables]),
+        speedup_hi=np.concatenate([t.interval("speedup_hi") for t in tables]),
     )

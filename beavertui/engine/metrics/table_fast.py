@@ -22,6 +22,7 @@ from beavertui.engine.metrics.table import (
     FLAT_COLUMNS,
     PROTOCOL_FIELDS,
     REQUIRED_COLUMNS,
+    STRING_COLUMNS,
     AttemptsTable,
     Codes,
     ProtocolKey,
@@ -174,7 +175,7 @@ def to_float(mat: U64, name: str) -> npt.NDArray[np.float64]:
 def build(columns: Mapping[str, tuple[U64, B]], n: int) -> AttemptsTable:
     """Typed table from gathered fields: name -> (words, null mask), string quotes already removed."""
     strings: dict[str, Codes] = {}
-    for name in ("run_id", "model", "task_id", "category", "stop_reason", "family", "label"):
+    for name in STRING_COLUMNS:
         if name not in columns:
             strings[name] = Codes(np.full(n, -1, np.int64), ())
             continue
@@ -183,8 +184,10 @@ def build(columns: Mapping[str, tuple[U64, B]], n: int) -> AttemptsTable:
     for name in ("run_id", "model", "task_id", "category"):
         if (strings[name].codes < 0).any():
             raise TableFormatError(f"column {name}: null value")
-    # the protocol: one factorization over its six fields together
-    parts = [columns[f"protocol.{f}"][0] for f in PROTOCOL_FIELDS]
+    # the protocol: one factorization over its fields together (the later keys only where present)
+    fields = [f for f in PROTOCOL_FIELDS if f"protocol.{f}" in columns]
+    parts = [columns[f"protocol.{f}"][0] for f in fields]
+    nulls = [columns[f"protocol.{f}"][1] for f in fields]
     joined = np.concatenate(parts, axis=1)
     codes, reps = factorize(_hash(joined))
     if not np.array_equal(joined[reps][codes], joined):
@@ -193,11 +196,12 @@ def build(columns: Mapping[str, tuple[U64, B]], n: int) -> AttemptsTable:
     index: dict[ProtocolKey, int] = {}
     remap = []
     for row in reps.tolist():
-        fields = {
-            f: as_bytes(p[row : row + 1])[0].decode() for f, p in zip(PROTOCOL_FIELDS, parts, strict=True)
+        values: dict[str, str | None] = {
+            f: None if null[row] else as_bytes(p[row : row + 1])[0].decode()
+            for f, p, null in zip(fields, parts, nulls, strict=True)
         }
         try:
-            key = ProtocolKey.from_mapping(fields)
+            key = ProtocolKey.from_mapping(values)
         except ValueError as exc:
             raise TableFormatError(str(exc)) from None
         remap.append(index.setdefault(key, len(index)))
@@ -223,6 +227,8 @@ def build(columns: Mapping[str, tuple[U64, B]], n: int) -> AttemptsTable:
         flagged=(
             np.zeros(n, np.bool_) if "flagged" not in columns else to_bool(raw("flagged"), "flagged", False)
         ),
+        speedup_lo=None if "speedup_lo" not in columns else to_float(columns["speedup_lo"][0], "speedup_lo"),
+        speedup_hi=None if "speedup_hi" not in columns else to_float(columns["speedup_hi"][0], "speedup_hi"),
     )
 
 

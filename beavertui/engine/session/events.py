@@ -11,9 +11,9 @@ from __future__ import annotations
 import time
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, model_validator
 
-from beavertui.engine.session.protocol import MAX_BUDGET, Detector, Protocol
+from beavertui.engine.session.protocol import MAX_BUDGET, Detector, Protocol, with_legacy_gate
 
 FORMAT_VERSION = 1
 
@@ -133,7 +133,7 @@ class ModelInfo(_Frozen):
 
 
 class GpuSignature(_Frozen):
-    """The GPU and toolkit a session ran on (timing.md)."""
+    """The GPU and toolkit a session ran on (docs/metrics.md (speedup))."""
 
     slug: str
     """``<gpu name slug>_sm_<major><minor>_cuda_<major>_<minor>``."""
@@ -200,7 +200,7 @@ class SanitizerRecord(_Frozen):
 
 
 class TimingResult(_Frozen):
-    """Interleaved reference/candidate timing of one attempt (timing.md)."""
+    """Interleaved reference/candidate timing of one attempt (docs/metrics.md (speedup))."""
 
     method: str
     """``beaver_time_ms`` (native contract), ``cupti``, ``ncu`` or ``cuda_event``."""
@@ -225,7 +225,8 @@ class TimingResult(_Frozen):
     note: str | None = None
     """Anything the reader should know (e.g. the baseline came from the cache)."""
     profile: dict[str, str] = Field(default_factory=dict)
-    """ncu metrics of the candidate, name -> value with its unit (filled when AttemptOptions.profile)."""
+    """Unused since profiles became their own event (``profile``, feedback level L4); kept so older
+    session files read."""
     candidate_host_samples: list[float] = Field(default_factory=list)
     """Native contract: every candidate ``BEAVER_HOST_MS`` (host clock from before the start event to a full
     device synchronisation, milliseconds), one per timed run, in the order of candidate_samples."""
@@ -271,6 +272,14 @@ class SessionHeader(_Event):
     """Iteration of the parent after which this branch starts."""
     notes: str | None = None
     """Free text, e.g. 'replies written by hand'."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _legacy_gate(cls, data: object) -> object:
+        """A header written before ``gate_mode`` existed ran the in-loop gate: read it as such."""
+        if isinstance(data, dict) and "protocol" in data:
+            data = {**data, "protocol": with_legacy_gate(data["protocol"])}
+        return data
 
 
 class Request(_Event):
@@ -387,6 +396,37 @@ class Timed(_Event):
     """The measurement."""
 
 
+class KernelMetrics(_Frozen):
+    """One kernel's profiler metrics, averaged over its launches (timing/profile.py)."""
+
+    name: str
+    """Kernel name as the profiler reports it."""
+    launches: int = 1
+    """Launches profiled."""
+    metrics: dict[str, float] = Field(default_factory=dict)
+    """Short metric name -> value in base units (percent, bytes, registers, nanoseconds)."""
+    stalls: dict[str, float] = Field(default_factory=dict)
+    """Warp stall reason -> cycles waited per issued instruction."""
+
+
+class Profiled(_Event):
+    """Feedback level L4: the candidate's kernels profiled with ncu, beside the reference's."""
+
+    kind: Literal["profile"] = "profile"
+    iteration: int
+    """1-based iteration."""
+    candidate: list[KernelMetrics] = Field(default_factory=list)
+    """The candidate's kernels, the longest first."""
+    reference: list[KernelMetrics] = Field(default_factory=list)
+    """The reference's kernels (profiled once per task and toolkit), the longest first."""
+    result: StageResult
+    """The profiler run of the candidate (its log is ncu's own output, not the CSV)."""
+    raw: str = ""
+    """ncu's CSV for the candidate, as written."""
+    reference_raw: str = ""
+    """ncu's CSV for the reference, as written."""
+
+
 class Verdict(_Event):
     """The classified outcome of one attempt."""
 
@@ -394,7 +434,7 @@ class Verdict(_Event):
     iteration: Iteration
     """1-based iteration."""
     category: str
-    """One of categories.md."""
+    """One of docs/format.md (categories)."""
     signature: str
     """Normalised error signature ('' for passed)."""
     correct: bool
@@ -454,7 +494,7 @@ class SessionEnd(_Event):
         "error",
         "stopped",
     ]
-    """Why the loop stopped (metrics.md), or 'stopped' by the user."""
+    """Why the loop stopped (docs/metrics.md), or 'stopped' by the user."""
     iterations: Annotated[int, Field(ge=0, le=MAX_BUDGET)]
     """Attempts made."""
     success: bool
@@ -476,6 +516,7 @@ Event = Annotated[
     | Ran
     | Sanitized
     | Timed
+    | Profiled
     | Verdict
     | Stalled
     | InfraError
@@ -494,6 +535,7 @@ AnyLine = Annotated[
     | Ran
     | Sanitized
     | Timed
+    | Profiled
     | Verdict
     | Stalled
     | InfraError

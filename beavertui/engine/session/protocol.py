@@ -1,7 +1,9 @@
-"""The protocol a session runs under (shared/spec/metrics.md): recorded in every session header.
+"""The protocol a session runs under (docs/metrics.md): recorded in every session header.
 
 A protocol says *how* a model is asked to repair a kernel. Results are only comparable under the same
-protocol, so every field here is saved and every report groups by it.
+protocol, so every field here is saved and every report groups by every field that changes behaviour.
+The field defaults are the CUDABeaver paper's default protocol (iterative, K = 5, L3, H = 4, T = 0.7,
+p = 0.7 applied to the recorded speedups after the run); ``beavertui/protocols/paper.toml`` spells it out.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ MAX_GATE = 3.0
 MAX_BUDGET = 100
 
 Method = Literal["iterative", "repeated"]
+GateMode = Literal["after_run", "in_loop"]
 Feedback = Literal["L0", "L1", "L2", "L3", "L4"]
 Detector = Literal["duplicate_code", "code_cycle", "category_oscillation", "no_progress"]
 DETECTORS: tuple[Detector, ...] = ("duplicate_code", "code_cycle", "category_oscillation", "no_progress")
@@ -36,7 +39,7 @@ class StagnationSettings(BaseModel):
     oscillation_window: int = Field(default=5, ge=2, le=MAX_BUDGET)
     """category_oscillation looks at this many most recent attempts."""
     oscillation_changes: int = Field(default=3, ge=1, le=MAX_BUDGET)
-    """category_oscillation fires at this many category changes inside the window."""
+    """category_oscillation fires at this many back-and-forth jumps among failing categories in the window."""
     no_progress_run: int = Field(default=3, ge=2, le=MAX_BUDGET)
     """no_progress fires after this many consecutive attempts with one category and one signature."""
 
@@ -64,18 +67,22 @@ class Protocol(BaseModel):
     feedback_components: tuple[FeedbackComponent, ...] | None = None
     """Only these parts of the level's feedback are sent (compiler: build log and build-stage outcome;
     runtime: run log and run-stage outcome; sanitizer; timing; profile); None sends all of them."""
-    history: int = Field(default=2, ge=1, le=4)
+    history: int = Field(default=4, ge=1, le=4)
     """Rounds of prior (request, reply, feedback) turns kept in the conversation."""
-    temperature: float = Field(default=0.0, ge=0.0, le=2.0)
-    """Sampling temperature sent to the model."""
+    temperature: float = Field(default=0.7, ge=0.0, le=2.0)
+    """Sampling temperature sent to the model (the paper: 0.7 iterative, 1.0 repeated)."""
     gate: float = Field(default=0.7, ge=0.0, le=MAX_GATE)
-    """In-loop speedup gate p: a correct candidate slower than p x the reference fails (below gate)."""
+    """Speedup gate p: an attempt succeeds when correct and its speedup >= p (p = 0: correct suffices)."""
+    gate_mode: GateMode = "after_run"
+    """``after_run`` (the paper): the first correct attempt ends the trajectory and p is applied to its
+    recorded speedup afterwards. ``in_loop``: a correct attempt below p is a failure, the model is told it
+    is too slow and the loop goes on (a different protocol, with its own axis)."""
     continue_after_pass: bool = False
     """Spend the whole budget even after a success (makes every p of the p sweep exact)."""
     self_source: bool = False
-    """The model under test produced this task's broken start (budget rule of metrics.md)."""
+    """The model under test produced this task's broken start (budget rule of docs/metrics.md)."""
     sanitize_on_failure: bool = True
-    """Run memcheck after a failing or suspicious run (categories.md sanitizer override)."""
+    """Run memcheck after a failing or suspicious run (docs/format.md (categories) sanitizer override)."""
     sanitize_tools: tuple[SanitizerTool, ...] = ()
     """Extra sanitizer tools run on every attempt that built."""
     stagnation: StagnationSettings = StagnationSettings()
@@ -83,18 +90,19 @@ class Protocol(BaseModel):
     seed: int | None = None
     """Seed sent to the model, where the endpoint honours one."""
 
+    def ends_on(self, correct: bool, success: bool) -> bool:
+        """Whether an attempt with this outcome ends an iterative trajectory as ``passed``."""
+        if self.continue_after_pass:
+            return False
+        return correct if self.gate_mode == "after_run" else success
+
     def short(self) -> str:
-        """A compact one-line label, e.g. ``iterative K5 L3 H2 T0.0 p0.7``."""
-        label = (
-            f"{self.method} K{self.budget} {self.feedback} H{self.history} "
-            f"T{self.temperature:g} p{self.gate:g}"
-        )
-        if self.feedback_components is not None:
-            label += " F" + ("+".join(self.feedback_components) or "none")
-        return label
+        """A compact one-line label, e.g. ``iterative K5 L3 H4 T0.7 p0.7``."""
+        return protocol_label(self.key())
 
     def key(self) -> dict[str, object]:
-        """The six fields that identify a protocol in the attempts table (metrics.md)."""
+        """The protocol object of the attempts table (docs/format.md): every field that changes what
+        the loop does, lists written as ``+``-joined strings."""
         return {
             "method": self.method,
             "feedback": self.feedback,
@@ -102,4 +110,72 @@ class Protocol(BaseModel):
             "temperature": self.temperature,
             "gate": self.gate,
             "budget": self.budget,
+            "gate_mode": self.gate_mode,
+            "continue_after_pass": self.continue_after_pass,
+            "stagnation": stagnation_label(self.stagnation),
+            "feedback_components": components_label(self.feedback_components),
+            "sanitize": sanitize_label(self.sanitize_on_failure, self.sanitize_tools),
         }
+
+
+def with_legacy_gate(data: object) -> object:
+    """A saved protocol written before ``gate_mode`` existed ran the in-loop gate: read it as such."""
+    if isinstance(data, dict) and "gate_mode" not in data:
+        return {**data, "gate_mode": "in_loop"}
+    return data
+
+
+#: Values the extra protocol keys take in a table written before they existed (every earlier session
+#: ran the in-loop gate, stopped on stagnation with every detector, sent every feedback component and
+#: ran memcheck on failures).
+LEGACY_KEY_DEFAULTS: dict[str, object] = {
+    "gate_mode": "in_loop",
+    "continue_after_pass": False,
+    "stagnation": "stop",
+    "feedback_components": "all",
+    "sanitize": "on_failure",
+}
+
+
+def stagnation_label(s: StagnationSettings) -> str:
+    """``stop`` (every detector, default thresholds, stops the loop), ``report`` (never stops), or
+    ``stop:`` followed by the enabled detectors and thresholds that differ from the defaults."""
+    if not s.stop or not s.enabled:
+        return "report"
+    parts = [] if set(s.enabled) == set(DETECTORS) else ["+".join(d for d in DETECTORS if d in s.enabled)]
+    if (s.oscillation_window, s.oscillation_changes, s.no_progress_run) != (5, 3, 3):
+        parts.append(f"osc{s.oscillation_changes}/{s.oscillation_window},np{s.no_progress_run}")
+    return "stop" + (":" + ",".join(parts) if parts else "")
+
+
+def components_label(components: tuple[str, ...] | None) -> str:
+    """``all``, ``none``, or the components joined with ``+``."""
+    if components is None:
+        return "all"
+    return "+".join(components) or "none"
+
+
+def sanitize_label(on_failure: bool, tools: tuple[str, ...]) -> str:
+    """``on_failure`` (memcheck after a failing run), extra tools joined with ``+``, or ``none``."""
+    parts = (["on_failure"] if on_failure else []) + list(dict.fromkeys(tools))
+    return "+".join(parts) or "none"
+
+
+def protocol_label(key: dict[str, object]) -> str:
+    """The one-line label of a protocol object; settings at their default add nothing."""
+    label = (
+        f"{key['method']} K{key['budget']} {key['feedback']} H{key['history']} "
+        f"T{float(key['temperature']):g} p{float(key['gate']):g}"  # type: ignore[arg-type]
+    )
+    extras = []
+    if key.get("gate_mode", "after_run") == "in_loop":
+        extras.append("in-loop")
+    if key.get("continue_after_pass"):
+        extras.append("all-K")
+    if key.get("stagnation", "stop") != "stop":
+        extras.append(f"stag={key['stagnation']}")
+    if key.get("feedback_components", "all") != "all":
+        extras.append(f"F{key['feedback_components']}")
+    if key.get("sanitize", "on_failure") != "on_failure":
+        extras.append(f"san={key['sanitize']}")
+    return " ".join([label, *extras])

@@ -15,6 +15,7 @@ from beavertui.engine.session.events import (
     Candidate,
     Event,
     InfraError,
+    Profiled,
     Ran,
     Reply,
     ReplyDelta,
@@ -41,6 +42,7 @@ class AttemptState:
     run: Ran | None = None
     sanitize: tuple[Sanitized, ...] = ()
     timing: Timed | None = None
+    profile: Profiled | None = None
     verdict: Verdict | None = None
     stalls: tuple[Stalled, ...] = ()
     infra_errors: tuple[InfraError, ...] = ()
@@ -147,6 +149,8 @@ def apply(state: SessionState, event: Event) -> SessionState:
         return _with_attempt(state, event.iteration, sanitize=(*sanitized, event))
     if isinstance(event, Timed):
         return _with_attempt(state, event.iteration, timing=event)
+    if isinstance(event, Profiled):
+        return _with_attempt(state, event.iteration, profile=event)
     if isinstance(event, Verdict):
         return _with_attempt(state, event.iteration, verdict=event)
     if isinstance(event, Stalled):

@@ -1,4 +1,4 @@
-"""Reference timings cached per GPU signature (shared/spec/timing.md, corpus.md).
+"""Reference timings cached per GPU signature (docs/metrics.md, How a speedup is measured).
 
 Native tasks keep them in the task folder (``baselines/<slug>.json``); release corpora are treated as
 read-only, so theirs go to the user cache (``~/.cache/beavertui/baselines/<task>/<slug>.json``). A

@@ -1,4 +1,4 @@
-"""Speedup as shared/spec/timing.md defines it: interleaved reference/candidate runs, median, CV.
+"""Speedup as docs/metrics.md describes it: interleaved reference/candidate runs, median, CV.
 
 Three ways to get samples, always named in TimingResult.method: the native contract (the task's
 benchmark_command prints ``BEAVER_TIME_MS <ms>`` per timed run), CUPTI kernel records injected into the

@@ -28,7 +28,17 @@ class AttemptOptions:
     time_if_correct: bool = True
     keep_workdir: bool = False
     profile: bool = False
-    """Collect ncu metrics of a correct candidate into TimingResult.profile (feedback level L4)."""
+    """Profile every candidate that ran with ncu, beside the reference (a Profiled event; level L4)."""
+
+
+def profiler_unavailable(toolchain: object) -> str | None:
+    """Why this toolchain cannot profile for feedback level L4 (None: it can). A toolchain without a
+    ``profiler_unavailable`` method cannot."""
+    check = getattr(toolchain, "profiler_unavailable", None)
+    if not callable(check):
+        return f"{type(toolchain).__name__} does not profile"
+    reason = check()
+    return None if reason is None else str(reason)
 
 
 class Toolchain(TypingProtocol):

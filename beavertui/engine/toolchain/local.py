@@ -1,6 +1,6 @@
 """LocalToolchain: the Toolchain of toolchain.py on this machine's GPU.
 
-One attempt = work dir, build, test, compute-sanitizer where categories.md asks for it or the user
+One attempt = work dir, build, test, compute-sanitizer where docs/format.md (categories) asks for it or the user
 does, interleaved timing of a correct candidate, and exactly one Verdict. It ties runner, classify,
 sanitizer and timing together and adds nothing of its own beyond the verdict's reasons and flags.
 """
@@ -8,6 +8,7 @@ sanitizer and timing together and adds nothing of its own beyond the verdict's r
 from __future__ import annotations
 
 import re
+import tempfile
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,6 +27,8 @@ from beavertui.engine.session.events import (
     Event,
     GpuSignature,
     InfraError,
+    KernelMetrics,
+    Profiled,
     Ran,
     Sanitized,
     StageResult,
@@ -33,7 +36,16 @@ from beavertui.engine.session.events import (
     TimingResult,
     Verdict,
 )
-from beavertui.engine.timing.speedup import CandidateTimingFailed, SpeedupUnavailable, Timer, TimingConfig
+from beavertui.engine.timing import profile as ncu
+from beavertui.engine.timing.speedup import (
+    CandidateTimingFailed,
+    SpeedupUnavailable,
+    Timer,
+    TimingConfig,
+    reference_key,
+    reference_workdir,
+    timing_command,
+)
 from beavertui.engine.toolchain import stages as runner
 from beavertui.engine.toolchain.base import AttemptOptions
 
@@ -75,6 +87,11 @@ class LocalToolchain:
         self.config = config or LocalConfig()
         self.last_workdir: Path | None = None
         """Work dir of the latest attempt (still on disk only when it was kept)."""
+        self._reference_profiles: dict[str, tuple[list[KernelMetrics], str]] = {}
+
+    def profiler_unavailable(self) -> str | None:
+        """Why feedback level L4 cannot run here (no ncu, no GPU), or None."""
+        return ncu.profiler_unavailable(self.gpu() is not None)
 
     def gpu(self) -> GpuSignature | None:
         return gpu_signature()
@@ -107,6 +124,8 @@ class LocalToolchain:
                 classify(build.rc, build.log, run.rc if run else None, run.log if run else "", timed_out),
                 run,
             )
+            if options.profile and run is not None and not run.timed_out:
+                yield self._profile(task, work, cfg, it)
             sanitized = self._sanitize(task, work, cfg, options, run, verdict)
             yield from self._judge(task, code, work, cfg, options, build, run, verdict, sanitized, tampered)
 
@@ -167,6 +186,47 @@ class LocalToolchain:
         if speedup_note is not None and final.correct:
             final = final.model_copy(update={"speedup_note": speedup_note, "reason": "passed, no speedup"})
         yield final
+
+    def _ncu(self, work: runner.WorkDir, command: str, cfg: runner.RunnerConfig) -> tuple[StageResult, str]:
+        """One profiler run of ``command`` in ``work``: its stage result and the CSV ncu wrote."""
+        with tempfile.NamedTemporaryFile(prefix="beaver-ncu-", suffix=".csv", delete=False) as fh:
+            log = Path(fh.name)
+        try:
+            cmd = ncu.ncu_command(adapt_command(timing_command(command), cfg.sm), str(log))
+            limit = min(max(work.task.timeouts.run_s * self.config.sanitizer_factor, 60.0), 600.0)
+            res = runner.run_stage(work, "benchmark", cmd, limit, cfg, adapt=False)
+            raw = log.read_text(errors="replace")
+        finally:
+            log.unlink(missing_ok=True)
+        if ncu.NO_PERMISSION in raw or ncu.NO_PERMISSION in res.log:
+            raise ToolchainError(
+                "ncu cannot read this GPU's performance counters (ERR_NVGPUCTRPERM): L4 needs profiling "
+                "permission (NVreg_RestrictProfilingToAdminUsers=0, or run as an administrator)",
+                source="toolchain",
+            )
+        if res.rc == 127 or "ncu: command not found" in res.log:
+            raise ToolchainError(
+                "ncu (Nsight Compute) could not be started for L4 feedback", source="toolchain"
+            )
+        return res, raw
+
+    def _profile(self, task: Task, work: runner.WorkDir, cfg: runner.RunnerConfig, it: int) -> Profiled:
+        """ncu metrics of the candidate's kernels beside the reference's (profiled once per task)."""
+        res, raw = self._ncu(work, task.test_command, cfg)
+        key = f"{task.id}:{reference_key(task)}"
+        if key not in self._reference_profiles:
+            ref_work = reference_workdir(task, cfg, self.config.timing)
+            _, ref_raw = self._ncu(ref_work, task.test_command, cfg)
+            self._reference_profiles[key] = (metrics_of(ref_raw), ref_raw)
+        reference, ref_raw = self._reference_profiles[key]
+        return Profiled(
+            iteration=it,
+            candidate=metrics_of(raw),
+            reference=reference,
+            result=res,
+            raw=raw,
+            reference_raw=ref_raw,
+        )
 
     def _measure(
         self, task: Task, work: runner.WorkDir, cfg: runner.RunnerConfig, options: AttemptOptions
@@ -273,3 +333,11 @@ class LocalToolchain:
             decisive=list(c.decisive),
             flags=flags,
         )
+
+
+def metrics_of(raw: str) -> list[KernelMetrics]:
+    """The per-kernel summary of one ncu CSV."""
+    return [
+        KernelMetrics(name=k.name, launches=k.launches, metrics=k.metrics, stalls=k.stalls)
+        for k in ncu.summarise(ncu.parse_ncu_profile(raw))
+    ]

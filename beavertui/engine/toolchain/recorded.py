@@ -29,6 +29,7 @@ from beavertui.engine.session.events import (
     Candidate,
     Event,
     GpuSignature,
+    Profiled,
     Ran,
     Sanitized,
     StageResult,
@@ -37,17 +38,17 @@ from beavertui.engine.session.events import (
     now,
 )
 from beavertui.engine.session.store import read_session
-from beavertui.engine.toolchain.base import AttemptOptions, Toolchain
+from beavertui.engine.toolchain.base import AttemptOptions, Toolchain, profiler_unavailable
 
 Outcome = tuple[Event, ...]
 #: (task id, harness sha256, candidate sha256). A key made in code may give the candidate's sha256 alone
 #: (a plain str): it then holds for any task, which only tests that build their recordings by hand do.
 Key = tuple[str, str, str]
-_OUTCOME_KINDS = (Built, Ran, Sanitized, Timed, Verdict)
+_OUTCOME_KINDS = (Built, Ran, Sanitized, Timed, Profiled, Verdict)
 
 
 def judge_gate(verdict: Verdict, gate: float) -> Verdict:
-    """The verdict judged against another gate p (metrics.md: success = correct and speedup >= p)."""
+    """The verdict judged against another gate p (docs/metrics.md: success = correct and speedup >= p)."""
     success = verdict.correct and (gate == 0 or (verdict.speedup is not None and verdict.speedup >= gate))
     reason = verdict.reason
     if verdict.correct:
@@ -172,6 +173,10 @@ class RecordedToolchain:
         found = self.recordings.get((task.id, harness, key)) if harness is not None else None
         return found if found is not None else self.recordings.get(key)
 
+    def profiler_unavailable(self) -> str | None:
+        """Recorded outcomes replay their recorded profiles; L4 feedback says when one has none."""
+        return None
+
     def attempt(self, task: Task, code: str, options: AttemptOptions) -> Iterator[Event]:
         key = code_hash(code, task.language)
         self.keys_seen.append(key)
@@ -191,6 +196,8 @@ class RecordedToolchain:
             yield from self._unrecorded(key, options)
             return
         for e in outcome:
+            if isinstance(e, Profiled) and not options.profile:
+                continue  # recorded at L4, replayed at a level that sends no profile
             e = e.model_copy(update={"iteration": options.iteration, "t": now()})
             if isinstance(e, Verdict):
                 e = judge_gate(e, options.gate)
@@ -224,6 +231,9 @@ class RecordingToolchain:
 
     def gpu(self) -> GpuSignature | None:
         return self.inner.gpu()
+
+    def profiler_unavailable(self) -> str | None:
+        return profiler_unavailable(self.inner)
 
     def attempt(self, task: Task, code: str, options: AttemptOptions) -> Iterator[Event]:
         events: list[Event] = []
