@@ -184,3 +184,16 @@ def test_a_batch_with_l4_is_refused_in_one_line_where_ncu_cannot_run(
     assert not (tmp_path / "s" / "x").exists()
     # the recorded toolchain replays recorded profiles: the same file runs
     assert main([*args[:-1], "y", "--toolchain", f"recorded:{RECORDINGS}", "--quiet"]) == 0
+
+
+def test_the_harness_kernels_are_not_shown_as_the_candidates() -> None:
+    """The bundled harness's own kernels (input generation, poison counts) never stand for the candidate."""
+    from beavertui.engine.timing.profile import summarise
+
+    launches = [
+        (0, "void transpose_harness::fill(float *)", {"gpu__time_duration.sum": 900.0}),
+        (1, "void beaver::count_poison_kernel<0>(const unsigned char *)", {"gpu__time_duration.sum": 800.0}),
+        (2, "void softmax_task::gen_logits<float>(T1 *)", {"gpu__time_duration.sum": 700.0}),
+        (3, "void transpose_tiled<float>(const T1 *, T1 *, int, int)", {"gpu__time_duration.sum": 35.0}),
+    ]
+    assert [k.name for k in summarise(launches)] == ["void transpose_tiled<float>(const T1 *, T1 *, int, int)"]

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import csv
 import io
+import re
 import shlex
 import shutil
 from dataclasses import dataclass, field
@@ -49,6 +50,9 @@ STALLS: dict[str, str] = {
         "sleeping",
     )
 }
+#: Kernels of the bundled harness itself (input generation, poisoning, checks, L2 flush): never the
+#: candidate's or the reference's work, so never shown as theirs.
+HARNESS_KERNEL = re.compile(r"^(?:void\s+)?(?:beaver(?:_guard)?|\w+_task|\w+_harness|fa)::")
 #: Stall reasons shown per kernel.
 TOP_STALLS = 3
 #: Kernels shown per side (the longest first).
@@ -124,10 +128,12 @@ def parse_ncu_profile(text: str) -> list[tuple[int, str, dict[str, float]]]:
 
 
 def summarise(launches: list[tuple[int, str, dict[str, float]]]) -> list[KernelProfile]:
-    """One KernelProfile per kernel name, the longest total duration first."""
+    """One KernelProfile per kernel name, the longest total duration first; the harness's own kernels
+    (HARNESS_KERNEL) are left out."""
     by_name: dict[str, list[dict[str, float]]] = {}
     for _i, name, launch_metrics in launches:
-        by_name.setdefault(name, []).append(launch_metrics)
+        if not HARNESS_KERNEL.match(name.strip()):
+            by_name.setdefault(name, []).append(launch_metrics)
     out = []
     for name, runs in by_name.items():
         metrics: dict[str, float] = {}
