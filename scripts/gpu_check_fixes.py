@@ -61,6 +61,8 @@ def row(task: str, **cells: object) -> dict[str, str]:
 
 
 def check_one(task: Task, out: Path, gpu: threading.Lock, deadline: float, gate: float) -> dict[str, str]:
+    if time.monotonic() > deadline - GPU_SECONDS_NEEDED:
+        return row(task.id, category="not_run", reason="out of time before its build")
     fixed = task.minimal_fix()
     assert fixed is not None
     (out / "fixes" / f"{task.id}.cu").write_text(fixed)
@@ -132,18 +134,25 @@ def main() -> int:
             (out / "events" / f"{task.id}.error.txt").write_text(traceback.format_exc())
             return row(task.id, category="error", reason=f"{type(exc).__name__}: {exc}".replace("\t", " "))
 
+    tsv = out / "fixes.tsv"
+    tsv.write_text("\t".join(COLUMNS) + "\n")
+
+    def cells(r: dict[str, str]) -> str:
+        return "\t".join(r[c].replace("\t", " ").replace("\n", " ") for c in COLUMNS) + "\n"
+
     with cf.ThreadPoolExecutor(max_workers=args.workers) as pool:
-        for task, r in zip(tasks, pool.map(guarded, tasks), strict=True):
-            rows[task.id] = r
+        futures = [pool.submit(guarded, t) for t in tasks]
+        for fut in cf.as_completed(futures):
+            r = fut.result()
+            rows[r["task"]] = r
+            with tsv.open("a") as fh:  # row by row, so a run cut short keeps what it finished
+                fh.write(cells(r))
             print(
-                f"[{time.monotonic() - start:5.0f} s] {task.id}: {r['category']} success={r['success']} "
+                f"[{time.monotonic() - start:5.0f} s] {r['task']}: {r['category']} success={r['success']} "
                 f"speedup={r['speedup']} {r['reason']}",
                 flush=True,
             )
-    with (out / "fixes.tsv").open("w") as fh:
-        fh.write("\t".join(COLUMNS) + "\n")
-        for t in sorted(rows):
-            fh.write("\t".join(rows[t][c].replace("\t", " ").replace("\n", " ") for c in COLUMNS) + "\n")
+    tsv.write_text("\t".join(COLUMNS) + "\n" + "".join(cells(rows[t]) for t in sorted(rows)))
     ok = sum(r["success"] == "true" for r in rows.values())
     print(f"{ok} of {len(rows)} fixes pass at gate {args.gate}; {out / 'fixes.tsv'}")
     (out / "summary.json").write_text(json.dumps({"passed": ok, "checked": len(rows)}) + "\n")
