@@ -3,8 +3,9 @@
 For every task in corpus/: the metadata validates (fields, types, id, hash, label, files, recorded error
 log); every reference and every testbench source compiles with the task's own build flags plus ``-c``;
 every build-stage broken start (buildability, integration, environment_dependency) really fails to build,
-and the engine's classifier puts the real nvcc output in the labelled category; the recorded error log of
-every task classifies as its label. Identical compiles (same flags, same source, same headers) run once;
+and the engine's classifier puts the real nvcc output in the labelled category; every task's minimal fix
+(the broken start with minimal_fix.patch applied) builds and links with the task's own build command; the
+recorded error log of every task classifies as its label. Identical compiles (same flags, same source, same headers) run once;
 two jobs run at a time. Nothing here runs a kernel.
 """
 
@@ -269,6 +270,16 @@ def broken_job(task: str) -> Job:
     return Job(hashlib.sha256(code + inp["build_command"].encode()).hexdigest(), task, argv, code, None)
 
 
+def fix_job(task: str) -> Job:
+    """The task's whole build command with its minimal fix as the solution file."""
+    inp = meta(task, "input.json")
+    fixed = load_corpus(CORPUS, [task]).get(task).minimal_fix()
+    assert fixed is not None, f"{task} ships no minimal fix"
+    code = fixed.encode()
+    argv = tuple(shlex.split(inp["build_command"]))
+    return Job(hashlib.sha256(code + inp["build_command"].encode()).hexdigest(), task, argv, code, None)
+
+
 def alone_job(task: str) -> Job:
     """The broken start compiled alone (-c), without linking it to the harness."""
     inp = meta(task, "input.json")
@@ -305,6 +316,7 @@ BUILD_STAGE_TASKS = [t for t in TASK_IDS if meta(t, "instance.json")["error_cate
 INTEGRATION_TASKS = [
     t for t in BUILD_STAGE_TASKS if meta(t, "instance.json")["error_category"] == "integration"
 ]
+FIXED_TASKS = [t for t in TASK_IDS if (CORPUS / t / "minimal_fix.patch").is_file()]
 
 
 @cache
@@ -317,6 +329,8 @@ def all_jobs() -> dict[tuple[str, str], Job]:
         jobs[(t, "broken")] = broken_job(t)
     for t in INTEGRATION_TASKS:
         jobs[(t, "alone")] = alone_job(t)
+    for t in FIXED_TASKS:
+        jobs[(t, "fix")] = fix_job(t)
     return jobs
 
 
@@ -362,6 +376,14 @@ def test_build_stage_broken_start_fails_as_labelled(
     assert got.category == label, (
         f"{task}: labelled {label}, nvcc output classifies as {got.category}:\n{r.log[-2000:]}"
     )
+
+
+@needs_nvcc
+@pytest.mark.slow
+@pytest.mark.parametrize("task", FIXED_TASKS)
+def test_minimal_fix_builds(task: str, results: dict[tuple[str, str], Result]) -> None:
+    r = results[(task, "fix")]
+    assert r.rc == 0, f"{task}: the minimal fix does not build: {' '.join(r.argv)}\n{r.log[-3000:]}"
 
 
 @needs_nvcc

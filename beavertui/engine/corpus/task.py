@@ -11,10 +11,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+from beavertui.engine.corpus import patch
+from beavertui.engine.errors import TaskError
 from beavertui.engine.judge.categories import label_category
 from beavertui.engine.session.events import TaskRef
 
 Layout = Literal["native", "release"]
+
+MINIMAL_FIX = "minimal_fix.patch"
+"""A native task's smallest verified repair: a unified diff from its broken start to a correct kernel that
+keeps the reference's speed. Edit precision and bug recall are scored against it."""
 
 
 @dataclass(frozen=True)
@@ -97,6 +103,28 @@ class Task:
         if self.reference_path is None or not self.reference_path.is_file():
             return None
         return self.reference_path.read_text(encoding="utf-8", errors="replace")
+
+    @property
+    def minimal_fix_path(self) -> Path:
+        return self.root / MINIMAL_FIX
+
+    def minimal_fix(self) -> str | None:
+        """The broken start with the task's minimal fix applied; None when the task ships no fix.
+
+        Raises TaskError (one line naming the file, the hunk and the line) when the patch cannot be read or
+        does not apply exactly to the broken start."""
+        p = self.minimal_fix_path
+        if not p.is_file():
+            return None
+        where = f"{self.id}/{MINIMAL_FIX}"
+        try:
+            diff = p.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise TaskError(f"{where}: cannot read ({exc})") from None
+        try:
+            return patch.apply(self.broken_start(), diff)
+        except patch.PatchError as exc:
+            raise TaskError(f"{where}: {exc}") from None
 
     def error_log(self) -> str | None:
         if self.error_log_path is None or not self.error_log_path.is_file():
