@@ -1,7 +1,7 @@
 """Build hook: the wheel carries the corpus and the demo sessions inside the package.
 
 In a source checkout they live at the repository root (corpus/, sessions/demo/); an installed copy finds
-them under beavertui/_bundled/ (beavertui.bundled resolves both).
+them under beavertui/_bundled/ (beavertui.engine.bundled resolves both).
 """
 
 from __future__ import annotations

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from beavertui.engine.corpus.harness import harness_hash
 from beavertui.engine.corpus.load import load_corpus
 from beavertui.engine.session.events import Built, GpuSignature, Ran, Sanitized, Verdict
 from beavertui.engine.timing import baselines
@@ -101,7 +102,7 @@ def test_stats_and_parsers() -> None:
 def test_baseline_round_trip_is_keyed_by_signature_and_hashes(sleepy, tmp_path: Path) -> None:
     gpu = GpuSignature(slug="nvidia_h200_sm_90_cuda_13_0", name="NVIDIA H200", compute_capability="9.0")
     release = load_corpus(DATA / "release").get("cuda_901__compile_error__a0000001")
-    harness = runner.harness_hash(release)
+    harness = harness_hash(release)
     b = baselines.Baseline(
         task_id=release.id, gpu=gpu, method="cupti", median_ms=1.5, cv=0.01, samples=[1.5],
         reference_hash=baselines.reference_hash(release), harness_hash=harness,

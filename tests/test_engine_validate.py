@@ -6,13 +6,13 @@ import json
 import shutil
 from pathlib import Path
 
+from beavertui.engine.corpus.harness import harness_hash
 from beavertui.engine.corpus.load import load_corpus
 from beavertui.engine.corpus.validate import validate
 from beavertui.engine.host.gpu import Machine
 from beavertui.engine.session.events import GpuSignature
 from beavertui.engine.timing import baselines
 from beavertui.engine.timing.speedup import TimingConfig
-from beavertui.engine.toolchain import stages as runner
 from beavertui.engine.toolchain.local import LocalConfig
 
 DATA = Path(__file__).parent / "data"
@@ -35,7 +35,7 @@ def test_validate_records_verdicts_timing_and_baseline(tmp_path: Path) -> None:
     assert r.baseline_path == str(root / "sleepy" / "baselines" / "test_gpu_sm_90_cuda_13_0.json")
     stored = json.loads(Path(r.baseline_path).read_text())
     assert stored["median_ms"] == 2.0 and len(stored["samples"]) == 12
-    assert baselines.load(task, FAKE_GPU, runner.harness_hash(task)) is not None
+    assert baselines.load(task, FAKE_GPU, harness_hash(task)) is not None
 
 
 def test_validate_reports_not_runnable_without_gpu() -> None:

@@ -18,10 +18,10 @@ from pathlib import Path
 import pytest
 
 from beavertui.cli import main
+from beavertui.engine.corpus.harness import harness_hash
 from beavertui.engine.corpus.load import load_corpus
 from beavertui.engine.session.events import Sanitized, SessionEnd, Stalled, Verdict
 from beavertui.engine.session.store import read_session
-from beavertui.engine.toolchain import stages as runner
 
 ROOT = Path(__file__).resolve().parents[1]
 DEMO = ROOT / "sessions" / "demo"
@@ -84,7 +84,7 @@ def test_validation_and_stored_baselines_agree() -> None:
         baseline = json.loads(stored.read_text())
         assert baseline["median_ms"] == pytest.approx(r["reference_ms"])
         task = load_corpus(ROOT / "corpus").get(r["task_id"])
-        assert baseline["harness_hash"] == runner.harness_hash(task)[: len(baseline["harness_hash"])]
+        assert baseline["harness_hash"] == harness_hash(task)[: len(baseline["harness_hash"])]
     for r in rows:
         if r["label"] == "perf_broken" and r["broken_speedup"] is not None:
             assert r["broken_speedup"] < 0.7

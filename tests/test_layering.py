@@ -3,7 +3,7 @@
 Layers, bottom up: ``engine`` (no UI library, nothing of beavertui above it), ``batch`` and ``reports`` (over
 the engine), ``service`` (what a command does, typed; no UI), then the two front ends, ``commands`` (the CLI,
 the only place that sees argparse) and ``tui``. Every import counts, also one inside a function, because a
-lazy import is still a dependency.
+lazy import is still a dependency; only imports for type annotations (``if TYPE_CHECKING:``) do not.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ PKG = ROOT / "beavertui"
 #: What each layer may import from beavertui (besides itself and the package root's ``__version__``).
 ALLOWED: dict[str, set[str]] = {
     "engine": set(),
-    "batch": {"engine"},
+    "batch": {"engine", "reports"},
     "reports": {"engine"},
     "console": {"engine"},
     "service": {"engine", "batch", "reports"},
@@ -50,11 +50,26 @@ def layer(module: str) -> str:
     return parts[1] if len(parts) > 1 else ""
 
 
+def _runtime_nodes(tree: ast.AST) -> list[ast.AST]:
+    """Every node of the tree except what sits under ``if TYPE_CHECKING:`` (annotations only, never run)."""
+    out: list[ast.AST] = []
+    stack = [tree]
+    while stack:
+        node = stack.pop()
+        out.append(node)
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.If) and "TYPE_CHECKING" in ast.unparse(child.test):
+                stack.extend(child.orelse)
+                continue
+            stack.append(child)
+    return out
+
+
 def imports_of(module: str) -> set[str]:
     """Every beavertui module ``module`` imports, anywhere in its file, resolved to a module of the tree."""
     tree = ast.parse(MODULES[module].read_text(encoding="utf-8"))
     found: set[str] = set()
-    for node in ast.walk(tree):
+    for node in _runtime_nodes(tree):
         names: list[str] = []
         if isinstance(node, ast.Import):
             names = [a.name for a in node.names]

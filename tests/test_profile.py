@@ -196,4 +196,6 @@ def test_the_harness_kernels_are_not_shown_as_the_candidates() -> None:
         (2, "void softmax_task::gen_logits<float>(T1 *)", {"gpu__time_duration.sum": 700.0}),
         (3, "void transpose_tiled<float>(const T1 *, T1 *, int, int)", {"gpu__time_duration.sum": 35.0}),
     ]
-    assert [k.name for k in summarise(launches)] == ["void transpose_tiled<float>(const T1 *, T1 *, int, int)"]
+    assert [k.name for k in summarise(launches)] == [
+        "void transpose_tiled<float>(const T1 *, T1 *, int, int)"
+    ]

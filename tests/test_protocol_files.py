@@ -85,7 +85,7 @@ def test_batch_runs_the_paper_protocol_by_default_and_keeps_the_pairings(tmp_pat
         }
     ]
     # metrics reads the pairing from run.json and reports it with its signed delta
-    from beavertui.commands.metrics import compute
+    from beavertui.service.metrics import compute
 
     report = compute(tmp_path / "m")
     (entry,) = [e for e in report.swing if e["from"] == "pairing"]

@@ -51,7 +51,7 @@ def _cli(*args: str, columns: int | None = 80, **env: str) -> subprocess.Complet
 
 @functools.cache
 def _header_words(run: Path) -> set[str]:
-    from beavertui.commands.metrics import compute, with_tables
+    from beavertui.service.metrics import compute, with_tables
 
     report = with_tables(compute(run))
     shown = [

@@ -304,9 +304,9 @@ def test_old_session_files_without_usage_still_read() -> None:
 
 
 def test_the_evaluation_card_says_tokens_and_cost(tmp_path: Path) -> None:
-    from beavertui.commands.metrics import compute
     from beavertui.engine.session.usage import dollars
     from beavertui.reports.card import card
+    from beavertui.service.metrics import compute
 
     with UsageServer() as server:
         proto = _protocol(tmp_path, server.url)

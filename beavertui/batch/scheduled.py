@@ -25,7 +25,7 @@ from dataclasses import replace
 
 from beavertui.batch.cache import CompileCache, cache_key, changed, snapshot, toolkit_id
 from beavertui.batch.resources import BuildSlots, GpuPool, GpuState
-from beavertui.engine.corpus import families
+from beavertui.engine.corpus import families, harness
 from beavertui.engine.corpus.task import Task
 from beavertui.engine.errors import BeaverError, ToolchainError
 from beavertui.engine.host.adapt import adapt_command
@@ -82,7 +82,7 @@ class ScheduledLocalToolchain(LocalToolchain):
 
     def _harness_hash(self, task: Task) -> str:
         if task.id not in self._harness:
-            self._harness[task.id] = runner.harness_hash(task)
+            self._harness[task.id] = harness.harness_hash(task)
         return self._harness[task.id]
 
     def _build(self, task: Task, code: str, work: runner.WorkDir, cfg: runner.RunnerConfig) -> StageResult:

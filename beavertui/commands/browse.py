@@ -13,7 +13,7 @@ from pathlib import Path
 
 def demo_dir() -> Path:
     """The demo sessions shipped with beavertui (the checkout's sessions/demo, or the installed copy)."""
-    from beavertui import bundled
+    from beavertui.engine import bundled
 
     return bundled.demo_sessions()
 

@@ -97,12 +97,12 @@ def _html(args: argparse.Namespace) -> int:
 
 def _run_html(source: Path, source_models: Path | None) -> tuple[str, str]:
     from beavertui import __version__
-    from beavertui.commands.metrics import compute, with_tables
     from beavertui.engine.errors import BeaverError
     from beavertui.engine.metrics.attempts import session_files
     from beavertui.reports import html
     from beavertui.reports.card import card
     from beavertui.reports.svg import p_sweep_svg, swing_svg
+    from beavertui.service.metrics import compute, with_tables
 
     docs, skipped = [], []
     for path in session_files(source):

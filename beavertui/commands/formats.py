@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from beavertui.reports.render import ALIASES, FORMATS
+from beavertui.reports import ALIASES, FORMATS
 
 
 def add_format_argument(parser: argparse.ArgumentParser, json_means: str) -> None:

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import IO
 
-from beavertui.reports.tables import Cell, Rate, Table
+from beavertui.reports.tables import Cell, Rate, Table, pct
 
 #: Width used when standard output is not a terminal and COLUMNS is not set.
 PIPE_WIDTH = 80
@@ -53,8 +53,6 @@ def use_colour(stream: IO[str] | None = None) -> bool:
 def _pieces(c: Cell) -> list[str]:
     """The unbreakable pieces of a cell, in order."""
     if isinstance(c, Rate):
-        from beavertui.reports.render import pct
-
         text = pct(c)
         value, sep, interval = text.partition(" ")
         return [value, interval] if sep else [value]

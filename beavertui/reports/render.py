@@ -10,16 +10,8 @@ import io
 from collections.abc import Sequence
 from typing import IO
 
-from beavertui.reports.tables import Cell, Rate, Table
-
-
-def pct(r: Rate) -> str:
-    if r.value is None:
-        return "-"
-    text = (">=" if r.lower_bound else "") + f"{100 * r.value:.1f}"
-    if r.lo is not None and r.hi is not None:
-        text += f" [{100 * r.lo:.1f}, {100 * r.hi:.1f}]"
-    return text
+from beavertui.reports import ALIASES, FORMATS  # noqa: F401 - the formats emit() writes
+from beavertui.reports.tables import Cell, Rate, Table, pct
 
 
 def _plain(c: Cell) -> str:
@@ -145,11 +137,6 @@ def terminal(tables: Sequence[Table], stream: IO[str] | None = None, *, width: i
     from beavertui.reports.fit import print_tables
 
     print_tables(tables, stream, width=width)
-
-
-#: The output formats every command that prints a table accepts with ``--format``.
-FORMATS = ("table", "md", "csv", "latex", "json")
-ALIASES = {"markdown": "md", "tex": "latex"}
 
 
 def as_json(tables: Sequence[Table]) -> str:

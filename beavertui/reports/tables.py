@@ -359,3 +359,12 @@ def usage_table(groups: Sequence[GroupMetrics], usage: Mapping[Any, Any]) -> Tab
         "of the models file (US dollars; - without prices); per repair: cost over the sessions that "
         "passed. cached replies: served by the reply cache, not asked again; paid: cost less those.",
     )
+
+
+def pct(r: Rate) -> str:
+    if r.value is None:
+        return "-"
+    text = (">=" if r.lower_bound else "") + f"{100 * r.value:.1f}"
+    if r.lo is not None and r.hi is not None:
+        text += f" [{100 * r.lo:.1f}, {100 * r.hi:.1f}]"
+    return text

@@ -146,8 +146,8 @@ class MetricsScreen(Screen[None]):
 
     @work(thread=True, exclusive=True, group="metrics")
     def _compute(self) -> None:
-        from beavertui.commands.metrics import compute, with_tables
         from beavertui.engine.errors import BeaverError
+        from beavertui.service.metrics import compute, with_tables
 
         try:
             report = with_tables(
@@ -170,8 +170,8 @@ class MetricsScreen(Screen[None]):
         self._show(message.report)
 
     def _show(self, report: Any) -> None:
-        from beavertui.commands.metrics import NO_CODE
         from beavertui.reports.render import rich_table
+        from beavertui.service.metrics import NO_CODE
 
         self.report = report
         text = Text()

@@ -17,11 +17,11 @@ from rich.console import Console
 
 import beavertui.tui.metrics_screen as ms
 from beavertui.cli import main
-from beavertui.commands.metrics import load_source
 from beavertui.engine.metrics.compute import compute_groups
 from beavertui.engine.metrics.swing import swing
 from beavertui.reports.render import pct
 from beavertui.reports.tables import Rate, main_tables
+from beavertui.service.metrics import load_source
 from beavertui.tui.app import BeaverApp
 from beavertui.tui.browser import BrowserScreen
 from beavertui.tui.metrics_screen import MetricsScreen

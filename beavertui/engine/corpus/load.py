@@ -48,7 +48,7 @@ class CorpusLoad:
 def default_corpus() -> Path:
     """$BEAVERTUI_CORPUS, else the corpus shipped with beavertui (the checkout's corpus/ or the installed
     copy inside the package), wherever the command runs from."""
-    from beavertui import bundled
+    from beavertui.engine import bundled
 
     env = os.environ.get("BEAVERTUI_CORPUS")
     if env:

@@ -149,8 +149,8 @@ class Task:
         )
 
     def harness_hash(self) -> str | None:
-        """sha256 over the harness files (toolchain.stages.harness_hash); None when they cannot be read."""
-        from beavertui.engine.toolchain.stages import harness_hash
+        """sha256 over the harness files (corpus/harness.py); None when they cannot be read."""
+        from beavertui.engine.corpus.harness import harness_hash
 
         try:
             return harness_hash(self)

@@ -23,6 +23,7 @@ from pathlib import Path
 from queue import Queue
 from typing import Literal
 
+from beavertui.engine.corpus import harness
 from beavertui.engine.timing import baselines
 from beavertui.engine.toolchain import stages as runner
 from beavertui.engine.judge.categories import label_agrees, label_category
@@ -231,7 +232,7 @@ def time_task(
     bw_frac = gbps / ceilings.copy_gbps if gbps and ceilings and ceilings.copy_gbps else None
     b = baselines.Baseline(
         task_id=task.id, gpu=machine.gpu, method=rt.method, median_ms=rt.median_ms, cv=rt.cv, samples=rt.samples,
-        unstable=rt.unstable, reference_hash=baselines.reference_hash(task), harness_hash=runner.harness_hash(task),
+        unstable=rt.unstable, reference_hash=baselines.reference_hash(task), harness_hash=harness.harness_hash(task),
         clocks=clocks(), tflops=tflops, gbps=gbps,
     )  # fmt: skip
     path = baselines.save(task, b, cache)

@@ -49,7 +49,7 @@ class VerdictRecord(BaseModel):
 
 def _hashes(task: Task) -> tuple[str, str]:
     from beavertui.engine.timing.baselines import reference_hash
-    from beavertui.engine.toolchain.stages import harness_hash
+    from beavertui.engine.corpus.harness import harness_hash
 
     return reference_hash(task), harness_hash(task)
 

@@ -41,7 +41,7 @@ class Baseline(BaseModel):
     reference_hash: str
     """sha256 prefix of the reference source."""
     harness_hash: str
-    """sha256 prefix of the harness (runner.harness_hash)."""
+    """sha256 prefix of the harness (corpus/harness.py)."""
     clocks: str = ""
     """SM clock, memory clock and temperature seen (nvidia-smi)."""
     measured_at: float = Field(default_factory=time.time)

@@ -31,7 +31,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from beavertui.engine.corpus import families
+from beavertui.engine.corpus import families, harness
 from beavertui.engine.corpus.task import Task
 from beavertui.engine.errors import BeaverError
 from beavertui.engine.host.adapt import adapt_command
@@ -151,7 +151,7 @@ def default_method(task: Task) -> str | None:
 def reference_key(task: Task) -> str:
     ref = task.reference() or ""
     h = hashlib.sha256(ref.encode())
-    h.update(runner.harness_hash(task).encode())
+    h.update(harness.harness_hash(task).encode())
     h.update((nvcc_version() or "").encode())
     return h.hexdigest()[:20]
 

@@ -11,7 +11,6 @@ sanitize or time.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import shutil
 import tempfile
@@ -21,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+from beavertui.engine.corpus.harness import harness_hash, hash_tree
 from beavertui.engine.corpus.task import Task
 from beavertui.engine.errors import BeaverError
 from beavertui.engine.host import sandbox
@@ -68,36 +68,6 @@ class RunnerConfig:
     read_only: tuple[Path, ...] = field(default_factory=lambda: (cupti.cache_dir(),))
     """Folders stages may read but not change, besides the corpus and its linked libraries (where a
     mount namespace is available): beavertui's cache, with reference builds and baselines."""
-
-
-def hash_tree(root: Path, skip: set[str]) -> dict[str, str]:
-    """sha256 of every regular file under ``root`` (relative paths), following no symlinked folders and
-    skipping the stages' private folder."""
-    out: dict[str, str] = {}
-    for dirpath, dirnames, filenames in os.walk(root):
-        dirnames[:] = [d for d in dirnames if not (Path(dirpath) / d).is_symlink()]
-        if Path(dirpath) == root and sandbox.PRIVATE_ROOT in dirnames:
-            dirnames.remove(sandbox.PRIVATE_ROOT)  # the stage's home, temp and caches
-        for name in filenames:
-            p = Path(dirpath) / name
-            rel = p.relative_to(root).as_posix()
-            if rel in skip or p.is_symlink() or not p.is_file():
-                continue
-            h = hashlib.sha256()
-            with open(p, "rb") as fh:
-                for chunk in iter(lambda: fh.read(1 << 20), b""):
-                    h.update(chunk)
-            out[rel] = h.hexdigest()
-    return out
-
-
-def harness_hash(task: Task) -> str:
-    """One sha256 over the task's harness (testbench + copied shared folders, without the solution)."""
-    h = hashlib.sha256()
-    for src, dest in ((task.testbench, ""), *task.extra_dirs):
-        for rel, digest in sorted(hash_tree(src, {task.solution_file} if not dest else set()).items()):
-            h.update(f"{dest}/{rel}:{digest}\n".encode())
-    return h.hexdigest()
 
 
 #: What ``WorkDir.verify`` reports when the task's own corpus folders changed during the attempt.

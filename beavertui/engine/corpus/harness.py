@@ -1,0 +1,47 @@
+"""A task's harness by content: the sha256 of every file of its testbench and shared folders.
+
+The harness hash is what baselines, stored verdicts, recordings and session headers are keyed by, and
+what an attempt checks its work dir against; nothing here copies, builds or runs anything.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from beavertui.engine.host import sandbox
+
+if TYPE_CHECKING:
+    from beavertui.engine.corpus.task import Task
+
+
+def hash_tree(root: Path, skip: set[str]) -> dict[str, str]:
+    """sha256 of every regular file under ``root`` (relative paths), following no symlinked folders and
+    skipping the stages' private folder."""
+    out: dict[str, str] = {}
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = [d for d in dirnames if not (Path(dirpath) / d).is_symlink()]
+        if Path(dirpath) == root and sandbox.PRIVATE_ROOT in dirnames:
+            dirnames.remove(sandbox.PRIVATE_ROOT)  # the stage's home, temp and caches
+        for name in filenames:
+            p = Path(dirpath) / name
+            rel = p.relative_to(root).as_posix()
+            if rel in skip or p.is_symlink() or not p.is_file():
+                continue
+            h = hashlib.sha256()
+            with open(p, "rb") as fh:
+                for chunk in iter(lambda: fh.read(1 << 20), b""):
+                    h.update(chunk)
+            out[rel] = h.hexdigest()
+    return out
+
+
+def harness_hash(task: Task) -> str:
+    """One sha256 over the task's harness (testbench + copied shared folders, without the solution)."""
+    h = hashlib.sha256()
+    for src, dest in ((task.testbench, ""), *task.extra_dirs):
+        for rel, digest in sorted(hash_tree(src, {task.solution_file} if not dest else set()).items()):
+            h.update(f"{dest}/{rel}:{digest}\n".encode())
+    return h.hexdigest()

@@ -1,0 +1,243 @@
+"""The metrics of a run directory, a session file or an attempts table, and their tables.
+
+``compute`` folds the source into the attempts table and computes every group's metrics, swing and
+Kendall's tau; ``with_tables`` lays them out as report tables. The ``metrics`` command, the TUI's metrics
+screen and the HTML export all call these two, so they show the same numbers. Nothing here prints.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+
+def load_source(
+    source: Path, source_models: Path | None, stats: Any = None, include_unfinished: bool = False
+) -> Any:
+    """The attempts table of SOURCE with the self-source side table applied (``stats``: an ExportStats
+    filled from a run directory's sessions)."""
+    from beavertui.engine.errors import BeaverError
+    from beavertui.engine.metrics.attempts import SourceModels, load_source_models, table_from_run
+    from beavertui.engine.metrics.compute import apply_source_models
+    from beavertui.engine.metrics.table_io import TableFormatError, read_table
+
+    side = load_source_models(source_models) if source_models else None
+    if source.is_dir() or (source.is_file() and _is_session(source)):
+        table = table_from_run(
+            source, source_models=SourceModels(side), stats=stats, include_unfinished=include_unfinished
+        )
+    elif source.is_file():
+        try:
+            table = read_table(source)
+        except TableFormatError as exc:
+            raise BeaverError(f"{source}: {exc}") from None
+        if side:
+            table = apply_source_models(table, side)
+    else:
+        from beavertui.engine.fileio import missing
+
+        raise missing(source, "run directory or attempts table")
+    return table
+
+
+def _is_session(path: Path) -> bool:
+    try:
+        with path.open("rb") as f:
+            first = f.readline(4096)
+    except OSError:
+        return False
+    return b'"kind":"header"' in first.replace(b" ", b"")
+
+
+@dataclass
+class Report:
+    """Everything `metrics` shows for one source: the groups, the cross-protocol numbers and the tables."""
+
+    source: Path
+    table: Any
+    """The attempts table (engine.table.AttemptsTable)."""
+    groups: list[Any]
+    swing: list[dict[str, Any]]
+    kendall: list[dict[str, Any]]
+    cells: dict[Any, Any] | None
+    tables: list[Any] = field(default_factory=list)
+    """reports.tables.Table in the order the terminal prints them (empty until ``with_tables``)."""
+    usage: dict[Any, Any] | None = None
+    """Tokens and cost per group (engine.metrics.usage), from the sessions; None for an attempts table."""
+    stats: Any = None
+    """engine.metrics.attempts.ExportStats of a run directory's sessions (None for an attempts table)."""
+
+    def notes(self) -> list[str]:
+        """What every table must say: unfinished sessions (left out, or included and marked) and the
+        tasks whose correct attempts have no speedup (they count at p = 0 only)."""
+        out = []
+        st = self.stats
+        if st is not None and st.unfinished_sessions:
+            if st.unfinished_included:
+                out.append(
+                    f"INCLUDES {st.unfinished_sessions} UNFINISHED session(s), scored as they stand "
+                    "(--include-unfinished): their rates are not final"
+                )
+            else:
+                cmds = "; ".join(f"beavertui batch --resume {d}" for d in st.resume_dirs()) or (
+                    "run them to the end"
+                )
+                out.append(
+                    f"{st.unfinished_sessions} unfinished session(s) left out of every rate "
+                    f"(finish them: {cmds})"
+                )
+        n = unspeeded_tasks(self.table)
+        if n:
+            out.append(
+                f"{n} task(s) with a correct attempt but no speedup count at p = 0 only "
+                "(left out of every rate above p = 0)"
+            )
+        return out
+
+
+def unspeeded_tasks(table: Any) -> int:
+    """Tasks with a correct attempt whose speedup is null (no reference, or a reference problem)."""
+    import numpy as np
+
+    hit = table.correct & np.isnan(table.speedup) & ~table.infra_error
+    return len(set(table.col("task_id").codes[hit].tolist()))
+
+
+def compute(
+    source: Path,
+    source_models: Path | None = None,
+    include_unfinished: bool = False,
+    pairings_file: Path | None = None,
+) -> Report:
+    """The metrics of SOURCE (a BeaverError for a bad source or one without attempts). Unfinished
+    sessions of a run directory are left out unless ``include_unfinished``."""
+    from beavertui.engine.errors import BeaverError
+    from beavertui.engine.metrics.attempts import ExportStats
+    from beavertui.engine.metrics.compute import compute_groups
+    from beavertui.engine.metrics.swing import kendall, swing
+
+    stats = ExportStats()
+    table = load_source(source, source_models, stats, include_unfinished)
+    is_run = stats.sessions > 0 or bool(stats.damaged)
+    if len(table) == 0:
+        if is_run and stats.unfinished_sessions and not include_unfinished:
+            dirs = stats.resume_dirs()
+            hint = f"finish them with beavertui batch --resume {dirs[0]}" if dirs else "finish them"
+            raise BeaverError(
+                f"{source}: no finished session yet ({stats.unfinished_sessions} unfinished; {hint}, "
+                "or score them as they stand with --include-unfinished)"
+            )
+        raise BeaverError(f"{source}: no attempts")
+    groups = compute_groups(table)
+    cells = _analysis_cells(source, source_models)
+    usage = None
+    if source.is_dir() or (source.is_file() and _is_session(source)):
+        from beavertui.engine.metrics.usage import run_usage
+
+        usage = run_usage(source)
+    pairings = load_pairings(source, pairings_file)
+    return Report(
+        source, table, groups, swing(groups, pairings), kendall(groups, pairings), cells, stats=stats if is_run else None,
+        usage=usage,
+    )  # fmt: skip
+
+
+def load_pairings(source: Path, pairings_file: Path | None) -> list[Any]:
+    """Named pairings: from a protocol file when given, else from the run directory's run.json."""
+    from beavertui.engine.metrics.swing import Pairing
+
+    if pairings_file is not None:
+        from beavertui.batch.protocol_file import find_protocol_file, load_batch_file
+
+        spec = load_batch_file(find_protocol_file(str(pairings_file)))
+        return [Pairing(p.name, p.a, p.b) for p in spec.pairings]
+    manifest = source / "run.json" if source.is_dir() else None
+    if manifest is None or not manifest.is_file():
+        return []
+    try:
+        data = json.loads(manifest.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return []
+    out = []
+    for p in data.get("pairings", []) if isinstance(data, dict) else []:
+        if isinstance(p, dict) and isinstance(p.get("a"), dict) and isinstance(p.get("b"), dict):
+            out.append(Pairing(str(p.get("name", "pairing")), p["a"], p["b"]))
+    return out
+
+
+def with_tables(
+    report: Report, *, resamples: int = 1000, seed: int | None = None, by: Sequence[str] = ()
+) -> Report:
+    """Fill ``report.tables``: main and p sweep, analysis (from sessions), swing, Kendall, breakdowns."""
+    from beavertui.engine.metrics.bootstrap import SEED
+    from beavertui.reports.tables import (
+        analysis_table,
+        breakdown_table,
+        kendall_table,
+        main_tables,
+        swing_table,
+        usage_table,
+    )
+
+    seed = SEED if seed is None else seed
+    groups = report.groups
+    tables = main_tables(groups, resamples=resamples, seed=seed)
+    if report.cells is not None:
+        tables.append(analysis_table(groups, report.cells, resamples=resamples, seed=seed))
+    if report.usage and any(g.reported for g in report.usage.values()):
+        tables.append(usage_table(groups, report.usage))
+    if report.swing:
+        tables.append(swing_table(report.swing))
+    if report.kendall:
+        tables.append(kendall_table(report.kendall))
+    if by:
+        for name in dict.fromkeys(by):
+            attr = _task_attribute(report.table, "family" if name == "family" else "label")
+            tables.append(breakdown_table(groups, attr, name, resamples=resamples, seed=seed))
+    from dataclasses import replace
+
+    notes = report.notes()
+    if notes:
+        extra = "\n".join(notes)
+        tables = [replace(t, note=f"{t.note}\n{extra}" if t.note else extra) for t in tables]
+    report.tables = tables
+    return report
+
+
+NO_CODE = (
+    "edit precision, bug recall and code degeneration need the candidates' code: "
+    "give the run directory instead of an attempts table"
+)
+
+
+def _analysis_cells(source: Path, source_models: Path | None) -> dict[Any, Any] | None:
+    """Edit and degeneration analysis per group from the sessions; None for an attempts table."""
+    if not (source.is_dir() or (source.is_file() and _is_session(source))):
+        return None
+    from beavertui.engine.analysis.report import run_cells
+    from beavertui.engine.metrics.attempts import load_source_models
+
+    side = load_source_models(source_models) if source_models else None
+    return dict(run_cells(source, side))
+
+
+def _task_attribute(table: Any, column: str) -> dict[str, str | None]:
+    """task_id -> family or label (mapped to docs/format.md (categories) names) from the first row of each task."""
+    import numpy as np
+
+    from beavertui.engine.judge.categories import label_category
+
+    tasks = table.col("task_id")
+    col = table.col(column)
+    _, first = np.unique(tasks.codes, return_index=True)
+    out: dict[str, str | None] = {}
+    for i in first.tolist():
+        code = int(col.codes[i])
+        value = col.labels[code] if code >= 0 else None
+        out[tasks.labels[int(tasks.codes[i])]] = (
+            label_category(value) if value and column == "label" else value
+        )
+    return out
