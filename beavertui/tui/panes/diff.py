@@ -64,6 +64,14 @@ class DiffPane(Pane):
             if ref is None:
                 return Text("This task ships no reference solution.", style="dim italic")
             old, name = ref, "reference"
+        if not old and name == "broken start" and view.state.header.imported is not None:
+            head.append(
+                f"iteration {attempt.iteration}, whole file: the broken start is not in this imported "
+                "session (import with --corpus RELEASE to compare with it)\n",
+                style="bold",
+            )
+            head.rstrip()
+            return Group(head, whole_file(cand.code, lexer))
         body, added, removed = diff(old, cand.code, lexer)
         head.append(f"iteration {attempt.iteration} against {name}: ", style="bold")
         head.append(f"+{added}", style="green")
