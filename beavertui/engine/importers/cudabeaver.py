@@ -263,7 +263,7 @@ def protocol_of(config: Mapping[str, Any]) -> tuple[Protocol, list[str]]:
         )
     gate_cfg = config.get("performance_gate") or exp.get("performance_gate") or {}
     gate = 0.0
-    if isinstance(gate_cfg, dict) and gate_cfg.get("enabled"):
+    if isinstance(gate_cfg, dict) and gate_cfg and gate_cfg.get("enabled", True):  # the harness's default: on
         value = gate_cfg.get("min_speedup", gate_cfg.get("threshold"))
         if not isinstance(value, int | float) or value < 0:
             raise BeaverError(f"config.yaml: performance_gate min_speedup {value!r} is not a speedup")
