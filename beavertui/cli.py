@@ -25,6 +25,7 @@ COMMANDS = (
     "corpus",
     "batch",
     "export",
+    "import_",
     "metrics",
     "branch",
     "attribute",

@@ -14,6 +14,7 @@ from rich.console import Console
 from rich.status import Status
 from rich.text import Text
 
+from beavertui.engine.session.describe import stage_failed, stage_status
 from beavertui.engine.session.events import (
     Built,
     Candidate,
@@ -37,6 +38,9 @@ _LABELS = {"infra_error": "infra"}
 
 
 def _stage(result: StageResult) -> tuple[str, str]:
+    if result.duration_s is None or (result.rc is None and "rc" in result.unrecorded):
+        took = "" if result.duration_s is None else f" in {result.duration_s:.2f} s"
+        return f"{stage_status(result)}{took}", "red" if stage_failed(result) else "green"
     if result.timed_out:
         return f"timed out after {result.duration_s:.1f} s", "bold red"
     if result.signal:
@@ -87,7 +91,8 @@ def event_line(e: Event) -> Text | None:
             else ""
         )
         retries = f", {e.retries} retr{'y' if e.retries == 1 else 'ies'}" if e.retries else ""
-        t.append(f"{len(e.content):,} chars{tokens}, {e.latency_s:.1f} s, finish {e.finish_reason}{retries}")
+        took = "latency not recorded" if e.latency_s is None else f"{e.latency_s:.1f} s"
+        t.append(f"{len(e.content):,} chars{tokens}, {took}, finish {e.finish_reason}{retries}")
         if e.truncated_chars:
             t.append(f", truncated: {e.truncated_chars:,} more chars not kept", style="bold yellow")
     elif isinstance(e, Candidate):

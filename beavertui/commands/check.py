@@ -81,7 +81,8 @@ def _show(event: Any) -> None:
     if kind in ("build", "run"):
         r = event.result
         end = "timed out" if r.timed_out else (f"signal {r.signal}" if r.signal else f"exit {r.rc}")
-        print(f"{kind:>9}: {end} in {r.duration_s:.2f} s  ({r.command})")
+        took = "" if r.duration_s is None else f" in {r.duration_s:.2f} s"
+        print(f"{kind:>9}: {end}{took}  ({r.command})")
         if r.rc != 0 and r.log.strip():
             for line in r.log.strip().splitlines()[-12:]:
                 print(f"           | {line}")

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from beavertui.engine.errors import BeaverError
+from beavertui.engine.session.describe import command_text, duration_text, stage_failed, stage_status
 from beavertui.engine.session.events import SanitizerRecord, StageResult
 from beavertui.engine.session.protocol import DETECTORS
 from beavertui.engine.session.state import AttemptState, SessionState, fold
@@ -257,12 +258,12 @@ def _is_decisive(line: str, decisive: Sequence[str]) -> bool:
 
 
 def _stage_line(r: StageResult) -> str:
-    rc = "killed (time limit)" if r.timed_out else (f"signal {r.signal}" if r.signal else f"rc {r.rc}")
-    cls = "red" if (r.rc or r.timed_out) else "green"
+    rc = stage_status(r)
+    cls = "red" if stage_failed(r) else "green"
     cached = ' · <span class="cyan">cached</span>' if r.cached else ""
     return (
-        f'<div class="stage"><b>── {_e(r.stage)}</b> <span class="{cls}">{_e(rc)} · {r.duration_s:.2f} s</span>'
-        f'{cached}<div class="dim">$ {_e(r.command)}</div></div>'
+        f'<div class="stage"><b>── {_e(r.stage)}</b> <span class="{cls}">{_e(rc)} · {_e(duration_text(r))}</span>'
+        f'{cached}<div class="dim">$ {_e(command_text(r))}</div></div>'
     )
 
 
@@ -349,7 +350,7 @@ def _sanitizer_pane(a: AttemptState) -> str:
         count = "no summary" if run.error_count is None else f"{run.error_count} errors"
         out.append(
             f'<div class="san" data-tool="{_e(run.tool)}"><b>{_e(run.tool)}</b> '
-            f'<span class="dim">rc {run.result.rc} · {count} · {run.result.duration_s:.1f} s</span>'
+            f'<span class="dim">{_e(stage_status(run.result))} · {count} · {_e(duration_text(run.result, 1))}</span>'
         )
         if not run.records:
             out.append('<div class="green">no findings</div></div>')

@@ -9,14 +9,23 @@ from beavertui.engine.session.state import fold
 def summary_lines(header: SessionHeader, events: list[Event], problem: str | None) -> list[str]:
     state = fold(header, events)
     lines = [f"{header.task.id}  {header.model.name}  {header.protocol.short()}  ({len(events)} events)"]
+    imp = header.imported
+    if imp is not None:
+        lines.append(f"  imported from the {imp.source} run {imp.run_id} ({imp.run_dir})")
+        lines += [f"  not recorded: {what}" for what in imp.not_recorded]
+        lines += [f"  not scored: {what}" for what in imp.dropped]
     for a in state.attempts:
         v = a.verdict
         if v is None:
-            lines.append(f"  it{a.iteration}  {a.stage}…")
+            if a.infra_errors:
+                infra = a.infra_errors[-1]
+                lines.append(f"  it{a.iteration}  infrastructure error ({infra.source}): {infra.detail}")
+            else:
+                lines.append(f"  it{a.iteration}  {a.stage}…")
             continue
         sp = "" if v.speedup is None else f"  {v.speedup:.2f}x"
         ok = "success" if v.success else v.reason
-        lines.append(f"  it{a.iteration}  {v.category:<22}{sp:>8}  {ok}  {v.signature}".rstrip())
+        lines.append(f"  it{a.iteration}  {v.category:<22}{sp:>8}  {ok}  {v.signature or ''}".rstrip())
     for st in state.stalls:
         lines.append(f"  stalled after it{st.iteration}: {st.detector} ({st.detail})")
     if state.end is not None:

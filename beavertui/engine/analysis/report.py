@@ -46,6 +46,8 @@ def analyse(task: TaskRef, attempt: AttemptState) -> AttemptAnalysis | None:
     verdict = attempt.verdict
     if cand is None or cand.code is None or verdict is None or not verdict.correct:
         return None
+    if not task.broken_start:  # an imported session whose task texts were not found: nothing to compare
+        return None
     edit = edit_score(task.broken_start, cand.code, task.reference) if task.reference is not None else None
     run_log = attempt.run.result.log if attempt.run is not None else ""
     runtime = runtime_geometry(run_log) or None

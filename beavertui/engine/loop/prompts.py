@@ -13,6 +13,7 @@ from collections.abc import Collection, Sequence
 from beavertui.engine.corpus.task import Task
 from beavertui.engine.judge.categories import BUILD_STAGE
 from beavertui.engine.loop.extract import strip_think
+from beavertui.engine.session.describe import command_text, duration_text, stage_status
 from beavertui.engine.session.events import KernelMetrics, Message, Sanitized, StageResult, Verdict
 from beavertui.engine.session.protocol import Feedback
 from beavertui.engine.session.state import AttemptState
@@ -59,13 +60,15 @@ def excerpt(
 def stage_log(result: StageResult) -> str:
     """A stage as the model sees it: the command, its exit status and its output excerpt."""
     if result.timed_out:
-        status = f"stopped by the time limit after {result.duration_s:.1f} s"
+        status = f"stopped by the time limit after {duration_text(result, 1)}"
     elif result.signal:
         status = f"killed by signal {result.signal}"
+    elif result.rc is None and "rc" in result.unrecorded:
+        status = stage_status(result)
     else:
         status = f"exit status {result.rc}"
     body = excerpt(result.log) if result.log.strip() else "(no output)"
-    return f"$ {result.command}\n{body}\n[{status}]"
+    return f"$ {command_text(result)}\n{body}\n[{status}]"
 
 
 def first_turn(task: Task, start_log: str | None, log_source: str) -> list[Message]:

@@ -152,16 +152,16 @@ class StageResult(_Frozen):
 
     stage: Literal["build", "run", "sanitize", "benchmark"]
     """Which stage ran."""
-    command: str
-    """The shell command as run (after adaptation)."""
+    command: str | None
+    """The shell command as run (after adaptation); None when the source did not record it (an imported run)."""
     rc: int | None
-    """Exit status; None when killed by the time limit or a signal."""
+    """Exit status; None when killed by the time limit or a signal, or when not recorded (see ``unrecorded``)."""
     signal: int | None = None
     """Signal number that ended the process, if any."""
     timed_out: bool = False
     """The runner's own time limit fired."""
-    duration_s: float = 0.0
-    """Wall time of the stage in seconds."""
+    duration_s: float | None = 0.0
+    """Wall time of the stage in seconds; None when the source did not record it (an imported run)."""
     log: str = ""
     """stdout+stderr, interleaved; head and tail only when larger than the runner's bound."""
     log_bytes: int = 0
@@ -172,6 +172,12 @@ class StageResult(_Frozen):
     """Limits that stopped or refused the command, in words (CPU time, file size, processes, wall clock)."""
     sandbox: str = ""
     """Isolation that applied to the command, and what this machine could not provide and why."""
+    ok: bool | None = None
+    """Whether the stage succeeded, where the source recorded only that and no exit status (an imported
+    run: the harness's ``BUILD_OK``, its test verdict); None where ``rc`` tells it."""
+    unrecorded: list[str] = Field(default_factory=list)
+    """Fields the source of this result did not record (an imported run: ``rc``, ``duration_s``,
+    ``command``, ...): their values here are null or empty, never measured."""
 
 
 class SanitizerRecord(_Frozen):
@@ -240,8 +246,30 @@ class TimingResult(_Frozen):
 
 
 class _Event(_Frozen):
-    t: float = Field(default_factory=now)
-    """Time stamp, seconds since the epoch."""
+    t: float | None = Field(default_factory=now)
+    """Time stamp, seconds since the epoch; None when the source did not record it (an imported run)."""
+
+
+class ImportedFrom(_Frozen):
+    """Where an imported session came from, and what its source did not record (set only on imports)."""
+
+    source: str
+    """The program that produced the records, e.g. ``CUDABeaver harness``."""
+    run_dir: str
+    """The source's run directory, as given to the import."""
+    run_id: str
+    """The source run's name (its folder name)."""
+    experiment: str | None = None
+    """The source's experiment name, where it has one."""
+    records: list[str] = Field(default_factory=list)
+    """The source's record ids that this session holds, in order."""
+    not_recorded: list[str] = Field(default_factory=list)
+    """What the source did not record: every event field standing for it is null or absent here."""
+    derived: list[str] = Field(default_factory=list)
+    """Values the import computed from recorded ones (and how), so that nothing reads as measured."""
+    dropped: list[str] = Field(default_factory=list)
+    """Records of this task that are not scored, each with the reason: left out of the session (an unknown
+    category), or kept as an infrastructure error (an endpoint failure)."""
 
 
 class SessionHeader(_Event):
@@ -272,6 +300,8 @@ class SessionHeader(_Event):
     """Iteration of the parent after which this branch starts."""
     notes: str | None = None
     """Free text, e.g. 'replies written by hand'."""
+    imported: ImportedFrom | None = None
+    """Set when the session was converted from another program's records (``beavertui import``)."""
 
     @model_validator(mode="before")
     @classmethod
@@ -318,8 +348,9 @@ class Reply(_Event):
     """Completion tokens as reported by the endpoint (reasoning tokens included)."""
     reasoning_tokens: int | None = None
     """Of the completion tokens, those the endpoint says were spent reasoning."""
-    latency_s: float = 0.0
-    """Seconds from request to last token (for a reply from the cache: of the call that fetched it)."""
+    latency_s: float | None = 0.0
+    """Seconds from request to last token (for a reply from the cache: of the call that fetched it); None
+    when not recorded (an imported run)."""
     cost_usd: float | None = None
     """The call at the model's prices (header ``model.prices``); None without prices or usage."""
     cached: bool = False
@@ -435,8 +466,8 @@ class Verdict(_Event):
     """1-based iteration."""
     category: str
     """One of docs/format.md (categories)."""
-    signature: str
-    """Normalised error signature ('' for passed)."""
+    signature: str | None
+    """Normalised error signature ('' for passed); None when the source recorded none (an imported run)."""
     correct: bool
     """The harness's functional check passed."""
     speedup: float | None = None

@@ -27,7 +27,7 @@ def usage_of(replies: Iterable[Reply]) -> Usage:
         reasoning += r.reasoning_tokens or 0
         cached += r.cached
         if not r.cached:
-            latency += r.latency_s
+            latency += r.latency_s or 0.0
         if r.cost_usd is not None:
             cost = (cost or 0.0) + r.cost_usd
             if not r.cached:

@@ -178,7 +178,7 @@ def reference_workdir(task: Task, config: runner.RunnerConfig, tcfg: TimingConfi
         runner.remove(work)
         last = [ln for ln in result.log.splitlines() if ln.strip()][-1:] or ["(no output)"]
         raise SpeedupUnavailable(f"{task.id}: the reference does not build here ({last[0][:200]})")
-    (work.path / ".beaver-built").write_text(result.command + "\n")
+    (work.path / ".beaver-built").write_text((result.command or "") + "\n")
     if final.exists():
         shutil.rmtree(final, ignore_errors=True)
     try:

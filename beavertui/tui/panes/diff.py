@@ -68,6 +68,14 @@ class DiffPane(Pane):
             if ref is None:
                 return Text("This task ships no reference solution.", style="dim italic")
             old, name = ref, "reference"
+        if not old and name == "broken start" and view.state.header.imported is not None:
+            head.append(
+                f"iteration {attempt.iteration}, whole file: the broken start is not in this imported "
+                "session (import with --corpus RELEASE to compare with it)\n",
+                style="bold",
+            )
+            head.rstrip()
+            return Group(head, whole_file(cap_code(cand.code)[0], lexer))
         (old, old_note), (new, new_note) = cap_code(old), cap_code(cand.code)
         body, added, removed = diff(old, new, lexer)
         head.append(f"iteration {attempt.iteration} against {name}: ", style="bold")

@@ -24,6 +24,8 @@ class HeaderBar(Widget):
         h = view.state.header
         line = Text()
         line.append(f" {h.task.id} ", style="bold reverse")
+        if h.imported is not None:
+            line.append(" imported ", style="bold black on cyan")
         line.append(f" {h.model.name} ", style="bold")
         line.append(f"· {h.protocol.short()} ", style="dim")
         line.append(f"· iteration {view.cursor}/{view.budget} ", style="bold")
@@ -37,6 +39,10 @@ class HeaderBar(Widget):
                 line.append(f" ({end.detail})", style="red")
         elif view.following:
             line.append("· running…", style="yellow")
+        if h.imported is not None:
+            line.append(
+                f" · imported ({h.imported.source}; not recorded: times, rc, durations)", style="cyan"
+            )
         if view.status:
             line.append(f"  [{view.status}]", style="bold yellow")
         line.truncate(max(self.size.width, 20) - 1)
@@ -59,6 +65,10 @@ class HeaderBar(Widget):
         if attempt.verdict is not None:
             line.append(" ")
             line.append_text(badge(attempt.verdict.category, attempt.verdict.success))
+        if h.imported is not None:
+            line.append(
+                f"  from the {h.imported.source}: no messages, exit statuses or durations", style="cyan"
+            )
         line.append_text(_usage(view))
         line.truncate(2 * max(self.size.width, 20) - 1)
         return line

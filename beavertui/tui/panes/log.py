@@ -6,6 +6,7 @@ from __future__ import annotations
 from rich.console import RenderableType
 from rich.text import Text
 
+from beavertui.engine.session.describe import command_text, duration_text, stage_failed, stage_status
 from beavertui.engine.session.events import StageResult
 from beavertui.tui.caps import cap_text
 from beavertui.tui.panes.base import Pane
@@ -21,12 +22,11 @@ DECISIVE = "bold black on #f0c674"
 
 
 def stage_line(r: StageResult) -> Text:
-    rc = "killed (time limit)" if r.timed_out else (f"signal {r.signal}" if r.signal else f"rc {r.rc}")
     t = Text(f"── {r.stage} ", style="bold")
-    t.append(f"{rc} · {r.duration_s:.2f} s", style="red" if (r.rc or r.timed_out) else "green")
+    t.append(f"{stage_status(r)} · {duration_text(r)}", style="red" if stage_failed(r) else "green")
     if r.cached:
         t.append(" · cached", style="cyan")
-    t.append(f"\n   $ {r.command}\n", style="dim")
+    t.append(f"\n   $ {command_text(r)}\n", style="dim")
     return t
 
 

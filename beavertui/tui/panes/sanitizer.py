@@ -8,6 +8,7 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
+from beavertui.engine.session.describe import duration_text, stage_status
 from beavertui.engine.session.events import SanitizerRecord
 from beavertui.tui.panes.base import Pane
 from beavertui.tui.style import short_kernel
@@ -39,7 +40,9 @@ class SanitizerPane(Pane):
         for run in runs:
             head = Text(f"{run.tool}", style="bold")
             count = "no summary" if run.error_count is None else f"{run.error_count} errors"
-            head.append(f"  rc {run.result.rc} · {count} · {run.result.duration_s:.1f} s", style="dim")
+            head.append(
+                f"  {stage_status(run.result)} · {count} · {duration_text(run.result, 1)}", style="dim"
+            )
             parts.append(head)
             if not run.records:
                 parts.append(Text("   no findings\n", style="green"))

@@ -1,0 +1,38 @@
+"""Words for a stage result, shared by every view, that never show an unrecorded value as a measured one.
+
+A session imported from another program's records (``beavertui import``) may lack a stage's exit status,
+duration or command; those are null in the file and listed in ``StageResult.unrecorded``. These helpers
+say "not recorded" for them instead of printing ``None`` or a zero duration. Plain strings only.
+"""
+
+from __future__ import annotations
+
+from beavertui.engine.session.events import StageResult
+
+
+def stage_status(r: StageResult) -> str:
+    """How the stage ended: ``rc 0``, ``killed (time limit)``, ``signal 9``, or for an imported stage
+    without an exit status ``ok (exit status not recorded)`` / ``failed (...)``."""
+    if r.timed_out:
+        return "killed (time limit)"
+    if r.signal:
+        return f"signal {r.signal}"
+    if r.rc is None and "rc" in r.unrecorded:
+        said = {True: "ok", False: "failed", None: "outcome"}[r.ok]
+        return f"{said} (exit status not recorded)"
+    return f"rc {r.rc}"
+
+
+def stage_failed(r: StageResult) -> bool:
+    """Whether the stage failed, from its exit status or, where only that was recorded, its outcome."""
+    return bool(r.rc or r.timed_out) or (r.rc is None and r.ok is False)
+
+
+def duration_text(r: StageResult, digits: int = 2) -> str:
+    """``1.23 s``, or ``duration not recorded``."""
+    return "duration not recorded" if r.duration_s is None else f"{r.duration_s:.{digits}f} s"
+
+
+def command_text(r: StageResult) -> str:
+    """The command as run, or ``(command not recorded)``."""
+    return "(command not recorded)" if r.command is None else r.command

@@ -1,0 +1,138 @@
+"""Importing another program's run: a folder of session files plus ``run.json`` saying where they came from.
+
+``import_harness_run`` reads a CUDABeaver harness run directory (engine/importers/cudabeaver.py makes the
+events), writes one session file per task into a fresh folder and a ``run.json`` with the provenance
+(source run, model, protocol, counts, what was not scored and why, what the harness did not record).
+The folder is written beside its final name and renamed into place, so a failed import leaves nothing
+that looks like a finished one. ``metrics``, ``replay``, ``browse`` and ``export`` read it as any run.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import re
+import shutil
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from beavertui import __version__
+from beavertui.engine.errors import BeaverError
+from beavertui.engine.importers.cudabeaver import (
+    NOT_RECORDED,
+    SOURCE,
+    HarnessRun,
+    ImportCounts,
+    ImportedSession,
+    import_sessions,
+    read_run,
+)
+from beavertui.engine.session.store import SessionRecorder
+
+MANIFEST = "run.json"
+
+
+@dataclass(frozen=True)
+class ImportOptions:
+    run_dir: Path
+    """The harness run directory."""
+    out: Path | None = None
+    """The folder to write; None: ``<sessions_dir>/cudabeaver-<run id>``."""
+    corpus: Path | None = None
+    """Where the tasks' broken starts and references are read from; None: the release around the run
+    directory, when it still sits inside one."""
+    sessions_dir: Path = Path("sessions")
+    command: tuple[str, ...] = ()
+    """The command line, as run.json records it."""
+
+
+@dataclass(frozen=True)
+class ImportResult:
+    out: Path
+    run: HarnessRun
+    counts: ImportCounts
+    sessions: tuple[Path, ...]
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._+-]+", "_", text).strip("._")[:120] or "_"
+
+
+def import_harness_run(options: ImportOptions) -> ImportResult:
+    """Import one harness run; a BeaverError in one line for a bad run directory or output folder."""
+    run = read_run(options.run_dir)
+    out = options.out or options.sessions_dir / f"cudabeaver-{_slug(run.run_id)}"
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        raise BeaverError(f"{out}: already exists; give another --out or remove it")
+    counts = ImportCounts()
+    sessions = list(import_sessions(run, options.corpus, counts))
+    partial = out.with_name(f".{out.name}.partial")
+    if partial.exists():
+        shutil.rmtree(partial)
+    written: list[Path] = []
+    try:
+        partial.mkdir(parents=True)
+        for s in sessions:
+            path = partial / f"{_slug(s.task_id)}__s{s.header.sample}.jsonl"
+            _write(path, s)
+            written.append(out / path.name)
+        (partial / MANIFEST).write_text(
+            json.dumps(_manifest(run, out, counts, sessions, options), indent=2) + "\n", encoding="utf-8"
+        )
+        if out.exists():
+            out.rmdir()
+        partial.rename(out)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            shutil.rmtree(partial)
+        raise BeaverError(f"{out}: cannot write the imported sessions: {exc.strerror or exc}") from None
+    return ImportResult(out=out, run=run, counts=counts, sessions=tuple(written))
+
+
+def _write(path: Path, session: ImportedSession) -> None:
+    with SessionRecorder(path) as recorder:
+        recorder.take(session.header)
+        for event in session.events:
+            recorder.take(event)
+
+
+def _manifest(
+    run: HarnessRun,
+    out: Path,
+    counts: ImportCounts,
+    sessions: list[ImportedSession],
+    options: ImportOptions,
+) -> dict[str, Any]:
+    first = sessions[0].header if sessions else None
+    summary = run.summary or {}
+    return {
+        "run_id": out.name,
+        "name": str(run.config["experiment"].get("name") or run.run_id),
+        "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "command": " ".join(options.command) if options.command else "",
+        "tool_version": __version__,
+        "status": "imported",
+        "tasks": [s.task_id for s in sessions],
+        "imported": {
+            "source": SOURCE,
+            "run_dir": str(run.root),
+            "run_id": run.run_id,
+            "model": first.model.model_dump(mode="json") if first else None,
+            "protocol": first.protocol.model_dump(mode="json") if first else None,
+            "corpus": counts.corpus,
+            "tasks_without_corpus": counts.tasks_without_corpus,
+            "records": counts.records,
+            "scored_attempts": counts.scored,
+            "sessions": counts.sessions,
+            "not_scored": dict(counts.dropped),
+            "missing_files": counts.missing_files,
+            "not_recorded": list(NOT_RECORDED),
+            "harness_summary": {
+                k: summary[k]
+                for k in ("timestamp", "total_tasks", "tasks_solved", "solve_rate", "core_metrics")
+                if k in summary
+            },
+        },
+    }

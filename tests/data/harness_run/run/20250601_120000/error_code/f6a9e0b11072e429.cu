@@ -1,0 +1,1 @@
+__global__ void spin(volatile int* f) { while (*f == 0) { } }
