@@ -164,14 +164,12 @@ def _group_json(g: Any, cells: dict[Any, Any] | None) -> dict[str, Any]:
 
 def _usage_json(usage: dict[Any, Any]) -> list[dict[str, Any]]:
     """Per group: model, protocol, sessions, repaired, the summed usage, cost per session and per repair."""
-    from beavertui.engine.metrics.table import PROTOCOL_FIELDS
-
     out = []
-    for key, g in usage.items():
+    for (model, _corpus, protocol), g in usage.items():
         out.append(
             {
-                "model": key[0],
-                "protocol": dict(zip(PROTOCOL_FIELDS, key[1:], strict=True)),
+                "model": model,
+                "protocol": protocol.as_dict(),
                 "sessions": g.sessions,
                 "repaired": g.repaired,
                 **g.usage.model_dump(),

@@ -57,18 +57,19 @@ class HeaderBar(Widget):
         if attempt is None:
             line.append(" no attempt yet", style="dim")
             return line
-        reached = _reached(attempt)
-        line.append(" stages ", style="dim")
-        for name in STAGES:
-            style = "bold green" if name in reached else "dim"
-            line.append(f"{name} ", style=style)
+        if h.imported is not None:  # the stages were not recorded: say what is missing in their place
+            line.append(
+                f" from the {h.imported.source}: no messages, exit statuses or durations ", style="cyan"
+            )
+        else:
+            reached = _reached(attempt)
+            line.append(" stages ", style="dim")
+            for name in STAGES:
+                style = "bold green" if name in reached else "dim"
+                line.append(f"{name} ", style=style)
         if attempt.verdict is not None:
             line.append(" ")
             line.append_text(badge(attempt.verdict.category, attempt.verdict.success))
-        if h.imported is not None:
-            line.append(
-                f"  from the {h.imported.source}: no messages, exit statuses or durations", style="cyan"
-            )
         line.append_text(_usage(view))
         line.truncate(2 * max(self.size.width, 20) - 1)
         return line

@@ -1,1 +1,0 @@
-__global__ void spin(int* f) { while (*f == 0) { } }

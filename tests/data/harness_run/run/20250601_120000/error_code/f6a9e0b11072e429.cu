@@ -1,1 +1,0 @@
-__global__ void spin(volatile int* f) { while (*f == 0) { } }
