@@ -14,6 +14,7 @@ import pytest
 from beavertui.cli import main
 from beavertui.engine.analysis.degeneration import compare
 from beavertui.engine.analysis.edits import edit_score
+from beavertui.engine.corpus import patch
 from beavertui.engine.session.state import fold
 from beavertui.engine.session.store import read_session
 from tests.test_batch import batch, sessions
@@ -50,14 +51,16 @@ def test_metrics_json_has_the_analysis_next_to_pass_at_k(
     # Expected values recomputed from the sessions' own first correct candidates.
     firsts = [first_success(p) for p in sessions(run_dir)]
     assert len(firsts) == 2
-    scores = [edit_score(b, c, r or "") for b, c, r, _m, _i in firsts]
+    # Scored against the task's verified minimal fix (here the reference's own edit).
+    fix = (REPO / "tests/data/recorded/vec_scale/minimal_fix.patch").read_text()
+    scores = [edit_score(b, c, patch.apply(b, fix)) for b, c, _r, _m, _i in firsts]
     assert group["edit_precision"] == pytest.approx(sum(s.precision or 0 for s in scores) / 2)
     assert group["bug_recall"] == pytest.approx(sum(s.recall or 0 for s in scores) / 2)
     later = [f for f in firsts if f[4] >= 2]
     assert later, "the demo script repairs at iteration 2"
     code_deg = [compare(c, b, r).degenerate for b, c, r, _m, _i in later]
     assert group["code_degenerate_rate"] == pytest.approx(sum(code_deg) / len(later))
-    assert group["analysed_repairs"] == 2
+    assert group["analysed_repairs"] == 2 and group["unscored_repairs"] == 0
     # the paper's gate after the run: the demo's first correct repair (iteration 2) is 0.02x, so it counts
     # at p = 0 only, and it is a degenerate repair by both rules
     assert group["pass@k"] == 0.0 and group["p_sweep"]["0.0"] == 1.0

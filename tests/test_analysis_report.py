@@ -16,6 +16,7 @@ from beavertui.engine.analysis.report import (
     attribution_rows,
     summarize,
 )
+from beavertui.engine.corpus.fixes import FixTarget
 from beavertui.engine.session.events import Candidate, TaskRef, Verdict
 from beavertui.engine.session.state import AttemptState
 from tests.test_analysis_features import NAIVE, TILED
@@ -31,6 +32,8 @@ TASK = TaskRef(
     broken_start=BROKEN,
     reference=TILED,
 )
+FIX = FixTarget(TILED)
+"""The task's minimal fix (the one-line loop bound), given explicitly: the task is in no corpus."""
 
 
 def attempt(code: str | None, correct: bool, iteration: int = 2) -> AttemptState:
@@ -48,12 +51,12 @@ def attempt(code: str | None, correct: bool, iteration: int = 2) -> AttemptState
 
 
 def test_faithful_repair_columns() -> None:
-    cols = attempt_columns(TASK, attempt(TILED, True))
+    cols = attempt_columns(TASK, attempt(TILED, True), FIX)
     assert cols == {"edit_precision": 1.0, "bug_recall": 1.0, "code_degenerate": False, "lost_features": ""}
 
 
 def test_naive_rewrite_columns() -> None:
-    cols = attempt_columns(TASK, attempt(NAIVE, True))
+    cols = attempt_columns(TASK, attempt(NAIVE, True), FIX)
     assert cols["code_degenerate"] is True
     assert cols["lost_features"] == "shared_memory+barriers"
     assert cols["bug_recall"] == 1.0  # the rewrite touches the broken loop bound
@@ -61,19 +64,28 @@ def test_naive_rewrite_columns() -> None:
 
 
 def test_incorrect_or_codeless_attempts_are_not_analysed() -> None:
-    assert attempt_columns(TASK, attempt(NAIVE, False)) == dict.fromkeys(COLUMNS)
-    assert attempt_columns(TASK, attempt(None, True)) == dict.fromkeys(COLUMNS)
+    assert attempt_columns(TASK, attempt(NAIVE, False), FIX) == dict.fromkeys(COLUMNS)
+    assert attempt_columns(TASK, attempt(None, True), FIX) == dict.fromkeys(COLUMNS)
     assert attempt_lines(analyse(TASK, attempt(NAIVE, False)))[0].startswith("Not analysed")
 
 
 def test_no_reference_still_reports_degeneration_against_the_broken_start() -> None:
     task = TASK.model_copy(update={"reference": None})
-    cols = attempt_columns(task, attempt(NAIVE, True))
-    assert (cols["edit_precision"], cols["bug_recall"], cols["code_degenerate"]) == (None, None, True)
+    cols = attempt_columns(task, attempt(NAIVE, True), FIX)
+    assert cols["code_degenerate"] is True and cols["bug_recall"] == 1.0
+
+
+def test_task_without_verified_fix_is_unscored_not_scored_against_the_reference() -> None:
+    # TASK is in no corpus, so it has no verified minimal fix: a perfect copy of the reference is unscored.
+    a = analyse(TASK, attempt(TILED, True))
+    assert a is not None and a.edit is None and a.unscored == "task not found in its corpus"
+    cols = attempt_columns(TASK, attempt(TILED, True))
+    assert (cols["edit_precision"], cols["bug_recall"], cols["code_degenerate"]) == (None, None, False)
+    assert attempt_lines(a)[0] == "Edit: unscored, no verified minimal fix (task not found in its corpus)."
 
 
 def test_lines_name_the_lost_features() -> None:
-    lines = attempt_lines(analyse(TASK, attempt(NAIVE, True)))
+    lines = attempt_lines(analyse(TASK, attempt(NAIVE, True), FIX))
     assert lines[1] == "Degenerate: lost shared_memory, barriers"
     assert lines[0].startswith("Edit precision ")
 
@@ -155,6 +167,7 @@ def test_run_summary_over_session_files(tmp_path: Path) -> None:
         "bug_recall": pytest.approx((naive.recall + 1.0) / 2),
         "code_degenerate_rate": 1.0,
         "analysed_repairs": 2,
+        "unscored_repairs": 0,
     }
     other = summary[group_key("scripted", Protocol(budget=2, history=2).key(), corpus)]
     assert other == {
@@ -162,6 +175,7 @@ def test_run_summary_over_session_files(tmp_path: Path) -> None:
         "bug_recall": None,
         "code_degenerate_rate": None,
         "analysed_repairs": 0,
+        "unscored_repairs": 0,
     }
     assert len(summary) == 2  # the branch (a success) formed no group and changed none
 

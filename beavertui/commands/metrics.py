@@ -159,6 +159,7 @@ def _group_json(g: Any, cells: dict[Any, Any] | None) -> dict[str, Any]:
     for j, key in enumerate(("edit_precision", "bug_recall", "code_degenerate_rate")):
         doc[key] = float(num[j] / den[j]) if num is not None and den is not None and den[j] > 0 else None
     doc["analysed_repairs"] = None if cells is None else (c.analysed_repairs if c is not None else 0)
+    doc["unscored_repairs"] = None if cells is None else (c.unscored_repairs if c is not None else 0)
     return doc
 
 

@@ -206,13 +206,27 @@ def analysis_table(
         tuple(rows),
         note="repairs: trajectories with a correct attempt, each scored at its first one. Edit precision: "
         "percent of the repair's changed lines (difflib on right-stripped lines, blank lines dropped) that "
-        "fall within a reference edit block (tolerance 1 line); bug recall: percent of the reference's "
-        "edit blocks the repair touches. Degenerate (speedup): first successes at iteration >= 2 slower "
+        "fall within an edit block of the task's verified minimal fix (tolerance 1 line); bug recall: "
+        "percent of the minimal fix's edit blocks the repair touches. A repair of a task without a verified "
+        "minimal fix is unscored (left out of both, never scored against the reference)"
+        f"{_unscored(groups, cells)}. Degenerate (speedup): first successes at iteration >= 2 slower "
         "than the reference (docs/metrics.md); degenerate (code): the same first successes that lost a "
         "performance feature of the reference (shared memory, tensor cores, async copies, vector loads, "
         "shuffles, parallel launch), the kernel, or their work to a library. Percent, pooled over "
         f"trajectories; [95% bootstrap interval over tasks, {resamples} resamples, seed {seed}].",
     )
+
+
+def _unscored(groups: Sequence[GroupMetrics], cells: Mapping[Any, Any]) -> str:
+    """The note's count of unscored repairs, per group that has any."""
+    from beavertui.engine.analysis.report import group_key
+
+    parts = []
+    for g in groups:
+        c = cells.get(group_key(g.model, g.protocol.as_dict(), g.corpus))
+        if c is not None and c.unscored_repairs:
+            parts.append(f"{g.model} {g.protocol.short()}: {c.unscored_repairs} of {c.analysed_repairs}")
+    return ": unscored " + "; ".join(parts) if parts else ": none unscored"
 
 
 def swing_table(entries: Sequence[Mapping[str, Any]]) -> Table:

@@ -20,6 +20,7 @@ from numpy.typing import ArrayLike
 from beavertui.engine.analysis.attribution import Attribution
 from beavertui.engine.analysis.degeneration import Degeneration, compare, runtime_geometry
 from beavertui.engine.analysis.edits import EditScore, edit_score
+from beavertui.engine.corpus.fixes import FixTarget, target_for
 from beavertui.engine.errors import BeaverError
 from beavertui.engine.metrics.table import ProtocolKey
 from beavertui.engine.session.events import TaskRef
@@ -36,31 +37,43 @@ class AttemptAnalysis:
 
     iteration: int
     edit: EditScore | None
-    """None when the task ships no reference."""
+    """Scored against the task's verified minimal fix; None when unscored (``unscored`` says why)."""
     degeneration: Degeneration
+    unscored: str | None = None
+    """Why the edit is unscored: the task has no verified minimal fix (None when scored)."""
 
 
-def analyse(task: TaskRef, attempt: AttemptState) -> AttemptAnalysis | None:
-    """Analyse an attempt whose candidate the harness judged correct; None for any other attempt."""
+def analyse(task: TaskRef, attempt: AttemptState, fix: FixTarget | None = None) -> AttemptAnalysis | None:
+    """Analyse an attempt whose candidate the harness judged correct; None for any other attempt.
+
+    Edit precision and bug recall compare the repair's edit with the broken start -> minimal fix edit:
+    ``fix`` (default: the task's verified minimal fix, found from its corpus). A task without one leaves
+    the edit unscored; it is never scored against the reference."""
     cand = attempt.candidate
     verdict = attempt.verdict
     if cand is None or cand.code is None or verdict is None or not verdict.correct:
         return None
     if not task.broken_start:  # an imported session whose task texts were not found: nothing to compare
         return None
-    edit = edit_score(task.broken_start, cand.code, task.reference) if task.reference is not None else None
+    if fix is None:
+        fix = target_for(task.corpus, task.id, task.broken_start)
+    edit = edit_score(task.broken_start, cand.code, fix.source) if fix.source is not None else None
     run_log = attempt.run.result.log if attempt.run is not None else ""
     runtime = runtime_geometry(run_log) or None
     deg = compare(cand.code, task.broken_start, task.reference, candidate_runtime=runtime)
-    return AttemptAnalysis(attempt.iteration, edit, deg)
+    return AttemptAnalysis(attempt.iteration, edit, deg, None if edit is not None else fix.reason)
 
 
-def attempt_columns(task: TaskRef, attempt: AttemptState) -> dict[str, object]:
+def attempt_columns(task: TaskRef, attempt: AttemptState, fix: FixTarget | None = None) -> dict[str, object]:
     """The four analysis columns of one attempts-table row (all None unless the attempt was correct).
 
-    ``lost_features`` is the lost feature names joined with ``+`` ('' when none were lost).
+    ``lost_features`` is the lost feature names joined with ``+`` ('' when none were lost); edit precision
+    and bug recall are None too when the task has no verified minimal fix (unscored).
     """
-    a = analyse(task, attempt)
+    return _columns(analyse(task, attempt, fix))
+
+
+def _columns(a: AttemptAnalysis | None) -> dict[str, object]:
     if a is None:
         return dict.fromkeys(COLUMNS)
     return {
@@ -114,10 +127,7 @@ def first_success_sums(
     prec = np.asarray(edit_precision, dtype=float)
     rec = np.asarray(bug_recall, dtype=float)
     deg = np.asarray(code_degenerate, dtype=float)
-    idx = np.flatnonzero(ok)
-    # First correct attempt per trajectory: sort by (trajectory, iteration), keep the first of each run.
-    order = idx[np.lexsort((it[idx], traj[idx]))]
-    first = order[np.r_[True, traj[order][1:] != traj[order][:-1]]] if order.size else order
+    first = _first_successes(traj, it, ok)
     later = first[it[first] >= 2]
     nums, dens = [], []
     for values in (prec[first], rec[first], deg[later]):
@@ -127,20 +137,27 @@ def first_success_sums(
     return nums, dens, int(first.size)
 
 
+def _first_successes(traj: np.ndarray, it: np.ndarray, ok: np.ndarray) -> np.ndarray:
+    """Indices of each trajectory's first correct attempt: sort by (trajectory, iteration), keep the first."""
+    idx = np.flatnonzero(ok)
+    order = idx[np.lexsort((it[idx], traj[idx]))]
+    return order[np.r_[True, traj[order][1:] != traj[order][:-1]]] if order.size else order
+
+
 def attempt_lines(analysis: AttemptAnalysis | None) -> list[str]:
     """Plain lines for a TUI pane: edit precision and recall, lost features with their evidence."""
     if analysis is None:
-        return ["Not analysed: only correct attempts are compared with the reference."]
+        return ["Not analysed: only correct attempts are compared with the minimal fix and the reference."]
     lines = []
     e = analysis.edit
     if e is None:
-        lines.append("Edit: no reference shipped with the task.")
+        lines.append(f"Edit: unscored, no verified minimal fix ({analysis.unscored or 'none'}).")
     else:
         p = "n/a" if e.precision is None else f"{e.precision:.0%}"
         r = "n/a" if e.recall is None else f"{e.recall:.0%}"
         lines.append(
             f"Edit precision {p} ({e.needed} of {e.changed} changed lines needed, tolerance {e.tolerance}); "
-            f"bug recall {r} ({e.recovered} of {len(e.blocks)} reference blocks)"
+            f"bug recall {r} ({e.recovered} of {len(e.blocks)} minimal-fix blocks)"
         )
     d = analysis.degeneration
     if d.degenerate:
@@ -201,6 +218,9 @@ class GroupCells:
     nums: np.ndarray
     dens: np.ndarray
     analysed_repairs: int
+    unscored_repairs: int = 0
+    """Of the analysed repairs, those whose task has no verified minimal fix: edit precision and bug recall
+    unscored (left out of both, never scored against the reference)."""
 
 
 def run_cells(
@@ -233,11 +253,13 @@ def run_cells(
         by_task = columns.setdefault(
             group_key(header.model.name, p.key(), Path(header.task.corpus).name or header.task.corpus), {}
         )
-        cols = by_task.setdefault(header.task.id, {k: [] for k in _SUMMARY_INPUTS})
+        cols = by_task.setdefault(header.task.id, {k: [] for k in (*_SUMMARY_INPUTS, "unscored")})
         for a in state.attempts:
             if a.verdict is None or (p.method == "iterative" and a.iteration > budget):
                 continue
-            analysed = attempt_columns(header.task, a)
+            analysis = analyse(header.task, a)
+            analysed = _columns(analysis)
+            cols["unscored"].append(float(analysis is not None and analysis.edit is None))
             repeated = p.method == "repeated"
             cols["trajectory"].append(trajectories + (a.iteration if repeated else 0))
             cols["iteration"].append(1 if repeated else a.iteration)
@@ -248,14 +270,20 @@ def run_cells(
         trajectories += p.budget + 1
     out: dict[GroupKey, GroupCells] = {}
     for key, by_task in columns.items():
-        nums, dens, analysed_repairs = [], [], 0
+        nums, dens, analysed_repairs, unscored = [], [], 0, 0
         for task_cols in by_task.values():
             num, den, repairs = first_success_sums(*(task_cols[k] for k in _SUMMARY_INPUTS))
             nums.append(num)
             dens.append(den)
             analysed_repairs += repairs
+            first = _first_successes(
+                np.asarray(task_cols["trajectory"]),
+                np.asarray(task_cols["iteration"], dtype=np.int64),
+                np.asarray(task_cols["correct"], dtype=bool),
+            )
+            unscored += int(np.asarray(task_cols["unscored"], dtype=float)[first].sum())
         out[key] = GroupCells(
-            tuple(by_task), np.asarray(nums, float), np.asarray(dens, float), analysed_repairs
+            tuple(by_task), np.asarray(nums, float), np.asarray(dens, float), analysed_repairs, unscored
         )
     return out
 
@@ -263,7 +291,8 @@ def run_cells(
 def run_summary(
     root: str | Path, source_models: Mapping[str, str | None] | None = None
 ) -> dict[GroupKey, dict[str, float | int | None]]:
-    """``summarize`` per (model, protocol) group over every session file under a run directory."""
+    """``summarize`` per (model, protocol) group over every session file under a run directory, with the
+    number of its repairs left unscored for want of a verified minimal fix."""
     out: dict[GroupKey, dict[str, float | int | None]] = {}
     for key, cells in run_cells(root, source_models).items():
         num, den = cells.nums.sum(axis=0), cells.dens.sum(axis=0)
@@ -273,6 +302,7 @@ def run_summary(
             "bug_recall": values[1],
             "code_degenerate_rate": values[2],
             "analysed_repairs": cells.analysed_repairs,
+            "unscored_repairs": cells.unscored_repairs,
         }
     return out
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from beavertui.engine.corpus import patch
+from beavertui.engine.corpus import fixes, patch
 from beavertui.engine.errors import TaskError
 from beavertui.engine.judge.categories import label_category
 from beavertui.engine.session.events import TaskRef
@@ -20,7 +20,8 @@ Layout = Literal["native", "release"]
 
 MINIMAL_FIX = "minimal_fix.patch"
 """A native task's smallest verified repair: a unified diff from its broken start to a correct kernel that
-keeps the reference's speed. Edit precision and bug recall are scored against it."""
+keeps the reference's speed. Edit precision and bug recall are scored against it when the corpus's record
+(fixes.RECORD) marks it verified."""
 
 
 @dataclass(frozen=True)
@@ -125,6 +126,16 @@ class Task:
             return patch.apply(self.broken_start(), diff)
         except patch.PatchError as exc:
             raise TaskError(f"{where}: {exc}") from None
+
+    def verified_minimal_fix(self) -> str | None:
+        """The minimal fix, only when the corpus's record (minimal_fixes.json) marks it verified: correct and
+        at least the gate's share of the reference's speed. None otherwise (the task's repairs are then
+        unscored); ``fix_target`` says why."""
+        return self.fix_target().source
+
+    def fix_target(self) -> fixes.FixTarget:
+        """The scoring target of edit precision and bug recall, or why there is none."""
+        return fixes.target(self.corpus_root, self.id, self.broken_start())
 
     def error_log(self) -> str | None:
         if self.error_log_path is None or not self.error_log_path.is_file():

@@ -71,7 +71,9 @@ class AnalysisPane(Pane):
         if analysis is None:
             head.append("not scored (edit precision and recall are for correct attempts)", style="dim")
         elif analysis.edit is None:
-            head.append("no reference shipped with the task", style="dim")
+            head.append(
+                f"edit unscored: no verified minimal fix ({analysis.unscored or 'none'})", style="dim"
+            )
         else:
             e = analysis.edit
             p = "n/a" if e.precision is None else f"{e.precision:.0%}"
@@ -79,7 +81,7 @@ class AnalysisPane(Pane):
             head.append(f"edit precision {p}", style="bold")
             head.append(f" ({e.needed}/{e.changed} changed lines needed, tolerance {e.tolerance})  ")
             head.append(f"bug recall {r}", style="bold")
-            head.append(f" ({e.recovered}/{len(e.blocks)} reference blocks)")
+            head.append(f" ({e.recovered}/{len(e.blocks)} minimal-fix blocks)")
         parts.append(head)
         run_log = a.run.result.log if a.run is not None else ""
         runtime = runtime_geometry(run_log) or None
