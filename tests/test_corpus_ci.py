@@ -270,16 +270,6 @@ def broken_job(task: str) -> Job:
     return Job(hashlib.sha256(code + inp["build_command"].encode()).hexdigest(), task, argv, code, None)
 
 
-def fix_job(task: str) -> Job:
-    """The task's whole build command with its minimal fix as the solution file."""
-    inp = meta(task, "input.json")
-    fixed = load_corpus(CORPUS, [task]).get(task).minimal_fix()
-    assert fixed is not None, f"{task} ships no minimal fix"
-    code = fixed.encode()
-    argv = tuple(shlex.split(inp["build_command"]))
-    return Job(hashlib.sha256(code + inp["build_command"].encode()).hexdigest(), task, argv, code, None)
-
-
 def alone_job(task: str) -> Job:
     """The broken start compiled alone (-c), without linking it to the harness."""
     inp = meta(task, "input.json")
@@ -316,7 +306,6 @@ BUILD_STAGE_TASKS = [t for t in TASK_IDS if meta(t, "instance.json")["error_cate
 INTEGRATION_TASKS = [
     t for t in BUILD_STAGE_TASKS if meta(t, "instance.json")["error_category"] == "integration"
 ]
-FIXED_TASKS = [t for t in TASK_IDS if (CORPUS / t / "minimal_fix.patch").is_file()]
 
 
 @cache
@@ -329,8 +318,6 @@ def all_jobs() -> dict[tuple[str, str], Job]:
         jobs[(t, "broken")] = broken_job(t)
     for t in INTEGRATION_TASKS:
         jobs[(t, "alone")] = alone_job(t)
-    for t in FIXED_TASKS:
-        jobs[(t, "fix")] = fix_job(t)
     return jobs
 
 
@@ -376,14 +363,6 @@ def test_build_stage_broken_start_fails_as_labelled(
     assert got.category == label, (
         f"{task}: labelled {label}, nvcc output classifies as {got.category}:\n{r.log[-2000:]}"
     )
-
-
-@needs_nvcc
-@pytest.mark.slow
-@pytest.mark.parametrize("task", FIXED_TASKS)
-def test_minimal_fix_builds(task: str, results: dict[tuple[str, str], Result]) -> None:
-    r = results[(task, "fix")]
-    assert r.rc == 0, f"{task}: the minimal fix does not build: {' '.join(r.argv)}\n{r.log[-3000:]}"
 
 
 @needs_nvcc

@@ -61,14 +61,6 @@ def test_the_html_report_imports_no_terminal_library() -> None:
     assert out.stdout.strip() == ""
 
 
-def test_category_colours_and_names_are_the_terminal_screens_ones() -> None:
-    from beavertui.tui import style
-
-    assert html.CATEGORY_COLOUR == style.CATEGORY_COLOUR
-    assert html.SHORT == style.SHORT
-    assert (html.BELOW_GATE_COLOUR, html.PENDING_COLOUR) == (style.BELOW_GATE_COLOUR, style.PENDING_COLOUR)
-
-
 def test_session_page_holds_every_pane_of_every_iteration(tmp_path: Path) -> None:
     page = export(tmp_path, DEMO / "sanitizer_only.jsonl")
     assert_self_contained(page)

@@ -34,32 +34,9 @@ from beavertui.engine.session.events import SanitizerRecord, StageResult
 from beavertui.engine.session.protocol import DETECTORS
 from beavertui.engine.session.state import AttemptState, SessionState, fold
 from beavertui.engine.session.store import read_session
+from beavertui.reports.palette import BELOW_GATE_COLOUR, CATEGORY_COLOUR, PENDING_COLOUR, SHORT, STAGES
 from beavertui.reports.tables import Rate, Table
 
-#: Category colours and short names: the same as the terminal screens use.
-CATEGORY_COLOUR: dict[str, str] = {
-    "environment_dependency": "#8f5fbf",
-    "integration": "#c76b29",
-    "buildability": "#b8962e",
-    "out_of_memory": "#a0527a",
-    "illegal_memory_access": "#c0392b",
-    "timeout": "#2e6fb8",
-    "functional_correctness": "#d4762c",
-    "passed": "#2e8b57",
-}
-BELOW_GATE_COLOUR = "#6b8e23"
-PENDING_COLOUR = "#444444"
-SHORT: dict[str, str] = {
-    "environment_dependency": "env",
-    "integration": "integ",
-    "buildability": "build",
-    "out_of_memory": "oom",
-    "illegal_memory_access": "illegal",
-    "timeout": "timeout",
-    "functional_correctness": "wrong",
-    "passed": "passed",
-}
-STAGES = ("request", "reply", "candidate", "build", "run", "sanitize", "timing", "verdict")
 DIFF_MODES = {
     "previous": "vs previous attempt",
     "broken": "vs broken start",

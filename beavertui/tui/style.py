@@ -8,31 +8,19 @@ from __future__ import annotations
 
 from rich.text import Text
 
-#: Background colour per category (docs/format.md (categories) names), readable with white or black text.
-CATEGORY_COLOUR: dict[str, str] = {
-    "environment_dependency": "#8f5fbf",
-    "integration": "#c76b29",
-    "buildability": "#b8962e",
-    "out_of_memory": "#a0527a",
-    "illegal_memory_access": "#c0392b",
-    "timeout": "#2e6fb8",
-    "functional_correctness": "#d4762c",
-    "passed": "#2e8b57",
-}
-#: A correct attempt that missed the speedup gate: passed, but not a success.
-BELOW_GATE_COLOUR = "#6b8e23"
-PENDING_COLOUR = "#444444"
+from beavertui.reports.palette import BELOW_GATE_COLOUR, CATEGORY_COLOUR, PENDING_COLOUR, SHORT
 
-SHORT: dict[str, str] = {
-    "environment_dependency": "env",
-    "integration": "integ",
-    "buildability": "build",
-    "out_of_memory": "oom",
-    "illegal_memory_access": "illegal",
-    "timeout": "timeout",
-    "functional_correctness": "wrong",
-    "passed": "passed",
-}
+__all__ = [
+    "BELOW_GATE_COLOUR",
+    "CATEGORY_COLOUR",
+    "PENDING_COLOUR",
+    "SHORT",
+    "STOP_COLOUR",
+    "badge",
+    "colour",
+    "short_kernel",
+    "speed",
+]
 
 STOP_COLOUR: dict[str, str] = {
     "passed": "green",

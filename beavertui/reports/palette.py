@@ -1,0 +1,32 @@
+"""The colours and short names of the eight categories, one palette for the terminal screens and the HTML pages."""
+
+from __future__ import annotations
+
+#: Background colour per category (the categories of docs/format.md), readable with white or black text.
+CATEGORY_COLOUR: dict[str, str] = {
+    "environment_dependency": "#8f5fbf",
+    "integration": "#c76b29",
+    "buildability": "#b8962e",
+    "out_of_memory": "#a0527a",
+    "illegal_memory_access": "#c0392b",
+    "timeout": "#2e6fb8",
+    "functional_correctness": "#d4762c",
+    "passed": "#2e8b57",
+}
+#: A correct attempt that missed the speedup gate: passed, but not a success.
+BELOW_GATE_COLOUR = "#6b8e23"
+PENDING_COLOUR = "#444444"
+
+SHORT: dict[str, str] = {
+    "environment_dependency": "env",
+    "integration": "integ",
+    "buildability": "build",
+    "out_of_memory": "oom",
+    "illegal_memory_access": "illegal",
+    "timeout": "timeout",
+    "functional_correctness": "wrong",
+    "passed": "passed",
+}
+
+STAGES = ("request", "reply", "candidate", "build", "run", "sanitize", "timing", "verdict")
+"""The stages of an attempt, in the order they run."""
