@@ -67,7 +67,8 @@ def test_recordings_of_one_task_do_not_judge_another(tmp_path: Path) -> None:
 def test_recordings_still_serve_their_own_task(tmp_path: Path) -> None:
     p = cli(
         "live", "--task", "softmax_00", "--model", f"scripted:{DEMO / 'replies' / 'degenerate_repair.toml'}",
-        "--toolchain", f"recorded:{DEMO}", "--headless", cwd=tmp_path,
+        "--toolchain", f"recorded:{DEMO}", "--headless", "--in-loop-gate", "--budget", "4", "--history", "2",
+        "--temperature", "0", cwd=tmp_path,
     )  # fmt: skip
     assert p.returncode == 0, p.stdout + p.stderr
     assert p.stdout.splitlines()[-1] == "end passed after 4 iterations, success, best 0.99x"

@@ -84,7 +84,7 @@ def test_a_wide_page_prints_the_tables_whole(h200_run: Path) -> None:
     out = _cli("metrics", str(h200_run), columns=250).stdout
     head = next(ln for ln in out.splitlines() if ln.startswith("model "))
     assert re.split(r"\s{2,}", head)[:4] == ["model", "protocol", "tasks", "pass@1"]
-    assert "scripted:@alternate  iterative K5 L3 H2 T0 p0.7  40" in out
+    assert "scripted:@alternate  iterative K5 L3 H2 T0 p0.7 in-loop all-K stag=report [corpus]  40" in out
 
 
 TABLE = Table(

@@ -11,7 +11,6 @@ import json
 from pathlib import Path
 
 from beavertui.cli import main
-from beavertui.engine.analysis.edits import edit_score
 from beavertui.engine.session.store import read_session
 from beavertui.tui.analysis import AttributionScreen, BranchScreen, run_branch
 from beavertui.tui.app import BeaverApp
@@ -51,10 +50,9 @@ async def test_analysis_pane_per_attempt() -> None:
         await pilot.press("end")
         await pilot.pause()
         text = pane.text
-        code = screen.view.attempt.candidate.code
-        score = edit_score(header.task.broken_start, code, header.task.reference)
-        assert f"edit precision {score.precision:.0%}" in text
-        assert f"bug recall {score.recall:.0%} ({score.recovered}/{len(score.blocks)}" in text
+        # this session's task has no verified minimal fix to score against, so its edits are unscored
+        # (never scored against the reference's whole diff)
+        assert "edit unscored: no verified minimal fix" in text
         assert "no feature of the reference lost" in text
         await pilot.press("left", "left")  # iteration 2: a correct repair that dropped the tiling
         await pilot.pause()
