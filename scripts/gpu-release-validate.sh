@@ -45,9 +45,11 @@ for line in open(sys.argv[1]):
         done.add(json.loads(line)["task_id"])
     except (ValueError, KeyError):
         pass
-for t in open(sys.argv[2]).read().split():
-    if t not in done:
-        print(t)
+todo = [t for t in open(sys.argv[2]).read().split() if t not in done]
+# kernelbench last: its checks (JIT builds of the broken starts) are the longest, and a run cut by its
+# budget should leave the fewest families unvalidated
+for t in sorted(todo, key=lambda t: t.startswith("kernelbench")):
+    print(t)
 PY
 log "$(wc -l <"$W/todo.txt") of $(wc -l <"$W/all.txt") tasks to validate; $WORKERS workers, GPUs $GPUS"
 if [ -n "${RAW_IDS:-}" ] && [ "$(left)" -gt 200 ]; then

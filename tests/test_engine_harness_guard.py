@@ -162,3 +162,33 @@ def test_runner_refuses_a_solution_path_through_a_linked_library(tmp_path: Path)
     with pytest.raises(BeaverError, match="escapes the work dir"):
         runner.prepare(bad, "// c\n", tmp_path)
     assert list(tmp_path.iterdir()) == []  # nothing left behind
+
+
+def test_a_library_linked_from_a_read_only_corpus_under_tmp_stays_visible(tmp_path: Path) -> None:
+    """The release under /tmp: its data/ folder is read-only to a stage, and the CUTLASS headers a work dir
+    links from data/_external must still be there (a plain bind of data/ onto itself hid them: every
+    cutlass build failed with "cutlass.h: No such file or directory")."""
+    plan = isolation.plan_for(True, True, True)
+    if not (plan.mount and plan.private_tmp):
+        pytest.skip(f"no private /tmp here: {plan.missing}")
+    assert str(tmp_path).startswith("/tmp/")
+    data = tmp_path / "release" / "data"
+    lib = data / "_external" / "cutlass" / "include"
+    lib.mkdir(parents=True)
+    (lib / "cutlass.h").write_text("// header\n")
+    work = tmp_path / "work"
+    (work / "reference_sources").mkdir(parents=True)
+    (work / "reference_sources" / "cutlass").symlink_to(data / "_external" / "cutlass")
+    out = sandbox.run(
+        "cat reference_sources/cutlass/include/cutlass.h && touch ok; touch "
+        + str(data / "x")
+        + "; touch reference_sources/cutlass/include/x",
+        work,
+        dict(os.environ),
+        10.0,
+        read_only=(str(data),),
+        keep=(str(data / "_external" / "cutlass"),),
+    )
+    assert out.log.startswith("// header\n") and (work / "ok").exists()
+    # the library is read-only; the rest of the corpus stays out of sight (a write lands in the private tmp)
+    assert "Read-only file system" in out.log and not (lib / "x").exists() and not (data / "x").exists()

@@ -66,3 +66,43 @@ def test_validate_times_on_several_gpus_in_task_order(tmp_path: Path) -> None:
     assert all(r.valid and r.reference_ms == 2.0 for r in got)
     env = _PinnedToolchain(config, "1")._runner_config().env
     assert env is not None and env["CUDA_VISIBLE_DEVICES"] == "1"
+
+
+def test_reuse_checks_times_a_task_checked_without_timing(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    import beavertui.engine.corpus.validate as v
+    from beavertui.engine.corpus import verdicts
+
+    root = tmp_path / "corpus"
+    shutil.copytree(DATA / "cpu", root)
+    task = load_corpus(root).get("sleepy")
+    machine = Machine(gpu=FAKE_GPU, nvcc="/usr/local/bin/nvcc", cuda="13.0", torch=False)
+    config = LocalConfig(base_dir=tmp_path / "work", timing=TimingConfig(cache=tmp_path / "cache", rounds=1))
+    [first] = list(validate([task], machine, config, timing=False))
+    stored = verdicts.load(task, FAKE_GPU.slug, tmp_path / "cache")
+    assert first.reference_ms is None and stored is not None and v.reusable(task, stored)
+    runs: list[str] = []
+    real = v._attempt
+
+    def spy(tool, t, code, options):  # type: ignore[no-untyped-def]
+        runs.append("broken" if code == t.broken_start() else "other")
+        return real(tool, t, code, options)
+
+    monkeypatch.setattr(v, "_attempt", spy)
+    [again] = list(validate([task], machine, config, reuse_checks=True))
+    assert runs == ["other"]  # the reference was run again, the broken start was not
+    assert again.valid and again.broken_category == first.broken_category == "functional_correctness"
+    assert again.reference_ms == 2.0 and any("reused from the verdict stored" in n for n in again.notes)
+    timed = verdicts.load(task, FAKE_GPU.slug, tmp_path / "cache")
+    assert timed is not None and timed.reference_ms == 2.0 and not v.reusable(task, timed)
+    # without the flag, or once timed, every check runs again
+    [full] = list(validate([task], machine, config))
+    assert runs[1:] == ["other", "broken"] and not any("reused" in n for n in full.notes)
+    # a stored verdict of another broken start is not this task's
+    import hashlib
+
+    code = "compute() { echo 0; }\ncost() { echo 1.0; }\n"
+    (root / "sleepy" / "broken_start.sh").write_text(code)
+    meta = json.loads((root / "sleepy" / "instance.json").read_text())
+    meta["broken_start_hash"] = hashlib.sha256(code.encode()).hexdigest()[:16]
+    (root / "sleepy" / "instance.json").write_text(json.dumps(meta))
+    assert verdicts.load(load_corpus(root).get("sleepy"), FAKE_GPU.slug, tmp_path / "cache") is None

@@ -28,6 +28,11 @@ def register(sub: Any) -> None:
     add_format_argument(va, "one object per task and line, as each is checked")
     va.add_argument("--no-timing", action="store_true", help="skip reference timing")
     va.add_argument(
+        "--reuse-checks", action="store_true",
+        help="tasks stored as checked but not timed on this GPU (an earlier --no-timing run) keep their broken "
+        "start's result: only the reference is run and timed",
+    )  # fmt: skip
+    va.add_argument(
         "--workers", type=int, default=None, metavar="N",
         help="tasks built and run at once in the check phase (default: min(8, CPU cores)); timing is always serial",
     )  # fmt: skip
@@ -138,7 +143,7 @@ def _validate(args: argparse.Namespace) -> int:
     gpus = [g.strip() for g in args.gpus.split(",") if g.strip()] if args.gpus else None
     run = validate(
         tasks, machine, timing=not args.no_timing, ceilings=ceilings, workers=args.workers, on_checked=checked,
-        gpus=gpus,
+        gpus=gpus, reuse_checks=args.reuse_checks,
     )  # fmt: skip
     for i, r in enumerate(run, 1):
         results.append(r)

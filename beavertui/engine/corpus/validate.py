@@ -16,6 +16,7 @@ No printing here.
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field, replace
@@ -158,8 +159,25 @@ def _attempt(tool: LocalToolchain, task: Task, code: str, options: AttemptOption
     return last, log
 
 
-def check_task(task: Task, machine: Machine, tool: LocalToolchain, prebuild: bool = False) -> TaskValidation:
-    """Phase one for one task: build and run the reference and the broken start (no timing)."""
+def reusable(task: Task, record: verdicts.VerdictRecord | None) -> bool:
+    """Whether a stored verdict's check of the broken start can stand while only the reference is run and
+    timed again: its broken start was run, its reference passed and is timed on its own, and it carries no
+    reference time yet (a validation that ran with --no-timing)."""
+    if record is None or record.observed_category is None or record.reference_ms is not None:
+        return False
+    if record.reference_kind not in ("drop_in", "eager_model"):
+        return False
+    return not record.reason.startswith(("the reference fails", "validation failed", "not runnable"))
+
+
+def check_task(
+    task: Task, machine: Machine, tool: LocalToolchain, prebuild: bool = False,
+    stored: verdicts.VerdictRecord | None = None,
+) -> TaskValidation:  # fmt: skip
+    """Phase one for one task: build and run the reference and the broken start (no timing).
+
+    ``stored``: a verdict of this task on this GPU (same reference, harness and broken start) whose broken
+    start's result is taken as it is (reusable()); only the reference is built and run again."""
     sem = families.semantics(task)
     slug = machine.gpu.slug if machine.gpu is not None else None
     base = TaskValidation(task.id, task.label, False, family=sem.family, reference_kind=sem.reference, gpu=slug)
@@ -184,6 +202,13 @@ def check_task(task: Task, machine: Machine, tool: LocalToolchain, prebuild: boo
                 runner.remove(kept)
     else:
         notes.append(f"reference: {sem.summary}")
+    if stored is not None and stored.observed_category is not None:
+        return replace(
+            base, runnable=True, reference_category=ref_category, reference_signature=ref_signature,
+            broken_category=stored.observed_category, broken_signature=stored.evidence,
+            label_agrees=label_agrees(task.label, stored.observed_category),
+            notes=(*notes, *stored.notes, _reused_note(stored)),
+        )  # fmt: skip
     broken, log = _attempt(tool, task, task.broken_start(), plain)
     if label_category(task.label) == "illegal_memory_access" and broken.category == "functional_correctness":
         # the label rests on memcheck evidence the plain run cannot show (the sanitizer override of docs/format.md)
@@ -202,6 +227,11 @@ def check_task(task: Task, machine: Machine, tool: LocalToolchain, prebuild: boo
                 notes=(*out.notes, f"reference time from the testbench's Ref time lines ({len(lines.reference_ms)} sizes)"),
             )  # fmt: skip
     return out
+
+
+def _reused_note(stored: verdicts.VerdictRecord) -> str:
+    when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(stored.measured_at))
+    return f"broken start's result reused from the verdict stored {when}; reference run and timed again"
 
 
 def time_task(
@@ -264,6 +294,7 @@ def validate(
     tasks: list[Task], machine: Machine, config: LocalConfig | None = None, timing: bool = True,
     ceilings: Ceilings | None = None, workers: int | None = None,
     on_checked: Callable[[TaskValidation, int, int], None] | None = None, gpus: list[str] | None = None,
+    reuse_checks: bool = False,
 ) -> Iterator[TaskValidation]:  # fmt: skip
     """Validate tasks: checks in parallel, then timing one task at a time per GPU; yielded in task order
     (without timing, as each task's checks finish).
@@ -271,10 +302,18 @@ def validate(
     ``on_checked(result, done, total)`` is called (from the calling thread) as phase-one results arrive.
     ``gpus``: device indices to time on, one task at a time on each (default: whatever the environment
     makes visible, as one GPU). Every timed pair (reference and candidate) stays on one GPU.
+    ``reuse_checks``: a task whose stored verdict on this GPU was checked but not timed (reusable()) keeps
+    its broken start's result; its reference is run again and timed.
     """
     tool = LocalToolchain(config)
     timed = timing and machine.gpu is not None
     cache = tool.config.timing.cache
+    stored: dict[str, verdicts.VerdictRecord] = {}
+    if reuse_checks and timed and machine.gpu is not None:
+        for t in tasks:
+            rec = verdicts.load(t, machine.gpu.slug, cache)
+            if rec is not None and reusable(t, rec):
+                stored[t.id] = rec
 
     def kept(task: Task, r: TaskValidation) -> TaskValidation:
         if machine.gpu is not None:
@@ -288,7 +327,7 @@ def validate(
     checked: list[TaskValidation] = []
     with ThreadPoolExecutor(n, thread_name_prefix="beaver-validate") as pool:
         futures: list[Future[TaskValidation]] = [
-            pool.submit(_guarded, check_task, t, machine, tool, timed) for t in tasks
+            pool.submit(_guarded, check_task, t, machine, tool, timed, stored.get(t.id)) for t in tasks
         ]
         if not timed:
             # Nothing waits for the GPU alone: each result is final when its checks are, so it is yielded
@@ -345,12 +384,12 @@ def _alone(task: Task, machine: Machine, tool: LocalToolchain, prebuild: bool) -
 
 
 def _guarded(
-    check: Callable[[Task, Machine, LocalToolchain, bool], TaskValidation], task: Task, machine: Machine,
-    tool: LocalToolchain, prebuild: bool,
+    check: Callable[..., TaskValidation], task: Task, machine: Machine, tool: LocalToolchain, prebuild: bool,
+    stored: verdicts.VerdictRecord | None = None,
 ) -> TaskValidation:  # fmt: skip
     """Phase one of a task; an unexpected failure makes that task unusable, never stops the others."""
     try:
-        return check(task, machine, tool, prebuild)
+        return check(task, machine, tool, prebuild, stored)
     except Exception as exc:  # one task's crash must not end the validation of the rest
         sem = families.semantics(task)
         why = f"validation failed: {type(exc).__name__}: {exc}"

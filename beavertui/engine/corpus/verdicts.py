@@ -44,6 +44,8 @@ class VerdictRecord(BaseModel):
     notes: list[str] = Field(default_factory=list)
     reference_hash: str = ""
     harness_hash: str = ""
+    broken_hash: str = ""
+    """SHA-256 of the broken start the verdict saw (empty in records stored before it was kept)."""
     measured_at: float = Field(default_factory=time.time)
 
 
@@ -54,13 +56,21 @@ def _hashes(task: Task) -> tuple[str, str]:
     return reference_hash(task), harness_hash(task)
 
 
+def _broken_hash(task: Task) -> str:
+    import hashlib
+
+    return hashlib.sha256(task.broken_start().encode()).hexdigest()
+
+
 def folder(gpu: str, cache: Path | None = None) -> Path:
     return (cache or cache_dir()) / "validation" / gpu
 
 
 def save(task: Task, record: VerdictRecord, cache: Path | None = None) -> Path:
     ref, harness = _hashes(task)
-    rec = record.model_copy(update={"reference_hash": ref, "harness_hash": harness})
+    rec = record.model_copy(
+        update={"reference_hash": ref, "harness_hash": harness, "broken_hash": _broken_hash(task)}
+    )
     p = folder(rec.gpu, cache) / f"{task.id}.json"
     p.parent.mkdir(parents=True, exist_ok=True)
     tmp = p.with_suffix(".tmp")
@@ -78,6 +88,8 @@ def load(task: Task, gpu: str, cache: Path | None = None) -> VerdictRecord | Non
         return None
     ref, harness = _hashes(task)
     if rec.reference_hash != ref or rec.harness_hash != harness or rec.task_id != task.id:
+        return None
+    if rec.broken_hash and rec.broken_hash != _broken_hash(task):
         return None
     return rec
 

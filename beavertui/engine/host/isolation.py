@@ -126,13 +126,23 @@ def setup_script(
         lines.append(
             f"{{ {make} && {mount} -c --bind /proc/self/fd/{fd} {q}; }} || {{ echo {fail} >&2; exit 125; }}"
         )
+    hidden = [d for d in PRIVATE_DIRS if plan.private_tmp]
     for path in frozen:
-        q = shlex.quote(path)
-        fail = shlex.quote(f"beavertui sandbox: {path} stays writable (read-only bind refused)")
-        lines.append(
-            f"if [ -d {q} ]; then {{ {mount} --bind {q} {q} && {mount} -o remount,bind,ro {q}; }} 2>/dev/null"
-            f" || echo {fail} >&2; fi"
-        )
+        if any(path.startswith(d + "/") for d in hidden):
+            # Under a private tmp the folder itself is out of sight; only what was bound back inside it
+            # (a library a work dir links from the corpus) is visible, and that is made read-only. Binding
+            # the folder onto itself would hide those binds (non-recursive) and with them the library.
+            inside = [h for _, h in held if (h == path or h.startswith(path + "/")) and h != cwd]
+        else:
+            inside = [path]
+        for ro in inside:
+            q = shlex.quote(ro)
+            fail = shlex.quote(f"beavertui sandbox: {ro} stays writable (read-only bind refused)")
+            bind = "" if ro != path or ro in (h for _, h in held) else f"{mount} --bind {q} {q} && "
+            lines.append(
+                f"if [ -d {q} ]; then {{ {bind}{mount} -o remount,bind,ro {q}; }} 2>/dev/null"
+                f" || echo {fail} >&2; fi"
+            )
     if any(cwd == f or cwd.startswith(f + "/") for f in frozen):
         q = shlex.quote(cwd)
         fail = shlex.quote(f"beavertui sandbox: cannot keep {cwd} writable")

@@ -240,6 +240,10 @@ class TimingResult(_Frozen):
     """The same for the reference."""
     flags: list[str] = Field(default_factory=list)
     """Anti-cheat findings of the timing runs (anticheat.py): ``side_stream``, ``cached_result``, ...."""
+    runs: int | None = None
+    """Process-level methods (``cupti``, ``ncu``): runs of each side the measurement took (one sample per run;
+    sampling stops once the speedup's 95% interval is within +/-2%, 3 to 10 runs a side). None where one
+    process times many launches (the native contract, the kernelbench driver)."""
 
 
 # --------------------------------------------------------------------------------------------- events

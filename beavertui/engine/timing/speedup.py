@@ -38,7 +38,7 @@ from beavertui.engine.host.adapt import adapt_command
 from beavertui.engine.host.gpu import nvcc_version
 from beavertui.engine.judge import anticheat
 from beavertui.engine.session.events import StageResult, TimingResult
-from beavertui.engine.timing import cupti
+from beavertui.engine.timing import adaptive, cupti
 from beavertui.engine.toolchain import stages as runner
 
 #: One timed run's event time. ``BEAVER_HOST_MS`` lines (host time to a full device sync, anticheat.py)
@@ -112,7 +112,11 @@ class TimingConfig:
     rounds: int = 3
     """Interleaved (reference, candidate) rounds of the benchmark command (native contract)."""
     process_runs: int = 10
-    """Runs of each side for process-level methods (cupti, ncu): one sample per run."""
+    """Most runs of each side for process-level methods (cupti, ncu): one sample per run."""
+    min_process_runs: int = 3
+    """Fewest runs of each side for process-level methods before sampling may stop (adaptive.py)."""
+    target_halfwidth: float = 0.02
+    """Process-level methods stop sampling once the speedup's 95% interval is within this fraction."""
     stage_s: float = 300.0
     """Time limit of one benchmark command, seconds."""
     cache: Path | None = None
@@ -310,6 +314,10 @@ class Timer:
                     )
                 acc.extend(got)
                 self.runs.append((who, res))
+            if self.method != "beaver_time_ms" and adaptive.enough(
+                r_all, c_all, self.tcfg.min_process_runs, self.tcfg.target_halfwidth
+            ):
+                break
         return r_all, c_all
 
     def measure(self, cand: runner.WorkDir, gate: float | None = None) -> TimingResult:
@@ -335,11 +343,16 @@ class Timer:
             r, c = self._interleaved(ref, cand)
         note = self.stopped_early
         (rm, rcv), (cm, ccv) = stats(r), stats(c)
+        process = self.method != "beaver_time_ms"
+        if process:
+            note = adaptive.note(r, c, self.tcfg.target_halfwidth)
         first = len(self.runs)
         if max(rcv, ccv) > CV_LIMIT:
             r, c = self._interleaved(ref, cand)
             (rm, rcv), (cm, ccv) = stats(r), stats(c)
             note = "re-measured once: CV above 3%"
+            if process:
+                note += "; " + adaptive.note(r, c, self.tcfg.target_halfwidth)
         else:
             first = 0
         speedup = rm / cm if cm > 0 else math.inf
@@ -366,6 +379,7 @@ class Timer:
             candidate_host_samples=[h for _, h in pairs["candidate"]],
             reference_host_samples=[h for _, h in pairs["reference"]],
             flags=flags,
+            runs=len(c) if process else None,
         )
 
     # ------------------------------------------------------------------ family methods
@@ -501,6 +515,9 @@ def time_reference(timer: Timer) -> ReferenceTiming:
     sample = timer._sampler()
     rounds = timer.tcfg.rounds if timer.method == "beaver_time_ms" else timer.tcfg.process_runs
 
+    process = timer.method != "beaver_time_ms"
+    target = timer.tcfg.target_halfwidth
+
     def collect() -> list[float]:
         acc: list[float] = []
         for _ in range(rounds):
@@ -511,13 +528,17 @@ def time_reference(timer: Timer) -> ReferenceTiming:
                     f"{timer.method} timing of the reference produced no samples: {tail[0][:200]}"
                 )
             acc.extend(got)
+            if process and adaptive.enough_alone(acc, timer.tcfg.min_process_runs, target):
+                break
         return acc
 
     samples = collect()
     med, cv = stats(samples)
-    note = None
+    note = adaptive.note_alone(samples, target) if process else None
     if cv > CV_LIMIT:
         samples = collect()
         med, cv = stats(samples)
-        note = "re-measured once: CV above 3%"
+        note = "re-measured once: CV above 3%" + (
+            f"; {adaptive.note_alone(samples, target)}" if process else ""
+        )
     return ReferenceTiming(timer.method, med, cv, samples, cv > CV_LIMIT, note)

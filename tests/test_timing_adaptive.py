@@ -1,0 +1,138 @@
+"""Process-level timing (CUPTI, ncu) samples only until the speedup is known to +/-2% (engine/timing/adaptive.py).
+
+The interval arithmetic is checked against values computed by hand; the stopping rule runs through the real
+Timer with a stand-in sampler (each call is one run of a side, as a CUPTI run would be): it stops at 3 runs
+a side when the samples agree, goes on up to 10 when they do not, and records the runs in the result.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from pathlib import Path
+
+import pytest
+
+from beavertui.engine.corpus.load import load_corpus
+from beavertui.engine.session.events import StageResult
+from beavertui.engine.timing import adaptive
+from beavertui.engine.timing.speedup import Timer, TimingConfig
+from beavertui.engine.toolchain import stages as runner
+
+DATA = Path(__file__).parent / "data"
+
+
+def test_t_quantiles_and_the_interval_by_hand() -> None:
+    assert adaptive.t975(2) == pytest.approx(4.303) and adaptive.t975(2.9) == pytest.approx(4.303)
+    assert adaptive.t975(40) == 2.0 and adaptive.t975(0.5) == math.inf
+    r, c = [2.0, 2.02, 1.98], [1.0, 1.01, 0.99]
+    lr, lc = [math.log(x) for x in r], [math.log(x) for x in c]
+
+    def var(v: list[float]) -> float:
+        m = sum(v) / len(v)
+        return sum((x - m) ** 2 for x in v) / (len(v) - 1)
+
+    se2 = var(lr) / 3 + var(lc) / 3
+    df = se2**2 / ((var(lr) / 3) ** 2 / 2 + (var(lc) / 3) ** 2 / 2)
+    half = adaptive.t975(df) * math.sqrt(se2)
+    lo, hi = adaptive.interval(r, c)  # type: ignore[misc]
+    assert (lo, hi) == pytest.approx((math.exp(-half), math.exp(half)))
+    assert adaptive.halfwidth(r, c) == pytest.approx(math.exp(half) - 1)
+    assert adaptive.interval([1.0], [1.0, 2.0]) is None
+    assert adaptive.interval([1.0, 1.0], [2.0, 2.0]) == (1.0, 1.0)
+
+
+def test_the_stopping_rule_needs_the_minimum_runs_and_a_narrow_interval() -> None:
+    tight_r, tight_c = [2.0, 2.001, 1.999], [1.0, 1.0005, 0.9995]
+    assert adaptive.enough(tight_r, tight_c, 3, 0.02)
+    assert not adaptive.enough(tight_r[:2], tight_c[:2], 3, 0.02)  # fewer than 3 a side
+    assert not adaptive.enough([2.0, 2.4, 1.7], [1.0, 1.3, 0.8], 3, 0.02)
+    assert "3 runs a side" in adaptive.note(tight_r, tight_c, 0.02)
+    assert "wider than the +/-2%" in adaptive.note([2.0, 2.4, 1.7], [1.0, 1.3, 0.8], 0.02)
+
+
+def _timer(tmp_path: Path, samples: dict[str, list[float]]) -> Timer:
+    """A CUPTI timer whose one-run sampler returns the next prepared sample of its side."""
+    task = load_corpus(DATA / "cpu").get("sleepy")
+    timer = Timer(task, runner.RunnerConfig(base_dir=tmp_path), TimingConfig(cache=tmp_path, method="cupti"))
+    feeds = {who: itertools.cycle(v) for who, v in samples.items()}
+    ref_dir = runner.WorkDir(path=tmp_path / "ref", task=task, manifest={}, links={})
+
+    def one_run(work: runner.WorkDir) -> tuple[list[float], StageResult]:
+        who = "reference" if work is ref_dir else "candidate"
+        return [next(feeds[who])], StageResult(stage="benchmark", command=who, rc=0, duration_s=0.5)
+
+    timer._sampler = lambda: one_run  # type: ignore[method-assign]
+    timer._ref_dir = ref_dir  # type: ignore[attr-defined]
+    return timer
+
+
+def _measure(timer: Timer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-untyped-def]
+    import beavertui.engine.timing.speedup as speedup
+
+    monkeypatch.setattr(speedup, "reference_workdir", lambda *a: timer._ref_dir)  # type: ignore[attr-defined]
+    cand = runner.WorkDir(path=tmp_path / "cand", task=timer.task, manifest={}, links={})
+    return timer.measure(cand)
+
+
+def test_cupti_stops_at_three_runs_a_side_when_the_speedup_is_known(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    timer = _timer(tmp_path, {"reference": [2.0, 2.002, 1.998], "candidate": [1.0, 1.001, 0.999]})
+    t = _measure(timer, tmp_path, monkeypatch)
+    assert t.method == "cupti" and t.runs == 3 and len(timer.runs) == 6
+    assert [who for who, _ in timer.runs] == ["reference", "candidate"] * 3  # still interleaved
+    assert t.speedup == pytest.approx(2.0) and t.note.startswith("3 runs a side")
+
+
+def test_cupti_goes_on_to_ten_runs_when_the_samples_disagree(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    timer = _timer(tmp_path, {"reference": [2.0, 2.5, 1.6, 2.2], "candidate": [1.0, 1.3, 0.8, 1.1]})
+    t = _measure(timer, tmp_path, monkeypatch)
+    # CV above 3%: the re-measurement is adaptive too, and it is what the result keeps
+    assert t.runs == 10 and len(t.candidate_samples) == 10 and len(timer.runs) == 40
+    assert t.note.startswith("re-measured once: CV above 3%; 10 runs a side") and "wider than" in t.note
+
+
+def test_cupti_stops_between_three_and_ten_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # the first runs disagree a little, the rest agree: the interval narrows after a few more runs
+    ref = [2.0, 2.06, 1.96] + [2.0] * 7
+    cand = [1.0, 1.0, 1.0] + [1.0] * 7
+    timer = _timer(tmp_path, {"reference": ref, "candidate": cand})
+    t = _measure(timer, tmp_path, monkeypatch)
+    assert 3 < t.runs < 10  # type: ignore[operator]
+    assert adaptive.halfwidth(t.reference_samples, t.candidate_samples) <= 0.02  # type: ignore[operator]
+
+
+def _reference_alone(timer: Timer, monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-untyped-def]
+    import beavertui.engine.timing.speedup as speedup
+
+    monkeypatch.setattr(speedup, "reference_workdir", lambda *a: timer._ref_dir)  # type: ignore[attr-defined]
+    return speedup.time_reference(timer)
+
+
+def test_a_reference_timed_alone_stops_once_its_time_is_known(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    timer = _timer(tmp_path, {"reference": [2.0, 2.002, 1.998]})
+    rt = _reference_alone(timer, monkeypatch)
+    assert len(rt.samples) == 3 and rt.median_ms == pytest.approx(2.0)
+    assert rt.note.startswith("3 runs; the time's 95% interval is +/-0.")  # type: ignore[union-attr]
+    assert adaptive.halfwidth_alone(rt.samples) <= 0.02  # type: ignore[operator]
+
+
+def test_a_noisy_reference_alone_takes_every_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    timer = _timer(tmp_path, {"reference": [2.0, 2.5, 1.6, 2.2]})
+    rt = _reference_alone(timer, monkeypatch)
+    assert len(rt.samples) == 10 and rt.unstable  # re-measured once, still above 3%
+    assert "re-measured once" in rt.note and "wider than the +/-2%" in rt.note  # type: ignore[operator]
+
+
+def test_the_interval_of_one_side_by_hand() -> None:
+    v = [2.0, 2.02, 1.98]
+    logs = [math.log(x) for x in v]
+    m = sum(logs) / 3
+    half = adaptive.t975(2) * math.sqrt(sum((x - m) ** 2 for x in logs) / 2 / 3)
+    assert adaptive.halfwidth_alone(v) == pytest.approx(math.exp(half) - 1)
+    assert adaptive.halfwidth_alone([1.0]) is None and not adaptive.enough_alone([1.0, 1.0], 3, 0.02)
