@@ -6,6 +6,7 @@
 # Inputs (git-ignored, carried): .release/a and .release/b (the release, as for gpu-release-validate.sh),
 # .release/prev/validation/ (the verdicts of gpu-release-validate.sh: unusable tasks are skipped), and to
 # continue, .release/prev/sessions/release-alternate (the run directory an earlier run left in $OUT).
+# Environment: TASKS (globs of task ids for a new run, comma-separated; default every usable task).
 # Writes to $OUT: sessions/release-alternate (the run, resumable), metrics.txt and metrics.json, w/steps.log.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -31,6 +32,7 @@ if [ -d .release/prev/sessions/release-alternate ]; then
   set -- --resume "$RUN"
 else
   set -- --protocol scripts/release-alternate.toml --corpus "$REL" --sessions-dir "$OUT/sessions" --run-id release-alternate
+  [ -n "${TASKS:-}" ] && set -- "$@" --tasks "$TASKS"
 fi
 budget=$(( $(left) - 60 ))
 # SIGINT first: the batch stops cleanly and keeps every finished session; SIGKILL 20 s later at worst

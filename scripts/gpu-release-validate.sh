@@ -7,6 +7,7 @@
 # Earlier results: .release/prev/validate.jsonl (tasks already there are not validated again) and
 # .release/prev/validation/ (stored verdicts, put back into the cache). Environment: WORKERS (default: cores),
 # VALIDATE_FLAGS (extra flags of corpus validate, e.g. --no-timing), ONLY (a grep -E pattern of task ids), RAW_IDS (tasks whose raw stage outputs are kept, for the fixtures).
+# Earlier results whose stored verdicts are missing get them back (scripts/release_store_verdicts.py).
 # Writes to $OUT: validate.jsonl (every result so far, earlier ones included), chunks/*.{jsonl,log},
 # raw/ (stage outputs), validation/ (stored verdicts), w/steps.log; one instance's failure never stops the rest.
 set -uo pipefail
@@ -24,6 +25,9 @@ CACHE=${XDG_CACHE_HOME:-$HOME/.cache}/beavertui
 if [ -d .release/prev/validation ]; then mkdir -p "$CACHE/validation" && cp -a .release/prev/validation/. "$CACHE/validation/"; fi
 : >"$OUT/validate.jsonl"
 [ -f .release/prev/validate.jsonl ] && grep -h '"task_id"' .release/prev/validate.jsonl >>"$OUT/validate.jsonl"
+if [ -s "$OUT/validate.jsonl" ]; then
+  log "$(python3 scripts/release_store_verdicts.py "$REL" "$OUT/validate.jsonl" "$(python3 -c 'from beavertui.engine.host.gpu import gpu_signature as g; s = g(); print(s.slug if s else "none")')" 2>&1 | tail -1)"
+fi
 WORKERS=${WORKERS:-$(nproc)}
 GPUS=$(seq -s, 0 $((NGPU > 0 ? NGPU - 1 : 0)))
 python3 -m beavertui corpus list --corpus "$REL" --json >"$W/list.jsonl" 2>"$W/list.log"
