@@ -324,3 +324,32 @@ def test_deltas_rebuild_the_reply() -> None:
     _, events = run([reply("naive")])
     text = "".join(e.text for e in events if isinstance(e, ReplyDelta))
     assert text == next(e for e in events if isinstance(e, Reply)).content
+
+
+def test_fresh_check_through_the_local_toolchain(tmp_path: Path) -> None:
+    """A task without a recorded log (every release instance) is checked by the real local toolchain
+    before the first turn; its stage events must be valid ones (an iteration of 0 was not, and every
+    release session ended as an infrastructure failure before its first attempt)."""
+    import shutil
+
+    from beavertui.engine.corpus.load import load_corpus
+    from beavertui.engine.session.events import GpuSignature, SessionEnd
+    from beavertui.engine.toolchain.local import LocalConfig, LocalToolchain
+
+    root = tmp_path / "corpus"
+    shutil.copytree(Path(__file__).parent / "data" / "cpu", root)
+    (root / "sleepy" / "error_log.txt").write_text("")  # a native task may ship an empty log
+    task = load_corpus(root).get("sleepy")
+    assert not task.error_log()
+    tool = LocalToolchain(LocalConfig(base_dir=tmp_path / "work"))
+    sig = GpuSignature(
+        slug="test_gpu_sm_90_cuda_13_0", name="Test GPU", compute_capability="9.0", cuda="13.0"
+    )
+    tool.gpu = lambda: sig  # type: ignore[method-assign]
+    events = list(
+        run_session(task, ScriptedModel([f"```sh\n{task.broken_start()}\n```"]), tool, Protocol(budget=1))
+    )
+    end = events[-1]
+    assert isinstance(end, SessionEnd) and end.stop_reason == "budget", end
+    first = next(e for e in events if isinstance(e, Request)).messages[1].content
+    assert "a fresh check on this machine" in first

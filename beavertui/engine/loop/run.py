@@ -123,8 +123,10 @@ def _start_log(task: Task, toolchain: Toolchain, protocol: Protocol) -> tuple[st
     if recorded:
         return recorded, "recorded when the task was made"
     parts: list[str] = []
+    # the check is not an attempt (its events are not recorded), but its stage events are built as for
+    # the first one: an iteration of 0 is out of range for them
     options = AttemptOptions(
-        iteration=0, gate=protocol.gate, sanitize_on_failure=protocol.sanitize_on_failure
+        iteration=1, gate=protocol.gate, sanitize_on_failure=protocol.sanitize_on_failure
     )
     for e in toolchain.attempt(task, task.broken_start(), options):
         if e.kind in ("build", "run", "sanitize"):
@@ -201,12 +203,12 @@ def run_session(
     except _End as end:
         stop_reason, detail = end.stop_reason, end.detail
     except EndpointError as exc:
-        yield run.fold(InfraError(iteration=run.iteration, source="endpoint", detail=exc.detail))
+        yield run.fold(InfraError(iteration=max(run.iteration, 1), source="endpoint", detail=exc.detail))
         stop_reason, detail = "error", exc.detail
     except (ToolchainError, NoGpuError) as exc:
         source = getattr(exc, "source", "gpu")
         source = source if source in _INFRA_SOURCES else "toolchain"
-        yield run.fold(InfraError(iteration=run.iteration, source=source, detail=str(exc)))
+        yield run.fold(InfraError(iteration=max(run.iteration, 1), source=source, detail=str(exc)))
         stop_reason, detail = "error", str(exc)
     except StopRequested as exc:
         stop_reason, detail = "stopped", str(exc) or None
@@ -216,7 +218,7 @@ def run_session(
     except Exception as exc:
         # A defect, not a model or infrastructure failure: recorded, the session closed, then re-raised.
         text = f"{type(exc).__name__}: {exc}"
-        yield run.fold(InfraError(iteration=run.iteration, source="other", detail=text))
+        yield run.fold(InfraError(iteration=max(run.iteration, 1), source="other", detail=text))
         yield run.end("error", text)
         raise
     yield run.end(stop_reason, detail)
