@@ -129,8 +129,8 @@ def main_tables(
         f"{resamples} resamples, seed {seed}]. Infrastructure-hit attempts are excluded and counted. "
         "flagged: attempts that passed the gate with an anti-cheat flag, counted here and in no rate. "
         "debug@k = (pass@k - pass@1) / (1 - pass@1) over per-task means. degenerate: first successes at "
-        "iteration >= 2 whose speedup's 95% bootstrap interval (from the recorded timing samples) lies below "
-        "1.0; degenerate raw: the paper's rule, speedup < 1.0 (docs/metrics.md).",
+        "iteration >= 2 whose speedup's 95% interval (from the recorded timing samples: bootstrap, or Welch's t "
+        "under 10 a side) lies below 1.0; degenerate raw: the paper's rule, speedup < 1.0 (docs/metrics.md).",
     )
     sweep = Table(
         "pass@k by speedup threshold p (>= marks a lower bound: p above an in-loop gate)",
