@@ -215,9 +215,15 @@ def test_cutlass_speed_lines_parsed_from_its_testbench(real: dict[str, Task]) ->
 
 
 def test_applied_speed_lines_give_both_times() -> None:
+    from beavertui.engine.corpus.validate import _lines_note
+
     lines = families.parse_speed_lines("Kernel time: 2.0000 ms\nSpeedup: 0.2500x\n")
     assert lines.candidate == pytest.approx(2.0) and lines.reference == pytest.approx(0.5)
     assert lines.speedup == pytest.approx(0.25)
+    # the validation note says the reference time is derived (it read "Ref time lines (0 sizes)")
+    assert _lines_note(lines) == (
+        "reference time = the testbench's Kernel time x Speedup lines (1 size(s); it prints no reference time)"
+    )
 
 
 def test_applied_families_run_through_the_runner_or_say_what_is_missing(

@@ -224,9 +224,18 @@ def check_task(
             out = replace(
                 out, method="testbench_lines", reference_ms=lines.reference,
                 broken_speedup=lines.speedup if broken.category == "passed" else None,
-                notes=(*out.notes, f"reference time from the testbench's Ref time lines ({len(lines.reference_ms)} sizes)"),
+                notes=(*out.notes, _lines_note(lines)),
             )  # fmt: skip
     return out
+
+
+def _lines_note(lines: families.SpeedLines) -> str:
+    """Where a testbench-lines reference time came from: its own lines, or each size's candidate time times
+    its printed speedup (the applied runner prints no reference time)."""
+    if lines.reference_ms:
+        return f"reference time from the testbench's Ref time lines ({len(lines.reference_ms)} size(s))"
+    n = min(len(lines.candidate_ms), len(lines.speedups))
+    return f"reference time = the testbench's Kernel time x Speedup lines ({n} size(s); it prints no reference time)"
 
 
 def _reused_note(stored: verdicts.VerdictRecord) -> str:
