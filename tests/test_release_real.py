@@ -478,3 +478,15 @@ def test_kernelbench_driver_times_the_eager_model_against_itself(
     assert "error" not in doc, doc
     assert len(doc["reference_ms"]) == len(doc["candidate_ms"]) == 6 and doc["interleaved"]
     assert doc["max_abs_diff"] == 0.0 and doc["flush_bytes"] >= 256 << 20
+
+
+def test_a_batch_says_every_task_it_leaves_out(capsys: pytest.CaptureFixture[str]) -> None:
+    """A task that cannot run (an applied family whose reference sources the release lacks) is said with the
+    other skips and its reason; the release batch on the H200 dropped 26 of them without a word."""
+    fa = next(t for t in load_corpus(REAL).tasks if t.id.startswith("flashattention"))
+    assert not fa.runnable
+    rc = main(["batch", "--protocol", str(ROOT / "scripts" / "release-alternate.toml"), "--corpus", str(REAL),
+               "--tasks", "flashattention_*,cuda_*", "--dry-run"])  # fmt: skip
+    err = capsys.readouterr().err
+    assert rc == 0, err
+    assert "task(s) skipped:" in err and f"  {fa.id}: {fa.not_runnable_reason}" in err

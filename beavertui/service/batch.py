@@ -108,6 +108,7 @@ def usable_tasks(
     models: list[Any],
     excluded: dict[str, str],
     say: Callable[[str], None],
+    unrunnable: dict[str, str] | None = None,
 ) -> list[str]:
     """The tasks usable here: a family's missing Python module is said once, up front; tasks validated as
     unusable on this GPU are skipped (unless --all-tasks); scripted:@reference/@alternate skip the tasks
@@ -119,7 +120,7 @@ def usable_tasks(
     chosen = [by_id[i] for i in ids]
     for line in families.dependency_lines(chosen):
         say(f"beavertui: {line}")
-    skipped: dict[str, str] = {}
+    skipped: dict[str, str] = dict(unrunnable or {})
     local = options.toolchain == "local"
     gpu = None
     if local:
@@ -183,14 +184,15 @@ def new_run(
     wanted = select([t.id for t in corpus.tasks], options.tasks or spec.tasks)
     excluded = {p.split(":")[0].split("/")[0]: p for p in corpus.problems}
     tasks = []
+    unrunnable: dict[str, str] = {}
     for t in corpus.tasks:
         if t.id not in wanted:
             continue
-        if not t.runnable:
-            excluded[t.id] = t.not_runnable_reason or "not runnable"
+        if not t.runnable:  # said with the other skips, never dropped in silence
+            unrunnable[t.id] = t.not_runnable_reason or "not runnable"
             continue
         tasks.append(t.id)
-    tasks = usable_tasks(options, corpus, tasks, models, excluded, say)
+    tasks = usable_tasks(options, corpus, tasks, models, excluded, say, unrunnable)
     if not tasks:
         raise BeaverError(f"{corpus_path}: no runnable task matches {options.tasks or spec.tasks or '*'}")
     from beavertui.batch.models import default_reply_cache
