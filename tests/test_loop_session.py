@@ -341,7 +341,7 @@ def test_fresh_check_through_the_local_toolchain(tmp_path: Path) -> None:
     (root / "sleepy" / "error_log.txt").write_text("")  # a native task may ship an empty log
     task = load_corpus(root).get("sleepy")
     assert not task.error_log()
-    tool = LocalToolchain(LocalConfig(base_dir=tmp_path / "work"))
+    tool = LocalToolchain(LocalConfig(base_dir=tmp_path / "work", keep_start_logs=False))
     sig = GpuSignature(
         slug="test_gpu_sm_90_cuda_13_0", name="Test GPU", compute_capability="9.0", cuda="13.0"
     )
@@ -353,3 +353,58 @@ def test_fresh_check_through_the_local_toolchain(tmp_path: Path) -> None:
     assert isinstance(end, SessionEnd) and end.stop_reason == "budget", end
     first = next(e for e in events if isinstance(e, Request)).messages[1].content
     assert "a fresh check on this machine" in first
+
+
+def test_a_fresh_check_is_made_once_per_task_and_machine(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A second session of the same task on the same machine reuses the first one's check of the broken
+    start (a batch of many models over the release ran it once per session); another gate, harness or
+    broken start makes a new one."""
+    import shutil
+
+    from beavertui.engine.corpus.load import load_corpus
+    from beavertui.engine.session.events import GpuSignature
+    from beavertui.engine.timing.speedup import TimingConfig
+    from beavertui.engine.toolchain.local import LocalConfig, LocalToolchain
+
+    root = tmp_path / "corpus"
+    shutil.copytree(Path(__file__).parent / "data" / "cpu", root)
+    (root / "sleepy" / "error_log.txt").write_text("")
+    task = load_corpus(root).get("sleepy")
+    tool = LocalToolchain(LocalConfig(base_dir=tmp_path / "work", timing=TimingConfig(cache=tmp_path / "c")))
+    sig = GpuSignature(
+        slug="test_gpu_sm_90_cuda_13_0", name="Test GPU", compute_capability="9.0", cuda="13.0"
+    )
+    tool.gpu = lambda: sig  # type: ignore[method-assign]
+    checks: list[int] = []
+    real = tool.attempt
+
+    def counted(t, code, options):  # type: ignore[no-untyped-def]
+        if code == t.broken_start() and options.iteration == 1:
+            checks.append(1)
+        return real(t, code, options)
+
+    tool.attempt = counted  # type: ignore[method-assign]
+    reply = f"```sh\n{task.reference()}\n```"
+
+    def first_turn(protocol: Protocol) -> str:
+        events = list(run_session(task, ScriptedModel([reply]), tool, protocol))
+        return next(e for e in events if isinstance(e, Request)).messages[1].content
+
+    one = first_turn(Protocol(budget=1))
+    assert len(checks) == 1 and "a fresh check on this machine)" in one
+    two = first_turn(Protocol(budget=1))
+    assert len(checks) == 1 and two == one  # reused: no second check, and the same first turn
+    first_turn(Protocol(budget=1, gate=0.5))  # another gate: another check
+    assert len(checks) == 2
+    (root / "sleepy" / "testbench" / "check.sh").write_text(
+        (root / "sleepy" / "testbench" / "check.sh").read_text() + "\n# changed\n"
+    )
+    task = load_corpus(root).get("sleepy")
+    first_turn(Protocol(budget=1))  # another harness: another check
+    assert len(checks) == 3
+    tool.config = LocalConfig(base_dir=tmp_path / "work", keep_start_logs=False)
+    first_turn(Protocol(budget=1))
+    first_turn(Protocol(budget=1))
+    assert len(checks) == 5

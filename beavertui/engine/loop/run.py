@@ -19,6 +19,7 @@ from typing import get_args
 from beavertui import __version__
 from beavertui.engine.corpus.task import Task
 from beavertui.engine.errors import BeaverError, NoGpuError, SessionFileError, ToolchainError
+from beavertui.engine.loop import startlog
 from beavertui.engine.loop.control import LoopControl
 from beavertui.engine.loop.extract import extract
 from beavertui.engine.loop.prompts import conversation, feedback, first_turn, stage_log
@@ -122,18 +123,33 @@ def _start_log(task: Task, toolchain: Toolchain, protocol: Protocol) -> tuple[st
     recorded = task.error_log()
     if recorded:
         return recorded, "recorded when the task was made"
+    cache = getattr(toolchain, "start_log_cache", None)
+    gpu = toolchain.gpu() if cache is not None else None
+    digest = None
+    if cache is not None and gpu is not None:
+        digest = startlog.key(task, gpu, protocol.gate, protocol.sanitize_on_failure)
+        stored = startlog.load(cache, task, gpu, digest)
+        if stored is not None:  # the same words as when it was made: the prompt is the same either way
+            return stored[0], "a fresh check on this machine"
     parts: list[str] = []
     # the check is not an attempt (its events are not recorded), but its stage events are built as for
     # the first one: an iteration of 0 is out of range for them
     options = AttemptOptions(
         iteration=1, gate=protocol.gate, sanitize_on_failure=protocol.sanitize_on_failure
     )
+    judged = False
     for e in toolchain.attempt(task, task.broken_start(), options):
+        judged = judged or isinstance(e, Verdict)
+        if e.kind == "infra_error":
+            digest = None  # a check the machine cut short is not kept
         if e.kind in ("build", "run", "sanitize"):
             parts.append(stage_log(e.result))
         elif isinstance(e, Verdict) and e.correct and e.speedup is not None:
             parts.append(f"correct, speedup {e.speedup:.2f}x against a gate of {e.gate:g}x")
-    return "\n\n".join(parts) or None, "a fresh check on this machine"
+    log = "\n\n".join(parts) or None
+    if judged and log is not None and digest is not None and cache is not None and gpu is not None:
+        startlog.save(cache, task, gpu, digest, log)
+    return log, "a fresh check on this machine"
 
 
 def _diff(before: str, after: str, name: str) -> str:

@@ -67,6 +67,9 @@ class LocalConfig:
     """Timing settings."""
     sanitizer_exe: str = "compute-sanitizer"
     """compute-sanitizer executable."""
+    keep_start_logs: bool = True
+    """Keep the log of a broken start's fresh check (a task without a recorded log) in the cache, so that
+    later sessions of the same task, harness, GPU and protocol settings reuse it (loop/startlog.py)."""
 
 
 def family_oracle(task: Task, verdict: Classification, run: StageResult | None) -> Classification:
@@ -88,6 +91,15 @@ class LocalToolchain:
         self.last_workdir: Path | None = None
         """Work dir of the latest attempt (still on disk only when it was kept)."""
         self._reference_profiles: dict[str, tuple[list[KernelMetrics], str]] = {}
+
+    @property
+    def start_log_cache(self) -> Path | None:
+        """Where fresh checks of broken starts are kept (loop/startlog.py), or None to make each anew."""
+        if not self.config.keep_start_logs:
+            return None
+        from beavertui.engine.timing.cupti import cache_dir
+
+        return self.config.timing.cache or cache_dir()
 
     def profiler_unavailable(self) -> str | None:
         """Why feedback level L4 cannot run here (no ncu, no GPU), or None."""

@@ -1,0 +1,70 @@
+"""The broken start's log from a fresh check, kept per machine so that it is made once.
+
+A task that ships no error log (every instance of the CUDABeaver release) gets one from a check of its
+broken start before the first turn. The check depends only on the broken start, the task's harness, the
+GPU and toolkit, and the protocol's gate and sanitizer setting, so a batch of many models, protocols and
+samples over one task would otherwise build and run the same code once per session (and a broken start
+that hangs holds its GPU for the whole time limit each time). The log is stored under the cache, keyed by
+all of those, and read back by later sessions, whose first turn is then the same as the first session's.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import time
+from pathlib import Path
+
+from beavertui import __version__
+from beavertui.engine.corpus.harness import harness_hash
+from beavertui.engine.corpus.task import Task
+from beavertui.engine.session.events import GpuSignature
+
+#: Stored logs larger than this are not kept (the prompt shows an excerpt of the log anyway).
+MAX_BYTES = 1 << 20
+
+
+def key(task: Task, gpu: GpuSignature, gate: float, sanitize_on_failure: bool) -> str:
+    """What the check's log depends on, hashed."""
+    parts = {
+        "task": task.id,
+        "broken": hashlib.sha256(task.broken_start().encode()).hexdigest(),
+        "harness": harness_hash(task),
+        "gpu": gpu.slug,
+        "driver": gpu.driver,
+        "gate": gate,
+        "sanitize_on_failure": sanitize_on_failure,
+        "version": __version__,
+    }
+    return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()[:32]
+
+
+def _path(cache: Path, gpu: GpuSignature, task: Task, digest: str) -> Path:
+    return cache / "startlogs" / gpu.slug / f"{task.id[:80]}-{digest}.json"
+
+
+def load(cache: Path, task: Task, gpu: GpuSignature, digest: str) -> tuple[str, float] | None:
+    """(log, when it was made) of a stored check, or None."""
+    try:
+        doc = json.loads(_path(cache, gpu, task, digest).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(doc, dict) or doc.get("key") != digest or not isinstance(doc.get("log"), str):
+        return None
+    made = doc.get("made")
+    return doc["log"], float(made) if isinstance(made, (int, float)) else 0.0
+
+
+def save(cache: Path, task: Task, gpu: GpuSignature, digest: str, log: str) -> None:
+    """Store a check's log (atomically; a failure to store costs only the reuse)."""
+    if len(log.encode()) > MAX_BYTES:
+        return
+    p = _path(cache, gpu, task, digest)
+    try:
+        p.parent.mkdir(parents=True, exist_ok=True)
+        tmp = p.with_name(f".{p.name}.{os.getpid()}.tmp")
+        tmp.write_text(json.dumps({"key": digest, "made": time.time(), "log": log}), encoding="utf-8")
+        tmp.replace(p)
+    except OSError:
+        pass
