@@ -28,7 +28,8 @@ def _alive(marker: str) -> list[int]:
 
 
 def test_timeout_kills_whole_group_and_leaves_nothing(tmp_path: Path) -> None:
-    marker = "31337.25"  # a distinctive sleep length to find leftovers by
+    # a distinctive sleep length to find leftovers by, distinct per process: copies of the suite run at once
+    marker = f"31337.{os.getpid()}"
     cmd = f"sleep {marker} & sleep {marker} & (sleep {marker}; echo never) ; echo never"
     t0 = time.monotonic()
     out = sandbox.run(cmd, tmp_path, dict(os.environ), timeout_s=1.0)
@@ -42,7 +43,7 @@ def test_timeout_kills_whole_group_and_leaves_nothing(tmp_path: Path) -> None:
 
 
 def test_background_child_of_a_finished_command_is_killed(tmp_path: Path) -> None:
-    marker = "31338.5"
+    marker = f"31338.{os.getpid()}"
     out = sandbox.run(f"(sleep {marker} &) ; echo done", tmp_path, dict(os.environ), timeout_s=10.0)
     assert out.rc == 0 and not out.timed_out
     assert out.log.strip() == "done"
@@ -52,7 +53,7 @@ def test_background_child_of_a_finished_command_is_killed(tmp_path: Path) -> Non
 
 def test_child_that_leaves_the_session_is_not_waited_forever(tmp_path: Path) -> None:
     # setsid escapes the process group; the runner still stops reading and returns promptly.
-    marker = "31339.5"
+    marker = f"31339.{os.getpid()}"
     t0 = time.monotonic()
     out = sandbox.run(f"setsid sleep {marker} & echo hi", tmp_path, dict(os.environ), timeout_s=10.0)
     assert out.rc == 0
