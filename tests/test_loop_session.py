@@ -408,3 +408,39 @@ def test_a_fresh_check_is_made_once_per_task_and_machine(
     first_turn(Protocol(budget=1))
     first_turn(Protocol(budget=1))
     assert len(checks) == 5
+
+
+def test_the_header_carries_the_label_validation_corrected(tmp_path: Path) -> None:
+    import shutil
+
+    from beavertui.engine.corpus import verdicts
+    from beavertui.engine.corpus.load import load_corpus
+    from beavertui.engine.session.events import GpuSignature, SessionHeader
+    from beavertui.engine.timing.speedup import TimingConfig
+    from beavertui.engine.toolchain.local import LocalConfig, LocalToolchain
+
+    root = tmp_path / "corpus"
+    shutil.copytree(Path(__file__).parent / "data" / "cpu", root)
+    task = load_corpus(root).get("sleepy")
+    cache = tmp_path / "cache"
+    tool = LocalToolchain(LocalConfig(base_dir=tmp_path / "work", timing=TimingConfig(cache=cache)))
+    sig = GpuSignature(
+        slug="test_gpu_sm_90_cuda_13_0", name="Test GPU", compute_capability="9.0", cuda="13.0"
+    )
+    tool.gpu = lambda: sig  # type: ignore[method-assign]
+    reply = f"```sh\n{task.reference()}\n```"
+
+    def header() -> SessionHeader:
+        first = next(iter(run_session(task, ScriptedModel([reply]), tool, Protocol(budget=1))))
+        assert isinstance(first, SessionHeader)
+        return first
+
+    assert header().task.observed_label is None  # never validated here
+    record = verdicts.VerdictRecord(
+        task_id=task.id, gpu=sig.slug, verdict="usable_relabelled", reason="observed timeout: -",
+        label=task.label, observed_category="timeout", family=task.family,
+    )  # fmt: skip
+    verdicts.save(task, record, cache)
+    assert header().task.observed_label == "timeout"
+    verdicts.save(task, record.model_copy(update={"verdict": "usable", "observed_category": "x"}), cache)
+    assert header().task.observed_label is None  # the label agreed

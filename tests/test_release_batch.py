@@ -88,3 +88,41 @@ def test_every_correct_attempt_is_in_the_attempts_table(
     table = {(r["task_id"], r["iteration"]) for r in rows if r["correct"]}
     assert correct and table == correct
     assert all(r["speedup"] is not None for r in rows if r["correct"])
+
+
+def test_metrics_group_by_the_label_or_the_corrected_one(
+    run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """cuda_107 is labelled compile_error and its validation on the H200 saw functional_correctness
+    (usable with a corrected label). A session header that carries the corrected label is grouped by it with
+    --by observed, and by its release label with --by category."""
+    import shutil
+
+    finished = [p for p in sorted(run.rglob("*__s0.jsonl")) if '"kind":"end"' in p.read_text()]
+    relabelled = next(p for p in finished if "cuda_107__compile_error" in p.name)
+    other = next(p for p in finished if "cuda_110__logic_error" in p.name)
+    mini = tmp_path / "mini"
+    for p in (relabelled, other):
+        dest = mini / p.relative_to(run)
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(p, dest)
+    dest = mini / relabelled.relative_to(run)
+    lines = dest.read_text().splitlines()
+    header = json.loads(lines[0])
+    header["task"]["observed_label"] = "functional_correctness"
+    dest.write_text("\n".join([json.dumps(header), *lines[1:]]) + "\n")
+    assert main(["metrics", str(mini), "--by", "observed", "--by", "category", "--format", "csv"]) == 0
+    out = capsys.readouterr().out
+
+    def section(title: str) -> list[str]:
+        block = out.split(f"# {title}\n")[1].split("\n\n")[0]
+        return [line.split(",")[2] for line in block.splitlines()[1:]]
+
+    # cuda_110 (logic_error) was seen as functional_correctness too: both in one bucket; by the release's
+    # labels they are two
+    assert section("Repair rates per observed category") == ["functional_correctness"]
+    assert section("Repair rates per category") == ["buildability", "functional_correctness"]
+    assert main(["export", str(mini)]) == 0
+    rows = [json.loads(line) for line in capsys.readouterr().out.splitlines() if line.strip()]
+    seen = {(r["task_id"][:8], r["observed_label"]) for r in rows}
+    assert seen == {("cuda_107", "functional_correctness"), ("cuda_110", None)}

@@ -29,7 +29,12 @@ def register(sub: Any) -> None:
         "-o", "--output", type=Path, help="write the report to this file instead of standard output"
     )
     p.add_argument(
-        "--by", choices=("family", "category"), action="append", default=[], help="add a breakdown"
+        "--by",
+        choices=("family", "category", "observed"),
+        action="append",
+        default=[],
+        help="add a breakdown: by family, by the broken start's label (category), or by the category its "
+        "validation on the session's GPU observed (observed: the corrected label of a relabelled task)",
     )
     p.add_argument(
         "--source-models", type=Path, help="side table task_id -> source_model for the self-source rule"

@@ -195,7 +195,11 @@ def with_tables(
         tables.append(kendall_table(report.kendall))
     if by:
         for name in dict.fromkeys(by):
-            attr = _task_attribute(report.table, "family" if name == "family" else "label")
+            if name == "observed":
+                attr = _observed_labels(report.table)
+                name = "observed category"
+            else:
+                attr = _task_attribute(report.table, "family" if name == "family" else "label")
             tables.append(breakdown_table(groups, attr, name, resamples=resamples, seed=seed))
     from dataclasses import replace
 
@@ -222,6 +226,13 @@ def _analysis_cells(source: Path, source_models: Path | None) -> dict[Any, Any] 
 
     side = load_source_models(source_models) if source_models else None
     return dict(run_cells(source, side))
+
+
+def _observed_labels(table: Any) -> dict[str, str | None]:
+    """task_id -> the category its validation observed where that corrected the label, else the label's."""
+    labels = _task_attribute(table, "label")
+    observed = _task_attribute(table, "observed_label")
+    return {t: observed.get(t) or labels.get(t) for t in labels}
 
 
 def _task_attribute(table: Any, column: str) -> dict[str, str | None]:

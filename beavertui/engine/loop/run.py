@@ -36,6 +36,7 @@ from beavertui.engine.session.events import (
     Request,
     SessionEnd,
     SessionHeader,
+    TaskRef,
     Verdict,
 )
 from beavertui.engine.session.protocol import Protocol
@@ -152,6 +153,21 @@ def _start_log(task: Task, toolchain: Toolchain, protocol: Protocol) -> tuple[st
     return log, "a fresh check on this machine"
 
 
+def _task_ref(task: Task, toolchain: Toolchain) -> TaskRef:
+    """The task as the header records it, with the corrected label its validation on this GPU found."""
+    ref = task.ref()
+    cache = getattr(toolchain, "verdict_cache", None)
+    gpu = toolchain.gpu() if cache is not None else None
+    if gpu is None:
+        return ref
+    from beavertui.engine.corpus import verdicts
+
+    record = verdicts.load(task, gpu.slug, cache)
+    if record is None or record.verdict != "usable_relabelled" or not record.observed_category:
+        return ref
+    return ref.model_copy(update={"observed_label": record.observed_category})
+
+
 def _diff(before: str, after: str, name: str) -> str:
     return "".join(
         difflib.unified_diff(
@@ -190,7 +206,7 @@ def run_session(
         header = SessionHeader(
             session_id=session_id or uuid.uuid4().hex[:12],
             tool_version=__version__,
-            task=task.ref(),
+            task=_task_ref(task, toolchain),
             model=model.info(),
             protocol=protocol,
             gpu=toolchain.gpu(),

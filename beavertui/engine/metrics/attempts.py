@@ -166,6 +166,7 @@ def rows_of_session(
             "self_source": self_source,
             "family": h.task.family,
             "label": h.task.label,
+            "observed_label": h.task.observed_label,
             "corpus": corpus,
             "infra_error": bool(a.infra_errors),
             "flagged": v is not None and anticheat.is_flagged(v.flags),

@@ -41,6 +41,7 @@ STRING_COLUMNS: tuple[str, ...] = (
     "stop_reason",
     "family",
     "label",
+    "observed_label",
     "corpus",
 )
 INT_COLUMNS: tuple[str, ...] = ("sample", "iteration")
@@ -66,6 +67,7 @@ FLAT_COLUMNS: tuple[str, ...] = (
     "self_source",
     "family",
     "label",
+    "observed_label",
     "corpus",
     "infra_error",
     "flagged",
@@ -74,6 +76,7 @@ FLAT_COLUMNS: tuple[str, ...] = (
 REQUIRED_COLUMNS: frozenset[str] = frozenset(FLAT_COLUMNS) - {
     "family",
     "label",
+    "observed_label",
     "corpus",
     "infra_error",
     "flagged",
@@ -250,6 +253,7 @@ class AttemptsTable:
                 "self_source": self_source[i],
                 "family": strings["family"][i],
                 "label": strings["label"][i],
+                "observed_label": strings["observed_label"][i],
                 "corpus": strings["corpus"][i],
                 "infra_error": infra[i],
                 "flagged": flagged[i],
@@ -321,7 +325,7 @@ def from_rows(rows: Iterable[Mapping[str, Any]]) -> AttemptsTable:
                 protos.append(ProtocolKey.from_mapping(flat))
             for name in ("run_id", "model", "task_id", "category"):
                 cols[name].append(str(row[name]))
-            for name in ("stop_reason", "family", "label", "corpus"):
+            for name in ("stop_reason", "family", "label", "observed_label", "corpus"):
                 cols[name].append(_str_or_none(row.get(name)))
             for name in INT_COLUMNS:
                 cols[name].append(int(row[name]))

@@ -73,6 +73,10 @@ class TaskRef(_Frozen):
     harness_hash: str | None = None
     """sha256 of the task's harness (testbench and shared folders, without the solution) when the
     session started; None in sessions written before it was recorded. Recorded outcomes are keyed by it."""
+    observed_label: str | None = None
+    """The category the broken start was seen to fail in when ``corpus validate`` ran it on this session's
+    GPU, where that differs from ``label`` (a task usable with a corrected label); None where it agrees or
+    the task was never validated there. ``metrics --by observed`` groups by it."""
 
 
 class Prices(_Frozen):

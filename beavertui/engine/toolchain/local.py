@@ -93,6 +93,13 @@ class LocalToolchain:
         self._reference_profiles: dict[str, tuple[list[KernelMetrics], str]] = {}
 
     @property
+    def verdict_cache(self) -> Path:
+        """The cache whose stored validation verdicts (corpus/verdicts.py) describe tasks on this GPU."""
+        from beavertui.engine.timing.cupti import cache_dir
+
+        return self.config.timing.cache or cache_dir()
+
+    @property
     def start_log_cache(self) -> Path | None:
         """Where fresh checks of broken starts are kept (loop/startlog.py), or None to make each anew."""
         if not self.config.keep_start_logs:
