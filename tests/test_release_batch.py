@@ -20,7 +20,8 @@ from beavertui.cli import main
 from beavertui.engine.session.events import SessionEnd, Verdict
 from beavertui.engine.session.store import read_session
 
-RUN = Path(__file__).parent / "data" / "release_batch.tar.gz"
+ROOT = Path(__file__).resolve().parents[1]
+RUN = ROOT / "tests" / "data" / "release_batch.tar.gz"
 
 
 @pytest.fixture(scope="module")
@@ -126,3 +127,39 @@ def test_metrics_group_by_the_label_or_the_corrected_one(
     rows = [json.loads(line) for line in capsys.readouterr().out.splitlines() if line.strip()]
     seen = {(r["task_id"][:8], r["observed_label"]) for r in rows}
     assert seen == {("cuda_107", "functional_correctness"), ("cuda_110", None)}
+
+
+def test_the_real_outputs_classify_as_they_did_on_the_h200(run: Path) -> None:
+    """Every recorded attempt's real stage outputs (release build logs, assertion failures, memcheck
+    reports, a timed-out run) classified again here give the category the H200 gave; and each broken start
+    failed in the batch as its validation, a separate run, saw it (docs/data/h200-2026-12-01)."""
+    from beavertui.engine.judge.classify import classify
+    from beavertui.engine.session.state import fold
+
+    validated = {}
+    for line in (
+        (ROOT / "docs" / "data" / "h200-2026-12-01" / "release-validate.jsonl").read_text().splitlines()
+    ):
+        doc = json.loads(line)
+        validated[doc["task_id"]] = doc["broken_category"]
+    attempts = starts = 0
+    for path in sorted(run.rglob("*__s0.jsonl")):
+        header, events, _ = read_session(path)
+        assert header is not None
+        state = fold(header, events)
+        for a in state.attempts:
+            if a.verdict is None or a.build is None:
+                continue
+            b, r = a.build.result, a.run.result if a.run is not None else None
+            memcheck = next(
+                (s.result.log for s in a.sanitize if s.tool == "memcheck" and not s.result.timed_out), None
+            )
+            timed_out = b.timed_out or (r is not None and r.timed_out)
+            got = classify(b.rc, b.log, r.rc if r else None, r.log if r else "", timed_out, memcheck,
+                           r.signal if r else None)  # fmt: skip
+            assert got.category == a.verdict.category, (header.task.id, a.iteration)
+            attempts += 1
+            if a.iteration == 1:
+                assert validated[header.task.id] == a.verdict.category, header.task.id
+                starts += 1
+    assert attempts >= 50 and starts >= 35
