@@ -83,6 +83,7 @@ def test_cupti_stops_at_three_runs_a_side_when_the_speedup_is_known(
     assert t.method == "cupti" and t.runs == 3 and len(timer.runs) == 6
     assert [who for who, _ in timer.runs] == ["reference", "candidate"] * 3  # still interleaved
     assert t.speedup == pytest.approx(2.0) and t.note.startswith("3 runs a side")
+    assert t.wall_s is not None and 0 <= t.wall_s < 60  # the stage's own duration is recorded
 
 
 def test_cupti_goes_on_to_ten_runs_when_the_samples_disagree(

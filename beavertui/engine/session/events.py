@@ -244,6 +244,9 @@ class TimingResult(_Frozen):
     """The same for the reference."""
     flags: list[str] = Field(default_factory=list)
     """Anti-cheat findings of the timing runs (anticheat.py): ``side_stream``, ``cached_result``, ...."""
+    wall_s: float | None = Field(default=None, ge=0, le=86400)
+    """Seconds the whole timing stage took (every run of both sides, re-measurement included); None in
+    sessions written before it was recorded."""
     runs: int | None = None
     """Process-level methods (``cupti``, ``ncu``): runs of each side the measurement took (one sample per run;
     sampling stops once the speedup's 95% interval is within +/-2%, 3 to 10 runs a side). None where one

@@ -27,6 +27,7 @@ import shlex
 import shutil
 import statistics
 import tempfile
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -324,7 +325,13 @@ class Timer:
         """Interleaved timing; re-measured once when either CV is above 3%. With a ``gate``, a candidate whose
         first (reference, candidate) round is below half the gate, both CVs under 3%, is not timed further:
         the remaining rounds cannot bring it near the gate, and a degenerate candidate (often hundreds of
-        times slower) would otherwise hold the GPU for every round. The result's note says so."""
+        times slower) would otherwise hold the GPU for every round. The result's note says so. The result
+        records how long the measurement took (``wall_s``)."""
+        start = time.monotonic()
+        result = self._measure_any(cand, gate)
+        return result.model_copy(update={"wall_s": round(time.monotonic() - start, 3)})
+
+    def _measure_any(self, cand: runner.WorkDir, gate: float | None) -> TimingResult:
         if self.method == "none":
             raise SpeedupUnavailable(families.NO_REFERENCE)
         if self.method == "torch_events_l2flush_interleaved":
