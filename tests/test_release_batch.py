@@ -78,7 +78,9 @@ def test_metrics_score_every_finished_session_and_leave_the_cut_ones_out(
     assert wide["pass@k"] == pytest.approx(sum(any(v.correct for v in vs) for vs in scored) / len(scored))
 
 
-def test_every_correct_attempt_is_in_the_attempts_table(run: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_every_correct_attempt_is_in_the_attempts_table(
+    run: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     sessions = _sessions(run)
     assert main(["export", str(run)]) == 0
     rows = [json.loads(line) for line in capsys.readouterr().out.splitlines() if line.strip()]
