@@ -1,0 +1,239 @@
+"""The schedule around timing (batch/resources.py, batch/scheduler.py), with stand-in stages.
+
+Every stage here is a thread that asks the real GpuPool or BuildSlots for its resource and holds it until the
+test lets it go; the test orders events by waiting for requests to be queued or granted, never by sleeping,
+so the outcome is the same however slow or loaded the machine (the waits' timeouts only turn a hang into a
+failure). What is shown:
+
+- a session waiting to time is served before any further correctness run is admitted to the GPU it waits
+  for, even one of an older session: timing never starves;
+- a timing stage takes an idle GPU at once, and otherwise waits for the GPU without long runs in flight,
+  while the long run's GPU keeps taking new runs; a long (sanitizer) run is placed away from a GPU that a
+  timing stage waits for;
+- while one GPU is held alone, runs go on on the other and builds go on on the build slots;
+- every resource serves the oldest session first;
+- the admission gate bounds the sessions in flight by what the build slots and GPUs can take;
+- a stage interrupted while it waits (Ctrl-C) leaves no request behind that would hold others back.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from typing import Any
+
+import pytest
+
+from beavertui.batch.resources import SESSION_RANK, Admission, BuildSlots, GpuPool
+
+WAIT = 60.0
+
+
+class Stage:
+    """A stage in its own thread: asks for a resource as session ``rank`` and holds it until ``done()``."""
+
+    def __init__(self, enter: Callable[[], AbstractContextManager[Any]], rank: int) -> None:
+        self.granted = threading.Event()
+        self.release = threading.Event()
+        self.got: Any = None
+        self.error: BaseException | None = None
+        self.thread = threading.Thread(target=self._run, args=(enter, rank), daemon=True)
+        self.thread.start()
+
+    def _run(self, enter: Callable[[], AbstractContextManager[Any]], rank: int) -> None:
+        SESSION_RANK.set(rank)
+        try:
+            with enter() as got:
+                self.got = got
+                self.granted.set()
+                assert self.release.wait(WAIT)
+        except BaseException as exc:
+            self.error = exc
+            self.granted.set()
+
+    def wait(self) -> Stage:
+        assert self.granted.wait(WAIT) and self.error is None, self.error
+        return self
+
+    def done(self) -> None:
+        self.release.set()
+        self.thread.join(WAIT)
+        assert not self.thread.is_alive() and self.error is None, self.error
+
+
+def queued(pool: GpuPool | BuildSlots, n: int) -> None:
+    assert pool.wait_queued(n, WAIT)
+
+
+def grants(pool: GpuPool) -> list[tuple[str, int, str]]:
+    assert pool.log is not None
+    return [(kind, rank, gpu) for what, kind, rank, gpu in pool.log if what == "grant"]
+
+
+def test_a_waiting_timing_stage_is_served_before_more_correctness_runs() -> None:
+    pool = GpuPool(["0"], shared=2)
+    pool.log = []
+    s1, s2 = Stage(pool.hold, 0).wait(), Stage(pool.hold, 1).wait()
+    timing = Stage(lambda: pool.hold(exclusive=True), 5)
+    queued(pool, 1)
+    later = Stage(pool.hold, 2)  # an older session's correctness run, asked for after the timing stage
+    queued(pool, 2)
+    s1.done()  # a slot is free, but the GPU drains for the timing stage: nothing new is admitted
+    assert grants(pool) == [("shared", 0, "0"), ("shared", 1, "0")]
+    s2.done()
+    timing.wait()
+    assert not later.granted.is_set()
+    timing.done()
+    later.wait().done()
+    assert grants(pool) == [("shared", 0, "0"), ("shared", 1, "0"), ("exclusive", 5, "0"), ("shared", 2, "0")]
+
+
+def test_timing_takes_an_idle_gpu_at_once() -> None:
+    pool = GpuPool(["0", "1"], shared=4)
+    busy = Stage(pool.hold, 0).wait()
+    timing = Stage(lambda: pool.hold(exclusive=True), 1).wait()
+    assert busy.got.index == "0" and timing.got.index == "1"
+    timing.done()
+    busy.done()
+
+
+def test_timing_does_not_wait_for_a_long_run_that_can_go_on_elsewhere() -> None:
+    pool = GpuPool(["0", "1"], shared=4)
+    pool.log = []
+    sanitizer = Stage(lambda: pool.hold(long=True), 0).wait()
+    run = Stage(pool.hold, 1).wait()
+    assert (sanitizer.got.index, run.got.index) == ("0", "1")
+    timing = Stage(lambda: pool.hold(exclusive=True), 2)
+    queued(pool, 1)  # it waits for GPU 1, whose run is short, not for the sanitizer run on GPU 0
+    newer = Stage(pool.hold, 3).wait()
+    assert newer.got.index == "0"  # GPU 1 drains for the timing stage; GPU 0 takes new runs
+    long2 = Stage(lambda: pool.hold(long=True), 4).wait()
+    assert long2.got.index == "0"  # a long run is placed away from the GPU a timing stage waits for
+    run.done()
+    timing.wait()
+    assert timing.got.index == "1" and not sanitizer.release.is_set()  # the sanitizer run is still going
+    # while GPU 1 is held alone, runs go on on GPU 0 and builds go on on the build slots
+    more = Stage(pool.hold, 5).wait()
+    builds = BuildSlots(2)
+    build = Stage(builds.hold, 6).wait()
+    assert more.got.index == "0"
+    for s in (build, more, timing, long2, newer, sanitizer):
+        s.done()
+    assert ("exclusive", 2, "1") in grants(pool)
+
+
+def test_two_timing_stages_on_two_gpus_drain_one_gpu_each() -> None:
+    pool = GpuPool(["0", "1"], shared=2)
+    a, b = Stage(pool.hold, 0).wait(), Stage(pool.hold, 1).wait()
+    assert {a.got.index, b.got.index} == {"0", "1"}
+    t1 = Stage(lambda: pool.hold(exclusive=True), 2)
+    queued(pool, 1)
+    t2 = Stage(lambda: pool.hold(exclusive=True), 3)
+    queued(pool, 2)
+    shared = Stage(pool.hold, 4)
+    queued(pool, 3)  # both GPUs drain: no shared run is admitted
+    a.done()
+    b.done()
+    t1.wait()
+    t2.wait()
+    assert {t1.got.index, t2.got.index} == {"0", "1"} and not shared.granted.is_set()
+    t1.done()
+    shared.wait()
+    for s in (shared, t2):
+        s.done()
+
+
+def test_build_slots_serve_the_oldest_session_first() -> None:
+    builds = BuildSlots(1)
+    builds.log = []
+    first = Stage(builds.hold, 9).wait()
+    waiting = []
+    for i, rank in enumerate((5, 2, 7)):
+        waiting.append(Stage(builds.hold, rank))
+        queued(builds, i + 1)
+    first.done()
+    by_rank = {5: waiting[0], 2: waiting[1], 7: waiting[2]}
+    for rank in (2, 5, 7):  # one slot: each release lets exactly the oldest waiting session in
+        by_rank[rank].wait()
+        assert [r for what, r in builds.log if what == "grant"][-1] == rank
+        by_rank[rank].done()
+    assert [r for what, r in builds.log if what == "grant"] == [9, 2, 5, 7]
+
+
+def test_gpu_runs_serve_the_oldest_session_first() -> None:
+    pool = GpuPool(["0"], shared=1)
+    pool.log = []
+    first = Stage(pool.hold, 9).wait()
+    young = Stage(pool.hold, 4)
+    queued(pool, 1)
+    old = Stage(pool.hold, 1)
+    queued(pool, 2)
+    first.done()
+    old.wait().done()
+    young.wait().done()
+    assert [rank for _k, rank, _g in grants(pool)] == [9, 1, 4]
+
+
+def test_admission_waits_for_the_build_slots_and_the_gpus() -> None:
+    pool, builds = GpuPool(["0"], shared=1), BuildSlots(2)
+    gate = Admission(pool, builds)
+    assert gate.ready()
+    gate.started(0)
+    gate.started(1)
+    assert not gate.ready()  # two sessions starting: as many as there are build slots
+    gate.reached(0)
+    assert gate.ready()
+    gate.reached(1)
+    held = [Stage(builds.hold, 0).wait(), Stage(builds.hold, 1).wait()]
+    waiting = Stage(builds.hold, 2)
+    queued(builds, 1)
+    assert not gate.ready()  # a build waits for a slot
+    for s in held:
+        s.done()
+    waiting.wait().done()
+    assert gate.ready()
+    run = Stage(pool.hold, 3).wait()
+    queued_run = Stage(pool.hold, 4)
+    queued(pool, 1)
+    assert not gate.ready()  # as many GPU stages wait as the GPU runs at once
+    run.done()
+    queued_run.wait().done()
+    assert gate.ready()
+
+
+def _interrupt_when_queued(pool: GpuPool | BuildSlots) -> threading.Thread:
+    """Ctrl-C (a real SIGINT) once the main thread waits at ``pool``."""
+    import os
+    import signal
+
+    def fire() -> None:
+        queued(pool, 2)
+        os.kill(os.getpid(), signal.SIGINT)
+
+    t = threading.Thread(target=fire, daemon=True)
+    t.start()
+    return t
+
+
+def test_a_stage_interrupted_while_it_waits_leaves_nothing_behind() -> None:
+    pool = GpuPool(["0"], shared=1)
+    held, other = Stage(pool.hold, 0).wait(), Stage(pool.hold, 1)
+    queued(pool, 1)
+    fire = _interrupt_when_queued(pool)
+    with pytest.raises(KeyboardInterrupt), pool.hold(exclusive=True):
+        pass
+    fire.join(WAIT)
+    assert pool.queued() == 1 and pool.gpus[0].waiting_exclusive == 0  # its request is gone: no drain
+    held.done()
+    other.wait().done()  # the shared run it would have held back
+    builds = BuildSlots(1)
+    held, other = Stage(builds.hold, 0).wait(), Stage(builds.hold, 1)
+    queued(builds, 1)
+    fire = _interrupt_when_queued(builds)
+    with pytest.raises(KeyboardInterrupt), builds.hold():
+        pass
+    fire.join(WAIT)
+    assert builds.queued() == 1
+    held.done()
+    other.wait().done()
