@@ -12,15 +12,17 @@ failure). What is shown:
   timing stage waits for;
 - while one GPU is held alone, runs go on on the other and builds go on on the build slots;
 - every resource serves the oldest session first;
-- the admission gate bounds the sessions in flight by what the build slots and GPUs can take;
+- the admission gate bounds the sessions in flight by what the build slots and GPUs can take, and
+  run_local follows it (sessions start as work drains, not all at once);
 - a stage interrupted while it waits (Ctrl-C) leaves no request behind that would hold others back.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -237,3 +239,101 @@ def test_a_stage_interrupted_while_it_waits_leaves_nothing_behind() -> None:
     assert builds.queued() == 1
     held.done()
     other.wait().done()
+
+
+# ------------------------------------------------------------------ run_local under the admission gate
+
+
+class GatedToolchain:
+    """The recorded toolchain, with each attempt's build holding a build slot and its run a GPU slot until
+    the test opens that session's gate."""
+
+    def __init__(self, inner: Any, pool: GpuPool, builds: BuildSlots) -> None:
+        self.inner, self.pool, self.builds = inner, pool, builds
+        self.gates: dict[int, threading.Event] = {}
+        self.lock = threading.Lock()
+
+    def gate(self, rank: int) -> threading.Event:
+        with self.lock:
+            return self.gates.setdefault(rank, threading.Event())
+
+    def gpu(self) -> None:
+        return None
+
+    def attempt(self, task: Any, code: str, options: Any) -> Iterator[Any]:
+        rank = SESSION_RANK.get()
+        assert rank is not None
+        with self.builds.hold():
+            assert self.gate(rank).wait(WAIT)
+        events = list(self.inner.attempt(task, code, options))
+        with self.pool.hold():
+            pass
+        yield from events
+
+
+def _jobs(tmp_path: Path, n: int) -> tuple[list[Any], dict[str, Any], Path]:
+    from beavertui.batch.protocol_file import ModelSpec
+    from beavertui.batch.rundir import ProtocolEntry, RunManifest
+    from beavertui.batch.scheduler import plan
+    from beavertui.engine.corpus.load import load_corpus
+    from beavertui.engine.session.protocol import Protocol
+
+    corpus = Path(__file__).parent / "data" / "recorded"
+    manifest = RunManifest(
+        run_id="a", name="a", created="now", corpus=str(corpus), tasks=["vec_scale"],
+        protocols=[ProtocolEntry(slug="p", protocol=Protocol(budget=1))],
+        models=[ModelSpec(model="scripted:vec_scale_demo.toml")], samples=n, retries=0,
+    )  # fmt: skip
+    run_dir = tmp_path / "a"
+    return plan(manifest, run_dir), {t.id: t for t in load_corpus(corpus).tasks}, run_dir
+
+
+def started(tracker: Any) -> int:
+    with tracker.lock:
+        return sum(g.done + g.running for g in tracker.groups.values())
+
+
+def until(condition: Callable[[], bool]) -> None:
+    """Wait for a state the sessions reach by themselves (the condition is the event; the pause only paces)."""
+    import time
+
+    deadline = time.monotonic() + WAIT
+    while not condition():
+        assert time.monotonic() < deadline, "the state was never reached"
+        time.sleep(0.01)
+
+
+@pytest.mark.parametrize("gated", [True, False])
+def test_sessions_start_as_the_build_slots_and_gpus_can_take_them(tmp_path: Path, gated: bool) -> None:
+    from beavertui.batch.scheduler import Tracker, run_local
+    from beavertui.engine.toolchain.recorded import RecordedToolchain
+
+    recordings = Path(__file__).parent / "data" / "recorded" / "vec_scale.recordings.jsonl"
+    pool, builds = GpuPool(["0"], shared=1), BuildSlots(1)
+    tool = GatedToolchain(RecordedToolchain.load(recordings), pool, builds)
+    jobs, tasks, run_dir = _jobs(tmp_path, 6)
+    tracker = Tracker(jobs)
+    admission = Admission(pool, builds) if gated else None
+    out: dict[Path, Any] = {}
+    batch = threading.Thread(
+        target=lambda: out.update(
+            run_local(jobs, tasks, tool, run_dir, parallel=8, retries=0, tracker=tracker, admission=admission)
+        ),
+        daemon=True,
+    )
+    batch.start()
+    if not gated:  # every session starts at once; five wait for the one build slot
+        queued(builds, 5)
+        assert tracker.totals()["running"] == 6
+    else:
+        # session 0 builds, session 1 waits for the slot: a build waits, so nothing more starts
+        queued(builds, 1)
+        assert tracker.totals()["running"] == 2
+        tool.gate(0).set()  # session 0 builds, runs and ends; session 1 builds; one more starts and waits
+        until(lambda: started(tracker) == 3 and builds.queued() == 1)
+        assert started(tracker) == 3  # and no more: a build waits again
+    for rank in range(6):
+        tool.gate(rank).set()
+    batch.join(WAIT)
+    assert not batch.is_alive()
+    assert len(out) == 6 and all(o.status == "ran" for o in out.values())
