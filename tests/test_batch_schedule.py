@@ -19,6 +19,7 @@ failure). What is shown:
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
@@ -204,38 +205,52 @@ def test_admission_waits_for_the_build_slots_and_the_gpus() -> None:
     assert gate.ready()
 
 
-def _interrupt_when_queued(pool: GpuPool | BuildSlots) -> threading.Thread:
-    """Ctrl-C (a real SIGINT) once the main thread waits at ``pool``."""
-    import os
+@contextlib.contextmanager
+def _interrupted_when_queued(pool: GpuPool | BuildSlots) -> Iterator[None]:
+    """Ctrl-C in the main thread once it waits at ``pool`` as the second request: a KeyboardInterrupt raised
+    by a signal handler, as Python raises it on SIGINT. The signal is sent again until the request is gone (a
+    signal that arrives just before the thread blocks only takes effect at its next wake-up); the handler
+    raises once."""
     import signal
+
+    main = threading.main_thread().ident
+    assert main is not None and threading.get_ident() == main
+    raised = threading.Event()
+
+    def handler(_signum: int, _frame: Any) -> None:
+        if not raised.is_set():
+            raised.set()
+            raise KeyboardInterrupt
 
     def fire() -> None:
         queued(pool, 2)
-        os.kill(os.getpid(), signal.SIGINT)
+        while pool.queued() >= 2 and not raised.wait(0.05):
+            signal.pthread_kill(main, signal.SIGUSR1)
 
+    previous = signal.signal(signal.SIGUSR1, handler)
     t = threading.Thread(target=fire, daemon=True)
     t.start()
-    return t
+    try:
+        yield
+    finally:
+        t.join(WAIT)
+        signal.signal(signal.SIGUSR1, previous)
 
 
 def test_a_stage_interrupted_while_it_waits_leaves_nothing_behind() -> None:
     pool = GpuPool(["0"], shared=1)
     held, other = Stage(pool.hold, 0).wait(), Stage(pool.hold, 1)
     queued(pool, 1)
-    fire = _interrupt_when_queued(pool)
-    with pytest.raises(KeyboardInterrupt), pool.hold(exclusive=True):
+    with _interrupted_when_queued(pool), pytest.raises(KeyboardInterrupt), pool.hold(exclusive=True):
         pass
-    fire.join(WAIT)
     assert pool.queued() == 1 and pool.gpus[0].waiting_exclusive == 0  # its request is gone: no drain
     held.done()
     other.wait().done()  # the shared run it would have held back
     builds = BuildSlots(1)
     held, other = Stage(builds.hold, 0).wait(), Stage(builds.hold, 1)
     queued(builds, 1)
-    fire = _interrupt_when_queued(builds)
-    with pytest.raises(KeyboardInterrupt), builds.hold():
+    with _interrupted_when_queued(builds), pytest.raises(KeyboardInterrupt), builds.hold():
         pass
-    fire.join(WAIT)
     assert builds.queued() == 1
     held.done()
     other.wait().done()
