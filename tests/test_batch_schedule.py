@@ -14,6 +14,8 @@ failure). What is shown:
 - every resource serves the oldest session first;
 - the admission gate bounds the sessions in flight by what the build slots and GPUs can take, and
   run_local follows it (sessions start as work drains, not all at once);
+- the batch's scheduled toolchain runs sanitizers and profiles in a long slot of their own, after the
+  correctness run's slot is given back, and builds the reference it profiles before it holds a GPU;
 - a stage interrupted while it waits (Ctrl-C) leaves no request behind that would hold others back.
 """
 
@@ -352,3 +354,88 @@ def test_sessions_start_as_the_build_slots_and_gpus_can_take_them(tmp_path: Path
     batch.join(WAIT)
     assert not batch.is_alive()
     assert len(out) == 6 and all(o.status == "ran" for o in out.values())
+
+
+# ------------------------------------------------------------------ the scheduled toolchain's holds
+
+
+@pytest.fixture
+def sleepy() -> Any:
+    from beavertui.engine.corpus.load import load_corpus
+
+    return load_corpus(Path(__file__).parent / "data" / "cpu").get("sleepy")
+
+
+def _scheduled(tmp_path: Path, **config: Any) -> Any:
+    from beavertui.batch.scheduled import ScheduledLocalToolchain
+    from beavertui.engine.session.events import GpuSignature
+    from beavertui.engine.timing.speedup import TimingConfig
+    from beavertui.engine.toolchain.local import LocalConfig
+
+    timing = TimingConfig(cache=tmp_path / "cache", rounds=1, method=config.pop("method", None))
+    tool = ScheduledLocalToolchain(
+        GpuPool(["0"]), BuildSlots(2), None, LocalConfig(base_dir=tmp_path / "work", timing=timing, **config)
+    )
+    tool.gpu = lambda: GpuSignature(slug="t_sm_90", name="Test GPU", compute_capability="9.0")
+    tool.pool.log = []
+    return tool
+
+
+def _watch_stages(tool: Any, monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, ...]]:
+    """The pool's grants and releases, with every stage run in between: ("stage", stage, side)."""
+    from beavertui.engine.toolchain import stages as runner
+
+    order = tool.pool.log
+    refs = tool.config.timing.cache / "refbuild"
+    run_stage = runner.run_stage
+
+    def watched(work: Any, stage: str, *a: Any, **kw: Any) -> Any:
+        side = "reference" if work.path.is_relative_to(refs) else "candidate"
+        order.append(("stage", stage, side))
+        return run_stage(work, stage, *a, **kw)
+
+    monkeypatch.setattr(runner, "run_stage", watched)
+    return order  # type: ignore[no-any-return]
+
+
+def _held(order: list[tuple[str, ...]], kind: str) -> list[tuple[str, ...]]:
+    """The stages run while a hold of ``kind`` was granted (one such hold in ``order``)."""
+    start = next(i for i, e in enumerate(order) if e[:2] == ("grant", kind))
+    end = next(i for i, e in enumerate(order) if e[:2] == ("release", kind))
+    return [e for e in order[start:end] if e[0] == "stage"]
+
+
+GOOD = "compute() { echo $(($1 * $2)); }\ncost() { echo 1.0; }\n"
+
+
+def test_the_batch_runs_sanitizers_in_a_long_slot_of_their_own(
+    sleepy: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from beavertui.engine.toolchain.base import AttemptOptions
+
+    tool = _scheduled(tmp_path, sanitizer_exe="true")
+    order = _watch_stages(tool, monkeypatch)
+    wrong = "compute() { echo 41; }\ncost() { echo 1.0; }\n"
+    events = list(tool.attempt(sleepy, wrong, AttemptOptions(iteration=1, gate=0.7)))
+    assert events[-1].category == "functional_correctness"
+    assert [e.tool for e in events if e.kind == "sanitize"] == ["memcheck"]
+    grants = [e[1] for e in order if e[0] == "grant"]
+    assert grants == ["shared", "long"]  # the correctness run's slot is given back before the sanitizer's
+    assert _held(order, "shared") == [("stage", "run", "candidate")]
+    assert _held(order, "long") == [("stage", "sanitize", "candidate")]
+
+
+def test_the_batch_builds_the_reference_to_profile_before_it_holds_a_gpu(
+    sleepy: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from beavertui.engine.errors import ToolchainError
+    from beavertui.engine.toolchain.base import AttemptOptions
+
+    tool = _scheduled(tmp_path)
+    order = _watch_stages(tool, monkeypatch)
+    monkeypatch.setenv("PATH", "/usr/bin:/bin")  # no ncu: the profile run fails, after the build
+    with pytest.raises(ToolchainError, match="ncu"):
+        list(tool.attempt(sleepy, GOOD, AttemptOptions(iteration=1, gate=0.7, profile=True)))
+    long = order.index(("grant", "long", 1 << 62, "0"))
+    assert ("stage", "build", "reference") in order[:long], order
+    assert _held(order, "long") == [("stage", "benchmark", "candidate")]  # the candidate's ncu run

@@ -1,10 +1,12 @@
 """Toolchains under the scheduler: the same attempt, with each stage waiting for its resource.
 
 ``ScheduledLocalToolchain`` is LocalToolchain's attempt with the build behind a CPU slot and the compile
-cache, correctness and sanitizer runs holding a shared GPU slot (``CUDA_VISIBLE_DEVICES`` set to it), and
-timing holding a GPU alone. Classification, sanitizer policy and verdicts are LocalToolchain's own
-methods, so a batch judges exactly as ``beavertui live`` does. ``ScheduledToolchain`` wraps any other
-toolchain (recorded, remote) and gates its whole run phase on a GPU slot. Neither decides what runs.
+cache, the correctness run holding a shared GPU slot (``CUDA_VISIBLE_DEVICES`` set to it), sanitizer and
+profiler runs a shared slot of their own (marked long, so the pool keeps them away from a GPU that timing
+waits for), and timing holding a GPU alone. Classification, sanitizer policy and verdicts are
+LocalToolchain's own methods, so a batch judges exactly as ``beavertui live`` does. ``ScheduledToolchain``
+wraps any other toolchain (recorded, remote) and gates its whole run phase on a GPU slot. Neither decides
+what runs.
 
 A run whose log says the GPU itself is gone (driver messages, lost device) is an infrastructure failure of
 that GPU, never the candidate's verdict. A run that ends in a sticky CUDA error (an illegal memory access,
@@ -47,6 +49,7 @@ from beavertui.engine.timing.speedup import (
     SpeedupUnavailable,
     Timer,
     default_method,
+    reference_key,
     reference_workdir,
 )
 from beavertui.engine.toolchain import stages as runner
@@ -119,6 +122,7 @@ class ScheduledLocalToolchain(LocalToolchain):
             profiled: Profiled | None = None
             verdict = classify(build.rc, build.log, None, "", build.timed_out)
             if build.rc == 0 and not build.timed_out:
+                tools: list[str] = []
                 with self.pool.hold() as g:
                     gpu_cfg = self._on(cfg, g)
                     run = runner.test(work, gpu_cfg)
@@ -127,14 +131,24 @@ class ScheduledLocalToolchain(LocalToolchain):
                         tampered += work.verify()
                         verdict = classify(build.rc, build.log, run.rc, run.log, run.timed_out)
                         verdict = family_oracle(task, verdict, run)
-                        sanitized = list(self._sanitize(task, work, gpu_cfg, options, run, verdict))
-                        if options.profile and not run.timed_out:
-                            profiled = self._profile(task, work, gpu_cfg, it)
+                        tools = self._sanitizer_tools(task, options, run, verdict)
+                        if not tools:  # nothing more to run: a harness's own sanitizer output, or none
+                            sanitized = list(self._sanitize(task, work, gpu_cfg, options, run, verdict))
                 self.pool.report(g, ok=lost is None, detail=lost or "")
                 if lost is not None:
                     yield Ran(iteration=it, result=run)
                     # the GPU's failure, not the candidate's: no verdict; the session records it as such
                     raise ToolchainError(f"GPU {g.index} failed: {lost}", source="gpu")
+                profile = options.profile and not run.timed_out
+                if profile and f"{task.id}:{reference_key(task)}" not in self._reference_profiles:
+                    self._reference_build(task, cfg)  # profiled beside the candidate: built before the hold
+                if tools or profile:  # long runs: a slot of their own, placed away from waiting timing
+                    with self.pool.hold(long=True) as g:
+                        gpu_cfg = self._on(cfg, g)
+                        if tools:
+                            sanitized = list(self._sanitize(task, work, gpu_cfg, options, run, verdict))
+                        if profile:
+                            profiled = self._profile(task, work, gpu_cfg, it)
             else:
                 tampered += work.verify()
             if run is not None:
