@@ -14,8 +14,10 @@ failure). What is shown:
 - every resource serves the oldest session first;
 - the admission gate bounds the sessions in flight by what the build slots and GPUs can take, and
   run_local follows it (sessions start as work drains, not all at once);
-- the batch's scheduled toolchain runs sanitizers and profiles in a long slot of their own, after the
-  correctness run's slot is given back, and builds the reference it profiles before it holds a GPU;
+- the batch's scheduled toolchain builds everything timing needs (the reference, the CUPTI library) before
+  it holds the GPU alone, and builds nothing while it does;
+- it runs sanitizers and profiles in a long slot of their own, after the correctness run's slot is given
+  back, and builds the reference it profiles before it holds a GPU;
 - a stage interrupted while it waits (Ctrl-C) leaves no request behind that would hold others back.
 """
 
@@ -311,7 +313,7 @@ def started(tracker: Any) -> int:
 
 
 def until(condition: Callable[[], bool]) -> None:
-    """Wait for a state the sessions reach by themselves (the condition is the event; the pause only paces)."""
+    """Wait for a state the sessions reach by themselves (the condition is the event, the pause paces)."""
     import time
 
     deadline = time.monotonic() + WAIT
@@ -406,6 +408,71 @@ def _held(order: list[tuple[str, ...]], kind: str) -> list[tuple[str, ...]]:
 
 
 GOOD = "compute() { echo $(($1 * $2)); }\ncost() { echo 1.0; }\n"
+
+
+def test_the_batch_builds_the_reference_before_it_holds_the_gpu_alone(
+    sleepy: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from beavertui.engine.toolchain.base import AttemptOptions
+
+    tool = _scheduled(tmp_path)
+    order = _watch_stages(tool, monkeypatch)
+    events = list(tool.attempt(sleepy, GOOD, AttemptOptions(iteration=1, gate=0.7)))
+    assert events[-1].success and events[-1].speedup == pytest.approx(2.0)
+    exclusive = next(i for i, e in enumerate(order) if e[:2] == ("grant", "exclusive"))
+    assert ("stage", "build", "reference") in order[:exclusive], order  # the cold cache: built first
+    held = _held(order, "exclusive")
+    # held alone: the benchmark runs of both sides and nothing else (no build)
+    assert held and set(held) == {("stage", "benchmark", "reference"), ("stage", "benchmark", "candidate")}
+    # the next attempt finds the reference built and builds nothing more for timing
+    order.clear()
+    list(tool.attempt(sleepy, GOOD, AttemptOptions(iteration=2, gate=0.7)))
+    assert ("stage", "build", "reference") not in order and ("grant", "exclusive", 1 << 62, "0") in order
+
+
+@pytest.mark.parametrize("library", ["builds", "fails, ncu to fall back to", "fails, no ncu"])
+def test_the_batch_builds_the_cupti_library_before_it_holds_the_gpu_alone(
+    sleepy: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, library: str
+) -> None:
+    import dataclasses
+
+    from beavertui.engine.errors import BeaverError
+    from beavertui.engine.timing import cupti
+    from beavertui.engine.toolchain.base import AttemptOptions
+
+    sleepy = dataclasses.replace(sleepy, benchmark_command=None)  # no native contract: timed by CUPTI
+    tool = _scheduled(tmp_path)
+    order = _watch_stages(tool, monkeypatch)
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    (fake / "ncu").write_text("#!/bin/sh\nexit 0\n")
+    (fake / "ncu").chmod(0o755)
+    monkeypatch.setenv(
+        "PATH", f"{fake}:/usr/bin:/bin" if library == "fails, ncu to fall back to" else "/usr/bin:/bin"
+    )
+
+    def build_library(cache: Path | None = None) -> Path:
+        order.append(("cupti library",))
+        if library == "builds":
+            return tmp_path / "libbeavercupti.so"
+        raise BeaverError("CUPTI headers or libcupti not found")
+
+    monkeypatch.setattr(cupti, "build_library", build_library)
+    events = list(tool.attempt(sleepy, GOOD, AttemptOptions(iteration=1, gate=0.7)))
+    assert order.count(("cupti library",)) == 1, order  # once, and never again while the GPU is held
+    v, infra = events[-1], [e for e in events if e.kind == "infra_error"]
+    if library == "fails, no ncu":  # nothing to time with: said before any GPU is held, the GPU not blamed
+        assert ("grant", "exclusive", 1 << 62, "0") not in order
+        assert len(infra) == 1 and infra[0].source == "toolchain"
+        assert "CUPTI headers or libcupti not found" in infra[0].detail
+        assert tool.pool.gpus[0].consecutive_failures == 0
+        return
+    exclusive = order.index(("grant", "exclusive", 1 << 62, "0"))
+    assert order.index(("cupti library",)) < exclusive
+    # held alone: only the timing runs (the stand-in library records no kernel; the stand-in ncu prints none)
+    held = _held(order, "exclusive")
+    assert held == [("stage", "benchmark", "reference")], order
+    assert not infra and v.correct and v.speedup is None and "produced no samples" in v.speedup_note
 
 
 def test_the_batch_runs_sanitizers_in_a_long_slot_of_their_own(

@@ -92,7 +92,7 @@ class GpuPool:
         self.admission: Admission | None = None
         """Told of every request's session (set by Admission)."""
         self.log: list[tuple[str, str, int, str]] | None = None
-        """When a list: every grant and release as (what, kind, rank, gpu), in order (for tests and benches)."""
+        """When a list: every grant and release as (what, kind, rank, gpu), in order (tests, benches)."""
 
     # ------------------------------------------------------------------ scheduling (under the lock)
 

@@ -3,10 +3,10 @@
 ``ScheduledLocalToolchain`` is LocalToolchain's attempt with the build behind a CPU slot and the compile
 cache, the correctness run holding a shared GPU slot (``CUDA_VISIBLE_DEVICES`` set to it), sanitizer and
 profiler runs a shared slot of their own (marked long, so the pool keeps them away from a GPU that timing
-waits for), and timing holding a GPU alone. Classification, sanitizer policy and verdicts are
-LocalToolchain's own methods, so a batch judges exactly as ``beavertui live`` does. ``ScheduledToolchain``
-wraps any other toolchain (recorded, remote) and gates its whole run phase on a GPU slot. Neither decides
-what runs.
+waits for), and timing holding a GPU alone once everything it needs is built: nothing is built while a GPU
+is held alone. Classification, sanitizer policy and verdicts are LocalToolchain's own methods, so a batch
+judges exactly as ``beavertui live`` does. ``ScheduledToolchain`` wraps any other toolchain (recorded,
+remote) and gates its whole run phase on a GPU slot. Neither decides what runs.
 
 A run whose log says the GPU itself is gone (driver messages, lost device) is an infrastructure failure of
 that GPU, never the candidate's verdict. A run that ends in a sticky CUDA error (an illegal memory access,
@@ -48,7 +48,6 @@ from beavertui.engine.timing.speedup import (
     CandidateTimingFailed,
     SpeedupUnavailable,
     Timer,
-    default_method,
     reference_key,
     reference_workdir,
 )
@@ -160,18 +159,21 @@ class ScheduledLocalToolchain(LocalToolchain):
     def _measure(
         self, task: Task, work: runner.WorkDir, cfg: runner.RunnerConfig, options: AttemptOptions
     ) -> TimingResult:
-        """The reference built first, on a build slot; then the timing with a GPU held alone. A GPU whose
-        timing fails for the machine's reasons is reported to the pool; a candidate's own failure is not."""
-        if default_method(task) in ("cupti", "ncu", "beaver_time_ms"):
+        """Everything timing builds first, on a build slot (the reference, the CUPTI library: Timer.prepare);
+        then the timing with a GPU held alone, in which nothing is built. A GPU whose timing fails for the
+        machine's reasons is reported to the pool; a candidate's own failure is not."""
+        timer = Timer(task, cfg, self.config.timing)
+        if timer.builds:
             try:
-                self._reference_build(task, cfg)
+                self._reference_build(task, cfg, timer)
             except SpeedupUnavailable:
                 raise  # the reference's problem: the attempt keeps its verdict, without a speedup
             except BeaverError as exc:
-                raise ToolchainError(f"the reference could not be built: {exc}", source="toolchain") from exc
+                raise ToolchainError(f"timing could not be prepared: {exc}", source="toolchain") from exc
         with self.pool.hold(exclusive=True) as g:
             try:
-                measured = Timer(task, self._on(cfg, g), self.config.timing).measure(work, options.gate)
+                timer.config = self._on(cfg, g)
+                measured = timer.measure(work, options.gate)
             except (CandidateTimingFailed, SpeedupUnavailable):
                 self.pool.report(g, ok=True)
                 raise
@@ -181,13 +183,16 @@ class ScheduledLocalToolchain(LocalToolchain):
             self.pool.report(g, ok=True)
             return measured
 
-    def _reference_build(self, task: Task, cfg: runner.RunnerConfig) -> None:
-        """The task's reference built (or found in the cache) while holding a build slot, once per task at a
-        time, so that the exclusive timing hold never waits for nvcc."""
+    def _reference_build(self, task: Task, cfg: runner.RunnerConfig, timer: Timer | None = None) -> None:
+        """What timing (``timer``) or profiling needs built, the task's reference first, built (or found in
+        the cache) while holding a build slot, once per task at a time, so that no GPU hold waits for nvcc."""
         with self._ref_locks_guard:
             lock = self._ref_locks.setdefault(task.id, threading.Lock())
         with lock, self.builds.hold():
-            reference_workdir(task, cfg, self.config.timing)
+            if timer is None:
+                reference_workdir(task, cfg, self.config.timing)
+            else:
+                timer.prepare()
 
 
 #: Driver messages that mean the GPU itself is gone or broken, not the candidate.
