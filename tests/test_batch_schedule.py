@@ -7,6 +7,8 @@ failure). What is shown:
 
 - a session waiting to time is served before any further correctness run is admitted to the GPU it waits
   for, even one of an older session: timing never starves;
+- a drain stuck behind a run found in flight (running longer than the pool's patience) admits short runs
+  again, never a long one, until that run ends, and the pool notices the moment without another event;
 - a timing stage takes an idle GPU at once, and otherwise waits for the GPU without long runs in flight,
   while the long run's GPU keeps taking new runs; a long (sanitizer) run is placed away from a GPU that a
   timing stage waits for;
@@ -69,6 +71,16 @@ class Stage:
         assert not self.thread.is_alive() and self.error is None, self.error
 
 
+class Clock:
+    """The pool's clock in tests: it moves only when the test moves it (a drain's patience is a duration)."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
 def queued(pool: GpuPool | BuildSlots, n: int) -> None:
     assert pool.wait_queued(n, WAIT)
 
@@ -79,7 +91,7 @@ def grants(pool: GpuPool) -> list[tuple[str, int, str]]:
 
 
 def test_a_waiting_timing_stage_is_served_before_more_correctness_runs() -> None:
-    pool = GpuPool(["0"], shared=2)
+    pool = GpuPool(["0"], shared=2, clock=Clock())
     pool.log = []
     s1, s2 = Stage(pool.hold, 0).wait(), Stage(pool.hold, 1).wait()
     timing = Stage(lambda: pool.hold(exclusive=True), 5)
@@ -96,6 +108,56 @@ def test_a_waiting_timing_stage_is_served_before_more_correctness_runs() -> None
     assert grants(pool) == [("shared", 0, "0"), ("shared", 1, "0"), ("exclusive", 5, "0"), ("shared", 2, "0")]
 
 
+def test_a_drain_stuck_behind_a_run_found_in_flight_admits_short_runs_meanwhile() -> None:
+    clock = Clock()
+    pool = GpuPool(["0"], shared=2, patience_s=10.0, clock=clock)
+    pool.log = []
+    hung = Stage(pool.hold, 0).wait()  # a correctness run that will run to its time limit
+    clock.now = 1.0
+    timing = Stage(lambda: pool.hold(exclusive=True), 1)
+    queued(pool, 1)
+    short = Stage(pool.hold, 2)
+    sanitizer = Stage(lambda: pool.hold(long=True), 3)
+    queued(pool, 3)
+    clock.now = 9.0
+    pool.reschedule()
+    assert pool.queued() == 3  # the run found in flight has run 9 s: the GPU still drains
+    clock.now = 10.0
+    pool.reschedule()  # 10 s: its end is not in sight, the other slot takes a short run again
+    short.wait()
+    assert not sanitizer.granted.is_set()  # but never a long one
+    clock.now = 30.0
+    later = Stage(pool.hold, 4)
+    queued(pool, 3)
+    short.done()
+    later.wait()  # still stuck behind the first run: the freed slot is used
+    hung.done()  # what the timing stage waited for has ended: drain what came meanwhile, admit nothing
+    newest = Stage(pool.hold, 5)
+    queued(pool, 3)  # the timing stage, the sanitizer run and this one
+    assert not timing.granted.is_set() and not newest.granted.is_set()
+    later.done()
+    timing.wait()
+    assert not newest.granted.is_set() and not sanitizer.granted.is_set()
+    timing.done()
+    for s in (sanitizer.wait(), newest.wait()):
+        s.done()
+    assert [(k, r) for k, r, _g in grants(pool)] == [
+        ("shared", 0), ("shared", 2), ("shared", 4), ("exclusive", 1), ("long", 3), ("shared", 5)
+    ]  # fmt: skip
+
+
+def test_the_pool_decides_again_when_a_run_it_drains_for_reaches_its_patience() -> None:
+    pool = GpuPool(["0"], shared=2, patience_s=0.2)  # the real clock: nothing else happens meanwhile
+    hung = Stage(pool.hold, 0).wait()
+    timing = Stage(lambda: pool.hold(exclusive=True), 1)
+    queued(pool, 1)
+    short = Stage(pool.hold, 2).wait()  # granted once the hung run has run 0.2 s, with no other event
+    assert not timing.granted.is_set()
+    short.done()
+    hung.done()
+    timing.wait().done()
+
+
 def test_timing_takes_an_idle_gpu_at_once() -> None:
     pool = GpuPool(["0", "1"], shared=4)
     busy = Stage(pool.hold, 0).wait()
@@ -106,7 +168,7 @@ def test_timing_takes_an_idle_gpu_at_once() -> None:
 
 
 def test_timing_does_not_wait_for_a_long_run_that_can_go_on_elsewhere() -> None:
-    pool = GpuPool(["0", "1"], shared=4)
+    pool = GpuPool(["0", "1"], shared=4, clock=Clock())
     pool.log = []
     sanitizer = Stage(lambda: pool.hold(long=True), 0).wait()
     run = Stage(pool.hold, 1).wait()
@@ -131,7 +193,7 @@ def test_timing_does_not_wait_for_a_long_run_that_can_go_on_elsewhere() -> None:
 
 
 def test_two_timing_stages_on_two_gpus_drain_one_gpu_each() -> None:
-    pool = GpuPool(["0", "1"], shared=2)
+    pool = GpuPool(["0", "1"], shared=2, clock=Clock())
     a, b = Stage(pool.hold, 0).wait(), Stage(pool.hold, 1).wait()
     assert {a.got.index, b.got.index} == {"0", "1"}
     t1 = Stage(lambda: pool.hold(exclusive=True), 2)

@@ -6,6 +6,9 @@ session first (its rank: the order in which the batch started the sessions), the
 
 - a timing stage never starves: while one waits, the GPU it waits for (the one with the fewest long runs,
   then the fewest runs, in flight) admits no new shared run and drains; it takes any GPU that is idle first;
+- a drain does not leave the GPU's other slots idle behind a run that turns out long: once a run that was
+  in flight when the timing stage began to wait has been running ``patience_s``, the GPU admits short runs
+  again (never a long one) until every such run has ended, and then drains what it admitted meanwhile;
 - the other GPUs go on admitting shared runs, and a long run (a sanitizer) is placed on the GPU with the
   fewest long runs and no timing waiting for it, so a timing stage seldom waits for one to finish;
 - among equally loaded GPUs the one that ran fewest stages is taken, so work spreads over idle GPUs;
@@ -15,8 +18,8 @@ session first (its rank: the order in which the batch started the sessions), the
   fewer sessions are starting than there are slots) and fewer GPU stages wait than the GPUs run at once.
 
 A GPU on which ``fail_limit`` runs in a row end in an infrastructure failure is taken out of the schedule.
-This module only counts and waits; every decision is made under one lock, in the order requests and releases
-happen (no timing, no polling).
+This module only counts and waits; every decision is made under one lock, when a request, a release or the
+moment a run in flight reaches ``patience_s`` happens (no polling).
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ import contextvars
 import itertools
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
@@ -53,9 +56,14 @@ class GpuState:
     shared: int = 0
     exclusive: bool = False
     waiting_exclusive: int = 0
-    """Timing requests now waiting for this GPU to drain (it admits no new shared run meanwhile)."""
+    """Timing requests now waiting for this GPU to drain (it admits no new shared run meanwhile, unless the
+    drain is stuck behind a run found in flight: GpuPool.patience_s)."""
     long_runs: int = 0
     """Shared runs in flight that were asked for as long (sanitizer runs)."""
+    started: dict[int, float] = field(default_factory=dict)
+    """When each shared run in flight was granted (by request number), on the pool's clock."""
+    drain_since: float | None = None
+    """When the earliest timing request now waiting for this GPU arrived (None: no drain)."""
     consecutive_failures: int = 0
     healthy: bool = True
     busy_since: float | None = None
@@ -71,6 +79,7 @@ class _Request:
     prefer: str | None
     rank: int
     seq: int = field(default_factory=lambda: next(_SEQ))
+    arrived: float = 0.0
     granted: GpuState | None = None
     failed: bool = False
 
@@ -81,10 +90,22 @@ class _Request:
 class GpuPool:
     """The visible GPUs of this node."""
 
-    def __init__(self, gpus: Sequence[str], *, shared: int = 4, fail_limit: int = 3) -> None:
+    def __init__(
+        self,
+        gpus: Sequence[str],
+        *,
+        shared: int = 4,
+        fail_limit: int = 3,
+        patience_s: float = 10.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.gpus = [GpuState(str(g)) for g in gpus]
         self.shared_limit = max(1, shared)
         self.fail_limit = fail_limit
+        self.patience_s = patience_s
+        """How long a run found in flight by a waiting timing stage may run before the drain stops
+        holding the GPU's other slots idle for it (a timing stage takes a few seconds; most runs less)."""
+        self.clock = clock
         self._cv = threading.Condition()
         self._waiting: list[_Request] = []
         self.exhausted = threading.Event()
@@ -101,6 +122,8 @@ class GpuPool:
         healthy = [g for g in self.gpus if g.healthy]
         for g in self.gpus:
             g.waiting_exclusive = 0
+            g.drain_since = None
+        now = self.clock()
         granted = False
         for req in sorted(self._waiting, key=_Request.order):
             if not healthy:
@@ -121,11 +144,15 @@ class GpuPool:
                         healthy, key=lambda x: (x.waiting_exclusive, x.exclusive, x.long_runs, x.shared)
                     )
                     target.waiting_exclusive += 1
+                    if target.drain_since is None or req.arrived < target.drain_since:
+                        target.drain_since = req.arrived
                 continue
             open_ = [
                 g
                 for g in healthy
-                if not g.exclusive and g.shared < self.shared_limit and g.waiting_exclusive == 0
+                if not g.exclusive
+                and g.shared < self.shared_limit
+                and (g.waiting_exclusive == 0 or (not req.long and self._stuck(g, now)))
             ]
             if not open_:
                 continue
@@ -137,11 +164,39 @@ class GpuPool:
                 )
             g.shared += 1
             g.long_runs += req.long
+            g.started[req.seq] = now
             self._grant(req, g)
             granted = True
         self._waiting = [r for r in self._waiting if r.granted is None and not r.failed]
         if granted:
             self._cv.notify_all()
+
+    def _stuck(self, g: GpuState, now: float) -> bool:
+        """Whether the drain of ``g`` waits for a run that was in flight when it began and has been running
+        at least ``patience_s`` (its end is not in sight: the GPU's other slots are not kept idle for it)."""
+        since = g.drain_since
+        return since is not None and any(
+            t <= since and now - t >= self.patience_s for t in g.started.values()
+        )
+
+    def _deadline(self) -> float | None:
+        """Seconds until a run that a drain waits for reaches ``patience_s`` (None: no such moment ahead)."""
+        now = self.clock()
+        out: float | None = None
+        for g in self.gpus:
+            if g.drain_since is None or self._stuck(g, now):
+                continue
+            for t in g.started.values():
+                if t <= g.drain_since:
+                    left = t + self.patience_s - now
+                    out = left if out is None else min(out, left)
+        return None if out is None else max(out, 0.0)
+
+    def reschedule(self) -> None:
+        """Decide again now (a test that moves the pool's clock; the waiting stages do it when a run that a
+        drain waits for reaches ``patience_s``)."""
+        with self._cv:
+            self._schedule()
 
     def _grant(self, req: _Request, g: GpuState) -> None:
         req.granted = g
@@ -165,7 +220,7 @@ class GpuPool:
     ) -> Iterator[GpuState]:
         """Hold a GPU (shared or exclusive) for one stage; ``prefer`` names the GPU to take when it is open,
         ``long`` marks a shared run expected to take long (a sanitizer run)."""
-        req = _Request(exclusive, long and not exclusive, prefer, _rank())
+        req = _Request(exclusive, long and not exclusive, prefer, _rank(), arrived=self.clock())
         if self.admission is not None:
             self.admission.reached(req.rank)
         with self._cv:
@@ -176,7 +231,8 @@ class GpuPool:
             self._cv.notify_all()  # wait_queued() watchers
             try:
                 while req.granted is None and not req.failed:
-                    self._cv.wait()
+                    if not self._cv.wait(self._deadline()):
+                        self._schedule()  # a run that a drain waits for has now run patience_s
             except BaseException:  # interrupted while waiting: leave no request or grant behind
                 if req.granted is not None:
                     self._release(req, req.granted)
@@ -202,6 +258,7 @@ class GpuPool:
         else:
             g.shared -= 1
             g.long_runs -= req.long
+            g.started.pop(req.seq, None)
         self._mark_idle(g, time.monotonic())
         if self.log is not None:
             self.log.append(("release", _kind(req), req.rank, g.index))
