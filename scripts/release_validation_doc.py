@@ -78,7 +78,11 @@ def main() -> int:
         if not ref:
             notes = [str(n) for n in doc.get("notes") or [] if "reference" in str(n)]  # type: ignore[union-attr]
             ref = notes[0] if notes else ""
-        if not ref and doc.get("reference_category") == "passed" and doc.get("reference_kind") in ("drop_in", "eager_model"):
+        if (
+            not ref
+            and doc.get("reference_category") == "passed"
+            and doc.get("reference_kind") in ("drop_in", "eager_model")
+        ):
             ref = "not timed yet (checked by a run with --no-timing; --reuse-checks times it)"
         if isinstance(ms, (int, float)):
             timed[fam] += 1

@@ -1,15 +1,34 @@
 """Where stages run: CPU build slots and the GPUs, shared for correctness runs, exclusive for timing.
 
-A GPU admits up to ``shared`` correctness/sanitizer runs at once, or one timing run alone; a waiting
-timing run blocks new shared runs so it cannot starve. A GPU on which ``fail_limit`` runs in a row end
-in an infrastructure failure is taken out of the schedule. This module only counts and waits.
+A GPU admits up to ``shared`` correctness/sanitizer runs at once, or one timing run alone. Every request
+waits in one queue per resource and is served in this order: timing before any shared run, then the oldest
+session first (its rank: the order in which the batch started the sessions), then first come. So:
+
+- a timing stage never starves: while one waits, the GPU it waits for (the one with the fewest long runs,
+  then the fewest runs, in flight) admits no new shared run and drains; it takes any GPU that is idle first;
+- a drain does not leave the GPU's other slots idle behind a run that turns out long: once a run that was
+  in flight when the timing stage began to wait has been running ``patience_s``, the GPU admits short runs
+  again (never a long one) until every such run has ended, and then drains what it admitted meanwhile;
+- the other GPUs go on admitting shared runs, and a long run (a sanitizer) is placed on the GPU with the
+  fewest long runs and no timing waiting for it, so a timing stage seldom waits for one to finish;
+- among equally loaded GPUs the one that ran fewest stages is taken, so work spreads over idle GPUs;
+- sessions that are further along (started earlier) are served first at every resource, so finishing
+  sessions comes before starting new ones;
+- ``Admission`` says when the batch may start another session: while no stage waits for a build slot (and
+  fewer sessions are starting than there are slots) and fewer GPU stages wait than the GPUs run at once.
+
+A GPU on which ``fail_limit`` runs in a row end in an infrastructure failure is taken out of the schedule.
+This module only counts and waits; every decision is made under one lock, when a request, a release or the
+moment a run in flight reaches ``patience_s`` happens (no polling).
 """
 
 from __future__ import annotations
 
+import contextvars
+import itertools
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
@@ -17,6 +36,16 @@ from beavertui.engine.errors import ToolchainError
 
 #: The failure of a stage that found every GPU taken out of the schedule (the session is left resumable).
 NO_GPU_LEFT = "no healthy GPU left in the schedule"
+
+#: The rank of the session whose stages run in this thread (lower: started earlier, served first).
+SESSION_RANK: contextvars.ContextVar[int | None] = contextvars.ContextVar("beaver_session_rank", default=None)
+
+_SEQ = itertools.count()
+
+
+def _rank() -> int:
+    r = SESSION_RANK.get()
+    return r if r is not None else 1 << 62  # outside a batch session: after every session, first come
 
 
 @dataclass
@@ -27,6 +56,14 @@ class GpuState:
     shared: int = 0
     exclusive: bool = False
     waiting_exclusive: int = 0
+    """Timing requests now waiting for this GPU to drain (it admits no new shared run meanwhile, unless the
+    drain is stuck behind a run found in flight: GpuPool.patience_s)."""
+    long_runs: int = 0
+    """Shared runs in flight that were asked for as long (sanitizer runs)."""
+    started: dict[int, float] = field(default_factory=dict)
+    """When each shared run in flight was granted (by request number), on the pool's clock."""
+    drain_since: float | None = None
+    """When the earliest timing request now waiting for this GPU arrived (None: no drain)."""
     consecutive_failures: int = 0
     healthy: bool = True
     busy_since: float | None = None
@@ -35,96 +72,213 @@ class GpuState:
     failures: list[str] = field(default_factory=list)
 
 
+@dataclass
+class _Request:
+    exclusive: bool
+    long: bool
+    prefer: str | None
+    rank: int
+    seq: int = field(default_factory=lambda: next(_SEQ))
+    arrived: float = 0.0
+    granted: GpuState | None = None
+    failed: bool = False
+
+    def order(self) -> tuple[bool, int, int]:
+        return (not self.exclusive, self.rank, self.seq)
+
+
 class GpuPool:
     """The visible GPUs of this node."""
 
-    def __init__(self, gpus: Sequence[str], *, shared: int = 4, fail_limit: int = 3) -> None:
+    def __init__(
+        self,
+        gpus: Sequence[str],
+        *,
+        shared: int = 4,
+        fail_limit: int = 3,
+        patience_s: float = 10.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.gpus = [GpuState(str(g)) for g in gpus]
         self.shared_limit = max(1, shared)
         self.fail_limit = fail_limit
+        self.patience_s = patience_s
+        """How long a run found in flight by a waiting timing stage may run before the drain stops
+        holding the GPU's other slots idle for it (a timing stage takes a few seconds; most runs less)."""
+        self.clock = clock
         self._cv = threading.Condition()
+        self._waiting: list[_Request] = []
         self.exhausted = threading.Event()
         """Set once every GPU has been taken out of the schedule."""
+        self.admission: Admission | None = None
+        """Told of every request's session (set by Admission)."""
+        self.log: list[tuple[str, str, int, str]] | None = None
+        """When a list: every grant and release as (what, kind, rank, gpu), in order (tests, benches)."""
 
-    def _pick(self, exclusive: bool) -> GpuState | None:
-        best: GpuState | None = None
+    # ------------------------------------------------------------------ scheduling (under the lock)
+
+    def _schedule(self) -> None:
+        """Grant what can be granted, in priority order; mark the GPUs that timing requests wait for."""
+        healthy = [g for g in self.gpus if g.healthy]
         for g in self.gpus:
-            if not g.healthy or g.exclusive:
+            g.waiting_exclusive = 0
+            g.drain_since = None
+        now = self.clock()
+        granted = False
+        for req in sorted(self._waiting, key=_Request.order):
+            if not healthy:
+                req.failed = True
+                granted = True
                 continue
-            if exclusive:
-                if g.shared:
-                    continue
-            elif g.shared >= self.shared_limit or g.waiting_exclusive:
+            if req.exclusive:
+                idle = [g for g in healthy if not g.exclusive and g.shared == 0 and g.waiting_exclusive == 0]
+                if idle:
+                    g = next((x for x in idle if x.index == req.prefer), None) or min(
+                        idle, key=lambda x: x.runs
+                    )
+                    g.exclusive = True
+                    self._grant(req, g)
+                    granted = True
+                else:  # drain the GPU whose runs in flight end soonest, as far as one can tell
+                    target = min(
+                        healthy, key=lambda x: (x.waiting_exclusive, x.exclusive, x.long_runs, x.shared)
+                    )
+                    target.waiting_exclusive += 1
+                    if target.drain_since is None or req.arrived < target.drain_since:
+                        target.drain_since = req.arrived
                 continue
-            if best is None or g.shared < best.shared:
-                best = g
-        return best
+            open_ = [
+                g
+                for g in healthy
+                if not g.exclusive
+                and g.shared < self.shared_limit
+                and (g.waiting_exclusive == 0 or (not req.long and self._stuck(g, now)))
+            ]
+            if not open_:
+                continue
+            if req.long:
+                g = min(open_, key=lambda x: (x.long_runs, x.shared, x.runs))
+            else:
+                g = next((x for x in open_ if x.index == req.prefer), None) or min(
+                    open_, key=lambda x: (x.shared, x.runs)
+                )
+            g.shared += 1
+            g.long_runs += req.long
+            g.started[req.seq] = now
+            self._grant(req, g)
+            granted = True
+        self._waiting = [r for r in self._waiting if r.granted is None and not r.failed]
+        if granted:
+            self._cv.notify_all()
 
-    def _mark_busy(self, g: GpuState, now: float) -> None:
+    def _stuck(self, g: GpuState, now: float) -> bool:
+        """Whether the drain of ``g`` waits for a run that was in flight when it began and has been running
+        at least ``patience_s`` (its end is not in sight: the GPU's other slots are not kept idle for it)."""
+        since = g.drain_since
+        return since is not None and any(
+            t <= since and now - t >= self.patience_s for t in g.started.values()
+        )
+
+    def _deadline(self) -> float | None:
+        """Seconds until a run that a drain waits for reaches ``patience_s`` (None: no such moment ahead)."""
+        now = self.clock()
+        out: float | None = None
+        for g in self.gpus:
+            if g.drain_since is None or self._stuck(g, now):
+                continue
+            for t in g.started.values():
+                if t <= g.drain_since:
+                    left = t + self.patience_s - now
+                    out = left if out is None else min(out, left)
+        return None if out is None else max(out, 0.0)
+
+    def reschedule(self) -> None:
+        """Decide again now (a test that moves the pool's clock; the waiting stages do it when a run that a
+        drain waits for reaches ``patience_s``)."""
+        with self._cv:
+            self._schedule()
+
+    def _grant(self, req: _Request, g: GpuState) -> None:
+        req.granted = g
+        now = time.monotonic()
         if g.busy_since is None:
             g.busy_since = now
+        g.runs += 1
+        if self.log is not None:
+            self.log.append(("grant", _kind(req), req.rank, g.index))
 
     def _mark_idle(self, g: GpuState, now: float) -> None:
         if g.shared == 0 and not g.exclusive and g.busy_since is not None:
             g.busy_s += now - g.busy_since
             g.busy_since = None
 
+    # ------------------------------------------------------------------ public
+
     @contextmanager
-    def hold(self, *, exclusive: bool = False, prefer: str | None = None) -> Iterator[GpuState]:
-        """Hold a GPU (shared or exclusive) for one stage; ``prefer`` keeps an attempt on its GPU."""
+    def hold(
+        self, *, exclusive: bool = False, prefer: str | None = None, long: bool = False
+    ) -> Iterator[GpuState]:
+        """Hold a GPU (shared or exclusive) for one stage; ``prefer`` names the GPU to take when it is open,
+        ``long`` marks a shared run expected to take long (a sanitizer run)."""
+        req = _Request(exclusive, long and not exclusive, prefer, _rank(), arrived=self.clock())
+        if self.admission is not None:
+            self.admission.reached(req.rank)
         with self._cv:
-            while True:
-                if not any(g.healthy for g in self.gpus):
-                    raise ToolchainError(NO_GPU_LEFT, source="gpu")
-                g = None
-                if prefer is not None:
-                    cand = next((x for x in self.gpus if x.index == prefer and x.healthy), None)
-                    if (
-                        cand is not None
-                        and not cand.exclusive
-                        and (
-                            (exclusive and cand.shared == 0)
-                            or (
-                                not exclusive
-                                and cand.shared < self.shared_limit
-                                and not cand.waiting_exclusive
-                            )
-                        )
-                    ):
-                        g = cand
-                    elif cand is not None and exclusive:
-                        cand.waiting_exclusive += 1
-                        try:
-                            while cand.healthy and (cand.exclusive or cand.shared):
-                                self._cv.wait()
-                        finally:
-                            cand.waiting_exclusive -= 1
-                        if cand.healthy:
-                            g = cand
-                    elif cand is None:
-                        prefer = None
-                if g is None and prefer is None:
-                    g = self._pick(exclusive)
-                if g is not None:
-                    break
-                self._cv.wait()
-            now = time.monotonic()
-            self._mark_busy(g, now)
-            if exclusive:
-                g.exclusive = True
-            else:
-                g.shared += 1
-            g.runs += 1
+            if not any(g.healthy for g in self.gpus):
+                raise ToolchainError(NO_GPU_LEFT, source="gpu")
+            self._waiting.append(req)
+            self._schedule()
+            self._cv.notify_all()  # wait_queued() watchers
+            try:
+                while req.granted is None and not req.failed:
+                    if not self._cv.wait(self._deadline()):
+                        self._schedule()  # a run that a drain waits for has now run patience_s
+            except BaseException:  # interrupted while waiting: leave no request or grant behind
+                if req.granted is not None:
+                    self._release(req, req.granted)
+                elif req in self._waiting:
+                    self._waiting.remove(req)
+                    self._schedule()
+                raise
+            if req.granted is None:
+                raise ToolchainError(NO_GPU_LEFT, source="gpu")
+            g = req.granted
         try:
             yield g
         finally:
             with self._cv:
-                if exclusive:
-                    g.exclusive = False
-                else:
-                    g.shared -= 1
-                self._mark_idle(g, time.monotonic())
-                self._cv.notify_all()
+                self._release(req, g)
+            if self.admission is not None:
+                self.admission.changed.set()
+
+    def _release(self, req: _Request, g: GpuState) -> None:
+        """Give back what ``req`` was granted on ``g`` and grant what that frees (under the lock)."""
+        if req.exclusive:
+            g.exclusive = False
+        else:
+            g.shared -= 1
+            g.long_runs -= req.long
+            g.started.pop(req.seq, None)
+        self._mark_idle(g, time.monotonic())
+        if self.log is not None:
+            self.log.append(("release", _kind(req), req.rank, g.index))
+        self._schedule()
+        self._cv.notify_all()
+
+    def queued(self) -> int:
+        """GPU stages waiting for a GPU now."""
+        with self._cv:
+            return len(self._waiting)
+
+    def wait_queued(self, n: int, timeout: float = 60.0) -> bool:
+        """Block until at least ``n`` GPU stages wait (for tests and benches that order events)."""
+        with self._cv:
+            return self._cv.wait_for(lambda: len(self._waiting) >= n, timeout)
+
+    def capacity(self) -> int:
+        """GPU stages the healthy GPUs run at once (shared runs)."""
+        with self._cv:
+            return self.shared_limit * sum(g.healthy for g in self.gpus)
 
     def report(self, g: GpuState, ok: bool, detail: str = "") -> None:
         """Record a run's health; ``fail_limit`` infrastructure failures in a row remove the GPU."""
@@ -138,6 +292,7 @@ class GpuPool:
                 g.healthy = False
                 if not any(x.healthy for x in self.gpus):
                     self.exhausted.set()
+                self._schedule()
                 self._cv.notify_all()
 
     def busy_fraction(self, wall_s: float) -> dict[str, float]:
@@ -150,14 +305,100 @@ class GpuPool:
         return out
 
 
+def _kind(req: _Request) -> str:
+    return "exclusive" if req.exclusive else "long" if req.long else "shared"
+
+
 class BuildSlots:
-    """Parallel builds on CPU cores."""
+    """Parallel builds on CPU cores, granted oldest session first."""
 
     def __init__(self, n: int) -> None:
         self.n = max(1, n)
-        self._sem = threading.BoundedSemaphore(self.n)
+        self._cv = threading.Condition()
+        self._busy = 0
+        self._waiting: list[tuple[int, int]] = []
+        self.admission: Admission | None = None
+        """Told of every request's session (set by Admission)."""
+        self.log: list[tuple[str, int]] | None = None
+        """When a list: every grant and release as (what, rank), in order."""
+
+    def _next(self) -> tuple[int, int] | None:
+        return min(self._waiting) if self._waiting and self._busy < self.n else None
 
     @contextmanager
     def hold(self) -> Iterator[None]:
-        with self._sem:
+        me = (_rank(), next(_SEQ))
+        if self.admission is not None:
+            self.admission.reached(me[0])
+        with self._cv:
+            self._waiting.append(me)
+            self._cv.notify_all()  # wait_queued() watchers
+            try:
+                while self._next() != me:
+                    self._cv.wait()
+            finally:
+                self._waiting.remove(me)
+                self._cv.notify_all()  # the next in line may fit too (or goes first, when this one gave up)
+            self._busy += 1
+            if self.log is not None:
+                self.log.append(("grant", me[0]))
+        try:
             yield
+        finally:
+            with self._cv:
+                self._busy -= 1
+                if self.log is not None:
+                    self.log.append(("release", me[0]))
+                self._cv.notify_all()
+            if self.admission is not None:
+                self.admission.changed.set()
+
+    def queued(self) -> int:
+        """Builds waiting for a slot now."""
+        with self._cv:
+            return len(self._waiting)
+
+    def wait_queued(self, n: int, timeout: float = 60.0) -> bool:
+        """Block until at least ``n`` builds wait for a slot."""
+        with self._cv:
+            return self._cv.wait_for(lambda: len(self._waiting) >= n, timeout)
+
+
+class Admission:
+    """When a batch may start one more session: the GPUs and the build slots can take its work soon.
+
+    A new session starts only while (1) no build waits for a slot and fewer sessions are starting (started,
+    but not yet at any build slot or GPU) than there are slots, and (2) fewer GPU stages wait than the
+    healthy GPUs run at once. Sessions in flight are thus bounded by what the GPUs and build slots can
+    finish, not by a count of cores; ``changed`` is set whenever the answer may have changed.
+    """
+
+    def __init__(self, pool: GpuPool, builds: BuildSlots) -> None:
+        self.pool, self.builds = pool, builds
+        pool.admission = self
+        builds.admission = self
+        self._lock = threading.Lock()
+        self._starting: set[int] = set()
+        self.changed = threading.Event()
+
+    def started(self, rank: int) -> None:
+        with self._lock:
+            self._starting.add(rank)
+
+    def reached(self, rank: int) -> None:
+        """A session asked for a resource: it no longer counts as starting."""
+        with self._lock:
+            self._starting.discard(rank)
+        self.changed.set()
+
+    def finished(self, rank: int) -> None:
+        self.reached(rank)
+
+    def ready(self) -> bool:
+        with self._lock:
+            starting = len(self._starting)
+        return (
+            self.builds.queued() == 0
+            and starting < self.builds.n
+            and self.pool.queued() < max(1, self.pool.capacity())
+        )

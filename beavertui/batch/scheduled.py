@@ -1,10 +1,12 @@
 """Toolchains under the scheduler: the same attempt, with each stage waiting for its resource.
 
 ``ScheduledLocalToolchain`` is LocalToolchain's attempt with the build behind a CPU slot and the compile
-cache, correctness and sanitizer runs holding a shared GPU slot (``CUDA_VISIBLE_DEVICES`` set to it), and
-timing holding a GPU alone. Classification, sanitizer policy and verdicts are LocalToolchain's own
-methods, so a batch judges exactly as ``beavertui live`` does. ``ScheduledToolchain`` wraps any other
-toolchain (recorded, remote) and gates its whole run phase on a GPU slot. Neither decides what runs.
+cache, the correctness run holding a shared GPU slot (``CUDA_VISIBLE_DEVICES`` set to it), sanitizer and
+profiler runs a shared slot of their own (marked long, so the pool keeps them away from a GPU that timing
+waits for), and timing holding a GPU alone once everything it needs is built: nothing is built while a GPU
+is held alone. Classification, sanitizer policy and verdicts are LocalToolchain's own methods, so a batch
+judges exactly as ``beavertui live`` does. ``ScheduledToolchain`` wraps any other toolchain (recorded,
+remote) and gates its whole run phase on a GPU slot. Neither decides what runs.
 
 A run whose log says the GPU itself is gone (driver messages, lost device) is an infrastructure failure of
 that GPU, never the candidate's verdict. A run that ends in a sticky CUDA error (an illegal memory access,
@@ -46,7 +48,7 @@ from beavertui.engine.timing.speedup import (
     CandidateTimingFailed,
     SpeedupUnavailable,
     Timer,
-    default_method,
+    reference_key,
     reference_workdir,
 )
 from beavertui.engine.toolchain import stages as runner
@@ -119,6 +121,7 @@ class ScheduledLocalToolchain(LocalToolchain):
             profiled: Profiled | None = None
             verdict = classify(build.rc, build.log, None, "", build.timed_out)
             if build.rc == 0 and not build.timed_out:
+                tools: list[str] = []
                 with self.pool.hold() as g:
                     gpu_cfg = self._on(cfg, g)
                     run = runner.test(work, gpu_cfg)
@@ -127,14 +130,24 @@ class ScheduledLocalToolchain(LocalToolchain):
                         tampered += work.verify()
                         verdict = classify(build.rc, build.log, run.rc, run.log, run.timed_out)
                         verdict = family_oracle(task, verdict, run)
-                        sanitized = list(self._sanitize(task, work, gpu_cfg, options, run, verdict))
-                        if options.profile and not run.timed_out:
-                            profiled = self._profile(task, work, gpu_cfg, it)
+                        tools = self._sanitizer_tools(task, options, run, verdict)
+                        if not tools:  # nothing more to run: a harness's own sanitizer output, or none
+                            sanitized = list(self._sanitize(task, work, gpu_cfg, options, run, verdict))
                 self.pool.report(g, ok=lost is None, detail=lost or "")
                 if lost is not None:
                     yield Ran(iteration=it, result=run)
                     # the GPU's failure, not the candidate's: no verdict; the session records it as such
                     raise ToolchainError(f"GPU {g.index} failed: {lost}", source="gpu")
+                profile = options.profile and not run.timed_out
+                if profile and f"{task.id}:{reference_key(task)}" not in self._reference_profiles:
+                    self._reference_build(task, cfg)  # profiled beside the candidate: built before the hold
+                if tools or profile:  # long runs: a slot of their own, placed away from waiting timing
+                    with self.pool.hold(long=True) as g:
+                        gpu_cfg = self._on(cfg, g)
+                        if tools:
+                            sanitized = list(self._sanitize(task, work, gpu_cfg, options, run, verdict))
+                        if profile:
+                            profiled = self._profile(task, work, gpu_cfg, it)
             else:
                 tampered += work.verify()
             if run is not None:
@@ -146,18 +159,21 @@ class ScheduledLocalToolchain(LocalToolchain):
     def _measure(
         self, task: Task, work: runner.WorkDir, cfg: runner.RunnerConfig, options: AttemptOptions
     ) -> TimingResult:
-        """The reference built first, on a build slot; then the timing with a GPU held alone. A GPU whose
-        timing fails for the machine's reasons is reported to the pool; a candidate's own failure is not."""
-        if default_method(task) in ("cupti", "ncu", "beaver_time_ms"):
+        """Everything timing builds first, on a build slot (the reference, the CUPTI library: Timer.prepare);
+        then the timing with a GPU held alone, in which nothing is built. A GPU whose timing fails for the
+        machine's reasons is reported to the pool; a candidate's own failure is not."""
+        timer = Timer(task, cfg, self.config.timing)
+        if timer.builds:
             try:
-                self._reference_build(task, cfg)
+                self._reference_build(task, cfg, timer)
             except SpeedupUnavailable:
                 raise  # the reference's problem: the attempt keeps its verdict, without a speedup
             except BeaverError as exc:
-                raise ToolchainError(f"the reference could not be built: {exc}", source="toolchain") from exc
+                raise ToolchainError(f"timing could not be prepared: {exc}", source="toolchain") from exc
         with self.pool.hold(exclusive=True) as g:
             try:
-                measured = Timer(task, self._on(cfg, g), self.config.timing).measure(work, options.gate)
+                timer.config = self._on(cfg, g)
+                measured = timer.measure(work, options.gate)
             except (CandidateTimingFailed, SpeedupUnavailable):
                 self.pool.report(g, ok=True)
                 raise
@@ -167,13 +183,16 @@ class ScheduledLocalToolchain(LocalToolchain):
             self.pool.report(g, ok=True)
             return measured
 
-    def _reference_build(self, task: Task, cfg: runner.RunnerConfig) -> None:
-        """The task's reference built (or found in the cache) while holding a build slot, once per task at a
-        time, so that the exclusive timing hold never waits for nvcc."""
+    def _reference_build(self, task: Task, cfg: runner.RunnerConfig, timer: Timer | None = None) -> None:
+        """What timing (``timer``) or profiling needs built, the task's reference first, built (or found in
+        the cache) while holding a build slot, once per task at a time, so that no GPU hold waits for nvcc."""
         with self._ref_locks_guard:
             lock = self._ref_locks.setdefault(task.id, threading.Lock())
         with lock, self.builds.hold():
-            reference_workdir(task, cfg, self.config.timing)
+            if timer is None:
+                reference_workdir(task, cfg, self.config.timing)
+            else:
+                timer.prepare()
 
 
 #: Driver messages that mean the GPU itself is gone or broken, not the candidate.

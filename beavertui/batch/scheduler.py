@@ -1,24 +1,27 @@
 """The local executor: every session of a batch run on this machine, concurrently, resumably.
 
 Sessions run in threads (their work is model calls and subprocesses, which release the GIL); how many run
-at once is bounded by ``jobs``, model calls by each endpoint's ``max_concurrency`` (models.py), builds
-by CPU slots and GPU stages by the GPU pool (resources.py), all through the toolchain wrapper
-(scheduled.py). Jobs are ordered so that every (model, protocol) group advances together. The
+at once is bounded by ``jobs`` and, with an admission (resources.Admission), by what the GPUs and build slots
+can take; model calls by each endpoint's ``max_concurrency`` (models.py), builds by CPU slots and GPU stages
+by the GPU pool (resources.py), all through the toolchain wrapper (scheduled.py); every resource serves
+the oldest session first. Jobs are ordered so that every (model, protocol) group advances together. The
 scheduler decides where and when a session runs, never what it does.
 """
 
 from __future__ import annotations
 
+import itertools
 import threading
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
 from beavertui.batch.job import JobOutcome, JobSpec, Prefix, drive
 from beavertui.batch.models import build_model, session_protocol
+from beavertui.batch.resources import SESSION_RANK, Admission
 from beavertui.batch.rundir import RunManifest, session_path
 from beavertui.engine.corpus.task import Task
 from beavertui.engine.loop.run import run_session
@@ -158,11 +161,18 @@ def run_local(
     retries: int,
     tracker: Tracker,
     stop: Flag | None = None,
+    admission: Admission | None = None,
 ) -> dict[Path, JobOutcome]:
-    """Run the jobs with at most ``parallel`` sessions at once; returns each job's outcome."""
-    outcomes: dict[Path, JobOutcome] = {}
+    """Run the jobs with at most ``parallel`` sessions at once; returns each job's outcome.
 
-    def one(job: JobSpec) -> JobOutcome:
+    With ``admission``, a session beyond the first starts only when the admission says the GPUs and build
+    slots can take more work (resources.Admission). Each session's stages are served by its rank (the order
+    in which sessions started), so sessions further along finish first."""
+    outcomes: dict[Path, JobOutcome] = {}
+    wake = admission.changed if admission is not None else threading.Event()
+
+    def one(job: JobSpec, rank: int) -> JobOutcome:
+        SESSION_RANK.set(rank)
         tracker.start(job)
         try:
             out = drive(
@@ -171,24 +181,39 @@ def run_local(
         except BaseException:
             tracker.finish(job, JobOutcome(status="failed"))
             raise
+        finally:
+            if admission is not None:
+                admission.finished(rank)
         tracker.finish(job, out)
         return out
 
     pending = list(reversed(jobs))
     running: dict[Future[JobOutcome], JobSpec] = {}
     pool = ThreadPoolExecutor(max_workers=max(1, parallel), thread_name_prefix="session")
+    ranks = itertools.count()
     interrupted = False
     try:
         while pending or running:
-            while pending and len(running) < parallel and not (stop and stop.is_set()):
-                job = pending.pop()
-                running[pool.submit(one, job)] = job
-            if not running:
-                break
-            done, _ = wait(running, timeout=0.5, return_when=FIRST_COMPLETED)
-            for fut in done:
+            wake.clear()
+            for fut in [f for f in running if f.done()]:
                 job = running.pop(fut)
                 outcomes[job.path] = fut.result()
+            while (
+                pending
+                and len(running) < parallel
+                and not (stop and stop.is_set())
+                and (admission is None or not running or admission.ready())
+            ):
+                job = pending.pop()
+                rank = next(ranks)
+                if admission is not None:
+                    admission.started(rank)
+                fut = pool.submit(one, job, rank)
+                fut.add_done_callback(lambda _f: wake.set())
+                running[fut] = job
+            if not running:
+                break
+            wake.wait(timeout=0.5)  # a finished session or a change at a resource wakes it earlier
     except KeyboardInterrupt:  # must not wait for sessions blocked on an endpoint
         interrupted = True
         pool.shutdown(wait=False, cancel_futures=True)

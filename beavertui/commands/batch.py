@@ -30,7 +30,12 @@ def register(sub: Any) -> None:
     p.add_argument("--models", nargs="+", metavar="MODEL", help="models under test (replace the file's list)")
     p.add_argument("--samples", type=int, help="trajectories per (model, protocol, task)")
     p.add_argument("--gpus", help="GPU indices to use, e.g. 0,1 (default: every visible GPU)")
-    p.add_argument("--jobs", type=int, help="sessions in flight at once (default: 4 per GPU + CPU cores)")
+    p.add_argument(
+        "--jobs",
+        type=int,
+        help="most sessions in flight at once (default: 32 per GPU; a new one starts only while the GPUs "
+        "and build slots can take its work)",
+    )
     p.add_argument(
         "--gpu-share", type=int, default=4, help="correctness runs sharing one GPU at once (default 4)"
     )

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NoReturn
 
-from beavertui.batch.resources import BuildSlots, GpuPool
+from beavertui.batch.resources import Admission, BuildSlots, GpuPool
 from beavertui.batch.rundir import RunManifest, read_infra, write_manifest
 from beavertui.batch.scheduler import Tracker, plan, run_local
 from beavertui.engine.corpus.task import Task
@@ -375,7 +375,7 @@ def run_batch(
     gpus = visible_gpus(options.gpus)
     jobs = plan(manifest, run_dir)
     tracker = Tracker(jobs)
-    parallel = options.jobs or max(2, 4 * max(1, len(gpus)) + (os.cpu_count() or 1))
+    parallel = options.jobs or max(2, 32 * max(1, len(gpus)))  # a ceiling: the admission decides when
     t0 = time.monotonic()
     cache = None
     pool: GpuPool | None = None
@@ -405,6 +405,7 @@ def run_batch(
                     retries=manifest.retries,
                     tracker=tracker,
                     stop=halt,
+                    admission=Admission(pool, toolchain.builds),
                 )
         except KeyboardInterrupt:
             _interrupted(manifest, run_dir, tracker, say)

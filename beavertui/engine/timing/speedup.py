@@ -229,6 +229,7 @@ class Timer:
         self.tcfg = tcfg or TimingConfig()
         self.method = self.tcfg.method or default_method(task) or "none"
         self._lib: Path | None = None
+        self._lib_error: str | None = None
         self.runs: list[tuple[str, StageResult]] = []
         """Every benchmark run of the latest measure(): (``reference`` or ``candidate``, its stage result)."""
         self.stopped_early: str | None = None
@@ -241,8 +242,37 @@ class Timer:
         res = runner.run_stage(work, "benchmark", self.task.benchmark_command, self.tcfg.stage_s, self.config)
         return parse_times(res.log), res
 
+    @property
+    def builds(self) -> bool:
+        """Whether measure() needs something built first (prepare()): the reference of a method that runs
+        it in its own work dir. A family's own method times a reference that needs no build, or none."""
+        return self.method in ("beaver_time_ms", "cupti", "ncu")
+
+    def prepare(self) -> None:
+        """Build what measure() needs, so that it builds nothing while the GPU is held for timing: the
+        reference's work dir (cached per reference, harness and toolkit) and, for CUPTI, the injection
+        library. Raises SpeedupUnavailable when the reference does not build here, and BeaverError when the
+        CUPTI library does not build and there is no ncu to fall back to; otherwise that failure is
+        remembered and measure() goes straight to ncu without building again."""
+        if not self.builds:
+            return
+        reference_workdir(self.task, self.config, self.tcfg)
+        if self.method == "cupti" and self._lib is None and self._lib_error is None:
+            try:
+                self._lib = cupti.build_library(self.tcfg.cache)
+            except BeaverError as exc:
+                self._lib_error = str(exc)
+                if not self._falls_back():
+                    raise
+
+    def _falls_back(self) -> bool:
+        """Whether a failed CUPTI timing is tried again with ncu (CUPTI not forced, ncu installed)."""
+        return self.method == "cupti" and self.tcfg.method is None and shutil.which("ncu") is not None
+
     def _cupti(self, work: runner.WorkDir) -> tuple[list[float], StageResult]:
         if self._lib is None:
+            if self._lib_error is not None:
+                raise BeaverError(self._lib_error)
             self._lib = cupti.build_library(self.tcfg.cache)
         with tempfile.NamedTemporaryFile(prefix="beaver-cupti-", suffix=".txt", delete=False) as fh:
             out = Path(fh.name)
@@ -344,7 +374,7 @@ class Timer:
         try:
             r, c = self._interleaved(ref, cand, stop_below)
         except BeaverError:
-            if self.method != "cupti" or self.tcfg.method is not None or shutil.which("ncu") is None:
+            if not self._falls_back():
                 raise
             self.method = "ncu"
             r, c = self._interleaved(ref, cand)

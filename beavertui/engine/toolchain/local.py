@@ -290,13 +290,8 @@ class LocalToolchain:
                     error_count=sanitizer.error_count(run.log),
                 )
             return
-        tools = list(dict.fromkeys(options.sanitize_tools))
-        failing = verdict.category in ("functional_correctness", "illegal_memory_access")
-        suspicious = verdict.category == "passed" and bool(SUSPICIOUS.search(run.log))
-        if options.sanitize_on_failure and (failing or suspicious) and "memcheck" not in tools:
-            tools.insert(0, "memcheck")
         limit = min(max(task.timeouts.run_s * self.config.sanitizer_factor, 60.0), 300.0)
-        for tool in tools:
+        for tool in self._sanitizer_tools(task, options, run, verdict):
             cmd = sanitizer.wrap(adapt_command(task.test_command, cfg.sm), tool, self.config.sanitizer_exe)
             res = runner.run_stage(work, "sanitize", cmd, limit, cfg, adapt=False)
             yield Sanitized(
@@ -306,6 +301,21 @@ class LocalToolchain:
                 records=sanitizer.parse_records(res.log, tool),
                 error_count=sanitizer.error_count(res.log),
             )
+
+    @staticmethod
+    def _sanitizer_tools(
+        task: Task, options: AttemptOptions, run: StageResult | None, verdict: Classification
+    ) -> list[str]:
+        """The compute-sanitizer runs an attempt needs after its test run (none when the harness runs the
+        sanitizer itself or the run timed out)."""
+        if run is None or run.timed_out or sanitizer.harness_runs_sanitizer(task.test_command):
+            return []
+        tools: list[str] = list(dict.fromkeys(options.sanitize_tools))
+        failing = verdict.category in ("functional_correctness", "illegal_memory_access")
+        suspicious = verdict.category == "passed" and bool(SUSPICIOUS.search(run.log))
+        if options.sanitize_on_failure and (failing or suspicious) and "memcheck" not in tools:
+            tools.insert(0, "memcheck")
+        return tools
 
     @staticmethod
     def _verdict(

@@ -11,6 +11,7 @@ import hashlib
 import os
 import shutil
 import subprocess
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -39,8 +40,17 @@ def cupti_paths(root: Path) -> tuple[Path, Path] | None:
     return None
 
 
+#: One build at a time in this process (the batch's sessions share one temporary name per process).
+_BUILD_LOCK = threading.Lock()
+
+
 def build_library(cache: Path | None = None) -> Path:
     """The injection library, compiled on first use; raises BeaverError when CUPTI is unavailable."""
+    with _BUILD_LOCK:
+        return _build_library(cache)
+
+
+def _build_library(cache: Path | None) -> Path:
     root = cuda_root()
     if root is None:
         raise BeaverError("CUPTI timing needs the CUDA toolkit (nvcc not found)")

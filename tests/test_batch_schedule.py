@@ -1,0 +1,570 @@
+"""The schedule around timing (batch/resources.py, batch/scheduler.py), with stand-in stages.
+
+Every stage here is a thread that asks the real GpuPool or BuildSlots for its resource and holds it until the
+test lets it go; the test orders events by waiting for requests to be queued or granted, never by sleeping,
+so the outcome is the same however slow or loaded the machine (the waits' timeouts only turn a hang into a
+failure). What is shown:
+
+- a session waiting to time is served before any further correctness run is admitted to the GPU it waits
+  for, even one of an older session: timing never starves;
+- a drain stuck behind a run found in flight (running longer than the pool's patience) admits short runs
+  again, never a long one, until that run ends, and the pool notices the moment without another event;
+- a timing stage takes an idle GPU at once, and otherwise waits for the GPU without long runs in flight,
+  while the long run's GPU keeps taking new runs; a long (sanitizer) run is placed away from a GPU that a
+  timing stage waits for;
+- while one GPU is held alone, runs go on on the other and builds go on on the build slots;
+- every resource serves the oldest session first;
+- the admission gate bounds the sessions in flight by what the build slots and GPUs can take, and
+  run_local follows it (sessions start as work drains, not all at once);
+- the batch's scheduled toolchain builds everything timing needs (the reference, the CUPTI library) before
+  it holds the GPU alone, and builds nothing while it does;
+- it runs sanitizers and profiles in a long slot of their own, after the correctness run's slot is given
+  back, and builds the reference it profiles before it holds a GPU;
+- a stage interrupted while it waits (Ctrl-C) leaves no request behind that would hold others back.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from beavertui.batch.resources import SESSION_RANK, Admission, BuildSlots, GpuPool
+
+WAIT = 60.0
+
+
+class Stage:
+    """A stage in its own thread: asks for a resource as session ``rank`` and holds it until ``done()``."""
+
+    def __init__(self, enter: Callable[[], AbstractContextManager[Any]], rank: int) -> None:
+        self.granted = threading.Event()
+        self.release = threading.Event()
+        self.got: Any = None
+        self.error: BaseException | None = None
+        self.thread = threading.Thread(target=self._run, args=(enter, rank), daemon=True)
+        self.thread.start()
+
+    def _run(self, enter: Callable[[], AbstractContextManager[Any]], rank: int) -> None:
+        SESSION_RANK.set(rank)
+        try:
+            with enter() as got:
+                self.got = got
+                self.granted.set()
+                assert self.release.wait(WAIT)
+        except BaseException as exc:
+            self.error = exc
+            self.granted.set()
+
+    def wait(self) -> Stage:
+        assert self.granted.wait(WAIT) and self.error is None, self.error
+        return self
+
+    def done(self) -> None:
+        self.release.set()
+        self.thread.join(WAIT)
+        assert not self.thread.is_alive() and self.error is None, self.error
+
+
+class Clock:
+    """The pool's clock in tests: it moves only when the test moves it (a drain's patience is a duration)."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def queued(pool: GpuPool | BuildSlots, n: int) -> None:
+    assert pool.wait_queued(n, WAIT)
+
+
+def grants(pool: GpuPool) -> list[tuple[str, int, str]]:
+    assert pool.log is not None
+    return [(kind, rank, gpu) for what, kind, rank, gpu in pool.log if what == "grant"]
+
+
+def test_a_waiting_timing_stage_is_served_before_more_correctness_runs() -> None:
+    pool = GpuPool(["0"], shared=2, clock=Clock())
+    pool.log = []
+    s1, s2 = Stage(pool.hold, 0).wait(), Stage(pool.hold, 1).wait()
+    timing = Stage(lambda: pool.hold(exclusive=True), 5)
+    queued(pool, 1)
+    later = Stage(pool.hold, 2)  # an older session's correctness run, asked for after the timing stage
+    queued(pool, 2)
+    s1.done()  # a slot is free, but the GPU drains for the timing stage: nothing new is admitted
+    assert grants(pool) == [("shared", 0, "0"), ("shared", 1, "0")]
+    s2.done()
+    timing.wait()
+    assert not later.granted.is_set()
+    timing.done()
+    later.wait().done()
+    assert grants(pool) == [("shared", 0, "0"), ("shared", 1, "0"), ("exclusive", 5, "0"), ("shared", 2, "0")]
+
+
+def test_a_drain_stuck_behind_a_run_found_in_flight_admits_short_runs_meanwhile() -> None:
+    clock = Clock()
+    pool = GpuPool(["0"], shared=2, patience_s=10.0, clock=clock)
+    pool.log = []
+    hung = Stage(pool.hold, 0).wait()  # a correctness run that will run to its time limit
+    clock.now = 1.0
+    timing = Stage(lambda: pool.hold(exclusive=True), 1)
+    queued(pool, 1)
+    short = Stage(pool.hold, 2)
+    sanitizer = Stage(lambda: pool.hold(long=True), 3)
+    queued(pool, 3)
+    clock.now = 9.0
+    pool.reschedule()
+    assert pool.queued() == 3  # the run found in flight has run 9 s: the GPU still drains
+    clock.now = 10.0
+    pool.reschedule()  # 10 s: its end is not in sight, the other slot takes a short run again
+    short.wait()
+    assert not sanitizer.granted.is_set()  # but never a long one
+    clock.now = 30.0
+    later = Stage(pool.hold, 4)
+    queued(pool, 3)
+    short.done()
+    later.wait()  # still stuck behind the first run: the freed slot is used
+    hung.done()  # what the timing stage waited for has ended: drain what came meanwhile, admit nothing
+    newest = Stage(pool.hold, 5)
+    queued(pool, 3)  # the timing stage, the sanitizer run and this one
+    assert not timing.granted.is_set() and not newest.granted.is_set()
+    later.done()
+    timing.wait()
+    assert not newest.granted.is_set() and not sanitizer.granted.is_set()
+    timing.done()
+    for s in (sanitizer.wait(), newest.wait()):
+        s.done()
+    assert [(k, r) for k, r, _g in grants(pool)] == [
+        ("shared", 0), ("shared", 2), ("shared", 4), ("exclusive", 1), ("long", 3), ("shared", 5)
+    ]  # fmt: skip
+
+
+def test_the_pool_decides_again_when_a_run_it_drains_for_reaches_its_patience() -> None:
+    pool = GpuPool(["0"], shared=2, patience_s=0.2)  # the real clock: nothing else happens meanwhile
+    hung = Stage(pool.hold, 0).wait()
+    timing = Stage(lambda: pool.hold(exclusive=True), 1)
+    queued(pool, 1)
+    short = Stage(pool.hold, 2).wait()  # granted once the hung run has run 0.2 s, with no other event
+    assert not timing.granted.is_set()
+    short.done()
+    hung.done()
+    timing.wait().done()
+
+
+def test_timing_takes_an_idle_gpu_at_once() -> None:
+    pool = GpuPool(["0", "1"], shared=4)
+    busy = Stage(pool.hold, 0).wait()
+    timing = Stage(lambda: pool.hold(exclusive=True), 1).wait()
+    assert busy.got.index == "0" and timing.got.index == "1"
+    timing.done()
+    busy.done()
+
+
+def test_timing_does_not_wait_for_a_long_run_that_can_go_on_elsewhere() -> None:
+    pool = GpuPool(["0", "1"], shared=4, clock=Clock())
+    pool.log = []
+    sanitizer = Stage(lambda: pool.hold(long=True), 0).wait()
+    run = Stage(pool.hold, 1).wait()
+    assert (sanitizer.got.index, run.got.index) == ("0", "1")
+    timing = Stage(lambda: pool.hold(exclusive=True), 2)
+    queued(pool, 1)  # it waits for GPU 1, whose run is short, not for the sanitizer run on GPU 0
+    newer = Stage(pool.hold, 3).wait()
+    assert newer.got.index == "0"  # GPU 1 drains for the timing stage; GPU 0 takes new runs
+    long2 = Stage(lambda: pool.hold(long=True), 4).wait()
+    assert long2.got.index == "0"  # a long run is placed away from the GPU a timing stage waits for
+    run.done()
+    timing.wait()
+    assert timing.got.index == "1" and not sanitizer.release.is_set()  # the sanitizer run is still going
+    # while GPU 1 is held alone, runs go on on GPU 0 and builds go on on the build slots
+    more = Stage(pool.hold, 5).wait()
+    builds = BuildSlots(2)
+    build = Stage(builds.hold, 6).wait()
+    assert more.got.index == "0"
+    for s in (build, more, timing, long2, newer, sanitizer):
+        s.done()
+    assert ("exclusive", 2, "1") in grants(pool)
+
+
+def test_two_timing_stages_on_two_gpus_drain_one_gpu_each() -> None:
+    pool = GpuPool(["0", "1"], shared=2, clock=Clock())
+    a, b = Stage(pool.hold, 0).wait(), Stage(pool.hold, 1).wait()
+    assert {a.got.index, b.got.index} == {"0", "1"}
+    t1 = Stage(lambda: pool.hold(exclusive=True), 2)
+    queued(pool, 1)
+    t2 = Stage(lambda: pool.hold(exclusive=True), 3)
+    queued(pool, 2)
+    shared = Stage(pool.hold, 4)
+    queued(pool, 3)  # both GPUs drain: no shared run is admitted
+    a.done()
+    b.done()
+    t1.wait()
+    t2.wait()
+    assert {t1.got.index, t2.got.index} == {"0", "1"} and not shared.granted.is_set()
+    t1.done()
+    shared.wait()
+    for s in (shared, t2):
+        s.done()
+
+
+def test_build_slots_serve_the_oldest_session_first() -> None:
+    builds = BuildSlots(1)
+    builds.log = []
+    first = Stage(builds.hold, 9).wait()
+    waiting = []
+    for i, rank in enumerate((5, 2, 7)):
+        waiting.append(Stage(builds.hold, rank))
+        queued(builds, i + 1)
+    first.done()
+    by_rank = {5: waiting[0], 2: waiting[1], 7: waiting[2]}
+    for rank in (2, 5, 7):  # one slot: each release lets exactly the oldest waiting session in
+        by_rank[rank].wait()
+        assert [r for what, r in builds.log if what == "grant"][-1] == rank
+        by_rank[rank].done()
+    assert [r for what, r in builds.log if what == "grant"] == [9, 2, 5, 7]
+
+
+def test_gpu_runs_serve_the_oldest_session_first() -> None:
+    pool = GpuPool(["0"], shared=1)
+    pool.log = []
+    first = Stage(pool.hold, 9).wait()
+    young = Stage(pool.hold, 4)
+    queued(pool, 1)
+    old = Stage(pool.hold, 1)
+    queued(pool, 2)
+    first.done()
+    old.wait().done()
+    young.wait().done()
+    assert [rank for _k, rank, _g in grants(pool)] == [9, 1, 4]
+
+
+def test_admission_waits_for_the_build_slots_and_the_gpus() -> None:
+    pool, builds = GpuPool(["0"], shared=1), BuildSlots(2)
+    gate = Admission(pool, builds)
+    assert gate.ready()
+    gate.started(0)
+    gate.started(1)
+    assert not gate.ready()  # two sessions starting: as many as there are build slots
+    gate.reached(0)
+    assert gate.ready()
+    gate.reached(1)
+    held = [Stage(builds.hold, 0).wait(), Stage(builds.hold, 1).wait()]
+    waiting = Stage(builds.hold, 2)
+    queued(builds, 1)
+    assert not gate.ready()  # a build waits for a slot
+    for s in held:
+        s.done()
+    waiting.wait().done()
+    assert gate.ready()
+    run = Stage(pool.hold, 3).wait()
+    queued_run = Stage(pool.hold, 4)
+    queued(pool, 1)
+    assert not gate.ready()  # as many GPU stages wait as the GPU runs at once
+    run.done()
+    queued_run.wait().done()
+    assert gate.ready()
+
+
+@contextlib.contextmanager
+def _interrupted_when_queued(pool: GpuPool | BuildSlots) -> Iterator[None]:
+    """Ctrl-C in the main thread once it waits at ``pool`` as the second request: a KeyboardInterrupt raised
+    by a signal handler, as Python raises it on SIGINT. The signal is sent again until the request is gone (a
+    signal that arrives just before the thread blocks only takes effect at its next wake-up); the handler
+    raises once."""
+    import signal
+
+    main = threading.main_thread().ident
+    assert main is not None and threading.get_ident() == main
+    raised = threading.Event()
+
+    def handler(_signum: int, _frame: Any) -> None:
+        if not raised.is_set():
+            raised.set()
+            raise KeyboardInterrupt
+
+    def fire() -> None:
+        queued(pool, 2)
+        while pool.queued() >= 2 and not raised.wait(0.05):
+            signal.pthread_kill(main, signal.SIGUSR1)
+
+    previous = signal.signal(signal.SIGUSR1, handler)
+    t = threading.Thread(target=fire, daemon=True)
+    t.start()
+    try:
+        yield
+    finally:
+        t.join(WAIT)
+        signal.signal(signal.SIGUSR1, previous)
+
+
+def test_a_stage_interrupted_while_it_waits_leaves_nothing_behind() -> None:
+    pool = GpuPool(["0"], shared=1)
+    held, other = Stage(pool.hold, 0).wait(), Stage(pool.hold, 1)
+    queued(pool, 1)
+    with _interrupted_when_queued(pool), pytest.raises(KeyboardInterrupt), pool.hold(exclusive=True):
+        pass
+    assert pool.queued() == 1 and pool.gpus[0].waiting_exclusive == 0  # its request is gone: no drain
+    held.done()
+    other.wait().done()  # the shared run it would have held back
+    builds = BuildSlots(1)
+    held, other = Stage(builds.hold, 0).wait(), Stage(builds.hold, 1)
+    queued(builds, 1)
+    with _interrupted_when_queued(builds), pytest.raises(KeyboardInterrupt), builds.hold():
+        pass
+    assert builds.queued() == 1
+    held.done()
+    other.wait().done()
+
+
+# ------------------------------------------------------------------ run_local under the admission gate
+
+
+class GatedToolchain:
+    """The recorded toolchain, with each attempt's build holding a build slot and its run a GPU slot until
+    the test opens that session's gate."""
+
+    def __init__(self, inner: Any, pool: GpuPool, builds: BuildSlots) -> None:
+        self.inner, self.pool, self.builds = inner, pool, builds
+        self.gates: dict[int, threading.Event] = {}
+        self.lock = threading.Lock()
+
+    def gate(self, rank: int) -> threading.Event:
+        with self.lock:
+            return self.gates.setdefault(rank, threading.Event())
+
+    def gpu(self) -> None:
+        return None
+
+    def attempt(self, task: Any, code: str, options: Any) -> Iterator[Any]:
+        rank = SESSION_RANK.get()
+        assert rank is not None
+        with self.builds.hold():
+            assert self.gate(rank).wait(WAIT)
+        events = list(self.inner.attempt(task, code, options))
+        with self.pool.hold():
+            pass
+        yield from events
+
+
+def _jobs(tmp_path: Path, n: int) -> tuple[list[Any], dict[str, Any], Path]:
+    from beavertui.batch.protocol_file import ModelSpec
+    from beavertui.batch.rundir import ProtocolEntry, RunManifest
+    from beavertui.batch.scheduler import plan
+    from beavertui.engine.corpus.load import load_corpus
+    from beavertui.engine.session.protocol import Protocol
+
+    corpus = Path(__file__).parent / "data" / "recorded"
+    manifest = RunManifest(
+        run_id="a", name="a", created="now", corpus=str(corpus), tasks=["vec_scale"],
+        protocols=[ProtocolEntry(slug="p", protocol=Protocol(budget=1))],
+        models=[ModelSpec(model="scripted:vec_scale_demo.toml")], samples=n, retries=0,
+    )  # fmt: skip
+    run_dir = tmp_path / "a"
+    return plan(manifest, run_dir), {t.id: t for t in load_corpus(corpus).tasks}, run_dir
+
+
+def started(tracker: Any) -> int:
+    with tracker.lock:
+        return sum(g.done + g.running for g in tracker.groups.values())
+
+
+def until(condition: Callable[[], bool]) -> None:
+    """Wait for a state the sessions reach by themselves (the condition is the event, the pause paces)."""
+    import time
+
+    deadline = time.monotonic() + WAIT
+    while not condition():
+        assert time.monotonic() < deadline, "the state was never reached"
+        time.sleep(0.01)
+
+
+@pytest.mark.parametrize("gated", [True, False])
+def test_sessions_start_as_the_build_slots_and_gpus_can_take_them(tmp_path: Path, gated: bool) -> None:
+    from beavertui.batch.scheduler import Tracker, run_local
+    from beavertui.engine.toolchain.recorded import RecordedToolchain
+
+    recordings = Path(__file__).parent / "data" / "recorded" / "vec_scale.recordings.jsonl"
+    pool, builds = GpuPool(["0"], shared=1), BuildSlots(1)
+    tool = GatedToolchain(RecordedToolchain.load(recordings), pool, builds)
+    jobs, tasks, run_dir = _jobs(tmp_path, 6)
+    tracker = Tracker(jobs)
+    admission = Admission(pool, builds) if gated else None
+    out: dict[Path, Any] = {}
+    batch = threading.Thread(
+        target=lambda: out.update(
+            run_local(jobs, tasks, tool, run_dir, parallel=8, retries=0, tracker=tracker, admission=admission)
+        ),
+        daemon=True,
+    )
+    batch.start()
+    if not gated:  # every session starts at once; five wait for the one build slot
+        queued(builds, 5)
+        assert tracker.totals()["running"] == 6
+    else:
+        # session 0 builds, session 1 waits for the slot: a build waits, so nothing more starts
+        queued(builds, 1)
+        assert tracker.totals()["running"] == 2
+        tool.gate(0).set()  # session 0 builds, runs and ends; session 1 builds; one more starts and waits
+        until(lambda: started(tracker) == 3 and builds.queued() == 1)
+        assert started(tracker) == 3  # and no more: a build waits again
+    for rank in range(6):
+        tool.gate(rank).set()
+    batch.join(WAIT)
+    assert not batch.is_alive()
+    assert len(out) == 6 and all(o.status == "ran" for o in out.values())
+
+
+# ------------------------------------------------------------------ the scheduled toolchain's holds
+
+
+@pytest.fixture
+def sleepy() -> Any:
+    from beavertui.engine.corpus.load import load_corpus
+
+    return load_corpus(Path(__file__).parent / "data" / "cpu").get("sleepy")
+
+
+def _scheduled(tmp_path: Path, **config: Any) -> Any:
+    from beavertui.batch.scheduled import ScheduledLocalToolchain
+    from beavertui.engine.session.events import GpuSignature
+    from beavertui.engine.timing.speedup import TimingConfig
+    from beavertui.engine.toolchain.local import LocalConfig
+
+    timing = TimingConfig(cache=tmp_path / "cache", rounds=1, method=config.pop("method", None))
+    tool = ScheduledLocalToolchain(
+        GpuPool(["0"]), BuildSlots(2), None, LocalConfig(base_dir=tmp_path / "work", timing=timing, **config)
+    )
+    tool.gpu = lambda: GpuSignature(slug="t_sm_90", name="Test GPU", compute_capability="9.0")
+    tool.pool.log = []
+    return tool
+
+
+def _watch_stages(tool: Any, monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, ...]]:
+    """The pool's grants and releases, with every stage run in between: ("stage", stage, side)."""
+    from beavertui.engine.toolchain import stages as runner
+
+    order = tool.pool.log
+    refs = tool.config.timing.cache / "refbuild"
+    run_stage = runner.run_stage
+
+    def watched(work: Any, stage: str, *a: Any, **kw: Any) -> Any:
+        side = "reference" if work.path.is_relative_to(refs) else "candidate"
+        order.append(("stage", stage, side))
+        return run_stage(work, stage, *a, **kw)
+
+    monkeypatch.setattr(runner, "run_stage", watched)
+    return order  # type: ignore[no-any-return]
+
+
+def _held(order: list[tuple[str, ...]], kind: str) -> list[tuple[str, ...]]:
+    """The stages run while a hold of ``kind`` was granted (one such hold in ``order``)."""
+    start = next(i for i, e in enumerate(order) if e[:2] == ("grant", kind))
+    end = next(i for i, e in enumerate(order) if e[:2] == ("release", kind))
+    return [e for e in order[start:end] if e[0] == "stage"]
+
+
+GOOD = "compute() { echo $(($1 * $2)); }\ncost() { echo 1.0; }\n"
+
+
+def test_the_batch_builds_the_reference_before_it_holds_the_gpu_alone(
+    sleepy: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from beavertui.engine.toolchain.base import AttemptOptions
+
+    tool = _scheduled(tmp_path)
+    order = _watch_stages(tool, monkeypatch)
+    events = list(tool.attempt(sleepy, GOOD, AttemptOptions(iteration=1, gate=0.7)))
+    assert events[-1].success and events[-1].speedup == pytest.approx(2.0)
+    exclusive = next(i for i, e in enumerate(order) if e[:2] == ("grant", "exclusive"))
+    assert ("stage", "build", "reference") in order[:exclusive], order  # the cold cache: built first
+    held = _held(order, "exclusive")
+    # held alone: the benchmark runs of both sides and nothing else (no build)
+    assert held and set(held) == {("stage", "benchmark", "reference"), ("stage", "benchmark", "candidate")}
+    # the next attempt finds the reference built and builds nothing more for timing
+    order.clear()
+    list(tool.attempt(sleepy, GOOD, AttemptOptions(iteration=2, gate=0.7)))
+    assert ("stage", "build", "reference") not in order and ("grant", "exclusive", 1 << 62, "0") in order
+
+
+@pytest.mark.parametrize("library", ["builds", "fails, ncu to fall back to", "fails, no ncu"])
+def test_the_batch_builds_the_cupti_library_before_it_holds_the_gpu_alone(
+    sleepy: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, library: str
+) -> None:
+    import dataclasses
+
+    from beavertui.engine.errors import BeaverError
+    from beavertui.engine.timing import cupti
+    from beavertui.engine.toolchain.base import AttemptOptions
+
+    sleepy = dataclasses.replace(sleepy, benchmark_command=None)  # no native contract: timed by CUPTI
+    tool = _scheduled(tmp_path)
+    order = _watch_stages(tool, monkeypatch)
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    (fake / "ncu").write_text("#!/bin/sh\nexit 0\n")
+    (fake / "ncu").chmod(0o755)
+    monkeypatch.setenv(
+        "PATH", f"{fake}:/usr/bin:/bin" if library == "fails, ncu to fall back to" else "/usr/bin:/bin"
+    )
+
+    def build_library(cache: Path | None = None) -> Path:
+        order.append(("cupti library",))
+        if library == "builds":
+            return tmp_path / "libbeavercupti.so"
+        raise BeaverError("CUPTI headers or libcupti not found")
+
+    monkeypatch.setattr(cupti, "build_library", build_library)
+    events = list(tool.attempt(sleepy, GOOD, AttemptOptions(iteration=1, gate=0.7)))
+    assert order.count(("cupti library",)) == 1, order  # once, and never again while the GPU is held
+    v, infra = events[-1], [e for e in events if e.kind == "infra_error"]
+    if library == "fails, no ncu":  # nothing to time with: said before any GPU is held, the GPU not blamed
+        assert ("grant", "exclusive", 1 << 62, "0") not in order
+        assert len(infra) == 1 and infra[0].source == "toolchain"
+        assert "CUPTI headers or libcupti not found" in infra[0].detail
+        assert tool.pool.gpus[0].consecutive_failures == 0
+        return
+    exclusive = order.index(("grant", "exclusive", 1 << 62, "0"))
+    assert order.index(("cupti library",)) < exclusive
+    # held alone: only the timing runs (the stand-in library records no kernel; the stand-in ncu prints none)
+    held = _held(order, "exclusive")
+    assert held == [("stage", "benchmark", "reference")], order
+    assert not infra and v.correct and v.speedup is None and "produced no samples" in v.speedup_note
+
+
+def test_the_batch_runs_sanitizers_in_a_long_slot_of_their_own(
+    sleepy: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from beavertui.engine.toolchain.base import AttemptOptions
+
+    tool = _scheduled(tmp_path, sanitizer_exe="true")
+    order = _watch_stages(tool, monkeypatch)
+    wrong = "compute() { echo 41; }\ncost() { echo 1.0; }\n"
+    events = list(tool.attempt(sleepy, wrong, AttemptOptions(iteration=1, gate=0.7)))
+    assert events[-1].category == "functional_correctness"
+    assert [e.tool for e in events if e.kind == "sanitize"] == ["memcheck"]
+    grants = [e[1] for e in order if e[0] == "grant"]
+    assert grants == ["shared", "long"]  # the correctness run's slot is given back before the sanitizer's
+    assert _held(order, "shared") == [("stage", "run", "candidate")]
+    assert _held(order, "long") == [("stage", "sanitize", "candidate")]
+
+
+def test_the_batch_builds_the_reference_to_profile_before_it_holds_a_gpu(
+    sleepy: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from beavertui.engine.errors import ToolchainError
+    from beavertui.engine.toolchain.base import AttemptOptions
+
+    tool = _scheduled(tmp_path)
+    order = _watch_stages(tool, monkeypatch)
+    monkeypatch.setenv("PATH", "/usr/bin:/bin")  # no ncu: the profile run fails, after the build
+    with pytest.raises(ToolchainError, match="ncu"):
+        list(tool.attempt(sleepy, GOOD, AttemptOptions(iteration=1, gate=0.7, profile=True)))
+    long = order.index(("grant", "long", 1 << 62, "0"))
+    assert ("stage", "build", "reference") in order[:long], order
+    assert _held(order, "long") == [("stage", "benchmark", "candidate")]  # the candidate's ncu run
