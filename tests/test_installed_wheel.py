@@ -8,6 +8,7 @@ is the wheel's copy: the test checks where it is imported from.
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -30,8 +31,17 @@ def test_the_wheel_works_from_any_folder(tmp_path: Path) -> None:
     elsewhere.mkdir()
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "BEAVERTUI_CORPUS", "VIRTUAL_ENV")}
     env["PIP_DISABLE_PIP_VERSION_CHECK"] = "1"
+    # built from a copy: setuptools builds in the source tree (build/, *.egg-info), and copies of the suite
+    # running at once in one checkout removed each other's bundled corpus halfway through a build
+    source = tmp_path / "source"
+    source.mkdir()
+    for name in ("pyproject.toml", "setup.py", "README.md", "MANIFEST.in"):
+        shutil.copy2(ROOT / name, source / name)
+    skip = shutil.ignore_patterns("__pycache__", "*.pyc", "*.o", ".*", "*.egg-info", "build")
+    for name in ("beavertui", "corpus", "sessions/demo"):
+        shutil.copytree(ROOT / name, source / name, ignore=skip)
     built = _run(
-        [sys.executable, "-m", "pip", "wheel", str(ROOT), "-w", str(wheels), "--no-deps", "-q"],
+        [sys.executable, "-m", "pip", "wheel", str(source), "-w", str(wheels), "--no-deps", "-q"],
         tmp_path, env, timeout=300,
     )  # fmt: skip
     assert built.returncode == 0, built.stderr

@@ -218,14 +218,25 @@ def test_stop_while_the_model_is_answering() -> None:
     with ChatServer([("hang", 5.0)]) as server:
         config = OpenAIConfig(model="m", base_url=server.url, timeout_s=10, retries=0, stream=False)
         control = LoopControl()
-        threading.Timer(0.3, control.stop).start()
-        start = time.monotonic()
+        stopped_at: list[float] = []
+
+        def stop_once_the_endpoint_has_the_request() -> None:
+            # not a fixed delay: under load the loop may not have reached the call by then
+            deadline = time.monotonic() + 60
+            while not server.requests and time.monotonic() < deadline:
+                time.sleep(0.01)
+            stopped_at.append(time.monotonic())
+            control.stop()
+
+        threading.Thread(target=stop_once_the_endpoint_has_the_request, daemon=True).start()
         events = list(
             run_session(
                 vec_scale_task(), OpenAIModel(config, api_key="k"), toolchain(), Protocol(), control=control
             )
         )
-    assert time.monotonic() - start < 2.0
+        ended_at = time.monotonic()
+        assert server.requests and stopped_at
+    assert ended_at - stopped_at[0] < 2.0  # the 5 s answer was not waited for
     end = events[-1]
     assert isinstance(end, SessionEnd) and end.stop_reason == "stopped" and end.iterations == 0
     assert end.detail == "stopped by the user while the model was answering"
