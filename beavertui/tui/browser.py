@@ -320,15 +320,17 @@ class BrowserScreen(Screen[None]):
         self.open(Path(event.key))
 
     def open(self, path: Path) -> None:
-        from beavertui.engine.session.store import read_session
+        from beavertui.engine.errors import BeaverError
+        from beavertui.engine.session.store import SessionReader
         from beavertui.tui.session_screen import SessionScreen
 
-        header, events, problem = read_session(path)
-        if header is None:
-            self.notify(f"{path.name}: cannot open: {problem}", severity="error")
+        try:
+            reader = SessionReader(path)
+        except BeaverError as exc:
+            self.notify(f"{path.name}: cannot open: {str(exc).removeprefix(f'{path}: ')}", severity="error")
             return
-        ended = bool(events) and events[-1].kind == "end"
-        follow = None if ended or problem else path
-        if problem and problem.startswith("truncated last line") and time.time() - path.stat().st_mtime < 60:
-            follow, problem = path, None
-        self.app.push_screen(SessionScreen(header, events, problem=problem, follow=follow, path=path))
+        if reader.header is None:
+            self.notify(f"{path.name}: cannot open: {reader.problem}", severity="error")
+            return
+        # The screen reads the file in steps; once read, it follows one that is still being written.
+        self.app.push_screen(SessionScreen(reader.header, reader=reader, path=path, follow_unfinished=True))
