@@ -26,7 +26,7 @@ from beavertui.tui.view import View
 
 CACHE = 32
 """Rendered views kept per pane."""
-DEFER_ABOVE = 300
+DEFER_ABOVE = 400
 """A pane's first render whose cost (``cost``) is above this is drawn after the screen's first frame."""
 
 

@@ -28,12 +28,15 @@ class DiffPane(Pane):
         return f"d: {DIFF_MODE_LABEL[view.diff_mode]}"
 
     def cost(self, view: View) -> int:
-        """Lines of source to highlight: the candidate's and the side it is compared with."""
+        """Rows of source to highlight and draw (lines, and lines of wrapped text), both sides."""
         a = view.attempt
         if a is None or a.candidate is None or a.candidate.code is None:
             return 0
         old = "" if view.diff_mode == "file" else view.code_before(a.iteration)[0]
-        return sum(min(CODE_LINES, code.count("\n", 0, CODE_CHARS)) for code in (a.candidate.code, old))
+        return sum(
+            min(CODE_LINES, code.count("\n", 0, CODE_CHARS)) + min(len(code), CODE_CHARS) // 80
+            for code in (a.candidate.code, old)
+        )
 
     def render_view(self, view: View) -> RenderableType:
         attempt = view.attempt
