@@ -14,8 +14,9 @@ Each run starts `python -m beavertui replay FILE` in a pseudo-terminal of 120x40
 terminal, and reads what the app writes to it. "First paint" is the time from just before the process is
 started until the terminal has received the session screen's header bar ("· iteration "); "loaded" until
 it shows the session's end ("ended: "), which appears once every event is folded. Interpreter start and
-imports count. Peak memory is the child's VmHWM just before it is told to quit. The median of --repeat runs
-is printed per case, with the load average before the case.
+imports count; beside it, the CPU seconds the child had used by then (less sensitive to other jobs on the
+machine than the wall clock). Peak memory is the child's VmHWM just before it is told to quit. The median
+of --repeat runs is printed per case, with the load average before the case.
 """
 
 from __future__ import annotations
@@ -273,6 +274,15 @@ def peak_rss_mb(pid: int) -> float | None:
     return None
 
 
+def cpu_s(pid: int) -> float | None:
+    """CPU seconds the process has used so far (user and system, every thread)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def replay_in_pty(path: Path, timeout: float = 60.0) -> dict[str, float | None]:
     """Run ``beavertui replay PATH`` in a pseudo-terminal; seconds to first paint and to loaded."""
     env = dict(os.environ, TERM="xterm-256color", COLUMNS=str(COLS), LINES=str(ROWS), PYTHONPATH=str(ROOT))
@@ -300,7 +310,7 @@ def replay_in_pty(path: Path, timeout: float = 60.0) -> dict[str, float | None]:
             now = time.time() - t0
             tail = tail[-64:] + data
             if out["first_paint_s"] is None and PAINTED in tail:
-                out["first_paint_s"] = now
+                out["first_paint_s"], out["first_paint_cpu_s"] = now, cpu_s(pid)
             if out["first_paint_s"] is not None and LOADED in tail:
                 out["loaded_s"] = now
         out["peak_rss_mb"] = peak_rss_mb(pid)
@@ -342,7 +352,8 @@ def main() -> None:
         folder.mkdir(parents=True, exist_ok=True)
         results: dict[str, Any] = {"cpus": os.cpu_count(), "terminal": f"{COLS}x{ROWS}"}
         print(
-            f"{'case':<20} {'MiB':>6} {'events':>9} {'first paint s':>14} {'loaded s':>9} {'peak MB':>8}  load"
+            f"{'case':<20} {'MiB':>6} {'events':>9} {'first paint s':>14} {'(CPU s)':>8} {'loaded s':>9} "
+            f"{'peak MB':>8}  load"
         )
         for name in names:
             path, info = build(name, folder)
@@ -353,15 +364,18 @@ def main() -> None:
                 "load_average_1m": round(load, 2),
                 "first_paint_s": median([r["first_paint_s"] for r in runs]),
                 "first_paint_runs_s": [r["first_paint_s"] and round(r["first_paint_s"], 3) for r in runs],
+                "first_paint_cpu_s": median([r.get("first_paint_cpu_s") for r in runs]),
                 "loaded_s": median([r["loaded_s"] for r in runs]),
                 "peak_rss_mb": median([r.get("peak_rss_mb") for r in runs]),
                 "quit_ok": all(r.get("quit_ok") for r in runs),
             }
             results[name] = row
-            fp, ld, mb = row["first_paint_s"], row["loaded_s"], row["peak_rss_mb"]
+            fp, cpu, ld = row["first_paint_s"], row["first_paint_cpu_s"], row["loaded_s"]
+            mb = row["peak_rss_mb"]
             print(
                 f"{name:<20} {info['bytes'] / (1 << 20):6.1f} {info['events']:>9,} "
-                f"{'-' if fp is None else f'{fp:.2f}':>14} {'-' if ld is None else f'{ld:.2f}':>9} "
+                f"{'-' if fp is None else f'{fp:.2f}':>14} {'-' if cpu is None else f'{cpu:.2f}':>8} "
+                f"{'-' if ld is None else f'{ld:.2f}':>9} "
                 f"{'-' if mb is None else f'{mb:.0f}':>8}  {load:.2f}"
                 + ("" if info["accepted"] else f"  (not accepted: {info['problem']})"),
                 flush=True,

@@ -61,8 +61,8 @@ LOAD_CHUNK = 2000
 """Events the worker reads and folds between two looks at whether to post the state."""
 POST_EVERY_S = 0.25
 """How often the worker posts the state folded so far while reading (the last one is always posted)."""
-START_AFTER_S = 0.15
-"""The worker starts this long after the first frame was composed."""
+START_AFTER_S = 0.1
+"""The worker starts this long after the first whole frame was composed (for the output thread to write it)."""
 
 
 class _Events:
@@ -215,10 +215,7 @@ class SessionScreen(Screen[None]):
         # The app's first frame is composed before it starts writing to the terminal, and the next ones
         # carry only what changed since: draw the header and timeline again so that they are in them.
         self.call_after_refresh(self._redraw_top)
-        if self._source is not None:
-            source, state = self._source, self.state
-            self.call_after_refresh(lambda: self._load_worker(source, state))  # after the first frame
-        elif self._follow_path is not None:
+        if self._follow_path is not None and self._source is None:
             self._follow_worker(self._follow_path)
 
     def on_unmount(self) -> None:
@@ -227,6 +224,9 @@ class SessionScreen(Screen[None]):
     def _redraw_top(self) -> None:
         self.query_one(HeaderBar).refresh()
         self.query_one(Timeline).refresh()
+        if self._source is not None:  # the rest of a large file, once the frame with every pane is out
+            source, state = self._source, self.state
+            self.call_after_refresh(lambda: self._load_worker(source, state))
 
     # ------------------------------------------------------------------ loading a large file
 
