@@ -21,7 +21,7 @@ CODE_CHARS = 64 << 10
 CODE_LINE_CHARS = 2000
 #: Characters of a one-line value (a reason, a signature, a command, a detail, a name).
 LINE_CHARS = 2000
-#: Items of a list a pane shows (flags, infrastructure errors, sanitizer runs of one tool, finding kinds).
+#: Items of a list a pane shows (flags, infrastructure errors, sanitizer runs).
 ITEMS = 50
 #: Stage runs the raw log shows whole (build, run and the first sanitizer runs).
 STAGES = 8
