@@ -354,6 +354,23 @@ def test_an_iteration_out_of_range_ends_the_valid_prefix(tmp_path: Path, iterati
     assert len(events) == len(lines) - 3
 
 
+@pytest.mark.parametrize("iteration", [1_000_000_000, -5, 0, 101])
+def test_a_profile_event_range_checks_its_iteration_like_every_other(tmp_path: Path, iteration: int) -> None:
+    """A profile event's iteration was any integer: 10^9 made the timeline draw a billion cells."""
+    lines = (DEMO / "degenerate_repair.jsonl").read_text().splitlines()
+    profile = {"t": 1.0, "kind": "profile", "iteration": iteration, "result": {"stage": "run", "command": "ncu",
+               "rc": 0}}  # fmt: skip
+    f = tmp_path / "s.jsonl"
+    f.write_text("\n".join([*lines[:-1], json.dumps(profile), lines[-1]]) + "\n")
+    _header, events, problem = read_session(f)
+    assert problem == f"invalid event at line {len(lines)}: profile.iteration: " + (
+        "Input should be less than or equal to 100"
+        if iteration > 1
+        else "Input should be greater than or equal to 1"
+    )
+    assert len(events) == len(lines) - 2
+
+
 def test_replies_are_capped_and_the_cap_is_recorded(tmp_path: Path) -> None:
     from beavertui.engine.loop.run import run_session
     from beavertui.engine.models.scripted import ScriptedModel

@@ -81,10 +81,10 @@ def _print_table(root: Path, fmt: str) -> None:
             r.outcome,
             f"{r.iterations}/{r.budget}",
             "-" if r.best is None else f"{r.best:.2f}x",
-            r.stop,
+            r.problem or r.stop,  # a damaged file: the reader's whole reason
             os.path.relpath(r.path, root),
         )
         for r in rows
     )
-    cols = ("task", "model", "protocol", "outcome", "iter.", "best", "stop", "file")
+    cols = ("task", "model", "protocol", "outcome", "iter.", "best", "stop or problem", "file")
     emit([Table(f"{root}: {len(rows)} sessions", cols, cells, keys=2)], fmt)

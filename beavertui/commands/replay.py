@@ -17,31 +17,34 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
 
 def run(args: argparse.Namespace) -> int:
     from beavertui.engine.errors import SessionFileError
-    from beavertui.engine.session.store import read_session
+    from beavertui.engine.session.store import SessionReader
 
     path: Path = args.session
     if not os.path.lexists(path) and not args.follow:
         raise SessionFileError(f"{path}: no such session file")
-    header, events, problem = read_session(path) if os.path.lexists(path) else (None, [], "not written yet")
+    reader = SessionReader(path) if os.path.lexists(path) else None
+    header = reader.header if reader is not None else None
     if header is None and not args.follow:
+        problem = reader.problem if reader is not None else "not written yet"
         raise SessionFileError(f"{path}: not a readable session ({problem})")
     if not sys.stdout.isatty():
         from beavertui.tui.summary import print_summary
 
-        if header is None:
-            raise SessionFileError(f"{path}: not a readable session ({problem})")
-        print_summary(header, events, problem)
+        if header is None or reader is None:
+            raise SessionFileError(f"{path}: not a readable session (not written yet)")
+        events = reader.read()
+        print_summary(header, events, reader.problem)
         return 0
     from beavertui.tui.app import BeaverApp
     from beavertui.tui.session_screen import SessionScreen
 
-    if header is None:
-        header, events, problem = wait_for_header(path)
     follow = path if args.follow else None
-    if follow is not None and problem is not None and problem.startswith("truncated last line"):
-        problem = None  # the writer is mid-line; follow mode picks it up when the newline arrives
-    app = BeaverApp(lambda: SessionScreen(header, events, problem=problem, follow=follow, path=path))
-    app.run()
+    if header is None or reader is None:
+        header, events, problem = wait_for_header(path)
+        first = lambda: SessionScreen(header, events, problem=problem, follow=follow, path=path)  # noqa: E731
+    else:  # the screen reads the file in steps, so a large one paints at once
+        first = lambda: SessionScreen(header, reader=reader, follow=follow, path=path)  # noqa: E731
+    BeaverApp(first).run()
     return 0
 
 

@@ -22,6 +22,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, Input, Static
 
 from beavertui.engine.session.usage import dollars, tokens_text
+from beavertui.tui.caps import cap_line
 from beavertui.tui.catalog import (
     FILTER_KEYS,
     Row,
@@ -38,9 +39,10 @@ FIRST_CHUNK = 60
 """Rows in the first batch: a screenful, so the table shows sessions as soon as possible."""
 CHUNK = 500
 COLUMNS: tuple[Column, ...] = (
-    Column("task", "Task", 24),
-    Column("model", "Model", 18),
-    Column("protocol", "Protocol", 26),
+    Column("file", "File", 20),
+    Column("task", "Task", 19),
+    Column("model", "Model", 13),
+    Column("protocol", "Protocol", 14),
     Column("outcome", "Outcome", 10),
     Column("iterations", "Iter", 5, right=True),
     Column("best", "Best", 6, right=True),
@@ -49,6 +51,8 @@ COLUMNS: tuple[Column, ...] = (
     Column("tokens", "Tokens", 6, right=True),
     Column("cost", "Cost", 7, right=True),
 )
+"""At 120 columns every column up to the last category shows; cut cells are whole in the detail line."""
+FILE_WIDTH = COLUMNS[0].width
 LABELS = {c.key: c.label for c in COLUMNS}
 OUTCOME_STYLE = {
     "success": "bold green",
@@ -60,6 +64,8 @@ OUTCOME_STYLE = {
 
 
 def sort_key(column: str):  # type: ignore[no-untyped-def]
+    if column == "file":
+        return lambda r: r.path
     if column == "best":
         return lambda r: -1.0 if r.best is None else r.best
     if column == "iterations":
@@ -69,8 +75,22 @@ def sort_key(column: str):  # type: ignore[no-untyped-def]
     return lambda r: (str(getattr(r, column)).lower(), r.path)
 
 
-def cells(r: Row) -> list[Cell]:
+def file_name(r: Row, root: Path | None = None) -> str:
+    """The session file as the browser names it: its path under the folder browsed (else its name)."""
+    try:
+        return str(Path(r.path).relative_to(root)) if root is not None else Path(r.path).name
+    except ValueError:
+        return Path(r.path).name
+
+
+def tail(text: str, width: int) -> str:
+    """``text`` cut from the left to ``width`` characters (the end of a file name tells sessions apart)."""
+    return text if len(text) <= width else "…" + text[-(width - 1) :]
+
+
+def cells(r: Row, root: Path | None = None) -> list[Cell]:
     return [
+        (tail(file_name(r, root), FILE_WIDTH), "dim"),
         (r.task, "bold"),
         (r.model, ""),
         (r.protocol, "dim"),
@@ -82,6 +102,18 @@ def cells(r: Row) -> list[Cell]:
         ("—" if r.tokens is None else tokens_text(r.tokens), "dim" if r.cached else ""),
         ("—" if r.cost is None else dollars(r.cost), ""),
     ]
+
+
+def detail(r: Row, root: Path) -> Text:
+    """The row under the cursor in full: its file, protocol and how it ended, with the reader's whole
+    reason for a damaged file (the table's cells are cut to their column)."""
+    text = Text()
+    text.append(file_name(r, root), style="bold")
+    text.append(f" · {r.task} · {r.model} · {r.protocol} · {r.outcome}")
+    text.append(f" · {r.stop}" if r.stop and r.stop != r.outcome else "")
+    if r.problem:
+        text.append(f" · {cap_line(r.problem)}", style="bold magenta")
+    return text
 
 
 def _unknown_message(keys: list[str]) -> str:
@@ -111,6 +143,7 @@ class BrowserScreen(Screen[None]):
         Binding("7", "sort('stop')", "Sort stop reason", show=False),
         Binding("8", "sort('category')", "Sort category", show=False),
         Binding("9", "sort('cost')", "Sort cost", show=False),
+        Binding("0", "sort('file')", "Sort file", show=False),
         Binding("m", "metrics", "Metrics"),
         Binding("question_mark", "help", "Help"),
     ]
@@ -138,6 +171,7 @@ class BrowserScreen(Screen[None]):
         table = VirtualTable(COLUMNS, id="sessions")
         yield Static(table.header_line(), id="browser-columns")
         yield table
+        yield Static("", id="browser-detail")
         yield Footer()
 
     def on_mount(self) -> None:
@@ -223,8 +257,17 @@ class BrowserScreen(Screen[None]):
     def _cells(self, r: Row) -> list[Cell]:
         hit = self._cell_cache.get(r.path)
         if hit is None or hit[0] is not r:
-            hit = self._cell_cache[r.path] = (r, cells(r))
+            hit = self._cell_cache[r.path] = (r, cells(r, self.root))
         return hit[1]
+
+    def _detail(self) -> None:
+        key = self.query_one("#sessions", VirtualTable).current_key
+        row = self.rows.get(key) if key is not None else None
+        self.query_one("#browser-detail", Static).update(detail(row, self.root) if row else "")
+
+    @on(VirtualTable.CursorMoved)
+    def _cursor_moved(self) -> None:
+        self._detail()
 
     def refill(self) -> None:
         """Rebuild the shown rows from every row under the current filter and sort."""
@@ -263,6 +306,7 @@ class BrowserScreen(Screen[None]):
         if self.loaded and not self.rows:
             text.append(" · no session files (*.jsonl) here", style="bold red")
         self.query_one("#browser-status", Static).update(text)
+        self._detail()
 
     # ------------------------------------------------------------------ actions
 
@@ -320,15 +364,17 @@ class BrowserScreen(Screen[None]):
         self.open(Path(event.key))
 
     def open(self, path: Path) -> None:
-        from beavertui.engine.session.store import read_session
+        from beavertui.engine.errors import BeaverError
+        from beavertui.engine.session.store import SessionReader
         from beavertui.tui.session_screen import SessionScreen
 
-        header, events, problem = read_session(path)
-        if header is None:
-            self.notify(f"{path.name}: cannot open: {problem}", severity="error")
+        try:
+            reader = SessionReader(path)
+        except BeaverError as exc:
+            self.notify(f"{path.name}: cannot open: {str(exc).removeprefix(f'{path}: ')}", severity="error")
             return
-        ended = bool(events) and events[-1].kind == "end"
-        follow = None if ended or problem else path
-        if problem and problem.startswith("truncated last line") and time.time() - path.stat().st_mtime < 60:
-            follow, problem = path, None
-        self.app.push_screen(SessionScreen(header, events, problem=problem, follow=follow, path=path))
+        if reader.header is None:
+            self.notify(f"{path.name}: cannot open: {reader.problem}", severity="error")
+            return
+        # The screen reads the file in steps; once read, it follows one that is still being written.
+        self.app.push_screen(SessionScreen(reader.header, reader=reader, path=path, follow_unfinished=True))

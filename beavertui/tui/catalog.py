@@ -59,6 +59,8 @@ class Row:
                 return False
             if field == "task" and value not in self.task.lower():
                 return False
+            if field == "file" and value not in os.path.basename(self.path).lower():
+                return False
             if field == "stop" and value not in self.stop:
                 return False
             if field == "protocol" and value not in self.protocol.lower():
@@ -73,7 +75,7 @@ class Row:
 
 
 #: The ``field:`` names the filter knows (``cat`` is short for ``category``).
-FILTER_KEYS = ("outcome", "category", "cat", "model", "task", "protocol", "stop")
+FILTER_KEYS = ("outcome", "category", "cat", "model", "task", "protocol", "stop", "file")
 
 
 def unknown_keys(tokens: list[tuple[str, str]]) -> list[str]:

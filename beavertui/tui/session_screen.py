@@ -3,11 +3,18 @@
 The screen owns the folded state and the cursor, and hands a View down to every pane (attributes down).
 Follow mode reads appended events in a thread worker that posts them back as messages (messages up);
 the screen folds each with the engine's one reducer. Live mode (live.py) extends this screen.
+
+A large file is shown before it is read whole: the screen folds at most FIRST_EVENTS events (from at most
+FIRST_BYTES of the file) before its first frame, then a thread worker reads and folds the rest, posting
+the state as it goes; the header says how far reading is. What is finally shown is the fold of every event
+the session reader accepts, the same as before.
 """
 
 from __future__ import annotations
 
 import threading
+import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import ClassVar
 
@@ -20,8 +27,9 @@ from textual.reactive import reactive
 from textual.screen import Screen
 from textual.widgets import Footer, Input
 
-from beavertui.engine.session.events import Event, SessionHeader
-from beavertui.engine.session.state import SessionState, apply, fold
+from beavertui.engine.session.events import Event, SessionEnd, SessionHeader
+from beavertui.engine.session.state import SessionState, apply, fold, fold_more
+from beavertui.engine.session.store import SessionReader
 from beavertui.tui.help import HelpScreen
 from beavertui.tui.panes import (
     AnalysisPane,
@@ -43,6 +51,59 @@ class SessionEvent(Message):
     def __init__(self, item: SessionHeader | Event) -> None:
         super().__init__()
         self.item = item
+
+
+FIRST_EVENTS = 1000
+"""Events folded before the first frame; the rest are folded by a worker after it."""
+FIRST_BYTES = 1 << 20
+"""Bytes of the file read before the first frame (a longer line is left to the worker)."""
+LOAD_CHUNK = 2000
+"""Events the worker reads and folds between two looks at whether to post the state."""
+POST_EVERY_S = 0.25
+"""How often the worker posts the state folded so far while reading (the last one is always posted)."""
+START_AFTER_S = 0.1
+"""The worker starts this long after the first whole frame was composed (for the output thread to write it)."""
+
+
+class _Events:
+    """Already parsed events, read in steps like a SessionReader."""
+
+    def __init__(self, events: Sequence[Event], problem: str | None) -> None:
+        self._events, self.problem = events, problem
+        self.offset = 0
+        self.size = len(events)
+        self.done = not events
+
+    def read(self, max_events: int | None = None, max_bytes: int | None = None) -> list[Event]:
+        end = self.size if max_events is None else min(self.size, self.offset + max_events)
+        out = list(self._events[self.offset : end])
+        self.offset = end
+        self.done = end >= self.size
+        return out
+
+
+def _reading(source: SessionReader | _Events) -> str:
+    if isinstance(source, _Events):
+        return f"folding {source.offset:,} of {source.size:,} events"
+    share = source.offset / source.size if source.size else 1.0
+    return f"reading {share:.0%} of {source.size / (1 << 20):,.1f} MiB · {source.count:,} events"
+
+
+def follow_after_load(path: Path, ended: bool, problem: str | None) -> tuple[Path | None, str | None]:
+    """Whether a session opened from the browser is followed (it has no end line and no damage, or its
+    last line is being written now), and the problem left to show."""
+    follow = None if ended or problem else path
+    if problem and problem.startswith("truncated last line") and time.time() - path.stat().st_mtime < 60:
+        follow, problem = path, None
+    return follow, problem
+
+
+class Loaded(Message):
+    """The load worker folded more of the file (``done``: all of it; ``problem``: where it stopped)."""
+
+    def __init__(self, state: SessionState, reading: str, done: bool, problem: str | None, ended: bool):
+        super().__init__()
+        self.state, self.reading, self.done, self.problem, self.ended = state, reading, done, problem, ended
 
 
 class FollowProblem(Message):
@@ -84,26 +145,47 @@ class SessionScreen(Screen[None]):
     def __init__(
         self,
         header: SessionHeader,
-        events: list[Event] | tuple[Event, ...] = (),
+        events: Sequence[Event] = (),
         *,
         problem: str | None = None,
         follow: Path | None = None,
         name: str | None = None,
         path: Path | None = None,
+        reader: SessionReader | None = None,
+        follow_unfinished: bool = False,
     ) -> None:
+        """``events`` (and the ``problem`` of the file they came from), or a ``reader`` whose header is
+        ``header``, read in steps. ``follow``: keep reading what is appended to that file once it is
+        read; ``follow_unfinished``: follow ``path`` if it turns out to be unfinished (the browser)."""
         super().__init__(name=name)
-        state = fold(header, events)
+        source: SessionReader | _Events = reader if reader is not None else _Events(events, problem)
+        first = source.read(FIRST_EVENTS, FIRST_BYTES)
+        state = fold(header, first)
+        self._source: SessionReader | _Events | None = None if source.done else source
+        self._ended = bool(first) and isinstance(first[-1], SessionEnd)
         self._follow_path = follow
+        self._follow_unfinished = follow_unfinished
         self.path = path or follow
         """The session file (None when unknown): branches and attributions are found from it."""
-        self._skip = 1 + len(events)
+        self._skip = 1 + state.events
         self._stop = threading.Event()
         self._pinned = False
         """The user stepped away from the newest iteration: new events do not move the cursor."""
-        self.set_reactive(
-            SessionScreen.view,
-            View(state=state, cursor=state.iteration, problem=problem, following=follow is not None),
-        )
+        view = View(state=state, cursor=state.iteration, problem=problem if reader is None else None)
+        if source.done:
+            view = self._settle(view, source.problem, self._ended)
+        else:
+            view = view.with_(reading=_reading(source))
+        self.set_reactive(SessionScreen.view, view)
+
+    def _settle(self, view: View, problem: str | None, ended: bool) -> View:
+        """The view once every event is folded: the file's problem, and whether it is followed."""
+        if self._follow_unfinished and self.path is not None:
+            self._follow_path, problem = follow_after_load(self.path, ended, problem)
+        elif self._follow_path is not None and problem is not None and problem.startswith("truncated last"):
+            problem = None  # the writer is mid-line; follow mode picks it up when the newline arrives
+        self._skip = 1 + view.state.events
+        return view.with_(problem=problem, following=self._follow_path is not None, reading="")
 
     @property
     def state(self) -> SessionState:
@@ -130,11 +212,54 @@ class SessionScreen(Screen[None]):
         self.query_one("#search", Input).display = False
         self.query_one("#analysis").display = False
         self.query_one("#diff").focus()
-        if self._follow_path is not None:
+        # The app's first frame is composed before it starts writing to the terminal, and the next ones
+        # carry only what changed since: draw the header and timeline again so that they are in them.
+        self.call_after_refresh(self._redraw_top)
+        if self._follow_path is not None and self._source is None:
             self._follow_worker(self._follow_path)
 
     def on_unmount(self) -> None:
         self._stop.set()
+
+    def _redraw_top(self) -> None:
+        self.query_one(HeaderBar).refresh()
+        self.query_one(Timeline).refresh()
+        if self._source is not None:  # the rest of a large file, once the frame with every pane is out
+            source, state = self._source, self.state
+            self.call_after_refresh(lambda: self._load_worker(source, state))
+
+    # ------------------------------------------------------------------ loading a large file
+
+    @work(thread=True, exclusive=True, group="load")
+    def _load_worker(self, source: SessionReader | _Events, state: SessionState) -> None:
+        # Let the first frames reach the terminal first: parsing one huge line holds the interpreter
+        # lock for its whole length, which would keep the app's output thread from writing them.
+        if self._stop.wait(START_AFTER_S):
+            return
+        ended = self._ended
+        posted = time.monotonic()
+        while not source.done:
+            if self._stop.is_set():
+                return
+            chunk = source.read(LOAD_CHUNK)
+            if chunk:
+                state = fold_more(state, chunk)
+                ended = isinstance(chunk[-1], SessionEnd)
+            if not source.done and time.monotonic() - posted >= POST_EVERY_S:
+                self.post_message(Loaded(state, _reading(source), False, None, ended))
+                posted = time.monotonic()
+        self.post_message(Loaded(state, "", True, source.problem, ended))
+
+    def on_loaded(self, message: Loaded) -> None:
+        view = self.view
+        cursor = view.cursor if self._pinned else message.state.iteration
+        view = view.with_(state=message.state, cursor=cursor, reading=message.reading)
+        if message.done:
+            self._source = None
+            view = self._settle(view, message.problem, message.ended)
+        self.view = view
+        if message.done and self._follow_path is not None:
+            self._follow_worker(self._follow_path)
 
     # ------------------------------------------------------------------ following
 

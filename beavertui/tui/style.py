@@ -51,7 +51,7 @@ def badge(category: str | None, success: bool = True, *, short: bool = False) ->
         label = SHORT.get(category, category) if short else category.replace("_", " ").upper()
         if category == "passed" and not success:
             label = "below gate" if short else "PASSED · BELOW GATE"
-    return Text(f" {label} ", style=f"bold white on {colour(category, success)}")
+    return Text(f" {label[:80]} ", style=f"bold white on {colour(category, success)}")
 
 
 def speed(value: float | None) -> str:

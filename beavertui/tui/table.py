@@ -53,6 +53,9 @@ class VirtualTable(ScrollView, can_focus=True):
             super().__init__()
             self.key = key
 
+    class CursorMoved(Message):
+        """The cursor is on another row (or the rows changed under it)."""
+
     def __init__(self, columns: Sequence[Column], *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.columns = list(columns)
@@ -133,6 +136,7 @@ class VirtualTable(ScrollView, can_focus=True):
     def watch_cursor(self, old: int, new: int) -> None:
         self.refresh()
         self._keep_visible()
+        self.post_message(self.CursorMoved())
 
     def _keep_visible(self) -> None:
         h = self.scrollable_content_region.height or self.size.height

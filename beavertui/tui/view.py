@@ -39,6 +39,8 @@ class View:
     """New events are still arriving (follow mode or live)."""
     status: str = ""
     """A short line from the screen, e.g. 'paused' in live mode."""
+    reading: str = ""
+    """How far a large file has been read and folded ('' once it is, or when it never needed to be)."""
 
     def with_(self, **changes: object) -> View:
         return replace(self, **changes)  # type: ignore[arg-type]

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from beavertui.tui.app import BeaverApp
-from beavertui.tui.browser import BrowserScreen
+from beavertui.tui.browser import COLUMNS, FILE_WIDTH, BrowserScreen, tail
 from beavertui.tui.catalog import parse_filter, read_row
 from beavertui.tui.session_screen import SessionScreen
-from tests.tui.conftest import DATA, SIZE, wait_for
+from tests.tui.conftest import DATA, OLD, SIZE, wait_for
 
 
 def test_rows_from_header_and_tail(run_dir: Path) -> None:
@@ -137,3 +138,75 @@ async def test_unknown_filter_key_is_said(run_dir: Path) -> None:
         await pilot.pause()
         assert "unknown filter key" not in str(screen.query_one("#browser-status").render())
         assert [Path(k).stem for k in screen.query_one("#sessions").keys] == ["stuck"]
+
+
+def _odd_run(tmp_path: Path) -> tuple[Path, Path, Path]:
+    """A run folder with a file of an unknown format version and a session in a subfolder."""
+    root = tmp_path / "run"
+    (root / "batch-7").mkdir(parents=True)
+    head = (DATA / "degenerate.jsonl").read_text().splitlines(True)
+    bad = root / "zz-unknown-format.jsonl"
+    bad.write_text(head[0].replace('"format_version":1', '"format_version":99') + "".join(head[1:]))
+    nested = root / "batch-7" / "gemm_tiled_bounds-s3-0123456789ab.jsonl"
+    nested.write_text("".join(head))
+    for p in (bad, nested):
+        os.utime(p, (OLD, OLD))
+    return root, bad, nested
+
+
+async def test_rows_name_their_file_and_the_detail_line_gives_the_whole_reason(tmp_path: Path) -> None:
+    """Each row shows its session file (its path under the folder, cut from the left when long); the
+    stop column gives a damaged file's reason in a few words, and the line under the table the reader's
+    whole reason for the row at the cursor (it was cut to "bad header (Un" before)."""
+    root, bad, nested = _odd_run(tmp_path)
+    problem = read_row(bad).problem
+    assert problem == "unknown format version 99 (this beavertui reads 1)"
+    app = BeaverApp(lambda: BrowserScreen(root, watch=False))
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await loaded(pilot, app)
+        table = screen.query_one("#sessions")
+        assert COLUMNS[0].label == "File" and "File" in str(screen.query_one("#browser-columns").render())
+        texts = {Path(k).name: table.row_text(i) for i, k in enumerate(table.keys)}
+        assert texts[bad.name].startswith(tail(bad.name, FILE_WIDTH))
+        assert texts[nested.name].startswith("…") and texts[nested.name].split()[0].endswith(
+            "0123456789ab.jsonl"
+        )
+        assert "unknown format" in texts[bad.name] and problem not in texts[bad.name]
+        detail = screen.query_one("#browser-detail")
+        for path, whole in ((bad, problem), (nested, str(Path("batch-7") / nested.name))):
+            await pilot.press("home", *["down"] * [Path(k) for k in table.keys].index(path))
+            await pilot.pause()
+            assert Path(table.current_key) == path
+            shown = str(detail.render())
+            assert path.name in shown and whole in shown
+        await pilot.press("slash", *"file:s3-0123", "enter")
+        await pilot.pause()
+        assert [Path(k).name for k in table.keys] == [nested.name]
+
+
+def test_browse_tables_name_the_file_and_give_the_whole_reason(tmp_path: Path) -> None:
+    """`browse --format csv|table` and the piped listing: the file, and a damaged file's whole reason."""
+    import csv
+    import io
+    import subprocess
+    import sys
+
+    root, bad, nested = _odd_run(tmp_path)
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2]), "COLUMNS": "200"}
+
+    def browse(*args: str) -> str:
+        p = subprocess.run(
+            [sys.executable, "-m", "beavertui", "browse", str(root), *args],
+            capture_output=True, text=True, env=env, timeout=120, stdin=subprocess.DEVNULL,
+        )  # fmt: skip
+        assert p.returncode == 0, p.stderr
+        return p.stdout
+
+    rows = list(csv.reader(io.StringIO(browse("--format", "csv"))))
+    by_file = {r[-1]: r for r in rows[1:]}
+    assert by_file[bad.name][-2] == "unknown format version 99 (this beavertui reads 1)"
+    assert str(Path("batch-7") / nested.name) in by_file
+    table = browse("--format", "table")
+    assert "unknown format version 99 (this beavertui reads 1)" in " ".join(table.split())
+    piped = browse()
+    assert any(bad.name in line and "unknown format version 99" in line for line in piped.splitlines())

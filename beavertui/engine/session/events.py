@@ -455,7 +455,7 @@ class Profiled(_Event):
     """Feedback level L4: the candidate's kernels profiled with ncu, beside the reference's."""
 
     kind: Literal["profile"] = "profile"
-    iteration: int
+    iteration: Iteration
     """1-based iteration."""
     candidate: list[KernelMetrics] = Field(default_factory=list)
     """The candidate's kernels, the longest first."""

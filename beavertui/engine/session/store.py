@@ -264,9 +264,9 @@ def _parse_event(line: str, number: int, last: bool) -> tuple[Event | None, str 
         return None, f"invalid event at line {number}: {_first_error(exc)}"
 
 
-def read_text(path: Path) -> str:
-    """A session file's text (undecodable bytes replaced); SessionFileError for what is not a session file
-    (missing, a folder, a FIFO or device, a link loop, larger than MAX_SESSION_BYTES)."""
+def read_bytes(path: Path) -> bytes:
+    """A session file's bytes; SessionFileError for what is not a session file (missing, a folder, a FIFO
+    or device, a link loop, larger than MAX_SESSION_BYTES)."""
     fd, size = open_regular(path, SessionFileError, "session file")
     with os.fdopen(fd, "rb") as fh:
         if size > MAX_SESSION_BYTES:
@@ -276,7 +276,94 @@ def read_text(path: Path) -> str:
         data = fh.read(MAX_SESSION_BYTES + 1)
     if len(data) > MAX_SESSION_BYTES:
         raise SessionFileError(f"{path}: larger than the {MAX_SESSION_BYTES:,} bytes a session file may have")
-    return data.decode("utf-8", errors="replace")
+    return data
+
+
+def read_text(path: Path) -> str:
+    """A session file's text (undecodable bytes replaced); errors as ``read_bytes``."""
+    return read_bytes(path).decode("utf-8", errors="replace")
+
+
+def _decode(raw: bytes | memoryview) -> str:
+    return str(raw, "utf-8", errors="replace")
+
+
+class SessionReader:
+    """A session file read a line at a time: the header when opened, then events as they are asked for.
+
+    ``read_session`` is this reader read to the end, so a viewer that folds a large file in steps sees
+    the same events, and the same problem, as every other reader. Lines are decoded one at a time (a
+    newline byte is never part of a UTF-8 sequence, so this equals decoding the file whole); the file's
+    bytes are released once it has been read to the end.
+    """
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self._data = read_bytes(self.path)
+        self.size = len(self._data)
+        """Bytes in the file."""
+        self.offset = 0
+        """Bytes read so far (whole lines)."""
+        self.count = 0
+        """Events read so far."""
+        self.header: SessionHeader | None = None
+        self.problem: str | None = None
+        """What is wrong with the file, once reading stopped at it (or at once for the header)."""
+        self.done = False
+        """Every line has been read, or reading stopped at a bad one."""
+        self._number = 1
+        self._view = memoryview(self._data)
+        raw, end = self._line(0)
+        first = _decode(raw)
+        if not first.strip() and not _decode(self._data).strip():
+            self._finish("empty file")
+            return
+        self.header, problem = _parse_header(first)
+        if self.header is None:
+            truncated = end == self.size and not self._data.endswith(b"\n")
+            if truncated and problem and problem.startswith("bad JSON"):
+                problem = "truncated header line"
+            self._finish(problem)
+            return
+        self.offset = end
+        if self.offset >= self.size:
+            self._finish(None)
+
+    def _line(self, start: int) -> tuple[memoryview, int]:
+        """The line starting at ``start`` (without its newline) and where the next one starts."""
+        nl = self._data.find(b"\n", start)
+        if nl < 0:
+            return self._view[start:], self.size
+        return self._view[start:nl], nl + 1
+
+    def _finish(self, problem: str | None) -> None:
+        self.problem, self.done = problem, True
+        self._data, self._view = b"", memoryview(b"")
+
+    def read(self, max_events: int | None = None, max_bytes: int | None = None) -> list[Event]:
+        """The next events: at most ``max_events``, and no line that would take this call past ``max_bytes``
+        (so a huge line is left for a later call). Reading stops for good at the first bad line."""
+        events: list[Event] = []
+        start = self.offset
+        while not self.done and (max_events is None or len(events) < max_events):
+            nl = self._data.find(b"\n", self.offset)
+            end = self.size if nl < 0 else nl + 1
+            if max_bytes is not None and end - start > max_bytes:
+                break
+            line = _decode(self._view[self.offset : end if nl < 0 else nl])
+            self._number += 1
+            self.offset = end
+            if line.strip():
+                last = end == self.size and not self._data.endswith(b"\n")
+                event, problem = _parse_event(line, self._number, last)
+                if event is None:
+                    self._finish(problem)
+                    break
+                events.append(event)
+                self.count += 1
+            if self.offset >= self.size:
+                self._finish(None)
+        return events
 
 
 def read_session(path: str | Path) -> tuple[SessionHeader | None, list[Event], str | None]:
@@ -285,29 +372,11 @@ def read_session(path: str | Path) -> tuple[SessionHeader | None, list[Event], s
     Never raises for a damaged file: the header is None when line 1 is unusable, and reading stops at
     the first bad line. A missing file is a SessionFileError.
     """
-    path = Path(path)
-    text = read_text(path)
-    if not text.strip():
-        return None, [], "empty file"
-    lines = text.split("\n")
-    ends_clean = text.endswith("\n")
-    if ends_clean:
-        lines.pop()
-    header, problem = _parse_header(lines[0])
-    if header is None:
-        if len(lines) == 1 and not ends_clean and problem and problem.startswith("bad JSON"):
-            problem = "truncated header line"
-        return None, [], problem
-    events: list[Event] = []
-    for i, line in enumerate(lines[1:], start=2):
-        if not line.strip():
-            continue
-        last = i == len(lines) and not ends_clean
-        event, problem = _parse_event(line, i, last)
-        if event is None:
-            return header, events, problem
-        events.append(event)
-    return header, events, None
+    reader = SessionReader(path)
+    if reader.header is None:
+        return None, [], reader.problem
+    events = reader.read()
+    return reader.header, events, reader.problem
 
 
 def load_session(path: str | Path) -> tuple[SessionHeader, list[Event]]:

@@ -14,6 +14,7 @@ from typing import ClassVar
 
 from rich.console import Console, RenderableType
 from rich.segment import Segment
+from rich.text import Text
 from textual.binding import Binding, BindingType
 from textual.geometry import Size
 from textual.reactive import reactive
@@ -25,6 +26,8 @@ from beavertui.tui.view import View
 
 CACHE = 32
 """Rendered views kept per pane."""
+DEFER_ABOVE = 400
+"""A pane's first render whose cost (``cost``) is above this is drawn after the screen's first frame."""
 
 
 class Pane(ScrollView, can_focus=True, inherit_bindings=False):
@@ -49,6 +52,10 @@ class Pane(ScrollView, can_focus=True, inherit_bindings=False):
         self._lines: list[Strip] = []
         self._cursor = -1
         self._cache: OrderedDict[tuple[object, ...], tuple[RenderableType, list[Strip]]] = OrderedDict()
+        self._rendered = False
+        """The pane has rendered a view once (heavy renders are deferred only before that)."""
+        self.deferred = 0
+        """Renders put off until after a frame (for tests)."""
 
     def render_key(self, view: View) -> tuple[object, ...]:
         """What the content depends on; equal keys render equal content (so steps back are cached)."""
@@ -73,6 +80,16 @@ class Pane(ScrollView, can_focus=True, inherit_bindings=False):
             return
         key = (*self.render_key(view), width)
         hit = self._cache.get(key)
+        if hit is None and not self._rendered and self.cost(view) > DEFER_ABOVE:
+            # A lazy first render: the screen paints with a placeholder here, then this pane is drawn.
+            self._rendered = True
+            self.deferred += 1
+            hit = (Text(f"rendering iteration {view.cursor}…", style="dim italic"), [])
+            self.call_after_refresh(self._update)
+            self._content, self._lines = hit
+            self.refresh()
+            return
+        self._rendered = True
         if hit is None:
             content = self.render_view(view)
             console = self.app.console
@@ -105,6 +122,10 @@ class Pane(ScrollView, can_focus=True, inherit_bindings=False):
 
     def subtitle(self, view: View) -> str:
         return ""
+
+    def cost(self, view: View) -> int:
+        """About how many lines rendering ``view`` takes (a first render above DEFER_ABOVE is deferred)."""
+        return 0
 
     @property
     def text(self) -> str:

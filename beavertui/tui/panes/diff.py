@@ -8,7 +8,7 @@ from __future__ import annotations
 from rich.console import Group, RenderableType
 from rich.text import Text
 
-from beavertui.tui.caps import cap_code, cap_text
+from beavertui.tui.caps import CODE_CHARS, CODE_LINES, cap_code, cap_line, cap_text
 from beavertui.tui.diffs import diff, lexer_for, whole_file
 from beavertui.tui.panes.base import Pane
 from beavertui.tui.view import DIFF_MODE_LABEL, View
@@ -27,6 +27,17 @@ class DiffPane(Pane):
         self.border_title = f"Diff · {DIFF_MODE_LABEL[view.diff_mode]}"
         return f"d: {DIFF_MODE_LABEL[view.diff_mode]}"
 
+    def cost(self, view: View) -> int:
+        """Rows of source to highlight and draw (lines, and lines of wrapped text), both sides."""
+        a = view.attempt
+        if a is None or a.candidate is None or a.candidate.code is None:
+            return 0
+        old = "" if view.diff_mode == "file" else view.code_before(a.iteration)[0]
+        return sum(
+            min(CODE_LINES, code.count("\n", 0, CODE_CHARS)) + min(len(code), CODE_CHARS) // 80
+            for code in (a.candidate.code, old)
+        )
+
     def render_view(self, view: View) -> RenderableType:
         attempt = view.attempt
         if attempt is None:
@@ -44,7 +55,7 @@ class DiffPane(Pane):
                 return Text("Waiting for the model's reply…", style="dim italic")
             return Text("No reply was recorded for this iteration.", style="dim italic")
         if cand.code is None:
-            reason = cand.no_code_reason or "no code block in the reply"
+            reason = cap_line(cand.no_code_reason or "no code block in the reply")
             reply = attempt.reply.content if attempt.reply else ""
             shown, note = cap_text(reply)
             return Group(Text(f"No code extracted: {reason}\n", style="bold red"), Text(shown), *_notes(note))
@@ -54,7 +65,8 @@ class DiffPane(Pane):
             head.append("edited by the user before the build\n", style="bold yellow")
         if view.diff_mode == "file":
             head.append(
-                f"{view.state.header.task.solution_file} at iteration {attempt.iteration}\n", style="bold"
+                f"{cap_line(view.state.header.task.solution_file, 200)} at iteration {attempt.iteration}\n",
+                style="bold",
             )
             head.rstrip()
             code, note = cap_code(cand.code)

@@ -6,6 +6,7 @@ from rich.text import Text
 from textual.reactive import reactive
 from textual.widget import Widget
 
+from beavertui.tui.caps import cap_line
 from beavertui.tui.style import STOP_COLOUR, badge, speed
 from beavertui.tui.view import View
 
@@ -23,11 +24,11 @@ class HeaderBar(Widget):
             return Text("loading…")
         h = view.state.header
         line = Text()
-        line.append(f" {h.task.id} ", style="bold reverse")
+        line.append(f" {cap_line(h.task.id, 200)} ", style="bold reverse")
         if h.imported is not None:
             line.append(" imported ", style="bold black on cyan")
-        line.append(f" {h.model.name} ", style="bold")
-        line.append(f"· {h.protocol.short()} ", style="dim")
+        line.append(f" {cap_line(h.model.name, 200)} ", style="bold")
+        line.append(f"· {cap_line(h.protocol.short(), 200)} ", style="dim")
         line.append(f"· iteration {view.cursor}/{view.budget} ", style="bold")
         end = view.state.end
         if end is not None:
@@ -36,12 +37,15 @@ class HeaderBar(Widget):
                 style=STOP_COLOUR.get(end.stop_reason, ""),
             )
             if end.detail:
-                line.append(f" ({end.detail})", style="red")
+                line.append(f" ({cap_line(end.detail, 400)})", style="red")
+        elif view.reading:
+            line.append(f"· {view.reading}…", style="yellow")
         elif view.following:
             line.append("· running…", style="yellow")
         if h.imported is not None:
             line.append(
-                f" · imported ({h.imported.source}; not recorded: times, rc, durations)", style="cyan"
+                f" · imported ({cap_line(h.imported.source, 200)}; not recorded: times, rc, durations)",
+                style="cyan",
             )
         if view.status:
             line.append(f"  [{view.status}]", style="bold yellow")
@@ -50,7 +54,8 @@ class HeaderBar(Widget):
         attempt = view.attempt
         if view.problem:
             line.append(
-                f" damaged file: {view.problem}; showing its valid prefix ", style="bold white on #8b0000"
+                f" damaged file: {cap_line(view.problem, 400)}; showing its valid prefix ",
+                style="bold white on #8b0000",
             )
             line.append(f" ({view.state.events} events)")
             return line
@@ -59,7 +64,8 @@ class HeaderBar(Widget):
             return line
         if h.imported is not None:  # the stages were not recorded: say what is missing in their place
             line.append(
-                f" from the {h.imported.source}: no messages, exit statuses or durations ", style="cyan"
+                f" from the {cap_line(h.imported.source, 200)}: no messages, exit statuses or durations ",
+                style="cyan",
             )
         else:
             reached = _reached(attempt)

@@ -8,7 +8,7 @@ from rich.text import Text
 
 from beavertui.engine.session.describe import command_text, duration_text, stage_failed, stage_status
 from beavertui.engine.session.events import StageResult
-from beavertui.tui.caps import cap_text
+from beavertui.tui.caps import STAGES, TEXT_CHARS, cap_items, cap_line, cap_text
 from beavertui.tui.panes.base import Pane
 from beavertui.tui.style import badge
 from beavertui.tui.view import View
@@ -26,7 +26,7 @@ def stage_line(r: StageResult) -> Text:
     t.append(f"{stage_status(r)} · {duration_text(r)}", style="red" if stage_failed(r) else "green")
     if r.cached:
         t.append(" · cached", style="cyan")
-    t.append(f"\n   $ {command_text(r)}\n", style="dim")
+    t.append(f"\n   $ {cap_line(command_text(r))}\n", style="dim")
     return t
 
 
@@ -74,15 +74,22 @@ class LogPane(Pane):
         self.border_title = "Raw log" if view.raw_log else "Classified log"
         return "r: classified" if view.raw_log else "r: raw"
 
+    def cost(self, view: View) -> int:
+        """Lines of output to draw, about (80 characters a line)."""
+        a = view.attempt
+        if a is None:
+            return 0
+        logs = [e.result.log for e in (a.build, a.run) if e is not None]
+        return sum(min(len(log), 2 * TEXT_CHARS) for log in logs) // 80
+
     def render_view(self, view: View) -> RenderableType:
         a = view.attempt
         if a is None:
             return Text("No attempt yet.", style="dim")
         stages = [e.result for e in (a.build, a.run) if e is not None]
         if view.raw_log:
-            stages += [s.result for s in a.sanitize]
-            if a.timing is not None:
-                stages += []
+            sanitize, more_runs = cap_items(a.sanitize, STAGES - len(stages))
+            stages += [s.result for s in sanitize]
             out = Text()
             for r in stages:
                 out.append_text(stage_line(r))
@@ -90,6 +97,8 @@ class LogPane(Pane):
                 out.append(shown if shown.endswith("\n") or not shown else shown + "\n")
                 if r.log_bytes > len(r.log.encode()):
                     out.append(f"   [{r.log_bytes} bytes written, head and tail kept]\n", style="dim")
+            if more_runs:
+                out.append(f"… {more_runs:,} more sanitizer runs not shown\n", style="bold yellow")
             if not stages:
                 out.append("No stage has run yet.", style="dim")
             return out
@@ -98,24 +107,29 @@ class LogPane(Pane):
         decisive = v.decisive if v else []
         if v is not None:
             out.append_text(badge(v.category, v.success))
-            out.append(f"  {v.reason}\n" if v.reason and v.reason != v.category else "\n", style="bold")
+            reason = cap_line(v.reason)
+            out.append(f"  {reason}\n" if v.reason and v.reason != v.category else "\n", style="bold")
             if v.signature:
                 out.append("signature ", style="dim")
-                out.append(f"{v.signature}\n", style="bold")
-            for flag in v.flags:
-                out.append(f"flag {flag}\n", style="bold magenta")
+                out.append(f"{cap_line(v.signature)}\n", style="bold")
+            flags, more_flags = cap_items(v.flags)
+            for flag in flags:
+                out.append(f"flag {cap_line(flag)}\n", style="bold magenta")
+            if more_flags:
+                out.append(f"… {more_flags:,} more flags\n", style="dim")
             if decisive:
                 out.append("decisive\n", style="dim")
                 for d in decisive[:DECISIVE_SHOWN]:
-                    out.append(f"   {cap_text(d, 2000)[0]}\n", style=DECISIVE)
+                    out.append(f"   {cap_line(d)}\n", style=DECISIVE)
                 if len(decisive) > DECISIVE_SHOWN:
                     out.append(f"   … {len(decisive) - DECISIVE_SHOWN:,} more decisive lines\n", style="dim")
         else:
             out.append(f"classifying… (stage: {a.stage})\n", style="dim italic")
-        for e in a.infra_errors:
-            out.append(
-                f"infrastructure error ({e.source}): {cap_text(e.detail, 2000)[0]}\n", style="bold red"
-            )
+        infra, more_infra = cap_items(a.infra_errors)
+        for e in infra:
+            out.append(f"infrastructure error ({e.source}): {cap_line(e.detail)}\n", style="bold red")
+        if more_infra:
+            out.append(f"… {more_infra:,} more infrastructure errors\n", style="dim")
         for r in stages:
             out.append_text(stage_line(r))
             out.append_text(highlight_log(r.log, decisive, view.search))

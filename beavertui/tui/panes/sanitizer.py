@@ -10,11 +10,16 @@ from rich.text import Text
 
 from beavertui.engine.session.describe import duration_text, stage_status
 from beavertui.engine.session.events import SanitizerRecord
+from beavertui.tui.caps import ITEMS, cap_items, cap_line
 from beavertui.tui.panes.base import Pane
 from beavertui.tui.style import short_kernel
 from beavertui.tui.view import View
 
 ROWS_PER_KIND = 8
+KINDS = 12
+"""Kinds of finding shown per run (the rest are counted)."""
+CELL = 200
+"""Characters of one table cell."""
 
 
 class SanitizerPane(Pane):
@@ -37,7 +42,8 @@ class SanitizerPane(Pane):
             extra = f" (ran: {ran}; s cycles tools)" if ran else ""
             return Text(f"No {which} run on iteration {a.iteration}{extra}.", style="dim italic")
         parts: list[RenderableType] = []
-        for run in runs:
+        shown, more_runs = cap_items(runs, ITEMS)
+        for run in shown:
             head = Text(f"{run.tool}", style="bold")
             count = "no summary" if run.error_count is None else f"{run.error_count} errors"
             head.append(
@@ -50,25 +56,35 @@ class SanitizerPane(Pane):
             groups: dict[str, list[SanitizerRecord]] = defaultdict(list)
             for r in run.records:
                 groups[r.kind].append(r)
-            for kind, recs in groups.items():
+            kinds = list(groups.items())
+            for kind, recs in kinds[:KINDS]:
                 size = f" of size {recs[0].size}" if recs[0].size else ""
-                parts.append(Text(f" {kind}{size} ×{len(recs)}", style="bold red"))
+                parts.append(Text(f" {cap_line(kind, CELL)}{size} ×{len(recs)}", style="bold red"))
                 table = Table(box=None, pad_edge=False, padding=(0, 1), show_edge=False, header_style="dim")
                 for col in ("kernel", "thread", "block", "address", "host frame"):
                     table.add_column(col, overflow="fold")
                 for r in recs[:ROWS_PER_KIND]:
                     table.add_row(
-                        short_kernel(r.kernel),
-                        r.thread or "",
-                        r.block or "",
-                        r.address or "",
-                        r.host_frame or "",
+                        *(
+                            cap_line(cell, CELL)
+                            for cell in (
+                                short_kernel(r.kernel),
+                                r.thread or "",
+                                r.block or "",
+                                r.address or "",
+                                r.host_frame or "",
+                            )
+                        )
                     )
                 parts.append(table)
-                details = sorted({r.detail for r in recs if r.detail})
+                details = sorted({r.detail for r in recs[:1000] if r.detail})  # of the first 1,000
                 for d in details[:3]:
-                    parts.append(Text(f"   {d}", style="italic"))
+                    parts.append(Text(f"   {cap_line(d, 500)}", style="italic"))
                 if len(recs) > ROWS_PER_KIND:
                     parts.append(Text(f"   … and {len(recs) - ROWS_PER_KIND} more", style="dim"))
+            if len(kinds) > KINDS:
+                parts.append(Text(f" … {len(kinds) - KINDS:,} more kinds of finding", style="dim"))
             parts.append(Text(""))
+        if more_runs:
+            parts.append(Text(f"… {more_runs:,} more runs not shown", style="bold yellow"))
         return Group(*parts)

@@ -9,6 +9,7 @@ import statistics
 from rich.console import RenderableType
 from rich.text import Text
 
+from beavertui.tui.caps import ITEMS, MEDIAN_SAMPLES, SAMPLES, cap_items, cap_line
 from beavertui.tui.panes.base import Pane
 from beavertui.tui.style import SHORT, colour, speed
 from beavertui.tui.view import View
@@ -28,12 +29,14 @@ def bar(value: float, scale: float, width: int = BAR_WIDTH) -> str:
 
 
 def sparkline(values: list[float]) -> str:
-    values = [v for v in values if math.isfinite(v)]
+    """One block per value, the first SAMPLES values at most (an ellipsis says there were more)."""
+    more = "…" if len(values) > SAMPLES else ""
+    values = [v for v in values[:SAMPLES] if math.isfinite(v)]
     if not values:
         return ""
     lo, hi = min(values), max(values)
     span = hi - lo or 1.0
-    return "".join(SPARK[min(len(SPARK) - 1, int((v - lo) / span * len(SPARK)))] for v in values)
+    return "".join(SPARK[min(len(SPARK) - 1, int((v - lo) / span * len(SPARK)))] for v in values) + more
 
 
 class SpeedupPane(Pane):
@@ -69,14 +72,21 @@ class SpeedupPane(Pane):
                 if on:
                     out.append(f"          {flag}\n", style="bold magenta")
             if t.candidate_host_samples:
-                host = statistics.median(t.candidate_host_samples)
+                samples = t.candidate_host_samples
+                host = statistics.median(samples[:MEDIAN_SAMPLES])
                 out.append(f"host      {host:9.3f} ms", style="dim")
-                out.append("  median from launch to full device sync (side-stream check)\n", style="dim")
+                out.append("  median from launch to full device sync (side-stream check)", style="dim")
+                if len(samples) > MEDIAN_SAMPLES:
+                    out.append(f" of the first {MEDIAN_SAMPLES:,} of {len(samples):,} samples", style="dim")
+                out.append("\n")
             if t.note:
-                out.append(f"          {t.note}\n", style="dim")
+                out.append(f"          {cap_line(t.note)}\n", style="dim")
         if a is not None and a.verdict is not None:
-            for flag in a.verdict.flags:
-                out.append(f"flag      {flag}\n", style="bold magenta")
+            flags, more = cap_items(a.verdict.flags)
+            for flag in flags:
+                out.append(f"flag      {cap_line(flag)}\n", style="bold magenta")
+            if more:
+                out.append(f"          … {more:,} more flags\n", style="dim")
         out.append("\n")
         speeds = [a.verdict.speedup for a in view.state.attempts if a.verdict and a.verdict.speedup]
         scale = max([gate * 1.25, 1.0, *speeds])
@@ -104,9 +114,8 @@ class SpeedupPane(Pane):
                 if not v.success and v.correct:
                     row.append(" below gate", style="red")
             if v is not None and v.flags:
-                row.append(
-                    " ⚑ " + ", ".join(dict.fromkeys(f.split(":", 1)[0] for f in v.flags)), style="magenta"
-                )
+                names = dict.fromkeys(cap_line(f.split(":", 1)[0], 80) for f in v.flags[:ITEMS])
+                row.append(" ⚑ " + ", ".join(names) + (" …" if len(v.flags) > ITEMS else ""), style="magenta")
             row.append("\n")
             out.append_text(row)
         out.append(f"      {'':<{gate_col}}└ gate {gate:g}x (scale 0–{scale:.2f}x)\n", style="dim")

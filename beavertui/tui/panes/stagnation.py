@@ -10,6 +10,7 @@ from rich.console import RenderableType
 from rich.text import Text
 
 from beavertui.engine.session.protocol import DETECTORS
+from beavertui.tui.caps import cap_line
 from beavertui.tui.panes.base import Pane
 from beavertui.tui.style import badge
 from beavertui.tui.view import View
@@ -54,7 +55,7 @@ class StagnationPane(Pane):
                 st = fired[d]
                 out.append(f" ✖ {d:<22} ", style="bold red")
                 out.append(f"fired after it{st.iteration}", style="bold red")
-                out.append(f": {st.detail}\n" if st.detail else "\n")
+                out.append(f": {cap_line(st.detail)}\n" if st.detail else "\n")
             else:
                 out.append(f" ● {d:<22} ", style="green")
                 out.append(f"armed · {progress(view, d)}\n", style="dim")
