@@ -135,10 +135,14 @@ def case_huge_reply(objs: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def case_huge_header(objs: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """A header whose broken start and reference are 31 MiB each (the diff pane compares with them)."""
+    """The largest header the reader accepts (store.MAX_HEADER_CHARS): a broken start and a reference of
+    almost 8 MiB each (the diff pane compares with them)."""
+    from beavertui.engine.session.store import MAX_HEADER_CHARS
+
+    half = min(ROOM, MAX_HEADER_CHARS - (1 << 16)) // 2
     task = objs[0]["task"]
-    task["broken_start"] = fill(ROOM // 2, "    float t = a[i] * b[i];  // broken\n")
-    task["reference"] = fill(ROOM // 2, "    float t = a[i] * b[i];  // reference\n")
+    task["broken_start"] = fill(half, "    float t = a[i] * b[i];  // broken\n")
+    task["reference"] = fill(half, "    float t = a[i] * b[i];  // reference\n")
     return objs
 
 

@@ -630,3 +630,30 @@ def test_ctrl_c_stops_a_headless_batch_waiting_on_a_hung_endpoint(tmp_path: Path
     manifest = json.loads((run / "run.json").read_text())
     assert manifest["status"] == "interrupted"
     assert not (run / "infra.jsonl").exists() or "retried" not in (run / "infra.jsonl").read_text()
+
+
+def test_a_header_line_longer_than_the_bound_is_refused_by_readers_and_the_writer(tmp_path: Path) -> None:
+    """A header holds the task's sources in full; past MAX_HEADER_CHARS its parse alone kept the TUI's first
+    frame past 1 s, so every reader refuses it in one line and the writer never writes it."""
+    import json
+
+    from beavertui.engine.errors import SessionFileError
+    from beavertui.engine.session.store import MAX_HEADER_CHARS, SessionWriter, read_session
+
+    big = _header()
+    big = big.model_copy(
+        update={"task": big.task.model_copy(update={"broken_start": "x" * MAX_HEADER_CHARS})}
+    )
+    with pytest.raises(SessionFileError, match="more than the 16,777,216 a header may have"):
+        SessionWriter(tmp_path / "w.jsonl", big)
+    assert not (tmp_path / "w.jsonl").exists()
+    f = tmp_path / "r.jsonl"
+    f.write_text(big.model_dump_json() + "\n" + json.dumps({"kind": "end"}) + "\n")
+    header, events, problem = read_session(f)
+    assert header is None and events == [] and "a header may have" in (problem or "")
+    just = _header()
+    room = MAX_HEADER_CHARS - len(just.model_dump_json()) - 1000
+    just = just.model_copy(update={"task": just.task.model_copy(update={"broken_start": "y" * room})})
+    with SessionWriter(tmp_path / "ok.jsonl", just):
+        pass
+    assert read_session(tmp_path / "ok.jsonl")[0] is not None  # within the bound: read as before

@@ -36,6 +36,10 @@ REDACTED = "[redacted]"
 
 #: The largest session file any reader accepts. The writer caps what goes in (replies, logs) far below it.
 MAX_SESSION_BYTES = 64 << 20
+#: The longest header line any reader accepts (and the writer writes): it holds the task's broken start and
+#: reference in full, kilobytes for real tasks. A 64 MiB header took 0.3-0.4 s to parse alone, which kept
+#: the TUI from painting within 1 s; 16 MiB parses in under 0.1 s.
+MAX_HEADER_CHARS = 16 << 20
 
 #: A lone UTF-16 surrogate: valid in a JSON escape and in a Python str, but not encodable as UTF-8.
 _SURROGATE = re.compile(r"[\ud800-\udfff]")
@@ -226,6 +230,10 @@ def _loads(line: str) -> object:
 
 
 def _parse_header(line: str) -> tuple[SessionHeader | None, str | None]:
+    if len(line) > MAX_HEADER_CHARS:
+        return None, (
+            f"the header line has {len(line):,} characters, more than the {MAX_HEADER_CHARS:,} a header may have"
+        )
     try:
         data = _loads(line)
     except json.JSONDecodeError as exc:
