@@ -131,7 +131,7 @@ def _start_log(task: Task, toolchain: Toolchain, protocol: Protocol) -> tuple[st
         digest = startlog.key(task, gpu, protocol.gate, protocol.sanitize_on_failure)
         stored = startlog.load(cache, task, gpu, digest)
         if stored is not None:  # the same words as when it was made: the prompt is the same either way
-            return stored[0], "a fresh check on this machine"
+            return stored, "a fresh check on this machine"
     parts: list[str] = []
     # the check is not an attempt (its events are not recorded), but its stage events are built as for
     # the first one: an iteration of 0 is out of range for them
@@ -156,7 +156,7 @@ def _start_log(task: Task, toolchain: Toolchain, protocol: Protocol) -> tuple[st
 def _task_ref(task: Task, toolchain: Toolchain) -> TaskRef:
     """The task as the header records it, with the corrected label its validation on this GPU found."""
     ref = task.ref()
-    cache = getattr(toolchain, "verdict_cache", None)
+    cache = getattr(toolchain, "cache_root", None)
     gpu = toolchain.gpu() if cache is not None else None
     if gpu is None:
         return ref

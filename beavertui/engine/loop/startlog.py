@@ -44,16 +44,15 @@ def _path(cache: Path, gpu: GpuSignature, task: Task, digest: str) -> Path:
     return cache / "startlogs" / gpu.slug / f"{task.id[:80]}-{digest}.json"
 
 
-def load(cache: Path, task: Task, gpu: GpuSignature, digest: str) -> tuple[str, float] | None:
-    """(log, when it was made) of a stored check, or None."""
+def load(cache: Path, task: Task, gpu: GpuSignature, digest: str) -> str | None:
+    """The log of a stored check, or None."""
     try:
         doc = json.loads(_path(cache, gpu, task, digest).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
     if not isinstance(doc, dict) or doc.get("key") != digest or not isinstance(doc.get("log"), str):
         return None
-    made = doc.get("made")
-    return doc["log"], float(made) if isinstance(made, (int, float)) else 0.0
+    return str(doc["log"])
 
 
 def save(cache: Path, task: Task, gpu: GpuSignature, digest: str, log: str) -> None:

@@ -93,8 +93,8 @@ class LocalToolchain:
         self._reference_profiles: dict[str, tuple[list[KernelMetrics], str]] = {}
 
     @property
-    def verdict_cache(self) -> Path:
-        """The cache whose stored validation verdicts (corpus/verdicts.py) describe tasks on this GPU."""
+    def cache_root(self) -> Path:
+        """beavertui's cache here: stored validation verdicts (corpus/verdicts.py), kept start logs, timing."""
         from beavertui.engine.timing.cupti import cache_dir
 
         return self.config.timing.cache or cache_dir()
@@ -102,11 +102,7 @@ class LocalToolchain:
     @property
     def start_log_cache(self) -> Path | None:
         """Where fresh checks of broken starts are kept (loop/startlog.py), or None to make each anew."""
-        if not self.config.keep_start_logs:
-            return None
-        from beavertui.engine.timing.cupti import cache_dir
-
-        return self.config.timing.cache or cache_dir()
+        return self.cache_root if self.config.keep_start_logs else None
 
     def profiler_unavailable(self) -> str | None:
         """Why feedback level L4 cannot run here (no ncu, no GPU), or None."""
