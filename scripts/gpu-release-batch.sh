@@ -7,7 +7,9 @@
 # .release/prev/validation/ (the verdicts of gpu-release-validate.sh: unusable tasks are skipped), and to
 # continue, .release/prev/sessions/release-alternate (the run directory an earlier run left in $OUT).
 # Environment: TASKS (globs of task ids for a new run, comma-separated; default every usable task).
-# Writes to $OUT: sessions/release-alternate (the run, resumable), metrics.txt and metrics.json, w/steps.log.
+# .release/prev/startlogs (optional): the kept start checks of an earlier run on the same kind of machine.
+# Writes to $OUT: sessions/release-alternate (the run, resumable), metrics.txt and metrics.json, startlogs/,
+# w/steps.log.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 TOTAL=${1:-540}
@@ -25,6 +27,12 @@ if [ -d .release/prev/validation ]; then
 else
   log "no stored verdicts (.release/prev/validation): every runnable task runs"
 fi
+# the fresh checks of broken starts made by earlier runs (a broken start that hangs costs its GPU the whole
+# time limit once per machine, not once per run)
+if [ -d .release/prev/startlogs ]; then
+  mkdir -p "$CACHE/startlogs" && cp -a .release/prev/startlogs/. "$CACHE/startlogs/"
+  log "kept start checks: $(find "$CACHE/startlogs" -name '*.json' | wc -l)"
+fi
 RUN="$OUT/sessions/release-alternate"
 if [ -d .release/prev/sessions/release-alternate ]; then
   cp -a .release/prev/sessions/release-alternate "$OUT/sessions/"
@@ -41,4 +49,5 @@ log "batch: rc $? (tail: $(tail -3 "$W/batch.log" | tr '\n' ' '))"
 python3 -m beavertui metrics "$RUN" >"$OUT/metrics.txt" 2>"$W/metrics.log"
 python3 -m beavertui metrics "$RUN" --json >"$OUT/metrics.json" 2>>"$W/metrics.log"
 log "metrics: $(grep -h 'unfinished\|without a speedup\|count at p' "$W/metrics.log" | head -3 | tr '\n' ' ')"
+[ -d "$CACHE/startlogs" ] && mkdir -p "$OUT/startlogs" && cp -a "$CACHE/startlogs/." "$OUT/startlogs/"
 cp "$W/steps.log" "$OUT/steps.log"

@@ -9,7 +9,7 @@
 # VALIDATE_FLAGS (extra flags of corpus validate, e.g. --no-timing), ONLY (a grep -E pattern of task ids), RAW_IDS (tasks whose raw stage outputs are kept, for the fixtures).
 # Earlier results whose stored verdicts are missing get them back (scripts/release_store_verdicts.py).
 # Writes to $OUT: validate.jsonl (every result so far, earlier ones included), chunks/*.{jsonl,log},
-# raw/ (stage outputs), validation/ (stored verdicts), w/steps.log; one instance's failure never stops the rest.
+# raw/ (stage outputs), validation/ (stored verdicts), w/steps.log (chunk logs carry seconds since start); one instance's failure never stops the rest.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 TOTAL=${1:-540}
@@ -80,7 +80,8 @@ for f in "$W"/chunk.*; do
   for t in $(cat "$f"); do args+=(--task "$t"); done
   name=$(basename "$f")
   timeout -k 10 "$budget" python3 -m beavertui corpus validate --corpus "$REL" "${args[@]}" --json \
-    --workers "$WORKERS" --gpus "$GPUS" ${VALIDATE_FLAGS:-} >"$OUT/chunks/$name.jsonl" 2>"$OUT/chunks/$name.log"
+    --workers "$WORKERS" --gpus "$GPUS" ${VALIDATE_FLAGS:-} >"$OUT/chunks/$name.jsonl" \
+    2> >(while IFS= read -r l; do printf '[%s s] %s\n' "$(($(date +%s) - T0))" "$l"; done >"$OUT/chunks/$name.log")
   rc=$?
   grep -h '"task_id"' "$OUT/chunks/$name.jsonl" >>"$OUT/validate.jsonl"
   log "chunk $name: rc $rc, $(grep -c '"task_id"' "$OUT/chunks/$name.jsonl") of $(wc -l <"$f") results"

@@ -146,6 +146,54 @@ def test_a_drain_stuck_behind_a_run_found_in_flight_admits_short_runs_meanwhile(
     ]  # fmt: skip
 
 
+def test_a_run_admitted_during_a_stuck_drain_that_hangs_itself_keeps_the_other_slot_open() -> None:
+    """Seen on the H200: a short run admitted behind a long one was itself a hung kernel (300 s to its time
+    limit). The drain waited for it with every other slot closed, and no stage of any session ran for 275 s."""
+    clock = Clock()
+    pool = GpuPool(["0"], shared=2, patience_s=10.0, clock=clock)
+    pool.log = []
+    first = Stage(pool.hold, 0).wait()
+    timing = Stage(lambda: pool.hold(exclusive=True), 1)
+    queued(pool, 1)
+    clock.now = 10.0
+    hangs = Stage(pool.hold, 2).wait()  # admitted at once: the drain is stuck behind the first run
+    clock.now = 12.0
+    first.done()
+    short = Stage(pool.hold, 3)
+    queued(pool, 2)
+    assert not short.granted.is_set()  # the admitted run has run 2 s: the GPU drains for the timing stage
+    clock.now = 20.0
+    pool.reschedule()  # it has run 10 s: stuck behind it, the free slot takes short runs again
+    short.wait().done()
+    assert not timing.granted.is_set()  # the timing stage waits for the hung run; it never shares the GPU
+    hangs.done()
+    timing.wait().done()
+    assert [(k, r) for k, r, _g in grants(pool)] == [
+        ("shared", 0),
+        ("shared", 2),
+        ("shared", 3),
+        ("exclusive", 1),
+    ]
+
+
+def test_timing_stages_stuck_behind_a_long_run_do_not_hold_new_sessions_back() -> None:
+    clock = Clock()
+    pool, builds = GpuPool(["0"], shared=1, patience_s=10.0, clock=clock), BuildSlots(2)
+    gate = Admission(pool, builds)
+    hung = Stage(pool.hold, 0).wait()
+    timings = [Stage(lambda: pool.hold(exclusive=True), r) for r in (1, 2)]
+    queued(pool, 2)
+    assert pool.backlog() == 2 and not gate.ready()  # two stages wait for what one slot runs
+    clock.now = 10.0
+    pool.reschedule()
+    assert pool.backlog() == 0 and gate.ready()  # they wait for the hung run, not for the queue
+    hung.done()
+    assert pool.backlog() == 1 and not gate.ready()  # one timing stage runs, one waits: the queue is real
+    for t in timings:
+        t.wait().done()
+    assert gate.ready()
+
+
 def test_the_pool_decides_again_when_a_run_it_drains_for_reaches_its_patience() -> None:
     pool = GpuPool(["0"], shared=2, patience_s=0.2)  # the real clock: nothing else happens meanwhile
     hung = Stage(pool.hold, 0).wait()

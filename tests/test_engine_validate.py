@@ -106,3 +106,46 @@ def test_reuse_checks_times_a_task_checked_without_timing(tmp_path: Path, monkey
     meta["broken_start_hash"] = hashlib.sha256(code.encode()).hexdigest()[:16]
     (root / "sleepy" / "instance.json").write_text(json.dumps(meta))
     assert verdicts.load(load_corpus(root).get("sleepy"), FAKE_GPU.slug, tmp_path / "cache") is None
+
+
+def test_a_reference_out_of_memory_beside_others_is_run_again_alone_without_the_broken_start(
+    tmp_path: Path,
+    monkeypatch,  # type: ignore[no-untyped-def]
+) -> None:
+    """A reference that ran out of GPU memory while other checks shared the GPU is run again alone; the broken
+    start, which ran to its own end, keeps its result and is not built and run a second time."""
+    import beavertui.engine.corpus.validate as v
+
+    root = tmp_path / "corpus"
+    shutil.copytree(DATA / "cpu", root)
+    shutil.copytree(root / "sleepy", root / "sleepy_b")
+    for name in ("instance.json", "input.json"):
+        doc = json.loads((root / "sleepy_b" / name).read_text())
+        doc["id" if name == "instance.json" else "task_id"] = "sleepy_b"
+        (root / "sleepy_b" / name).write_text(json.dumps(doc))
+    corpus = load_corpus(root)
+    tasks = [corpus.get("sleepy"), corpus.get("sleepy_b")]
+    machine = Machine(gpu=FAKE_GPU, nvcc="/usr/local/bin/nvcc", cuda="13.0", torch=False)
+    config = LocalConfig(base_dir=tmp_path / "work", timing=TimingConfig(cache=tmp_path / "cache", rounds=1))
+    runs: list[tuple[str, str]] = []
+    real = v._attempt
+
+    def spy(tool, t, code, options):  # type: ignore[no-untyped-def]
+        side = "broken" if code == t.broken_start() else "reference"
+        runs.append((t.id, side))
+        got, log = real(tool, t, code, options)
+        if (t.id, side) == ("sleepy_b", "reference") and runs.count((t.id, side)) == 1:
+            got = got.model_copy(update={"category": "out_of_memory", "signature": "CUDA out of memory"})
+        return got, log
+
+    monkeypatch.setattr(v, "_attempt", spy)
+    for timed in (False, True):
+        runs.clear()
+        got = {r.task_id: r for r in validate(tasks, machine, config, timing=timed, workers=2)}
+        b = got["sleepy_b"]
+        assert sorted(runs) == sorted([("sleepy", "reference"), ("sleepy", "broken"), ("sleepy_b", "reference"),
+                                       ("sleepy_b", "broken"), ("sleepy_b", "reference")])  # fmt: skip
+        assert b.reference_category == "passed" and b.broken_category == "functional_correctness"
+        assert b.valid and any("checked again alone" in n for n in b.notes)
+        assert any("kept from its first check" in n for n in b.notes)
+        assert (b.reference_ms == 2.0) is timed

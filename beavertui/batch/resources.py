@@ -6,16 +6,20 @@ session first (its rank: the order in which the batch started the sessions), the
 
 - a timing stage never starves: while one waits, the GPU it waits for (the one with the fewest long runs,
   then the fewest runs, in flight) admits no new shared run and drains; it takes any GPU that is idle first;
-- a drain does not leave the GPU's other slots idle behind a run that turns out long: once a run that was
-  in flight when the timing stage began to wait has been running ``patience_s``, the GPU admits short runs
-  again (never a long one) until every such run has ended, and then drains what it admitted meanwhile;
+- a drain does not leave the GPU's other slots idle behind a run that turns out long: while any run in
+  flight has been running ``patience_s`` (one found in flight when the timing stage began to wait, or one
+  admitted meanwhile that turned out long itself: a hung kernel runs to its time limit), the GPU admits short
+  runs again (never a long one), and once no such run is left it drains what it admitted meanwhile. The
+  timing stage cannot start before the long run ends (its kernels would share the GPU with it), but the
+  other sessions' correctness runs go on;
 - the other GPUs go on admitting shared runs, and a long run (a sanitizer) is placed on the GPU with the
   fewest long runs and no timing waiting for it, so a timing stage seldom waits for one to finish;
 - among equally loaded GPUs the one that ran fewest stages is taken, so work spreads over idle GPUs;
 - sessions that are further along (started earlier) are served first at every resource, so finishing
   sessions comes before starting new ones;
 - ``Admission`` says when the batch may start another session: while no stage waits for a build slot (and
-  fewer sessions are starting than there are slots) and fewer GPU stages wait than the GPUs run at once.
+  fewer sessions are starting than there are slots) and fewer GPU stages wait than the GPUs run at once
+  (timing stages held up behind a long run do not count: new sessions build and run meanwhile).
 
 A GPU on which ``fail_limit`` runs in a row end in an infrastructure failure is taken out of the schedule.
 This module only counts and waits; every decision is made under one lock, when a request, a release or the
@@ -172,12 +176,10 @@ class GpuPool:
             self._cv.notify_all()
 
     def _stuck(self, g: GpuState, now: float) -> bool:
-        """Whether the drain of ``g`` waits for a run that was in flight when it began and has been running
-        at least ``patience_s`` (its end is not in sight: the GPU's other slots are not kept idle for it)."""
-        since = g.drain_since
-        return since is not None and any(
-            t <= since and now - t >= self.patience_s for t in g.started.values()
-        )
+        """Whether the drain of ``g`` waits for a run that has been running at least ``patience_s`` (its end
+        is not in sight: the GPU's other slots are not kept idle for it). Any run in flight counts, also one
+        admitted during the drain: a short run that turns out to hang holds the timing stage up as long."""
+        return g.drain_since is not None and any(now - t >= self.patience_s for t in g.started.values())
 
     def _deadline(self) -> float | None:
         """Seconds until a run that a drain waits for reaches ``patience_s`` (None: no such moment ahead)."""
@@ -187,9 +189,8 @@ class GpuPool:
             if g.drain_since is None or self._stuck(g, now):
                 continue
             for t in g.started.values():
-                if t <= g.drain_since:
-                    left = t + self.patience_s - now
-                    out = left if out is None else min(out, left)
+                left = t + self.patience_s - now
+                out = left if out is None else min(out, left)
         return None if out is None else max(out, 0.0)
 
     def reschedule(self) -> None:
@@ -233,6 +234,8 @@ class GpuPool:
                 while req.granted is None and not req.failed:
                     if not self._cv.wait(self._deadline()):
                         self._schedule()  # a run that a drain waits for has now run patience_s
+                        if self.admission is not None:  # its timing stages no longer hold new sessions back
+                            self.admission.changed.set()
             except BaseException:  # interrupted while waiting: leave no request or grant behind
                 if req.granted is not None:
                     self._release(req, req.granted)
@@ -269,6 +272,15 @@ class GpuPool:
         """GPU stages waiting for a GPU now."""
         with self._cv:
             return len(self._waiting)
+
+    def backlog(self) -> int:
+        """GPU stages waiting that the GPUs will serve as soon as the runs in flight end: every waiting
+        stage but the timing stages whose GPU's drain is stuck behind a long run (they wait for that run,
+        not for the queue)."""
+        with self._cv:
+            now = self.clock()
+            blocked = sum(g.waiting_exclusive for g in self.gpus if self._stuck(g, now))
+            return len(self._waiting) - blocked
 
     def wait_queued(self, n: int, timeout: float = 60.0) -> bool:
         """Block until at least ``n`` GPU stages wait (for tests and benches that order events)."""
@@ -369,7 +381,8 @@ class Admission:
 
     A new session starts only while (1) no build waits for a slot and fewer sessions are starting (started,
     but not yet at any build slot or GPU) than there are slots, and (2) fewer GPU stages wait than the
-    healthy GPUs run at once. Sessions in flight are thus bounded by what the GPUs and build slots can
+    healthy GPUs run at once (GpuPool.backlog: timing stages stuck behind a long run do not count).
+    Sessions in flight are thus bounded by what the GPUs and build slots can
     finish, not by a count of cores; ``changed`` is set whenever the answer may have changed.
     """
 
@@ -400,5 +413,5 @@ class Admission:
         return (
             self.builds.queued() == 0
             and starting < self.builds.n
-            and self.pool.queued() < max(1, self.pool.capacity())
+            and self.pool.backlog() < max(1, self.pool.capacity())
         )

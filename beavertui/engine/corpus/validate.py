@@ -172,12 +172,14 @@ def reusable(task: Task, record: verdicts.VerdictRecord | None) -> bool:
 
 def check_task(
     task: Task, machine: Machine, tool: LocalToolchain, prebuild: bool = False,
-    stored: verdicts.VerdictRecord | None = None,
+    stored: verdicts.VerdictRecord | None = None, seen: TaskValidation | None = None,
 ) -> TaskValidation:  # fmt: skip
     """Phase one for one task: build and run the reference and the broken start (no timing).
 
     ``stored``: a verdict of this task on this GPU (same reference, harness and broken start) whose broken
-    start's result is taken as it is (reusable()); only the reference is built and run again."""
+    start's result is taken as it is (reusable()); only the reference is built and run again. ``seen``: this
+    run's own earlier check of the task, whose broken start's result is likewise kept (the reference ran out
+    of memory beside other checks; the broken start's run did not)."""
     sem = families.semantics(task)
     slug = machine.gpu.slug if machine.gpu is not None else None
     base = TaskValidation(task.id, task.label, False, family=sem.family, reference_kind=sem.reference, gpu=slug)
@@ -208,6 +210,13 @@ def check_task(
             broken_category=stored.observed_category, broken_signature=stored.evidence,
             label_agrees=label_agrees(task.label, stored.observed_category),
             notes=(*notes, *stored.notes, _reused_note(stored)),
+        )  # fmt: skip
+    if seen is not None and seen.broken_category is not None and sem.speed != "testbench_lines":
+        return replace(
+            base, runnable=True, reference_category=ref_category, reference_signature=ref_signature,
+            broken_category=seen.broken_category, broken_signature=seen.broken_signature,
+            label_agrees=label_agrees(task.label, seen.broken_category),
+            notes=(*notes, *seen.notes, "broken start's result kept from its first check (it did not run out of memory)"),
         )  # fmt: skip
     broken, log = _attempt(tool, task, task.broken_start(), plain)
     if label_category(task.label) == "illegal_memory_access" and broken.category == "functional_correctness":
@@ -343,23 +352,23 @@ def validate(
             # (and stored) at once, and a validation cut short keeps every task it finished. A result that
             # ran out of GPU memory while other checks shared the GPU waits to be checked again alone.
             of = {fut: task for fut, task in zip(futures, tasks, strict=True)}
-            again: list[Task] = []
+            again: list[tuple[Task, TaskValidation]] = []
             for done, fut in enumerate(as_completed(futures), 1):
                 if on_checked is not None:
                     on_checked(fut.result(), done, len(tasks))
                 if _out_of_memory(fut.result()) and len(tasks) > 1:
-                    again.append(of[fut])
+                    again.append((of[fut], fut.result()))
                 else:
                     yield kept(of[fut], fut.result())
-            for task in again:
-                yield kept(task, _alone(task, machine, tool, timed))
+            for task, first in again:
+                yield kept(task, _alone(task, machine, tool, timed, first))
             return
         for done, fut in enumerate(futures, 1):
             checked.append(fut.result())
             if on_checked is not None:
                 on_checked(checked[-1], done, len(tasks))
     if len(tasks) > 1:
-        checked = [_alone(t, machine, tool, timed) if _out_of_memory(c) else c for t, c in zip(tasks, checked, strict=True)]
+        checked = [_alone(t, machine, tool, timed, c) if _out_of_memory(c) else c for t, c in zip(tasks, checked, strict=True)]
     if not gpus or len(gpus) < 2:
         for task, c in zip(tasks, checked, strict=True):
             yield kept(task, _timed(task, c, machine, tool, ceilings, cache))
@@ -386,19 +395,22 @@ def _out_of_memory(r: TaskValidation) -> bool:
     return "out_of_memory" in (r.reference_category, r.broken_category)
 
 
-def _alone(task: Task, machine: Machine, tool: LocalToolchain, prebuild: bool) -> TaskValidation:
-    """A task checked again with nothing else on the GPU (it ran out of memory beside other checks)."""
-    r = _guarded(check_task, task, machine, tool, prebuild)
+def _alone(task: Task, machine: Machine, tool: LocalToolchain, prebuild: bool, first: TaskValidation) -> TaskValidation:
+    """A task checked again with nothing else on the GPU (it ran out of memory beside other checks). Only the
+    side that ran out of memory runs again: a broken start that ran to its own end keeps its result (its
+    build and run are the costly part of a kernelbench check)."""
+    seen = first if first.broken_category not in (None, "out_of_memory") else None
+    r = _guarded(check_task, task, machine, tool, prebuild, None, seen)
     return replace(r, notes=(*r.notes, "checked again alone: it ran out of GPU memory beside other checks"))
 
 
 def _guarded(
     check: Callable[..., TaskValidation], task: Task, machine: Machine, tool: LocalToolchain, prebuild: bool,
-    stored: verdicts.VerdictRecord | None = None,
+    stored: verdicts.VerdictRecord | None = None, seen: TaskValidation | None = None,
 ) -> TaskValidation:  # fmt: skip
     """Phase one of a task; an unexpected failure makes that task unusable, never stops the others."""
     try:
-        return check(task, machine, tool, prebuild, stored)
+        return check(task, machine, tool, prebuild, stored, seen)
     except Exception as exc:  # one task's crash must not end the validation of the rest
         sem = families.semantics(task)
         why = f"validation failed: {type(exc).__name__}: {exc}"
