@@ -1,0 +1,158 @@
+"""Where the time of a batch went, from its session files alone: stages, timing waits, quiet stretches.
+
+    python3 bench/batch_timeline.py RUN_DIR [--segment last|all] [--json]
+
+Every stage event carries the time it ended and, for builds, runs and sanitizer runs, its duration; a timing
+stage carries its own wall time (``wall_s``). From those this prints, for the chosen stretch of the run:
+- sessions that ended in it, and when (seconds from the stretch's first event);
+- the count and summed duration of each stage kind (build, run, sanitize) and of the timing stages;
+- how long each correct attempt waited for its timing stage: the timing event's time minus its wall time
+  minus the end of the attempt's last run or sanitizer run;
+- the longest stretch in which no stage of any session ended, and which sessions were in flight then.
+
+``--segment last`` (the default) keeps only the events since the run was last started or resumed (run.json's
+``created`` and ``resumed`` times): a run resumed on another machine is a new stretch, and the time between
+machines is not the batch's. The numbers are only as good as the clock of the machine that wrote them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from beavertui.engine.session.events import Built, Ran, Sanitized, SessionEnd, SessionHeader, Timed  # noqa: E402
+from beavertui.engine.session.store import read_session  # noqa: E402
+
+
+def events_of(run: Path) -> list[tuple[float, str, Any]]:
+    out: list[tuple[float, str, Any]] = []
+    for f in sorted(run.rglob("*.jsonl")):
+        header, events, _problem = read_session(f)
+        if header is None:
+            continue
+        name = header.task.id
+        out.append((header.t, name, header))
+        out.extend((e.t, name, e) for e in events)
+    out.sort(key=lambda x: x[0])
+    return out
+
+
+def last_start(run: Path) -> float | None:
+    """When the run was last started or resumed (epoch seconds), from its run.json; None if unknown."""
+    try:
+        doc = json.loads((run / "run.json").read_text(encoding="utf-8"))
+        stamps = [doc.get("created"), *(doc.get("resumed") or [])]
+        got = [datetime.strptime(x, "%Y-%m-%dT%H:%M:%S%z").timestamp() for x in stamps if isinstance(x, str)]
+    except (OSError, ValueError, TypeError, AttributeError):
+        return None
+    return max(got) if got else None
+
+
+def segment(evs: list[tuple[float, str, Any]], since: float | None) -> list[tuple[float, str, Any]]:
+    return evs if since is None else [e for e in evs if e[0] >= since]
+
+
+def analyse(evs: list[tuple[float, str, Any]]) -> dict[str, Any]:
+    if not evs:
+        return {"events": 0}
+    t0 = evs[0][0]
+    stages: dict[str, list[float]] = {"build": [], "run": [], "sanitize": []}
+    timing_wall: list[float] = []
+    waits: list[tuple[float, str]] = []
+    last_run_end: dict[tuple[str, int], float] = {}
+    ended: list[tuple[float, str]] = []
+    started: dict[str, float] = {}
+    stage_ends: list[tuple[float, str]] = []
+    for t, name, e in evs:
+        if isinstance(e, SessionHeader):
+            started.setdefault(name, t)
+            continue
+        started.setdefault(name, t)
+        if isinstance(e, (Built, Ran, Sanitized)):
+            stages[e.kind if e.kind != "sanitize" else "sanitize"].append(e.result.duration_s)
+            stage_ends.append((t, name))
+            if isinstance(e, (Ran, Sanitized)):
+                last_run_end[(name, e.iteration)] = max(t, last_run_end.get((name, e.iteration), t))
+        elif isinstance(e, Timed):
+            wall = e.result.wall_s or 0.0
+            timing_wall.append(wall)
+            stage_ends.append((t, name))
+            ran = last_run_end.get((name, e.iteration))
+            if ran is not None:
+                waits.append((max(0.0, t - wall - ran), name))
+        elif isinstance(e, SessionEnd):
+            ended.append((t - t0, name))
+    quiet = (0.0, t0, t0)
+    ends = [t0] + [t for t, _ in stage_ends]
+    for a, b in zip(ends, ends[1:]):
+        if b - a > quiet[0]:
+            quiet = (b - a, a, b)
+    finished = {n for _, n in ended}
+    in_flight = sorted(n for n, s in started.items() if s <= quiet[1] and n not in {m for t, m in ended if t + t0 <= quiet[1]})
+
+    def summary(xs: list[float]) -> dict[str, float | int]:
+        return {"count": len(xs), "sum_s": round(sum(xs), 1), "median_s": round(statistics.median(xs), 2) if xs else 0.0}
+
+    return {
+        "events": len(evs),
+        "span_s": round(evs[-1][0] - t0, 1),
+        "sessions_seen": len(started),
+        "sessions_ended": len(finished),
+        "ended_at_s": [round(t, 1) for t, _ in ended],
+        "stages": {k: summary(v) for k, v in stages.items()},
+        "timing": summary(timing_wall),
+        "timing_wait": {
+            **summary([w for w, _ in waits]),
+            "max_s": round(max((w for w, _ in waits), default=0.0), 1),
+            "longest": sorted(waits, reverse=True)[:5],
+        },
+        "quiet": {
+            "longest_s": round(quiet[0], 1),
+            "from_s": round(quiet[1] - t0, 1),
+            "to_s": round(quiet[2] - t0, 1),
+            "sessions_in_flight": len(in_flight),
+        },
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("run", type=Path)
+    ap.add_argument("--segment", choices=("last", "all"), default="last")
+    ap.add_argument("--json", action="store_true")
+    args = ap.parse_args(argv)
+    if not args.run.is_dir():
+        print(f"batch_timeline: {args.run}: not a folder", file=sys.stderr)
+        return 2
+    since = last_start(args.run) if args.segment == "last" else None
+    doc = analyse(segment(events_of(args.run), since))
+    if args.json:
+        print(json.dumps(doc, indent=1))
+        return 0
+    if not doc["events"]:
+        print("no session events")
+        return 1
+    s, q, w = doc["stages"], doc["quiet"], doc["timing_wait"]
+    print(f"stretch: {doc['span_s']} s (wall clock of the machine), {doc['sessions_seen']} sessions seen, "
+          f"{doc['sessions_ended']} ended")  # fmt: skip
+    print(f"ended at (s): {', '.join(str(t) for t in doc['ended_at_s']) or '-'}")
+    for k in ("build", "run", "sanitize"):
+        print(f"{k:9} {s[k]['count']:4} stages, {s[k]['sum_s']:7.1f} s summed, median {s[k]['median_s']} s")
+    t = doc["timing"]
+    print(f"{'timing':9} {t['count']:4} stages, {t['sum_s']:7.1f} s summed, median {t['median_s']} s (wall_s)")
+    print(f"wait for timing: median {w['median_s']} s, max {w['max_s']} s over {w['count']} timed attempts")
+    print(f"longest stretch with no stage ending: {q['longest_s']} s (from {q['from_s']} s to {q['to_s']} s), "
+          f"{q['sessions_in_flight']} sessions in flight")  # fmt: skip
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
