@@ -18,6 +18,7 @@ machines is not the batch's. The numbers are only as good as the clock of the ma
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import statistics
 import sys
@@ -92,14 +93,19 @@ def analyse(evs: list[tuple[float, str, Any]]) -> dict[str, Any]:
             ended.append((t - t0, name))
     quiet = (0.0, t0, t0)
     ends = [t0] + [t for t, _ in stage_ends]
-    for a, b in zip(ends, ends[1:]):
+    for a, b in itertools.pairwise(ends):
         if b - a > quiet[0]:
             quiet = (b - a, a, b)
     finished = {n for _, n in ended}
-    in_flight = sorted(n for n, s in started.items() if s <= quiet[1] and n not in {m for t, m in ended if t + t0 <= quiet[1]})
+    ended_by_then = {n for t, n in ended if t + t0 <= quiet[1]}
+    in_flight = [n for n, s in started.items() if s <= quiet[1] and n not in ended_by_then]
 
     def summary(xs: list[float]) -> dict[str, float | int]:
-        return {"count": len(xs), "sum_s": round(sum(xs), 1), "median_s": round(statistics.median(xs), 2) if xs else 0.0}
+        return {
+            "count": len(xs),
+            "sum_s": round(sum(xs), 1),
+            "median_s": round(statistics.median(xs), 2) if xs else 0.0,
+        }
 
     return {
         "events": len(evs),
@@ -147,7 +153,9 @@ def main(argv: list[str] | None = None) -> int:
     for k in ("build", "run", "sanitize"):
         print(f"{k:9} {s[k]['count']:4} stages, {s[k]['sum_s']:7.1f} s summed, median {s[k]['median_s']} s")
     t = doc["timing"]
-    print(f"{'timing':9} {t['count']:4} stages, {t['sum_s']:7.1f} s summed, median {t['median_s']} s (wall_s)")
+    print(
+        f"{'timing':9} {t['count']:4} stages, {t['sum_s']:7.1f} s summed, median {t['median_s']} s (wall_s)"
+    )
     print(f"wait for timing: median {w['median_s']} s, max {w['max_s']} s over {w['count']} timed attempts")
     print(f"longest stretch with no stage ending: {q['longest_s']} s (from {q['from_s']} s to {q['to_s']} s), "
           f"{q['sessions_in_flight']} sessions in flight")  # fmt: skip

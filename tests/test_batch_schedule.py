@@ -616,3 +616,38 @@ def test_the_batch_builds_the_reference_to_profile_before_it_holds_a_gpu(
     long = order.index(("grant", "long", 1 << 62, "0"))
     assert ("stage", "build", "reference") in order[:long], order
     assert _held(order, "long") == [("stage", "benchmark", "candidate")]  # the candidate's ncu run
+
+
+#: Runs out of memory the first time it runs in a work dir, passes after (the harness runs in the work dir).
+OOM_ONCE = (
+    'compute() { if [ ! -e ran_once ]; then : >ran_once; echo "CUDA error: out of memory" >&2; exit 1; fi;'
+    " echo $(($1 * $2)); }\ncost() { echo 1.0; }\n"
+)
+
+
+def test_a_run_out_of_memory_beside_other_runs_is_made_again_alone(sleepy: Any, tmp_path: Path) -> None:
+    """Other sessions' runs share the GPU: an out-of-memory failure then may be theirs. The run is made again
+    holding the GPU alone, and that run's result is the verdict (it is marked, with the first run's line)."""
+    from beavertui.engine.toolchain.base import AttemptOptions
+
+    tool = _scheduled(tmp_path)
+    other = Stage(tool.pool.hold, 0).wait()  # another session's correctness run, on the GPU throughout
+    freed = threading.Thread(target=lambda: (queued(tool.pool, 1), other.done()))  # once the rerun waits
+    freed.start()
+    events = list(tool.attempt(sleepy, OOM_ONCE, AttemptOptions(iteration=1, gate=0.7, keep_workdir=False)))
+    freed.join(WAIT)
+    [ran] = [e for e in events if e.kind == "run"]
+    assert ran.result.rerun_alone is not None and "CUDA error: out of memory" in ran.result.rerun_alone
+    assert ran.result.rc == 0 and events[-1].category == "passed"
+    kinds = [kind for kind, _rank, _gpu in grants(tool.pool)]
+    assert kinds[:3] == ["shared", "shared", "exclusive"]  # the other run, the first run, the rerun alone
+
+
+def test_a_run_out_of_memory_alone_on_its_gpu_is_the_verdict(sleepy: Any, tmp_path: Path) -> None:
+    from beavertui.engine.toolchain.base import AttemptOptions
+
+    tool = _scheduled(tmp_path)
+    events = list(tool.attempt(sleepy, OOM_ONCE, AttemptOptions(iteration=1, gate=0.7)))
+    [ran] = [e for e in events if e.kind == "run"]
+    assert ran.result.rerun_alone is None and events[-1].category == "out_of_memory"
+    assert [kind for kind, _rank, _gpu in grants(tool.pool)] == ["shared"]

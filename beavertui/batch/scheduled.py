@@ -12,6 +12,10 @@ A run whose log says the GPU itself is gone (driver messages, lost device) is an
 that GPU, never the candidate's verdict. A run that ends in a sticky CUDA error (an illegal memory access,
 an unspecified launch failure...) is ambiguous: the candidate or the GPU. A known-good probe kernel then
 runs on the same GPU: if it fails too, the GPU is blamed; if it passes, the verdict stands.
+
+A correctness run that runs out of GPU memory while other runs share its GPU is made again holding the GPU
+alone, and the second run is the verdict (marked ``rerun_alone`` with the first run's line): the memory may
+have been the other runs'. Only out of memory alone on a GPU is the candidate's category.
 """
 
 from __future__ import annotations
@@ -31,7 +35,8 @@ from beavertui.engine.corpus import families, harness
 from beavertui.engine.corpus.task import Task
 from beavertui.engine.errors import BeaverError, ToolchainError
 from beavertui.engine.host.adapt import adapt_command
-from beavertui.engine.judge.classify import classify
+from beavertui.engine.judge.classify import Classification, classify
+from beavertui.engine.judge.evidence import OOM
 from beavertui.engine.session.events import (
     Built,
     Event,
@@ -122,17 +127,19 @@ class ScheduledLocalToolchain(LocalToolchain):
             verdict = classify(build.rc, build.log, None, "", build.timed_out)
             if build.rc == 0 and not build.timed_out:
                 tools: list[str] = []
-                with self.pool.hold() as g:
-                    gpu_cfg = self._on(cfg, g)
-                    run = runner.test(work, gpu_cfg)
-                    lost = _gpu_fault(run.log, gpu_cfg, self.probe)
-                    if lost is None:
-                        tampered += work.verify()
-                        verdict = classify(build.rc, build.log, run.rc, run.log, run.timed_out)
-                        verdict = family_oracle(task, verdict, run)
-                        tools = self._sanitizer_tools(task, options, run, verdict)
-                        if not tools:  # nothing more to run: a harness's own sanitizer output, or none
-                            sanitized = list(self._sanitize(task, work, gpu_cfg, options, run, verdict))
+                g, run, lost, verdict, shared = self._correctness(task, work, cfg, build, exclusive=False)
+                if lost is None and shared and verdict.category == "out_of_memory":
+                    # other runs shared the GPU: the memory may have been theirs; run again holding it alone
+                    first = _oom_line(run.log)
+                    self.pool.report(g, ok=True)
+                    g, run, lost, verdict, _ = self._correctness(task, work, cfg, build, exclusive=True)
+                    note = f"ran again alone on GPU {g.index}: beside other runs its first run ran out of memory ({first})"
+                    run = run.model_copy(update={"rerun_alone": note[:500]})
+                if lost is None:
+                    tampered += work.verify()
+                    tools = self._sanitizer_tools(task, options, run, verdict)
+                    if not tools:  # nothing more to run: a harness's own sanitizer output, or none
+                        sanitized = list(self._sanitize(task, work, self._on(cfg, g), options, run, verdict))
                 self.pool.report(g, ok=lost is None, detail=lost or "")
                 if lost is not None:
                     yield Ran(iteration=it, result=run)
@@ -155,6 +162,22 @@ class ScheduledLocalToolchain(LocalToolchain):
             if profiled is not None:
                 yield profiled
             yield from self._judge(task, code, work, cfg, options, build, run, verdict, sanitized, tampered)
+
+    def _correctness(
+        self, task: Task, work: runner.WorkDir, cfg: runner.RunnerConfig, build: StageResult, exclusive: bool
+    ) -> tuple[GpuState, StageResult, str | None, Classification, bool]:
+        """The correctness run on a GPU slot (or the GPU alone): the GPU, the run, why the GPU is to blame
+        (None: it is not), the verdict, and whether other runs were on the GPU at some point meanwhile."""
+        with self.pool.hold(exclusive=exclusive) as g:
+            gpu_cfg = self._on(cfg, g)
+            before = (g.shared, g.runs)
+            run = runner.test(work, gpu_cfg)
+            shared = not exclusive and (before[0] > 1 or g.shared > 1 or g.runs != before[1])
+            lost = _gpu_fault(run.log, gpu_cfg, self.probe)
+        verdict = classify(build.rc, build.log, None, "", build.timed_out)
+        if lost is None:
+            verdict = family_oracle(task, classify(build.rc, build.log, run.rc, run.log, run.timed_out), run)
+        return g, run, lost, verdict, shared
 
     def _measure(
         self, task: Task, work: runner.WorkDir, cfg: runner.RunnerConfig, options: AttemptOptions
@@ -216,6 +239,13 @@ _STICKY = (
     "initialization error",
     "unknown error",
 )
+
+
+def _oom_line(log: str) -> str:
+    """The first line of a log that says the GPU ran out of memory (for the note of a run made again alone)."""
+    return next((ln.strip() for ln in log.splitlines() if any(r.search(ln) for r in OOM)), "out of memory")[
+        :200
+    ]
 
 
 def _gpu_lost(log: str) -> bool:

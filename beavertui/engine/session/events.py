@@ -179,6 +179,10 @@ class StageResult(_Frozen):
     ok: bool | None = None
     """Whether the stage succeeded, where the source recorded only that and no exit status (an imported
     run: the harness's ``BUILD_OK``, its test verdict); None where ``rc`` tells it."""
+    rerun_alone: str | None = None
+    """Set on a batch's correctness run that was made a second time holding its GPU alone, and says why: the
+    first run, while other runs shared the GPU, ran out of GPU memory (their memory may have been the cause).
+    The result here, and the verdict, are the second run's."""
     unrecorded: list[str] = Field(default_factory=list)
     """Fields the source of this result did not record (an imported run: ``rc``, ``duration_s``,
     ``command``, ...): their values here are null or empty, never measured."""
