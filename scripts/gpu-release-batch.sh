@@ -5,10 +5,11 @@
 #   bash scripts/gpu-release-batch.sh [TOTAL_SECONDS]          (default 540)
 # Inputs (git-ignored, carried): .release/a and .release/b (the release, as for gpu-release-validate.sh),
 # .release/prev/validation/ (the verdicts of gpu-release-validate.sh: unusable tasks are skipped), and to
-# continue, .release/prev/sessions/release-alternate (the run directory an earlier run left in $OUT).
-# Environment: TASKS (globs of task ids for a new run, comma-separated; default every usable task).
+# continue, .release/prev/sessions/$RUN_ID (the run directory an earlier run left in $OUT).
+# Environment: TASKS (globs of task ids for a new run, comma-separated; default every usable task), RUN_ID
+# (the run's name, default release-alternate; e.g. RUN_ID=release-kernelbench TASKS='kernelbench_*').
 # .release/prev/startlogs (optional): the kept start checks of an earlier run on the same kind of machine.
-# Writes to $OUT: sessions/release-alternate (the run, resumable), metrics.txt and metrics.json, startlogs/,
+# Writes to $OUT: sessions/$RUN_ID (the run, resumable), metrics.txt and metrics.json, startlogs/,
 # w/steps.log.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -33,13 +34,14 @@ if [ -d .release/prev/startlogs ]; then
   mkdir -p "$CACHE/startlogs" && cp -a .release/prev/startlogs/. "$CACHE/startlogs/"
   log "kept start checks: $(find "$CACHE/startlogs" -name '*.json' | wc -l)"
 fi
-RUN="$OUT/sessions/release-alternate"
-if [ -d .release/prev/sessions/release-alternate ]; then
-  cp -a .release/prev/sessions/release-alternate "$OUT/sessions/"
+RUN_ID=${RUN_ID:-release-alternate}
+RUN="$OUT/sessions/$RUN_ID"
+if [ -d ".release/prev/sessions/$RUN_ID" ]; then
+  cp -a ".release/prev/sessions/$RUN_ID" "$OUT/sessions/"
   log "continuing $RUN"
   set -- --resume "$RUN"
 else
-  set -- --protocol scripts/release-alternate.toml --corpus "$REL" --sessions-dir "$OUT/sessions" --run-id release-alternate
+  set -- --protocol scripts/release-alternate.toml --corpus "$REL" --sessions-dir "$OUT/sessions" --run-id "$RUN_ID"
   [ -n "${TASKS:-}" ] && set -- "$@" --tasks "$TASKS"
 fi
 budget=$(( $(left) - 60 ))

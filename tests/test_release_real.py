@@ -490,3 +490,41 @@ def test_a_batch_says_every_task_it_leaves_out(capsys: pytest.CaptureFixture[str
     err = capsys.readouterr().err
     assert rc == 0, err
     assert "task(s) skipped:" in err and f"  {fa.id}: {fa.not_runnable_reason}" in err
+
+
+def test_reuse_checks_times_a_kernelbench_reference_and_runs_no_check_again(
+    real: dict[str, Task], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A kernelbench instance checked without timing: its stored verdict says the eager reference passed and
+    how the broken start failed. With --reuse-checks only the reference's timing runs (nothing is built for
+    an eager Model), not the release's eval of the reference nor the broken start's JIT build."""
+    import beavertui.engine.corpus.validate as v
+    from beavertui.engine.corpus import verdicts
+    from beavertui.engine.host.gpu import Machine
+    from beavertui.engine.timing.speedup import TimingConfig
+    from beavertui.engine.toolchain.local import LocalConfig
+
+    kb = real["kb1"]
+    cache = tmp_path / "cache"
+    first = v.TaskValidation(
+        kb.id, kb.label, True, family="kernelbench", reference_kind="eager_model", gpu=H200.slug,
+        reference_category="passed", reference_signature="", broken_category="buildability",
+        broken_signature="Error building extension", label_agrees=True,
+    )  # fmt: skip
+    verdicts.save(kb, v.record_of(first), cache)
+    assert v.reusable(kb, verdicts.load(kb, H200.slug, cache))
+    attempts: list[str] = []
+    monkeypatch.setattr(v, "runnable_here", lambda task, machine: None)
+    monkeypatch.setattr(v, "_attempt", lambda *a, **k: attempts.append("attempt"))  # fails the test if called
+    monkeypatch.setattr(
+        v,
+        "time_task",
+        lambda task, c, *a, **k: v.replace(c, method="torch_events_l2flush_interleaved", reference_ms=1.5),
+    )
+    machine = Machine(gpu=H200, nvcc="/usr/local/bin/nvcc", cuda="13.0", torch=True)
+    config = LocalConfig(base_dir=tmp_path / "work", timing=TimingConfig(cache=cache, rounds=1))
+    [r] = list(v.validate([kb], machine, config, reuse_checks=True))
+    assert attempts == [] and r.reference_category == "passed" and r.broken_category == "buildability"
+    assert r.valid and r.reference_ms == 1.5
+    assert "the stored verdict's reference check (passed) stands" in r.notes
+    assert any(n.endswith("; reference timed again") for n in r.notes)

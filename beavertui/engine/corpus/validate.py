@@ -194,11 +194,17 @@ def check_task(
         if ref_code is None:
             return replace(base, reason="no reference solution shipped")
         ref_tool = LocalToolchain(tool.config)  # its own instance: last_workdir is per attempt
-        ref = _verdict(ref_tool, task, ref_code, replace(plain, keep_workdir=prebuild))
-        ref_category, ref_signature = ref.category, ref.signature
+        if stored is not None and stored.observed_category is not None and sem.speed == "kernelbench_driver":
+            # the stored verdict's reference check passed (reusable()), and nothing is built for the timing
+            # of an eager Model: only the timing runs again
+            ref_category, ref_signature = "passed", ""
+            notes.append("the stored verdict's reference check (passed) stands")
+        else:
+            ref = _verdict(ref_tool, task, ref_code, replace(plain, keep_workdir=prebuild))
+            ref_category, ref_signature = ref.category, ref.signature
         if prebuild and ref_tool.last_workdir is not None:  # the timing phase reuses this build
             kept = runner.WorkDir(path=ref_tool.last_workdir, task=task, manifest={}, links={})
-            if ref.category == "passed" and sem.speed == "interleaved":
+            if ref_category == "passed" and sem.speed == "interleaved":
                 adopt_reference_build(task, tool.config.timing, kept, task.build_command)
             else:
                 runner.remove(kept)
@@ -209,7 +215,7 @@ def check_task(
             base, runnable=True, reference_category=ref_category, reference_signature=ref_signature,
             broken_category=stored.observed_category, broken_signature=stored.evidence,
             label_agrees=label_agrees(task.label, stored.observed_category),
-            notes=(*notes, *stored.notes, _reused_note(stored)),
+            notes=(*notes, *stored.notes, _reused_note(stored, sem.speed != "kernelbench_driver")),
         )  # fmt: skip
     if seen is not None and seen.broken_category is not None and sem.speed != "testbench_lines":
         return replace(
@@ -247,9 +253,10 @@ def _lines_note(lines: families.SpeedLines) -> str:
     return f"reference time = the testbench's Kernel time x Speedup lines ({n} size(s); it prints no reference time)"
 
 
-def _reused_note(stored: verdicts.VerdictRecord) -> str:
+def _reused_note(stored: verdicts.VerdictRecord, reference_run: bool = True) -> str:
     when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(stored.measured_at))
-    return f"broken start's result reused from the verdict stored {when}; reference run and timed again"
+    again = "reference run and timed again" if reference_run else "reference timed again"
+    return f"broken start's result reused from the verdict stored {when}; {again}"
 
 
 def time_task(
