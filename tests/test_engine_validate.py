@@ -149,3 +149,45 @@ def test_a_reference_out_of_memory_beside_others_is_run_again_alone_without_the_
         assert b.valid and any("checked again alone" in n for n in b.notes)
         assert any("kept from its first check" in n for n in b.notes)
         assert (b.reference_ms == 2.0) is timed
+
+
+def test_a_validation_cut_in_its_timing_phase_keeps_its_checks(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """The checks of every task are stored before the first timing: a run stopped by its time budget while
+    it times (on the H200, a chunk of 16 kernelbench checks lost all 16) leaves them for --reuse-checks."""
+    import beavertui.engine.corpus.validate as v
+    from beavertui.engine.corpus import verdicts
+
+    root = tmp_path / "corpus"
+    shutil.copytree(DATA / "cpu", root)
+    shutil.copytree(root / "sleepy", root / "sleepy_b")
+    for name in ("instance.json", "input.json"):
+        doc = json.loads((root / "sleepy_b" / name).read_text())
+        doc["id" if name == "instance.json" else "task_id"] = "sleepy_b"
+        (root / "sleepy_b" / name).write_text(json.dumps(doc))
+    corpus = load_corpus(root)
+    tasks = [corpus.get("sleepy"), corpus.get("sleepy_b")]
+    machine = Machine(gpu=FAKE_GPU, nvcc="/usr/local/bin/nvcc", cuda="13.0", torch=False)
+    config = LocalConfig(base_dir=tmp_path / "work", timing=TimingConfig(cache=tmp_path / "cache", rounds=1))
+    real = v._timed
+
+    def cut_at_the_second(task, c, *a, **k):  # type: ignore[no-untyped-def]
+        if task.id == "sleepy_b":
+            raise KeyboardInterrupt  # the budget's SIGINT, while the second task is timed
+        return real(task, c, *a, **k)
+
+    monkeypatch.setattr(v, "_timed", cut_at_the_second)
+    got = []
+    try:
+        for r in validate(tasks, machine, config, workers=2):
+            got.append(r)
+    except KeyboardInterrupt:
+        pass
+    assert [r.task_id for r in got] == ["sleepy"] and got[0].reference_ms == 2.0
+    first, second = (verdicts.load(t, FAKE_GPU.slug, tmp_path / "cache") for t in tasks)
+    assert first is not None and first.reference_ms == 2.0
+    assert (
+        second is not None
+        and second.reference_ms is None
+        and second.observed_category == "functional_correctness"
+    )
+    assert v.reusable(tasks[1], second)

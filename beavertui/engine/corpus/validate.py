@@ -376,6 +376,11 @@ def validate(
                 on_checked(checked[-1], done, len(tasks))
     if len(tasks) > 1:
         checked = [_alone(t, machine, tool, timed, c) if _out_of_memory(c) else c for t, c in zip(tasks, checked, strict=True)]
+    for task, c in zip(tasks, checked, strict=True):
+        # stored now, untimed: a validation cut during its timing phase keeps its checks (--reuse-checks
+        # times them later); each is stored again with its timing below
+        if c.runnable and c.observed_category is not None and not _out_of_memory(c):
+            kept(task, c)
     if not gpus or len(gpus) < 2:
         for task, c in zip(tasks, checked, strict=True):
             yield kept(task, _timed(task, c, machine, tool, ceilings, cache))
