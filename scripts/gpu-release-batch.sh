@@ -7,7 +7,9 @@
 # .release/prev/validation/ (the verdicts of gpu-release-validate.sh: unusable tasks are skipped), and to
 # continue, .release/prev/sessions/$RUN_ID (the run directory an earlier run left in $OUT).
 # Environment: TASKS (globs of task ids for a new run, comma-separated; default every usable task), RUN_ID
-# (the run's name, default release-alternate; e.g. RUN_ID=release-kernelbench TASKS='kernelbench_*').
+# (the run's name, default release-alternate; e.g. RUN_ID=release-kernelbench TASKS='kernelbench_*'),
+# BATCH_FLAGS (more flags of beavertui batch, e.g. --gpu-share 8: kernelbench's JIT builds run inside its
+# test command, so its runs hold a GPU slot while the GPU itself waits on the compiler).
 # .release/prev/startlogs (optional): the kept start checks of an earlier run on the same kind of machine.
 # Writes to $OUT: sessions/$RUN_ID (the run, resumable), metrics.txt and metrics.json, startlogs/,
 # w/steps.log.
@@ -46,7 +48,7 @@ else
 fi
 budget=$(( $(left) - 60 ))
 # SIGINT first: the batch stops cleanly and keeps every finished session; SIGKILL 20 s later at worst
-timeout -s INT -k 20 "$budget" python3 -m beavertui batch "$@" --corpus "$REL" --quiet >"$W/batch.log" 2>&1
+timeout -s INT -k 20 "$budget" python3 -m beavertui batch "$@" --corpus "$REL" --quiet ${BATCH_FLAGS:-} >"$W/batch.log" 2>&1
 log "batch: rc $? (tail: $(tail -3 "$W/batch.log" | tr '\n' ' '))"
 python3 -m beavertui metrics "$RUN" >"$OUT/metrics.txt" 2>"$W/metrics.log"
 python3 -m beavertui metrics "$RUN" --json >"$OUT/metrics.json" 2>>"$W/metrics.log"
