@@ -528,3 +528,15 @@ def test_reuse_checks_times_a_kernelbench_reference_and_runs_no_check_again(
     assert r.valid and r.reference_ms == 1.5
     assert "the stored verdict's reference check (passed) stands" in r.notes
     assert any(n.endswith("; reference timed again") for n in r.notes)
+
+
+def test_corpus_validate_checks_the_named_tasks_in_the_order_named(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The validation script names the cheap checks first (kernelbench's JIT builds last); the corpus's own
+    order (alphabetical: kernelbench before layernorm) must not undo that."""
+    named = [IDS["flash"], IDS["kb2"], IDS["cuda104"], IDS["kb1"]]
+    args = ["corpus", "validate", "--corpus", str(REAL), "--json", "--no-timing", "--workers", "1"]
+    main([*args, *(x for t in named for x in ("--task", t))])
+    rows = [json.loads(x) for x in capsys.readouterr().out.splitlines() if x.startswith('{"task_id"')]
+    assert [r["task_id"] for r in rows] == named
