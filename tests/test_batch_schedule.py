@@ -150,7 +150,7 @@ def test_a_run_admitted_during_a_stuck_drain_that_hangs_itself_keeps_the_other_s
     """Seen on the H200: a short run admitted behind a long one was itself a hung kernel (300 s to its time
     limit). The drain waited for it with every other slot closed, and no stage of any session ran for 275 s."""
     clock = Clock()
-    pool = GpuPool(["0"], shared=2, patience_s=10.0, clock=clock)
+    pool = GpuPool(["0"], shared=2, patience_s=10.0, hang_s=30.0, clock=clock)
     pool.log = []
     first = Stage(pool.hold, 0).wait()
     timing = Stage(lambda: pool.hold(exclusive=True), 1)
@@ -162,8 +162,11 @@ def test_a_run_admitted_during_a_stuck_drain_that_hangs_itself_keeps_the_other_s
     short = Stage(pool.hold, 3)
     queued(pool, 2)
     assert not short.granted.is_set()  # the admitted run has run 2 s: the GPU drains for the timing stage
-    clock.now = 20.0
-    pool.reschedule()  # it has run 10 s: stuck behind it, the free slot takes short runs again
+    clock.now = 39.0
+    pool.reschedule()
+    assert not short.granted.is_set()  # 29 s: a long run, not yet a hung one
+    clock.now = 40.0
+    pool.reschedule()  # it has run hang_s: stuck behind it, the free slot takes short runs again
     short.wait().done()
     assert not timing.granted.is_set()  # the timing stage waits for the hung run; it never shares the GPU
     hangs.done()
@@ -174,6 +177,36 @@ def test_a_run_admitted_during_a_stuck_drain_that_hangs_itself_keeps_the_other_s
         ("shared", 3),
         ("exclusive", 1),
     ]
+
+
+def test_a_stream_of_long_runs_cannot_starve_a_timing_stage() -> None:
+    """Runs admitted behind a run that hangs never hold the drain open themselves, however long they run:
+    once the runs before them end, the GPU drains (kernelbench's runs, with their JIT builds, take a minute)."""
+    clock = Clock()
+    pool = GpuPool(["0"], shared=2, patience_s=10.0, hang_s=30.0, clock=clock)
+    pool.log = []
+    first = Stage(pool.hold, 0).wait()
+    timing = Stage(lambda: pool.hold(exclusive=True), 1)
+    queued(pool, 1)
+    clock.now = 10.0
+    late = Stage(pool.hold, 2).wait()  # behind the first run, stuck at 10 s
+    clock.now = 15.0
+    first.done()
+    clock.now = 40.0
+    pool.reschedule()
+    later = Stage(pool.hold, 3).wait()  # behind the late run, which has run 30 s
+    late.done()
+    clock.now = 500.0
+    pool.reschedule()
+    newest = Stage(pool.hold, 4)
+    queued(pool, 2)
+    assert not newest.granted.is_set()  # the run admitted behind a late one has run 460 s: the GPU drains
+    later.done()
+    timing.wait().done()
+    newest.wait().done()
+    assert [(k, r) for k, r, _g in grants(pool)] == [
+        ("shared", 0), ("shared", 2), ("shared", 3), ("exclusive", 1), ("shared", 4)
+    ]  # fmt: skip
 
 
 def test_timing_stages_stuck_behind_a_long_run_do_not_hold_new_sessions_back() -> None:

@@ -6,12 +6,13 @@ session first (its rank: the order in which the batch started the sessions), the
 
 - a timing stage never starves: while one waits, the GPU it waits for (the one with the fewest long runs,
   then the fewest runs, in flight) admits no new shared run and drains; it takes any GPU that is idle first;
-- a drain does not leave the GPU's other slots idle behind a run that turns out long: while any run in
-  flight has been running ``patience_s`` (one found in flight when the timing stage began to wait, or one
-  admitted meanwhile that turned out long itself: a hung kernel runs to its time limit), the GPU admits short
-  runs again (never a long one), and once no such run is left it drains what it admitted meanwhile. The
-  timing stage cannot start before the long run ends (its kernels would share the GPU with it), but the
-  other sessions' correctness runs go on;
+- a drain does not leave the GPU's other slots idle behind a run that turns out long: once a run that was
+  in flight when the timing stage began to wait has been running ``patience_s``, the GPU admits short runs
+  again (never a long one). A run admitted so may hang itself (a kernel that runs to its time limit): once
+  it has run ``hang_s``, the GPU admits short runs again too, but those never hold the drain open in turn,
+  so a stream of long runs cannot starve the timing stage. Once no such run is left, the GPU drains what it
+  admitted meanwhile. The timing stage cannot start before a long run ends (its kernels would share the
+  GPU with it), but the other sessions' correctness runs go on;
 - the other GPUs go on admitting shared runs, and a long run (a sanitizer) is placed on the GPU with the
   fewest long runs and no timing waiting for it, so a timing stage seldom waits for one to finish;
 - among equally loaded GPUs the one that ran fewest stages is taken, so work spreads over idle GPUs;
@@ -66,6 +67,10 @@ class GpuState:
     """Shared runs in flight that were asked for as long (sanitizer runs)."""
     started: dict[int, float] = field(default_factory=dict)
     """When each shared run in flight was granted (by request number), on the pool's clock."""
+    late: dict[int, int] = field(default_factory=dict)
+    """Shared runs in flight that were admitted while a drain was stuck: 1 (behind a run found in flight when
+    the drain began: it may hold the drain open itself after ``hang_s``) or 2 (behind such a run: it never
+    holds the drain open)."""
     drain_since: float | None = None
     """When the earliest timing request now waiting for this GPU arrived (None: no drain)."""
     consecutive_failures: int = 0
@@ -101,12 +106,15 @@ class GpuPool:
         shared: int = 4,
         fail_limit: int = 3,
         patience_s: float = 10.0,
+        hang_s: float = 60.0,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.gpus = [GpuState(str(g)) for g in gpus]
         self.shared_limit = max(1, shared)
         self.fail_limit = fail_limit
         self.patience_s = patience_s
+        self.hang_s = hang_s
+        """How long a run admitted during a stuck drain may run before the drain counts as stuck behind it."""
         """How long a run found in flight by a waiting timing stage may run before the drain stops
         holding the GPU's other slots idle for it (a timing stage takes a few seconds; most runs less)."""
         self.clock = clock
@@ -166,6 +174,10 @@ class GpuPool:
                 g = next((x for x in open_ if x.index == req.prefer), None) or min(
                     open_, key=lambda x: (x.shared, x.runs)
                 )
+            if (
+                g.waiting_exclusive
+            ):  # admitted while the drain is stuck: behind a first run, or behind a late one
+                g.late[req.seq] = 1 if self._stuck_first(g, now) else 2
             g.shared += 1
             g.long_runs += req.long
             g.started[req.seq] = now
@@ -175,21 +187,39 @@ class GpuPool:
         if granted:
             self._cv.notify_all()
 
+    def _stuck_first(self, g: GpuState, now: float) -> bool:
+        """Whether the drain of ``g`` waits for a run that was in flight when it began and has been running
+        at least ``patience_s``."""
+        since = g.drain_since
+        return since is not None and any(
+            t <= since and now - t >= self.patience_s for t in g.started.values()
+        )
+
     def _stuck(self, g: GpuState, now: float) -> bool:
-        """Whether the drain of ``g`` waits for a run that has been running at least ``patience_s`` (its end
-        is not in sight: the GPU's other slots are not kept idle for it). Any run in flight counts, also one
-        admitted during the drain: a short run that turns out to hang holds the timing stage up as long."""
-        return g.drain_since is not None and any(now - t >= self.patience_s for t in g.started.values())
+        """Whether the drain of ``g`` waits for a run whose end is not in sight, so that the GPU's other slots
+        are not kept idle for it: a run found in flight when the drain began that has run ``patience_s``, or
+        a run admitted behind such a run (``late`` 1) that has run ``hang_s`` (it hangs itself)."""
+        if self._stuck_first(g, now):
+            return True
+        since = g.drain_since
+        return since is not None and any(
+            t > since and g.late.get(seq) == 1 and now - t >= self.hang_s for seq, t in g.started.items()
+        )
 
     def _deadline(self) -> float | None:
-        """Seconds until a run that a drain waits for reaches ``patience_s`` (None: no such moment ahead)."""
+        """Seconds until a run that a drain waits for reaches its patience (None: no such moment ahead)."""
         now = self.clock()
         out: float | None = None
         for g in self.gpus:
             if g.drain_since is None or self._stuck(g, now):
                 continue
-            for t in g.started.values():
-                left = t + self.patience_s - now
+            for seq, t in g.started.items():
+                if t <= g.drain_since:
+                    left = t + self.patience_s - now
+                elif g.late.get(seq) == 1:
+                    left = t + self.hang_s - now
+                else:
+                    continue
                 out = left if out is None else min(out, left)
         return None if out is None else max(out, 0.0)
 
@@ -262,6 +292,7 @@ class GpuPool:
             g.shared -= 1
             g.long_runs -= req.long
             g.started.pop(req.seq, None)
+            g.late.pop(req.seq, None)
         self._mark_idle(g, time.monotonic())
         if self.log is not None:
             self.log.append(("release", _kind(req), req.rank, g.index))
