@@ -127,6 +127,30 @@ def test_metrics_group_by_the_label_or_the_corrected_one(
     rows = [json.loads(line) for line in capsys.readouterr().out.splitlines() if line.strip()]
     seen = {(r["task_id"][:8], r["observed_label"]) for r in rows}
     assert seen == {("cuda_107", "functional_correctness"), ("cuda_110", None)}
+    # cuda_110's header was written before headers recorded the observed category: said, not guessed
+    assert main(["metrics", str(mini), "--by", "observed"]) == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert "1 task(s) grouped by their label: their session headers were written before" in text
+
+
+def test_sessions_written_before_headers_recorded_the_observed_category_are_counted(
+    run: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The first of the two runs wrote headers without the field; the second writes it (null where the
+    validation agreed with the label). Of the 45 scored tasks, those whose session began in the first run
+    are grouped by their label, and the table says how many."""
+    from beavertui.engine.session.store import SessionReader
+
+    old = set()
+    for path in run.rglob("*__s0.jsonl"):
+        header = SessionReader(path).header
+        assert header is not None
+        if "observed_label" not in header.task.model_fields_set and '"kind":"end"' in path.read_text():
+            old.add(header.task.id)
+    assert 0 < len(old) < 45
+    assert main(["metrics", str(run), "--by", "observed"]) == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert f"{len(old)} task(s) grouped by their label" in text
 
 
 def test_the_real_outputs_classify_as_they_did_on_the_h200(run: Path) -> None:
