@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import shutil
 from pathlib import Path
+from typing import Any
 
 from beavertui.engine.corpus.harness import harness_hash
 from beavertui.engine.corpus.load import load_corpus
@@ -108,14 +109,8 @@ def test_reuse_checks_times_a_task_checked_without_timing(tmp_path: Path, monkey
     assert verdicts.load(load_corpus(root).get("sleepy"), FAKE_GPU.slug, tmp_path / "cache") is None
 
 
-def test_a_reference_out_of_memory_beside_others_is_run_again_alone_without_the_broken_start(
-    tmp_path: Path,
-    monkeypatch,  # type: ignore[no-untyped-def]
-) -> None:
-    """A reference that ran out of GPU memory while other checks shared the GPU is run again alone; the broken
-    start, which ran to its own end, keeps its result and is not built and run a second time."""
-    import beavertui.engine.corpus.validate as v
-
+def _two_sleepy(tmp_path: Path) -> tuple[list[Any], Machine, LocalConfig]:
+    """The CPU fixture's task and a copy of it named sleepy_b, a fake GPU, and a config under tmp_path."""
     root = tmp_path / "corpus"
     shutil.copytree(DATA / "cpu", root)
     shutil.copytree(root / "sleepy", root / "sleepy_b")
@@ -124,9 +119,20 @@ def test_a_reference_out_of_memory_beside_others_is_run_again_alone_without_the_
         doc["id" if name == "instance.json" else "task_id"] = "sleepy_b"
         (root / "sleepy_b" / name).write_text(json.dumps(doc))
     corpus = load_corpus(root)
-    tasks = [corpus.get("sleepy"), corpus.get("sleepy_b")]
     machine = Machine(gpu=FAKE_GPU, nvcc="/usr/local/bin/nvcc", cuda="13.0", torch=False)
     config = LocalConfig(base_dir=tmp_path / "work", timing=TimingConfig(cache=tmp_path / "cache", rounds=1))
+    return [corpus.get("sleepy"), corpus.get("sleepy_b")], machine, config
+
+
+def test_a_reference_out_of_memory_beside_others_is_run_again_alone_without_the_broken_start(
+    tmp_path: Path,
+    monkeypatch,  # type: ignore[no-untyped-def]
+) -> None:
+    """A reference that ran out of GPU memory while other checks shared the GPU is run again alone; the broken
+    start, which ran to its own end, keeps its result and is not built and run a second time."""
+    import beavertui.engine.corpus.validate as v
+
+    tasks, machine, config = _two_sleepy(tmp_path)
     runs: list[tuple[str, str]] = []
     real = v._attempt
 
@@ -157,17 +163,7 @@ def test_a_validation_cut_in_its_timing_phase_keeps_its_checks(tmp_path: Path, m
     import beavertui.engine.corpus.validate as v
     from beavertui.engine.corpus import verdicts
 
-    root = tmp_path / "corpus"
-    shutil.copytree(DATA / "cpu", root)
-    shutil.copytree(root / "sleepy", root / "sleepy_b")
-    for name in ("instance.json", "input.json"):
-        doc = json.loads((root / "sleepy_b" / name).read_text())
-        doc["id" if name == "instance.json" else "task_id"] = "sleepy_b"
-        (root / "sleepy_b" / name).write_text(json.dumps(doc))
-    corpus = load_corpus(root)
-    tasks = [corpus.get("sleepy"), corpus.get("sleepy_b")]
-    machine = Machine(gpu=FAKE_GPU, nvcc="/usr/local/bin/nvcc", cuda="13.0", torch=False)
-    config = LocalConfig(base_dir=tmp_path / "work", timing=TimingConfig(cache=tmp_path / "cache", rounds=1))
+    tasks, machine, config = _two_sleepy(tmp_path)
     real = v._timed
 
     def cut_at_the_second(task, c, *a, **k):  # type: ignore[no-untyped-def]

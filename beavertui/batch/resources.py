@@ -113,10 +113,10 @@ class GpuPool:
         self.shared_limit = max(1, shared)
         self.fail_limit = fail_limit
         self.patience_s = patience_s
-        self.hang_s = hang_s
-        """How long a run admitted during a stuck drain may run before the drain counts as stuck behind it."""
         """How long a run found in flight by a waiting timing stage may run before the drain stops
         holding the GPU's other slots idle for it (a timing stage takes a few seconds; most runs less)."""
+        self.hang_s = hang_s
+        """How long a run admitted during a stuck drain may run before the drain counts as stuck behind it."""
         self.clock = clock
         self._cv = threading.Condition()
         self._waiting: list[_Request] = []
@@ -174,9 +174,7 @@ class GpuPool:
                 g = next((x for x in open_ if x.index == req.prefer), None) or min(
                     open_, key=lambda x: (x.shared, x.runs)
                 )
-            if (
-                g.waiting_exclusive
-            ):  # admitted while the drain is stuck: behind a first run, or behind a late one
+            if g.waiting_exclusive:  # admitted while the drain is stuck: behind a first run, or a late one
                 g.late[req.seq] = 1 if self._stuck_first(g, now) else 2
             g.shared += 1
             g.long_runs += req.long

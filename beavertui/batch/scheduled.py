@@ -174,9 +174,10 @@ class ScheduledLocalToolchain(LocalToolchain):
             run = runner.test(work, gpu_cfg)
             shared = not exclusive and (before[0] > 1 or g.shared > 1 or g.runs != before[1])
             lost = _gpu_fault(run.log, gpu_cfg, self.probe)
-        verdict = classify(build.rc, build.log, None, "", build.timed_out)
         if lost is None:
             verdict = family_oracle(task, classify(build.rc, build.log, run.rc, run.log, run.timed_out), run)
+        else:  # the GPU's failure: the caller records no verdict of this run
+            verdict = classify(build.rc, build.log, None, "", build.timed_out)
         return g, run, lost, verdict, shared
 
     def _measure(
@@ -243,9 +244,8 @@ _STICKY = (
 
 def _oom_line(log: str) -> str:
     """The first line of a log that says the GPU ran out of memory (for the note of a run made again alone)."""
-    return next((ln.strip() for ln in log.splitlines() if any(r.search(ln) for r in OOM)), "out of memory")[
-        :200
-    ]
+    line = next((ln.strip() for ln in log.splitlines() if any(r.search(ln) for r in OOM)), "out of memory")
+    return line[:200]
 
 
 def _gpu_lost(log: str) -> bool:

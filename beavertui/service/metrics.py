@@ -201,7 +201,8 @@ def with_tables(
             if name == "observed":
                 attr = _observed_labels(report.table)
                 name = "observed category"
-                unknown = _label_unchecked(report.source, set(attr))
+                if report.stats is not None:
+                    unknown = len(report.stats.observed_unrecorded & set(attr))
             else:
                 attr = _task_attribute(report.table, "family" if name == "family" else "label")
             t = breakdown_table(groups, attr, name, resamples=resamples, seed=seed)
@@ -236,28 +237,6 @@ def _analysis_cells(source: Path, source_models: Path | None) -> dict[Any, Any] 
 
     side = load_source_models(source_models) if source_models else None
     return dict(run_cells(source, side))
-
-
-def _label_unchecked(source: Path, tasks: set[str]) -> int:
-    """How many of ``tasks`` have a session under ``source`` whose header carries no ``observed_label`` field
-    at all (written before it was recorded; a null value means validation agreed with the label)."""
-    if not source.is_dir():
-        return 0
-    from beavertui.engine.session.store import SessionReader
-
-    seen: set[str] = set()
-    for path in source.rglob("*.jsonl"):
-        try:
-            header = SessionReader(path).header
-        except Exception:  # an unreadable file is reported where the sessions are loaded
-            continue
-        if (
-            header is not None
-            and header.task.id in tasks
-            and "observed_label" not in header.task.model_fields_set
-        ):
-            seen.add(header.task.id)
-    return len(seen)
 
 
 def _observed_labels(table: Any) -> dict[str, str | None]:

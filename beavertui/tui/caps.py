@@ -8,8 +8,10 @@ note instead; the session file itself is unchanged (``r`` and the plain-text com
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TypeVar
+
+from rich.text import Text
 
 #: Characters of one block of text (a stage log, a reply) a pane renders: head and tail of this many.
 TEXT_CHARS = 64 << 10
@@ -56,6 +58,18 @@ def cap_line(text: str, limit: int = LINE_CHARS) -> str:
 def cap_items(items: Sequence[T], limit: int = ITEMS) -> tuple[Sequence[T], int]:
     """(the first ``limit`` items, how many more there are)."""
     return items[:limit], max(0, len(items) - limit)
+
+
+def append_capped(
+    out: Text, items: Sequence[T], line: Callable[[T], str], style: str, noun: str, indent: str = ""
+) -> None:
+    """One line per item (``line(item)``) for the first ITEMS items, then a dim "… N more <noun>" line
+    (after ``indent``) when there are more."""
+    shown, more = cap_items(items)
+    for item in shown:
+        out.append(f"{line(item)}\n", style=style)
+    if more:
+        out.append(f"{indent}… {more:,} more {noun}\n", style="dim")
 
 
 def cap_code(code: str) -> tuple[str, str | None]:

@@ -188,13 +188,16 @@ def check_task(
         return replace(base, reason=why)
     notes: list[str] = []
     plain = AttemptOptions(iteration=1, gate=0.0, time_if_correct=False, sanitize_on_failure=False)
+    reference_stands = (
+        stored is not None and stored.observed_category is not None and sem.speed == "kernelbench_driver"
+    )
     ref_category = ref_signature = None
     if base.reference_checked:
         ref_code = families.reference_submission(task)
         if ref_code is None:
             return replace(base, reason="no reference solution shipped")
         ref_tool = LocalToolchain(tool.config)  # its own instance: last_workdir is per attempt
-        if stored is not None and stored.observed_category is not None and sem.speed == "kernelbench_driver":
+        if reference_stands:
             # the stored verdict's reference check passed (reusable()), and nothing is built for the timing
             # of an eager Model: only the timing runs again
             ref_category, ref_signature = "passed", ""
@@ -215,7 +218,7 @@ def check_task(
             base, runnable=True, reference_category=ref_category, reference_signature=ref_signature,
             broken_category=stored.observed_category, broken_signature=stored.evidence,
             label_agrees=label_agrees(task.label, stored.observed_category),
-            notes=(*notes, *stored.notes, _reused_note(stored, sem.speed != "kernelbench_driver")),
+            notes=(*notes, *stored.notes, _reused_note(stored, not reference_stands)),
         )  # fmt: skip
     if seen is not None and seen.broken_category is not None and sem.speed != "testbench_lines":
         return replace(

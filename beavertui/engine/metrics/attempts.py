@@ -50,6 +50,9 @@ class ExportStats:
     """Whether the rows of unfinished sessions were yielded (``include_unfinished``)."""
     unspeeded: list[tuple[str, str, int, str]] = field(default_factory=list)
     """(model, task, iteration, reason) of every correct attempt whose speedup is null."""
+    observed_unrecorded: set[str] = field(default_factory=set)
+    """Tasks of scored sessions whose header has no ``observed_label`` field at all (written before it was
+    recorded; a null value there means the validation agreed with the label)."""
 
     def resume_dirs(self) -> list[Path]:
         """The run directories (holding run.json) of the unfinished sessions."""
@@ -203,6 +206,8 @@ def export_rows(
             if v is not None and v.correct and v.speedup is None:
                 why = v.speedup_note or ("not timed" if not a.infra_errors else "infrastructure error")
                 stats.unspeeded.append((header.model.name, header.task.id, a.iteration, why))
+        if "observed_label" not in header.task.model_fields_set:
+            stats.observed_unrecorded.add(header.task.id)
         for row in rows_of_session(state, run_id=run_id, source_model=sources.lookup(header)):
             stats.rows += 1
             stats.infra_rows += row["infra_error"]

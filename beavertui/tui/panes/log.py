@@ -8,7 +8,7 @@ from rich.text import Text
 
 from beavertui.engine.session.describe import command_text, duration_text, stage_failed, stage_status
 from beavertui.engine.session.events import StageResult
-from beavertui.tui.caps import STAGES, TEXT_CHARS, cap_items, cap_line, cap_text
+from beavertui.tui.caps import STAGES, TEXT_CHARS, append_capped, cap_items, cap_line, cap_text
 from beavertui.tui.panes.base import Pane
 from beavertui.tui.style import badge
 from beavertui.tui.view import View
@@ -112,11 +112,7 @@ class LogPane(Pane):
             if v.signature:
                 out.append("signature ", style="dim")
                 out.append(f"{cap_line(v.signature)}\n", style="bold")
-            flags, more_flags = cap_items(v.flags)
-            for flag in flags:
-                out.append(f"flag {cap_line(flag)}\n", style="bold magenta")
-            if more_flags:
-                out.append(f"… {more_flags:,} more flags\n", style="dim")
+            append_capped(out, v.flags, lambda f: f"flag {cap_line(f)}", "bold magenta", "flags")
             if decisive:
                 out.append("decisive\n", style="dim")
                 for d in decisive[:DECISIVE_SHOWN]:
@@ -125,11 +121,10 @@ class LogPane(Pane):
                     out.append(f"   … {len(decisive) - DECISIVE_SHOWN:,} more decisive lines\n", style="dim")
         else:
             out.append(f"classifying… (stage: {a.stage})\n", style="dim italic")
-        infra, more_infra = cap_items(a.infra_errors)
-        for e in infra:
-            out.append(f"infrastructure error ({e.source}): {cap_line(e.detail)}\n", style="bold red")
-        if more_infra:
-            out.append(f"… {more_infra:,} more infrastructure errors\n", style="dim")
+        append_capped(
+            out, a.infra_errors, lambda e: f"infrastructure error ({e.source}): {cap_line(e.detail)}", "bold red",
+            "infrastructure errors",
+        )  # fmt: skip
         for r in stages:
             out.append_text(stage_line(r))
             out.append_text(highlight_log(r.log, decisive, view.search))

@@ -9,7 +9,7 @@ import statistics
 from rich.console import RenderableType
 from rich.text import Text
 
-from beavertui.tui.caps import ITEMS, MEDIAN_SAMPLES, SAMPLES, cap_items, cap_line
+from beavertui.tui.caps import ITEMS, MEDIAN_SAMPLES, SAMPLES, append_capped, cap_line
 from beavertui.tui.panes.base import Pane
 from beavertui.tui.style import SHORT, colour, speed
 from beavertui.tui.view import View
@@ -82,11 +82,9 @@ class SpeedupPane(Pane):
             if t.note:
                 out.append(f"          {cap_line(t.note)}\n", style="dim")
         if a is not None and a.verdict is not None:
-            flags, more = cap_items(a.verdict.flags)
-            for flag in flags:
-                out.append(f"flag      {cap_line(flag)}\n", style="bold magenta")
-            if more:
-                out.append(f"          … {more:,} more flags\n", style="dim")
+            append_capped(
+                out, a.verdict.flags, lambda f: f"flag      {cap_line(f)}", "bold magenta", "flags", " " * 10
+            )
         out.append("\n")
         speeds = [a.verdict.speedup for a in view.state.attempts if a.verdict and a.verdict.speedup]
         scale = max([gate * 1.25, 1.0, *speeds])
