@@ -318,6 +318,43 @@ def test_verdicts_are_kept_per_gpu_and_select_the_tasks_of_a_run(
     assert verdicts.load(t, H200.slug, cache) is None
 
 
+def test_a_resume_withdraws_the_tasks_validated_unusable_after_the_run_began(
+    real: dict[str, Task], tmp_path: Path
+) -> None:
+    """A task validated as unusable only after its run was created leaves the run's tasks for
+    withdrawn_tasks (with the verdict's reason and time); one that was unusable before the run began was
+    already dealt with at creation (skipped, or kept on purpose with --all-tasks) and stays; usable and
+    unvalidated tasks stay."""
+    import time
+
+    from beavertui.batch.rundir import RunManifest
+    from beavertui.service.batch import withdraw_unusable
+
+    cache = tmp_path / "cache"
+    a, b, c, d = real["cuda104"], real["cublas"], real["cufft"], real["cusparse"]
+    created = time.time() - 3600
+    late = record_of(_v(task_id=a.id, reference_category="passed", broken_category="passed", gpu=H200.slug))
+    early = record_of(_v(task_id=d.id, reference_category="passed", broken_category="passed", gpu=H200.slug))
+    early = early.model_copy(update={"measured_at": created - 60})
+    ok = record_of(_v(task_id=b.id, reference_category="passed", broken_category="buildability",
+                      label_agrees=True, gpu=H200.slug))  # fmt: skip
+    for task, rec in ((a, late), (d, early), (b, ok)):
+        verdicts.save(task, rec, cache)
+    manifest = RunManifest(
+        run_id="r", name="r", created=time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(created)),
+        corpus=str(a.root.parent), tasks=[a.id, b.id, c.id, d.id], protocols=[], models=[],
+    )  # fmt: skip
+    corpus = type("C", (), {"tasks": [a, b, c, d]})()
+    said: list[str] = []
+    got = withdraw_unusable(manifest, corpus, H200.slug, said.append, cache)
+    assert list(got) == [a.id] and manifest.tasks == [b.id, c.id, d.id]
+    assert manifest.withdrawn_tasks[a.id].startswith(f"validated unusable on {H200.slug} at ")
+    assert manifest.withdrawn_tasks[a.id].endswith("after the run began: the broken start passes unchanged")
+    assert said[0].startswith("beavertui: 1 task(s) withdrawn from the run") and a.id in said[1]
+    # on another GPU nothing is known: nothing is withdrawn
+    assert withdraw_unusable(manifest, corpus, "nvidia_a100_sm_80_cuda_12_4", said.append, cache) == {}
+
+
 def test_a_missing_python_module_of_a_family_is_named_once(tmp_path: Path, real: dict[str, Task]) -> None:
     vendor = tmp_path / "_vendor" / "kernelbench"
     vendor.mkdir(parents=True)

@@ -72,6 +72,10 @@ class RunManifest(BaseModel):
     """Task ids in the batch."""
     excluded_tasks: dict[str, str] = Field(default_factory=dict)
     """Task id -> why it was left out (not runnable, malformed)."""
+    withdrawn_tasks: dict[str, str] = Field(default_factory=dict)
+    """Task id -> why it was taken out of the run after the run began: a resume found its validation on
+    this GPU (stored after the run was created) calling it unusable. Its sessions that ran stay on disk and
+    are left out of every rate; its sessions that had not finished do not run."""
     samples: int = 1
     """Trajectories per (model, protocol, task)."""
     protocols: list[ProtocolEntry]

@@ -104,6 +104,8 @@ def _handle(args: argparse.Namespace) -> int:
             doc["unfinished_sessions"] = st.unfinished_sessions
             doc["unfinished_included"] = st.unfinished_included
             doc["resume"] = [f"beavertui batch --resume {d}" for d in st.resume_dirs()]
+            doc["withdrawn_sessions"] = st.withdrawn_sessions
+            doc["withdrawn_tasks"] = dict(sorted(st.withdrawn.items()))
             doc["unspeeded_attempts"] = [
                 {"model": m, "task_id": t, "iteration": i, "reason": why} for m, t, i, why in st.unspeeded
             ]

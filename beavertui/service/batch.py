@@ -154,6 +154,40 @@ def usable_tasks(
     return [i for i in ids if i not in skipped]
 
 
+def withdraw_unusable(
+    manifest: Any, corpus: Any, gpu: str, say: Callable[[str], None], cache: Path | None = None
+) -> dict[str, str]:
+    """Take out of a resumed run the tasks whose validation on ``gpu``, stored since the run was created,
+    calls them unusable (a task validated only after the batch began): they leave ``manifest.tasks`` for
+    ``manifest.withdrawn_tasks`` with the reason, their unfinished sessions do not run, and ``metrics``
+    leaves the sessions they ran out of every rate. Returns what was withdrawn now (nothing is written)."""
+    from datetime import datetime
+
+    from beavertui.engine.corpus import verdicts
+
+    try:
+        created = datetime.strptime(manifest.created, "%Y-%m-%dT%H:%M:%S%z").timestamp()
+    except (TypeError, ValueError):
+        return {}  # when the run began is unknown, so is which verdicts came after it
+    now: dict[str, str] = {}
+    by_id = {t.id: t for t in corpus.tasks}
+    for tid in manifest.tasks:
+        rec = verdicts.load(by_id[tid], gpu, cache) if tid in by_id else None
+        # a verdict the run was created with was already applied (or overridden with --all-tasks)
+        if rec is not None and rec.verdict == "unusable" and rec.measured_at > created:
+            when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(rec.measured_at))
+            now[tid] = f"validated unusable on {gpu} at {when}, after the run began: {rec.reason}"
+    if now:
+        manifest.tasks = [t for t in manifest.tasks if t not in now]
+        manifest.withdrawn_tasks.update(now)
+        say(
+            f"beavertui: {len(now)} task(s) withdrawn from the run (their sessions are left out of every rate):"
+        )
+        for tid, why in sorted(now.items()):
+            say(f"  {tid}: {why}")
+    return now
+
+
 def new_run(
     options: BatchOptions, say: Callable[[str], None] = _stderr_line
 ) -> tuple[RunManifest, Path, Any]:
@@ -252,6 +286,12 @@ def prepare(
             elif options.reply_cache is not None:
                 manifest.reply_cache = str(options.reply_cache.absolute())
             manifest.reply_cache_sampled = manifest.reply_cache_sampled or options.reply_cache_sampled
+            if toolchain == "local" and not options.all_tasks:
+                from beavertui.engine.host.gpu import gpu_signature
+
+                sig = gpu_signature()
+                if sig is not None:
+                    withdraw_unusable(manifest, corpus, sig.slug, say or _stderr_line)
             manifest.resumed.append(time.strftime("%Y-%m-%dT%H:%M:%S%z"))
             manifest.status = "running"
             write_manifest(run_dir, manifest)

@@ -71,8 +71,9 @@ class Report:
     """engine.metrics.attempts.ExportStats of a run directory's sessions (None for an attempts table)."""
 
     def notes(self) -> list[str]:
-        """What every table must say: unfinished sessions (left out, or included and marked) and the
-        tasks whose correct attempts have no speedup (they count at p = 0 only)."""
+        """What every table must say: unfinished sessions (left out, or included and marked), sessions of
+        tasks withdrawn from their run, and the tasks whose correct attempts have no speedup (they count at
+        p = 0 only)."""
         out = []
         st = self.stats
         if st is not None and st.unfinished_sessions:
@@ -89,6 +90,14 @@ class Report:
                     f"{st.unfinished_sessions} unfinished session(s) left out of every rate "
                     f"(finish them: {cmds})"
                 )
+        if st is not None and st.withdrawn_sessions:
+            out.append(
+                f"{st.withdrawn_sessions} session(s) of {len(st.withdrawn)} task(s) withdrawn from their run "
+                "left out of every rate (validated unusable after the run began; run.json withdrawn_tasks: "
+                + ", ".join(sorted(st.withdrawn)[:5])
+                + (", ..." if len(st.withdrawn) > 5 else "")
+                + ")"
+            )
         n = unspeeded_tasks(self.table)
         if n:
             out.append(

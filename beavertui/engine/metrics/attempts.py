@@ -50,6 +50,11 @@ class ExportStats:
     """Whether the rows of unfinished sessions were yielded (``include_unfinished``)."""
     unspeeded: list[tuple[str, str, int, str]] = field(default_factory=list)
     """(model, task, iteration, reason) of every correct attempt whose speedup is null."""
+    withdrawn: dict[str, str] = field(default_factory=dict)
+    """Task id -> reason, for the tasks of a run whose sessions were left out because the run withdrew them
+    (run.json ``withdrawn_tasks``: validated unusable after the run began)."""
+    withdrawn_sessions: int = 0
+    """Sessions of those tasks that were left out (finished or not)."""
     observed_unrecorded: set[str] = field(default_factory=set)
     """Tasks of scored sessions whose header has no ``observed_label`` field at all (written before it was
     recorded; a null value there means the validation agreed with the label)."""
@@ -62,6 +67,18 @@ class ExportStats:
             if d is not None and d not in out:
                 out.append(d)
         return out
+
+
+def withdrawn_tasks(run_dir: Path | None) -> dict[str, str]:
+    """``withdrawn_tasks`` of a run directory's run.json (empty when there is none or it is unreadable)."""
+    if run_dir is None:
+        return {}
+    try:
+        doc = json.loads((run_dir / "run.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    got = doc.get("withdrawn_tasks") if isinstance(doc, dict) else None
+    return {str(k): str(v) for k, v in got.items()} if isinstance(got, dict) else {}
 
 
 def run_dir_of(path: Path) -> Path | None:
@@ -185,6 +202,7 @@ def export_rows(
     stats = stats if stats is not None else ExportStats()
     stats.unfinished_included = include_unfinished
     run_id = root.name if root.is_dir() else None
+    withdrawn: dict[Path | None, dict[str, str]] = {}
     for path in session_files(root):
         try:
             header, events, problem = read_session(path)
@@ -193,6 +211,13 @@ def export_rows(
             continue
         if header is None:
             stats.damaged.append(f"{path}: {problem}")
+            continue
+        run = run_dir_of(path)
+        if run not in withdrawn:
+            withdrawn[run] = withdrawn_tasks(run)
+        if header.task.id in withdrawn[run]:  # taken out of its run: in no rate, finished or not
+            stats.withdrawn[header.task.id] = withdrawn[run][header.task.id]
+            stats.withdrawn_sessions += 1
             continue
         state = fold(header, events)
         stats.sessions += 1
