@@ -7,7 +7,9 @@
 # Earlier results: .release/prev/validate.jsonl (tasks already there are not validated again) and
 # .release/prev/validation/ (stored verdicts, put back into the cache). Environment: WORKERS (default: cores;
 # KB_WORKERS for the kernelbench chunks, default at most 8),
-# VALIDATE_FLAGS (extra flags of corpus validate, e.g. --no-timing), ONLY (a grep -E pattern of task ids), RAW_IDS (tasks whose raw stage outputs are kept, for the fixtures).
+# VALIDATE_FLAGS (extra flags of corpus validate, e.g. --no-timing), TIMING_ONLY=1 (with timing: only the tasks
+# whose stored check waits for its reference time; with --reuse-checks nothing but that timing runs), KB_CHUNK
+# (kernelbench tasks per chunk), ONLY (a grep -E pattern of task ids), RAW_IDS (tasks whose raw stage outputs are kept, for the fixtures).
 # Earlier results whose stored verdicts are missing get them back (scripts/release_store_verdicts.py).
 # Writes to $OUT: validate.jsonl (every result so far, earlier ones included), chunks/*.{jsonl,log},
 # raw/ (stage outputs), validation/ (stored verdicts), w/steps.log (chunk logs carry seconds since start); one instance's failure never stops the rest.
@@ -43,9 +45,10 @@ PY
 log "python modules: $(head -c 600 "$W/deps.txt")"
 ls "$REL/data" | grep -v '^_' | grep -E "${ONLY:-.}" >"$W/all.txt"
 python3 - "$OUT/validate.jsonl" "$W/all.txt" "${VALIDATE_FLAGS:-}" >"$W/todo.txt" <<'PY'
-import json, sys
+import json, os, sys
 timing = "--no-timing" not in sys.argv[3]
 done = set()
+untimed_ids = set()
 for line in open(sys.argv[1]):
     try:
         r = json.loads(line)
@@ -56,9 +59,21 @@ for line in open(sys.argv[1]):
     # a task checked without timing whose reference passed is timed now (--reuse-checks keeps its checks)
     untimed = r.get("reference_ms") is None and r.get("reference_category") == "passed" and r.get(
         "reference_kind") in ("drop_in", "eager_model")
+    # a check that ran out of GPU memory beside other checks, stored before such checks were made again
+    # alone, says nothing about the task: it is checked again
+    oom = "out_of_memory" in (r.get("reference_category"), r.get("broken_category")) and not any(
+        "checked again alone" in n for n in r.get("notes") or [])
+    if oom:
+        done.discard(r["task_id"])
+        continue
     if not (timing and untimed):
         done.add(r["task_id"])
+    elif untimed:
+        untimed_ids.add(r["task_id"])
 todo = [t for t in open(sys.argv[2]).read().split() if t not in done]
+if timing and os.environ.get("TIMING_ONLY"):
+    # only the tasks whose stored check waits for its reference time (with --reuse-checks nothing else runs)
+    todo = [t for t in todo if t in untimed_ids]
 # kernelbench last: its checks (JIT builds of the broken starts) are the longest, and a run cut by its
 # budget should leave the fewest families unvalidated
 for t in sorted(todo, key=lambda t: t.startswith("kernelbench")):
@@ -71,12 +86,14 @@ if [ -n "${RAW_IDS:-}" ] && [ "$(left)" -gt 200 ]; then
   log "raw outputs: rc $? ($(ls "$OUT/raw" | wc -l) files)"
 fi
 n=0
+KB_WORKERS=${KB_WORKERS:-$(( WORKERS < 8 ? WORKERS : 8 ))}
 # kernelbench in chunks of its own, after the rest (corpus validate takes a chunk's tasks in corpus order, so
 # a mixed chunk would start with kernelbench), and with fewer workers: each of its checks holds tens of GiB
 # of GPU memory, and 16 at once ran out of memory in 11 of 25 checks on an H200
 grep -v '^kernelbench' "$W/todo.txt" | split -l "$CHUNK" -d -a 3 - "$W/chunk.a" 2>/dev/null
-grep '^kernelbench' "$W/todo.txt" | split -l "$CHUNK" -d -a 3 - "$W/chunk.k" 2>/dev/null
-KB_WORKERS=${KB_WORKERS:-$(( WORKERS < 8 ? WORKERS : 8 ))}
+# kernelbench chunks of KB_CHUNK (default KB_WORKERS): a task that ran out of memory beside others is
+# checked again alone at the end of its chunk, so a cut run loses at most the chunk it was in
+grep '^kernelbench' "$W/todo.txt" | split -l "${KB_CHUNK:-$KB_WORKERS}" -d -a 3 - "$W/chunk.k" 2>/dev/null
 for f in "$W"/chunk.a* "$W"/chunk.k*; do
   [ -f "$f" ] || continue
   budget=$(( $(left) - 25 ))

@@ -47,9 +47,10 @@ def main() -> int:
             except ValueError:
                 continue
             if isinstance(doc, dict) and "task_id" in doc:
-                docs[str(doc["task_id"])] = doc
-                if doc.get("gpu"):
-                    gpus[str(doc["gpu"])] += 1
+                docs[str(doc["task_id"])] = doc  # the latest result of a task stands
+    for doc in docs.values():
+        if doc.get("gpu"):
+            gpus[str(doc["gpu"])] += 1
     listed = {t for t in (args.all.read_text().split() if args.all else []) if not t.startswith("_")}
     ids = sorted(set(docs) | listed)
     counts: dict[str, Counter[str]] = defaultdict(Counter)
