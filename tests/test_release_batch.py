@@ -101,7 +101,9 @@ def test_every_correct_attempt_is_in_the_attempts_table(
 ) -> None:
     sessions = _sessions(run)
     assert main(["export", str(run)]) == 0
-    rows = [json.loads(line) for line in capsys.readouterr().out.splitlines() if line.strip()]
+    out = capsys.readouterr()
+    rows = [json.loads(line) for line in out.out.splitlines() if line.strip()]
+    assert "3 sessions of tasks withdrawn from their run left out" in out.err
     correct = {(t, v.iteration) for t, (_, vs) in sessions.items() for v in vs if v.correct}
     table = {(r["task_id"], r["iteration"]) for r in rows if r["correct"]}
     assert correct and table == correct

@@ -62,7 +62,13 @@ def _handle(args: argparse.Namespace) -> int:
     print(
         f"beavertui: {stats.rows} attempts from {stats.sessions} sessions"
         f" ({stats.infra_rows} hit by infrastructure failures, excluded from scores;"
-        f" {stats.unfinished_sessions} sessions unfinished; {len(stats.damaged)} unreadable files)",
+        f" {stats.unfinished_sessions} sessions unfinished;"
+        + (
+            f" {stats.withdrawn_sessions} sessions of tasks withdrawn from their run left out;"
+            if stats.withdrawn_sessions
+            else ""
+        )
+        + f" {len(stats.damaged)} unreadable files)",
         file=sys.stderr,
     )
     for line in stats.damaged[:5]:
