@@ -9,7 +9,7 @@
 # KB_WORKERS for the kernelbench chunks, default at most 8),
 # VALIDATE_FLAGS (extra flags of corpus validate, e.g. --no-timing), TIMING_ONLY=1 (with timing: only the tasks
 # whose stored check waits for its reference time; with --reuse-checks nothing but that timing runs), KB_CHUNK
-# (kernelbench tasks per chunk), ONLY (a grep -E pattern of task ids), RAW_IDS (tasks whose raw stage outputs are kept, for the fixtures).
+# (kernelbench tasks per chunk), KB_GPU_JOBS (kernelbench checks' GPU stages at once: corpus validate --gpu-jobs), ONLY (a grep -E pattern of task ids), RAW_IDS (tasks whose raw stage outputs are kept, for the fixtures).
 # Earlier results whose stored verdicts are missing get them back (scripts/release_store_verdicts.py).
 # Writes to $OUT: validate.jsonl (every result so far, earlier ones included), chunks/*.{jsonl,log},
 # raw/ (stage outputs), validation/ (stored verdicts), w/steps.log (chunk logs carry seconds since start); one instance's failure never stops the rest.
@@ -103,7 +103,8 @@ for f in "$W"/chunk.a* "$W"/chunk.k*; do
   for t in $(cat "$f"); do args+=(--task "$t"); done
   name=$(basename "$f")
   timeout -k 10 "$budget" python3 -m beavertui corpus validate --corpus "$REL" "${args[@]}" --json \
-    --workers "$(case "$(basename "$f")" in chunk.k*) echo "$KB_WORKERS" ;; *) echo "$WORKERS" ;; esac)" --gpus "$GPUS" ${VALIDATE_FLAGS:-} >"$OUT/chunks/$name.jsonl" \
+    --workers "$(case "$(basename "$f")" in chunk.k*) echo "$KB_WORKERS" ;; *) echo "$WORKERS" ;; esac)" --gpus "$GPUS" \
+    $(case "$(basename "$f")" in chunk.k*) [ -n "${KB_GPU_JOBS:-}" ] && echo "--gpu-jobs $KB_GPU_JOBS" ;; esac) ${VALIDATE_FLAGS:-} >"$OUT/chunks/$name.jsonl" \
     2> >(while IFS= read -r l; do printf '[%s s] %s\n' "$(($(date +%s) - T0))" "$l"; done >"$OUT/chunks/$name.log")
   rc=$?
   grep -h '"task_id"' "$OUT/chunks/$name.jsonl" >>"$OUT/validate.jsonl"

@@ -40,6 +40,11 @@ def register(sub: Any) -> None:
         help="tasks built and run at once in the check phase (default: min(8, CPU cores)); timing is always serial",
     )  # fmt: skip
     va.add_argument(
+        "--gpu-jobs", type=int, default=None, metavar="N",
+        help="of those, at most N test or sanitizer runs on the GPU at once while the others build (default: "
+        "no limit below --workers; for checks whose runs need much GPU memory and whose builds are long)",
+    )  # fmt: skip
+    va.add_argument(
         "--gpus", default=None, metavar="LIST",
         help="time on these GPUs, one task at a time on each (e.g. 0,1; default: the visible GPU as one)",
     )  # fmt: skip
@@ -138,6 +143,8 @@ def _validate(args: argparse.Namespace) -> int:
         print(f"beavertui: {line}", file=sys.stderr)
     if args.workers is not None and args.workers < 1:
         raise BeaverError(f"--workers must be at least 1, got {args.workers}")
+    if args.gpu_jobs is not None and args.gpu_jobs < 1:
+        raise BeaverError(f"--gpu-jobs must be at least 1, got {args.gpu_jobs}")
 
     def checked(r: Any, done: int, total: int) -> None:
         seen = r.broken_category or r.reason or ""
@@ -149,7 +156,7 @@ def _validate(args: argparse.Namespace) -> int:
     gpus = [g.strip() for g in args.gpus.split(",") if g.strip()] if args.gpus else None
     run = validate(
         tasks, machine, timing=not args.no_timing, ceilings=ceilings, workers=args.workers, on_checked=checked,
-        gpus=gpus, reuse_checks=args.reuse_checks,
+        gpus=gpus, reuse_checks=args.reuse_checks, gpu_jobs=args.gpu_jobs,
     )  # fmt: skip
     for i, r in enumerate(run, 1):
         results.append(r)

@@ -16,6 +16,7 @@ No printing here.
 from __future__ import annotations
 
 import os
+import threading
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor, as_completed
@@ -196,7 +197,7 @@ def check_task(
         ref_code = families.reference_submission(task)
         if ref_code is None:
             return replace(base, reason="no reference solution shipped")
-        ref_tool = LocalToolchain(tool.config)  # its own instance: last_workdir is per attempt
+        ref_tool = LocalToolchain(tool.config, tool.gpu_slots)  # its own instance: last_workdir is per attempt
         if reference_stands:
             # the stored verdict's reference check passed (reusable()), and nothing is built for the timing
             # of an eager Model: only the timing runs again
@@ -322,7 +323,7 @@ def validate(
     tasks: list[Task], machine: Machine, config: LocalConfig | None = None, timing: bool = True,
     ceilings: Ceilings | None = None, workers: int | None = None,
     on_checked: Callable[[TaskValidation, int, int], None] | None = None, gpus: list[str] | None = None,
-    reuse_checks: bool = False,
+    reuse_checks: bool = False, gpu_jobs: int | None = None,
 ) -> Iterator[TaskValidation]:  # fmt: skip
     """Validate tasks: checks in parallel, then timing one task at a time per GPU; yielded in task order
     (without timing, as each task's checks finish).
@@ -332,8 +333,13 @@ def validate(
     makes visible, as one GPU). Every timed pair (reference and candidate) stays on one GPU.
     ``reuse_checks``: a task whose stored verdict on this GPU was checked but not timed (reusable()) keeps
     its broken start's result; its reference is run again and timed.
+    ``gpu_jobs``: at most this many of the checks' GPU stages (test, sanitizer and profiler runs) at once,
+    while up to ``workers`` checks build (default: no limit beyond ``workers``). For checks whose GPU stage
+    needs much memory (kernelbench's) and whose builds are long.
     """
-    tool = LocalToolchain(config)
+    n = workers or max(1, min(8, os.cpu_count() or 1))
+    slots = threading.BoundedSemaphore(gpu_jobs) if gpu_jobs is not None and gpu_jobs < n else None
+    tool = LocalToolchain(config, slots)
     timed = timing and machine.gpu is not None
     cache = tool.config.timing.cache
     stored: dict[str, verdicts.VerdictRecord] = {}
@@ -351,7 +357,6 @@ def validate(
                 r = replace(r, notes=(*r.notes, f"verdict not stored: {exc}"))
         return r
 
-    n = workers or max(1, min(8, os.cpu_count() or 1))
     checked: list[TaskValidation] = []
     with ThreadPoolExecutor(n, thread_name_prefix="beaver-validate") as pool:
         futures: list[Future[TaskValidation]] = [

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import re
 import tempfile
+import threading
 from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -86,8 +88,13 @@ def family_oracle(task: Task, verdict: Classification, run: StageResult | None) 
 class LocalToolchain:
     """Builds, runs, sanitizes and times candidates on the local GPU."""
 
-    def __init__(self, config: LocalConfig | None = None) -> None:
+    def __init__(
+        self, config: LocalConfig | None = None, gpu_slots: threading.Semaphore | None = None
+    ) -> None:
         self.config = config or LocalConfig()
+        self.gpu_slots = gpu_slots
+        """Shared by the toolchains of one validation: at most its count of GPU stages (test and sanitizer
+        runs) at once among them, while their builds go on (None: no limit)."""
         self.last_workdir: Path | None = None
         """Work dir of the latest attempt (still on disk only when it was kept)."""
         self._reference_profiles: dict[str, tuple[list[KernelMetrics], str]] = {}
@@ -103,6 +110,15 @@ class LocalToolchain:
     def start_log_cache(self) -> Path | None:
         """Where fresh checks of broken starts are kept (loop/startlog.py), or None to make each anew."""
         return self.cache_root if self.config.keep_start_logs else None
+
+    @contextmanager
+    def _gpu_slot(self) -> Iterator[None]:
+        """Hold one of ``gpu_slots`` for a GPU stage (nothing to hold without them)."""
+        if self.gpu_slots is None:
+            yield
+            return
+        with self.gpu_slots:
+            yield
 
     def profiler_unavailable(self) -> str | None:
         """Why feedback level L4 cannot run here (no ncu, no GPU), or None."""
@@ -130,7 +146,8 @@ class LocalToolchain:
             tampered = work.note_build()
             run: StageResult | None = None
             if build.rc == 0 and not build.timed_out:
-                run = runner.test(work, cfg)
+                with self._gpu_slot():
+                    run = runner.test(work, cfg)
                 yield Ran(iteration=it, result=run)
             tampered += work.verify()
             timed_out = build.timed_out or (run is not None and run.timed_out)
@@ -140,7 +157,9 @@ class LocalToolchain:
                 run,
             )
             if options.profile and run is not None and not run.timed_out:
-                yield self._profile(task, work, cfg, it)
+                with self._gpu_slot():
+                    profiled = self._profile(task, work, cfg, it)
+                yield profiled
             sanitized = self._sanitize(task, work, cfg, options, run, verdict)
             yield from self._judge(task, code, work, cfg, options, build, run, verdict, sanitized, tampered)
 
@@ -289,7 +308,8 @@ class LocalToolchain:
         limit = min(max(task.timeouts.run_s * self.config.sanitizer_factor, 60.0), 300.0)
         for tool in self._sanitizer_tools(task, options, run, verdict):
             cmd = sanitizer.wrap(adapt_command(task.test_command, cfg.sm), tool, self.config.sanitizer_exe)
-            res = runner.run_stage(work, "sanitize", cmd, limit, cfg, adapt=False)
+            with self._gpu_slot():
+                res = runner.run_stage(work, "sanitize", cmd, limit, cfg, adapt=False)
             yield Sanitized(
                 iteration=it,
                 tool=tool,
