@@ -54,6 +54,7 @@ def show_plan(manifest: RunManifest, run_dir: Path, args: argparse.Namespace, *,
             "exists": resuming,
             "tasks": manifest.tasks,
             "excluded_tasks": manifest.excluded_tasks,
+            "withdrawn_tasks": manifest.withdrawn_tasks,
             "models": [m.name for m in manifest.models],
             "protocols": {p.slug: p.protocol.short() for p in manifest.protocols},
             "samples": manifest.samples,
@@ -82,6 +83,10 @@ def show_plan(manifest: RunManifest, run_dir: Path, args: argparse.Namespace, *,
     if manifest.excluded_tasks:
         lines.append(f"left out ({len(manifest.excluded_tasks)}): " + "; ".join(
             f"{k}: {v}" for k, v in manifest.excluded_tasks.items()
+        ))  # fmt: skip
+    if manifest.withdrawn_tasks:
+        lines.append(f"withdrawn after the run began ({len(manifest.withdrawn_tasks)}): " + "; ".join(
+            f"{k}: {v}" for k, v in manifest.withdrawn_tasks.items()
         ))  # fmt: skip
     lines += [
         f"models ({len(manifest.models)}): {', '.join(m.name for m in manifest.models)}",
