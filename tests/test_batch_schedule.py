@@ -179,6 +179,45 @@ def test_a_run_admitted_during_a_stuck_drain_that_hangs_itself_keeps_the_other_s
     ]
 
 
+def test_a_sanitizer_run_starts_beside_a_hung_run_that_a_drain_waits_for() -> None:
+    """Seen on the H200: a broken-start check hung to the release's 300 s limit in one slot while timing
+    stages waited for it; a failed run's memcheck run, a long run, was never admitted, and its session waited
+    to the end of the batch. Once the run the drain waits for has run hang_s, a long run starts beside it; it
+    never holds the drain open, and short runs admitted behind it stay short."""
+    clock = Clock()
+    pool = GpuPool(["0"], shared=3, patience_s=10.0, hang_s=30.0, clock=clock)
+    pool.log = []
+    hung = Stage(pool.hold, 0).wait()
+    timing = Stage(lambda: pool.hold(exclusive=True), 1)
+    queued(pool, 1)
+    sanitizer = Stage(lambda: pool.hold(long=True), 2)
+    queued(pool, 2)
+    clock.now = 10.0
+    pool.reschedule()
+    short = Stage(pool.hold, 3).wait()  # stuck behind the first run: short runs go on
+    assert not sanitizer.granted.is_set()  # 10 s: a long run, not yet a hung one
+    clock.now = 29.0
+    pool.reschedule()
+    assert not sanitizer.granted.is_set()
+    clock.now = 30.0
+    pool.reschedule()  # it has run hang_s: the sanitizer starts beside it
+    sanitizer.wait()
+    short.done()
+    hung.done()
+    newest = Stage(pool.hold, 4)
+    queued(pool, 2)
+    assert not newest.granted.is_set() and not timing.granted.is_set()  # the drain waits for the sanitizer
+    clock.now = 500.0
+    pool.reschedule()
+    assert not newest.granted.is_set()  # admitted behind the drain, it never holds it open
+    sanitizer.done()
+    timing.wait().done()
+    newest.wait().done()
+    assert [(k, r) for k, r, _g in grants(pool)] == [
+        ("shared", 0), ("shared", 3), ("long", 2), ("exclusive", 1), ("shared", 4)
+    ]  # fmt: skip
+
+
 def test_a_stream_of_long_runs_cannot_starve_a_timing_stage() -> None:
     """Runs admitted behind a run that hangs never hold the drain open themselves, however long they run:
     once the runs before them end, the GPU drains (kernelbench's runs, with their JIT builds, take a minute)."""

@@ -10,8 +10,10 @@ session first (its rank: the order in which the batch started the sessions), the
   in flight when the timing stage began to wait has been running ``patience_s``, the GPU admits short runs
   again (never a long one). A run admitted so may hang itself (a kernel that runs to its time limit): once
   it has run ``hang_s``, the GPU admits short runs again too, but those never hold the drain open in turn,
-  so a stream of long runs cannot starve the timing stage. Once no such run is left, the GPU drains what it
-  admitted meanwhile. The timing stage cannot start before a long run ends (its kernels would share the
+  so a stream of long runs cannot starve the timing stage. Long runs (sanitizers) wait out a drain, unless
+  the run it waits for has run ``hang_s`` itself: then it is likely to run to its time limit, and a long
+  run starts beside it (never holding the drain open) rather than wait for it and then for the timing
+  stage. Once no such run is left, the GPU drains what it admitted meanwhile. The timing stage cannot start before a long run ends (its kernels would share the
   GPU with it), but the other sessions' correctness runs go on;
 - the other GPUs go on admitting shared runs, and a long run (a sanitizer) is placed on the GPU with the
   fewest long runs and no timing waiting for it, so a timing stage seldom waits for one to finish;
@@ -164,7 +166,9 @@ class GpuPool:
                 for g in healthy
                 if not g.exclusive
                 and g.shared < self.shared_limit
-                and (g.waiting_exclusive == 0 or (not req.long and self._stuck(g, now)))
+                and (
+                    g.waiting_exclusive == 0 or (self._stuck(g, now) and (not req.long or self._hung(g, now)))
+                )
             ]
             if not open_:
                 continue
@@ -175,7 +179,7 @@ class GpuPool:
                     open_, key=lambda x: (x.shared, x.runs)
                 )
             if g.waiting_exclusive:  # admitted while the drain is stuck: behind a first run, or a late one
-                g.late[req.seq] = 1 if self._stuck_first(g, now) else 2
+                g.late[req.seq] = 1 if self._stuck_first(g, now) and not req.long else 2
             g.shared += 1
             g.long_runs += req.long
             g.started[req.seq] = now
@@ -204,22 +208,35 @@ class GpuPool:
             t > since and g.late.get(seq) == 1 and now - t >= self.hang_s for seq, t in g.started.items()
         )
 
+    def _hung(self, g: GpuState, now: float) -> bool:
+        """Whether the drain of ``g`` waits for a run that has run ``hang_s`` (found in flight when the drain
+        began, or admitted behind such a run): it is likely to run to its time limit, so a long run (a
+        sanitizer) may start beside it rather than wait for it and then for the timing stage."""
+        since = g.drain_since
+        return since is not None and any(
+            (t <= since or g.late.get(seq) == 1) and now - t >= self.hang_s for seq, t in g.started.items()
+        )
+
     def _deadline(self) -> float | None:
-        """Seconds until a run that a drain waits for reaches its patience (None: no such moment ahead)."""
+        """Seconds until a run that a drain waits for reaches its patience or ``hang_s`` (None: no such
+        moment ahead)."""
         now = self.clock()
         out: float | None = None
         for g in self.gpus:
-            if g.drain_since is None or self._stuck(g, now):
+            if g.drain_since is None:
                 continue
             for seq, t in g.started.items():
+                moments: tuple[float, ...]
                 if t <= g.drain_since:
-                    left = t + self.patience_s - now
+                    moments = (t + self.patience_s, t + self.hang_s)
                 elif g.late.get(seq) == 1:
-                    left = t + self.hang_s - now
+                    moments = (t + self.hang_s,)
                 else:
                     continue
-                out = left if out is None else min(out, left)
-        return None if out is None else max(out, 0.0)
+                for m in moments:
+                    if m > now:
+                        out = m - now if out is None else min(out, m - now)
+        return out
 
     def reschedule(self) -> None:
         """Decide again now (a test that moves the pool's clock; the waiting stages do it when a run that a
