@@ -1,6 +1,6 @@
 """Where the time of a batch went, from its session files alone: stages, timing waits, quiet stretches.
 
-    python3 bench/batch_timeline.py RUN_DIR [--segment last|all] [--json]
+    python3 bench/batch_timeline.py RUN_DIR [--segment last|all] [--json] [--startlogs DIR]
 
 Every stage event carries the time it ended and, for builds, runs and sanitizer runs, its duration; a timing
 stage carries its own wall time (``wall_s``). From those this prints, for the chosen stretch of the run:
@@ -8,7 +8,10 @@ stage carries its own wall time (``wall_s``). From those this prints, for the ch
 - the count and summed duration of each stage kind (build, run, sanitize) and of the timing stages;
 - how long each correct attempt waited for its timing stage: the timing event's time minus its wall time
   minus the end of the attempt's last run or sanitizer run;
-- the longest stretch in which no stage of any session ended, and which sessions were in flight then.
+- the longest stretch in which no stage of any session ended, and which sessions were in flight then;
+- with ``--startlogs DIR`` (the machine's kept broken-start checks), the checks made in the stretch: each
+  session's check of its broken start is a whole attempt that no session file records, so its stages are
+  counted from the check's kept file (checks kept before the files said what they cost are left out).
 
 ``--segment last`` (the default) keeps only the events since the run was last started or resumed (run.json's
 ``created`` and ``resumed`` times): a run resumed on another machine is a new stretch, and the time between
@@ -61,7 +64,25 @@ def segment(evs: list[tuple[float, str, Any]], since: float | None) -> list[tupl
     return evs if since is None else [e for e in evs if e[0] >= since]
 
 
-def analyse(evs: list[tuple[float, str, Any]]) -> dict[str, Any]:
+def start_checks(folder: Path, since: float | None, until: float | None) -> list[dict[str, Any]]:
+    """The kept broken-start checks under ``folder`` (a startlogs/ folder) made between ``since`` and
+    ``until`` that say what they cost (``began`` and ``stages``; checks kept by older versions do not)."""
+    out: list[dict[str, Any]] = []
+    for f in sorted(folder.rglob("*.json")):
+        try:
+            doc = json.loads(f.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if not isinstance(doc, dict) or not isinstance(doc.get("made"), (int, float)):
+            continue
+        if (since is not None and doc["made"] < since) or (until is not None and doc["made"] > until):
+            continue
+        if isinstance(doc.get("began"), (int, float)) and isinstance(doc.get("stages"), list):
+            out.append(doc)
+    return out
+
+
+def analyse(evs: list[tuple[float, str, Any]], checks: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     if not evs:
         return {"events": 0}
     t0 = evs[0][0]
@@ -91,6 +112,17 @@ def analyse(evs: list[tuple[float, str, Any]]) -> dict[str, Any]:
                 waits.append((max(0.0, t - wall - ran), name))
         elif isinstance(e, SessionEnd):
             ended.append((t - t0, name))
+    check_stages: dict[str, list[float]] = {"build": [], "run": [], "sanitize": [], "timing": []}
+    check_walls: list[tuple[float, str, float]] = []
+    for c in checks or []:
+        for st in c["stages"]:
+            if isinstance(st, dict) and st.get("stage") in check_stages:
+                check_stages[str(st["stage"])].append(float(st.get("duration_s") or 0.0))
+        check_walls.append(
+            (float(c["made"]) - float(c["began"]), str(c.get("task", "?")), float(c["began"]) - t0)
+        )
+        stage_ends.append((float(c["made"]), str(c.get("task", "?"))))
+    stage_ends.sort()
     quiet = (0.0, t0, t0)
     ends = [t0] + [t for t, _ in stage_ends]
     for a, b in itertools.pairwise(ends):
@@ -120,6 +152,15 @@ def analyse(evs: list[tuple[float, str, Any]]) -> dict[str, Any]:
             "max_s": round(max((w for w, _ in waits), default=0.0), 1),
             "longest": sorted(waits, reverse=True)[:5],
         },
+        "start_checks": {
+            "count": len(check_walls),
+            "wall_sum_s": round(sum(w for w, _, _ in check_walls), 1),
+            "stages": {k: summary(v) for k, v in check_stages.items()},
+            "longest": [
+                {"task": n, "wall_s": round(w, 1), "began_s": round(b, 1)}
+                for w, n, b in sorted(check_walls, reverse=True)[:5]
+            ],
+        },
         "quiet": {
             "longest_s": round(quiet[0], 1),
             "from_s": round(quiet[1] - t0, 1),
@@ -134,12 +175,19 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("run", type=Path)
     ap.add_argument("--segment", choices=("last", "all"), default="last")
     ap.add_argument("--json", action="store_true")
+    ap.add_argument(
+        "--startlogs", type=Path, default=None, metavar="DIR",
+        help="the kept broken-start checks of the machine (a startlogs/ folder): each session's check of its "
+        "broken start is not an attempt and is in no session file; its stages are counted from here",
+    )  # fmt: skip
     args = ap.parse_args(argv)
     if not args.run.is_dir():
         print(f"batch_timeline: {args.run}: not a folder", file=sys.stderr)
         return 2
     since = last_start(args.run) if args.segment == "last" else None
-    doc = analyse(segment(events_of(args.run), since))
+    evs = segment(events_of(args.run), since)
+    checks = start_checks(args.startlogs, since, evs[-1][0] if evs else None) if args.startlogs else None
+    doc = analyse(evs, checks)
     if args.json:
         print(json.dumps(doc, indent=1))
         return 0
@@ -157,6 +205,15 @@ def main(argv: list[str] | None = None) -> int:
         f"{'timing':9} {t['count']:4} stages, {t['sum_s']:7.1f} s summed, median {t['median_s']} s (wall_s)"
     )
     print(f"wait for timing: median {w['median_s']} s, max {w['max_s']} s over {w['count']} timed attempts")
+    if args.startlogs:
+        c = doc["start_checks"]
+        parts = ", ".join(
+            f"{k} {v['count']} ({v['sum_s']} s)" for k, v in c["stages"].items() if v["count"]
+        )  # fmt: skip
+        print(f"start checks: {c['count']} made in the stretch, {c['wall_sum_s']} s of wall time summed"
+              f"{'; stages: ' + parts if parts else ''}")  # fmt: skip
+        for x in c["longest"]:
+            print(f"  {x['task']}: {x['wall_s']} s from {x['began_s']} s")
     print(f"longest stretch with no stage ending: {q['longest_s']} s (from {q['from_s']} s to {q['to_s']} s), "
           f"{q['sessions_in_flight']} sessions in flight")  # fmt: skip
     return 0

@@ -394,6 +394,14 @@ def test_a_fresh_check_is_made_once_per_task_and_machine(
 
     one = first_turn(Protocol(budget=1))
     assert len(checks) == 1 and "a fresh check on this machine)" in one
+    # the kept check says what it cost, stage by stage (its stages are in no session file)
+    import json
+
+    (kept,) = (tmp_path / "c" / "startlogs" / sig.slug).glob("*.json")
+    doc = json.loads(kept.read_text())
+    assert doc["task"] == "sleepy" and doc["began"] <= doc["made"]
+    assert [x["stage"] for x in doc["stages"]][:2] == ["build", "run"]
+    assert all(isinstance(x["duration_s"], float) for x in doc["stages"])
     two = first_turn(Protocol(budget=1))
     assert len(checks) == 1 and two == one  # reused: no second check, and the same first turn
     first_turn(Protocol(budget=1, gate=0.5))  # another gate: another check

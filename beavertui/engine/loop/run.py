@@ -12,6 +12,7 @@ from __future__ import annotations
 import difflib
 import queue
 import threading
+import time
 import uuid
 from collections.abc import Generator, Iterator, Sequence
 from typing import get_args
@@ -37,6 +38,7 @@ from beavertui.engine.session.events import (
     SessionEnd,
     SessionHeader,
     TaskRef,
+    Timed,
     Verdict,
 )
 from beavertui.engine.session.protocol import Protocol
@@ -139,17 +141,23 @@ def _start_log(task: Task, toolchain: Toolchain, protocol: Protocol) -> tuple[st
         iteration=1, gate=protocol.gate, sanitize_on_failure=protocol.sanitize_on_failure
     )
     judged = False
+    began = time.time()
+    stages: list[dict[str, object]] = []
     for e in toolchain.attempt(task, task.broken_start(), options):
         judged = judged or isinstance(e, Verdict)
         if e.kind == "infra_error":
             digest = None  # a check the machine cut short is not kept
         if e.kind in ("build", "run", "sanitize"):
             parts.append(stage_log(e.result))
+            r = e.result
+            stages.append({"stage": r.stage, "duration_s": r.duration_s, "rc": r.rc, "timed_out": r.timed_out})
+        elif isinstance(e, Timed):
+            stages.append({"stage": "timing", "duration_s": e.result.wall_s, "rc": None, "timed_out": False})
         elif isinstance(e, Verdict) and e.correct and e.speedup is not None:
             parts.append(f"correct, speedup {e.speedup:.2f}x against a gate of {e.gate:g}x")
     log = "\n\n".join(parts) or None
     if judged and log is not None and digest is not None and cache is not None and gpu is not None:
-        startlog.save(cache, task, gpu, digest, log)
+        startlog.save(cache, task, gpu, digest, log, began=began, stages=stages)
     return log, "a fresh check on this machine"
 
 

@@ -55,15 +55,25 @@ def load(cache: Path, task: Task, gpu: GpuSignature, digest: str) -> str | None:
     return str(doc["log"])
 
 
-def save(cache: Path, task: Task, gpu: GpuSignature, digest: str, log: str) -> None:
-    """Store a check's log (atomically; a failure to store costs only the reuse)."""
+def save(
+    cache: Path, task: Task, gpu: GpuSignature, digest: str, log: str,
+    began: float | None = None, stages: list[dict[str, object]] | None = None,
+) -> None:  # fmt: skip
+    """Store a check's log (atomically; a failure to store costs only the reuse). ``began`` (epoch seconds)
+    and ``stages`` (each stage's kind, duration and exit status) say what the check cost: the check is not
+    an attempt, so the session files hold none of it (bench/batch_timeline.py --startlogs reads them)."""
     if len(log.encode()) > MAX_BYTES:
         return
     p = _path(cache, gpu, task, digest)
+    doc: dict[str, object] = {"key": digest, "task": task.id, "made": time.time(), "log": log}
+    if began is not None:
+        doc["began"] = began
+    if stages is not None:
+        doc["stages"] = stages
     try:
         p.parent.mkdir(parents=True, exist_ok=True)
         tmp = p.with_name(f".{p.name}.{os.getpid()}.tmp")
-        tmp.write_text(json.dumps({"key": digest, "made": time.time(), "log": log}), encoding="utf-8")
+        tmp.write_text(json.dumps(doc), encoding="utf-8")
         tmp.replace(p)
     except OSError:
         pass

@@ -1,0 +1,56 @@
+"""bench/batch_timeline.py on the recorded release batch (tests/data/release_batch.tar.gz, three H200 runs):
+the numbers docs/performance.md quotes for the third run come out of the session files, and a kept check of
+a broken start, which no session file holds, is counted from its startlogs file."""
+
+from __future__ import annotations
+
+import json
+import sys
+import tarfile
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "bench"))
+
+import batch_timeline as bt  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("timeline")
+    with tarfile.open(ROOT / "tests" / "data" / "release_batch.tar.gz") as tar:
+        tar.extractall(root, filter="data")
+    return root / "run"
+
+
+def test_the_third_runs_timeline_is_what_the_performance_doc_says(run: Path) -> None:
+    doc = bt.analyse(bt.segment(bt.events_of(run), bt.last_start(run)))
+    assert doc["sessions_ended"] == 7 and doc["span_s"] == pytest.approx(496.4, abs=0.1)
+    assert doc["timing"]["count"] == 4 and doc["timing"]["sum_s"] == pytest.approx(161.0, abs=0.1)
+    assert doc["quiet"]["longest_s"] == pytest.approx(149.0, abs=0.1)
+    assert doc["timing_wait"]["max_s"] == pytest.approx(298.8, abs=0.1)
+
+
+def test_a_kept_start_check_is_counted_and_ends_a_quiet_stretch(run: Path, tmp_path: Path) -> None:
+    evs = bt.segment(bt.events_of(run), bt.last_start(run))
+    t0 = evs[0][0]
+    logs = tmp_path / "startlogs" / "gpu"
+    logs.mkdir(parents=True)
+    # a check that ran from 340 s to 400 s of the stretch: inside the 149 s with no stage ending
+    check = {"key": "k", "task": "cuda_198", "began": t0 + 340.0, "made": t0 + 400.0, "log": "x",
+             "stages": [{"stage": "build", "duration_s": 2.0, "rc": 0, "timed_out": False},
+                        {"stage": "run", "duration_s": 58.0, "rc": None, "timed_out": True}]}  # fmt: skip
+    (logs / "a.json").write_text(json.dumps(check))
+    old = dict(check, made=t0 - 10.0)  # made before the stretch: left out
+    (logs / "b.json").write_text(json.dumps(old))
+    bare = {"key": "k", "made": t0 + 100.0, "log": "x"}  # kept by an older version: says nothing of its cost
+    (logs / "c.json").write_text(json.dumps(bare))
+    checks = bt.start_checks(tmp_path / "startlogs", t0, evs[-1][0])
+    assert [c["task"] for c in checks] == ["cuda_198"]
+    doc = bt.analyse(evs, checks)
+    sc = doc["start_checks"]
+    assert sc["count"] == 1 and sc["wall_sum_s"] == 60.0 and sc["stages"]["run"]["sum_s"] == 58.0
+    assert sc["longest"] == [{"task": "cuda_198", "wall_s": 60.0, "began_s": 340.0}]
+    assert doc["quiet"]["longest_s"] < 149.0  # the check's end splits the stretch
