@@ -12,6 +12,7 @@
 # test command, so its runs hold a GPU slot while the GPU itself waits on the compiler).
 # .release/prev/startlogs (optional): the kept start checks of an earlier run on the same kind of machine.
 # Writes to $OUT: sessions/$RUN_ID (the run, resumable), metrics.txt and metrics.json, startlogs/,
+# timeline.txt and timeline.json (bench/batch_timeline.py over this run's stretch, start checks included),
 # w/steps.log.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -54,4 +55,7 @@ python3 -m beavertui metrics "$RUN" >"$OUT/metrics.txt" 2>"$W/metrics.log"
 python3 -m beavertui metrics "$RUN" --json >"$OUT/metrics.json" 2>>"$W/metrics.log"
 log "metrics: $(grep -h 'unfinished\|without a speedup\|count at p' "$W/metrics.log" | head -3 | tr '\n' ' ')"
 [ -d "$CACHE/startlogs" ] && mkdir -p "$OUT/startlogs" && cp -a "$CACHE/startlogs/." "$OUT/startlogs/"
+python3 bench/batch_timeline.py "$RUN" ${CACHE:+--startlogs "$CACHE/startlogs"} >"$OUT/timeline.txt" 2>&1
+python3 bench/batch_timeline.py "$RUN" ${CACHE:+--startlogs "$CACHE/startlogs"} --json >"$OUT/timeline.json" 2>/dev/null
+log "timeline: $(tail -1 "$OUT/timeline.txt")"
 cp "$W/steps.log" "$OUT/steps.log"
