@@ -13,8 +13,9 @@ session first (its rank: the order in which the batch started the sessions), the
   so a stream of long runs cannot starve the timing stage. Long runs (sanitizers) wait out a drain, unless
   the run it waits for has run ``hang_s`` itself: then it is likely to run to its time limit, and a long
   run starts beside it (never holding the drain open) rather than wait for it and then for the timing
-  stage. Once no such run is left, the GPU drains what it admitted meanwhile. The timing stage cannot start before a long run ends (its kernels would share the
-  GPU with it), but the other sessions' correctness runs go on;
+  stage. Once no such run is left, the GPU drains what it admitted meanwhile. The timing stage cannot
+  start before a long run ends (its kernels would share the GPU with it), but the other sessions'
+  correctness runs go on;
 - the other GPUs go on admitting shared runs, and a long run (a sanitizer) is placed on the GPU with the
   fewest long runs and no timing waiting for it, so a timing stage seldom waits for one to finish;
 - among equally loaded GPUs the one that ran fewest stages is taken, so work spreads over idle GPUs;
