@@ -150,7 +150,9 @@ def _start_log(task: Task, toolchain: Toolchain, protocol: Protocol) -> tuple[st
         if e.kind in ("build", "run", "sanitize"):
             parts.append(stage_log(e.result))
             r = e.result
-            stages.append({"stage": r.stage, "duration_s": r.duration_s, "rc": r.rc, "timed_out": r.timed_out})
+            stages.append(
+                {"stage": r.stage, "duration_s": r.duration_s, "rc": r.rc, "timed_out": r.timed_out}
+            )
         elif isinstance(e, Timed):
             stages.append({"stage": "timing", "duration_s": e.result.wall_s, "rc": None, "timed_out": False})
         elif isinstance(e, Verdict) and e.correct and e.speedup is not None:
