@@ -25,13 +25,13 @@ import itertools
 import json
 import statistics
 import sys
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from beavertui.batch.rundir import stamp_seconds  # noqa: E402
 from beavertui.engine.session.events import Built, Ran, Sanitized, SessionEnd, SessionHeader, Timed  # noqa: E402
 from beavertui.engine.session.store import read_session  # noqa: E402
 
@@ -54,7 +54,7 @@ def last_start(run: Path) -> float | None:
     try:
         doc = json.loads((run / "run.json").read_text(encoding="utf-8"))
         stamps = [doc.get("created"), *(doc.get("resumed") or [])]
-        got = [datetime.strptime(x, "%Y-%m-%dT%H:%M:%S%z").timestamp() for x in stamps if isinstance(x, str)]
+        got = [t for t in map(stamp_seconds, stamps) if t is not None]
     except (OSError, ValueError, TypeError, AttributeError):
         return None
     return max(got) if got else None

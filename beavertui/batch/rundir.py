@@ -27,6 +27,26 @@ from beavertui.engine.errors import BeaverError
 from beavertui.engine.session.protocol import Protocol, with_legacy_gate
 
 MANIFEST = "run.json"
+
+#: How run.json writes its times (``created``, ``resumed``): local time with its UTC offset.
+STAMP = "%Y-%m-%dT%H:%M:%S%z"
+
+
+def stamp() -> str:
+    """Now, as run.json writes it."""
+    return time.strftime(STAMP)
+
+
+def stamp_seconds(text: object) -> float | None:
+    """A run.json time as epoch seconds (None when it is missing or not in that form)."""
+    from datetime import datetime
+
+    try:
+        return datetime.strptime(str(text), STAMP).timestamp() if isinstance(text, str) else None
+    except ValueError:
+        return None
+
+
 INFRA_LOG = "infra.jsonl"
 #: Suffix of files written then renamed into place; one left by a killed run is removed on resume.
 TMP_SUFFIX = ".partial"

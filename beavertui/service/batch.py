@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from beavertui.batch.resources import Admission, BuildSlots, GpuPool
-from beavertui.batch.rundir import RunManifest, read_infra, write_manifest
+from beavertui.batch.rundir import RunManifest, read_infra, stamp, write_manifest
 from beavertui.batch.scheduler import Tracker, plan, run_local
 from beavertui.engine.corpus.task import Task
 from beavertui.engine.errors import BeaverError
@@ -161,13 +161,11 @@ def withdraw_unusable(
     calls them unusable (a task validated only after the batch began): they leave ``manifest.tasks`` for
     ``manifest.withdrawn_tasks`` with the reason, their unfinished sessions do not run, and ``metrics``
     leaves the sessions they ran out of every rate. Returns what was withdrawn now (nothing is written)."""
-    from datetime import datetime
-
+    from beavertui.batch.rundir import stamp_seconds
     from beavertui.engine.corpus import verdicts
 
-    try:
-        created = datetime.strptime(manifest.created, "%Y-%m-%dT%H:%M:%S%z").timestamp()
-    except (TypeError, ValueError):
+    created = stamp_seconds(manifest.created)
+    if created is None:
         return {}  # when the run began is unknown, so is which verdicts came after it
     now: dict[str, str] = {}
     by_id = {t.id: t for t in corpus.tasks}
@@ -239,7 +237,7 @@ def new_run(
     manifest = RunManifest(
         run_id=run_id,
         name=spec.name,
-        created=time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        created=stamp(),
         command=shlex.join(options.command or ["beavertui", "batch"]),
         tool_version=__version__,
         corpus=str(corpus.root.resolve()),
@@ -292,7 +290,7 @@ def prepare(
                 sig = gpu_signature()
                 if sig is not None:
                     withdraw_unusable(manifest, corpus, sig.slug, say or _stderr_line)
-            manifest.resumed.append(time.strftime("%Y-%m-%dT%H:%M:%S%z"))
+            manifest.resumed.append(stamp())
             manifest.status = "running"
             write_manifest(run_dir, manifest)
     else:

@@ -13,12 +13,12 @@ import contextlib
 import json
 import re
 import shutil
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from beavertui import __version__
+from beavertui.batch.rundir import stamp
 from beavertui.engine.errors import BeaverError
 from beavertui.engine.importers.cudabeaver import (
     NOT_RECORDED,
@@ -110,7 +110,7 @@ def _manifest(
     return {
         "run_id": out.name,
         "name": str(run.config["experiment"].get("name") or run.run_id),
-        "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "created": stamp(),
         "command": " ".join(options.command) if options.command else "",
         "tool_version": __version__,
         "status": "imported",

@@ -149,10 +149,7 @@ def _start_log(task: Task, toolchain: Toolchain, protocol: Protocol) -> tuple[st
             digest = None  # a check the machine cut short is not kept
         if e.kind in ("build", "run", "sanitize"):
             parts.append(stage_log(e.result))
-            r = e.result
-            stages.append(
-                {"stage": r.stage, "duration_s": r.duration_s, "rc": r.rc, "timed_out": r.timed_out}
-            )
+            stages.append(e.result.model_dump(include={"stage", "duration_s", "rc", "timed_out"}))
         elif isinstance(e, Timed):
             stages.append({"stage": "timing", "duration_s": e.result.wall_s, "rc": None, "timed_out": False})
         elif isinstance(e, Verdict) and e.correct and e.speedup is not None:
