@@ -5,6 +5,9 @@
 #   ALT=.gpu-carry/alt bash scripts/gpu-compare-check.sh TASK [TASK ...]
 # For each task, `beavertui check TASK --no-timing --json` (the broken start) runs alone under each
 # revision, one after the other, and one line per revision gives each stage's duration and the verdict.
+# The other revision runs from inside ALT: `python3 -m` puts the working folder first on the import path, so
+# from the repository root it would import this tree's beavertui whatever PYTHONPATH says. SIDES picks the
+# revisions (default "this alt").
 # The release comes as for gpu-release-validate.sh (.release/a, .release/b); CORPUS overrides the corpus.
 # Writes to $OUT: compare/<revision>-<task>.jsonl (the events), compare.txt (the summary), w/steps.log.
 set -uo pipefail
@@ -19,13 +22,14 @@ if [ -z "${CORPUS:-}" ]; then
 fi
 mkdir -p "$OUT/compare"
 for t in "$@"; do
-  for side in this alt; do
-    pp=$PYTHONPATH
-    [ "$side" = alt ] && pp="$ALT:$PYTHONPATH"
+  for side in ${SIDES:-this alt}; do
+    dir=$PWD
+    [ "$side" = alt ] && dir=$ALT
     s=$(date +%s)
-    PYTHONPATH=$pp python3 -m beavertui check "$t" --corpus "$REL" --no-timing --json \
+    (cd "$dir" && python3 -c 'import beavertui, sys; print(beavertui.__file__, file=sys.stderr)' \
+      && python3 -m beavertui check "$t" --corpus "$REL" --no-timing --json) \
       >"$OUT/compare/$side-$t.jsonl" 2>"$OUT/compare/$side-$t.log"
-    log "$side $t: rc $? in $(($(date +%s) - s)) s"
+    log "$side $t: rc $? in $(($(date +%s) - s)) s (beavertui from $(head -1 "$OUT/compare/$side-$t.log"))"
   done
 done
 python3 - "$OUT/compare" >"$OUT/compare.txt" <<'PY'
