@@ -4,10 +4,10 @@ Usage: ``python kernelbench_driver.py --problem problem.py --solution solution.p
 [--reference-only]``. Run in the work dir of a candidate that already passed the task's own eval.
 
 Both models are built from the same seeded initial inputs and called on the same seeded inputs. After W
-warm-up calls of each, N trials are taken; a trial is one call of each model, in alternating order (even
-trials reference first, odd trials candidate first). Before every timed call the GPU is synchronised and
-the L2 cache flushed by writing a buffer of at least 256 MiB (twice the L2 size when that is larger); the
-call is timed with CUDA events on the current stream. One line is printed:
+warm-up calls of each (and one more after the allocator's cache is emptied), N trials are taken; a trial is
+one call of each model, in alternating order (even trials reference first, odd trials candidate first).
+Before every timed call the GPU is synchronised and the L2 cache flushed by writing a buffer of at least
+256 MiB (twice the L2 size when that is larger); the call is timed with CUDA events on the current stream. One line is printed:
 ``BEAVER_KB_TIMING {json}`` with the method, the per-call samples (ms) of each side, and what was done.
 When something fails, the line carries ``error`` and ``side`` (``reference`` or ``candidate``) instead.
 
@@ -89,6 +89,12 @@ def main(argv: list[str] | None = None) -> int:
                 if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and a.shape == b.shape:
                     diff = float((a.float() - b.float()).abs().max().item())
             torch.cuda.empty_cache()
+            # One untimed call of each model after emptying the cache: otherwise the first timed call of each
+            # pays the allocator's cudaMalloc of its outputs and intermediates, an outlier that raises the CV.
+            for who, m in models:
+                side = who
+                m(*inputs)
+            torch.cuda.synchronize()
             start = torch.cuda.Event(enable_timing=True)
             end = torch.cuda.Event(enable_timing=True)
             for trial in range(args.trials):
