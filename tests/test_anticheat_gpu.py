@@ -31,9 +31,12 @@ TOTAL = ROWS * COLS  # output elements of the correctness run
 HALF_LEFT = (ROWS - 17 * 32) * COLS  # half_grid covers the first 17 of 33 row tiles
 
 
-@pytest.fixture(scope="module")
-def task() -> Task:
-    return load_task(CHEATS / "transpose_small", root=ROOT / "corpus")
+@pytest.fixture(scope="module", params=["transpose_small", "transpose_small_inproc"])
+def task(request: pytest.FixtureRequest) -> Task:
+    """The fixture timed one process per side and round, and the same timed in one process (in-process
+    timing: both sides' libraries in one timing process, timing/native.py); every cheat must be caught both
+    ways."""
+    return load_task(CHEATS / str(request.param), root=ROOT / "corpus")
 
 
 @pytest.fixture(scope="module")
@@ -45,7 +48,7 @@ def attempt(
     task: Task, name: str, tmp_path: Path, cache: Path, rule: bool = True, **kw: object
 ) -> tuple[list[Event], Verdict]:
     code = (CHEATS / f"{name}.cu").read_text() if name != "reference" else task.reference() or ""
-    timing = TimingConfig(cache=cache, rounds=2, stage_s=400.0)
+    timing = TimingConfig(cache=cache, rounds=2, stage_s=400.0, inprocess=task.timing_driver is not None)
     tool = LocalToolchain(LocalConfig(base_dir=tmp_path / "work", timing=timing))
     opts = AttemptOptions(iteration=1, gate=0.7, sanitize_on_failure=False, **kw)  # type: ignore[arg-type]
     events = list(tool.attempt(task, code, opts))
@@ -87,6 +90,7 @@ def test_reference_is_clean(task: Task, tmp_path: Path, cache: Path) -> None:
     assert len(r.candidate_host_samples) == len(r.candidate_samples) >= 10
     assert len(r.reference_host_samples) == len(r.reference_samples) >= 10
     assert 0.7 < r.speedup < 1.4
+    assert r.method == ("native_inprocess" if task.timing_driver else "beaver_time_ms"), r.note
     assert names(v) <= {"unstable_timing"}, v.flags  # nothing a cheat would be caught by
 
 

@@ -183,8 +183,9 @@ class ScheduledLocalToolchain(LocalToolchain):
     def _measure(
         self, task: Task, work: runner.WorkDir, cfg: runner.RunnerConfig, options: AttemptOptions
     ) -> TimingResult:
-        """Everything timing builds first, on a build slot (the reference, the CUPTI library: Timer.prepare);
-        then the timing with a GPU held alone, in which nothing is built. A GPU whose timing fails for the
+        """Everything timing builds first, on a build slot (the reference, the CUPTI library, and for in-process
+        timing the task's driver and the candidate's side library: Timer.prepare, prepare_candidate); then the
+        timing with a GPU held alone, in which nothing is built. A GPU whose timing fails for the
         machine's reasons is reported to the pool; a candidate's own failure is not."""
         timer = Timer(task, cfg, self.config.timing)
         if timer.builds:
@@ -194,6 +195,9 @@ class ScheduledLocalToolchain(LocalToolchain):
                 raise  # the reference's problem: the attempt keeps its verdict, without a speedup
             except BeaverError as exc:
                 raise ToolchainError(f"timing could not be prepared: {exc}", source="toolchain") from exc
+        if timer.inprocess:  # the candidate's side library, on a build slot too
+            with self.builds.hold():
+                timer.prepare_candidate(work)
         with self.pool.hold(exclusive=True) as g:
             try:
                 timer.config = self._on(cfg, g)

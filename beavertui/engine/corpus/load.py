@@ -22,7 +22,7 @@ from pydantic import BaseModel, ValidationError
 from beavertui.engine.judge.categories import NATIVE_LABELS, RELEASE_LABELS
 from beavertui.engine.errors import BeaverError, TaskError
 from beavertui.engine.host.gpu import Machine
-from beavertui.engine.corpus.task import Task, Timeouts
+from beavertui.engine.corpus.task import Task, Timeouts, TimingDriver
 from beavertui.engine.corpus import families
 from beavertui.engine.corpus.meta import Hardware, InputMeta, InstanceMeta, StageTimeouts, Work
 
@@ -244,6 +244,7 @@ def load_task(task_dir: Path, root: Path | None = None) -> Task:
         work_bytes=work.bytes,
         runnable=runnable,
         not_runnable_reason=why,
+        timing_driver=_timing_driver(inp, root),
     )
 
 
@@ -265,6 +266,21 @@ def _applied(
         return False, why, inp.build_command, inp.test_command, pythonpath
     build, test = families.applied_commands(task_dir.name, release)
     return True, None, build, test, (*pythonpath, release)
+
+
+def _timing_driver(inp: InputMeta, root: Path) -> TimingDriver | None:
+    d = inp.timing_driver
+    if d is None:
+        return None
+    for name in (d.library, d.driver, d.folder):
+        if Path(name).is_absolute() or ".." in Path(name).parts or not name.strip():
+            raise TaskError(f"{inp.task_id}/input.json: timing_driver file {name!r} must stay inside the work dir")
+    folder = root / d.folder
+    missing = None if folder.is_dir() else f"its timing sources ({d.folder}/) are not in the corpus ({root})"
+    return TimingDriver(
+        d.library_command, d.library, d.driver_command, d.driver, d.driver_args,
+        ((folder, d.folder),) if missing is None else (), missing,
+    )  # fmt: skip
 
 
 def _needs(dest: str, family: str, inp: InputMeta) -> bool:

@@ -33,6 +33,25 @@ class Work(BaseModel):
     """Minimal bytes moved by one timed call."""
 
 
+class TimingDriverMeta(BaseModel):
+    """input.json ``timing_driver``: how reference and candidate are timed in one process (docs/timing.md)."""
+
+    model_config = ConfigDict(extra="ignore")
+    library_command: str
+    """Builds the solution in a work dir as a side library (a shared object exporting the entry point)."""
+    library: str = "solution.so"
+    """The file library_command writes, relative to the work dir."""
+    driver_command: str
+    """Builds the timing driver in the reference's work dir (once per task, harness and toolkit)."""
+    driver: str = "timing.out"
+    """The file driver_command writes, relative to the work dir."""
+    driver_args: str = ""
+    """Arguments of every driver run (e.g. ``--bench 20``); the engine adds the libraries and the rounds."""
+    folder: str = "_timing"
+    """The corpus folder (beside ``_common``) copied into a work dir, under the same name, before either
+    build: the timing sources. They are not part of the correctness harness (its hash leaves them out)."""
+
+
 class InputMeta(BaseModel):
     """input.json: the build/test contract."""
 
@@ -51,6 +70,8 @@ class InputMeta(BaseModel):
     """Free tags."""
     benchmark_command: str | None = None
     """Native timing contract command (prints BEAVER_TIME_MS lines)."""
+    timing_driver: TimingDriverMeta | None = None
+    """In-process timing of reference and candidate (native corpus); None: the benchmark_command contract."""
     hardware: Hardware | None = None
     """Hardware requirements."""
     timeouts: StageTimeouts | None = None

@@ -33,6 +33,27 @@ class Timeouts:
 
 
 @dataclass(frozen=True)
+class TimingDriver:
+    """How a native task times reference and candidate in one process (input.json ``timing_driver``)."""
+
+    library_command: str
+    """Builds a solution in its work dir as a side library exporting the task's entry point."""
+    library: str
+    """The side library's file, relative to the work dir."""
+    driver_command: str
+    """Builds the timing driver (in the reference's work dir)."""
+    driver: str
+    """The driver's file, relative to the work dir."""
+    driver_args: str = ""
+    """Arguments of every driver run; the engine adds ``--reference``, ``--candidate``, ``--rounds``."""
+    folders: tuple[tuple[Path, str], ...] = ()
+    """(corpus folder, name in the work dir) copied into a work dir before its timing builds: the timing
+    sources, which the correctness harness (harness_hash) does not include."""
+    unavailable: str | None = None
+    """Why this task cannot be timed in one process here (its timing folder is not in the corpus), or None."""
+
+
+@dataclass(frozen=True)
 class Task:
     """A broken-start task."""
 
@@ -80,6 +101,8 @@ class Task:
     runnable: bool = True
     """False when the task cannot run anywhere as shipped (e.g. no build/test command)."""
     not_runnable_reason: str | None = None
+    timing_driver: TimingDriver | None = None
+    """In-process timing of reference and candidate; None: timed through ``benchmark_command`` or CUPTI."""
 
     @property
     def display_label(self) -> str:

@@ -217,7 +217,8 @@ class TimingResult(_Frozen):
     """Interleaved reference/candidate timing of one attempt (docs/metrics.md (speedup))."""
 
     method: str
-    """``beaver_time_ms`` (native contract), ``cupti``, ``ncu`` or ``cuda_event``."""
+    """``native_inprocess`` (reference and candidate in one timing process), ``beaver_time_ms`` (native contract,
+    one process per side and round), ``cupti``, ``ncu`` or ``cuda_event``."""
     candidate_ms: float
     """Median candidate time, milliseconds."""
     reference_ms: float
@@ -254,7 +255,7 @@ class TimingResult(_Frozen):
     runs: int | None = None
     """Process-level methods (``cupti``, ``ncu``): runs of each side the measurement took (one sample per run;
     sampling stops once the speedup's 95% interval is within +/-2%, 3 to 10 runs a side). None where one
-    process times many launches (the native contract, the kernelbench driver)."""
+    process times many launches (the native methods, the kernelbench driver)."""
 
 
 # --------------------------------------------------------------------------------------------- events

@@ -1,8 +1,9 @@
 """Speedup as docs/metrics.md describes it: interleaved reference/candidate runs, median, CV.
 
 Three ways to get samples, always named in TimingResult.method: the native contract (the task's
-benchmark_command prints ``BEAVER_TIME_MS <ms>`` per timed run), CUPTI kernel records injected into the
-unmodified test command (``cupti``), or ncu's ``gpu__time_duration.sum`` (``ncu``) when CUPTI cannot be
+benchmark_command prints ``BEAVER_TIME_MS <ms>`` per timed run; or, with ``TimingConfig.inprocess`` on a
+task that declares ``timing_driver``, both sides in one timing process: native.py, ``native_inprocess``),
+CUPTI kernel records injected into the unmodified test command (``cupti``), or ncu's ``gpu__time_duration.sum`` (``ncu``) when CUPTI cannot be
 used. The reference is built once per (reference, harness, toolkit) in a cached work dir. Baselines
 are stored per GPU signature (baselines.py). This module never classifies.
 
@@ -22,6 +23,7 @@ import hashlib
 import io
 import json
 import math
+import os
 import re
 import shlex
 import shutil
@@ -29,7 +31,7 @@ import statistics
 import tempfile
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from beavertui.engine.corpus import families, harness
@@ -39,7 +41,7 @@ from beavertui.engine.host.adapt import adapt_command
 from beavertui.engine.host.gpu import nvcc_version
 from beavertui.engine.judge import anticheat
 from beavertui.engine.session.events import StageResult, TimingResult
-from beavertui.engine.timing import adaptive, cupti
+from beavertui.engine.timing import adaptive, cupti, native
 from beavertui.engine.toolchain import stages as runner
 
 #: One timed run's event time. ``BEAVER_HOST_MS`` lines (host time to a full device sync, anticheat.py)
@@ -106,6 +108,10 @@ def timing_command(test_command: str) -> str:
     return _SANITIZER_WRAP.sub("", test_command)
 
 
+#: The environment setting that turns in-process timing on (``BEAVERTUI_TIMING=inprocess``).
+INPROCESS_ENV = "BEAVERTUI_TIMING"
+
+
 @dataclass(frozen=True)
 class TimingConfig:
     """How many timed runs and where caches live."""
@@ -126,6 +132,10 @@ class TimingConfig:
     """Force ``beaver_time_ms``, ``cupti`` or ``ncu``; None picks the best available."""
     nvtx_range: str | None = None
     """ncu only: profile only kernels inside this NVTX push/pop range (``--nvtx --nvtx-include``)."""
+    inprocess: bool = field(default_factory=lambda: os.environ.get(INPROCESS_ENV) == "inprocess")
+    """Time native tasks that declare ``timing_driver`` with both sides in one process (native.py) instead of
+    one process per side and round. Off unless ``BEAVERTUI_TIMING=inprocess``: it becomes the default once it
+    has been measured on the GPU (docs/performance.md)."""
 
 
 class SpeedupUnavailable(BeaverError):
@@ -234,6 +244,24 @@ class Timer:
         """Every benchmark run of the latest measure(): (``reference`` or ``candidate``, its stage result)."""
         self.stopped_early: str | None = None
         """Why the latest measure() stopped after its first round, or None."""
+        self.library: StageResult | None = None
+        """The candidate's side library when the caller built it before timing (prepare_candidate)."""
+        self.native = True
+        """False once the in-process method is known not to apply here (a build it needs failed)."""
+        self.native_why: str | None = None
+        """Why, then (the timing's note says it)."""
+
+    @property
+    def inprocess(self) -> bool:
+        """Whether measure() times both sides in one process (native.py); it still falls back to one process
+        per side and round, saying so, when that process cannot run."""
+        return (
+            self.method == "beaver_time_ms"
+            and self.tcfg.method is None
+            and self.tcfg.inprocess
+            and self.native
+            and self.task.timing_driver is not None
+        )
 
     # ------------------------------------------------------------------ samplers
 
@@ -256,7 +284,12 @@ class Timer:
         remembered and measure() goes straight to ncu without building again."""
         if not self.builds:
             return
-        reference_workdir(self.task, self.config, self.tcfg)
+        ref = reference_workdir(self.task, self.config, self.tcfg)
+        if self.inprocess:
+            try:  # the driver and the reference's side library, once per task beside the reference build
+                native.reference_side(self.task, ref, self.config)
+            except native.NativeUnavailable as exc:  # remembered beside the build: the process contract
+                self.native, self.native_why = False, str(exc)
         if self.method == "cupti" and self._lib is None and self._lib_error is None:
             try:
                 self._lib = cupti.build_library(self.tcfg.cache)
@@ -264,6 +297,12 @@ class Timer:
                 self._lib_error = str(exc)
                 if not self._falls_back():
                     raise
+
+    def prepare_candidate(self, cand: runner.WorkDir) -> None:
+        """Build the candidate's side library for the in-process method (the batch does this on a build slot,
+        so that nothing is built while the GPU is held alone); nothing when that method does not apply."""
+        if self.inprocess:
+            self.library = native.build_library(self.task, cand, self.config)
 
     def _falls_back(self) -> bool:
         """Whether a failed CUPTI timing is tried again with ncu (CUPTI not forced, ncu installed)."""
@@ -368,6 +407,15 @@ class Timer:
             return self._measure_kernelbench(cand)
         if self.method == "testbench_lines":
             return self._measure_lines(cand)
+        fallback: str | None = None
+        if self.native_why is not None and self.method == "beaver_time_ms":
+            fallback = f"in-process timing unavailable ({self.native_why}): one process per side and round"
+        if self.inprocess:
+            ref_build = reference_workdir(self.task, self.config, self.tcfg)
+            try:
+                return native.measure(self, RULES, ref_build, cand, gate, self.library)
+            except native.NativeUnavailable as exc:
+                fallback = f"in-process timing unavailable ({exc}): one process per side and round"
         ref = reference_workdir(self.task, self.config, self.tcfg)
         self.runs = []
         stop_below = gate / 2 if gate else None
@@ -412,7 +460,7 @@ class Timer:
             reference_samples=r,
             unstable=max(rcv, ccv) > CV_LIMIT,
             implausible=speedup > IMPLAUSIBLE,
-            note=note,
+            note="; ".join(x for x in (fallback, note) if x) or None,
             candidate_host_samples=[h for _, h in pairs["candidate"]],
             reference_host_samples=[h for _, h in pairs["reference"]],
             flags=flags,
@@ -521,6 +569,16 @@ class Timer:
         return flags
 
 
+#: What the in-process path (native.py) shares with this module's process contract.
+RULES = native.Rules(
+    parse_times=parse_times,
+    stats=stats,
+    cv_limit=CV_LIMIT,
+    implausible=IMPLAUSIBLE,
+    candidate_failed=CandidateTimingFailed,
+)
+
+
 @dataclass(frozen=True)
 class ReferenceTiming:
     """The reference alone, for baselines (corpus validate)."""
@@ -540,6 +598,13 @@ def time_reference(timer: Timer) -> ReferenceTiming:
     if timer.method == "testbench_lines":
         raise SpeedupUnavailable("the reference is timed inside every candidate's testbench run")
     ref = reference_workdir(timer.task, timer.config, timer.tcfg)
+    if timer.inprocess:
+        try:
+            got, why = native.time_reference(timer, RULES, ref)
+            med, cv = stats(got)
+            return ReferenceTiming(native.METHOD, med, cv, got, cv > CV_LIMIT, why)
+        except native.NativeUnavailable:
+            pass  # timed through the process contract below
     if timer.method == "torch_events_l2flush_interleaved":
         doc = timer.kernelbench_samples(ref, reference_only=True)
         got = [float(x) for x in doc["reference_ms"]]  # type: ignore[attr-defined]

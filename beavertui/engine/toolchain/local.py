@@ -272,7 +272,8 @@ class LocalToolchain:
     def _below_floor(self, task: Task, t: TimingResult) -> TimingResult:
         """Mark a candidate faster than this GPU's measured floor for the task's work as implausible."""
         gpu = self.gpu()
-        if gpu is None or t.method != "beaver_time_ms" or not (task.work_flop or task.work_bytes):
+        native = t.method in ("beaver_time_ms", "native_inprocess")
+        if gpu is None or not native or not (task.work_flop or task.work_bytes):
             return t
         measured = ceilings.cached(gpu, self.config.timing.cache)
         floor = ceilings.floor_ms(measured, task.work_flop, task.work_bytes) if measured else None

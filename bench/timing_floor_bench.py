@@ -1,0 +1,331 @@
+"""Timing at the floor, measured on a GPU machine: the native timing stage, and the batch around it.
+
+    python3 bench/timing_floor_bench.py stage   --out DIR [--task ID ...] [--compare-old] [--budget-s S]
+    python3 bench/timing_floor_bench.py batch   --out DIR --mode scheduled|naive [--tasks 40] [--slice I/K]
+                                                [--budget-s S] [--timing inprocess|process]
+    python3 bench/timing_floor_bench.py summary --out DIR [DIR ...]
+
+``stage``: the timing stage of every bundled task as the batch runs it with in-process timing
+(``BEAVERTUI_TIMING=inprocess``). First, on the CPU (a thread per core,
+as build slots would): the reference with its side library and the task's timing driver, and a candidate
+(the reference's source in its own work dir) built as a side library. Then, one task at a time with the GPU
+to itself: ``Timer.measure`` (sandboxed, one in-process timing process, gate 0.7), its wall time, the
+speedup (about 1: the same source on both sides), both CVs, the samples and the note. With
+``--compare-old``, one task per family is also timed the way it was before (``beaver_time_ms``: 3 rounds,
+one process per side and round), on the same machine in the same run. Result: ``DIR/stage.json``.
+
+``batch``: ``beavertui batch`` over the bundled corpus's first N tasks spread over every family
+(``scripted:@alternate``: broken start and reference in turn, so every attempt is built and run and every
+correct one timed; 5 iterations, stagnation stops off, the whole budget spent). ``scheduled``: the batch as
+shipped, a fresh compile cache. ``naive``: one session at a time, no compile cache, one GPU stage at a time
+(``--jobs 1 --no-cache --gpu-share 1``): build then run, each attempt waiting for the last. ``--slice I/K``
+runs the I-th of K equal slices of the N tasks (a naive run of 40 tasks does not fit one 10-minute command;
+the slices' walls are summed by ``summary``). Every phase gets a fresh cache folder (XDG_CACHE_HOME), so no
+phase reuses another's reference builds. Result: ``DIR/batch-<mode>[-I-of-K].json``.
+
+``summary``: every result under the given folders in one table (``DIR/summary.json`` and Markdown on stdout):
+the stage's median and maximum wall time and every CV, the scheduled wall and the naive walls with how they
+were summed, and the ratio only when the naive slices cover the same tasks as the scheduled run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+from batch_gpu_bench import PROTOCOL, beaver, runnable_tasks, session_stats, spread, summary, timed  # noqa: E402
+
+from beavertui.engine.timing.speedup import INPROCESS_ENV  # noqa: E402
+
+#: One task per family, for --compare-old.
+ONE_PER_FAMILY = [
+    "flashattn_v2_00", "gemm_tc_00", "softmax_01", "layernorm_02", "reduce_01",
+    "scan_01", "histogram_02", "transpose_00", "spmv_csr_01",
+]  # fmt: skip
+
+
+def gpu_info() -> dict[str, Any]:
+    def run(cmd: list[str]) -> str:
+        try:
+            return subprocess.run(cmd, capture_output=True, text=True, timeout=30).stdout.strip()
+        except (OSError, subprocess.TimeoutExpired):
+            return "unavailable"
+
+    return {
+        "gpus": run(["nvidia-smi", "-L"]),
+        "clocks": run(
+            ["nvidia-smi", "--query-gpu=index,clocks.sm,clocks.mem,temperature.gpu", "--format=csv,noheader"]
+        ),
+        "cpus": os.cpu_count(),
+        "nvcc": run(["nvcc", "--version"]).splitlines()[-1:] or ["none"],
+    }
+
+
+# ------------------------------------------------------------------ stage
+
+
+def stage(a: argparse.Namespace) -> int:
+    from beavertui.engine.corpus.load import default_corpus, load_corpus
+    from beavertui.engine.host.gpu import probe
+    from beavertui.engine.timing import native
+    from beavertui.engine.timing.speedup import Timer, TimingConfig, reference_workdir
+    from beavertui.engine.toolchain import stages as runner
+
+    t_start = time.perf_counter()
+    a.out.mkdir(parents=True, exist_ok=True)
+    machine = probe()
+    cfg = runner.RunnerConfig(sm=machine.sm)
+    cache = Path(tempfile.mkdtemp(prefix="beaver-stage-cache-"))
+    tcfg = TimingConfig(cache=cache, inprocess=True)
+    corpus = load_corpus(default_corpus())
+    tasks = [corpus.get(t) for t in a.task] if a.task else sorted(corpus.tasks, key=lambda t: t.id)
+    base = Path(tempfile.mkdtemp(prefix="beaver-stage-work-"))
+    res: dict[str, Any] = {
+        "machine": gpu_info(),
+        "gpu": machine.gpu.slug if machine.gpu else None,
+        "tasks": {},
+    }
+
+    def prebuild(task: Any) -> tuple[Any, Any, Any, float, str | None]:
+        t0 = time.perf_counter()
+        try:
+            native.reference_side(task, reference_workdir(task, cfg, tcfg), cfg)
+            cand = runner.prepare(task, task.reference() or "", base)
+            lib = native.build_library(task, cand, cfg)
+            return task, cand, lib, time.perf_counter() - t0, None
+        except Exception as exc:  # recorded, the bench goes on
+            return task, None, None, time.perf_counter() - t0, f"{type(exc).__name__}: {exc}"
+
+    with ThreadPoolExecutor(max(1, (os.cpu_count() or 2) // 2)) as ex:
+        built = list(ex.map(prebuild, tasks))
+    res["build_wall_s"] = round(time.perf_counter() - t_start, 1)
+    for task, cand, lib, build_s, err in built:
+        row: dict[str, Any] = {"build_s": round(build_s, 2)}
+        res["tasks"][task.id] = row
+        if err is not None or cand is None:
+            row["error"] = err
+            continue
+        if time.perf_counter() - t_start > a.budget_s:
+            row["skipped"] = "budget"
+            continue
+        timer = Timer(task, cfg, tcfg)
+        timer.library = lib
+        t0 = time.perf_counter()
+        try:
+            t = timer.measure(cand, 0.7)
+        except Exception as exc:
+            row.update(error=f"{type(exc).__name__}: {exc}", wall_s=round(time.perf_counter() - t0, 3))
+            continue
+        row.update(
+            wall_s=round(time.perf_counter() - t0, 3),
+            processes=[round(r.duration_s, 3) for _, r in timer.runs],
+            method=t.method,
+            speedup=round(t.speedup, 4),
+            reference_ms=t.reference_ms,
+            candidate_ms=t.candidate_ms,
+            reference_cv=round(t.reference_cv, 4),
+            candidate_cv=round(t.candidate_cv, 4),
+            samples=len(t.candidate_samples),
+            unstable=t.unstable,
+            flags=t.flags,
+            note=t.note,
+            timed_launch_s=round((sum(t.reference_samples) + sum(t.candidate_samples)) / 1000, 4),
+        )
+        print(f"{task.id}: {row['wall_s']} s, {t.method}, speedup {t.speedup:.3f}, CVs "
+              f"{100 * t.reference_cv:.2f}% / {100 * t.candidate_cv:.2f}%", flush=True)  # fmt: skip
+    if a.compare_old:
+        old = TimingConfig(cache=cache, method="beaver_time_ms", inprocess=False)
+        res["old"] = {}
+        for tid in ONE_PER_FAMILY:
+            task, cand = corpus.get(tid), None
+            cand = next((c for t, c, *_ in built if t.id == tid), None)
+            if cand is None or time.perf_counter() - t_start > a.budget_s:
+                continue
+            timer = Timer(task, cfg, old)
+            t0 = time.perf_counter()
+            try:
+                t = timer.measure(cand, 0.7)
+                res["old"][tid] = {
+                    "wall_s": round(time.perf_counter() - t0, 3),
+                    "processes": len(timer.runs),
+                    "reference_cv": round(t.reference_cv, 4),
+                    "candidate_cv": round(t.candidate_cv, 4),
+                }
+            except Exception as exc:
+                res["old"][tid] = {"error": f"{type(exc).__name__}: {exc}"}
+    walls = [r["wall_s"] for r in res["tasks"].values() if "speedup" in r]
+    cvs = [max(r["reference_cv"], r["candidate_cv"]) for r in res["tasks"].values() if "speedup" in r]
+    res["summary"] = {
+        "timed": len(walls),
+        "of": len(tasks),
+        "median_wall_s": round(statistics.median(walls), 3) if walls else None,
+        "max_wall_s": max(walls) if walls else None,
+        "max_cv": max(cvs) if cvs else None,
+        "cv_over_3pct": sum(c > 0.03 for c in cvs),
+        "methods": sorted({r.get("method") for r in res["tasks"].values() if r.get("method")}),
+    }
+    res["bench_wall_s"] = round(time.perf_counter() - t_start, 1)
+    (a.out / "stage.json").write_text(json.dumps(res, indent=1))
+    print(json.dumps(res["summary"], indent=1))
+    shutil.rmtree(base, ignore_errors=True)
+    shutil.rmtree(cache, ignore_errors=True)
+    return 0
+
+
+# ------------------------------------------------------------------ batch
+
+
+def batch(a: argparse.Namespace) -> int:
+    a.out.mkdir(parents=True, exist_ok=True)
+    (a.out / "bench.toml").write_text(PROTOCOL)
+    tasks = spread(runnable_tasks(), a.tasks)
+    part = ""
+    if a.slice:
+        i, k = (int(x) for x in a.slice.split("/"))
+        size = -(-len(tasks) // k)
+        tasks = tasks[(i - 1) * size : i * size]
+        part = f"-{i}-of-{k}"
+    run_id = f"{a.mode}{part}"
+    cache_home = Path(tempfile.mkdtemp(prefix=f"beaver-{run_id}-"))
+    extra = ["--jobs", "1", "--no-cache", "--gpu-share", "1"] if a.mode == "naive" else []
+    if a.mode == "scheduled":
+        extra += ["--cache", str(cache_home / "builds")]
+    cmd = beaver(
+        "batch", "--protocol", str(a.out / "bench.toml"), "--models", "scripted:@alternate",
+        "--tasks", ",".join(tasks), "--sessions-dir", str(a.out / "sessions"), "--run-id", run_id, "--quiet",
+        *extra,
+    )  # fmt: skip
+    saved = {k: os.environ.get(k) for k in ("XDG_CACHE_HOME", INPROCESS_ENV)}
+    os.environ["XDG_CACHE_HOME"] = str(cache_home)  # fresh reference builds and baselines for this phase
+    os.environ[INPROCESS_ENV] = a.timing  # how the batch's native timing stages run (speedup.TimingConfig)
+    try:
+        wall, rc, cut = timed(cmd, a.out / f"batch-{run_id}.log", kill_after=a.budget_s)
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+    run_dir = a.out / "sessions" / run_id
+    out = {
+        "mode": a.mode,
+        "timing": a.timing,
+        "slice": a.slice,
+        "tasks": tasks,
+        "wall_s": round(wall, 1),
+        "rc": rc,
+        "cut_by_budget": cut,
+        "machine": gpu_info(),
+        "summary": summary(run_dir),
+        **session_stats(run_dir),
+    }
+    (a.out / f"batch-{run_id}.json").write_text(json.dumps(out, indent=1))
+    print(json.dumps({k: out[k] for k in ("mode", "slice", "wall_s", "rc", "cut_by_budget")}))
+    shutil.rmtree(cache_home, ignore_errors=True)
+    return 0
+
+
+# ------------------------------------------------------------------ summary
+
+
+def summarize(a: argparse.Namespace) -> int:
+    stages, batches = [], []
+    for d in a.dirs:
+        for p in sorted(Path(d).rglob("stage.json")):
+            stages.append(json.loads(p.read_text()))
+        for p in sorted(Path(d).rglob("batch-*.json")):
+            batches.append(json.loads(p.read_text()))
+    out: dict[str, Any] = {"stage": [s["summary"] for s in stages]}
+    lines = ["| what | measured |", "|---|---|"]
+    for s in stages:
+        m = s["summary"]
+        lines.append(
+            f"| native timing stage, {m['timed']} of {m['of']} tasks | median {m['median_wall_s']} s, max "
+            f"{m['max_wall_s']} s; largest CV {100 * (m['max_cv'] or 0):.2f}%, {m['cv_over_3pct']} over 3% |"
+        )
+        for tid, r in (s.get("old") or {}).items():
+            new = s["tasks"].get(tid, {})
+            lines.append(f"| {tid}: before / after | {r.get('wall_s')} s / {new.get('wall_s')} s |")
+    sched = [b for b in batches if b["mode"] == "scheduled" and not b.get("slice")]
+    naive = [b for b in batches if b["mode"] == "naive"]
+    for b in sched:
+        lines.append(
+            f"| scheduled, {len(b['tasks'])} tasks | {b['wall_s']} s (rc {b['rc']}, cut {b['cut_by_budget']}) |"
+        )
+    for b in naive:
+        lines.append(
+            f"| naive{', slice ' + b['slice'] if b.get('slice') else ''}, {len(b['tasks'])} tasks | "
+            f"{b['wall_s']} s (rc {b['rc']}, cut {b['cut_by_budget']}) |"
+        )
+    out["ratios"] = []
+    for sc in sched:
+        want = sorted(sc["tasks"])
+        whole = [b for b in naive if not b.get("slice") and sorted(b["tasks"]) == want]
+        slices = [b for b in naive if b.get("slice") and set(b["tasks"]) <= set(want)]
+        runs = whole[:1] or (slices if sorted(t for b in slices for t in b["tasks"]) == want else [])
+        if not runs:
+            lines.append(
+                f"| ratio for the scheduled {len(want)} tasks | not claimed: no naive run covers them |"
+            )
+            continue
+        ok = not sc["cut_by_budget"] and not any(b["cut_by_budget"] or b["rc"] != 0 for b in runs)
+        total = round(sum(b["wall_s"] for b in runs), 1)
+        how = "one run" if whole else f"sum of {len(runs)} slices ({', '.join(b['slice'] for b in runs)})"
+        entry = {"tasks": len(want), "scheduled_s": sc["wall_s"], "naive_s": total, "naive_summed": how}
+        if ok:
+            entry["speedup"] = round(total / sc["wall_s"], 2)
+            lines.append(f"| naive ({how}) / scheduled, {len(want)} tasks | {total} s / {sc['wall_s']} s = "
+                         f"**{entry['speedup']}x** |")  # fmt: skip
+        else:
+            lines.append(f"| ratio for {len(want)} tasks | not claimed: a run was cut or failed |")
+        out["ratios"].append(entry)
+    out["batches"] = [{k: b[k] for k in ("mode", "slice", "wall_s", "rc", "cut_by_budget")} for b in batches]
+    Path(a.dirs[0], "summary.json").write_text(json.dumps(out, indent=1))
+    print("\n".join(lines))
+    return 0
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    s = sub.add_parser("stage")
+    s.add_argument("--out", type=Path, required=True)
+    s.add_argument("--task", action="append")
+    s.add_argument("--compare-old", action="store_true")
+    s.add_argument("--budget-s", type=float, default=300.0)
+    b = sub.add_parser("batch")
+    b.add_argument("--out", type=Path, required=True)
+    b.add_argument("--mode", choices=("scheduled", "naive"), required=True)
+    b.add_argument("--tasks", type=int, default=40)
+    b.add_argument("--slice")
+    b.add_argument("--budget-s", type=float, default=540.0)
+    b.add_argument(
+        "--timing", choices=("inprocess", "process"), default="inprocess",
+        help="native timing stages in one process (default) or one process per side and round",
+    )  # fmt: skip
+    m = sub.add_parser("summary")
+    m.add_argument("dirs", nargs="+")
+    a = ap.parse_args()
+    if a.cmd == "stage":
+        return stage(a)
+    if a.cmd == "batch":
+        return batch(a)
+    return summarize(a)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,98 @@
+"""Every family's in-process timing builds with nvcc (no GPU needed; nothing here runs a kernel).
+
+For one task of each family of the bundled corpus, in a real work dir with the timing sources (corpus/_timing)
+placed as the engine places them: the reference built as a side library
+with the task's own ``timing_driver.library_command`` (it must export ``beaver_test_main`` and nothing of the
+CUDA runtime, so that two libraries loaded side by side cannot bind to each other's runtime), and the task's
+timing driver built with ``driver_command`` (it must link: every family's driver code compiles for sm_90).
+Two builds run at a time. ``BEAVER_TIMING_BUILD_ALL=1`` builds every task instead of one per family.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import os
+import shutil
+import subprocess
+from functools import cache
+from pathlib import Path
+
+import pytest
+
+from beavertui.engine.corpus.load import load_corpus
+from beavertui.engine.corpus.task import Task
+from beavertui.engine.timing import native
+from beavertui.engine.toolchain import stages as runner
+
+ROOT = Path(__file__).resolve().parents[1]
+NVCC = shutil.which("nvcc")
+
+
+def _tasks() -> list[Task]:
+    tasks = sorted(load_corpus(ROOT / "corpus").tasks, key=lambda t: t.id)
+    if os.environ.get("BEAVER_TIMING_BUILD_ALL") == "1":
+        return tasks
+    seen: dict[str, Task] = {}
+    for t in tasks:
+        seen.setdefault(t.family, t)
+    return list(seen.values())
+
+
+TASKS = _tasks()
+
+
+def _build(task: Task, base: Path) -> dict[str, object]:
+    d = task.timing_driver
+    assert d is not None, f"{task.id}: no timing_driver in input.json"
+    work = runner.prepare(task, task.reference() or "", base)
+    native.place_sources(d, work)  # the timing sources (corpus/_timing), as the engine places them
+    out: dict[str, object] = {"work": work.path}
+    cfg = runner.RunnerConfig(sm=90, base_dir=base)
+    for what, command in (("library", d.library_command), ("driver", d.driver_command)):
+        res = runner.run_stage(work, "build", command, 600, cfg)
+        out[what] = res
+    nm = shutil.which("nm")
+    if nm and (work.path / d.library).is_file():
+        proc = subprocess.run(
+            [nm, "-D", "--defined-only", str(work.path / d.library)], capture_output=True, text=True
+        )
+        out["exports"] = [ln.split()[-1] for ln in proc.stdout.splitlines() if ln.strip()]
+    return out
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, object]]:
+    if NVCC is None:
+        pytest.skip("nvcc is not installed")
+    base = tmp_path_factory.mktemp("timing-builds")
+    with cf.ThreadPoolExecutor(max_workers=2) as pool:
+        return dict(zip([t.id for t in TASKS], pool.map(lambda t: _build(t, base), TASKS), strict=True))
+
+
+@cache
+def _families() -> set[str]:
+    return {t.family for t in load_corpus(ROOT / "corpus").tasks}
+
+
+def test_every_bundled_task_has_a_timing_driver_and_every_family_is_built_here() -> None:
+    assert all(t.timing_driver is not None for t in load_corpus(ROOT / "corpus").tasks)
+    assert {t.family for t in TASKS} == _families()
+
+
+@pytest.mark.skipif(NVCC is None, reason="nvcc is not installed")
+@pytest.mark.slow
+@pytest.mark.parametrize("task_id", [t.id for t in TASKS])
+def test_the_side_library_and_the_driver_build(task_id: str, built: dict[str, dict[str, object]]) -> None:
+    b = built[task_id]
+    for what in ("library", "driver"):
+        res = b[what]
+        assert res.rc == 0, f"{task_id} {what}: {res.command}\n{res.log[-3000:]}"  # type: ignore[attr-defined]
+    task = next(t for t in TASKS if t.id == task_id)
+    d = task.timing_driver
+    assert d is not None
+    work = b["work"]
+    assert (work / d.library).is_file() and (work / d.driver).is_file()  # type: ignore[operator]
+    if "exports" in b:
+        exports = b["exports"]
+        assert "beaver_test_main" in exports  # type: ignore[operator]
+        assert not [e for e in exports if e.startswith(("cuda", "__cuda"))], exports  # type: ignore[union-attr]
