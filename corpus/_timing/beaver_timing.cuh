@@ -161,7 +161,10 @@ inline void stats(std::vector<double> v, double& median, double& cv) {
     cv = std::sqrt(ss / static_cast<double>(n - 1)) / mean;
 }
 
-// The timed launches of one side in one round; the event times are appended to `samples`.
+// The timed launches of one side in one round; the event times are appended to `samples`. The same loop
+// as beaver::bench (beaver.cuh), which prints its samples but does not return them: the driver needs them
+// for the early stop, and beaver.cuh is the correctness harness, which stays as it is (every harness hash,
+// and what is keyed on it, depends on it).
 struct Clock {
     L2Flusher l2;
     cudaEvent_t start = nullptr, stop = nullptr;

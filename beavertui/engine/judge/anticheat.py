@@ -76,6 +76,15 @@ def flag_name(flag: str) -> str:
     return flag.split(":", 1)[0].strip()
 
 
+def first_of_each_kind(flags: Iterable[str]) -> list[str]:
+    """The first flag of each name, in order (the first evidence of each kind)."""
+    out: list[str] = []
+    for f in flags:
+        if flag_name(f) not in {flag_name(x) for x in out}:
+            out.append(f)
+    return out
+
+
 def merge(*groups: Iterable[str]) -> list[str]:
     """Flags of several checks, in order, without repeating a name with the same evidence."""
     out: list[str] = []
@@ -188,6 +197,13 @@ def side_stream_flag(
             return None  # the reference's launch has the same host-side cost: not hidden work
         ref_note = f"; reference host {r_host:.4g} ms vs event {r_event:.4g} ms"
     return f"side_stream: host {host:.4g} ms vs event {event:.4g} ms (medians per timed run{ref_note})"
+
+
+def side_stream_of_pairs(cand: list[tuple[float, float]], ref: list[tuple[float, float]]) -> str | None:
+    """side_stream_flag over (event ms, host ms) pairs of timed launches (timed_pairs)."""
+    return side_stream_flag(
+        [e for e, _ in cand], [h for _, h in cand], [e for e, _ in ref], [h for _, h in ref]
+    )
 
 
 def cached_result_flag(rc: int | None, log: str, timed_out: bool = False) -> str | None:

@@ -92,10 +92,6 @@ class NativeUnavailable(BeaverError):
     """This attempt cannot be timed in one process (the caller falls back to the process contract)."""
 
 
-def spec(task: Task) -> TimingDriver | None:
-    return task.timing_driver
-
-
 @dataclass(frozen=True)
 class Section:
     """One ``BEAVER_SIDE`` section of a driver log: the lines after its marker up to the next one."""
@@ -240,7 +236,7 @@ def reference_side(task: Task, ref: runner.WorkDir, config: runner.RunnerConfig)
     """The cached reference build ``ref`` (speedup.reference_workdir) with its side library and the task's
     timing driver built beside it (once per timing key; a failure is remembered, so every later attempt falls
     back at once instead of building again, until the timing sources or commands change)."""
-    d = spec(task)
+    d = task.timing_driver
     if d is None:
         raise NativeUnavailable(f"{task.id}: no timing driver")
     if d.unavailable:
@@ -276,7 +272,7 @@ def reference_side(task: Task, ref: runner.WorkDir, config: runner.RunnerConfig)
 def build_library(task: Task, work: runner.WorkDir, config: runner.RunnerConfig) -> StageResult:
     """The candidate built as a side library in its own work dir, with a fresh copy of the timing sources
     (whatever was there by the library's name first goes)."""
-    d = spec(task)
+    d = task.timing_driver
     if d is None:
         raise NativeUnavailable(f"{task.id}: no timing driver")
     if d.unavailable:
@@ -294,7 +290,7 @@ def driver_command(
     stop_below: float | None,
     cv_limit: float = 0.03,
 ) -> str:
-    d = spec(task)
+    d = task.timing_driver
     assert d is not None
     parts = [shlex.quote(str(ref.path / d.driver)), d.driver_args]
     parts += ["--reference", shlex.quote(str(ref.path / d.library))]
@@ -396,19 +392,11 @@ def measure(
     cand_pairs = anticheat.timed_pairs(run.text("candidate", ("round",)))
     ref_pairs = anticheat.timed_pairs(run.text("reference", ("round",)))
     flags += anticheat.poison_flags(run.text("candidate"), " in a timing run")
-    side = anticheat.side_stream_flag(
-        [e for e, _ in cand_pairs],
-        [h for _, h in cand_pairs],
-        [e for e, _ in ref_pairs],
-        [h for _, h in ref_pairs],
-    )
+    side = anticheat.side_stream_of_pairs(cand_pairs, ref_pairs)
     flags += [side] if side else []
     threads = run.thread_flag()
     flags += [threads] if threads else []
-    kept: list[str] = []
-    for f in flags:  # the first evidence of each kind
-        if anticheat.flag_name(f) not in {anticheat.flag_name(x) for x in kept}:
-            kept.append(f)
+    kept = anticheat.first_of_each_kind(flags)
     return TimingResult(
         method=METHOD,
         candidate_ms=cm,

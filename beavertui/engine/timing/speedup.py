@@ -410,13 +410,12 @@ class Timer:
         fallback: str | None = None
         if self.native_why is not None and self.method == "beaver_time_ms":
             fallback = f"in-process timing unavailable ({self.native_why}): one process per side and round"
+        ref = reference_workdir(self.task, self.config, self.tcfg)
         if self.inprocess:
-            ref_build = reference_workdir(self.task, self.config, self.tcfg)
             try:
-                return native.measure(self, RULES, ref_build, cand, gate, self.library)
+                return native.measure(self, RULES, ref, cand, gate, self.library)
             except native.NativeUnavailable as exc:
                 fallback = f"in-process timing unavailable ({exc}): one process per side and round"
-        ref = reference_workdir(self.task, self.config, self.tcfg)
         self.runs = []
         stop_below = gate / 2 if gate else None
         try:
@@ -558,15 +557,9 @@ class Timer:
             hit = anticheat.cached_result_flag(res.rc, res.log, res.timed_out)
             found += [hit] if hit and self.method == "beaver_time_ms" else []
             found += anticheat.poison_flags(res.log, " in a timing run")
-        side = anticheat.side_stream_flag(
-            [e for e, _ in cand], [h for _, h in cand], [e for e, _ in ref], [h for _, h in ref]
-        )
+        side = anticheat.side_stream_of_pairs(cand, ref)
         found += [side] if side else []
-        flags: list[str] = []
-        for f in found:  # the first evidence of each kind
-            if anticheat.flag_name(f) not in {anticheat.flag_name(x) for x in flags}:
-                flags.append(f)
-        return flags
+        return anticheat.first_of_each_kind(found)
 
 
 #: What the in-process path (native.py) shares with this module's process contract.
