@@ -118,11 +118,45 @@ _SYNTAX_ONLY = (
 )
 
 
+#: Seconds the pre-build of a kernelbench candidate may take; well inside the build stage's own limit, so
+#: that a slow compile is never the build stage's time-out (the test stage then compiles, as released).
+PREBUILD_S = 200
+
+#: After the static checker passes, the candidate's extension is compiled once on the CPU with the vendored
+#: package's own pre-compile entry point (``build_compile_cache``: what its eval does before running, with
+#: the same environment and architecture), no GPU visible. Best effort and silent: its output is dropped and
+#: its failure ignored, so the build stage's log and verdict are the checker's alone; the eval in the test
+#: stage finds the compiled extension in the work dir's torch extension folder and only loads it (or
+#: compiles, and fails, as released).
+_PREBUILD = (
+    "( CUDA_VISIBLE_DEVICES= python -c \"import signal; signal.alarm({limit}); from pathlib import Path; "
+    "from kernelbench.utils import set_gpu_arch; {arch}from kernelbench.eval import build_compile_cache; "
+    "build_compile_cache(Path('{file}').read_text(encoding='utf-8'), verbose=False)\" >/dev/null 2>&1 || true )"
+)
+_ARCH_CALL = re.compile(r"set_gpu_arch\(\s*\[[^\]]*\]\s*\)")
+
+
+def prebuild_command(task: Task) -> str | None:
+    """The silent pre-build step appended to a kernelbench candidate's build command (None: other families,
+    or a test command that names no architecture to build for)."""
+    if semantics(task).family != "kernelbench" or "eval_kernel_against_ref" not in task.test_command:
+        return None
+    arch = _ARCH_CALL.search(task.test_command)
+    if arch is None:
+        return None
+    return _PREBUILD.format(limit=PREBUILD_S, arch=f"{arch.group(0)}; ", file=task.solution_file)
+
+
 def for_code(task: Task, code: str) -> Task:
     """The task as the toolchain must run it for ``code``: the kernelbench reference submission skips the
-    release's static checker (whose rules reject the eager model by design); everything else is unchanged."""
+    release's static checker (whose rules reject the eager model by design); a kernelbench candidate that
+    passes the checker is compiled in the build stage (prebuild_command), so that its test stage holds a GPU
+    slot to run, not to wait on the compiler; everything else is unchanged."""
     if is_reference_submission(task, code):
         return replace(task, build_command=_SYNTAX_ONLY.format(file=task.solution_file))
+    pre = prebuild_command(task)
+    if pre is not None:
+        return replace(task, build_command=f"{task.build_command} && {pre}")
     return task
 
 
