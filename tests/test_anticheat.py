@@ -118,6 +118,28 @@ def test_poison_lines_become_coverage_flags() -> None:
     assert anticheat.poison_flags("BEAVER_POISON_LEFT out lots of 4\n") == []
 
 
+def test_a_poison_pattern_the_reference_also_leaves_is_a_value_not_a_flag() -> None:
+    """Measured on the H200 (2026-12-01): the reference of the int32 scans, timed against itself at 134M
+    elements, left 38 and 6 elements equal to the all-ones poison (a prefix sum passing through -1)."""
+    cand = "BEAVER_POISON_LEFT out 38 of 134217728\nBEAVER_POISON_LEFT out_timed 41 of 134217728\n"
+    ref = "BEAVER_POISON_LEFT out 0 of 134217728\nBEAVER_POISON_LEFT out_timed 35 of 134217728\n"
+    assert anticheat.poison_flags(cand, " in a timing run") == [
+        "partial_output: 38 of 134217728 elements untouched (out in a timing run)",
+        "partial_output: 41 of 134217728 elements untouched (out_timed in a timing run)",
+    ]
+    assert anticheat.poison_flags(cand, " in a timing run", ref) == []
+    # a reference that never leaves the pattern keeps the flag, and a wholly untouched buffer is always one
+    clean = "BEAVER_POISON_LEFT out 0 of 134217728\nBEAVER_POISON_LEFT y 0 of 8\n"
+    assert anticheat.poison_flags(cand, "", clean) == [
+        "partial_output: 38 of 134217728 elements untouched (out)",
+        "partial_output: 41 of 134217728 elements untouched (out_timed)",
+    ]
+    never = "BEAVER_POISON_LEFT out 134217728 of 134217728\n"
+    assert anticheat.poison_flags(never, "", ref) == [
+        "output_not_written: 134217728 of 134217728 elements untouched (out)"
+    ]
+
+
 def test_host_lines_are_paired_and_never_samples() -> None:
     log = "BEAVER_TIME_MS 0.5\nBEAVER_HOST_MS 0.55\nnoise\nBEAVER_TIME_MS 0.6\nBEAVER_HOST_MS 2.5\nBEAVER_HOST_MS 9\n"
     assert parse_times(log) == [0.5, 0.6]

@@ -6,7 +6,9 @@ is one short string ``name: evidence``. What each flag means and where its evide
 
 - ``output_not_written`` / ``partial_output``: the corpus harness poisons the output (0xFF bytes) before
   every launch and, after the checked launch, prints ``BEAVER_POISON_LEFT <buffer> <k> of <n>``: how many
-  output elements still hold the poison (corpus/_common/beaver.cuh, ``poison_left``).
+  output elements still hold the poison (corpus/_common/beaver.cuh, ``poison_left``). In a timing run, a
+  buffer in which the reference's own output also holds the poison pattern is not flagged partial (the
+  pattern is a value of the correct output there: int32 scans pass through -1).
 - ``library_call`` / ``no_kernel``: static reading of the sources (analysis/features.py): the candidate
   hands the work to a library (cuBLAS, cuDNN, torch/ATen ops, thrust, cub, CUTLASS device GEMMs) that the
   reference does not call, or has no ``__global__`` kernel (or never launches one) where the reference has
@@ -98,8 +100,28 @@ def merge(*groups: Iterable[str]) -> list[str]:
 # ------------------------------------------------------------------ output coverage
 
 
-def poison_flags(log: str, suffix: str = "") -> list[str]:
-    """``output_not_written`` / ``partial_output`` from the ``BEAVER_POISON_LEFT`` lines of a run log."""
+def poison_counts(log: str) -> dict[str, int]:
+    """Per output buffer, the most elements a run log's ``BEAVER_POISON_LEFT`` lines found still poisoned."""
+    out: dict[str, int] = {}
+    for m in POISON_RE.finditer(log):
+        name = _buffer(m.group(1))
+        out[name] = max(out.get(name, 0), int(m.group(2)))
+    return out
+
+
+def _buffer(name: str) -> str:
+    """The buffer a poison line names (the timing drivers' ``out_timed`` is ``out`` after the timed launches)."""
+    return name.removesuffix("_timed")
+
+
+def poison_flags(log: str, suffix: str = "", reference_log: str | None = None) -> list[str]:
+    """``output_not_written`` / ``partial_output`` from the ``BEAVER_POISON_LEFT`` lines of a run log.
+
+    ``reference_log``: the reference's runs of the same timing. Where the reference's own output left
+    elements of a buffer holding the poison bit pattern, that pattern is a value the task's correct output
+    takes (an int32 prefix sum passing through -1), so a partial count there is not evidence and is not
+    flagged; a buffer left wholly untouched always is."""
+    legit = poison_counts(reference_log) if reference_log else {}
     out: list[str] = []
     seen: set[str] = set()
     for m in POISON_RE.finditer(log):
@@ -108,6 +130,8 @@ def poison_flags(log: str, suffix: str = "") -> list[str]:
             continue
         seen.add(name)
         kind = "output_not_written" if left >= total else "partial_output"
+        if kind == "partial_output" and legit.get(_buffer(name), 0) > 0:
+            continue
         out.append(f"{kind}: {left} of {total} elements untouched ({name}{suffix})")
     return out
 

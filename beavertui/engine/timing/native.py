@@ -391,7 +391,7 @@ def measure(
     speedup = rm / cm if cm > 0 else float("inf")
     cand_pairs = anticheat.timed_pairs(run.text("candidate", ("round",)))
     ref_pairs = anticheat.timed_pairs(run.text("reference", ("round",)))
-    flags += anticheat.poison_flags(run.text("candidate"), " in a timing run")
+    flags += anticheat.poison_flags(run.text("candidate"), " in a timing run", run.text("reference"))
     side = anticheat.side_stream_of_pairs(cand_pairs, ref_pairs)
     flags += [side] if side else []
     threads = run.thread_flag()

@@ -551,12 +551,13 @@ class Timer:
         """Anti-cheat flags of the benchmark runs: a candidate run that failed after its timed launches
         (``cached_result``), output left poisoned in a timed launch, work hidden from the events."""
         found: list[str] = []
+        reference_logs = "\n".join(res.log for who, res in self.runs if who == "reference")
         for who, res in self.runs:
             if who != "candidate":
                 continue
             hit = anticheat.cached_result_flag(res.rc, res.log, res.timed_out)
             found += [hit] if hit and self.method == "beaver_time_ms" else []
-            found += anticheat.poison_flags(res.log, " in a timing run")
+            found += anticheat.poison_flags(res.log, " in a timing run", reference_logs)
         side = anticheat.side_stream_of_pairs(cand, ref)
         found += [side] if side else []
         return anticheat.first_of_each_kind(found)
