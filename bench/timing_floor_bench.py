@@ -5,14 +5,14 @@
                                                 [--budget-s S] [--timing inprocess|process]
     python3 bench/timing_floor_bench.py summary --out DIR [DIR ...]
 
-``stage``: the timing stage of every bundled task as the batch runs it with in-process timing
-(``BEAVERTUI_TIMING=inprocess``). First, on the CPU (a thread per core,
+``stage``: the timing stage of every bundled task as the batch runs it, with in-process timing (the
+default; ``BEAVERTUI_TIMING=process`` is the old way). First, on the CPU (a thread per core,
 as build slots would): the reference with its side library and the task's timing driver, and a candidate
 (the reference's source in its own work dir) built as a side library. Then, one task at a time with the GPU
 to itself: ``Timer.measure`` (sandboxed, one in-process timing process, gate 0.7), its wall time, the
 speedup (about 1: the same source on both sides), both CVs, the samples and the note. With
 ``--compare-old``, one task per family is also timed the way it was before (``beaver_time_ms``: 3 rounds,
-one process per side and round), on the same machine in the same run. Result: ``DIR/stage.json``.
+one process per side and round; its test binary built first), on the same machine in the same run. Result: ``DIR/stage.json``.
 
 ``batch``: ``beavertui batch`` over the bundled corpus's first N tasks spread over every family
 (``scripted:@alternate``: broken start and reference in turn, so every attempt is built and run and every
@@ -154,6 +154,12 @@ def stage(a: argparse.Namespace) -> int:
             task, cand = corpus.get(tid), None
             cand = next((c for t, c, *_ in built if t.id == tid), None)
             if cand is None or time.perf_counter() - t_start > a.budget_s:
+                continue
+            # the process contract times the candidate's test binary: built here (the in-process part above
+            # built only its side library)
+            b = runner.build(cand, cfg)
+            if b.rc != 0:
+                res["old"][tid] = {"error": f"build failed (rc {b.rc})"}
                 continue
             timer = Timer(task, cfg, old)
             t0 = time.perf_counter()

@@ -17,6 +17,7 @@ import pytest
 from beavertui.batch.resources import BuildSlots, GpuPool
 from beavertui.batch.scheduled import ScheduledLocalToolchain
 from beavertui.engine.corpus.load import load_corpus, load_task
+from beavertui.engine.errors import BeaverError
 from beavertui.engine.session.events import GpuSignature, StageResult, Verdict
 from beavertui.engine.timing import native
 from beavertui.engine.timing.speedup import (
@@ -243,17 +244,24 @@ def test_a_failure_outside_the_candidates_sections_falls_back_rather_than_blamin
         native._samples(run, True, RULES)
 
 
-def test_in_process_timing_is_off_unless_asked_for(inproc, tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_in_process_timing_is_the_default_and_process_timing_is_asked_for(
+    inproc, tmp_path: Path, monkeypatch
+) -> None:  # type: ignore[no-untyped-def]
     monkeypatch.delenv("BEAVERTUI_TIMING", raising=False)
+    assert TimingConfig().inprocess
+    monkeypatch.setenv("BEAVERTUI_TIMING", "process")
     cfg = runner.RunnerConfig(base_dir=tmp_path / "w")
     timer = Timer(inproc, cfg, TimingConfig(cache=tmp_path / "cache"))
     assert not timer.inprocess
     with runner.workdir(inproc, solution("echo 1.0"), cfg) as cand:
         t = timer.measure(cand, None)
-    assert t.method == "beaver_time_ms" and t.note is None  # one process per side and round, as shipped
+    assert t.method == "beaver_time_ms" and t.note is None  # one process per side and round
     assert [who for who, _ in timer.runs] == ["reference", "candidate"] * 3
     monkeypatch.setenv("BEAVERTUI_TIMING", "inprocess")
     assert TimingConfig().inprocess and Timer(inproc, cfg, TimingConfig(cache=tmp_path / "c2")).inprocess
+    monkeypatch.setenv("BEAVERTUI_TIMING", "in-process")
+    with pytest.raises(BeaverError, match="expected 'inprocess' or 'process'"):
+        TimingConfig()
 
 
 def test_timing_sources_are_not_harness_and_a_change_rebuilds_the_timing_side(tmp_path: Path) -> None:

@@ -108,8 +108,18 @@ def timing_command(test_command: str) -> str:
     return _SANITIZER_WRAP.sub("", test_command)
 
 
-#: The environment setting that turns in-process timing on (``BEAVERTUI_TIMING=inprocess``).
+#: The environment setting that picks how native tasks are timed: ``inprocess`` (the default) or ``process``
+#: (one process per side and round, the contract of earlier releases).
 INPROCESS_ENV = "BEAVERTUI_TIMING"
+
+
+def inprocess_default() -> bool:
+    """In-process timing unless ``BEAVERTUI_TIMING=process``; any other value is an error (no typo falls back
+    silently to one way or the other)."""
+    value = os.environ.get(INPROCESS_ENV, "inprocess").strip() or "inprocess"
+    if value not in ("inprocess", "process"):
+        raise BeaverError(f"{INPROCESS_ENV}={value!r}: expected 'inprocess' or 'process'")
+    return value == "inprocess"
 
 
 @dataclass(frozen=True)
@@ -132,10 +142,10 @@ class TimingConfig:
     """Force ``beaver_time_ms``, ``cupti`` or ``ncu``; None picks the best available."""
     nvtx_range: str | None = None
     """ncu only: profile only kernels inside this NVTX push/pop range (``--nvtx --nvtx-include``)."""
-    inprocess: bool = field(default_factory=lambda: os.environ.get(INPROCESS_ENV) == "inprocess")
+    inprocess: bool = field(default_factory=inprocess_default)
     """Time native tasks that declare ``timing_driver`` with both sides in one process (native.py) instead of
-    one process per side and round. Off unless ``BEAVERTUI_TIMING=inprocess``: it becomes the default once it
-    has been measured on the GPU (docs/performance.md)."""
+    one process per side and round. On unless ``BEAVERTUI_TIMING=process`` (measured on the H200:
+    docs/performance.md)."""
 
 
 class SpeedupUnavailable(BeaverError):
