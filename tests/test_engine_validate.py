@@ -187,3 +187,119 @@ def test_a_validation_cut_in_its_timing_phase_keeps_its_checks(tmp_path: Path, m
         and second.observed_category == "functional_correctness"
     )
     assert v.reusable(tasks[1], second)
+
+
+def _copies(tmp_path: Path, names: dict[str, str | None]) -> tuple[list[Any], Machine, LocalConfig]:
+    """The CPU fixture's task and copies of it (name -> its reference, None: sleepy's own), a fake GPU, and
+    a config under tmp_path."""
+    root = tmp_path / "corpus"
+    shutil.copytree(DATA / "cpu", root)
+    for name, reference in names.items():
+        shutil.copytree(root / "sleepy", root / name)
+        for doc_name in ("instance.json", "input.json"):
+            doc = json.loads((root / name / doc_name).read_text())
+            doc["id" if doc_name == "instance.json" else "task_id"] = name
+            (root / name / doc_name).write_text(json.dumps(doc))
+        if reference is not None:
+            (root / name / "reference.sh").write_text(reference)
+    corpus = load_corpus(root)
+    machine = Machine(gpu=FAKE_GPU, nvcc="/usr/local/bin/nvcc", cuda="13.0", torch=False)
+    config = LocalConfig(base_dir=tmp_path / "work", timing=TimingConfig(cache=tmp_path / "cache", rounds=1))
+    return [corpus.get(t) for t in ("sleepy", *names)], machine, config
+
+
+def test_tasks_with_one_reference_have_it_timed_once_per_run(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """Tasks of one validation with the same reference, harness and timing configuration have their reference
+    timed once, on one GPU or several; each says for which task the measurement was made, and each keeps a
+    baseline in its own folder. A task with another reference is timed for itself."""
+    import beavertui.engine.corpus.validate as v
+
+    other = "compute() { echo $(($1 * $2)); }\ncost() { echo 3.0; }\n"
+    tasks, machine, config = _copies(tmp_path, {"sleepy_b": None, "sleepy_c": other, "sleepy_d": None})
+    timed: list[str] = []
+    real = v.time_reference
+
+    def spy(timer):  # type: ignore[no-untyped-def]
+        timed.append(timer.task.id)
+        return real(timer)
+
+    monkeypatch.setattr(v, "time_reference", spy)
+    for gpus in (None, ["0", "1"]):
+        timed.clear()
+        got = {r.task_id: r for r in validate(tasks, machine, config, workers=2, gpus=gpus)}
+        assert sorted(timed) == ["sleepy", "sleepy_c"], gpus
+        assert all(r.valid for r in got.values())
+        assert [got[t].reference_ms for t in ("sleepy", "sleepy_b", "sleepy_c", "sleepy_d")] == [
+            2.0,
+            2.0,
+            3.0,
+            2.0,
+        ]
+        assert got["sleepy"].reference_measured_for is None and got["sleepy_c"].reference_measured_for is None
+        note = baselines.shared_note("sleepy")
+        for t in ("sleepy_b", "sleepy_d"):
+            assert got[t].reference_measured_for == "sleepy" and note in got[t].notes
+            stored = json.loads(Path(got[t].baseline_path or "").read_text())
+            assert Path(got[t].baseline_path or "").parent.parent.name == t  # the task's own folder
+            assert stored["task_id"] == "sleepy" and stored["median_ms"] == 2.0
+        assert not any("measured for" in n for n in got["sleepy"].notes + got["sleepy_c"].notes)
+    # a later run's baselines.load of a copy finds its baseline, saying for which task it was measured
+    b = baselines.load(tasks[1], FAKE_GPU, harness_hash(tasks[1]), tmp_path / "cache")
+    assert b is not None and b.task_id == "sleepy" and b.note == baselines.shared_note("sleepy")
+
+
+def test_notes_of_a_verdict_reused_again_and_again_do_not_pile_up(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """A stored verdict reused by --reuse-checks runs whose timing was cut keeps one reuse note (the newest,
+    naming when the verdict it reuses was stored) and no repeated note."""
+    import calendar
+    import contextlib
+
+    import beavertui.engine.corpus.validate as v
+    from beavertui.engine.corpus import verdicts
+
+    root = tmp_path / "corpus"
+    shutil.copytree(DATA / "cpu", root)
+    task = load_corpus(root).get("sleepy")
+    machine = Machine(gpu=FAKE_GPU, nvcc="/usr/local/bin/nvcc", cuda="13.0", torch=False)
+    cache = tmp_path / "cache"
+    config = LocalConfig(base_dir=tmp_path / "work", timing=TimingConfig(cache=cache, rounds=1))
+    list(validate([task], machine, config, timing=False))
+    rec = verdicts.load(task, FAKE_GPU.slug, cache)
+    assert rec is not None
+    at = calendar.timegm((2020, 6, 1, 17, 42, 0))
+    stands = "the stored verdict's reference check (passed) stands"
+    reuse = "broken start's result reused from the verdict stored"
+    piled = [
+        stands, stands,
+        "broken start's result reused from the verdict stored 2026-12-01 17:37 UTC; reference timed again",
+        "broken start's result reused from the verdict stored 2026-12-01 17:42 UTC; reference timed again",
+        "checked again alone: it ran out of GPU memory beside other checks",
+        "checked again alone: it ran out of GPU memory beside other checks",
+        "reference not timed: the timing stage ran out of its time",
+    ]  # fmt: skip
+    verdicts.save(task, rec.model_copy(update={"notes": piled, "measured_at": at}), cache)
+
+    def cut(*a, **k):  # type: ignore[no-untyped-def]
+        raise KeyboardInterrupt  # the budget's SIGINT while the task is timed
+
+    real = v._timed
+    monkeypatch.setattr(v, "_timed", cut)
+    for run in range(3):
+        with contextlib.suppress(KeyboardInterrupt):
+            list(validate([task], machine, config, reuse_checks=True))
+        stored = verdicts.load(task, FAKE_GPU.slug, cache)
+        assert stored is not None and v.reusable(task, stored), run
+        reused = [n for n in stored.notes if n.startswith(reuse)]
+        assert len(reused) == 1 and len(stored.notes) == len(set(stored.notes)), stored.notes
+        assert stored.notes == [
+            "checked again alone: it ran out of GPU memory beside other checks",
+            reused[0],
+        ]
+        if run == 0:
+            assert reused[0].startswith(f"{reuse} 2020-06-01 17:42 UTC;")
+        else:
+            assert "2020-06-01" not in reused[0]  # the verdict the previous run stored
+    monkeypatch.setattr(v, "_timed", real)
+    [r] = list(validate([task], machine, config, reuse_checks=True))
+    assert r.valid and r.reference_ms == 2.0
+    assert len([n for n in r.notes if n.startswith(reuse)]) == 1 and len(r.notes) == len(set(r.notes))

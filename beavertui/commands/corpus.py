@@ -115,6 +115,7 @@ def _validate(args: argparse.Namespace) -> int:
     from beavertui.engine.corpus.validate import validate
     from beavertui.engine.host.ceilings import measure
     from beavertui.engine.host.gpu import probe
+    from beavertui.engine.timing import baselines
     from beavertui.reports.render import emit
     from beavertui.reports.tables import Table
 
@@ -164,6 +165,8 @@ def _validate(args: argparse.Namespace) -> int:
         state = f"{kind.replace('_', ' ')}: {reason}"
         if r.reference_ms is not None:
             state += f" (reference {r.reference_ms:.4f} ms {r.method}, CV {100 * (r.reference_cv or 0):.1f}%)"
+            if r.reference_measured_for:
+                state += f"; {baselines.shared_note(r.reference_measured_for)}"
         print(f"[{i}/{len(tasks)}] {r.task_id}: {state}", file=sys.stderr, flush=True)
         if fmt == "json":
             doc = {**asdict(r), "valid": r.valid, "verdict": kind, "verdict_reason": reason}
@@ -186,6 +189,8 @@ def _validate(args: argparse.Namespace) -> int:
         )
         if r.unstable:
             t += " unstable"
+        if r.reference_measured_for:
+            t += f" (measured for {r.reference_measured_for})"
         broken = r.broken_category or ""
         if r.broken_speedup is not None:
             broken += f" at {r.broken_speedup:.2f}x"

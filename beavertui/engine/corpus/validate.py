@@ -10,7 +10,9 @@ and broken start are built and run correctly in a thread pool (builds use the CP
 share the GPU, as in batch runs); compute-sanitizer runs only where the label needs its evidence (a broken
 start labelled ``illegal_memory_access`` whose plain run does not show it). Then each task is timed alone,
 one after the other, with nothing else on the GPU. Results are yielded in task order as timing finishes.
-No printing here.
+Tasks of one run with the same reference, harness and timing configuration (baselines.share_key) have their
+reference timed once, on the same GPU signature; the others take that measurement and say for which task it
+was made. No printing here.
 """
 
 from __future__ import annotations
@@ -18,7 +20,8 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import nullcontext
 from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -78,6 +81,9 @@ class TaskValidation:
     """drop_in, eager_model, in_binary, none or applied_runner."""
     gpu: str | None = None
     """GPU signature slug the validation ran on."""
+    reference_measured_for: str | None = None
+    """The task whose reference timing this one took (same reference, harness and timing configuration on
+    the same GPU signature: baselines.share_key); None when the reference was timed for this task."""
 
     @property
     def reference_checked(self) -> bool:
@@ -202,7 +208,7 @@ def check_task(
             # the stored verdict's reference check passed (reusable()), and nothing is built for the timing
             # of an eager Model: only the timing runs again
             ref_category, ref_signature = "passed", ""
-            notes.append("the stored verdict's reference check (passed) stands")
+            notes.append(REFERENCE_STANDS)
         else:
             ref = _verdict(ref_tool, task, ref_code, replace(plain, keep_workdir=prebuild))
             ref_category, ref_signature = ref.category, ref.signature
@@ -219,14 +225,14 @@ def check_task(
             base, runnable=True, reference_category=ref_category, reference_signature=ref_signature,
             broken_category=stored.observed_category, broken_signature=stored.evidence,
             label_agrees=label_agrees(task.label, stored.observed_category),
-            notes=(*notes, *stored.notes, _reused_note(stored, not reference_stands)),
+            notes=_unique((*notes, *_carried(stored.notes), _reused_note(stored, not reference_stands))),
         )  # fmt: skip
     if seen is not None and seen.broken_category is not None and sem.speed != "testbench_lines":
         return replace(
             base, runnable=True, reference_category=ref_category, reference_signature=ref_signature,
             broken_category=seen.broken_category, broken_signature=seen.broken_signature,
             label_agrees=label_agrees(task.label, seen.broken_category),
-            notes=(*notes, *seen.notes, "broken start's result kept from its first check (it did not run out of memory)"),
+            notes=_unique((*notes, *seen.notes, "broken start's result kept from its first check (it did not run out of memory)")),
         )  # fmt: skip
     broken, log = _attempt(tool, task, task.broken_start(), plain)
     if label_category(task.label) == "illegal_memory_access" and broken.category == "functional_correctness":
@@ -257,47 +263,119 @@ def _lines_note(lines: families.SpeedLines) -> str:
     return f"reference time = the testbench's Kernel time x Speedup lines ({n} size(s); it prints no reference time)"
 
 
+#: How the note of a reused stored verdict begins (_reused_note).
+REUSED = "broken start's result reused from the verdict stored"
+
+#: The note of a kernelbench reference whose stored check stands (check_task).
+REFERENCE_STANDS = "the stored verdict's reference check (passed) stands"
+
+#: Notes of a stored verdict that describe its own reference run or timing, which a run reusing the verdict
+#: does again and notes anew: never carried over (a verdict reused again and again would repeat them).
+_NOT_CARRIED = (REUSED, REFERENCE_STANDS, "reference not timed")
+
+
 def _reused_note(stored: verdicts.VerdictRecord, reference_run: bool = True) -> str:
     when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(stored.measured_at))
     again = "reference run and timed again" if reference_run else "reference timed again"
-    return f"broken start's result reused from the verdict stored {when}; {again}"
+    return f"{REUSED} {when}; {again}"
+
+
+def _carried(notes: Iterable[str]) -> list[str]:
+    """The notes of a stored verdict that still hold when its broken start's result is reused: those of its
+    checks, without its own reuse note and those of its reference's run and timing (this run's say them)."""
+    return [n for n in notes if not n.startswith(_NOT_CARRIED)]
+
+
+def _unique(notes: Iterable[str]) -> tuple[str, ...]:
+    """Notes in order without exact repeats."""
+    return tuple(dict.fromkeys(notes))
+
+
+class SharedTimings:
+    """The reference timings of one validation by GPU signature and share key (baselines.share_key): tasks
+    with the same key have their reference timed once, whichever thread and GPU times it first."""
+
+    @dataclass
+    class Slot:
+        lock: threading.Lock = field(default_factory=threading.Lock)
+        """Held while the first task of the key times its reference; the others wait for it."""
+        baseline: baselines.Baseline | None = None
+        """The measurement, once made (None: not yet, or it failed and the next task tries)."""
+        note: str | None = None
+        """The measurement's own note (time_reference's)."""
+
+    def __init__(self) -> None:
+        self._guard = threading.Lock()
+        self._slots: dict[tuple[str, str], SharedTimings.Slot] = {}
+
+    def slot(self, slug: str, key: str) -> SharedTimings.Slot:
+        with self._guard:
+            return self._slots.setdefault((slug, key), SharedTimings.Slot())
+
+
+def _share_key(task: Task, checked: TaskValidation) -> str | None:
+    """The share key of a task whose reference timing phase two would measure; None when it measures none or
+    its files cannot be read (time_task says why)."""
+    if not (checked.runnable and checked.reference_checked and checked.reference_category == "passed"):
+        return None
+    try:
+        return baselines.share_key(task)
+    except OSError:
+        return None
 
 
 def time_task(
     task: Task, checked: TaskValidation, machine: Machine, tool: LocalToolchain, ceilings: Ceilings | None,
-    cache: Path | None = None,
+    cache: Path | None = None, shared: SharedTimings | None = None,
 ) -> TaskValidation:  # fmt: skip
-    """Phase two for one task, alone on the GPU: reference timing, baseline, perf_broken speedup."""
+    """Phase two for one task, alone on the GPU: reference timing, baseline, perf_broken speedup.
+
+    ``shared``: the run's timings by share key; a task whose key was timed already for another task of the run
+    on this GPU signature takes that measurement (reference_measured_for, and a note) instead of timing it."""
     out = checked
     if not checked.runnable or machine.gpu is None:
         return out
     if not checked.reference_checked or checked.reference_category != "passed":
         return out
     notes = list(checked.notes)
-    cfg = tool._runner_config()
-    try:
-        rt = time_reference(Timer(task, cfg, tool.config.timing))
-    except BeaverError as exc:
-        notes.append(f"reference not timed: {exc}")
-        if label_category(task.label) == "perf_broken" and checked.broken_category == "passed":
-            out = _perf_broken(task, out, tool, notes)
-        return replace(out, notes=tuple(notes))
-    if rt.note:
-        notes.append(rt.note)
-    seconds = rt.median_ms * 1e-3
-    tflops = task.work_flop / seconds / 1e12 if task.work_flop and seconds > 0 else None
-    gbps = task.work_bytes / seconds / 1e9 if task.work_bytes and seconds > 0 else None
-    tf_frac = tflops / ceilings.bf16_tflops if tflops and ceilings and ceilings.bf16_tflops else None
-    bw_frac = gbps / ceilings.copy_gbps if gbps and ceilings and ceilings.copy_gbps else None
-    b = baselines.Baseline(
-        task_id=task.id, gpu=machine.gpu, method=rt.method, median_ms=rt.median_ms, cv=rt.cv, samples=rt.samples,
-        unstable=rt.unstable, reference_hash=baselines.reference_hash(task), harness_hash=harness.harness_hash(task),
-        clocks=clocks(), tflops=tflops, gbps=gbps,
-    )  # fmt: skip
+    harness_h = harness.harness_hash(task)
+    slot = shared.slot(machine.gpu.slug, baselines.share_key(task, harness_h)) if shared is not None else None
+    with slot.lock if slot is not None else nullcontext():
+        if slot is not None and slot.baseline is not None:
+            first = slot.baseline
+            b = first.model_copy(update={"note": baselines.shared_note(first.task_id)})
+            timing_note = slot.note
+        else:
+            cfg = tool._runner_config()
+            try:
+                rt = time_reference(Timer(task, cfg, tool.config.timing))
+            except BeaverError as exc:
+                notes.append(f"reference not timed: {exc}")
+                if label_category(task.label) == "perf_broken" and checked.broken_category == "passed":
+                    out = _perf_broken(task, out, tool, notes)
+                return replace(out, notes=tuple(notes))
+            seconds = rt.median_ms * 1e-3
+            tflops = task.work_flop / seconds / 1e12 if task.work_flop and seconds > 0 else None
+            gbps = task.work_bytes / seconds / 1e9 if task.work_bytes and seconds > 0 else None
+            b = baselines.Baseline(
+                task_id=task.id, gpu=machine.gpu, method=rt.method, median_ms=rt.median_ms, cv=rt.cv,
+                samples=rt.samples, unstable=rt.unstable, reference_hash=baselines.reference_hash(task),
+                harness_hash=harness_h, clocks=clocks(), tflops=tflops, gbps=gbps,
+            )  # fmt: skip
+            timing_note = rt.note
+            if slot is not None:
+                slot.baseline, slot.note = b, rt.note
+    if timing_note:
+        notes.append(timing_note)
+    if b.note:
+        notes.append(b.note)
+    tf_frac = b.tflops / ceilings.bf16_tflops if b.tflops and ceilings and ceilings.bf16_tflops else None
+    bw_frac = b.gbps / ceilings.copy_gbps if b.gbps and ceilings and ceilings.copy_gbps else None
     path = baselines.save(task, b, cache)
     out = replace(
-        out, method=rt.method, reference_ms=rt.median_ms, reference_cv=rt.cv, unstable=rt.unstable,
-        tflops=tflops, gbps=gbps, tflops_fraction=tf_frac, gbps_fraction=bw_frac, baseline_path=str(path),
+        out, method=b.method, reference_ms=b.median_ms, reference_cv=b.cv, unstable=b.unstable,
+        tflops=b.tflops, gbps=b.gbps, tflops_fraction=tf_frac, gbps_fraction=bw_frac, baseline_path=str(path),
+        reference_measured_for=b.task_id if b.task_id != task.id else None,
     )  # fmt: skip
     if label_category(task.label) == "perf_broken" and checked.broken_category == "passed":
         out = _perf_broken(task, out, tool, notes)
@@ -389,9 +467,10 @@ def validate(
         # times them later); each is stored again with its timing below
         if c.runnable and c.observed_category is not None and not _out_of_memory(c):
             kept(task, c)
+    shared = SharedTimings()  # tasks with one share key: their reference is timed once
     if not gpus or len(gpus) < 2:
         for task, c in zip(tasks, checked, strict=True):
-            yield kept(task, _timed(task, c, machine, tool, ceilings, cache))
+            yield kept(task, _timed(task, c, machine, tool, ceilings, cache, shared))
         return
     free: Queue[str] = Queue()
     for g in gpus:
@@ -401,13 +480,30 @@ def validate(
         g = free.get()
         try:
             pinned = _PinnedToolchain(tool.config, g)
-            return _timed(task, c, machine, pinned, ceilings, cache)
+            return _timed(task, c, machine, pinned, ceilings, cache, shared)
         finally:
             free.put(g)
 
+    # the tasks of one share key are timed one after the other by one worker: the first times the reference,
+    # the others take its measurement, and no GPU waits idle for a measurement made on another
+    groups: dict[object, list[int]] = {}
+    for i, (task, c) in enumerate(zip(tasks, checked, strict=True)):
+        groups.setdefault(_share_key(task, c) or i, []).append(i)
+    results: list[Future[TaskValidation]] = [Future() for _ in tasks]
+
+    def time_group(members: list[int]) -> None:
+        for n, i in enumerate(members):
+            try:
+                results[i].set_result(on_a_gpu(tasks[i], checked[i]))
+            except BaseException as exc:  # the rest of the group waits for nothing
+                for j in members[n:]:
+                    results[j].set_exception(exc)
+                raise
+
     with ThreadPoolExecutor(len(gpus), thread_name_prefix="beaver-timing") as pool:
-        timed_futures = [pool.submit(on_a_gpu, t, c) for t, c in zip(tasks, checked, strict=True)]
-        for task, fut in zip(tasks, timed_futures, strict=True):
+        for members in groups.values():
+            pool.submit(time_group, members)
+        for task, fut in zip(tasks, results, strict=True):
             yield kept(task, fut.result())
 
 
@@ -439,10 +535,10 @@ def _guarded(
 
 def _timed(
     task: Task, c: TaskValidation, machine: Machine, tool: LocalToolchain, ceilings: Ceilings | None,
-    cache: Path | None,
+    cache: Path | None, shared: SharedTimings | None = None,
 ) -> TaskValidation:  # fmt: skip
     try:
-        return time_task(task, c, machine, tool, ceilings, cache)
+        return time_task(task, c, machine, tool, ceilings, cache, shared)
     except Exception as exc:  # a timing crash costs this task its reference time only
         return replace(c, notes=(*c.notes, f"reference not timed: {type(exc).__name__}: {exc}"))
 
@@ -453,5 +549,5 @@ def record_of(r: TaskValidation) -> verdicts.VerdictRecord:
     return verdicts.VerdictRecord(
         task_id=r.task_id, gpu=r.gpu or "", verdict=kind, reason=reason, label=r.label,
         observed_category=r.broken_category, evidence=r.broken_signature, family=r.family,
-        reference_kind=r.reference_kind, reference_ms=r.reference_ms, method=r.method, notes=list(r.notes),
+        reference_kind=r.reference_kind, reference_ms=r.reference_ms, method=r.method, notes=list(_unique(r.notes)),
     )  # fmt: skip
