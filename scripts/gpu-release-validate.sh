@@ -8,7 +8,8 @@
 # .release/prev/validation/ (stored verdicts, put back into the cache). Environment: WORKERS (default: cores;
 # KB_WORKERS for the kernelbench chunks, default at most 8),
 # VALIDATE_FLAGS (extra flags of corpus validate, e.g. --no-timing), TIMING_ONLY=1 (with timing: only the tasks
-# whose stored check waits for its reference time; with --reuse-checks nothing but that timing runs), KB_CHUNK
+# whose stored check waits for its reference time, usable ones first and unusable ones last; with --reuse-checks
+# nothing but that timing runs), KB_CHUNK
 # (kernelbench tasks per chunk), KB_GPU_JOBS (kernelbench checks' GPU stages at once: corpus validate --gpu-jobs), ONLY (a grep -E pattern of task ids), RAW_IDS (tasks whose raw stage outputs are kept, for the fixtures).
 # Earlier results whose stored verdicts are missing get them back (scripts/release_store_verdicts.py).
 # Writes to $OUT: validate.jsonl (every result so far, earlier ones included), chunks/*.{jsonl,log},
@@ -49,6 +50,7 @@ import json, os, sys
 timing = "--no-timing" not in sys.argv[3]
 done = set()
 untimed_ids = set()
+verdict = {}
 for line in open(sys.argv[1]):
     try:
         r = json.loads(line)
@@ -56,6 +58,7 @@ for line in open(sys.argv[1]):
         continue
     if not isinstance(r, dict) or "task_id" not in r:
         continue
+    verdict[r["task_id"]] = r.get("verdict")
     # a task checked without timing whose reference passed is timed now (--reuse-checks keeps its checks)
     untimed = r.get("reference_ms") is None and r.get("reference_category") == "passed" and r.get(
         "reference_kind") in ("drop_in", "eager_model")
@@ -71,12 +74,19 @@ for line in open(sys.argv[1]):
     elif untimed:
         untimed_ids.add(r["task_id"])
 todo = [t for t in open(sys.argv[2]).read().split() if t not in done]
-if timing and os.environ.get("TIMING_ONLY"):
+timing_only = timing and bool(os.environ.get("TIMING_ONLY"))
+if timing_only:
     # only the tasks whose stored check waits for its reference time (with --reuse-checks nothing else runs)
     todo = [t for t in todo if t in untimed_ids]
-# kernelbench last: its checks (JIT builds of the broken starts) are the longest, and a run cut by its
-# budget should leave the fewest families unvalidated
-for t in sorted(todo, key=lambda t: t.startswith("kernelbench")):
+def rank(t):
+    # with TIMING_ONLY usable ones first and unusable ones last: a run cut by its budget leaves the least
+    # useful timings for the next
+    if not timing_only:
+        return 0
+    return {"usable": 0, "usable_relabelled": 1, "unusable": 3}.get(verdict.get(t) or "", 2)
+# kernelbench last (among tasks of one rank): its checks (JIT builds of the broken starts) are the longest,
+# and a run cut by its budget should leave the fewest families unvalidated
+for t in sorted(todo, key=lambda t: (rank(t), t.startswith("kernelbench"))):
     print(t)
 PY
 log "$(wc -l <"$W/todo.txt") of $(wc -l <"$W/all.txt") tasks to validate; $WORKERS workers, GPUs $GPUS"
