@@ -45,8 +45,8 @@ print("\n".join(lines) or "every family's Python modules are importable")
 PY
 log "python modules: $(head -c 600 "$W/deps.txt")"
 ls "$REL/data" | grep -v '^_' | grep -E "${ONLY:-.}" >"$W/all.txt"
-python3 - "$OUT/validate.jsonl" "$W/all.txt" "${VALIDATE_FLAGS:-}" >"$W/todo.txt" <<'PY'
-import json, os, sys
+python3 - "$OUT/validate.jsonl" "$W/all.txt" "${VALIDATE_FLAGS:-}" "$REL" >"$W/todo.txt" <<'PY'
+import hashlib, json, os, sys
 timing = "--no-timing" not in sys.argv[3]
 done = set()
 untimed_ids = set()
@@ -86,7 +86,17 @@ def rank(t):
     return {"usable": 0, "usable_relabelled": 1, "unusable": 3}.get(verdict.get(t) or "", 2)
 # kernelbench last (among tasks of one rank): its checks (JIT builds of the broken starts) are the longest,
 # and a run cut by its budget should leave the fewest families unvalidated
-for t in sorted(todo, key=lambda t: (rank(t), t.startswith("kernelbench"))):
+def reference(t):
+    # instances with one reference next to each other, so that one chunk holds them and times it once
+    d = os.path.join(sys.argv[4], "data", t)
+    h = hashlib.sha256()
+    for name in ("reference.py", "reference.cu", "testbench/problem.py"):
+        try:
+            h.update(open(os.path.join(d, name), "rb").read())
+        except OSError:
+            pass
+    return h.hexdigest() if timing_only else ""
+for t in sorted(todo, key=lambda t: (rank(t), t.startswith("kernelbench"), reference(t), t)):
     print(t)
 PY
 log "$(wc -l <"$W/todo.txt") of $(wc -l <"$W/all.txt") tasks to validate; $WORKERS workers, GPUs $GPUS"
