@@ -15,6 +15,7 @@ from beavertui.engine.session.events import GpuSignature
 from beavertui.engine.timing import baselines
 from beavertui.engine.timing.speedup import TimingConfig
 from beavertui.engine.toolchain.local import LocalConfig
+from tests.corpus_copies import with_a_twin
 
 DATA = Path(__file__).parent / "data"
 FAKE_GPU = GpuSignature(
@@ -111,13 +112,7 @@ def test_reuse_checks_times_a_task_checked_without_timing(tmp_path: Path, monkey
 
 def _two_sleepy(tmp_path: Path) -> tuple[list[Any], Machine, LocalConfig]:
     """The CPU fixture's task and a copy of it named sleepy_b, a fake GPU, and a config under tmp_path."""
-    root = tmp_path / "corpus"
-    shutil.copytree(DATA / "cpu", root)
-    shutil.copytree(root / "sleepy", root / "sleepy_b")
-    for name in ("instance.json", "input.json"):
-        doc = json.loads((root / "sleepy_b" / name).read_text())
-        doc["id" if name == "instance.json" else "task_id"] = "sleepy_b"
-        (root / "sleepy_b" / name).write_text(json.dumps(doc))
+    root = with_a_twin(tmp_path / "corpus")
     corpus = load_corpus(root)
     machine = Machine(gpu=FAKE_GPU, nvcc="/usr/local/bin/nvcc", cuda="13.0", torch=False)
     config = LocalConfig(base_dir=tmp_path / "work", timing=TimingConfig(cache=tmp_path / "cache", rounds=1))
