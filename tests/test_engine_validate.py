@@ -243,6 +243,35 @@ def test_tasks_with_one_reference_have_it_timed_once_per_run(tmp_path: Path, mon
     assert b is not None and b.task_id == "sleepy" and b.note == baselines.shared_note("sleepy")
 
 
+def test_reuse_checks_takes_a_reference_time_an_earlier_run_stored(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """With reuse_checks, a task whose reference (same share key) an earlier run timed on this GPU signature
+    takes that stored time, saying for which task and when it was measured; without it, it is timed again."""
+    import beavertui.engine.corpus.validate as v
+
+    tasks, machine, config = _copies(tmp_path, {"sleepy_b": None})
+    timed: list[str] = []
+    real = v.time_reference
+
+    def spy(timer):  # type: ignore[no-untyped-def]
+        timed.append(timer.task.id)
+        return real(timer)
+
+    monkeypatch.setattr(v, "time_reference", spy)
+    first = list(validate(tasks[:1], machine, config, workers=1))
+    assert timed == ["sleepy"] and first[0].reference_ms == 2.0
+    timed.clear()
+    reused = list(validate(tasks[1:], machine, config, workers=1, reuse_checks=True))
+    assert timed == []
+    r = reused[0]
+    assert r.reference_ms == 2.0 and r.reference_measured_for == "sleepy" and r.valid
+    assert baselines.shared_note("sleepy") in r.notes
+    assert any(n.startswith("reference time reused from the baseline stored") for n in r.notes)
+    # a plain validation measures again
+    again = list(validate(tasks[1:], machine, config, workers=1))
+    assert timed == ["sleepy_b"] and again[0].reference_measured_for is None
+    assert not any("reused" in n for n in again[0].notes)
+
+
 def test_notes_of_a_verdict_reused_again_and_again_do_not_pile_up(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     """A stored verdict reused by --reuse-checks runs whose timing was cut keeps one reuse note (the newest,
     naming when the verdict it reuses was stored) and no repeated note."""

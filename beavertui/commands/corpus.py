@@ -33,7 +33,8 @@ def register(sub: Any) -> None:
     va.add_argument(
         "--reuse-checks", action="store_true",
         help="tasks stored as checked but not timed on this GPU (an earlier --no-timing run) keep their broken "
-        "start's result: only the reference is run and timed",
+        "start's result: only the reference is run and timed (not timed again where an earlier run stored its time on "
+        "this GPU signature, for it or for a task with the same reference, harness and timing configuration)",
     )  # fmt: skip
     va.add_argument(
         "--workers", type=int, default=None, metavar="N",

@@ -304,7 +304,10 @@ class SharedTimings:
         note: str | None = None
         """The measurement's own note (time_reference's)."""
 
-    def __init__(self) -> None:
+    def __init__(self, stored: bool = False) -> None:
+        self.stored = stored
+        """Take a baseline stored by an earlier run (baselines.load: this task's, or one measured for a task
+        with the same share key on this GPU signature) instead of timing again (``--reuse-checks``)."""
         self._guard = threading.Lock()
         self._slots: dict[tuple[str, str], SharedTimings.Slot] = {}
 
@@ -341,9 +344,15 @@ def time_task(
     harness_h = harness.harness_hash(task)
     slot = shared.slot(machine.gpu.slug, baselines.share_key(task, harness_h)) if shared is not None else None
     with slot.lock if slot is not None else nullcontext():
+        if slot is not None and slot.baseline is None and shared is not None and shared.stored:
+            found = baselines.load(task, machine.gpu, harness_h, cache)
+            if found is not None:
+                when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(found.measured_at))
+                slot.baseline = found.model_copy(update={"note": None})
+                slot.note = f"reference time reused from the baseline stored {when} on this GPU signature"
         if slot is not None and slot.baseline is not None:
             first = slot.baseline
-            b = first.model_copy(update={"note": baselines.shared_note(first.task_id)})
+            b = first if first.task_id == task.id else first.model_copy(update={"note": baselines.shared_note(first.task_id)})
             timing_note = slot.note
         else:
             cfg = tool._runner_config()
@@ -410,7 +419,8 @@ def validate(
     ``gpus``: device indices to time on, one task at a time on each (default: whatever the environment
     makes visible, as one GPU). Every timed pair (reference and candidate) stays on one GPU.
     ``reuse_checks``: a task whose stored verdict on this GPU was checked but not timed (reusable()) keeps
-    its broken start's result; its reference is run again and timed.
+    its broken start's result; its reference is run again and timed, or takes the time an earlier run stored on
+    this GPU signature for it or for a task with the same share key (baselines.load).
     ``gpu_jobs``: at most this many of the checks' GPU stages (test, sanitizer and profiler runs) at once,
     while up to ``workers`` checks build (default: no limit beyond ``workers``). For checks whose GPU stage
     needs much memory (kernelbench's) and whose builds are long.
@@ -467,7 +477,9 @@ def validate(
         # times them later); each is stored again with its timing below
         if c.runnable and c.observed_category is not None and not _out_of_memory(c):
             kept(task, c)
-    shared = SharedTimings()  # tasks with one share key: their reference is timed once
+    # tasks with one share key: their reference is timed once (with reuse_checks, not at all when an earlier
+    # run stored it on this GPU signature)
+    shared = SharedTimings(stored=reuse_checks)
     if not gpus or len(gpus) < 2:
         for task, c in zip(tasks, checked, strict=True):
             yield kept(task, _timed(task, c, machine, tool, ceilings, cache, shared))
