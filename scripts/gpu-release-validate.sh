@@ -5,7 +5,8 @@
 # The release comes as git-ignored folders under .release/ (merged in this order into /tmp/release):
 #   .release/a  (everything but cutlass)   .release/b  (CUTLASS headers and the cutlass instances)
 # Earlier results: .release/prev/validate.jsonl (tasks already there are not validated again) and
-# .release/prev/validation/ (stored verdicts, put back into the cache). Environment: WORKERS (default: cores;
+# .release/prev/validation/ (stored verdicts, put back into the cache), .release/prev/baselines/ (stored
+# reference times, put back too: --reuse-checks takes them for the tasks that share a reference). Environment: WORKERS (default: cores;
 # KB_WORKERS for the kernelbench chunks, default at most 8),
 # VALIDATE_FLAGS (extra flags of corpus validate, e.g. --no-timing), TIMING_ONLY=1 (with timing: only the tasks
 # whose stored check waits for its reference time, usable ones first and unusable ones last; with --reuse-checks
@@ -13,7 +14,7 @@
 # (kernelbench tasks per chunk), KB_GPU_JOBS (kernelbench checks' GPU stages at once: corpus validate --gpu-jobs), ONLY (a grep -E pattern of task ids), RAW_IDS (tasks whose raw stage outputs are kept, for the fixtures).
 # Earlier results whose stored verdicts are missing get them back (scripts/release_store_verdicts.py).
 # Writes to $OUT: validate.jsonl (every result so far, earlier ones included), chunks/*.{jsonl,log},
-# raw/ (stage outputs), validation/ (stored verdicts), w/steps.log (chunk logs carry seconds since start); one instance's failure never stops the rest.
+# raw/ (stage outputs), validation/ (stored verdicts), baselines/ (stored reference times), w/steps.log (chunk logs carry seconds since start); one instance's failure never stops the rest.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 TOTAL=${1:-540}
@@ -27,6 +28,7 @@ done
 [ -d "$REL/data" ] || { log "no release under .release/a or .release/b"; exit 2; }
 CACHE=${XDG_CACHE_HOME:-$HOME/.cache}/beavertui
 if [ -d .release/prev/validation ]; then mkdir -p "$CACHE/validation" && cp -a .release/prev/validation/. "$CACHE/validation/"; fi
+if [ -d .release/prev/baselines ]; then mkdir -p "$CACHE/baselines" && cp -a .release/prev/baselines/. "$CACHE/baselines/"; fi
 : >"$OUT/validate.jsonl"
 [ -f .release/prev/validate.jsonl ] && grep -h '"task_id"' .release/prev/validate.jsonl >>"$OUT/validate.jsonl"
 if [ -s "$OUT/validate.jsonl" ]; then
@@ -131,6 +133,7 @@ for f in "$W"/chunk.a* "$W"/chunk.k*; do
   log "chunk $name: rc $rc, $(grep -c '"task_id"' "$OUT/chunks/$name.jsonl") of $(wc -l <"$f") results"
 done
 mkdir -p "$OUT/validation" && cp -a "$CACHE/validation/." "$OUT/validation/" 2>/dev/null
+[ -d "$CACHE/baselines" ] && mkdir -p "$OUT/baselines" && cp -a "$CACHE/baselines/." "$OUT/baselines/" 2>/dev/null
 python3 scripts/release_validation_doc.py "$OUT/validate.jsonl" --all "$W/all.txt" >"$OUT/release-validation.md" 2>"$W/doc.log"
 log "end: $(grep -c '"task_id"' "$OUT/validate.jsonl") results of $(wc -l <"$W/all.txt") tasks; table in release-validation.md"
 cp "$W/steps.log" "$OUT/steps.log"
