@@ -76,6 +76,8 @@ def main() -> int:
             continue
         ms = doc.get("reference_ms")
         ref = f"{ms:.4f} ms ({doc.get('method')})" if isinstance(ms, (int, float)) else ""
+        if ref and doc.get("reference_measured_for"):
+            ref += f", measured for {doc['reference_measured_for']} (same reference and harness)"
         if not ref:
             notes = [str(n) for n in doc.get("notes") or [] if "reference" in str(n)]  # type: ignore[union-attr]
             ref = notes[0] if notes else ""

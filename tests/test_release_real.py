@@ -496,6 +496,31 @@ def test_validation_table_script_counts_every_family(
     assert "| **all** | 13 |" in doc and IDS["cutlass"] in doc
 
 
+def test_validation_table_names_the_task_a_shared_reference_time_was_measured_for(tmp_path: Path) -> None:
+    row = {
+        "task_id": "kernelbench_level1_36__memory_crash__5ab71227", "label": "memory_crash", "family": "kernelbench",
+        "verdict": "usable", "verdict_reason": "fails as labelled (illegal_memory_access)",
+        "observed_category": "illegal_memory_access", "reference_ms": 11.42, "method": "torch_events_l2flush_interleaved",
+        "reference_measured_for": "kernelbench_level1_36__logic_error__1edf54b6",
+    }  # fmt: skip
+    results = tmp_path / "v.jsonl"
+    results.write_text(json.dumps(row) + "\n" + json.dumps({**row, "task_id": row["reference_measured_for"],
+                                                            "reference_measured_for": None}) + "\n")  # fmt: skip
+    doc = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "release_validation_doc.py"), str(results)],
+        capture_output=True, text=True, check=True,
+    ).stdout  # fmt: skip
+    lines = [x for x in doc.splitlines() if "11.4200 ms" in x]
+    assert len(lines) == 2
+    assert (
+        sum(
+            "measured for kernelbench_level1_36__logic_error__1edf54b6 (same reference and harness)" in x
+            for x in lines
+        )
+        == 1
+    )
+
+
 @pytest.mark.gpu
 def test_kernelbench_driver_times_the_eager_model_against_itself(
     real: dict[str, Task], tmp_path: Path
