@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from beavertui.engine.timing.speedup import DRIVER_PHASES, phases_note
+
 ROOT = Path(__file__).resolve().parents[1]
 DRIVER = ROOT / "beavertui" / "engine" / "timing" / "kernelbench_driver.py"
 
@@ -140,3 +142,14 @@ def test_no_timed_call_pays_the_cold_allocator(tmp_path: Path) -> None:
     assert "error" not in doc, doc
     assert doc["reference_ms"] == [1.0] * 8 and doc["candidate_ms"] == [1.0] * 8, doc
     assert doc["interleaved"] and doc["warmup"] == 3
+    # where the host's time went, phase by phase, as the timing's note shows it
+    assert list(doc["phases_s"]) == [k for k, _ in DRIVER_PHASES]
+    assert all(isinstance(v, float) and v >= 0 for v in doc["phases_s"].values())
+    note = phases_note(doc)
+    assert note.startswith("; host seconds: torch import ") and note.endswith(
+        f"timed trials {doc['phases_s']['trials']:.1f}"
+    )
+    assert (
+        phases_note({}) == ""
+        and phases_note({"phases_s": {"inputs": 2.25}}) == "; host seconds: inputs made 2.2"
+    )

@@ -8,7 +8,8 @@ warm-up calls of each (and one more after the allocator's cache is emptied), N t
 one call of each model, in alternating order (even trials reference first, odd trials candidate first).
 Before every timed call the GPU is synchronised and the L2 cache flushed by writing a buffer of at least
 256 MiB (twice the L2 size when that is larger); the call is timed with CUDA events on the current stream. One line is printed:
-``BEAVER_KB_TIMING {json}`` with the method, the per-call samples (ms) of each side, and what was done.
+``BEAVER_KB_TIMING {json}`` with the method, the per-call samples (ms) of each side, what was done, and
+``phases_s``: the host seconds of each phase (torch import, models built, inputs made, warm-up, timed trials).
 When something fails, the line carries ``error`` and ``side`` (``reference`` or ``candidate``) instead.
 
 This file is a standalone script: it imports only the standard library and torch, never beavertui.
@@ -19,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
 import traceback
 import types
 from pathlib import Path
@@ -54,9 +56,18 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--reference-only", action="store_true")
     args = ap.parse_args(argv)
     side = "reference"
+    phases: dict[str, float] = {}
+    mark = [time.perf_counter()]
+
+    def phase(name: str) -> None:
+        now = time.perf_counter()
+        phases[name] = round(now - mark[0], 3)
+        mark[0] = now
+
     try:
         import torch
 
+        phase("import")
         problem = _module(args.problem, "beaver_kb_problem")
         torch.manual_seed(args.seed)
         init = _to_cuda(problem.get_init_inputs(), torch)
@@ -69,9 +80,12 @@ def main(argv: list[str] | None = None) -> int:
             torch.manual_seed(args.seed)
             cand = solution.ModelNew(*init).cuda().eval()
             models.append(("candidate", cand))
+        phase("models")
         side = "inputs"
         torch.manual_seed(args.seed)
         inputs = _to_cuda(problem.get_inputs(), torch)
+        torch.cuda.synchronize()
+        phase("inputs")
         props = torch.cuda.get_device_properties(0)
         l2 = int(getattr(props, "L2_cache_size", 0) or 0)
         flush_bytes = max(256 << 20, 2 * l2)
@@ -95,6 +109,7 @@ def main(argv: list[str] | None = None) -> int:
                 side = who
                 m(*inputs)
             torch.cuda.synchronize()
+            phase("warmup")
             start = torch.cuda.Event(enable_timing=True)
             end = torch.cuda.Event(enable_timing=True)
             for trial in range(args.trials):
@@ -109,6 +124,7 @@ def main(argv: list[str] | None = None) -> int:
                     end.record()
                     torch.cuda.synchronize()
                     samples[who].append(float(start.elapsed_time(end)))
+        phase("trials")
         _emit(
             {
                 "method": METHOD,
@@ -121,6 +137,7 @@ def main(argv: list[str] | None = None) -> int:
                 "max_abs_diff": diff,
                 "device": torch.cuda.get_device_name(0),
                 "torch": torch.__version__,
+                "phases_s": phases,
             }
         )
         return 0

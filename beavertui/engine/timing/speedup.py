@@ -161,6 +161,26 @@ DRIVER_TAG = "BEAVER_KB_TIMING "
 KERNELBENCH_DRIVER = Path(__file__).with_name("kernelbench_driver.py")
 
 
+#: The kernelbench driver's phases, in the order it runs them (kernelbench_driver.py, ``phases_s``).
+DRIVER_PHASES = (
+    ("import", "torch import"), ("models", "models built"), ("inputs", "inputs made"),
+    ("warmup", "warm-up"), ("trials", "timed trials"),
+)  # fmt: skip
+
+
+def phases_note(doc: dict[str, object]) -> str:
+    """``; host seconds: torch import 2.1, ...`` from the driver's ``phases_s`` (empty without them)."""
+    phases = doc.get("phases_s")
+    if not isinstance(phases, dict):
+        return ""
+    parts = [
+        f"{label} {float(phases[k]):.1f}"
+        for k, label in DRIVER_PHASES
+        if isinstance(phases.get(k), (int, float))
+    ]
+    return f"; host seconds: {', '.join(parts)}" if parts else ""
+
+
 def default_method(task: Task) -> str | None:
     """The timing method a task's family calls for (None: the family has no reference to time against)."""
     speed = families.semantics(task).speed
@@ -516,7 +536,7 @@ class Timer:
         (rm, rcv), (cm, ccv) = stats(r), stats(c)
         note = (
             f"one process, interleaved, {doc.get('warmup')} warm-up calls, L2 flushed "
-            f"({int(doc.get('flush_bytes') or 0) >> 20} MiB) before each call, CUDA events"  # type: ignore[call-overload]
+            f"({int(doc.get('flush_bytes') or 0) >> 20} MiB) before each call, CUDA events" + phases_note(doc)  # type: ignore[call-overload]
         )
         speedup = rm / cm if cm > 0 else float("inf")
         return TimingResult(
@@ -616,7 +636,12 @@ def time_reference(timer: Timer) -> ReferenceTiming:
             raise SpeedupUnavailable("the kernelbench timing driver returned no reference samples")
         med, cv = stats(got)
         return ReferenceTiming(
-            timer.method, med, cv, got, cv > CV_LIMIT, "eager Model alone, L2 flushed per call"
+            timer.method,
+            med,
+            cv,
+            got,
+            cv > CV_LIMIT,
+            "eager Model alone, L2 flushed per call" + phases_note(doc),
         )
     sample = timer._sampler()
     rounds = timer.tcfg.rounds if timer.method == "beaver_time_ms" else timer.tcfg.process_runs
