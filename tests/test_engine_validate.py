@@ -203,14 +203,10 @@ def _copies(tmp_path: Path, names: dict[str, str | None]) -> tuple[list[Any], Ma
     return [corpus.get(t) for t in ("sleepy", *names)], machine, config
 
 
-def test_tasks_with_one_reference_have_it_timed_once_per_run(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    """Tasks of one validation with the same reference, harness and timing configuration have their reference
-    timed once, on one GPU or several; each says for which task the measurement was made, and each keeps a
-    baseline in its own folder. A task with another reference is timed for itself."""
+def _reference_timings(monkeypatch) -> list[str]:  # type: ignore[no-untyped-def]
+    """The ids of the tasks whose reference validate times from now on, in order (the real time_reference)."""
     import beavertui.engine.corpus.validate as v
 
-    other = "compute() { echo $(($1 * $2)); }\ncost() { echo 3.0; }\n"
-    tasks, machine, config = _copies(tmp_path, {"sleepy_b": None, "sleepy_c": other, "sleepy_d": None})
     timed: list[str] = []
     real = v.time_reference
 
@@ -219,6 +215,16 @@ def test_tasks_with_one_reference_have_it_timed_once_per_run(tmp_path: Path, mon
         return real(timer)
 
     monkeypatch.setattr(v, "time_reference", spy)
+    return timed
+
+
+def test_tasks_with_one_reference_have_it_timed_once_per_run(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """Tasks of one validation with the same reference, harness and timing configuration have their reference
+    timed once, on one GPU or several; each says for which task the measurement was made, and each keeps a
+    baseline in its own folder. A task with another reference is timed for itself."""
+    other = "compute() { echo $(($1 * $2)); }\ncost() { echo 3.0; }\n"
+    tasks, machine, config = _copies(tmp_path, {"sleepy_b": None, "sleepy_c": other, "sleepy_d": None})
+    timed = _reference_timings(monkeypatch)
     for gpus in (None, ["0", "1"]):
         timed.clear()
         got = {r.task_id: r for r in validate(tasks, machine, config, workers=2, gpus=gpus)}
@@ -246,17 +252,8 @@ def test_tasks_with_one_reference_have_it_timed_once_per_run(tmp_path: Path, mon
 def test_reuse_checks_takes_a_reference_time_an_earlier_run_stored(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     """With reuse_checks, a task whose reference (same share key) an earlier run timed on this GPU signature
     takes that stored time, saying for which task and when it was measured; without it, it is timed again."""
-    import beavertui.engine.corpus.validate as v
-
     tasks, machine, config = _copies(tmp_path, {"sleepy_b": None})
-    timed: list[str] = []
-    real = v.time_reference
-
-    def spy(timer):  # type: ignore[no-untyped-def]
-        timed.append(timer.task.id)
-        return real(timer)
-
-    monkeypatch.setattr(v, "time_reference", spy)
+    timed = _reference_timings(monkeypatch)
     first = list(validate(tasks[:1], machine, config, workers=1))
     assert timed == ["sleepy"] and first[0].reference_ms == 2.0
     timed.clear()
