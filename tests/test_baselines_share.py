@@ -11,7 +11,7 @@ from beavertui.engine.corpus.load import load_corpus
 from beavertui.engine.corpus.task import Task
 from beavertui.engine.session.events import GpuSignature
 from beavertui.engine.timing import baselines
-from tests.corpus_copies import with_a_twin
+from tests.corpus_copies import with_copies
 
 DATA = Path(__file__).parent / "data"
 GPU = GpuSignature(slug="nvidia_h200_sm_90_cuda_13_0", name="NVIDIA H200", compute_capability="9.0")
@@ -114,7 +114,7 @@ def test_another_reference_harness_or_timing_configuration_shares_nothing(tmp_pa
 
 
 def test_native_tasks_keep_their_baselines_in_their_folder_and_share_by_content(tmp_path: Path) -> None:
-    root = with_a_twin(tmp_path / "corpus")
+    root = with_copies(tmp_path / "corpus", {"sleepy_b": None})
     corpus = load_corpus(root)
     a, b = corpus.get("sleepy"), corpus.get("sleepy_b")
     cache = tmp_path / "cache"

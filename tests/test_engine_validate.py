@@ -15,7 +15,7 @@ from beavertui.engine.session.events import GpuSignature
 from beavertui.engine.timing import baselines
 from beavertui.engine.timing.speedup import TimingConfig
 from beavertui.engine.toolchain.local import LocalConfig
-from tests.corpus_copies import with_a_twin
+from tests.corpus_copies import with_copies
 
 DATA = Path(__file__).parent / "data"
 FAKE_GPU = GpuSignature(
@@ -110,15 +110,6 @@ def test_reuse_checks_times_a_task_checked_without_timing(tmp_path: Path, monkey
     assert verdicts.load(load_corpus(root).get("sleepy"), FAKE_GPU.slug, tmp_path / "cache") is None
 
 
-def _two_sleepy(tmp_path: Path) -> tuple[list[Any], Machine, LocalConfig]:
-    """The CPU fixture's task and a copy of it named sleepy_b, a fake GPU, and a config under tmp_path."""
-    root = with_a_twin(tmp_path / "corpus")
-    corpus = load_corpus(root)
-    machine = Machine(gpu=FAKE_GPU, nvcc="/usr/local/bin/nvcc", cuda="13.0", torch=False)
-    config = LocalConfig(base_dir=tmp_path / "work", timing=TimingConfig(cache=tmp_path / "cache", rounds=1))
-    return [corpus.get("sleepy"), corpus.get("sleepy_b")], machine, config
-
-
 def test_a_reference_out_of_memory_beside_others_is_run_again_alone_without_the_broken_start(
     tmp_path: Path,
     monkeypatch,  # type: ignore[no-untyped-def]
@@ -127,7 +118,7 @@ def test_a_reference_out_of_memory_beside_others_is_run_again_alone_without_the_
     start, which ran to its own end, keeps its result and is not built and run a second time."""
     import beavertui.engine.corpus.validate as v
 
-    tasks, machine, config = _two_sleepy(tmp_path)
+    tasks, machine, config = _copies(tmp_path, {"sleepy_b": None})
     runs: list[tuple[str, str]] = []
     real = v._attempt
 
@@ -158,7 +149,7 @@ def test_a_validation_cut_in_its_timing_phase_keeps_its_checks(tmp_path: Path, m
     import beavertui.engine.corpus.validate as v
     from beavertui.engine.corpus import verdicts
 
-    tasks, machine, config = _two_sleepy(tmp_path)
+    tasks, machine, config = _copies(tmp_path, {"sleepy_b": None})
     real = v._timed
 
     def cut_at_the_second(task, c, *a, **k):  # type: ignore[no-untyped-def]
@@ -187,16 +178,7 @@ def test_a_validation_cut_in_its_timing_phase_keeps_its_checks(tmp_path: Path, m
 def _copies(tmp_path: Path, names: dict[str, str | None]) -> tuple[list[Any], Machine, LocalConfig]:
     """The CPU fixture's task and copies of it (name -> its reference, None: sleepy's own), a fake GPU, and
     a config under tmp_path."""
-    root = tmp_path / "corpus"
-    shutil.copytree(DATA / "cpu", root)
-    for name, reference in names.items():
-        shutil.copytree(root / "sleepy", root / name)
-        for doc_name in ("instance.json", "input.json"):
-            doc = json.loads((root / name / doc_name).read_text())
-            doc["id" if doc_name == "instance.json" else "task_id"] = name
-            (root / name / doc_name).write_text(json.dumps(doc))
-        if reference is not None:
-            (root / name / "reference.sh").write_text(reference)
+    root = with_copies(tmp_path / "corpus", names)
     corpus = load_corpus(root)
     machine = Machine(gpu=FAKE_GPU, nvcc="/usr/local/bin/nvcc", cuda="13.0", torch=False)
     config = LocalConfig(base_dir=tmp_path / "work", timing=TimingConfig(cache=tmp_path / "cache", rounds=1))
