@@ -352,7 +352,7 @@ def time_task(
                 slot.note = f"reference time reused from the baseline stored {when} on this GPU signature"
         if slot is not None and slot.baseline is not None:
             first = slot.baseline
-            b = first if first.task_id == task.id else first.model_copy(update={"note": baselines.shared_note(first.task_id)})
+            b = baselines.as_found_for(first, task)
             timing_note = slot.note
         else:
             cfg = tool._runner_config()

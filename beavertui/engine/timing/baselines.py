@@ -141,7 +141,7 @@ def _read(p: Path) -> Baseline | None:
         return None
 
 
-def _named(b: Baseline, task: Task) -> Baseline:
+def as_found_for(b: Baseline, task: Task) -> Baseline:
     """``b`` as found for ``task``: with shared_note when it was measured for another task."""
     return b if b.task_id == task.id else b.model_copy(update={"note": shared_note(b.task_id)})
 
@@ -160,11 +160,11 @@ def load(task: Task, gpu: GpuSignature, harness: str, cache: Path | None = None)
     for p in (task.root / "baselines" / f"{gpu.slug}.json", path_for(task, gpu.slug, cache)):
         b = _read(p)
         if b is not None and fits(b):
-            return _named(b, task)
+            return as_found_for(b, task)
     key = share_key(task, harness)
     b = _read(shared_path(key, gpu.slug, cache))
     if b is not None and fits(b) and b.share_key == key:
-        return _named(b, task)
+        return as_found_for(b, task)
     return None
 
 
