@@ -19,7 +19,8 @@ failure). What is shown:
 - the batch's scheduled toolchain builds everything timing needs (the reference, the CUPTI library) before
   it holds the GPU alone, and builds nothing while it does;
 - it runs sanitizers and profiles in a long slot of their own, after the correctness run's slot is given
-  back, and builds the reference it profiles before it holds a GPU;
+  back, and builds the reference it profiles before it holds a GPU; a task whose last correctness run
+  outlasted the pool's patience has its next one in a long slot too;
 - a stage interrupted while it waits (Ctrl-C) leaves no request behind that would hold others back.
 """
 
@@ -672,6 +673,26 @@ def test_the_batch_runs_sanitizers_in_a_long_slot_of_their_own(
     assert grants == ["shared", "long"]  # the correctness run's slot is given back before the sanitizer's
     assert _held(order, "shared") == [("stage", "run", "candidate")]
     assert _held(order, "long") == [("stage", "sanitize", "candidate")]
+
+
+@pytest.mark.parametrize("patience_s", [0.0, 1e9])
+def test_a_task_whose_runs_outlast_the_patience_runs_in_a_long_slot(
+    sleepy: Any, tmp_path: Path, patience_s: float
+) -> None:
+    """A run that outlasts a drain's patience would be admitted beside a waiting timing stage again and again
+    (a test command that compiles for a minute): once a task's run has outlasted it, its next runs are long
+    runs, which wait out a drain. Below the patience, runs stay short."""
+    from beavertui.engine.toolchain.base import AttemptOptions
+
+    tool = _scheduled(tmp_path, sanitizer_exe="true")
+    tool.pool.patience_s = patience_s
+    wrong = "compute() { echo 41; }\ncost() { echo 1.0; }\n"
+    for it in (1, 2):
+        events = list(tool.attempt(sleepy, wrong, AttemptOptions(iteration=it, gate=0.7)))
+        assert events[-1].category == "functional_correctness"
+    kinds = [kind for kind, _rank, _gpu in grants(tool.pool)]
+    # each attempt: its correctness run, then its sanitizer run (always long)
+    assert kinds == (["shared", "long", "long", "long"] if patience_s == 0.0 else ["shared", "long"] * 2)
 
 
 def test_the_batch_builds_the_reference_to_profile_before_it_holds_a_gpu(

@@ -16,6 +16,9 @@ session first (its rank: the order in which the batch started the sessions), the
   stage. Once no such run is left, the GPU drains what it admitted meanwhile. The timing stage cannot
   start before a long run ends (its kernels would share the GPU with it), but the other sessions'
   correctness runs go on;
+- a long run is a sanitizer or profiler run, or a correctness run of a task whose last run here outlasted
+  ``patience_s`` (batch/scheduled.py: a test command that compiles at test time runs for a minute, and
+  admitted as a short run during every stuck drain it would keep the timing stage waiting run after run);
 - the other GPUs go on admitting shared runs, and a long run (a sanitizer) is placed on the GPU with the
   fewest long runs and no timing waiting for it, so a timing stage seldom waits for one to finish;
 - among equally loaded GPUs the one that ran fewest stages is taken, so work spreads over idle GPUs;

@@ -81,6 +81,9 @@ class ScheduledLocalToolchain(LocalToolchain):
         self._gpu_known = False
         self._ref_locks: dict[str, threading.Lock] = {}
         self._ref_locks_guard = threading.Lock()
+        self._run_s: dict[str, float] = {}
+        """The seconds of each task's latest correctness run here (_correctness): a task whose runs outlast the
+        pool's patience is run in a long slot, like a sanitizer."""
 
     def gpu(self) -> GpuSignature | None:
         if not self._gpu_known:
@@ -168,10 +171,16 @@ class ScheduledLocalToolchain(LocalToolchain):
     ) -> tuple[GpuState, StageResult, str | None, Classification, bool]:
         """The correctness run on a GPU slot (or the GPU alone): the GPU, the run, why the GPU is to blame
         (None: it is not), the verdict, and whether other runs were on the GPU at some point meanwhile."""
-        with self.pool.hold(exclusive=exclusive) as g:
+        # A run expected to outlast the pool's patience (the task's last run here did) is a long run: it waits
+        # out a timing stage's drain instead of being admitted while the drain waits for an earlier run, so a
+        # task whose test command takes a minute (one that compiles at test time) cannot keep a timing stage
+        # waiting run after run.
+        long = not exclusive and self._run_s.get(task.id, 0.0) > self.pool.patience_s
+        with self.pool.hold(exclusive=exclusive, long=long) as g:
             gpu_cfg = self._on(cfg, g)
             before = (g.shared, g.runs)
             run = runner.test(work, gpu_cfg)
+            self._run_s[task.id] = run.duration_s or 0.0
             shared = not exclusive and (before[0] > 1 or g.shared > 1 or g.runs != before[1])
             lost = _gpu_fault(run.log, gpu_cfg, self.probe)
         if lost is None:
