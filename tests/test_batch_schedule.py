@@ -695,6 +695,23 @@ def test_a_task_whose_runs_outlast_the_patience_runs_in_a_long_slot(
     assert kinds == (["shared", "long", "long", "long"] if patience_s == 0.0 else ["shared", "long"] * 2)
 
 
+def test_run_seconds_learned_before_the_first_run_place_it(sleepy: Any, tmp_path: Path) -> None:
+    """A kept start check or a resumed session's earlier attempts say how long the task's runs take: the first
+    run this toolchain makes of it is placed by that (here: longer than the patience, so a long slot)."""
+    from beavertui.batch.scheduler import local_starter
+    from beavertui.engine.session.events import Ran, StageResult
+    from beavertui.engine.toolchain.base import AttemptOptions
+
+    tool = _scheduled(tmp_path)
+    jobs, _tasks, _run_dir = _jobs(tmp_path, 1)
+    ran = Ran(iteration=1, result=StageResult(stage="run", command="./t", rc=1, duration_s=61.5))
+    header: Any = None
+    local_starter(jobs[0], sleepy, tool)((header, [ran]))  # a resumed session: its prefix is read
+    assert tool._run_s == {"sleepy": 61.5}
+    list(tool.attempt(sleepy, GOOD, AttemptOptions(iteration=2, gate=0.7)))
+    assert next(kind for kind, _rank, _gpu in grants(tool.pool)) == "long"
+
+
 def test_the_batch_builds_the_reference_to_profile_before_it_holds_a_gpu(
     sleepy: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -85,6 +85,11 @@ class ScheduledLocalToolchain(LocalToolchain):
         """The seconds of each task's latest correctness run here (_correctness): a task whose runs outlast the
         pool's patience is run in a long slot, like a sanitizer."""
 
+    def learn_run_seconds(self, task_id: str, seconds: float) -> None:
+        """How long a run of ``task_id`` took on this machine before this toolchain saw one (a kept start
+        check, a resumed session's earlier attempts): the next run of the task is placed by it."""
+        self._run_s[task_id] = seconds
+
     def gpu(self) -> GpuSignature | None:
         if not self._gpu_known:
             self._gpu, self._gpu_known = super().gpu(), True

@@ -25,7 +25,7 @@ from beavertui.batch.resources import SESSION_RANK, Admission
 from beavertui.batch.rundir import RunManifest, session_path
 from beavertui.engine.corpus.task import Task
 from beavertui.engine.loop.run import run_session
-from beavertui.engine.session.events import Event
+from beavertui.engine.session.events import Event, Ran
 from beavertui.engine.toolchain.base import Toolchain
 
 
@@ -141,6 +141,10 @@ def local_starter(
     job: JobSpec, task: Task, toolchain: Toolchain
 ) -> Callable[[Prefix | None], tuple[Any, tuple[str, ...]]]:
     def start(prefix: Prefix | None) -> tuple[Any, tuple[str, ...]]:
+        learn = getattr(toolchain, "learn_run_seconds", None)
+        for e in prefix[1] if prefix is not None and learn is not None else ():
+            if isinstance(e, Ran) and e.result.duration_s is not None:  # the resumed attempts' runs
+                learn(task.id, e.result.duration_s)
         model = build_model(job.model, task, job.protocol, job=job)
         protocol = session_protocol(job.model, task, job.protocol)
         stream = run_session(

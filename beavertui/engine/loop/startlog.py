@@ -55,6 +55,23 @@ def load(cache: Path, task: Task, gpu: GpuSignature, digest: str) -> str | None:
     return str(doc["log"])
 
 
+def run_seconds(cache: Path, task: Task, gpu: GpuSignature, digest: str) -> float | None:
+    """How long the stored check's correctness run took (seconds), or None (no check, or no run in it)."""
+    try:
+        doc = json.loads(_path(cache, gpu, task, digest).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    stages = doc.get("stages") if isinstance(doc, dict) and doc.get("key") == digest else None
+    for st in stages if isinstance(stages, list) else []:
+        if (
+            isinstance(st, dict)
+            and st.get("stage") == "run"
+            and isinstance(st.get("duration_s"), int | float)
+        ):
+            return float(st["duration_s"])
+    return None
+
+
 def save(
     cache: Path, task: Task, gpu: GpuSignature, digest: str, log: str,
     began: float | None = None, stages: list[dict[str, object]] | None = None,
