@@ -142,9 +142,10 @@ def local_starter(
 ) -> Callable[[Prefix | None], tuple[Any, tuple[str, ...]]]:
     def start(prefix: Prefix | None) -> tuple[Any, tuple[str, ...]]:
         learn = getattr(toolchain, "learn_run_seconds", None)
-        for e in prefix[1] if prefix is not None and learn is not None else ():
-            if isinstance(e, Ran) and e.result.duration_s is not None:  # the resumed attempts' runs
-                learn(task.id, e.result.duration_s)
+        if prefix is not None and learn is not None:
+            for e in prefix[1]:
+                if isinstance(e, Ran) and e.result.duration_s is not None:  # the resumed attempts' runs
+                    learn(task.id, e.result.duration_s)
         model = build_model(job.model, task, job.protocol, job=job)
         protocol = session_protocol(job.model, task, job.protocol)
         stream = run_session(
