@@ -115,3 +115,33 @@ def test_cpu_time_limit_stops_a_busy_loop(tmp_path: Path) -> None:
     assert not out.timed_out and out.signal == 24  # SIGXCPU
     assert out.stopped_by == "CPU time limit of 1 s per process (RLIMIT_CPU)"
     assert time.monotonic() - t0 < 10
+
+
+def test_a_started_command_is_read_up_to_a_line_and_finished_later(tmp_path: Path) -> None:
+    marker = f"31340.{os.getpid()}"
+    started = sandbox.start(
+        f"echo pre; echo 'READY now'; sleep {marker} & wait; echo after", tmp_path, dict(os.environ), 60.0
+    )
+    try:
+        assert started.until(b"READY", 10.0) and started.alive()
+        assert not started.until(b"never", 0.2) and started.alive()  # no such line yet: still running
+        t0 = time.monotonic()
+        out = started.finish(0.5)  # the limit counts from now
+    finally:
+        started.stop()
+    assert 0.4 < time.monotonic() - t0 < 4.0
+    assert out.timed_out and out.rc is None and out.stopped_by == "wall-clock limit of 0.5 s"
+    assert out.log.splitlines()[:2] == ["pre", "READY now"] and "after" not in out.log
+    assert out.duration_s >= time.monotonic() - t0 - 0.1  # counted from the start
+    assert started.finish() is out and started.stop() is out and not started.alive()
+    time.sleep(0.2)
+    assert _alive(f"sleep {marker}") == []
+
+
+def test_a_started_command_that_ends_first_is_not_ready(tmp_path: Path) -> None:
+    started = sandbox.start("echo READ; exit 3", tmp_path, dict(os.environ), 60.0)
+    t0 = time.monotonic()
+    assert not started.until(b"READY", 30.0)
+    assert time.monotonic() - t0 < 5.0
+    out = started.stop()
+    assert out.rc == 3 and not out.timed_out and out.log == "READ\n"

@@ -198,32 +198,33 @@ class ScheduledLocalToolchain(LocalToolchain):
         self, task: Task, work: runner.WorkDir, cfg: runner.RunnerConfig, options: AttemptOptions
     ) -> TimingResult:
         """Everything timing builds first, on a build slot (the reference, the CUPTI library, and for in-process
-        timing the task's driver and the candidate's side library: Timer.prepare, prepare_candidate); then the
-        timing with a GPU held alone, in which nothing is built. A GPU whose timing fails for the
-        machine's reasons is reported to the pool; a candidate's own failure is not."""
-        timer = Timer(task, cfg, self.config.timing)
-        if timer.builds:
-            try:
-                self._reference_build(task, cfg, timer)
-            except SpeedupUnavailable:
-                raise  # the reference's problem: the attempt keeps its verdict, without a speedup
-            except BeaverError as exc:
-                raise ToolchainError(f"timing could not be prepared: {exc}", source="toolchain") from exc
-        if timer.inprocess:  # the candidate's side library, on a build slot too
-            with self.builds.hold():
-                timer.prepare_candidate(work)
-        with self.pool.hold(exclusive=True) as g:
-            try:
-                timer.config = self._on(cfg, g)
-                measured = timer.measure(work, options.gate)
-            except (CandidateTimingFailed, SpeedupUnavailable):
+        timing the task's driver and the candidate's side library: Timer.prepare, prepare_candidate; for
+        kernelbench, the timing driver started up to its go, torch imported); then the timing with a GPU held
+        alone, in which nothing is built. A GPU whose timing fails for the machine's reasons is reported to the
+        pool; a candidate's own failure is not. A driver started ahead and not used is ended (Timer.close)."""
+        with Timer(task, cfg, self.config.timing) as timer:
+            if timer.builds:
+                try:
+                    self._reference_build(task, cfg, timer)
+                except SpeedupUnavailable:
+                    raise  # the reference's problem: the attempt keeps its verdict, without a speedup
+                except BeaverError as exc:
+                    raise ToolchainError(f"timing could not be prepared: {exc}", source="toolchain") from exc
+            if timer.inprocess or timer.warms:  # the candidate's side library or its driver: a build slot
+                with self.builds.hold():
+                    timer.prepare_candidate(work)
+            with self.pool.hold(exclusive=True) as g:
+                try:
+                    timer.config = self._on(cfg, g)
+                    measured = timer.measure(work, options.gate)
+                except (CandidateTimingFailed, SpeedupUnavailable):
+                    self.pool.report(g, ok=True)
+                    raise
+                except BeaverError as exc:
+                    self.pool.report(g, ok=False, detail=str(exc))
+                    raise ToolchainError(f"on GPU {g.index}: {exc}", source="gpu") from exc
                 self.pool.report(g, ok=True)
-                raise
-            except BeaverError as exc:
-                self.pool.report(g, ok=False, detail=str(exc))
-                raise ToolchainError(f"on GPU {g.index}: {exc}", source="gpu") from exc
-            self.pool.report(g, ok=True)
-            return measured
+                return measured
 
     def _reference_build(self, task: Task, cfg: runner.RunnerConfig, timer: Timer | None = None) -> None:
         """What timing (``timer``) or profiling needs built, the task's reference first, built (or found in

@@ -7,7 +7,8 @@ isolation.py where the machine allows them (no network, own PID space, private /
 wall-clock limit after which everything it started is killed. Output is read incrementally and kept
 as head and tail; it is never read unbounded into memory. Whatever the command leaves running is
 killed when it ends (reaper.py finds it), and a limit that stopped it is named in
-``Outcome.stopped_by``.
+``Outcome.stopped_by``. ``start`` leaves a command running for its caller to read and end later (a
+process started ahead of the moment it is needed, waiting for a signal in its working folder).
 This module knows nothing about tasks, categories or CUDA.
 """
 
@@ -215,7 +216,23 @@ def run(
     read but not change (the corpus, beavertui's cache), where a mount namespace is available; the
     working folder stays writable.
     """
-    start = time.monotonic()
+    return start(command, cwd, env, timeout_s, limits, on_output, keep, read_only).finish()
+
+
+def start(
+    command: str,
+    cwd: str | os.PathLike[str],
+    env: Mapping[str, str],
+    timeout_s: float,
+    limits: Limits = Limits(),
+    on_output: Callable[[bytes], None] | None = None,
+    keep: tuple[str, ...] = (),
+    read_only: tuple[str, ...] = (),
+) -> Started:
+    """``run``'s command started and left running: read it with ``Started.until`` and end it with
+    ``Started.finish`` (or ``Started.stop``), which the caller must call. ``timeout_s`` is the most the
+    command may live in all (it sets the CPU time limit, and ``finish()`` without a limit of its own)."""
+    began = time.monotonic()
     buf = _Bounded(limits.output_bytes)
     token = uuid.uuid4().hex
     if os.environ.get(NAMESPACES_SWITCH) == "0":
@@ -281,85 +298,157 @@ def run(
         if cgroup is not None:
             cgroup.close()
         raise
+    return Started(proc, began, timeout_s, limits, buf, token, cgroup, rlimit_nproc, notes, on_output)
 
-    def sweep() -> int:
-        n = reaper.kill_session(proc.pid)
+
+class Started:
+    """A command ``start`` left running, with its output read so far (only while a method reads it)."""
+
+    def __init__(
+        self,
+        proc: subprocess.Popen[bytes],
+        began: float,
+        timeout_s: float,
+        limits: Limits,
+        buf: _Bounded,
+        token: str,
+        cgroup: reaper.PidsCgroup | None,
+        rlimit_nproc: int | None,
+        notes: list[str],
+        on_output: Callable[[bytes], None] | None,
+    ) -> None:
+        self.proc, self.began, self.timeout_s, self.limits = (
+            proc,
+            began,
+            timeout_s,
+            limits,
+        )  # began: monotonic
+        self._buf, self._token, self._cgroup, self._rlimit_nproc = buf, token, cgroup, rlimit_nproc
+        self._notes, self._on_output = notes, on_output
+        assert proc.stdout is not None
+        self._fd = proc.stdout.fileno()
+        os.set_blocking(self._fd, False)
+        self._reading = True
+        self._timed_out = False
+        self._exited_at: float | None = None
+        self._leftovers = 0
+        self._line = b""
+        self._outcome: Outcome | None = None
+
+    def _sweep(self) -> int:
+        n = reaper.kill_session(self.proc.pid)
+        if self._cgroup is not None:
+            n += self._cgroup.kill()
+        return n + reaper.kill_tagged(self._token)
+
+    def _seen(self, chunk: bytes, marker: bytes) -> bool:
+        """Whether a line of the output starts with ``marker`` (this chunk with the line it continues)."""
+        lines = (self._line + chunk).split(b"\n")
+        self._line = lines[-1][: len(marker)]
+        return any(ln.startswith(marker) for ln in lines[:-1])
+
+    def _read(self, deadline: float, kill: bool, marker: bytes | None = None) -> bool:
+        """Read output until the command has ended and its output is closed, or (with ``marker``) a line
+        starts with it: True then. At ``deadline`` everything it started is killed when ``kill``, else the
+        reading stops there (False) and the command goes on."""
+        while self._reading:
+            now = time.monotonic()
+            if self.proc.poll() is not None and self._exited_at is None:
+                self._exited_at = now
+                self._leftovers = self._sweep()  # the main process is gone: nothing else may stay
+            if self._exited_at is None and now >= deadline:
+                if not kill:
+                    return False
+                self._timed_out = True
+                self._sweep()
+                self.proc.wait()
+                self._exited_at = time.monotonic()
+            if self._exited_at is not None and time.monotonic() - self._exited_at > 2.0:
+                self._reading = False
+                break  # something we could not reach still holds the pipe; stop reading
+            ready, _, _ = select.select([self._fd], [], [], 0.05 if self._exited_at is None else 0.2)
+            if not ready:
+                continue
+            try:
+                chunk = os.read(self._fd, 65536)
+            except BlockingIOError:
+                continue
+            if not chunk:
+                self._reading = False
+                break
+            self._buf.add(chunk)
+            if self._on_output is not None:
+                self._on_output(chunk)
+            if marker is not None and self._seen(chunk, marker):
+                return True
+        return False
+
+    def until(self, marker: bytes, timeout_s: float) -> bool:
+        """Read the output until a line starts with ``marker`` (True), the command ends, or ``timeout_s``
+        pass (False, the command still running)."""
+        return self._read(time.monotonic() + timeout_s, kill=False, marker=marker)
+
+    def alive(self) -> bool:
+        """Whether the command's first process is still running."""
+        return self._outcome is None and self.proc.poll() is None
+
+    def stop(self) -> Outcome:
+        """Kill it now, with everything it started (a no-op once finished): its outcome."""
+        return self.finish(0.0)
+
+    def finish(self, timeout_s: float | None = None) -> Outcome:
+        """Read it to its end, killing everything it started ``timeout_s`` from now (default: at the
+        ``timeout_s`` of ``start``); what it did, its wall time counted from its start. Only the first call
+        reads: any later one returns the same outcome."""
+        if self._outcome is not None:
+            return self._outcome
+        limit = self.timeout_s if timeout_s is None else timeout_s
+        deadline = self.began + limit if timeout_s is None else time.monotonic() + limit
+        self._read(deadline, kill=True)
+        proc, limits, buf, cgroup = self.proc, self.limits, self._buf, self._cgroup
+        assert proc.stdout is not None
+        proc.stdout.close()
+        rc_raw = proc.wait()
+        leftovers = self._leftovers + self._sweep()
+        refused = 0
         if cgroup is not None:
-            n += cgroup.kill()
-        return n + reaper.kill_tagged(token)
-
-    assert proc.stdout is not None
-    fd = proc.stdout.fileno()
-    os.set_blocking(fd, False)
-    deadline = start + timeout_s
-    timed_out = False
-    eof = False
-    exited_at: float | None = None
-    leftovers = 0
-    while not eof:
-        now = time.monotonic()
-        if proc.poll() is not None and exited_at is None:
-            exited_at = now
-            leftovers = sweep()  # the main process is gone: nothing else may stay
-        if exited_at is None and now >= deadline:
-            timed_out = True
-            sweep()
-            proc.wait()
-            exited_at = time.monotonic()
-        if exited_at is not None and time.monotonic() - exited_at > 2.0:
-            break  # something we could not reach still holds the pipe; stop reading
-        ready, _, _ = select.select([fd], [], [], 0.05 if exited_at is None else 0.2)
-        if not ready:
-            continue
-        try:
-            chunk = os.read(fd, 65536)
-        except BlockingIOError:
-            continue
-        if not chunk:
-            eof = True
-            break
-        buf.add(chunk)
-        if on_output is not None:
-            on_output(chunk)
-    proc.stdout.close()
-    rc_raw = proc.wait()
-    leftovers += sweep()
-    refused = 0
-    if cgroup is not None:
-        refused = cgroup.refused()
-        leftovers += cgroup.close()
-    duration = time.monotonic() - start
-    sig = -rc_raw if rc_raw < 0 else None
-    if sig is None and rc_raw > 128 and rc_raw - 128 in _SIGNALS:
-        sig = rc_raw - 128  # bash reports a child killed by signal N as 128+N
-    rc: int | None = None if (timed_out or rc_raw < 0) else rc_raw
-    reasons = []
-    seen = bytes(buf.head) + bytes(buf.tail)
-    if refused:
-        reasons.append(f"process limit of {limits.nproc} reached ({refused} forks refused, pids cgroup)")
-    elif rlimit_nproc is not None and _FORK_REFUSED.search(seen):
-        reasons.append(f"process limit reached (RLIMIT_NPROC {rlimit_nproc} tasks of this user)")
-    if (
-        sig == signal.SIGXCPU
-        or _CPU_HIT.search(seen)
-        or (sig == signal.SIGKILL and not timed_out and duration >= _cpu_s(limits, timeout_s))
-    ):
-        reasons.append(f"CPU time limit of {_cpu_s(limits, timeout_s)} s per process (RLIMIT_CPU)")
-    if (sig == signal.SIGXFSZ or _FSIZE_HIT.search(seen)) and limits.file_bytes is not None:
-        reasons.append(f"file size limit of {limits.file_bytes} bytes (RLIMIT_FSIZE)")
-    if timed_out:
-        reasons.append(f"wall-clock limit of {timeout_s:g} s")
-    return Outcome(
-        rc=rc,
-        signal=None if timed_out else sig,
-        timed_out=timed_out,
-        duration_s=duration,
-        log=buf.text(),
-        log_bytes=buf.total,
-        leftovers_killed=leftovers,
-        stopped_by="; ".join(reasons) or None,
-        sandbox="; ".join(notes),
-    )
+            refused = cgroup.refused()
+            leftovers += cgroup.close()
+        duration = time.monotonic() - self.began
+        timed_out = self._timed_out
+        sig = -rc_raw if rc_raw < 0 else None
+        if sig is None and rc_raw > 128 and rc_raw - 128 in _SIGNALS:
+            sig = rc_raw - 128  # bash reports a child killed by signal N as 128+N
+        rc: int | None = None if (timed_out or rc_raw < 0) else rc_raw
+        reasons = []
+        seen = bytes(buf.head) + bytes(buf.tail)
+        if refused:
+            reasons.append(f"process limit of {limits.nproc} reached ({refused} forks refused, pids cgroup)")
+        elif self._rlimit_nproc is not None and _FORK_REFUSED.search(seen):
+            reasons.append(f"process limit reached (RLIMIT_NPROC {self._rlimit_nproc} tasks of this user)")
+        cpu_s = _cpu_s(limits, self.timeout_s)
+        if (
+            sig == signal.SIGXCPU
+            or _CPU_HIT.search(seen)
+            or (sig == signal.SIGKILL and not timed_out and duration >= cpu_s)
+        ):
+            reasons.append(f"CPU time limit of {cpu_s} s per process (RLIMIT_CPU)")
+        if (sig == signal.SIGXFSZ or _FSIZE_HIT.search(seen)) and limits.file_bytes is not None:
+            reasons.append(f"file size limit of {limits.file_bytes} bytes (RLIMIT_FSIZE)")
+        if timed_out:
+            reasons.append(f"wall-clock limit of {limit:g} s")
+        self._outcome = Outcome(
+            rc=rc,
+            signal=None if timed_out else sig,
+            timed_out=timed_out,
+            duration_s=duration,
+            log=buf.text(),
+            log_bytes=buf.total,
+            leftovers_killed=leftovers,
+            stopped_by="; ".join(reasons) or None,
+            sandbox="; ".join(self._notes),
+        )
+        return self._outcome
 
 
 #: Signals a shell's 128+N exit status is read as.

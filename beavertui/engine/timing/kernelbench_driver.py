@@ -1,7 +1,8 @@
 """Time a kernelbench candidate against its PyTorch eager reference, in one process (run on the GPU machine).
 
 Usage: ``python kernelbench_driver.py --problem problem.py --solution solution.py [--trials N] [--warmup W]
-[--reference-only]``. Run in the work dir of a candidate that already passed the task's own eval.
+[--reference-only] [--go-file PATH [--go-timeout S]]``. Run in the work dir of a candidate that already passed
+the task's own eval.
 
 Both models are built from the same seeded initial inputs and called on the same seeded inputs. After W
 warm-up calls of each (and one more after the allocator's cache is emptied), N trials are taken; a trial is
@@ -9,8 +10,19 @@ one call of each model, in alternating order (even trials reference first, odd t
 Before every timed call the GPU is synchronised and the L2 cache flushed by writing a buffer of at least
 256 MiB (twice the L2 size when that is larger); the call is timed with CUDA events on the current stream. One line is printed:
 ``BEAVER_KB_TIMING {json}`` with the method, the per-call samples (ms) of each side, what was done, and
-``phases_s``: the host seconds of each phase (torch import, models built, inputs made, warm-up, timed trials).
-When something fails, the line carries ``error`` and ``side`` (``reference`` or ``candidate``) instead.
+``phases_s``: the host seconds of each phase (``import``: torch imported and the task's problem.py loaded;
+models built, inputs made, warm-up, timed trials).
+When something fails, the line carries ``error`` and ``side`` (``reference`` or ``candidate``, ``go`` when no
+go came) instead.
+
+With ``--go-file``, the driver starts ahead of the GPU being held: it imports torch and loads problem.py (the
+task's own, trusted file), prints ``BEAVER_KB_READY``, then waits until PATH exists (at most ``--go-timeout``
+seconds, else the error line and exit status 1). Nothing touches CUDA before the go, and the candidate's
+solution is not loaded before it (its module-level code could run GPU work while another process is timed).
+PATH holds JSON: ``{"env": {NAME: VALUE}, "unset": [NAME]}``, applied to the environment before the first
+CUDA call (the GPU to use, ``CUDA_VISIBLE_DEVICES``, is known only when it is held). The driver then prints
+``BEAVER_KB_GO`` and goes on as without the option; ``phases_s`` adds ``waited_for_go`` and the result
+carries ``before_go``: the phases that ran before the go came (``import``, ``waited_for_go``).
 
 This file is a standalone script: it imports only the standard library and torch, never beavertui.
 """
@@ -19,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 import traceback
@@ -28,6 +41,10 @@ from typing import Any
 
 METHOD = "torch_events_l2flush_interleaved"
 TAG = "BEAVER_KB_TIMING"
+READY = "BEAVER_KB_READY"
+GO = "BEAVER_KB_GO"
+#: How often the go file is looked for, seconds.
+POLL_S = 0.005
 
 
 def _emit(doc: dict[str, Any]) -> None:
@@ -46,6 +63,21 @@ def _to_cuda(xs: Any, torch: Any) -> list[Any]:
     return [x.cuda() if isinstance(x, torch.Tensor) else x for x in xs]
 
 
+def _wait_for_go(path: Path, timeout_s: float) -> None:
+    """Wait until ``path`` exists, then apply the environment it names; TimeoutError after ``timeout_s``."""
+    print(READY, flush=True)
+    deadline = time.monotonic() + timeout_s
+    while not path.exists():
+        if time.monotonic() >= deadline:
+            raise TimeoutError(f"no go ({path.name}) within {timeout_s:g} s")
+        time.sleep(POLL_S)
+    go = json.loads(path.read_text(encoding="utf-8") or "{}")
+    for name in go.get("unset", []):
+        os.environ.pop(str(name), None)
+    os.environ.update({str(k): str(v) for k, v in (go.get("env") or {}).items()})
+    print(GO, flush=True)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--problem", type=Path, required=True)
@@ -54,6 +86,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--seed", type=int, default=42)
     ap.add_argument("--reference-only", action="store_true")
+    ap.add_argument("--go-file", type=Path, default=None)
+    ap.add_argument("--go-timeout", type=float, default=600.0)
     args = ap.parse_args(argv)
     side = "reference"
     phases: dict[str, float] = {}
@@ -67,8 +101,13 @@ def main(argv: list[str] | None = None) -> int:
     try:
         import torch
 
-        phase("import")
         problem = _module(args.problem, "beaver_kb_problem")
+        phase("import")
+        if args.go_file is not None:
+            side = "go"
+            _wait_for_go(args.go_file, args.go_timeout)
+            phase("waited_for_go")
+            side = "reference"
         torch.manual_seed(args.seed)
         init = _to_cuda(problem.get_init_inputs(), torch)
         torch.manual_seed(args.seed)
@@ -138,6 +177,7 @@ def main(argv: list[str] | None = None) -> int:
                 "device": torch.cuda.get_device_name(0),
                 "torch": torch.__version__,
                 "phases_s": phases,
+                "before_go": ["import", "waited_for_go"] if args.go_file is not None else [],
             }
         )
         return 0

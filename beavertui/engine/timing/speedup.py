@@ -30,8 +30,9 @@ import shutil
 import statistics
 import tempfile
 import time
+import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from beavertui.engine.corpus import families, harness
@@ -146,6 +147,9 @@ class TimingConfig:
     """Time native tasks that declare ``timing_driver`` with both sides in one process (native.py) instead of
     one process per side and round. On unless ``BEAVERTUI_TIMING=process`` (measured on the H200:
     docs/performance.md)."""
+    go_s: float = 900.0
+    """kernelbench: the longest a timing driver started ahead of the GPU hold (Timer.warm) waits for its go
+    before it gives up and exits (a backstop: the timer ends an unused one first, Timer.close)."""
 
 
 class SpeedupUnavailable(BeaverError):
@@ -160,25 +164,48 @@ DRIVER_TAG = "BEAVER_KB_TIMING "
 #: The in-process kernelbench timing driver (a standalone script run with the task's interpreter).
 KERNELBENCH_DRIVER = Path(__file__).with_name("kernelbench_driver.py")
 
+#: The driver's lines when, started ahead of the GPU hold (``--go-file``), it is ready for its go and when it
+#: took it (kernelbench_driver.py).
+DRIVER_READY = "BEAVER_KB_READY"
+DRIVER_GO = "BEAVER_KB_GO"
+
+#: The longest Timer.warm waits for the driver to be ready (torch imported), seconds.
+READY_S = 120.0
+
+#: The environment a driver started ahead of the GPU hold may still take from its go: what the CUDA runtime
+#: reads when it initialises, which the driver does only after the go (``CUDA_VISIBLE_DEVICES``). Any other
+#: difference (a path, the interpreter's own settings) would come too late: the driver is started again.
+LATE_ENV = re.compile(r"^CUDA_")
+
 
 #: The kernelbench driver's phases, in the order it runs them (kernelbench_driver.py, ``phases_s``).
 DRIVER_PHASES = (
-    ("import", "torch import"), ("models", "models built"), ("inputs", "inputs made"),
-    ("warmup", "warm-up"), ("trials", "timed trials"),
+    ("import", "torch import"), ("waited_for_go", "waiting for the GPU"), ("models", "models built"),
+    ("inputs", "inputs made"), ("warmup", "warm-up"), ("trials", "timed trials"),
 )  # fmt: skip
 
 
 def phases_note(doc: dict[str, object]) -> str:
-    """``; host seconds: torch import 2.1, ...`` from the driver's ``phases_s`` (empty without them)."""
+    """``; host seconds: torch import 2.1, ...`` from the driver's ``phases_s`` (empty without them). The
+    phases a driver started ahead of the GPU hold ran before its go (``before_go``: the torch import and the
+    wait) are named apart: ``; host seconds before the GPU was held: torch import 3.5, ...; with it held: ...``."""
     phases = doc.get("phases_s")
     if not isinstance(phases, dict):
         return ""
+    before = doc.get("before_go")
+    early = set(before) if isinstance(before, list) else set()
     parts = [
-        f"{label} {float(phases[k]):.1f}"
+        (k in early, f"{label} {float(phases[k]):.1f}")
         for k, label in DRIVER_PHASES
         if isinstance(phases.get(k), (int, float))
     ]
-    return f"; host seconds: {', '.join(parts)}" if parts else ""
+    if not parts:
+        return ""
+    if not early:
+        return f"; host seconds: {', '.join(text for _, text in parts)}"
+    held = ", ".join(text for ahead, text in parts if not ahead) or "none"
+    ahead = ", ".join(text for ahead, text in parts if ahead)
+    return f"; host seconds before the GPU was held: {ahead}; with it held: {held}"
 
 
 def default_method(task: Task) -> str | None:
@@ -260,8 +287,24 @@ class CandidateTimingFailed(BeaverError):
         self.evidence = evidence
 
 
+@dataclass
+class _Warm:
+    """A kernelbench driver started ahead of the GPU hold, waiting for its go (Timer.warm)."""
+
+    work: Path
+    reference_only: bool
+    stage: runner.StartedStage
+    go: Path
+    """The file whose appearance is its go."""
+    config: runner.RunnerConfig
+    """The timer's config when it was started, its environment aside."""
+
+
 class Timer:
-    """Times a candidate work dir against the task's reference on this GPU."""
+    """Times a candidate work dir against the task's reference on this GPU.
+
+    A kernelbench timer may hold a driver process started ahead of the GPU hold (warm, prepare_candidate):
+    close() (or leaving ``with timer:``) ends it when no timing used it."""
 
     def __init__(self, task: Task, config: runner.RunnerConfig, tcfg: TimingConfig | None = None) -> None:
         self.task = task
@@ -280,6 +323,20 @@ class Timer:
         """False once the in-process method is known not to apply here (a build it needs failed)."""
         self.native_why: str | None = None
         """Why, then (the timing's note says it)."""
+        self._warm: _Warm | None = None
+
+    def __enter__(self) -> Timer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """End the driver warm() started that no timing used (nothing when there is none)."""
+        warm, self._warm = self._warm, None
+        if warm is not None:
+            warm.stage.process.stop()
+            warm.go.unlink(missing_ok=True)
 
     @property
     def inprocess(self) -> bool:
@@ -328,11 +385,52 @@ class Timer:
                 if not self._falls_back():
                     raise
 
+    @property
+    def warms(self) -> bool:
+        """Whether prepare_candidate starts the timing driver ahead of the GPU hold (kernelbench: warm)."""
+        return self.method == "torch_events_l2flush_interleaved"
+
     def prepare_candidate(self, cand: runner.WorkDir) -> None:
-        """Build the candidate's side library for the in-process method (the batch does this on a build slot,
-        so that nothing is built while the GPU is held alone); nothing when that method does not apply."""
+        """What the candidate's timing can do before the GPU is held (the batch does this on a build slot, so
+        that the hold is spent timing): build its side library for the in-process method, or start the
+        kernelbench driver up to its go (warm). Nothing when neither applies."""
         if self.inprocess:
             self.library = native.build_library(self.task, cand, self.config)
+        if self.warms:
+            self.warm(cand)
+
+    def prepare_reference(self) -> None:
+        """time_reference's counterpart of prepare_candidate: the reference-only kernelbench driver started in
+        the reference's work dir up to its go (warm)."""
+        if self.warms:
+            self.warm(reference_workdir(self.task, self.config, self.tcfg), reference_only=True)
+
+    def warm(self, work: runner.WorkDir, reference_only: bool = False) -> bool:
+        """Start the kernelbench driver in ``work`` ahead of the GPU hold, up to its go: torch imported and
+        the task's problem.py loaded, with no GPU visible (``CUDA_VISIBLE_DEVICES`` empty), nothing run on
+        one and the candidate's solution not loaded. Waits at most READY_S for it to be ready, and keeps it
+        for the next kernelbench_samples of this work dir and side, which gives it its go. False, with
+        nothing kept, when it did not get ready (that timing then starts its own driver)."""
+        self.close()
+        if not self.warms:
+            return False
+        go = work.path / f".beaver-kb-go-{uuid.uuid4().hex[:12]}"
+        command = (
+            self._kernelbench_command(reference_only)
+            + f" --go-file {shlex.quote(go.name)} --go-timeout {self.tcfg.go_s:g}"
+        )
+        base = dict(self.config.env if self.config.env is not None else os.environ)
+        ahead = replace(self.config, env={**base, "CUDA_VISIBLE_DEVICES": ""})
+        life = READY_S + self.tcfg.go_s + self.tcfg.stage_s
+        try:
+            stage = runner.start_stage(work, command, life, ahead)
+        except OSError:
+            return False
+        if not stage.process.until(DRIVER_READY.encode(), READY_S):
+            stage.process.stop()
+            return False
+        self._warm = _Warm(work.path, reference_only, stage, go, replace(self.config, env=None))
+        return True
 
     def _falls_back(self) -> bool:
         """Whether a failed CUPTI timing is tried again with ncu (CUPTI not forced, ncu installed)."""
@@ -498,15 +596,66 @@ class Timer:
 
     # ------------------------------------------------------------------ family methods
 
-    def kernelbench_samples(self, work: runner.WorkDir, reference_only: bool = False) -> dict[str, object]:
-        """Run the in-process driver in ``work`` (eager Model against its ModelNew); its result object."""
+    def _kernelbench_command(self, reference_only: bool) -> str:
         trials = max(2 * self.tcfg.process_runs, 10)
-        cmd = (
+        return (
             f"python {shlex.quote(str(KERNELBENCH_DRIVER))} --problem problem.py "
             f"--solution {shlex.quote(self.task.solution_file)} --trials {trials}"
             + (" --reference-only" if reference_only else "")
         )
-        res = runner.run_stage(work, "benchmark", cmd, self.tcfg.stage_s, self.config)
+
+    def _go(self, work: runner.WorkDir, reference_only: bool) -> StageResult | None:
+        """The run of the driver warm() started for this work dir and side, given its go with the environment
+        of ``self.config`` (the GPU now held); None, the driver ended, when there is none, it is gone, or it
+        could not take that environment or never took its go. Its record is that of the driver run started
+        now: the stage time limit counts from the go, and so does its duration; the driver's ready and go
+        lines are left out of its log."""
+        warm, self._warm = self._warm, None
+        if warm is None:
+            return None
+        try:
+            now = (work.path, reference_only, replace(self.config, env=None))
+            if (warm.work, warm.reference_only, warm.config) != now or not warm.stage.process.alive():
+                return None
+            want = runner.stage_env(self.task, self.config)
+            env = {k: v for k, v in want.items() if warm.stage.env.get(k) != v}
+            unset = sorted(k for k in warm.stage.env if k not in want)
+            if not all(LATE_ENV.match(k) for k in (*env, *unset)):
+                return None
+            part = warm.go.with_name(warm.go.name + ".part")
+            try:
+                part.write_text(json.dumps({"env": env, "unset": unset}), encoding="utf-8")
+                part.replace(warm.go)  # whole, at once: the driver never reads half of it
+            except OSError:
+                part.unlink(missing_ok=True)
+                return None
+            went = time.monotonic()
+            out = warm.stage.finish(self.tcfg.stage_s)
+        finally:
+            warm.stage.process.stop()  # nothing once finished
+            warm.go.unlink(missing_ok=True)
+        lines = out.log.splitlines(keepends=True)
+        if not any(ln.strip() == DRIVER_GO for ln in lines):
+            return None  # it gave up waiting (its go timeout) before the go came
+        kept = [ln for ln in lines if ln.strip() not in (DRIVER_READY, DRIVER_GO)]
+        dropped = len("".join(lines).encode()) - len("".join(kept).encode())
+        res = runner.stage_result("benchmark", warm.stage.command, out)
+        return res.model_copy(
+            update={
+                "log": "".join(kept),
+                "log_bytes": max(0, res.log_bytes - dropped),
+                "duration_s": round(max(0.0, out.duration_s - (went - warm.stage.process.began)), 4),
+            }
+        )
+
+    def kernelbench_samples(self, work: runner.WorkDir, reference_only: bool = False) -> dict[str, object]:
+        """Run the in-process driver in ``work`` (eager Model against its ModelNew); its result object. A
+        driver warm() started for this work dir and side is given its go instead (_go); without one, or when
+        it cannot be used, the driver is started here."""
+        res = self._go(work, reference_only)
+        if res is None:
+            command = self._kernelbench_command(reference_only)
+            res = runner.run_stage(work, "benchmark", command, self.tcfg.stage_s, self.config)
         self.runs.append(("candidate", res))
         doc: dict[str, object] | None = None
         for line in res.log.splitlines():

@@ -200,15 +200,45 @@ def run_stage(
     adapt: bool = True,
 ) -> StageResult:
     """Run one command of the attempt in the work dir and record it."""
+    started = start_stage(work, command, timeout_s, config, adapt)
+    return stage_result(stage, started.command, started.finish())
+
+
+@dataclass
+class StartedStage:
+    """A stage command started in its work dir and left running (``sandbox.Started``), as it was started."""
+
+    command: str
+    """The command as run (after adaptation)."""
+    env: dict[str, str]
+    """Its environment (stage_env's, before the sandbox's own folders)."""
+    process: sandbox.Started
+
+    def finish(self, timeout_s: float | None = None) -> sandbox.Outcome:
+        return self.process.finish(timeout_s)
+
+
+def start_stage(
+    work: WorkDir, command: str, timeout_s: float, config: RunnerConfig, adapt: bool = True
+) -> StartedStage:
+    """One command of the attempt started in the work dir the way run_stage runs it (same adaptation,
+    environment, sandbox, kept and read-only folders), not waited for; ``timeout_s`` bounds its whole life.
+    The caller reads and ends it (``StartedStage.finish``, ``process.stop``) and records it (stage_result)."""
     cmd = adapt_command(command, config.sm) if adapt else command
     keep = (*work.links.values(), *(str(p) for p in work.task.pythonpath))
     frozen = (str(work.task.corpus_root), *keep, *(str(p) for p in config.read_only))
-    out = sandbox.run(
-        cmd, work.path, stage_env(work.task, config), timeout_s, config.limits, keep=keep, read_only=frozen
-    )
+    env = stage_env(work.task, config)
+    process = sandbox.start(cmd, work.path, env, timeout_s, config.limits, keep=keep, read_only=frozen)
+    return StartedStage(command=cmd, env=env, process=process)
+
+
+def stage_result(
+    stage: Literal["build", "run", "sanitize", "benchmark"], command: str, out: sandbox.Outcome
+) -> StageResult:
+    """The record of one stage command from what it did."""
     return StageResult(
         stage=stage,
-        command=cmd,
+        command=command,
         rc=out.rc,
         signal=out.signal,
         timed_out=out.timed_out,
