@@ -13,7 +13,7 @@
 # .release/prev/startlogs (optional): the kept start checks of an earlier run on the same kind of machine.
 # Writes to $OUT: sessions/$RUN_ID (the run, resumable), metrics.txt and metrics.json, startlogs/,
 # timeline.txt and timeline.json (bench/batch_timeline.py over this run's stretch, start checks included),
-# w/steps.log.
+# w/steps.log, and batch-out.tgz (all of it but w/, in one file).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 TOTAL=${1:-540}
@@ -58,4 +58,9 @@ log "metrics: $(grep -h 'unfinished\|without a speedup\|count at p' "$W/metrics.
 python3 bench/batch_timeline.py "$RUN" ${CACHE:+--startlogs "$CACHE/startlogs"} >"$OUT/timeline.txt" 2>&1
 python3 bench/batch_timeline.py "$RUN" ${CACHE:+--startlogs "$CACHE/startlogs"} --json >"$OUT/timeline.json" 2>/dev/null
 log "timeline: $(tail -1 "$OUT/timeline.txt")"
+cp "$W/steps.log" "$OUT/steps.log"
+# One file holds the whole result: a machine that sends back only a few files of $OUT still returns the run
+# (unpack it over $OUT's layout: tar xzf batch-out.tgz).
+cp "$W/steps.log" "$OUT/steps.log"
+tar czf "$OUT/batch-out.tgz" -C "$OUT" --exclude=batch-out.tgz --exclude=w . && log "packed: batch-out.tgz ($(du -h "$OUT/batch-out.tgz" | cut -f1))"
 cp "$W/steps.log" "$OUT/steps.log"

@@ -14,7 +14,7 @@
 # (kernelbench tasks per chunk), KB_GPU_JOBS (kernelbench checks' GPU stages at once: corpus validate --gpu-jobs), ONLY (a grep -E pattern of task ids), RAW_IDS (tasks whose raw stage outputs are kept, for the fixtures).
 # Earlier results whose stored verdicts are missing get them back (scripts/release_store_verdicts.py).
 # Writes to $OUT: validate.jsonl (every result so far, earlier ones included), chunks/*.{jsonl,log},
-# raw/ (stage outputs), validation/ (stored verdicts), baselines/ (stored reference times), w/steps.log (chunk logs carry seconds since start); one instance's failure never stops the rest.
+# raw/ (stage outputs), validation/ (stored verdicts), baselines/ (stored reference times), w/steps.log (chunk logs carry seconds since start), validate-out.tgz (all of it but raw/ and w/, in one file); one instance's failure never stops the rest.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 TOTAL=${1:-540}
@@ -136,4 +136,8 @@ mkdir -p "$OUT/validation" && cp -a "$CACHE/validation/." "$OUT/validation/" 2>/
 [ -d "$CACHE/baselines" ] && mkdir -p "$OUT/baselines" && cp -a "$CACHE/baselines/." "$OUT/baselines/" 2>/dev/null
 python3 scripts/release_validation_doc.py "$OUT/validate.jsonl" --all "$W/all.txt" >"$OUT/release-validation.md" 2>"$W/doc.log"
 log "end: $(grep -c '"task_id"' "$OUT/validate.jsonl") results of $(wc -l <"$W/all.txt") tasks; table in release-validation.md"
+cp "$W/steps.log" "$OUT/steps.log"
+# One file holds the whole result (see gpu-release-batch.sh): tar xzf validate-out.tgz restores $OUT's layout.
+cp "$W/steps.log" "$OUT/steps.log"
+tar czf "$OUT/validate-out.tgz" -C "$OUT" --exclude=validate-out.tgz --exclude=raw --exclude=w . && log "packed: validate-out.tgz ($(du -h "$OUT/validate-out.tgz" | cut -f1))"
 cp "$W/steps.log" "$OUT/steps.log"
