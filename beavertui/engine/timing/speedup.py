@@ -675,15 +675,24 @@ class Timer:
             )
         return doc
 
-    def _measure_kernelbench(self, cand: runner.WorkDir) -> TimingResult:
-        self.runs = []
+    def _kernelbench_pair(self, cand: runner.WorkDir) -> tuple[dict[str, object], list[float], list[float]]:
         doc = self.kernelbench_samples(cand)
         r = [float(x) for x in doc["reference_ms"]]  # type: ignore[attr-defined]
         c = [float(x) for x in doc["candidate_ms"]]  # type: ignore[attr-defined]
         if not r or not c:
             raise SpeedupUnavailable("the kernelbench timing driver returned no samples")
+        return doc, r, c
+
+    def _measure_kernelbench(self, cand: runner.WorkDir) -> TimingResult:
+        self.runs = []
+        doc, r, c = self._kernelbench_pair(cand)
         (rm, rcv), (cm, ccv) = stats(r), stats(c)
-        note = (
+        again = ""
+        if max(rcv, ccv) > CV_LIMIT:  # the timing rules: re-measured once, that measurement kept
+            doc, r, c = self._kernelbench_pair(cand)
+            (rm, rcv), (cm, ccv) = stats(r), stats(c)
+            again = "re-measured once: CV above 3%; "
+        note = again + (
             f"one process, interleaved, {doc.get('warmup')} warm-up calls, L2 flushed "
             f"({int(doc.get('flush_bytes') or 0) >> 20} MiB) before each call, CUDA events" + phases_note(doc)  # type: ignore[call-overload]
         )
@@ -779,19 +788,23 @@ def time_reference(timer: Timer) -> ReferenceTiming:
         except native.NativeUnavailable:
             pass  # timed through the process contract below
     if timer.method == "torch_events_l2flush_interleaved":
-        doc = timer.kernelbench_samples(ref, reference_only=True)
-        got = [float(x) for x in doc["reference_ms"]]  # type: ignore[attr-defined]
-        if not got:
-            raise SpeedupUnavailable("the kernelbench timing driver returned no reference samples")
+
+        def alone() -> tuple[dict[str, object], list[float]]:
+            doc = timer.kernelbench_samples(ref, reference_only=True)
+            got = [float(x) for x in doc["reference_ms"]]  # type: ignore[attr-defined]
+            if not got:
+                raise SpeedupUnavailable("the kernelbench timing driver returned no reference samples")
+            return doc, got
+
+        doc, got = alone()
         med, cv = stats(got)
-        return ReferenceTiming(
-            timer.method,
-            med,
-            cv,
-            got,
-            cv > CV_LIMIT,
-            "eager Model alone, L2 flushed per call" + phases_note(doc),
-        )
+        again = ""
+        if cv > CV_LIMIT:  # the timing rules: re-measured once, that measurement kept
+            doc, got = alone()
+            med, cv = stats(got)
+            again = "re-measured once: CV above 3%; "
+        note = again + "eager Model alone, L2 flushed per call" + phases_note(doc)
+        return ReferenceTiming(timer.method, med, cv, got, cv > CV_LIMIT, note)
     sample = timer._sampler()
     rounds = timer.tcfg.rounds if timer.method == "beaver_time_ms" else timer.tcfg.process_runs
 
