@@ -803,8 +803,8 @@ def time_reference(timer: Timer) -> ReferenceTiming:
             doc, got = alone()
             med, cv = stats(got)
             again = "re-measured once: CV above 3%; "
-        note = again + "eager Model alone, L2 flushed per call" + phases_note(doc)
-        return ReferenceTiming(timer.method, med, cv, got, cv > CV_LIMIT, note)
+        said = again + "eager Model alone, L2 flushed per call" + phases_note(doc)
+        return ReferenceTiming(timer.method, med, cv, got, cv > CV_LIMIT, said)
     sample = timer._sampler()
     rounds = timer.tcfg.rounds if timer.method == "beaver_time_ms" else timer.tcfg.process_runs
 
