@@ -7,6 +7,8 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from beavertui.engine.corpus.harness import harness_hash
 from beavertui.engine.corpus.load import load_corpus
 from beavertui.engine.corpus.validate import validate
@@ -306,3 +308,46 @@ def test_notes_of_a_verdict_reused_again_and_again_do_not_pile_up(tmp_path: Path
     [r] = list(validate([task], machine, config, reuse_checks=True))
     assert r.valid and r.reference_ms == 2.0
     assert len([n for n in r.notes if n.startswith(reuse)]) == 1 and len(r.notes) == len(set(r.notes))
+
+
+class _Turn:
+    """A stand-in timer of _timed_in_turn: it records when it is made and closed."""
+
+    def __init__(self, i: int, seen: list[str]) -> None:
+        self.i, self.seen = i, seen
+        seen.append(f"warm {i}")
+
+    def close(self) -> None:
+        self.seen.append(f"close {self.i}")
+
+
+@pytest.mark.parametrize("how", ["all", "cut", "fails"])
+def test_the_next_tasks_timer_is_made_before_a_task_is_timed(how: str) -> None:
+    """corpus validate on one GPU: task i + 1's kernelbench driver starts (importing torch, no GPU visible)
+    before task i is timed, each timer is closed once its task is timed, and none is left open when the
+    validation is cut or a timing fails."""
+    from beavertui.engine.corpus.validate import _timed_in_turn
+
+    seen: list[str] = []
+
+    def timed(i: int, timer: Any) -> Any:
+        seen.append(f"time {i} with {'its timer' if timer is not None and timer.i == i else timer}")
+        if how == "fails" and i == 1:
+            raise RuntimeError("timing crashed")
+        return f"result {i}"
+
+    turn = _timed_in_turn(3, lambda i: _Turn(i, seen) if i != 1 else None, timed)
+    if how == "all":
+        assert list(turn) == [(0, "result 0"), (1, "result 1"), (2, "result 2")]
+        assert seen == [
+            "warm 0", "time 0 with its timer", "close 0",  # task 1 has no timer (not kernelbench, say)
+            "warm 2", "time 1 with None", "time 2 with its timer", "close 2",
+        ]  # fmt: skip
+    elif how == "cut":
+        assert next(turn) == (0, "result 0")
+        turn.close()  # the consumer stops (a cut validation)
+        assert seen == ["warm 0", "time 0 with its timer", "close 0"]
+    else:
+        with pytest.raises(RuntimeError, match="timing crashed"):
+            list(turn)
+        assert seen[-3:] == ["warm 2", "time 1 with None", "close 2"]

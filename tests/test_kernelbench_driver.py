@@ -412,6 +412,24 @@ def test_the_reference_alone_takes_a_driver_started_ahead(kb: Any, monkeypatch: 
     assert "--reference-only" in (run.command or "") and "--go-file" in (run.command or "")
 
 
+def test_a_driver_started_without_waiting_is_waited_for_at_its_go(
+    kb: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """corpus validate starts the next task's driver while one is timed and does not wait for it: the go
+    waits for it to be ready first, and the import still counts as done before the GPU was held."""
+    work, _, driver = kb
+    monkeypatch.setattr(speedup, "reference_workdir", lambda *a: work)
+    with _timer(kb) as timer:
+        began = time.monotonic()
+        timer.prepare_reference(wait=False)
+        assert time.monotonic() - began < 0.5 and _drivers(driver)  # back at once, the 0.6 s import going on
+        rt = time_reference(timer)
+    assert rt.samples == [1.0] * 10
+    assert rt.note and "before the GPU was held: torch import 0.6" in rt.note
+    [(_, run)] = timer.runs
+    assert "--go-file" in (run.command or "") and _gone(driver)
+
+
 @pytest.mark.parametrize("noisy", [1, 2])
 def test_a_timing_with_a_cv_above_3_percent_is_measured_again_once(
     kb: Any, monkeypatch: pytest.MonkeyPatch, noisy: int

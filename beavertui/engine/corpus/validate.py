@@ -329,12 +329,14 @@ def _share_key(task: Task, checked: TaskValidation) -> str | None:
 
 def time_task(
     task: Task, checked: TaskValidation, machine: Machine, tool: LocalToolchain, ceilings: Ceilings | None,
-    cache: Path | None = None, shared: SharedTimings | None = None,
+    cache: Path | None = None, shared: SharedTimings | None = None, timer: Timer | None = None,
 ) -> TaskValidation:  # fmt: skip
     """Phase two for one task, alone on the GPU: reference timing, baseline, perf_broken speedup.
 
     ``shared``: the run's timings by share key; a task whose key was timed already for another task of the run
-    on this GPU signature takes that measurement (reference_measured_for, and a note) instead of timing it."""
+    on this GPU signature takes that measurement (reference_measured_for, and a note) instead of timing it.
+    ``timer``: the task's timer made beforehand (its kernelbench driver started while the task before it was
+    timed: _timed_in_turn); the caller closes it."""
     out = checked
     if not checked.runnable or machine.gpu is None:
         return out
@@ -357,7 +359,7 @@ def time_task(
         else:
             cfg = tool._runner_config()
             try:
-                rt = time_reference(Timer(task, cfg, tool.config.timing))
+                rt = time_reference(timer or Timer(task, cfg, tool.config.timing))
             except BeaverError as exc:
                 notes.append(f"reference not timed: {exc}")
                 if label_category(task.label) == "perf_broken" and checked.broken_category == "passed":
@@ -481,8 +483,9 @@ def validate(
     # run stored it on this GPU signature)
     shared = SharedTimings(stored=reuse_checks)
     if not gpus or len(gpus) < 2:
-        for task, c in zip(tasks, checked, strict=True):
-            yield kept(task, _timed(task, c, machine, tool, ceilings, cache, shared))
+        warm = _warmer(tasks, checked, machine, tool, cache, reuse_checks)
+        for i, r in _timed_in_turn(len(tasks), warm, lambda i, t: _timed(tasks[i], checked[i], machine, tool, ceilings, cache, shared, t)):
+            yield kept(tasks[i], r)
         return
     free: Queue[str] = Queue()
     for g in gpus:
@@ -519,6 +522,59 @@ def validate(
             yield kept(task, fut.result())
 
 
+def _timed_in_turn(
+    n: int, warm: Callable[[int], Timer | None], timed: Callable[[int, Timer | None], TaskValidation]
+) -> Iterator[tuple[int, TaskValidation]]:
+    """``timed(i, timer)`` for each task in turn, task ``i + 1``'s timer made (``warm``: its kernelbench driver
+    started, importing torch with no GPU visible) before task ``i`` is timed, so that the import does not
+    hold the GPU. Every timer made is closed once its task is timed, or when the turn is cut."""
+    ahead: Timer | None = warm(0) if n else None
+    try:
+        for i in range(n):
+            now, ahead = ahead, None
+            try:
+                ahead = warm(i + 1) if i + 1 < n else None
+                yield i, timed(i, now)
+            finally:
+                if now is not None:
+                    now.close()
+    finally:
+        if ahead is not None:
+            ahead.close()
+
+
+def _warmer(
+    tasks: list[Task], checked: list[TaskValidation], machine: Machine, tool: LocalToolchain, cache: Path | None,
+    reuse_checks: bool,
+) -> Callable[[int], Timer | None]:  # fmt: skip
+    """For _timed_in_turn: a kernelbench task about to have its reference timed gets a timer whose driver is
+    started ahead (not waited for); none for a task that will not be timed (its check did not pass, an earlier
+    task of the run has its share key, or a stored baseline stands for it) or of another family."""
+    keys: set[object] = set()
+
+    def warm(i: int) -> Timer | None:
+        task, c = tasks[i], checked[i]
+        key = _share_key(task, c)
+        seen = key is not None and key in keys
+        if key is not None:
+            keys.add(key)
+        if seen or machine.gpu is None or not c.runnable or c.reference_category != "passed":
+            return None
+        timer = Timer(task, tool._runner_config(), tool.config.timing)
+        if not timer.warms:
+            return None
+        if reuse_checks and baselines.load(task, machine.gpu, harness.harness_hash(task), cache) is not None:
+            return None
+        try:
+            timer.prepare_reference(wait=False)
+        except (BeaverError, OSError):
+            timer.close()
+            return None
+        return timer
+
+    return warm
+
+
 def _out_of_memory(r: TaskValidation) -> bool:
     return "out_of_memory" in (r.reference_category, r.broken_category)
 
@@ -547,10 +603,10 @@ def _guarded(
 
 def _timed(
     task: Task, c: TaskValidation, machine: Machine, tool: LocalToolchain, ceilings: Ceilings | None,
-    cache: Path | None, shared: SharedTimings | None = None,
+    cache: Path | None, shared: SharedTimings | None = None, timer: Timer | None = None,
 ) -> TaskValidation:  # fmt: skip
     try:
-        return time_task(task, c, machine, tool, ceilings, cache, shared)
+        return time_task(task, c, machine, tool, ceilings, cache, shared, timer)
     except Exception as exc:  # a timing crash costs this task its reference time only
         return replace(c, notes=(*c.notes, f"reference not timed: {type(exc).__name__}: {exc}"))
 

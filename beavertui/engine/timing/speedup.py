@@ -298,6 +298,8 @@ class _Warm:
     """The file whose appearance is its go."""
     config: runner.RunnerConfig
     """The timer's config when it was started, its environment aside."""
+    ready: bool = True
+    """Whether its ready line was seen (warm(wait=False) leaves that to the go)."""
 
 
 class Timer:
@@ -399,18 +401,20 @@ class Timer:
         if self.warms:
             self.warm(cand)
 
-    def prepare_reference(self) -> None:
+    def prepare_reference(self, wait: bool = True) -> None:
         """time_reference's counterpart of prepare_candidate: the reference-only kernelbench driver started in
-        the reference's work dir up to its go (warm)."""
+        the reference's work dir up to its go (warm; ``wait=False``: started, not waited for)."""
         if self.warms:
-            self.warm(reference_workdir(self.task, self.config, self.tcfg), reference_only=True)
+            self.warm(reference_workdir(self.task, self.config, self.tcfg), reference_only=True, wait=wait)
 
-    def warm(self, work: runner.WorkDir, reference_only: bool = False) -> bool:
+    def warm(self, work: runner.WorkDir, reference_only: bool = False, wait: bool = True) -> bool:
         """Start the kernelbench driver in ``work`` ahead of the GPU hold, up to its go: torch imported and
         the task's problem.py loaded, with no GPU visible (``CUDA_VISIBLE_DEVICES`` empty), nothing run on
         one and the candidate's solution not loaded. Waits at most READY_S for it to be ready, and keeps it
         for the next kernelbench_samples of this work dir and side, which gives it its go. False, with
-        nothing kept, when it did not get ready (that timing then starts its own driver)."""
+        nothing kept, when it did not get ready (that timing then starts its own driver). ``wait=False``
+        returns once it is started (corpus validate starts the next task's driver while one is timed): the
+        go then waits for it to be ready first."""
         self.close()
         if not self.warms:
             return False
@@ -426,10 +430,10 @@ class Timer:
             stage = runner.start_stage(work, command, life, ahead)
         except OSError:
             return False
-        if not stage.process.until(DRIVER_READY.encode(), READY_S):
+        if wait and not stage.process.until(DRIVER_READY.encode(), READY_S):
             stage.process.stop()
             return False
-        self._warm = _Warm(work.path, reference_only, stage, go, replace(self.config, env=None))
+        self._warm = _Warm(work.path, reference_only, stage, go, replace(self.config, env=None), ready=wait)
         return True
 
     def _falls_back(self) -> bool:
@@ -617,6 +621,8 @@ class Timer:
             now = (work.path, reference_only, replace(self.config, env=None))
             if (warm.work, warm.reference_only, warm.config) != now or not warm.stage.process.alive():
                 return None
+            if not warm.ready and not warm.stage.process.until(DRIVER_READY.encode(), READY_S):
+                return None  # started without waiting (warm(wait=False)) and not ready in time
             want = runner.stage_env(self.task, self.config)
             env = {k: v for k, v in want.items() if warm.stage.env.get(k) != v}
             unset = sorted(k for k in warm.stage.env if k not in want)
