@@ -484,7 +484,11 @@ def validate(
     shared = SharedTimings(stored=reuse_checks)
     if not gpus or len(gpus) < 2:
         warm = _warmer(tasks, checked, machine, tool, cache, reuse_checks)
-        for i, r in _timed_in_turn(len(tasks), warm, lambda i, t: _timed(tasks[i], checked[i], machine, tool, ceilings, cache, shared, t)):
+
+        def time_one(i: int, timer: Timer | None) -> TaskValidation:
+            return _timed(tasks[i], checked[i], machine, tool, ceilings, cache, shared, timer)
+
+        for i, r in _timed_in_turn(len(tasks), warm, time_one):
             yield kept(tasks[i], r)
         return
     free: Queue[str] = Queue()
