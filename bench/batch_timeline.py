@@ -8,6 +8,10 @@ stage carries its own wall time (``wall_s``). From those this prints, for the ch
 - the count and summed duration of each stage kind (build, run, sanitize) and of the timing stages;
 - how long each correct attempt waited for its timing stage: the timing event's time minus its wall time
   minus the end of the attempt's last run or sanitizer run;
+- the correct attempts still waiting for their timing stage when the stretch ended (a cut run), and since
+  when;
+- what the timing stages waited behind: the runs and sanitizer runs of 30 s or more that were on a GPU
+  while some correct attempt waited to be timed (the longest five);
 - the longest stretch in which no stage of any session ended, and which sessions were in flight then;
 - with ``--startlogs DIR`` (the machine's kept broken-start checks), the checks made in the stretch: each
   session's check of its broken start is a whole attempt that no session file records, so its stages are
@@ -32,7 +36,19 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from beavertui.batch.rundir import stamp_seconds  # noqa: E402
-from beavertui.engine.session.events import Built, Ran, Sanitized, SessionEnd, SessionHeader, Timed  # noqa: E402
+from beavertui.engine.session.events import (  # noqa: E402
+    Built,
+    Ran,
+    Sanitized,
+    SessionEnd,
+    SessionHeader,
+    Timed,
+    Verdict,
+)
+
+#: A run or sanitizer run at least this long, on a GPU while a correct attempt waits to be timed, is named as
+#: what the timing waited behind (seconds).
+LONG_S = 30.0
 from beavertui.engine.session.store import read_session  # noqa: E402
 
 
@@ -93,6 +109,9 @@ def analyse(evs: list[tuple[float, str, Any]], checks: list[dict[str, Any]] | No
     ended: list[tuple[float, str]] = []
     started: dict[str, float] = {}
     stage_ends: list[tuple[float, str]] = []
+    windows: list[tuple[float, float]] = []  # (from, to) of every wait for a timing stage
+    long_runs: list[tuple[float, float, str, str]] = []  # (start, end, task, stage) of runs of LONG_S or more
+    passed: dict[tuple[str, int], float] = {}  # a passing run's end, until its attempt is timed or judged
     for t, name, e in evs:
         if isinstance(e, SessionHeader):
             started.setdefault(name, t)
@@ -103,15 +122,35 @@ def analyse(evs: list[tuple[float, str, Any]], checks: list[dict[str, Any]] | No
             stage_ends.append((t, name))
             if isinstance(e, (Ran, Sanitized)):
                 last_run_end[(name, e.iteration)] = max(t, last_run_end.get((name, e.iteration), t))
+                took = e.result.duration_s or 0.0
+                if took >= LONG_S:
+                    long_runs.append((t - took, t, name, e.kind))
+            if isinstance(e, Ran) and e.result.rc == 0 and not e.result.timed_out:
+                passed[(name, e.iteration)] = t
         elif isinstance(e, Timed):
             wall = e.result.wall_s or 0.0
             timing_wall.append(wall)
             stage_ends.append((t, name))
             ran = last_run_end.get((name, e.iteration))
+            passed.pop((name, e.iteration), None)
             if ran is not None:
                 waits.append((max(0.0, t - wall - ran), name))
+                windows.append((ran, t - wall))
+        elif isinstance(e, Verdict):
+            passed.pop((name, e.iteration), None)  # judged without a timing stage (none was needed)
         elif isinstance(e, SessionEnd):
             ended.append((t - t0, name))
+    t_end = evs[-1][0]
+    still = sorted(((t_end - t, name, t - t0) for (name, _it), t in passed.items()), reverse=True)
+    windows += [(t, t_end) for (_n, _i), t in passed.items()]
+    behind = sorted(
+        {
+            (round(b - a, 1), name, kind, round(a - t0, 1), round(b - t0, 1))
+            for a, b, name, kind in long_runs
+            if any(a < w1 and b > w0 for w0, w1 in windows)
+        },
+        reverse=True,
+    )[:5]
     check_stages: dict[str, list[float]] = {"build": [], "run": [], "sanitize": [], "timing": []}
     check_walls: list[tuple[float, str, float]] = []
     for c in checks or []:
@@ -152,6 +191,15 @@ def analyse(evs: list[tuple[float, str, Any]], checks: list[dict[str, Any]] | No
             "max_s": round(max((w for w, _ in waits), default=0.0), 1),
             "longest": sorted(waits, reverse=True)[:5],
         },
+        "timing_still_waiting": {
+            "count": len(still),
+            "longest": [
+                {"task": n, "waiting_s": round(w, 1), "since_s": round(f, 1)} for w, n, f in still[:5]
+            ],
+        },
+        "timing_behind": [
+            {"task": n, "stage": k, "duration_s": d, "from_s": a, "to_s": b} for d, n, k, a, b in behind
+        ],
         "start_checks": {
             "count": len(check_walls),
             "wall_sum_s": round(sum(w for w, _, _ in check_walls), 1),
@@ -205,6 +253,16 @@ def main(argv: list[str] | None = None) -> int:
         f"{'timing':9} {t['count']:4} stages, {t['sum_s']:7.1f} s summed, median {t['median_s']} s (wall_s)"
     )
     print(f"wait for timing: median {w['median_s']} s, max {w['max_s']} s over {w['count']} timed attempts")
+    still = doc["timing_still_waiting"]
+    if still["count"]:
+        longest = ", ".join(f"{x['task']} {x['waiting_s']} s" for x in still["longest"])
+        print(
+            f"still waiting for timing when the stretch ended: {still['count']} correct attempts ({longest})"
+        )
+    for x in doc["timing_behind"]:
+        print(
+            f"  behind: {x['task']} {x['stage']} {x['duration_s']} s (from {x['from_s']} s to {x['to_s']} s)"
+        )
     if args.startlogs:
         c = doc["start_checks"]
         parts = ", ".join(

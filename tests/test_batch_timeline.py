@@ -1,6 +1,7 @@
 """bench/batch_timeline.py on the recorded release batch (tests/data/release_batch.tar.gz, three H200 runs):
-the numbers docs/performance.md quotes for the third run come out of the session files, and a kept check of
-a broken start, which no session file holds, is counted from its startlogs file."""
+the numbers docs/performance.md quotes for the third run come out of the session files, a kept check of
+a broken start, which no session file holds, is counted from its startlogs file, and the correct attempts a
+cut run left waiting for their timing stage are counted with what they waited behind."""
 
 from __future__ import annotations
 
@@ -54,3 +55,17 @@ def test_a_kept_start_check_is_counted_and_ends_a_quiet_stretch(run: Path, tmp_p
     assert sc["count"] == 1 and sc["wall_sum_s"] == 60.0 and sc["stages"]["run"]["sum_s"] == 58.0
     assert sc["longest"] == [{"task": "cuda_198", "wall_s": 60.0, "began_s": 340.0}]
     assert doc["quiet"]["longest_s"] < 149.0  # the check's end splits the stretch
+
+
+def test_attempts_still_waiting_to_be_timed_and_what_they_waited_behind(run: Path) -> None:
+    """The third run was cut with correct attempts waiting for their timing stage: they are counted, with
+    how long they had waited, and the minute-long applied-kernels runs on the GPU meanwhile are named."""
+    doc = bt.analyse(bt.segment(bt.events_of(run), bt.last_start(run)))
+    still = doc["timing_still_waiting"]
+    assert still["count"] == 13
+    assert still["longest"][0] == {
+        "task": "cufft_samples_c2c_1d_1024_fp64__perf_broken__95baf9e2", "waiting_s": 338.0, "since_s": 158.5,
+    }  # fmt: skip
+    behind = doc["timing_behind"]
+    assert [x["duration_s"] for x in behind] == [54.7, 54.6, 54.2, 45.9]
+    assert all(x["task"].startswith("cufft_samples_") and x["stage"] == "run" for x in behind)
