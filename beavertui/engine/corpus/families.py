@@ -335,17 +335,41 @@ _ev.compile_cuda_module = _kept_compile
 """
 
 
+#: Lines that end the applied-kernels runner right after it has built both kernels, before its first
+#: correctness trial (the pre-build of the build stage): the task definition's input maker raises
+#: ``_Prebuilt``, which no ``except Exception`` of the runner catches. No GPU is visible in the pre-build, so
+#: the device index the runner asks for first is answered without CUDA (the builds depend on the arch list,
+#: which the stage's environment sets, not on the device). Uses ``_ev`` from the script around it.
+APPLIED_PREBUILD = """\
+class _Prebuilt(BaseException):
+    pass
+def _no_trial(*a, **k):
+    raise _Prebuilt()
+_task_def = _ev.load_task_def
+def _built_only(*a, **k):
+    d = dict(_task_def(*a, **k))
+    d["get_inputs"] = _no_trial
+    return d
+_ev.load_task_def = _built_only
+import torch as _torch
+_torch.cuda.current_device = lambda: 0
+"""
+
+
 def applied_commands(task_id: str, release_root: Path, timeout_s: int = 300) -> tuple[str, str]:
     """Build and test commands for an applied-kernels task, run through the release's own runner.
 
-    The build step only checks that the candidate and def.py are there (the runner compiles both the
-    candidate and testbench/reference.cu with torch's extension builder during the test, once per work dir:
-    APPLIED_KEPT_BUILDS). The test exits
-    0 when the candidate matches the reference (atol = rtol = 5e-2, as the release runs every applied
-    task), 2 when it does not build, 3 when it is wrong; it prints ``Kernel time`` and ``Speedup`` lines.
+    The build step checks that the candidate and def.py are there, then pre-builds: it runs the runner as
+    the test does, with no GPU visible, up to the end of its builds of the candidate and
+    testbench/reference.cu (APPLIED_PREBUILD), so that the test run finds both built and only loads them
+    (APPLIED_KEPT_BUILDS keeps the builds across the runs of one work dir) instead of compiling for a minute
+    while it holds a GPU slot. The pre-build is best effort and silent, as kernelbench's: its output is
+    dropped and its failure ignored, so a candidate that does not compile fails in the test run as released.
+    The test exits 0 when the candidate matches the reference (atol = rtol = 5e-2, as the release runs
+    every applied task), 2 when it does not build, 3 when it is wrong; it prints ``Kernel time`` and
+    ``Speedup`` lines.
     """
-    build = "test -f solution.cu && test -f def.py && echo 'applied task: compiled by the runner at test time'"
-    script = (
+    setup = (
         "import os, sys\n"
         "from harness.applied_kernels_runner.runner import run_task\n"
         "from harness.applied_kernels_runner.task_schema import (TaskConfig, RunnerConfig, "
@@ -367,13 +391,29 @@ def applied_commands(task_id: str, release_root: Path, timeout_s: int = 300) -> 
         "        os.symlink(os.path.join(_root, _n), os.path.join(_shadow, _n))\n"
         "_ev.get_project_root = lambda: _shadow\n"
         + APPLIED_KEPT_BUILDS
-        +         "r = run_task(cfg, os.path.abspath(\"solution.cu\"), measure_perf=True, verbose=False)\n"
+    )
+    script = setup + (
+        "r = run_task(cfg, os.path.abspath(\"solution.cu\"), measure_perf=True, verbose=False)\n"
         "if not r.compiled:\n"
         "    print(\"BUILD_FAIL:\", r.error_msg or \"compile failed\"); sys.exit(2)\n"
         "if not r.correct:\n"
         "    print(\"LOGIC_FAIL:\", r.error_msg or \"tensor mismatch\"); sys.exit(3)\n"
         "print(\"Kernel time: %.4f ms\" % (r.latency_mean_ms or 0.0))\n"
         "print(\"Speedup: %.4fx\" % (r.speedup or 0.0))\n"
+    )
+    prebuild = (
+        f"import signal\nsignal.alarm({PREBUILD_S})\n"
+        + setup
+        + APPLIED_PREBUILD
+        + "try:\n"
+        "    run_task(cfg, os.path.abspath(\"solution.cu\"), measure_perf=True, verbose=False)\n"
+        "except _Prebuilt:\n"
+        "    pass\n"
+    )
+    build = (
+        "test -f solution.cu && test -f def.py && "
+        "echo 'applied task: the runner builds and checks both kernels at test time' && "
+        f"( CUDA_VISIBLE_DEVICES= python -c {shlex.quote(prebuild)} >/dev/null 2>&1 || true )"
     )
     del release_root  # the root goes on PYTHONPATH (Task.pythonpath), not into the command
     return build, f"python -c {shlex.quote(script)}"
