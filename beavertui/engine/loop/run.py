@@ -133,13 +133,10 @@ def _start_log(task: Task, toolchain: Toolchain, protocol: Protocol) -> tuple[st
         digest = startlog.key(task, gpu, protocol.gate, protocol.sanitize_on_failure)
         stored = startlog.load(cache, task, gpu, digest)
         if stored is not None:  # the same words as when it was made: the prompt is the same either way
-            took = startlog.run_seconds(cache, task, gpu, digest)
             learn = getattr(toolchain, "learn_run_seconds", None)
-            if (
-                took is not None and learn is not None
-            ):  # how long this task's runs take here (a batch's schedule)
-                learn(task.id, took)
-            return stored, "a fresh check on this machine"
+            if stored.run_s is not None and learn is not None:  # a batch's schedule: how long its runs take
+                learn(task.id, stored.run_s)
+            return stored.log, "a fresh check on this machine"
     parts: list[str] = []
     # the check is not an attempt (its events are not recorded), but its stage events are built as for
     # the first one: an iteration of 0 is out of range for them

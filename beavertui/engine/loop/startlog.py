@@ -14,6 +14,7 @@ import hashlib
 import json
 import os
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from beavertui import __version__
@@ -44,32 +45,30 @@ def _path(cache: Path, gpu: GpuSignature, task: Task, digest: str) -> Path:
     return cache / "startlogs" / gpu.slug / f"{task.id[:80]}-{digest}.json"
 
 
-def load(cache: Path, task: Task, gpu: GpuSignature, digest: str) -> str | None:
-    """The log of a stored check, or None."""
+@dataclass(frozen=True)
+class Stored:
+    """A stored check: its log, and how long its correctness run took (seconds; None: no run in it, or a
+    check kept before its file said what it cost)."""
+
+    log: str
+    run_s: float | None = None
+
+
+def load(cache: Path, task: Task, gpu: GpuSignature, digest: str) -> Stored | None:
+    """The stored check, or None."""
     try:
         doc = json.loads(_path(cache, gpu, task, digest).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
     if not isinstance(doc, dict) or doc.get("key") != digest or not isinstance(doc.get("log"), str):
         return None
-    return str(doc["log"])
-
-
-def run_seconds(cache: Path, task: Task, gpu: GpuSignature, digest: str) -> float | None:
-    """How long the stored check's correctness run took (seconds), or None (no check, or no run in it)."""
-    try:
-        doc = json.loads(_path(cache, gpu, task, digest).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    stages = doc.get("stages") if isinstance(doc, dict) and doc.get("key") == digest else None
-    for st in stages if isinstance(stages, list) else []:
-        if (
-            isinstance(st, dict)
-            and st.get("stage") == "run"
-            and isinstance(st.get("duration_s"), int | float)
-        ):
-            return float(st["duration_s"])
-    return None
+    stages = doc.get("stages")
+    runs = [
+        float(st["duration_s"])
+        for st in (stages if isinstance(stages, list) else [])
+        if isinstance(st, dict) and st.get("stage") == "run" and isinstance(st.get("duration_s"), int | float)
+    ]
+    return Stored(str(doc["log"]), runs[0] if runs else None)
 
 
 def save(
