@@ -554,16 +554,14 @@ def _warmer(
     """For _timed_in_turn: a kernelbench task about to have its reference timed gets a timer whose driver is
     started ahead (not waited for); none for a task that will not be timed (its check did not pass, an earlier
     task of the run has its share key, or a stored baseline stands for it) or of another family."""
-    keys: set[object] = set()
+    keys: set[str] = set()
 
     def warm(i: int) -> Timer | None:
-        task, c = tasks[i], checked[i]
-        key = _share_key(task, c)
-        seen = key is not None and key in keys
-        if key is not None:
-            keys.add(key)
-        if seen or machine.gpu is None or not c.runnable or c.reference_category != "passed":
+        key = _share_key(tasks[i], checked[i])  # None: no reference timing for this task
+        if key is None or key in keys or machine.gpu is None:
             return None
+        keys.add(key)
+        task = tasks[i]
         timer = Timer(task, tool._runner_config(), tool.config.timing)
         if not timer.warms:
             return None
