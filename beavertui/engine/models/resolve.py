@@ -74,12 +74,18 @@ def _fenced(code: str, language: str) -> str:
 
 
 def task_scripted(name: str, task: Task, protocol: Protocol) -> Model:
-    """``scripted:@reference`` (the reference every time) or ``scripted:@alternate`` (broken, reference, ...)."""
+    """``scripted:@reference`` (the reference every time) or ``scripted:@alternate`` (broken, reference, ...).
+
+    The reference is sent in the form a candidate takes (``families.reference_submission``): for kernelbench
+    that is problem.py with its ``ModelNew`` alias, which the toolchain recognises and judges under the
+    reference semantics; the bare problem.py has no ``ModelNew`` and is a candidate the static checker
+    rejects."""
+    from beavertui.engine.corpus import families
     from beavertui.engine.models.scripted import ScriptedModel
 
-    ref = task.reference()
+    ref = families.reference_submission(task)
     if ref is None:
-        raise BeaverError(f"{task.id}: {name} needs the task's reference solution")
+        raise BeaverError(f"{task.id}: {name}: {families.why_no_reference_submission(task)}")
     n = max(protocol.budget, 1)
     if name == "scripted:@reference":
         replies = [_fenced(ref, task.language)] * n
