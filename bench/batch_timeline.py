@@ -15,7 +15,9 @@ stage carries its own wall time (``wall_s``). From those this prints, for the ch
 - the longest stretch in which no stage of any session ended, and which sessions were in flight then;
 - with ``--startlogs DIR`` (the machine's kept broken-start checks), the checks made in the stretch: each
   session's check of its broken start is a whole attempt that no session file records, so its stages are
-  counted from the check's kept file (checks kept before the files said what they cost are left out).
+  counted from the check's kept file (checks kept before the files said what they cost are left out);
+- an attempt that resubmits the broken start is judged by that check, not run again: its stages (marked
+  ``reused``) are left out of the stage counts and waits above, and counted apart.
 
 ``--segment last`` (the default) keeps only the events since the run was last started or resumed (run.json's
 ``created`` and ``resumed`` times): a run resumed on another machine is a new stretch, and the time between
@@ -112,11 +114,15 @@ def analyse(evs: list[tuple[float, str, Any]], checks: list[dict[str, Any]] | No
     windows: list[tuple[float, float]] = []  # (from, to) of every wait for a timing stage
     long_runs: list[tuple[float, float, str, str]] = []  # (start, end, task, stage) of runs of LONG_S or more
     passed: dict[tuple[str, int], float] = {}  # a passing run's end, until its attempt is timed or judged
+    reused: set[tuple[str, int]] = set()  # attempts judged by their start check (its stages ran then)
     for t, name, e in evs:
         if isinstance(e, SessionHeader):
             started.setdefault(name, t)
             continue
         started.setdefault(name, t)
+        if isinstance(e, (Built, Ran, Sanitized, Timed)) and e.result.reused:
+            reused.add((name, e.iteration))
+            continue
         if isinstance(e, (Built, Ran, Sanitized)):
             stages[e.kind if e.kind != "sanitize" else "sanitize"].append(e.result.duration_s)
             stage_ends.append((t, name))
@@ -138,6 +144,8 @@ def analyse(evs: list[tuple[float, str, Any]], checks: list[dict[str, Any]] | No
                 windows.append((ran, t - wall))
         elif isinstance(e, Verdict):
             passed.pop((name, e.iteration), None)  # judged without a timing stage (none was needed)
+            if (name, e.iteration) in reused:
+                stage_ends.append((t, name))
         elif isinstance(e, SessionEnd):
             ended.append((t - t0, name))
     t_end = evs[-1][0]
@@ -186,6 +194,7 @@ def analyse(evs: list[tuple[float, str, Any]], checks: list[dict[str, Any]] | No
         "ended_at_s": [round(t, 1) for t, _ in ended],
         "stages": {k: summary(v) for k, v in stages.items()},
         "timing": summary(timing_wall),
+        "reused_attempts": len(reused),
         "timing_wait": {
             **summary([w for w, _ in waits]),
             "max_s": round(max((w for w, _ in waits), default=0.0), 1),
@@ -253,6 +262,9 @@ def main(argv: list[str] | None = None) -> int:
         f"{'timing':9} {t['count']:4} stages, {t['sum_s']:7.1f} s summed, median {t['median_s']} s (wall_s)"
     )
     print(f"wait for timing: median {w['median_s']} s, max {w['max_s']} s over {w['count']} timed attempts")
+    if doc["reused_attempts"]:
+        print(f"attempts judged by their start check (the broken start resubmitted; not counted above, their "
+              f"stages ran in the check): {doc['reused_attempts']}")  # fmt: skip
     still = doc["timing_still_waiting"]
     if still["count"]:
         longest = ", ".join(f"{x['task']} {x['waiting_s']} s" for x in still["longest"])

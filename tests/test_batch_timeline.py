@@ -69,3 +69,26 @@ def test_attempts_still_waiting_to_be_timed_and_what_they_waited_behind(run: Pat
     behind = doc["timing_behind"]
     assert [x["duration_s"] for x in behind] == [54.7, 54.6, 54.2, 45.9]
     assert all(x["task"].startswith("cufft_samples_") and x["stage"] == "run" for x in behind)
+
+
+def test_an_attempt_judged_by_its_start_check_is_counted_apart(tmp_path: Path) -> None:
+    """The stages of an attempt that resubmitted the broken start ran in the check (which --startlogs
+    counts): they are not counted again as the attempt's, and the count of such attempts is reported."""
+    from test_loop_session import _sh, _sleepy
+
+    from beavertui.engine.loop.run import run_session
+    from beavertui.engine.models.scripted import ScriptedModel
+    from beavertui.engine.session.events import Built, Ran
+    from beavertui.engine.session.protocol import Protocol
+
+    task, tool, _ran = _sleepy(tmp_path)
+    replies = [_sh(task.broken_start()), _sh(task.reference() or "")]
+    items = list(run_session(task, ScriptedModel(replies), tool, Protocol(budget=2)))
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "sleepy__s0.jsonl").write_text("".join(e.model_dump_json() + "\n" for e in items))
+    doc = bt.analyse(bt.events_of(run))
+    assert doc["reused_attempts"] == 1
+    fresh = [e for e in items if isinstance(e, (Built, Ran)) and e.result.reused is None]
+    assert fresh and {e.iteration for e in fresh} == {2}
+    assert doc["stages"]["build"]["count"] + doc["stages"]["run"]["count"] == len(fresh)

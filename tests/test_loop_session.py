@@ -456,3 +456,102 @@ def test_the_header_carries_the_label_validation_corrected(tmp_path: Path) -> No
     assert header().task.observed_label == "timeout"
     verdicts.save(task, record.model_copy(update={"verdict": "usable", "observed_category": "x"}), cache)
     assert header().task.observed_label is None  # the label agreed
+
+
+def _sleepy(tmp_path: Path):  # type: ignore[no-untyped-def]
+    """The CPU fixture task without a recorded log, a local toolchain that keeps its checks under
+    tmp_path/c, and a list that counts the toolchain's attempts (the check included)."""
+    import shutil
+
+    from beavertui.engine.corpus.load import load_corpus
+    from beavertui.engine.session.events import GpuSignature
+    from beavertui.engine.timing.speedup import TimingConfig
+    from beavertui.engine.toolchain.local import LocalConfig, LocalToolchain
+
+    root = tmp_path / "corpus"
+    if not root.exists():
+        shutil.copytree(Path(__file__).parent / "data" / "cpu", root)
+        (root / "sleepy" / "error_log.txt").write_text("")
+    task = load_corpus(root).get("sleepy")
+    tool = LocalToolchain(LocalConfig(base_dir=tmp_path / "work", timing=TimingConfig(cache=tmp_path / "c")))
+    sig = GpuSignature(
+        slug="test_gpu_sm_90_cuda_13_0", name="Test GPU", compute_capability="9.0", cuda="13.0"
+    )
+    tool.gpu = lambda: sig  # type: ignore[method-assign]
+    ran: list[str] = []
+    real = tool.attempt
+
+    def counted(t, code, options):  # type: ignore[no-untyped-def]
+        ran.append("broken" if code.strip() == t.broken_start().strip() else "other")
+        return real(t, code, options)
+
+    tool.attempt = counted  # type: ignore[method-assign]
+    return task, tool, ran
+
+
+def _sh(code: str) -> str:
+    return f"```cuda\n{code}\n```"  # the fixture's language is cuda; its solution file is a shell script
+
+
+def test_an_attempt_that_resubmits_the_broken_start_is_judged_by_the_check_of_it(tmp_path: Path) -> None:
+    """scripted:@alternate sends the broken start at attempt 1: the check made of it before the first
+    turn (the same toolchain and options) is its result, marked reused, instead of a second build and run
+    of the same code; the next session on the machine gets it from the kept check."""
+    from beavertui.engine.session.events import Built, Ran
+
+    task, tool, ran = _sleepy(tmp_path)
+    replies = [_sh(task.broken_start()), _sh(task.reference() or "")]
+    events = list(run_session(task, ScriptedModel(replies), tool, Protocol(budget=2)))
+    assert ran == ["broken", "other"]  # the check, then attempt 2; attempt 1 was not run again
+    stages = [e for e in events if isinstance(e, (Built, Ran))]
+    first = [e for e in stages if e.iteration == 1]
+    assert [e.kind for e in first] == ["build", "run"]
+    assert all(e.result.reused and "check of it made before the first turn" in e.result.reused for e in first)
+    assert all(e.result.reused is None for e in stages if e.iteration == 2)
+    (v1, v2) = verdicts(events)
+    assert (v1.iteration, v1.category, v1.correct) == (1, "functional_correctness", False)
+    assert "MISMATCH" in next(e for e in first if e.kind == "run").result.log
+    assert v2.correct and end(events).stop_reason == "passed"
+    # another session, as a later batch process would run it: the kept check judges attempt 1 again
+    task, tool, ran = _sleepy(tmp_path)
+    again = list(run_session(task, ScriptedModel(replies), tool, Protocol(budget=2)))
+    assert ran == ["other"]
+    assert [v.category for v in verdicts(again)] == [v1.category, v2.category]
+
+
+def test_the_check_judges_no_attempt_it_did_not_run_the_same_way(tmp_path: Path) -> None:
+    """Other code, or options the check did not run with (a sanitizer tool list), are run as usual."""
+    task, tool, ran = _sleepy(tmp_path)
+    near = task.broken_start().replace("echo", "echo ")
+    list(run_session(task, ScriptedModel([_sh(near)]), tool, Protocol(budget=1)))
+    assert ran == ["broken", "other"]
+    task, tool, ran = _sleepy(tmp_path / "b")
+    list(
+        run_session(
+            task,
+            ScriptedModel([_sh(task.broken_start())]),
+            tool,
+            Protocol(budget=1, sanitize_tools=("memcheck",)),
+        )
+    )
+    assert ran == ["broken", "broken"]
+
+
+def test_a_resumed_session_finds_the_kept_check_for_a_later_resubmission(tmp_path: Path) -> None:
+    """A session resumed after its first turn makes no check; an attempt that sends the broken start
+    again is still judged by the kept one."""
+    task, tool, ran = _sleepy(tmp_path)
+    wrong = "compute() { echo 41; }\ncost() { echo 1.0; }"
+    replies = [_sh(wrong), _sh(wrong + "\n"), _sh(task.broken_start())]
+    protocol = Protocol(budget=3, stagnation=StagnationSettings(enabled=()))
+    items = list(run_session(task, ScriptedModel(replies), tool, protocol))
+    assert ran == ["broken", "other", "other"]
+    header = items[0]
+    assert isinstance(header, SessionHeader)
+    done = [e for e in items[1:] if getattr(e, "iteration", None) in (1, 2)]
+    task, tool, ran = _sleepy(tmp_path)
+    model = ScriptedModel(replies)
+    model.resume_at(2)
+    rest = list(run_session(task, model, tool, protocol, resume_from=(header, done)))
+    assert ran == []
+    assert [v.iteration for v in verdicts(rest)] == [3]

@@ -15,6 +15,8 @@ import threading
 import time
 import uuid
 from collections.abc import Generator, Iterator, Sequence
+from dataclasses import replace
+from pathlib import Path
 from typing import get_args
 
 from beavertui import __version__
@@ -30,6 +32,7 @@ from beavertui.engine.session.events import (
     MAX_REPLY_CHARS,
     Candidate,
     Event,
+    GpuSignature,
     InfraError,
     Message,
     Reply,
@@ -121,33 +124,54 @@ def _complete_streaming(
             return
 
 
-def _start_log(task: Task, toolchain: Toolchain, protocol: Protocol) -> tuple[str | None, str]:
-    """The broken start's real error log: the recorded one, or a fresh check through the toolchain."""
-    recorded = task.error_log()
-    if recorded:
-        return recorded, "recorded when the task was made"
+#: What the check of a broken start yields that judges an attempt (its stage events and its verdict).
+_CHECK_KINDS = frozenset({"build", "run", "sanitize", "timing", "profile", "verdict"})
+
+
+def _check_options(protocol: Protocol) -> AttemptOptions:
+    # the check is not an attempt (its events are not recorded as such), but its stage events are built as
+    # for the first one: an iteration of 0 is out of range for them
+    return AttemptOptions(iteration=1, gate=protocol.gate, sanitize_on_failure=protocol.sanitize_on_failure)
+
+
+def _start_check_key(
+    task: Task, toolchain: Toolchain, protocol: Protocol
+) -> tuple[Path, GpuSignature, str] | None:
+    """Where the check of the task's broken start is kept on this machine, and its key (None: not kept)."""
     cache = getattr(toolchain, "start_log_cache", None)
     gpu = toolchain.gpu() if cache is not None else None
+    if cache is None or gpu is None:
+        return None
+    return Path(cache), gpu, startlog.key(task, gpu, protocol.gate, protocol.sanitize_on_failure)
+
+
+def _start_log(
+    task: Task, toolchain: Toolchain, protocol: Protocol
+) -> tuple[str | None, str, startlog.Stored | None]:
+    """The broken start's real error log: the recorded one, or a fresh check through the toolchain; with
+    the check (kept or just made) whose events can judge an attempt that submits the broken start itself."""
+    recorded = task.error_log()
+    if recorded:
+        return recorded, "recorded when the task was made", None
+    where = _start_check_key(task, toolchain, protocol)
     digest = None
-    if cache is not None and gpu is not None:
-        digest = startlog.key(task, gpu, protocol.gate, protocol.sanitize_on_failure)
+    if where is not None:
+        cache, gpu, digest = where
         stored = startlog.load(cache, task, gpu, digest)
         if stored is not None:  # the same words as when it was made: the prompt is the same either way
             learn = getattr(toolchain, "learn_run_seconds", None)
             if stored.run_s is not None and learn is not None:  # a batch's schedule: how long its runs take
                 learn(task.id, stored.run_s)
-            return stored.log, "a fresh check on this machine"
+            return stored.log, "a fresh check on this machine", stored
     parts: list[str] = []
-    # the check is not an attempt (its events are not recorded), but its stage events are built as for
-    # the first one: an iteration of 0 is out of range for them
-    options = AttemptOptions(
-        iteration=1, gate=protocol.gate, sanitize_on_failure=protocol.sanitize_on_failure
-    )
+    options = _check_options(protocol)
     judged = False
     began = time.time()
     stages: list[dict[str, object]] = []
+    kept: list[Event] = []
     for e in toolchain.attempt(task, task.broken_start(), options):
         judged = judged or isinstance(e, Verdict)
+        kept.append(e)
         if e.kind == "infra_error":
             digest = None  # a check the machine cut short is not kept
         if e.kind in ("build", "run", "sanitize"):
@@ -158,9 +182,29 @@ def _start_log(task: Task, toolchain: Toolchain, protocol: Protocol) -> tuple[st
         elif isinstance(e, Verdict) and e.correct and e.speedup is not None:
             parts.append(f"correct, speedup {e.speedup:.2f}x against a gate of {e.gate:g}x")
     log = "\n\n".join(parts) or None
-    if judged and log is not None and digest is not None and cache is not None and gpu is not None:
-        startlog.save(cache, task, gpu, digest, log, began=began, stages=stages)
-    return log, "a fresh check on this machine"
+    events = tuple(kept) if judged and all(e.kind in _CHECK_KINDS for e in kept) else ()
+    if judged and log is not None and digest is not None and where is not None:
+        startlog.save(where[0], task, where[1], digest, log, began=began, stages=stages, events=events)
+    check = startlog.Stored(log, None, events, time.time()) if log is not None and events else None
+    return log, "a fresh check on this machine", check
+
+
+def _reused(check: startlog.Stored, iteration: int) -> list[Event]:
+    """The check's events as the events of attempt ``iteration``, each stage and timing marked as reused."""
+    when = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(check.made)) if check.made else "earlier"
+    why = (
+        f"not run again: the candidate is the broken start, and this is the check of it made before the "
+        f"first turn ({when}) with the same toolchain and options"
+    )
+    out: list[Event] = []
+    t = time.time()
+    for e in check.events:
+        update: dict[str, object] = {"iteration": iteration, "t": t}
+        result = getattr(e, "result", None)
+        if result is not None and hasattr(result, "reused"):
+            update["result"] = result.model_copy(update={"reused": why})
+        out.append(e.model_copy(update=update))
+    return out
 
 
 def _task_ref(task: Task, toolchain: Toolchain) -> TaskRef:
@@ -284,6 +328,9 @@ class _Run:
         self.iteration = state.iteration
         self.rounds: list[tuple[str, str]] = []
         self.first: list[Message] = []
+        self.check: startlog.Stored | None = None
+        """The check of the broken start made (or kept) before the first turn, when it has events."""
+        self.check_looked = False
         self.replies: list[Reply] = []
         """Every reply of the session, those of redone attempts too (what its usage adds up)."""
         for a in state.attempts:
@@ -328,7 +375,7 @@ class _Run:
         if done:
             yield from self._after_verdict(done, resumed=True)
         if not self.first:
-            start_log, source = _start_log(self.task, self.toolchain, self.protocol)
+            start_log, source, self.check = _start_log(self.task, self.toolchain, self.protocol)
             self.first = first_turn(self.task, start_log, source)
         for iteration in range(done + 1, effective_budget(self.protocol) + 1):
             self.iteration = iteration
@@ -417,11 +464,29 @@ class _Run:
             profile=wants_profile(p),
         )
         verdicts = 0
-        for e in self.toolchain.attempt(task, code, options):
+        check = self._check_for(code, options)
+        events = (
+            _reused(check, iteration) if check is not None else self.toolchain.attempt(task, code, options)
+        )
+        for e in events:
             verdicts += isinstance(e, Verdict)
             yield self.fold(e)
         if verdicts != 1:
             raise ToolchainError(f"the toolchain gave {verdicts} verdicts for iteration {iteration}, not one")
+
+    def _check_for(self, code: str, options: AttemptOptions) -> startlog.Stored | None:
+        """The check of the broken start that judges this attempt instead of running it again: only for the
+        broken start itself (edge whitespace aside), under the options the check ran with."""
+        if code.strip() != self.task.broken_start().strip():
+            return None
+        if replace(options, iteration=1) != _check_options(self.protocol):
+            return None  # sanitizer tools or a profile the check did not run
+        if self.check is None and not self.check_looked and not self.task.error_log():
+            self.check_looked = True  # a resumed session made no check this time: a kept one may serve
+            where = _start_check_key(self.task, self.toolchain, self.protocol)
+            if where is not None:
+                self.check = startlog.load(where[0], self.task, where[1], where[2])
+        return self.check if self.check is not None and self.check.events else None
 
     def _after_verdict(self, iteration: int, resumed: bool = False) -> Iterator[Event]:
         """Stop on success or stagnation; otherwise remember the round for the next request."""

@@ -14,13 +14,14 @@ import hashlib
 import json
 import os
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from beavertui import __version__
 from beavertui.engine.corpus.harness import harness_hash
 from beavertui.engine.corpus.task import Task
-from beavertui.engine.session.events import GpuSignature
+from beavertui.engine.session.events import EVENT_ADAPTER, Event, GpuSignature
 
 #: Stored logs larger than this are not kept (the prompt shows an excerpt of the log anyway).
 MAX_BYTES = 1 << 20
@@ -48,10 +49,14 @@ def _path(cache: Path, gpu: GpuSignature, task: Task, digest: str) -> Path:
 @dataclass(frozen=True)
 class Stored:
     """A stored check: its log, and how long its correctness run took (seconds; None: no run in it, or a
-    check kept before its file said what it cost)."""
+    check kept before its file said what it cost); ``events``: the check's own stage events and verdict, as
+    the toolchain gave them (empty for a check kept before its file held them), and ``made`` (epoch seconds)
+    when it was stored."""
 
     log: str
     run_s: float | None = None
+    events: tuple[Event, ...] = ()
+    made: float | None = None
 
 
 def load(cache: Path, task: Task, gpu: GpuSignature, digest: str) -> Stored | None:
@@ -68,16 +73,32 @@ def load(cache: Path, task: Task, gpu: GpuSignature, digest: str) -> Stored | No
         for st in (stages if isinstance(stages, list) else [])
         if isinstance(st, dict) and st.get("stage") == "run" and isinstance(st.get("duration_s"), int | float)
     ]
-    return Stored(str(doc["log"]), runs[0] if runs else None)
+    events: tuple[Event, ...] = ()
+    raw = doc.get("events")
+    if isinstance(raw, list):
+        try:
+            events = tuple(EVENT_ADAPTER.validate_python(e) for e in raw)
+        except ValueError:  # written by another version: the log is still good, the events are not used
+            events = ()
+    made = doc.get("made")
+    return Stored(
+        str(doc["log"]),
+        runs[0] if runs else None,
+        events,
+        float(made) if isinstance(made, int | float) else None,
+    )
 
 
 def save(
     cache: Path, task: Task, gpu: GpuSignature, digest: str, log: str,
     began: float | None = None, stages: list[dict[str, object]] | None = None,
+    events: Sequence[Event] = (),
 ) -> None:  # fmt: skip
     """Store a check's log (atomically; a failure to store costs only the reuse). ``began`` (epoch seconds)
     and ``stages`` (each stage's kind, duration and exit status) say what the check cost: the check is not
-    an attempt, so the session files hold none of it (bench/batch_timeline.py --startlogs reads them)."""
+    an attempt, so the session files hold none of it (bench/batch_timeline.py --startlogs reads them).
+    ``events``: the check's stage events and verdict, which judge an attempt whose candidate is the broken
+    start itself (loop/run.py)."""
     if len(log.encode()) > MAX_BYTES:
         return
     p = _path(cache, gpu, task, digest)
@@ -86,6 +107,8 @@ def save(
         doc["began"] = began
     if stages is not None:
         doc["stages"] = stages
+    if events:
+        doc["events"] = [e.model_dump(mode="json") for e in events]
     try:
         p.parent.mkdir(parents=True, exist_ok=True)
         tmp = p.with_name(f".{p.name}.{os.getpid()}.tmp")

@@ -183,6 +183,10 @@ class StageResult(_Frozen):
     """Set on a batch's correctness run that was made a second time holding its GPU alone, and says why: the
     first run, while other runs shared the GPU, ran out of GPU memory (their memory may have been the cause).
     The result here, and the verdict, are the second run's."""
+    reused: str | None = None
+    """Set when the stage was not run for this attempt: its candidate is the broken start itself, and this is
+    the result of the check of the broken start made before the first turn (the same toolchain, options and
+    machine); says when that check was made."""
     unrecorded: list[str] = Field(default_factory=list)
     """Fields the source of this result did not record (an imported run: ``rc``, ``duration_s``,
     ``command``, ...): their values here are null or empty, never measured."""
@@ -256,6 +260,8 @@ class TimingResult(_Frozen):
     """Process-level methods (``cupti``, ``ncu``): runs of each side the measurement took (one sample per run;
     sampling stops once the speedup's 95% interval is within +/-2%, 3 to 10 runs a side). None where one
     process times many launches (the native methods, the kernelbench driver)."""
+    reused: str | None = None
+    """As for a stage: the timing of the check of the broken start, whose candidate this attempt's is."""
 
 
 # --------------------------------------------------------------------------------------------- events
