@@ -16,6 +16,8 @@ stage carries its own wall time (``wall_s``). From those this prints, for the ch
 - with ``--startlogs DIR`` (the machine's kept broken-start checks), the checks made in the stretch: each
   session's check of its broken start is a whole attempt that no session file records, so its stages are
   counted from the check's kept file (checks kept before the files said what they cost are left out);
+- with ``--startlogs DIR`` too, the checks that began in the stretch and were cut in flight (their process
+  ended before they did, so they are lost): the stages each had finished, from its in-flight note;
 - an attempt that resubmits the broken start is judged by that check, not run again: its stages (marked
   ``reused``) are left out of the stage counts and waits above, and counted apart.
 
@@ -100,7 +102,31 @@ def start_checks(folder: Path, since: float | None, until: float | None) -> list
     return out
 
 
-def analyse(evs: list[tuple[float, str, Any]], checks: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+def cut_checks(folder: Path, since: float | None) -> list[dict[str, Any]]:
+    """The checks under ``folder`` that began after ``since`` and were still under way when their process
+    ended (their in-flight note was never removed): lost, since a check is kept only once it ends."""
+    out: list[dict[str, Any]] = []
+    for f in sorted(folder.rglob("*.inflight.json")):
+        try:
+            doc = json.loads(f.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if (
+            not isinstance(doc, dict)
+            or not doc.get("in_flight")
+            or not isinstance(doc.get("began"), (int, float))
+        ):
+            continue
+        if since is None or doc["began"] >= since:
+            out.append(doc)
+    return out
+
+
+def analyse(
+    evs: list[tuple[float, str, Any]],
+    checks: list[dict[str, Any]] | None = None,
+    cut: list[dict[str, Any]] | None = None,
+) -> dict[str, Any]:
     if not evs:
         return {"events": 0}
     t0 = evs[0][0]
@@ -169,6 +195,11 @@ def analyse(evs: list[tuple[float, str, Any]], checks: list[dict[str, Any]] | No
             (float(c["made"]) - float(c["began"]), str(c.get("task", "?")), float(c["began"]) - t0)
         )
         stage_ends.append((float(c["made"]), str(c.get("task", "?"))))
+    cut_stages: dict[str, list[float]] = {"build": [], "run": [], "sanitize": [], "timing": []}
+    for c in cut or []:
+        for st in c.get("stages") or []:
+            if isinstance(st, dict) and st.get("stage") in cut_stages:
+                cut_stages[str(st["stage"])].append(float(st.get("duration_s") or 0.0))
     stage_ends.sort()
     quiet = (0.0, t0, t0)
     ends = [t0] + [t for t, _ in stage_ends]
@@ -218,6 +249,19 @@ def analyse(evs: list[tuple[float, str, Any]], checks: list[dict[str, Any]] | No
                 for w, n, b in sorted(check_walls, reverse=True)[:5]
             ],
         },
+        "start_checks_cut": {
+            "count": len(cut or []),
+            "stages": {k: summary(v) for k, v in cut_stages.items()},
+            "earliest": [
+                {
+                    "task": str(c.get("task", "?")),
+                    "began_s": round(float(c["began"]) - t0, 1),
+                    "last_stage_end_s": round(float(c.get("updated") or c["began"]) - t0, 1),
+                    "stages_done": len(c.get("stages") or []),
+                }
+                for c in sorted(cut or [], key=lambda c: float(c["began"]))[:5]
+            ],
+        },
         "quiet": {
             "longest_s": round(quiet[0], 1),
             "from_s": round(quiet[1] - t0, 1),
@@ -244,7 +288,8 @@ def main(argv: list[str] | None = None) -> int:
     since = last_start(args.run) if args.segment == "last" else None
     evs = segment(events_of(args.run), since)
     checks = start_checks(args.startlogs, since, evs[-1][0] if evs else None) if args.startlogs else None
-    doc = analyse(evs, checks)
+    cut = cut_checks(args.startlogs, since) if args.startlogs else None
+    doc = analyse(evs, checks, cut)
     if args.json:
         print(json.dumps(doc, indent=1))
         return 0
@@ -284,6 +329,16 @@ def main(argv: list[str] | None = None) -> int:
               f"{'; stages: ' + parts if parts else ''}")  # fmt: skip
         for x in c["longest"]:
             print(f"  {x['task']}: {x['wall_s']} s from {x['began_s']} s")
+        c = doc["start_checks_cut"]
+        if c["count"]:
+            parts = ", ".join(
+                f"{k} {v['count']} ({v['sum_s']} s)" for k, v in c["stages"].items() if v["count"]
+            )  # fmt: skip
+            print(f"start checks cut in flight (lost: a check is kept only once it ends): {c['count']}"
+                  f"{'; their finished stages: ' + parts if parts else ''}")  # fmt: skip
+            for x in c["earliest"]:
+                print(f"  {x['task']}: from {x['began_s']} s, {x['stages_done']} stages done, the last "
+                      f"ending at {x['last_stage_end_s']} s")  # fmt: skip
     print(f"longest stretch with no stage ending: {q['longest_s']} s (from {q['from_s']} s to {q['to_s']} s), "
           f"{q['sessions_in_flight']} sessions in flight")  # fmt: skip
     return 0

@@ -92,3 +92,36 @@ def test_an_attempt_judged_by_its_start_check_is_counted_apart(tmp_path: Path) -
     fresh = [e for e in items if isinstance(e, (Built, Ran)) and e.result.reused is None]
     assert fresh and {e.iteration for e in fresh} == {2}
     assert doc["stages"]["build"]["count"] + doc["stages"]["run"]["count"] == len(fresh)
+
+
+def test_checks_cut_in_flight_are_counted_with_the_stages_they_had_finished(
+    run: Path, tmp_path: Path
+) -> None:
+    """A check's in-flight note (loop/startlog.py) that the check's end never removed: the check was cut
+    with its process, and the timeline says what it had cost; a note from before the stretch is not counted,
+    and neither is a note among the finished checks."""
+    from beavertui.engine.corpus.load import load_corpus
+    from beavertui.engine.loop import startlog
+    from beavertui.engine.session.events import GpuSignature
+
+    evs = bt.segment(bt.events_of(run), bt.last_start(run))
+    t0 = evs[0][0]
+    task = load_corpus(ROOT / "tests" / "data" / "release_real").get("cuda_59__logic_error__501f0dd2")
+    gpu = GpuSignature(slug="nvidia_h200_sm_90_cuda_13_0", name="NVIDIA H200", compute_capability="9.0")
+    cache = tmp_path / "cache"
+    stages: list[dict[str, object]] = [
+        {"stage": "build", "duration_s": 90.0, "rc": 0, "timed_out": False},
+        {"stage": "run", "duration_s": 30.0, "rc": 1, "timed_out": False},
+    ]
+    startlog.in_flight(cache, task, gpu, "d1", t0 + 50.0, stages)
+    startlog.in_flight(cache, task, gpu, "d0", t0 - 500.0, stages[:1])  # an earlier machine's
+    cut = bt.cut_checks(cache / "startlogs", t0)
+    assert len(cut) == 1 and bt.start_checks(cache / "startlogs", t0, evs[-1][0]) == []
+    doc = bt.analyse(evs, [], cut)["start_checks_cut"]
+    assert (
+        doc["count"] == 1 and doc["stages"]["build"]["sum_s"] == 90.0 and doc["stages"]["run"]["count"] == 1
+    )
+    (first,) = doc["earliest"]
+    assert first["task"] == task.id and first["began_s"] == 50.0 and first["stages_done"] == 2
+    startlog.done(cache, task, gpu, "d1")
+    assert bt.cut_checks(cache / "startlogs", t0) == []

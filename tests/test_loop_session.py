@@ -555,3 +555,64 @@ def test_a_resumed_session_finds_the_kept_check_for_a_later_resubmission(tmp_pat
     rest = list(run_session(task, model, tool, protocol, resume_from=(header, done)))
     assert ran == []
     assert [v.iteration for v in verdicts(rest)] == [3]
+
+
+_CUT_CHECK = """
+import sys, time
+sys.path.insert(0, sys.argv[2])
+from pathlib import Path
+from test_loop_session import _sh, _sleepy
+from beavertui.engine.loop.run import run_session
+from beavertui.engine.models.scripted import ScriptedModel
+from beavertui.engine.session.protocol import Protocol
+
+task, tool, _ran = _sleepy(Path(sys.argv[1]))
+real = tool.attempt
+
+def slow(t, code, options):
+    for e in real(t, code, options):
+        yield e
+        if e.kind == "build":
+            print("built", flush=True)
+            time.sleep(60)  # the run stage never comes: the process is killed here
+
+tool.attempt = slow
+list(run_session(task, ScriptedModel([_sh(task.broken_start())]), tool, Protocol(budget=1)))
+"""
+
+
+def test_a_check_cut_with_its_process_leaves_a_note_of_what_it_cost(tmp_path: Path) -> None:
+    """A batch cut by its time budget ends its process with checks of broken starts still under way; they
+    are lost (only a finished check is kept), and the in-flight note says what each had cost by then."""
+    import json
+    import signal
+    import subprocess
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
+    import batch_timeline as bt
+
+    script = tmp_path / "cut.py"
+    script.write_text(_CUT_CHECK)
+    began = __import__("time").time()
+    proc = subprocess.Popen(
+        [sys.executable, str(script), str(tmp_path), str(Path(__file__).parent)],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None and proc.stdout.readline().strip() == "built"
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=30)
+    logs = tmp_path / "c" / "startlogs"
+    (note,) = logs.rglob("*.inflight.json")
+    doc = json.loads(note.read_text())
+    assert doc["task"] == "sleepy" and doc["in_flight"] and [s["stage"] for s in doc["stages"]] == ["build"]
+    assert not [p for p in logs.rglob("*.json") if not p.name.endswith(".inflight.json")]  # nothing kept
+    cut = bt.cut_checks(logs, began - 1)
+    assert [c["task"] for c in cut] == ["sleepy"] and bt.cut_checks(logs, doc["updated"] + 1) == []
+    # a finished check leaves no note, and the finished file is what --startlogs counts
+    task, tool, _ran = _sleepy(tmp_path)
+    list(run_session(task, ScriptedModel([_sh(task.broken_start())]), tool, Protocol(budget=1)))
+    assert not list(logs.rglob("*.inflight.json")) and len(list(logs.rglob("*.json"))) == 1

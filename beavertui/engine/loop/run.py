@@ -169,18 +169,32 @@ def _start_log(
     began = time.time()
     stages: list[dict[str, object]] = []
     kept: list[Event] = []
-    for e in toolchain.attempt(task, task.broken_start(), options):
-        judged = judged or isinstance(e, Verdict)
-        kept.append(e)
-        if e.kind == "infra_error":
-            digest = None  # a check the machine cut short is not kept
-        if e.kind in ("build", "run", "sanitize"):
-            parts.append(stage_log(e.result))
-            stages.append(e.result.model_dump(include={"stage", "duration_s", "rc", "timed_out"}))
-        elif isinstance(e, Timed):
-            stages.append({"stage": "timing", "duration_s": e.result.wall_s, "rc": None, "timed_out": False})
-        elif isinstance(e, Verdict) and e.correct and e.speedup is not None:
-            parts.append(f"correct, speedup {e.speedup:.2f}x against a gate of {e.gate:g}x")
+
+    def note() -> None:  # what the check has cost so far, in case its process is cut before it ends
+        if where is not None:
+            startlog.in_flight(where[0], task, where[1], where[2], began, stages)
+
+    note()
+    try:
+        for e in toolchain.attempt(task, task.broken_start(), options):
+            judged = judged or isinstance(e, Verdict)
+            kept.append(e)
+            if e.kind == "infra_error":
+                digest = None  # a check the machine cut short is not kept
+            if e.kind in ("build", "run", "sanitize"):
+                parts.append(stage_log(e.result))
+                stages.append(e.result.model_dump(include={"stage", "duration_s", "rc", "timed_out"}))
+                note()
+            elif isinstance(e, Timed):
+                stages.append(
+                    {"stage": "timing", "duration_s": e.result.wall_s, "rc": None, "timed_out": False}
+                )
+                note()
+            elif isinstance(e, Verdict) and e.correct and e.speedup is not None:
+                parts.append(f"correct, speedup {e.speedup:.2f}x against a gate of {e.gate:g}x")
+    finally:
+        if where is not None:
+            startlog.done(where[0], task, where[1], where[2])
     log = "\n\n".join(parts) or None
     events = tuple(kept) if judged and all(e.kind in _CHECK_KINDS for e in kept) else ()
     if judged and log is not None and digest is not None and where is not None:

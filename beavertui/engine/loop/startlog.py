@@ -10,6 +10,7 @@ all of those, and read back by later sessions, whose first turn is then the same
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -87,6 +88,34 @@ def load(cache: Path, task: Task, gpu: GpuSignature, digest: str) -> Stored | No
         events,
         float(made) if isinstance(made, int | float) else None,
     )
+
+
+def _in_flight_path(cache: Path, gpu: GpuSignature, task: Task, digest: str) -> Path:
+    p = _path(cache, gpu, task, digest)
+    return p.with_name(f"{p.stem}.inflight.json")
+
+
+def in_flight(
+    cache: Path, task: Task, gpu: GpuSignature, digest: str, began: float, stages: list[dict[str, object]]
+) -> None:
+    """Note a check under way, with the stages it has finished so far (best effort, like ``save``). A check
+    cut by the end of its process is never kept, so this note is what says what it had cost by then
+    (bench/batch_timeline.py --startlogs); ``done`` removes it when the check ends in any other way."""
+    p = _in_flight_path(cache, gpu, task, digest)
+    doc = {"key": digest, "task": task.id, "began": began, "updated": time.time(), "stages": stages}
+    try:
+        p.parent.mkdir(parents=True, exist_ok=True)
+        tmp = p.with_name(f".{p.name}.{os.getpid()}.tmp")
+        tmp.write_text(json.dumps({**doc, "in_flight": True}), encoding="utf-8")
+        tmp.replace(p)
+    except OSError:
+        pass
+
+
+def done(cache: Path, task: Task, gpu: GpuSignature, digest: str) -> None:
+    """The check ended (kept or not): its in-flight note goes."""
+    with contextlib.suppress(OSError):
+        _in_flight_path(cache, gpu, task, digest).unlink(missing_ok=True)
 
 
 def save(
