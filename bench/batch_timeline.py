@@ -84,42 +84,42 @@ def segment(evs: list[tuple[float, str, Any]], since: float | None) -> list[tupl
     return evs if since is None else [e for e in evs if e[0] >= since]
 
 
-def start_checks(folder: Path, since: float | None, until: float | None) -> list[dict[str, Any]]:
-    """The kept broken-start checks under ``folder`` (a startlogs/ folder) made between ``since`` and
-    ``until`` that say what they cost (``began`` and ``stages``; checks kept by older versions do not)."""
+def _docs(folder: Path, pattern: str) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
-    for f in sorted(folder.rglob("*.json")):
+    for f in sorted(folder.rglob(pattern)):
         try:
             doc = json.loads(f.read_text(encoding="utf-8"))
         except (OSError, ValueError):
             continue
-        if not isinstance(doc, dict) or not isinstance(doc.get("made"), (int, float)):
-            continue
-        if (since is not None and doc["made"] < since) or (until is not None and doc["made"] > until):
-            continue
-        if isinstance(doc.get("began"), (int, float)) and isinstance(doc.get("stages"), list):
+        if isinstance(doc, dict):
             out.append(doc)
     return out
+
+
+def start_checks(folder: Path, since: float | None, until: float | None) -> list[dict[str, Any]]:
+    """The kept broken-start checks under ``folder`` (a startlogs/ folder) made between ``since`` and
+    ``until`` that say what they cost (``began`` and ``stages``; checks kept by older versions do not)."""
+    return [
+        doc
+        for doc in _docs(folder, "*.json")
+        if isinstance(doc.get("made"), (int, float))
+        and not (since is not None and doc["made"] < since)
+        and not (until is not None and doc["made"] > until)
+        and isinstance(doc.get("began"), (int, float))
+        and isinstance(doc.get("stages"), list)
+    ]
 
 
 def cut_checks(folder: Path, since: float | None) -> list[dict[str, Any]]:
     """The checks under ``folder`` that began after ``since`` and were still under way when their process
     ended (their in-flight note was never removed): lost, since a check is kept only once it ends."""
-    out: list[dict[str, Any]] = []
-    for f in sorted(folder.rglob("*.inflight.json")):
-        try:
-            doc = json.loads(f.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            continue
-        if (
-            not isinstance(doc, dict)
-            or not doc.get("in_flight")
-            or not isinstance(doc.get("began"), (int, float))
-        ):
-            continue
-        if since is None or doc["began"] >= since:
-            out.append(doc)
-    return out
+    return [
+        doc
+        for doc in _docs(folder, "*.inflight.json")
+        if doc.get("in_flight")
+        and isinstance(doc.get("began"), (int, float))
+        and (since is None or doc["began"] >= since)
+    ]
 
 
 def analyse(

@@ -361,31 +361,14 @@ def test_a_fresh_check_is_made_once_per_task_and_machine(
     """A second session of the same task on the same machine reuses the first one's check of the broken
     start (a batch of many models over the release ran it once per session); another gate, harness or
     broken start makes a new one."""
-    import shutil
-
     from beavertui.engine.corpus.load import load_corpus
-    from beavertui.engine.session.events import GpuSignature
-    from beavertui.engine.timing.speedup import TimingConfig
-    from beavertui.engine.toolchain.local import LocalConfig, LocalToolchain
+    from beavertui.engine.toolchain.local import LocalConfig
 
+    task, tool, ran = _sleepy(tmp_path)
     root = tmp_path / "corpus"
-    shutil.copytree(Path(__file__).parent / "data" / "cpu", root)
-    (root / "sleepy" / "error_log.txt").write_text("")
-    task = load_corpus(root).get("sleepy")
-    tool = LocalToolchain(LocalConfig(base_dir=tmp_path / "work", timing=TimingConfig(cache=tmp_path / "c")))
-    sig = GpuSignature(
-        slug="test_gpu_sm_90_cuda_13_0", name="Test GPU", compute_capability="9.0", cuda="13.0"
-    )
-    tool.gpu = lambda: sig  # type: ignore[method-assign]
-    checks: list[int] = []
-    real = tool.attempt
-
-    def counted(t, code, options):  # type: ignore[no-untyped-def]
-        if code == t.broken_start() and options.iteration == 1:
-            checks.append(1)
-        return real(t, code, options)
-
-    tool.attempt = counted  # type: ignore[method-assign]
+    sig = tool.gpu()
+    assert sig is not None
+    checks = ran  # the reference is every reply: each "broken" entry is a check of the broken start
     reply = f"```sh\n{task.reference()}\n```"
 
     def first_turn(protocol: Protocol) -> str:
