@@ -271,6 +271,10 @@ def analyse(
     }
 
 
+def _stage_counts(stages: dict[str, dict[str, Any]]) -> str:
+    return ", ".join(f"{k} {v['count']} ({v['sum_s']} s)" for k, v in stages.items() if v["count"])
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("run", type=Path)
@@ -322,18 +326,14 @@ def main(argv: list[str] | None = None) -> int:
         )
     if args.startlogs:
         c = doc["start_checks"]
-        parts = ", ".join(
-            f"{k} {v['count']} ({v['sum_s']} s)" for k, v in c["stages"].items() if v["count"]
-        )  # fmt: skip
+        parts = _stage_counts(c["stages"])
         print(f"start checks: {c['count']} made in the stretch, {c['wall_sum_s']} s of wall time summed"
               f"{'; stages: ' + parts if parts else ''}")  # fmt: skip
         for x in c["longest"]:
             print(f"  {x['task']}: {x['wall_s']} s from {x['began_s']} s")
         c = doc["start_checks_cut"]
         if c["count"]:
-            parts = ", ".join(
-                f"{k} {v['count']} ({v['sum_s']} s)" for k, v in c["stages"].items() if v["count"]
-            )  # fmt: skip
+            parts = _stage_counts(c["stages"])
             print(f"start checks cut in flight (lost: a check is kept only once it ends): {c['count']}"
                   f"{'; their finished stages: ' + parts if parts else ''}")  # fmt: skip
             for x in c["earliest"]:
