@@ -35,7 +35,7 @@ fi
 # time limit once per machine, not once per run)
 if [ -d .release/prev/startlogs ]; then
   mkdir -p "$CACHE/startlogs" && cp -a .release/prev/startlogs/. "$CACHE/startlogs/"
-  log "kept start checks: $(find "$CACHE/startlogs" -name '*.json' | wc -l)"
+  log "kept start checks: $(find "$CACHE/startlogs" -name '*.json' ! -name '*.inflight.json' | wc -l) (and $(find "$CACHE/startlogs" -name '*.inflight.json' | wc -l) notes of checks an earlier run lost)"
 fi
 RUN_ID=${RUN_ID:-release-alternate}
 RUN="$OUT/sessions/$RUN_ID"
