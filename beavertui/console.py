@@ -14,7 +14,7 @@ from rich.console import Console
 from rich.status import Status
 from rich.text import Text
 
-from beavertui.engine.session.describe import stage_failed, stage_status
+from beavertui.engine.session.describe import REUSED, reuse_text, stage_failed, stage_status
 from beavertui.engine.session.events import (
     Built,
     Candidate,
@@ -38,6 +38,11 @@ _LABELS = {"infra_error": "infra"}
 
 
 def _stage(result: StageResult) -> tuple[str, str]:
+    text, style = _stage_outcome(result)
+    return (f"{text}, {reuse_text(result)}" if result.reused else text), style
+
+
+def _stage_outcome(result: StageResult) -> tuple[str, str]:
     if result.duration_s is None or (result.rc is None and "rc" in result.unrecorded):
         took = "" if result.duration_s is None else f" in {result.duration_s:.2f} s"
         return f"{stage_status(result)}{took}", "red" if stage_failed(result) else "green"
@@ -128,6 +133,8 @@ def event_line(e: Event) -> Text | None:
                 "  " + ("unstable " if r.unstable else "") + ("implausible" if r.implausible else ""),
                 "yellow",
             )
+        if r.reused:
+            t.append(f"  {REUSED}", "cyan")
     elif isinstance(e, Profiled):
         t.append(label, "bold")
         t.append(f"ncu: {len(e.candidate)} kernel(s), reference {len(e.reference)}")

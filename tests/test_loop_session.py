@@ -599,3 +599,30 @@ def test_a_check_cut_with_its_process_leaves_a_note_of_what_it_cost(tmp_path: Pa
     task, tool, _ran = _sleepy(tmp_path)
     list(run_session(task, ScriptedModel([_sh(task.broken_start())]), tool, Protocol(budget=1)))
     assert not list(logs.rglob("*.inflight.json")) and len(list(logs.rglob("*.json"))) == 1
+
+
+def test_the_views_say_a_reused_stage_was_not_run_again(tmp_path: Path) -> None:
+    """The console line, the TUI's log pane and the HTML page mark the stages an attempt took from the
+    check of its broken start, so that their durations are not read as the attempt's own."""
+    from beavertui.console import event_line
+    from beavertui.engine.session.describe import REUSED
+    from beavertui.engine.session.events import Built, Ran
+    from beavertui.reports.html import load_session_doc, session_page
+    from beavertui.tui.panes.log import stage_line
+
+    task, tool, _ran = _sleepy(tmp_path)
+    replies = [_sh(task.broken_start()), _sh(task.reference() or "")]
+    events = list(run_session(task, ScriptedModel(replies), tool, Protocol(budget=2)))
+    stages = [e for e in events if isinstance(e, (Built, Ran))]
+    for e in stages:
+        shown = [str(event_line(e)), stage_line(e.result).plain]
+        assert all((REUSED in s) == (e.iteration == 1) for s in shown), (e.iteration, shown)
+
+    def page(items: list[object]) -> str:
+        path = tmp_path / "s.jsonl"
+        path.write_text("".join(e.model_dump_json() + "\n" for e in items))  # type: ignore[attr-defined]
+        return session_page(load_session_doc(path))
+
+    assert REUSED in page(events)
+    fresh = list(run_session(task, ScriptedModel(replies[1:]), tool, Protocol(budget=1)))
+    assert REUSED not in page(fresh)

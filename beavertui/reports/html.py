@@ -29,7 +29,13 @@ from pathlib import Path
 from typing import Any
 
 from beavertui.engine.errors import BeaverError
-from beavertui.engine.session.describe import command_text, duration_text, stage_failed, stage_status
+from beavertui.engine.session.describe import (
+    command_text,
+    duration_text,
+    reuse_text,
+    stage_failed,
+    stage_status,
+)
 from beavertui.engine.session.events import SanitizerRecord, StageResult
 from beavertui.engine.session.protocol import DETECTORS
 from beavertui.engine.session.state import AttemptState, SessionState, fold
@@ -238,6 +244,8 @@ def _stage_line(r: StageResult) -> str:
     rc = stage_status(r)
     cls = "red" if stage_failed(r) else "green"
     cached = ' · <span class="cyan">cached</span>' if r.cached else ""
+    if r.reused:
+        cached += f' · <span class="cyan">{_e(reuse_text(r))}</span>'
     return (
         f'<div class="stage"><b>── {_e(r.stage)}</b> <span class="{cls}">{_e(rc)} · {_e(duration_text(r))}</span>'
         f'{cached}<div class="dim">$ {_e(command_text(r))}</div></div>'

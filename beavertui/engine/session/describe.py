@@ -36,3 +36,12 @@ def duration_text(r: StageResult, digits: int = 2) -> str:
 def command_text(r: StageResult) -> str:
     """The command as run, or ``(command not recorded)``."""
     return "(command not recorded)" if r.command is None else r.command
+
+
+#: Shown beside a stage that was not run for its attempt (``StageResult.reused``).
+REUSED = "from the start check, not run again"
+
+
+def reuse_text(r: StageResult) -> str:
+    """``REUSED`` for a stage an attempt took from the check of its broken start, else empty."""
+    return REUSED if r.reused else ""

@@ -6,7 +6,13 @@ from __future__ import annotations
 from rich.console import RenderableType
 from rich.text import Text
 
-from beavertui.engine.session.describe import command_text, duration_text, stage_failed, stage_status
+from beavertui.engine.session.describe import (
+    command_text,
+    duration_text,
+    reuse_text,
+    stage_failed,
+    stage_status,
+)
 from beavertui.engine.session.events import StageResult
 from beavertui.tui.caps import STAGES, TEXT_CHARS, append_capped, cap_items, cap_line, cap_text
 from beavertui.tui.panes.base import Pane
@@ -26,6 +32,8 @@ def stage_line(r: StageResult) -> Text:
     t.append(f"{stage_status(r)} · {duration_text(r)}", style="red" if stage_failed(r) else "green")
     if r.cached:
         t.append(" · cached", style="cyan")
+    if r.reused:
+        t.append(f" · {reuse_text(r)}", style="cyan")
     t.append(f"\n   $ {cap_line(command_text(r))}\n", style="dim")
     return t
 
