@@ -154,10 +154,8 @@ def _start_log(
     if recorded:
         return recorded, "recorded when the task was made", None
     where = _start_check_key(task, toolchain, protocol)
-    digest = None
     if where is not None:
-        cache, gpu, digest = where
-        stored = startlog.load(cache, task, gpu, digest)
+        stored = startlog.load(where[0], task, where[1], where[2])
         if stored is not None:  # the same words as when it was made: the prompt is the same either way
             learn = getattr(toolchain, "learn_run_seconds", None)
             if stored.run_s is not None and learn is not None:  # a batch's schedule: how long its runs take
@@ -179,8 +177,6 @@ def _start_log(
         for e in toolchain.attempt(task, task.broken_start(), options):
             judged = judged or isinstance(e, Verdict)
             kept.append(e)
-            if e.kind == "infra_error":
-                digest = None  # a check the machine cut short is not kept
             if e.kind in ("build", "run", "sanitize"):
                 parts.append(stage_log(e.result))
                 stages.append(e.result.model_dump(include={"stage", "duration_s", "rc", "timed_out"}))
@@ -196,9 +192,12 @@ def _start_log(
         if where is not None:
             startlog.done(where[0], task, where[1], where[2])
     log = "\n\n".join(parts) or None
-    events = tuple(kept) if judged and all(e.kind in _CHECK_KINDS for e in kept) else ()
-    if judged and log is not None and digest is not None and where is not None:
-        startlog.save(where[0], task, where[1], digest, log, began=began, stages=stages, events=events)
+    # an infrastructure error (the only other kind a toolchain yields): the machine cut the check short, and
+    # it is neither kept nor used to judge an attempt
+    clean = judged and all(e.kind in _CHECK_KINDS for e in kept)
+    events = tuple(kept) if clean else ()
+    if clean and log is not None and where is not None:
+        startlog.save(where[0], task, where[1], where[2], log, began=began, stages=stages, events=events)
     check = startlog.Stored(log, None, events, time.time()) if log is not None and events else None
     return log, "a fresh check on this machine", check
 
