@@ -626,3 +626,23 @@ def test_the_views_say_a_reused_stage_was_not_run_again(tmp_path: Path) -> None:
     assert REUSED in page(events)
     fresh = list(run_session(task, ScriptedModel(replies[1:]), tool, Protocol(budget=1)))
     assert REUSED not in page(fresh)
+
+
+def test_a_check_the_machine_cut_short_is_neither_kept_nor_reused(tmp_path: Path) -> None:
+    """An infrastructure error among the check's events: the log still makes the first turn, but the check
+    is not kept for later sessions and does not judge the attempt that resubmits the broken start."""
+    task, tool, ran = _sleepy(tmp_path)
+    real = tool.attempt
+
+    def flaky(t, code, options):  # type: ignore[no-untyped-def]
+        for e in real(t, code, options):
+            if e.kind == "verdict" and len(ran) == 1:
+                yield InfraError(iteration=1, source="gpu", detail="GPU fell off the bus")
+            yield e
+
+    tool.attempt = flaky  # type: ignore[method-assign]
+    list(run_session(task, ScriptedModel([_sh(task.broken_start())]), tool, Protocol(budget=1)))
+    assert ran == ["broken", "broken"]  # the check, then attempt 1 run as usual
+    logs = tmp_path / "c" / "startlogs"
+    assert not [p for p in logs.rglob("*.json") if not p.name.endswith(".inflight.json")]
+    assert not list(logs.rglob("*.inflight.json"))  # the check ended: its note is gone
