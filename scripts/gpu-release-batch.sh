@@ -9,7 +9,8 @@
 # Environment: TASKS (globs of task ids for a new run, comma-separated; default every usable task), RUN_ID
 # (the run's name, default release-alternate; e.g. RUN_ID=release-kernelbench TASKS='kernelbench_*'),
 # BATCH_FLAGS (more flags of beavertui batch, e.g. --gpu-share 8: kernelbench's JIT builds run inside its
-# test command, so its runs hold a GPU slot while the GPU itself waits on the compiler).
+# test command, so its runs hold a GPU slot while the GPU itself waits on the compiler), DRAIN (seconds
+# before the end in which no new session starts, so that a time limit cuts none; default: none).
 # .release/prev/startlogs (optional): the kept start checks of an earlier run on the same kind of machine.
 # Writes to $OUT: sessions/$RUN_ID (the run, resumable), metrics.txt and metrics.json, startlogs/,
 # timeline.txt and timeline.json (bench/batch_timeline.py over this run's stretch, start checks included),
@@ -48,6 +49,12 @@ else
   [ -n "${TASKS:-}" ] && set -- "$@" --tasks "$TASKS"
 fi
 budget=$(( $(left) - 60 ))
+# DRAIN seconds before the budget ends, no new session starts (--start-until), so that the sessions in
+# flight can finish before the time limit cuts them
+if [ -n "${DRAIN:-}" ] && [ "$budget" -gt "$DRAIN" ]; then
+  set -- "$@" --start-until $(( budget - DRAIN ))
+  log "sessions start for $(( budget - DRAIN )) s of the batch's $budget s"
+fi
 # SIGINT first: the batch stops cleanly and keeps every finished session; SIGKILL 20 s later at worst
 timeout -s INT -k 20 "$budget" python3 -m beavertui batch "$@" --corpus "$REL" --quiet ${BATCH_FLAGS:-} >"$W/batch.log" 2>&1
 log "batch: rc $? (tail: $(tail -3 "$W/batch.log" | tr '\n' ' '))"

@@ -298,3 +298,41 @@ def test_job_spec_paths_follow_the_layout(tmp_path: Path) -> None:
     p = session_path(tmp_path, "org/model:7b", "iterative-K5", "task/1", 3)
     assert p == tmp_path / "org_model_7b" / "iterative-K5" / "task_1__s3.jsonl"
     assert isinstance(JobSpec, type) and callable(drive)
+
+
+def test_start_until_starts_nothing_after_its_window_and_the_rest_resumes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--start-until: once its window has closed no session starts, the one in flight finishes, the exit
+    code says the batch is not done (2), and --resume finishes the rest with nothing lost or redone."""
+    import beavertui.service.batch as service
+
+    run_dir = tmp_path / "w"
+    # the window closes the moment the first session has written its file (the session is then in flight)
+    monkeypatch.setattr(service._Deadline, "is_set", lambda self: bool(sessions(run_dir)))
+    assert batch(tmp_path, "--samples", "3", "--jobs", "1", "--run-id", "w", "--start-until", "5") == 2
+    err = capsys.readouterr().err
+    assert "no session started after 5 s (--start-until)" in err
+    assert f"2 sessions wait unfinished: continue with --resume {run_dir}" in err
+    files = sessions(run_dir)
+    assert len(files) == 1 and check_consistent(files[0])  # started in the window, finished after it
+    first = files[0].read_bytes()
+    assert read_manifest(run_dir).status == "interrupted"
+    monkeypatch.undo()
+    assert batch(tmp_path, "--resume", str(run_dir)) == 0
+    assert files[0].read_bytes() == first and len(sessions(run_dir)) == 3
+    assert read_manifest(run_dir).summary["skipped"] == 1
+    assert all(check_consistent(f) for f in sessions(run_dir))
+
+
+def test_start_until_zero_starts_nothing_and_bad_values_are_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert batch(tmp_path, "--run-id", "z", "--start-until", "0") == 2
+    assert sessions(tmp_path / "z") == []
+    assert "1 sessions wait unfinished" in capsys.readouterr().err
+    for bad in ("soon", "-1", "nan"):
+        with pytest.raises(SystemExit) as exc:
+            batch(tmp_path, "--start-until", bad)
+        assert exc.value.code == 2
+    assert "--start-until" in capsys.readouterr().err

@@ -73,7 +73,25 @@ def register(sub: Any) -> None:
     add_format_argument(p, "the summary table's rows")
     p.add_argument("--tui", action="store_true", help="live dashboard instead of the progress table")
     p.add_argument("--quiet", action="store_true", help="no progress display, only the final summary")
+    p.add_argument(
+        "--start-until",
+        type=_seconds,
+        metavar="SECONDS",
+        help="start no new session after this many seconds; the sessions in flight finish and the rest wait "
+        "for --resume (exit 2). Set it a session's length before a machine's time limit, so that the limit "
+        "cuts no work",
+    )
     p.set_defaults(func=_handle)
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not value >= 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more seconds, not {text}")
+    return value
 
 
 def options_of(args: argparse.Namespace) -> BatchOptions:
@@ -103,6 +121,7 @@ def options_of(args: argparse.Namespace) -> BatchOptions:
         no_reply_cache=args.no_reply_cache,
         reply_cache_sampled=args.reply_cache_sampled,
         dry_run=args.dry_run,
+        start_until_s=args.start_until,
         command=["beavertui", *sys.argv[1:]],
     )
 

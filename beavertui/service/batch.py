@@ -24,7 +24,7 @@ from typing import Any, NoReturn
 
 from beavertui.batch.resources import Admission, BuildSlots, GpuPool
 from beavertui.batch.rundir import RunManifest, read_infra, stamp, write_manifest
-from beavertui.batch.scheduler import Tracker, plan, run_local
+from beavertui.batch.scheduler import Flag, Tracker, plan, run_local
 from beavertui.engine.corpus.task import Task
 from beavertui.engine.errors import BeaverError
 from beavertui.engine.host.gpu import visible_gpus
@@ -67,6 +67,8 @@ class BatchOptions:
     """Reuse replies sampled at temperature > 0 too."""
     dry_run: bool = False
     """Make the manifest in memory only: write nothing, run nothing."""
+    start_until_s: float | None = None
+    """Start no new session once the batch has run this many seconds; those in flight finish."""
     command: list[str] = field(default_factory=list)
     """The command line, as run.json records it."""
 
@@ -348,13 +350,23 @@ def make_toolchain(spec: str, gpus: list[str], options: BatchOptions) -> tuple[A
 
 
 class _Either:
-    """Set when any of its events is set (the user's stop, or no GPU left)."""
+    """Set when any of its flags is set (the user's stop, the start window's end, or no GPU left)."""
 
-    def __init__(self, *events: threading.Event) -> None:
+    def __init__(self, *events: Flag) -> None:
         self.events = events
 
     def is_set(self) -> bool:
         return any(e.is_set() for e in self.events)
+
+
+class _Deadline:
+    """Set once ``seconds`` have passed since it was made (the end of ``--start-until``'s window)."""
+
+    def __init__(self, seconds: float) -> None:
+        self.at = time.monotonic() + seconds
+
+    def is_set(self) -> bool:
+        return time.monotonic() >= self.at
 
 
 def _interrupted(
@@ -415,6 +427,7 @@ def run_batch(
     tracker = Tracker(jobs)
     parallel = options.jobs or max(2, 32 * max(1, len(gpus)))  # a ceiling: the admission decides when
     t0 = time.monotonic()
+    window = _Deadline(options.start_until_s) if options.start_until_s is not None else None
     cache = None
     pool: GpuPool | None = None
     if options.executor == "ray":
@@ -424,13 +437,20 @@ def run_batch(
         write_manifest(run_dir, manifest)
         if stop is not None:
             raise BeaverError("the Ray executor cannot be stopped from the dashboard; run it without --tui")
+        if window is not None:
+            raise BeaverError(
+                "--start-until works with the local executor; Ray schedules its sessions itself"
+            )
         with show(tracker, parallel, live=False if options.quiet else None, interval=30.0):
             run_ray(jobs, manifest, run_dir, tracker, address=options.address, toolchain=run.toolchain)
     else:
         toolchain, pool, cache = make_toolchain(run.toolchain, gpus, options)
         manifest.gpus = [g.index for g in pool.gpus]
         write_manifest(run_dir, manifest)
-        halt = pool.exhausted if stop is None else _Either(pool.exhausted, stop)
+        halts: list[Flag] = [pool.exhausted, *([stop] if stop is not None else [])]
+        if window is not None:
+            halts.append(window)
+        halt = _Either(*halts)
         progress = nullcontext() if options.quiet and display is None else show(tracker, parallel)
         try:
             with progress:
@@ -493,6 +513,13 @@ def run_batch(
     if stop is not None and stop.is_set() and totals["done"] < totals["total"]:
         left = totals["total"] - totals["done"] + totals["failed"]
         say(f"beavertui: stopped; {left} sessions wait unfinished: continue with --resume {run_dir}")
+        return 2
+    if window is not None and window.is_set() and totals["done"] < totals["total"]:
+        left = totals["total"] - totals["done"] + totals["failed"]
+        say(
+            f"beavertui: no session started after {options.start_until_s:g} s (--start-until) and the "
+            f"sessions in flight finished; {left} sessions wait unfinished: continue with --resume {run_dir}"
+        )
         return 2
     evaluated = totals["done"] - totals["failed"] - totals["infra_ended"]
     if totals["total"] and evaluated == 0:
