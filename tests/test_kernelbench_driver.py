@@ -51,6 +51,8 @@ if os.path.exists("noisy_runs"):
 
 
 def _cuda():
+    if os.environ.get("CUDA_VISIBLE_DEVICES") == "" and not _visible:
+        raise RuntimeError("No CUDA GPUs are available")  # as CUDA: none visible, none to initialise
     if not _visible:
         _visible.append(os.environ.get("CUDA_VISIBLE_DEVICES"))
         with open("cuda_touched", "w") as fh:
@@ -163,6 +165,7 @@ def get_init_inputs():
 
 
 def get_inputs():
+    open("inputs_drawn", "a").write("x")  # one x per call
     return [torch.Tensor()]
 """
 
@@ -240,9 +243,10 @@ def test_the_driver_waits_for_its_go_before_cuda_and_the_solution(tmp_path: Path
         assert p.stdout is not None
         assert p.stdout.readline().strip() == "BEAVER_KB_READY"  # torch imported, problem.py loaded
         time.sleep(0.3)
-        # waiting: no CUDA call, the candidate's module not run
+        # waiting: no CUDA call, the candidate's module not run, the inputs drawn on the host (once)
         assert p.poll() is None
         assert not (tmp_path / "cuda_touched").exists() and not (tmp_path / "solution_loaded").exists()
+        assert (tmp_path / "inputs_drawn").read_text() == "x"
         (tmp_path / "go.json").write_text(json.dumps({"env": {"CUDA_VISIBLE_DEVICES": "3"}}))
         out, _ = p.communicate(timeout=60)
     finally:
@@ -255,7 +259,23 @@ def test_the_driver_waits_for_its_go_before_cuda_and_the_solution(tmp_path: Path
     # the go's environment was the first CUDA call's; at the import there was no GPU to see
     assert doc["device"] == "stand-in GPU '3'" and doc["torch"].endswith("CUDA_VISIBLE_DEVICES=''")
     assert list(doc["phases_s"]) == [k for k, _ in DRIVER_PHASES]
-    assert doc["phases_s"]["waited_for_go"] >= 0.3 and doc["before_go"] == ["import", "waited_for_go"]
+    assert doc["phases_s"]["waited_for_go"] >= 0.3
+    assert doc["before_go"] == ["import", "inputs", "waited_for_go"]
+    assert (tmp_path / "inputs_drawn").read_text() == "x"  # not drawn again after the go
+
+
+def test_inputs_made_on_a_gpu_end_a_driver_started_ahead_before_it_is_ready(tmp_path: Path) -> None:
+    """A get_inputs that makes its tensors on the GPU cannot run ahead of the hold (no GPU is visible): the
+    driver ends with the error line before it says it is ready, so the timing starts one with the GPU held
+    (test_a_get_inputs_on_the_gpu_is_timed_with_the_gpu_held), and touches no GPU meanwhile."""
+    site = _stand_in(tmp_path)
+    (tmp_path / "problem.py").write_text(PROBLEM.replace("[torch.Tensor()]", "[torch.Tensor().cuda()]"))
+    p = _driver(tmp_path, site, "--go-file", "go.json", env={"CUDA_VISIBLE_DEVICES": ""})
+    out, _ = p.communicate(timeout=60)
+    assert p.returncode == 1 and "BEAVER_KB_READY" not in out, out
+    doc = _result(out)
+    assert doc["side"] == "inputs" and "No CUDA GPUs" in doc["error"], doc
+    assert not (tmp_path / "cuda_touched").exists() and not (tmp_path / "solution_loaded").exists()
 
 
 def test_a_go_can_unset_a_variable(tmp_path: Path) -> None:
@@ -371,6 +391,7 @@ def test_a_driver_started_ahead_gives_the_same_timing_and_run(kb: Any) -> None:
     assert run.duration_s is not None and run.duration_s < cold_run.duration_s - 0.4
     assert "--go-file" in (run.command or "") and "--go-file" not in (cold_run.command or "")
     assert result.note and "; host seconds before the GPU was held: torch import 0.6" in result.note
+    assert ", inputs made " in result.note.split("with it held")[0]  # made before the go too
     assert cold_result.note and "; host seconds: torch import 0.6" in cold_result.note
     assert _gone(driver) and not list(work.path.glob(".beaver-kb-go-*"))
 
@@ -397,6 +418,20 @@ def test_a_driver_gone_before_its_go_is_timed_without_it(kb: Any) -> None:
     assert run.rc == 0 and "--go-file" not in (run.command or "") and run.duration_s >= 0.6
     assert _result(run.log)["device"] == "stand-in GPU '1'"
     assert result.note and "; host seconds: torch import 0.6" in result.note
+
+
+def test_a_get_inputs_on_the_gpu_is_timed_with_the_gpu_held(kb: Any) -> None:
+    work, _, driver = kb
+    (work.path / "problem.py").write_text(PROBLEM.replace("[torch.Tensor()]", "[torch.Tensor().cuda()]"))
+    with _timer(kb) as timer:
+        timer.prepare_candidate(work)  # the driver ends before it is ready: nothing is kept
+        assert _gone(driver) and not (work.path / "cuda_touched").exists()
+        _on_gpu(timer, "2")
+        result = timer.measure(work)
+    assert result.candidate_samples == [1.0] * 10
+    [(_, run)] = timer.runs
+    assert run.rc == 0 and "--go-file" not in (run.command or "")
+    assert _result(run.log)["device"] == "stand-in GPU '2'"
 
 
 def test_the_reference_alone_takes_a_driver_started_ahead(kb: Any, monkeypatch: pytest.MonkeyPatch) -> None:

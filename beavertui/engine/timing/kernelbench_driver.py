@@ -11,18 +11,19 @@ Before every timed call the GPU is synchronised and the L2 cache flushed by writ
 256 MiB (twice the L2 size when that is larger); the call is timed with CUDA events on the current stream. One line is printed:
 ``BEAVER_KB_TIMING {json}`` with the method, the per-call samples (ms) of each side, what was done, and
 ``phases_s``: the host seconds of each phase (``import``: torch imported and the task's problem.py loaded;
-models built, inputs made, warm-up, timed trials).
+``inputs``: the task's seeded get_inputs on the host; models built; ``to_device``: the inputs copied to the
+GPU; warm-up, timed trials).
 When something fails, the line carries ``error`` and ``side`` (``reference`` or ``candidate``, ``go`` when no
 go came) instead.
 
 With ``--go-file``, the driver starts ahead of the GPU being held: it imports torch and loads problem.py (the
-task's own, trusted file), prints ``BEAVER_KB_READY``, then waits until PATH exists (at most ``--go-timeout``
+task's own, trusted file) and draws the inputs on the host, prints ``BEAVER_KB_READY``, then waits until PATH exists (at most ``--go-timeout``
 seconds, else the error line and exit status 1). Nothing touches CUDA before the go, and the candidate's
 solution is not loaded before it (its module-level code could run GPU work while another process is timed).
 PATH holds JSON: ``{"env": {NAME: VALUE}, "unset": [NAME]}``, applied to the environment before the first
 CUDA call (the GPU to use, ``CUDA_VISIBLE_DEVICES``, is known only when it is held). The driver then prints
 ``BEAVER_KB_GO`` and goes on as without the option; ``phases_s`` adds ``waited_for_go`` and the result
-carries ``before_go``: the phases that ran before the go came (``import``, ``waited_for_go``).
+carries ``before_go``: the phases that ran before the go came (``import``, ``inputs``, ``waited_for_go``).
 
 This file is a standalone script: it imports only the standard library and torch, never beavertui.
 """
@@ -103,11 +104,20 @@ def main(argv: list[str] | None = None) -> int:
 
         problem = _module(args.problem, "beaver_kb_problem")
         phase("import")
+        # The inputs are drawn on the host first (the task's get_inputs, seeded: the same tensors as when
+        # drawn after the models, since the seed is set again right before), so that a driver started ahead
+        # of the GPU hold makes them before its go; large ones take seconds of CPU. A get_inputs that makes
+        # its tensors on a GPU fails here when none is visible (ahead of the hold): the driver then ends
+        # before it is ready, and the timing starts one with the GPU held.
+        side = "inputs"
+        torch.manual_seed(args.seed)
+        host_inputs = problem.get_inputs()
+        phase("inputs")
         if args.go_file is not None:
             side = "go"
             _wait_for_go(args.go_file, args.go_timeout)
             phase("waited_for_go")
-            side = "reference"
+        side = "reference"
         torch.manual_seed(args.seed)
         init = _to_cuda(problem.get_init_inputs(), torch)
         torch.manual_seed(args.seed)
@@ -121,10 +131,9 @@ def main(argv: list[str] | None = None) -> int:
             models.append(("candidate", cand))
         phase("models")
         side = "inputs"
-        torch.manual_seed(args.seed)
-        inputs = _to_cuda(problem.get_inputs(), torch)
+        inputs = _to_cuda(host_inputs, torch)
         torch.cuda.synchronize()
-        phase("inputs")
+        phase("to_device")
         props = torch.cuda.get_device_properties(0)
         l2 = int(getattr(props, "L2_cache_size", 0) or 0)
         flush_bytes = max(256 << 20, 2 * l2)
@@ -177,7 +186,7 @@ def main(argv: list[str] | None = None) -> int:
                 "device": torch.cuda.get_device_name(0),
                 "torch": torch.__version__,
                 "phases_s": phases,
-                "before_go": ["import", "waited_for_go"] if args.go_file is not None else [],
+                "before_go": ["import", "inputs", "waited_for_go"] if args.go_file is not None else [],
             }
         )
         return 0

@@ -180,8 +180,9 @@ LATE_ENV = re.compile(r"^CUDA_")
 
 #: The kernelbench driver's phases, in the order it runs them (kernelbench_driver.py, ``phases_s``).
 DRIVER_PHASES = (
-    ("import", "torch import"), ("waited_for_go", "waiting for the GPU"), ("models", "models built"),
-    ("inputs", "inputs made"), ("warmup", "warm-up"), ("trials", "timed trials"),
+    ("import", "torch import"), ("inputs", "inputs made"), ("waited_for_go", "waiting for the GPU"),
+    ("models", "models built"), ("to_device", "inputs copied to the GPU"), ("warmup", "warm-up"),
+    ("trials", "timed trials"),
 )  # fmt: skip
 
 
