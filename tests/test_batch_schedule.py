@@ -249,6 +249,64 @@ def test_a_stream_of_long_runs_cannot_starve_a_timing_stage() -> None:
     ]  # fmt: skip
 
 
+def test_a_run_expected_to_end_before_the_drain_does_is_admitted_meanwhile() -> None:
+    """Seen on the H200: kernelbench runs take 75 to 135 s by nature, and a timing stage waited a median of
+    203 s while the GPU drained. A run whose expected length ends before the runs the drain waits for are
+    expected to end keeps a free slot busy (a backfill) and delays the timing stage by nothing; one that
+    would end later waits, and so does one whose length is not known."""
+    clock = Clock()
+    pool = GpuPool(["0"], shared=4, patience_s=10.0, hang_s=60.0, clock=clock)
+    pool.log = []
+    a = Stage(lambda: pool.hold(long=True, expect_s=75.0), 0).wait()  # ends at 75 s, as expected
+    clock.now = 60.0
+    b = Stage(lambda: pool.hold(long=True, expect_s=75.0), 1).wait()  # ends at 135 s
+    timing = Stage(lambda: pool.hold(exclusive=True), 2)
+    queued(pool, 1)
+    clock.now = 61.0
+    fits = Stage(lambda: pool.hold(long=True, expect_s=70.0), 3).wait()  # 61 + 70 <= 135: admitted
+    too_long = Stage(lambda: pool.hold(long=True, expect_s=80.0), 4)  # 61 + 80 > 135
+    unknown = Stage(lambda: pool.hold(long=True), 5)
+    queued(pool, 3)
+    clock.now = 100.0
+    pool.reschedule()
+    assert pool.queued() == 3  # the timing stage, and the two runs that do not fit
+    for s in (a, b, fits):
+        s.done()
+    timing.wait().done()  # the timing stage waited for nothing the backfill added
+    too_long.wait().done()
+    unknown.wait().done()
+    assert [(k, r) for k, r, _g in grants(pool)] == [
+        ("long", 0), ("long", 1), ("long", 3), ("exclusive", 2), ("long", 4), ("long", 5)
+    ]  # fmt: skip
+
+
+def test_a_run_counts_as_hung_only_past_twice_its_expected_length() -> None:
+    """A run of a task whose runs take 75 s has not hung at the pool's hang_s (60 s): a sanitizer run started
+    beside it then would hold the timing stage for its whole length too. Past twice its expected length it
+    counts as hung, as a run without an expectation does at hang_s."""
+    clock = Clock()
+    pool = GpuPool(["0"], shared=3, patience_s=10.0, hang_s=60.0, clock=clock)
+    pool.log = []
+    slow = Stage(lambda: pool.hold(long=True, expect_s=75.0), 0).wait()
+    timing = Stage(lambda: pool.hold(exclusive=True), 1)
+    queued(pool, 1)
+    sanitizer = Stage(lambda: pool.hold(long=True), 2)
+    queued(pool, 2)
+    clock.now = 60.0
+    pool.reschedule()
+    assert pool.queued() == 2  # 60 s: a run expected to take 75 s is not hung; both still wait
+    clock.now = 149.0
+    pool.reschedule()
+    assert pool.queued() == 2
+    clock.now = 150.0
+    pool.reschedule()  # twice its expected length: hung, and the sanitizer starts beside it
+    sanitizer.wait()
+    slow.done()
+    sanitizer.done()
+    timing.wait().done()
+    assert [(k, r) for k, r, _g in grants(pool)] == [("long", 0), ("long", 2), ("exclusive", 1)]
+
+
 def test_timing_stages_stuck_behind_a_long_run_do_not_hold_new_sessions_back() -> None:
     clock = Clock()
     pool, builds = GpuPool(["0"], shared=1, patience_s=10.0, clock=clock), BuildSlots(2)
@@ -710,6 +768,34 @@ def test_run_seconds_learned_before_the_first_run_place_it(sleepy: Any, tmp_path
     assert tool._run_s == {"sleepy": 61.5}
     list(tool.attempt(sleepy, GOOD, AttemptOptions(iteration=2, gate=0.7)))
     assert next(kind for kind, _rank, _gpu in grants(tool.pool)) == "long"
+
+
+def test_each_run_and_sanitizer_run_is_expected_to_take_what_the_task_s_last_one_took(
+    sleepy: Any, tmp_path: Path
+) -> None:
+    """The pool is told how long a run is expected to take: the same task's last run (or sanitizer run) here,
+    or what a kept check or a resumed session says; a run that ran to its time limit leaves no expectation."""
+    from beavertui.engine.toolchain.base import AttemptOptions
+
+    tool = _scheduled(tmp_path, sanitizer_exe="true")
+    asked: list[tuple[bool, float | None]] = []
+    hold = tool.pool.hold
+
+    def watched(**kw: Any) -> Any:
+        asked.append((bool(kw.get("long")), kw.get("expect_s")))
+        return hold(**kw)
+
+    tool.pool.hold = watched
+    wrong = "compute() { echo 41; }\ncost() { echo 1.0; }\n"
+    first = list(tool.attempt(sleepy, wrong, AttemptOptions(iteration=1, gate=0.7)))
+    run_s = next(e.result.duration_s for e in first if e.kind == "run")
+    san_s = next(e.result.duration_s for e in first if e.kind == "sanitize")
+    list(tool.attempt(sleepy, wrong, AttemptOptions(iteration=2, gate=0.7)))
+    assert [e for _long, e in asked] == [None, None, run_s, san_s]
+    tool.learn_run_seconds("sleepy", 300.0, timed_out=True)  # a kept check that hung: nothing to expect
+    asked.clear()
+    list(tool.attempt(sleepy, wrong, AttemptOptions(iteration=3, gate=0.7)))
+    assert asked[0] == (True, None)  # a long run (300 s outlasts the patience), of no known length
 
 
 def test_the_batch_builds_the_reference_to_profile_before_it_holds_a_gpu(

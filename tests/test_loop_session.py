@@ -386,7 +386,7 @@ def test_a_fresh_check_is_made_once_per_task_and_machine(
     assert [x["stage"] for x in doc["stages"]][:2] == ["build", "run"]
     assert all(isinstance(x["duration_s"], float) for x in doc["stages"])
     learned: list[tuple[str, float]] = []
-    tool.learn_run_seconds = lambda tid, s: learned.append((tid, s))  # type: ignore[attr-defined]
+    tool.learn_run_seconds = lambda tid, s, timed_out=False: learned.append((tid, s))  # type: ignore[attr-defined]
     two = first_turn(Protocol(budget=1))
     assert len(checks) == 1 and two == one  # reused: no second check, and the same first turn
     # a batch's schedule learns how long the task's run took in the kept check

@@ -16,6 +16,12 @@ session first (its rank: the order in which the batch started the sessions), the
   stage. Once no such run is left, the GPU drains what it admitted meanwhile. The timing stage cannot
   start before a long run ends (its kernels would share the GPU with it), but the other sessions'
   correctness runs go on;
+- a run whose length is expected (the same task's last run of that kind here, passed as ``expect_s``) is
+  admitted during a drain when it is expected to end before the runs the drain already waits for (a
+  backfill: it keeps a slot busy and delays the timing stage by nothing, as far as the expectations hold),
+  and such a run counts as hung only once it has run ``hang_s`` and twice its expected length, so that a
+  task whose runs take a minute by nature (kernelbench's) does not open the drain to long runs that then
+  hold the timing stage for another minute;
 - a long run is a sanitizer or profiler run, or a correctness run of a task whose last run here outlasted
   ``patience_s`` (batch/scheduled.py: a test command that compiles at test time runs for a minute, and
   admitted as a short run during every stuck drain it would keep the timing stage waiting run after run);
@@ -73,6 +79,8 @@ class GpuState:
     """Shared runs in flight that were asked for as long (sanitizer runs)."""
     started: dict[int, float] = field(default_factory=dict)
     """When each shared run in flight was granted (by request number), on the pool's clock."""
+    expect: dict[int, float] = field(default_factory=dict)
+    """The expected seconds of the shared runs in flight that came with an expectation (by request number)."""
     late: dict[int, int] = field(default_factory=dict)
     """Shared runs in flight that were admitted while a drain was stuck: 1 (behind a run found in flight when
     the drain began: it may hold the drain open itself after ``hang_s``) or 2 (behind such a run: it never
@@ -93,6 +101,7 @@ class _Request:
     long: bool
     prefer: str | None
     rank: int
+    expect_s: float | None = None
     seq: int = field(default_factory=lambda: next(_SEQ))
     arrived: float = 0.0
     granted: GpuState | None = None
@@ -165,7 +174,7 @@ class GpuPool:
                     if target.drain_since is None or req.arrived < target.drain_since:
                         target.drain_since = req.arrived
                 continue
-            open_ = [
+            by_rule = [
                 g
                 for g in healthy
                 if not g.exclusive
@@ -174,6 +183,15 @@ class GpuPool:
                     g.waiting_exclusive == 0 or (self._stuck(g, now) and (not req.long or self._hung(g, now)))
                 )
             ]
+            backfill = [
+                g
+                for g in healthy
+                if g not in by_rule
+                and not g.exclusive
+                and g.shared < self.shared_limit
+                and self._fits(g, req, now)
+            ]
+            open_ = by_rule or backfill
             if not open_:
                 continue
             if req.long:
@@ -182,11 +200,15 @@ class GpuPool:
                 g = next((x for x in open_ if x.index == req.prefer), None) or min(
                     open_, key=lambda x: (x.shared, x.runs)
                 )
-            if g.waiting_exclusive:  # admitted while the drain is stuck: behind a first run, or a late one
-                g.late[req.seq] = 1 if self._stuck_first(g, now) and not req.long else 2
+            if g.waiting_exclusive:  # admitted while the drain is stuck (behind a first run, or a late one),
+                # or as a backfill (it never holds the drain open)
+                first = g in by_rule and self._stuck_first(g, now) and not req.long
+                g.late[req.seq] = 1 if first else 2
             g.shared += 1
             g.long_runs += req.long
             g.started[req.seq] = now
+            if req.expect_s is not None:
+                g.expect[req.seq] = req.expect_s
             self._grant(req, g)
             granted = True
         self._waiting = [r for r in self._waiting if r.granted is None and not r.failed]
@@ -201,6 +223,20 @@ class GpuPool:
             t <= since and now - t >= self.patience_s for t in g.started.values()
         )
 
+    def _hang_at(self, g: GpuState, seq: int, t: float) -> float:
+        """When run ``seq`` of ``g``, granted at ``t``, counts as hung: ``hang_s`` after it began, or twice
+        its expected length when it came with one and that is longer."""
+        e = g.expect.get(seq)
+        return t + (self.hang_s if e is None else max(self.hang_s, 2.0 * e))
+
+    def _fits(self, g: GpuState, req: _Request, now: float) -> bool:
+        """Whether ``req`` can run on ``g`` while it drains without delaying the timing stage: it has an
+        expected length, and it is expected to end before the latest expected end of the runs in flight."""
+        if g.waiting_exclusive == 0 or req.exclusive or req.expect_s is None:
+            return False
+        ends = [g.started[seq] + e for seq, e in g.expect.items() if seq in g.started]
+        return bool(ends) and now + req.expect_s <= max(ends)
+
     def _stuck(self, g: GpuState, now: float) -> bool:
         """Whether the drain of ``g`` waits for a run whose end is not in sight, so that the GPU's other slots
         are not kept idle for it: a run found in flight when the drain began that has run ``patience_s``, or
@@ -209,7 +245,8 @@ class GpuPool:
             return True
         since = g.drain_since
         return since is not None and any(
-            t > since and g.late.get(seq) == 1 and now - t >= self.hang_s for seq, t in g.started.items()
+            t > since and g.late.get(seq) == 1 and now >= self._hang_at(g, seq, t)
+            for seq, t in g.started.items()
         )
 
     def _hung(self, g: GpuState, now: float) -> bool:
@@ -218,7 +255,8 @@ class GpuPool:
         sanitizer) may start beside it rather than wait for it and then for the timing stage."""
         since = g.drain_since
         return since is not None and any(
-            (t <= since or g.late.get(seq) == 1) and now - t >= self.hang_s for seq, t in g.started.items()
+            (t <= since or g.late.get(seq) == 1) and now >= self._hang_at(g, seq, t)
+            for seq, t in g.started.items()
         )
 
     def _deadline(self) -> float | None:
@@ -232,9 +270,9 @@ class GpuPool:
             for seq, t in g.started.items():
                 moments: tuple[float, ...]
                 if t <= g.drain_since:
-                    moments = (t + self.patience_s, t + self.hang_s)
+                    moments = (t + self.patience_s, self._hang_at(g, seq, t))
                 elif g.late.get(seq) == 1:
-                    moments = (t + self.hang_s,)
+                    moments = (self._hang_at(g, seq, t),)
                 else:
                     continue
                 for m in moments:
@@ -266,11 +304,24 @@ class GpuPool:
 
     @contextmanager
     def hold(
-        self, *, exclusive: bool = False, prefer: str | None = None, long: bool = False
+        self,
+        *,
+        exclusive: bool = False,
+        prefer: str | None = None,
+        long: bool = False,
+        expect_s: float | None = None,
     ) -> Iterator[GpuState]:
         """Hold a GPU (shared or exclusive) for one stage; ``prefer`` names the GPU to take when it is open,
-        ``long`` marks a shared run expected to take long (a sanitizer run)."""
-        req = _Request(exclusive, long and not exclusive, prefer, _rank(), arrived=self.clock())
+        ``long`` marks a shared run expected to take long (a sanitizer run), ``expect_s`` is how long a shared
+        run is expected to take (None: not known)."""
+        req = _Request(
+            exclusive,
+            long and not exclusive,
+            prefer,
+            _rank(),
+            None if exclusive else expect_s,
+            arrived=self.clock(),
+        )
         if self.admission is not None:
             self.admission.reached(req.rank)
         with self._cv:
@@ -311,6 +362,7 @@ class GpuPool:
             g.shared -= 1
             g.long_runs -= req.long
             g.started.pop(req.seq, None)
+            g.expect.pop(req.seq, None)
             g.late.pop(req.seq, None)
         self._mark_idle(g, time.monotonic())
         if self.log is not None:

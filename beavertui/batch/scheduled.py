@@ -84,11 +84,22 @@ class ScheduledLocalToolchain(LocalToolchain):
         self._run_s: dict[str, float] = {}
         """The seconds of each task's latest correctness run here (_correctness): a task whose runs outlast the
         pool's patience is run in a long slot, like a sanitizer."""
+        self._expect: dict[tuple[str, str], float] = {}
+        """(task, "run" or "sanitize"): the seconds the task's latest such stage took here, when it ended
+        before its time limit: what the pool expects the next one to take (GpuPool.hold's ``expect_s``). A
+        stage that ran to its limit leaves no expectation: how long a hang lasts says nothing of the next."""
 
-    def learn_run_seconds(self, task_id: str, seconds: float) -> None:
+    def learn_run_seconds(self, task_id: str, seconds: float, timed_out: bool = False) -> None:
         """How long a run of ``task_id`` took on this machine before this toolchain saw one (a kept start
         check, a resumed session's earlier attempts): the next run of the task is placed by it."""
         self._run_s[task_id] = seconds
+        self._learn(task_id, "run", seconds, timed_out)
+
+    def _learn(self, task_id: str, kind: str, seconds: float | None, timed_out: bool) -> None:
+        if seconds is None or timed_out:
+            self._expect.pop((task_id, kind), None)
+        else:
+            self._expect[(task_id, kind)] = seconds
 
     def gpu(self) -> GpuSignature | None:
         if not self._gpu_known:
@@ -157,10 +168,17 @@ class ScheduledLocalToolchain(LocalToolchain):
                 if profile and f"{task.id}:{reference_key(task)}" not in self._reference_profiles:
                     self._reference_build(task, cfg)  # profiled beside the candidate: built before the hold
                 if tools or profile:  # long runs: a slot of their own, placed away from waiting timing
-                    with self.pool.hold(long=True) as g:
+                    expect = self._expect.get((task.id, "sanitize")) if not profile else None
+                    with self.pool.hold(long=True, expect_s=expect) as g:
                         gpu_cfg = self._on(cfg, g)
                         if tools:
                             sanitized = list(self._sanitize(task, work, gpu_cfg, options, run, verdict))
+                            self._learn(
+                                task.id,
+                                "sanitize",
+                                sum(x.result.duration_s or 0.0 for x in sanitized),
+                                any(x.result.timed_out for x in sanitized),
+                            )
                         if profile:
                             profiled = self._profile(task, work, gpu_cfg, it)
             else:
@@ -181,11 +199,13 @@ class ScheduledLocalToolchain(LocalToolchain):
         # task whose test command takes a minute (one that compiles at test time) cannot keep a timing stage
         # waiting run after run.
         long = not exclusive and self._run_s.get(task.id, 0.0) > self.pool.patience_s
-        with self.pool.hold(exclusive=exclusive, long=long) as g:
+        expect = self._expect.get((task.id, "run"))
+        with self.pool.hold(exclusive=exclusive, long=long, expect_s=expect) as g:
             gpu_cfg = self._on(cfg, g)
             before = (g.shared, g.runs)
             run = runner.test(work, gpu_cfg)
             self._run_s[task.id] = run.duration_s or 0.0
+            self._learn(task.id, "run", run.duration_s, run.timed_out)
             shared = not exclusive and (before[0] > 1 or g.shared > 1 or g.runs != before[1])
             lost = _gpu_fault(run.log, gpu_cfg, self.probe)
         if lost is None:

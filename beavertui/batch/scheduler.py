@@ -145,7 +145,7 @@ def local_starter(
         if prefix is not None and learn is not None:
             for e in prefix[1]:
                 if isinstance(e, Ran) and e.result.duration_s is not None:  # the resumed attempts' runs
-                    learn(task.id, e.result.duration_s)
+                    learn(task.id, e.result.duration_s, timed_out=e.result.timed_out)
         model = build_model(job.model, task, job.protocol, job=job)
         protocol = session_protocol(job.model, task, job.protocol)
         stream = run_session(

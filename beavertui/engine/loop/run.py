@@ -159,7 +159,7 @@ def _start_log(
         if stored is not None:  # the same words as when it was made: the prompt is the same either way
             learn = getattr(toolchain, "learn_run_seconds", None)
             if stored.run_s is not None and learn is not None:  # a batch's schedule: how long its runs take
-                learn(task.id, stored.run_s)
+                learn(task.id, stored.run_s, timed_out=stored.run_s >= task.timeouts.run_s)
             return stored.log, "a fresh check on this machine", stored
     parts: list[str] = []
     options = _check_options(protocol)
