@@ -61,6 +61,7 @@ def _cuda():
 
 class Tensor:
     shape = (4,)
+    nbytes = 16
 
     def cuda(self):
         _cuda()
@@ -200,7 +201,9 @@ def test_no_timed_call_pays_the_cold_allocator(tmp_path: Path) -> None:
     assert doc["reference_ms"] == [1.0] * 8 and doc["candidate_ms"] == [1.0] * 8, doc
     assert doc["interleaved"] and doc["warmup"] == 3
     # where the host's time went, phase by phase, as the timing's note shows it (no go waited for)
-    assert list(doc["phases_s"]) == [k for k, _ in DRIVER_PHASES if k != "waited_for_go"]
+    assert list(doc["phases_s"]) == [
+        k for k, _ in DRIVER_PHASES if k not in ("waited_for_go", "inputs_dropped")
+    ]
     assert doc["before_go"] == []
     assert all(isinstance(v, float) and v >= 0 for v in doc["phases_s"].values())
     note = phases_note(doc)
@@ -258,10 +261,41 @@ def test_the_driver_waits_for_its_go_before_cuda_and_the_solution(tmp_path: Path
     assert (tmp_path / "solution_loaded").exists()
     # the go's environment was the first CUDA call's; at the import there was no GPU to see
     assert doc["device"] == "stand-in GPU '3'" and doc["torch"].endswith("CUDA_VISIBLE_DEVICES=''")
-    assert list(doc["phases_s"]) == [k for k, _ in DRIVER_PHASES]
+    assert list(doc["phases_s"]) == [k for k, _ in DRIVER_PHASES if k != "inputs_dropped"]
     assert doc["phases_s"]["waited_for_go"] >= 0.3
     assert doc["before_go"] == ["import", "inputs", "waited_for_go"]
     assert (tmp_path / "inputs_drawn").read_text() == "x"  # not drawn again after the go
+
+
+def test_inputs_too_large_to_keep_ahead_are_drawn_again_once_the_gpu_is_held(tmp_path: Path) -> None:
+    site = _stand_in(tmp_path)
+    (tmp_path / "go.json").write_text(json.dumps({"env": {"CUDA_VISIBLE_DEVICES": "0"}}))
+    p = _driver(
+        tmp_path, site, "--go-file", "go.json", "--ahead-max-bytes", "15", env={"CUDA_VISIBLE_DEVICES": ""}
+    )
+    out, _ = p.communicate(timeout=60)
+    assert p.returncode == 0, out
+    doc = _result(out)
+    assert doc["reference_ms"] == [1.0] * 4, doc
+    assert (
+        tmp_path / "inputs_drawn"
+    ).read_text() == "xx"  # ahead (16 bytes > 15: dropped), then after the go
+    assert doc["before_go"] == ["import", "inputs_dropped", "waited_for_go"]
+    assert list(doc["phases_s"])[:4] == ["import", "inputs_dropped", "waited_for_go", "inputs"]
+    note = phases_note(doc)
+    assert (
+        "before the GPU was held: torch import" in note
+        and "inputs made and dropped (too large to keep)" in note
+    )
+    assert "with it held: inputs made " in note
+    # at the limit they are kept
+    (tmp_path / "inputs_drawn").unlink()
+    p = _driver(
+        tmp_path, site, "--go-file", "go.json", "--ahead-max-bytes", "16", env={"CUDA_VISIBLE_DEVICES": ""}
+    )
+    out, _ = p.communicate(timeout=60)
+    assert p.returncode == 0 and (tmp_path / "inputs_drawn").read_text() == "x", out
+    assert _result(out)["before_go"] == ["import", "inputs", "waited_for_go"]
 
 
 def test_inputs_made_on_a_gpu_end_a_driver_started_ahead_before_it_is_ready(tmp_path: Path) -> None:
@@ -457,7 +491,11 @@ def test_a_driver_started_without_waiting_is_waited_for_at_its_go(
     with _timer(kb) as timer:
         began = time.monotonic()
         timer.prepare_reference(wait=False)
-        assert time.monotonic() - began < 0.5 and _drivers(driver)  # back at once, the 0.6 s import going on
+        assert time.monotonic() - began < 0.5  # back at once, the 0.6 s import going on
+        end = time.monotonic() + 10.0  # the process may not have exec'd the driver yet
+        while not _drivers(driver) and time.monotonic() < end:
+            time.sleep(0.01)
+        assert _drivers(driver)
         rt = time_reference(timer)
     assert rt.samples == [1.0] * 10
     assert rt.note and "before the GPU was held: torch import 0.6" in rt.note

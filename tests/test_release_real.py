@@ -543,6 +543,56 @@ def test_kernelbench_driver_times_the_eager_model_against_itself(
     assert doc["max_abs_diff"] == 0.0 and doc["flush_bytes"] >= 256 << 20
 
 
+@pytest.mark.gpu
+def test_kernelbench_driver_draws_the_inputs_before_its_go_on_real_torch(
+    real: dict[str, Task], tmp_path: Path
+) -> None:
+    """Started ahead of the GPU hold with no GPU visible, the driver draws the task's inputs on the host before
+    its go (or, above --ahead-max-bytes, drops them and draws them again after it), and the timing is the
+    same; a get_inputs that makes its tensors on the GPU ends the driver before it says it is ready."""
+    kb = real["kb2"]
+    sub = families.reference_submission(kb)
+    assert sub is not None
+    driver = ROOT / "beavertui" / "engine" / "timing" / "kernelbench_driver.py"
+    env = {**os.environ, "CUDA_VISIBLE_DEVICES": ""}
+    docs = {}
+    for cap in ("4294967296", "1"):
+        work = tmp_path / f"w{cap}"
+        shutil.copytree(kb.testbench, work)
+        (work / "solution.py").write_text(sub)
+        (work / "go.json").write_text(json.dumps({"unset": ["CUDA_VISIBLE_DEVICES"]}))
+        res = subprocess.run(
+            [sys.executable, str(driver), "--problem", "problem.py", "--solution", "solution.py", "--trials", "6",
+             "--go-file", "go.json", "--ahead-max-bytes", cap],
+            cwd=work, capture_output=True, text=True, timeout=600, env=env,
+        )  # fmt: skip
+        assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-2000:]
+        line = next(x for x in res.stdout.splitlines() if x.startswith("BEAVER_KB_TIMING "))
+        docs[cap] = json.loads(line.split(" ", 1)[1])
+        assert "error" not in docs[cap] and docs[cap]["max_abs_diff"] == 0.0, docs[cap]
+    assert docs["4294967296"]["before_go"] == ["import", "inputs", "waited_for_go"]
+    assert docs["1"]["before_go"] == ["import", "inputs_dropped", "waited_for_go"]
+    assert "inputs" in docs["1"]["phases_s"] and "to_device" in docs["1"]["phases_s"]
+    print("phases kept:", docs["4294967296"]["phases_s"], "dropped:", docs["1"]["phases_s"])
+    work = tmp_path / "oncuda"
+    shutil.copytree(kb.testbench, work)
+    (work / "solution.py").write_text(sub)
+    problem = (work / "problem.py").read_text()
+    (work / "problem.py").write_text(
+        problem + "\n_orig = get_inputs\ndef get_inputs():\n    return [x.cuda() for x in _orig()]\n"
+    )
+    res = subprocess.run(
+        [sys.executable, str(driver), "--problem", "problem.py", "--solution", "solution.py", "--go-file", "go.json",
+         "--go-timeout", "60"],
+        cwd=work, capture_output=True, text=True, timeout=300, env=env,
+    )  # fmt: skip
+    assert res.returncode == 1 and "BEAVER_KB_READY" not in res.stdout, res.stdout[-2000:]
+    line = next(x for x in res.stdout.splitlines() if x.startswith("BEAVER_KB_TIMING "))
+    doc = json.loads(line.split(" ", 1)[1])
+    assert doc["side"] == "inputs", doc
+    print("on the GPU ahead of the hold:", doc["error"])
+
+
 def test_a_batch_says_every_task_it_leaves_out(capsys: pytest.CaptureFixture[str]) -> None:
     """A task that cannot run (an applied family whose reference sources the release lacks) is said with the
     other skips and its reason; the release batch on the H200 dropped 26 of them without a word."""

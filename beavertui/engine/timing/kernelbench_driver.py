@@ -1,7 +1,7 @@
 """Time a kernelbench candidate against its PyTorch eager reference, in one process (run on the GPU machine).
 
 Usage: ``python kernelbench_driver.py --problem problem.py --solution solution.py [--trials N] [--warmup W]
-[--reference-only] [--go-file PATH [--go-timeout S]]``. Run in the work dir of a candidate that already passed
+[--reference-only] [--go-file PATH [--go-timeout S] [--ahead-max-bytes B]]``. Run in the work dir of a candidate that already passed
 the task's own eval.
 
 Both models are built from the same seeded initial inputs and called on the same seeded inputs. After W
@@ -24,6 +24,9 @@ PATH holds JSON: ``{"env": {NAME: VALUE}, "unset": [NAME]}``, applied to the env
 CUDA call (the GPU to use, ``CUDA_VISIBLE_DEVICES``, is known only when it is held). The driver then prints
 ``BEAVER_KB_GO`` and goes on as without the option; ``phases_s`` adds ``waited_for_go`` and the result
 carries ``before_go``: the phases that ran before the go came (``import``, ``inputs``, ``waited_for_go``).
+Inputs larger than ``--ahead-max-bytes`` (default 2 GiB) are not kept while the driver waits: they are drawn
+again, with the same seed, once the go came (``phases_s`` then has ``inputs_dropped`` before the go and
+``inputs`` after it), so that drivers waiting for their GPU cannot exhaust the host's memory.
 
 This file is a standalone script: it imports only the standard library and torch, never beavertui.
 """
@@ -46,6 +49,9 @@ READY = "BEAVER_KB_READY"
 GO = "BEAVER_KB_GO"
 #: How often the go file is looked for, seconds.
 POLL_S = 0.005
+#: The most bytes of inputs a driver started ahead of the GPU hold keeps on the host while it waits (a task's
+#: inputs reach 17 GB: several drivers waiting with such inputs would exhaust the host's memory).
+AHEAD_MAX_BYTES = 2 << 30
 
 
 def _emit(doc: dict[str, Any]) -> None:
@@ -89,6 +95,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--reference-only", action="store_true")
     ap.add_argument("--go-file", type=Path, default=None)
     ap.add_argument("--go-timeout", type=float, default=600.0)
+    ap.add_argument("--ahead-max-bytes", type=int, default=AHEAD_MAX_BYTES)
     args = ap.parse_args(argv)
     side = "reference"
     phases: dict[str, float] = {}
@@ -111,12 +118,22 @@ def main(argv: list[str] | None = None) -> int:
         # before it is ready, and the timing starts one with the GPU held.
         side = "inputs"
         torch.manual_seed(args.seed)
-        host_inputs = problem.get_inputs()
-        phase("inputs")
+        host_inputs: list[Any] | None = list(problem.get_inputs())
+        size = sum(int(getattr(x, "nbytes", 0) or 0) for x in host_inputs or [])
+        if args.go_file is not None and size > args.ahead_max_bytes:
+            host_inputs = None  # too large to keep while waiting: drawn again once the GPU is held
+            phase("inputs_dropped")
+        else:
+            phase("inputs")
         if args.go_file is not None:
             side = "go"
             _wait_for_go(args.go_file, args.go_timeout)
             phase("waited_for_go")
+        if host_inputs is None:
+            side = "inputs"
+            torch.manual_seed(args.seed)
+            host_inputs = list(problem.get_inputs())
+            phase("inputs")
         side = "reference"
         torch.manual_seed(args.seed)
         init = _to_cuda(problem.get_init_inputs(), torch)
@@ -173,6 +190,7 @@ def main(argv: list[str] | None = None) -> int:
                     torch.cuda.synchronize()
                     samples[who].append(float(start.elapsed_time(end)))
         phase("trials")
+        ahead = list(phases)[: list(phases).index("waited_for_go") + 1] if "waited_for_go" in phases else []
         _emit(
             {
                 "method": METHOD,
@@ -186,7 +204,9 @@ def main(argv: list[str] | None = None) -> int:
                 "device": torch.cuda.get_device_name(0),
                 "torch": torch.__version__,
                 "phases_s": phases,
-                "before_go": ["import", "inputs", "waited_for_go"] if args.go_file is not None else [],
+                "before_go": [
+                    k for k in ("import", "inputs_dropped", "inputs", "waited_for_go") if k in ahead
+                ],
             }
         )
         return 0

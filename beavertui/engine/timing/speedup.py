@@ -180,7 +180,8 @@ LATE_ENV = re.compile(r"^CUDA_")
 
 #: The kernelbench driver's phases, in the order it runs them (kernelbench_driver.py, ``phases_s``).
 DRIVER_PHASES = (
-    ("import", "torch import"), ("inputs", "inputs made"), ("waited_for_go", "waiting for the GPU"),
+    ("import", "torch import"), ("inputs_dropped", "inputs made and dropped (too large to keep)"),
+    ("inputs", "inputs made"), ("waited_for_go", "waiting for the GPU"),
     ("models", "models built"), ("to_device", "inputs copied to the GPU"), ("warmup", "warm-up"),
     ("trials", "timed trials"),
 )  # fmt: skip
