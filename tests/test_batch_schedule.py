@@ -183,15 +183,16 @@ def test_a_run_admitted_during_a_stuck_drain_that_hangs_itself_keeps_the_other_s
 def test_a_sanitizer_run_starts_beside_a_hung_run_that_a_drain_waits_for() -> None:
     """Seen on the H200: a broken-start check hung to the release's 300 s limit in one slot while timing
     stages waited for it; a failed run's memcheck run, a long run, was never admitted, and its session waited
-    to the end of the batch. Once the run the drain waits for has run hang_s, a long run starts beside it; it
-    never holds the drain open, and short runs admitted behind it stay short."""
+    to the end of the batch. Once the run the drain waits for has run hang_s, a long run of a session older
+    than the timing stage's starts beside it; it never holds the drain open, and short runs admitted behind it
+    stay short."""
     clock = Clock()
     pool = GpuPool(["0"], shared=3, patience_s=10.0, hang_s=30.0, clock=clock)
     pool.log = []
     hung = Stage(pool.hold, 0).wait()
-    timing = Stage(lambda: pool.hold(exclusive=True), 1)
+    timing = Stage(lambda: pool.hold(exclusive=True), 2)
     queued(pool, 1)
-    sanitizer = Stage(lambda: pool.hold(long=True), 2)
+    sanitizer = Stage(lambda: pool.hold(long=True), 1)  # of a session older than the timing stage's
     queued(pool, 2)
     clock.now = 10.0
     pool.reschedule()
@@ -215,8 +216,37 @@ def test_a_sanitizer_run_starts_beside_a_hung_run_that_a_drain_waits_for() -> No
     timing.wait().done()
     newest.wait().done()
     assert [(k, r) for k, r, _g in grants(pool)] == [
-        ("shared", 0), ("shared", 3), ("long", 2), ("exclusive", 1), ("shared", 4)
+        ("shared", 0), ("shared", 3), ("long", 1), ("exclusive", 2), ("shared", 4)
     ]  # fmt: skip
+
+
+def test_a_newer_session_s_sanitizer_run_waits_beside_a_hung_run_for_an_older_session_s_timing() -> None:
+    """Seen on the H200 (kernelbench): beside runs that only looked hung, the start checks' sanitizer runs of
+    newer sessions were started and ran to their 300 s limit, and four older sessions waited 267 to 446 s for
+    timing stages of 2 to 3 s. A newer session's long run waits out the drain; an older one's does not."""
+    clock = Clock()
+    pool = GpuPool(["0"], shared=4, patience_s=10.0, hang_s=30.0, clock=clock)
+    pool.log = []
+    hung = Stage(pool.hold, 0).wait()
+    timing = Stage(lambda: pool.hold(exclusive=True), 1)
+    queued(pool, 1)
+    newer = Stage(lambda: pool.hold(long=True), 5)
+    older = Stage(lambda: pool.hold(long=True), 0)
+    queued(pool, 3)
+    clock.now = 30.0
+    pool.reschedule()  # hung: the older session's sanitizer starts beside it, the newer one's does not
+    older.wait()
+    assert pool.queued() == 2
+    hung.done()
+    older.done()
+    timing.wait().done()
+    newer.wait().done()
+    assert [(k, r) for k, r, _g in grants(pool)] == [
+        ("shared", 0),
+        ("long", 0),
+        ("exclusive", 1),
+        ("long", 5),
+    ]
 
 
 def test_a_stream_of_long_runs_cannot_starve_a_timing_stage() -> None:
@@ -288,9 +318,9 @@ def test_a_run_counts_as_hung_only_past_twice_its_expected_length() -> None:
     pool = GpuPool(["0"], shared=3, patience_s=10.0, hang_s=60.0, clock=clock)
     pool.log = []
     slow = Stage(lambda: pool.hold(long=True, expect_s=75.0), 0).wait()
-    timing = Stage(lambda: pool.hold(exclusive=True), 1)
+    timing = Stage(lambda: pool.hold(exclusive=True), 2)
     queued(pool, 1)
-    sanitizer = Stage(lambda: pool.hold(long=True), 2)
+    sanitizer = Stage(lambda: pool.hold(long=True), 1)
     queued(pool, 2)
     clock.now = 60.0
     pool.reschedule()
@@ -304,7 +334,7 @@ def test_a_run_counts_as_hung_only_past_twice_its_expected_length() -> None:
     slow.done()
     sanitizer.done()
     timing.wait().done()
-    assert [(k, r) for k, r, _g in grants(pool)] == [("long", 0), ("long", 2), ("exclusive", 1)]
+    assert [(k, r) for k, r, _g in grants(pool)] == [("long", 0), ("long", 1), ("exclusive", 2)]
 
 
 def test_timing_stages_stuck_behind_a_long_run_do_not_hold_new_sessions_back() -> None:

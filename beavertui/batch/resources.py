@@ -12,8 +12,10 @@ session first (its rank: the order in which the batch started the sessions), the
   it has run ``hang_s``, the GPU admits short runs again too, but those never hold the drain open in turn,
   so a stream of long runs cannot starve the timing stage. Long runs (sanitizers) wait out a drain, unless
   the run it waits for has run ``hang_s`` itself: then it is likely to run to its time limit, and a long
-  run starts beside it (never holding the drain open) rather than wait for it and then for the timing
-  stage. Once no such run is left, the GPU drains what it admitted meanwhile. The timing stage cannot
+  run of a session older than every session whose timing waits starts beside it (never holding the drain
+  open) rather than wait for it and then for the timing stage. A newer session's long run waits: beside a
+  run that only looked hung it held older sessions' timing stages for minutes (H200, kernelbench: check
+  sanitizer runs of 300 s held four timing stages for 267 to 446 s). Once no such run is left, the GPU drains what it admitted meanwhile. The timing stage cannot
   start before a long run ends (its kernels would share the GPU with it), but the other sessions'
   correctness runs go on;
 - a run whose length is expected (the same task's last run of that kind here, passed as ``expect_s``) is
@@ -87,6 +89,8 @@ class GpuState:
     holds the drain open)."""
     drain_since: float | None = None
     """When the earliest timing request now waiting for this GPU arrived (None: no drain)."""
+    waiting_rank: int | None = None
+    """The oldest session (lowest rank) whose timing request now waits for this GPU (None: no drain)."""
     consecutive_failures: int = 0
     healthy: bool = True
     busy_since: float | None = None
@@ -149,6 +153,7 @@ class GpuPool:
         healthy = [g for g in self.gpus if g.healthy]
         for g in self.gpus:
             g.waiting_exclusive = 0
+            g.waiting_rank = None
             g.drain_since = None
         now = self.clock()
         granted = False
@@ -171,6 +176,8 @@ class GpuPool:
                         healthy, key=lambda x: (x.waiting_exclusive, x.exclusive, x.long_runs, x.shared)
                     )
                     target.waiting_exclusive += 1
+                    if target.waiting_rank is None or req.rank < target.waiting_rank:
+                        target.waiting_rank = req.rank
                     if target.drain_since is None or req.arrived < target.drain_since:
                         target.drain_since = req.arrived
                 continue
@@ -180,7 +187,10 @@ class GpuPool:
                 if not g.exclusive
                 and g.shared < self.shared_limit
                 and (
-                    g.waiting_exclusive == 0 or (self._stuck(g, now) and (not req.long or self._hung(g, now)))
+                    g.waiting_exclusive == 0
+                    or (
+                        self._stuck(g, now) and (not req.long or (self._hung(g, now) and self._older(req, g)))
+                    )
                 )
             ]
             backfill = [
@@ -214,6 +224,13 @@ class GpuPool:
         self._waiting = [r for r in self._waiting if r.granted is None and not r.failed]
         if granted:
             self._cv.notify_all()
+
+    @staticmethod
+    def _older(req: _Request, g: GpuState) -> bool:
+        """Whether ``req``'s session started before every session whose timing stage waits for ``g``: only
+        then may its long run start beside a hung run (a newer session's sanitizer run would hold an older
+        session's timing stage for its whole length, up to minutes: finishing sessions comes first)."""
+        return g.waiting_rank is None or req.rank < g.waiting_rank
 
     def _stuck_first(self, g: GpuState, now: float) -> bool:
         """Whether the drain of ``g`` waits for a run that was in flight when it began and has been running
