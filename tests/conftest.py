@@ -6,6 +6,7 @@ import shutil
 import subprocess
 from functools import cache
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -49,3 +50,34 @@ def _reply_cache_in_a_temporary_folder(tmp_path_factory: pytest.TempPathFactory)
     import os
 
     os.environ["BEAVERTUI_REPLY_CACHE"] = str(tmp_path_factory.mktemp("reply-cache"))
+
+
+def extract_run(archive: Path, into: Path) -> Path:
+    """A recorded run directory packed as ``run/`` in a tar archive under tests/data, unpacked into ``into``."""
+    import tarfile
+
+    with tarfile.open(archive) as tar:
+        tar.extractall(into, filter="data")
+    return into / "run"
+
+
+def metrics_json(run: Path, capsys: pytest.CaptureFixture[str]) -> tuple[dict[str, Any], str]:
+    """``beavertui metrics RUN --json`` through the real CLI: the document and what it said on stderr."""
+    import json
+
+    from beavertui.cli import main
+
+    assert main(["metrics", str(run), "--json"]) == 0
+    out = capsys.readouterr()
+    return json.loads(out.out), out.err
+
+
+def correct_rows(run: Path, capsys: pytest.CaptureFixture[str]) -> list[dict[str, Any]]:
+    """The correct attempts of ``beavertui export RUN`` (the attempts table, one JSON object a line)."""
+    import json
+
+    from beavertui.cli import main
+
+    assert main(["export", str(run)]) == 0
+    rows = [json.loads(line) for line in capsys.readouterr().out.splitlines() if line.strip()]
+    return [r for r in rows if r["correct"]]

@@ -12,13 +12,12 @@ itself measures about 1.0.
 from __future__ import annotations
 
 import json
-import tarfile
 from collections import Counter
 from pathlib import Path
 
 import pytest
+from conftest import correct_rows, extract_run, metrics_json
 
-from beavertui.cli import main
 from beavertui.engine.session.events import SessionEnd, Timed, Verdict
 from beavertui.engine.session.store import read_session
 
@@ -32,9 +31,7 @@ SLOW_START = "cufft_samples_c2c_3d_64x64x64_fp32__perf_broken__3b994f5f"
 @pytest.fixture(scope="module")
 def run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("release_batch_final")
-    with tarfile.open(RUN) as tar:
-        tar.extractall(root, filter="data")
-    return root / "run"
+    return extract_run(RUN, root)
 
 
 def _sessions(run: Path) -> dict[str, tuple[str | None, list[Verdict], list[Timed], str]]:
@@ -84,11 +81,9 @@ def test_the_reference_passes_at_attempt_2_and_measures_about_itself(run: Path) 
 def test_metrics_score_every_task_at_p_0_and_the_slow_start_below_the_gate(
     run: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert main(["metrics", str(run), "--json"]) == 0
-    out = capsys.readouterr()
-    doc = json.loads(out.out)
+    doc, err = metrics_json(run, capsys)
     (group,) = doc["groups"]
-    assert doc["unfinished_sessions"] == 0 and "unfinished" not in out.err
+    assert doc["unfinished_sessions"] == 0 and "unfinished" not in err
     assert group["n_tasks"] == 74 and group["pass@1"] == 0.0
     assert group["p_sweep"]["0.0"] == 1.0
     # the one correct attempt below every p > 0: the slow broken start, scored where the paper scores it
@@ -99,9 +94,8 @@ def test_metrics_score_every_task_at_p_0_and_the_slow_start_below_the_gate(
 def test_every_correct_attempt_is_in_the_attempts_table_with_its_speedup(
     run: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert main(["export", str(run)]) == 0
-    rows = [json.loads(line) for line in capsys.readouterr().out.splitlines() if line.strip()]
+    rows = correct_rows(run, capsys)
     correct = {(t, v.iteration) for t, (_, vs, _, _) in _sessions(run).items() for v in vs if v.correct}
-    table = {(r["task_id"], r["iteration"]) for r in rows if r["correct"]}
+    table = {(r["task_id"], r["iteration"]) for r in rows}
     assert len(correct) == 74 and table == correct
-    assert all(r["speedup"] is not None for r in rows if r["correct"])
+    assert all(r["speedup"] is not None for r in rows)

@@ -14,12 +14,11 @@ sessions only, saying how many they left out and how to finish them.
 from __future__ import annotations
 
 import json
-import tarfile
 from pathlib import Path
 
 import pytest
+from conftest import correct_rows, extract_run, metrics_json
 
-from beavertui.cli import main
 from beavertui.engine.session.events import Built, Ran, Sanitized, SessionEnd, Timed, Verdict
 from beavertui.engine.session.store import read_session
 
@@ -30,9 +29,7 @@ RUN = ROOT / "tests" / "data" / "release_kb_batch_partial.tar.gz"
 @pytest.fixture(scope="module")
 def run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("release_kb_batch")
-    with tarfile.open(RUN) as tar:
-        tar.extractall(root, filter="data")
-    return root / "run"
+    return extract_run(RUN, root)
 
 
 def _sessions(run: Path) -> dict[str, list[object]]:
@@ -93,12 +90,10 @@ def test_an_attempt_that_resubmits_the_broken_start_is_judged_by_its_check(run: 
 def test_the_metrics_score_the_finished_sessions_and_say_what_they_left_out(
     run: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert main(["metrics", str(run), "--json"]) == 0
-    out = capsys.readouterr()
-    doc = json.loads(out.out)
+    doc, err = metrics_json(run, capsys)
     (group,) = doc["groups"]
     assert doc["unfinished_sessions"] == 17
-    assert "17 unfinished session(s) left out of every rate" in out.err and "--resume" in out.err
+    assert "17 unfinished session(s) left out of every rate" in err and "--resume" in err
     assert group["n_tasks"] == 15 and group["pass@1"] == 0.0
     assert all(group["p_sweep"][p] == 1.0 for p in ("0.0", "0.1", "0.3", "0.5", "0.7"))
 
@@ -106,11 +101,10 @@ def test_the_metrics_score_the_finished_sessions_and_say_what_they_left_out(
 def test_every_correct_attempt_is_in_the_attempts_table_with_its_speedup(
     run: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert main(["export", str(run)]) == 0
-    rows = [json.loads(line) for line in capsys.readouterr().out.splitlines() if line.strip()]
+    rows = correct_rows(run, capsys)
     correct = {
         (t, e.iteration) for t, ev in _ended(run).items() for e in ev if isinstance(e, Verdict) and e.correct
     }
-    table = {(r["task_id"], r["iteration"]) for r in rows if r["correct"]}
+    table = {(r["task_id"], r["iteration"]) for r in rows}
     assert len(correct) == 15 and table == correct
-    assert all(r["speedup"] is not None for r in rows if r["correct"])
+    assert all(r["speedup"] is not None for r in rows)
