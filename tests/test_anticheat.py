@@ -278,10 +278,10 @@ def test_batch_builds_the_reference_before_it_holds_the_gpu_alone(sleepy, tmp_pa
     seen: list[tuple[bool, bool]] = []
     hold = tool.pool.hold
 
-    def watched(*, exclusive: bool = False, prefer: str | None = None, long: bool = False):  # type: ignore[no-untyped-def]
+    def watched(*, exclusive: bool = False, **kw):  # type: ignore[no-untyped-def]
         built = (_refbuild_dir(sleepy, tool.config.timing) / ".beaver-built").is_file()
         seen.append((exclusive, built))
-        return hold(exclusive=exclusive, prefer=prefer, long=long)
+        return hold(exclusive=exclusive, **kw)
 
     tool.pool.hold = watched  # type: ignore[method-assign]
     _, v = _verdict(tool, sleepy, "compute() { echo $(($1 * $2)); }\ncost() { echo 1.9; }\n")
