@@ -193,15 +193,11 @@ class GpuPool:
                     )
                 )
             ]
-            backfill = [
+            open_ = by_rule or [  # else a backfill
                 g
                 for g in healthy
-                if g not in by_rule
-                and not g.exclusive
-                and g.shared < self.shared_limit
-                and self._fits(g, req, now)
+                if not g.exclusive and g.shared < self.shared_limit and self._fits(g, req, now)
             ]
-            open_ = by_rule or backfill
             if not open_:
                 continue
             if req.long:
@@ -212,7 +208,7 @@ class GpuPool:
                 )
             if g.waiting_exclusive:  # admitted while the drain is stuck (behind a first run, or a late one),
                 # or as a backfill (it never holds the drain open)
-                first = g in by_rule and self._stuck_first(g, now) and not req.long
+                first = bool(by_rule) and self._stuck_first(g, now) and not req.long
                 g.late[req.seq] = 1 if first else 2
             g.shared += 1
             g.long_runs += req.long
@@ -249,9 +245,9 @@ class GpuPool:
     def _fits(self, g: GpuState, req: _Request, now: float) -> bool:
         """Whether ``req`` can run on ``g`` while it drains without delaying the timing stage: it has an
         expected length, and it is expected to end before the latest expected end of the runs in flight."""
-        if g.waiting_exclusive == 0 or req.exclusive or req.expect_s is None:
+        if g.waiting_exclusive == 0 or req.expect_s is None:
             return False
-        ends = [g.started[seq] + e for seq, e in g.expect.items() if seq in g.started]
+        ends = [g.started[seq] + e for seq, e in g.expect.items()]  # both kept for exactly the runs in flight
         return bool(ends) and now + req.expect_s <= max(ends)
 
     def _stuck(self, g: GpuState, now: float) -> bool:
@@ -331,14 +327,7 @@ class GpuPool:
         """Hold a GPU (shared or exclusive) for one stage; ``prefer`` names the GPU to take when it is open,
         ``long`` marks a shared run expected to take long (a sanitizer run), ``expect_s`` is how long a shared
         run is expected to take (None: not known)."""
-        req = _Request(
-            exclusive,
-            long and not exclusive,
-            prefer,
-            _rank(),
-            None if exclusive else expect_s,
-            arrived=self.clock(),
-        )
+        req = _Request(exclusive, long and not exclusive, prefer, _rank(), expect_s, arrived=self.clock())
         if self.admission is not None:
             self.admission.reached(req.rank)
         with self._cv:

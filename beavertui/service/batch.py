@@ -447,10 +447,7 @@ def run_batch(
         toolchain, pool, cache = make_toolchain(run.toolchain, gpus, options)
         manifest.gpus = [g.index for g in pool.gpus]
         write_manifest(run_dir, manifest)
-        halts: list[Flag] = [pool.exhausted, *([stop] if stop is not None else [])]
-        if window is not None:
-            halts.append(window)
-        halt = _Either(*halts)
+        halt = _Either(pool.exhausted, *(f for f in (stop, window) if f is not None))
         progress = nullcontext() if options.quiet and display is None else show(tracker, parallel)
         try:
             with progress:
