@@ -826,6 +826,18 @@ def test_each_run_and_sanitizer_run_is_expected_to_take_what_the_task_s_last_one
     asked.clear()
     list(tool.attempt(sleepy, wrong, AttemptOptions(iteration=3, gate=0.7)))
     assert asked[0] == (True, None)  # a long run (300 s outlasts the patience), of no known length
+    # a sanitizer run whose duration was not recorded says nothing of the next one (not: it takes 0 s)
+    sanitize = tool._sanitize
+
+    def unrecorded(*a: Any, **kw: Any) -> Any:
+        for e in sanitize(*a, **kw):
+            yield e.model_copy(update={"result": e.result.model_copy(update={"duration_s": None})})
+
+    tool._sanitize = unrecorded
+    list(tool.attempt(sleepy, wrong, AttemptOptions(iteration=4, gate=0.7)))
+    asked.clear()
+    list(tool.attempt(sleepy, wrong, AttemptOptions(iteration=5, gate=0.7)))
+    assert asked[1] == (True, None)
 
 
 def test_the_batch_builds_the_reference_to_profile_before_it_holds_a_gpu(

@@ -173,10 +173,11 @@ class ScheduledLocalToolchain(LocalToolchain):
                         gpu_cfg = self._on(cfg, g)
                         if tools:
                             sanitized = list(self._sanitize(task, work, gpu_cfg, options, run, verdict))
+                            took = [x.result.duration_s for x in sanitized]
                             self._learn(
                                 task.id,
                                 "sanitize",
-                                sum(x.result.duration_s or 0.0 for x in sanitized),
+                                sum(t for t in took if t is not None) if took and None not in took else None,
                                 any(x.result.timed_out for x in sanitized),
                             )
                         if profile:
