@@ -160,6 +160,55 @@ def for_code(task: Task, code: str) -> Task:
     return task
 
 
+# ------------------------------------------------------------------ compute-sanitizer's scope
+
+
+#: A kernel definition in CUDA source (inline in a Python string as well): its name.
+_KERNEL = re.compile(
+    r"__global__\s+(?:__launch_bounds__\s*\([^)]*\)\s*)?(?:static\s+|inline\s+)*void\s+"
+    r"(?:__launch_bounds__\s*\([^)]*\)\s*)?([A-Za-z_]\w*)\s*\("
+)
+
+#: The environment a kernelbench sanitizer run adds: PyTorch's caching allocator off, so that an access past
+#: a tensor's end that stays inside a block the allocator cached is reported instead of hidden.
+KERNELBENCH_SANITIZER_ENV = "PYTORCH_NO_CUDA_MEMORY_CACHING=1"
+
+#: What a kernelbench sanitizer run checks, in one line (the start check's key and the docs).
+KERNELBENCH_SANITIZER_SCOPE = "the candidate's own kernels, caching allocator off"
+
+
+def candidate_kernels(code: str) -> list[str]:
+    """The names of the ``__global__`` functions ``code`` defines, in order, each once."""
+    return list(dict.fromkeys(m.group(1) for m in _KERNEL.finditer(code)))
+
+
+def sanitizer_scope(task: Task, code: str) -> tuple[tuple[str, ...], str]:
+    """compute-sanitizer options and an environment prefix that scope a sanitizer run of ``code``.
+
+    kernelbench runs the eager reference beside the candidate in one process: under memcheck every cuDNN and
+    cuBLAS kernel of the reference is instrumented, and on the H200 4 of 5 checks of conv tasks ran into
+    their 300 s limit with nothing reported. The candidate's kernels are what the feedback is about, so a
+    kernelbench run checks only the kernels the candidate defines (a kernel filter per name, matched as it
+    appears in the mangled name: its length, then the name; exactly, for ``extern "C"`` code); the others
+    run unchecked. It runs with PyTorch's caching allocator off. A candidate that defines no kernel is
+    checked whole. Every other family is checked whole, unchanged: its test binary is the candidate's.
+    """
+    if semantics(task).family != "kernelbench":
+        return (), ""
+    names = candidate_kernels(code)
+    opts: list[str] = []
+    for name in names:
+        opts += ["--kernel-name", f"kns={len(name)}{name}"]
+        if 'extern "C"' in code:
+            opts += ["--kernel-name", f"kne={name}"]
+    return tuple(opts), KERNELBENCH_SANITIZER_ENV
+
+
+def sanitizer_scope_rule(task: Task) -> str | None:
+    """The family's sanitizer scope in one line (None: the whole test command is checked)."""
+    return KERNELBENCH_SANITIZER_SCOPE if semantics(task).family == "kernelbench" else None
+
+
 # ------------------------------------------------------------------ correctness oracles
 
 

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from beavertui import __version__
+from beavertui.engine.corpus import families
 from beavertui.engine.corpus.harness import harness_hash
 from beavertui.engine.corpus.task import Task
 from beavertui.engine.session.events import EVENT_ADAPTER, Event, GpuSignature
@@ -40,6 +41,9 @@ def key(task: Task, gpu: GpuSignature, gate: float, sanitize_on_failure: bool) -
         "sanitize_on_failure": sanitize_on_failure,
         "version": __version__,
     }
+    scope = families.sanitizer_scope_rule(task)
+    if scope is not None:  # what the check's sanitizer run covered (kernelbench: the candidate's kernels)
+        parts["sanitizer_scope"] = scope
     return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()[:32]
 
 

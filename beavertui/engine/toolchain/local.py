@@ -307,8 +307,15 @@ class LocalToolchain:
                 )
             return
         limit = min(max(task.timeouts.run_s * self.config.sanitizer_factor, 60.0), 300.0)
-        for tool in self._sanitizer_tools(task, options, run, verdict):
-            cmd = sanitizer.wrap(adapt_command(task.test_command, cfg.sm), tool, self.config.sanitizer_exe)
+        tools = self._sanitizer_tools(task, options, run, verdict)
+        if not tools:
+            return
+        code = (work.path / task.solution_file).read_text(encoding="utf-8", errors="replace")
+        scope, env = families.sanitizer_scope(task, code)  # kernelbench: the candidate's kernels only
+        test = adapt_command(task.test_command, cfg.sm)
+        test = f"{env} {test}" if env else test
+        for tool in tools:
+            cmd = sanitizer.wrap(test, tool, self.config.sanitizer_exe, scope)
             with self._gpu_slot():
                 res = runner.run_stage(work, "sanitize", cmd, limit, cfg, adapt=False)
             yield Sanitized(
