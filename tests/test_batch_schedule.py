@@ -889,3 +889,148 @@ def test_a_run_out_of_memory_alone_on_its_gpu_is_the_verdict(sleepy: Any, tmp_pa
     [ran] = [e for e in events if e.kind == "run"]
     assert ran.result.rerun_alone is None and events[-1].category == "out_of_memory"
     assert [kind for kind, _rank, _gpu in grants(tool.pool)] == ["shared"]
+
+
+# ---------------------------------------------------------------- long runs stopped for a timing stage
+
+
+class Proc:
+    """A registered run's process: records being stopped and continued."""
+
+    def __init__(self) -> None:
+        self.calls: list[str] = []
+
+    def pause(self) -> bool:
+        self.calls.append("pause")
+        return True
+
+    def resume(self) -> None:
+        self.calls.append("resume")
+
+
+@contextlib.contextmanager
+def _registered(pool: GpuPool, proc: Proc, **kw: Any) -> Iterator[Any]:
+    """A shared run whose process registers with the pool as soon as the run is granted."""
+    with pool.hold(**kw) as g, pool.running(g, proc):
+        yield g
+
+
+def test_a_timing_stage_stops_the_long_runs_on_its_gpu_instead_of_waiting_for_them() -> None:
+    asked: list[str] = []
+    pool = GpuPool(["0"], shared=2, clock=Clock(), quiet=lambda gpu: asked.append(gpu) or 0.4)
+    pool.log = []
+    p1, p2 = Proc(), Proc()
+    long1 = Stage(lambda: _registered(pool, p1, long=True), 0).wait()
+    long2 = Stage(lambda: _registered(pool, p2, long=True), 1).wait()
+    timing = Stage(lambda: pool.hold(exclusive=True), 2).wait()  # granted with both still in flight
+    assert p1.calls == p2.calls == ["pause"] and asked == ["0"]
+    assert timing.got.pause_note == (
+        "2 runs on GPU 0 stopped (SIGSTOP) for this timing, continued after it; "
+        "no kernel ran on the GPU 0.4 s after the stop"
+    )
+    later = Stage(pool.hold, 3)  # nothing new starts while the GPU is held alone
+    queued(pool, 1)
+    assert not later.granted.is_set()
+    timing.done()
+    assert p1.calls == p2.calls == ["pause", "resume"]
+    long1.done()
+    later.wait().done()
+    long2.done()
+    assert [w for w, *_ in pool.log or []].count("pause") == 1
+
+
+def test_short_runs_drain_before_a_timing_stage_and_are_stopped_only_once_past_their_patience() -> None:
+    clock = Clock()
+    pool = GpuPool(["0"], shared=2, clock=clock, quiet=lambda gpu: 0.0, patience_s=10.0)
+    p = Proc()
+    short = Stage(lambda: _registered(pool, p), 0).wait()
+    timing = Stage(lambda: pool.hold(exclusive=True), 1)
+    queued(pool, 1)
+    assert not timing.granted.is_set() and p.calls == []
+    clock.now = 10.0
+    pool.reschedule()
+    timing.wait()
+    assert p.calls == ["pause"]
+    timing.done()
+    short.done()
+    assert p.calls == ["pause", "resume"]
+
+
+def test_a_run_that_has_not_registered_its_process_is_waited_for() -> None:
+    pool = GpuPool(["0"], shared=2, clock=Clock(), quiet=lambda gpu: 0.0)
+    p = Proc()
+    registered = Stage(lambda: _registered(pool, p, long=True), 0).wait()
+    unregistered = Stage(lambda: pool.hold(long=True), 1).wait()  # between two processes, or not started
+    timing = Stage(lambda: pool.hold(exclusive=True), 2)
+    queued(pool, 1)
+    assert not timing.granted.is_set() and p.calls == []
+    unregistered.done()  # now every run in flight can be stopped
+    timing.wait()
+    assert p.calls == ["pause"]
+    timing.done()
+    registered.done()
+
+
+def test_a_gpu_still_busy_after_the_stop_is_given_back_and_drained_as_usual() -> None:
+    pool = GpuPool(["0"], shared=2, clock=Clock(), quiet=lambda gpu: None)
+    pool.log = []
+    p = Proc()
+    long = Stage(lambda: _registered(pool, p, long=True), 0).wait()
+    timing = Stage(lambda: pool.hold(exclusive=True), 1)
+    queued(pool, 1)
+    assert not timing.granted.is_set()
+    assert p.calls == ["pause", "resume"]  # stopped once, continued when the GPU did not go idle
+    long.done()
+    timing.wait()
+    assert timing.got.pause_note is None
+    timing.done()
+    assert p.calls == ["pause", "resume"]
+
+
+def test_without_a_way_to_see_the_gpu_idle_nothing_is_stopped() -> None:
+    pool = GpuPool(["0"], shared=2, clock=Clock())
+    p = Proc()
+    long = Stage(lambda: _registered(pool, p, long=True), 0).wait()
+    timing = Stage(lambda: pool.hold(exclusive=True), 1)
+    queued(pool, 1)
+    assert not timing.granted.is_set()
+    long.done()
+    timing.wait().done()
+    assert p.calls == []
+
+
+def test_a_sanitizer_run_s_real_process_is_stopped_while_a_timing_stage_holds_its_gpu(
+    sleepy: Any, tmp_path: Path
+) -> None:
+    import time
+
+    from beavertui.engine.toolchain import stages as runner
+
+    tool = _scheduled(tmp_path)
+    tool.pool.quiet = lambda gpu: 0.0
+    cfg = tool._runner_config()
+    got: dict[str, Any] = {}
+
+    def sanitize() -> None:
+        SESSION_RANK.set(0)
+        with tool.pool.hold(long=True) as g:
+            got["r"] = runner.run_stage(
+                work, "sanitize", "echo begin; sleep 1; echo end", 30.0, tool._shared_on(cfg, g)
+            )
+
+    with runner.workdir(sleepy, sleepy.broken_start(), cfg) as work:
+        t = threading.Thread(target=sanitize, daemon=True)
+        t.start()
+        deadline = time.monotonic() + WAIT
+        while not tool.pool.gpus[0].attached and time.monotonic() < deadline:
+            time.sleep(0.01)
+        timing = Stage(lambda: tool.pool.hold(exclusive=True), 1).wait()
+        assert timing.got.pause_note.startswith("1 run on GPU 0 stopped (SIGSTOP) for this timing")
+        time.sleep(1.5)
+        assert "r" not in got  # stopped: its one-second sleep cannot end the run
+        timing.done()
+        t.join(WAIT)
+    r = got["r"]
+    assert r.rc == 0 and r.log == "begin\nend\n" and not r.timed_out
+    assert r.paused_s is not None and r.paused_s >= 1.4
+    assert r.duration_s is not None and r.duration_s < r.paused_s

@@ -145,3 +145,43 @@ def test_a_started_command_that_ends_first_is_not_ready(tmp_path: Path) -> None:
     assert time.monotonic() - t0 < 5.0
     out = started.stop()
     assert out.rc == 3 and not out.timed_out and out.log == "READ\n"
+
+
+def _states(pid: int) -> set[str]:
+    """The states (/proc stat) of the processes in session ``pid``."""
+    from beavertui.engine.host import reaper
+
+    out = set()
+    for member in reaper.session_members(pid):
+        try:
+            with open(f"/proc/{member}/stat", encoding="ascii") as fh:
+                out.add(fh.read().rsplit(")", 1)[-1].split()[0])
+        except OSError:
+            continue
+    return out
+
+
+def test_a_paused_command_is_stopped_and_its_stop_counts_in_neither_its_limit_nor_its_duration(
+    tmp_path: Path,
+) -> None:
+    # about 0.4 s of work in steps (a new process each) under a 3 s limit, stopped for 3.5 s on the way
+    started = sandbox.start(
+        "echo begin; for i in $(seq 20); do sleep 0.02; done; echo done", tmp_path, dict(os.environ), 3.0
+    )
+    try:
+        assert started.until(b"begin", 10.0)
+        assert started.pause() and not started.pause()  # stopped once; a second stop does nothing
+        time.sleep(0.3)
+        assert _states(started.proc.pid) <= {"T", "t"}  # every process of it is stopped
+        time.sleep(3.2)
+        assert started.paused_s() >= 3.4
+        started.resume()
+        out = started.finish()
+    finally:
+        started.stop()
+    assert not out.timed_out and out.rc == 0 and out.log == "begin\ndone\n", out
+    assert out.paused_s is not None and out.paused_s >= 3.4
+    assert out.duration_s < 3.0  # the stop is not in it
+    assert not started.pause()  # it has ended: nothing to stop
+    plain = sandbox.run("true", tmp_path, dict(os.environ), 10.0)
+    assert plain.paused_s is None

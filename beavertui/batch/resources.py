@@ -50,6 +50,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from beavertui.engine.errors import ToolchainError
 
@@ -97,6 +98,21 @@ class GpuState:
     busy_s: float = 0.0
     runs: int = 0
     failures: list[str] = field(default_factory=list)
+    attached: dict[int, Pausable] = field(default_factory=dict)
+    """The processes of shared runs in flight that the pool may stop, registered by each run's stage while it
+    runs (GpuPool.running)."""
+    paused: list[Pausable] = field(default_factory=list)
+    """Those stopped now for the timing stage that holds the GPU alone (continued when it is released)."""
+    pause_note: str | None = None
+    """For the timing stage that holds the GPU: what was stopped for it, in words (None: nothing was)."""
+
+
+class Pausable(Protocol):
+    """A stage's process that can be stopped and continued (sandbox.Started)."""
+
+    def pause(self) -> bool: ...
+
+    def resume(self) -> None: ...
 
 
 @dataclass
@@ -110,6 +126,10 @@ class _Request:
     arrived: float = 0.0
     granted: GpuState | None = None
     failed: bool = False
+    paused: int = 0
+    """Shared runs stopped for this timing request when it was granted."""
+    no_pause: bool = False
+    """The GPU did not go idle after stopping its runs once: this request waits for a drain."""
 
     def order(self) -> tuple[bool, int, int]:
         return (not self.exclusive, self.rank, self.seq)
@@ -127,8 +147,13 @@ class GpuPool:
         patience_s: float = 10.0,
         hang_s: float = 60.0,
         clock: Callable[[], float] = time.monotonic,
+        quiet: Callable[[str], float | None] | None = None,
     ) -> None:
         self.gpus = [GpuState(str(g)) for g in gpus]
+        self.quiet = quiet
+        """Waits until a GPU runs no kernel and returns the seconds it waited (None: it cannot tell, or the GPU
+        stayed busy). Given, a timing stage need not wait for long runs to end: they are stopped instead
+        (``_pausable``); None: never stopped."""
         self.shared_limit = max(1, shared)
         self.fail_limit = fail_limit
         self.patience_s = patience_s
@@ -164,11 +189,21 @@ class GpuPool:
                 continue
             if req.exclusive:
                 idle = [g for g in healthy if not g.exclusive and g.shared == 0 and g.waiting_exclusive == 0]
+                stoppable = [] if idle or req.no_pause else [g for g in healthy if self._pausable(g, now)]
                 if idle:
                     g = next((x for x in idle if x.index == req.prefer), None) or min(
                         idle, key=lambda x: x.runs
                     )
                     g.exclusive = True
+                    self._grant(req, g)
+                    granted = True
+                elif stoppable:  # its runs in flight are stopped for the timing stage, not waited for
+                    g = min(stoppable, key=lambda x: (x.shared, x.runs))
+                    g.paused = [p for p in g.attached.values() if p.pause()]
+                    req.paused = len(g.paused)
+                    g.exclusive = True
+                    if self.log is not None:
+                        self.log.append(("pause", "exclusive", req.rank, g.index))
                     self._grant(req, g)
                     granted = True
                 else:  # drain the GPU whose runs in flight end soonest, as far as one can tell
@@ -220,6 +255,32 @@ class GpuPool:
         self._waiting = [r for r in self._waiting if r.granted is None and not r.failed]
         if granted:
             self._cv.notify_all()
+
+    def _pausable(self, g: GpuState, now: float) -> bool:
+        """Whether a timing stage may take ``g`` by stopping its runs in flight instead of waiting for them:
+        the pool can tell when a GPU is idle, every run in flight has registered its process, and one of them
+        is a long run (a sanitizer, a run whose task runs long) or has run ``patience_s`` (short runs drain
+        on their own in less)."""
+        if self.quiet is None or g.exclusive or g.shared == 0 or len(g.attached) < g.shared:
+            return False
+        return g.long_runs > 0 or any(now - t >= self.patience_s for t in g.started.values())
+
+    @contextmanager
+    def running(self, g: GpuState, process: Pausable) -> Iterator[None]:
+        """Register the process of a shared run on ``g`` for as long as it runs (RunnerConfig.pausable): a
+        timing stage that waits for ``g`` may stop it (Pausable.pause) and continues it when done."""
+        key = id(process)
+        with self._cv:
+            g.attached[key] = process
+            self._schedule()
+        try:
+            yield
+        finally:
+            with self._cv:
+                g.attached.pop(key, None)
+                if process in g.paused:
+                    g.paused.remove(process)
+                self._schedule()
 
     @staticmethod
     def _older(req: _Request, g: GpuState) -> bool:
@@ -330,6 +391,18 @@ class GpuPool:
         req = _Request(exclusive, long and not exclusive, prefer, _rank(), expect_s, arrived=self.clock())
         if self.admission is not None:
             self.admission.reached(req.rank)
+        g = self._wait_for_grant(req)
+        if req.paused:
+            g = self._quiet_or_wait(req, g)
+        try:
+            yield g
+        finally:
+            with self._cv:
+                self._release(req, g)
+            if self.admission is not None:
+                self.admission.changed.set()
+
+    def _wait_for_grant(self, req: _Request) -> GpuState:
         with self._cv:
             if not any(g.healthy for g in self.gpus):
                 raise ToolchainError(NO_GPU_LEFT, source="gpu")
@@ -351,19 +424,39 @@ class GpuPool:
                 raise
             if req.granted is None:
                 raise ToolchainError(NO_GPU_LEFT, source="gpu")
-            g = req.granted
+            return req.granted
+
+    def _quiet_or_wait(self, req: _Request, g: GpuState) -> GpuState:
+        """After stopping ``g``'s runs for timing request ``req``: wait until the GPU runs none of their
+        kernels (those already launched run to their end), and say so on ``g``; when it does not go idle,
+        continue them and wait for a drain instead, as without stopping."""
+        assert self.quiet is not None
         try:
-            yield g
-        finally:
+            waited = self.quiet(g.index)
+        except BaseException:
             with self._cv:
                 self._release(req, g)
-            if self.admission is not None:
-                self.admission.changed.set()
+            raise
+        n = req.paused
+        if waited is not None:
+            g.pause_note = (
+                f"{n} run{'s' if n != 1 else ''} on GPU {g.index} stopped (SIGSTOP) for this timing, continued "
+                f"after it; no kernel ran on the GPU {waited:.1f} s after the stop"
+            )
+            return g
+        with self._cv:  # still busy: give the GPU back to its runs and drain it as usual
+            self._release(req, g)
+            req.granted, req.paused, req.no_pause = None, 0, True
+        return self._wait_for_grant(req)
 
     def _release(self, req: _Request, g: GpuState) -> None:
         """Give back what ``req`` was granted on ``g`` and grant what that frees (under the lock)."""
         if req.exclusive:
             g.exclusive = False
+            g.pause_note = None
+            for p in g.paused:
+                p.resume()
+            g.paused = []
         else:
             g.shared -= 1
             g.long_runs -= req.long

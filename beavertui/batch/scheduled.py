@@ -28,6 +28,7 @@ import threading
 import time
 from collections.abc import Iterator, Mapping
 from dataclasses import replace
+from functools import partial
 
 from beavertui.batch.cache import CompileCache, cache_key, changed, snapshot, toolkit_id
 from beavertui.batch.resources import BuildSlots, GpuPool, GpuState
@@ -132,6 +133,11 @@ class ScheduledLocalToolchain(LocalToolchain):
         base["CUDA_VISIBLE_DEVICES"] = g.index
         return replace(cfg, env=base)
 
+    def _shared_on(self, cfg: runner.RunnerConfig, g: GpuState) -> runner.RunnerConfig:
+        """A shared run's configuration on ``g``: its processes are registered with the pool while they run,
+        so that a timing stage waiting for ``g`` may stop them instead of waiting for them to end."""
+        return replace(self._on(cfg, g), pausable=partial(self.pool.running, g))
+
     def attempt(self, task: Task, code: str, options: AttemptOptions) -> Iterator[Event]:
         it = options.iteration
         cfg = self._runner_config()
@@ -158,7 +164,9 @@ class ScheduledLocalToolchain(LocalToolchain):
                     tampered += work.verify()
                     tools = self._sanitizer_tools(task, options, run, verdict)
                     if not tools:  # nothing more to run: a harness's own sanitizer output, or none
-                        sanitized = list(self._sanitize(task, work, self._on(cfg, g), options, run, verdict))
+                        sanitized = list(
+                            self._sanitize(task, work, self._shared_on(cfg, g), options, run, verdict)
+                        )
                 self.pool.report(g, ok=lost is None, detail=lost or "")
                 if lost is not None:
                     yield Ran(iteration=it, result=run)
@@ -170,7 +178,7 @@ class ScheduledLocalToolchain(LocalToolchain):
                 if tools or profile:  # long runs: a slot of their own, placed away from waiting timing
                     expect = self._expect.get((task.id, "sanitize")) if not profile else None
                     with self.pool.hold(long=True, expect_s=expect) as g:
-                        gpu_cfg = self._on(cfg, g)
+                        gpu_cfg = self._shared_on(cfg, g)
                         if tools:
                             sanitized = list(self._sanitize(task, work, gpu_cfg, options, run, verdict))
                             took = [x.result.duration_s for x in sanitized]
@@ -202,7 +210,7 @@ class ScheduledLocalToolchain(LocalToolchain):
         long = not exclusive and self._run_s.get(task.id, 0.0) > self.pool.patience_s
         expect = self._expect.get((task.id, "run"))
         with self.pool.hold(exclusive=exclusive, long=long, expect_s=expect) as g:
-            gpu_cfg = self._on(cfg, g)
+            gpu_cfg = self._on(cfg, g) if exclusive else self._shared_on(cfg, g)
             before = (g.shared, g.runs)
             run = runner.test(work, gpu_cfg)
             self._run_s[task.id] = run.duration_s or 0.0
@@ -245,6 +253,9 @@ class ScheduledLocalToolchain(LocalToolchain):
                     self.pool.report(g, ok=False, detail=str(exc))
                     raise ToolchainError(f"on GPU {g.index}: {exc}", source="gpu") from exc
                 self.pool.report(g, ok=True)
+                if g.pause_note is not None:  # the runs stopped for it, said with the measurement
+                    note = "; ".join(x for x in (measured.note, g.pause_note) if x)
+                    measured = measured.model_copy(update={"note": note})
                 return measured
 
     def _reference_build(self, task: Task, cfg: runner.RunnerConfig, timer: Timer | None = None) -> None:

@@ -39,6 +39,13 @@ def register(sub: Any) -> None:
     p.add_argument(
         "--gpu-share", type=int, default=4, help="correctness runs sharing one GPU at once (default 4)"
     )
+    p.add_argument(
+        "--no-pause-for-timing",
+        dest="no_pause",
+        action="store_true",
+        help="a timing stage waits for the long runs on its GPU to end instead of stopping them while it "
+        "measures (default: stopped, SIGSTOP, and continued after it)",
+    )
     p.add_argument("--toolchain", default="local", help="local (this machine's GPUs) or recorded:PATH")
     p.add_argument("--cache", type=Path, help="compile cache folder (default: ~/.cache/beavertui/builds)")
     p.add_argument("--no-cache", action="store_true", help="build every candidate, even identical ones")
@@ -107,6 +114,7 @@ def options_of(args: argparse.Namespace) -> BatchOptions:
         gpus=args.gpus,
         jobs=args.jobs,
         gpu_share=args.gpu_share,
+        no_pause=args.no_pause,
         toolchain=args.toolchain,
         cache=args.cache,
         no_cache=args.no_cache,

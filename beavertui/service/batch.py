@@ -27,7 +27,7 @@ from beavertui.batch.rundir import RunManifest, read_infra, stamp, write_manifes
 from beavertui.batch.scheduler import Flag, Tracker, plan, run_local
 from beavertui.engine.corpus.task import Task
 from beavertui.engine.errors import BeaverError
-from beavertui.engine.host.gpu import visible_gpus
+from beavertui.engine.host.gpu import visible_gpus, wait_idle
 
 
 def _stderr_line(line: str) -> None:
@@ -49,6 +49,8 @@ class BatchOptions:
     gpus: str | None = None
     jobs: int | None = None
     gpu_share: int = 4
+    no_pause: bool = False
+    """A timing stage waits for the long runs on its GPU to end instead of stopping them (--no-pause-for-timing)."""
     toolchain: str = "local"
     cache: Path | None = None
     no_cache: bool = False
@@ -335,7 +337,8 @@ def make_toolchain(spec: str, gpus: list[str], options: BatchOptions) -> tuple[A
         return ScheduledToolchain(inner, pool, builds), pool, None
     if not gpus:
         raise BeaverError("no NVIDIA GPU visible: run on a GPU machine, or use --toolchain recorded:PATH")
-    pool = GpuPool(gpus, shared=options.gpu_share)
+    # a timing stage stops the long runs on its GPU instead of waiting minutes for them (docs/batch.md)
+    pool = GpuPool(gpus, shared=options.gpu_share, quiet=None if options.no_pause else wait_idle)
     cache = None
     if not options.no_cache:
         root = options.cache or default_cache_dir()

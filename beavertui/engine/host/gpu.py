@@ -11,6 +11,7 @@ import os
 import re
 import shutil
 import subprocess
+import time
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -103,6 +104,31 @@ def clocks() -> str:
     """Current SM and memory clocks as nvidia-smi reports them (recorded with every timing)."""
     out = _run(["nvidia-smi", "--query-gpu=clocks.sm,clocks.mem,temperature.gpu", "--format=csv,noheader"])
     return out.strip().splitlines()[0] if out and out.strip() else ""
+
+
+def utilization(index: str) -> int | None:
+    """The share of nvidia-smi's last sample period (1/6 s to 1 s) in which GPU ``index`` ran a kernel,
+    percent; None when nvidia-smi cannot tell."""
+    out = _run(["nvidia-smi", "-i", index, "--query-gpu=utilization.gpu", "--format=csv,noheader,nounits"])
+    first = out.strip().splitlines()[0].strip() if out and out.strip() else ""
+    return int(first) if first.isdigit() else None
+
+
+def wait_idle(index: str, max_s: float = 30.0, poll_s: float = 0.25) -> float | None:
+    """Wait until GPU ``index`` runs no kernel: two readings of its utilization in a row at 0 %. The seconds
+    waited; None when nvidia-smi cannot tell, or the GPU was still running kernels after ``max_s``."""
+    began = time.monotonic()
+    zeros = 0
+    while True:
+        seen = utilization(index)
+        if seen is None:
+            return None
+        zeros = zeros + 1 if seen == 0 else 0
+        if zeros >= 2:
+            return time.monotonic() - began
+        if time.monotonic() - began >= max_s:
+            return None
+        time.sleep(poll_s)
 
 
 @cache

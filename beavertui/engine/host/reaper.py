@@ -253,6 +253,18 @@ def kill_session(sid: int) -> int:
     return len(victims)
 
 
+def signal_all(sid: int, token: str, sig: int) -> int:
+    """Send ``sig`` to the process group ``sid``, everything else in session ``sid`` and every process tagged
+    with ``token`` (SIGSTOP and SIGCONT of a stage paused for a timing stage); return how many got it."""
+    pids = set(session_members(sid)) | set(tagged(token))
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(sid, sig)
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, sig)
+    return len(pids)
+
+
 def user_tasks(uid: int) -> int:
     """Processes and threads of ``uid`` now (what RLIMIT_NPROC counts), from /proc."""
     n = 0

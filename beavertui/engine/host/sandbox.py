@@ -20,6 +20,7 @@ import select
 import signal
 import subprocess
 import sys
+import threading
 import time
 import uuid
 from collections.abc import Callable, Mapping
@@ -93,6 +94,9 @@ class Outcome:
     """The limits that stopped or refused the command, in words (None: none fired)."""
     sandbox: str = ""
     """What isolation applied, and what was unavailable here and why."""
+    paused_s: float | None = None
+    """Seconds it was stopped (``Started.pause``), counted neither in ``duration_s`` nor in its time limit;
+    None when it never was."""
 
 
 class _Bounded:
@@ -334,6 +338,10 @@ class Started:
         self._leftovers = 0
         self._line = b""
         self._outcome: Outcome | None = None
+        self._pause_lock = threading.Lock()
+        self._paused_at: float | None = None
+        self._paused_s = 0.0
+        self._pauses = 0
 
     def _sweep(self) -> int:
         n = reaper.kill_session(self.proc.pid)
@@ -347,16 +355,47 @@ class Started:
         self._line = lines[-1][: len(marker)]
         return any(ln.startswith(marker) for ln in lines[:-1])
 
-    def _read(self, deadline: float, kill: bool, marker: bytes | None = None) -> bool:
+    def pause(self) -> bool:
+        """Stop (SIGSTOP) everything the command started, so that it uses no CPU and launches no GPU work
+        until ``resume``; the time it stays stopped is added to its time limit and left out of its duration.
+        False when it has ended or is stopped already."""
+        with self._pause_lock:
+            if self._paused_at is not None or self._outcome is not None or self.proc.poll() is not None:
+                return False
+            reaper.signal_all(self.proc.pid, self._token, signal.SIGSTOP)
+            self._paused_at = time.monotonic()
+            self._pauses += 1
+            return True
+
+    def resume(self) -> None:
+        """Continue (SIGCONT) what ``pause`` stopped (a no-op when it is not stopped)."""
+        with self._pause_lock:
+            if self._paused_at is None:
+                return
+            reaper.signal_all(self.proc.pid, self._token, signal.SIGCONT)
+            self._paused_s += time.monotonic() - self._paused_at
+            self._paused_at = None
+
+    def paused_s(self) -> float:
+        """Seconds it has been stopped so far (a stop under way included)."""
+        with self._pause_lock:
+            ongoing = time.monotonic() - self._paused_at if self._paused_at is not None else 0.0
+            return self._paused_s + ongoing
+
+    def _read(self, deadline: float, kill: bool, marker: bytes | None = None, extend: bool = False) -> bool:
         """Read output until the command has ended and its output is closed, or (with ``marker``) a line
-        starts with it: True then. At ``deadline`` everything it started is killed when ``kill``, else the
-        reading stops there (False) and the command goes on."""
+        starts with it: True then. At ``deadline`` (later by the time it was stopped, with ``extend``; never
+        while it is stopped) everything it started is killed when ``kill``, else the reading stops there
+        (False) and the command goes on."""
         while self._reading:
             now = time.monotonic()
             if self.proc.poll() is not None and self._exited_at is None:
                 self._exited_at = now
                 self._leftovers = self._sweep()  # the main process is gone: nothing else may stay
-            if self._exited_at is None and now >= deadline:
+            late = now >= deadline
+            if late and extend:
+                late = self._paused_at is None and now >= deadline + self.paused_s()
+            if self._exited_at is None and late:
                 if not kill:
                     return False
                 self._timed_out = True
@@ -404,7 +443,8 @@ class Started:
             return self._outcome
         limit = self.timeout_s if timeout_s is None else timeout_s
         deadline = self.began + limit if timeout_s is None else time.monotonic() + limit
-        self._read(deadline, kill=True)
+        self._read(deadline, kill=True, extend=timeout_s is None)
+        self.resume()  # killed while stopped: nothing is left to continue, and its stop ends here
         proc, limits, buf, cgroup = self.proc, self.limits, self._buf, self._cgroup
         assert proc.stdout is not None
         proc.stdout.close()
@@ -414,7 +454,8 @@ class Started:
         if cgroup is not None:
             refused = cgroup.refused()
             leftovers += cgroup.close()
-        duration = time.monotonic() - self.began
+        paused = self.paused_s()
+        duration = time.monotonic() - self.began - paused
         timed_out = self._timed_out
         sig = -rc_raw if rc_raw < 0 else None
         if sig is None and rc_raw > 128 and rc_raw - 128 in _SIGNALS:
@@ -447,6 +488,7 @@ class Started:
             leftovers_killed=leftovers,
             stopped_by="; ".join(reasons) or None,
             sandbox="; ".join(self._notes),
+            paused_s=round(paused, 4) if self._pauses else None,
         )
         return self._outcome
 

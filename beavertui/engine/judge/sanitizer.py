@@ -127,8 +127,10 @@ def _record(tool: str, lines: list[str]) -> SanitizerRecord:
 
 
 def error_count(log: str) -> int | None:
-    """N of ``ERROR SUMMARY: N errors`` (summed over processes; racecheck: its summary's errors), or None."""
-    hits = re.findall(r"ERROR SUMMARY: (\d+) errors?", log)
+    """N of ``ERROR SUMMARY: N errors`` (summed over processes; racecheck: its summary's errors), or None.
+    The line past the print limit, ``ERROR SUMMARY: M errors were not printed``, counts no error of its own
+    (the M are among the N)."""
+    hits = re.findall(r"ERROR SUMMARY: (\d+) errors?\b(?! were not printed)", log)
     if not hits:
         hits = re.findall(r"RACECHECK SUMMARY: \d+ hazards? displayed \((\d+) errors?", log)
     return sum(int(h) for h in hits) if hits else None

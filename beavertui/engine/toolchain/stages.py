@@ -14,8 +14,8 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -68,6 +68,9 @@ class RunnerConfig:
     read_only: tuple[Path, ...] = field(default_factory=lambda: (cupti.cache_dir(),))
     """Folders stages may read but not change, besides the corpus and its linked libraries (where a
     mount namespace is available): beavertui's cache, with reference builds and baselines."""
+    pausable: Callable[[sandbox.Started], AbstractContextManager[object]] | None = None
+    """Where a stage's process is registered while it runs (a batch's shared GPU hold: the pool may stop
+    it while a timing stage holds the GPU alone; batch/resources.py); None: never stopped."""
 
 
 #: What ``WorkDir.verify`` reports when the task's own corpus folders changed during the attempt.
@@ -201,7 +204,11 @@ def run_stage(
 ) -> StageResult:
     """Run one command of the attempt in the work dir and record it."""
     started = start_stage(work, command, timeout_s, config, adapt)
-    return stage_result(stage, started.command, started.finish())
+    if config.pausable is None:
+        return stage_result(stage, started.command, started.finish())
+    with config.pausable(started.process):
+        out = started.finish()
+    return stage_result(stage, started.command, out)
 
 
 @dataclass
@@ -247,6 +254,7 @@ def stage_result(
         log_bytes=out.log_bytes,
         stopped_by=out.stopped_by,
         sandbox=out.sandbox,
+        paused_s=out.paused_s,
     )
 
 
