@@ -141,6 +141,8 @@ def analyse(
     long_runs: list[tuple[float, float, str, str]] = []  # (start, end, task, stage) of runs of LONG_S or more
     passed: dict[tuple[str, int], float] = {}  # a passing run's end, until its attempt is timed or judged
     reused: set[tuple[str, int]] = set()  # attempts judged by their start check (its stages ran then)
+    paused: list[float] = []  # seconds each run stopped for a timing stage was stopped (paused_s)
+    stopping = 0  # timing stages that stopped the runs on their GPU (their note says so)
     for t, name, e in evs:
         if isinstance(e, SessionHeader):
             started.setdefault(name, t)
@@ -152,6 +154,8 @@ def analyse(
         if isinstance(e, (Built, Ran, Sanitized)):
             stages[e.kind if e.kind != "sanitize" else "sanitize"].append(e.result.duration_s)
             stage_ends.append((t, name))
+            if e.result.paused_s:
+                paused.append(e.result.paused_s)
             if isinstance(e, (Ran, Sanitized)):
                 last_run_end[(name, e.iteration)] = max(t, last_run_end.get((name, e.iteration), t))
                 took = e.result.duration_s or 0.0
@@ -162,6 +166,7 @@ def analyse(
         elif isinstance(e, Timed):
             wall = e.result.wall_s or 0.0
             timing_wall.append(wall)
+            stopping += bool(e.result.note and "stopped (SIGSTOP)" in e.result.note)
             stage_ends.append((t, name))
             ran = last_run_end.get((name, e.iteration))
             passed.pop((name, e.iteration), None)
@@ -194,6 +199,10 @@ def analyse(
         check_walls.append(
             (float(c["made"]) - float(c["began"]), str(c.get("task", "?")), float(c["began"]) - t0)
         )
+        for ev in c.get("events") or []:
+            got = (ev.get("result") or {}).get("paused_s") if isinstance(ev, dict) else None
+            if got:
+                paused.append(float(got))
         stage_ends.append((float(c["made"]), str(c.get("task", "?"))))
     cut_stages: dict[str, list[float]] = {"build": [], "run": [], "sanitize": [], "timing": []}
     for c in cut or []:
@@ -226,6 +235,7 @@ def analyse(
         "stages": {k: summary(v) for k, v in stages.items()},
         "timing": summary(timing_wall),
         "reused_attempts": len(reused),
+        "paused": {**summary(paused), "timing_stages_that_stopped_runs": stopping},
         "timing_wait": {
             **summary([w for w, _ in waits]),
             "max_s": round(max((w for w, _ in waits), default=0.0), 1),
@@ -311,6 +321,11 @@ def main(argv: list[str] | None = None) -> int:
         f"{'timing':9} {t['count']:4} stages, {t['sum_s']:7.1f} s summed, median {t['median_s']} s (wall_s)"
     )
     print(f"wait for timing: median {w['median_s']} s, max {w['max_s']} s over {w['count']} timed attempts")
+    p = doc["paused"]
+    if p["count"] or p["timing_stages_that_stopped_runs"]:
+        print(f"runs stopped for timing stages (SIGSTOP, start checks' included): {p['count']}, "
+              f"{p['sum_s']} s stopped summed; timing stages that stopped runs: "
+              f"{p['timing_stages_that_stopped_runs']}")  # fmt: skip
     if doc["reused_attempts"]:
         print(f"attempts judged by their start check (the broken start resubmitted; not counted above, their "
               f"stages ran in the check): {doc['reused_attempts']}")  # fmt: skip
