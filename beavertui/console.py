@@ -14,7 +14,7 @@ from rich.console import Console
 from rich.status import Status
 from rich.text import Text
 
-from beavertui.engine.session.describe import REUSED, reuse_text, stage_failed, stage_status
+from beavertui.engine.session.describe import REUSED, paused_text, reuse_text, stage_failed, stage_status
 from beavertui.engine.session.events import (
     Built,
     Candidate,
@@ -39,6 +39,8 @@ _LABELS = {"infra_error": "infra"}
 
 def _stage(result: StageResult) -> tuple[str, str]:
     text, style = _stage_outcome(result)
+    if result.paused_s:
+        text = f"{text}, {paused_text(result)}"
     return (f"{text}, {reuse_text(result)}" if result.reused else text), style
 
 

@@ -183,3 +183,29 @@ def test_runs_stopped_for_a_timing_stage_end_as_they_would_and_the_timing_is_the
     for task, e in stopped:
         assert isinstance(e, Ran | Sanitized)
         assert not e.result.timed_out and e.result.signal is None and e.result.rc in (0, 1), task
+
+
+def test_the_views_say_how_long_a_stopped_run_was_stopped(run: Path, tmp_path: Path) -> None:
+    """The console line, the TUI's log pane and the HTML page show a stopped run's stop beside its duration,
+    which leaves it out, on a real session of the run."""
+    from beavertui.console import event_line
+    from beavertui.reports.html import load_session_doc, session_page
+    from beavertui.tui.panes.log import stage_line
+
+    paths = [p for p in sorted(run.rglob("*__s*.jsonl")) if re.search(r'"paused_s":\d', p.read_text())]
+    consoled = 0
+    for path in paths:
+        _h, events, _p = read_session(path)
+        stopped = [e for e in events if isinstance(e, Ran | Sanitized) and e.result.paused_s]
+        assert stopped, path.name
+        for e in stopped:
+            assert isinstance(e, Ran | Sanitized) and e.result.paused_s is not None
+            said = f"stopped {e.result.paused_s:.1f} s for a timing stage, not counted"
+            assert said in stage_line(e.result).plain
+            if isinstance(e, Ran):  # the console's sanitizer line gives its findings, not its duration
+                assert said in str(event_line(e))
+                consoled += 1
+        assert "for a timing stage, not counted" in session_page(load_session_doc(path))
+        others = [e for e in events if isinstance(e, Ran | Sanitized) and not e.result.paused_s]
+        assert all("for a timing stage" not in stage_line(e.result).plain for e in others)
+    assert len(paths) >= 10 and consoled >= 10

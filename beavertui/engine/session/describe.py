@@ -29,8 +29,14 @@ def stage_failed(r: StageResult) -> bool:
 
 
 def duration_text(r: StageResult, digits: int = 2) -> str:
-    """``1.23 s``, or ``duration not recorded``."""
-    return "duration not recorded" if r.duration_s is None else f"{r.duration_s:.{digits}f} s"
+    """``1.23 s``, or ``duration not recorded``; with the time a batch's timing stage kept it stopped."""
+    text = "duration not recorded" if r.duration_s is None else f"{r.duration_s:.{digits}f} s"
+    return f"{text}, {paused_text(r)}" if r.paused_s else text
+
+
+def paused_text(r: StageResult) -> str:
+    """``stopped 4.5 s for a timing stage, not counted`` for a run a batch stopped (``paused_s``), else empty."""
+    return f"stopped {r.paused_s:.1f} s for a timing stage, not counted" if r.paused_s else ""
 
 
 def command_text(r: StageResult) -> str:
