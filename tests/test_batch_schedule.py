@@ -1034,3 +1034,21 @@ def test_a_sanitizer_run_s_real_process_is_stopped_while_a_timing_stage_holds_it
     assert r.rc == 0 and r.log == "begin\nend\n" and not r.timed_out
     assert r.paused_s is not None and r.paused_s >= 1.4
     assert r.duration_s is not None and r.duration_s < r.paused_s
+
+
+def test_a_timing_stage_interrupted_while_it_waits_for_the_gpu_to_go_idle_continues_the_runs() -> None:
+    def interrupted(gpu: str) -> float | None:
+        raise KeyboardInterrupt
+
+    pool = GpuPool(["0"], shared=2, clock=Clock(), quiet=interrupted)
+    p = Proc()
+    long = Stage(lambda: _registered(pool, p, long=True), 0).wait()
+    timing = Stage(lambda: pool.hold(exclusive=True), 1)
+    assert timing.granted.wait(WAIT) and isinstance(timing.error, KeyboardInterrupt)
+    timing.thread.join(WAIT)
+    assert p.calls == ["pause", "resume"]
+    g = pool.gpus[0]
+    assert not g.exclusive and g.paused == [] and g.pause_note is None and g.shared == 1
+    more = Stage(pool.hold, 2).wait()  # the GPU takes runs again
+    more.done()
+    long.done()
