@@ -18,6 +18,12 @@ session first (its rank: the order in which the batch started the sessions), the
   sanitizer runs of 300 s held four timing stages for 267 to 446 s). Once no such run is left, the GPU drains what it admitted meanwhile. The timing stage cannot
   start before a long run ends (its kernels would share the GPU with it), but the other sessions'
   correctness runs go on;
+- given a way to see a GPU idle (``quiet``), a timing stage does not wait for long runs at all: when every
+  run in flight on the GPU has registered its process (``running``) and one of them is long or has run
+  ``patience_s``, they are all stopped (SIGSTOP), the timing stage waits until the GPU runs no kernel, holds
+  it alone, and the runs are continued when it is given back; a stop counts in neither a run's time limit
+  nor its duration (sandbox.Started.pause). When the GPU does not go idle, the runs are continued and the
+  timing stage waits for the drain below, as without stops;
 - a run whose length is expected (the same task's last run of that kind here, passed as ``expect_s``) is
   admitted during a drain when it is expected to end before the runs the drain already waits for (a
   backfill: it keeps a slot busy and delays the timing stage by nothing, as far as the expectations hold),
