@@ -337,7 +337,7 @@ def make_toolchain(spec: str, gpus: list[str], options: BatchOptions) -> tuple[A
         return ScheduledToolchain(inner, pool, builds), pool, None
     if not gpus:
         raise BeaverError("no NVIDIA GPU visible: run on a GPU machine, or use --toolchain recorded:PATH")
-    # a timing stage stops the long runs on its GPU instead of waiting minutes for them (docs/batch.md)
+    # a timing stage stops the long runs on its GPU instead of waiting minutes for them (docs/performance.md)
     pool = GpuPool(gpus, shared=options.gpu_share, quiet=None if options.no_pause else wait_idle)
     cache = None
     if not options.no_cache:

@@ -195,11 +195,11 @@ def sanitizer_scope(task: Task, code: str) -> tuple[tuple[str, ...], str]:
     """
     if semantics(task).family != "kernelbench":
         return (), ""
-    names = candidate_kernels(code)
+    unmangled = 'extern "C"' in code
     opts: list[str] = []
-    for name in names:
+    for name in candidate_kernels(code):
         opts += ["--kernel-name", f"kns={len(name)}{name}"]
-        if 'extern "C"' in code:
+        if unmangled:
             opts += ["--kernel-name", f"kne={name}"]
     return tuple(opts), KERNELBENCH_SANITIZER_ENV
 

@@ -20,6 +20,7 @@ import shlex
 import signal
 import subprocess
 import time
+from collections.abc import Iterable
 from pathlib import Path
 
 log = logging.getLogger(__name__)
@@ -245,23 +246,24 @@ def session_members(sid: int) -> list[int]:
 def kill_session(sid: int) -> int:
     """SIGKILL the process group ``sid`` and anything else still in session ``sid``; return how many."""
     victims = session_members(sid)
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(sid, signal.SIGKILL)
-    for pid in victims:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.kill(pid, signal.SIGKILL)
+    _send(sid, victims, signal.SIGKILL)
     return len(victims)
+
+
+def _send(sid: int, pids: Iterable[int], sig: int) -> None:
+    """``sig`` to the process group ``sid`` and to each of ``pids`` (gone or unreachable ones skipped)."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(sid, sig)
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, sig)
 
 
 def signal_all(sid: int, token: str, sig: int) -> int:
     """Send ``sig`` to the process group ``sid``, everything else in session ``sid`` and every process tagged
     with ``token`` (SIGSTOP and SIGCONT of a stage paused for a timing stage); return how many got it."""
     pids = set(session_members(sid)) | set(tagged(token))
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(sid, sig)
-    for pid in pids:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.kill(pid, sig)
+    _send(sid, pids, sig)
     return len(pids)
 
 

@@ -15,7 +15,7 @@ import os
 import shutil
 import tempfile
 from collections.abc import Callable, Iterator, Mapping
-from contextlib import AbstractContextManager, contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -204,9 +204,7 @@ def run_stage(
 ) -> StageResult:
     """Run one command of the attempt in the work dir and record it."""
     started = start_stage(work, command, timeout_s, config, adapt)
-    if config.pausable is None:
-        return stage_result(stage, started.command, started.finish())
-    with config.pausable(started.process):
+    with nullcontext() if config.pausable is None else config.pausable(started.process):
         out = started.finish()
     return stage_result(stage, started.command, out)
 
