@@ -209,3 +209,24 @@ def test_the_views_say_how_long_a_stopped_run_was_stopped(run: Path, tmp_path: P
         others = [e for e in events if isinstance(e, Ran | Sanitized) and not e.result.paused_s]
         assert all("for a timing stage" not in stage_line(e.result).plain for e in others)
     assert len(paths) >= 10 and consoled >= 10
+
+
+def test_inputs_too_large_to_keep_before_the_go_are_drawn_again_once_the_gpu_is_held(run: Path) -> None:
+    """The driver's 2 GiB cap on inputs kept while it waits for its go, as it ran in the batch: the large
+    tasks' inputs were drawn, dropped, and drawn again with the GPU held, and timed as every other task."""
+    dropped = {
+        task: e
+        for task, e, _ in _stages(run)
+        if isinstance(e, Timed) and "inputs made and dropped (too large to keep)" in (e.result.note or "")
+    }
+    assert sorted(dropped) == [
+        "kernelbench_level1_36__logic_error__1edf54b6",
+        "kernelbench_level1_84__logic_error__678aa832",
+        "kernelbench_level1_92__compile_error__52277656",
+        "kernelbench_level1_99__logic_error__89c6812c",
+    ]
+    for task, t in dropped.items():
+        assert isinstance(t, Timed) and t.result.speedup is not None
+        assert 0.98 < t.result.speedup < 1.02, task
+        held = (t.result.note or "").split("with it held:", 1)[1]
+        assert held.lstrip().startswith("inputs made"), task  # drawn again, after the GPU was held
