@@ -10,7 +10,8 @@
 # (the run's name, default release-alternate; e.g. RUN_ID=release-kernelbench TASKS='kernelbench_*'),
 # BATCH_FLAGS (more flags of beavertui batch, e.g. --gpu-share 8: kernelbench's JIT builds run inside its
 # test command, so its runs hold a GPU slot while the GPU itself waits on the compiler), DRAIN (seconds
-# before the end in which no new session starts, so that a time limit cuts none; default: none).
+# before the end in which no new session starts, so that a time limit cuts none; default: none), RESERVE
+# (seconds kept after the batch for metrics, the timeline and packing; default 60).
 # .release/prev/startlogs (optional): the kept start checks of an earlier run on the same kind of machine.
 # Writes to $OUT: sessions/$RUN_ID (the run, resumable), metrics.txt and metrics.json, startlogs/,
 # timeline.txt and timeline.json (bench/batch_timeline.py over this run's stretch, start checks included),
@@ -48,7 +49,7 @@ else
   set -- --protocol scripts/release-alternate.toml --corpus "$REL" --sessions-dir "$OUT/sessions" --run-id "$RUN_ID"
   [ -n "${TASKS:-}" ] && set -- "$@" --tasks "$TASKS"
 fi
-budget=$(( $(left) - 60 ))
+budget=$(( $(left) - ${RESERVE:-60} ))
 # DRAIN seconds before the budget ends, no new session starts (--start-until), so that the sessions in
 # flight can finish before the time limit cuts them
 if [ -n "${DRAIN:-}" ] && [ "$budget" -gt "$DRAIN" ]; then
