@@ -97,3 +97,48 @@ def test_report_table_shows_the_count() -> None:
     main, _ = main_tables(compute_groups(from_rows(ROWS)), resamples=50)
     i = main.columns.index("flagged")
     assert main.rows[0][i] == "2"
+
+
+def test_a_success_timed_above_the_cv_rule_counts_and_is_counted() -> None:
+    """unstable_timing is not an anti-cheat flag: the success stands (the paper scores recorded speedups),
+    and the group says how many of its successes at the gate were so timed, through the table files too."""
+    rows = [
+        {**row("A", 1, True, 1.2), "unstable_timing": True},  # a success at the gate, noisy
+        {**row("B", 1, True, 0.3), "unstable_timing": True},  # below the gate: not a success
+        {**row("C", 1, True, 40.0, flagged=True), "unstable_timing": True},  # flagged: counted there
+        row("D", 1, True, 0.9),
+    ]
+    (g,) = compute_groups(from_rows(rows))
+    assert g.n_unstable_successes == 1 and g.as_json()["unstable_timing_successes"] == 1
+    assert g.pass_at_k == pytest.approx(2 / 4) and g.n_flagged_successes == 1
+    for writer in (write_jsonl, write_csv):
+        buf = io.StringIO()
+        writer(rows, buf)
+        back = from_rows(list(read_table_rows(buf.getvalue(), "jsonl" if writer is write_jsonl else "csv")))
+        assert back.unstable().tolist() == [True, True, True, False]
+    main, _ = main_tables([g], resamples=50)
+    assert "unstable timing: 1" in str(main.rows[0][main.columns.index("note")])
+    (old,) = compute_groups(from_rows([{k: v for k, v in r.items() if k != "unstable_timing"} for r in rows]))
+    assert old.n_unstable_successes == 0
+
+
+def read_table_rows(text: str, fmt: str) -> list[dict[str, Any]]:
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as d:
+        path = Path(d) / f"attempts.{fmt}"
+        path.write_text(text)
+        return list(read_table(path).rows())
+
+
+def test_session_rows_mark_a_timing_above_the_cv_rule() -> None:
+    hdr, events = quick_session("t1", "m", "s1", speed=20.0, seed=1)
+
+    def with_flags(flags: list[str]) -> list[dict[str, Any]]:
+        evs = [e.model_copy(update={"flags": flags}) if isinstance(e, Verdict) else e for e in events]
+        return list(rows_of_session(fold(hdr, evs)))
+
+    assert [
+        r["unstable_timing"] for r in with_flags(["unstable_timing: CV 4.0% candidate, 1.0% reference"])
+    ] == [True]
+    assert [r["unstable_timing"] for r in with_flags(["side_stream: host 2 ms vs event 0.01 ms"])] == [False]

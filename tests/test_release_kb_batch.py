@@ -138,6 +138,7 @@ def test_the_metrics_score_every_task_and_pass_at_p_0_is_100_percent(
     assert group["n_tasks"] == 62 and group["pass@1"] == 0.0
     assert all(group["p_sweep"][p] == 1.0 for p in ("0.0", "0.1", "0.3", "0.5", "0.7"))
     assert group["degenerate_rate"] == 0.0  # the reference against itself is never slower beyond noise
+    assert group["unstable_timing_successes"] == 2  # level1_97 and level2_34, whose CV stayed above 3%
 
 
 def test_the_two_halves_together_score_every_usable_task_with_a_reference_submission(
@@ -168,6 +169,10 @@ def test_every_correct_attempt_is_in_the_attempts_table_with_its_speedup(
     table = {(r["task_id"], r["iteration"]) for r in rows}
     assert len(correct) == 62 and table == correct
     assert all(r["speedup"] is not None for r in rows)
+    assert {r["task_id"] for r in rows if r["unstable_timing"]} == {
+        "kernelbench_level1_97__timeout__f0036e46",
+        "kernelbench_level2_34__compile_error__1331a85f",
+    }
 
 
 def _stages(run: Path) -> list[tuple[str, object, str]]:

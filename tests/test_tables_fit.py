@@ -81,7 +81,7 @@ def test_metrics_of_the_h200_run_at_80_columns(h200_run: Path) -> None:
 
 
 def test_a_wide_page_prints_the_tables_whole(h200_run: Path) -> None:
-    out = _cli("metrics", str(h200_run), columns=250).stdout
+    out = _cli("metrics", str(h200_run), columns=280).stdout
     head = next(ln for ln in out.splitlines() if ln.startswith("model "))
     assert re.split(r"\s{2,}", head)[:4] == ["model", "protocol", "tasks", "pass@1"]
     assert "scripted:@alternate  iterative K5 L3 H2 T0 p0.7 in-loop all-K stag=report [corpus]  40" in out

@@ -87,6 +87,9 @@ def main_tables(
         if g.n_degenerate_fallback:
             fall = f"{g.n_degenerate_fallback} of {g.n_degenerate_judged} without timing samples: raw rule"
             note = "; ".join(x for x in (note, fall) if x)
+        if g.n_unstable_successes:
+            shaky = f"unstable timing: {g.n_unstable_successes}"
+            note = "; ".join(x for x in (note, shaky) if x)
         if g.corpus:
             proto = f"{proto} [{g.corpus}]"
         rows.append(
@@ -128,6 +131,8 @@ def main_tables(
         note="Percent of tasks; [95% bootstrap interval over tasks, percentile, "
         f"{resamples} resamples, seed {seed}]. Infrastructure-hit attempts are excluded and counted. "
         "flagged: attempts that passed the gate with an anti-cheat flag, counted here and in no rate. "
+        "unstable timing: successes at the gate whose timing's CV stayed above 3% (counted as "
+        "successes). "
         "debug@k = (pass@k - pass@1) / (1 - pass@1) over per-task means. degenerate: first successes at "
         "iteration >= 2 whose speedup's 95% interval (from the recorded timing samples: bootstrap, or Welch's t "
         "under 10 a side) lies below 1.0; degenerate raw: the paper's rule, speedup < 1.0 (docs/metrics.md).",

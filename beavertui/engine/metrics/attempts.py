@@ -190,6 +190,8 @@ def rows_of_session(
             "corpus": corpus,
             "infra_error": bool(a.infra_errors),
             "flagged": v is not None and anticheat.is_flagged(v.flags),
+            "unstable_timing": v is not None
+            and any(anticheat.flag_name(f) == "unstable_timing" for f in v.flags),
         }
 
 

@@ -64,6 +64,9 @@ class GroupMetrics:
     n_flagged_successes: int = 0
     """Attempts that passed the gate but carried an anti-cheat flag (table column ``flagged``): counted here
     and in no pass rate, so a cheat can never score silently."""
+    n_unstable_successes: int = 0
+    """Successes at the gate (not flagged) whose speedup comes from a timing above the CV rule (table column
+    ``unstable_timing``): they count as successes, as the paper counts recorded speedups; this says how many."""
     corpus: str | None = None
     """The corpus folder's name (None for a table written before the column existed)."""
     degenerate_rate_raw: float | None = None
@@ -106,6 +109,7 @@ class GroupMetrics:
             "under_sampled": self.under_sampled,
             "n_infra_excluded": self.n_infra_excluded,
             "flagged_successes": self.n_flagged_successes,
+            "unstable_timing_successes": self.n_unstable_successes,
         }
 
 
@@ -235,6 +239,7 @@ def compute_groups(table: AttemptsTable) -> list[GroupMetrics]:
     # a flagged success (anti-cheat finding) is never a success; it is counted apart below
     s = np.where(t.flagged, -1.0, s_all)
     flagged_ok = t.flagged & (s_all >= gate[proto_row])
+    unstable_ok = t.unstable() & ~t.flagged & (s_all >= gate[proto_row])
 
     order = np.argsort(traj * (int(t.iteration.max()) + 2) + t.iteration, kind="stable")
     traj_s, s_s, it_s = traj[order], s[order], t.iteration[order]
@@ -306,6 +311,7 @@ def compute_groups(table: AttemptsTable) -> list[GroupMetrics]:
 
     rows_per_group = np.bincount(grp, minlength=n_groups)
     flagged_per_group = np.bincount(grp, weights=flagged_ok, minlength=n_groups)
+    unstable_per_group = np.bincount(grp, weights=unstable_ok, minlength=n_groups)
     traj_per_group = np.bincount(tr_group, minlength=n_groups)
     cells_by_group = np.argsort(cell_group, kind="stable")
     bounds = np.searchsorted(cell_group[cells_by_group], np.arange(n_groups + 1))
@@ -352,6 +358,7 @@ def compute_groups(table: AttemptsTable) -> list[GroupMetrics]:
                 n_attempts=int(rows_per_group[g]),
                 n_infra_excluded=int(infra_count[g]),
                 n_flagged_successes=int(flagged_per_group[g]),
+                n_unstable_successes=int(unstable_per_group[g]),
                 cells=TaskCells(
                     tasks=tuple(tasks[int(i)] for i in cell_task[idx]),
                     means=means,

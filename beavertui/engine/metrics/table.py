@@ -32,7 +32,9 @@ PROTOCOL_FIELDS: tuple[str, ...] = REQUIRED_PROTOCOL_FIELDS + EXTRA_PROTOCOL_FIE
 #: the basic table: the task's family and broken-start label (for breakdowns) and whether an infrastructure
 #: failure hit the attempt (such attempts are counted but never scored). ``flagged``: the attempt's verdict
 #: carried an anti-cheat flag (engine/judge/anticheat.py); a flagged success is counted apart, never as a
-#: success. ``corpus``: the name of the corpus folder the task came from (part of every group key).
+#: success. ``unstable_timing``: the attempt's speedup comes from a timing whose CV stayed above the 3% rule
+#: (a success so timed still counts; the metrics say how many there are).
+#: ``corpus``: the name of the corpus folder the task came from (part of every group key).
 STRING_COLUMNS: tuple[str, ...] = (
     "run_id",
     "model",
@@ -45,7 +47,7 @@ STRING_COLUMNS: tuple[str, ...] = (
     "corpus",
 )
 INT_COLUMNS: tuple[str, ...] = ("sample", "iteration")
-BOOL_COLUMNS: tuple[str, ...] = ("correct", "self_source", "infra_error", "flagged")
+BOOL_COLUMNS: tuple[str, ...] = ("correct", "self_source", "infra_error", "flagged", "unstable_timing")
 #: Bounds of the 95% bootstrap interval of the speedup from the attempt's recorded timing samples
 #: (speedup_ci.py); null when the attempt has no samples (e.g. a table imported from elsewhere).
 INTERVAL_COLUMNS: tuple[str, ...] = ("speedup_lo", "speedup_hi")
@@ -71,6 +73,7 @@ FLAT_COLUMNS: tuple[str, ...] = (
     "corpus",
     "infra_error",
     "flagged",
+    "unstable_timing",
 )
 #: Columns a table must have; the others default (null, false, or LEGACY_KEY_DEFAULTS).
 REQUIRED_COLUMNS: frozenset[str] = frozenset(FLAT_COLUMNS) - {
@@ -80,6 +83,7 @@ REQUIRED_COLUMNS: frozenset[str] = frozenset(FLAT_COLUMNS) - {
     "corpus",
     "infra_error",
     "flagged",
+    "unstable_timing",
     *INTERVAL_COLUMNS,
     *(f"protocol.{f}" for f in EXTRA_PROTOCOL_FIELDS),
 }
@@ -178,6 +182,12 @@ class AttemptsTable:
     """Lower bound of the speedup's 95% bootstrap interval; NaN where no samples were recorded."""
     speedup_hi: FloatArray | None = None
     """Upper bound of it; NaN where no samples were recorded (None: the column is absent, all NaN)."""
+    unstable_timing: BoolArray | None = None
+    """The speedup comes from a timing above the CV rule (None: the column is absent, all false)."""
+
+    def unstable(self) -> BoolArray:
+        """``unstable_timing`` as an array (false where absent)."""
+        return np.zeros(len(self), np.bool_) if self.unstable_timing is None else self.unstable_timing
 
     def interval(self, name: str) -> FloatArray:
         """``speedup_lo`` or ``speedup_hi`` as an array (NaN where absent)."""
@@ -205,6 +215,7 @@ class AttemptsTable:
             flagged=self.flagged[index],
             speedup_lo=None if self.speedup_lo is None else self.speedup_lo[index],
             speedup_hi=None if self.speedup_hi is None else self.speedup_hi[index],
+            unstable_timing=None if self.unstable_timing is None else self.unstable_timing[index],
         )
 
     def with_self_source(self, self_source: BoolArray) -> AttemptsTable:
@@ -221,6 +232,7 @@ class AttemptsTable:
             flagged=self.flagged,
             speedup_lo=self.speedup_lo,
             speedup_hi=self.speedup_hi,
+            unstable_timing=self.unstable_timing,
         )
 
     def rows(self) -> Iterable[dict[str, Any]]:
@@ -233,6 +245,7 @@ class AttemptsTable:
         self_source = self.self_source.tolist()
         infra = self.infra_error.tolist()
         flagged = self.flagged.tolist()
+        unstable = self.unstable().tolist()
         lo = self.interval("speedup_lo").tolist()
         hi = self.interval("speedup_hi").tolist()
         protocol = self.protocol.tolist()
@@ -257,6 +270,7 @@ class AttemptsTable:
                 "corpus": strings["corpus"][i],
                 "infra_error": infra[i],
                 "flagged": flagged[i],
+                "unstable_timing": unstable[i],
             }
 
 
@@ -333,6 +347,7 @@ def from_rows(rows: Iterable[Mapping[str, Any]]) -> AttemptsTable:
                 cols[name].append(_bool(row[name], name))
             cols["infra_error"].append(_bool(row.get("infra_error", False), "infra_error"))
             cols["flagged"].append(_bool(row.get("flagged", False), "flagged"))
+            cols["unstable_timing"].append(_bool(row.get("unstable_timing", False), "unstable_timing"))
             speed.append(_float_or_nan(row.get("speedup")))
             for name in INTERVAL_COLUMNS:
                 bounds[name].append(_float_or_nan(row.get(name)))
@@ -355,6 +370,7 @@ def from_rows(rows: Iterable[Mapping[str, Any]]) -> AttemptsTable:
         flagged=np.asarray(cols["flagged"], dtype=np.bool_),
         speedup_lo=np.asarray(bounds["speedup_lo"], dtype=np.float64),
         speedup_hi=np.asarray(bounds["speedup_hi"], dtype=np.float64),
+        unstable_timing=np.asarray(cols["unstable_timing"], dtype=np.bool_),
     )
 
 
@@ -391,4 +407,5 @@ def concat(tables: Sequence[AttemptsTable]) -> AttemptsTable:
         flagged=np.concatenate([t.flagged for t in tables]),
         speedup_lo=np.concatenate([t.interval("speedup_lo") for t in tables]),
         speedup_hi=np.concatenate([t.interval("speedup_hi") for t in tables]),
+        unstable_timing=np.concatenate([t.unstable() for t in tables]),
     )

@@ -229,6 +229,11 @@ def build(columns: Mapping[str, tuple[U64, B]], n: int) -> AttemptsTable:
         ),
         speedup_lo=None if "speedup_lo" not in columns else to_float(columns["speedup_lo"][0], "speedup_lo"),
         speedup_hi=None if "speedup_hi" not in columns else to_float(columns["speedup_hi"][0], "speedup_hi"),
+        unstable_timing=(
+            None
+            if "unstable_timing" not in columns
+            else to_bool(raw("unstable_timing"), "unstable_timing", False)
+        ),
     )
 
 
