@@ -99,7 +99,7 @@ def test_report_table_shows_the_count() -> None:
     assert main.rows[0][i] == "2"
 
 
-def test_a_success_timed_above_the_cv_rule_counts_and_is_counted() -> None:
+def test_a_success_timed_above_the_cv_rule_counts_and_is_counted(tmp_path: Path) -> None:
     """unstable_timing is not an anti-cheat flag: the success stands (the paper scores recorded speedups),
     and the group says how many of its successes at the gate were so timed, through the table files too."""
     rows = [
@@ -111,24 +111,16 @@ def test_a_success_timed_above_the_cv_rule_counts_and_is_counted() -> None:
     (g,) = compute_groups(from_rows(rows))
     assert g.n_unstable_successes == 1 and g.as_json()["unstable_timing_successes"] == 1
     assert g.pass_at_k == pytest.approx(2 / 4) and g.n_flagged_successes == 1
-    for writer in (write_jsonl, write_csv):
+    for fmt, writer in (("jsonl", write_jsonl), ("csv", write_csv)):
         buf = io.StringIO()
         writer(rows, buf)
-        back = from_rows(list(read_table_rows(buf.getvalue(), "jsonl" if writer is write_jsonl else "csv")))
-        assert back.unstable().tolist() == [True, True, True, False]
+        path = tmp_path / f"attempts.{fmt}"
+        path.write_text(buf.getvalue())
+        assert read_table(path).unstable().tolist() == [True, True, True, False]
     main, _ = main_tables([g], resamples=50)
     assert "unstable timing: 1" in str(main.rows[0][main.columns.index("note")])
     (old,) = compute_groups(from_rows([{k: v for k, v in r.items() if k != "unstable_timing"} for r in rows]))
     assert old.n_unstable_successes == 0
-
-
-def read_table_rows(text: str, fmt: str) -> list[dict[str, Any]]:
-    import tempfile
-
-    with tempfile.TemporaryDirectory() as d:
-        path = Path(d) / f"attempts.{fmt}"
-        path.write_text(text)
-        return list(read_table(path).rows())
 
 
 def test_session_rows_mark_a_timing_above_the_cv_rule() -> None:

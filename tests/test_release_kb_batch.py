@@ -56,17 +56,17 @@ def _sessions(run: Path) -> dict[str, list[object]]:
 def _judged(events: list[object]) -> list[object]:
     """The events of the attempts that were judged: a cut attempt's events, up to the candidate that made the
     same iteration again on resume, are left out."""
-    last = {e.iteration: i for i, e in enumerate(events) if isinstance(e, Candidate)}
-    first = {
-        it: min(i for i, e in enumerate(events) if isinstance(e, Candidate) and e.iteration == it)
-        for it in last
-    }
+    first: dict[int, int] = {}
+    last: dict[int, int] = {}
+    for i, e in enumerate(events):
+        if isinstance(e, Candidate):
+            first.setdefault(e.iteration, i)
+            last[e.iteration] = i
     out = []
     for i, e in enumerate(events):
         it = getattr(e, "iteration", None)
-        if it in last and first[it] <= i < last[it]:
-            continue
-        out.append(e)
+        if it not in last or not first[it] <= i < last[it]:
+            out.append(e)
     return out
 
 
@@ -107,14 +107,9 @@ def test_the_reference_submission_passes_at_attempt_2_under_the_reference_semant
 def test_an_attempt_that_resubmits_the_broken_start_is_judged_by_its_check(run: Path) -> None:
     reused = 0
     for task, events in _sessions(run).items():
-        # the stages of the attempt that was judged: after the last candidate of iteration 1 (a cut attempt's
-        # stages stay in the file, and it is made again on resume)
-        last = max(
-            (i for i, e in enumerate(events) if isinstance(e, Candidate) and e.iteration == 1), default=-1
-        )
-        stages = [
-            e for e in events[last + 1 :] if isinstance(e, Built | Ran | Sanitized) and e.iteration == 1
-        ]
+        # the stages of the attempt that was judged (a cut attempt's stages stay in the file, and it is made
+        # again on resume)
+        stages = [e for e in _judged(events) if isinstance(e, Built | Ran | Sanitized) and e.iteration == 1]
         marks = {e.result.reused for e in stages}
         if marks in (
             set(),
