@@ -39,7 +39,7 @@ for part in ${PARTS//,/ }; do
         >"$W/scheduled.log" 2>&1 ;;
     naive:*)
       timeout -k 10 "$b" $B batch --out "$W/batch" --mode naive --tasks 40 --slice "${part#naive:}" \
-        --budget-s $((b - 15)) >"$W/naive-${part#naive:}.log" 2>&1 ;;
+        --budget-s $((b - 15)) >"$W/naive-$(echo "${part#naive:}" | tr / -).log" 2>&1 ;;
     subset*)
       n=${part#subset}; n=${n#:}; n=${n:-6}
       half=$(((b - 20) / 2))

@@ -917,7 +917,7 @@ def _registered(pool: GpuPool, proc: Proc, **kw: Any) -> Iterator[Any]:
 
 def test_a_timing_stage_stops_the_long_runs_on_its_gpu_instead_of_waiting_for_them() -> None:
     asked: list[str] = []
-    pool = GpuPool(["0"], shared=2, clock=Clock(), quiet=lambda gpu: asked.append(gpu) or 0.4)
+    pool = GpuPool(["0"], shared=2, clock=Clock(), quiet=lambda gpu, max_s: asked.append(gpu) or 0.4)
     pool.log = []
     p1, p2 = Proc(), Proc()
     long1 = Stage(lambda: _registered(pool, p1, long=True), 0).wait()
@@ -941,7 +941,7 @@ def test_a_timing_stage_stops_the_long_runs_on_its_gpu_instead_of_waiting_for_th
 
 def test_short_runs_drain_before_a_timing_stage_and_are_stopped_only_once_past_their_patience() -> None:
     clock = Clock()
-    pool = GpuPool(["0"], shared=2, clock=clock, quiet=lambda gpu: 0.0, patience_s=10.0)
+    pool = GpuPool(["0"], shared=2, clock=clock, quiet=lambda gpu, max_s: 0.0, patience_s=10.0)
     p = Proc()
     short = Stage(lambda: _registered(pool, p), 0).wait()
     timing = Stage(lambda: pool.hold(exclusive=True), 1)
@@ -957,7 +957,7 @@ def test_short_runs_drain_before_a_timing_stage_and_are_stopped_only_once_past_t
 
 
 def test_a_run_that_has_not_registered_its_process_is_waited_for() -> None:
-    pool = GpuPool(["0"], shared=2, clock=Clock(), quiet=lambda gpu: 0.0)
+    pool = GpuPool(["0"], shared=2, clock=Clock(), quiet=lambda gpu, max_s: 0.0)
     p = Proc()
     registered = Stage(lambda: _registered(pool, p, long=True), 0).wait()
     unregistered = Stage(lambda: pool.hold(long=True), 1).wait()  # between two processes, or not started
@@ -972,7 +972,7 @@ def test_a_run_that_has_not_registered_its_process_is_waited_for() -> None:
 
 
 def test_a_gpu_still_busy_after_the_stop_is_given_back_and_drained_as_usual() -> None:
-    pool = GpuPool(["0"], shared=2, clock=Clock(), quiet=lambda gpu: None)
+    pool = GpuPool(["0"], shared=2, clock=Clock(), quiet=lambda gpu, max_s: None)
     pool.log = []
     p = Proc()
     long = Stage(lambda: _registered(pool, p, long=True), 0).wait()
@@ -1007,7 +1007,7 @@ def test_a_sanitizer_run_s_real_process_is_stopped_while_a_timing_stage_holds_it
     from beavertui.engine.toolchain import stages as runner
 
     tool = _scheduled(tmp_path)
-    tool.pool.quiet = lambda gpu: 0.0
+    tool.pool.quiet = lambda gpu, max_s: 0.0
     cfg = tool._runner_config()
     got: dict[str, Any] = {}
 
@@ -1037,7 +1037,7 @@ def test_a_sanitizer_run_s_real_process_is_stopped_while_a_timing_stage_holds_it
 
 
 def test_a_timing_stage_interrupted_while_it_waits_for_the_gpu_to_go_idle_continues_the_runs() -> None:
-    def interrupted(gpu: str) -> float | None:
+    def interrupted(gpu: str, max_s: float) -> float | None:
         raise KeyboardInterrupt
 
     pool = GpuPool(["0"], shared=2, clock=Clock(), quiet=interrupted)
@@ -1052,3 +1052,42 @@ def test_a_timing_stage_interrupted_while_it_waits_for_the_gpu_to_go_idle_contin
     more = Stage(pool.hold, 2).wait()  # the GPU takes runs again
     more.done()
     long.done()
+
+
+def test_runs_whose_stop_did_not_idle_the_gpu_are_not_stopped_again_while_they_run() -> None:
+    asked: list[str] = []
+    pool = GpuPool(["0"], shared=2, clock=Clock(), quiet=lambda gpu, max_s: asked.append(gpu) and None)
+    p = Proc()
+    hung = Stage(lambda: _registered(pool, p, long=True), 0).wait()  # its kernel runs on when stopped
+    timings = [Stage(lambda: pool.hold(exclusive=True), r) for r in (1, 2, 3)]
+    queued(pool, 3)
+    assert asked == ["0"] and p.calls == ["pause", "resume"]  # one futile stop, not one per timing stage
+    assert not any(t.granted.is_set() for t in timings)
+    hung.done()
+    for t in timings:
+        t.wait().done()
+    assert asked == ["0"] and p.calls == ["pause", "resume"]
+    q = Proc()  # a new run on the GPU may be stopped again
+    again = Stage(lambda: _registered(pool, q, long=True), 4).wait()
+    last = Stage(lambda: pool.hold(exclusive=True), 5)
+    queued(pool, 1)
+    assert asked == ["0", "0"] and q.calls == ["pause", "resume"]
+    again.done()
+    last.wait().done()
+
+
+def test_the_wait_for_idle_after_a_stop_is_short_unless_an_instrumented_run_was_stopped() -> None:
+    limits: list[float] = []
+    pool = GpuPool(
+        ["0"], shared=2, clock=Clock(), quiet=lambda gpu, max_s: limits.append(max_s) or 0.1,
+        idle_wait_s=5.0, idle_wait_instrumented_s=30.0,
+    )  # fmt: skip
+    plain = Stage(lambda: _registered(pool, Proc(), long=True), 0).wait()  # a slow task's correctness run
+    Stage(lambda: pool.hold(exclusive=True), 1).wait().done()
+    sanitizer = Stage(lambda: _registered(pool, Proc(), long=True, instrumented=True), 2).wait()
+    Stage(lambda: pool.hold(exclusive=True), 3).wait().done()
+    sanitizer.done()
+    Stage(lambda: pool.hold(exclusive=True), 4).wait().done()  # the sanitizer run has ended
+    plain.done()
+    assert limits == [5.0, 30.0, 5.0]
+    assert pool.gpus[0].instrumented == 0

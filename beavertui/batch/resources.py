@@ -20,10 +20,14 @@ session first (its rank: the order in which the batch started the sessions), the
   correctness runs go on;
 - given a way to see a GPU idle (``quiet``), a timing stage does not wait for long runs at all: when every
   run in flight on the GPU has registered its process (``running``) and one of them is long or has run
-  ``patience_s``, they are all stopped (SIGSTOP), the timing stage waits until the GPU runs no kernel, holds
+  ``patience_s``, they are all stopped (SIGSTOP), the timing stage waits until the GPU runs no kernel
+  (``idle_wait_s``, or ``idle_wait_instrumented_s`` when a sanitizer or profiler run was stopped), holds
   it alone, and the runs are continued when it is given back; a stop counts in neither a run's time limit
   nor its duration (sandbox.Started.pause). When the GPU does not go idle, the runs are continued and the
-  timing stage waits for the drain below, as without stops;
+  timing stage waits for the drain below, as without stops, and while any of those runs is in flight no
+  other timing stage stops them again (a kernel that hangs runs on with its host stopped: on the H200 each
+  of the timing stages waiting behind one stopped the GPU in turn, for the whole idle wait each, and no run
+  was admitted in between, for minutes);
 - a run whose length is expected (the same task's last run of that kind here, passed as ``expect_s``) is
   admitted during a drain when it is expected to end before the runs the drain already waits for (a
   backfill: it keeps a slot busy and delays the timing stage by nothing, as far as the expectations hold),
@@ -86,6 +90,9 @@ class GpuState:
     drain is stuck behind a run found in flight: GpuPool.patience_s)."""
     long_runs: int = 0
     """Shared runs in flight that were asked for as long (sanitizer runs)."""
+    instrumented: int = 0
+    """Shared runs in flight whose kernels run instrumented (sanitizer and profiler runs): stopped, their
+    kernels in flight may run on for tens of seconds."""
     started: dict[int, float] = field(default_factory=dict)
     """When each shared run in flight was granted (by request number), on the pool's clock."""
     expect: dict[int, float] = field(default_factory=dict)
@@ -111,6 +118,11 @@ class GpuState:
     """Those stopped now for the timing stage that holds the GPU alone (continued when it is released)."""
     pause_note: str | None = None
     """For the timing stage that holds the GPU: what was stopped for it, in words (None: nothing was)."""
+    futile: set[int] = field(default_factory=set)
+    """The registered processes (by key) that were stopped once while the GPU did not go idle: a kernel of
+    theirs kept running with its host stopped (one that hangs, likely). While one of them runs, no timing
+    stage stops the GPU's runs again: each would wait out the idle check in turn, holding the GPU alone and
+    every other run off it, and the hung run's time limit, which a stop extends, would never come."""
 
 
 class Pausable(Protocol):
@@ -128,6 +140,7 @@ class _Request:
     prefer: str | None
     rank: int
     expect_s: float | None = None
+    instrumented: bool = False
     seq: int = field(default_factory=lambda: next(_SEQ))
     arrived: float = 0.0
     granted: GpuState | None = None
@@ -136,6 +149,8 @@ class _Request:
     """Shared runs stopped for this timing request when it was granted."""
     no_pause: bool = False
     """The GPU did not go idle after stopping its runs once: this request waits for a drain."""
+    idle_s: float = 0.0
+    """How long to wait for the GPU to go idle after stopping its runs (GpuPool.idle_wait_s)."""
 
     def order(self) -> tuple[bool, int, int]:
         return (not self.exclusive, self.rank, self.seq)
@@ -153,13 +168,22 @@ class GpuPool:
         patience_s: float = 10.0,
         hang_s: float = 60.0,
         clock: Callable[[], float] = time.monotonic,
-        quiet: Callable[[str], float | None] | None = None,
+        quiet: Callable[[str, float], float | None] | None = None,
+        idle_wait_s: float = 5.0,
+        idle_wait_instrumented_s: float = 30.0,
     ) -> None:
         self.gpus = [GpuState(str(g)) for g in gpus]
         self.quiet = quiet
-        """Waits until a GPU runs no kernel and returns the seconds it waited (None: it cannot tell, or the GPU
-        stayed busy). Given, a timing stage need not wait for long runs to end: they are stopped instead
-        (``_pausable``); None: never stopped."""
+        """Waits until a GPU runs no kernel, at most the seconds given, and returns the seconds it waited (None:
+        it cannot tell, or the GPU stayed busy). Given, a timing stage need not wait for long runs to end: they
+        are stopped instead (``_pausable``); None: never stopped."""
+        self.idle_wait_s = idle_wait_s
+        """How long a timing stage waits for its GPU to go idle after stopping runs whose kernels run at full
+        speed (kernels of a few milliseconds: H200, 0.3 to 0.6 s); a kernel still running after that hangs,
+        likely, and the stop is given up (the runs are continued and drained)."""
+        self.idle_wait_instrumented_s = idle_wait_instrumented_s
+        """The same wait when a sanitizer or profiler run was stopped (H200, kernelbench under memcheck: up to
+        28 s)."""
         self.shared_limit = max(1, shared)
         self.fail_limit = fail_limit
         self.patience_s = patience_s
@@ -207,6 +231,7 @@ class GpuPool:
                     g = min(stoppable, key=lambda x: (x.shared, x.runs))
                     g.paused = [p for p in g.attached.values() if p.pause()]
                     req.paused = len(g.paused)
+                    req.idle_s = self.idle_wait_instrumented_s if g.instrumented else self.idle_wait_s
                     g.exclusive = True
                     if self.log is not None:
                         self.log.append(("pause", "exclusive", req.rank, g.index))
@@ -253,6 +278,7 @@ class GpuPool:
                 g.late[req.seq] = 1 if first else 2
             g.shared += 1
             g.long_runs += req.long
+            g.instrumented += req.instrumented
             g.started[req.seq] = now
             if req.expect_s is not None:
                 g.expect[req.seq] = req.expect_s
@@ -269,6 +295,8 @@ class GpuPool:
         on their own in less)."""
         if self.quiet is None or g.exclusive or g.shared == 0 or len(g.attached) < g.shared:
             return False
+        if g.futile.intersection(g.attached):  # stopping them did not idle the GPU before
+            return False
         return g.long_runs > 0 or any(now - t >= self.patience_s for t in g.started.values())
 
     @contextmanager
@@ -284,6 +312,7 @@ class GpuPool:
         finally:
             with self._cv:
                 g.attached.pop(key, None)
+                g.futile.discard(key)
                 if process in g.paused:
                     g.paused.remove(process)
                 self._schedule()
@@ -390,11 +419,20 @@ class GpuPool:
         prefer: str | None = None,
         long: bool = False,
         expect_s: float | None = None,
+        instrumented: bool = False,
     ) -> Iterator[GpuState]:
         """Hold a GPU (shared or exclusive) for one stage; ``prefer`` names the GPU to take when it is open,
         ``long`` marks a shared run expected to take long (a sanitizer run), ``expect_s`` is how long a shared
-        run is expected to take (None: not known)."""
-        req = _Request(exclusive, long and not exclusive, prefer, _rank(), expect_s, arrived=self.clock())
+        run is expected to take (None: not known), ``instrumented`` a sanitizer or profiler run."""
+        req = _Request(
+            exclusive,
+            long and not exclusive,
+            prefer,
+            _rank(),
+            expect_s,
+            instrumented and not exclusive,
+            arrived=self.clock(),
+        )
         if self.admission is not None:
             self.admission.reached(req.rank)
         g = self._wait_for_grant(req)
@@ -438,7 +476,7 @@ class GpuPool:
         continue them and wait for a drain instead, as without stopping."""
         assert self.quiet is not None
         try:
-            waited = self.quiet(g.index)
+            waited = self.quiet(g.index, req.idle_s)
         except BaseException:
             with self._cv:
                 self._release(req, g)
@@ -451,6 +489,7 @@ class GpuPool:
             )
             return g
         with self._cv:  # still busy: give the GPU back to its runs and drain it as usual
+            g.futile.update(k for k, p in g.attached.items() if p in g.paused)
             self._release(req, g)
             req.granted, req.paused, req.no_pause = None, 0, True
         return self._wait_for_grant(req)
@@ -466,6 +505,7 @@ class GpuPool:
         else:
             g.shared -= 1
             g.long_runs -= req.long
+            g.instrumented -= req.instrumented
             g.started.pop(req.seq, None)
             g.expect.pop(req.seq, None)
             g.late.pop(req.seq, None)

@@ -177,7 +177,7 @@ class ScheduledLocalToolchain(LocalToolchain):
                     self._reference_build(task, cfg)  # profiled beside the candidate: built before the hold
                 if tools or profile:  # long runs: a slot of their own, placed away from waiting timing
                     expect = self._expect.get((task.id, "sanitize")) if not profile else None
-                    with self.pool.hold(long=True, expect_s=expect) as g:
+                    with self.pool.hold(long=True, expect_s=expect, instrumented=True) as g:
                         gpu_cfg = self._shared_on(cfg, g)
                         if tools:
                             sanitized = list(self._sanitize(task, work, gpu_cfg, options, run, verdict))
