@@ -182,8 +182,8 @@ class GpuPool:
         speed (kernels of a few milliseconds: H200, 0.3 to 0.6 s); a kernel still running after that hangs,
         likely, and the stop is given up (the runs are continued and drained)."""
         self.idle_wait_instrumented_s = idle_wait_instrumented_s
-        """The same wait when a sanitizer or profiler run was stopped (H200, kernelbench under memcheck: up to
-        28 s)."""
+        """The same wait when a sanitizer or profiler run was stopped (H200, the kernelbench batch's stops beside
+        its sanitizer runs: idle up to 28 s after the stop)."""
         self.shared_limit = max(1, shared)
         self.fail_limit = fail_limit
         self.patience_s = patience_s

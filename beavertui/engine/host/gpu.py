@@ -114,7 +114,7 @@ def utilization(index: str) -> int | None:
     return int(first) if first.isdigit() else None
 
 
-def wait_idle(index: str, max_s: float = 5.0, poll_s: float = 0.25) -> float | None:
+def wait_idle(index: str, max_s: float = 30.0, poll_s: float = 0.25) -> float | None:
     """Wait until GPU ``index`` runs no kernel: two readings of its utilization in a row at 0 %. The seconds
     waited; None when nvidia-smi cannot tell, or the GPU was still running kernels after ``max_s``."""
     began = time.monotonic()
