@@ -20,12 +20,18 @@ correct one timed; 5 iterations, stagnation stops off, the whole budget spent). 
 shipped, a fresh compile cache. ``naive``: one session at a time, no compile cache, one GPU stage at a time
 (``--jobs 1 --no-cache --gpu-share 1``): build then run, each attempt waiting for the last. ``--slice I/K``
 runs the I-th of K equal slices of the N tasks (a naive run of 40 tasks does not fit one 10-minute command;
-the slices' walls are summed by ``summary``). Every phase gets a fresh cache folder (XDG_CACHE_HOME), so no
-phase reuses another's reference builds. Result: ``DIR/batch-<mode>[-I-of-K].json``.
+the slices' walls are summed by ``summary``); ``--slice I-J/K`` runs slices I to J one after another, each
+in its own process and result file, and starts none with less than ``--min-left-s`` of the budget left (so a
+command cut by its end loses one slice, and the next command goes on from there: ``--slice 6-40/40`` is task
+6 onwards, one task a slice). Every command gets a fresh cache folder (XDG_CACHE_HOME) that its slices
+share, so no command reuses another's reference builds. Result: ``DIR/batch-<mode>[-I-of-K].json``.
 
 ``summary``: every result under the given folders in one table (``DIR/summary.json`` and Markdown on stdout):
 the stage's median and maximum wall time and every CV, the scheduled wall and the naive walls with how they
-were summed, and the ratio only when the naive slices cover the same tasks as the scheduled run.
+were summed, and the ratio only when finished naive slices (not cut, exit 0, every session well formed)
+cover the same tasks as the scheduled run, each task once. The naive side of the ratio is the sum of the
+slices' session walls (first event to last, one session at a time, so the sessions' own time without each
+process's start); the sum of the processes' walls is shown beside it.
 """
 
 from __future__ import annotations
@@ -195,18 +201,44 @@ def stage(a: argparse.Namespace) -> int:
 # ------------------------------------------------------------------ batch
 
 
+def slices(spec: str | None) -> list[tuple[int, int]]:
+    """``I/K`` (the I-th of K slices) or ``I-J/K`` (slices I to J of K, one after another)."""
+    if not spec:
+        return [(0, 0)]
+    first, k = spec.split("/")
+    lo, _, hi = first.partition("-")
+    return [(i, int(k)) for i in range(int(lo), int(hi or lo) + 1)]
+
+
 def batch(a: argparse.Namespace) -> int:
+    """One batch, or several slices of it one after another: each slice its own ``beavertui batch`` process
+    with its own result file, all of this command's slices sharing one cache folder (as one run of them
+    all would); a slice is not started with less than ``--min-left-s`` of the budget left."""
     a.out.mkdir(parents=True, exist_ok=True)
     (a.out / "bench.toml").write_text(PROTOCOL)
-    tasks = spread(runnable_tasks(), a.tasks)
-    part = ""
-    if a.slice:
-        i, k = (int(x) for x in a.slice.split("/"))
-        size = -(-len(tasks) // k)
-        tasks = tasks[(i - 1) * size : i * size]
-        part = f"-{i}-of-{k}"
+    every = spread(runnable_tasks(), a.tasks)
+    parts = slices(a.slice)
+    cache_home = Path(tempfile.mkdtemp(prefix=f"beaver-{a.mode}-"))
+    t0 = time.perf_counter()
+    try:
+        for i, k in parts:
+            left = a.budget_s - (time.perf_counter() - t0)
+            if len(parts) > 1 and left < a.min_left_s:
+                print(json.dumps({"mode": a.mode, "slice": f"{i}/{k}", "not_started": f"{left:.0f} s left"}))
+                break
+            one_batch(a, every, i, k, cache_home, left)
+    finally:
+        shutil.rmtree(cache_home, ignore_errors=True)
+    return 0
+
+
+def one_batch(a: argparse.Namespace, every: list[str], i: int, k: int, cache_home: Path, left: float) -> None:
+    tasks, part, label = every, "", None
+    if k:
+        size = -(-len(every) // k)
+        tasks = every[(i - 1) * size : i * size]
+        part, label = f"-{i}-of-{k}", f"{i}/{k}"
     run_id = f"{a.mode}{part}"
-    cache_home = Path(tempfile.mkdtemp(prefix=f"beaver-{run_id}-"))
     extra = ["--jobs", "1", "--no-cache", "--gpu-share", "1"] if a.mode == "naive" else []
     if a.mode == "scheduled":
         extra += ["--cache", str(cache_home / "builds")]
@@ -216,21 +248,21 @@ def batch(a: argparse.Namespace) -> int:
         *extra,
     )  # fmt: skip
     saved = {k: os.environ.get(k) for k in ("XDG_CACHE_HOME", INPROCESS_ENV)}
-    os.environ["XDG_CACHE_HOME"] = str(cache_home)  # fresh reference builds and baselines for this phase
+    os.environ["XDG_CACHE_HOME"] = str(cache_home)  # fresh reference builds and baselines for this command
     os.environ[INPROCESS_ENV] = a.timing  # how the batch's native timing stages run (speedup.TimingConfig)
     try:
-        wall, rc, cut = timed(cmd, a.out / f"batch-{run_id}.log", kill_after=a.budget_s)
+        wall, rc, cut = timed(cmd, a.out / f"batch-{run_id}.log", kill_after=left)
     finally:
-        for k, v in saved.items():
+        for key, v in saved.items():
             if v is None:
-                os.environ.pop(k, None)
+                os.environ.pop(key, None)
             else:
-                os.environ[k] = v
+                os.environ[key] = v
     run_dir = a.out / "sessions" / run_id
     out = {
         "mode": a.mode,
         "timing": a.timing,
-        "slice": a.slice,
+        "slice": label,
         "tasks": tasks,
         "wall_s": round(wall, 1),
         "rc": rc,
@@ -240,12 +272,25 @@ def batch(a: argparse.Namespace) -> int:
         **session_stats(run_dir),
     }
     (a.out / f"batch-{run_id}.json").write_text(json.dumps(out, indent=1))
-    print(json.dumps({k: out[k] for k in ("mode", "slice", "wall_s", "rc", "cut_by_budget")}))
-    shutil.rmtree(cache_home, ignore_errors=True)
-    return 0
+    print(json.dumps({k: out[k] for k in ("mode", "slice", "wall_s", "rc", "cut_by_budget")}), flush=True)
 
 
 # ------------------------------------------------------------------ summary
+
+
+def finished(b: dict[str, Any]) -> bool:
+    """A batch that ran to its end: not cut by the budget, exit 0, every session it started well formed."""
+    return not b["cut_by_budget"] and b["rc"] == 0 and not b.get("sessions_bad")
+
+
+def cover(want: list[str], pieces: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Finished slices that cover the wanted tasks exactly once (the first of repeats), or none."""
+    chosen, seen = [], set()
+    for b in pieces:
+        if set(b["tasks"]) <= set(want) and not seen & set(b["tasks"]):
+            chosen.append(b)
+            seen |= set(b["tasks"])
+    return chosen if sorted(seen) == want else []
 
 
 def summarize(a: argparse.Namespace) -> int:
@@ -280,24 +325,30 @@ def summarize(a: argparse.Namespace) -> int:
     out["ratios"] = []
     for sc in sched:
         want = sorted(sc["tasks"])
-        whole = [b for b in naive if not b.get("slice") and sorted(b["tasks"]) == want]
-        slices = [b for b in naive if b.get("slice") and set(b["tasks"]) <= set(want)]
-        runs = whole[:1] or (slices if sorted(t for b in slices for t in b["tasks"]) == want else [])
+        whole = [b for b in naive if not b.get("slice") and sorted(b["tasks"]) == want and finished(b)]
+        runs = whole[:1] or cover(want, [b for b in naive if b.get("slice") and finished(b)])
         if not runs:
             lines.append(
-                f"| ratio for the scheduled {len(want)} tasks | not claimed: no naive run covers them |"
+                f"| ratio for the scheduled {len(want)} tasks | not claimed: no finished naive runs cover them "
+                f"(finished naive tasks: {sum(len(b['tasks']) for b in naive if finished(b))}) |"
             )
             continue
-        ok = not sc["cut_by_budget"] and not any(b["cut_by_budget"] or b["rc"] != 0 for b in runs)
-        total = round(sum(b["wall_s"] for b in runs), 1)
+        ok = finished(sc)
+        walls = round(sum(b["wall_s"] for b in runs), 1)
+        total = round(sum(b["session_wall_s_sum"] for b in runs), 1)
         how = "one run" if whole else f"sum of {len(runs)} slices ({', '.join(b['slice'] for b in runs)})"
-        entry = {"tasks": len(want), "scheduled_s": sc["wall_s"], "naive_s": total, "naive_summed": how}
+        entry = {
+            "tasks": len(want), "scheduled_s": sc["wall_s"], "naive_s": total, "naive_process_walls_s": walls,
+            "naive_summed": how,
+        }  # fmt: skip
         if ok:
             entry["speedup"] = round(total / sc["wall_s"], 2)
-            lines.append(f"| naive ({how}) / scheduled, {len(want)} tasks | {total} s / {sc['wall_s']} s = "
-                         f"**{entry['speedup']}x** |")  # fmt: skip
+            lines.append(f"| naive ({how}: the sessions' walls; the processes' walls sum to {walls} s) / "
+                         f"scheduled, {len(want)} tasks | {total} s / {sc['wall_s']} s = **{entry['speedup']}x** |")  # fmt: skip
         else:
-            lines.append(f"| ratio for {len(want)} tasks | not claimed: a run was cut or failed |")
+            lines.append(
+                f"| ratio for {len(want)} tasks | not claimed: the scheduled run was cut or failed |"
+            )
         out["ratios"].append(entry)
     out["batches"] = [{k: b[k] for k in ("mode", "slice", "wall_s", "rc", "cut_by_budget")} for b in batches]
     Path(a.dirs[0], "summary.json").write_text(json.dumps(out, indent=1))
@@ -319,6 +370,10 @@ def main() -> int:
     b.add_argument("--tasks", type=int, default=40)
     b.add_argument("--slice")
     b.add_argument("--budget-s", type=float, default=540.0)
+    b.add_argument(
+        "--min-left-s", type=float, default=100.0,
+        help="with several slices: do not start one with less than this left of the budget",
+    )  # fmt: skip
     b.add_argument(
         "--timing", choices=("inprocess", "process"), default="inprocess",
         help="native timing stages in one process (default) or one process per side and round",
