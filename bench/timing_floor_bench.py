@@ -3,7 +3,7 @@
     python3 bench/timing_floor_bench.py stage   --out DIR [--task ID ...] [--compare-old] [--budget-s S]
     python3 bench/timing_floor_bench.py batch   --out DIR --mode scheduled|naive [--tasks 40] [--slice I/K]
                                                 [--budget-s S] [--timing inprocess|process]
-    python3 bench/timing_floor_bench.py summary --out DIR [DIR ...]
+    python3 bench/timing_floor_bench.py summary [--json FILE] DIR [DIR ...]
 
 ``stage``: the timing stage of every bundled task as the batch runs it, with in-process timing (the
 default; ``BEAVERTUI_TIMING=process`` is the old way). First, on the CPU (a thread per core,
@@ -26,7 +26,7 @@ command cut by its end loses one slice, and the next command goes on from there:
 6 onwards, one task a slice). Every command gets a fresh cache folder (XDG_CACHE_HOME) that its slices
 share, so no command reuses another's reference builds. Result: ``DIR/batch-<mode>[-I-of-K].json``.
 
-``summary``: every result under the given folders in one table (``DIR/summary.json`` and Markdown on stdout):
+``summary``: every result under the given folders in one Markdown table on stdout (and as JSON in ``--json FILE``):
 the stage's median and maximum wall time and every CV, the scheduled wall and the naive walls with how they
 were summed, and the ratio only when finished naive slices (not cut, exit 0, every session well formed)
 cover the same tasks as the scheduled run, each task once. The naive side of the ratio is the sum of the
@@ -293,6 +293,14 @@ def cover(want: list[str], pieces: list[dict[str, Any]]) -> list[dict[str, Any]]
     return chosen if sorted(seen) == want else []
 
 
+def slice_key(b: dict[str, Any]) -> tuple[str, int, int]:
+    """Order batches by mode, then by their slices' numbers (2/40 before 10/40), whole runs first."""
+    if not b.get("slice"):
+        return (b["mode"], 0, 0)
+    first, k = b["slice"].split("/")
+    return (b["mode"], int(k), int(first))
+
+
 def summarize(a: argparse.Namespace) -> int:
     stages, batches = [], []
     for d in a.dirs:
@@ -300,6 +308,7 @@ def summarize(a: argparse.Namespace) -> int:
             stages.append(json.loads(p.read_text()))
         for p in sorted(Path(d).rglob("batch-*.json")):
             batches.append(json.loads(p.read_text()))
+    batches.sort(key=slice_key)
     out: dict[str, Any] = {"stage": [s["summary"] for s in stages]}
     lines = ["| what | measured |", "|---|---|"]
     for s in stages:
@@ -325,15 +334,21 @@ def summarize(a: argparse.Namespace) -> int:
     out["ratios"] = []
     for sc in sched:
         want = sorted(sc["tasks"])
+        if not finished(sc):
+            lines.append(
+                f"| ratio for the scheduled run of {sc['wall_s']} s | not claimed: that run was cut or failed "
+                f"(rc {sc['rc']}, cut {sc['cut_by_budget']}) |"
+            )
+            continue
         whole = [b for b in naive if not b.get("slice") and sorted(b["tasks"]) == want and finished(b)]
         runs = whole[:1] or cover(want, [b for b in naive if b.get("slice") and finished(b)])
         if not runs:
             lines.append(
-                f"| ratio for the scheduled {len(want)} tasks | not claimed: no finished naive runs cover them "
+                f"| ratio for the scheduled run of {sc['wall_s']} s ({len(want)} tasks) | not claimed: no finished "
+                f"naive runs cover them "
                 f"(finished naive tasks: {sum(len(b['tasks']) for b in naive if finished(b))}) |"
             )
             continue
-        ok = finished(sc)
         walls = round(sum(b["wall_s"] for b in runs), 1)
         total = round(sum(b["session_wall_s_sum"] for b in runs), 1)
         how = "one run" if whole else f"sum of {len(runs)} slices ({', '.join(b['slice'] for b in runs)})"
@@ -341,17 +356,13 @@ def summarize(a: argparse.Namespace) -> int:
             "tasks": len(want), "scheduled_s": sc["wall_s"], "naive_s": total, "naive_process_walls_s": walls,
             "naive_summed": how,
         }  # fmt: skip
-        if ok:
-            entry["speedup"] = round(total / sc["wall_s"], 2)
-            lines.append(f"| naive ({how}: the sessions' walls; the processes' walls sum to {walls} s) / "
-                         f"scheduled, {len(want)} tasks | {total} s / {sc['wall_s']} s = **{entry['speedup']}x** |")  # fmt: skip
-        else:
-            lines.append(
-                f"| ratio for {len(want)} tasks | not claimed: the scheduled run was cut or failed |"
-            )
+        entry["speedup"] = round(total / sc["wall_s"], 2)
+        lines.append(f"| naive ({how}: the sessions' walls; the processes' walls sum to {walls} s) / "
+                     f"scheduled, {len(want)} tasks | {total} s / {sc['wall_s']} s = **{entry['speedup']}x** |")  # fmt: skip
         out["ratios"].append(entry)
     out["batches"] = [{k: b[k] for k in ("mode", "slice", "wall_s", "rc", "cut_by_budget")} for b in batches]
-    Path(a.dirs[0], "summary.json").write_text(json.dumps(out, indent=1))
+    if a.json:
+        Path(a.json).write_text(json.dumps(out, indent=1))
     print("\n".join(lines))
     return 0
 
@@ -379,6 +390,7 @@ def main() -> int:
         help="native timing stages in one process (default) or one process per side and round",
     )  # fmt: skip
     m = sub.add_parser("summary")
+    m.add_argument("--json", type=Path, help="also write the table's content as JSON to this file")
     m.add_argument("dirs", nargs="+")
     a = ap.parse_args()
     if a.cmd == "stage":

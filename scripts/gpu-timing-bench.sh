@@ -54,7 +54,7 @@ for part in ${PARTS//,/ }; do
   log "$part: rc $?"
 done
 log "summary"
-$B summary "$W" >"$W/summary.md" 2>&1
+$B summary --json "$W/summary.json" "$W" >"$W/summary.md" 2>&1
 cat "$W/summary.md"
 # the results without the run folders' build caches (session files are kept: they are the raw data)
 tar czf "$OUT/timing-bench.tar.gz" --exclude='cache*' -C "$OUT" w 2>/dev/null
