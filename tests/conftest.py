@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+from collections.abc import Iterator
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -26,6 +27,9 @@ def gpu_present() -> bool:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    from tests.prebuild import run_last
+
+    run_last(items)
     if gpu_present():
         return
     skip = pytest.mark.skip(reason="no NVIDIA GPU visible (nvidia-smi -L)")
@@ -81,3 +85,16 @@ def correct_rows(run: Path, capsys: pytest.CaptureFixture[str]) -> list[dict[str
     assert main(["export", str(run)]) == 0
     rows = [json.loads(line) for line in capsys.readouterr().out.splitlines() if line.strip()]
     return [r for r in rows if r["correct"]]
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _prebuild_in_the_background(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[None]:
+    """The nvcc builds of the modules that declare them (tests/prebuild.py) start with the session."""
+    from tests.prebuild import start_selected
+
+    background = start_selected(request.session.items, tmp_path_factory)
+    yield
+    if background is not None:
+        background.stop()

@@ -6,12 +6,13 @@ every build-stage broken start (buildability, integration, environment_dependenc
 and the engine's classifier puts the real nvcc output in the labelled category; every task's minimal fix
 (the broken start with minimal_fix.patch applied) builds and links with the task's own build command; the
 recorded error log of every task classifies as its label. Identical compiles (same flags, same source, same headers) run once;
-two jobs run at a time. Nothing here runs a kernel.
+they start with the test session, one at a time at low priority while the tests before this module run, and
+what is left runs two at a time when the first test here needs it (tests/prebuild.py). Nothing here runs a
+kernel.
 """
 
 from __future__ import annotations
 
-import concurrent.futures as cf
 import hashlib
 import json
 import re
@@ -19,8 +20,9 @@ import shlex
 import shutil
 import subprocess
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, partial
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +31,7 @@ import pytest
 from beavertui.engine.corpus.load import load_corpus
 from beavertui.engine.judge.categories import BUILD_STAGE, NATIVE_LABELS, label_agrees
 from beavertui.engine.judge.classify import classify
+from tests.prebuild import Prebuild
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = ROOT / "corpus"
@@ -321,16 +324,22 @@ def all_jobs() -> dict[tuple[str, str], Job]:
     return jobs
 
 
+def unique_jobs(_: pytest.TempPathFactory) -> dict[str, Callable[[], Result]]:
+    """Every distinct job once, by its key."""
+    return {j.key: partial(execute, j) for j in all_jobs().values()}
+
+
+#: The distinct jobs start with the test session, in the background (tests/prebuild.py).
+PREBUILD = Prebuild(__file__, unique_jobs, "results", enabled=NVCC is not None)
+
+
 @pytest.fixture(scope="module")
-def results() -> dict[tuple[str, str], Result]:
-    """Run every distinct job once, two at a time."""
+def results(tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[str, str], Result]:
+    """Every distinct job run once: those the background has not run yet, two at a time."""
     if NVCC is None:
         pytest.skip("nvcc is not installed")
-    jobs = all_jobs()
-    unique = {j.key: j for j in jobs.values()}
-    with cf.ThreadPoolExecutor(max_workers=2) as pool:
-        done = dict(zip(unique, pool.map(execute, unique.values()), strict=True))
-    return {k: done[j.key] for k, j in jobs.items()}
+    done = PREBUILD.results(tmp_path_factory)
+    return {k: done[j.key] for k, j in all_jobs().items()}
 
 
 def test_dedup_keeps_every_distinct_source() -> None:

@@ -5,16 +5,19 @@ placed as the engine places them: the reference built as a side library
 with the task's own ``timing_driver.library_command`` (it must export ``beaver_test_main`` and nothing of the
 CUDA runtime, so that two libraries loaded side by side cannot bind to each other's runtime), and the task's
 timing driver built with ``driver_command`` (it must link: every family's driver code compiles for sm_90).
-Two builds run at a time. ``BEAVER_TIMING_BUILD_ALL=1`` builds every task instead of one per family.
+The builds start with the test session, one at a time at low priority while the tests before this module run;
+what is left runs two at a time when the first test here needs it (tests/prebuild.py).
+``BEAVER_TIMING_BUILD_ALL=1`` builds every task instead of one per family.
 """
 
 from __future__ import annotations
 
-import concurrent.futures as cf
 import os
 import re
 import shutil
 import subprocess
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -23,6 +26,7 @@ from beavertui.engine.corpus.load import load_corpus
 from beavertui.engine.corpus.task import Task
 from beavertui.engine.timing import native
 from beavertui.engine.toolchain import stages as runner
+from tests.prebuild import Prebuild
 
 ROOT = Path(__file__).resolve().parents[1]
 NVCC = shutil.which("nvcc")
@@ -60,13 +64,25 @@ def _build(task: Task, base: Path) -> dict[str, object]:
     return out
 
 
+def _jobs(tmp: pytest.TempPathFactory) -> dict[str, Callable[[], dict[str, object]]]:
+    base = tmp.mktemp("timing-builds")
+    return {t.id: partial(_build, t, base) for t in TASKS}
+
+
+def _timed_out(b: dict[str, object]) -> bool:
+    """A build cut by its time limit (in the background, on a loaded machine) is built again."""
+    return any(getattr(b.get(what), "timed_out", False) for what in ("library", "driver"))
+
+
+#: The builds start with the test session, in the background (tests/prebuild.py).
+PREBUILD = Prebuild(__file__, _jobs, "built", enabled=NVCC is not None, redo=_timed_out)
+
+
 @pytest.fixture(scope="module")
 def built(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, object]]:
     if NVCC is None:
         pytest.skip("nvcc is not installed")
-    base = tmp_path_factory.mktemp("timing-builds")
-    with cf.ThreadPoolExecutor(max_workers=2) as pool:
-        return dict(zip([t.id for t in TASKS], pool.map(lambda t: _build(t, base), TASKS), strict=True))
+    return PREBUILD.results(tmp_path_factory)
 
 
 def test_every_bundled_task_has_a_timing_driver_built_from_a_timing_file_of_the_corpus() -> None:
