@@ -3,8 +3,7 @@
 For every task in corpus/: the metadata validates (fields, types, id, hash, label, files, recorded error
 log); every reference and every testbench source compiles with the task's own build flags plus ``-c``;
 every build-stage broken start (buildability, integration, environment_dependency) really fails to build,
-and the engine's classifier puts the real nvcc output in the labelled category; every task's minimal fix
-(the broken start with minimal_fix.patch applied) builds and links with the task's own build command; the
+and the engine's classifier puts the real nvcc output in the labelled category; the
 recorded error log of every task classifies as its label. Identical compiles (same flags, same source, same headers) run once;
 they start with the test session, one at a time at low priority while the tests before this module run, and
 what is left runs two at a time when the first test here needs it (tests/prebuild.py). Nothing here runs a

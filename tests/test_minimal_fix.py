@@ -3,8 +3,9 @@
 Each native task may ship the smallest verified repair of its broken start as a unified diff. These tests
 need neither nvcc nor a GPU: every patch applies exactly to its broken start, changes it, and changes fewer
 lines than the broken-start -> reference edit (the ratio is in each failure message); a patch that does
-not apply, or is not a patch, is one line of error naming the file. That the fixed files build is checked
-with real nvcc in test_corpus_ci.py; that they are correct and fast, on a GPU by scripts/gpu-check-fixes.sh.
+not apply, or is not a patch, is one line of error naming the file. That the fixed files build, are
+correct and fast is checked on a GPU by scripts/gpu-check-fixes.sh, which records
+them in corpus/minimal_fixes.json.
 """
 
 from __future__ import annotations
