@@ -349,16 +349,16 @@ def summarize(a: argparse.Namespace) -> int:
             )
             continue
         whole = [b for b in naive if not b.get("slice") and sorted(b["tasks"]) == want and finished(b)]
-        runs = whole[:1] or cover(want, [b for b in naive if b.get("slice") and finished(b)])
+        pieces = [b for b in naive if b.get("slice") and finished(b)]
+        runs = whole[:1] or cover(want, pieces)
         if not runs:
-            part = disjoint(want, [b for b in naive if b.get("slice") and finished(b)])
-            n, part_s = (
-                sum(len(b["tasks"]) for b in part),
-                round(sum(b["session_wall_s_sum"] for b in part), 1),
-            )
+            part = disjoint(want, pieces)
+            n = sum(len(b["tasks"]) for b in part)
+            part_s = round(sum(b["session_wall_s_sum"] for b in part), 1)
+            at_least = round(part_s / sc["wall_s"], 2) if part else None
             bound = (
                 f"; the {n} naive tasks run so far took {part_s} s (sessions' walls), so the ratio is at least "
-                f"{part_s / sc['wall_s']:.2f}x (the other tasks can only add to the naive side)"
+                f"{at_least}x (the other tasks can only add to the naive side)"
                 if part
                 else ""
             )
@@ -366,8 +366,10 @@ def summarize(a: argparse.Namespace) -> int:
                 f"| ratio for the scheduled run of {sc['wall_s']} s ({len(want)} tasks) | not claimed: finished "
                 f"naive slices cover {n} of its {len(want)} tasks{bound} |"
             )
-            out["ratios"].append({"tasks": len(want), "scheduled_s": sc["wall_s"], "naive_tasks_run": n,
-                                  "naive_s_so_far": part_s, "at_least": round(part_s / sc["wall_s"], 2) if part else None})  # fmt: skip
+            out["ratios"].append(
+                {"tasks": len(want), "scheduled_s": sc["wall_s"], "naive_tasks_run": n, "naive_s_so_far": part_s,
+                 "at_least": at_least}
+            )  # fmt: skip
             continue
         walls = round(sum(b["wall_s"] for b in runs), 1)
         total = round(sum(b["session_wall_s_sum"] for b in runs), 1)
