@@ -11,6 +11,10 @@ the background thread takes no new job (of any module) while the fixture runs th
 a time at normal priority; each job runs once. A job the background thread did not finish normally (it
 raised, a time limit hit while the machine was loaded, say, or ``redo`` says so of its result) runs again in
 the fixture, so what a test sees never depends on when or where its job ran.
+
+Jobs run in a thread while other tests change ``os.environ`` (``monkeypatch.setenv("PATH", ...)``), and a
+process started meanwhile inherits what the environment is at that moment: a job starts its processes with
+``ENV``, the environment as it was when the test session began, never with ``os.environ``.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ import sys
 import threading
 from collections.abc import Callable, Hashable, Mapping
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any, Generic, TypeVar
 
 import pytest
@@ -28,6 +33,9 @@ import pytest
 K = TypeVar("K", bound=Hashable)
 R = TypeVar("R")
 
+#: The environment when the session began (this module is imported by conftest.py before any test runs):
+#: jobs pass it to the processes they start, since tests running meanwhile may change os.environ.
+ENV: Mapping[str, str] = MappingProxyType(dict(os.environ))
 #: Every declared group, by the resolved path of its test module.
 GROUPS: dict[Path, Prebuild[Any, Any]] = {}
 #: Workers of normal priority that run what is left when a fixture asks (two cores on the CI machine).

@@ -30,7 +30,7 @@ import pytest
 from beavertui.engine.corpus.load import load_corpus
 from beavertui.engine.judge.categories import BUILD_STAGE, NATIVE_LABELS, label_agrees
 from beavertui.engine.judge.classify import classify
-from tests.prebuild import Prebuild
+from tests.prebuild import ENV, Prebuild
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = ROOT / "corpus"
@@ -298,7 +298,7 @@ def execute(job: Job) -> Result:
         shutil.copytree(COMMON, wd / "_common")
         if job.solution is not None:
             (wd / inp["solution_file"]).write_bytes(job.solution)
-        proc = subprocess.run(job.argv, cwd=wd, capture_output=True, text=True, timeout=240)
+        proc = subprocess.run(job.argv, cwd=wd, capture_output=True, text=True, timeout=240, env=dict(ENV))
         out = wd / job.output if job.output else None
         size = out.stat().st_size if out is not None and out.is_file() else 0
         return Result(proc.returncode, proc.stdout + proc.stderr, size, job.argv)

@@ -3,8 +3,10 @@ finish normally in the background runs again where its results are asked for."""
 
 from __future__ import annotations
 
+import shutil
 import threading
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
@@ -56,3 +58,24 @@ def test_every_job_runs_once_and_a_failed_or_redone_one_again_in_the_fixture(
     assert got["raises"] == "raises asked" and got["redo"] == "redo asked"  # run again where asked
     assert [len(calls[n]) for n in names] == [1, 2, 2, 1, 1]
     assert got["never"] == "never asked"  # left by the background thread once the results were asked for
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed")
+def test_the_builds_find_nvcc_while_another_test_has_changed_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The background builds run while other tests monkeypatch PATH (to hide ncu, say): they start their
+    processes with the session's environment, so nvcc is still found (a build failing with "nvcc: command
+    not found" meant os.environ was read in the middle of such a test)."""
+    from beavertui.engine.corpus.load import load_corpus
+    from beavertui.engine.toolchain import stages
+    from tests import test_corpus_ci, test_timing_drivers_build
+
+    monkeypatch.setenv("PATH", str(tmp_path))  # what test_profile.py does while the builds run
+    task = test_corpus_ci.TASK_IDS[0]
+    res = test_corpus_ci.execute(test_corpus_ci.Job("v", task, ("nvcc", "--version"), b"", None))
+    assert res.rc == 0 and "Cuda compilation tools" in res.log, res.log
+    t = load_corpus(test_timing_drivers_build.ROOT / "corpus").tasks[0]
+    work = stages.prepare(t, t.reference() or "", tmp_path)
+    run = stages.run_stage(work, "build", "nvcc --version", 60, test_timing_drivers_build.config(tmp_path))
+    assert run.rc == 0 and "Cuda compilation tools" in run.log, run.log

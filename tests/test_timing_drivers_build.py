@@ -26,7 +26,7 @@ from beavertui.engine.corpus.load import load_corpus
 from beavertui.engine.corpus.task import Task
 from beavertui.engine.timing import native
 from beavertui.engine.toolchain import stages as runner
-from tests.prebuild import Prebuild
+from tests.prebuild import ENV, Prebuild
 
 ROOT = Path(__file__).resolve().parents[1]
 NVCC = shutil.which("nvcc")
@@ -45,13 +45,19 @@ def _tasks() -> list[Task]:
 TASKS = _tasks()
 
 
+def config(base: Path) -> runner.RunnerConfig:
+    """The builds' runner config: from the session's environment, not os.environ as it is while they
+    run in the background (another test may have PATH monkeypatched then)."""
+    return runner.RunnerConfig(sm=90, base_dir=base, env=ENV)
+
+
 def _build(task: Task, base: Path) -> dict[str, object]:
     d = task.timing_driver
     assert d is not None, f"{task.id}: no timing_driver in input.json"
     work = runner.prepare(task, task.reference() or "", base)
     native.place_sources(d, work)  # the timing sources (corpus/_timing), as the engine places them
     out: dict[str, object] = {"work": work.path}
-    cfg = runner.RunnerConfig(sm=90, base_dir=base)
+    cfg = config(base)
     for what, command in (("library", d.library_command), ("driver", d.driver_command)):
         res = runner.run_stage(work, "build", command, 600, cfg)
         out[what] = res
