@@ -1,6 +1,7 @@
 """Timing at the floor, measured on a GPU machine: the native timing stage, and the batch around it.
 
     python3 bench/timing_floor_bench.py stage   --out DIR [--task ID ...] [--compare-old] [--budget-s S]
+                                                [--candidate reference|broken] [--side-budget-ms MS]
     python3 bench/timing_floor_bench.py batch   --out DIR --mode scheduled|naive [--tasks 40] [--slice I/K]
                                                 [--budget-s S] [--timing inprocess|process]
     python3 bench/timing_floor_bench.py summary [--json FILE] DIR [DIR ...]
@@ -12,7 +13,11 @@ as build slots would): the reference with its side library and the task's timing
 to itself: ``Timer.measure`` (sandboxed, one in-process timing process, gate 0.7), its wall time, the
 speedup (about 1: the same source on both sides), both CVs, the samples and the note. With
 ``--compare-old``, one task per family is also timed the way it was before (``beaver_time_ms``: 3 rounds,
-one process per side and round; its test binary built first), on the same machine in the same run. Result: ``DIR/stage.json``.
+one process per side and round; its test binary built first), on the same machine in the same run.
+``--candidate broken`` times each task's broken start instead (tasks whose broken start fails the timing
+size's check are reported as errors), ``--side-budget-ms`` sets the driver's per-side budget for a round (0:
+off; default the engine's), so that a slow broken start such as reduce_01's can be timed with and without it
+in one run. Result: ``DIR/stage.json``.
 
 ``batch``: ``beavertui batch`` over the bundled corpus's first N tasks spread over every family
 (``scripted:@alternate``: broken start and reference in turn, so every attempt is built and run and every
@@ -98,12 +103,16 @@ def stage(a: argparse.Namespace) -> int:
     cfg = runner.RunnerConfig(sm=machine.sm)
     cache = Path(tempfile.mkdtemp(prefix="beaver-stage-cache-"))
     tcfg = TimingConfig(cache=cache, inprocess=True)
+    if a.side_budget_ms is not None:
+        native.SIDE_BUDGET_MS = a.side_budget_ms
     corpus = load_corpus(default_corpus())
     tasks = [corpus.get(t) for t in a.task] if a.task else sorted(corpus.tasks, key=lambda t: t.id)
     base = Path(tempfile.mkdtemp(prefix="beaver-stage-work-"))
     res: dict[str, Any] = {
         "machine": gpu_info(),
         "gpu": machine.gpu.slug if machine.gpu else None,
+        "candidate": a.candidate,
+        "side_budget_ms": native.SIDE_BUDGET_MS,
         "tasks": {},
     }
 
@@ -111,7 +120,8 @@ def stage(a: argparse.Namespace) -> int:
         t0 = time.perf_counter()
         try:
             native.reference_side(task, reference_workdir(task, cfg, tcfg), cfg)
-            cand = runner.prepare(task, task.reference() or "", base)
+            code = task.broken_start() if a.candidate == "broken" else task.reference() or ""
+            cand = runner.prepare(task, code, base)
             lib = native.build_library(task, cand, cfg)
             return task, cand, lib, time.perf_counter() - t0, None
         except Exception as exc:  # recorded, the bench goes on
@@ -190,6 +200,8 @@ def stage(a: argparse.Namespace) -> int:
         "max_cv": max(cvs) if cvs else None,
         "cv_over_3pct": sum(c > 0.03 for c in cvs),
         "methods": sorted({r.get("method") for r in res["tasks"].values() if r.get("method")}),
+        "candidate": a.candidate,
+        "side_budget_ms": native.SIDE_BUDGET_MS,
     }
     res["bench_wall_s"] = round(time.perf_counter() - t_start, 1)
     (a.out / "stage.json").write_text(json.dumps(res, indent=1))
@@ -321,8 +333,15 @@ def summarize(a: argparse.Namespace) -> int:
     lines = ["| what | measured |", "|---|---|"]
     for s in stages:
         m = s["summary"]
+        what = (
+            ""
+            if m.get("candidate", "reference") == "reference"
+            else f" ({m['candidate']} start as candidate)"
+        )
+        if "side_budget_ms" in m:
+            what += f", side budget {m['side_budget_ms']:g} ms" if m["side_budget_ms"] else ", no side budget"
         lines.append(
-            f"| native timing stage, {m['timed']} of {m['of']} tasks | median {m['median_wall_s']} s, max "
+            f"| native timing stage{what}, {m['timed']} of {m['of']} tasks | median {m['median_wall_s']} s, max "
             f"{m['max_wall_s']} s; largest CV {100 * (m['max_cv'] or 0):.2f}%, {m['cv_over_3pct']} over 3% |"
         )
         for tid, r in (s.get("old") or {}).items():
@@ -397,6 +416,8 @@ def main() -> int:
     s.add_argument("--task", action="append")
     s.add_argument("--compare-old", action="store_true")
     s.add_argument("--budget-s", type=float, default=300.0)
+    s.add_argument("--candidate", choices=("reference", "broken"), default="reference")
+    s.add_argument("--side-budget-ms", type=float, help="the driver's per-side budget of a round (0: off)")
     b = sub.add_parser("batch")
     b.add_argument("--out", type=Path, required=True)
     b.add_argument("--mode", choices=("scheduled", "naive"), required=True)

@@ -9,6 +9,8 @@
 #   naive:I/K    the I-th of K slices of the naive run of the same 40 tasks (one session at a time, build
 #                then run, no cache); K runs of this part, summed, are the naive wall of the 40 tasks
 #   subset[:N]   scheduled and naive on the same N tasks (default 6), one after the other in this run
+#   cap[:TASK]   TASK's broken start (default reduce_01, a 471 ms kernel) timed against its reference, without
+#                and then with the driver's per-side budget of a round
 # Each part gets what is left of the budget (less a margin); a part that runs out is cut and says so.
 # Afterwards: python3 bench/timing_floor_bench.py summary DIR... over the $OUT folders of several runs.
 set -uo pipefail
@@ -40,6 +42,14 @@ for part in ${PARTS//,/ }; do
     naive:*)
       timeout -k 10 "$b" $B batch --out "$W/batch" --mode naive --tasks 40 --slice "${part#naive:}" \
         --budget-s $((b - 15)) >"$W/naive-$(echo "${part#naive:}" | tr / -).log" 2>&1 ;;
+    cap*)
+      t=${part#cap}; t=${t#:}; t=${t:-reduce_01}
+      timeout -k 10 "$b" $B stage --out "$W/cap-off" --task "$t" --candidate broken --side-budget-ms 0 \
+        --budget-s 120 >"$W/cap-off.log" 2>&1
+      log "cap off: rc $?"
+      b=$(budget 20)
+      timeout -k 10 "$b" $B stage --out "$W/cap-on" --task "$t" --candidate broken --budget-s 120 \
+        >"$W/cap-on.log" 2>&1 ;;
     subset*)
       n=${part#subset}; n=${n#:}; n=${n:-6}
       half=$(((b - 20) / 2))

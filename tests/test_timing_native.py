@@ -101,6 +101,24 @@ def test_far_below_the_gate_stops_after_one_round(inproc, tmp_path: Path) -> Non
     assert len(t.candidate_samples) == 15 and t.note is None
 
 
+def test_a_side_of_slow_launches_stops_at_its_budget_and_says_so(  # type: ignore[no-untyped-def]
+    inproc, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(
+        native, "MIN_ITERS", 2
+    )  # the fixture times 5 launches a round, the engine's least is 5
+    t, timer = measure(inproc, tmp_path, solution("echo 1500.0"))  # 1.5 s a launch against a 2 s budget
+    cmd = timer.runs[0][1].command
+    assert "--side-budget-ms 2000 --min-iters 2" in cmd
+    assert len(t.reference_samples) == 15  # 2 ms launches: never cut
+    assert len(t.candidate_samples) == 6  # 2 of 5 in each of 3 rounds: 3 s was over the budget after 2
+    assert t.candidate_ms == 1500.0 and t.speedup == pytest.approx(2.0 / 1500.0)
+    assert t.note == "the candidate's launches took over 2 s a round: 2/2/2 of 5 timed in 3 rounds"
+    t, _ = measure(inproc, tmp_path, solution("echo 1500.0"), gate=0.7)  # with the early stop: one round
+    assert len(t.candidate_samples) == 2 and t.note is not None
+    assert t.note.startswith("stopped after 1 of 3 rounds") and t.note.endswith("2 of 5 timed in 1 round")
+
+
 def test_an_unstable_measurement_is_remeasured_once_in_a_second_process(inproc, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     jumpy = solution("if [ $(($1 % 2)) = 0 ]; then echo 1.0; else echo 3.0; fi")
     t, timer = measure(inproc, tmp_path, jumpy)

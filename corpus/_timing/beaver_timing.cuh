@@ -25,6 +25,12 @@
 //        its samples: a cached or replayed result);
 //     3. with --stop-below X (both sides): after the first round, when median(ref) / median(cand) < X and
 //        both CVs are at most --cv-limit, the remaining rounds are skipped (BEAVER_STOPPED).
+//     4. with --side-budget-ms B: a side whose launches are slow (hundreds of ms each) stops early within a
+//        round, so that one slow side cannot make the stage last many seconds: its warm-up launches stop
+//        after the first once they took B/4 ms of host time, and its timed launches stop once the round took
+//        B ms and at least --min-iters (default 5) were timed. The round then ends with
+//        `BEAVER_CAPPED <timed> of <N> launches after <ms> ms` before the check of its last output, which
+//        is the same as in a full round. Launches of a few ms never reach it.
 //   Every section of the output starts with `BEAVER_SIDE <reference|candidate> <load|check|round K>`, so the
 //   reader attributes each line, sample and failure to its side, and ends with `BEAVER_THREADS <n>` (host
 //   threads of the process then: a side that leaves threads running shows). The last line of a complete
@@ -81,6 +87,8 @@ struct Options {
     int rounds = 3;
     double stop_below = 0.0;
     double cv_limit = 0.03;
+    double side_budget_ms = 0.0;  // 0: every side times all N launches of every round
+    int min_iters = 5;
 };
 
 inline Options parse_options(int argc, char** argv) {
@@ -91,8 +99,11 @@ inline Options parse_options(int argc, char** argv) {
         else if (std::strcmp(argv[i], "--rounds") == 0) o.rounds = std::atoi(argv[++i]);
         else if (std::strcmp(argv[i], "--stop-below") == 0) o.stop_below = std::atof(argv[++i]);
         else if (std::strcmp(argv[i], "--cv-limit") == 0) o.cv_limit = std::atof(argv[++i]);
+        else if (std::strcmp(argv[i], "--side-budget-ms") == 0) o.side_budget_ms = std::atof(argv[++i]);
+        else if (std::strcmp(argv[i], "--min-iters") == 0) o.min_iters = std::atoi(argv[++i]);
     }
     if (o.rounds < 1) o.rounds = 1;
+    if (o.min_iters < 2) o.min_iters = 2;
     return o;
 }
 
@@ -176,9 +187,25 @@ struct Clock {
         cudaEventDestroy(start);
         cudaEventDestroy(stop);
     }
+    // budget_ms > 0: the warm-ups stop after the first once they took budget_ms / 4 of host time, and the
+    // timed launches once the whole call took budget_ms and at least min_iters were timed (BEAVER_CAPPED).
     template <typename Prepare, typename Launch>
-    void run(int warmup, int iters, Prepare&& prepare, Launch&& launch, std::vector<double>& samples) {
+    void run(int warmup, int iters, Prepare&& prepare, Launch&& launch, std::vector<double>& samples,
+             double budget_ms = 0.0, int min_iters = 5) {
+        const auto begin = std::chrono::steady_clock::now();
+        auto spent = [&] {
+            return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - begin).count();
+        };
+        int timed = 0;
         for (int i = 0; i < warmup + iters; ++i) {
+            if (budget_ms > 0.0 && i > 0 && i < warmup && spent() >= budget_ms / 4) {
+                i = warmup - 1;  // the remaining warm-ups are skipped; the next launch is the first timed one
+                continue;
+            }
+            if (budget_ms > 0.0 && timed >= std::min(min_iters, iters) && timed < iters && spent() >= budget_ms) {
+                std::printf("BEAVER_CAPPED %d of %d launches after %.1f ms\n", timed, iters, spent());
+                break;
+            }
             prepare();
             l2.flush();
             BEAVER_CHECK(cudaDeviceSynchronize());
@@ -196,6 +223,7 @@ struct Clock {
             if (i >= warmup) {
                 std::printf("BEAVER_TIME_MS %.6f\nBEAVER_HOST_MS %.6f\n", ms, host_ms);
                 samples.push_back(ms);
+                ++timed;
             }
         }
         std::fflush(stdout);
@@ -214,7 +242,9 @@ int drive(int argc, char** argv, Make&& make) {
     const Args a = parse_args(argc, argv);
     const Options o = parse_options(argc, argv);
     if (o.reference == nullptr) {
-        std::fprintf(stderr, "usage: %s --bench N --reference LIB [--candidate LIB] [--rounds R] [--stop-below X]\n",
+        std::fprintf(stderr,
+                     "usage: %s --bench N --reference LIB [--candidate LIB] [--rounds R] [--stop-below X]"
+                     " [--cv-limit C] [--side-budget-ms B] [--min-iters M]\n",
                      argv[0]);
         return 2;
     }
@@ -227,8 +257,9 @@ int drive(int argc, char** argv, Make&& make) {
     std::vector<Side> sides;
     sides.push_back({"reference", load_side<F>("reference", o.reference), {}});
     if (o.candidate != nullptr) sides.push_back({"candidate", load_side<F>("candidate", o.candidate), {}});
-    std::printf("BEAVER_DRIVER sides %zu rounds %d iters %d warmup %d seed %llu\n", sides.size(), o.rounds, a.iters,
-                a.warmup, static_cast<unsigned long long>(a.seed));
+    std::printf("BEAVER_DRIVER sides %zu rounds %d iters %d warmup %d seed %llu side-budget-ms %g min-iters %d\n",
+                sides.size(), o.rounds, a.iters, a.warmup, static_cast<unsigned long long>(a.seed), o.side_budget_ms,
+                o.min_iters);
     auto problem = make(a.seed);
     for (Side& s : sides) {
         section(s.name, "check");
@@ -242,7 +273,7 @@ int drive(int argc, char** argv, Make&& make) {
             section(s.name, "round", r);
             clock.run(
                 r == 0 ? a.warmup : 1, a.iters, [&] { problem->prepare(); }, [&] { problem->launch(s.entry); },
-                s.samples);
+                s.samples, o.side_budget_ms, o.min_iters);
             sync_check(problem->name());
             if (!problem->last_check()) return finish(false);
             end_section();

@@ -82,6 +82,14 @@ THREADS_RE = re.compile(r"^BEAVER_THREADS\s+(-?\d+)\s*$", re.M)
 DRIVER_RE = re.compile(r"^BEAVER_DRIVER\s+sides\s+(\d+)\s+rounds\s+(\d+)\s+iters\s+(\d+)\b", re.M)
 DONE_RE = re.compile(r"^BEAVER_DONE\s+rounds\s+(\d+)\s+iters\s+(\d+)\s*$", re.M)
 STOPPED_RE = re.compile(r"^BEAVER_STOPPED\b.*$", re.M)
+CAPPED_RE = re.compile(r"^BEAVER_CAPPED\s+(\d+)\s+of\s+(\d+)\s+launches\b.*$", re.M)
+
+#: ``--side-budget-ms``: a side's round stops once it took this long and at least ``MIN_ITERS`` launches
+#: were timed (only launches of about 100 ms and more reach it: 20 of them make 2 s), and its warm-ups stop
+#: after the first once they took a quarter of it. A broken start of 471 ms a launch took 12.3 s a stage
+#: without it (docs/performance.md).
+SIDE_BUDGET_MS = 2000.0
+MIN_ITERS = 5
 LOAD_FAILED_RE = re.compile(r"^BEAVER_LOAD_FAILED\s+(reference|candidate):\s*(.*)$", re.M)
 
 BUILT = ".beaver-timing-built"
@@ -152,6 +160,28 @@ class DriverRun:
 
     def samples(self, side: str) -> list[float]:
         return self.parse_times(self.text(side, ("round",)))
+
+    def capped(self, side: str) -> list[tuple[int, int]]:
+        """(timed, asked) for each of ``side``'s rounds that stopped at the side budget."""
+        return [
+            (int(m.group(1)), int(m.group(2)))
+            for s in self.parts
+            if s.side == side and s.phase == "round"
+            for m in CAPPED_RE.finditer(s.text)
+        ]
+
+    def capped_note(self) -> str | None:
+        """What the side budget cut, in words, or None."""
+        parts = []
+        for side in ("reference", "candidate"):
+            cut = self.capped(side)
+            if cut:
+                timed = "/".join(str(t) for t, _ in cut)
+                parts.append(
+                    f"the {side}'s launches took over {SIDE_BUDGET_MS / 1000:g} s a round: "
+                    f"{timed} of {cut[0][1]} timed in {len(cut)} round{'s' if len(cut) > 1 else ''}"
+                )
+        return "; ".join(parts) or None
 
     def culprit(self) -> str | None:
         """The side whose section was open when the driver stopped (None: before either was loaded)."""
@@ -297,6 +327,7 @@ def driver_command(
     if cand is not None:
         parts += ["--candidate", shlex.quote(str(cand.path / d.library))]
     parts += ["--rounds", str(max(1, rounds))]
+    parts += ["--side-budget-ms", f"{SIDE_BUDGET_MS:g}", "--min-iters", str(MIN_ITERS)]
     if stop_below is not None and cand is not None:
         parts += ["--stop-below", f"{stop_below:.6g}", "--cv-limit", f"{cv_limit:g}"]
     return " ".join(p for p in parts if p)
@@ -388,6 +419,9 @@ def measure(
         r, c, flags = _samples(run, True, rules)
         (rm, rcv), (cm, ccv) = stats(r), stats(c)
         note = "re-measured once: CV above 3%"
+    capped = run.capped_note()
+    if capped:
+        note = f"{note}; {capped}" if note else capped
     speedup = rm / cm if cm > 0 else float("inf")
     cand_pairs = anticheat.timed_pairs(run.text("candidate", ("round",)))
     ref_pairs = anticheat.timed_pairs(run.text("reference", ("round",)))

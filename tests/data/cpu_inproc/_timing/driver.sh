@@ -1,11 +1,12 @@
 #!/bin/bash
 # A CPU stand-in for corpus/_common/beaver_timing.cuh's timing driver: the same arguments and the same
 # output protocol (BEAVER_SIDE sections, BEAVER_TIME_MS / BEAVER_HOST_MS per timed launch, POISON_LEFT,
-# BEAVER_THREADS, BEAVER_STOPPED, BEAVER_DONE, exit status). A "side library" is a solution.sh: cost()
+# BEAVER_THREADS, BEAVER_STOPPED, BEAVER_CAPPED, BEAVER_DONE, exit status; the side budget counts the
+# printed launch times, as if they were the host time of each launch). A "side library" is a solution.sh: cost()
 # prints the time of launch $1 of round $2; optional hooks: ok_at_size (a check at the timing size),
 # ok_after (the check after timing), extra (printed during its rounds), load_threads / round_threads
 # (host threads it leaves running), host (the host time of launch $1).
-iters=20; rounds=3; ref=""; cand=""; stop=""; cvl=0.03
+iters=20; rounds=3; ref=""; cand=""; stop=""; cvl=0.03; budget=0; min_iters=5
 while [ $# -gt 0 ]; do
   case "$1" in
     --bench) iters=$2; shift ;;
@@ -14,6 +15,8 @@ while [ $# -gt 0 ]; do
     --rounds) rounds=$2; shift ;;
     --stop-below) stop=$2; shift ;;
     --cv-limit) cvl=$2; shift ;;
+    --side-budget-ms) budget=$2; shift ;;
+    --min-iters) min_iters=$2; shift ;;
   esac
   shift
 done
@@ -45,7 +48,11 @@ for r in $(seq 1 "$rounds"); do
     echo "BEAVER_SIDE $s round $r"
     sum=0
     for i in $(seq 1 "$iters"); do
+      if [ "$i" -gt "$min_iters" ] && awk -v s="$sum" -v b="$budget" 'BEGIN { exit !(b > 0 && s >= b) }'; then
+        echo "BEAVER_CAPPED $((i - 1)) of $iters launches after $sum ms"; break
+      fi
       t=$(call "$lib" cost "$i" "$r")
+      sum=$(awk -v s="$sum" -v t="$t" 'BEGIN { print s + t }')
       h=$t; has "$lib" host && h=$(call "$lib" host "$i")
       echo "BEAVER_TIME_MS $t"; echo "BEAVER_HOST_MS $h"
       eval "first_$s=\$t"

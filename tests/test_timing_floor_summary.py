@@ -1,0 +1,57 @@
+"""bench/timing_floor_bench.py summary over the H200 runs recorded in docs/data: the 40-task ratio is claimed
+only when finished naive pieces cover the scheduled run's tasks; until then the lower bound they give."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = [ROOT / "docs/data/h200-2026-12-02/timing-bench", ROOT / "docs/data/h200-2026-12-03/timing-bench"]
+
+
+def summary(tmp_path: Path, *dirs: Path) -> tuple[str, dict]:  # type: ignore[type-arg]
+    out = tmp_path / "summary.json"
+    proc = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "bench/timing_floor_bench.py"),
+            "summary",
+            "--json",
+            str(out),
+            *map(str, dirs),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout, json.loads(out.read_text())
+
+
+def test_the_recorded_pieces_give_a_lower_bound_and_no_ratio(tmp_path: Path) -> None:
+    text, got = summary(tmp_path, *DATA)
+    batches = [json.loads(p.read_text()) for d in DATA for p in d.glob("batch-*.json")]
+    scheduled = next(
+        b for b in batches if b["mode"] == "scheduled" and not b["cut_by_budget"] and b["rc"] == 0
+    )
+    naive = [b for b in batches if b["mode"] == "naive" and not b["cut_by_budget"] and b["rc"] == 0]
+    tasks = {t for b in naive for t in b["tasks"]}
+    assert len(tasks) < len(scheduled["tasks"])  # not covered yet: no ratio may be claimed
+    (ratio,) = [r for r in got["ratios"] if r.get("scheduled_s") == scheduled["wall_s"]]
+    assert "speedup" not in ratio and ratio["naive_tasks_run"] == len(tasks)
+    # the naive side so far: the pieces' session walls, each finished piece once
+    assert ratio["naive_s_so_far"] == round(sum(b["session_wall_s_sum"] for b in naive), 1)
+    assert ratio["at_least"] == round(ratio["naive_s_so_far"] / scheduled["wall_s"], 2)
+    assert f"at least {ratio['at_least']}x" in text and "not claimed" in text
+    # the cut scheduled run is named as such, never as a side of a ratio
+    assert "that run was cut or failed" in text
+    assert not (DATA[0] / "summary.json").exists()  # nothing is written into the data folders
+
+
+def test_a_cut_naive_piece_is_not_counted(tmp_path: Path) -> None:
+    _, got = summary(tmp_path, DATA[0])  # slice 1/8 finished, slice 2/8 cut by its budget
+    (ratio,) = [r for r in got["ratios"] if "naive_tasks_run" in r]
+    assert ratio["naive_tasks_run"] == 5
