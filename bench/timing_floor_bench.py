@@ -34,8 +34,8 @@ share, so no command reuses another's reference builds. Result: ``DIR/batch-<mod
 ``summary``: every result under the given folders in one Markdown table on stdout (and as JSON in ``--json FILE``):
 the stage's median and maximum wall time and every CV, the scheduled wall and the naive walls with how they
 were summed, and the ratio only when finished naive slices (not cut, exit 0, every session well formed)
-cover the same tasks as the scheduled run, each task once (until then, the lower bound that the naive tasks
-run so far give: the naive side can only grow). The naive side of the ratio is the sum of the
+cover the same tasks as the scheduled run, each task once, timed the same way (in one process or not, the same
+side budget; until then, the lower bound that the naive tasks run so far give: the naive side can only grow). The naive side of the ratio is the sum of the
 slices' session walls (first event to last, one session at a time, so the sessions' own time without each
 process's start); the sum of the processes' walls is shown beside it.
 """
@@ -61,7 +61,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from batch_gpu_bench import PROTOCOL, beaver, runnable_tasks, session_stats, spread, summary, timed  # noqa: E402
 
-from beavertui.engine.timing.speedup import INPROCESS_ENV  # noqa: E402
+from beavertui.engine.timing.speedup import INPROCESS_ENV, SIDE_BUDGET_ENV, side_budget_default  # noqa: E402
 
 #: One task per family, for --compare-old.
 ONE_PER_FAMILY = [
@@ -104,7 +104,7 @@ def stage(a: argparse.Namespace) -> int:
     cache = Path(tempfile.mkdtemp(prefix="beaver-stage-cache-"))
     tcfg = TimingConfig(cache=cache, inprocess=True)
     if a.side_budget_ms is not None:
-        native.SIDE_BUDGET_MS = a.side_budget_ms
+        tcfg = TimingConfig(cache=cache, inprocess=True, side_budget_ms=a.side_budget_ms)
     corpus = load_corpus(default_corpus())
     tasks = [corpus.get(t) for t in a.task] if a.task else sorted(corpus.tasks, key=lambda t: t.id)
     base = Path(tempfile.mkdtemp(prefix="beaver-stage-work-"))
@@ -112,7 +112,7 @@ def stage(a: argparse.Namespace) -> int:
         "machine": gpu_info(),
         "gpu": machine.gpu.slug if machine.gpu else None,
         "candidate": a.candidate,
-        "side_budget_ms": native.SIDE_BUDGET_MS,
+        "side_budget_ms": tcfg.side_budget_ms,
         "tasks": {},
     }
 
@@ -201,7 +201,7 @@ def stage(a: argparse.Namespace) -> int:
         "cv_over_3pct": sum(c > 0.03 for c in cvs),
         "methods": sorted({r.get("method") for r in res["tasks"].values() if r.get("method")}),
         "candidate": a.candidate,
-        "side_budget_ms": native.SIDE_BUDGET_MS,
+        "side_budget_ms": tcfg.side_budget_ms,
     }
     res["bench_wall_s"] = round(time.perf_counter() - t_start, 1)
     (a.out / "stage.json").write_text(json.dumps(res, indent=1))
@@ -260,9 +260,12 @@ def one_batch(a: argparse.Namespace, every: list[str], i: int, k: int, cache_hom
         "--tasks", ",".join(tasks), "--sessions-dir", str(a.out / "sessions"), "--run-id", run_id, "--quiet",
         *extra,
     )  # fmt: skip
-    saved = {k: os.environ.get(k) for k in ("XDG_CACHE_HOME", INPROCESS_ENV)}
+    saved = {k: os.environ.get(k) for k in ("XDG_CACHE_HOME", INPROCESS_ENV, SIDE_BUDGET_ENV)}
     os.environ["XDG_CACHE_HOME"] = str(cache_home)  # fresh reference builds and baselines for this command
     os.environ[INPROCESS_ENV] = a.timing  # how the batch's native timing stages run (speedup.TimingConfig)
+    if a.side_budget_ms is not None:
+        os.environ[SIDE_BUDGET_ENV] = f"{a.side_budget_ms:g}"
+    budget_ms = side_budget_default()  # what the batch's timing stages use
     try:
         wall, rc, cut = timed(cmd, a.out / f"batch-{run_id}.log", kill_after=left)
     finally:
@@ -275,6 +278,7 @@ def one_batch(a: argparse.Namespace, every: list[str], i: int, k: int, cache_hom
     out = {
         "mode": a.mode,
         "timing": a.timing,
+        "side_budget_ms": budget_ms,
         "slice": label,
         "tasks": tasks,
         "wall_s": round(wall, 1),
@@ -311,6 +315,14 @@ def cover(want: list[str], pieces: list[dict[str, Any]]) -> list[dict[str, Any]]
     """Finished slices that cover the wanted tasks exactly once (the first of repeats), or none."""
     chosen = disjoint(want, pieces)
     return chosen if sorted(t for b in chosen for t in b["tasks"]) == want else []
+
+
+def timed_alike(b: dict[str, Any], other: dict[str, Any]) -> bool:
+    """Both batches timed their native stages the same way (in one process or not, the same side budget; a
+    result file written before the side budget existed timed every launch, as a budget of 0 does)."""
+    return b.get("timing", "inprocess") == other.get("timing", "inprocess") and b.get(
+        "side_budget_ms", 0.0
+    ) == other.get("side_budget_ms", 0.0)
 
 
 def slice_key(b: dict[str, Any]) -> tuple[str, int, int]:
@@ -367,8 +379,9 @@ def summarize(a: argparse.Namespace) -> int:
                 f"(rc {sc['rc']}, cut {sc['cut_by_budget']}) |"
             )
             continue
-        whole = [b for b in naive if not b.get("slice") and sorted(b["tasks"]) == want and finished(b)]
-        pieces = [b for b in naive if b.get("slice") and finished(b)]
+        same = [b for b in naive if finished(b) and timed_alike(b, sc)]
+        whole = [b for b in same if not b.get("slice") and sorted(b["tasks"]) == want]
+        pieces = [b for b in same if b.get("slice")]
         runs = whole[:1] or cover(want, pieces)
         if not runs:
             part = disjoint(want, pieces)
@@ -431,6 +444,10 @@ def main() -> int:
     b.add_argument(
         "--timing", choices=("inprocess", "process"), default="inprocess",
         help="native timing stages in one process (default) or one process per side and round",
+    )  # fmt: skip
+    b.add_argument(
+        "--side-budget-ms", type=float,
+        help="in-process timing: a side's most host time a round (BEAVERTUI_SIDE_BUDGET_MS; 0: off)",
     )  # fmt: skip
     m = sub.add_parser("summary")
     m.add_argument("--json", type=Path, help="also write the table's content as JSON to this file")

@@ -12,6 +12,8 @@
 #   cap[:TASK]   TASK's broken start (default reduce_01, a 471 ms kernel) timed against its reference, without
 #                and then with the driver's per-side budget of a round
 # Each part gets what is left of the budget (less a margin); a part that runs out is cut and says so.
+# The 40-task parts run without the in-process driver's side budget (BEAVERTUI_SIDE_BUDGET_MS=0), as the
+# naive pieces measured before it was added did, so that both sides of the ratio time the same way.
 # Afterwards: python3 bench/timing_floor_bench.py summary DIR... over the $OUT folders of several runs.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -37,10 +39,10 @@ for part in ${PARTS//,/ }; do
     stage)
       timeout -k 10 "$b" $B stage --out "$W/stage" --compare-old --budget-s $((b - 30)) >"$W/stage.log" 2>&1 ;;
     scheduled)
-      timeout -k 10 "$b" $B batch --out "$W/batch" --mode scheduled --tasks 40 --budget-s $((b - 15)) \
+      timeout -k 10 "$b" $B batch --out "$W/batch" --mode scheduled --tasks 40 --side-budget-ms 0 --budget-s $((b - 15)) \
         >"$W/scheduled.log" 2>&1 ;;
     naive:*)
-      timeout -k 10 "$b" $B batch --out "$W/batch" --mode naive --tasks 40 --slice "${part#naive:}" \
+      timeout -k 10 "$b" $B batch --out "$W/batch" --mode naive --tasks 40 --side-budget-ms 0 --slice "${part#naive:}" \
         --budget-s $((b - 15)) >"$W/naive-$(echo "${part#naive:}" | tr / -).log" 2>&1 ;;
     cap*)
       t=${part#cap}; t=${t#:}; t=${t:-reduce_01}

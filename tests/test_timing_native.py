@@ -117,6 +117,13 @@ def test_a_side_of_slow_launches_stops_at_its_budget_and_says_so(  # type: ignor
     t, _ = measure(inproc, tmp_path, solution("echo 1500.0"), gate=0.7)  # with the early stop: one round
     assert len(t.candidate_samples) == 2 and t.note is not None
     assert t.note.startswith("stopped after 1 of 3 rounds") and t.note.endswith("2 of 5 timed in 1 round")
+    monkeypatch.setenv("BEAVERTUI_SIDE_BUDGET_MS", "0")  # off: every launch of every round
+    t, timer = measure(inproc, tmp_path, solution("echo 1500.0"))
+    assert "--side-budget-ms" not in timer.runs[0][1].command
+    assert len(t.candidate_samples) == 15 and t.note is None
+    monkeypatch.setenv("BEAVERTUI_SIDE_BUDGET_MS", "2s")
+    with pytest.raises(BeaverError, match="BEAVERTUI_SIDE_BUDGET_MS='2s': expected milliseconds"):
+        TimingConfig()
 
 
 def test_an_unstable_measurement_is_remeasured_once_in_a_second_process(inproc, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]

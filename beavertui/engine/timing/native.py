@@ -84,11 +84,9 @@ DONE_RE = re.compile(r"^BEAVER_DONE\s+rounds\s+(\d+)\s+iters\s+(\d+)\s*$", re.M)
 STOPPED_RE = re.compile(r"^BEAVER_STOPPED\b.*$", re.M)
 CAPPED_RE = re.compile(r"^BEAVER_CAPPED\s+(\d+)\s+of\s+(\d+)\s+launches\b.*$", re.M)
 
-#: ``--side-budget-ms``: a side's round stops once it took this long and at least ``MIN_ITERS`` launches
-#: were timed (only launches of about 100 ms and more reach it: 20 of them make 2 s), and its warm-ups stop
-#: after the first once they took a quarter of it. A broken start of 471 ms a launch took 12.3 s a stage
-#: without it (docs/performance.md).
-SIDE_BUDGET_MS = 2000.0
+#: ``--min-iters``: the fewest timed launches of a round before the side budget (TimingConfig.side_budget_ms,
+#: ``--side-budget-ms``) may end it; its warm-ups stop after the first once they took a quarter of it. A
+#: broken start of 471 ms a launch took 12.3 s a timing stage without it (docs/performance.md).
 MIN_ITERS = 5
 LOAD_FAILED_RE = re.compile(r"^BEAVER_LOAD_FAILED\s+(reference|candidate):\s*(.*)$", re.M)
 
@@ -170,7 +168,7 @@ class DriverRun:
             for m in CAPPED_RE.finditer(s.text)
         ]
 
-    def capped_note(self) -> str | None:
+    def capped_note(self, budget_ms: float) -> str | None:
         """What the side budget cut, in words, or None."""
         parts = []
         for side in ("reference", "candidate"):
@@ -178,7 +176,7 @@ class DriverRun:
             if cut:
                 timed = "/".join(str(t) for t, _ in cut)
                 parts.append(
-                    f"the {side}'s launches took over {SIDE_BUDGET_MS / 1000:g} s a round: "
+                    f"the {side}'s launches took over {budget_ms / 1000:g} s a round: "
                     f"{timed} of {cut[0][1]} timed in {len(cut)} round{'s' if len(cut) > 1 else ''}"
                 )
         return "; ".join(parts) or None
@@ -319,6 +317,7 @@ def driver_command(
     rounds: int,
     stop_below: float | None,
     cv_limit: float = 0.03,
+    side_budget_ms: float = 0.0,
 ) -> str:
     d = task.timing_driver
     assert d is not None
@@ -327,7 +326,8 @@ def driver_command(
     if cand is not None:
         parts += ["--candidate", shlex.quote(str(cand.path / d.library))]
     parts += ["--rounds", str(max(1, rounds))]
-    parts += ["--side-budget-ms", f"{SIDE_BUDGET_MS:g}", "--min-iters", str(MIN_ITERS)]
+    if side_budget_ms > 0:
+        parts += ["--side-budget-ms", f"{side_budget_ms:g}", "--min-iters", str(MIN_ITERS)]
     if stop_below is not None and cand is not None:
         parts += ["--stop-below", f"{stop_below:.6g}", "--cv-limit", f"{cv_limit:g}"]
     return " ".join(p for p in parts if p)
@@ -342,7 +342,8 @@ def run_driver(
     stop_below: float | None,
 ) -> DriverRun:
     """One timing process, run in the candidate's work dir (the reference's own when there is none)."""
-    cmd = driver_command(timer.task, ref, cand, rounds, stop_below, rules.cv_limit)
+    budget = getattr(timer.tcfg, "side_budget_ms", 0.0)
+    cmd = driver_command(timer.task, ref, cand, rounds, stop_below, rules.cv_limit, budget)
     res = runner.run_stage(cand or ref, "benchmark", cmd, timer.tcfg.stage_s, timer.config)
     timer.runs.append(("driver", res))
     return DriverRun.read(res, rules.parse_times)
@@ -419,7 +420,7 @@ def measure(
         r, c, flags = _samples(run, True, rules)
         (rm, rcv), (cm, ccv) = stats(r), stats(c)
         note = "re-measured once: CV above 3%"
-    capped = run.capped_note()
+    capped = run.capped_note(tcfg.side_budget_ms)
     if capped:
         note = f"{note}; {capped}" if note else capped
     speedup = rm / cm if cm > 0 else float("inf")
