@@ -14,7 +14,9 @@ the fixture, so what a test sees never depends on when or where its job ran.
 
 Jobs run in a thread while other tests change ``os.environ`` (``monkeypatch.setenv("PATH", ...)``), and a
 process started meanwhile inherits what the environment is at that moment: a job starts its processes with
-``ENV``, the environment as it was when the test session began, never with ``os.environ``.
+``ENV``, the environment as it was when the test session began, never with ``os.environ``. For the same
+reason a job calls the engine functions it needs as they were bound when its module was imported: tests
+replace some of them (``monkeypatch.setattr(stages, "run_stage", ...)``) to record their own stages.
 """
 
 from __future__ import annotations

@@ -61,21 +61,27 @@ def test_every_job_runs_once_and_a_failed_or_redone_one_again_in_the_fixture(
 
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed")
-def test_the_builds_find_nvcc_while_another_test_has_changed_path(
+def test_the_builds_find_nvcc_and_bypass_patches_while_another_test_runs(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The background builds run while other tests monkeypatch PATH (to hide ncu, say): they start their
-    processes with the session's environment, so nvcc is still found (a build failing with "nvcc: command
-    not found" meant os.environ was read in the middle of such a test)."""
+    """The background builds run while other tests monkeypatch PATH (to hide ncu, say) or the engine's
+    run_stage (to record their own batch's stages): they start their processes with the session's
+    environment, so nvcc is still found (a build failing with "nvcc: command not found" meant os.environ was
+    read in the middle of such a test), and through the run_stage of the session's start, so they never show
+    up in another test's record."""
     from beavertui.engine.corpus.load import load_corpus
     from beavertui.engine.toolchain import stages
     from tests import test_corpus_ci, test_timing_drivers_build
 
+    def recorded(*a: object, **kw: object) -> None:
+        raise AssertionError("a background build went through another test's run_stage")
+
     monkeypatch.setenv("PATH", str(tmp_path))  # what test_profile.py does while the builds run
+    monkeypatch.setattr(stages, "run_stage", recorded)  # what test_batch_schedule.py does
     task = test_corpus_ci.TASK_IDS[0]
     res = test_corpus_ci.execute(test_corpus_ci.Job("v", task, ("nvcc", "--version"), b"", None))
     assert res.rc == 0 and "Cuda compilation tools" in res.log, res.log
     t = load_corpus(test_timing_drivers_build.ROOT / "corpus").tasks[0]
-    work = stages.prepare(t, t.reference() or "", tmp_path)
-    run = stages.run_stage(work, "build", "nvcc --version", 60, test_timing_drivers_build.config(tmp_path))
+    work = test_timing_drivers_build._prepare(t, t.reference() or "", tmp_path)
+    run = test_timing_drivers_build.stage(work, "nvcc --version", tmp_path)
     assert run.rc == 0 and "Cuda compilation tools" in run.log, run.log

@@ -24,6 +24,7 @@ import pytest
 
 from beavertui.engine.corpus.load import load_corpus
 from beavertui.engine.corpus.task import Task
+from beavertui.engine.session.events import StageResult
 from beavertui.engine.timing import native
 from beavertui.engine.toolchain import stages as runner
 from tests.prebuild import ENV, Prebuild
@@ -45,22 +46,25 @@ def _tasks() -> list[Task]:
 TASKS = _tasks()
 
 
-def config(base: Path) -> runner.RunnerConfig:
-    """The builds' runner config: from the session's environment, not os.environ as it is while they
-    run in the background (another test may have PATH monkeypatched then)."""
-    return runner.RunnerConfig(sm=90, base_dir=base, env=ENV)
+#: Bound when this module is imported, before any test runs: the builds run in the background while other
+#: tests replace runner.run_stage with a wrapper that records the stages of their own batch.
+_prepare, _run_stage, _place_sources = runner.prepare, runner.run_stage, native.place_sources
+
+
+def stage(work: runner.WorkDir, command: str, base: Path) -> StageResult:
+    """One build of this module: the engine's build stage, with the session's environment (not os.environ as
+    it is while the builds run in the background: another test may have PATH monkeypatched then)."""
+    return _run_stage(work, "build", command, 600, runner.RunnerConfig(sm=90, base_dir=base, env=ENV))
 
 
 def _build(task: Task, base: Path) -> dict[str, object]:
     d = task.timing_driver
     assert d is not None, f"{task.id}: no timing_driver in input.json"
-    work = runner.prepare(task, task.reference() or "", base)
-    native.place_sources(d, work)  # the timing sources (corpus/_timing), as the engine places them
+    work = _prepare(task, task.reference() or "", base)
+    _place_sources(d, work)  # the timing sources (corpus/_timing), as the engine places them
     out: dict[str, object] = {"work": work.path}
-    cfg = config(base)
     for what, command in (("library", d.library_command), ("driver", d.driver_command)):
-        res = runner.run_stage(work, "build", command, 600, cfg)
-        out[what] = res
+        out[what] = stage(work, command, base)
     nm = shutil.which("nm")
     if nm and (work.path / d.library).is_file():
         proc = subprocess.run(
