@@ -470,13 +470,15 @@ def test_the_live_screen_never_shows_an_echoed_key() -> None:
     from beavertui.engine.models.base import EndpointError
     from beavertui.engine.models.openai_model import OpenAIConfig, OpenAIModel, redact_text
 
-    m = OpenAIModel(OpenAIConfig(model="m", base_url="http://u:pass-word-1@h/v1"), api_key="sk-abc-123")
+    cfg = OpenAIConfig(model="m", base_url="http://u:pass-word-1@h/v1", retries=1, backoff_base_s=0.0)
+    m = OpenAIModel(cfg, api_key="sk-abc-123")
     assert {"sk-abc-123", "pass-word-1"} <= set(m.secrets())
     assert (
         redact_text('Bearer sk-abc-123 and "sk-abc-123" and sk%2Dabc', m.secrets()).count("[redacted]") == 2
     )
     with pytest.raises(EndpointError) as info:
         m.complete([])  # nothing listens on host h: a connection error, whose text names no secret
+    assert "gave up after 2 tries" in str(info.value)  # retried: the text of every try was redacted
     assert "sk-abc-123" not in str(info.value) and "pass-word-1" not in str(info.value)
 
 
