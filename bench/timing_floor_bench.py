@@ -356,6 +356,15 @@ def summarize(a: argparse.Namespace) -> int:
             f"| native timing stage{what}, {m['timed']} of {m['of']} tasks | median {m['median_wall_s']} s, max "
             f"{m['max_wall_s']} s; largest CV {100 * (m['max_cv'] or 0):.2f}%, {m['cv_over_3pct']} over 3% |"
         )
+        if len(s["tasks"]) <= 3:  # a run of a few tasks (--part cap): each task's stage as measured
+            for tid, r in s["tasks"].items():
+                got = (
+                    f"{r['wall_s']} s, speedup {r['speedup']}, {r['samples']} candidate samples"
+                    f"{'; ' + r['note'] if r.get('note') else ''}"
+                    if "speedup" in r
+                    else f"error: {r.get('error') or r.get('skipped')}"
+                )
+                lines.append(f"| {tid}{what} | {got} |")
         for tid, r in (s.get("old") or {}).items():
             new = s["tasks"].get(tid, {})
             lines.append(f"| {tid}: before / after | {r.get('wall_s')} s / {new.get('wall_s')} s |")
