@@ -367,7 +367,13 @@ def summarize(a: argparse.Namespace) -> int:
                 lines.append(f"| {tid}{what} | {got} |")
         for tid, r in (s.get("old") or {}).items():
             new = s["tasks"].get(tid, {})
-            lines.append(f"| {tid}: before / after | {r.get('wall_s')} s / {new.get('wall_s')} s |")
+            before = (
+                f"{r['wall_s']} s" if "wall_s" in r else f"not measured ({r.get('error', 'budget')[:120]})"
+            )
+            after = (
+                f"{new['wall_s']} s" if "speedup" in new else f"not measured ({new.get('error', 'budget')})"
+            )
+            lines.append(f"| {tid}: before / after | {before} / {after} |")
     sched = [b for b in batches if b["mode"] == "scheduled" and not b.get("slice")]
     naive = [b for b in batches if b["mode"] == "naive"]
     for b in sched:

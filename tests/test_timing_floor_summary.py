@@ -55,3 +55,21 @@ def test_a_cut_naive_piece_is_not_counted(tmp_path: Path) -> None:
     _, got = summary(tmp_path, DATA[0])  # slice 1/8 finished, slice 2/8 cut by its budget
     (ratio,) = [r for r in got["ratios"] if "naive_tasks_run" in r]
     assert ratio["naive_tasks_run"] == 5
+
+
+def test_the_recorded_stage_runs_are_summed_up_from_their_tasks_and_failures_are_named(
+    tmp_path: Path,
+) -> None:
+    import statistics
+
+    runs = ROOT / "docs/data/h200-2026-12-01"
+    text, got = summary(tmp_path, runs / "run11", runs / "run13")
+    for name in ("run11", "run13"):
+        data = json.loads((runs / name / "stage.json").read_text())
+        walls = [r["wall_s"] for r in data["tasks"].values() if "speedup" in r]
+        assert f"median {round(statistics.median(walls), 3)} s, max {max(walls)} s" in text
+    # run 11's old-way timings all failed: said so, never printed as a time
+    assert "None s" not in text
+    assert "| flashattn_v2_00: before / after | not measured (CandidateTimingFailed" in text
+    assert "| flashattn_v2_00: before / after | 2.854 s / " in text  # run 13's, measured
+    assert len(got["stage"]) == 2
