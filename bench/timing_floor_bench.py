@@ -16,7 +16,7 @@ speedup (about 1: the same source on both sides), both CVs, the samples and the 
 one process per side and round; its test binary built first), on the same machine in the same run.
 ``--candidate broken`` times each task's broken start instead (tasks whose broken start fails the timing
 size's check are reported as errors), ``--side-budget-ms`` sets the driver's per-side budget for a round (0:
-off; default the engine's), so that a slow broken start such as reduce_01's can be timed with and without it
+off, the engine's default), so that a slow broken start such as reduce_01's can be timed with and without it
 in one run. Result: ``DIR/stage.json``.
 
 ``batch``: ``beavertui batch`` over the bundled corpus's first N tasks spread over every family
@@ -102,9 +102,8 @@ def stage(a: argparse.Namespace) -> int:
     machine = probe()
     cfg = runner.RunnerConfig(sm=machine.sm)
     cache = Path(tempfile.mkdtemp(prefix="beaver-stage-cache-"))
-    tcfg = TimingConfig(cache=cache, inprocess=True)
-    if a.side_budget_ms is not None:
-        tcfg = TimingConfig(cache=cache, inprocess=True, side_budget_ms=a.side_budget_ms)
+    budget = {} if a.side_budget_ms is None else {"side_budget_ms": a.side_budget_ms}
+    tcfg = TimingConfig(cache=cache, inprocess=True, **budget)
     corpus = load_corpus(default_corpus())
     tasks = [corpus.get(t) for t in a.task] if a.task else sorted(corpus.tasks, key=lambda t: t.id)
     base = Path(tempfile.mkdtemp(prefix="beaver-stage-work-"))

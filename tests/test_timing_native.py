@@ -104,9 +104,12 @@ def test_far_below_the_gate_stops_after_one_round(inproc, tmp_path: Path) -> Non
 def test_a_side_of_slow_launches_stops_at_its_budget_and_says_so(  # type: ignore[no-untyped-def]
     inproc, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(
-        native, "MIN_ITERS", 2
-    )  # the fixture times 5 launches a round, the engine's least is 5
+    # the fixture times 5 launches a round, the engine's least is 5
+    monkeypatch.setattr(native, "MIN_ITERS", 2)
+    t, timer = measure(inproc, tmp_path, solution("echo 1500.0"))  # off by default: every launch
+    assert "--side-budget-ms" not in timer.runs[0][1].command
+    assert len(t.candidate_samples) == 15 and t.note is None
+    monkeypatch.setenv("BEAVERTUI_SIDE_BUDGET_MS", "2000")
     t, timer = measure(inproc, tmp_path, solution("echo 1500.0"))  # 1.5 s a launch against a 2 s budget
     cmd = timer.runs[0][1].command
     assert "--side-budget-ms 2000 --min-iters 2" in cmd

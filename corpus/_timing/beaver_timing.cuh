@@ -202,7 +202,7 @@ struct Clock {
                 i = warmup - 1;  // the remaining warm-ups are skipped; the next launch is the first timed one
                 continue;
             }
-            if (budget_ms > 0.0 && timed >= std::min(min_iters, iters) && timed < iters && spent() >= budget_ms) {
+            if (budget_ms > 0.0 && timed >= min_iters && spent() >= budget_ms) {
                 std::printf("BEAVER_CAPPED %d of %d launches after %.1f ms\n", timed, iters, spent());
                 break;
             }

@@ -342,8 +342,7 @@ def run_driver(
     stop_below: float | None,
 ) -> DriverRun:
     """One timing process, run in the candidate's work dir (the reference's own when there is none)."""
-    budget = getattr(timer.tcfg, "side_budget_ms", 0.0)
-    cmd = driver_command(timer.task, ref, cand, rounds, stop_below, rules.cv_limit, budget)
+    cmd = driver_command(timer.task, ref, cand, rounds, stop_below, rules.cv_limit, timer.tcfg.side_budget_ms)
     res = runner.run_stage(cand or ref, "benchmark", cmd, timer.tcfg.stage_s, timer.config)
     timer.runs.append(("driver", res))
     return DriverRun.read(res, rules.parse_times)
