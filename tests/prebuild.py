@@ -16,7 +16,8 @@ Jobs run in a thread while other tests change ``os.environ`` (``monkeypatch.sete
 process started meanwhile inherits what the environment is at that moment: a job starts its processes with
 ``ENV``, the environment as it was when the test session began, never with ``os.environ``. For the same
 reason a job calls the engine functions it needs as they were bound when its module was imported: tests
-replace some of them (``monkeypatch.setattr(stages, "run_stage", ...)``) to record their own stages.
+replace some of them (``monkeypatch.setattr(stages, "run_stage", ...)``) to record their own stages. And a
+test that watches every process started (test_hostile_inputs.py's audit hook) leaves out the thread ``THREAD``.
 """
 
 from __future__ import annotations
@@ -38,6 +39,9 @@ R = TypeVar("R")
 #: The environment when the session began (this module is imported by conftest.py before any test runs):
 #: jobs pass it to the processes they start, since tests running meanwhile may change os.environ.
 ENV: Mapping[str, str] = MappingProxyType(dict(os.environ))
+#: The background thread's name: a test that watches every process the interpreter starts (an audit hook)
+#: leaves out those this thread starts for the builds.
+THREAD = "prebuild"
 #: Every declared group, by the resolved path of its test module.
 GROUPS: dict[Path, Prebuild[Any, Any]] = {}
 #: Workers of normal priority that run what is left when a fixture asks (two cores on the CI machine).
@@ -134,7 +138,7 @@ class Background:
 
     def __init__(self, groups: list[Prebuild[Any, Any]]) -> None:
         self.groups = groups
-        self._thread = threading.Thread(target=self._work, name="prebuild", daemon=True)
+        self._thread = threading.Thread(target=self._work, name=THREAD, daemon=True)
         self._thread.start()
 
     def _work(self) -> None:

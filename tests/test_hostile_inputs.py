@@ -11,6 +11,7 @@ import json
 import shutil
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -24,6 +25,7 @@ from beavertui.engine.judge.classify import classify, classify_record
 from beavertui.engine.loop.extract import extract
 from beavertui.engine.metrics.table_io import TableFormatError, read_table
 from beavertui.engine.session.store import peek, read_session
+from tests import prebuild
 
 ROOT = Path(__file__).resolve().parents[1]
 FAST = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -519,7 +521,8 @@ _WATCHING: list[bool] = [False]
 
 
 def _hook(event: str, args: tuple[object, ...]) -> None:
-    if _WATCHING[0] and event.startswith(SPAWN_EVENTS):
+    # the test session's background builds (tests/prebuild.py) start nvcc in their own thread meanwhile
+    if _WATCHING[0] and event.startswith(SPAWN_EVENTS) and threading.current_thread().name != prebuild.THREAD:
         _SPAWNED.append(f"{event} {args!r:.200}")
 
 
@@ -556,6 +559,10 @@ async def test_stepping_through_a_booby_trapped_session_in_the_tui_starts_no_pro
         assert _SPAWNED == [] and not mark.exists()
         subprocess.run(["true"], check=True)  # the watch sees a process being started
         assert len(_SPAWNED) == 1
+        builds = threading.Thread(target=subprocess.run, args=(["true"],), name=prebuild.THREAD)
+        builds.start()
+        builds.join()
+        assert len(_SPAWNED) == 1  # but not the background builds' processes
     finally:
         _WATCHING[0] = False
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.prebuild import GROUPS, Background, Prebuild
+from tests.prebuild import GROUPS, THREAD, Background, Prebuild
 
 
 def _group(
@@ -37,9 +37,9 @@ def test_every_job_runs_once_and_a_failed_or_redone_one_again_in_the_fixture(
                     if g._closed:
                         break
                     threading.Event().wait(0.01)
-            if where == "prebuild" and name == "raises":
+            if where == THREAD and name == "raises":
                 raise TimeoutError("cut in the background")
-            return f"{name} {'early' if where == 'prebuild' else 'asked'}"
+            return f"{name} {'early' if where == THREAD else 'asked'}"
 
         return run
 
