@@ -10,10 +10,10 @@
 #                then run, no cache); K runs of this part, summed, are the naive wall of the 40 tasks
 #   subset[:N]   scheduled and naive on the same N tasks (default 6), one after the other in this run
 #   cap[:TASK]   TASK's broken start (default reduce_01, a 471 ms kernel) timed against its reference, without
-#                and then with the driver's per-side budget of a round (2000 ms; off by default until measured)
+#                and then with the driver's per-side budget of a round (2000 ms, the default since measured)
 # Each part gets what is left of the budget (less a margin); a part that runs out is cut and says so.
-# The 40-task parts say --side-budget-ms 0 (the default today), as the naive pieces measured before the budget
-# existed timed, so that both sides of the ratio time the same way whatever the default becomes.
+# The 40-task parts say --side-budget-ms 0, as the naive pieces measured before the budget existed timed, so
+# that both sides of the ratio time the same way (the default is 2000 ms).
 # Afterwards: python3 bench/timing_floor_bench.py summary DIR... over the $OUT folders of several runs.
 set -uo pipefail
 cd "$(dirname "$0")/.."

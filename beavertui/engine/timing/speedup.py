@@ -125,13 +125,13 @@ def inprocess_default() -> bool:
 
 SIDE_BUDGET_ENV = "BEAVERTUI_SIDE_BUDGET_MS"
 #: In-process timing: with a budget, a side's round stops once it took that long (host time) and at least 5
-#: launches were timed (native.py). Off by default until it has been measured on the H200
-#: (``scripts/gpu-timing-bench.sh --part cap``); 2000 is the value that run is to measure.
-SIDE_BUDGET_MS = 0.0
+#: launches were timed (native.py). Measured on the H200 (docs/performance.md, ``scripts/gpu-timing-bench.sh
+#: --part cap``): reduce_01's broken start, a 471 ms kernel, timed in 4.7 s instead of 12.3 s at the same speedup.
+SIDE_BUDGET_MS = 2000.0
 
 
 def side_budget_default() -> float:
-    """``BEAVERTUI_SIDE_BUDGET_MS`` (0: off), else off; anything but milliseconds >= 0 is an error."""
+    """``BEAVERTUI_SIDE_BUDGET_MS`` (0: off), else 2000 ms; anything but milliseconds >= 0 is an error."""
     raw = os.environ.get(SIDE_BUDGET_ENV, "").strip()
     if not raw:
         return SIDE_BUDGET_MS
@@ -169,8 +169,8 @@ class TimingConfig:
     one process per side and round. On unless ``BEAVERTUI_TIMING=process`` (measured on the H200:
     docs/performance.md)."""
     side_budget_ms: float = field(default_factory=side_budget_default)
-    """In-process timing: the most host time one side's round takes once 5 launches were timed (0, the
-    default: every launch of every round; ``BEAVERTUI_SIDE_BUDGET_MS``)."""
+    """In-process timing: the most host time one side's round takes once 5 launches were timed (2000 ms by
+    default; 0: every launch of every round; ``BEAVERTUI_SIDE_BUDGET_MS``)."""
     go_s: float = 900.0
     """kernelbench: the longest a timing driver started ahead of the GPU hold (Timer.warm) waits for its go
     before it gives up and exits (a backstop: the timer ends an unused one first, Timer.close)."""
