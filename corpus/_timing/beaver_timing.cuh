@@ -19,8 +19,9 @@
 //        at the timing size (a side that fails here fails before any timed launch);
 //     2. R rounds of (reference, candidate): per side, warm-up launches (3 in the first round, 1 after),
 //        then N timed launches, each after fresh inputs, a poisoned output and a 256 MiB L2 flush, timed
-//        alone between two CUDA events on the legacy default stream (BEAVER_TIME_MS) with the host time to
-//        a full device synchronisation (BEAVER_HOST_MS); then BEAVER_POISON_LEFT of the last timed launch
+//        alone between two CUDA events on the legacy default stream (BEAVER_TIME_MS; the start event and
+//        the launch are queued while the flush runs, so the host's launch latency is not in it) with the
+//        host time from the start event to a full device synchronisation (BEAVER_HOST_MS); then BEAVER_POISON_LEFT of the last timed launch
 //        and the family's check of its output against its own inputs (a side that fails here failed after
 //        its samples: a cached or replayed result);
 //     3. with --stop-below X (both sides): after the first round, when median(ref) / median(cand) < X and
@@ -178,12 +179,14 @@ inline void stats(std::vector<double> v, double& median, double& cv) {
 // and what is keyed on it, depends on it).
 struct Clock {
     L2Flusher l2;
-    cudaEvent_t start = nullptr, stop = nullptr;
+    cudaEvent_t flushed = nullptr, start = nullptr, stop = nullptr;
     Clock() {
+        BEAVER_CHECK(cudaEventCreate(&flushed));
         BEAVER_CHECK(cudaEventCreate(&start));
         BEAVER_CHECK(cudaEventCreate(&stop));
     }
     ~Clock() {
+        cudaEventDestroy(flushed);
         cudaEventDestroy(start);
         cudaEventDestroy(stop);
     }
@@ -207,19 +210,26 @@ struct Clock {
                 break;
             }
             prepare();
-            l2.flush();
             BEAVER_CHECK(cudaDeviceSynchronize());
+            // The start event is queued behind the L2 flush, and the launch behind it while the flush still
+            // runs, so the events hold the kernels and not the host's launch latency (with the GPU idle at
+            // the start event, a 0.2 ms launch measured tens of microseconds of host jitter). The host time
+            // counts from the start event: the flush's part (flushed -> start) is taken off.
             const auto host0 = std::chrono::steady_clock::now();
+            BEAVER_CHECK(cudaEventRecord(flushed));
+            l2.flush();
             BEAVER_CHECK(cudaEventRecord(start));
             launch();
             BEAVER_CHECK(cudaEventRecord(stop));
             BEAVER_CHECK(cudaEventSynchronize(stop));
             BEAVER_CHECK(cudaDeviceSynchronize());
-            const double host_ms =
-                std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - host0).count();
             BEAVER_CHECK(cudaGetLastError());
-            float ms = 0.f;
+            float ms = 0.f, flush_ms = 0.f;
             BEAVER_CHECK(cudaEventElapsedTime(&ms, start, stop));
+            BEAVER_CHECK(cudaEventElapsedTime(&flush_ms, flushed, start));
+            const double host_ms =
+                std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - host0).count() -
+                flush_ms;
             if (i >= warmup) {
                 std::printf("BEAVER_TIME_MS %.6f\nBEAVER_HOST_MS %.6f\n", ms, host_ms);
                 samples.push_back(ms);
