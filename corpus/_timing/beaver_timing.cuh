@@ -21,9 +21,9 @@
 //        then N timed launches, each after fresh inputs, a poisoned output and a 256 MiB L2 flush, timed
 //        alone between two CUDA events on the legacy default stream (BEAVER_TIME_MS; the start event and
 //        the launch are queued while the flush runs, so the host's launch latency is not in it) with the
-//        host time from the start event to a full device synchronisation (BEAVER_HOST_MS); then BEAVER_POISON_LEFT of the last timed launch
-//        and the family's check of its output against its own inputs (a side that fails here failed after
-//        its samples: a cached or replayed result);
+//        host time from the start event to a full device synchronisation (BEAVER_HOST_MS); then
+//        BEAVER_POISON_LEFT of the last timed launch and the family's check of its output against its own
+//        inputs (a side that fails here failed after its samples: a cached or replayed result);
 //     3. with --stop-below X (both sides): after the first round, when median(ref) / median(cand) < X and
 //        both CVs are at most --cv-limit, the remaining rounds are skipped (BEAVER_STOPPED).
 //     4. with --side-budget-ms B: a side whose launches are slow (hundreds of ms each) stops early within a
