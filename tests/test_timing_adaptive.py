@@ -54,7 +54,11 @@ def test_the_stopping_rule_needs_the_minimum_runs_and_a_narrow_interval() -> Non
 def _timer(tmp_path: Path, samples: dict[str, list[float]]) -> Timer:
     """A CUPTI timer whose one-run sampler returns the next prepared sample of its side."""
     task = load_corpus(DATA / "cpu").get("sleepy")
-    timer = Timer(task, runner.RunnerConfig(base_dir=tmp_path), TimingConfig(cache=tmp_path, method="cupti"))
+    timer = Timer(
+        task,
+        runner.RunnerConfig(base_dir=tmp_path),
+        TimingConfig(cache=tmp_path, method="cupti", prestart="off"),
+    )
     feeds = {who: itertools.cycle(v) for who, v in samples.items()}
     ref_dir = runner.WorkDir(path=tmp_path / "ref", task=task, manifest={}, links={})
 

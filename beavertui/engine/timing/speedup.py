@@ -32,6 +32,7 @@ import tempfile
 import time
 import uuid
 from collections.abc import Callable
+from contextlib import nullcontext
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -144,6 +145,21 @@ def side_budget_default() -> float:
     return value
 
 
+PRESTART_ENV = "BEAVERTUI_PRESTART"
+#: Which process-level timings start each run ahead of its turn: ``cupti`` (the default: measured on the
+#: H200, docs/performance.md), ``all`` (also the testbench's own speed lines, cufft_samples: not yet measured
+#: on a GPU) or ``off``.
+PRESTART_CHOICES = ("cupti", "all", "off")
+
+
+def prestart_default() -> str:
+    """``BEAVERTUI_PRESTART``, else ``cupti``; any other value is an error."""
+    value = os.environ.get(PRESTART_ENV, "").strip() or "cupti"
+    if value not in PRESTART_CHOICES:
+        raise BeaverError(f"{PRESTART_ENV}={value!r}: expected one of {', '.join(PRESTART_CHOICES)}")
+    return value
+
+
 @dataclass(frozen=True)
 class TimingConfig:
     """How many timed runs and where caches live."""
@@ -171,6 +187,12 @@ class TimingConfig:
     side_budget_ms: float = field(default_factory=side_budget_default)
     """In-process timing: the most host time one side's round takes once 5 launches were timed (2000 ms by
     default; 0: every launch of every round; ``BEAVERTUI_SIDE_BUDGET_MS``)."""
+    prestart: str = field(default_factory=prestart_default)
+    """Process-level timing: ``cupti`` (CUPTI runs), ``all`` (also a testbench's own speed lines) or ``off``.
+    Each run is started while the one before it runs, and waits inside the CUPTI injection library, before
+    CUDA has made a context, until that run has ended (cupti/beaver_cupti.c). One timed process is past its
+    CUDA start at a time, as before; what a process does before its first CUDA call (its start, loading
+    libraries, importing torch) leaves the serial part (``BEAVERTUI_PRESTART``)."""
     go_s: float = 900.0
     """kernelbench: the longest a timing driver started ahead of the GPU hold (Timer.warm) waits for its go
     before it gives up and exits (a backstop: the timer ends an unused one first, Timer.close)."""
@@ -328,6 +350,81 @@ class _Warm:
     """Whether its ready line was seen (warm(wait=False) leaves that to the go)."""
 
 
+#: A run let go that has reached its gate (its ``gate`` mark written) but not taken its go within this many
+#: seconds cannot see the go file here: runs then start in turn (Timer.gate_broken).
+GATE_CHECK_S = 5.0
+
+
+class _GateBroken(BeaverError):
+    """A parked run did not take its go (_Run.await_go)."""
+
+
+@dataclass
+class _Run:
+    """A run of the test command under the injection library (Timer._start_run), maybe started ahead of
+    its turn and parked before CUDA until its go (a file in its folder, cupti.gate_file)."""
+
+    who: str
+    stage: runner.StartedStage
+    folder: Path
+    """Its own temporary folder: the injection library's file (kernel records and phase marks) and the go."""
+    gated: bool
+    started: float
+    let_go_at: float | None = None
+
+    @property
+    def out(self) -> Path:
+        return self.folder / "kernels.txt"
+
+    def let_go(self) -> None:
+        if self.gated and self.let_go_at is None:
+            self.let_go_at = time.monotonic()
+            cupti.gate_file(self.folder).touch()
+
+    def await_go(self, limit_s: float) -> None:
+        """Once let go: wait until the run has passed its gate (its ``go`` mark), has ended, or ``limit_s``
+        has passed, reading its output meanwhile. Raises _GateBroken (the run ended) when it was parked at
+        the gate and did not take its go within GATE_CHECK_S."""
+        assert self.let_go_at is not None
+        process = self.stage.process
+        while process.alive() and time.monotonic() - self.let_go_at < limit_s:
+            marks = cupti.marks(self.out.read_text(errors="replace")) if self.out.exists() else {}
+            if "go" in marks:
+                return
+            if "gate" in marks and time.monotonic() - self.let_go_at > GATE_CHECK_S:
+                self.discard()
+                raise _GateBroken(f"a run parked before CUDA did not see its go within {GATE_CHECK_S:g} s")
+            process.until(b"\0", 0.005)  # reads what it printed, so that a full pipe never stops it
+
+    def discard(self) -> None:
+        """End it (a no-op once finished) and remove its folder."""
+        self.stage.process.stop()
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+    def phases(self, text: str, ended: float) -> dict[str, object]:
+        """Where the run's time went, in seconds on the monotonic clock: from its start to the injection's
+        init (``to_cuda_s``: the process's start, libraries, anything before its first CUDA call), its wait
+        at the gate (``parked_s``), from its go (or init) to its exit, and its turn (``held_s``: from its go,
+        or its start when not gated, to its end)."""
+        marks = cupti.marks(text)
+        ns = 1e-9
+        init, gate, go, exit_ = (marks.get(k) for k in ("init", "gate", "go", "exit"))
+        turn = self.let_go_at if self.gated else self.started
+        row: dict[str, object] = {
+            "who": self.who,
+            "gated": self.gated,
+            "held_s": round(ended - (turn or ended), 4),
+        }
+        if init is not None:
+            row["to_cuda_s"] = round(init * ns - self.started, 4)
+        if gate is not None and go is not None:
+            row["parked_s"] = round((go - gate) * ns, 4)
+        if exit_ is not None:
+            row["cuda_to_exit_s"] = round((exit_ - (go or init or exit_)) * ns, 4)
+            row["exit_to_end_s"] = round(ended - exit_ * ns, 4)
+        return row
+
+
 class Timer:
     """Times a candidate work dir against the task's reference on this GPU.
 
@@ -352,6 +449,11 @@ class Timer:
         self.native_why: str | None = None
         """Why, then (the timing's note says it)."""
         self._warm: _Warm | None = None
+        self.phases: list[dict[str, object]] = []
+        self.gate_broken: str | None = None
+        """Why runs are no longer started ahead of their turn (a run parked before CUDA did not take its
+        go); the timing's note says it."""
+        """Where each run of the latest measure() spent its time (process-level methods: _Run.phases)."""
 
     def __enter__(self) -> Timer:
         return self
@@ -397,6 +499,16 @@ class Timer:
         library. Raises SpeedupUnavailable when the reference does not build here, and BeaverError when the
         CUPTI library does not build and there is no ncu to fall back to; otherwise that failure is
         remembered and measure() goes straight to ncu without building again."""
+        if (
+            self.method == "testbench_lines"
+            and self.tcfg.prestart == "all"
+            and self._lib is None
+            and self._lib_error is None
+        ):
+            try:  # only to start each run ahead of its turn (lines_rounds); without it, runs start in turn
+                self._lib = cupti.build_library(self.tcfg.cache)
+            except BeaverError as exc:
+                self._lib_error = str(exc)
         if not self.builds:
             return
         ref = reference_workdir(self.task, self.config, self.tcfg)
@@ -466,26 +578,71 @@ class Timer:
         """Whether a failed CUPTI timing is tried again with ncu (CUPTI not forced, ncu installed)."""
         return self.method == "cupti" and self.tcfg.method is None and shutil.which("ncu") is not None
 
-    def _cupti(self, work: runner.WorkDir) -> tuple[list[float], StageResult]:
+    def _library(self) -> Path:
         if self._lib is None:
             if self._lib_error is not None:
                 raise BeaverError(self._lib_error)
             self._lib = cupti.build_library(self.tcfg.cache)
-        with tempfile.NamedTemporaryFile(prefix="beaver-cupti-", suffix=".txt", delete=False) as fh:
-            out = Path(fh.name)
+        return self._lib
+
+    def _start_run(self, work: runner.WorkDir, who: str, gated: bool, kernels: bool = True) -> _Run:
+        """One run of the test command under the injection library, not waited for: with ``gated``, parked
+        before CUDA until ``_Run.let_go``; with ``kernels`` False, recording no kernels (the gate and the
+        phase marks only)."""
+        lib = self._library()
+        folder = Path(tempfile.mkdtemp(prefix="beaver-cupti-"))
+        out = folder / "kernels.txt"
+        out.touch()  # made before the start, so that the sandbox keeps it (it keeps paths the environment names)
+        env = {**runner.stage_env(self.task, self.config), **cupti.environment(lib, out)}
+        if gated:
+            env.update(cupti.gate_environment(folder, 2 * self.tcfg.stage_s))
+        if not kernels:
+            env[cupti.ACTIVITY_ENV] = "0"
+        cfg = runner.RunnerConfig(**{**self.config.__dict__, "env": env})
+        started = time.monotonic()
+        # a gated run's life covers its wait; once let go, it has stage_s of its own (_end_run)
+        life = self.tcfg.stage_s * (3 if gated else 1)
         try:
-            env = {**runner.stage_env(self.task, self.config), **cupti.environment(self._lib, out)}
-            cfg = runner.RunnerConfig(**{**self.config.__dict__, "env": env})
-            command = timing_command(self.task.test_command)
-            res = runner.run_stage(work, "benchmark", command, self.tcfg.stage_s, cfg)
-            recs, _problems = cupti.parse(out.read_text(errors="replace"))
+            stage = runner.start_stage(work, timing_command(self.task.test_command), life, cfg)
+        except BaseException:
+            shutil.rmtree(folder, ignore_errors=True)
+            raise
+        return _Run(who, stage, folder, gated, started)
+
+    def _end_run(self, run: _Run) -> tuple[str, StageResult]:
+        """Wait for a run that has its go (stage_s from then at most), record it and its phases; (the
+        injection file's text, the run's record). Raises _GateBroken as _Run.await_go."""
+        try:
+            if run.gated:
+                run.await_go(self.tcfg.stage_s)
+            with nullcontext() if self.config.pausable is None else self.config.pausable(run.stage.process):
+                left = (
+                    None if not run.gated else self.tcfg.stage_s - (time.monotonic() - (run.let_go_at or 0.0))
+                )
+                outcome = run.stage.finish(None if left is None else max(0.0, left))
+            res = runner.stage_result("benchmark", run.stage.command, outcome)
+            text = run.out.read_text(errors="replace") if run.out.exists() else ""
         finally:
-            out.unlink(missing_ok=True)
+            run.discard()
+        ended = time.monotonic()
+        if run.gated:  # the run's own time: from its go (the process before it had ended) to its end
+            res = res.model_copy(update={"duration_s": round(ended - (run.let_go_at or run.started), 4)})
+        self.phases.append(run.phases(text, ended))
+        return text, res
+
+    def _cupti_samples(self, text: str, res: StageResult) -> list[float]:
+        recs, _problems = cupti.parse(text)
         python = self.task.language == "python" or "python" in self.task.test_command
         kept = [r for r in recs if not (python and FRAMEWORK_KERNEL.search(r.name))]
         if res.rc != 0 or not kept:
-            return [], res
-        return [sum(r.ms for r in kept)], res
+            return []
+        return [sum(r.ms for r in kept)]
+
+    def _cupti(self, work: runner.WorkDir) -> tuple[list[float], StageResult]:
+        run = self._start_run(work, "run", gated=False)
+        run.let_go_at = run.started
+        text, res = self._end_run(run)
+        return self._cupti_samples(text, res), res
 
     def _ncu(self, work: runner.WorkDir) -> tuple[list[float], StageResult]:
         nvtx = (
@@ -511,6 +668,13 @@ class Timer:
     def _interleaved(
         self, ref: runner.WorkDir, cand: runner.WorkDir, stop_below: float | None = None
     ) -> tuple[list[float], list[float]]:
+        if self.gated:
+            kept = len(self.runs)
+            try:
+                return self._interleaved_gated(ref, cand)
+            except _GateBroken as exc:
+                self.gate_broken = str(exc)
+                del self.runs[kept:]
         sample = self._sampler()
         rounds = self.tcfg.rounds if self.method == "beaver_time_ms" else self.tcfg.process_runs
         r_all: list[float] = []
@@ -548,6 +712,54 @@ class Timer:
                 break
         return r_all, c_all
 
+    @property
+    def gated(self) -> bool:
+        """Whether CUPTI runs are started ahead of their turn (TimingConfig.prestart; not once a run did not
+        see its go here, gate_broken)."""
+        return self.method == "cupti" and self.tcfg.prestart in ("cupti", "all") and self.gate_broken is None
+
+    def _no_samples(self, who: str, res: StageResult) -> BeaverError:
+        tail = [ln for ln in res.log.splitlines() if ln.strip()][-1:] or ["no output"]
+        error = SpeedupUnavailable if who == "reference" else BeaverError
+        return error(f"{self.method} timing of the {who} produced no samples (rc {res.rc}): {tail[0][:200]}")
+
+    def _interleaved_gated(
+        self, ref: runner.WorkDir, cand: runner.WorkDir
+    ) -> tuple[list[float], list[float]]:
+        """CUPTI runs in (reference, candidate) rounds as _interleaved, each started while the run before it
+        runs and let go once that run has ended, so that one timed process is past its CUDA start at a time.
+        The run started ahead of a round that adaptive sampling does not need is ended before its go."""
+        order = ((ref, "reference"), (cand, "candidate"))
+        total = 2 * self.tcfg.process_runs
+        r_all: list[float] = []
+        c_all: list[float] = []
+        self.stopped_early = None
+        current: _Run | None = self._start_run(*order[0], gated=True)
+        ahead: _Run | None = None
+        done = 0
+        try:
+            while current is not None:
+                current.let_go()
+                if done + 1 < total:
+                    ahead = self._start_run(*order[(done + 1) % 2], gated=True)
+                text, res = self._end_run(current)
+                got = self._cupti_samples(text, res)
+                if not got:
+                    raise self._no_samples(current.who, res)
+                (r_all if current.who == "reference" else c_all).extend(got)
+                self.runs.append((current.who, res))
+                done += 1
+                if current.who == "candidate" and adaptive.enough(
+                    r_all, c_all, self.tcfg.min_process_runs, self.tcfg.target_halfwidth
+                ):
+                    break
+                current, ahead = ahead, None
+        finally:
+            for run in (current, ahead):
+                if run is not None:
+                    run.discard()
+        return r_all, c_all
+
     def measure(self, cand: runner.WorkDir, gate: float | None = None) -> TimingResult:
         """Interleaved timing; re-measured once when either CV is above 3%. With a ``gate``, a candidate whose
         first (reference, candidate) round is below half the gate, both CVs under 3%, is not timed further:
@@ -555,6 +767,7 @@ class Timer:
         times slower) would otherwise hold the GPU for every round. The result's note says so. The result
         records how long the measurement took (``wall_s``)."""
         start = time.monotonic()
+        self.phases = []
         result = self._measure_any(cand, gate)
         return result.model_copy(update={"wall_s": round(time.monotonic() - start, 3)})
 
@@ -584,6 +797,8 @@ class Timer:
             self.method = "ncu"
             r, c = self._interleaved(ref, cand)
         note = self.stopped_early
+        if self.gate_broken is not None:
+            fallback = "; ".join(x for x in (fallback, f"runs started in turn: {self.gate_broken}") if x)
         (rm, rcv), (cm, ccv) = stats(r), stats(c)
         process = self.method != "beaver_time_ms"
         if process:
@@ -736,19 +951,47 @@ class Timer:
         )  # fmt: skip
 
     def lines_rounds(self, work: runner.WorkDir) -> list[families.SpeedLines]:
-        """The testbench's speed lines of ``rounds`` runs of the test command, alone on the GPU."""
+        """The testbench's speed lines of ``rounds`` runs of the test command, alone on the GPU; with
+        TimingConfig.prestart ``all`` (and the injection library built, prepare()), each run started while
+        the one before it runs, parked before CUDA, recording no kernels."""
+        kept = len(self.runs)
+        if self.tcfg.prestart == "all" and self._lib is not None and self.gate_broken is None:
+            try:
+                return self._lines_rounds(work, gated=True)
+            except _GateBroken as exc:
+                self.gate_broken = str(exc)
+                del self.runs[kept:]
+        return self._lines_rounds(work, gated=False)
+
+    def _lines_rounds(self, work: runner.WorkDir, gated: bool) -> list[families.SpeedLines]:
         out: list[families.SpeedLines] = []
+        rounds = max(1, self.tcfg.rounds)
         command = timing_command(self.task.test_command)
-        for _ in range(max(1, self.tcfg.rounds)):
-            res = runner.run_stage(work, "benchmark", command, self.tcfg.stage_s, self.config)
-            self.runs.append(("candidate", res))
-            lines = families.parse_speed_lines(res.log)
-            if res.rc != 0 or lines.speedup is None:
-                tail = [ln for ln in res.log.splitlines() if ln.strip()][-1:] or ["no output"]
-                raise SpeedupUnavailable(
-                    f"the testbench printed no usable Speedup line (rc {res.rc}): {tail[0][:200]}"
-                )
-            out.append(lines)
+        current: _Run | None = None
+        ahead: _Run | None = None
+        try:
+            for i in range(rounds):
+                if gated:
+                    current = current or self._start_run(work, "candidate", gated=True, kernels=False)
+                    current.let_go()
+                    if i + 1 < rounds:
+                        ahead = self._start_run(work, "candidate", gated=True, kernels=False)
+                    _text, res = self._end_run(current)
+                    current, ahead = ahead, None
+                else:
+                    res = runner.run_stage(work, "benchmark", command, self.tcfg.stage_s, self.config)
+                self.runs.append(("candidate", res))
+                lines = families.parse_speed_lines(res.log)
+                if res.rc != 0 or lines.speedup is None:
+                    tail = [ln for ln in res.log.splitlines() if ln.strip()][-1:] or ["no output"]
+                    raise SpeedupUnavailable(
+                        f"the testbench printed no usable Speedup line (rc {res.rc}): {tail[0][:200]}"
+                    )
+                out.append(lines)
+        finally:
+            for run in (current, ahead):
+                if run is not None:
+                    run.discard()
         return out
 
     def _measure_lines(self, cand: runner.WorkDir) -> TimingResult:
@@ -764,7 +1007,8 @@ class Timer:
             method=self.method, candidate_ms=cm, reference_ms=rm, candidate_cv=ccv, reference_cv=rcv,
             speedup=speedup, candidate_samples=cs, reference_samples=rs or [rm], unstable=max(rcv, ccv) > CV_LIMIT,
             implausible=speedup > IMPLAUSIBLE,
-            note=f"the testbench's own speed lines, median of {len(rounds)} runs of the geometric mean over its sizes",
+            note=f"the testbench's own speed lines, median of {len(rounds)} runs of the geometric mean over its sizes"
+            + (f"; runs started in turn: {self.gate_broken}" if self.gate_broken else ""),
         )  # fmt: skip
 
     def audit(self, cand: list[tuple[float, float]], ref: list[tuple[float, float]]) -> list[str]:

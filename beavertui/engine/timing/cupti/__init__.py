@@ -114,6 +114,37 @@ def parse(text: str) -> tuple[list[KernelRecord], list[str]]:
     return recs, problems
 
 
+#: ``0``: the library records no kernels (the gate and the phase marks only).
+ACTIVITY_ENV = "BEAVER_CUPTI_ACTIVITY"
+
+
+def marks(text: str) -> dict[str, int]:
+    """The phase marks of an injection output file: ``init``, ``gate``, ``go``, ``exit`` -> monotonic ns
+    (the clock of time.monotonic()); the first of each."""
+    found: dict[str, int] = {}
+    for line in text.splitlines():
+        parts = line.split("\t")
+        if parts[0] == "M" and len(parts) >= 3 and parts[1] not in found:
+            try:
+                found[parts[1]] = int(parts[2])
+            except ValueError:
+                continue
+    return found
+
+
+def gate_environment(folder: Path, limit_s: float) -> dict[str, str]:
+    """Variables that park the process in the library, before CUDA makes a context, until a file ``go``
+    exists in ``folder`` (gate_file); it exits with status 97 when that has not happened within ``limit_s``
+    seconds. A folder, made before the process starts: a sandbox keeps the paths the environment names, so
+    the process sees the file made later inside it."""
+    return {"BEAVER_GATE": str(folder), "BEAVER_GATE_S": f"{limit_s:g}"}
+
+
+def gate_file(folder: Path) -> Path:
+    """The file whose appearance lets a process parked by gate_environment(folder) go on."""
+    return folder / "go"
+
+
 def environment(library: Path, out_file: Path) -> dict[str, str]:
     """Variables that make a CUDA process load the library and write to ``out_file``."""
     return {"CUDA_INJECTION64_PATH": str(library), "BEAVER_CUPTI_OUT": str(out_file)}

@@ -5,13 +5,23 @@
  * the process initialises CUDA. It enables kernel activity records and, as buffers complete and at exit,
  * appends one line per kernel to the file named by BEAVER_CUPTI_OUT (stderr if unset):
  *     K <tab> start_ns <tab> end_ns <tab> pid <tab> kernel name
+ * and marks of the process's phases on the monotonic clock (the clock of Python's time.monotonic()):
+ *     M <tab> init|gate|go|exit <tab> ns
  * It changes nothing in the program and never prints to stdout.
+ *
+ * BEAVER_GATE names a folder: the process then waits inside InitializeInjection, before CUDA has made any
+ * context, until a file named "go" exists in it (a folder, so that a sandbox that keeps the paths named in
+ * the environment shows the process a file made after it started) (a run started ahead of its turn: what comes before the process's first
+ * CUDA call overlaps the run before it, and the GPU still sees one timed process at a time). It exits with
+ * status 97 when the file has not appeared within BEAVER_GATE_S seconds (default 600). BEAVER_CUPTI_ACTIVITY=0
+ * records no kernels (the gate and the marks only: a harness that times itself).
  */
 #include <cupti.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #ifndef BEAVER_KERNEL_T
@@ -50,9 +60,47 @@ static void CUPTIAPI beaver_buffer_completed(CUcontext ctx, uint32_t stream, uin
     free(buffer);
 }
 
+static long long beaver_now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+static void beaver_mark(const char *what) {
+    fprintf(beaver_out, "M\t%s\t%lld\n", what, beaver_now_ns());
+    fflush(beaver_out);
+}
+
+/* Wait for BEAVER_GATE/go, polling every millisecond; exit 97 past BEAVER_GATE_S. */
+static void beaver_gate(void) {
+    const char *dir = getenv("BEAVER_GATE");
+    if (!dir || !*dir) return;
+    char go[4096];
+    if (snprintf(go, sizeof go, "%s/go", dir) >= (int)sizeof go) {
+        fprintf(beaver_out, "E\tBEAVER_GATE too long\n");
+        fflush(beaver_out);
+        _exit(97);
+    }
+    const char *limit_s = getenv("BEAVER_GATE_S");
+    double limit = limit_s ? atof(limit_s) : 600.0;
+    if (!(limit > 0)) limit = 600.0;
+    long long until = beaver_now_ns() + (long long)(limit * 1e9);
+    beaver_mark("gate");
+    struct timespec ms = {0, 1000000L};
+    while (access(go, F_OK) != 0) {
+        if (beaver_now_ns() > until) {
+            fprintf(beaver_out, "E\tno go within %g s (%s)\n", limit, go);
+            fflush(beaver_out);
+            _exit(97);
+        }
+        nanosleep(&ms, NULL);
+    }
+    beaver_mark("go");
+}
+
 static void beaver_at_exit(void) {
     if (beaver_ready) cuptiActivityFlushAll(1);
-    if (beaver_out) fflush(beaver_out);
+    if (beaver_out) beaver_mark("exit");
 }
 
 int InitializeInjection(void) {
@@ -60,6 +108,13 @@ int InitializeInjection(void) {
     const char *path = getenv("BEAVER_CUPTI_OUT");
     beaver_out = path ? fopen(path, "a") : NULL;
     if (!beaver_out) beaver_out = stderr;
+    beaver_mark("init");
+    beaver_gate();
+    const char *activity = getenv("BEAVER_CUPTI_ACTIVITY");
+    if (activity && strcmp(activity, "0") == 0) {
+        atexit(beaver_at_exit);
+        return 1;
+    }
     if (cuptiActivityRegisterCallbacks(beaver_buffer_requested, beaver_buffer_completed) != CUPTI_SUCCESS) {
         fprintf(beaver_out, "E\tcuptiActivityRegisterCallbacks failed\n");
         return 0;

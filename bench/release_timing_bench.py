@@ -1,0 +1,368 @@
+"""The release's timing stage, measured on a GPU machine: each instance's reference submission timed against
+the reference, the GPU to itself, with every run started ahead of its turn and without, side by side.
+
+    python3 bench/release_timing_bench.py run --corpus DIR --out DIR [--tasks FILE] [--task ID ...]
+                                              [--modes on,off] [--budget-s S] [--jobs N] [--after DIR ...]
+    python3 bench/release_timing_bench.py summary [--json FILE] DIR [DIR ...]
+
+``run``: first, on the CPU (``--jobs`` threads, as build slots would), each task's reference work dir and
+timing prerequisites (``Timer.prepare``: the reference build, the CUPTI injection library) and a candidate
+work dir with the reference submission (families.reference_submission: what ``scripted:@alternate``
+submits), built with the task's own build command. Then one task at a time, the GPU to itself:
+``Timer.measure`` (gate 0.7) in each mode of ``--modes`` (``on``: TimingConfig.prestart, each run started
+while the one before it runs and parked before CUDA; ``off``: each run started in its turn), the first mode
+alternating from task to task so that neither always comes first. Per timing: its wall time, the method, the
+runs a side, the speedup (about 1: the same source on both sides), both CVs, the note, and where each run's
+time went (Timer.phases). The result file (``DIR/release-stage.json``) is written again after every task, so
+a run cut by its time limit keeps what it measured; tasks not reached are listed as such, and a later run
+with ``--after`` that folder times only the tasks it did not finish.
+
+``summary``: the results of the given folders in one Markdown table on stdout (and as JSON with ``--json``):
+per mode and family the number timed, the median and largest wall time of a timing stage, the largest CV,
+the speedups' range; whether the median over every task of the runs, the untimed included, is within
+``--target-s`` (3 s), beyond it, or not known from the ones timed; the tasks timed in both modes side by side (the median ratio of their walls); and the
+median phases of a run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import fnmatch
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+RESULT = "release-stage.json"
+
+
+def gpu_info() -> dict[str, Any]:
+    import subprocess
+
+    def run(cmd: list[str]) -> str:
+        try:
+            return subprocess.run(cmd, capture_output=True, text=True, timeout=30).stdout.strip()
+        except (OSError, subprocess.TimeoutExpired):
+            return "unavailable"
+
+    return {
+        "gpus": run(["nvidia-smi", "-L"]),
+        "clocks": run(
+            ["nvidia-smi", "--query-gpu=index,clocks.sm,clocks.mem,temperature.gpu", "--format=csv,noheader"]
+        ),
+        "cpus": os.cpu_count(),
+        "nvcc": run(["nvcc", "--version"]).splitlines()[-1:] or ["none"],
+    }
+
+
+def wanted(a: argparse.Namespace, ids: list[str]) -> list[str]:
+    picks: list[str] = list(a.task or [])
+    if a.tasks:
+        picks += [
+            ln.strip() for ln in a.tasks.read_text().splitlines() if ln.strip() and not ln.startswith("#")
+        ]
+    out: list[str] = []
+    for pat in picks:
+        hit = [i for i in ids if fnmatch.fnmatchcase(i, pat)]
+        if not hit:
+            raise SystemExit(f"no task of the corpus matches {pat!r}")
+        out += [i for i in hit if i not in out]
+    return out
+
+
+def timed_before(dirs: list[Path], modes: list[str]) -> set[str]:
+    """Tasks that the results in ``dirs`` timed in every one of ``modes``."""
+    out: set[str] = set()
+    for d in dirs:
+        f = d / RESULT
+        if not f.is_file():
+            raise SystemExit(f"--after {d}: no {RESULT} there")
+        for tid, row in json.loads(f.read_text())["tasks"].items():
+            if all(isinstance(row.get(m), dict) and "speedup" in row[m] for m in modes):
+                out.add(tid)
+    return out
+
+
+def run(a: argparse.Namespace) -> int:
+    from beavertui.engine.corpus import families
+    from beavertui.engine.corpus.load import load_corpus
+    from beavertui.engine.host.gpu import probe
+    from beavertui.engine.timing.speedup import Timer, TimingConfig
+    from beavertui.engine.toolchain import stages as runner
+
+    t_start = time.perf_counter()
+    a.out.mkdir(parents=True, exist_ok=True)
+    modes = [m.strip() for m in a.modes.split(",") if m.strip()]
+    if not modes or any(m not in ("on", "off") for m in modes):
+        raise SystemExit(f"--modes {a.modes!r}: expected on, off or both (on,off)")
+    machine = probe()
+    cfg = runner.RunnerConfig(sm=machine.sm)
+    cache = Path(tempfile.mkdtemp(prefix="beaver-release-stage-cache-"))
+    tcfg = TimingConfig(cache=cache)
+    corpus = load_corpus(a.corpus)
+    ids = wanted(a, sorted(t.id for t in corpus.tasks))
+    done = timed_before(a.after or [], modes)
+    if done:
+        print(
+            f"{len([i for i in ids if i in done])} task(s) timed in every mode by an earlier run: skipped",
+            flush=True,
+        )
+        ids = [i for i in ids if i not in done]
+    base = Path(tempfile.mkdtemp(prefix="beaver-release-stage-work-"))
+    res: dict[str, Any] = {"machine": gpu_info(), "gpu": machine.gpu.slug if machine.gpu else None}
+    res.update(modes=modes, tasks={}, order=ids)
+
+    def save() -> None:
+        res["bench_wall_s"] = round(time.perf_counter() - t_start, 1)
+        (a.out / RESULT).write_text(json.dumps(res, indent=1))
+
+    def prebuild(tid: str) -> tuple[str, Any, float, str | None]:
+        t0 = time.perf_counter()
+        try:
+            task = corpus.get(tid)
+            Timer(task, cfg, tcfg).prepare()
+            code = families.reference_submission(task)
+            if code is None:
+                return tid, None, time.perf_counter() - t0, families.why_no_reference_submission(task)
+            cand = runner.prepare(task, code, base)
+            b = runner.build(cand, cfg)
+            if b.rc != 0:
+                tail = [ln for ln in b.log.splitlines() if ln.strip()][-1:] or ["no output"]
+                return (
+                    tid,
+                    None,
+                    time.perf_counter() - t0,
+                    f"candidate build failed (rc {b.rc}): {tail[0][:200]}",
+                )
+            return tid, cand, time.perf_counter() - t0, None
+        except Exception as exc:  # recorded, the bench goes on
+            return tid, None, time.perf_counter() - t0, f"{type(exc).__name__}: {exc}"
+
+    with ThreadPoolExecutor(max(1, a.jobs or (os.cpu_count() or 2) // 2)) as ex:
+        built = list(ex.map(prebuild, ids))
+    res["build_wall_s"] = round(time.perf_counter() - t_start, 1)
+    print(f"built {len(built)} in {res['build_wall_s']} s", flush=True)
+    for n, (tid, cand, build_s, err) in enumerate(built):
+        row: dict[str, Any] = {"family": corpus.get(tid).family, "build_s": round(build_s, 2)}
+        res["tasks"][tid] = row
+        if err is not None or cand is None:
+            row["error"] = err
+            continue
+        task = corpus.get(tid)
+        for mode in modes if n % 2 == 0 else modes[::-1]:
+            if time.perf_counter() - t_start > a.budget_s:
+                row.setdefault("not_reached", []).append(mode)
+                continue
+            timer = Timer(task, cfg, replace(tcfg, prestart={"on": "all", "off": "off"}[mode]))
+            timer.prepare()
+            t0 = time.perf_counter()
+            try:
+                t = timer.measure(cand, 0.7)
+            except Exception as exc:
+                row[mode] = {
+                    "error": f"{type(exc).__name__}: {exc}",
+                    "wall_s": round(time.perf_counter() - t0, 3),
+                }
+                continue
+            row[mode] = {
+                "wall_s": round(time.perf_counter() - t0, 3),
+                "method": t.method,
+                "runs": t.runs,
+                "speedup": round(t.speedup, 4),
+                "reference_ms": t.reference_ms,
+                "candidate_ms": t.candidate_ms,
+                "reference_cv": round(t.reference_cv, 4),
+                "candidate_cv": round(t.candidate_cv, 4),
+                "unstable": t.unstable,
+                "note": t.note,
+                "processes": [round(r.duration_s or 0.0, 3) for _, r in timer.runs],
+                "phases": timer.phases,
+            }
+            print(
+                f"{tid} [{mode}]: {row[mode]['wall_s']} s, {t.method}, {t.runs} runs, speedup {t.speedup:.3f}, "
+                f"CVs {100 * t.reference_cv:.2f}% / {100 * t.candidate_cv:.2f}%",
+                flush=True,
+            )
+        save()
+    save()
+    return 0
+
+
+def _median(xs: list[float]) -> float | None:
+    return round(statistics.median(xs), 3) if xs else None
+
+
+def summarize(a: argparse.Namespace) -> int:
+    rows: dict[str, dict[str, Any]] = {}
+    for d in a.dirs:
+        f = Path(d) / RESULT
+        if not f.is_file():
+            raise SystemExit(f"{f}: no result file")
+        for tid, row in json.loads(f.read_text())["tasks"].items():
+            rows[tid] = row  # a later folder's timing of a task replaces an earlier one's
+    out: dict[str, Any] = {"modes": {}, "paired": {}, "left_out": {}}
+    for tid, row in rows.items():
+        if row.get("error"):
+            out["left_out"][tid] = row["error"]
+        elif row.get("not_reached"):
+            out["left_out"][tid] = (
+                f"not reached in mode(s) {', '.join(row['not_reached'])} (the run's budget)"
+            )
+    lines = [
+        "| mode | family | timed | median stage | largest stage | largest CV | speedups |",
+        "|---|---|---:|---:|---:|---:|---|",
+    ]
+    for mode in ("on", "off"):
+        timed = {
+            t: r[mode]
+            for t, r in rows.items()
+            if isinstance(r.get(mode), dict) and "wall_s" in r[mode] and "speedup" in r[mode]
+        }
+        failed = {
+            t: r[mode]["error"]
+            for t, r in rows.items()
+            if isinstance(r.get(mode), dict) and "error" in r[mode]
+        }
+        for t, e in failed.items():
+            out["left_out"][f"{t} [{mode}]"] = e
+        if not timed:
+            continue
+        fams = sorted({rows[t]["family"] for t in timed})
+        per: dict[str, Any] = {}
+        for fam in [*fams, "all"]:
+            got = [v for t, v in timed.items() if fam == "all" or rows[t]["family"] == fam]
+            walls = [v["wall_s"] for v in got]
+            cvs = [max(v["reference_cv"], v["candidate_cv"]) for v in got]
+            sps = [v["speedup"] for v in got]
+            per[fam] = {
+                "timed": len(got),
+                "median_wall_s": _median(walls),
+                "max_wall_s": max(walls),
+                "max_cv": max(cvs),
+                "speedups": [min(sps), max(sps)],
+                "median_runs": _median([float(v["runs"]) for v in got if v.get("runs")]),
+            }
+            lines.append(
+                f"| {mode} | {fam} | {len(got)} | {per[fam]['median_wall_s']:.2f} s | {max(walls):.2f} s | "
+                f"{100 * max(cvs):.2f}% | {min(sps):.3f}x to {max(sps):.3f}x |"
+            )
+        phases = [p for v in timed.values() for p in v.get("phases", [])]
+        per["phases"] = {
+            k: _median([float(p[k]) for p in phases if k in p])
+            for k in ("to_cuda_s", "parked_s", "cuda_to_exit_s", "exit_to_end_s", "held_s")
+        }
+        out["modes"][mode] = per
+    both = [
+        t
+        for t, r in rows.items()
+        if all(isinstance(r.get(m), dict) and "speedup" in r[m] for m in ("on", "off"))
+    ]
+    if both:
+        ratio = [rows[t]["off"]["wall_s"] / rows[t]["on"]["wall_s"] for t in both]
+        out["paired"] = {
+            "tasks": len(both),
+            "median_off_over_on": _median(ratio),
+            "range": [round(min(ratio), 3), round(max(ratio), 3)],
+            "median_wall_on_s": _median([rows[t]["on"]["wall_s"] for t in both]),
+            "median_wall_off_s": _median([rows[t]["off"]["wall_s"] for t in both]),
+            "speedup_on_over_off": _median(
+                [rows[t]["on"]["speedup"] / rows[t]["off"]["speedup"] for t in both]
+            ),
+            "reference_ms_on_over_off": _median(
+                [rows[t]["on"]["reference_ms"] / rows[t]["off"]["reference_ms"] for t in both]
+            ),
+            # a stage's wall over its runs (2 a round): what starting runs ahead changes, apart from how many
+            # runs the adaptive rule took
+            "wall_per_run_on_s": _median(
+                [rows[t]["on"]["wall_s"] / (2 * rows[t]["on"]["runs"]) for t in both]
+            ),
+            "wall_per_run_off_s": _median(
+                [rows[t]["off"]["wall_s"] / (2 * rows[t]["off"]["runs"]) for t in both]
+            ),
+        }
+    # the median stage over every task of the runs (timed or not), as far as the timed ones decide it
+    for mode in ("on", "off"):
+        walls = [
+            r[mode]["wall_s"] for r in rows.values() if isinstance(r.get(mode), dict) and "speedup" in r[mode]
+        ]
+        n, under = len(rows), sum(w <= a.target_s for w in walls)
+        over = len(walls) - under
+        verdict = (
+            f"<= {a.target_s:g} s"
+            if under > n / 2
+            else f"> {a.target_s:g} s"
+            if over >= n / 2
+            else "not known"
+        )
+        out.setdefault("target", {})[mode] = {
+            "tasks": n, "timed": len(walls), "at_most_target": under, "median_of_all": verdict,
+        }  # fmt: skip
+        if walls:
+            lines.append(
+                f"\nmode {mode}: {len(walls)} of {n} tasks timed, {under} in {a.target_s:g} s or less: the median "
+                f"over all {n} is {verdict}"
+                + (
+                    " (whatever the untimed ones take)"
+                    if verdict != "not known"
+                    else f" ({n - len(walls)} not timed)"
+                )
+            )
+    print("\n".join(lines))
+    if out["paired"]:
+        p = out["paired"]
+        print(
+            f"\nTimed in both modes: {p['tasks']} tasks; median stage {p['median_wall_on_s']} s started ahead, "
+            f"{p['median_wall_off_s']} s in turn; in turn / ahead {p['median_off_over_on']}x (median; "
+            f"{p['range'][0]}x to {p['range'][1]}x); a stage's wall per run {p['wall_per_run_on_s']} s ahead, "
+            f"{p['wall_per_run_off_s']} s in turn (medians); reference times ahead / in turn "
+            f"{p['reference_ms_on_over_off']}, speedups ahead / in turn {p['speedup_on_over_off']} (medians)"
+        )
+    for mode, per in out["modes"].items():
+        ph = per["phases"]
+        print(
+            f"\nmode {mode}, median phases of a run: "
+            + ", ".join(f"{k} {v}" for k, v in ph.items() if v is not None)
+        )
+    if out["left_out"]:
+        print(f"\nLeft out ({len(out['left_out'])}):")
+        for k, v in sorted(out["left_out"].items()):
+            print(f"- {k}: {v}")
+    if a.json:
+        a.json.write_text(json.dumps(out, indent=1))
+    return 0
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    r = sub.add_parser("run")
+    r.add_argument("--corpus", type=Path, required=True)
+    r.add_argument("--out", type=Path, required=True)
+    r.add_argument("--tasks", type=Path, help="a file of task ids or globs, one a line")
+    r.add_argument("--task", action="append", help="a task id or glob (repeatable)")
+    r.add_argument("--modes", default="on,off", help="on, off or on,off (side by side; default)")
+    r.add_argument("--budget-s", type=float, default=480.0, help="start no timing after this many seconds")
+    r.add_argument("--jobs", type=int, help="build threads (default: half the cores)")
+    r.add_argument(
+        "--after", type=Path, action="append",
+        help="an earlier run's folder: the tasks it timed in every mode are not timed again (repeatable)",
+    )  # fmt: skip
+    m = sub.add_parser("summary")
+    m.add_argument("--json", type=Path, help="also write the summary as JSON to this file")
+    m.add_argument("--target-s", type=float, default=3.0, help="the stage time the median is held against")
+    m.add_argument("dirs", nargs="+")
+    a = ap.parse_args()
+    return run(a) if a.cmd == "run" else summarize(a)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

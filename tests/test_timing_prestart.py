@@ -1,0 +1,175 @@
+"""Process-level timing runs started ahead of their turn (TimingConfig.prestart, cupti/beaver_cupti.c).
+
+No GPU here, so no CUDA driver loads the injection library: the test program does what the driver does at
+cuInit (dlopen CUDA_INJECTION64_PATH, call InitializeInjection), through the real sandbox (a private /tmp)
+and the real Timer, the library built from the shipped source. It writes a file when it starts, when it is
+past the gate (its "CUDA work" begins) and when it ends, in a folder named on its command line (so that the
+sandbox keeps it). The checks are
+orderings, not durations, so load on the machine cannot change them: every run is started while the run
+before it is still at work, and no run is past its gate before the run before it has ended.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from beavertui.engine.corpus.load import load_corpus
+from beavertui.engine.errors import BeaverError
+from beavertui.engine.timing import cupti
+from beavertui.engine.timing.speedup import Timer, TimingConfig
+from beavertui.engine.toolchain import stages as runner
+
+DATA = Path(__file__).parent / "data"
+
+APP = r"""
+#include <dirent.h>
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static const char *dir_;
+
+static int count(const char *prefix) {
+    int n = 0;
+    DIR *d = opendir(dir_);
+    struct dirent *e;
+    while (d && (e = readdir(d))) n += strncmp(e->d_name, prefix, strlen(prefix)) == 0;
+    if (d) closedir(d);
+    return n;
+}
+
+static void mark(const char *what, int i) {  /* a file of its own (pids repeat across PID namespaces) */
+    char p[4096];
+    snprintf(p, sizeof p, "%s/%s-%d-XXXXXX", dir_, what, i);
+    int fd = mkstemp(p);
+    if (fd >= 0) close(fd);
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2) return 5;
+    dir_ = argv[1];
+    mark("started", 0);
+    const char *lib = getenv("CUDA_INJECTION64_PATH");
+    if (lib) {                               /* what the driver does at cuInit */
+        void *h = dlopen(lib, RTLD_NOW);
+        int (*init)(void) = h ? (int (*)(void))dlsym(h, "InitializeInjection") : NULL;
+        if (!init || !init()) { printf("the injection library did not load\n"); return 4; }
+    }
+    int i = count("began");                  /* past the gate: its place in the order */
+    int previous_ended = i == 0 || count("ended") == i;
+    mark("began", i);
+    int next_started = 1;
+    if (i + 1 < ROUNDS) {                    /* the next run is started while this one works */
+        next_started = 0;
+        for (int t = 0; t < 30000 && !next_started; t++) {
+            next_started = count("started") >= i + 2;
+            usleep(1000);
+        }
+    }
+    printf("run %d previous_ended %d next_started %d\n", i, previous_ended, next_started);
+    printf("Kernel time: 1.0000 ms\nSpeedup: 1.0000x\n");
+    fflush(stdout);
+    mark("ended", i);
+    return 0;
+}
+"""
+
+
+@pytest.fixture
+def injection(tmp_path: Path) -> Path:
+    try:
+        return cupti.build_library(tmp_path / "cache")
+    except BeaverError as exc:
+        pytest.skip(f"the CUPTI injection library cannot be built here: {exc}")
+
+
+def _app(tmp_path: Path, rounds: int) -> tuple[Path, Path]:
+    gcc = shutil.which("gcc")
+    if gcc is None:
+        pytest.skip("no C compiler")
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    src, exe = tmp_path / "app.c", tmp_path / "app"
+    src.write_text(APP)
+    subprocess.run([gcc, f"-DROUNDS={rounds}", str(src), "-o", str(exe), "-ldl"], check=True)
+    return exe, marks
+
+
+def _timer(tmp_path: Path, exe: Path, prestart: str) -> tuple[Timer, runner.WorkDir]:
+    command = f"{exe} {tmp_path / 'marks'}"
+    task = dataclasses.replace(load_corpus(DATA / "cpu").get("sleepy"), test_command=command)
+    cfg = runner.RunnerConfig(base_dir=tmp_path / "work")
+    timer = Timer(
+        task, cfg, TimingConfig(cache=tmp_path / "cache", method="testbench_lines", prestart=prestart)
+    )
+    work = runner.prepare(task, task.reference() or "", tmp_path / "work")
+    timer.prepare()
+    return timer, work
+
+
+def test_each_run_starts_while_the_one_before_works_and_goes_on_only_after_it_ended(
+    tmp_path: Path, injection: Path
+) -> None:
+    exe, marks = _app(tmp_path, rounds=3)
+    timer, work = _timer(tmp_path, exe, prestart="all")
+    result = timer.measure(work)
+    assert result.method == "testbench_lines" and result.speedup == pytest.approx(1.0)
+    assert "started in turn" not in (result.note or "")
+    logs = [res.log for _, res in timer.runs]
+    assert len(logs) == 3
+    for i, log in enumerate(logs):
+        want = f"run {i} previous_ended 1 next_started 1"
+        assert want in log, log
+    assert len(list(marks.glob("started-*"))) == 3  # no run started beyond the last round
+    assert all(p["gated"] for p in timer.phases) and len(timer.phases) == 3
+    assert all("parked_s" in p and "to_cuda_s" in p and "cuda_to_exit_s" in p for p in timer.phases)
+
+
+def test_without_prestart_each_run_starts_in_its_turn(tmp_path: Path, injection: Path) -> None:
+    exe, marks = _app(tmp_path, rounds=1)  # no run waits for a next one
+    timer, work = _timer(tmp_path, exe, prestart="off")
+    result = timer.measure(work)
+    assert len(timer.runs) == 3 and result.speedup == pytest.approx(1.0)
+    assert len(list(marks.glob("began-*"))) == 3 and timer.phases == []  # run_stage, no injection
+
+
+def test_a_gate_the_run_cannot_see_falls_back_to_runs_in_turn(
+    tmp_path: Path, injection: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    exe, _marks = _app(tmp_path, rounds=1)
+    timer, work = _timer(tmp_path, exe, prestart="all")
+    monkeypatch.setattr(cupti, "gate_file", lambda folder: folder / "not-the-go")
+    monkeypatch.setattr("beavertui.engine.timing.speedup.GATE_CHECK_S", 0.5)
+    result = timer.measure(work)
+    assert timer.gate_broken and "runs started in turn" in (result.note or "")
+    assert len(timer.runs) == 3 and all(res.rc == 0 for _, res in timer.runs)
+
+
+def test_a_run_in_turn_writes_its_marks_where_the_timer_reads_them(tmp_path: Path, injection: Path) -> None:
+    """The injection file of a run that is not gated comes back through the sandbox's private /tmp too."""
+    exe, _marks = _app(tmp_path, rounds=1)
+    timer, work = _timer(tmp_path, exe, prestart="off")
+    text, res = timer._end_run(timer._start_run(work, "candidate", gated=False, kernels=False))
+    assert res.rc == 0 and "run 0 previous_ended 1" in res.log
+    assert set(cupti.marks(text)) == {"init", "exit"}
+    assert {"to_cuda_s", "cuda_to_exit_s", "exit_to_end_s"} <= set(timer.phases[-1])
+
+
+def test_the_setting_takes_three_words_and_refuses_anything_else(monkeypatch: pytest.MonkeyPatch) -> None:
+    from beavertui.engine.timing.speedup import PRESTART_ENV, prestart_default
+
+    monkeypatch.delenv(PRESTART_ENV, raising=False)
+    assert prestart_default() == "cupti" and TimingConfig().prestart == "cupti"
+    for word in ("cupti", "all", "off"):
+        monkeypatch.setenv(PRESTART_ENV, word)
+        assert TimingConfig().prestart == word
+    monkeypatch.setenv(PRESTART_ENV, "on")
+    with pytest.raises(BeaverError, match="BEAVERTUI_PRESTART='on': expected one of cupti, all, off"):
+        prestart_default()
