@@ -41,27 +41,11 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+from timing_floor_bench import gpu_info  # noqa: E402
 
 RESULT = "release-stage.json"
-
-
-def gpu_info() -> dict[str, Any]:
-    import subprocess
-
-    def run(cmd: list[str]) -> str:
-        try:
-            return subprocess.run(cmd, capture_output=True, text=True, timeout=30).stdout.strip()
-        except (OSError, subprocess.TimeoutExpired):
-            return "unavailable"
-
-    return {
-        "gpus": run(["nvidia-smi", "-L"]),
-        "clocks": run(
-            ["nvidia-smi", "--query-gpu=index,clocks.sm,clocks.mem,temperature.gpu", "--format=csv,noheader"]
-        ),
-        "cpus": os.cpu_count(),
-        "nvcc": run(["nvcc", "--version"]).splitlines()[-1:] or ["none"],
-    }
 
 
 def wanted(a: argparse.Namespace, ids: list[str]) -> list[str]:
