@@ -82,3 +82,15 @@ def test_a_later_run_fills_in_and_the_median_is_decided_once_enough_is_timed(tmp
     text, s = _summary(tmp_path, RUN, second)
     assert s["target"]["on"]["timed"] == 65 and s["target"]["on"]["median_of_all"] == "<= 3 s"
     assert "whatever the untimed ones take" in text
+
+
+def test_a_run_after_the_recorded_one_times_only_what_it_did_not_finish() -> None:
+    sys.path.insert(0, str(ROOT / "bench"))
+    import release_timing_bench
+
+    done = release_timing_bench.timed_before([RUN], ["on", "off"])
+    raw = json.loads((RUN / "release-stage.json").read_text())["tasks"]
+    assert len(done) == 38 and all("speedup" in raw[t]["on"] and "speedup" in raw[t]["off"] for t in done)
+    # timed ahead but not in turn: timed again when both modes are asked, not when only "on" is
+    assert "cuda_17__compile_error__02f4993c" not in done
+    assert "cuda_17__compile_error__02f4993c" in release_timing_bench.timed_before([RUN], ["on"])
