@@ -46,6 +46,13 @@ sys.path.insert(0, str(ROOT / "bench"))
 from timing_floor_bench import gpu_info  # noqa: E402
 
 RESULT = "release-stage.json"
+#: The bench's modes: how TimingConfig times in each (``on``: runs started ahead, let go once the run before
+#: has ended; ``exit``: let go at its exit mark, TimingConfig.go_at_exit; ``off``: runs started in turn).
+MODES: dict[str, dict[str, Any]] = {
+    "on": {"prestart": "all", "go_at_exit": False},
+    "exit": {"prestart": "all", "go_at_exit": True},
+    "off": {"prestart": "off", "go_at_exit": False},
+}
 
 
 def wanted(a: argparse.Namespace, ids: list[str]) -> list[str]:
@@ -86,8 +93,8 @@ def run(a: argparse.Namespace) -> int:
     t_start = time.perf_counter()
     a.out.mkdir(parents=True, exist_ok=True)
     modes = [m.strip() for m in a.modes.split(",") if m.strip()]
-    if not modes or any(m not in ("on", "off") for m in modes):
-        raise SystemExit(f"--modes {a.modes!r}: expected on, off or both (on,off)")
+    if not modes or any(m not in MODES for m in modes):
+        raise SystemExit(f"--modes {a.modes!r}: expected a comma-separated list of {', '.join(MODES)}")
     machine = probe()
     cfg = runner.RunnerConfig(sm=machine.sm)
     cache = Path(tempfile.mkdtemp(prefix="beaver-release-stage-cache-"))
@@ -146,7 +153,7 @@ def run(a: argparse.Namespace) -> int:
             if time.perf_counter() - t_start > a.budget_s:
                 row.setdefault("not_reached", []).append(mode)
                 continue
-            timer = Timer(task, cfg, replace(tcfg, prestart={"on": "all", "off": "off"}[mode]))
+            timer = Timer(task, cfg, replace(tcfg, **MODES[mode]))
             timer.prepare()
             t0 = time.perf_counter()
             try:
@@ -185,6 +192,33 @@ def _median(xs: list[float]) -> float | None:
     return round(statistics.median(xs), 3) if xs else None
 
 
+def paired(rows: dict[str, dict[str, Any]], x: str, y: str) -> dict[str, Any]:
+    """Mode ``x`` against mode ``y`` on the tasks timed in both ({} when none)."""
+    both = [
+        t for t, r in rows.items() if all(isinstance(r.get(m), dict) and "speedup" in r[m] for m in (x, y))
+    ]
+    if not both:
+        return {}
+
+    def med(f: Any) -> float | None:
+        return _median([f(rows[t]) for t in both])
+
+    ratio = [rows[t][y]["wall_s"] / rows[t][x]["wall_s"] for t in both]
+    return {
+        "tasks": len(both),
+        f"median_{y}_over_{x}": _median(ratio),
+        "range": [round(min(ratio), 3), round(max(ratio), 3)],
+        f"median_wall_{x}_s": med(lambda r: r[x]["wall_s"]),
+        f"median_wall_{y}_s": med(lambda r: r[y]["wall_s"]),
+        f"speedup_{x}_over_{y}": med(lambda r: r[x]["speedup"] / r[y]["speedup"]),
+        f"reference_ms_{x}_over_{y}": med(lambda r: r[x]["reference_ms"] / r[y]["reference_ms"]),
+        # a stage's wall over its runs (2 a round): what the mode changes, apart from how many runs the
+        # adaptive rule took
+        f"wall_per_run_{x}_s": med(lambda r: r[x]["wall_s"] / (2 * r[x]["runs"])),
+        f"wall_per_run_{y}_s": med(lambda r: r[y]["wall_s"] / (2 * r[y]["runs"])),
+    }
+
+
 def summarize(a: argparse.Namespace) -> int:
     rows: dict[str, dict[str, Any]] = {}
     for d in a.dirs:
@@ -205,7 +239,7 @@ def summarize(a: argparse.Namespace) -> int:
         "| mode | family | timed | median stage | largest stage | largest CV | speedups |",
         "|---|---|---:|---:|---:|---:|---|",
     ]
-    for mode in ("on", "off"):
+    for mode in MODES:
         timed = {
             t: r[mode]
             for t, r in rows.items()
@@ -245,36 +279,11 @@ def summarize(a: argparse.Namespace) -> int:
             for k in ("to_cuda_s", "parked_s", "cuda_to_exit_s", "exit_to_end_s", "held_s")
         }
         out["modes"][mode] = per
-    both = [
-        t
-        for t, r in rows.items()
-        if all(isinstance(r.get(m), dict) and "speedup" in r[m] for m in ("on", "off"))
-    ]
-    if both:
-        ratio = [rows[t]["off"]["wall_s"] / rows[t]["on"]["wall_s"] for t in both]
-        out["paired"] = {
-            "tasks": len(both),
-            "median_off_over_on": _median(ratio),
-            "range": [round(min(ratio), 3), round(max(ratio), 3)],
-            "median_wall_on_s": _median([rows[t]["on"]["wall_s"] for t in both]),
-            "median_wall_off_s": _median([rows[t]["off"]["wall_s"] for t in both]),
-            "speedup_on_over_off": _median(
-                [rows[t]["on"]["speedup"] / rows[t]["off"]["speedup"] for t in both]
-            ),
-            "reference_ms_on_over_off": _median(
-                [rows[t]["on"]["reference_ms"] / rows[t]["off"]["reference_ms"] for t in both]
-            ),
-            # a stage's wall over its runs (2 a round): what starting runs ahead changes, apart from how many
-            # runs the adaptive rule took
-            "wall_per_run_on_s": _median(
-                [rows[t]["on"]["wall_s"] / (2 * rows[t]["on"]["runs"]) for t in both]
-            ),
-            "wall_per_run_off_s": _median(
-                [rows[t]["off"]["wall_s"] / (2 * rows[t]["off"]["runs"]) for t in both]
-            ),
-        }
+    out["paired"] = paired(rows, "on", "off")
+    if any("exit" in r for r in rows.values()):
+        out["paired_exit"] = paired(rows, "exit", "on")
     # the median stage over every task of the runs (timed or not), as far as the timed ones decide it
-    for mode in ("on", "off"):
+    for mode in MODES:
         walls = [
             r[mode]["wall_s"] for r in rows.values() if isinstance(r.get(mode), dict) and "speedup" in r[mode]
         ]
@@ -301,15 +310,16 @@ def summarize(a: argparse.Namespace) -> int:
                 )
             )
     print("\n".join(lines))
-    if out["paired"]:
-        p = out["paired"]
-        print(
-            f"\nTimed in both modes: {p['tasks']} tasks; median stage {p['median_wall_on_s']} s started ahead, "
-            f"{p['median_wall_off_s']} s in turn; in turn / ahead {p['median_off_over_on']}x (median; "
-            f"{p['range'][0]}x to {p['range'][1]}x); a stage's wall per run {p['wall_per_run_on_s']} s ahead, "
-            f"{p['wall_per_run_off_s']} s in turn (medians); reference times ahead / in turn "
-            f"{p['reference_ms_on_over_off']}, speedups ahead / in turn {p['speedup_on_over_off']} (medians)"
-        )
+    for key, x, y in (("paired", "on", "off"), ("paired_exit", "exit", "on")):
+        p = out.get(key) or {}
+        if p:
+            print(
+                f"\nTimed in modes {x} and {y}: {p['tasks']} tasks; median stage {p[f'median_wall_{x}_s']} s "
+                f"({x}), {p[f'median_wall_{y}_s']} s ({y}); {y} / {x} {p[f'median_{y}_over_{x}']}x (median; "
+                f"{p['range'][0]}x to {p['range'][1]}x); a stage's wall per run {p[f'wall_per_run_{x}_s']} s "
+                f"({x}), {p[f'wall_per_run_{y}_s']} s ({y}) (medians); reference times {x} / {y} "
+                f"{p[f'reference_ms_{x}_over_{y}']}, speedups {x} / {y} {p[f'speedup_{x}_over_{y}']} (medians)"
+            )
     for mode, per in out["modes"].items():
         ph = per["phases"]
         print(
@@ -333,7 +343,9 @@ def main() -> int:
     r.add_argument("--out", type=Path, required=True)
     r.add_argument("--tasks", type=Path, help="a file of task ids or globs, one a line")
     r.add_argument("--task", action="append", help="a task id or glob (repeatable)")
-    r.add_argument("--modes", default="on,off", help="on, off or on,off (side by side; default)")
+    r.add_argument(
+        "--modes", default="on,off", help="on, exit, off, or several side by side (default on,off)"
+    )
     r.add_argument("--budget-s", type=float, default=480.0, help="start no timing after this many seconds")
     r.add_argument("--jobs", type=int, help="build threads (default: half the cores)")
     r.add_argument(

@@ -63,18 +63,13 @@ def test_a_later_run_fills_in_and_the_median_is_decided_once_enough_is_timed(tmp
     timed at 2 s, more than half of all are within 3 s and the median over all is claimed."""
     raw = json.loads((RUN / "release-stage.json").read_text())
     rest = {t: r for t, r in raw["tasks"].items() if "speedup" not in r.get("on", {})}
-    later = {"modes": ["on"], "tasks": {}}
+    later = {"modes": ["on", "exit"], "tasks": {}}
     for tid, r in rest.items():
+        one = {"speedup": 1.0, "reference_ms": 1.0, "reference_cv": 0.01, "candidate_cv": 0.01, "runs": 3}
         later["tasks"][tid] = {
             "family": r["family"],
-            "on": {
-                "wall_s": 2.0,
-                "speedup": 1.0,
-                "reference_cv": 0.01,
-                "candidate_cv": 0.01,
-                "runs": 3,
-                "phases": [],
-            },
+            "on": {**one, "wall_s": 2.0, "phases": []},
+            "exit": {**one, "wall_s": 1.5, "phases": []},
         }
     second = tmp_path / "later"
     second.mkdir()
@@ -82,6 +77,9 @@ def test_a_later_run_fills_in_and_the_median_is_decided_once_enough_is_timed(tmp
     text, s = _summary(tmp_path, RUN, second)
     assert s["target"]["on"]["timed"] == 65 and s["target"]["on"]["median_of_all"] == "<= 3 s"
     assert "whatever the untimed ones take" in text
+    # the modes side by side on the tasks timed in both: exit against on, 1.5 s against 2.0 s a stage
+    assert s["paired_exit"]["tasks"] == 26 and s["paired_exit"]["median_on_over_exit"] == round(2.0 / 1.5, 3)
+    assert s["paired_exit"]["wall_per_run_exit_s"] == 0.25 and "Timed in modes exit and on: 26 tasks" in text
 
 
 def test_a_run_after_the_recorded_one_times_only_what_it_did_not_finish() -> None:

@@ -52,17 +52,39 @@ static void mark(const char *what, int i) {  /* a file of its own (pids repeat a
     if (fd >= 0) close(fd);
 }
 
+static int me = -1;
+
+#ifdef LATE
+/* Registered before the injection library's own exit handler, so it runs after it: past the exit mark,
+   before the process ends. Waits (up to 30 s) for the next run to be past its gate, except in the last. */
+static void late(void) {
+    int next_began = 0;
+    if (me >= 0 && me < LATE) {
+        for (int t = 0; t < 30000 && !next_began; t++) {
+            next_began = count("began") >= me + 2;
+            usleep(1000);
+        }
+    }
+    printf("run %d next_began_before_this_ended %d\n", me, next_began);
+}
+#endif
+
 int main(int argc, char **argv) {
     if (argc < 2) return 5;
     dir_ = argv[1];
     mark("started", 0);
+#ifdef LATE
+    atexit(late);
+#endif
     const char *lib = getenv("CUDA_INJECTION64_PATH");
     if (lib) {                               /* what the driver does at cuInit */
         void *h = dlopen(lib, RTLD_NOW);
         int (*init)(void) = h ? (int (*)(void))dlsym(h, "InitializeInjection") : NULL;
-        if (!init || !init()) { printf("the injection library did not load\n"); return 4; }
+        if (!init) { printf("the injection library did not load\n"); return 4; }
+        init(); /* 0 here when it records kernels: CUPTI has no GPU to record (its gate and marks work) */
     }
     int i = count("began");                  /* past the gate: its place in the order */
+    me = i;
     int previous_ended = i == 0 || count("ended") == i;
     mark("began", i);
     int next_started = 1;
@@ -90,7 +112,7 @@ def injection(tmp_path: Path) -> Path:
         pytest.skip(f"the CUPTI injection library cannot be built here: {exc}")
 
 
-def _app(tmp_path: Path, rounds: int) -> tuple[Path, Path]:
+def _app(tmp_path: Path, rounds: int, late: int | None = None) -> tuple[Path, Path]:
     gcc = shutil.which("gcc")
     if gcc is None:
         pytest.skip("no C compiler")
@@ -98,7 +120,8 @@ def _app(tmp_path: Path, rounds: int) -> tuple[Path, Path]:
     marks.mkdir()
     src, exe = tmp_path / "app.c", tmp_path / "app"
     src.write_text(APP)
-    subprocess.run([gcc, f"-DROUNDS={rounds}", str(src), "-o", str(exe), "-ldl"], check=True)
+    late_flag = [f"-DLATE={late}"] if late is not None else []
+    subprocess.run([gcc, f"-DROUNDS={rounds}", *late_flag, str(src), "-o", str(exe), "-ldl"], check=True)
     return exe, marks
 
 
@@ -173,3 +196,53 @@ def test_the_setting_takes_three_words_and_refuses_anything_else(monkeypatch: py
     monkeypatch.setenv(PRESTART_ENV, "on")
     with pytest.raises(BeaverError, match="BEAVERTUI_PRESTART='on': expected one of cupti, all, off"):
         prestart_default()
+
+
+def _cupti_timer(
+    tmp_path: Path, exe: Path, monkeypatch: pytest.MonkeyPatch, go_at_exit: bool
+) -> tuple[Timer, runner.WorkDir]:
+    """A CUPTI timer over the test program, the reference's work dir its own. Without a GPU CUPTI records no
+    kernel, so the kernel sum of each run is stood in (1 ms: the same on both sides, so sampling stops at 3
+    runs a side); the runs, the gate and the marks are real."""
+    import beavertui.engine.timing.speedup as speedup
+
+    command = f"{exe} {tmp_path / 'marks'}"
+    task = dataclasses.replace(load_corpus(DATA / "cpu").get("sleepy"), test_command=command)
+    cfg = runner.RunnerConfig(base_dir=tmp_path / "work")
+    tcfg = TimingConfig(cache=tmp_path / "cache", method="cupti", prestart="cupti", go_at_exit=go_at_exit)
+    timer = Timer(task, cfg, tcfg)
+    ref = runner.prepare(task, task.reference() or "", tmp_path / "work")
+    cand = runner.prepare(task, task.reference() or "", tmp_path / "work")
+    monkeypatch.setattr(speedup, "reference_workdir", lambda *a: ref)
+    monkeypatch.setattr(Timer, "_kernel_ms", lambda self, text: 1.0 if "M\tinit" in text else None)
+    timer.prepare()
+    return timer, cand
+
+
+def test_cupti_runs_alternate_sides_one_past_its_gate_at_a_time(
+    tmp_path: Path, injection: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    exe, marks = _app(tmp_path, rounds=6)
+    timer, cand = _cupti_timer(tmp_path, exe, monkeypatch, go_at_exit=False)
+    result = timer.measure(cand)
+    assert result.method == "cupti" and result.runs == 3 and result.speedup == 1.0
+    assert [who for who, _ in timer.runs] == ["reference", "candidate"] * 3
+    for i, (_, res) in enumerate(timer.runs):
+        assert f"run {i} previous_ended 1 next_started 1" in res.log, res.log
+    # the run started ahead of a 4th round that sampling did not need was ended before its go (whether it
+    # got as far as its first line by then is the machine's business)
+    assert len(list(marks.glob("began-*"))) == 6 and len(list(marks.glob("started-*"))) in (6, 7)
+
+
+def test_go_at_exit_lets_the_next_run_go_before_the_one_before_has_ended(
+    tmp_path: Path, injection: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    exe, marks = _app(tmp_path, rounds=6, late=5)
+    timer, cand = _cupti_timer(tmp_path, exe, monkeypatch, go_at_exit=True)
+    result = timer.measure(cand)
+    assert result.runs == 3 and [who for who, _ in timer.runs] == ["reference", "candidate"] * 3
+    for i, (_, res) in enumerate(timer.runs[:5]):
+        # past its exit mark, run i saw run i + 1 past its gate: the go came at the exit mark
+        assert f"run {i} next_began_before_this_ended 1" in res.log, res.log
+    # the last run's kernels ended the sampling: the run ahead of it never had its go
+    assert len(list(marks.glob("began-*"))) == 6 and len(list(marks.glob("started-*"))) in (6, 7)

@@ -160,6 +160,10 @@ def prestart_default() -> str:
     return value
 
 
+#: ``1``: CUPTI runs started ahead are let go at the exit mark of the run before (TimingConfig.go_at_exit).
+GO_AT_EXIT_ENV = "BEAVERTUI_GO_AT_EXIT"
+
+
 @dataclass(frozen=True)
 class TimingConfig:
     """How many timed runs and where caches live."""
@@ -193,6 +197,11 @@ class TimingConfig:
     CUDA has made a context, until that run has ended (cupti/beaver_cupti.c). One timed process is past its
     CUDA start at a time, as before; what a process does before its first CUDA call (its start, loading
     libraries, importing torch) leaves the serial part (``BEAVERTUI_PRESTART``)."""
+    go_at_exit: bool = field(default_factory=lambda: os.environ.get(GO_AT_EXIT_ENV, "") == "1")
+    """With runs started ahead (prestart), a CUPTI run is let go once the run before it has written its exit
+    mark (its kernels done and their records written, at exit) instead of once its process has ended (the
+    context's teardown, a median 0.115 s a run on the H200). Off unless ``BEAVERTUI_GO_AT_EXIT=1``: not yet
+    measured on a GPU."""
     go_s: float = 900.0
     """kernelbench: the longest a timing driver started ahead of the GPU hold (Timer.warm) waits for its go
     before it gives up and exits (a backstop: the timer ends an unused one first, Timer.close)."""
@@ -395,6 +404,22 @@ class _Run:
                 self.discard()
                 raise _GateBroken(f"a run parked before CUDA did not see its go within {GATE_CHECK_S:g} s")
             process.until(b"\0", 0.005)  # reads what it printed, so that a full pipe never stops it
+
+    def await_exit(self) -> str | None:
+        """Once past its go: wait until the run has written its exit mark (the injection file's text then) or
+        ended (None), reading its output meanwhile."""
+        process = self.stage.process
+        while process.alive():
+            try:
+                with self.out.open("rb") as fh:
+                    fh.seek(max(0, self.out.stat().st_size - 64))
+                    tail = fh.read()
+            except OSError:
+                tail = b""
+            if b"M\texit\t" in tail:
+                return self.out.read_text(errors="replace")
+            process.until(b"\0", 0.002)
+        return None
 
     def discard(self) -> None:
         """End it (a no-op once finished) and remove its folder."""
@@ -609,12 +634,17 @@ class Timer:
             raise
         return _Run(who, stage, folder, gated, started)
 
-    def _end_run(self, run: _Run) -> tuple[str, StageResult]:
+    def _end_run(self, run: _Run, on_exit: Callable[[str], None] | None = None) -> tuple[str, StageResult]:
         """Wait for a run that has its go (stage_s from then at most), record it and its phases; (the
-        injection file's text, the run's record). Raises _GateBroken as _Run.await_go."""
+        injection file's text, the run's record). ``on_exit`` is called with the file's text as soon as the
+        run has written its exit mark, before its process has ended. Raises _GateBroken as _Run.await_go."""
         try:
             if run.gated:
                 run.await_go(self.tcfg.stage_s)
+            if on_exit is not None:
+                at_exit = run.await_exit()
+                if at_exit is not None:
+                    on_exit(at_exit)
             with nullcontext() if self.config.pausable is None else self.config.pausable(run.stage.process):
                 left = (
                     None if not run.gated else self.tcfg.stage_s - (time.monotonic() - (run.let_go_at or 0.0))
@@ -630,13 +660,17 @@ class Timer:
         self.phases.append(run.phases(text, ended))
         return text, res
 
-    def _cupti_samples(self, text: str, res: StageResult) -> list[float]:
+    def _kernel_ms(self, text: str) -> float | None:
+        """The sum of the kernels an injection file records (a Python harness's framework kernels left out),
+        or None when it records none."""
         recs, _problems = cupti.parse(text)
         python = self.task.language == "python" or "python" in self.task.test_command
         kept = [r for r in recs if not (python and FRAMEWORK_KERNEL.search(r.name))]
-        if res.rc != 0 or not kept:
-            return []
-        return [sum(r.ms for r in kept)]
+        return sum(r.ms for r in kept) if kept else None
+
+    def _cupti_samples(self, text: str, res: StageResult) -> list[float]:
+        ms = self._kernel_ms(text)
+        return [] if res.rc != 0 or ms is None else [ms]
 
     def _cupti(self, work: runner.WorkDir) -> tuple[list[float], StageResult]:
         run = self._start_run(work, "run", gated=False)
@@ -727,8 +761,9 @@ class Timer:
         self, ref: runner.WorkDir, cand: runner.WorkDir
     ) -> tuple[list[float], list[float]]:
         """CUPTI runs in (reference, candidate) rounds as _interleaved, each started while the run before it
-        runs and let go once that run has ended, so that one timed process is past its CUDA start at a time.
-        The run started ahead of a round that adaptive sampling does not need is ended before its go."""
+        runs and let go once that run has ended (or written its exit mark: TimingConfig.go_at_exit), so that
+        one timed process is past its CUDA start at a time. The run started ahead of a round that adaptive
+        sampling does not need is ended before its go."""
         order = ((ref, "reference"), (cand, "candidate"))
         total = 2 * self.tcfg.process_runs
         r_all: list[float] = []
@@ -742,7 +777,7 @@ class Timer:
                 current.let_go()
                 if done + 1 < total:
                     ahead = self._start_run(*order[(done + 1) % 2], gated=True)
-                text, res = self._end_run(current)
+                text, res = self._end_run(current, self._go_at_exit(current, ahead, r_all, c_all))
                 got = self._cupti_samples(text, res)
                 if not got:
                     raise self._no_samples(current.who, res)
@@ -759,6 +794,25 @@ class Timer:
                 if run is not None:
                     run.discard()
         return r_all, c_all
+
+    def _go_at_exit(
+        self, current: _Run, ahead: _Run | None, r_all: list[float], c_all: list[float]
+    ) -> Callable[[str], None] | None:
+        """With TimingConfig.go_at_exit: what lets ``ahead`` go at ``current``'s exit mark, unless the kernels
+        ``current`` recorded would end the sampling (then the run ahead is ended unused, as without it)."""
+        if not self.tcfg.go_at_exit or ahead is None:
+            return None
+
+        def release(text: str) -> None:
+            if current.who == "candidate":
+                ms = self._kernel_ms(text)
+                if ms is not None and adaptive.enough(
+                    r_all, [*c_all, ms], self.tcfg.min_process_runs, self.tcfg.target_halfwidth
+                ):
+                    return
+            ahead.let_go()
+
+        return release
 
     def measure(self, cand: runner.WorkDir, gate: float | None = None) -> TimingResult:
         """Interleaved timing; re-measured once when either CV is above 3%. With a ``gate``, a candidate whose

@@ -104,12 +104,16 @@ static void beaver_at_exit(void) {
 }
 
 int InitializeInjection(void) {
-    if (beaver_ready) return 1;
+    static int called = 0;
+    if (called) return 1; /* the driver calls it once; nothing is set up twice */
+    called = 1;
     const char *path = getenv("BEAVER_CUPTI_OUT");
     beaver_out = path ? fopen(path, "a") : NULL;
     if (!beaver_out) beaver_out = stderr;
     beaver_mark("init");
     beaver_gate();
+    /* The exit handler (the last records, then the exit mark) is registered after CUPTI is set up, so that
+       it runs before anything CUPTI registered for its own exit; without recording, it writes the mark. */
     const char *activity = getenv("BEAVER_CUPTI_ACTIVITY");
     if (activity && strcmp(activity, "0") == 0) {
         atexit(beaver_at_exit);
@@ -117,10 +121,12 @@ int InitializeInjection(void) {
     }
     if (cuptiActivityRegisterCallbacks(beaver_buffer_requested, beaver_buffer_completed) != CUPTI_SUCCESS) {
         fprintf(beaver_out, "E\tcuptiActivityRegisterCallbacks failed\n");
+        atexit(beaver_at_exit);
         return 0;
     }
     if (cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) != CUPTI_SUCCESS) {
         fprintf(beaver_out, "E\tcuptiActivityEnable failed\n");
+        atexit(beaver_at_exit);
         return 0;
     }
     beaver_ready = 1;
