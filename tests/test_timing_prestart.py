@@ -246,3 +246,15 @@ def test_go_at_exit_lets_the_next_run_go_before_the_one_before_has_ended(
         assert f"run {i} next_began_before_this_ended 1" in res.log, res.log
     # the last run's kernels ended the sampling: the run ahead of it never had its go
     assert len(list(marks.glob("began-*"))) == 6 and len(list(marks.glob("started-*"))) in (6, 7)
+
+
+def test_go_at_exit_is_off_unless_asked_and_refuses_a_typo(monkeypatch: pytest.MonkeyPatch) -> None:
+    from beavertui.engine.timing.speedup import GO_AT_EXIT_ENV
+
+    monkeypatch.delenv(GO_AT_EXIT_ENV, raising=False)
+    assert TimingConfig().go_at_exit is False
+    monkeypatch.setenv(GO_AT_EXIT_ENV, "1")
+    assert TimingConfig().go_at_exit is True
+    monkeypatch.setenv(GO_AT_EXIT_ENV, "yes")
+    with pytest.raises(BeaverError, match="BEAVERTUI_GO_AT_EXIT='yes': expected 1 or 0"):
+        TimingConfig()

@@ -164,6 +164,14 @@ def prestart_default() -> str:
 GO_AT_EXIT_ENV = "BEAVERTUI_GO_AT_EXIT"
 
 
+def go_at_exit_default() -> bool:
+    """``BEAVERTUI_GO_AT_EXIT``: ``1`` on, ``0`` or unset off; anything else is an error."""
+    value = os.environ.get(GO_AT_EXIT_ENV, "").strip() or "0"
+    if value not in ("0", "1"):
+        raise BeaverError(f"{GO_AT_EXIT_ENV}={value!r}: expected 1 or 0")
+    return value == "1"
+
+
 @dataclass(frozen=True)
 class TimingConfig:
     """How many timed runs and where caches live."""
@@ -197,7 +205,7 @@ class TimingConfig:
     CUDA has made a context, until that run has ended (cupti/beaver_cupti.c). One timed process is past its
     CUDA start at a time, as before; what a process does before its first CUDA call (its start, loading
     libraries, importing torch) leaves the serial part (``BEAVERTUI_PRESTART``)."""
-    go_at_exit: bool = field(default_factory=lambda: os.environ.get(GO_AT_EXIT_ENV, "") == "1")
+    go_at_exit: bool = field(default_factory=go_at_exit_default)
     """With runs started ahead (prestart), a CUPTI run is let go once the run before it has written its exit
     mark (its kernels done and their records written, at exit) instead of once its process has ended (the
     context's teardown, a median 0.115 s a run on the H200). Off unless ``BEAVERTUI_GO_AT_EXIT=1``: not yet
