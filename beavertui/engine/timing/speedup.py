@@ -483,10 +483,10 @@ class Timer:
         """Why, then (the timing's note says it)."""
         self._warm: _Warm | None = None
         self.phases: list[dict[str, object]] = []
+        """Where each run of the latest measure() spent its time (process-level methods: _Run.phases)."""
         self.gate_broken: str | None = None
         """Why runs are no longer started ahead of their turn (a run parked before CUDA did not take its
         go); the timing's note says it."""
-        """Where each run of the latest measure() spent its time (process-level methods: _Run.phases)."""
 
     def __enter__(self) -> Timer:
         return self
