@@ -13,12 +13,14 @@ submits), built with the task's own build command. Then one task at a time, the 
 while the one before it runs and parked before CUDA; ``off``: each run started in its turn), the first mode
 alternating from task to task so that neither always comes first. Per timing: its wall time, the method, the
 runs a side, the speedup (about 1: the same source on both sides), both CVs, the note, and where each run's
-time went (Timer.phases). The result file (``DIR/release-stage.json``) is written again after every task, so
+time went (Timer.phases). ``--build-load N``: meanwhile N threads build the candidates again in fresh work
+dirs, one build after another, as a batch's other sessions build while a GPU is held for timing (the count
+of those builds is recorded). The result file (``DIR/release-stage.json``) is written again after every task, so
 a run cut by its time limit keeps what it measured; tasks not reached are listed as such, and a later run
 with ``--after`` that folder times only the tasks it did not finish.
 
 ``summary``: the results of the given folders in one Markdown table on stdout (and as JSON with ``--json``):
-per mode and family the number timed, the median and largest wall time of a timing stage, the largest CV,
+(the folders must share one ``--build-load``) per mode and family the number timed, the median and largest wall time of a timing stage, the largest CV,
 the speedups' range; whether the median over every task of the runs, the untimed included, is within
 ``--target-s`` (3 s), beyond it, or not known from the ones timed; the tasks timed in both modes side by side (the median ratio of their walls); and the
 median phases of a run.
@@ -30,9 +32,11 @@ import argparse
 import fnmatch
 import json
 import os
+import shutil
 import statistics
 import sys
 import tempfile
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
@@ -110,7 +114,7 @@ def run(a: argparse.Namespace) -> int:
         ids = [i for i in ids if i not in done]
     base = Path(tempfile.mkdtemp(prefix="beaver-release-stage-work-"))
     res: dict[str, Any] = {"machine": gpu_info(), "gpu": machine.gpu.slug if machine.gpu else None}
-    res.update(modes=modes, tasks={}, order=ids)
+    res.update(modes=modes, tasks={}, order=ids, build_load=a.build_load)
 
     def save() -> None:
         res["bench_wall_s"] = round(time.perf_counter() - t_start, 1)
@@ -142,6 +146,28 @@ def run(a: argparse.Namespace) -> int:
         built = list(ex.map(prebuild, ids))
     res["build_wall_s"] = round(time.perf_counter() - t_start, 1)
     print(f"built {len(built)} in {res['build_wall_s']} s", flush=True)
+    stop = threading.Event()
+    loads: list[int] = []
+
+    def build_load(k: int) -> None:
+        """Build the built candidates again, one after another in fresh work dirs, until stopped: the
+        builds a batch runs on its other cores while a GPU is held for timing."""
+        pool = [(tid, cand) for tid, cand, _, err in built if err is None and cand is not None]
+        n = k
+        while pool and not stop.is_set():
+            tid, cand = pool[n % len(pool)]
+            n += 1
+            work = runner.prepare(
+                corpus.get(tid), (cand.path / corpus.get(tid).solution_file).read_text(), load_base
+            )
+            runner.build(work, cfg)
+            shutil.rmtree(work.path, ignore_errors=True)
+            loads.append(1)
+
+    load_base = Path(tempfile.mkdtemp(prefix="beaver-release-stage-load-"))
+    threads = [threading.Thread(target=build_load, args=(k,), daemon=True) for k in range(a.build_load)]
+    for t in threads:
+        t.start()
     for n, (tid, cand, build_s, err) in enumerate(built):
         row: dict[str, Any] = {"family": corpus.get(tid).family, "build_s": round(build_s, 2)}
         res["tasks"][tid] = row
@@ -184,7 +210,11 @@ def run(a: argparse.Namespace) -> int:
                 flush=True,
             )
         save()
+    stop.set()
+    res["load_builds"] = len(loads)
     save()
+    for t in threads:
+        t.join(timeout=60)
     return 0
 
 
@@ -221,13 +251,25 @@ def paired(rows: dict[str, dict[str, Any]], x: str, y: str) -> dict[str, Any]:
 
 def summarize(a: argparse.Namespace) -> int:
     rows: dict[str, dict[str, Any]] = {}
+    loads: set[int] = set()
     for d in a.dirs:
         f = Path(d) / RESULT
         if not f.is_file():
             raise SystemExit(f"{f}: no result file")
-        for tid, row in json.loads(f.read_text())["tasks"].items():
+        doc = json.loads(f.read_text())
+        loads.add(int(doc.get("build_load", 0)))
+        for tid, row in doc["tasks"].items():
             rows[tid] = row  # a later folder's timing of a task replaces an earlier one's
-    out: dict[str, Any] = {"modes": {}, "paired": {}, "left_out": {}}
+    if len(loads) > 1:
+        raise SystemExit(
+            f"these folders were timed under different build loads ({sorted(loads)}): one at a time"
+        )
+    out: dict[str, Any] = {
+        "modes": {},
+        "paired": {},
+        "left_out": {},
+        "build_load": loads.pop() if loads else 0,
+    }
     for tid, row in rows.items():
         if row.get("error"):
             out["left_out"][tid] = row["error"]
@@ -309,6 +351,10 @@ def summarize(a: argparse.Namespace) -> int:
                     else f" ({n - len(walls)} not timed)"
                 )
             )
+    if out["build_load"]:
+        lines.insert(
+            0, f"Timed while {out['build_load']} threads built candidates again, one build after another.\n"
+        )
     print("\n".join(lines))
     for key, x, y in (("paired", "on", "off"), ("paired_exit", "exit", "on")):
         p = out.get(key) or {}
@@ -348,6 +394,10 @@ def main() -> int:
     )
     r.add_argument("--budget-s", type=float, default=480.0, help="start no timing after this many seconds")
     r.add_argument("--jobs", type=int, help="build threads (default: half the cores)")
+    r.add_argument(
+        "--build-load", type=int, default=0,
+        help="while timing, this many threads build the candidates again, one build after another (0: none)",
+    )  # fmt: skip
     r.add_argument(
         "--after", type=Path, action="append",
         help="an earlier run's folder: the tasks it timed in every mode are not timed again (repeatable)",

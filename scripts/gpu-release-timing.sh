@@ -11,6 +11,8 @@
 #                  each on the CPU, before any timing.
 # MODES (default on,off): the bench's modes, side by side (on: runs started ahead, let go once the run
 # before has ended; exit: let go at its exit mark, BEAVERTUI_GO_AT_EXIT=1; off: runs started in turn).
+# LOAD (default 0): threads that build candidates again while timing (bench --build-load: a batch's builds
+# beside a GPU held for timing); a folder holds one load, so --after folders must share it.
 # --after DIR: an earlier run's result folder (carried, e.g. docs/data/.../release-stage): the tasks it timed
 # in both modes are not timed again, so a run cut by its budget goes on from where it stopped.
 # Carried, git-ignored: .release/a (the release without cutlass) and .whl/.
@@ -41,7 +43,7 @@ mkdir -p "$OUT/rs"
 b=$(($(left) - 30))
 log "$PART: start (${b} s, timings until $((b - 70)) s)"
 timeout -k 10 "$b" python3 bench/release_timing_bench.py run --corpus .release/a/data --out "$OUT/rs" \
-  "${SELECT[@]}" "${AFTER[@]}" --modes "${MODES:-on,off}" --budget-s $((b - 70)) --jobs "$(nproc)" >"$W/rs.log" 2>&1
+  "${SELECT[@]}" "${AFTER[@]}" --modes "${MODES:-on,off}" --build-load "${LOAD:-0}" --budget-s $((b - 70)) --jobs "$(nproc)" >"$W/rs.log" 2>&1
 log "$PART: rc $? ($(grep -c '\]: ' "$W/rs.log") timings)"
 python3 bench/release_timing_bench.py summary --json "$OUT/rs/summary.json" "${PREV[@]}" "$OUT/rs" \
   >"$OUT/rs/summary.md" 2>&1
