@@ -92,3 +92,15 @@ def test_a_run_after_the_recorded_one_times_only_what_it_did_not_finish() -> Non
     # timed ahead but not in turn: timed again when both modes are asked, not when only "on" is
     assert "cuda_17__compile_error__02f4993c" not in done
     assert "cuda_17__compile_error__02f4993c" in release_timing_bench.timed_before([RUN], ["on"])
+
+
+def test_folders_timed_under_different_build_loads_are_not_summed_together(tmp_path: Path) -> None:
+    loaded = tmp_path / "loaded"
+    loaded.mkdir()
+    (loaded / "release-stage.json").write_text(json.dumps({"modes": ["on"], "build_load": 12, "tasks": {}}))
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "bench" / "release_timing_bench.py"), "summary", str(RUN), str(loaded)],
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode != 0 and "different build loads ([0, 12])" in proc.stderr
