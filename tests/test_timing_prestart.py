@@ -258,3 +258,18 @@ def test_go_at_exit_is_off_unless_asked_and_refuses_a_typo(monkeypatch: pytest.M
     monkeypatch.setenv(GO_AT_EXIT_ENV, "yes")
     with pytest.raises(BeaverError, match="BEAVERTUI_GO_AT_EXIT='yes': expected 1 or 0"):
         TimingConfig()
+
+
+def test_a_reference_timed_alone_starts_its_runs_ahead_too(
+    tmp_path: Path, injection: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from beavertui.engine.timing.speedup import time_reference
+
+    exe, marks = _app(tmp_path, rounds=3)
+    timer, _cand = _cupti_timer(tmp_path, exe, monkeypatch, go_at_exit=False)
+    got = time_reference(timer)
+    assert got.method == "cupti" and got.samples == [1.0, 1.0, 1.0] and "3 runs" in (got.note or "")
+    assert [who for who, _ in timer.runs] == ["reference"] * 3
+    for i, (_, res) in enumerate(timer.runs):
+        assert f"run {i} previous_ended 1 next_started 1" in res.log, res.log
+    assert len(list(marks.glob("began-*"))) == 3 and len(list(marks.glob("started-*"))) in (3, 4)

@@ -768,14 +768,28 @@ class Timer:
     def _interleaved_gated(
         self, ref: runner.WorkDir, cand: runner.WorkDir
     ) -> tuple[list[float], list[float]]:
-        """CUPTI runs in (reference, candidate) rounds as _interleaved, each started while the run before it
-        runs and let go once that run has ended (or written its exit mark: TimingConfig.go_at_exit), so that
-        one timed process is past its CUDA start at a time. The run started ahead of a round that adaptive
-        sampling does not need is ended before its go."""
-        order = ((ref, "reference"), (cand, "candidate"))
-        total = 2 * self.tcfg.process_runs
-        r_all: list[float] = []
-        c_all: list[float] = []
+        """CUPTI runs in (reference, candidate) rounds as _interleaved, started ahead of their turn
+        (_gated_chain), until adaptive sampling has enough after a candidate's run."""
+        target, least = self.tcfg.target_halfwidth, self.tcfg.min_process_runs
+
+        def enough(who: str, got: dict[str, list[float]]) -> bool:
+            return who == "candidate" and adaptive.enough(got["reference"], got["candidate"], least, target)
+
+        got = self._gated_chain(((ref, "reference"), (cand, "candidate")), 2 * self.tcfg.process_runs, enough)
+        return got["reference"], got["candidate"]
+
+    def _gated_chain(
+        self,
+        order: tuple[tuple[runner.WorkDir, str], ...],
+        total: int,
+        enough: Callable[[str, dict[str, list[float]]], bool],
+    ) -> dict[str, list[float]]:
+        """At most ``total`` CUPTI runs of the sides in ``order``, in turn, each started while the run before
+        it runs and let go once that run has ended (or written its exit mark: TimingConfig.go_at_exit), so
+        that one timed process is past its CUDA start at a time; they stop once ``enough(side just run,
+        samples so far)``. The run started ahead of a round that is not needed is ended before its go. The
+        samples of each side, by name; every run is in ``self.runs``."""
+        got: dict[str, list[float]] = {who: [] for _, who in order}
         self.stopped_early = None
         current: _Run | None = self._start_run(*order[0], gated=True)
         ahead: _Run | None = None
@@ -784,27 +798,29 @@ class Timer:
             while current is not None:
                 current.let_go()
                 if done + 1 < total:
-                    ahead = self._start_run(*order[(done + 1) % 2], gated=True)
-                text, res = self._end_run(current, self._go_at_exit(current, ahead, r_all, c_all))
-                got = self._cupti_samples(text, res)
-                if not got:
+                    ahead = self._start_run(*order[(done + 1) % len(order)], gated=True)
+                text, res = self._end_run(current, self._go_at_exit(current, ahead, got, enough))
+                samples = self._cupti_samples(text, res)
+                if not samples:
                     raise self._no_samples(current.who, res)
-                (r_all if current.who == "reference" else c_all).extend(got)
+                got[current.who].extend(samples)
                 self.runs.append((current.who, res))
                 done += 1
-                if current.who == "candidate" and adaptive.enough(
-                    r_all, c_all, self.tcfg.min_process_runs, self.tcfg.target_halfwidth
-                ):
+                if enough(current.who, got):
                     break
                 current, ahead = ahead, None
         finally:
             for run in (current, ahead):
                 if run is not None:
                     run.discard()
-        return r_all, c_all
+        return got
 
     def _go_at_exit(
-        self, current: _Run, ahead: _Run | None, r_all: list[float], c_all: list[float]
+        self,
+        current: _Run,
+        ahead: _Run | None,
+        got: dict[str, list[float]],
+        enough: Callable[[str, dict[str, list[float]]], bool],
     ) -> Callable[[str], None] | None:
         """With TimingConfig.go_at_exit: what lets ``ahead`` go at ``current``'s exit mark, unless the kernels
         ``current`` recorded would end the sampling (then the run ahead is ended unused, as without it)."""
@@ -812,12 +828,9 @@ class Timer:
             return None
 
         def release(text: str) -> None:
-            if current.who == "candidate":
-                ms = self._kernel_ms(text)
-                if ms is not None and adaptive.enough(
-                    r_all, [*c_all, ms], self.tcfg.min_process_runs, self.tcfg.target_halfwidth
-                ):
-                    return
+            ms = self._kernel_ms(text)
+            if ms is not None and enough(current.who, {**got, current.who: [*got[current.who], ms]}):
+                return
             ahead.let_go()
 
         return release
@@ -1150,6 +1163,19 @@ def time_reference(timer: Timer) -> ReferenceTiming:
     target = timer.tcfg.target_halfwidth
 
     def collect() -> list[float]:
+        if timer.gated:  # runs started ahead of their turn, as in a timing stage
+            kept = len(timer.runs)
+            try:
+                return timer._gated_chain(
+                    ((ref, "reference"),),
+                    rounds,
+                    lambda _who, got: adaptive.enough_alone(
+                        got["reference"], timer.tcfg.min_process_runs, target
+                    ),
+                )["reference"]
+            except _GateBroken as exc:
+                timer.gate_broken = str(exc)
+                del timer.runs[kept:]
         acc: list[float] = []
         for _ in range(rounds):
             got, res = sample(ref)
