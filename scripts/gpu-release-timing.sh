@@ -15,7 +15,9 @@
 # beside a GPU held for timing); a folder holds one load, so --after folders must share it.
 # --after DIR: an earlier run's result folder (carried, e.g. docs/data/.../release-stage): the tasks it timed
 # in both modes are not timed again, so a run cut by its budget goes on from where it stopped.
-# Carried, git-ignored: .release/a (the release without cutlass) and .whl/.
+# Carried, git-ignored: .release/a (the release without cutlass, about 26 MB: in a clone of the release,
+# git archive HEAD | tar x -C .release/a --exclude='data/cutlass_*' --exclude='data/_external/cutlass*')
+# and .whl/.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 TOTAL=560
