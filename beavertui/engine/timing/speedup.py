@@ -35,6 +35,7 @@ from collections.abc import Callable
 from contextlib import nullcontext
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import TypeVar
 
 from beavertui.engine.corpus import families, harness
 from beavertui.engine.corpus.task import Task
@@ -367,6 +368,8 @@ class _Warm:
     """Whether its ready line was seen (warm(wait=False) leaves that to the go)."""
 
 
+_T = TypeVar("_T")
+
 #: A run let go that has reached its gate (its ``gate`` mark written) but not taken its go within this many
 #: seconds cannot see the go file here: runs then start in turn (Timer.gate_broken).
 GATE_CHECK_S = 5.0
@@ -681,9 +684,7 @@ class Timer:
         return [] if res.rc != 0 or ms is None else [ms]
 
     def _cupti(self, work: runner.WorkDir) -> tuple[list[float], StageResult]:
-        run = self._start_run(work, "run", gated=False)
-        run.let_go_at = run.started
-        text, res = self._end_run(run)
+        text, res = self._end_run(self._start_run(work, "run", gated=False))
         return self._cupti_samples(text, res), res
 
     def _ncu(self, work: runner.WorkDir) -> tuple[list[float], StageResult]:
@@ -711,12 +712,9 @@ class Timer:
         self, ref: runner.WorkDir, cand: runner.WorkDir, stop_below: float | None = None
     ) -> tuple[list[float], list[float]]:
         if self.gated:
-            kept = len(self.runs)
-            try:
-                return self._interleaved_gated(ref, cand)
-            except _GateBroken as exc:
-                self.gate_broken = str(exc)
-                del self.runs[kept:]
+            return self._gated_or_in_turn(
+                lambda: self._interleaved_gated(ref, cand), lambda: self._interleaved(ref, cand, stop_below)
+            )
         sample = self._sampler()
         rounds = self.tcfg.rounds if self.method == "beaver_time_ms" else self.tcfg.process_runs
         r_all: list[float] = []
@@ -765,75 +763,102 @@ class Timer:
         error = SpeedupUnavailable if who == "reference" else BeaverError
         return error(f"{self.method} timing of the {who} produced no samples (rc {res.rc}): {tail[0][:200]}")
 
-    def _interleaved_gated(
-        self, ref: runner.WorkDir, cand: runner.WorkDir
-    ) -> tuple[list[float], list[float]]:
-        """CUPTI runs in (reference, candidate) rounds as _interleaved, started ahead of their turn
-        (_gated_chain), until adaptive sampling has enough after a candidate's run."""
-        target, least = self.tcfg.target_halfwidth, self.tcfg.min_process_runs
+    def _gated_or_in_turn(self, gated: Callable[[], _T], in_turn: Callable[[], _T]) -> _T:
+        """``gated()``; when a run there did not see its go (_GateBroken), its runs are dropped, gate_broken
+        says why, and ``in_turn()`` times again with each run started in its turn."""
+        kept = len(self.runs)
+        try:
+            return gated()
+        except _GateBroken as exc:
+            self.gate_broken = str(exc)
+            del self.runs[kept:]
+        return in_turn()
 
-        def enough(who: str, got: dict[str, list[float]]) -> bool:
-            return who == "candidate" and adaptive.enough(got["reference"], got["candidate"], least, target)
-
-        got = self._gated_chain(((ref, "reference"), (cand, "candidate")), 2 * self.tcfg.process_runs, enough)
-        return got["reference"], got["candidate"]
-
-    def _gated_chain(
+    def _cupti_chain(
         self,
         order: tuple[tuple[runner.WorkDir, str], ...],
         total: int,
         enough: Callable[[str, dict[str, list[float]]], bool],
     ) -> dict[str, list[float]]:
-        """At most ``total`` CUPTI runs of the sides in ``order``, in turn, each started while the run before
-        it runs and let go once that run has ended (or written its exit mark: TimingConfig.go_at_exit), so
-        that one timed process is past its CUDA start at a time; they stop once ``enough(side just run,
-        samples so far)``. The run started ahead of a round that is not needed is ended before its go. The
-        samples of each side, by name; every run is in ``self.runs``."""
+        """At most ``total`` CUPTI runs of the sides in ``order``, in turn, started ahead (_chain), until
+        ``enough(side just run, samples so far)``; the samples of each side, by name. With
+        TimingConfig.go_at_exit a run is let go at the exit mark of the one before, unless the kernels that
+        one recorded end the sampling."""
         got: dict[str, list[float]] = {who: [] for _, who in order}
-        self.stopped_early = None
-        current: _Run | None = self._start_run(*order[0], gated=True)
+
+        def take(who: str, text: str, res: StageResult) -> bool:
+            samples = self._cupti_samples(text, res)
+            if not samples:
+                raise self._no_samples(who, res)
+            got[who].extend(samples)
+            self.runs.append((who, res))
+            return enough(who, got)
+
+        def would_end(who: str, text: str) -> bool:
+            ms = self._kernel_ms(text)
+            return ms is not None and enough(who, {**got, who: [*got[who], ms]})
+
+        self._chain(order, total, take, would_end=would_end if self.tcfg.go_at_exit else None)
+        return got
+
+    def _chain(
+        self,
+        order: tuple[tuple[runner.WorkDir, str], ...],
+        total: int,
+        take: Callable[[str, str, StageResult], bool],
+        kernels: bool = True,
+        would_end: Callable[[str, str], bool] | None = None,
+    ) -> None:
+        """At most ``total`` runs of the sides in ``order``, in turn, each started while the run before it
+        runs and let go once that run has ended, so that one timed process is past its CUDA start at a time.
+        ``take(side, injection file's text, record)`` keeps a run and says whether no more are needed; the
+        run started ahead of one not needed is ended before its go. With ``would_end``, the run ahead is let
+        go at the exit mark of the one before unless ``would_end(side, text at that mark)``."""
+        current: _Run | None = self._start_run(*order[0], gated=True, kernels=kernels)
         ahead: _Run | None = None
         done = 0
         try:
             while current is not None:
                 current.let_go()
                 if done + 1 < total:
-                    ahead = self._start_run(*order[(done + 1) % len(order)], gated=True)
-                text, res = self._end_run(current, self._go_at_exit(current, ahead, got, enough))
-                samples = self._cupti_samples(text, res)
-                if not samples:
-                    raise self._no_samples(current.who, res)
-                got[current.who].extend(samples)
-                self.runs.append((current.who, res))
+                    ahead = self._start_run(*order[(done + 1) % len(order)], gated=True, kernels=kernels)
+                text, res = self._end_run(current, self._release_at_exit(current, ahead, would_end))
                 done += 1
-                if enough(current.who, got):
+                if take(current.who, text, res):
                     break
                 current, ahead = ahead, None
         finally:
             for run in (current, ahead):
                 if run is not None:
                     run.discard()
-        return got
 
-    def _go_at_exit(
-        self,
-        current: _Run,
-        ahead: _Run | None,
-        got: dict[str, list[float]],
-        enough: Callable[[str, dict[str, list[float]]], bool],
+    @staticmethod
+    def _release_at_exit(
+        current: _Run, ahead: _Run | None, would_end: Callable[[str, str], bool] | None
     ) -> Callable[[str], None] | None:
-        """With TimingConfig.go_at_exit: what lets ``ahead`` go at ``current``'s exit mark, unless the kernels
-        ``current`` recorded would end the sampling (then the run ahead is ended unused, as without it)."""
-        if not self.tcfg.go_at_exit or ahead is None:
+        """What lets ``ahead`` go at ``current``'s exit mark (None: it goes once ``current`` has ended)."""
+        if would_end is None or ahead is None:
             return None
 
         def release(text: str) -> None:
-            ms = self._kernel_ms(text)
-            if ms is not None and enough(current.who, {**got, current.who: [*got[current.who], ms]}):
-                return
-            ahead.let_go()
+            if not would_end(current.who, text):
+                ahead.let_go()
 
         return release
+
+    def _interleaved_gated(
+        self, ref: runner.WorkDir, cand: runner.WorkDir
+    ) -> tuple[list[float], list[float]]:
+        """CUPTI runs in (reference, candidate) rounds as _interleaved, started ahead of their turn
+        (_cupti_chain), until adaptive sampling has enough after a candidate's run."""
+        target, least = self.tcfg.target_halfwidth, self.tcfg.min_process_runs
+        self.stopped_early = None
+
+        def enough(who: str, got: dict[str, list[float]]) -> bool:
+            return who == "candidate" and adaptive.enough(got["reference"], got["candidate"], least, target)
+
+        got = self._cupti_chain(((ref, "reference"), (cand, "candidate")), 2 * self.tcfg.process_runs, enough)
+        return got["reference"], got["candidate"]
 
     def measure(self, cand: runner.WorkDir, gate: float | None = None) -> TimingResult:
         """Interleaved timing; re-measured once when either CV is above 3%. With a ``gate``, a candidate whose
@@ -1028,46 +1053,39 @@ class Timer:
     def lines_rounds(self, work: runner.WorkDir) -> list[families.SpeedLines]:
         """The testbench's speed lines of ``rounds`` runs of the test command, alone on the GPU; with
         TimingConfig.prestart ``all`` (and the injection library built, prepare()), each run started while
-        the one before it runs, parked before CUDA, recording no kernels."""
-        kept = len(self.runs)
-        if self.tcfg.prestart == "all" and self._lib is not None and self.gate_broken is None:
-            try:
-                return self._lines_rounds(work, gated=True)
-            except _GateBroken as exc:
-                self.gate_broken = str(exc)
-                del self.runs[kept:]
-        return self._lines_rounds(work, gated=False)
-
-    def _lines_rounds(self, work: runner.WorkDir, gated: bool) -> list[families.SpeedLines]:
-        out: list[families.SpeedLines] = []
+        the one before it runs, parked before CUDA, recording no kernels (_chain)."""
         rounds = max(1, self.tcfg.rounds)
-        command = timing_command(self.task.test_command)
-        current: _Run | None = None
-        ahead: _Run | None = None
-        try:
-            for i in range(rounds):
-                if gated:
-                    current = current or self._start_run(work, "candidate", gated=True, kernels=False)
-                    current.let_go()
-                    if i + 1 < rounds:
-                        ahead = self._start_run(work, "candidate", gated=True, kernels=False)
-                    _text, res = self._end_run(current)
-                    current, ahead = ahead, None
-                else:
-                    res = runner.run_stage(work, "benchmark", command, self.tcfg.stage_s, self.config)
-                self.runs.append(("candidate", res))
-                lines = families.parse_speed_lines(res.log)
-                if res.rc != 0 or lines.speedup is None:
-                    tail = [ln for ln in res.log.splitlines() if ln.strip()][-1:] or ["no output"]
-                    raise SpeedupUnavailable(
-                        f"the testbench printed no usable Speedup line (rc {res.rc}): {tail[0][:200]}"
-                    )
-                out.append(lines)
-        finally:
-            for run in (current, ahead):
-                if run is not None:
-                    run.discard()
-        return out
+        out: list[families.SpeedLines] = []
+
+        def take(who: str, _text: str, res: StageResult) -> bool:
+            self.runs.append((who, res))
+            lines = families.parse_speed_lines(res.log)
+            if res.rc != 0 or lines.speedup is None:
+                tail = [ln for ln in res.log.splitlines() if ln.strip()][-1:] or ["no output"]
+                raise SpeedupUnavailable(
+                    f"the testbench printed no usable Speedup line (rc {res.rc}): {tail[0][:200]}"
+                )
+            out.append(lines)
+            return False
+
+        def in_turn() -> list[families.SpeedLines]:
+            out.clear()
+            command = timing_command(self.task.test_command)
+            for _ in range(rounds):
+                take(
+                    "candidate",
+                    "",
+                    runner.run_stage(work, "benchmark", command, self.tcfg.stage_s, self.config),
+                )
+            return out
+
+        def gated() -> list[families.SpeedLines]:
+            self._chain(((work, "candidate"),), rounds, take, kernels=False)
+            return out
+
+        if self.tcfg.prestart == "all" and self._lib is not None and self.gate_broken is None:
+            return self._gated_or_in_turn(gated, in_turn)
+        return in_turn()
 
     def _measure_lines(self, cand: runner.WorkDir) -> TimingResult:
         self.runs = []
@@ -1162,20 +1180,16 @@ def time_reference(timer: Timer) -> ReferenceTiming:
     process = timer.method != "beaver_time_ms"
     target = timer.tcfg.target_halfwidth
 
+    def ahead() -> list[float]:  # runs started ahead of their turn, as in a timing stage
+        def enough(_who: str, got: dict[str, list[float]]) -> bool:
+            return adaptive.enough_alone(got["reference"], timer.tcfg.min_process_runs, target)
+
+        return timer._cupti_chain(((ref, "reference"),), rounds, enough)["reference"]
+
     def collect() -> list[float]:
-        if timer.gated:  # runs started ahead of their turn, as in a timing stage
-            kept = len(timer.runs)
-            try:
-                return timer._gated_chain(
-                    ((ref, "reference"),),
-                    rounds,
-                    lambda _who, got: adaptive.enough_alone(
-                        got["reference"], timer.tcfg.min_process_runs, target
-                    ),
-                )["reference"]
-            except _GateBroken as exc:
-                timer.gate_broken = str(exc)
-                del timer.runs[kept:]
+        return timer._gated_or_in_turn(ahead, in_turn) if timer.gated else in_turn()
+
+    def in_turn() -> list[float]:
         acc: list[float] = []
         for _ in range(rounds):
             got, res = sample(ref)
