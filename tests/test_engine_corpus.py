@@ -47,6 +47,25 @@ def test_release_data_folder_given_directly() -> None:
     assert len(load.tasks) == 7
 
 
+def test_a_corpus_named_by_a_relative_path_gives_tasks_absolute_paths(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # commands run inside a work dir: a PYTHONPATH entry or a linked folder relative to where the command
+    # was typed would point nowhere there (the release's harness package, for the applied families)
+    monkeypatch.chdir(DATA)
+    rel = load_corpus(Path("release"))
+    absolute = load_corpus(DATA / "release")
+    assert rel.root == absolute.root and rel.root.is_absolute()
+    for a, b in zip(rel.tasks, absolute.tasks, strict=True):
+        assert (a.root, a.pythonpath, a.linked_dirs, a.extra_dirs) == (
+            b.root,
+            b.pythonpath,
+            b.linked_dirs,
+            b.extra_dirs,
+        )
+        assert all(p.is_absolute() for p in (a.root, *a.pythonpath, *(s for s, _ in a.linked_dirs)))
+
+
 def test_native_layout_and_common_dir() -> None:
     load = load_corpus(DATA / "native")
     assert load.problems == ()

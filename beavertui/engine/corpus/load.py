@@ -57,9 +57,14 @@ def default_corpus() -> Path:
 
 
 def corpus_root(path: Path) -> Path:
-    """The folder whose subfolders are tasks: ``path`` itself, or its ``data/`` (a release root)."""
+    """The folder whose subfolders are tasks: ``path`` itself, or its ``data/`` (a release root), absolute.
+
+    Absolute because every path of a task made from it (its PYTHONPATH entries, linked and copied folders)
+    is used from inside a work dir, where a path relative to where the command was typed points nowhere.
+    """
     if not path.is_dir():
         raise BeaverError(f"corpus {path}: not a folder")
+    path = path.absolute()
     data = path / "data"
     if data.is_dir() and not (path / "instance.json").exists() and not _has_tasks(path):
         return data
