@@ -148,8 +148,8 @@ def side_budget_default() -> float:
 
 PRESTART_ENV = "BEAVERTUI_PRESTART"
 #: Which process-level timings start each run ahead of its turn: ``cupti`` (the default: measured on the
-#: H200, docs/performance.md), ``all`` (also the testbench's own speed lines, cufft_samples: not yet measured
-#: on a GPU) or ``off``.
+#: H200, docs/performance.md), ``all`` (also the testbench's own speed lines, cufft_samples: shorter stages on
+#: the H200, but one of 7 speedups strayed 16% from its value in turn, so not the default) or ``off``.
 PRESTART_CHOICES = ("cupti", "all", "off")
 
 
