@@ -215,7 +215,10 @@ def test_escaped_processes_are_found_by_token_without_namespaces(tmp_path: Path)
             "network: host; processes: session, cgroup and token sweeps; tmp: shared"
         )
         assert out.rc == 0 and "started" in out.log
-        assert out.leftovers_killed >= 4
+        # each of the three background jobs was forked before "started" was printed, so at least three
+        # processes carry the token; a job caught before it forked its own children counts as one (seen
+        # under load: 3), and what matters is that nothing survives
+        assert out.leftovers_killed >= 3
         time.sleep(0.2)
         assert _alive(m) == []
     finally:
