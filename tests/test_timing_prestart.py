@@ -81,6 +81,7 @@ int main(int argc, char **argv) {
         void *h = dlopen(lib, RTLD_NOW);
         int (*init)(void) = h ? (int (*)(void))dlsym(h, "InitializeInjection") : NULL;
         if (!init) { printf("the injection library did not load\n"); return 4; }
+        mark("parked", 0);                   /* at its gate from here, until its go */
         init(); /* 0 here when it records kernels: CUPTI has no GPU to record (its gate and marks work) */
     }
     int i = count("began");                  /* past the gate: its place in the order */
@@ -95,7 +96,8 @@ int main(int argc, char **argv) {
             usleep(1000);
         }
     }
-    printf("run %d previous_ended %d next_started %d\n", i, previous_ended, next_started);
+    printf("run %d previous_ended %d next_started %d at_gate_when_it_began %d\n", i, previous_ended,
+           next_started, count("parked"));
     printf("Kernel time: 1.0000 ms\nSpeedup: 1.0000x\n");
     fflush(stdout);
     mark("ended", i);
@@ -137,7 +139,7 @@ def _timer(tmp_path: Path, exe: Path, prestart: str) -> tuple[Timer, runner.Work
     return timer, work
 
 
-def test_each_run_starts_while_the_one_before_works_and_goes_on_only_after_it_ended(
+def test_testbench_runs_all_park_before_the_first_goes_and_go_on_one_after_another(
     tmp_path: Path, injection: Path
 ) -> None:
     exe, marks = _app(tmp_path, rounds=3)
@@ -150,6 +152,9 @@ def test_each_run_starts_while_the_one_before_works_and_goes_on_only_after_it_en
     for i, log in enumerate(logs):
         want = f"run {i} previous_ended 1 next_started 1"
         assert want in log, log
+    # all three started at once and reached their gates before the first went on: no run's start (seconds
+    # of a Python harness's imports) overlaps a timed run
+    assert "run 0 previous_ended 1 next_started 1 at_gate_when_it_began 3" in logs[0], logs[0]
     assert len(list(marks.glob("started-*"))) == 3  # no run started beyond the last round
     assert all(p["gated"] for p in timer.phases) and len(timer.phases) == 3
     assert all("parked_s" in p and "to_cuda_s" in p and "cuda_to_exit_s" in p for p in timer.phases)

@@ -148,8 +148,9 @@ def side_budget_default() -> float:
 
 PRESTART_ENV = "BEAVERTUI_PRESTART"
 #: Which process-level timings start each run ahead of its turn: ``cupti`` (the default: measured on the
-#: H200, docs/performance.md), ``all`` (also the testbench's own speed lines, cufft_samples: shorter stages on
-#: the H200, but one of 7 speedups strayed 16% from its value in turn, so not the default) or ``off``.
+#: H200, docs/performance.md), ``all`` (also the testbench's own speed lines, cufft_samples, their runs all
+#: parked at once: Timer._parked_together; shorter stages on the H200 with the runs started one ahead, but one
+#: of 7 speedups strayed 16% from its value in turn; parked at once not yet run on a GPU) or ``off``.
 PRESTART_CHOICES = ("cupti", "all", "off")
 
 
@@ -416,6 +417,16 @@ class _Run:
                 raise _GateBroken(f"a run parked before CUDA did not see its go within {GATE_CHECK_S:g} s")
             process.until(b"\0", 0.005)  # reads what it printed, so that a full pipe never stops it
 
+    def await_gate(self, deadline: float) -> None:
+        """Wait until the run is parked at its gate (its ``gate`` mark), has ended, or the monotonic clock
+        is past ``deadline``, reading its output meanwhile."""
+        process = self.stage.process
+        while process.alive() and time.monotonic() < deadline:
+            marks = cupti.marks(self.out.read_text(errors="replace")) if self.out.exists() else {}
+            if "gate" in marks:
+                return
+            process.until(b"\0", 0.005)
+
     def await_exit(self) -> str | None:
         """Once past its go: wait until the run has written its exit mark (the injection file's text then) or
         ended (None), reading its output meanwhile."""
@@ -621,23 +632,25 @@ class Timer:
             self._lib = cupti.build_library(self.tcfg.cache)
         return self._lib
 
-    def _start_run(self, work: runner.WorkDir, who: str, gated: bool, kernels: bool = True) -> _Run:
+    def _start_run(
+        self, work: runner.WorkDir, who: str, gated: bool, kernels: bool = True, behind: int = 1
+    ) -> _Run:
         """One run of the test command under the injection library, not waited for: with ``gated``, parked
-        before CUDA until ``_Run.let_go``; with ``kernels`` False, recording no kernels (the gate and the
-        phase marks only)."""
+        before CUDA until ``_Run.let_go``, which may be ``behind`` whole runs away; with ``kernels`` False,
+        recording no kernels (the gate and the phase marks only)."""
         lib = self._library()
         folder = Path(tempfile.mkdtemp(prefix="beaver-cupti-"))
         out = folder / "kernels.txt"
         out.touch()  # made before the start, so that the sandbox keeps it (it keeps paths the environment names)
         env = {**runner.stage_env(self.task, self.config), **cupti.environment(lib, out)}
         if gated:
-            env.update(cupti.gate_environment(folder, 2 * self.tcfg.stage_s))
+            env.update(cupti.gate_environment(folder, (behind + 1) * self.tcfg.stage_s))
         if not kernels:
             env[cupti.ACTIVITY_ENV] = "0"
         cfg = runner.RunnerConfig(**{**self.config.__dict__, "env": env})
         started = time.monotonic()
         # a gated run's life covers its wait; once let go, it has stage_s of its own (_end_run)
-        life = self.tcfg.stage_s * (3 if gated else 1)
+        life = self.tcfg.stage_s * (behind + 2 if gated else 1)
         try:
             stage = runner.start_stage(work, timing_command(self.task.test_command), life, cfg)
         except BaseException:
@@ -831,6 +844,36 @@ class Timer:
             for run in (current, ahead):
                 if run is not None:
                     run.discard()
+
+    def _parked_together(
+        self,
+        order: tuple[tuple[runner.WorkDir, str], ...],
+        total: int,
+        take: Callable[[str, str, StageResult], bool],
+        kernels: bool = True,
+    ) -> None:
+        """``total`` runs of the sides in ``order``, all started at once and parked before CUDA; once every
+        one is at its gate (or has ended, or stage_s has passed), let go one at a time, each once the one
+        before has ended. For timings that take every run (the testbench's own speed lines): the starts,
+        seconds of a Python harness's imports and extension loads each, overlap one another and no timed
+        run. ``take`` as in _chain."""
+        runs: list[_Run] = []
+        try:
+            for i in range(total):
+                runs.append(
+                    self._start_run(*order[i % len(order)], gated=True, kernels=kernels, behind=i + 1)
+                )
+            deadline = time.monotonic() + self.tcfg.stage_s
+            for run in runs:
+                run.await_gate(deadline)
+            for run in runs:
+                run.let_go()
+                text, res = self._end_run(run)
+                if take(run.who, text, res):
+                    break
+        finally:
+            for run in runs:
+                run.discard()
 
     @staticmethod
     def _release_at_exit(
@@ -1052,8 +1095,9 @@ class Timer:
 
     def lines_rounds(self, work: runner.WorkDir) -> list[families.SpeedLines]:
         """The testbench's speed lines of ``rounds`` runs of the test command, alone on the GPU; with
-        TimingConfig.prestart ``all`` (and the injection library built, prepare()), each run started while
-        the one before it runs, parked before CUDA, recording no kernels (_chain)."""
+        TimingConfig.prestart ``all`` (and the injection library built, prepare()), all of them started at
+        once and parked before CUDA, recording no kernels, then let go one after another
+        (_parked_together)."""
         rounds = max(1, self.tcfg.rounds)
         out: list[families.SpeedLines] = []
 
@@ -1080,7 +1124,7 @@ class Timer:
             return out
 
         def gated() -> list[families.SpeedLines]:
-            self._chain(((work, "candidate"),), rounds, take, kernels=False)
+            self._parked_together(((work, "candidate"),), rounds, take, kernels=False)
             return out
 
         if self.tcfg.prestart == "all" and self._lib is not None and self.gate_broken is None:
