@@ -338,13 +338,20 @@ def summarize(a: argparse.Namespace) -> int:
         ]
         n, under = len(rows), sum(w <= a.target_s for w in walls)
         over = len(walls) - under
-        verdict = (
-            f"<= {a.target_s:g} s"
-            if under > n / 2
-            else f"> {a.target_s:g} s"
-            if over >= n / 2
-            else "not known"
-        )
+        # more than half on one side decides it whatever the untimed take; an even count split in two
+        # halves is decided by the two middle values' mean, known only when every task is timed
+        if len(walls) == n and walls:
+            verdict = (
+                f"<= {a.target_s:g} s" if statistics.median(walls) <= a.target_s else f"> {a.target_s:g} s"
+            )
+        else:
+            verdict = (
+                f"<= {a.target_s:g} s"
+                if under > n / 2
+                else f"> {a.target_s:g} s"
+                if over > n / 2
+                else "not known"
+            )
         out.setdefault("target", {})[mode] = {
             "tasks": n, "timed": len(walls), "at_most_target": under, "median_of_all": verdict,
         }  # fmt: skip

@@ -175,3 +175,28 @@ def test_folders_timed_under_different_build_loads_are_not_summed_together(tmp_p
         text=True,
     )
     assert proc.returncode != 0 and "different build loads ([0, 12])" in proc.stderr
+
+
+def test_an_even_count_split_in_halves_is_decided_by_the_two_middle_stages(tmp_path: Path) -> None:
+    """Two of four stages over 3 s: the median is the mean of the middle two, 3.0 s here, within the target;
+    with one of the four untimed and two over, it depends on the untimed one (1 s: 2.75 s; 5 s: 3.75 s);
+    three of four over decide it whatever the fourth takes."""
+
+    def folder(name: str, walls: dict[str, float | None]) -> Path:
+        one = {"speedup": 1.0, "reference_ms": 1.0, "reference_cv": 0.01, "candidate_cv": 0.01, "runs": 3}
+        tasks: dict[str, dict] = {}  # type: ignore[type-arg]
+        for tid, w in walls.items():
+            tasks[tid] = {"family": "cuda", **({"on": {**one, "wall_s": w}} if w is not None else {})}
+            if w is None:
+                tasks[tid]["not_reached"] = ["on"]
+        d = tmp_path / name
+        d.mkdir()
+        (d / "release-stage.json").write_text(json.dumps({"modes": ["on"], "tasks": tasks}))
+        return d
+
+    text, s = _summary(tmp_path, folder("all", {"a": 2.0, "b": 2.5, "c": 3.5, "d": 4.0}))
+    assert s["target"]["on"]["median_of_all"] == "<= 3 s" and "over all 4 is <= 3 s" in text
+    _, s = _summary(tmp_path, folder("part", {"a": 2.0, "b": None, "c": 3.5, "d": 4.0}))
+    assert s["target"]["on"]["median_of_all"] == "not known"
+    _, s = _summary(tmp_path, folder("most", {"a": None, "b": 3.5, "c": 3.6, "d": 4.0}))
+    assert s["target"]["on"]["median_of_all"] == "> 3 s"
