@@ -268,7 +268,13 @@ def test_a_killed_caller_takes_its_stage_with_it(tmp_path: Path) -> None:
 
 
 def _sleeps(m: str) -> list[int]:
-    return [p for p in _alive(f"sleep {m}") if Path(f"/proc/{p}/cmdline").read_bytes().startswith(b"sleep\0")]
+    def is_sleep(p: int) -> bool:
+        try:
+            return Path(f"/proc/{p}/cmdline").read_bytes().startswith(b"sleep\0")
+        except OSError:  # ended between the listing and the read (a wrapper that has just exec'd or exited)
+            return False
+
+    return [p for p in _alive(f"sleep {m}") if is_sleep(p)]
 
 
 def _stage_cgroups() -> list[Path]:
