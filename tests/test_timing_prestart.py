@@ -174,7 +174,7 @@ def test_a_gate_the_run_cannot_see_falls_back_to_runs_in_turn(
     exe, _marks = _app(tmp_path, rounds=1)
     timer, work = _timer(tmp_path, exe, prestart="all")
     monkeypatch.setattr(cupti, "gate_file", lambda folder: folder / "not-the-go")
-    monkeypatch.setattr("beavertui.engine.timing.speedup.GATE_CHECK_S", 0.5)
+    monkeypatch.setattr("beavertui.engine.timing.parked.GATE_CHECK_S", 0.5)
     result = timer.measure(work)
     assert timer.gate_broken and "runs started in turn" in (result.note or "")
     assert len(timer.runs) == 3 and all(res.rc == 0 for _, res in timer.runs)

@@ -45,6 +45,7 @@ from beavertui.engine.host.gpu import nvcc_version
 from beavertui.engine.judge import anticheat
 from beavertui.engine.session.events import StageResult, TimingResult
 from beavertui.engine.timing import adaptive, cupti, native
+from beavertui.engine.timing.parked import GateBroken, Run
 from beavertui.engine.toolchain import stages as runner
 
 #: One timed run's event time. ``BEAVER_HOST_MS`` lines (host time to a full device sync, anticheat.py)
@@ -371,106 +372,6 @@ class _Warm:
 
 _T = TypeVar("_T")
 
-#: A run let go that has reached its gate (its ``gate`` mark written) but not taken its go within this many
-#: seconds cannot see the go file here: runs then start in turn (Timer.gate_broken).
-GATE_CHECK_S = 5.0
-
-
-class _GateBroken(BeaverError):
-    """A parked run did not take its go (_Run.await_go)."""
-
-
-@dataclass
-class _Run:
-    """A run of the test command under the injection library (Timer._start_run), maybe started ahead of
-    its turn and parked before CUDA until its go (a file in its folder, cupti.gate_file)."""
-
-    who: str
-    stage: runner.StartedStage
-    folder: Path
-    """Its own temporary folder: the injection library's file (kernel records and phase marks) and the go."""
-    gated: bool
-    started: float
-    let_go_at: float | None = None
-
-    @property
-    def out(self) -> Path:
-        return self.folder / "kernels.txt"
-
-    def let_go(self) -> None:
-        if self.gated and self.let_go_at is None:
-            self.let_go_at = time.monotonic()
-            cupti.gate_file(self.folder).touch()
-
-    def await_go(self, limit_s: float) -> None:
-        """Once let go: wait until the run has passed its gate (its ``go`` mark), has ended, or ``limit_s``
-        has passed, reading its output meanwhile. Raises _GateBroken (the run ended) when it was parked at
-        the gate and did not take its go within GATE_CHECK_S."""
-        assert self.let_go_at is not None
-        process = self.stage.process
-        while process.alive() and time.monotonic() - self.let_go_at < limit_s:
-            marks = cupti.marks(self.out.read_text(errors="replace")) if self.out.exists() else {}
-            if "go" in marks:
-                return
-            if "gate" in marks and time.monotonic() - self.let_go_at > GATE_CHECK_S:
-                self.discard()
-                raise _GateBroken(f"a run parked before CUDA did not see its go within {GATE_CHECK_S:g} s")
-            process.until(b"\0", 0.005)  # reads what it printed, so that a full pipe never stops it
-
-    def await_gate(self, deadline: float) -> None:
-        """Wait until the run is parked at its gate (its ``gate`` mark), has ended, or the monotonic clock
-        is past ``deadline``, reading its output meanwhile."""
-        process = self.stage.process
-        while process.alive() and time.monotonic() < deadline:
-            marks = cupti.marks(self.out.read_text(errors="replace")) if self.out.exists() else {}
-            if "gate" in marks:
-                return
-            process.until(b"\0", 0.005)
-
-    def await_exit(self) -> str | None:
-        """Once past its go: wait until the run has written its exit mark (the injection file's text then) or
-        ended (None), reading its output meanwhile."""
-        process = self.stage.process
-        while process.alive():
-            try:
-                with self.out.open("rb") as fh:
-                    fh.seek(max(0, self.out.stat().st_size - 64))
-                    tail = fh.read()
-            except OSError:
-                tail = b""
-            if b"M\texit\t" in tail:
-                return self.out.read_text(errors="replace")
-            process.until(b"\0", 0.002)
-        return None
-
-    def discard(self) -> None:
-        """End it (a no-op once finished) and remove its folder."""
-        self.stage.process.stop()
-        shutil.rmtree(self.folder, ignore_errors=True)
-
-    def phases(self, text: str, ended: float) -> dict[str, object]:
-        """Where the run's time went, in seconds on the monotonic clock: from its start to the injection's
-        init (``to_cuda_s``: the process's start, libraries, anything before its first CUDA call), its wait
-        at the gate (``parked_s``), from its go (or init) to its exit, and its turn (``held_s``: from its go,
-        or its start when not gated, to its end)."""
-        marks = cupti.marks(text)
-        ns = 1e-9
-        init, gate, go, exit_ = (marks.get(k) for k in ("init", "gate", "go", "exit"))
-        turn = self.let_go_at if self.gated else self.started
-        row: dict[str, object] = {
-            "who": self.who,
-            "gated": self.gated,
-            "held_s": round(ended - (turn or ended), 4),
-        }
-        if init is not None:
-            row["to_cuda_s"] = round(init * ns - self.started, 4)
-        if gate is not None and go is not None:
-            row["parked_s"] = round((go - gate) * ns, 4)
-        if exit_ is not None:
-            row["cuda_to_exit_s"] = round((exit_ - (go or init or exit_)) * ns, 4)
-            row["exit_to_end_s"] = round(ended - exit_ * ns, 4)
-        return row
-
 
 class Timer:
     """Times a candidate work dir against the task's reference on this GPU.
@@ -497,7 +398,7 @@ class Timer:
         """Why, then (the timing's note says it)."""
         self._warm: _Warm | None = None
         self.phases: list[dict[str, object]] = []
-        """Where each run of the latest measure() spent its time (process-level methods: _Run.phases)."""
+        """Where each run of the latest measure() spent its time (process-level methods: Run.phases)."""
         self.gate_broken: str | None = None
         """Why runs are no longer started ahead of their turn (a run parked before CUDA did not take its
         go); the timing's note says it."""
@@ -634,9 +535,9 @@ class Timer:
 
     def _start_run(
         self, work: runner.WorkDir, who: str, gated: bool, kernels: bool = True, behind: int = 1
-    ) -> _Run:
+    ) -> Run:
         """One run of the test command under the injection library, not waited for: with ``gated``, parked
-        before CUDA until ``_Run.let_go``, which may be ``behind`` whole runs away; with ``kernels`` False,
+        before CUDA until ``Run.let_go``, which may be ``behind`` whole runs away; with ``kernels`` False,
         recording no kernels (the gate and the phase marks only)."""
         lib = self._library()
         folder = Path(tempfile.mkdtemp(prefix="beaver-cupti-"))
@@ -656,12 +557,12 @@ class Timer:
         except BaseException:
             shutil.rmtree(folder, ignore_errors=True)
             raise
-        return _Run(who, stage, folder, gated, started)
+        return Run(who, stage, folder, gated, started)
 
-    def _end_run(self, run: _Run, on_exit: Callable[[str], None] | None = None) -> tuple[str, StageResult]:
+    def _end_run(self, run: Run, on_exit: Callable[[str], None] | None = None) -> tuple[str, StageResult]:
         """Wait for a run that has its go (stage_s from then at most), record it and its phases; (the
         injection file's text, the run's record). ``on_exit`` is called with the file's text as soon as the
-        run has written its exit mark, before its process has ended. Raises _GateBroken as _Run.await_go."""
+        run has written its exit mark, before its process has ended. Raises GateBroken as Run.await_go."""
         try:
             if run.gated:
                 run.await_go(self.tcfg.stage_s)
@@ -777,12 +678,12 @@ class Timer:
         return error(f"{self.method} timing of the {who} produced no samples (rc {res.rc}): {tail[0][:200]}")
 
     def _gated_or_in_turn(self, gated: Callable[[], _T], in_turn: Callable[[], _T]) -> _T:
-        """``gated()``; when a run there did not see its go (_GateBroken), its runs are dropped, gate_broken
+        """``gated()``; when a run there did not see its go (GateBroken), its runs are dropped, gate_broken
         says why, and ``in_turn()`` times again with each run started in its turn."""
         kept = len(self.runs)
         try:
             return gated()
-        except _GateBroken as exc:
+        except GateBroken as exc:
             self.gate_broken = str(exc)
             del self.runs[kept:]
         return in_turn()
@@ -827,8 +728,8 @@ class Timer:
         ``take(side, injection file's text, record)`` keeps a run and says whether no more are needed; the
         run started ahead of one not needed is ended before its go. With ``would_end``, the run ahead is let
         go at the exit mark of the one before unless ``would_end(side, text at that mark)``."""
-        current: _Run | None = self._start_run(*order[0], gated=True, kernels=kernels)
-        ahead: _Run | None = None
+        current: Run | None = self._start_run(*order[0], gated=True, kernels=kernels)
+        ahead: Run | None = None
         done = 0
         try:
             while current is not None:
@@ -857,7 +758,7 @@ class Timer:
         before has ended. For timings that take every run (the testbench's own speed lines): the starts,
         seconds of a Python harness's imports and extension loads each, overlap one another and no timed
         run. ``take`` as in _chain."""
-        runs: list[_Run] = []
+        runs: list[Run] = []
         try:
             for i in range(total):
                 runs.append(
@@ -877,7 +778,7 @@ class Timer:
 
     @staticmethod
     def _release_at_exit(
-        current: _Run, ahead: _Run | None, would_end: Callable[[str, str], bool] | None
+        current: Run, ahead: Run | None, would_end: Callable[[str, str], bool] | None
     ) -> Callable[[str], None] | None:
         """What lets ``ahead`` go at ``current``'s exit mark (None: it goes once ``current`` has ended)."""
         if would_end is None or ahead is None:
