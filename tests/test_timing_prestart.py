@@ -76,6 +76,15 @@ int main(int argc, char **argv) {
 #ifdef LATE
     atexit(late);
 #endif
+    char slow[4096], mine[4096];             /* the one run that claims the file "slow" waits its ms first */
+    snprintf(slow, sizeof slow, "%s/slow", dir_);
+    snprintf(mine, sizeof mine, "%s/slow-claimed", dir_);
+    if (rename(slow, mine) == 0) {
+        FILE *f = fopen(mine, "r");
+        int ms = 0;
+        if (f) { if (fscanf(f, "%d", &ms) != 1) ms = 0; fclose(f); }
+        usleep(ms * 1000);
+    }
     const char *lib = getenv("CUDA_INJECTION64_PATH");
     if (lib) {                               /* what the driver does at cuInit */
         void *h = dlopen(lib, RTLD_NOW);
@@ -158,6 +167,24 @@ def test_testbench_runs_all_park_before_the_first_goes_and_go_on_one_after_anoth
     assert len(list(marks.glob("started-*"))) == 3  # no run started beyond the last round
     assert all(p["gated"] for p in timer.phases) and len(timer.phases) == 3
     assert all("parked_s" in p and "to_cuda_s" in p and "cuda_to_exit_s" in p for p in timer.phases)
+
+
+def test_a_testbench_run_that_does_not_reach_its_gate_within_the_stage_limit_times_out_as_in_turn(
+    tmp_path: Path, injection: Path
+) -> None:
+    """One of the three runs takes 8 s before its first CUDA call, with a stage limit of 2 s. The others are
+    not held back past that limit waiting for its gate: once 2 s have passed they are let go, one at a time,
+    and the slow one, in its turn, gets its 2 s from its go like any run and is ended, as it would be in
+    turn. Waiting for its gate instead would let it pass and hold the GPU for its whole start."""
+    exe, marks = _app(tmp_path, rounds=3)
+    (marks / "slow").write_text("8000")
+    timer, work = _timer(tmp_path, exe, prestart="all")
+    timer.tcfg = dataclasses.replace(timer.tcfg, stage_s=2.0)
+    with pytest.raises(BeaverError, match="no usable Speedup line"):
+        timer.measure(work)
+    assert (marks / "slow-claimed").exists()
+    assert timer.runs and timer.runs[-1][1].timed_out  # the slow one, ended at its limit
+    assert all(res.rc == 0 for _, res in timer.runs[:-1])  # those before it in the order were timed
 
 
 def test_without_prestart_each_run_starts_in_its_turn(tmp_path: Path, injection: Path) -> None:
