@@ -44,6 +44,10 @@ class Run:
     def out(self) -> Path:
         return self.folder / "kernels.txt"
 
+    def marks(self) -> dict[str, int]:
+        """The phase marks its injection file holds so far (cupti.marks)."""
+        return cupti.marks(self.out.read_text(errors="replace")) if self.out.exists() else {}
+
     def let_go(self) -> None:
         if self.gated and self.let_go_at is None:
             self.let_go_at = time.monotonic()
@@ -56,7 +60,7 @@ class Run:
         assert self.let_go_at is not None
         process = self.stage.process
         while process.alive() and time.monotonic() - self.let_go_at < limit_s:
-            marks = cupti.marks(self.out.read_text(errors="replace")) if self.out.exists() else {}
+            marks = self.marks()
             if "go" in marks:
                 return
             if "gate" in marks and time.monotonic() - self.let_go_at > GATE_CHECK_S:
@@ -69,8 +73,7 @@ class Run:
         is past ``deadline``, reading its output meanwhile."""
         process = self.stage.process
         while process.alive() and time.monotonic() < deadline:
-            marks = cupti.marks(self.out.read_text(errors="replace")) if self.out.exists() else {}
-            if "gate" in marks:
+            if "gate" in self.marks():
                 return
             process.until(b"\0", 0.005)
 

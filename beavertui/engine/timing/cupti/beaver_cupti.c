@@ -11,10 +11,11 @@
  *
  * BEAVER_GATE names a folder: the process then waits inside InitializeInjection, before CUDA has made any
  * context, until a file named "go" exists in it (a folder, so that a sandbox that keeps the paths named in
- * the environment shows the process a file made after it started) (a run started ahead of its turn: what comes before the process's first
- * CUDA call overlaps the run before it, and the GPU still sees one timed process at a time). It exits with
- * status 97 when the file has not appeared within BEAVER_GATE_S seconds (default 600). BEAVER_CUPTI_ACTIVITY=0
- * records no kernels (the gate and the marks only: a harness that times itself).
+ * the environment shows the process a file made after it started). That is a run started ahead of its
+ * turn: what comes before the process's first CUDA call overlaps the run before it, and the GPU still sees
+ * one timed process at a time. It exits with status 97 when the file has not appeared within
+ * BEAVER_GATE_S seconds (default 600). BEAVER_CUPTI_ACTIVITY=0 records no kernels (the gate and the marks
+ * only: a harness that times itself).
  */
 #include <cupti.h>
 #include <stdint.h>
