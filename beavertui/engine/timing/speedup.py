@@ -211,8 +211,9 @@ class TimingConfig:
     go_at_exit: bool = field(default_factory=go_at_exit_default)
     """With runs started ahead (prestart), a CUPTI run is let go once the run before it has written its exit
     mark (its kernels done and their records written, at exit) instead of once its process has ended (the
-    context's teardown, a median 0.115 s a run on the H200). Off unless ``BEAVERTUI_GO_AT_EXIT=1``: not yet
-    measured on a GPU."""
+    context's teardown, a median 0.115 s a run on the H200). Off unless ``BEAVERTUI_GO_AT_EXIT=1``: on the
+    H200 (12 tasks, docs/performance.md) a run's share of a stage was shorter, but its CUDA part ran slower
+    beside the ending run and one stage was measured again for its CV."""
     go_s: float = 900.0
     """kernelbench: the longest a timing driver started ahead of the GPU hold (Timer.warm) waits for its go
     before it gives up and exits (a backstop: the timer ends an unused one first, Timer.close)."""
@@ -646,7 +647,6 @@ class Timer:
             for work, acc, who in ((ref, r_all, "reference"), (cand, c_all, "candidate")):
                 got, res = sample(work)
                 if not got:
-                    tail = [ln for ln in res.log.splitlines() if ln.strip()][-1:] or ["no output"]
                     if (
                         who == "candidate"
                         and self.method == "beaver_time_ms"
@@ -654,10 +654,7 @@ class Timer:
                         and not res.timed_out
                     ):
                         raise CandidateTimingFailed(res, anticheat.failure_evidence(res.log, res.rc))
-                    error = SpeedupUnavailable if who == "reference" else BeaverError
-                    raise error(
-                        f"{self.method} timing of the {who} produced no samples (rc {res.rc}): {tail[0][:200]}"
-                    )
+                    raise self._no_samples(who, res)
                 acc.extend(got)
                 self.runs.append((who, res))
             if self.method != "beaver_time_ms" and adaptive.enough(
@@ -673,6 +670,7 @@ class Timer:
         return self.method == "cupti" and self.tcfg.prestart in ("cupti", "all") and self.gate_broken is None
 
     def _no_samples(self, who: str, res: StageResult) -> BeaverError:
+        """The error of a timing run of ``who`` that gave no samples (SpeedupUnavailable for the reference)."""
         tail = [ln for ln in res.log.splitlines() if ln.strip()][-1:] or ["no output"]
         error = SpeedupUnavailable if who == "reference" else BeaverError
         return error(f"{self.method} timing of the {who} produced no samples (rc {res.rc}): {tail[0][:200]}")
@@ -1139,10 +1137,7 @@ def time_reference(timer: Timer) -> ReferenceTiming:
         for _ in range(rounds):
             got, res = sample(ref)
             if not got:
-                tail = [ln for ln in res.log.splitlines() if ln.strip()][-1:] or ["no output"]
-                raise BeaverError(
-                    f"{timer.method} timing of the reference produced no samples: {tail[0][:200]}"
-                )
+                raise timer._no_samples("reference", res)
             acc.extend(got)
             if process and adaptive.enough_alone(acc, timer.tcfg.min_process_runs, target):
                 break
