@@ -16,6 +16,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "docs" / "data" / "h200-2026-12-04"
 RUN = DATA / "release-stage"
@@ -108,10 +110,12 @@ def test_the_testbench_speed_lines_are_summed_per_process_and_stay_above_3_s(tmp
     assert all(on[t]["wall_s"] < off[t]["wall_s"] for t in on)
     p = s["paired"]
     assert p["wall_per_run_on_s"] == round(statistics.median(v["wall_s"] / 3 for v in on.values()), 3)
-    # started ahead, one stage's speedup strayed 16% from its in-turn value (the testbench's CV 10.6%):
-    # why "all" is not the default
-    worst = max(abs(on[t]["speedup"] / off[t]["speedup"] - 1) for t in on)
-    assert worst > 0.15 and max(v["reference_cv"] for v in on.values()) > 0.03
+    # started ahead, the speedups of the same source on both sides spread to 1.160x (a stage whose
+    # testbench CV was 10.6%), in turn to 1.016x at most: why "all" is not the default
+    fam_on, fam_off = s["modes"]["on"]["cufft_samples"], s["modes"]["off"]["cufft_samples"]
+    assert fam_on["speedups"] == pytest.approx([0.909, 1.160], abs=5e-4)
+    assert fam_off["speedups"] == pytest.approx([0.916, 1.016], abs=5e-4)
+    assert fam_on["max_cv"] > 0.3 and fam_off["max_cv"] > 0.3  # noisy in both modes (31.6%, 35.9%)
 
 
 def test_runs_let_go_at_the_exit_mark_are_shorter_but_not_yet_shown_to_time_the_same(tmp_path: Path) -> None:
@@ -119,13 +123,11 @@ def test_runs_let_go_at_the_exit_mark_are_shorter_but_not_yet_shown_to_time_the_
     p = s["paired_exit"]
     assert p["tasks"] == 12 and p["wall_per_run_exit_s"] < p["wall_per_run_on_s"]
     assert abs(p["reference_ms_exit_over_on"] - 1.0) < 0.01
-    ex, on = _timed(EXIT, "exit"), _timed(EXIT, "on")
     # a run's CUDA part is slower while the run before still ends: the median over the tasks' runs
     assert s["modes"]["exit"]["phases"]["cuda_to_exit_s"] > s["modes"]["on"]["phases"]["cuda_to_exit_s"]
-    # and one stage was measured again for its CV, 11 s against 3.5 s let go at the process end
-    again = [t for t, v in ex.items() if (v["note"] or "").startswith("re-measured once")]
-    assert again == ["cusparse_4__compile_error__cfcd99f6"]
-    assert ex[again[0]]["wall_s"] > 3 * on[again[0]]["wall_s"] and len(ex[again[0]]["processes"]) == 30
+    # and one cusparse stage was measured again for its CV: 11.0 s, against 4.2 s at most let go at the end
+    assert s["modes"]["exit"]["cusparse"]["max_wall_s"] == 11.021
+    assert s["modes"]["on"]["cusparse"]["max_wall_s"] < 4.5
     assert "Timed in modes exit and on: 12 tasks" in text
 
 
