@@ -6,6 +6,9 @@ from the raw files, and what it may claim is checked: the median over all 65 tas
 not reached, however good the 39 timed ones look; a later run's folder (``release-stage-rest``, run with
 ``--after``) decides it. ``release-stage-cufft-samples`` is the testbench's own speed lines (every process runs
 both sides), ``release-stage-exit`` the runs let go at the exit mark against those let go at the process end.
+``release-stage-long`` holds the two long CUPTI tasks the others did not reach, ``release-stage-cufft-parked``
+(and its ``-rest``, run with ``--after`` it) cufft_samples with a testbench's three runs parked together, and
+``release-stage-load`` 17 CUPTI tasks timed while 12 threads built candidates again.
 """
 
 from __future__ import annotations
@@ -24,6 +27,10 @@ RUN = DATA / "release-stage"
 REST = DATA / "release-stage-rest"
 CUFFT = DATA / "release-stage-cufft-samples"
 EXIT = DATA / "release-stage-exit"
+LONG = DATA / "release-stage-long"
+PARKED = DATA / "release-stage-cufft-parked"
+PARKED_REST = DATA / "release-stage-cufft-parked-rest"
+LOAD = DATA / "release-stage-load"
 
 
 def _timed(folder: Path, mode: str) -> dict[str, dict]:  # type: ignore[type-arg]
@@ -202,3 +209,125 @@ def test_an_even_count_split_in_halves_is_decided_by_the_two_middle_stages(tmp_p
     assert s["target"]["on"]["median_of_all"] == "not known"
     _, s = _summary(tmp_path, folder("most", {"a": None, "b": 3.5, "c": 3.6, "d": 4.0}))
     assert s["target"]["on"]["median_of_all"] == "> 3 s"
+
+
+def test_the_long_tasks_complete_the_cupti_set_in_turn_and_leave_one_untimed_ahead(tmp_path: Path) -> None:
+    """cuda_207 timed both ways, cuda_216 in turn only: in turn all 65 are timed and their median is over
+    3 s; ahead 36 of 65 are within 3 s, so the median over all 65 is within 3 s whatever cuda_216 takes."""
+    rows = json.loads((LONG / "release-stage.json").read_text())["tasks"]
+    assert rows["cuda_216__compile_error__dfb98af7"]["not_reached"] == ["on"]
+    assert {"on", "off"} <= set(rows["cuda_207__compile_error__f8c0ac7a"])
+    text, s = _summary(tmp_path, RUN, REST, LONG)
+    on = {**_timed(RUN, "on"), **_timed(REST, "on"), **_timed(LONG, "on")}
+    off = {**_timed(RUN, "off"), **_timed(REST, "off"), **_timed(LONG, "off")}
+    assert (len(on), len(off)) == (64, 65)
+    assert s["target"]["on"] == {"tasks": 65, "timed": 64, "at_most_target": 36, "median_of_all": "<= 3 s"}
+    assert s["target"]["off"] == {"tasks": 65, "timed": 65, "at_most_target": 30, "median_of_all": "> 3 s"}
+    assert "mode off: 65 of 65 tasks timed, 30 in 3 s or less: the median over all 65 is > 3 s" in text
+    assert s["modes"]["on"]["all"]["median_wall_s"] == 2.79
+    assert s["modes"]["off"]["all"]["median_wall_s"] == 3.22
+    assert s["modes"]["off"]["all"]["median_wall_s"] == round(
+        statistics.median(v["wall_s"] for v in off.values()), 3
+    )
+    assert (s["modes"]["on"]["all"]["max_wall_s"], s["modes"]["off"]["all"]["max_wall_s"]) == (35.287, 41.242)
+    # with cuda_216 over 3 s ahead (41.2 s in turn), the median over all 65 ahead would be 2.84 s
+    assert round(statistics.median([v["wall_s"] for v in on.values()] + [41.242]), 2) == 2.84
+    p = s["paired"]
+    assert p["tasks"] == 64 and (p["wall_per_run_on_s"], p["wall_per_run_off_s"]) == (0.389, 0.418)
+    assert p["reference_ms_on_over_off"] == 1.0 and p["speedup_on_over_off"] == 1.0
+    assert list(s["left_out"]) == ["cuda_216__compile_error__dfb98af7"]
+
+
+def test_cufft_samples_parked_together_halve_the_stage_and_time_the_same(tmp_path: Path) -> None:
+    """BEAVERTUI_PRESTART=all with the testbench's three runs parked together: every one of the 9 stages is
+    shorter than in turn, the speedups stay within 3.5% of their values in turn, and none is near 3 s."""
+    assert json.loads((PARKED_REST / "release-stage.json").read_text())["order"] == sorted(
+        set(_timed(PARKED_REST, "on")) | set(_timed(PARKED_REST, "off"))
+    )  # run --after the first folder: only the 3 it did not reach
+    on = {**_timed(PARKED, "on"), **_timed(PARKED_REST, "on")}
+    off = {**_timed(PARKED, "off"), **_timed(PARKED_REST, "off")}
+    assert len(on) == len(off) == 9 and {v["method"] for v in [*on.values(), *off.values()]} == {
+        "testbench_lines"
+    }
+    # every run of a stage ahead waited at its gate, and the three were parked at once
+    assert all(len(v["phases"]) == 3 and all(p["gated"] for p in v["phases"]) for v in on.values())
+    text, s = _summary(tmp_path, PARKED, PARKED_REST)
+    fam_on, fam_off = s["modes"]["on"]["cufft_samples"], s["modes"]["off"]["cufft_samples"]
+    assert (fam_on["median_wall_s"], fam_off["median_wall_s"]) == (8.985, 17.192)
+    assert (fam_on["max_wall_s"], fam_off["max_wall_s"]) == (9.746, 20.333)
+    assert (fam_on["max_cv"], fam_off["max_cv"]) == (0.1135, 0.0739)
+    assert fam_on["speedups"] == pytest.approx([0.951, 1.007], abs=5e-4)
+    assert fam_off["speedups"] == pytest.approx([0.932, 1.042], abs=5e-4)
+    p = s["paired"]
+    assert p["tasks"] == 9 and p["median_off_over_on"] == 1.95 and p["range"] == [1.805, 2.328]
+    ph = s["modes"]["on"]["phases"]
+    assert (ph["to_cuda_s"], ph["parked_s"], ph["held_s"]) == (4.937, 1.903, 1.048)
+    ratios = [on[t]["speedup"] / off[t]["speedup"] for t in on]
+    assert (round(min(ratios), 3), round(max(ratios), 3)) == (0.966, 1.034)
+    assert sum(v["unstable"] for v in on.values()) == sum(v["unstable"] for v in off.values()) == 1
+    assert s["target"]["on"]["median_of_all"] == "> 3 s" and "mode on: 9 of 9 tasks timed, 0 in 3 s" in text
+    # on the 7 tasks the earlier call (runs started one ahead) timed too
+    both = list(_timed(CUFFT, "on"))
+    assert round(statistics.median(on[t]["wall_s"] for t in both), 2) == 9.07
+    assert round(statistics.median(v["wall_s"] for v in _timed(CUFFT, "on").values()), 2) == 15.56
+    # the 74 tasks: in turn over 3 s; ahead, with cuda_216 untimed, not known to the summary
+    _, s74 = _summary(tmp_path, RUN, REST, LONG, PARKED, PARKED_REST)
+    assert s74["target"]["on"] == {
+        "tasks": 74,
+        "timed": 73,
+        "at_most_target": 36,
+        "median_of_all": "not known",
+    }
+    assert s74["target"]["off"] == {"tasks": 74, "timed": 74, "at_most_target": 30, "median_of_all": "> 3 s"}
+
+
+def test_timing_under_build_load_against_the_same_tasks_alone(tmp_path: Path) -> None:
+    """17 CUPTI tasks timed while 12 threads built candidates (331 builds), against the same 17 from the run
+    alone, both through the bench's summary: a process took about a quarter longer in both modes, starting
+    ahead still saves, and the reference times and speedups stay as alone."""
+    raw = json.loads((LOAD / "release-stage.json").read_text())
+    assert raw["build_load"] == 12 and raw["load_builds"] == 331
+    text, s = _summary(tmp_path, LOAD)
+    assert "Timed while 12 threads built candidates again" in text
+    assert s["target"]["on"] == {"tasks": 65, "timed": 17, "at_most_target": 3, "median_of_all": "not known"}
+    assert s["target"]["off"]["at_most_target"] == 3
+    load_on, load_off = _timed(LOAD, "on"), _timed(LOAD, "off")
+    assert set(load_on) == set(load_off) and len(load_on) == 17
+    # the same 17 tasks as the run alone timed them, in a folder of their own, through the same summary
+    alone_raw = json.loads((RUN / "release-stage.json").read_text())
+    alone = tmp_path / "alone"
+    alone.mkdir()
+    (alone / "release-stage.json").write_text(
+        json.dumps({"modes": ["on", "off"], "tasks": {t: alone_raw["tasks"][t] for t in load_on}})
+    )
+    _, a = _summary(tmp_path, alone)
+    assert a["modes"]["on"]["all"]["timed"] == a["modes"]["off"]["all"]["timed"] == 17
+    stage = {
+        m: (a["modes"][m]["all"]["median_wall_s"], s["modes"][m]["all"]["median_wall_s"])
+        for m in ("on", "off")
+    }
+    assert stage == {"on": (3.121, 3.616), "off": (3.254, 3.77)}
+    per = {m: (a["paired"][f"wall_per_run_{m}_s"], s["paired"][f"wall_per_run_{m}_s"]) for m in ("on", "off")}
+    assert per == {"on": (0.424, 0.523), "off": (0.454, 0.575)}
+    assert (
+        round(per["on"][1] / per["on"][0] - 1, 2) == 0.23
+        and round(per["off"][1] / per["off"][0] - 1, 2) == 0.27
+    )
+    assert (
+        round(1 - per["on"][1] / per["off"][1], 2) == 0.09
+        and round(1 - per["on"][0] / per["off"][0], 2) == 0.07
+    )
+    assert (a["target"]["on"]["at_most_target"], a["target"]["off"]["at_most_target"]) == (8, 6)
+    ph_a, ph_l = a["modes"]["on"]["phases"], s["modes"]["on"]["phases"]
+    assert [(ph_a[k], ph_l[k]) for k in ("to_cuda_s", "cuda_to_exit_s", "exit_to_end_s")] == [
+        (0.079, 0.091), (0.256, 0.276), (0.122, 0.195),
+    ]  # fmt: skip
+    ref = {
+        m: round(statistics.median(t[m]["reference_ms"] / alone_raw["tasks"][k][m]["reference_ms"]
+                                   for k, t in ((k, raw["tasks"][k]) for k in load_on)), 3)
+        for m in ("on", "off")
+    }  # fmt: skip
+    assert ref == {"on": 1.009, "off": 1.006}
+    assert s["modes"]["on"]["all"]["speedups"] == pytest.approx([0.992, 1.009], abs=5e-4)
+    assert s["modes"]["off"]["all"]["speedups"] == pytest.approx([0.987, 1.013], abs=5e-4)
+    assert max(s["modes"][m]["all"]["max_cv"] for m in ("on", "off")) == 0.021
