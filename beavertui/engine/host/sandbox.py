@@ -17,6 +17,8 @@ from __future__ import annotations
 import os
 import re
 import select
+import shlex
+import shutil
 import signal
 import subprocess
 import sys
@@ -68,6 +70,12 @@ class Limits:
     """When plain namespaces are refused (non-root, or root without CAP_SYS_ADMIN), allow a user
     namespace (the stage is uid 0 inside it and the caller's uid outside; device files keep their
     own modes)."""
+    nice: int = 0
+    """Added to the niceness of the command's processes (``nice -n``): above 0, they yield the CPU to the
+    machine's other work when the cores are all busy (builds beside a timing stage, say); 0 leaves it."""
+    cpus: str | None = None
+    """The CPUs the command's processes may run on, as ``taskset -c`` takes them ("2-15", "0,2-7"); None:
+    every CPU this process may use. Ignored, and said in ``Outcome.sandbox``, where taskset is missing."""
 
 
 @dataclass(frozen=True)
@@ -141,6 +149,22 @@ def _ulimits(limits: Limits, wall_s: float, nproc: int | None) -> str:
     if limits.core_bytes is not None:
         lines.append(f"ulimit -c {limits.core_bytes // 1024}")
     return "; ".join(f"{line} 2>/dev/null" for line in lines)
+
+
+def _priority_prefix(limits: Limits, notes: list[str]) -> str:
+    """``nice``/``taskset`` before the command for ``limits.nice`` and ``limits.cpus`` (both exec the command:
+    the process tree stays as it is), each said in ``notes``."""
+    prefix = ""
+    if limits.nice:
+        prefix += f"nice -n {int(limits.nice)} "
+        notes.append(f"niceness +{int(limits.nice)}")
+    if limits.cpus:
+        if shutil.which("taskset") is None:
+            notes.append(f"CPUs {limits.cpus} NOT applied: no taskset here")
+        else:
+            prefix += f"taskset -c {shlex.quote(limits.cpus)} "
+            notes.append(f"CPUs {limits.cpus}")
+    return prefix
 
 
 def _cpu_s(limits: Limits, wall_s: float) -> int:
@@ -258,6 +282,7 @@ def start(
     if limits.nproc is not None and cgroup is None and rlimit_nproc is None:
         notes.append("process count NOT bounded: root, and no writable pids cgroup")
     frozen = [p for p in read_only if os.path.isdir(p)]
+    priority = _priority_prefix(limits, notes)
     if frozen:
         notes.append(f"read-only: {len(frozen)} folders" if plan.mount else "read-only folders NOT protected")
     setup = isolation.setup_script(
@@ -275,7 +300,7 @@ def start(
             _ulimits(limits, timeout_s, rlimit_nproc),
             # a child, not exec: the first process of a PID namespace ignores signals it does not
             # handle (SIGXCPU, SIGSEGV), so the command must not be that process
-            '/bin/bash -c "$1" & wait $!',
+            f'{priority}/bin/bash -c "$1" & wait $!',
         )
         if part
     )

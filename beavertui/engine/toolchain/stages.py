@@ -16,7 +16,7 @@ import shutil
 import tempfile
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager, nullcontext
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Literal
 
@@ -49,6 +49,55 @@ SOURCE_SUFFIXES = frozenset(
 )
 
 
+#: Niceness added to build stages (``nice -n``, 0 to 19; 0: none).
+BUILD_NICE_ENV = "BEAVERTUI_BUILD_NICE"
+#: The niceness builds get when the setting is unset.
+BUILD_NICE = 0
+#: The CPUs build stages may use, as ``taskset -c`` takes them ("2-15"); unset: every CPU.
+BUILD_CPUS_ENV = "BEAVERTUI_BUILD_CPUS"
+
+
+def build_nice_default() -> int:
+    """``BEAVERTUI_BUILD_NICE``, else BUILD_NICE; anything but a whole number from 0 to 19 is an error."""
+    raw = os.environ.get(BUILD_NICE_ENV, "").strip() or str(BUILD_NICE)
+    if not raw.isdigit() or not 0 <= int(raw) <= 19:
+        raise BeaverError(f"{BUILD_NICE_ENV}={raw!r}: expected a niceness from 0 to 19 (0: none)")
+    return int(raw)
+
+
+def parse_cpus(text: str) -> frozenset[int]:
+    """The CPUs of a list such as "0,2-7"; ValueError when it is not one."""
+    cpus: set[int] = set()
+    for part in text.split(","):
+        lo, sep, hi = part.strip().partition("-")
+        if not lo.isdigit() or (sep and not hi.isdigit()):
+            raise ValueError(part)
+        first, last = int(lo), int(hi) if sep else int(lo)
+        if last < first:
+            raise ValueError(part)
+        cpus.update(range(first, last + 1))
+    return frozenset(cpus)
+
+
+def build_cpus_default() -> str | None:
+    """``BEAVERTUI_BUILD_CPUS``, else None (every CPU); a list that is not one, or names a CPU this process may
+    not use, or leaves none, is an error."""
+    raw = os.environ.get(BUILD_CPUS_ENV, "").strip()
+    if not raw:
+        return None
+    try:
+        cpus = parse_cpus(raw)
+    except ValueError:
+        raise BeaverError(f"{BUILD_CPUS_ENV}={raw!r}: expected a CPU list such as 2-15 or 0,2-7") from None
+    usable = os.sched_getaffinity(0)
+    if not cpus or not cpus <= usable:
+        raise BeaverError(
+            f"{BUILD_CPUS_ENV}={raw!r}: names CPUs this process may not use "
+            f"({', '.join(map(str, sorted(cpus - usable)))}); it may use {len(usable)}"
+        )
+    return raw
+
+
 @dataclass(frozen=True)
 class RunnerConfig:
     """How the runner runs stages on this machine."""
@@ -68,6 +117,11 @@ class RunnerConfig:
     read_only: tuple[Path, ...] = field(default_factory=lambda: (cupti.cache_dir(),))
     """Folders stages may read but not change, besides the corpus and its linked libraries (where a
     mount namespace is available): beavertui's cache, with reference builds and baselines."""
+    build_nice: int = field(default_factory=build_nice_default)
+    """Niceness added to build stages (``BEAVERTUI_BUILD_NICE``): builds then yield the CPU to the stages whose
+    time is measured (a timing stage's processes) when every core is busy."""
+    build_cpus: str | None = field(default_factory=build_cpus_default)
+    """The CPUs build stages may use (``BEAVERTUI_BUILD_CPUS``, a ``taskset -c`` list); None: every CPU."""
     pausable: Callable[[sandbox.Started], AbstractContextManager[object]] | None = None
     """Where a stage's process is registered while it runs (a batch's shared GPU hold: the pool may stop
     it while a timing stage holds the GPU alone; batch/resources.py); None: never stopped."""
@@ -202,7 +256,12 @@ def run_stage(
     config: RunnerConfig,
     adapt: bool = True,
 ) -> StageResult:
-    """Run one command of the attempt in the work dir and record it."""
+    """Run one command of the attempt in the work dir and record it; a build at the build priority
+    (``RunnerConfig.build_nice``, ``build_cpus``)."""
+    if stage == "build" and (config.build_nice or config.build_cpus):
+        config = replace(
+            config, limits=replace(config.limits, nice=config.build_nice, cpus=config.build_cpus)
+        )
     started = start_stage(work, command, timeout_s, config, adapt)
     with nullcontext() if config.pausable is None else config.pausable(started.process):
         out = started.finish()
