@@ -4,6 +4,7 @@ the reference, the GPU to itself, with every run started ahead of its turn and w
     python3 bench/release_timing_bench.py run --corpus DIR --out DIR [--tasks FILE] [--task ID ...]
                                               [--modes on,off] [--budget-s S] [--jobs N] [--after DIR ...]
     python3 bench/release_timing_bench.py summary [--json FILE] DIR [DIR ...]
+    python3 bench/release_timing_bench.py compare [--mode on] [--json FILE] DIR_A DIR_B
 
 ``run``: first, on the CPU (``--jobs`` threads, as build slots would), each task's reference work dir and
 timing prerequisites (``Timer.prepare``: the reference build, the CUPTI injection library) and a candidate
@@ -24,6 +25,10 @@ with ``--after`` that folder times only the tasks it did not finish.
 the speedups' range; whether the median over every task of the runs, the untimed included, is within
 ``--target-s`` (3 s), beyond it, or not known from the ones timed; the tasks timed in both modes side by side (the median ratio of their walls); and the
 median phases of a run.
+
+``compare``: one folder against another in one mode, on the tasks timed in both (a load against the GPU
+alone, one build priority against another): the median stage, the median wall per process and the median
+phases of each, and the medians of the per-task ratios.
 """
 
 from __future__ import annotations
@@ -114,7 +119,7 @@ def run(a: argparse.Namespace) -> int:
         ids = [i for i in ids if i not in done]
     base = Path(tempfile.mkdtemp(prefix="beaver-release-stage-work-"))
     res: dict[str, Any] = {"machine": gpu_info(), "gpu": machine.gpu.slug if machine.gpu else None}
-    res.update(modes=modes, tasks={}, order=ids, build_load=a.build_load)
+    res.update(modes=modes, tasks={}, order=ids, build_load=a.build_load, build_priority=priority(cfg))
 
     def save() -> None:
         res["bench_wall_s"] = round(time.perf_counter() - t_start, 1)
@@ -256,26 +261,67 @@ def _per_process(timed: dict[str, Any]) -> float:
     return float(timed["wall_s"]) / n
 
 
+def priority(cfg: Any) -> dict[str, Any]:
+    """The build stages' CPU priority of a run (RunnerConfig.build_nice, build_cpus)."""
+    return {"nice": cfg.build_nice, "cpus": cfg.build_cpus}
+
+
+def priority_words(p: dict[str, Any]) -> str:
+    return f"niceness +{p['nice']}, " + (f"CPUs {p['cpus']}" if p["cpus"] else "every CPU")
+
+
+def merged(earlier: dict[str, Any] | None, later: dict[str, Any]) -> dict[str, Any]:
+    """A task's row from two folders: the later folder's timing of a mode replaces the earlier one's, a mode
+    only the earlier folder timed stays, and a mode is not reached only where neither timed it."""
+    if earlier is None:
+        return dict(later)
+    out = {**earlier, **{k: v for k, v in later.items() if k != "not_reached"}}
+    gone = [
+        m
+        for m in MODES
+        if m in {*earlier.get("not_reached", ()), *later.get("not_reached", ())}
+        and "speedup" not in (out.get(m) or {})
+    ]
+    out.pop("not_reached", None)
+    if gone:
+        out["not_reached"] = gone
+    if any("speedup" in (out.get(m) or {}) for m in MODES):
+        out.pop("error", None)  # a build that failed once and was timed in a later folder
+    return out
+
+
 def summarize(a: argparse.Namespace) -> int:
     rows: dict[str, dict[str, Any]] = {}
     loads: set[int] = set()
+    priorities: set[tuple[int, str | None]] = set()
     for d in a.dirs:
         f = Path(d) / RESULT
         if not f.is_file():
             raise SystemExit(f"{f}: no result file")
         doc = json.loads(f.read_text())
         loads.add(int(doc.get("build_load", 0)))
+        # a folder from before the setting ran its builds at the caller's own priority
+        p = doc.get("build_priority") or {"nice": 0, "cpus": None}
+        priorities.add((int(p["nice"]), p["cpus"]))
         for tid, row in doc["tasks"].items():
-            rows[tid] = row  # a later folder's timing of a task replaces an earlier one's
+            rows[tid] = merged(rows.get(tid), row)
     if len(loads) > 1:
         raise SystemExit(
             f"these folders were timed under different build loads ({sorted(loads)}): one at a time"
         )
+    if len(priorities) > 1:
+        raise SystemExit(
+            "these folders built at different priorities ("
+            + "; ".join(priority_words({"nice": n, "cpus": c}) for n, c in sorted(priorities, key=str))
+            + "): one at a time"
+        )
+    nice, cpus = priorities.pop() if priorities else (0, None)
     out: dict[str, Any] = {
         "modes": {},
         "paired": {},
         "left_out": {},
         "build_load": loads.pop() if loads else 0,
+        "build_priority": {"nice": nice, "cpus": cpus},
     }
     for tid, row in rows.items():
         if row.get("error"):
@@ -367,7 +413,9 @@ def summarize(a: argparse.Namespace) -> int:
             )
     if out["build_load"]:
         lines.insert(
-            0, f"Timed while {out['build_load']} threads built candidates again, one build after another.\n"
+            0,
+            f"Timed while {out['build_load']} threads built candidates again, one build after another "
+            f"({priority_words(out['build_priority'])}).\n",
         )
     print("\n".join(lines))
     for key, x, y in (("paired", "on", "off"), ("paired_exit", "exit", "on")):
@@ -390,6 +438,76 @@ def summarize(a: argparse.Namespace) -> int:
         print(f"\nLeft out ({len(out['left_out'])}):")
         for k, v in sorted(out["left_out"].items()):
             print(f"- {k}: {v}")
+    if a.json:
+        a.json.write_text(json.dumps(out, indent=1))
+    return 0
+
+
+def _rows(d: Path) -> dict[str, Any]:
+    f = Path(d) / RESULT
+    if not f.is_file():
+        raise SystemExit(f"{f}: no result file")
+    return dict(json.loads(f.read_text()))
+
+
+def compare(a: argparse.Namespace) -> int:
+    """Folder ``b`` against folder ``a`` in one mode, on the tasks both timed in it: the median stage, the
+    median of a stage's wall per process, the median ratio of the two per task, and the median phases."""
+    docs = [_rows(a.a), _rows(a.b)]
+    both = [
+        t
+        for t in docs[0]["tasks"]
+        if all("speedup" in (d["tasks"].get(t) or {}).get(a.mode, {}) for d in docs)
+    ]
+    if not both:
+        raise SystemExit(f"no task was timed in mode {a.mode} in both folders")
+    out: dict[str, Any] = {"mode": a.mode, "tasks": len(both), "folders": {}}
+    for key, d, doc in (("a", a.a, docs[0]), ("b", a.b, docs[1])):
+        timed = [doc["tasks"][t][a.mode] for t in both]
+        phases = [p for v in timed for p in v.get("phases", [])]
+        out["folders"][key] = {
+            "dir": str(d),
+            "build_load": int(doc.get("build_load", 0)),
+            "build_priority": doc.get("build_priority") or {"nice": 0, "cpus": None},
+            "median_wall_s": _median([v["wall_s"] for v in timed]),
+            "median_wall_per_process_s": _median([_per_process(v) for v in timed]),
+            "median_runs": _median([float(v["runs"]) for v in timed if v.get("runs")]),
+            "phases": {
+                k: _median([float(p[k]) for p in phases if k in p])
+                for k in ("to_cuda_s", "parked_s", "cuda_to_exit_s", "exit_to_end_s", "held_s")
+            },
+        }
+    ta, tb = ([d["tasks"][t][a.mode] for t in both] for d in docs)
+    out["median_wall_b_over_a"] = _median([y["wall_s"] / x["wall_s"] for x, y in zip(ta, tb, strict=True)])
+    out["median_per_process_b_over_a"] = _median(
+        [_per_process(y) / _per_process(x) for x, y in zip(ta, tb, strict=True)]
+    )
+    out["median_speedup_b_over_a"] = _median(
+        [y["speedup"] / x["speedup"] for x, y in zip(ta, tb, strict=True)]
+    )
+    lines = [
+        f"Mode {a.mode}, {len(both)} tasks timed in both folders.",
+        "",
+        "| folder | build load | builds at | median stage | median wall per process | median runs a side |",
+        "|---|---:|---|---:|---:|---:|",
+    ]
+    for key in ("a", "b"):
+        f = out["folders"][key]
+        lines.append(
+            f"| {key}: {f['dir']} | {f['build_load']} | {priority_words(f['build_priority'])} | "
+            f"{f['median_wall_s']} s | {f['median_wall_per_process_s']} s | {f['median_runs']} |"
+        )
+    lines += [
+        "",
+        f"b / a, medians over the tasks: stage {out['median_wall_b_over_a']}x, wall per process "
+        f"{out['median_per_process_b_over_a']}x, speedup {out['median_speedup_b_over_a']}x",
+    ]
+    for key in ("a", "b"):
+        ph = out["folders"][key]["phases"]
+        lines.append(
+            f"{key}, median phases of a run: " + ", ".join(f"{k} {v}" for k, v in ph.items() if v is not None)
+        )
+    print("\n".join(lines))
     if a.json:
         a.json.write_text(json.dumps(out, indent=1))
     return 0
@@ -420,8 +538,13 @@ def main() -> int:
     m.add_argument("--json", type=Path, help="also write the summary as JSON to this file")
     m.add_argument("--target-s", type=float, default=3.0, help="the stage time the median is held against")
     m.add_argument("dirs", nargs="+")
+    c = sub.add_parser("compare", help="folder b against folder a, one mode, the tasks timed in both")
+    c.add_argument("--mode", default="on", choices=sorted(MODES))
+    c.add_argument("--json", type=Path, help="also write the comparison as JSON to this file")
+    c.add_argument("a", type=Path)
+    c.add_argument("b", type=Path)
     a = ap.parse_args()
-    return run(a) if a.cmd == "run" else summarize(a)
+    return {"run": run, "summary": summarize, "compare": compare}[a.cmd](a)
 
 
 if __name__ == "__main__":
