@@ -221,7 +221,7 @@ def test_the_setting_takes_three_words_and_refuses_anything_else(monkeypatch: py
     from beavertui.engine.timing.speedup import PRESTART_ENV, prestart_default
 
     monkeypatch.delenv(PRESTART_ENV, raising=False)
-    assert prestart_default() == "cupti" and TimingConfig().prestart == "cupti"
+    assert prestart_default() == "all" and TimingConfig().prestart == "all"
     for word in ("cupti", "all", "off"):
         monkeypatch.setenv(PRESTART_ENV, word)
         assert TimingConfig().prestart == word

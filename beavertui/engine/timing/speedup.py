@@ -148,16 +148,17 @@ def side_budget_default() -> float:
 
 
 PRESTART_ENV = "BEAVERTUI_PRESTART"
-#: Which process-level timings start each run ahead of its turn: ``cupti`` (the default: measured on the
-#: H200, docs/performance.md), ``all`` (also the testbench's own speed lines, cufft_samples, their runs all
-#: parked at once: Timer._parked_together; shorter stages on the H200 with the runs started one ahead, but one
-#: of 7 speedups strayed 16% from its value in turn; parked at once not yet run on a GPU) or ``off``.
+#: Which process-level timings start each run ahead of its turn: ``all`` (the default: CUPTI runs, and the
+#: runs of a family timed by its testbench's own speed lines, all three parked at once: Timer._parked_together;
+#: measured on the H200 on the 9 cufft_samples tasks, stages of 8.98 s against 17.19 s in turn, each speedup
+#: 0.966 to 1.034 times its value in turn: docs/performance.md), ``cupti`` (CUPTI runs only; the testbench's
+#: runs in turn) or ``off``.
 PRESTART_CHOICES = ("cupti", "all", "off")
 
 
 def prestart_default() -> str:
-    """``BEAVERTUI_PRESTART``, else ``cupti``; any other value is an error."""
-    value = os.environ.get(PRESTART_ENV, "").strip() or "cupti"
+    """``BEAVERTUI_PRESTART``, else ``all``; any other value is an error."""
+    value = os.environ.get(PRESTART_ENV, "").strip() or "all"
     if value not in PRESTART_CHOICES:
         raise BeaverError(f"{PRESTART_ENV}={value!r}: expected one of {', '.join(PRESTART_CHOICES)}")
     return value
@@ -203,7 +204,7 @@ class TimingConfig:
     """In-process timing: the most host time one side's round takes once 5 launches were timed (2000 ms by
     default; 0: every launch of every round; ``BEAVERTUI_SIDE_BUDGET_MS``)."""
     prestart: str = field(default_factory=prestart_default)
-    """Process-level timing: ``cupti`` (CUPTI runs), ``all`` (also a testbench's own speed lines) or ``off``.
+    """Process-level timing: ``all`` (CUPTI runs and a testbench's own speed lines), ``cupti`` or ``off``.
     Each run is started while the one before it runs, and waits inside the CUPTI injection library, before
     CUDA has made a context, until that run has ended (cupti/beaver_cupti.c). One timed process is past its
     CUDA start at a time, as before; what a process does before its first CUDA call (its start, loading
