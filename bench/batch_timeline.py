@@ -141,7 +141,7 @@ def analyse(
     long_runs: list[tuple[float, float, str, str]] = []  # (start, end, task, stage) of runs of LONG_S or more
     passed: dict[tuple[str, int], float] = {}  # a passing run's end, until its attempt is timed or judged
     reused: set[tuple[str, int]] = set()  # attempts judged by their start check (its stages ran then)
-    paused: list[float] = []  # seconds each run stopped for a timing stage was stopped (paused_s)
+    paused: list[float] = []  # seconds each run stopped while its GPU was held alone was stopped (paused_s)
     stopping = 0  # timing stages that stopped the runs on their GPU (their note says so)
     for t, name, e in evs:
         if isinstance(e, SessionHeader):
@@ -323,7 +323,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"wait for timing: median {w['median_s']} s, max {w['max_s']} s over {w['count']} timed attempts")
     p = doc["paused"]
     if p["count"] or p["timing_stages_that_stopped_runs"]:
-        print(f"runs stopped for timing stages (SIGSTOP, start checks' included): {p['count']}, "
+        print(f"runs stopped (SIGSTOP) while their GPU was held alone, for a timing stage or a run run again alone "
+              f"(start checks' included): {p['count']}, "
               f"{p['sum_s']} s stopped summed; timing stages that stopped runs: "
               f"{p['timing_stages_that_stopped_runs']}")  # fmt: skip
     if doc["reused_attempts"]:
