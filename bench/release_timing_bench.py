@@ -262,12 +262,21 @@ def _per_process(timed: dict[str, Any]) -> float:
 
 
 def priority(cfg: Any) -> dict[str, Any]:
-    """The build stages' CPU priority of a run (RunnerConfig.build_nice, build_cpus)."""
-    return {"nice": cfg.build_nice, "cpus": cfg.build_cpus}
+    """The build stages' CPU priority of a run (RunnerConfig.build_nice, build_cpus) and the CPUs of its
+    timed processes (timing_cpus)."""
+    return {"nice": cfg.build_nice, "cpus": cfg.build_cpus, "timing_cpus": cfg.timing_cpus}
+
+
+def _priority_key(p: dict[str, Any] | None) -> tuple[int, str | None, str | None]:
+    # a folder from before these settings ran everything at the caller's own priority, on every CPU
+    p = p or {}
+    return int(p.get("nice", 0)), p.get("cpus"), p.get("timing_cpus")
 
 
 def priority_words(p: dict[str, Any]) -> str:
-    return f"niceness +{p['nice']}, " + (f"CPUs {p['cpus']}" if p["cpus"] else "every CPU")
+    nice, cpus, timing = _priority_key(p)
+    words = f"niceness +{nice}, " + (f"CPUs {cpus}" if cpus else "every CPU")
+    return words + (f"; timed processes on CPUs {timing}" if timing else "")
 
 
 def merged(earlier: dict[str, Any] | None, later: dict[str, Any]) -> dict[str, Any]:
@@ -293,16 +302,14 @@ def merged(earlier: dict[str, Any] | None, later: dict[str, Any]) -> dict[str, A
 def summarize(a: argparse.Namespace) -> int:
     rows: dict[str, dict[str, Any]] = {}
     loads: set[int] = set()
-    priorities: set[tuple[int, str | None]] = set()
+    priorities: set[tuple[int, str | None, str | None]] = set()
     for d in a.dirs:
         f = Path(d) / RESULT
         if not f.is_file():
             raise SystemExit(f"{f}: no result file")
         doc = json.loads(f.read_text())
         loads.add(int(doc.get("build_load", 0)))
-        # a folder from before the setting ran its builds at the caller's own priority
-        p = doc.get("build_priority") or {"nice": 0, "cpus": None}
-        priorities.add((int(p["nice"]), p["cpus"]))
+        priorities.add(_priority_key(doc.get("build_priority")))
         for tid, row in doc["tasks"].items():
             rows[tid] = merged(rows.get(tid), row)
     if len(loads) > 1:
@@ -312,16 +319,19 @@ def summarize(a: argparse.Namespace) -> int:
     if len(priorities) > 1:
         raise SystemExit(
             "these folders built at different priorities ("
-            + "; ".join(priority_words({"nice": n, "cpus": c}) for n, c in sorted(priorities, key=str))
+            + "; ".join(
+                priority_words({"nice": n, "cpus": c, "timing_cpus": t})
+                for n, c, t in sorted(priorities, key=str)
+            )
             + "): one at a time"
         )
-    nice, cpus = priorities.pop() if priorities else (0, None)
+    nice, cpus, timing_cpus = priorities.pop() if priorities else (0, None, None)
     out: dict[str, Any] = {
         "modes": {},
         "paired": {},
         "left_out": {},
         "build_load": loads.pop() if loads else 0,
-        "build_priority": {"nice": nice, "cpus": cpus},
+        "build_priority": {"nice": nice, "cpus": cpus, "timing_cpus": timing_cpus},
     }
     for tid, row in rows.items():
         if row.get("error"):
@@ -468,7 +478,9 @@ def compare(a: argparse.Namespace) -> int:
         out["folders"][key] = {
             "dir": str(d),
             "build_load": int(doc.get("build_load", 0)),
-            "build_priority": doc.get("build_priority") or {"nice": 0, "cpus": None},
+            "build_priority": dict(
+                zip(("nice", "cpus", "timing_cpus"), _priority_key(doc.get("build_priority")), strict=True)
+            ),
             "median_wall_s": _median([v["wall_s"] for v in timed]),
             "median_wall_per_process_s": _median([_per_process(v) for v in timed]),
             "median_runs": _median([float(v["runs"]) for v in timed if v.get("runs")]),

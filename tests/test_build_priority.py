@@ -62,11 +62,27 @@ def test_only_the_build_stage_takes_the_build_priority(tmp_path: Path) -> None:
     assert _probe(bench.log) == (base_nice, base_cpus)
 
 
+def test_timing_stages_run_on_the_timing_cpus_started_in_turn_or_ahead(tmp_path: Path) -> None:
+    base_nice, base_cpus = _own()
+    cpu = max(os.sched_getaffinity(0))
+    task = load_corpus(DATA / "native").get("vec_scale")
+    cfg = runner.RunnerConfig(base_dir=tmp_path, timing_cpus=str(cpu))
+    with runner.workdir(task, "// candidate\n", cfg) as work:
+        bench = runner.run_stage(work, "benchmark", PROBE, 10.0, cfg, adapt=False)
+        ahead = runner.start_stage(work, PROBE, 10.0, cfg, adapt=False, stage="benchmark").finish()
+        build = runner.run_stage(work, "build", PROBE, 10.0, cfg, adapt=False)
+        run = runner.start_stage(work, PROBE, 10.0, cfg, adapt=False).finish()
+    assert _probe(bench.log) == _probe(ahead.log) == (base_nice, str(cpu))
+    assert f"CPUs {cpu}" in bench.sandbox
+    assert _probe(build.log) == _probe(run.log) == (base_nice, base_cpus)
+
+
 def test_the_settings_are_read_and_checked(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv(runner.BUILD_NICE_ENV, raising=False)
     monkeypatch.delenv(runner.BUILD_CPUS_ENV, raising=False)
+    monkeypatch.delenv(runner.TIMING_CPUS_ENV, raising=False)
     cfg = runner.RunnerConfig()
-    assert (cfg.build_nice, cfg.build_cpus) == (runner.BUILD_NICE, None)
+    assert (cfg.build_nice, cfg.build_cpus, cfg.timing_cpus) == (runner.BUILD_NICE, None, None)
     monkeypatch.setenv(runner.BUILD_NICE_ENV, "0")
     assert runner.RunnerConfig().build_nice == 0
     for bad in ("-1", "20", "ten", "1.5"):
@@ -77,10 +93,14 @@ def test_the_settings_are_read_and_checked(monkeypatch: pytest.MonkeyPatch) -> N
     cpu = min(os.sched_getaffinity(0))
     monkeypatch.setenv(runner.BUILD_CPUS_ENV, f"{cpu}-{cpu}")
     assert runner.RunnerConfig().build_cpus == f"{cpu}-{cpu}"
-    for bad in ("a", "3-1", "1,", f"{max(os.sched_getaffinity(0)) + 1}"):
-        monkeypatch.setenv(runner.BUILD_CPUS_ENV, bad)
-        with pytest.raises(BeaverError, match=runner.BUILD_CPUS_ENV):
-            runner.RunnerConfig()
+    monkeypatch.setenv(runner.TIMING_CPUS_ENV, str(cpu))
+    assert runner.RunnerConfig().timing_cpus == str(cpu)
+    for var in (runner.BUILD_CPUS_ENV, runner.TIMING_CPUS_ENV):
+        for bad in ("a", "3-1", "1,", f"{max(os.sched_getaffinity(0)) + 1}"):
+            monkeypatch.setenv(var, bad)
+            with pytest.raises(BeaverError, match=var):
+                runner.RunnerConfig()
+        monkeypatch.setenv(var, str(cpu))
 
 
 def test_cpu_lists_are_parsed() -> None:

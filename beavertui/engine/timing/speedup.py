@@ -515,7 +515,7 @@ class Timer:
         ahead = replace(self.config, env={**base, "CUDA_VISIBLE_DEVICES": ""})
         life = READY_S + self.tcfg.go_s + self.tcfg.stage_s
         try:
-            stage = runner.start_stage(work, command, life, ahead)
+            stage = runner.start_stage(work, command, life, ahead, stage="benchmark")
         except OSError:
             return False
         if wait and not stage.process.until(DRIVER_READY.encode(), READY_S):
@@ -555,7 +555,9 @@ class Timer:
         # a gated run's life covers its wait; once let go, it has stage_s of its own (_end_run)
         life = self.tcfg.stage_s * (behind + 2 if gated else 1)
         try:
-            stage = runner.start_stage(work, timing_command(self.task.test_command), life, cfg)
+            stage = runner.start_stage(
+                work, timing_command(self.task.test_command), life, cfg, stage="benchmark"
+            )
         except BaseException:
             shutil.rmtree(folder, ignore_errors=True)
             raise

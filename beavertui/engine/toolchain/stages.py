@@ -55,6 +55,8 @@ BUILD_NICE_ENV = "BEAVERTUI_BUILD_NICE"
 BUILD_NICE = 0
 #: The CPUs build stages may use, as ``taskset -c`` takes them ("2-15"); unset: every CPU.
 BUILD_CPUS_ENV = "BEAVERTUI_BUILD_CPUS"
+#: The CPUs timing stages ("benchmark": the timed processes) may use; unset: every CPU.
+TIMING_CPUS_ENV = "BEAVERTUI_TIMING_CPUS"
 
 
 def build_nice_default() -> int:
@@ -79,23 +81,33 @@ def parse_cpus(text: str) -> frozenset[int]:
     return frozenset(cpus)
 
 
-def build_cpus_default() -> str | None:
-    """``BEAVERTUI_BUILD_CPUS``, else None (every CPU); a list that is not one, or names a CPU this process may
-    not use, or leaves none, is an error."""
-    raw = os.environ.get(BUILD_CPUS_ENV, "").strip()
+def cpus_setting(var: str) -> str | None:
+    """A CPU list from the environment setting ``var``, else None (every CPU); a list that is not one, or
+    names a CPU this process may not use, or leaves none, is an error."""
+    raw = os.environ.get(var, "").strip()
     if not raw:
         return None
     try:
         cpus = parse_cpus(raw)
     except ValueError:
-        raise BeaverError(f"{BUILD_CPUS_ENV}={raw!r}: expected a CPU list such as 2-15 or 0,2-7") from None
+        raise BeaverError(f"{var}={raw!r}: expected a CPU list such as 2-15 or 0,2-7") from None
     usable = os.sched_getaffinity(0)
     if not cpus or not cpus <= usable:
         raise BeaverError(
-            f"{BUILD_CPUS_ENV}={raw!r}: names CPUs this process may not use "
+            f"{var}={raw!r}: names CPUs this process may not use "
             f"({', '.join(map(str, sorted(cpus - usable)))}); it may use {len(usable)}"
         )
     return raw
+
+
+def build_cpus_default() -> str | None:
+    """``BEAVERTUI_BUILD_CPUS`` (cpus_setting)."""
+    return cpus_setting(BUILD_CPUS_ENV)
+
+
+def timing_cpus_default() -> str | None:
+    """``BEAVERTUI_TIMING_CPUS`` (cpus_setting)."""
+    return cpus_setting(TIMING_CPUS_ENV)
 
 
 @dataclass(frozen=True)
@@ -122,6 +134,9 @@ class RunnerConfig:
     time is measured (a timing stage's processes) when every core is busy."""
     build_cpus: str | None = field(default_factory=build_cpus_default)
     """The CPUs build stages may use (``BEAVERTUI_BUILD_CPUS``, a ``taskset -c`` list); None: every CPU."""
+    timing_cpus: str | None = field(default_factory=timing_cpus_default)
+    """The CPUs timing stages may use (``BEAVERTUI_TIMING_CPUS``): every timed process, started in its turn
+    or ahead of it; None: every CPU."""
     pausable: Callable[[sandbox.Started], AbstractContextManager[object]] | None = None
     """Where a stage's process is registered while it runs (a batch's shared GPU hold: the pool may stop
     it while a timing stage holds the GPU alone; batch/resources.py); None: never stopped."""
@@ -257,12 +272,8 @@ def run_stage(
     adapt: bool = True,
 ) -> StageResult:
     """Run one command of the attempt in the work dir and record it; a build at the build priority
-    (``RunnerConfig.build_nice``, ``build_cpus``)."""
-    if stage == "build" and (config.build_nice or config.build_cpus):
-        config = replace(
-            config, limits=replace(config.limits, nice=config.build_nice, cpus=config.build_cpus)
-        )
-    started = start_stage(work, command, timeout_s, config, adapt)
+    (``RunnerConfig.build_nice``, ``build_cpus``), a timing stage on ``timing_cpus``."""
+    started = start_stage(work, command, timeout_s, config, adapt, stage)
     with nullcontext() if config.pausable is None else config.pausable(started.process):
         out = started.finish()
     return stage_result(stage, started.command, out)
@@ -282,17 +293,36 @@ class StartedStage:
         return self.process.finish(timeout_s)
 
 
+def stage_limits(
+    config: RunnerConfig, stage: Literal["build", "run", "sanitize", "benchmark"]
+) -> sandbox.Limits:
+    """The sandbox limits of a stage of this kind: ``config.limits``, a build at the build priority and a
+    timing stage on the timing CPUs."""
+    if stage == "build" and (config.build_nice or config.build_cpus):
+        return replace(config.limits, nice=config.build_nice, cpus=config.build_cpus)
+    if stage == "benchmark" and config.timing_cpus:
+        return replace(config.limits, cpus=config.timing_cpus)
+    return config.limits
+
+
 def start_stage(
-    work: WorkDir, command: str, timeout_s: float, config: RunnerConfig, adapt: bool = True
+    work: WorkDir,
+    command: str,
+    timeout_s: float,
+    config: RunnerConfig,
+    adapt: bool = True,
+    stage: Literal["build", "run", "sanitize", "benchmark"] = "run",
 ) -> StartedStage:
     """One command of the attempt started in the work dir the way run_stage runs it (same adaptation,
-    environment, sandbox, kept and read-only folders), not waited for; ``timeout_s`` bounds its whole life.
-    The caller reads and ends it (``StartedStage.finish``, ``process.stop``) and records it (stage_result)."""
+    environment, sandbox, kept and read-only folders, the limits of a ``stage`` of its kind), not waited
+    for; ``timeout_s`` bounds its whole life. The caller reads and ends it (``StartedStage.finish``,
+    ``process.stop``) and records it (stage_result)."""
     cmd = adapt_command(command, config.sm) if adapt else command
     keep = (*work.links.values(), *(str(p) for p in work.task.pythonpath))
     frozen = (str(work.task.corpus_root), *keep, *(str(p) for p in config.read_only))
     env = stage_env(work.task, config)
-    process = sandbox.start(cmd, work.path, env, timeout_s, config.limits, keep=keep, read_only=frozen)
+    limits = stage_limits(config, stage)
+    process = sandbox.start(cmd, work.path, env, timeout_s, limits, keep=keep, read_only=frozen)
     return StartedStage(command=cmd, env=env, process=process)
 
 
