@@ -207,6 +207,27 @@ def test_escaped_processes_die_with_the_stage(tmp_path: Path) -> None:
         _reap(m)
 
 
+def test_a_pid_namespace_ends_its_escaped_processes_without_a_scan(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Once a stage with its own PID namespace has ended, no process of it is left, already when finish
+    returns, and finish scanned /proc for none (the session and token sweeps are left out)."""
+    if not PLAN.pid:
+        pytest.skip(f"no pid namespace here: {PLAN.missing}")
+    scans: list[str] = []
+    session, tagged = reaper.session_members, reaper.tagged
+    monkeypatch.setattr(reaper, "session_members", lambda sid: scans.append("session") or session(sid))
+    monkeypatch.setattr(reaper, "tagged", lambda token: scans.append("token") or tagged(token))
+    m = _mark()
+    try:
+        out = sandbox.run(_ESCAPES.format(m=m), tmp_path, dict(os.environ), timeout_s=10.0, limits=FULL)
+        assert out.rc == 0 and "started" in out.log and out.leftovers_killed == 0
+        assert _alive(m) == []
+        assert scans == []
+    finally:
+        _reap(m)
+
+
 def test_escaped_processes_are_found_by_token_without_namespaces(tmp_path: Path) -> None:
     m = _mark()
     try:
