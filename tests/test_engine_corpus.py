@@ -180,3 +180,23 @@ def test_cli_list_json_and_bad_corpus(tmp_path: Path) -> None:
     )
     assert bad.returncode == 2
     assert bad.stderr.strip() == f"beavertui: corpus {tmp_path / 'nope'}: not a folder"
+
+
+def test_the_cudabench_fixture_speaks_the_release_oracle(tmp_path: Path) -> None:
+    """The fixture's compare_output.py prints T or F and exits 0, as the release's do, so that the family's
+    oracle (families.oracle_failure) reads a matching output as correct and a differing one as wrong."""
+    import struct
+
+    from beavertui.engine.corpus import families
+
+    task = load_corpus(DATA / "release").get("cudabench_903__memory_crash__a0000003")
+    script = task.testbench / "test" / "compare_output.py"
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "expected.bin").write_bytes(struct.pack("3f", 1.0, 2.0, 3.0))
+    verdicts = []
+    for out in ((1.0, 2.0, 3.0), (1.0, 2.5, 3.0)):
+        (tmp_path / "data" / "out.bin").write_bytes(struct.pack("3f", *out))
+        run = subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True)
+        assert run.returncode == 0
+        verdicts.append(families.oracle_failure(task, run.returncode, run.stdout))
+    assert verdicts == [None, "compare_output: F (output differs from the reference output)"]
