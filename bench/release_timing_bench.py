@@ -262,21 +262,31 @@ def _per_process(timed: dict[str, Any]) -> float:
 
 
 def priority(cfg: Any) -> dict[str, Any]:
-    """The build stages' CPU priority of a run (RunnerConfig.build_nice, build_cpus) and the CPUs of its
+    """What a run records as its ``build_priority``: the build stages' CPU priority of a run (RunnerConfig.build_nice, build_cpus) and the CPUs of its
     timed processes (timing_cpus)."""
     return {"nice": cfg.build_nice, "cpus": cfg.build_cpus, "timing_cpus": cfg.timing_cpus}
 
 
-def _priority_key(p: dict[str, Any] | None) -> tuple[int, str | None, str | None]:
-    # a folder from before these settings ran everything at the caller's own priority, on every CPU
-    p = p or {}
-    return int(p.get("nice", 0)), p.get("cpus"), p.get("timing_cpus")
+def build_priority(doc: dict[str, Any]) -> dict[str, Any]:
+    """A result file's ``priority``, every key present: a folder from before these settings ran everything
+    at the caller's own priority, on every CPU."""
+    p = doc.get("build_priority") or {}
+    return {"nice": int(p.get("nice", 0)), "cpus": p.get("cpus"), "timing_cpus": p.get("timing_cpus")}
 
 
 def priority_words(p: dict[str, Any]) -> str:
-    nice, cpus, timing = _priority_key(p)
-    words = f"niceness +{nice}, " + (f"CPUs {cpus}" if cpus else "every CPU")
-    return words + (f"; timed processes on CPUs {timing}" if timing else "")
+    words = f"niceness +{p['nice']}, " + (f"CPUs {p['cpus']}" if p["cpus"] else "every CPU")
+    return words + (f"; timed processes on CPUs {p['timing_cpus']}" if p["timing_cpus"] else "")
+
+
+#: Where a run's time went (Timer.phases), in the order they are printed.
+PHASES = ("to_cuda_s", "parked_s", "cuda_to_exit_s", "exit_to_end_s", "held_s")
+
+
+def median_phases(timed: list[dict[str, Any]]) -> dict[str, float | None]:
+    """The median of each phase over every run of the given timings."""
+    phases = [p for v in timed for p in v.get("phases", [])]
+    return {k: _median([float(p[k]) for p in phases if k in p]) for k in PHASES}
 
 
 def merged(earlier: dict[str, Any] | None, later: dict[str, Any]) -> dict[str, Any]:
@@ -302,14 +312,12 @@ def merged(earlier: dict[str, Any] | None, later: dict[str, Any]) -> dict[str, A
 def summarize(a: argparse.Namespace) -> int:
     rows: dict[str, dict[str, Any]] = {}
     loads: set[int] = set()
-    priorities: set[tuple[int, str | None, str | None]] = set()
+    priorities: dict[tuple[Any, ...], dict[str, Any]] = {}
     for d in a.dirs:
-        f = Path(d) / RESULT
-        if not f.is_file():
-            raise SystemExit(f"{f}: no result file")
-        doc = json.loads(f.read_text())
+        doc = _rows(Path(d))
         loads.add(int(doc.get("build_load", 0)))
-        priorities.add(_priority_key(doc.get("build_priority")))
+        p = build_priority(doc)
+        priorities[tuple(p.values())] = p
         for tid, row in doc["tasks"].items():
             rows[tid] = merged(rows.get(tid), row)
     if len(loads) > 1:
@@ -319,19 +327,15 @@ def summarize(a: argparse.Namespace) -> int:
     if len(priorities) > 1:
         raise SystemExit(
             "these folders built at different priorities ("
-            + "; ".join(
-                priority_words({"nice": n, "cpus": c, "timing_cpus": t})
-                for n, c, t in sorted(priorities, key=str)
-            )
+            + "; ".join(priority_words(p) for _, p in sorted(priorities.items(), key=str))
             + "): one at a time"
         )
-    nice, cpus, timing_cpus = priorities.pop() if priorities else (0, None, None)
     out: dict[str, Any] = {
         "modes": {},
         "paired": {},
         "left_out": {},
         "build_load": loads.pop() if loads else 0,
-        "build_priority": {"nice": nice, "cpus": cpus, "timing_cpus": timing_cpus},
+        "build_priority": next(iter(priorities.values()), build_priority({})),
     }
     for tid, row in rows.items():
         if row.get("error"):
@@ -378,11 +382,7 @@ def summarize(a: argparse.Namespace) -> int:
                 f"| {mode} | {fam} | {len(got)} | {per[fam]['median_wall_s']:.2f} s | {max(walls):.2f} s | "
                 f"{100 * max(cvs):.2f}% | {min(sps):.3f}x to {max(sps):.3f}x |"
             )
-        phases = [p for v in timed.values() for p in v.get("phases", [])]
-        per["phases"] = {
-            k: _median([float(p[k]) for p in phases if k in p])
-            for k in ("to_cuda_s", "parked_s", "cuda_to_exit_s", "exit_to_end_s", "held_s")
-        }
+        per["phases"] = median_phases(list(timed.values()))
         out["modes"][mode] = per
     out["paired"] = paired(rows, "on", "off")
     if any("exit" in r for r in rows.values()):
@@ -454,6 +454,7 @@ def summarize(a: argparse.Namespace) -> int:
 
 
 def _rows(d: Path) -> dict[str, Any]:
+    """The result file of folder ``d``."""
     f = Path(d) / RESULT
     if not f.is_file():
         raise SystemExit(f"{f}: no result file")
@@ -474,20 +475,14 @@ def compare(a: argparse.Namespace) -> int:
     out: dict[str, Any] = {"mode": a.mode, "tasks": len(both), "folders": {}}
     for key, d, doc in (("a", a.a, docs[0]), ("b", a.b, docs[1])):
         timed = [doc["tasks"][t][a.mode] for t in both]
-        phases = [p for v in timed for p in v.get("phases", [])]
         out["folders"][key] = {
             "dir": str(d),
             "build_load": int(doc.get("build_load", 0)),
-            "build_priority": dict(
-                zip(("nice", "cpus", "timing_cpus"), _priority_key(doc.get("build_priority")), strict=True)
-            ),
+            "build_priority": build_priority(doc),
             "median_wall_s": _median([v["wall_s"] for v in timed]),
             "median_wall_per_process_s": _median([_per_process(v) for v in timed]),
             "median_runs": _median([float(v["runs"]) for v in timed if v.get("runs")]),
-            "phases": {
-                k: _median([float(p[k]) for p in phases if k in p])
-                for k in ("to_cuda_s", "parked_s", "cuda_to_exit_s", "exit_to_end_s", "held_s")
-            },
+            "phases": median_phases(timed),
         }
     ta, tb = ([d["tasks"][t][a.mode] for t in both] for d in docs)
     out["median_wall_b_over_a"] = _median([y["wall_s"] / x["wall_s"] for x, y in zip(ta, tb, strict=True)])

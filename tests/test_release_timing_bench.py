@@ -33,6 +33,14 @@ PARKED_REST = DATA / "release-stage-cufft-parked-rest"
 LOAD = DATA / "release-stage-load"
 
 
+def _bench():  # type: ignore[no-untyped-def]
+    """bench/release_timing_bench.py as a module."""
+    sys.path.insert(0, str(ROOT / "bench"))
+    import release_timing_bench
+
+    return release_timing_bench
+
+
 def _timed(folder: Path, mode: str) -> dict[str, dict]:  # type: ignore[type-arg]
     rows = json.loads((folder / "release-stage.json").read_text())["tasks"]
     return {t: r[mode] for t, r in rows.items() if "speedup" in r.get(mode, {})}
@@ -163,9 +171,7 @@ def test_a_later_run_fills_in_and_the_median_is_decided_once_enough_is_timed(tmp
 
 
 def test_a_run_after_the_recorded_one_times_only_what_it_did_not_finish() -> None:
-    sys.path.insert(0, str(ROOT / "bench"))
-    import release_timing_bench
-
+    release_timing_bench = _bench()
     done = release_timing_bench.timed_before([RUN], ["on", "off"])
     raw = json.loads((RUN / "release-stage.json").read_text())["tasks"]
     assert len(done) == 38 and all("speedup" in raw[t]["on"] and "speedup" in raw[t]["off"] for t in done)
@@ -378,8 +384,7 @@ def test_cuda_216_timed_ahead_completes_the_cupti_set(tmp_path: Path) -> None:
 
 
 def test_a_later_folder_adds_a_mode_without_losing_the_earlier_ones() -> None:
-    sys.path.insert(0, str(ROOT / "bench"))
-    import release_timing_bench as rtb
+    rtb = _bench()
 
     timed = {"speedup": 1.0, "wall_s": 2.0}
     early = {"family": "cuda", "off": {**timed, "wall_s": 9.0}, "not_reached": ["on"]}
@@ -496,8 +501,7 @@ LOAD_ALL = DATA / "release-stage-load-all"
 def test_the_whole_cupti_set_under_load_against_it_alone(tmp_path: Path) -> None:
     """43 of 65 timed ahead under 12 build threads: median 3.43 s, 13 within 3 s; the same 43 alone (the four
     folders merged as the summary merges them) 2.62 s; a process 1.25x as long, its end most of all."""
-    sys.path.insert(0, str(ROOT / "bench"))
-    import release_timing_bench as rtb
+    rtb = _bench()
 
     raw = json.loads((LOAD_ALL / "release-stage.json").read_text())
     assert raw["build_load"] == 12 and raw["load_builds"] == 469 and raw["modes"] == ["on"]
@@ -518,7 +522,8 @@ def test_the_whole_cupti_set_under_load_against_it_alone(tmp_path: Path) -> None
     assert sorted(alone_rows[t]["on"]["wall_s"] for t in listed[-7:]) == [
         20.685, 21.166, 25.757, 27.124, 33.738, 35.287, 35.585,
     ]  # fmt: skip
-    assert 13 + (22 - 7) < 65 / 2
+    # at most the 13 timed within 3 s and the 15 untimed short ones: under half of the 65
+    assert s["target"]["on"]["at_most_target"] + len(untimed) - 7 < len(listed) / 2
     alone = tmp_path / "alone"
     alone.mkdir()
     (alone / "release-stage.json").write_text(json.dumps({"modes": ["on", "off"], "tasks": alone_rows}))

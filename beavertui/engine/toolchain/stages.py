@@ -100,16 +100,6 @@ def cpus_setting(var: str) -> str | None:
     return raw
 
 
-def build_cpus_default() -> str | None:
-    """``BEAVERTUI_BUILD_CPUS`` (cpus_setting)."""
-    return cpus_setting(BUILD_CPUS_ENV)
-
-
-def timing_cpus_default() -> str | None:
-    """``BEAVERTUI_TIMING_CPUS`` (cpus_setting)."""
-    return cpus_setting(TIMING_CPUS_ENV)
-
-
 @dataclass(frozen=True)
 class RunnerConfig:
     """How the runner runs stages on this machine."""
@@ -133,9 +123,9 @@ class RunnerConfig:
     """Niceness added to build stages (``BEAVERTUI_BUILD_NICE``): builds then yield the CPU to the stages whose
     time is measured (a timing stage's processes) when every core is busy. 0 by default: on the H200, beside
     12 building threads, +10 did not make a timing stage measurably shorter (docs/performance.md)."""
-    build_cpus: str | None = field(default_factory=build_cpus_default)
+    build_cpus: str | None = field(default_factory=lambda: cpus_setting(BUILD_CPUS_ENV))
     """The CPUs build stages may use (``BEAVERTUI_BUILD_CPUS``, a ``taskset -c`` list); None: every CPU."""
-    timing_cpus: str | None = field(default_factory=timing_cpus_default)
+    timing_cpus: str | None = field(default_factory=lambda: cpus_setting(TIMING_CPUS_ENV))
     """The CPUs timing stages may use (``BEAVERTUI_TIMING_CPUS``): every timed process, started in its turn
     or ahead of it; None: every CPU."""
     pausable: Callable[[sandbox.Started], AbstractContextManager[object]] | None = None
