@@ -16,7 +16,8 @@ alternating from task to task so that neither always comes first. Per timing: it
 runs a side, the speedup (about 1: the same source on both sides), both CVs, the note, and where each run's
 time went (Timer.phases). ``--build-load N``: meanwhile N threads build the candidates again in fresh work
 dirs, one build after another, as a batch's other sessions build while a GPU is held for timing (the count
-of those builds is recorded). The result file (``DIR/release-stage.json``) is written again after every task, so
+of those builds is recorded); mode ``stop`` is ``on`` with those builds stopped (SIGSTOP) while it measures,
+as ``batch --builds-in-timing stop`` does (how many were stopped is recorded). The result file (``DIR/release-stage.json``) is written again after every task, so
 a run cut by its time limit keeps what it measured; tasks not reached are listed as such, and a later run
 with ``--after`` that folder times only the tasks it did not finish.
 
@@ -44,6 +45,7 @@ import tempfile
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import nullcontext
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -56,12 +58,16 @@ from timing_floor_bench import gpu_info  # noqa: E402
 
 RESULT = "release-stage.json"
 #: The bench's modes: how TimingConfig times in each (``on``: runs started ahead, let go once the run before
-#: has ended; ``exit``: let go at its exit mark, TimingConfig.go_at_exit; ``off``: runs started in turn).
+#: has ended; ``exit``: let go at its exit mark, TimingConfig.go_at_exit; ``off``: runs started in turn;
+#: ``stop``: as ``on``, with the ``--build-load`` builds stopped while it measures, BuildSlots.stopped).
 MODES: dict[str, dict[str, Any]] = {
     "on": {"prestart": "all", "go_at_exit": False},
     "exit": {"prestart": "all", "go_at_exit": True},
     "off": {"prestart": "off", "go_at_exit": False},
+    "stop": {"prestart": "all", "go_at_exit": False},
 }
+#: The modes that stop the load's builds while they measure (a batch's --builds-in-timing stop).
+STOPS = {"stop"}
 
 
 def wanted(a: argparse.Namespace, ids: list[str]) -> list[str]:
@@ -93,6 +99,7 @@ def timed_before(dirs: list[Path], modes: list[str]) -> set[str]:
 
 
 def run(a: argparse.Namespace) -> int:
+    from beavertui.batch.resources import BuildSlots
     from beavertui.engine.corpus import families
     from beavertui.engine.corpus.load import load_corpus
     from beavertui.engine.host.gpu import probe
@@ -153,6 +160,10 @@ def run(a: argparse.Namespace) -> int:
     print(f"built {len(built)} in {res['build_wall_s']} s", flush=True)
     stop = threading.Event()
     loads: list[int] = []
+    # the load's builds hold slots of their own and register their processes, as a batch's builds do, so
+    # that a mode of STOPS can stop them while it measures
+    slots = BuildSlots(max(1, a.build_load), stop_for_timing=True)
+    building = replace(cfg, pausable=slots.running)
 
     def build_load(k: int) -> None:
         """Build the built candidates again, one after another in fresh work dirs, until stopped: the
@@ -165,14 +176,15 @@ def run(a: argparse.Namespace) -> int:
             work = runner.prepare(
                 corpus.get(tid), (cand.path / corpus.get(tid).solution_file).read_text(), load_base
             )
-            runner.build(work, cfg)
+            with slots.hold():
+                runner.build(work, building)
             shutil.rmtree(work.path, ignore_errors=True)
             loads.append(1)
 
     load_base = Path(tempfile.mkdtemp(prefix="beaver-release-stage-load-"))
     threads = [threading.Thread(target=build_load, args=(k,), daemon=True) for k in range(a.build_load)]
-    for t in threads:
-        t.start()
+    for th in threads:
+        th.start()
     for n, (tid, cand, build_s, err) in enumerate(built):
         row: dict[str, Any] = {"family": corpus.get(tid).family, "build_s": round(build_s, 2)}
         res["tasks"][tid] = row
@@ -187,8 +199,10 @@ def run(a: argparse.Namespace) -> int:
             timer = Timer(task, cfg, replace(tcfg, **MODES[mode]))
             timer.prepare()
             t0 = time.perf_counter()
+            stopped = 0
             try:
-                t = timer.measure(cand, 0.7)
+                with slots.stopped() if mode in STOPS else nullcontext(0) as stopped:
+                    t = timer.measure(cand, 0.7)
             except Exception as exc:
                 row[mode] = {
                     "error": f"{type(exc).__name__}: {exc}",
@@ -209,6 +223,8 @@ def run(a: argparse.Namespace) -> int:
                 "processes": [round(r.duration_s or 0.0, 3) for _, r in timer.runs],
                 "phases": timer.phases,
             }
+            if mode in STOPS:
+                row[mode]["builds_stopped"] = stopped
             print(
                 f"{tid} [{mode}]: {row[mode]['wall_s']} s, {t.method}, {t.runs} runs, speedup {t.speedup:.3f}, "
                 f"CVs {100 * t.reference_cv:.2f}% / {100 * t.candidate_cv:.2f}%",
@@ -218,8 +234,8 @@ def run(a: argparse.Namespace) -> int:
     stop.set()
     res["load_builds"] = len(loads)
     save()
-    for t in threads:
-        t.join(timeout=60)
+    for th in threads:
+        th.join(timeout=60)
     return 0
 
 
@@ -387,6 +403,8 @@ def summarize(a: argparse.Namespace) -> int:
     out["paired"] = paired(rows, "on", "off")
     if any("exit" in r for r in rows.values()):
         out["paired_exit"] = paired(rows, "exit", "on")
+    if any("stop" in r for r in rows.values()):
+        out["paired_stop"] = paired(rows, "stop", "on")
     # the median stage over every task of the runs (timed or not), as far as the timed ones decide it
     for mode in MODES:
         walls = [
@@ -425,10 +443,12 @@ def summarize(a: argparse.Namespace) -> int:
         lines.insert(
             0,
             f"Timed while {out['build_load']} threads built candidates again, one build after another "
-            f"({priority_words(out['build_priority'])}).\n",
+            f"({priority_words(out['build_priority'])})"
+            + ("; in mode stop, they were stopped while it measured" if "stop" in out["modes"] else "")
+            + ".\n",
         )
     print("\n".join(lines))
-    for key, x, y in (("paired", "on", "off"), ("paired_exit", "exit", "on")):
+    for key, x, y in (("paired", "on", "off"), ("paired_exit", "exit", "on"), ("paired_stop", "stop", "on")):
         p = out.get(key) or {}
         if p:
             print(

@@ -12,7 +12,9 @@ failure). What is shown:
 - a timing stage takes an idle GPU at once, and otherwise waits for the GPU without long runs in flight,
   while the long run's GPU keeps taking new runs; a long (sanitizer) run is placed away from a GPU that a
   timing stage waits for;
-- while one GPU is held alone, runs go on on the other and builds go on on the build slots;
+- while one GPU is held alone, runs go on on the other and builds go on on the build slots, unless the
+  build slots stop builds for timing: then every build process is stopped for the measurement (a real one
+  in a real attempt's timing), no slot is granted meanwhile, and builds go on once the last hold ends;
 - every resource serves the oldest session first;
 - the admission gate bounds the sessions in flight by what the build slots and GPUs can take, and
   run_local follows it (sessions start as work drains, not all at once);
@@ -1112,3 +1114,81 @@ def test_the_wait_for_idle_after_a_stop_is_short_unless_an_instrumented_run_was_
     plain.done()
     assert limits == [5.0, 30.0, 5.0]
     assert pool.gpus[0].instrumented == 0
+
+
+def test_builds_stopped_for_timing_wait_out_the_hold_and_go_on_after_it() -> None:
+    builds = BuildSlots(2, stop_for_timing=True)
+    builds.log = []
+    first, late = Proc(), Proc()
+    with builds.running(first):
+        with builds.stopped() as n:
+            assert n == 1 and first.calls == ["pause"]
+            with builds.running(late):  # a build whose process starts during the hold: stopped at once
+                assert late.calls == ["pause"]
+            waiting = Stage(builds.hold, 3)  # no slot is granted while a GPU is held alone for timing
+            queued(builds, 1)
+            assert not waiting.granted.is_set() and builds.log == []
+            with builds.stopped() as again:  # a second GPU's timing: nothing more to stop
+                assert again == 0
+            assert first.calls == ["pause"] and not waiting.granted.is_set()  # the first hold goes on
+        waiting.wait()  # the last hold ended: builds go on
+        assert first.calls == ["pause", "resume"] and late.calls == ["pause"]  # the late one had ended
+        waiting.done()
+    assert builds.stops == 1
+
+
+def test_builds_go_on_during_timing_unless_asked_to_stop() -> None:
+    builds = BuildSlots(1)
+    proc = Proc()
+    with builds.running(proc), builds.stopped() as n:
+        assert n == 0 and proc.calls == []
+        Stage(builds.hold, 1).wait().done()
+    assert builds.stops == 0
+
+
+def test_a_real_build_is_stopped_while_the_batch_times_an_attempt(sleepy: Any, tmp_path: Path) -> None:
+    import time
+
+    from beavertui.engine.toolchain import stages as runner
+    from beavertui.engine.toolchain.base import AttemptOptions
+
+    tool = _scheduled(tmp_path)
+    tool.builds.stop_for_timing = True
+    cfg = tool._runner_config()
+    got: dict[str, Any] = {}
+    # another session's build, running until the test makes ``go`` in its work dir: in flight during the timing
+    command = "echo begin; while [ ! -e go ]; do sleep 0.02; done; echo end"
+
+    def build() -> None:
+        SESSION_RANK.set(0)
+        with tool.builds.hold():
+            got["r"] = runner.run_stage(work, "build", command, 60.0, tool._building(cfg))
+
+    with runner.workdir(sleepy, sleepy.broken_start(), cfg) as work:
+        t = threading.Thread(target=build, daemon=True)
+        t.start()
+        deadline = time.monotonic() + WAIT
+        while not tool.builds._attached and time.monotonic() < deadline:
+            time.sleep(0.01)
+        events = list(tool.attempt(sleepy, GOOD, AttemptOptions(iteration=1, gate=0.7)))
+        (work.path / "go").touch()
+        t.join(WAIT)
+    v, timed = events[-1], next(e for e in events if e.kind == "timing")
+    assert v.success and v.speedup == pytest.approx(2.0)
+    assert "1 build stopped (SIGSTOP) for this timing, continued after it" in (timed.result.note or "")
+    r = got["r"]
+    assert r.rc == 0 and r.log == "begin\nend\n" and not r.timed_out
+    assert r.paused_s is not None and r.paused_s > 0 and tool.builds.stops == 1
+
+
+@pytest.mark.parametrize(("flag", "stops"), [([], False), (["--builds-in-timing", "stop"], True)])
+def test_the_batch_command_stops_builds_for_timing_when_asked(flag: list[str], stops: bool) -> None:
+    from beavertui.cli import build_parser
+    from beavertui.commands.batch import options_of
+    from beavertui.service.batch import make_toolchain
+
+    args = build_parser().parse_args(["batch", "--no-cache", *flag])
+    tool, _pool, _cache = make_toolchain("local", ["0"], options_of(args))
+    assert tool.builds.stop_for_timing is stops
+    with pytest.raises(SystemExit):  # anything else is refused by the parser
+        build_parser().parse_args(["batch", "--builds-in-timing", "pause"])

@@ -569,20 +569,82 @@ def _kind(req: _Request) -> str:
 
 
 class BuildSlots:
-    """Parallel builds on CPU cores, granted oldest session first."""
+    """Parallel builds on CPU cores, granted oldest session first.
 
-    def __init__(self, n: int) -> None:
+    With ``stop_for_timing``, nothing is built while a GPU is held alone for timing (``stopped``): the build
+    processes that registered (``running``, through RunnerConfig.pausable) are stopped (SIGSTOP) for the
+    hold and continued after it, a build that starts its process meanwhile is stopped at once, and no slot
+    is granted until the hold ends. A stop counts in neither a build's time limit nor its duration
+    (sandbox.Started.pause). On the H200, builds on the other cores made every timed process slower (a CUDA
+    context's start and teardown, docs/performance.md), which lower priorities and separate CPUs did not
+    give back."""
+
+    def __init__(self, n: int, stop_for_timing: bool = False) -> None:
         self.n = max(1, n)
+        self.stop_for_timing = stop_for_timing
         self._cv = threading.Condition()
         self._busy = 0
         self._waiting: list[tuple[int, int]] = []
+        self._attached: dict[int, Pausable] = {}
+        self._holds = 0
+        """Timing stages holding a GPU alone now (``stopped``): while any, nothing is built."""
+        self._paused: list[Pausable] = []
+        self.stops = 0
+        """Timing stages that stopped builds (at least one build process)."""
         self.admission: Admission | None = None
         """Told of every request's session (set by Admission)."""
         self.log: list[tuple[str, int]] | None = None
         """When a list: every grant and release as (what, rank), in order."""
 
     def _next(self) -> tuple[int, int] | None:
+        if self._holds:
+            return None
         return min(self._waiting) if self._waiting and self._busy < self.n else None
+
+    @contextmanager
+    def running(self, process: Pausable) -> Iterator[None]:
+        """Register a build's process for as long as it runs (RunnerConfig.pausable); one that starts while a
+        GPU is held alone for timing is stopped at once."""
+        key = id(process)
+        with self._cv:
+            self._attached[key] = process
+            if self._holds and process.pause():
+                self._paused.append(process)
+        try:
+            yield
+        finally:
+            with self._cv:
+                self._attached.pop(key, None)
+                if process in self._paused:
+                    self._paused.remove(process)
+
+    @contextmanager
+    def stopped(self) -> Iterator[int]:
+        """For a timing stage holding a GPU alone: with ``stop_for_timing``, stop every build process until
+        it ends (the stages of several GPUs overlap: builds go on once the last one ends) and yield how many
+        were stopped now; otherwise nothing is stopped and it yields 0."""
+        if not self.stop_for_timing:
+            yield 0
+            return
+        with self._cv:
+            self._holds += 1
+            n = 0
+            for p in self._attached.values():
+                if p not in self._paused and p.pause():
+                    self._paused.append(p)
+                    n += 1
+            if n:
+                self.stops += 1
+        try:
+            yield n
+        finally:
+            with self._cv:
+                self._holds -= 1
+                if not self._holds:
+                    for p in self._paused:
+                        p.resume()
+                    self._paused = []
+                self._cv.notify_all()  # builds that waited for the hold to end
 
     @contextmanager
     def hold(self) -> Iterator[None]:

@@ -3,8 +3,9 @@
 ``ScheduledLocalToolchain`` is LocalToolchain's attempt with the build behind a CPU slot and the compile
 cache, the correctness run holding a shared GPU slot (``CUDA_VISIBLE_DEVICES`` set to it), sanitizer and
 profiler runs a shared slot of their own (marked long, so the pool keeps them away from a GPU that timing
-waits for), and timing holding a GPU alone once everything it needs is built: nothing is built while a GPU
-is held alone. Classification, sanitizer policy and verdicts are LocalToolchain's own methods, so a batch
+waits for), and timing holding a GPU alone once everything it needs is built: nothing is built for it
+while a GPU is held alone, and where the build slots stop builds for timing (BuildSlots.stop_for_timing),
+the other sessions' builds are stopped during the measurement too. Classification, sanitizer policy and verdicts are LocalToolchain's own methods, so a batch
 judges exactly as ``beavertui live`` does. ``ScheduledToolchain`` wraps any other toolchain (recorded,
 remote) and gates its whole run phase on a GPU slot. Neither decides what runs.
 
@@ -122,10 +123,15 @@ class ScheduledLocalToolchain(LocalToolchain):
                 if hit is not None:
                     return hit
             before = snapshot(work.path)
-            build = runner.build(work, cfg)
+            build = runner.build(work, self._building(cfg))
             if self.cache is not None and key is not None and not build.timed_out:
                 self.cache.put(key, build, work.path, changed(before, snapshot(work.path)))
             return build
+
+    def _building(self, cfg: runner.RunnerConfig) -> runner.RunnerConfig:
+        """A build's configuration: its processes are registered with the build slots while they run, so
+        that a timing stage holding a GPU alone may stop them (BuildSlots.stopped)."""
+        return replace(cfg, pausable=self.builds.running)
 
     @staticmethod
     def _on(cfg: runner.RunnerConfig, g: GpuState) -> runner.RunnerConfig:
@@ -241,11 +247,13 @@ class ScheduledLocalToolchain(LocalToolchain):
                     raise ToolchainError(f"timing could not be prepared: {exc}", source="toolchain") from exc
             if timer.inprocess or timer.warms:  # the candidate's side library or its driver: a build slot
                 with self.builds.hold():
+                    timer.config = self._building(cfg)
                     timer.prepare_candidate(work)
             with self.pool.hold(exclusive=True) as g:
                 try:
                     timer.config = self._on(cfg, g)
-                    measured = timer.measure(work, options.gate)
+                    with self.builds.stopped() as stopped:
+                        measured = timer.measure(work, options.gate)
                 except (CandidateTimingFailed, SpeedupUnavailable):
                     self.pool.report(g, ok=True)
                     raise
@@ -253,9 +261,9 @@ class ScheduledLocalToolchain(LocalToolchain):
                     self.pool.report(g, ok=False, detail=str(exc))
                     raise ToolchainError(f"on GPU {g.index}: {exc}", source="gpu") from exc
                 self.pool.report(g, ok=True)
-                if g.pause_note is not None:  # the runs stopped for it, said with the measurement
-                    note = "; ".join(x for x in (measured.note, g.pause_note) if x)
-                    measured = measured.model_copy(update={"note": note})
+                notes = [x for x in (measured.note, g.pause_note, stopped_note(stopped)) if x]
+                if len(notes) > (1 if measured.note else 0):  # what was stopped for it, said with it
+                    measured = measured.model_copy(update={"note": "; ".join(notes)})
                 return measured
 
     def _reference_build(self, task: Task, cfg: runner.RunnerConfig, timer: Timer | None = None) -> None:
@@ -265,9 +273,17 @@ class ScheduledLocalToolchain(LocalToolchain):
             lock = self._ref_locks.setdefault(task.id, threading.Lock())
         with lock, self.builds.hold():
             if timer is None:
-                reference_workdir(task, cfg, self.config.timing)
+                reference_workdir(task, self._building(cfg), self.config.timing)
             else:
+                timer.config = self._building(cfg)
                 timer.prepare()
+
+
+def stopped_note(n: int) -> str | None:
+    """What a timing stage says of the builds it stopped (BuildSlots.stopped); None when none were."""
+    if not n:
+        return None
+    return f"{n} build{'s' if n != 1 else ''} stopped (SIGSTOP) for this timing, continued after it"
 
 
 #: Driver messages that mean the GPU itself is gone or broken, not the candidate.

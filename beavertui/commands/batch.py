@@ -46,6 +46,13 @@ def register(sub: Any) -> None:
         help="a timing stage waits for the long runs on its GPU to end instead of stopping them while it "
         "measures (default: stopped, SIGSTOP, and continued after it)",
     )
+    p.add_argument(
+        "--builds-in-timing",
+        choices=("go", "stop"),
+        default="go",
+        help="what the other sessions' builds do while a GPU is held alone for timing: go on (default), or "
+        "stop (SIGSTOP) until the measurement ends, not counted in their time",
+    )
     p.add_argument("--toolchain", default="local", help="local (this machine's GPUs) or recorded:PATH")
     p.add_argument("--cache", type=Path, help="compile cache folder (default: ~/.cache/beavertui/builds)")
     p.add_argument("--no-cache", action="store_true", help="build every candidate, even identical ones")
@@ -115,6 +122,7 @@ def options_of(args: argparse.Namespace) -> BatchOptions:
         jobs=args.jobs,
         gpu_share=args.gpu_share,
         no_pause=args.no_pause,
+        builds_in_timing=args.builds_in_timing,
         toolchain=args.toolchain,
         cache=args.cache,
         no_cache=args.no_cache,

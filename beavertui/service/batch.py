@@ -51,6 +51,9 @@ class BatchOptions:
     gpu_share: int = 4
     no_pause: bool = False
     """A timing stage waits for the long runs on its GPU to end instead of stopping them (--no-pause-for-timing)."""
+    builds_in_timing: str = "go"
+    """``stop``: builds are stopped while a GPU is held alone for timing (BuildSlots.stop_for_timing);
+    ``go``: they go on (--builds-in-timing)."""
     toolchain: str = "local"
     cache: Path | None = None
     no_cache: bool = False
@@ -329,7 +332,9 @@ def make_toolchain(spec: str, gpus: list[str], options: BatchOptions) -> tuple[A
     from beavertui.batch.scheduled import ScheduledLocalToolchain, ScheduledToolchain
     from beavertui.engine.toolchain.resolve import build_toolchain, parse_toolchain
 
-    builds = BuildSlots(os.cpu_count() or 1)
+    if options.builds_in_timing not in ("go", "stop"):
+        raise BeaverError(f"builds in timing {options.builds_in_timing!r}: expected go or stop")
+    builds = BuildSlots(os.cpu_count() or 1, stop_for_timing=options.builds_in_timing == "stop")
     kind, _path = parse_toolchain(spec)
     if kind == "recorded":
         pool = GpuPool(gpus or ["0"], shared=options.gpu_share)
