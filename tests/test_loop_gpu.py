@@ -39,7 +39,9 @@ def test_three_iteration_repair_on_the_gpu(tmp_path: Path) -> None:
     # The fixture's one-thread-per-element repair measured 0.70x of its float4 reference on an H200
     # (0.056 vs 0.039 ms: a launch-bound size) and the one-block kernel 0.002x, so the gate sits at 0.5,
     # well between the two, not at the edge of one of them.
-    protocol = Protocol(budget=5, gate=0.5)
+    # The gate in the loop: a correct attempt below it does not end the session (the paper's default applies
+    # the gate after the run, so the slow repair would end it at iteration 2).
+    protocol = Protocol(budget=5, gate=0.5, gate_mode="in_loop")
     for item in run_session(task, model, toolchain, protocol):  # type: ignore[arg-type]
         if writer is None:
             writer = SessionWriter(path, item)  # type: ignore[arg-type]
