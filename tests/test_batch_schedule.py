@@ -1181,14 +1181,24 @@ def test_a_real_build_is_stopped_while_the_batch_times_an_attempt(sleepy: Any, t
     assert r.paused_s is not None and r.paused_s > 0 and tool.builds.stops == 1
 
 
-@pytest.mark.parametrize(("flag", "stops"), [([], False), (["--builds-in-timing", "stop"], True)])
-def test_the_batch_command_stops_builds_for_timing_when_asked(flag: list[str], stops: bool) -> None:
+@pytest.mark.parametrize(
+    ("flag", "gpus", "stops"),
+    [
+        ([], ["0"], True),  # auto: one GPU, nothing else could use the time of its timing
+        ([], ["0", "1"], False),  # auto: the other GPU's sessions build meanwhile
+        (["--builds-in-timing", "go"], ["0"], False),
+        (["--builds-in-timing", "stop"], ["0", "1"], True),
+    ],
+)
+def test_the_batch_command_stops_builds_for_timing_as_asked(
+    flag: list[str], gpus: list[str], stops: bool
+) -> None:
     from beavertui.cli import build_parser
     from beavertui.commands.batch import options_of
     from beavertui.service.batch import make_toolchain
 
     args = build_parser().parse_args(["batch", "--no-cache", *flag])
-    tool, _pool, _cache = make_toolchain("local", ["0"], options_of(args))
+    tool, _pool, _cache = make_toolchain("local", gpus, options_of(args))
     assert tool.builds.stop_for_timing is stops
     with pytest.raises(SystemExit):  # anything else is refused by the parser
         build_parser().parse_args(["batch", "--builds-in-timing", "pause"])

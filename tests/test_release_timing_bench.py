@@ -31,6 +31,8 @@ LONG = DATA / "release-stage-long"
 PARKED = DATA / "release-stage-cufft-parked"
 PARKED_REST = DATA / "release-stage-cufft-parked-rest"
 LOAD = DATA / "release-stage-load"
+LOAD_EXIT = DATA / "release-stage-load-exit"
+LOAD_STOP = DATA / "release-stage-load-stop"
 
 
 def _bench():  # type: ignore[no-untyped-def]
@@ -534,3 +536,47 @@ def test_the_whole_cupti_set_under_load_against_it_alone(tmp_path: Path) -> None
     assert c["median_per_process_b_over_a"] == 1.251
     assert (a["phases"]["exit_to_end_s"], b["phases"]["exit_to_end_s"]) == (0.114, 0.166)
     assert (a["phases"]["cuda_to_exit_s"], b["phases"]["cuda_to_exit_s"]) == (0.258, 0.266)
+
+
+def test_builds_stopped_while_a_stage_measures_give_back_what_the_build_load_took(tmp_path: Path) -> None:
+    raw = json.loads((LOAD_STOP / "release-stage.json").read_text())
+    assert raw["modes"] == ["on", "stop"] and raw["build_load"] == 12 and "H200" in raw["machine"]["gpus"]
+    on, stop = _timed(LOAD_STOP, "on"), _timed(LOAD_STOP, "stop")
+    both = sorted(set(on) & set(stop))
+    assert len(on) == 17 and len(both) == 16
+    # every stage in mode stop stopped builds of the load (7 to 12 of the 12 threads' builds in flight)
+    assert all(7 <= stop[t]["builds_stopped"] <= 12 for t in both)
+    assert all("builds_stopped" not in on[t] for t in on)
+    text, s = _summary(tmp_path, LOAD_STOP)
+    p = s["paired_stop"]
+    assert p["tasks"] == 16
+    assert p["median_wall_stop_s"] == round(statistics.median(stop[t]["wall_s"] for t in both), 3) == 2.946
+    assert p["median_wall_on_s"] == round(statistics.median(on[t]["wall_s"] for t in both), 3) == 3.668
+    assert p["median_on_over_stop"] == 1.236  # the median of the per-task ratios
+    assert (p["wall_per_run_stop_s"], p["wall_per_run_on_s"]) == (0.378, 0.502)
+    # the same numbers either way: reference times and the same source's speedups
+    assert p["reference_ms_stop_over_on"] == 1.0 and p["speedup_stop_over_on"] == 1.0
+    assert all(abs(stop[t]["speedup"] / on[t]["speedup"] - 1) < 0.04 for t in both)
+    assert s["modes"]["stop"]["all"]["max_cv"] < s["modes"]["on"]["all"]["max_cv"] < 0.03
+    # within 3 s: 8 of the 16 stopped, 4 of the 17 with the builds going on
+    assert sum(stop[t]["wall_s"] <= 3 for t in both) == 8 and sum(v["wall_s"] <= 3 for v in on.values()) == 4
+    # the end of a process and its wait at the gate shrink the most
+    ph_on, ph_stop = s["modes"]["on"]["phases"], s["modes"]["stop"]["phases"]
+    assert ph_stop["exit_to_end_s"] < ph_on["exit_to_end_s"] and ph_stop["held_s"] < ph_on["held_s"]
+    assert "in mode stop, they were stopped while it measured" in text
+
+
+def test_runs_let_go_at_the_exit_mark_under_build_load_take_more_runs_and_longer_stages(tmp_path: Path) -> None:
+    on, ex = _timed(LOAD_EXIT, "on"), _timed(LOAD_EXIT, "exit")
+    both = sorted(set(on) & set(ex))
+    assert len(both) == 31
+    text, s = _summary(tmp_path, LOAD_EXIT)
+    p = s["paired_exit"]
+    # a run is shorter let go at the exit mark, but the stages are longer: they take more runs
+    assert p["wall_per_run_exit_s"] < p["wall_per_run_on_s"]
+    assert p["median_wall_exit_s"] > p["median_wall_on_s"]
+    assert sum(ex[t]["runs"] for t in both) == 170 and sum(on[t]["runs"] for t in both) == 123
+    over = [t for t in both if max(ex[t]["reference_cv"], ex[t]["candidate_cv"]) > 0.03]
+    assert len(over) == 4 and not [t for t in both if max(on[t]["reference_cv"], on[t]["candidate_cv"]) > 0.03]
+    assert sum("re-measured" in (ex[t]["note"] or "") for t in both) == 8
+    assert "Timed in modes exit and on: 31 tasks" in text

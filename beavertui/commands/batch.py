@@ -48,10 +48,11 @@ def register(sub: Any) -> None:
     )
     p.add_argument(
         "--builds-in-timing",
-        choices=("go", "stop"),
-        default="go",
-        help="what the other sessions' builds do while a GPU is held alone for timing: go on (default), or "
-        "stop (SIGSTOP) until the measurement ends, not counted in their time",
+        choices=("auto", "go", "stop"),
+        default="auto",
+        help="what the other sessions' builds do while a GPU is held alone for timing: stop (SIGSTOP, not "
+        "counted in their time) until the measurement ends, or go on; auto (default): stop on a machine "
+        "with one GPU, go on with more (each GPU's timing would stop the builds the others wait for)",
     )
     p.add_argument("--toolchain", default="local", help="local (this machine's GPUs) or recorded:PATH")
     p.add_argument("--cache", type=Path, help="compile cache folder (default: ~/.cache/beavertui/builds)")
