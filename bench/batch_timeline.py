@@ -31,6 +31,7 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
+import re
 import statistics
 import sys
 from pathlib import Path
@@ -53,6 +54,10 @@ from beavertui.engine.session.events import (  # noqa: E402
 #: A run or sanitizer run at least this long, on a GPU while a correct attempt waits to be timed, is named as
 #: what the timing waited behind (seconds).
 LONG_S = 30.0
+#: What a timing stage's note says when it stopped the runs on its GPU, and when it stopped builds
+#: (batch/scheduled.py: GpuPool's pause note, stopped_note).
+RUNS_STOPPED = re.compile(r"\bruns? on GPU \S+ stopped \(SIGSTOP\)")
+BUILDS_STOPPED = re.compile(r"\bbuilds? stopped \(SIGSTOP\)")
 from beavertui.engine.session.store import read_session  # noqa: E402
 
 
@@ -142,7 +147,9 @@ def analyse(
     passed: dict[tuple[str, int], float] = {}  # a passing run's end, until its attempt is timed or judged
     reused: set[tuple[str, int]] = set()  # attempts judged by their start check (its stages ran then)
     paused: list[float] = []  # seconds each run stopped while its GPU was held alone was stopped (paused_s)
+    builds_paused: list[float] = []  # seconds each build was stopped while a GPU was held for timing
     stopping = 0  # timing stages that stopped the runs on their GPU (their note says so)
+    stopping_builds = 0  # timing stages that stopped builds (--builds-in-timing)
     for t, name, e in evs:
         if isinstance(e, SessionHeader):
             started.setdefault(name, t)
@@ -155,7 +162,7 @@ def analyse(
             stages[e.kind if e.kind != "sanitize" else "sanitize"].append(e.result.duration_s)
             stage_ends.append((t, name))
             if e.result.paused_s:
-                paused.append(e.result.paused_s)
+                (builds_paused if isinstance(e, Built) else paused).append(e.result.paused_s)
             if isinstance(e, (Ran, Sanitized)):
                 last_run_end[(name, e.iteration)] = max(t, last_run_end.get((name, e.iteration), t))
                 took = e.result.duration_s or 0.0
@@ -166,7 +173,8 @@ def analyse(
         elif isinstance(e, Timed):
             wall = e.result.wall_s or 0.0
             timing_wall.append(wall)
-            stopping += bool(e.result.note and "stopped (SIGSTOP)" in e.result.note)
+            stopping += bool(RUNS_STOPPED.search(e.result.note or ""))
+            stopping_builds += bool(BUILDS_STOPPED.search(e.result.note or ""))
             stage_ends.append((t, name))
             ran = last_run_end.get((name, e.iteration))
             passed.pop((name, e.iteration), None)
@@ -200,9 +208,10 @@ def analyse(
             (float(c["made"]) - float(c["began"]), str(c.get("task", "?")), float(c["began"]) - t0)
         )
         for ev in c.get("events") or []:
-            got = (ev.get("result") or {}).get("paused_s") if isinstance(ev, dict) else None
+            result = (ev.get("result") or {}) if isinstance(ev, dict) else {}
+            got = result.get("paused_s")
             if got:
-                paused.append(float(got))
+                (builds_paused if result.get("stage") == "build" else paused).append(float(got))
         stage_ends.append((float(c["made"]), str(c.get("task", "?"))))
     cut_stages: dict[str, list[float]] = {"build": [], "run": [], "sanitize": [], "timing": []}
     for c in cut or []:
@@ -236,6 +245,7 @@ def analyse(
         "timing": summary(timing_wall),
         "reused_attempts": len(reused),
         "paused": {**summary(paused), "timing_stages_that_stopped_runs": stopping},
+        "builds_paused": {**summary(builds_paused), "timing_stages_that_stopped_builds": stopping_builds},
         "timing_wait": {
             **summary([w for w, _ in waits]),
             "max_s": round(max((w for w, _ in waits), default=0.0), 1),
@@ -327,6 +337,10 @@ def main(argv: list[str] | None = None) -> int:
               f"(start checks' included): {p['count']}, "
               f"{p['sum_s']} s stopped summed; timing stages that stopped runs: "
               f"{p['timing_stages_that_stopped_runs']}")  # fmt: skip
+    bp = doc["builds_paused"]
+    if bp["count"] or bp["timing_stages_that_stopped_builds"]:
+        print(f"builds stopped (SIGSTOP) while a GPU was held alone for timing: {bp['count']}, {bp['sum_s']} s "
+              f"stopped summed; timing stages that stopped builds: {bp['timing_stages_that_stopped_builds']}")  # fmt: skip
     if doc["reused_attempts"]:
         print(f"attempts judged by their start check (the broken start resubmitted; not counted above, their "
               f"stages ran in the check): {doc['reused_attempts']}")  # fmt: skip

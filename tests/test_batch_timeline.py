@@ -125,3 +125,40 @@ def test_checks_cut_in_flight_are_counted_with_the_stages_they_had_finished(
     assert first["task"] == task.id and first["began_s"] == 50.0 and first["stages_done"] == 2
     startlog.done(cache, task, gpu, "d1")
     assert bt.cut_checks(cache / "startlogs", t0) == []
+
+
+def test_builds_stopped_for_timing_are_counted_apart_from_stopped_runs(tmp_path: Path) -> None:
+    """A timing stage may stop the runs on its GPU and the other sessions' builds (--builds-in-timing): each
+    is counted as what it was, from the stages' paused_s and the timing's note."""
+    from test_loop_session import _sh, _sleepy
+
+    from beavertui.batch.scheduled import stopped_note
+    from beavertui.engine.loop.run import run_session
+    from beavertui.engine.models.scripted import ScriptedModel
+    from beavertui.engine.session.events import Built, Ran, Timed
+    from beavertui.engine.session.protocol import Protocol
+
+    task, tool, _ran = _sleepy(tmp_path)
+    items = list(run_session(task, ScriptedModel([_sh(task.reference() or "")]), tool, Protocol(budget=1)))
+    assert any(isinstance(e, Timed) for e in items)
+    runs_note = (
+        "1 run on GPU 0 stopped (SIGSTOP) for this timing, continued after it; no kernel ran on the GPU"
+    )
+    out = []
+    for e in items:
+        if isinstance(e, Built):
+            e = e.model_copy(update={"result": e.result.model_copy(update={"paused_s": 1.5})})
+        elif isinstance(e, Ran):
+            e = e.model_copy(update={"result": e.result.model_copy(update={"paused_s": 0.5})})
+        elif isinstance(e, Timed):
+            note = f"{runs_note} 0.3 s after the stop; {stopped_note(3)}"
+            e = e.model_copy(update={"result": e.result.model_copy(update={"note": note})})
+        out.append(e)
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "sleepy__s0.jsonl").write_text("".join(e.model_dump_json() + "\n" for e in out))
+    doc = bt.analyse(bt.events_of(run))
+    assert doc["paused"] == {"count": 1, "sum_s": 0.5, "median_s": 0.5, "timing_stages_that_stopped_runs": 1}
+    assert doc["builds_paused"] == {
+        "count": 1, "sum_s": 1.5, "median_s": 1.5, "timing_stages_that_stopped_builds": 1,
+    }  # fmt: skip

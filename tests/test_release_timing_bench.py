@@ -566,7 +566,9 @@ def test_builds_stopped_while_a_stage_measures_give_back_what_the_build_load_too
     assert "in mode stop, they were stopped while it measured" in text
 
 
-def test_runs_let_go_at_the_exit_mark_under_build_load_take_more_runs_and_longer_stages(tmp_path: Path) -> None:
+def test_runs_let_go_at_the_exit_mark_under_build_load_take_more_runs_and_longer_stages(
+    tmp_path: Path,
+) -> None:
     on, ex = _timed(LOAD_EXIT, "on"), _timed(LOAD_EXIT, "exit")
     both = sorted(set(on) & set(ex))
     assert len(both) == 31
@@ -577,6 +579,8 @@ def test_runs_let_go_at_the_exit_mark_under_build_load_take_more_runs_and_longer
     assert p["median_wall_exit_s"] > p["median_wall_on_s"]
     assert sum(ex[t]["runs"] for t in both) == 170 and sum(on[t]["runs"] for t in both) == 123
     over = [t for t in both if max(ex[t]["reference_cv"], ex[t]["candidate_cv"]) > 0.03]
-    assert len(over) == 4 and not [t for t in both if max(on[t]["reference_cv"], on[t]["candidate_cv"]) > 0.03]
+    assert len(over) == 4 and not [
+        t for t in both if max(on[t]["reference_cv"], on[t]["candidate_cv"]) > 0.03
+    ]
     assert sum("re-measured" in (ex[t]["note"] or "") for t in both) == 8
     assert "Timed in modes exit and on: 31 tasks" in text
