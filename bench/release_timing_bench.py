@@ -17,7 +17,9 @@ runs a side, the speedup (about 1: the same source on both sides), both CVs, the
 time went (Timer.phases). ``--build-load N``: meanwhile N threads build the candidates again in fresh work
 dirs, one build after another, as a batch's other sessions build while a GPU is held for timing (the count
 of those builds is recorded); mode ``stop`` is ``on`` with those builds stopped (SIGSTOP) while it measures,
-as ``batch --builds-in-timing stop`` does (how many were stopped is recorded). The result file (``DIR/release-stage.json``) is written again after every task, so
+as ``batch --builds-in-timing stop`` does (how many were stopped is recorded); mode ``park`` is ``on`` with a
+testbench's runs started and parked before the stage's clock starts, as a batch on one GPU parks them on a
+build slot before its hold (Timer.park; how long that took is recorded; for CUPTI tasks the same as ``on``). The result file (``DIR/release-stage.json``) is written again after every task, so
 a run cut by its time limit keeps what it measured; tasks not reached are listed as such, and a later run
 with ``--after`` that folder times only the tasks it did not finish.
 
@@ -59,15 +61,20 @@ from timing_floor_bench import gpu_info  # noqa: E402
 RESULT = "release-stage.json"
 #: The bench's modes: how TimingConfig times in each (``on``: runs started ahead, let go once the run before
 #: has ended; ``exit``: let go at its exit mark, TimingConfig.go_at_exit; ``off``: runs started in turn;
-#: ``stop``: as ``on``, with the ``--build-load`` builds stopped while it measures, BuildSlots.stopped).
+#: ``stop``: as ``on``, with the ``--build-load`` builds stopped while it measures, BuildSlots.stopped;
+#: ``park``: as ``on``, with a testbench's runs started and parked before the stage's clock starts, as a batch
+#: on one GPU does before its hold, Timer.park; the same as ``on`` for CUPTI tasks).
 MODES: dict[str, dict[str, Any]] = {
     "on": {"prestart": "all", "go_at_exit": False},
     "exit": {"prestart": "all", "go_at_exit": True},
     "off": {"prestart": "off", "go_at_exit": False},
     "stop": {"prestart": "all", "go_at_exit": False},
+    "park": {"prestart": "all", "go_at_exit": False},
 }
 #: The modes that stop the load's builds while they measure (a batch's --builds-in-timing stop).
 STOPS = {"stop"}
+#: The modes that park a testbench's runs before the stage (a batch's hold on a machine with one GPU).
+PARKS = {"park"}
 
 
 def wanted(a: argparse.Namespace, ids: list[str]) -> list[str]:
@@ -198,6 +205,11 @@ def run(a: argparse.Namespace) -> int:
                 continue
             timer = Timer(task, cfg, replace(tcfg, **MODES[mode]))
             timer.prepare()
+            parked_s = None
+            if mode in PARKS and timer.parks:  # before the clock, as on a build slot before the hold
+                t0 = time.perf_counter()
+                timer.park(cand)
+                parked_s = round(time.perf_counter() - t0, 3)
             t0 = time.perf_counter()
             stopped = 0
             try:
@@ -209,6 +221,8 @@ def run(a: argparse.Namespace) -> int:
                     "wall_s": round(time.perf_counter() - t0, 3),
                 }
                 continue
+            finally:
+                timer.close()  # runs parked ahead that the timing did not use
             row[mode] = {
                 "wall_s": round(time.perf_counter() - t0, 3),
                 "method": t.method,
@@ -225,6 +239,8 @@ def run(a: argparse.Namespace) -> int:
             }
             if mode in STOPS:
                 row[mode]["builds_stopped"] = stopped
+            if parked_s is not None:
+                row[mode]["parked_ahead_s"] = parked_s
             print(
                 f"{tid} [{mode}]: {row[mode]['wall_s']} s, {t.method}, {t.runs} runs, speedup {t.speedup:.3f}, "
                 f"CVs {100 * t.reference_cv:.2f}% / {100 * t.candidate_cv:.2f}%",
@@ -405,6 +421,8 @@ def summarize(a: argparse.Namespace) -> int:
         out["paired_exit"] = paired(rows, "exit", "on")
     if any("stop" in r for r in rows.values()):
         out["paired_stop"] = paired(rows, "stop", "on")
+    if any("park" in r for r in rows.values()):
+        out["paired_park"] = paired(rows, "park", "on")
     # the median stage over every task of the runs (timed or not), as far as the timed ones decide it
     for mode in MODES:
         walls = [
@@ -448,7 +466,8 @@ def summarize(a: argparse.Namespace) -> int:
             + ".\n",
         )
     print("\n".join(lines))
-    for key, x, y in (("paired", "on", "off"), ("paired_exit", "exit", "on"), ("paired_stop", "stop", "on")):
+    pairs = (("paired", "on", "off"), ("paired_exit", "exit", "on"), ("paired_stop", "stop", "on"))
+    for key, x, y in (*pairs, ("paired_park", "park", "on")):
         p = out.get(key) or {}
         if p:
             print(

@@ -11,7 +11,8 @@
 #                  each on the CPU, before any timing.
 # MODES (default on,off): the bench's modes, side by side (on: runs started ahead, let go once the run
 # before has ended; exit: let go at its exit mark, BEAVERTUI_GO_AT_EXIT=1; off: runs started in turn; stop:
-# as on, with the LOAD builds stopped while it measures, as batch --builds-in-timing stop).
+# as on, with the LOAD builds stopped while it measures, as batch --builds-in-timing stop; park: as on, with
+# a testbench's runs parked before the stage, as a batch on one GPU parks them before its hold).
 # LOAD (default 0): threads that build candidates again while timing (bench --build-load: a batch's builds
 # beside a GPU held for timing); a folder holds one load, so --after folders must share it.
 # --after DIR: an earlier run's result folder (carried, e.g. docs/data/.../release-stage): the tasks it timed

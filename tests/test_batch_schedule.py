@@ -1202,3 +1202,49 @@ def test_the_batch_command_stops_builds_for_timing_as_asked(
     assert tool.builds.stop_for_timing is stops
     with pytest.raises(SystemExit):  # anything else is refused by the parser
         build_parser().parse_args(["batch", "--builds-in-timing", "pause"])
+
+
+@pytest.mark.parametrize("gpus", [["0"], ["0", "1"]])
+def test_the_batch_parks_a_testbench_s_runs_before_it_holds_its_only_gpu(
+    sleepy: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, gpus: list[str]
+) -> None:
+    """A testbench timed by its own speed lines starts its runs on a build slot and parks them before CUDA
+    before the GPU is held, when the machine has one GPU (the hold can only give that one); with two, the
+    hold parks them, as the GPU is not known before."""
+    import dataclasses
+
+    from test_timing_prestart import _app
+
+    from beavertui.engine.errors import BeaverError
+    from beavertui.engine.timing import cupti
+    from beavertui.engine.toolchain import stages as runner
+    from beavertui.engine.toolchain.base import AttemptOptions
+
+    try:
+        cupti.build_library(tmp_path / "cache")
+    except BeaverError as exc:
+        pytest.skip(f"the CUPTI injection library cannot be built here: {exc}")
+    exe, marks = _app(tmp_path, rounds=3)
+    task = dataclasses.replace(sleepy, test_command=f"{exe} {marks}")
+    tool = _scheduled(tmp_path, method="testbench_lines")
+    tool.config = dataclasses.replace(tool.config, timing=dataclasses.replace(tool.config.timing, rounds=3))
+    tool.pool = GpuPool(gpus)
+    at_grant: dict[str, int] = {}
+    hold = tool.pool.hold
+
+    @contextlib.contextmanager
+    def watched(**kw: Any) -> Iterator[Any]:
+        with hold(**kw) as g:
+            if kw.get("exclusive"):
+                at_grant.update(
+                    parked=len(list(marks.glob("parked-*"))), began=len(list(marks.glob("began-*")))
+                )
+            yield g
+
+    monkeypatch.setattr(tool.pool, "hold", watched)
+    cfg = tool._runner_config()
+    work = runner.prepare(task, task.reference() or "", tmp_path / "work")
+    t = tool._measure(task, work, cfg, AttemptOptions(iteration=1, gate=0.7))
+    assert t.method == "testbench_lines" and t.speedup == pytest.approx(1.0)
+    assert at_grant == {"parked": 3 if gpus == ["0"] else 0, "began": 0}
+    assert len(list(marks.glob("started-*"))) == 3 and len(list(marks.glob("began-*"))) == 3

@@ -12,6 +12,7 @@ before it is still at work, and no run is past its gate before the run before it
 from __future__ import annotations
 
 import dataclasses
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -305,3 +306,75 @@ def test_a_reference_timed_alone_starts_its_runs_ahead_too(
     for i, (_, res) in enumerate(timer.runs):
         assert f"run {i} previous_ended 1 next_started 1" in res.log, res.log
     assert len(list(marks.glob("began-*"))) == 3 and len(list(marks.glob("started-*"))) in (3, 4)
+
+
+def _unprepared(tmp_path: Path, exe: Path, env: dict[str, str] | None = None) -> tuple[Timer, runner.WorkDir]:
+    """A testbench-lines timer as a toolchain makes one: prepare() not called (the injection library comes
+    from the cache the fixture built it in)."""
+    command = f"{exe} {tmp_path / 'marks'}"
+    task = dataclasses.replace(load_corpus(DATA / "cpu").get("sleepy"), test_command=command)
+    cfg = runner.RunnerConfig(base_dir=tmp_path / "work", env=env)
+    timer = Timer(task, cfg, TimingConfig(cache=tmp_path / "cache", method="testbench_lines", prestart="all"))
+    return timer, runner.prepare(task, task.reference() or "", tmp_path / "work")
+
+
+def test_a_timer_nobody_prepared_still_parks_a_testbench_s_runs_together(
+    tmp_path: Path, injection: Path
+) -> None:
+    """LocalToolchain times without prepare(): the runs are parked together all the same (before, the
+    library was built only by prepare(), so every live or batch timing ran its testbench in turn)."""
+    exe, _marks = _app(tmp_path, rounds=3)
+    timer, work = _unprepared(tmp_path, exe)
+    result = timer.measure(work)
+    assert result.speedup == pytest.approx(1.0) and len(timer.runs) == 3
+    assert "run 0 previous_ended 1 next_started 1 at_gate_when_it_began 3" in timer.runs[0][1].log
+    assert len(timer.phases) == 3 and all(p["gated"] for p in timer.phases)
+
+
+def test_testbench_runs_parked_before_the_hold_are_let_go_in_it_one_after_another(
+    tmp_path: Path, injection: Path
+) -> None:
+    exe, marks = _app(tmp_path, rounds=3)
+    timer, work = _unprepared(tmp_path, exe, env={**os.environ, "CUDA_VISIBLE_DEVICES": "0"})
+    timer.prepare()
+    assert timer.parks and timer.park(work)
+    # before the hold: all three started and parked at their gates, none past them
+    assert len(list(marks.glob("parked-*"))) == 3 and not list(marks.glob("began-*"))
+    result = timer.measure(work)  # the hold: the same GPU
+    assert result.speedup == pytest.approx(1.0) and "started in turn" not in (result.note or "")
+    for i, (_, res) in enumerate(timer.runs):
+        assert f"run {i} previous_ended 1 next_started 1 at_gate_when_it_began 3" in res.log, res.log
+    assert len(list(marks.glob("started-*"))) == 3  # the parked runs were the ones timed: none started again
+    assert all(p["gated"] and "parked_s" in p for p in timer.phases)
+
+
+@pytest.mark.parametrize("why", ["another GPU", "a run ended at its gate"])
+def test_runs_parked_before_the_hold_that_cannot_serve_it_are_ended_and_the_hold_parks_its_own(
+    tmp_path: Path, injection: Path, why: str
+) -> None:
+    exe, marks = _app(tmp_path, rounds=3)
+    timer, work = _unprepared(tmp_path, exe, env={**os.environ, "CUDA_VISIBLE_DEVICES": "0"})
+    timer.prepare()
+    assert timer.park(work)
+    assert timer._ahead is not None
+    if why == "another GPU":
+        timer.config = dataclasses.replace(timer.config, env={**os.environ, "CUDA_VISIBLE_DEVICES": "1"})
+    else:
+        timer._ahead.runs[1].stage.process.stop()
+    result = timer.measure(work)
+    assert result.speedup == pytest.approx(1.0) and len(timer.runs) == 3
+    # three runs parked ahead and ended unused, three more parked for the hold and timed
+    assert len(list(marks.glob("started-*"))) == 6 and len(list(marks.glob("began-*"))) == 3
+
+
+def test_closing_the_timer_ends_runs_parked_before_a_hold_that_never_came(
+    tmp_path: Path, injection: Path
+) -> None:
+    exe, marks = _app(tmp_path, rounds=3)
+    timer, work = _unprepared(tmp_path, exe)
+    timer.prepare()
+    assert timer.park(work) and timer._ahead is not None
+    runs = list(timer._ahead.runs)
+    timer.close()
+    assert timer._ahead is None and not any(r.stage.process.alive() for r in runs)
+    assert not list(marks.glob("began-*")) and not any(r.folder.exists() for r in runs)

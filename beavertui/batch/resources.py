@@ -515,6 +515,12 @@ class GpuPool:
         self._schedule()
         self._cv.notify_all()
 
+    def sole_gpu(self) -> GpuState | None:
+        """The one healthy GPU, when there is exactly one (then every hold gets it); else None."""
+        with self._cv:
+            healthy = [g for g in self.gpus if g.healthy]
+        return healthy[0] if len(healthy) == 1 else None
+
     def queued(self) -> int:
         """GPU stages waiting for a GPU now."""
         with self._cv:

@@ -234,21 +234,25 @@ class ScheduledLocalToolchain(LocalToolchain):
     ) -> TimingResult:
         """Everything timing builds first, on a build slot (the reference, the CUPTI library, and for in-process
         timing the task's driver and the candidate's side library: Timer.prepare, prepare_candidate; for
-        kernelbench, the timing driver started up to its go, torch imported); then the timing with a GPU held
-        alone, in which nothing is built. A GPU whose timing fails for the machine's reasons is reported to the
+        kernelbench, the timing driver started up to its go, torch imported; for a testbench's own speed
+        lines on a machine with one GPU, its runs started and parked before CUDA); then the timing with a GPU
+        held alone, in which nothing is built. A GPU whose timing fails for the machine's reasons is reported to the
         pool; a candidate's own failure is not. A driver started ahead and not used is ended (Timer.close)."""
         with Timer(task, cfg, self.config.timing) as timer:
-            if timer.builds:
+            if timer.prepares:
                 try:
                     self._reference_build(task, cfg, timer)
                 except SpeedupUnavailable:
                     raise  # the reference's problem: the attempt keeps its verdict, without a speedup
                 except BeaverError as exc:
                     raise ToolchainError(f"timing could not be prepared: {exc}", source="toolchain") from exc
-            if timer.inprocess or timer.warms:  # the candidate's side library or its driver: a build slot
+            # a testbench's runs are parked before the hold only where the GPU it will give is known
+            sole = self.pool.sole_gpu()
+            park = timer.parks and sole is not None
+            if timer.inprocess or timer.warms or park:  # side library, driver, parked runs: a build slot
                 with self.builds.hold():
-                    timer.config = self._building(cfg)
-                    timer.prepare_candidate(work)
+                    timer.config = self._building(cfg if sole is None else self._on(cfg, sole))
+                    timer.prepare_candidate(work, park=park)
             with self.pool.hold(exclusive=True) as g:
                 try:
                     timer.config = self._on(cfg, g)

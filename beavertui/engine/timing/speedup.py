@@ -372,14 +372,25 @@ class _Warm:
     """Whether its ready line was seen (warm(wait=False) leaves that to the go)."""
 
 
+@dataclass
+class _Ahead:
+    """A testbench's timed runs started ahead of the GPU hold and parked before CUDA (Timer.park)."""
+
+    work: Path
+    runs: list[Run]
+    cuda_env: dict[str, str]
+    """The CUDA_ variables they were started with (CUDA_VISIBLE_DEVICES: the GPU they will use)."""
+
+
 _T = TypeVar("_T")
 
 
 class Timer:
     """Times a candidate work dir against the task's reference on this GPU.
 
-    A kernelbench timer may hold a driver process started ahead of the GPU hold (warm, prepare_candidate):
-    close() (or leaving ``with timer:``) ends it when no timing used it."""
+    A kernelbench timer may hold a driver process started ahead of the GPU hold (warm, prepare_candidate), and
+    a testbench's timer its runs parked before CUDA (park): close() (or leaving ``with timer:``) ends them when
+    no timing used them."""
 
     def __init__(self, task: Task, config: runner.RunnerConfig, tcfg: TimingConfig | None = None) -> None:
         self.task = task
@@ -399,6 +410,7 @@ class Timer:
         self.native_why: str | None = None
         """Why, then (the timing's note says it)."""
         self._warm: _Warm | None = None
+        self._ahead: _Ahead | None = None
         self.phases: list[dict[str, object]] = []
         """Where each run of the latest measure() spent its time (process-level methods: Run.phases)."""
         self.gate_broken: str | None = None
@@ -417,6 +429,9 @@ class Timer:
         if warm is not None:
             warm.stage.process.stop()
             warm.go.unlink(missing_ok=True)
+        ahead, self._ahead = self._ahead, None
+        for run in ahead.runs if ahead is not None else []:
+            run.discard()
 
     @property
     def inprocess(self) -> bool:
@@ -476,18 +491,39 @@ class Timer:
                     raise
 
     @property
+    def prepares(self) -> bool:
+        """Whether prepare() builds anything: the reference (``builds``), or the injection library that
+        parks a testbench's runs (``testbench_lines`` with TimingConfig.prestart ``all``)."""
+        return self.builds or (self.method == "testbench_lines" and self.tcfg.prestart == "all")
+
+    @property
     def warms(self) -> bool:
         """Whether prepare_candidate starts the timing driver ahead of the GPU hold (kernelbench: warm)."""
         return self.method == "torch_events_l2flush_interleaved"
 
-    def prepare_candidate(self, cand: runner.WorkDir) -> None:
+    @property
+    def parks(self) -> bool:
+        """Whether prepare_candidate starts a testbench's timed runs ahead of the GPU hold, parked before CUDA
+        (``testbench_lines`` with TimingConfig.prestart ``all`` and the injection library built: park)."""
+        return (
+            self.method == "testbench_lines"
+            and self.tcfg.prestart == "all"
+            and self._lib is not None
+            and self.gate_broken is None
+        )
+
+    def prepare_candidate(self, cand: runner.WorkDir, park: bool = True) -> None:
         """What the candidate's timing can do before the GPU is held (the batch does this on a build slot, so
-        that the hold is spent timing): build its side library for the in-process method, or start the
-        kernelbench driver up to its go (warm). Nothing when neither applies."""
+        that the hold is spent timing): build its side library for the in-process method, start the
+        kernelbench driver up to its go (warm), or, with ``park``, start a testbench's timed runs and park
+        them before CUDA (park: the config must then name the GPU the hold will give). Nothing when none
+        applies."""
         if self.inprocess:
             self.library = native.build_library(self.task, cand, self.config)
         if self.warms:
             self.warm(cand)
+        if park and self.parks:
+            self.park(cand)
 
     def prepare_reference(self, wait: bool = True) -> None:
         """time_reference's counterpart of prepare_candidate: the reference-only kernelbench driver started in
@@ -524,6 +560,61 @@ class Timer:
         self._warm = _Warm(work.path, reference_only, stage, go, replace(self.config, env=None), ready=wait)
         return True
 
+    def _cuda_env(self) -> dict[str, str]:
+        """The CUDA_ variables a run started now would have (LATE_ENV: CUDA_VISIBLE_DEVICES, the GPU)."""
+        env = runner.stage_env(self.task, self.config)
+        return {k: v for k, v in env.items() if LATE_ENV.match(k)}
+
+    def park(self, work: runner.WorkDir) -> bool:
+        """Start the testbench's ``rounds`` timed runs in ``work`` ahead of the GPU hold, all at once, and wait
+        (at most stage_s) until each is parked at its gate before CUDA: their starts (for a Python harness,
+        seconds of imports and extension loads each) then happen before the hold, and the hold lets them go
+        one after another (lines_rounds). A run waits at its gate up to go_s longer than it would parked
+        inside the hold. They are started with this timer's config as it is now: a hold whose CUDA_
+        variables differ (another GPU) ends them and parks its own. False (nothing kept) when they cannot
+        start here."""
+        self.close()
+        if not self.parks:
+            return False
+        runs: list[Run] = []
+        try:
+            for i in range(max(1, self.tcfg.rounds)):
+                runs.append(
+                    self._start_run(
+                        work,
+                        "candidate",
+                        gated=True,
+                        kernels=False,
+                        behind=i + 1,
+                        extra_wait_s=self.tcfg.go_s,
+                    )
+                )
+        except (OSError, BeaverError):
+            for run in runs:
+                run.discard()
+            return False
+        deadline = time.monotonic() + self.tcfg.stage_s
+        for run in runs:
+            run.await_gate(deadline)
+        self._ahead = _Ahead(work.path, runs, self._cuda_env())
+        return True
+
+    def _parked_ahead(self, work: runner.WorkDir) -> list[Run] | None:
+        """The runs park() started for ``work``, when they still wait at their gates and the hold's CUDA_
+        variables are theirs; otherwise they are ended and None (the hold parks its own)."""
+        ahead, self._ahead = self._ahead, None
+        if ahead is None:
+            return None
+        if (
+            ahead.work == work.path
+            and ahead.cuda_env == self._cuda_env()
+            and all(run.stage.process.alive() for run in ahead.runs)
+        ):
+            return ahead.runs
+        for run in ahead.runs:
+            run.discard()
+        return None
+
     def _falls_back(self) -> bool:
         """Whether a failed CUPTI timing is tried again with ncu (CUPTI not forced, ncu installed)."""
         return self.method == "cupti" and self.tcfg.method is None and shutil.which("ncu") is not None
@@ -536,24 +627,31 @@ class Timer:
         return self._lib
 
     def _start_run(
-        self, work: runner.WorkDir, who: str, gated: bool, kernels: bool = True, behind: int = 1
+        self,
+        work: runner.WorkDir,
+        who: str,
+        gated: bool,
+        kernels: bool = True,
+        behind: int = 1,
+        extra_wait_s: float = 0.0,
     ) -> Run:
         """One run of the test command under the injection library, not waited for: with ``gated``, parked
-        before CUDA until ``Run.let_go``, which may be ``behind`` whole runs away; with ``kernels`` False,
-        recording no kernels (the gate and the phase marks only)."""
+        before CUDA until ``Run.let_go``, which may be ``behind`` whole runs and ``extra_wait_s`` (the wait
+        for the GPU of a run started before its hold, park) away; with ``kernels`` False, recording no
+        kernels (the gate and the phase marks only)."""
         lib = self._library()
         folder = Path(tempfile.mkdtemp(prefix="beaver-cupti-"))
         out = folder / "kernels.txt"
         out.touch()  # made before the start, so that the sandbox keeps it (it keeps paths the environment names)
         env = {**runner.stage_env(self.task, self.config), **cupti.environment(lib, out)}
         if gated:
-            env.update(cupti.gate_environment(folder, (behind + 1) * self.tcfg.stage_s))
+            env.update(cupti.gate_environment(folder, (behind + 1) * self.tcfg.stage_s + extra_wait_s))
         if not kernels:
             env[cupti.ACTIVITY_ENV] = "0"
         cfg = runner.RunnerConfig(**{**self.config.__dict__, "env": env})
         started = time.monotonic()
         # a gated run's life covers its wait; once let go, it has stage_s of its own (_end_run)
-        life = self.tcfg.stage_s * (behind + 2 if gated else 1)
+        life = self.tcfg.stage_s * (behind + 2 if gated else 1) + (extra_wait_s if gated else 0.0)
         try:
             stage = runner.start_stage(
                 work, timing_command(self.task.test_command), life, cfg, stage="benchmark"
@@ -768,6 +866,16 @@ class Timer:
             deadline = time.monotonic() + self.tcfg.stage_s
             for run in runs:
                 run.await_gate(deadline)
+        except BaseException:
+            for run in runs:
+                run.discard()
+            raise
+        self._one_after_another(runs, take)
+
+    def _one_after_another(self, runs: list[Run], take: Callable[[str, str, StageResult], bool]) -> None:
+        """Let parked ``runs`` go one at a time, each once the one before has ended, until ``take`` says no
+        more are needed; every run is ended and its folder removed after."""
+        try:
             for run in runs:
                 run.let_go()
                 text, res = self._end_run(run)
@@ -1025,10 +1133,20 @@ class Timer:
                 )
             return out
 
+        ahead = self._parked_ahead(work)
+
         def gated() -> list[families.SpeedLines]:
-            self._parked_together(((work, "candidate"),), rounds, take, kernels=False)
+            if ahead is not None:  # started and parked before the hold (park)
+                self._one_after_another(ahead, take)
+            else:
+                self._parked_together(((work, "candidate"),), rounds, take, kernels=False)
             return out
 
+        if self.tcfg.prestart == "all" and self._lib is None and self._lib_error is None:
+            try:  # built here when prepare() was not called (cached: built once per cache)
+                self._lib = cupti.build_library(self.tcfg.cache)
+            except BeaverError as exc:
+                self._lib_error = str(exc)
         if self.tcfg.prestart == "all" and self._lib is not None and self.gate_broken is None:
             return self._gated_or_in_turn(gated, in_turn)
         return in_turn()
