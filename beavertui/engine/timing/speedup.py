@@ -32,7 +32,7 @@ import tempfile
 import time
 import uuid
 from collections.abc import Callable
-from contextlib import nullcontext
+from contextlib import ExitStack, nullcontext
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TypeVar
@@ -367,9 +367,16 @@ class _Warm:
     go: Path
     """The file whose appearance is its go."""
     config: runner.RunnerConfig
-    """The timer's config when it was started, its environment aside."""
+    """The timer's config when it was started, its environment and pausable aside (_as_run)."""
     ready: bool = True
     """Whether its ready line was seen (warm(wait=False) leaves that to the go)."""
+
+
+def _as_run(config: runner.RunnerConfig) -> runner.RunnerConfig:
+    """What of ``config`` a process started ahead of the GPU hold must share with the hold's: all but its
+    environment (the GPU comes with the go: LATE_ENV) and who may stop it meanwhile (a batch's build slots
+    before the hold, nothing in it)."""
+    return replace(config, env=None, pausable=None)
 
 
 @dataclass
@@ -554,10 +561,13 @@ class Timer:
             stage = runner.start_stage(work, command, life, ahead, stage="benchmark")
         except OSError:
             return False
-        if wait and not stage.process.until(DRIVER_READY.encode(), READY_S):
+        # importing torch, it counts as a build (a batch may stop it for a timing)
+        with nullcontext() if self.config.pausable is None else self.config.pausable(stage.process):
+            ready = not wait or stage.process.until(DRIVER_READY.encode(), READY_S)
+        if not ready:
             stage.process.stop()
             return False
-        self._warm = _Warm(work.path, reference_only, stage, go, replace(self.config, env=None), ready=wait)
+        self._warm = _Warm(work.path, reference_only, stage, go, _as_run(self.config), ready=wait)
         return True
 
     def _cuda_env(self) -> dict[str, str]:
@@ -594,8 +604,12 @@ class Timer:
                 run.discard()
             return False
         deadline = time.monotonic() + self.tcfg.stage_s
-        for run in runs:
-            run.await_gate(deadline)
+        with ExitStack() as starting:  # starting, they count as builds (a batch may stop them for a timing)
+            if self.config.pausable is not None:
+                for run in runs:
+                    starting.enter_context(self.config.pausable(run.stage.process))
+            for run in runs:
+                run.await_gate(deadline)
         self._ahead = _Ahead(work.path, runs, self._cuda_env())
         return True
 
@@ -1012,7 +1026,7 @@ class Timer:
         if warm is None:
             return None
         try:
-            now = (work.path, reference_only, replace(self.config, env=None))
+            now = (work.path, reference_only, _as_run(self.config))
             if (warm.work, warm.reference_only, warm.config) != now or not warm.stage.process.alive():
                 return None
             if not warm.ready and not warm.stage.process.until(DRIVER_READY.encode(), READY_S):
