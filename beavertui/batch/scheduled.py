@@ -5,8 +5,8 @@ cache, the correctness run holding a shared GPU slot (``CUDA_VISIBLE_DEVICES`` s
 profiler runs a shared slot of their own (marked long, so the pool keeps them away from a GPU that timing
 waits for), and timing holding a GPU alone once everything it needs is built: nothing is built for it
 while a GPU is held alone, and where the build slots stop builds for timing (BuildSlots.stop_for_timing),
-the other sessions' builds are stopped during the measurement too. Classification, sanitizer policy and verdicts are LocalToolchain's own methods, so a batch
-judges exactly as ``beavertui live`` does. ``ScheduledToolchain`` wraps any other toolchain (recorded,
+the other sessions' builds are stopped during the measurement too. Classification, sanitizer policy and
+verdicts are LocalToolchain's own methods, so a batch judges exactly as ``beavertui live`` does. ``ScheduledToolchain`` wraps any other toolchain (recorded,
 remote) and gates its whole run phase on a GPU slot. Neither decides what runs.
 
 A run whose log says the GPU itself is gone (driver messages, lost device) is an infrastructure failure of
@@ -236,8 +236,9 @@ class ScheduledLocalToolchain(LocalToolchain):
         timing the task's driver and the candidate's side library: Timer.prepare, prepare_candidate; for
         kernelbench, the timing driver started up to its go, torch imported; for a testbench's own speed
         lines on a machine with one GPU, its runs started and parked before CUDA); then the timing with a GPU
-        held alone, in which nothing is built. A GPU whose timing fails for the machine's reasons is reported to the
-        pool; a candidate's own failure is not. A driver started ahead and not used is ended (Timer.close)."""
+        held alone, in which nothing is built (and, with BuildSlots.stop_for_timing, the other sessions'
+        builds are stopped). A GPU whose timing fails for the machine's reasons is reported to the pool; a
+        candidate's own failure is not. A driver or runs started ahead and not used are ended (Timer.close)."""
         with Timer(task, cfg, self.config.timing) as timer:
             if timer.prepares:
                 try:
@@ -265,9 +266,10 @@ class ScheduledLocalToolchain(LocalToolchain):
                     self.pool.report(g, ok=False, detail=str(exc))
                     raise ToolchainError(f"on GPU {g.index}: {exc}", source="gpu") from exc
                 self.pool.report(g, ok=True)
-                notes = [x for x in (measured.note, g.pause_note, stopped_note(stopped)) if x]
-                if len(notes) > (1 if measured.note else 0):  # what was stopped for it, said with it
-                    measured = measured.model_copy(update={"note": "; ".join(notes)})
+                stops = [x for x in (g.pause_note, stopped_note(stopped)) if x]
+                if stops:  # what was stopped for it, said with the measurement
+                    note = "; ".join(x for x in (measured.note, *stops) if x)
+                    measured = measured.model_copy(update={"note": note})
                 return measured
 
     def _reference_build(self, task: Task, cfg: runner.RunnerConfig, timer: Timer | None = None) -> None:
