@@ -1132,9 +1132,22 @@ def test_builds_stopped_for_timing_wait_out_the_hold_and_go_on_after_it() -> Non
                 assert again == 0
             assert first.calls == ["pause"] and not waiting.granted.is_set()  # the first hold goes on
         waiting.wait()  # the last hold ended: builds go on
-        assert first.calls == ["pause", "resume"] and late.calls == ["pause"]  # the late one had ended
+        # the late one was continued as it left (for one that has ended, a no-op), not again at the end
+        assert first.calls == ["pause", "resume"] and late.calls == ["pause", "resume"]
         waiting.done()
     assert builds.stops == 1
+
+
+def test_a_process_that_leaves_the_build_slots_while_stopped_is_continued() -> None:
+    """A process registered only while it starts (a testbench's run parked ahead of its hold) may stop
+    counting as a build while a timing holds it stopped: it goes on, not left stopped for good."""
+    builds = BuildSlots(1, stop_for_timing=True)
+    proc = Proc()
+    with builds.stopped():
+        with builds.running(proc):
+            assert proc.calls == ["pause"]
+        assert proc.calls == ["pause", "resume"]
+    assert proc.calls == ["pause", "resume"]  # the hold's end does not continue it again
 
 
 def test_builds_go_on_during_timing_unless_asked_to_stop() -> None:

@@ -621,8 +621,9 @@ class BuildSlots:
         finally:
             with self._cv:
                 self._attached.pop(key, None)
-                if process in self._paused:
-                    self._paused.remove(process)
+                if process in self._paused:  # left while stopped (a process that goes on unregistered,
+                    self._paused.remove(process)  # one started ahead of its hold): continued, not left so
+                    process.resume()
 
     @contextmanager
     def stopped(self) -> Iterator[int]:
