@@ -184,8 +184,9 @@ class StageResult(_Frozen):
     first run, while other runs shared the GPU, ran out of GPU memory (their memory may have been the cause).
     The result here, and the verdict, are the second run's."""
     paused_s: float | None = None
-    """Seconds the command was stopped (SIGSTOP) while a batch's timing stage held its GPU alone, counted
-    neither in ``duration_s`` nor in its time limit; None when it never was."""
+    """Seconds the command was stopped (SIGSTOP) while a batch's timing stage held its GPU alone (a run), or
+    measured (a build, --builds-in-timing), counted neither in ``duration_s`` nor in its time limit; None
+    when it never was."""
     reused: str | None = None
     """Set when the stage was not run for this attempt: its candidate is the broken start itself, and this is
     the result of the check of the broken start made before the first turn (the same toolchain, options and
