@@ -22,8 +22,10 @@ in one run. Result: ``DIR/stage.json``.
 ``batch``: ``beavertui batch`` over the bundled corpus's first N tasks spread over every family
 (``scripted:@alternate``: broken start and reference in turn, so every attempt is built and run and every
 correct one timed; 5 iterations, stagnation stops off, the whole budget spent). ``scheduled``: the batch as
-shipped, a fresh compile cache. ``naive``: one session at a time, no compile cache, one GPU stage at a time
-(``--jobs 1 --no-cache --gpu-share 1``): build then run, each attempt waiting for the last. ``--slice I/K``
+shipped, a fresh compile cache; ``--builds-in-timing go|stop`` gives it that setting (its run id and result
+say which; the default, ``auto``, stops builds on one GPU). ``naive``: one session at a time, no compile
+cache, one GPU stage at a time (``--jobs 1 --no-cache --gpu-share 1``): build then run, each attempt waiting
+for the last. ``--slice I/K``
 runs the I-th of K equal slices of the N tasks (a naive run of 40 tasks does not fit one 10-minute command;
 the slices' walls are summed by ``summary``); ``--slice I-J/K`` runs slices I to J one after another, each
 in its own process and result file, and starts none with less than ``--min-left-s`` of the budget left (so a
@@ -250,10 +252,11 @@ def one_batch(a: argparse.Namespace, every: list[str], i: int, k: int, cache_hom
         size = -(-len(every) // k)
         tasks = every[(i - 1) * size : i * size]
         part, label = f"-{i}-of-{k}", f"{i}/{k}"
-    run_id = f"{a.mode}{part}"
+    builds = getattr(a, "builds_in_timing", "auto")
+    run_id = f"{a.mode}{part}" + (f"-builds-{builds}" if a.mode == "scheduled" and builds != "auto" else "")
     extra = ["--jobs", "1", "--no-cache", "--gpu-share", "1"] if a.mode == "naive" else []
     if a.mode == "scheduled":
-        extra += ["--cache", str(cache_home / "builds")]
+        extra += ["--cache", str(cache_home / "builds"), "--builds-in-timing", builds]
     cmd = beaver(
         "batch", "--protocol", str(a.out / "bench.toml"), "--models", "scripted:@alternate",
         "--tasks", ",".join(tasks), "--sessions-dir", str(a.out / "sessions"), "--run-id", run_id, "--quiet",
@@ -278,6 +281,7 @@ def one_batch(a: argparse.Namespace, every: list[str], i: int, k: int, cache_hom
         "mode": a.mode,
         "timing": a.timing,
         "side_budget_ms": budget_ms,
+        "builds_in_timing": builds if a.mode == "scheduled" else None,
         "slice": label,
         "tasks": tasks,
         "wall_s": round(wall, 1),
@@ -292,6 +296,17 @@ def one_batch(a: argparse.Namespace, every: list[str], i: int, k: int, cache_hom
 
 
 # ------------------------------------------------------------------ summary
+
+
+def builds_words(b: dict[str, Any]) -> str:
+    """`` (builds stopped for timing)`` and the like for a scheduled run that says how (empty for a result
+    written before the setting existed, when builds went on)."""
+    how = b.get("builds_in_timing")
+    if how is None:
+        return ""
+    return {"stop": " (builds stopped for timing)", "go": " (builds going on during timing)"}.get(
+        how, " (builds: auto, stopped on one GPU)"
+    )
 
 
 def finished(b: dict[str, Any]) -> bool:
@@ -377,7 +392,8 @@ def summarize(a: argparse.Namespace) -> int:
     naive = [b for b in batches if b["mode"] == "naive"]
     for b in sched:
         lines.append(
-            f"| scheduled, {len(b['tasks'])} tasks | {b['wall_s']} s (rc {b['rc']}, cut {b['cut_by_budget']}) |"
+            f"| scheduled{builds_words(b)}, {len(b['tasks'])} tasks | {b['wall_s']} s (rc {b['rc']}, cut "
+            f"{b['cut_by_budget']}) |"
         )
     for b in naive:
         lines.append(
@@ -389,7 +405,8 @@ def summarize(a: argparse.Namespace) -> int:
         want = sorted(sc["tasks"])
         if not finished(sc):
             lines.append(
-                f"| ratio for the scheduled run of {sc['wall_s']} s | not claimed: that run was cut or failed "
+                f"| ratio for the scheduled run{builds_words(sc)} of {sc['wall_s']} s | not claimed: that run was "
+                f"cut or failed "
                 f"(rc {sc['rc']}, cut {sc['cut_by_budget']}) |"
             )
             continue
@@ -409,7 +426,8 @@ def summarize(a: argparse.Namespace) -> int:
                 else ""
             )
             lines.append(
-                f"| ratio for the scheduled run of {sc['wall_s']} s ({len(want)} tasks) | not claimed: finished "
+                f"| ratio for the scheduled run{builds_words(sc)} of {sc['wall_s']} s ({len(want)} tasks) | not "
+                f"claimed: finished "
                 f"naive slices cover {n} of its {len(want)} tasks{bound} |"
             )
             out["ratios"].append(
@@ -426,7 +444,9 @@ def summarize(a: argparse.Namespace) -> int:
         }  # fmt: skip
         entry["speedup"] = round(total / sc["wall_s"], 2)
         lines.append(f"| naive ({how}: the sessions' walls; the processes' walls sum to {walls} s) / "
-                     f"scheduled, {len(want)} tasks | {total} s / {sc['wall_s']} s = **{entry['speedup']}x** |")  # fmt: skip
+                     f"scheduled{builds_words(sc)}, {len(want)} tasks | {total} s / {sc['wall_s']} s = "
+                     f"**{entry['speedup']}x** |")  # fmt: skip
+        entry["builds_in_timing"] = sc.get("builds_in_timing")
         out["ratios"].append(entry)
     out["batches"] = [{k: b[k] for k in ("mode", "slice", "wall_s", "rc", "cut_by_budget")} for b in batches]
     if a.json:
@@ -462,6 +482,10 @@ def main() -> int:
     b.add_argument(
         "--side-budget-ms", type=float,
         help="in-process timing: a side's most host time a round (BEAVERTUI_SIDE_BUDGET_MS; 0: off)",
+    )  # fmt: skip
+    b.add_argument(
+        "--builds-in-timing", choices=("auto", "go", "stop"), default="auto",
+        help="scheduled: the batch's --builds-in-timing (go or stop: the run's id says which)",
     )  # fmt: skip
     m = sub.add_parser("summary")
     m.add_argument("--json", type=Path, help="also write the table's content as JSON to this file")

@@ -5,7 +5,8 @@
 # PART (default "stage"):
 #   stage        the native timing stage of every bundled task (builds first, then one task at a time with
 #                the GPU alone), plus one task per family timed the old way (one process per side and round)
-#   scheduled    the scheduled batch, 40 tasks x 5 iterations, fresh caches
+#   scheduled    the scheduled batch, 40 tasks x 5 iterations, fresh caches (BUILDS=go|stop: its
+#                --builds-in-timing; default auto, which stops builds on one GPU)
 #   naive:I/K    the I-th of K slices of the naive run of the same 40 tasks (one session at a time, build
 #                then run, no cache); K runs of this part, summed, are the naive wall of the 40 tasks
 #   subset[:N]   scheduled and naive on the same N tasks (default 6), one after the other in this run
@@ -40,6 +41,7 @@ for part in ${PARTS//,/ }; do
       timeout -k 10 "$b" $B stage --out "$W/stage" --compare-old --budget-s $((b - 30)) >"$W/stage.log" 2>&1 ;;
     scheduled)
       timeout -k 10 "$b" $B batch --out "$W/batch" --mode scheduled --tasks 40 --side-budget-ms 0 --budget-s $((b - 15)) \
+        --builds-in-timing "${BUILDS:-auto}" \
         >"$W/scheduled.log" 2>&1 ;;
     naive:*)
       timeout -k 10 "$b" $B batch --out "$W/batch" --mode naive --tasks 40 --side-budget-ms 0 --slice "${part#naive:}" \

@@ -202,3 +202,24 @@ def test_the_waits_and_stops_of_the_two_scheduled_runs(tmp_path: Path) -> None:
         if e["kind"] == "run" and not e["result"]["timed_out"] and e["result"]["paused_s"] >= 30
     ]
     assert odd["iteration"] == 1 and odd["result"]["paused_s"] == 30.1503
+
+
+def test_scheduled_runs_with_builds_stopped_or_going_are_told_apart(tmp_path: Path) -> None:
+    """A scheduled run records its --builds-in-timing; the summary names it beside the run and its ratio
+    (the recorded run, from before the setting, says nothing)."""
+    sys.path.insert(0, str(ROOT / "bench"))
+    import timing_floor_bench as tfb
+
+    again = json.loads((AGAIN / "batch-scheduled.json").read_text())
+    folder = tmp_path / "runs"
+    folder.mkdir()
+    for how, wall in (("stop", 450.0), ("go", 480.0)):
+        doc = {**again, "builds_in_timing": how, "wall_s": wall}
+        (folder / f"batch-scheduled-builds-{how}.json").write_text(json.dumps(doc))
+    text, got = summary(tmp_path, *DATA, REST, folder)
+    assert "| scheduled (builds stopped for timing), 40 tasks | 450.0 s" in text
+    assert "scheduled (builds going on during timing), 40 tasks | 2807.8 s / 480.0 s = **5.85x**" in text
+    assert {r["builds_in_timing"]: r["speedup"] for r in got["ratios"] if "speedup" in r} == {
+        None: 5.31, "stop": 6.24, "go": 5.85,
+    }  # fmt: skip
+    assert "builds_in_timing" not in again and tfb.builds_words(again) == ""
