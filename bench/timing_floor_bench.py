@@ -252,7 +252,7 @@ def one_batch(a: argparse.Namespace, every: list[str], i: int, k: int, cache_hom
         size = -(-len(every) // k)
         tasks = every[(i - 1) * size : i * size]
         part, label = f"-{i}-of-{k}", f"{i}/{k}"
-    builds = getattr(a, "builds_in_timing", "auto")
+    builds = a.builds_in_timing
     run_id = f"{a.mode}{part}" + (f"-builds-{builds}" if a.mode == "scheduled" and builds != "auto" else "")
     extra = ["--jobs", "1", "--no-cache", "--gpu-share", "1"] if a.mode == "naive" else []
     if a.mode == "scheduled":

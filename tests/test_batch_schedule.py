@@ -1135,7 +1135,6 @@ def test_builds_stopped_for_timing_wait_out_the_hold_and_go_on_after_it() -> Non
         # the late one was continued as it left (for one that has ended, a no-op), not again at the end
         assert first.calls == ["pause", "resume"] and late.calls == ["pause", "resume"]
         waiting.done()
-    assert builds.stops == 1
 
 
 def test_a_process_that_leaves_the_build_slots_while_stopped_is_continued() -> None:
@@ -1156,7 +1155,6 @@ def test_builds_go_on_during_timing_unless_asked_to_stop() -> None:
     with builds.running(proc), builds.stopped() as n:
         assert n == 0 and proc.calls == []
         Stage(builds.hold, 1).wait().done()
-    assert builds.stops == 0
 
 
 def test_a_real_build_is_stopped_while_the_batch_times_an_attempt(sleepy: Any, tmp_path: Path) -> None:
@@ -1191,7 +1189,7 @@ def test_a_real_build_is_stopped_while_the_batch_times_an_attempt(sleepy: Any, t
     assert "1 build stopped (SIGSTOP) for this timing, continued after it" in (timed.result.note or "")
     r = got["r"]
     assert r.rc == 0 and r.log == "begin\nend\n" and not r.timed_out
-    assert r.paused_s is not None and r.paused_s > 0 and tool.builds.stops == 1
+    assert r.paused_s is not None and r.paused_s > 0
 
 
 @pytest.mark.parametrize(

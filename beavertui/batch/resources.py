@@ -595,8 +595,6 @@ class BuildSlots:
         self._holds = 0
         """Timing stages holding a GPU alone now (``stopped``): while any, nothing is built."""
         self._paused: list[Pausable] = []
-        self.stops = 0
-        """Timing stages that stopped builds (at least one build process)."""
         self.admission: Admission | None = None
         """Told of every request's session (set by Admission)."""
         self.log: list[tuple[str, int]] | None = None
@@ -640,8 +638,6 @@ class BuildSlots:
                 if p not in self._paused and p.pause():
                     self._paused.append(p)
                     n += 1
-            if n:
-                self.stops += 1
         try:
             yield n
         finally:

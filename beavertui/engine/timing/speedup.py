@@ -467,20 +467,12 @@ class Timer:
 
     def prepare(self) -> None:
         """Build what measure() needs, so that it builds nothing while the GPU is held for timing: the
-        reference's work dir (cached per reference, harness and toolkit) and, for CUPTI, the injection
-        library. Raises SpeedupUnavailable when the reference does not build here, and BeaverError when the
+        reference's work dir (cached per reference, harness and toolkit) and, for CUPTI and for a
+        testbench's runs parked together, the injection library. Raises SpeedupUnavailable when the reference does not build here, and BeaverError when the
         CUPTI library does not build and there is no ncu to fall back to; otherwise that failure is
         remembered and measure() goes straight to ncu without building again."""
-        if (
-            self.method == "testbench_lines"
-            and self.tcfg.prestart == "all"
-            and self._lib is None
-            and self._lib_error is None
-        ):
-            try:  # only to start each run ahead of its turn (lines_rounds); without it, runs start in turn
-                self._lib = cupti.build_library(self.tcfg.cache)
-            except BeaverError as exc:
-                self._lib_error = str(exc)
+        if self.method == "testbench_lines":
+            self._lines_library()
         if not self.builds:
             return
         ref = reference_workdir(self.task, self.config, self.tcfg)
@@ -632,6 +624,16 @@ class Timer:
     def _falls_back(self) -> bool:
         """Whether a failed CUPTI timing is tried again with ncu (CUPTI not forced, ncu installed)."""
         return self.method == "cupti" and self.tcfg.method is None and shutil.which("ncu") is not None
+
+    def _lines_library(self) -> None:
+        """With TimingConfig.prestart ``all``, the injection library that parks a testbench's runs, built once
+        (cached per cache folder); a failure is remembered, and those runs then start in turn."""
+        if self.tcfg.prestart != "all" or self._lib is not None or self._lib_error is not None:
+            return
+        try:
+            self._lib = cupti.build_library(self.tcfg.cache)
+        except BeaverError as exc:
+            self._lib_error = str(exc)
 
     def _library(self) -> Path:
         if self._lib is None:
@@ -1156,11 +1158,7 @@ class Timer:
                 self._parked_together(((work, "candidate"),), rounds, take, kernels=False)
             return out
 
-        if self.tcfg.prestart == "all" and self._lib is None and self._lib_error is None:
-            try:  # built here when prepare() was not called (cached: built once per cache)
-                self._lib = cupti.build_library(self.tcfg.cache)
-            except BeaverError as exc:
-                self._lib_error = str(exc)
+        self._lines_library()  # when prepare() was not called
         if self.tcfg.prestart == "all" and self._lib is not None and self.gate_broken is None:
             return self._gated_or_in_turn(gated, in_turn)
         return in_turn()
