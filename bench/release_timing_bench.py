@@ -39,6 +39,7 @@ from __future__ import annotations
 import argparse
 import fnmatch
 import json
+import math
 import os
 import shutil
 import statistics
@@ -103,6 +104,18 @@ def timed_before(dirs: list[Path], modes: list[str]) -> set[str]:
             if all(isinstance(row.get(m), dict) and "speedup" in row[m] for m in modes):
                 out.add(tid)
     return out
+
+
+def median_bounds(walls: list[float], n: int) -> list[float] | None:
+    """The least and the most the median of ``n`` stages can be when ``walls`` are the timed ones: the
+    untimed taking no time at all, and taking forever. None when the most is unbounded (half or more of
+    the ``n`` untimed) or nothing is timed."""
+    if not walls or len(walls) > n:
+        return None
+    untimed = n - len(walls)
+    low = statistics.median([0.0] * untimed + walls)
+    high = statistics.median(walls + [math.inf] * untimed)
+    return None if math.isinf(high) else [round(low, 3), round(high, 3)]
 
 
 def run(a: argparse.Namespace) -> int:
@@ -444,8 +457,10 @@ def summarize(a: argparse.Namespace) -> int:
                 if over > n / 2
                 else "not known"
             )
+        bounds = median_bounds(walls, n)
         out.setdefault("target", {})[mode] = {
             "tasks": n, "timed": len(walls), "at_most_target": under, "median_of_all": verdict,
+            "median_of_all_between_s": bounds,
         }  # fmt: skip
         if walls:
             lines.append(
@@ -455,6 +470,11 @@ def summarize(a: argparse.Namespace) -> int:
                     " (whatever the untimed ones take)"
                     if verdict != "not known"
                     else f" ({n - len(walls)} not timed)"
+                )
+                + (
+                    f"; whatever they take, it lies between {bounds[0]:.3f} s and {bounds[1]:.3f} s"
+                    if bounds and len(walls) < n
+                    else ""
                 )
             )
     if out["build_load"]:

@@ -299,11 +299,9 @@ def one_batch(a: argparse.Namespace, every: list[str], i: int, k: int, cache_hom
 
 
 def builds_words(b: dict[str, Any]) -> str:
-    """`` (builds stopped for timing)`` and the like for a scheduled run that says how (empty for a result
-    written before the setting existed, when builds went on)."""
-    how = b.get("builds_in_timing")
-    if how is None:
-        return ""
+    """`` (builds stopped for timing)`` and the like for a scheduled run; a result written before the setting
+    existed says nothing, and its builds went on."""
+    how = b.get("builds_in_timing") or "go"
     return {"stop": " (builds stopped for timing)", "go": " (builds going on during timing)"}.get(
         how, " (builds: auto, stopped on one GPU)"
     )
@@ -446,7 +444,7 @@ def summarize(a: argparse.Namespace) -> int:
         lines.append(f"| naive ({how}: the sessions' walls; the processes' walls sum to {walls} s) / "
                      f"scheduled{builds_words(sc)}, {len(want)} tasks | {total} s / {sc['wall_s']} s = "
                      f"**{entry['speedup']}x** |")  # fmt: skip
-        entry["builds_in_timing"] = sc.get("builds_in_timing")
+        entry["builds_in_timing"] = sc.get("builds_in_timing") or "go"
         out["ratios"].append(entry)
     out["batches"] = [{k: b[k] for k in ("mode", "slice", "wall_s", "rc", "cut_by_budget")} for b in batches]
     if a.json:

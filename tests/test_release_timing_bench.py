@@ -584,3 +584,62 @@ def test_runs_let_go_at_the_exit_mark_under_build_load_take_more_runs_and_longer
     ]
     assert sum("re-measured" in (ex[t]["note"] or "") for t in both) == 8
     assert "Timed in modes exit and on: 31 tasks" in text
+
+
+LOAD_STOP_REST = DATA / "release-stage-load-stop-rest"
+
+
+def test_the_cupti_set_under_load_with_builds_stopped_against_it_alone(tmp_path: Path) -> None:
+    """64 of 65 timed under 12 build threads with the builds stopped while a stage measures (the second
+    folder run with ``--after`` the first, mode stop only): median 3.00 s; cuda_216 (35.6 s alone) was not
+    reached, so the median over all 65 is known only to lie between two timed stages. Against the same 64
+    alone: a stage 1.10x as long (median of the per-task ratios), the same speedups."""
+    rtb = _bench()
+
+    raw = json.loads((LOAD_STOP_REST / "release-stage.json").read_text())
+    assert raw["modes"] == ["stop"] and raw["build_load"] == 12 and "H200" in raw["machine"]["gpus"]
+    stop = {**_timed(LOAD_STOP, "stop"), **_timed(LOAD_STOP_REST, "stop")}
+    assert len(stop) == 64 and not set(_timed(LOAD_STOP, "stop")) & set(_timed(LOAD_STOP_REST, "stop"))
+    text, s = _summary(tmp_path, LOAD_STOP, LOAD_STOP_REST)
+    walls = sorted(v["wall_s"] for v in stop.values())
+    assert s["modes"]["stop"]["all"]["median_wall_s"] == round(statistics.median(walls), 3) == 3.002
+    t = s["target"]["stop"]
+    assert (t["tasks"], t["timed"], t["at_most_target"], t["median_of_all"]) == (65, 64, 32, "not known")
+    # the 65th stage below every timed one or above them all: the 33rd of 65 is the 32nd or 33rd of 64
+    assert t["median_of_all_between_s"] == [walls[31], walls[32]] == [2.995, 3.008]
+    assert "whatever they take, it lies between 2.995 s and 3.008 s" in text
+    (untimed,) = [
+        k for k in json.loads((LOAD_STOP_REST / "release-stage.json").read_text())["tasks"] if k not in stop
+    ]
+    assert untimed == "cuda_216__compile_error__dfb98af7"
+    assert _timed(R216, "on")[untimed]["wall_s"] == 35.585  # alone: far above the middle
+    assert s["modes"]["stop"]["all"]["max_cv"] == 0.0243 < 0.03
+    # against the same 64 timed alone (the four folders merged as the summary merges them)
+    alone: dict[str, dict] = {}  # type: ignore[type-arg]
+    for d in (RUN, REST, LONG, R216):
+        for k, r in json.loads((d / "release-stage.json").read_text())["tasks"].items():
+            alone[k] = rtb.merged(alone.get(k), r)
+    ts = sorted(stop)
+    assert round(statistics.median(alone[k]["on"]["wall_s"] for k in ts), 3) == 2.79
+    assert round(statistics.median(stop[k]["wall_s"] / alone[k]["on"]["wall_s"] for k in ts), 2) == 1.10
+    assert round(statistics.median(rtb._per_process(stop[k]) for k in ts), 3) == 0.41
+    assert round(statistics.median(rtb._per_process(alone[k]["on"]) for k in ts), 3) == 0.389
+    ratios = [stop[k]["speedup"] / alone[k]["on"]["speedup"] for k in ts]
+    assert round(statistics.median(ratios), 3) == 1.0 and min(ratios) > 0.97 and max(ratios) < 1.04
+    # and the 43 tasks the builds-going-on folder timed: 2.89 s stopped against 3.43 s going on
+    going = _timed(LOAD_ALL, "on")
+    both = sorted(set(going) & set(stop))
+    assert len(both) == 43
+    assert round(statistics.median(stop[k]["wall_s"] for k in both), 3) == 2.885
+    assert round(statistics.median(going[k]["wall_s"] for k in both), 3) == 3.427
+    assert (
+        sum(stop[k]["wall_s"] <= 3 for k in both) == 23 and sum(going[k]["wall_s"] <= 3 for k in both) == 13
+    )
+
+
+def test_the_median_bounds_of_stages_not_all_timed() -> None:
+    bounds = _bench().median_bounds
+    assert bounds([1.0, 2.0, 3.0], 3) == [2.0, 2.0]
+    assert bounds([1.0, 2.0, 3.0, 4.0], 5) == [2.0, 3.0]  # the fifth below all, or above all
+    assert bounds([1.0, 2.0], 4) is None  # half untimed: the median may be as long as they take
+    assert bounds([], 3) is None
