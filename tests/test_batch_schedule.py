@@ -1258,4 +1258,6 @@ def test_the_batch_parks_a_testbench_s_runs_before_it_holds_its_only_gpu(
     t = tool._measure(task, work, cfg, AttemptOptions(iteration=1, gate=0.7))
     assert t.method == "testbench_lines" and t.speedup == pytest.approx(1.0)
     assert at_grant == {"parked": 3 if gpus == ["0"] else 0, "began": 0}
+    started = "started before the GPU was held" if gpus == ["0"] else "started at once with the GPU held"
+    assert started in (t.note or ""), t.note
     assert len(list(marks.glob("started-*"))) == 3 and len(list(marks.glob("began-*"))) == 3

@@ -643,3 +643,51 @@ def test_the_median_bounds_of_stages_not_all_timed() -> None:
     assert bounds([1.0, 2.0, 3.0, 4.0], 5) == [2.0, 3.0]  # the fifth below all, or above all
     assert bounds([1.0, 2.0], 4) is None  # half untimed: the median may be as long as they take
     assert bounds([], 3) is None
+
+
+CUFFT_BATCH = DATA / "release-batch-cufft-park"
+
+
+def test_a_batch_parks_a_testbenchs_runs_before_its_hold(tmp_path: Path) -> None:
+    """A real batch (scripts/gpu-release-batch.sh, scripted:@alternate, K = 2) over the nine cufft_samples
+    instances on one H200: its timing stages took 2.2 to 2.7 s, where the bench's runs parked together inside
+    the hold took 7.0 to 9.7 s for the same tasks; the runs started and parked before the hold, on a build
+    slot. Two broken starts did not finish their start check within the call: those sessions are left out
+    of every rate, and said so."""
+    import tarfile
+
+    with tarfile.open(CUFFT_BATCH / "batch-out.tgz") as tar:
+        tar.extractall(tmp_path, filter="data")
+    files = sorted((tmp_path / "sessions" / "release-cufft-park").rglob("*.jsonl"))
+    assert len(files) == 9
+    timings: dict[str, list[dict]] = {}  # type: ignore[type-arg]
+    unfinished = []
+    for f in files:
+        events = [json.loads(ln) for ln in f.read_text().splitlines()]
+        task = f.name.split("__s0")[0]
+        if events[-1]["kind"] != "end":
+            unfinished.append(task)
+            continue
+        timings[task] = [e["result"] for e in events if e["kind"] == "timing"]
+    assert len(timings) == 7 and len(unfinished) == 2
+    walls = sorted(t["wall_s"] for ts in timings.values() for t in ts)
+    assert len(walls) == 7 and (walls[0], walls[-1]) == (2.187, 2.665)  # one is the start check's, reused
+    assert all(
+        t["method"] == "testbench_lines" and len(t["candidate_samples"]) == 3
+        for ts in timings.values()
+        for t in ts
+    )
+    # the same tasks, parked together inside the hold by the bench (no load)
+    inside = {**_timed(PARKED, "on"), **_timed(PARKED_REST, "on")}
+    assert (
+        min(inside[k]["wall_s"] for k in timings) == 7.038
+        and max(inside[k]["wall_s"] for k in timings) == 9.675
+    )
+    # the reference submissions (attempt 2) time about 1x; the 3d broken start 0.068x, correct: below the gate
+    second = [ts[-1]["speedup"] for k, ts in timings.items() if "3d_64" not in k]
+    assert len(second) == 6 and all(0.94 < s < 1.02 for s in second)
+    assert [round(t["speedup"], 3) for k, ts in timings.items() if "3d_64" in k for t in ts] == [0.068]
+    metrics = (CUFFT_BATCH / "metrics.txt").read_text()
+    assert "2 unfinished session(s) left out of every rate" in metrics
+    tl = json.loads((CUFFT_BATCH / "timeline.json").read_text())
+    assert tl["timing"] == {"count": 6, "sum_s": 14.5, "median_s": 2.38}

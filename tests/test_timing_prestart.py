@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -157,6 +158,7 @@ def test_testbench_runs_all_park_before_the_first_goes_and_go_on_one_after_anoth
     result = timer.measure(work)
     assert result.method == "testbench_lines" and result.speedup == pytest.approx(1.0)
     assert "started in turn" not in (result.note or "")
+    assert "its 3 runs started at once with the GPU held and waited before CUDA" in (result.note or "")
     logs = [res.log for _, res in timer.runs]
     assert len(logs) == 3
     for i, log in enumerate(logs):
@@ -194,6 +196,7 @@ def test_without_prestart_each_run_starts_in_its_turn(tmp_path: Path, injection:
     result = timer.measure(work)
     assert len(timer.runs) == 3 and result.speedup == pytest.approx(1.0)
     assert len(list(marks.glob("began-*"))) == 3 and timer.phases == []  # run_stage, no injection
+    assert (result.note or "").endswith("; its 3 runs started one after another")
 
 
 def test_a_gate_the_run_cannot_see_falls_back_to_runs_in_turn(
@@ -205,6 +208,8 @@ def test_a_gate_the_run_cannot_see_falls_back_to_runs_in_turn(
     monkeypatch.setattr("beavertui.engine.timing.parked.GATE_CHECK_S", 0.5)
     result = timer.measure(work)
     assert timer.gate_broken and "runs started in turn" in (result.note or "")
+    assert "its 3 runs started one after another; runs started in turn: " in (result.note or "")
+    assert "with the GPU held" not in (result.note or "")
     assert len(timer.runs) == 3 and all(res.rc == 0 for _, res in timer.runs)
 
 
@@ -342,6 +347,11 @@ def test_testbench_runs_parked_before_the_hold_are_let_go_in_it_one_after_anothe
     assert len(list(marks.glob("parked-*"))) == 3 and not list(marks.glob("began-*"))
     result = timer.measure(work)  # the hold: the same GPU
     assert result.speedup == pytest.approx(1.0) and "started in turn" not in (result.note or "")
+    assert re.search(
+        r"its 3 runs started before the GPU was held and waited before CUDA \([0-9.]+ s to start, not in this "
+        r"stage's wall\); the hold let them go one after another",
+        result.note or "",
+    ), result.note
     for i, (_, res) in enumerate(timer.runs):
         assert f"run {i} previous_ended 1 next_started 1 at_gate_when_it_began 3" in res.log, res.log
     assert len(list(marks.glob("started-*"))) == 3  # the parked runs were the ones timed: none started again
@@ -363,6 +373,7 @@ def test_runs_parked_before_the_hold_that_cannot_serve_it_are_ended_and_the_hold
         timer._ahead.runs[1].stage.process.stop()
     result = timer.measure(work)
     assert result.speedup == pytest.approx(1.0) and len(timer.runs) == 3
+    assert "started at once with the GPU held" in (result.note or "")
     # three runs parked ahead and ended unused, three more parked for the hold and timed
     assert len(list(marks.glob("started-*"))) == 6 and len(list(marks.glob("began-*"))) == 3
 

@@ -387,6 +387,8 @@ class _Ahead:
     runs: list[Run]
     cuda_env: dict[str, str]
     """The CUDA_ variables they were started with (CUDA_VISIBLE_DEVICES: the GPU they will use)."""
+    parking_s: float = 0.0
+    """Seconds from their start until all were parked at their gates (or the wait's end), before the hold."""
 
 
 _T = TypeVar("_T")
@@ -420,6 +422,8 @@ class Timer:
         self._ahead: _Ahead | None = None
         self.phases: list[dict[str, object]] = []
         """Where each run of the latest measure() spent its time (process-level methods: Run.phases)."""
+        self.lines_started = ""
+        """How the latest lines_rounds() started its runs (the timing's note says it)."""
         self.gate_broken: str | None = None
         """Why runs are no longer started ahead of their turn (a run parked before CUDA did not take its
         go); the timing's note says it."""
@@ -595,14 +599,15 @@ class Timer:
             for run in runs:
                 run.discard()
             return False
-        deadline = time.monotonic() + self.tcfg.stage_s
+        began = time.monotonic()
+        deadline = began + self.tcfg.stage_s
         with ExitStack() as starting:  # starting, they count as builds (a batch may stop them for a timing)
             if self.config.pausable is not None:
                 for run in runs:
                     starting.enter_context(self.config.pausable(run.stage.process))
             for run in runs:
                 run.await_gate(deadline)
-        self._ahead = _Ahead(work.path, runs, self._cuda_env())
+        self._ahead = _Ahead(work.path, runs, self._cuda_env(), round(time.monotonic() - began, 3))
         return True
 
     def _parked_ahead(self, work: runner.WorkDir) -> list[Run] | None:
@@ -1149,18 +1154,33 @@ class Timer:
                 )
             return out
 
+        ahead_of_hold = self._ahead
         ahead = self._parked_ahead(work)
 
         def gated() -> list[families.SpeedLines]:
-            if ahead is not None:  # started and parked before the hold (park)
+            if ahead is not None and ahead_of_hold is not None:  # started and parked before the hold (park)
+                self.lines_started = (
+                    f"its {len(ahead)} runs started before the GPU was held and waited before CUDA "
+                    f"({ahead_of_hold.parking_s:.1f} s to start, not in this stage's wall); the hold let them "
+                    "go one after another"
+                )
                 self._one_after_another(ahead, take)
             else:
+                self.lines_started = (
+                    f"its {rounds} runs started at once with the GPU held and waited before CUDA; let go one "
+                    "after another"
+                )
                 self._parked_together(((work, "candidate"),), rounds, take, kernels=False)
             return out
 
         self._lines_library()  # when prepare() was not called
+        self.lines_started = f"its {rounds} runs started one after another"
         if self.tcfg.prestart == "all" and self._lib is not None and self.gate_broken is None:
-            return self._gated_or_in_turn(gated, in_turn)
+            try:
+                return self._gated_or_in_turn(gated, in_turn)
+            finally:
+                if self.gate_broken:
+                    self.lines_started = f"its {rounds} runs started one after another"
         return in_turn()
 
     def _measure_lines(self, cand: runner.WorkDir) -> TimingResult:
@@ -1176,7 +1196,8 @@ class Timer:
             method=self.method, candidate_ms=cm, reference_ms=rm, candidate_cv=ccv, reference_cv=rcv,
             speedup=speedup, candidate_samples=cs, reference_samples=rs or [rm], unstable=max(rcv, ccv) > CV_LIMIT,
             implausible=speedup > IMPLAUSIBLE,
-            note=f"the testbench's own speed lines, median of {len(rounds)} runs of the geometric mean over its sizes"
+            note=f"the testbench's own speed lines, median of {len(rounds)} runs of the geometric mean over its sizes; "
+            + self.lines_started
             + (f"; runs started in turn: {self.gate_broken}" if self.gate_broken else ""),
         )  # fmt: skip
 
