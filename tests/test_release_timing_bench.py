@@ -8,7 +8,10 @@ not reached, however good the 39 timed ones look; a later run's folder (``releas
 both sides), ``release-stage-exit`` the runs let go at the exit mark against those let go at the process end.
 ``release-stage-long`` holds the two long CUPTI tasks the others did not reach, ``release-stage-cufft-parked``
 (and its ``-rest``, run with ``--after`` it) cufft_samples with a testbench's three runs parked together, and
-``release-stage-load`` 17 CUPTI tasks timed while 12 threads built candidates again.
+``release-stage-load`` 17 CUPTI tasks timed while 12 threads built candidates again;
+``release-stage-load-stop`` (and its ``-rest``) the CUPTI set under that load with the builds stopped while
+a stage measures, and ``release-batch-cufft-park`` a real batch over cufft_samples whose runs were parked
+before each hold.
 """
 
 from __future__ import annotations
