@@ -13,7 +13,7 @@
 # before the end in which no new session starts, so that a time limit cuts none; default: none), RESERVE
 # (seconds kept after the batch for metrics, the timeline and packing; default 60).
 # .release/prev/startlogs (optional): the kept start checks of an earlier run on the same kind of machine.
-# Writes to $OUT: sessions/$RUN_ID (the run, resumable), metrics.txt and metrics.json, startlogs/,
+# Writes to $OUT: sessions/$RUN_ID (the run, resumable), batch.log, metrics.txt and metrics.json, startlogs/,
 # timeline.txt and timeline.json (bench/batch_timeline.py over this run's stretch, start checks included),
 # w/steps.log, and batch-out.tgz (all of it but w/, in one file).
 set -uo pipefail
@@ -67,6 +67,7 @@ python3 bench/batch_timeline.py "$RUN" ${CACHE:+--startlogs "$CACHE/startlogs"} 
 python3 bench/batch_timeline.py "$RUN" ${CACHE:+--startlogs "$CACHE/startlogs"} --json >"$OUT/timeline.json" 2>/dev/null
 log "timeline: $(tail -1 "$OUT/timeline.txt")"
 cp "$W/steps.log" "$OUT/steps.log"
+cp "$W/batch.log" "$OUT/batch.log"  # what the batch printed: how it ended, what it left running
 # One file holds the whole result: a machine that sends back only a few files of $OUT still returns the run
 # (unpack it over $OUT's layout: tar xzf batch-out.tgz).
 cp "$W/steps.log" "$OUT/steps.log"

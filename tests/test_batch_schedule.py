@@ -786,6 +786,27 @@ def test_the_batch_runs_sanitizers_in_a_long_slot_of_their_own(
     assert _held(order, "long") == [("stage", "sanitize", "candidate")]
 
 
+def test_the_batch_says_a_run_as_it_ends_before_its_sanitizer_runs(
+    sleepy: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As the live toolchain does: the run's event comes when the run ends, not after the sanitizer runs
+    that follow it, which may take minutes (a start check's record of what it has cost so far, and the
+    TUI, show the run meanwhile). The events' order is unchanged."""
+    from beavertui.engine.toolchain.base import AttemptOptions
+
+    tool = _scheduled(tmp_path, sanitizer_exe="true")
+    order = _watch_stages(tool, monkeypatch)
+    wrong = "compute() { echo 41; }\ncost() { echo 1.0; }\n"
+    events = tool.attempt(sleepy, wrong, AttemptOptions(iteration=1, gate=0.7))
+    seen = []
+    for e in events:
+        seen.append(e.kind)
+        if e.kind == "run":
+            stages = [x[1] for x in order if x[0] == "stage"]
+            assert "run" in stages and "sanitize" not in stages, order
+    assert seen == ["build", "run", "sanitize", "verdict"]
+
+
 @pytest.mark.parametrize("patience_s", [0.0, 1e9])
 def test_a_task_whose_runs_outlast_the_patience_runs_in_a_long_slot(
     sleepy: Any, tmp_path: Path, patience_s: float

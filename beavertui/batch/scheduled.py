@@ -174,8 +174,10 @@ class ScheduledLocalToolchain(LocalToolchain):
                             self._sanitize(task, work, self._shared_on(cfg, g), options, run, verdict)
                         )
                 self.pool.report(g, ok=lost is None, detail=lost or "")
+                # said as soon as it ends, as the live toolchain does: a sanitizer or profiler run after it may
+                # take minutes (and a start check's record of what it has cost so far then holds the run)
+                yield Ran(iteration=it, result=run)
                 if lost is not None:
-                    yield Ran(iteration=it, result=run)
                     # the GPU's failure, not the candidate's: no verdict; the session records it as such
                     raise ToolchainError(f"GPU {g.index} failed: {lost}", source="gpu")
                 profile = options.profile and not run.timed_out
@@ -198,8 +200,6 @@ class ScheduledLocalToolchain(LocalToolchain):
                             profiled = self._profile(task, work, gpu_cfg, it)
             else:
                 tampered += work.verify()
-            if run is not None:
-                yield Ran(iteration=it, result=run)
             if profiled is not None:
                 yield profiled
             yield from self._judge(task, code, work, cfg, options, build, run, verdict, sanitized, tampered)
