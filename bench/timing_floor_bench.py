@@ -253,10 +253,13 @@ def one_batch(a: argparse.Namespace, every: list[str], i: int, k: int, cache_hom
         tasks = every[(i - 1) * size : i * size]
         part, label = f"-{i}-of-{k}", f"{i}/{k}"
     builds = a.builds_in_timing
+    gpus = a.gpus if a.mode == "scheduled" else None
     run_id = f"{a.mode}{part}" + (f"-builds-{builds}" if a.mode == "scheduled" and builds != "auto" else "")
+    run_id += f"-gpus-{gpus.replace(',', '-')}" if gpus else ""
     extra = ["--jobs", "1", "--no-cache", "--gpu-share", "1"] if a.mode == "naive" else []
     if a.mode == "scheduled":
         extra += ["--cache", str(cache_home / "builds"), "--builds-in-timing", builds]
+        extra += ["--gpus", gpus] if gpus else []
     cmd = beaver(
         "batch", "--protocol", str(a.out / "bench.toml"), "--models", "scripted:@alternate",
         "--tasks", ",".join(tasks), "--sessions-dir", str(a.out / "sessions"), "--run-id", run_id, "--quiet",
@@ -282,6 +285,7 @@ def one_batch(a: argparse.Namespace, every: list[str], i: int, k: int, cache_hom
         "timing": a.timing,
         "side_budget_ms": budget_ms,
         "builds_in_timing": builds if a.mode == "scheduled" else None,
+        "gpus_asked": gpus,
         "slice": label,
         "tasks": tasks,
         "wall_s": round(wall, 1),
@@ -302,9 +306,65 @@ def builds_words(b: dict[str, Any]) -> str:
     """`` (builds stopped for timing)`` and the like for a scheduled run; a result written before the setting
     existed says nothing, and its builds went on."""
     how = b.get("builds_in_timing") or "go"
-    return {"stop": " (builds stopped for timing)", "go": " (builds going on during timing)"}.get(
-        how, " (builds: auto, stopped on one GPU)"
-    )
+    words = {"stop": " (builds stopped for timing)", "go": " (builds going on during timing)"}
+    if how == "auto":  # the batch's default: stopped on one GPU, going on with more
+        many = len(gpus_of(b)) > 1
+        return f"{words['go' if many else 'stop'][:-1]}: auto, on {'several GPUs' if many else 'one GPU'})"
+    return words[how]
+
+
+def gpus_of(b: dict[str, Any]) -> list[str]:
+    """The GPUs a batch ran on: those its summary measured busy (every result file has them)."""
+    return sorted((b.get("summary") or {}).get("gpu_busy_fraction") or {})
+
+
+def gpu_words(b: dict[str, Any]) -> str:
+    """`` on 2 GPUs`` for a batch on more than one GPU (empty on one)."""
+    n = len(gpus_of(b))
+    return f" on {n} GPUs" if n > 1 else ""
+
+
+def scaling(sched: list[dict[str, Any]]) -> tuple[list[str], list[dict[str, Any]]]:
+    """Finished scheduled runs on several GPUs against finished runs of the same tasks on one GPU, timed
+    alike: finished sessions per minute, and the ratio (with every session finished, the walls' ratio)."""
+    lines: list[str] = []
+    got: list[dict[str, Any]] = []
+    done = [b for b in sched if finished(b) and b["summary"].get("done") == len(b["tasks"])]
+    for many in (b for b in sched if len(gpus_of(b)) > 1):
+        if many not in done:
+            lines.append(
+                f"| sessions per minute{gpu_words(many)} over one GPU, run of {many['wall_s']} s | not claimed: that "
+                f"run was cut, failed or left sessions unfinished (rc {many['rc']}, cut {many['cut_by_budget']}) |"
+            )
+            continue
+        ones = [
+            b for b in done
+            if len(gpus_of(b)) == 1 and sorted(b["tasks"]) == sorted(many["tasks"]) and timed_alike(b, many)
+        ]  # fmt: skip
+        if not ones:
+            lines.append(
+                f"| sessions per minute{gpu_words(many)} over one GPU ({len(many['tasks'])} tasks) | not claimed: "
+                "no finished run of the same tasks on one GPU, timed alike |"
+            )
+            continue
+        n = len(many["tasks"])
+        for one in ones:
+            rate_many, rate_one = 60 * n / many["wall_s"], 60 * n / one["wall_s"]
+            ratio = round(rate_many / rate_one, 2)
+            same = many["machine"].get("gpus") == one["machine"].get("gpus")
+            where = "the same machine" if same else "different machines"
+            lines.append(
+                f"| sessions per minute{gpu_words(many)} over one GPU, {n} tasks ({where}; "
+                f"{many['machine'].get('cpus')} and {one['machine'].get('cpus')} CPUs) | "
+                f"{rate_many:.2f} / {rate_one:.2f} per minute ({many['wall_s']} s and {one['wall_s']} s) = "
+                f"**{ratio}x** |"
+            )
+            got.append(
+                {"tasks": n, "gpus": len(gpus_of(many)), "wall_s": many["wall_s"], "one_gpu_wall_s": one["wall_s"],
+                 "sessions_per_min": round(rate_many, 2), "one_gpu_sessions_per_min": round(rate_one, 2),
+                 "ratio": ratio, "same_machine": same}
+            )  # fmt: skip
+    return lines, got
 
 
 def finished(b: dict[str, Any]) -> bool:
@@ -390,8 +450,8 @@ def summarize(a: argparse.Namespace) -> int:
     naive = [b for b in batches if b["mode"] == "naive"]
     for b in sched:
         lines.append(
-            f"| scheduled{builds_words(b)}, {len(b['tasks'])} tasks | {b['wall_s']} s (rc {b['rc']}, cut "
-            f"{b['cut_by_budget']}) |"
+            f"| scheduled{builds_words(b)}{gpu_words(b)}, {len(b['tasks'])} tasks | {b['wall_s']} s (rc {b['rc']}, "
+            f"cut {b['cut_by_budget']}) |"
         )
     for b in naive:
         lines.append(
@@ -399,7 +459,7 @@ def summarize(a: argparse.Namespace) -> int:
             f"{b['wall_s']} s (rc {b['rc']}, cut {b['cut_by_budget']}) |"
         )
     out["ratios"] = []
-    for sc in sched:
+    for sc in (b for b in sched if len(gpus_of(b)) <= 1):  # the naive side runs on one GPU
         want = sorted(sc["tasks"])
         if not finished(sc):
             lines.append(
@@ -446,6 +506,8 @@ def summarize(a: argparse.Namespace) -> int:
                      f"**{entry['speedup']}x** |")  # fmt: skip
         entry["builds_in_timing"] = sc.get("builds_in_timing") or "go"
         out["ratios"].append(entry)
+    more, out["scaling"] = scaling(sched)
+    lines += more
     out["batches"] = [{k: b[k] for k in ("mode", "slice", "wall_s", "rc", "cut_by_budget")} for b in batches]
     if a.json:
         Path(a.json).write_text(json.dumps(out, indent=1))
@@ -485,6 +547,11 @@ def main() -> int:
         "--builds-in-timing", choices=("auto", "go", "stop"), default="auto",
         help="scheduled: the batch's --builds-in-timing (go or stop: the run's id says which)",
     )  # fmt: skip
+    b.add_argument(
+        "--gpus",
+        help="scheduled: the batch's --gpus, e.g. 0 or 0,1 (the run's id and result say which; default: every "
+        "GPU the batch sees)",
+    )
     m = sub.add_parser("summary")
     m.add_argument("--json", type=Path, help="also write the table's content as JSON to this file")
     m.add_argument("dirs", nargs="+")

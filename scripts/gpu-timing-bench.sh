@@ -6,7 +6,9 @@
 #   stage        the native timing stage of every bundled task (builds first, then one task at a time with
 #                the GPU alone), plus one task per family timed the old way (one process per side and round)
 #   scheduled    the scheduled batch, 40 tasks x 5 iterations, fresh caches (BUILDS=go|stop: its
-#                --builds-in-timing; default auto, which stops builds on one GPU)
+#                --builds-in-timing; default auto, which stops builds on one GPU; GPUS=0,1: its --gpus, on
+#                a machine with two GPUs, e.g. GPUS=0,1 in one call and GPUS=0 in the next: the summary
+#                then gives the sessions per minute on two GPUs over one)
 #   naive:I/K    the I-th of K slices of the naive run of the same 40 tasks (one session at a time, build
 #                then run, no cache); K runs of this part, summed, are the naive wall of the 40 tasks
 #   subset[:N]   scheduled and naive on the same N tasks (default 6), one after the other in this run
@@ -29,7 +31,8 @@ while [ $# -gt 0 ]; do
   shift
 done
 . scripts/gpu-common.sh
-export CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES:-0}
+# GPU 0 unless GPUS names the GPUs of the scheduled part
+[ -n "${GPUS:-}" ] || export CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES:-0}
 B="python3 bench/timing_floor_bench.py"
 budget() { echo $(($(left) - ${1:-20})); }
 for part in ${PARTS//,/ }; do
@@ -41,7 +44,7 @@ for part in ${PARTS//,/ }; do
       timeout -k 10 "$b" $B stage --out "$W/stage" --compare-old --budget-s $((b - 30)) >"$W/stage.log" 2>&1 ;;
     scheduled)
       timeout -k 10 "$b" $B batch --out "$W/batch" --mode scheduled --tasks 40 --side-budget-ms 0 --budget-s $((b - 15)) \
-        --builds-in-timing "${BUILDS:-auto}" \
+        --builds-in-timing "${BUILDS:-auto}" ${GPUS:+--gpus "$GPUS"} \
         >"$W/scheduled.log" 2>&1 ;;
     naive:*)
       timeout -k 10 "$b" $B batch --out "$W/batch" --mode naive --tasks 40 --side-budget-ms 0 --slice "${part#naive:}" \

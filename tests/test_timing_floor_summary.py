@@ -228,7 +228,10 @@ def test_scheduled_runs_with_builds_stopped_or_going_are_told_apart(tmp_path: Pa
     assert sorted((r["scheduled_s"], r["builds_in_timing"], r["speedup"]) for r in got["ratios"] if "speedup" in r) == [
         (465.9, "go", 6.03), (477.2, "stop", 5.88), (528.9, "go", 5.31),
     ]  # fmt: skip
-    assert tfb.builds_words({"builds_in_timing": "auto"}) == " (builds: auto, stopped on one GPU)"
+    one = {"builds_in_timing": "auto", "summary": {"gpu_busy_fraction": {"0": 0.9}}}
+    assert tfb.builds_words(one) == " (builds stopped for timing: auto, on one GPU)"
+    two = {"builds_in_timing": "auto", "summary": {"gpu_busy_fraction": {"0": 0.9, "1": 0.8}}}
+    assert tfb.builds_words(two) == " (builds going on during timing: auto, on several GPUs)"
 
 
 def test_the_40_task_batch_with_builds_stopped_for_timing(tmp_path: Path) -> None:
@@ -250,3 +253,43 @@ def test_the_40_task_batch_with_builds_stopped_for_timing(tmp_path: Path) -> Non
     assert (new["timing"]["count"], new["timing"]["median_s"], old["timing"]["median_s"]) == (107, 0.52, 0.57)
     assert (new["timing_wait"]["median_s"], old["timing_wait"]["median_s"]) == (37.0, 29.12)
     assert (new["stages"]["build"]["sum_s"], old["stages"]["build"]["sum_s"]) == (466.1, 428.6)
+
+
+def test_several_gpus_against_one_are_told_in_sessions_per_minute(tmp_path: Path) -> None:
+    """A finished scheduled run on two GPUs is held against the finished runs of the same tasks on one GPU
+    (sessions per minute, here the walls' ratio) and gets no naive ratio, which is of one GPU; a run on two
+    GPUs with no one-GPU run of its tasks claims nothing."""
+    again = json.loads((AGAIN / "batch-scheduled.json").read_text())
+    folder = tmp_path / "two"
+    folder.mkdir()
+    two = {
+        **again, "wall_s": 250.0, "builds_in_timing": "auto", "gpus_asked": "0,1",
+        "summary": {**again["summary"], "gpu_busy_fraction": {"0": 0.9, "1": 0.8}},
+        "machine": {**again["machine"], "gpus": "GPU 0: NVIDIA H200\nGPU 1: NVIDIA H200", "cpus": 32},
+    }  # fmt: skip
+    (folder / "batch-scheduled-gpus-0-1.json").write_text(json.dumps(two))
+    fewer = {**two, "tasks": two["tasks"][:10], "summary": {**two["summary"], "done": 10}}
+    (folder / "batch-scheduled-gpus-0-1-fewer.json").write_text(json.dumps(fewer))
+    cut = {**two, "wall_s": 300.0, "cut_by_budget": True, "summary": {**two["summary"], "done": 31}}
+    (folder / "batch-scheduled-gpus-0-1-cut.json").write_text(json.dumps(cut))
+    text, got = summary(tmp_path, AGAIN, BUILDS_STOP, folder)
+    assert (
+        "| scheduled (builds going on during timing: auto, on several GPUs) on 2 GPUs, 40 tasks | 250.0 s"
+        in text
+    )
+    rates = {(r["one_gpu_wall_s"], r["ratio"]) for r in got["scaling"]}
+    assert rates == {(465.9, round(465.9 / 250.0, 2)), (477.2, round(477.2 / 250.0, 2))}
+    assert all(
+        r["gpus"] == 2 and not r["same_machine"] and r["sessions_per_min"] == 9.6 for r in got["scaling"]
+    )
+    assert (
+        "(different machines; 32 and 16 CPUs) | 9.60 / 5.15 per minute (250.0 s and 465.9 s) = **1.86x**"
+        in text
+    )
+    assert "over one GPU (10 tasks) | not claimed: no finished run of the same tasks on one GPU" in text
+    assert "/ 250.0 s = " not in text  # no naive ratio for a run on two GPUs
+    assert (
+        "over one GPU, run of 300.0 s | not claimed: that run was cut, failed or left sessions unfinished"
+        in text
+    )
+    assert len(got["scaling"]) == 2
