@@ -610,7 +610,7 @@ class Timer:
         self._ahead = _Ahead(work.path, runs, self._cuda_env(), round(time.monotonic() - began, 3))
         return True
 
-    def _parked_ahead(self, work: runner.WorkDir) -> list[Run] | None:
+    def _parked_ahead(self, work: runner.WorkDir) -> _Ahead | None:
         """The runs park() started for ``work``, when they still wait at their gates and the hold's CUDA_
         variables are theirs; otherwise they are ended and None (the hold parks its own)."""
         ahead, self._ahead = self._ahead, None
@@ -621,7 +621,7 @@ class Timer:
             and ahead.cuda_env == self._cuda_env()
             and all(run.stage.process.alive() for run in ahead.runs)
         ):
-            return ahead.runs
+            return ahead
         for run in ahead.runs:
             run.discard()
         return None
@@ -1154,17 +1154,16 @@ class Timer:
                 )
             return out
 
-        ahead_of_hold = self._ahead
         ahead = self._parked_ahead(work)
 
         def gated() -> list[families.SpeedLines]:
-            if ahead is not None and ahead_of_hold is not None:  # started and parked before the hold (park)
+            if ahead is not None:  # started and parked before the hold (park)
                 self.lines_started = (
-                    f"its {len(ahead)} runs started before the GPU was held and waited before CUDA "
-                    f"({ahead_of_hold.parking_s:.1f} s to start, not in this stage's wall); the hold let them "
-                    "go one after another"
+                    f"its {len(ahead.runs)} runs started before the GPU was held and waited before CUDA "
+                    f"({ahead.parking_s:.1f} s to start, not in this stage's wall); the hold let them go one "
+                    "after another"
                 )
-                self._one_after_another(ahead, take)
+                self._one_after_another(ahead.runs, take)
             else:
                 self.lines_started = (
                     f"its {rounds} runs started at once with the GPU held and waited before CUDA; let go one "
