@@ -380,6 +380,7 @@ def test_cuda_216_timed_ahead_completes_the_cupti_set(tmp_path: Path) -> None:
         statistics.median(v["wall_s"] for v in on.values()), 3
     )
     assert s["modes"]["on"]["all"]["median_wall_s"] == 2.838
+    assert s["median_of_all_between_s"]["on"] == [2.838, 2.838]  # all timed: the median itself
     assert s["modes"]["on"]["all"]["max_wall_s"] == 35.585 and s["modes"]["on"]["all"]["max_cv"] == 0.0221
     assert "mode on: 65 of 65 tasks timed, 36 in 3 s or less: the median over all 65 is <= 3 s" in text
     # the later folder timed cuda_216 ahead only: its time in turn, from the folder before, stays
@@ -609,7 +610,7 @@ def test_the_cupti_set_under_load_with_builds_stopped_against_it_alone(tmp_path:
     t = s["target"]["stop"]
     assert (t["tasks"], t["timed"], t["at_most_target"], t["median_of_all"]) == (65, 64, 32, "not known")
     # the 65th stage below every timed one or above them all: the 33rd of 65 is the 32nd or 33rd of 64
-    assert t["median_of_all_between_s"] == [walls[31], walls[32]] == [2.995, 3.008]
+    assert s["median_of_all_between_s"]["stop"] == [walls[31], walls[32]] == [2.995, 3.008]
     assert "whatever they take, it lies between 2.995 s and 3.008 s" in text
     (untimed,) = [
         k for k in json.loads((LOAD_STOP_REST / "release-stage.json").read_text())["tasks"] if k not in stop
