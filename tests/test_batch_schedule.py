@@ -29,6 +29,7 @@ failure). What is shown:
 from __future__ import annotations
 
 import contextlib
+import re
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
@@ -1282,3 +1283,30 @@ def test_the_batch_parks_a_testbench_s_runs_before_it_holds_its_only_gpu(
     started = "started before the GPU was held" if gpus == ["0"] else "started at once with the GPU held"
     assert started in (t.note or ""), t.note
     assert len(list(marks.glob("started-*"))) == 3 and len(list(marks.glob("began-*"))) == 3
+
+
+def test_the_tracker_names_each_session_in_flight_and_where_it_is(tmp_path: Path) -> None:
+    """What an interrupted batch says of each session it cuts: longest in flight first, with its last event;
+    a session with none past its header is still in its broken start's check or waiting for its first
+    reply. A finished session is no longer named."""
+    from beavertui.batch.job import JobOutcome
+    from beavertui.batch.scheduler import Tracker
+    from beavertui.engine.session.events import Built, StageResult
+
+    jobs, _tasks, _run_dir = _jobs(tmp_path, 3)
+    tracker = Tracker(jobs)
+    for job in jobs:
+        tracker.start(job)
+    tracker.event(jobs[1], Built(iteration=2, result=StageResult(stage="build", command="make", rc=0)))
+    lines = tracker.in_flight()
+    assert len(lines) == 3 and all(
+        ln.startswith("vec_scale (scripted:vec_scale_demo.toml, sample ") for ln in lines
+    )
+    assert lines[0].startswith("vec_scale (scripted:vec_scale_demo.toml, sample 0): ")  # started first
+    (building,) = [ln for ln in lines if "sample 1" in ln]
+    assert re.search(r"s in flight; last: build of attempt 2, [0-9]+ s ago$", building), building
+    assert (
+        sum(ln.endswith("no attempt yet (its broken start's check, or its first reply)") for ln in lines) == 2
+    )
+    tracker.finish(jobs[0], JobOutcome(status="ran"))
+    assert [ln for ln in tracker.in_flight() if "sample 0" in ln] == []

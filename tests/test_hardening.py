@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -629,6 +630,13 @@ def test_ctrl_c_stops_a_headless_batch_waiting_on_a_hung_endpoint(tmp_path: Path
         f"\nreliability: Ctrl-C with 2 sessions waiting on a hung endpoint: stopped in {stopped_in:.2f} s, exit 130"
     )
     assert f"continue with --resume {run}" in err
+    # each cut session named, with where it was: both wait on the endpoint for their first reply
+    cut = [ln for ln in err.splitlines() if ln.startswith("beavertui: cut: ")]
+    assert len(cut) == 2, err
+    assert all(
+        re.match(r"beavertui: cut: vec_scale \(hung, sample [0-2]\): [0-9]+ s in flight; ", ln) for ln in cut
+    )
+    assert all(ln.endswith("last: request of attempt 1, " + ln.rsplit(", ", 1)[1]) for ln in cut), cut
     manifest = json.loads((run / "run.json").read_text())
     assert manifest["status"] == "interrupted"
     assert not (run / "infra.jsonl").exists() or "retried" not in (run / "infra.jsonl").read_text()

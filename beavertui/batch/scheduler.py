@@ -81,21 +81,51 @@ class Tracker:
             self.groups.setdefault(j.group, GroupCount()).total += 1
         self.t0 = time.monotonic()
         self._started: dict[Path, float] = {}
+        self._jobs: dict[Path, JobSpec] = {}
+        self._last: dict[Path, tuple[str, int | None, float]] = {}
 
     def start(self, job: JobSpec) -> None:
         with self.lock:
             self.groups[job.group].running += 1
             self._started[job.path] = time.monotonic()
+            self._jobs[job.path] = job
 
     def event(self, job: JobSpec, event: Event) -> None:
-        if event.kind == "verdict":
-            with self.lock:
+        with self.lock:
+            self._last[job.path] = (event.kind, getattr(event, "iteration", None), time.monotonic())
+            if event.kind == "verdict":
                 self.groups[job.group].attempts += 1
+
+    def in_flight(self) -> list[str]:
+        """One line per session running now, longest first: its task, model and sample, how long it has run,
+        and its last event (none yet: its broken start's check or its first reply)."""
+        now = time.monotonic()
+        with self.lock:
+            rows = sorted(((now - t, p) for p, t in self._started.items()), reverse=True)
+            out = []
+            for ran, p in rows:
+                job = self._jobs[p]
+                last = self._last.get(p)
+                if last is None or last[0] == "header":
+                    where = "no attempt yet (its broken start's check, or its first reply)"
+                else:
+                    kind, it, at = last
+                    where = (
+                        f"last: {kind}"
+                        + (f" of attempt {it}" if it is not None else "")
+                        + f", {now - at:.0f} s ago"
+                    )
+                out.append(
+                    f"{job.task_id} ({job.model.name}, sample {job.sample}): {ran:.0f} s in flight; {where}"
+                )
+            return out
 
     def finish(self, job: JobSpec, out: JobOutcome) -> None:
         with self.lock:
             g = self.groups[job.group]
             t = self._started.pop(job.path, None)
+            self._jobs.pop(job.path, None)
+            self._last.pop(job.path, None)
             if t is not None:
                 g.running -= 1
                 if out.status == "ran":

@@ -387,6 +387,10 @@ class _Deadline:
         return time.monotonic() >= self.at
 
 
+#: How many cut sessions an interrupted batch names, longest in flight first.
+CUT_SHOWN = 10
+
+
 def _interrupted(
     manifest: RunManifest, run_dir: Path, tracker: Tracker, say: Callable[[str], None]
 ) -> NoReturn:
@@ -402,10 +406,15 @@ def _interrupted(
     manifest.summary = {**(manifest.summary or {}), **totals, "interrupted": True}
     with contextlib.suppress(OSError):
         write_manifest(run_dir, manifest)
+    cut = tracker.in_flight()
     say(
         f"beavertui: interrupted: {totals['done']}/{totals['total']} sessions done, {left} wait unfinished "
         f"({totals['running']} were running and are cut): continue with --resume {run_dir}"
     )
+    for line in cut[:CUT_SHOWN]:
+        say(f"beavertui: cut: {line}")
+    if len(cut) > CUT_SHOWN:
+        say(f"beavertui: cut: {len(cut) - CUT_SHOWN} more")
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(Exception):
             stream.flush()
