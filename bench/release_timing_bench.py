@@ -76,6 +76,10 @@ MODES: dict[str, dict[str, Any]] = {
 STOPS = {"stop"}
 #: The modes that park a testbench's runs before the stage (a batch's hold on a machine with one GPU).
 PARKS = {"park"}
+#: The modes held side by side in the summary, each with the mode it is held against: (key, mode, against).
+#: The first pair is always computed; each other one when a folder timed its mode.
+PAIRS = (("paired", "on", "off"), ("paired_exit", "exit", "on"), ("paired_stop", "stop", "on"),
+         ("paired_park", "park", "on"))  # fmt: skip
 
 
 def wanted(a: argparse.Namespace, ids: list[str]) -> list[str]:
@@ -429,13 +433,9 @@ def summarize(a: argparse.Namespace) -> int:
             )
         per["phases"] = median_phases(list(timed.values()))
         out["modes"][mode] = per
-    out["paired"] = paired(rows, "on", "off")
-    if any("exit" in r for r in rows.values()):
-        out["paired_exit"] = paired(rows, "exit", "on")
-    if any("stop" in r for r in rows.values()):
-        out["paired_stop"] = paired(rows, "stop", "on")
-    if any("park" in r for r in rows.values()):
-        out["paired_park"] = paired(rows, "park", "on")
+    for i, (key, x, y) in enumerate(PAIRS):
+        if i == 0 or any(x in r for r in rows.values()):
+            out[key] = paired(rows, x, y)
     # the median stage over every task of the runs (timed or not), as far as the timed ones decide it
     for mode in MODES:
         walls = [
@@ -486,8 +486,7 @@ def summarize(a: argparse.Namespace) -> int:
             + ".\n",
         )
     print("\n".join(lines))
-    pairs = (("paired", "on", "off"), ("paired_exit", "exit", "on"), ("paired_stop", "stop", "on"))
-    for key, x, y in (*pairs, ("paired_park", "park", "on")):
+    for key, x, y in PAIRS:
         p = out.get(key) or {}
         if p:
             print(

@@ -80,15 +80,13 @@ class Tracker:
         for j in jobs:
             self.groups.setdefault(j.group, GroupCount()).total += 1
         self.t0 = time.monotonic()
-        self._started: dict[Path, float] = {}
-        self._jobs: dict[Path, JobSpec] = {}
+        self._started: dict[Path, tuple[JobSpec, float]] = {}
         self._last: dict[Path, tuple[str, int | None, float]] = {}
 
     def start(self, job: JobSpec) -> None:
         with self.lock:
             self.groups[job.group].running += 1
-            self._started[job.path] = time.monotonic()
-            self._jobs[job.path] = job
+            self._started[job.path] = (job, time.monotonic())
 
     def event(self, job: JobSpec, event: Event) -> None:
         with self.lock:
@@ -101,11 +99,10 @@ class Tracker:
         and its last event (none yet: its broken start's check or its first reply)."""
         now = time.monotonic()
         with self.lock:
-            rows = sorted(((now - t, p) for p, t in self._started.items()), reverse=True)
             out = []
-            for ran, p in rows:
-                job = self._jobs[p]
-                last = self._last.get(p)
+            for job, t in sorted(self._started.values(), key=lambda jt: jt[1]):
+                ran = now - t
+                last = self._last.get(job.path)
                 if last is None or last[0] == "header":
                     where = "no attempt yet (its broken start's check, or its first reply)"
                 else:
@@ -123,13 +120,12 @@ class Tracker:
     def finish(self, job: JobSpec, out: JobOutcome) -> None:
         with self.lock:
             g = self.groups[job.group]
-            t = self._started.pop(job.path, None)
-            self._jobs.pop(job.path, None)
+            started = self._started.pop(job.path, None)
             self._last.pop(job.path, None)
-            if t is not None:
+            if started is not None:
                 g.running -= 1
                 if out.status == "ran":
-                    g.durations.append(time.monotonic() - t)
+                    g.durations.append(time.monotonic() - started[1])
             g.done += 1
             g.passed += out.passed
             g.skipped += out.status == "skipped"

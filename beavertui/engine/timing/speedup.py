@@ -1145,6 +1145,7 @@ class Timer:
 
         def in_turn() -> list[families.SpeedLines]:
             out.clear()
+            self.lines_started = f"its {rounds} runs started one after another"
             command = timing_command(self.task.test_command)
             for _ in range(rounds):
                 take(
@@ -1154,9 +1155,8 @@ class Timer:
                 )
             return out
 
-        ahead = self._parked_ahead(work)
-
         def gated() -> list[families.SpeedLines]:
+            ahead = self._parked_ahead(work)
             if ahead is not None:  # started and parked before the hold (park)
                 self.lines_started = (
                     f"its {len(ahead.runs)} runs started before the GPU was held and waited before CUDA "
@@ -1173,13 +1173,8 @@ class Timer:
             return out
 
         self._lines_library()  # when prepare() was not called
-        self.lines_started = f"its {rounds} runs started one after another"
         if self.tcfg.prestart == "all" and self._lib is not None and self.gate_broken is None:
-            try:
-                return self._gated_or_in_turn(gated, in_turn)
-            finally:
-                if self.gate_broken:
-                    self.lines_started = f"its {rounds} runs started one after another"
+            return self._gated_or_in_turn(gated, in_turn)
         return in_turn()
 
     def _measure_lines(self, cand: runner.WorkDir) -> TimingResult:
