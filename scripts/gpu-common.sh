@@ -18,3 +18,21 @@ nvidia-smi --query-gpu=index,name,compute_cap,driver_version,persistence_mode,cl
   --format=csv >"$W/gpus.csv" 2>&1
 NGPU=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ')
 log "start: $NGPU GPU(s), $(nproc) cores, $(nvcc --version 2>/dev/null | tail -1)"
+# watch_procs SECONDS: in the background, every SECONDS until this script ends, the process tree (elapsed
+# seconds, CPU %, state, command) and the GPU's compute processes and utilization, to $W/procs.log: what a
+# long stage is doing when its own record cannot say yet.
+watch_procs() {
+  local every=$1
+  (
+    while kill -0 $$ 2>/dev/null; do
+      {
+        echo "=== [$(($(date +%s) - T0)) s]"
+        ps -eo pid,ppid,etimes,pcpu,stat,args --forest | grep -v ' ps -eo \| grep ' | cut -c1-220 | \
+          grep -E 'python|nvcc|cicc|ptxas|compute-sanitizer|ncu|timeout|[.]out|beaver' | head -60
+        nvidia-smi --query-gpu=index,utilization.gpu,memory.used --format=csv,noheader 2>&1
+        nvidia-smi --query-compute-apps=pid,used_memory --format=csv,noheader 2>&1
+      } >>"$W/procs.log"
+      sleep "$every"
+    done
+  ) &
+}

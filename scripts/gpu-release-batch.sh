@@ -12,6 +12,8 @@
 # test command, so its runs hold a GPU slot while the GPU itself waits on the compiler), DRAIN (seconds
 # before the end in which no new session starts, so that a time limit cuts none; default: none), RESERVE
 # (seconds kept after the batch for metrics, the timeline and packing; default 60).
+# WATCH (seconds): snapshots of the process tree and the GPU every WATCH seconds, in procs.log (see
+# watch_procs in gpu-common.sh), to see which stage a long check is in.
 # .release/prev/startlogs (optional): the kept start checks of an earlier run on the same kind of machine.
 # Writes to $OUT: sessions/$RUN_ID (the run, resumable), batch.log, metrics.txt and metrics.json, startlogs/,
 # timeline.txt and timeline.json (bench/batch_timeline.py over this run's stretch, start checks included),
@@ -50,6 +52,7 @@ else
   [ -n "${TASKS:-}" ] && set -- "$@" --tasks "$TASKS"
 fi
 budget=$(( $(left) - ${RESERVE:-60} ))
+[ -n "${WATCH:-}" ] && watch_procs "$WATCH" && log "watching processes every $WATCH s (procs.log)"
 # DRAIN seconds before the budget ends, no new session starts (--start-until), so that the sessions in
 # flight can finish before the time limit cuts them
 if [ -n "${DRAIN:-}" ] && [ "$budget" -gt "$DRAIN" ]; then
@@ -67,6 +70,7 @@ python3 bench/batch_timeline.py "$RUN" ${CACHE:+--startlogs "$CACHE/startlogs"} 
 python3 bench/batch_timeline.py "$RUN" ${CACHE:+--startlogs "$CACHE/startlogs"} --json >"$OUT/timeline.json" 2>/dev/null
 log "timeline: $(tail -1 "$OUT/timeline.txt")"
 cp "$W/steps.log" "$OUT/steps.log"
+[ -f "$W/procs.log" ] && cp "$W/procs.log" "$OUT/procs.log"
 cp "$W/batch.log" "$OUT/batch.log"  # what the batch printed: how it ended, what it left running
 # One file holds the whole result: a machine that sends back only a few files of $OUT still returns the run
 # (unpack it over $OUT's layout: tar xzf batch-out.tgz).

@@ -77,3 +77,32 @@ def test_identical_candidate_is_built_once_and_a_failing_gpu_is_removed(tmp_path
     assert pool.exhausted.is_set()
     with pytest.raises(ToolchainError, match="no healthy GPU"):
         list(tc.attempt(task, code, AttemptOptions(iteration=4)))
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc")
+def test_a_build_bound_to_its_work_dir_is_made_again_not_restored_from_the_cache(tmp_path: Path) -> None:
+    """The applied runner's pre-build (torch's extension builder, absolute paths in its build files) is not
+    served from the compile cache into another work dir, where the test run would compile it again while it
+    holds a GPU slot; an ordinary build is."""
+    from dataclasses import replace
+
+    from beavertui.engine.corpus import families
+    from beavertui.engine.toolchain import stages as runner
+
+    task = load_corpus(CORPUS).get("vec_scale")
+    applied = replace(task, level="applied_kernels_class")
+    assert families.build_is_path_bound(applied) and not families.build_is_path_bound(task)
+    cache = CompileCache(tmp_path / "cache")
+    tc = ScheduledLocalToolchain(GpuPool(["0"]), BuildSlots(1), cache)
+    code = task.reference()
+    assert code is not None
+    cfg = tc._runner_config()
+
+    def cached(t: Task) -> bool:
+        with runner.workdir(t, code, cfg) as work:
+            res = tc._build(t, code, work, cfg)
+            assert res.rc == 0, res.log
+            return res.cached
+
+    assert [cached(applied), cached(applied), cached(task), cached(task)] == [False, False, False, True]
+    assert cache.summary() == {"hits": 1, "misses": 1, "stored": 1, "corrupt": 0}

@@ -1044,7 +1044,7 @@ def test_without_a_way_to_see_the_gpu_idle_nothing_is_stopped() -> None:
     assert p.calls == []
 
 
-def test_a_sanitizer_run_s_real_process_is_stopped_while_a_timing_stage_holds_its_gpu(
+def test_a_long_run_s_real_process_is_stopped_while_a_timing_stage_holds_its_gpu(
     sleepy: Any, tmp_path: Path
 ) -> None:
     import time
@@ -1060,7 +1060,7 @@ def test_a_sanitizer_run_s_real_process_is_stopped_while_a_timing_stage_holds_it
         SESSION_RANK.set(0)
         with tool.pool.hold(long=True) as g:
             got["r"] = runner.run_stage(
-                work, "sanitize", "echo begin; sleep 1; echo end", 30.0, tool._shared_on(cfg, g)
+                work, "run", "echo begin; sleep 1; echo end", 30.0, tool._shared_on(cfg, g)
             )
 
     with runner.workdir(sleepy, sleepy.broken_start(), cfg) as work:
@@ -1079,6 +1079,99 @@ def test_a_sanitizer_run_s_real_process_is_stopped_while_a_timing_stage_holds_it
     assert r.rc == 0 and r.log == "begin\nend\n" and not r.timed_out
     assert r.paused_s is not None and r.paused_s >= 1.4
     assert r.duration_s is not None and r.duration_s < r.paused_s
+
+
+def test_a_timing_stage_waits_for_a_sanitizer_run_on_its_gpu_instead_of_stopping_it() -> None:
+    """A sanitizer or profiler run is drained, not stopped (unless pause_instrumented): on the H200 sanitizer
+    runs stopped in their first seconds never went on. A correctness run beside it is not stopped either:
+    the GPU cannot go idle while the sanitizer runs."""
+    asked: list[str] = []
+    pool = GpuPool(["0"], shared=3, clock=Clock(), quiet=lambda gpu, max_s: asked.append(gpu) or 0.1)
+    san, plain = Proc(), Proc()
+    sanitizer = Stage(lambda: _registered(pool, san, long=True, instrumented=True), 0).wait()
+    slow = Stage(lambda: _registered(pool, plain, long=True), 1).wait()
+    timing = Stage(lambda: pool.hold(exclusive=True), 2)
+    queued(pool, 1)
+    assert not timing.granted.is_set() and asked == [] and san.calls == plain.calls == []
+    sanitizer.done()  # the sanitizer run ended: the correctness run left may be stopped now
+    timing.wait()
+    assert asked == ["0"] and san.calls == [] and plain.calls == ["pause"]
+    assert timing.got.pause_note.startswith("1 run on GPU 0 stopped (SIGSTOP)")
+    timing.done()
+    slow.done()
+    assert plain.calls == ["pause", "resume"]
+
+
+def test_with_pause_instrumented_a_timing_stage_stops_a_sanitizer_run_too() -> None:
+    pool = GpuPool(["0"], shared=2, clock=Clock(), quiet=lambda gpu, max_s: 0.1, pause_instrumented=True)
+    san = Proc()
+    sanitizer = Stage(lambda: _registered(pool, san, long=True, instrumented=True), 0).wait()
+    timing = Stage(lambda: pool.hold(exclusive=True), 1).wait()
+    assert san.calls == ["pause"]
+    timing.done()
+    sanitizer.done()
+    assert san.calls == ["pause", "resume"]
+
+
+def test_a_sanitizer_run_s_real_process_runs_on_while_a_timing_stage_waits_for_its_gpu(
+    sleepy: Any, tmp_path: Path
+) -> None:
+    """Through the batch toolchain's own sanitizer hold (long, instrumented) and its registered process: the
+    timing stage is granted only once the run has ended, and the run was never stopped."""
+    import time
+
+    from beavertui.engine.toolchain import stages as runner
+
+    tool = _scheduled(tmp_path)
+    tool.pool.quiet = lambda gpu, max_s: 0.0
+    cfg = tool._runner_config()
+    got: dict[str, Any] = {}
+
+    def sanitize() -> None:
+        SESSION_RANK.set(0)
+        with tool.pool.hold(long=True, instrumented=True) as g:
+            got["r"] = runner.run_stage(
+                work, "sanitize", "echo begin; sleep 1; echo end", 30.0, tool._shared_on(cfg, g)
+            )
+            got["ended"] = time.monotonic()
+
+    with runner.workdir(sleepy, sleepy.broken_start(), cfg) as work:
+        t = threading.Thread(target=sanitize, daemon=True)
+        t.start()
+        deadline = time.monotonic() + WAIT
+        while not tool.pool.gpus[0].attached and time.monotonic() < deadline:
+            time.sleep(0.01)
+        timing = Stage(lambda: tool.pool.hold(exclusive=True), 1).wait()
+        granted = time.monotonic()
+        assert timing.got.pause_note is None
+        timing.done()
+        t.join(WAIT)
+    r = got["r"]
+    assert r.rc == 0 and r.log == "begin\nend\n" and not r.timed_out and r.paused_s is None
+    assert granted >= got["ended"]
+
+
+@pytest.mark.parametrize(
+    ("flag", "stops", "instrumented"),
+    [
+        ([], True, False),
+        (["--pause-for-timing", "all"], True, True),
+        (["--pause-for-timing", "none"], False, False),
+        (["--no-pause-for-timing"], False, False),
+    ],
+)
+def test_the_batch_command_stops_runs_for_timing_as_asked(
+    flag: list[str], stops: bool, instrumented: bool
+) -> None:
+    from beavertui.cli import build_parser
+    from beavertui.commands.batch import options_of
+    from beavertui.service.batch import make_toolchain
+
+    args = build_parser().parse_args(["batch", "--no-cache", *flag])
+    _tool, pool, _cache = make_toolchain("local", ["0"], options_of(args))
+    assert (pool.quiet is not None) is stops and pool.pause_instrumented is instrumented
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["batch", "--pause-for-timing", "sanitizers"])
 
 
 def test_a_timing_stage_interrupted_while_it_waits_for_the_gpu_to_go_idle_continues_the_runs() -> None:
@@ -1125,7 +1218,7 @@ def test_the_wait_for_idle_after_a_stop_is_short_unless_an_instrumented_run_was_
     limits: list[float] = []
     pool = GpuPool(
         ["0"], shared=2, clock=Clock(), quiet=lambda gpu, max_s: limits.append(max_s) or 0.1,
-        idle_wait_s=5.0, idle_wait_instrumented_s=30.0,
+        idle_wait_s=5.0, idle_wait_instrumented_s=30.0, pause_instrumented=True,
     )  # fmt: skip
     plain = Stage(lambda: _registered(pool, Proc(), long=True), 0).wait()  # a slow task's correctness run
     Stage(lambda: pool.hold(exclusive=True), 1).wait().done()

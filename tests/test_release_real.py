@@ -653,3 +653,17 @@ def test_corpus_validate_checks_the_named_tasks_in_the_order_named(
     main([*args, *(x for t in named for x in ("--task", t))])
     rows = [json.loads(x) for x in capsys.readouterr().out.splitlines() if x.startswith('{"task_id"')]
     assert [r["task_id"] for r in rows] == named
+
+
+def test_the_builds_bound_to_their_work_dir_are_the_torch_extension_pre_builds(real: dict[str, Task]) -> None:
+    """Which real instances' build stages make what only their own work dir can use (the compile cache then
+    builds them again): the applied runner's pre-build and a kernelbench candidate's, not the kernelbench
+    reference submission's syntax check nor an nvcc build."""
+
+    def bound(key: str, code: str | None = None) -> bool:
+        task = real[key]
+        return families.build_is_path_bound(families.for_code(task, code or task.broken_start()))
+
+    assert bound("applied") and bound("kb2")
+    assert not bound("kb2", families.reference_submission(real["kb2"]))
+    assert not any(bound(k) for k in ("cuda59", "cublas", "cufft", "cutlass", "cudabench"))

@@ -19,10 +19,12 @@ session first (its rank: the order in which the batch started the sessions), the
   start before a long run ends (its kernels would share the GPU with it), but the other sessions'
   correctness runs go on;
 - given a way to see a GPU idle (``quiet``), a timing stage does not wait for long runs at all: when every
-  run in flight on the GPU has registered its process (``running``) and one of them is long or has run
-  ``patience_s``, they are all stopped (SIGSTOP), the timing stage waits until the GPU runs no kernel
-  (``idle_wait_s``, or ``idle_wait_instrumented_s`` when a sanitizer or profiler run was stopped), holds
-  it alone, and the runs are continued when it is given back; a stop counts in neither a run's time limit
+  run in flight on the GPU has registered its process (``running``), none is a sanitizer or profiler run
+  (those are stopped too only with ``pause_instrumented``: a sanitizer run stopped in its first seconds
+  was seen never to go on), and one of them is long or has run ``patience_s``, they are all stopped
+  (SIGSTOP), the timing stage waits until the GPU runs no kernel (``idle_wait_s``, or
+  ``idle_wait_instrumented_s`` when a sanitizer or profiler run was stopped), holds it alone, and the runs
+  are continued when it is given back; a stop counts in neither a run's time limit
   nor its duration (sandbox.Started.pause). When the GPU does not go idle, the runs are continued and the
   timing stage waits for the drain below, as without stops, and while any of those runs is in flight no
   other timing stage stops them again (a kernel that hangs runs on with its host stopped: on the H200 each
@@ -171,6 +173,7 @@ class GpuPool:
         quiet: Callable[[str, float], float | None] | None = None,
         idle_wait_s: float = 5.0,
         idle_wait_instrumented_s: float = 30.0,
+        pause_instrumented: bool = False,
     ) -> None:
         self.gpus = [GpuState(str(g)) for g in gpus]
         self.quiet = quiet
@@ -184,6 +187,13 @@ class GpuPool:
         self.idle_wait_instrumented_s = idle_wait_instrumented_s
         """The same wait when a sanitizer or profiler run was stopped (H200, the kernelbench batch's stops beside
         its sanitizer runs: idle up to 28 s after the stop)."""
+        self.pause_instrumented = pause_instrumented
+        """Whether sanitizer and profiler runs are stopped for a timing stage too. False (the default): a GPU
+        running one is drained, not stopped. On the H200 (2026-12-04) two of the cufft_samples start checks'
+        sanitizer runs, stopped 4 and 7 s after they began, never went on past the harness's build step
+        (their Python process busy, no CUDA context) until their 300 s limit, in a batch where a sanitizer
+        run stopped 11 s in and those not stopped took 8 to 14 s; a wedged sanitizer run loses what it would
+        have found and holds a slot for its whole limit."""
         self.shared_limit = max(1, shared)
         self.fail_limit = fail_limit
         self.patience_s = patience_s
@@ -290,10 +300,13 @@ class GpuPool:
 
     def _pausable(self, g: GpuState, now: float) -> bool:
         """Whether a timing stage may take ``g`` by stopping its runs in flight instead of waiting for them:
-        the pool can tell when a GPU is idle, every run in flight has registered its process, and one of them
-        is a long run (a sanitizer, a run whose task runs long) or has run ``patience_s`` (short runs drain
-        on their own in less)."""
+        the pool can tell when a GPU is idle, every run in flight has registered its process, none of them is
+        a sanitizer or profiler run (unless ``pause_instrumented``), and one of them is a long run (a run
+        whose task runs long, a sanitizer run where those are stopped) or has run ``patience_s`` (short runs
+        drain on their own in less)."""
         if self.quiet is None or g.exclusive or g.shared == 0 or len(g.attached) < g.shared:
+            return False
+        if g.instrumented and not self.pause_instrumented:  # a sanitizer or profiler run is waited for
             return False
         if g.futile.intersection(g.attached):  # stopping them did not idle the GPU before
             return False

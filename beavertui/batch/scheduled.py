@@ -116,7 +116,8 @@ class ScheduledLocalToolchain(LocalToolchain):
     def _build(self, task: Task, code: str, work: runner.WorkDir, cfg: runner.RunnerConfig) -> StageResult:
         with self.builds.hold():
             key = None
-            if self.cache is not None:
+            # a build whose outputs are bound to its work dir's path is made again, not restored elsewhere
+            if self.cache is not None and not families.build_is_path_bound(task):
                 command = adapt_command(task.build_command, cfg.sm)
                 key = cache_key(code, self._harness_hash(task), command, self.toolkit)
                 hit = self.cache.get(key, work.path)

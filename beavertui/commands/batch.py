@@ -40,11 +40,20 @@ def register(sub: Any) -> None:
         "--gpu-share", type=int, default=4, help="correctness runs sharing one GPU at once (default 4)"
     )
     p.add_argument(
+        "--pause-for-timing",
+        choices=("runs", "all", "none"),
+        default="runs",
+        help="which runs on its GPU a timing stage stops (SIGSTOP, not counted in their time) and continues "
+        "after it, instead of waiting for them to end: runs (default): correctness runs, while sanitizer and "
+        "profiler runs are waited for; all: those too (a sanitizer run stopped as it starts was seen never to "
+        "go on); none: it waits for every run",
+    )
+    p.add_argument(
         "--no-pause-for-timing",
-        dest="no_pause",
-        action="store_true",
-        help="a timing stage waits for the long runs on its GPU to end instead of stopping them while it "
-        "measures (default: stopped, SIGSTOP, and continued after it)",
+        dest="pause_for_timing",
+        action="store_const",
+        const="none",
+        help="the same as --pause-for-timing none",
     )
     p.add_argument(
         "--builds-in-timing",
@@ -122,7 +131,7 @@ def options_of(args: argparse.Namespace) -> BatchOptions:
         gpus=args.gpus,
         jobs=args.jobs,
         gpu_share=args.gpu_share,
-        no_pause=args.no_pause,
+        pause_for_timing=args.pause_for_timing,
         builds_in_timing=args.builds_in_timing,
         toolchain=args.toolchain,
         cache=args.cache,

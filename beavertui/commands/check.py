@@ -88,7 +88,10 @@ def _show(event: Any) -> None:
                 print(f"           | {line}")
     elif kind == "sanitize":
         n = "no summary" if event.error_count is None else f"{event.error_count} errors"
-        print(f" sanitize: {event.tool}: {n}, {len(event.records)} records")
+        r = event.result
+        end = " (timed out)" if r.timed_out else ""
+        took = "" if r.duration_s is None else f" in {r.duration_s:.2f} s"
+        print(f" sanitize: {event.tool}: {n}, {len(event.records)} records{took}{end}")
         for rec in event.records[:5]:
             where = f" in {rec.kernel}" if rec.kernel else ""
             thread = f" thread {rec.thread} block {rec.block}" if rec.thread else ""

@@ -34,6 +34,10 @@ def _stderr_line(line: str) -> None:
     print(line, file=sys.stderr)
 
 
+#: What a timing stage may stop on its GPU (BatchOptions.pause_for_timing).
+PAUSE_CHOICES = ("runs", "all", "none")
+
+
 @dataclass(frozen=True)
 class BatchOptions:
     """Everything a batch is asked to do; the ``batch`` command's flags, typed."""
@@ -49,8 +53,10 @@ class BatchOptions:
     gpus: str | None = None
     jobs: int | None = None
     gpu_share: int = 4
-    no_pause: bool = False
-    """A timing stage waits for the long runs on its GPU to end instead of stopping them (--no-pause-for-timing)."""
+    pause_for_timing: str = "runs"
+    """Which runs on a GPU a timing stage stops (SIGSTOP) instead of waiting for them to end
+    (--pause-for-timing): ``runs``, the correctness runs (sanitizer and profiler runs are waited for);
+    ``all``, those too; ``none``, it waits for every run."""
     builds_in_timing: str = "auto"
     """``stop``: builds are stopped while a GPU is held alone for timing (BuildSlots.stop_for_timing);
     ``go``: they go on; ``auto``: stop with one GPU, go on with more (--builds-in-timing)."""
@@ -336,6 +342,14 @@ def stop_builds_for_timing(setting: str, gpus: list[str]) -> bool:
     return setting == "stop" or (setting == "auto" and len(gpus) <= 1)
 
 
+def pauses_for_timing(setting: str) -> tuple[bool, bool]:
+    """(whether a timing stage may stop the runs on its GPU at all, whether sanitizer and profiler runs too)
+    for --pause-for-timing ``runs``, ``all`` or ``none``."""
+    if setting not in PAUSE_CHOICES:
+        raise BeaverError(f"pause for timing {setting!r}: expected {', '.join(PAUSE_CHOICES)}")
+    return setting != "none", setting == "all"
+
+
 def make_toolchain(spec: str, gpus: list[str], options: BatchOptions) -> tuple[Any, GpuPool, Any]:
     """(toolchain, pool, cache) for ``local`` or ``recorded:PATH``."""
     from beavertui.batch.cache import CompileCache
@@ -353,7 +367,13 @@ def make_toolchain(spec: str, gpus: list[str], options: BatchOptions) -> tuple[A
     if not gpus:
         raise BeaverError("no NVIDIA GPU visible: run on a GPU machine, or use --toolchain recorded:PATH")
     # a timing stage stops the long runs on its GPU instead of waiting minutes for them (docs/performance.md)
-    pool = GpuPool(gpus, shared=options.gpu_share, quiet=None if options.no_pause else wait_idle)
+    stop_runs, stop_instrumented = pauses_for_timing(options.pause_for_timing)
+    pool = GpuPool(
+        gpus,
+        shared=options.gpu_share,
+        quiet=wait_idle if stop_runs else None,
+        pause_instrumented=stop_instrumented,
+    )
     cache = None
     if not options.no_cache:
         root = options.cache or default_cache_dir()

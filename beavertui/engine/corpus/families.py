@@ -147,6 +147,18 @@ def prebuild_command(task: Task) -> str | None:
     return _PREBUILD.format(limit=PREBUILD_S, arch=f"{arch.group(0)}; ", file=task.solution_file)
 
 
+def build_is_path_bound(task: Task) -> bool:
+    """Whether what ``task``'s build stage makes (``for_code``'s task) serves only the work dir that made it:
+    the applied runner's pre-build and a kernelbench candidate's pre-build compile with torch's extension
+    builder, which records absolute paths (its build.ninja, the work dir's include folders), so that a build
+    restored into another work dir is compiled again by the test run, while it holds a GPU slot (on the H200
+    the cufft_samples runs after builds from the compile cache took 50 to 73 s, against 7 to 9 s)."""
+    if task.level == "applied_kernels_class":
+        return True
+    pre = prebuild_command(task)
+    return pre is not None and pre in task.build_command
+
+
 def for_code(task: Task, code: str) -> Task:
     """The task as the toolchain must run it for ``code``: the kernelbench reference submission skips the
     release's static checker (whose rules reject the eager model by design); a kernelbench candidate that
