@@ -1044,9 +1044,14 @@ def test_without_a_way_to_see_the_gpu_idle_nothing_is_stopped() -> None:
     assert p.calls == []
 
 
-def test_a_long_run_s_real_process_is_stopped_while_a_timing_stage_holds_its_gpu(
-    sleepy: Any, tmp_path: Path
-) -> None:
+@contextlib.contextmanager
+def _real_shared_run(
+    sleepy: Any, tmp_path: Path, stage: str, **hold: Any
+) -> Iterator[tuple[Any, dict[str, Any]]]:
+    """The batch toolchain, its pool seeing the GPU idle at once, with one real one-second command holding a
+    shared slot (``hold``) in a thread of its own, its process registered with the pool: yields (toolchain,
+    got) once the process runs; ``got["r"]`` is the command's result and ``got["ended"]`` when it ended. The
+    thread is joined on the way out."""
     import time
 
     from beavertui.engine.toolchain import stages as runner
@@ -1056,25 +1061,35 @@ def test_a_long_run_s_real_process_is_stopped_while_a_timing_stage_holds_its_gpu
     cfg = tool._runner_config()
     got: dict[str, Any] = {}
 
-    def sanitize() -> None:
+    def run() -> None:
         SESSION_RANK.set(0)
-        with tool.pool.hold(long=True) as g:
+        with tool.pool.hold(**hold) as g:
             got["r"] = runner.run_stage(
-                work, "run", "echo begin; sleep 1; echo end", 30.0, tool._shared_on(cfg, g)
+                work, stage, "echo begin; sleep 1; echo end", 30.0, tool._shared_on(cfg, g)
             )
+            got["ended"] = time.monotonic()
 
     with runner.workdir(sleepy, sleepy.broken_start(), cfg) as work:
-        t = threading.Thread(target=sanitize, daemon=True)
+        t = threading.Thread(target=run, daemon=True)
         t.start()
         deadline = time.monotonic() + WAIT
         while not tool.pool.gpus[0].attached and time.monotonic() < deadline:
             time.sleep(0.01)
+        yield tool, got
+        t.join(WAIT)
+
+
+def test_a_long_run_s_real_process_is_stopped_while_a_timing_stage_holds_its_gpu(
+    sleepy: Any, tmp_path: Path
+) -> None:
+    import time
+
+    with _real_shared_run(sleepy, tmp_path, "run", long=True) as (tool, got):
         timing = Stage(lambda: tool.pool.hold(exclusive=True), 1).wait()
         assert timing.got.pause_note.startswith("1 run on GPU 0 stopped (SIGSTOP) for this timing")
         time.sleep(1.5)
         assert "r" not in got  # stopped: its one-second sleep cannot end the run
         timing.done()
-        t.join(WAIT)
     r = got["r"]
     assert r.rc == 0 and r.log == "begin\nend\n" and not r.timed_out
     assert r.paused_s is not None and r.paused_s >= 1.4
@@ -1120,32 +1135,11 @@ def test_a_sanitizer_run_s_real_process_runs_on_while_a_timing_stage_waits_for_i
     timing stage is granted only once the run has ended, and the run was never stopped."""
     import time
 
-    from beavertui.engine.toolchain import stages as runner
-
-    tool = _scheduled(tmp_path)
-    tool.pool.quiet = lambda gpu, max_s: 0.0
-    cfg = tool._runner_config()
-    got: dict[str, Any] = {}
-
-    def sanitize() -> None:
-        SESSION_RANK.set(0)
-        with tool.pool.hold(long=True, instrumented=True) as g:
-            got["r"] = runner.run_stage(
-                work, "sanitize", "echo begin; sleep 1; echo end", 30.0, tool._shared_on(cfg, g)
-            )
-            got["ended"] = time.monotonic()
-
-    with runner.workdir(sleepy, sleepy.broken_start(), cfg) as work:
-        t = threading.Thread(target=sanitize, daemon=True)
-        t.start()
-        deadline = time.monotonic() + WAIT
-        while not tool.pool.gpus[0].attached and time.monotonic() < deadline:
-            time.sleep(0.01)
+    with _real_shared_run(sleepy, tmp_path, "sanitize", long=True, instrumented=True) as (tool, got):
         timing = Stage(lambda: tool.pool.hold(exclusive=True), 1).wait()
         granted = time.monotonic()
         assert timing.got.pause_note is None
         timing.done()
-        t.join(WAIT)
     r = got["r"]
     assert r.rc == 0 and r.log == "begin\nend\n" and not r.timed_out and r.paused_s is None
     assert granted >= got["ended"]

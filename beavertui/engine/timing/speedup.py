@@ -1173,7 +1173,7 @@ class Timer:
             return out
 
         self._lines_library()  # when prepare() was not called
-        if self.tcfg.prestart == "all" and self._lib is not None and self.gate_broken is None:
+        if self.parks:
             return self._gated_or_in_turn(gated, in_turn)
         return in_turn()
 
