@@ -984,6 +984,47 @@ def test_a_timing_stage_stops_the_long_runs_on_its_gpu_instead_of_waiting_for_th
     assert [w for w, *_ in pool.log or []].count("pause") == 1
 
 
+def test_a_run_made_again_alone_for_memory_waits_for_the_gpu_s_runs_instead_of_stopping_them() -> None:
+    """A stopped process keeps its GPU memory: stopping the other runs would not give a run that ran out of
+    memory beside them the memory it is made again for. It waits for them to end, as a drain."""
+    pool = GpuPool(["0"], shared=2, clock=Clock(), quiet=lambda gpu, max_s: 0.0)
+    pool.log = []
+    p1, p2 = Proc(), Proc()
+    long1 = Stage(lambda: _registered(pool, p1, long=True), 0).wait()
+    long2 = Stage(lambda: _registered(pool, p2, long=True), 1).wait()
+    alone = Stage(lambda: pool.hold(exclusive=True, memory=True), 2)
+    queued(pool, 1)
+    later = Stage(pool.hold, 3)  # the GPU drains for it: nothing new is admitted meanwhile
+    queued(pool, 2)
+    assert not alone.granted.is_set() and p1.calls == p2.calls == []
+    long1.done()
+    assert not alone.granted.is_set() and not later.granted.is_set()
+    long2.done()
+    alone.wait()
+    assert p1.calls == p2.calls == [] and alone.got.pause_note is None
+    alone.done()
+    later.wait().done()
+    assert [w for w, *_ in pool.log].count("pause") == 0
+
+
+def test_a_timing_stage_is_served_before_an_older_session_s_run_made_again_alone() -> None:
+    """A run made again alone is a correctness run: a timing stage waiting for the same GPU (a few seconds,
+    and it finishes its attempt) goes first, whichever session is older."""
+    pool = GpuPool(["0"], shared=2, clock=Clock())
+    pool.log = []
+    run = Stage(pool.hold, 9).wait()
+    alone = Stage(lambda: pool.hold(exclusive=True, memory=True), 0)  # the oldest session
+    queued(pool, 1)
+    timing = Stage(lambda: pool.hold(exclusive=True), 5)
+    queued(pool, 2)
+    run.done()
+    timing.wait()
+    assert not alone.granted.is_set()
+    timing.done()
+    alone.wait().done()
+    assert grants(pool) == [("shared", 9, "0"), ("exclusive", 5, "0"), ("exclusive", 0, "0")]
+
+
 def test_short_runs_drain_before_a_timing_stage_and_are_stopped_only_once_past_their_patience() -> None:
     clock = Clock()
     pool = GpuPool(["0"], shared=2, clock=clock, quiet=lambda gpu, max_s: 0.0, patience_s=10.0)

@@ -1,8 +1,9 @@
 """Where stages run: CPU build slots and the GPUs, shared for correctness runs, exclusive for timing.
 
 A GPU admits up to ``shared`` correctness/sanitizer runs at once, or one timing run alone. Every request
-waits in one queue per resource and is served in this order: timing before any shared run, then the oldest
-session first (its rank: the order in which the batch started the sessions), then first come. So:
+waits in one queue per resource and is served in this order: timing first, then a run made again alone (it
+ran out of memory beside other runs), then any shared run; within each, the oldest session first (its rank:
+the order in which the batch started the sessions), then first come. So:
 
 - a timing stage never starves: while one waits, the GPU it waits for (the one with the fewest long runs,
   then the fewest runs, in flight) admits no new shared run and drains; it takes any GPU that is idle first;
@@ -36,6 +37,9 @@ session first (its rank: the order in which the batch started the sessions), the
   and such a run counts as hung only once it has run ``hang_s`` and twice its expected length, so that a
   task whose runs take a minute by nature (kernelbench's) does not open the drain to long runs that then
   hold the timing stage for another minute;
+- a run made again alone for its memory waits for the GPU's runs to end and never stops them: a stopped
+  process keeps its GPU memory (H200, kernelbench: two runs stopped beside such a rerun held 42.6 and
+  49.6 GiB, and three reruns of 8 to 67 s went before a younger session's timing stage, which waited 141 s);
 - a long run is a sanitizer or profiler run, or a correctness run of a task whose last run here outlasted
   ``patience_s`` (batch/scheduled.py: a test command that compiles at test time runs for a minute, and
   admitted as a short run during every stuck drain it would keep the timing stage waiting run after run);
@@ -143,6 +147,9 @@ class _Request:
     rank: int
     expect_s: float | None = None
     instrumented: bool = False
+    memory: bool = False
+    """An exclusive hold for a run made again alone because it ran out of memory beside other runs: it never
+    stops the GPU's runs (a stopped process keeps its GPU memory) and comes after every timing request."""
     seq: int = field(default_factory=lambda: next(_SEQ))
     arrived: float = 0.0
     granted: GpuState | None = None
@@ -154,8 +161,8 @@ class _Request:
     idle_s: float = 0.0
     """How long to wait for the GPU to go idle after stopping its runs (GpuPool.idle_wait_s)."""
 
-    def order(self) -> tuple[bool, int, int]:
-        return (not self.exclusive, self.rank, self.seq)
+    def order(self) -> tuple[bool, bool, int, int]:
+        return (not self.exclusive, self.memory, self.rank, self.seq)
 
 
 class GpuPool:
@@ -433,10 +440,13 @@ class GpuPool:
         long: bool = False,
         expect_s: float | None = None,
         instrumented: bool = False,
+        memory: bool = False,
     ) -> Iterator[GpuState]:
         """Hold a GPU (shared or exclusive) for one stage; ``prefer`` names the GPU to take when it is open,
         ``long`` marks a shared run expected to take long (a sanitizer run), ``expect_s`` is how long a shared
-        run is expected to take (None: not known), ``instrumented`` a sanitizer or profiler run."""
+        run is expected to take (None: not known), ``instrumented`` a sanitizer or profiler run, ``memory`` an
+        exclusive hold for the GPU's memory (a run made again alone after it ran out of memory beside others):
+        it waits for the GPU's runs to end instead of stopping them, and after every waiting timing stage."""
         req = _Request(
             exclusive,
             long and not exclusive,
@@ -444,8 +454,10 @@ class GpuPool:
             _rank(),
             expect_s,
             instrumented and not exclusive,
+            memory=memory and exclusive,
             arrived=self.clock(),
         )
+        req.no_pause = req.memory
         if self.admission is not None:
             self.admission.reached(req.rank)
         g = self._wait_for_grant(req)

@@ -16,7 +16,8 @@ runs on the same GPU: if it fails too, the GPU is blamed; if it passes, the verd
 
 A correctness run that runs out of GPU memory while other runs share its GPU is made again holding the GPU
 alone, and the second run is the verdict (marked ``rerun_alone`` with the first run's line): the memory may
-have been the other runs'. Only out of memory alone on a GPU is the candidate's category.
+have been the other runs'. Only out of memory alone on a GPU is the candidate's category. The rerun waits for
+the GPU's other runs to end (a stopped process would keep its memory) and after any waiting timing stage.
 """
 
 from __future__ import annotations
@@ -216,7 +217,7 @@ class ScheduledLocalToolchain(LocalToolchain):
         # waiting run after run.
         long = not exclusive and self._run_s.get(task.id, 0.0) > self.pool.patience_s
         expect = self._expect.get((task.id, "run"))
-        with self.pool.hold(exclusive=exclusive, long=long, expect_s=expect) as g:
+        with self.pool.hold(exclusive=exclusive, long=long, expect_s=expect, memory=exclusive) as g:
             gpu_cfg = self._on(cfg, g) if exclusive else self._shared_on(cfg, g)
             before = (g.shared, g.runs)
             run = runner.test(work, gpu_cfg)
