@@ -430,6 +430,26 @@ def test_a_driver_started_ahead_gives_the_same_timing_and_run(kb: Any) -> None:
     assert _gone(driver) and not list(work.path.glob(".beaver-kb-go-*"))
 
 
+def test_the_driver_loads_the_candidate_in_the_environment_its_eval_compiles_it_in(kb: Any) -> None:
+    """The release's eval compiles a candidate's extension with its test command's set_gpu_arch([...]) list
+    and TORCH_USE_CUDA_DSA=1 (the build stage's pre-build too); a driver that loaded it under the machine's
+    own arch list would compile it again with the GPU held."""
+    work, cfg, _ = kb
+    probe = "import os\nopen('solution_env', 'w').write(repr((os.environ.get('TORCH_CUDA_ARCH_LIST'), os.environ.get('TORCH_USE_CUDA_DSA'))))\n"
+    (work.path / "solution.py").write_text(probe + SOLUTION)
+    test = "python -c \"from kernelbench.utils import set_gpu_arch; set_gpu_arch(['Ampere']); run()\""
+    task = dataclasses.replace(work.task, test_command=test)
+    hopper = dataclasses.replace(cfg, sm=90, env={**(cfg.env or {}), "CUDA_VISIBLE_DEVICES": "0"})
+    for prepared in (False, True):
+        with Timer(task, hopper, _timer(kb).tcfg) as timer:
+            if prepared:
+                timer.prepare_candidate(dataclasses.replace(work, task=task))
+            timer.measure(dataclasses.replace(work, task=task))
+        # the command adapted to this machine names its family (Hopper), as the test run's does, not 9.0
+        assert (work.path / "solution_env").read_text() == repr(("Hopper", "1")), prepared
+        (work.path / "solution_env").unlink()
+
+
 def test_close_ends_a_driver_started_ahead_and_never_used(kb: Any) -> None:
     work, _, driver = kb
     timer = _timer(kb)

@@ -147,6 +147,21 @@ def prebuild_command(task: Task) -> str | None:
     return _PREBUILD.format(limit=PREBUILD_S, arch=f"{arch.group(0)}; ", file=task.solution_file)
 
 
+def kernelbench_compile_env(test_command: str) -> dict[str, str]:
+    """The environment in which the release's kernelbench eval compiles a candidate's torch extension, for
+    another process that loads the same candidate (the timing driver): the test command's
+    ``set_gpu_arch([...])`` sets TORCH_CUDA_ARCH_LIST to the names it lists, and the eval (and the build
+    stage's pre-build, prebuild_command) sets TORCH_USE_CUDA_DSA=1 before it loads the candidate. Loaded under
+    another arch list, the extension is compiled again rather than loaded from the pre-build: on the H200 a
+    timing stage spent 59 s of its GPU hold building the candidate's model."""
+    env = {"TORCH_USE_CUDA_DSA": "1"}
+    arch = _ARCH_CALL.search(test_command)
+    names = re.findall(r"""['"]([^'"]+)['"]""", arch.group(0)) if arch is not None else []
+    if names:
+        env["TORCH_CUDA_ARCH_LIST"] = ";".join(names)
+    return env
+
+
 def build_is_path_bound(task: Task) -> bool:
     """Whether what ``task``'s build stage makes (``for_code``'s task) serves only the work dir that made it:
     the applied runner's pre-build and a kernelbench candidate's pre-build compile with torch's extension

@@ -1016,9 +1016,16 @@ class Timer:
     # ------------------------------------------------------------------ family methods
 
     def _kernelbench_command(self, reference_only: bool) -> str:
+        """The driver's command: run in the environment the task's own eval compiles the candidate in
+        (families.kernelbench_compile_env), so that it loads the build stage's pre-build of the candidate's
+        extension instead of compiling it again with the GPU held."""
         trials = max(2 * self.tcfg.process_runs, 10)
+        test = adapt_command(self.task.test_command, self.config.sm)
+        env = " ".join(
+            f"{k}={shlex.quote(v)}" for k, v in sorted(families.kernelbench_compile_env(test).items())
+        )
         return (
-            f"python {shlex.quote(str(KERNELBENCH_DRIVER))} --problem problem.py "
+            f"{env} python {shlex.quote(str(KERNELBENCH_DRIVER))} --problem problem.py "
             f"--solution {shlex.quote(self.task.solution_file)} --trials {trials}"
             + (" --reference-only" if reference_only else "")
         )
