@@ -1266,6 +1266,56 @@ def test_the_wait_for_idle_after_a_stop_is_short_unless_an_instrumented_run_was_
     assert pool.gpus[0].instrumented == 0
 
 
+KB_OOM = (
+    "kernelbench timing failed on the candidate side: torch.OutOfMemoryError: CUDA out of memory. Tried to "
+    "allocate 6.00 GiB. GPU 0 has a total capacity of 139.80 GiB of which 4.68 GiB is free."
+)
+
+
+@pytest.mark.parametrize("stopped", [True, False])
+def test_a_timing_out_of_memory_beside_runs_stopped_for_it_is_made_again_once_they_end(
+    sleepy: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, stopped: bool
+) -> None:
+    """Runs stopped for a timing stage keep their GPU memory: a timing that then runs out of memory is made
+    again holding the GPU's memory (after the runs end), and says so. With nothing stopped for it, running
+    out of memory alone on the GPU is the timing's own result."""
+    from beavertui.engine.timing.speedup import SpeedupUnavailable, Timer
+    from beavertui.engine.toolchain.base import AttemptOptions
+
+    tool = _scheduled(tmp_path)
+    tool.pool.quiet = lambda gpu, max_s: 0.0
+    measure, calls = Timer.measure, []
+
+    def first_out_of_memory(self: Any, *a: Any, **kw: Any) -> Any:
+        calls.append(tool.pool.gpus[0].pause_note)
+        if len(calls) == 1:
+            raise SpeedupUnavailable(KB_OOM)
+        return measure(self, *a, **kw)
+
+    monkeypatch.setattr(Timer, "measure", first_out_of_memory)
+    p = Proc()
+    other = Stage(lambda: _registered(tool.pool, p, long=True), 0).wait() if stopped else None
+    if other is not None:  # another session's long run, in flight until the timing waits for its end
+        ended = threading.Thread(target=lambda: (queued(tool.pool, 1), other.done()))
+        ended.start()
+    events = list(tool.attempt(sleepy, GOOD, AttemptOptions(iteration=1, gate=0.7)))
+    v = events[-1]
+    if not stopped:
+        assert len(calls) == 1 and v.correct and v.speedup is None and "out of memory" in v.speedup_note
+        return
+    ended.join(WAIT)
+    assert calls[0] is not None and calls[1] is None  # the second timing stopped nothing: the run had ended
+    assert p.calls == ["pause", "resume"]
+    [timed] = [e for e in events if e.kind == "timing"]
+    assert v.success and v.speedup == pytest.approx(2.0)
+    assert (
+        "timed again holding GPU 0's memory: beside the runs stopped for it, its first timing ran out of "
+        in (timed.result.note or "")
+    )
+    assert "CUDA out of memory" in (timed.result.note or "")
+    assert [k for k, _r, _g in grants(tool.pool)].count("exclusive") == 2
+
+
 def test_builds_stopped_for_timing_wait_out_the_hold_and_go_on_after_it() -> None:
     builds = BuildSlots(2, stop_for_timing=True)
     builds.log = []

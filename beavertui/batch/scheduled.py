@@ -240,7 +240,9 @@ class ScheduledLocalToolchain(LocalToolchain):
         lines on a machine with one GPU, its runs started and parked before CUDA); then the timing with a GPU
         held alone, in which nothing is built (and, with BuildSlots.stop_for_timing, the other sessions'
         builds are stopped). A GPU whose timing fails for the machine's reasons is reported to the pool; a
-        candidate's own failure is not. A driver or runs started ahead and not used are ended (Timer.close)."""
+        candidate's own failure is not. A timing that runs out of GPU memory beside runs stopped for it (they
+        keep their memory) is made again once, holding the GPU's memory (GpuPool.hold's ``memory``: after its
+        runs end), and its note says so. A driver or runs started ahead and not used are ended (Timer.close)."""
         with Timer(task, cfg, self.config.timing) as timer:
             if timer.prepares:
                 try:
@@ -256,23 +258,32 @@ class ScheduledLocalToolchain(LocalToolchain):
                 with self.builds.hold():
                     timer.config = self._building(cfg if sole is None else self._on(cfg, sole))
                     timer.prepare_candidate(work, park=park)
-            with self.pool.hold(exclusive=True) as g:
-                try:
-                    timer.config = self._on(cfg, g)
-                    with self.builds.stopped() as stopped:
-                        measured = timer.measure(work, options.gate)
-                except (CandidateTimingFailed, SpeedupUnavailable):
+            again: str | None = None
+            while True:
+                with self.pool.hold(exclusive=True, memory=again is not None) as g:
+                    try:
+                        timer.config = self._on(cfg, g)
+                        with self.builds.stopped() as stopped:
+                            measured = timer.measure(work, options.gate)
+                    except (CandidateTimingFailed, SpeedupUnavailable) as exc:
+                        self.pool.report(g, ok=True)
+                        if again is None and g.pause_note is not None and _out_of_memory(str(exc)):
+                            # the runs stopped for it kept their GPU memory: time it again once they end
+                            again = (
+                                f"timed again holding GPU {g.index}'s memory: beside the runs stopped for it, "
+                                f"its first timing ran out of memory ({_oom_line(str(exc))})"
+                            )
+                            continue
+                        raise
+                    except BeaverError as exc:
+                        self.pool.report(g, ok=False, detail=str(exc))
+                        raise ToolchainError(f"on GPU {g.index}: {exc}", source="gpu") from exc
                     self.pool.report(g, ok=True)
-                    raise
-                except BeaverError as exc:
-                    self.pool.report(g, ok=False, detail=str(exc))
-                    raise ToolchainError(f"on GPU {g.index}: {exc}", source="gpu") from exc
-                self.pool.report(g, ok=True)
-                stops = [x for x in (g.pause_note, stopped_note(stopped)) if x]
-                if stops:  # what was stopped for it, said with the measurement
-                    note = "; ".join(x for x in (measured.note, *stops) if x)
-                    measured = measured.model_copy(update={"note": note})
-                return measured
+                    stops = [x for x in (g.pause_note, stopped_note(stopped), again) if x]
+                    if stops:  # what was stopped for it, and why it was timed again: said with it
+                        note = "; ".join(x for x in (measured.note, *stops) if x)
+                        measured = measured.model_copy(update={"note": note})
+                    return measured
 
     def _reference_build(self, task: Task, cfg: runner.RunnerConfig, timer: Timer | None = None) -> None:
         """What timing (``timer``) or profiling needs built, the task's reference first, built (or found in
@@ -321,6 +332,10 @@ def _oom_line(log: str) -> str:
     """The first line of a log that says the GPU ran out of memory (for the note of a run made again alone)."""
     line = next((ln.strip() for ln in log.splitlines() if any(r.search(ln) for r in OOM)), "out of memory")
     return line[:200]
+
+
+def _out_of_memory(text: str) -> bool:
+    return any(r.search(text) for r in OOM)
 
 
 def _gpu_lost(log: str) -> bool:
