@@ -23,7 +23,9 @@ in one run. Result: ``DIR/stage.json``.
 (``scripted:@alternate``: broken start and reference in turn, so every attempt is built and run and every
 correct one timed; 5 iterations, stagnation stops off, the whole budget spent). ``scheduled``: the batch as
 shipped, a fresh compile cache; ``--builds-in-timing go|stop`` gives it that setting (its run id and result
-say which; the default, ``auto``, stops builds on one GPU). ``naive``: one session at a time, no compile
+say which; the default, ``auto``, stops builds on one GPU) and ``--pause-for-timing runs|all|none`` its rule for
+runs on a GPU that a timing stage waits for (default ``runs``, the batch's; its result records it).
+``naive``: one session at a time, no compile
 cache, one GPU stage at a time (``--jobs 1 --no-cache --gpu-share 1``): build then run, each attempt waiting
 for the last. ``--slice I/K``
 runs the I-th of K equal slices of the N tasks (a naive run of 40 tasks does not fit one 10-minute command;
@@ -259,6 +261,7 @@ def one_batch(a: argparse.Namespace, every: list[str], i: int, k: int, cache_hom
     extra = ["--jobs", "1", "--no-cache", "--gpu-share", "1"] if a.mode == "naive" else []
     if a.mode == "scheduled":
         extra += ["--cache", str(cache_home / "builds"), "--builds-in-timing", builds]
+        extra += ["--pause-for-timing", a.pause_for_timing]
         extra += ["--gpus", gpus] if gpus else []
     cmd = beaver(
         "batch", "--protocol", str(a.out / "bench.toml"), "--models", "scripted:@alternate",
@@ -285,6 +288,7 @@ def one_batch(a: argparse.Namespace, every: list[str], i: int, k: int, cache_hom
         "timing": a.timing,
         "side_budget_ms": budget_ms,
         "builds_in_timing": builds if a.mode == "scheduled" else None,
+        "pause_for_timing": a.pause_for_timing if a.mode == "scheduled" else None,
         "gpus_asked": gpus,
         "slice": label,
         "tasks": tasks,
@@ -309,8 +313,20 @@ def builds_words(b: dict[str, Any]) -> str:
     words = {"stop": " (builds stopped for timing)", "go": " (builds going on during timing)"}
     if how == "auto":  # the batch's default: stopped on one GPU, going on with more
         many = len(gpus_of(b)) > 1
-        return f"{words['go' if many else 'stop'][:-1]}: auto, on {'several GPUs' if many else 'one GPU'})"
-    return words[how]
+        said = f"{words['go' if many else 'stop'][:-1]}: auto, on {'several GPUs' if many else 'one GPU'})"
+    else:
+        said = words[how]
+    rule = PAUSE_WORDS.get(b.get("pause_for_timing") or "")
+    return f"{said[:-1]}; {rule})" if rule else said
+
+
+#: A scheduled result's --pause-for-timing, in words (a result written before the setting was recorded says
+#: nothing of it).
+PAUSE_WORDS = {
+    "runs": "runs stopped for timing, sanitizer runs waited for",
+    "all": "runs and sanitizer runs stopped for timing",
+    "none": "nothing stopped for timing",
+}
 
 
 def gpus_of(b: dict[str, Any]) -> list[str]:
@@ -546,6 +562,10 @@ def main() -> int:
     b.add_argument(
         "--builds-in-timing", choices=("auto", "go", "stop"), default="auto",
         help="scheduled: the batch's --builds-in-timing (go or stop: the run's id says which)",
+    )  # fmt: skip
+    b.add_argument(
+        "--pause-for-timing", choices=("runs", "all", "none"), default="runs",
+        help="scheduled: the batch's --pause-for-timing (its result records it)",
     )  # fmt: skip
     b.add_argument(
         "--gpus",

@@ -18,6 +18,9 @@ REST = ROOT / "docs/data/h200-2026-12-03b/timing-bench"
 AGAIN = ROOT / "docs/data/h200-2026-12-04/timing-bench"
 #: the same with --builds-in-timing stop
 BUILDS_STOP = ROOT / "docs/data/h200-2026-12-04/timing-bench-builds-stop"
+#: the same batch with sanitizer runs waited for, not stopped, for timing (--pause-for-timing runs, the default
+#: since the sixth session of 2026-12-04; its result predates the field that records it)
+RUNS_RULE = ROOT / "docs/data/h200-2026-12-04b/timing-bench-runs-rule"
 
 
 def finished(dirs: list[Path]) -> tuple[dict, list[dict]]:  # type: ignore[type-arg]
@@ -293,3 +296,54 @@ def test_several_gpus_against_one_are_told_in_sessions_per_minute(tmp_path: Path
         in text
     )
     assert len(got["scaling"]) == 2
+
+
+def _stopped(events: list[dict], kind: str) -> tuple[int, int]:  # type: ignore[type-arg]
+    """How many stages of ``kind`` a run recorded, and how many of them were stopped (SIGSTOP) at some point."""
+    stages = [e for e in events if e["kind"] == kind]
+    return len(stages), sum(1 for e in stages if e["result"].get("paused_s"))
+
+
+def test_the_40_task_batch_with_sanitizer_runs_waited_for(tmp_path: Path) -> None:
+    """The 40-task batch again (2026-12-04, seventh session) with sanitizer runs waited for rather than
+    stopped: all 40 passed in 406.1 s, 6.91x the naive side. None of its 36 sanitizer runs was stopped,
+    against 14 of 36 in each of the two runs before it; its timing stages stopped runs twice, against 58
+    times in the run with builds stopped."""
+    run = json.loads((RUNS_RULE / "batch-scheduled.json").read_text())
+    assert run["builds_in_timing"] == "auto" and run["rc"] == 0 and not run["cut_by_budget"]
+    assert run["summary"]["passed"] == 40 and run["attempts"] == 200 and run["timing_stages"] == 106
+    assert run["side_budget_ms"] == 0.0 and "H200" in run["machine"]["gpus"] and run["wall_s"] == 406.1
+    text, got = summary(tmp_path, *DATA, REST, RUNS_RULE)
+    assert (
+        "scheduled (builds stopped for timing: auto, on one GPU), 40 tasks | 2807.8 s / 406.1 s = **6.91x**"
+        in text
+    )
+    assert sorted(r["speedup"] for r in got["ratios"] if "speedup" in r) == [5.31, 6.91]
+    new, events = _timeline(tmp_path, RUNS_RULE)
+    old, old_events = _timeline(tmp_path, BUILDS_STOP, "scheduled-builds-stop")
+    _, before_events = _timeline(tmp_path, AGAIN)
+    assert _stopped(events, "sanitize") == (36, 0)
+    assert _stopped(old_events, "sanitize") == _stopped(before_events, "sanitize") == (36, 14)
+    assert (new["paused"]["count"], new["paused"]["sum_s"], new["paused"]["timing_stages_that_stopped_runs"]) == (
+        13, 46.4, 2,
+    )  # fmt: skip
+    assert (old["paused"]["count"], old["paused"]["sum_s"], old["paused"]["timing_stages_that_stopped_runs"]) == (
+        54, 653.4, 58,
+    )  # fmt: skip
+    assert (new["span_s"], new["timing"]["count"], new["timing"]["median_s"]) == (404.8, 106, 0.59)
+    assert (new["timing_wait"]["median_s"], old["timing_wait"]["median_s"]) == (29.04, 37.0)
+    assert (new["builds_paused"]["count"], new["builds_paused"]["sum_s"]) == (43, 311.7)
+
+
+def test_a_scheduled_result_names_its_rule_for_runs_beside_timing() -> None:
+    sys.path.insert(0, str(ROOT / "bench"))
+    import timing_floor_bench as tfb
+
+    one = {"builds_in_timing": "auto", "summary": {"gpu_busy_fraction": {"0": 0.9}}}
+    assert tfb.builds_words({**one, "pause_for_timing": "runs"}) == (
+        " (builds stopped for timing: auto, on one GPU; runs stopped for timing, sanitizer runs waited for)"
+    )
+    assert tfb.builds_words({"builds_in_timing": "go", "pause_for_timing": "all"}) == (
+        " (builds going on during timing; runs and sanitizer runs stopped for timing)"
+    )
+    assert tfb.builds_words(one) == " (builds stopped for timing: auto, on one GPU)"  # not recorded: not said
