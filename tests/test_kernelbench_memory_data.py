@@ -42,9 +42,9 @@ def _alone(sessions: dict[str, list[dict[str, Any]]]) -> list[str]:
 
 
 def test_runs_made_again_alone_stopped_the_gpu_s_runs_and_held_timing_back(tmp_path: Path) -> None:
-    """Before: five runs that ran out of memory beside others were made again alone, each stopping the GPU's
-    runs (whose memory stayed taken), and went before younger sessions' timing stages; 3 sessions ended in
-    the 395 s the batch had, one timing stage having waited 141 s."""
+    """Before: five runs that ran out of memory beside others (whose stopped runs kept their memory) were
+    made again alone, holding the GPU before younger sessions' timing stages; 3 sessions ended in the 395 s
+    the batch had, one timing stage having waited 141 s, two reruns (8.5 and 67.0 s) inside its wait."""
     root = _unpacked("release-kernelbench-runs", tmp_path)
     timeline = json.loads((root / "timeline.json").read_text())
     assert timeline["ended_at_s"] == [257.6, 287.7, 294.2] and timeline["span_s"] == 395.2
@@ -58,9 +58,28 @@ def test_runs_made_again_alone_stopped_the_gpu_s_runs_and_held_timing_back(tmp_p
         if e["kind"] == "timing"
     )
     assert "waiting for the GPU 130.3" in note
+    waited_from = next(
+        e["t"]
+        for e in sessions["kernelbench_level1_41__logic_error__b073fabd"]
+        if e["kind"] == "run" and e["iteration"] == 2
+    )
+    timed_at = next(
+        e["t"] for e in sessions["kernelbench_level1_41__logic_error__b073fabd"] if e["kind"] == "timing"
+    )
+    inside = sorted(
+        round(e["result"]["duration_s"], 1)
+        for events in sessions.values()
+        for e in events
+        if e["kind"] == "run"
+        and e["result"].get("rerun_alone")
+        and e["iteration"] == 2
+        and waited_from < e["t"] - e["result"]["duration_s"]
+        and e["t"] < timed_at
+    )
+    assert inside == [8.5, 67.0]
     # the stopped runs' memory, from the process snapshots: two of them held 49.6 and 42.6 GiB
     snaps = (root / "procs.log").read_text()
-    assert "1294, 50788 MiB" in snaps and "1865, 43620 MiB" in snaps
+    assert "1294, 50788 MiB" in snaps and "1865, 43620 MiB" in snaps and "0, 0 %, 140145 MiB" in snaps
 
 
 def test_with_reruns_waiting_for_the_gpu_s_runs_none_was_needed(tmp_path: Path) -> None:
