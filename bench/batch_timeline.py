@@ -58,6 +58,8 @@ LONG_S = 30.0
 #: (batch/scheduled.py: GpuPool's pause note, stopped_note).
 RUNS_STOPPED = re.compile(r"\bruns? on GPU \S+ stopped \(SIGSTOP\)")
 BUILDS_STOPPED = re.compile(r"\bbuilds? stopped \(SIGSTOP\)")
+#: A timing note that says the timing was made again for the memory the runs stopped for it kept.
+TIMED_AGAIN = re.compile(r"\btimed again holding GPU \S+ memory")
 from beavertui.engine.session.store import read_session  # noqa: E402
 
 
@@ -148,6 +150,8 @@ def analyse(
     reused: set[tuple[str, int]] = set()  # attempts judged by their start check (its stages ran then)
     paused: list[float] = []  # seconds each run stopped while its GPU was held alone was stopped (paused_s)
     builds_paused: list[float] = []  # seconds each build was stopped while a GPU was held for timing
+    alone: list[float] = []  # seconds of each run made again alone after running out of memory beside others
+    timed_again = 0  # timing stages made again for their memory (their note says so)
     stopping = 0  # timing stages that stopped the runs on their GPU (their note says so)
     stopping_builds = 0  # timing stages that stopped builds (--builds-in-timing)
     for t, name, e in evs:
@@ -168,6 +172,8 @@ def analyse(
                 took = e.result.duration_s or 0.0
                 if took >= LONG_S:
                     long_runs.append((t - took, t, name, e.kind))
+            if isinstance(e, Ran) and e.result.rerun_alone:
+                alone.append(e.result.duration_s or 0.0)
             if isinstance(e, Ran) and e.result.rc == 0 and not e.result.timed_out:
                 passed[(name, e.iteration)] = t
         elif isinstance(e, Timed):
@@ -175,6 +181,7 @@ def analyse(
             timing_wall.append(wall)
             stopping += bool(RUNS_STOPPED.search(e.result.note or ""))
             stopping_builds += bool(BUILDS_STOPPED.search(e.result.note or ""))
+            timed_again += bool(TIMED_AGAIN.search(e.result.note or ""))
             stage_ends.append((t, name))
             ran = last_run_end.get((name, e.iteration))
             passed.pop((name, e.iteration), None)
@@ -212,6 +219,8 @@ def analyse(
             got = result.get("paused_s")
             if got:
                 (builds_paused if result.get("stage") == "build" else paused).append(float(got))
+            if result.get("rerun_alone"):
+                alone.append(float(result.get("duration_s") or 0.0))
         stage_ends.append((float(c["made"]), str(c.get("task", "?"))))
     cut_stages: dict[str, list[float]] = {"build": [], "run": [], "sanitize": [], "timing": []}
     for c in cut or []:
@@ -246,6 +255,8 @@ def analyse(
         "reused_attempts": len(reused),
         "paused": {**summary(paused), "timing_stages_that_stopped_runs": stopping},
         "builds_paused": {**summary(builds_paused), "timing_stages_that_stopped_builds": stopping_builds},
+        "reruns_alone": summary(alone),
+        "timed_again_for_memory": timed_again,
         "timing_wait": {
             **summary([w for w, _ in waits]),
             "max_s": round(max((w for w, _ in waits), default=0.0), 1),
@@ -333,10 +344,17 @@ def main(argv: list[str] | None = None) -> int:
     print(f"wait for timing: median {w['median_s']} s, max {w['max_s']} s over {w['count']} timed attempts")
     p = doc["paused"]
     if p["count"] or p["timing_stages_that_stopped_runs"]:
-        print(f"runs stopped (SIGSTOP) while their GPU was held alone, for a timing stage or a run run again alone "
-              f"(start checks' included): {p['count']}, "
+        print(f"runs stopped (SIGSTOP) while their GPU was held alone for a timing stage (or, in batches made "
+              f"before runs made again alone stopped stopping them, for such a run; start checks' included): {p['count']}, "
               f"{p['sum_s']} s stopped summed; timing stages that stopped runs: "
               f"{p['timing_stages_that_stopped_runs']}")  # fmt: skip
+    ra = doc["reruns_alone"]
+    if ra["count"]:
+        print(f"runs made again alone, after running out of GPU memory beside other runs (start checks' included): "
+              f"{ra['count']}, {ra['sum_s']} s summed")  # fmt: skip
+    if doc["timed_again_for_memory"]:
+        print(f"timing stages made again holding their GPU's memory (out of memory beside the runs stopped for "
+              f"them): {doc['timed_again_for_memory']}")  # fmt: skip
     bp = doc["builds_paused"]
     if bp["count"] or bp["timing_stages_that_stopped_builds"]:
         print(f"builds stopped (SIGSTOP) while a GPU was held alone for timing: {bp['count']}, {bp['sum_s']} s "

@@ -132,7 +132,7 @@ def test_builds_stopped_for_timing_are_counted_apart_from_stopped_runs(tmp_path:
     is counted as what it was, from the stages' paused_s and the timing's note."""
     from test_loop_session import _sh, _sleepy
 
-    from beavertui.batch.scheduled import stopped_note
+    from beavertui.batch.scheduled import stopped_note, timed_again_note
     from beavertui.engine.loop.run import run_session
     from beavertui.engine.models.scripted import ScriptedModel
     from beavertui.engine.session.events import Built, Ran, Timed
@@ -151,7 +151,7 @@ def test_builds_stopped_for_timing_are_counted_apart_from_stopped_runs(tmp_path:
         elif isinstance(e, Ran):
             e = e.model_copy(update={"result": e.result.model_copy(update={"paused_s": 0.5})})
         elif isinstance(e, Timed):
-            note = f"{runs_note} 0.3 s after the stop; {stopped_note(3)}"
+            note = f"{runs_note} 0.3 s after the stop; {stopped_note(3)}; {timed_again_note('0', 'CUDA out of memory')}"
             e = e.model_copy(update={"result": e.result.model_copy(update={"note": note})})
         out.append(e)
     run = tmp_path / "run"
@@ -162,3 +162,4 @@ def test_builds_stopped_for_timing_are_counted_apart_from_stopped_runs(tmp_path:
     assert doc["builds_paused"] == {
         "count": 1, "sum_s": 1.5, "median_s": 1.5, "timing_stages_that_stopped_builds": 1,
     }  # fmt: skip
+    assert doc["timed_again_for_memory"] == 1 and doc["reruns_alone"]["count"] == 0

@@ -8,6 +8,8 @@ from __future__ import annotations
 import json
 import re
 import statistics
+import subprocess
+import sys
 import tarfile
 from pathlib import Path
 from typing import Any
@@ -138,3 +140,24 @@ def test_a_warm_compile_cache_no_longer_slows_the_applied_runs(tmp_path: Path) -
     assert (
         "start checks: 0 made in the stretch" in (DATA / "release-cufft-warm2" / "timeline.txt").read_text()
     )
+
+
+def _timeline(root: Path, run: str) -> dict[str, Any]:
+    """bench/batch_timeline.py over a recorded run, its kept start checks included."""
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "bench" / "batch_timeline.py"), "--json", "--startlogs", str(root / "startlogs"),
+         str(root / "sessions" / run)],
+        capture_output=True, text=True, timeout=120, check=True,
+    )  # fmt: skip
+    return json.loads(proc.stdout)  # type: ignore[no-any-return]
+
+
+def test_the_timeline_counts_runs_made_again_alone(tmp_path: Path) -> None:
+    """bench/batch_timeline.py says how many runs were made again alone for their memory (start checks'
+    included) and how many timing stages were made again for theirs: 5 runs (146.0 s) before the change,
+    none after it."""
+    before = _timeline(_unpacked("release-kernelbench-runs", tmp_path), "release-kernelbench-r")
+    after = _timeline(_unpacked("release-kernelbench-memory", tmp_path), "release-kernelbench-m")
+    assert (before["reruns_alone"]["count"], before["reruns_alone"]["sum_s"]) == (5, 146.0)
+    assert after["reruns_alone"]["count"] == 0
+    assert before["timed_again_for_memory"] == after["timed_again_for_memory"] == 0

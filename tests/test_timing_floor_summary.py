@@ -148,6 +148,12 @@ def _timeline(tmp_path: Path, folder: Path, name: str = "scheduled") -> tuple[di
     return doc, events
 
 
+def _paused(doc: dict) -> tuple[int, float, int]:  # type: ignore[type-arg]
+    """A timeline's runs stopped for timing: how many, their seconds stopped, the timing stages that did it."""
+    p = doc["paused"]
+    return p["count"], p["sum_s"], p["timing_stages_that_stopped_runs"]
+
+
 def test_the_waits_and_stops_of_the_two_scheduled_runs(tmp_path: Path) -> None:
     """The timing waits of the run with the 5 s idle wait against the run before it, and its stops: the
     ones that idled the GPU did so within 0.7 s; a stop that did not (a hung run among those stopped) held
@@ -160,12 +166,8 @@ def test_the_waits_and_stops_of_the_two_scheduled_runs(tmp_path: Path) -> None:
     assert (new["timing_wait"]["median_s"], new["timing_wait"]["max_s"]) == (29.12, 70.6)
     assert (old["timing_wait"]["median_s"], old["timing_wait"]["max_s"]) == (46.12, 81.8)
     assert (new["timing"]["count"], new["timing"]["sum_s"], new["timing"]["median_s"]) == (107, 115.1, 0.57)
-    assert (new["paused"]["count"], new["paused"]["sum_s"], new["paused"]["timing_stages_that_stopped_runs"]) == (
-        31, 598.0, 25,
-    )  # fmt: skip
-    assert (old["paused"]["count"], old["paused"]["sum_s"], old["paused"]["timing_stages_that_stopped_runs"]) == (
-        36, 685.0, 27,
-    )  # fmt: skip
+    assert _paused(new) == (31, 598.0, 25)
+    assert _paused(old) == (36, 685.0, 27)
     notes = [(e.get("result") or {}).get("note") or "" for e in events if e["kind"] == "timing"]
     idle = [
         float(m) for n in notes for m in re.findall(r"no kernel ran on the GPU ([0-9.]+) s after the stop", n)
@@ -324,12 +326,8 @@ def test_the_40_task_batch_with_sanitizer_runs_waited_for(tmp_path: Path) -> Non
     _, before_events = _timeline(tmp_path, AGAIN)
     assert _stopped(events, "sanitize") == (36, 0)
     assert _stopped(old_events, "sanitize") == _stopped(before_events, "sanitize") == (36, 14)
-    assert (new["paused"]["count"], new["paused"]["sum_s"], new["paused"]["timing_stages_that_stopped_runs"]) == (
-        13, 46.4, 2,
-    )  # fmt: skip
-    assert (old["paused"]["count"], old["paused"]["sum_s"], old["paused"]["timing_stages_that_stopped_runs"]) == (
-        54, 653.4, 58,
-    )  # fmt: skip
+    assert _paused(new) == (13, 46.4, 2)
+    assert _paused(old) == (54, 653.4, 58)
     assert (new["span_s"], new["timing"]["count"], new["timing"]["median_s"]) == (404.8, 106, 0.59)
     assert (new["timing_wait"]["median_s"], old["timing_wait"]["median_s"]) == (29.04, 37.0)
     assert (new["builds_paused"]["count"], new["builds_paused"]["sum_s"]) == (43, 311.7)

@@ -269,10 +269,7 @@ class ScheduledLocalToolchain(LocalToolchain):
                         self.pool.report(g, ok=True)
                         if again is None and g.pause_note is not None and _out_of_memory(str(exc)):
                             # the runs stopped for it kept their GPU memory: time it again once they end
-                            again = (
-                                f"timed again holding GPU {g.index}'s memory: beside the runs stopped for it, "
-                                f"its first timing ran out of memory ({_oom_line(str(exc))})"
-                            )
+                            again = timed_again_note(g.index, _oom_line(str(exc)))
                             continue
                         raise
                     except BeaverError as exc:
@@ -296,6 +293,15 @@ class ScheduledLocalToolchain(LocalToolchain):
             else:
                 timer.config = self._building(cfg)
                 timer.prepare()
+
+
+def timed_again_note(gpu: str, line: str) -> str:
+    """What a timing stage says when it was made again holding its GPU's memory (``line``: the first
+    timing's out-of-memory line)."""
+    return (
+        f"timed again holding GPU {gpu}'s memory: beside the runs stopped for it, its first timing ran out of "
+        f"memory ({line})"
+    )
 
 
 def stopped_note(n: int) -> str | None:
