@@ -85,7 +85,7 @@ def test_runs_made_again_alone_stopped_the_gpu_s_runs_and_held_timing_back(tmp_p
 
 
 def test_with_reruns_waiting_for_the_gpu_s_runs_none_was_needed(tmp_path: Path) -> None:
-    """After: no run ran out of memory beside others, 5 sessions ended within 328 s, and the two timing
+    """After: no run was judged out of memory beside others (none made again alone), 5 sessions ended within 328 s, and the two timing
     stages of reference submissions waited 19.4 s at most. Left to fix, and fixed after this run: one
     timing found the GPU's memory taken by runs it had stopped (no speedup), and the start checks' two
     timings of broken starts that pass spent 59 s of their hold building the candidate's model."""
