@@ -39,7 +39,8 @@ the order in which the batch started the sessions), then first come. So:
   hold the timing stage for another minute;
 - a run made again alone for its memory waits for the GPU's runs to end and never stops them: a stopped
   process keeps its GPU memory (H200, kernelbench: two runs stopped beside such a rerun held 42.6 and
-  49.6 GiB, and three reruns of 8 to 67 s went before a younger session's timing stage, which waited 141 s);
+  49.6 GiB, and two reruns, of 8.5 and 67 s, went before a younger session's timing stage, which waited
+  141 s);
 - a long run is a sanitizer or profiler run, or a correctness run of a task whose last run here outlasted
   ``patience_s`` (batch/scheduled.py: a test command that compiles at test time runs for a minute, and
   admitted as a short run during every stuck drain it would keep the timing stage waiting run after run);
