@@ -58,6 +58,9 @@ LONG_S = 30.0
 #: (batch/scheduled.py: GpuPool's pause note, stopped_note).
 RUNS_STOPPED = re.compile(r"\bruns? on GPU \S+ stopped \(SIGSTOP\)")
 BUILDS_STOPPED = re.compile(r"\bbuilds? stopped \(SIGSTOP\)")
+#: The kernelbench driver's phase in which the candidate's module is loaded and both models built (a
+#: candidate's extension compiled here, when its pre-build did not serve), as its timing note says it.
+MODELS_BUILT = re.compile(r"\bmodels built ([0-9.]+)")
 #: A timing note that says the timing was made again for the memory the runs stopped for it kept.
 TIMED_AGAIN = re.compile(r"\btimed again holding GPU \S+ memory")
 from beavertui.engine.session.store import read_session  # noqa: E402
@@ -152,6 +155,7 @@ def analyse(
     builds_paused: list[float] = []  # seconds each build was stopped while a GPU was held for timing
     alone: list[float] = []  # seconds of each run made again alone after running out of memory beside others
     timed_again = 0  # timing stages made again for their memory (their note says so)
+    models_built: list[float] = []  # kernelbench timing: seconds building models with the GPU held
     stopping = 0  # timing stages that stopped the runs on their GPU (their note says so)
     stopping_builds = 0  # timing stages that stopped builds (--builds-in-timing)
     for t, name, e in evs:
@@ -182,6 +186,10 @@ def analyse(
             stopping += bool(RUNS_STOPPED.search(e.result.note or ""))
             stopping_builds += bool(BUILDS_STOPPED.search(e.result.note or ""))
             timed_again += bool(TIMED_AGAIN.search(e.result.note or ""))
+            held = held_part(e.result.note or "")
+            built = MODELS_BUILT.search(held) if held is not None else None
+            if built is not None:
+                models_built.append(float(built.group(1)))
             stage_ends.append((t, name))
             ran = last_run_end.get((name, e.iteration))
             passed.pop((name, e.iteration), None)
@@ -221,6 +229,11 @@ def analyse(
                 (builds_paused if result.get("stage") == "build" else paused).append(float(got))
             if result.get("rerun_alone"):
                 alone.append(float(result.get("duration_s") or 0.0))
+            timed = isinstance(ev, dict) and ev.get("kind") == "timing"
+            held = held_part(str(result.get("note") or "")) if timed else None
+            built = MODELS_BUILT.search(held) if held is not None else None
+            if built is not None:
+                models_built.append(float(built.group(1)))
         stage_ends.append((float(c["made"]), str(c.get("task", "?"))))
     cut_stages: dict[str, list[float]] = {"build": [], "run": [], "sanitize": [], "timing": []}
     for c in cut or []:
@@ -257,6 +270,11 @@ def analyse(
         "builds_paused": {**summary(builds_paused), "timing_stages_that_stopped_builds": stopping_builds},
         "reruns_alone": summary(alone),
         "timed_again_for_memory": timed_again,
+        "models_built_held": {
+            **summary(models_built),
+            "max_s": round(max(models_built, default=0.0), 1),
+            "over_2_s": sum(x > 2.0 for x in models_built),
+        },
         "timing_wait": {
             **summary([w for w, _ in waits]),
             "max_s": round(max((w for w, _ in waits), default=0.0), 1),
@@ -300,6 +318,16 @@ def analyse(
             "sessions_in_flight": len(in_flight),
         },
     }
+
+
+def held_part(note: str) -> str | None:
+    """The part of a kernelbench timing note that names the host phases run with the GPU held (None: the note
+    names no phases): after ``with it held:`` for a driver started ahead, else every phase."""
+    if "; with it held: " in note:
+        return note.split("; with it held: ", 1)[1]
+    if "; host seconds: " in note:
+        return note.split("; host seconds: ", 1)[1]
+    return None
 
 
 def _stage_counts(stages: dict[str, dict[str, Any]]) -> str:
@@ -355,6 +383,11 @@ def main(argv: list[str] | None = None) -> int:
     if doc["timed_again_for_memory"]:
         print(f"timing stages made again holding their GPU's memory (out of memory beside the runs stopped for "
               f"them): {doc['timed_again_for_memory']}")  # fmt: skip
+    mb = doc["models_built_held"]
+    if mb["count"]:
+        print(f"kernelbench timing stages, models built with the GPU held (a candidate's extension compiled there "
+              f"when its pre-build did not serve): median {mb['median_s']} s, max {mb['max_s']} s, "
+              f"over 2 s in {mb['over_2_s']} of {mb['count']}")  # fmt: skip
     bp = doc["builds_paused"]
     if bp["count"] or bp["timing_stages_that_stopped_builds"]:
         print(f"builds stopped (SIGSTOP) while a GPU was held alone for timing: {bp['count']}, {bp['sum_s']} s "

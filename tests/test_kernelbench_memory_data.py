@@ -155,9 +155,13 @@ def _timeline(root: Path, run: str) -> dict[str, Any]:
 def test_the_timeline_counts_runs_made_again_alone(tmp_path: Path) -> None:
     """bench/batch_timeline.py says how many runs were made again alone for their memory (start checks'
     included) and how many timing stages were made again for theirs: 5 runs (146.0 s) before the change,
-    none after it."""
+    none after it; and how long kernelbench timing stages built their models with the GPU held."""
     before = _timeline(_unpacked("release-kernelbench-runs", tmp_path), "release-kernelbench-r")
     after = _timeline(_unpacked("release-kernelbench-memory", tmp_path), "release-kernelbench-m")
     assert (before["reruns_alone"]["count"], before["reruns_alone"]["sum_s"]) == (5, 146.0)
     assert after["reruns_alone"]["count"] == 0
     assert before["timed_again_for_memory"] == after["timed_again_for_memory"] == 0
+    # and how long kernelbench timing stages built their models with the GPU held, start checks' included:
+    # the two start checks' 59 s compiles, the two reference submissions' 0.0 and 0.2 s
+    built = after["models_built_held"]
+    assert (built["count"], built["max_s"], built["over_2_s"], built["sum_s"]) == (4, 59.5, 2, 118.9)
