@@ -186,10 +186,9 @@ def analyse(
             stopping += bool(RUNS_STOPPED.search(e.result.note or ""))
             stopping_builds += bool(BUILDS_STOPPED.search(e.result.note or ""))
             timed_again += bool(TIMED_AGAIN.search(e.result.note or ""))
-            held = held_part(e.result.note or "")
-            built = MODELS_BUILT.search(held) if held is not None else None
+            built = models_built_held(e.result.note or "")
             if built is not None:
-                models_built.append(float(built.group(1)))
+                models_built.append(built)
             stage_ends.append((t, name))
             ran = last_run_end.get((name, e.iteration))
             passed.pop((name, e.iteration), None)
@@ -230,10 +229,9 @@ def analyse(
             if result.get("rerun_alone"):
                 alone.append(float(result.get("duration_s") or 0.0))
             timed = isinstance(ev, dict) and ev.get("kind") == "timing"
-            held = held_part(str(result.get("note") or "")) if timed else None
-            built = MODELS_BUILT.search(held) if held is not None else None
+            built = models_built_held(str(result.get("note") or "")) if timed else None
             if built is not None:
-                models_built.append(float(built.group(1)))
+                models_built.append(built)
         stage_ends.append((float(c["made"]), str(c.get("task", "?"))))
     cut_stages: dict[str, list[float]] = {"build": [], "run": [], "sanitize": [], "timing": []}
     for c in cut or []:
@@ -320,13 +318,14 @@ def analyse(
     }
 
 
-def held_part(note: str) -> str | None:
-    """The part of a kernelbench timing note that names the host phases run with the GPU held (None: the note
-    names no phases): after ``with it held:`` for a driver started ahead, else every phase."""
-    if "; with it held: " in note:
-        return note.split("; with it held: ", 1)[1]
-    if "; host seconds: " in note:
-        return note.split("; host seconds: ", 1)[1]
+def models_built_held(note: str) -> float | None:
+    """The seconds a kernelbench timing note says its driver built the models with the GPU held (None: the
+    note names no such phase). A driver started ahead names the held phases after ``with it held:``; one
+    started with the GPU held names them all after ``host seconds:``."""
+    for mark in ("; with it held: ", "; host seconds: "):
+        if mark in note:
+            built = MODELS_BUILT.search(note.split(mark, 1)[1])
+            return float(built.group(1)) if built is not None else None
     return None
 
 

@@ -237,7 +237,8 @@ class GpuPool:
                 continue
             if req.exclusive:
                 idle = [g for g in healthy if not g.exclusive and g.shared == 0 and g.waiting_exclusive == 0]
-                stoppable = [] if idle or req.no_pause else [g for g in healthy if self._pausable(g, now)]
+                waits = idle or req.no_pause or req.memory  # a memory hold never stops runs: they keep theirs
+                stoppable = [] if waits else [g for g in healthy if self._pausable(g, now)]
                 if idle:
                     g = next((x for x in idle if x.index == req.prefer), None) or min(
                         idle, key=lambda x: x.runs
@@ -458,7 +459,6 @@ class GpuPool:
             memory=memory and exclusive,
             arrived=self.clock(),
         )
-        req.no_pause = req.memory
         if self.admission is not None:
             self.admission.reached(req.rank)
         g = self._wait_for_grant(req)
