@@ -95,6 +95,26 @@ def empty(n, dtype=None, device=None):
     return Tensor()
 
 
+# torch's default device, as a context manager: a get_inputs drawn under it notes the device in
+# inputs_device (one line per draw); with STANDIN_DEVICE_FAILS set, entering it fails, as a get_inputs
+# that cannot run on the GPU does
+class device:
+
+    def __init__(self, name):
+        self.name = name
+
+    def __enter__(self):
+        _cuda()
+        if os.environ.get("STANDIN_DEVICE_FAILS"):
+            raise RuntimeError("stand-in: get_inputs cannot run on " + self.name)
+        with open("inputs_device", "a") as fh:
+            fh.write(self.name + "\\n")
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
 class no_grad:
     def __enter__(self):
         return self
@@ -202,7 +222,7 @@ def test_no_timed_call_pays_the_cold_allocator(tmp_path: Path) -> None:
     assert doc["interleaved"] and doc["warmup"] == 3
     # where the host's time went, phase by phase, as the timing's note shows it (no go waited for)
     assert list(doc["phases_s"]) == [
-        k for k, _ in DRIVER_PHASES if k not in ("waited_for_go", "inputs_dropped")
+        k for k, _ in DRIVER_PHASES if k not in ("waited_for_go", "inputs_dropped", "inputs_gpu")
     ]
     assert doc["before_go"] == []
     assert all(isinstance(v, float) and v >= 0 for v in doc["phases_s"].values())
@@ -261,7 +281,8 @@ def test_the_driver_waits_for_its_go_before_cuda_and_the_solution(tmp_path: Path
     assert (tmp_path / "solution_loaded").exists()
     # the go's environment was the first CUDA call's; at the import there was no GPU to see
     assert doc["device"] == "stand-in GPU '3'" and doc["torch"].endswith("CUDA_VISIBLE_DEVICES=''")
-    assert list(doc["phases_s"]) == [k for k, _ in DRIVER_PHASES if k != "inputs_dropped"]
+    assert list(doc["phases_s"]) == [k for k, _ in DRIVER_PHASES if k not in ("inputs_dropped", "inputs_gpu")]
+    assert not (tmp_path / "inputs_device").exists()  # kept from before the go: not drawn on the GPU
     assert doc["phases_s"]["waited_for_go"] >= 0.3
     assert doc["before_go"] == ["import", "inputs", "waited_for_go"]
     assert (tmp_path / "inputs_drawn").read_text() == "x"  # not drawn again after the go
@@ -281,13 +302,29 @@ def test_inputs_too_large_to_keep_ahead_are_drawn_again_once_the_gpu_is_held(tmp
         tmp_path / "inputs_drawn"
     ).read_text() == "xx"  # ahead (16 bytes > 15: dropped), then after the go
     assert doc["before_go"] == ["import", "inputs_dropped", "waited_for_go"]
-    assert list(doc["phases_s"])[:4] == ["import", "inputs_dropped", "waited_for_go", "inputs"]
+    # drawn again on the GPU: get_inputs ran with CUDA as torch's default device
+    assert list(doc["phases_s"])[:5] == ["import", "inputs_dropped", "waited_for_go", "inputs_gpu", "models"]
+    assert (tmp_path / "inputs_device").read_text() == "cuda\n"
     note = phases_note(doc)
     assert (
         "before the GPU was held: torch import" in note
         and "inputs made and dropped (too large to keep)" in note
     )
-    assert "with it held: inputs made " in note
+    assert "with it held: inputs made on the GPU " in note
+    # a get_inputs that cannot run on the GPU is drawn on the host after the go
+    (tmp_path / "inputs_drawn").unlink()
+    (tmp_path / "inputs_device").unlink()
+    p = _driver(
+        tmp_path, site, "--go-file", "go.json", "--ahead-max-bytes", "15",
+        env={"CUDA_VISIBLE_DEVICES": "", "STANDIN_DEVICE_FAILS": "1"},
+    )  # fmt: skip
+    out, _ = p.communicate(timeout=60)
+    assert p.returncode == 0, out
+    doc = _result(out)
+    assert doc["reference_ms"] == [1.0] * 4, doc
+    assert (tmp_path / "inputs_drawn").read_text() == "xx" and not (tmp_path / "inputs_device").exists()
+    assert list(doc["phases_s"])[:5] == ["import", "inputs_dropped", "waited_for_go", "inputs", "models"]
+    assert "with it held: inputs made " in phases_note(doc) and "on the GPU" not in phases_note(doc)
     # at the limit they are kept
     (tmp_path / "inputs_drawn").unlink()
     p = _driver(

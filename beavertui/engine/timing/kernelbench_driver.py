@@ -24,9 +24,11 @@ PATH holds JSON: ``{"env": {NAME: VALUE}, "unset": [NAME]}``, applied to the env
 CUDA call (the GPU to use, ``CUDA_VISIBLE_DEVICES``, is known only when it is held). The driver then prints
 ``BEAVER_KB_GO`` and goes on as without the option; ``phases_s`` adds ``waited_for_go`` and the result
 carries ``before_go``: the phases that ran before the go came (``import``, ``inputs``, ``waited_for_go``).
-Inputs larger than ``--ahead-max-bytes`` (default 2 GiB) are not kept while the driver waits: they are drawn
-again, with the same seed, once the go came (``phases_s`` then has ``inputs_dropped`` before the go and
-``inputs`` after it), so that drivers waiting for their GPU cannot exhaust the host's memory.
+Inputs larger than ``--ahead-max-bytes`` (default 2 GiB) are not kept while the driver waits, so that drivers
+waiting for their GPU cannot exhaust the host's memory: once the go came they are drawn again, with the same
+seed, on the GPU (get_inputs with CUDA as torch's default device: the same shapes and distributions, made in
+milliseconds instead of the host's seconds with the GPU held; ``phases_s`` then has ``inputs_dropped`` before
+the go and ``inputs_gpu`` after it), or on the host where that fails (``inputs`` after the go).
 
 This file is a standalone script: it imports only the standard library and torch, never beavertui.
 """
@@ -68,6 +70,22 @@ def _module(path: Path, name: str) -> types.ModuleType:
 
 def _to_cuda(xs: Any, torch: Any) -> list[Any]:
     return [x.cuda() if isinstance(x, torch.Tensor) else x for x in xs]
+
+
+def _draw_on_gpu(problem: types.ModuleType, torch: Any, seed: int) -> list[Any] | None:
+    """The task's seeded get_inputs with CUDA as torch's default device: tensors of the same shapes, dtypes
+    and distributions as on the host, made by the GPU in milliseconds where the host takes seconds (a 6 GiB
+    ``torch.rand`` takes the host about 10 s, while the GPU is held). Their values are not the host's (the
+    GPU's generator is another), which the timing does not need: both models are called on the same inputs.
+    None when that fails (a get_inputs that reads a tensor's values on the host, too little GPU memory):
+    the caller draws them on the host then."""
+    try:
+        torch.manual_seed(seed)
+        with torch.device("cuda"):
+            return list(problem.get_inputs())
+    except Exception:
+        torch.cuda.empty_cache()
+        return None
 
 
 def _wait_for_go(path: Path, timeout_s: float) -> None:
@@ -132,9 +150,13 @@ def main(argv: list[str] | None = None) -> int:
         ahead = list(phases)  # the phases before the go (none without one)
         if host_inputs is None:
             side = "inputs"
-            torch.manual_seed(args.seed)
-            host_inputs = list(problem.get_inputs())
-            phase("inputs")
+            host_inputs = _draw_on_gpu(problem, torch, args.seed)
+            if host_inputs is not None:
+                phase("inputs_gpu")
+            else:
+                torch.manual_seed(args.seed)
+                host_inputs = list(problem.get_inputs())
+                phase("inputs")
         side = "reference"
         torch.manual_seed(args.seed)
         init = _to_cuda(problem.get_init_inputs(), torch)
