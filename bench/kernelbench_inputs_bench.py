@@ -11,14 +11,14 @@ get_inputs under torch's ``meta`` device: shapes and dtypes, no memory) take at 
 in a work dir of the task's testbench with the reference submission (families.reference_submission: what
 ``scripted:@alternate`` submits, the reference model as ModelNew), the timing driver runs twice, the GPU to
 itself, its go file already there: ``kept`` (``--ahead-max-bytes`` above any input: drawn on the host before
-the go, copied to the GPU after it) and ``gpu`` (``--ahead-max-bytes 0``: drawn on the host and dropped
-before the go, drawn again on the GPU after it), the first of the two alternating from task to task. Per
+the go, copied to the GPU after it) and ``gpu`` (``--ahead-max-bytes 0``: not kept before the go, drawn on
+the GPU after it), the first of the two alternating from task to task. Per
 run: the process's wall time, the driver's phases (host seconds) and which ran before the go, the held
 seconds (the phases after the go: what a batch's GPU hold pays), and both sides' median call (ms).
 ``DIR/kernelbench-inputs.json`` is written again after each task, so a run cut by its time limit keeps what
 it measured.
 
-``summary``: per task the inputs' size, the host's draw (``inputs_dropped`` of the ``gpu`` run: what a
+``summary``: per task the inputs' size, the host's draw (``inputs`` of the ``kept`` run, before the go: what a
 driver before the GPU draw did again with the GPU held), the GPU's draw, the held seconds of each run, and
 both sides' median call in each run with their ratio (the timing on GPU-drawn inputs against host-drawn
 ones); then the medians over the tasks.
@@ -159,7 +159,7 @@ def summarize(doc: dict[str, Any]) -> dict[str, Any]:
             {
                 "task": tid,
                 "input_gib": round(row["input_bytes"] / (1 << 30), 2),
-                "host_draw_s": gpu["phases_s"].get("inputs_dropped"),
+                "host_draw_s": kept["phases_s"].get("inputs"),
                 "gpu_draw_s": gpu["phases_s"].get("inputs_gpu"),
                 "held_kept_s": kept["held_s"],
                 "held_gpu_s": gpu["held_s"],
@@ -173,9 +173,12 @@ def summarize(doc: dict[str, Any]) -> dict[str, Any]:
         xs = [r[key] for r in rows if isinstance(r.get(key), (int, float))]
         return round(statistics.median(xs), 3) if xs else None
 
-    left = sorted(
-        t for t, r in doc["tasks"].items() if t not in {x["task"] for x in rows}
-    )  # not reached or failed
+    done = {x["task"] for x in rows}
+    left = {
+        t: "not reached (time budget)" if r.get("not_reached") else "a run failed"
+        for t, r in doc["tasks"].items()
+        if t not in done
+    }
     return {
         "rows": rows,
         "left_out": left,
@@ -203,8 +206,9 @@ def summary(a: argparse.Namespace) -> int:
         f"medians over {len(s['rows'])} tasks: host draw {m['host_draw_s']} s, GPU draw {m['gpu_draw_s']} s, "
         f"held {m['held_kept_s']} s (kept) and {m['held_gpu_s']} s (GPU draw), reference call GPU/kept {m['ref_ratio']}"
     )
-    if s["left_out"]:
-        print(f"left out (not reached, or a run failed): {', '.join(s['left_out'])}")
+    for why in sorted(set(s["left_out"].values())):
+        ids = [t for t, w in s["left_out"].items() if w == why]
+        print(f"left out, {why}: {len(ids)} ({', '.join(ids)})")
     if a.json:
         a.json.write_text(json.dumps(s, indent=1))
     return 0

@@ -63,6 +63,12 @@ class Tensor:
     shape = (4,)
     nbytes = 16
 
+    def numel(self):
+        return 4
+
+    def element_size(self):
+        return 4
+
     def cuda(self):
         _cuda()
         return self
@@ -96,23 +102,29 @@ def empty(n, dtype=None, device=None):
 
 
 # torch's default device, as a context manager: a get_inputs drawn under it notes the device in
-# inputs_device (one line per draw); with STANDIN_DEVICE_FAILS set, entering it fails, as a get_inputs
-# that cannot run on the GPU does
+# inputs_device (one line per draw); with STANDIN_DEVICE_FAILS naming it (or "all"), entering it fails, as
+# a get_inputs that cannot run there does
 class device:
 
     def __init__(self, name):
         self.name = name
 
     def __enter__(self):
-        _cuda()
-        if os.environ.get("STANDIN_DEVICE_FAILS"):
+        if self.name != "meta":
+            _cuda()
+        if os.environ.get("STANDIN_DEVICE_FAILS", "") in (self.name, "all"):
             raise RuntimeError("stand-in: get_inputs cannot run on " + self.name)
+        _device[0] = self.name
         with open("inputs_device", "a") as fh:
             fh.write(self.name + "\\n")
         return self
 
     def __exit__(self, *exc):
+        _device[0] = None
         return False
+
+
+_device = [None]
 
 
 class no_grad:
@@ -186,7 +198,8 @@ def get_init_inputs():
 
 
 def get_inputs():
-    open("inputs_drawn", "a").write("x")  # one x per call
+    if torch._device[0] != "meta":  # sized on the meta device: nothing drawn
+        open("inputs_drawn", "a").write("x")  # one x per draw
     return [torch.Tensor()]
 """
 
@@ -222,7 +235,9 @@ def test_no_timed_call_pays_the_cold_allocator(tmp_path: Path) -> None:
     assert doc["interleaved"] and doc["warmup"] == 3
     # where the host's time went, phase by phase, as the timing's note shows it (no go waited for)
     assert list(doc["phases_s"]) == [
-        k for k, _ in DRIVER_PHASES if k not in ("waited_for_go", "inputs_dropped", "inputs_gpu")
+        k
+        for k, _ in DRIVER_PHASES
+        if k not in ("waited_for_go", "inputs_sized", "inputs_dropped", "inputs_gpu")
     ]
     assert doc["before_go"] == []
     assert all(isinstance(v, float) and v >= 0 for v in doc["phases_s"].values())
@@ -281,11 +296,28 @@ def test_the_driver_waits_for_its_go_before_cuda_and_the_solution(tmp_path: Path
     assert (tmp_path / "solution_loaded").exists()
     # the go's environment was the first CUDA call's; at the import there was no GPU to see
     assert doc["device"] == "stand-in GPU '3'" and doc["torch"].endswith("CUDA_VISIBLE_DEVICES=''")
-    assert list(doc["phases_s"]) == [k for k, _ in DRIVER_PHASES if k not in ("inputs_dropped", "inputs_gpu")]
-    assert not (tmp_path / "inputs_device").exists()  # kept from before the go: not drawn on the GPU
+    assert list(doc["phases_s"]) == [
+        k for k, _ in DRIVER_PHASES if k not in ("inputs_sized", "inputs_dropped", "inputs_gpu")
+    ]
+    # sized on the meta device, drawn on the host and kept from before the go: not drawn on the GPU
+    assert (tmp_path / "inputs_device").read_text() == "meta\n"
     assert doc["phases_s"]["waited_for_go"] >= 0.3
     assert doc["before_go"] == ["import", "inputs", "waited_for_go"]
     assert (tmp_path / "inputs_drawn").read_text() == "x"  # not drawn again after the go
+
+
+def _dropped_run(tmp_path: Path, site: Path, fails: str) -> dict[str, Any]:
+    """The driver started ahead with inputs too large to keep (--ahead-max-bytes 15), where get_inputs cannot
+    run on the device ``fails`` names; its result."""
+    p = _driver(
+        tmp_path, site, "--go-file", "go.json", "--ahead-max-bytes", "15",
+        env={"CUDA_VISIBLE_DEVICES": "", "STANDIN_DEVICE_FAILS": fails},
+    )  # fmt: skip
+    out, _ = p.communicate(timeout=60)
+    assert p.returncode == 0, out
+    doc = _result(out)
+    assert doc["reference_ms"] == [1.0] * 4, doc
+    return doc
 
 
 def test_inputs_too_large_to_keep_ahead_are_drawn_again_once_the_gpu_is_held(tmp_path: Path) -> None:
@@ -298,33 +330,33 @@ def test_inputs_too_large_to_keep_ahead_are_drawn_again_once_the_gpu_is_held(tmp
     assert p.returncode == 0, out
     doc = _result(out)
     assert doc["reference_ms"] == [1.0] * 4, doc
-    assert (
-        tmp_path / "inputs_drawn"
-    ).read_text() == "xx"  # ahead (16 bytes > 15: dropped), then after the go
-    assert doc["before_go"] == ["import", "inputs_dropped", "waited_for_go"]
-    # drawn again on the GPU: get_inputs ran with CUDA as torch's default device
-    assert list(doc["phases_s"])[:5] == ["import", "inputs_dropped", "waited_for_go", "inputs_gpu", "models"]
-    assert (tmp_path / "inputs_device").read_text() == "cuda\n"
+    # sized on the meta device ahead (16 bytes > 15), not drawn there; drawn on the GPU after the go
+    assert (tmp_path / "inputs_drawn").read_text() == "x"
+    assert (tmp_path / "inputs_device").read_text() == "meta\ncuda\n"
+    assert doc["before_go"] == ["import", "inputs_sized", "waited_for_go"]
+    assert list(doc["phases_s"])[:5] == ["import", "inputs_sized", "waited_for_go", "inputs_gpu", "models"]
     note = phases_note(doc)
-    assert (
-        "before the GPU was held: torch import" in note
-        and "inputs made and dropped (too large to keep)" in note
-    )
+    assert "before the GPU was held: torch import" in note and "inputs sized (too large to keep" in note
     assert "with it held: inputs made on the GPU " in note
     # a get_inputs that cannot run on the GPU is drawn on the host after the go
-    (tmp_path / "inputs_drawn").unlink()
-    (tmp_path / "inputs_device").unlink()
-    p = _driver(
-        tmp_path, site, "--go-file", "go.json", "--ahead-max-bytes", "15",
-        env={"CUDA_VISIBLE_DEVICES": "", "STANDIN_DEVICE_FAILS": "1"},
-    )  # fmt: skip
-    out, _ = p.communicate(timeout=60)
-    assert p.returncode == 0, out
-    doc = _result(out)
-    assert doc["reference_ms"] == [1.0] * 4, doc
-    assert (tmp_path / "inputs_drawn").read_text() == "xx" and not (tmp_path / "inputs_device").exists()
-    assert list(doc["phases_s"])[:5] == ["import", "inputs_dropped", "waited_for_go", "inputs", "models"]
+    for mark in ("inputs_drawn", "inputs_device"):
+        (tmp_path / mark).unlink()
+    doc = _dropped_run(tmp_path, site, "cuda")
+    assert (tmp_path / "inputs_drawn").read_text() == "x" and (
+        tmp_path / "inputs_device"
+    ).read_text() == "meta\n"
+    assert list(doc["phases_s"])[:5] == ["import", "inputs_sized", "waited_for_go", "inputs", "models"]
     assert "with it held: inputs made " in phases_note(doc) and "on the GPU" not in phases_note(doc)
+    # one the meta device cannot size is drawn on the host ahead, dropped, and drawn again on the GPU
+    for mark in ("inputs_drawn", "inputs_device"):
+        (tmp_path / mark).unlink()
+    doc = _dropped_run(tmp_path, site, "meta")
+    assert (tmp_path / "inputs_drawn").read_text() == "xx" and (
+        tmp_path / "inputs_device"
+    ).read_text() == "cuda\n"
+    assert doc["before_go"] == ["import", "inputs_dropped", "waited_for_go"]
+    assert list(doc["phases_s"])[:5] == ["import", "inputs_dropped", "waited_for_go", "inputs_gpu", "models"]
+    assert "inputs made and dropped (too large to keep)" in phases_note(doc)
     # at the limit they are kept
     (tmp_path / "inputs_drawn").unlink()
     p = _driver(

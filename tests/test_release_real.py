@@ -548,8 +548,8 @@ def test_kernelbench_driver_draws_the_inputs_before_its_go_on_real_torch(
     real: dict[str, Task], tmp_path: Path
 ) -> None:
     """Started ahead of the GPU hold with no GPU visible, the driver draws the task's inputs on the host before
-    its go (or, above --ahead-max-bytes, drops them and draws them again after it), and the timing is the
-    same; a get_inputs that makes its tensors on the GPU ends the driver before it says it is ready."""
+    its go (or, above --ahead-max-bytes, sizes them on the meta device and draws them on the GPU after it),
+    and the timing is the same; a get_inputs that makes its tensors on the GPU ends the driver before it says it is ready."""
     kb = real["kb2"]
     sub = families.reference_submission(kb)
     assert sub is not None
@@ -571,8 +571,8 @@ def test_kernelbench_driver_draws_the_inputs_before_its_go_on_real_torch(
         docs[cap] = json.loads(line.split(" ", 1)[1])
         assert "error" not in docs[cap] and docs[cap]["max_abs_diff"] == 0.0, docs[cap]
     assert docs["4294967296"]["before_go"] == ["import", "inputs", "waited_for_go"]
-    assert docs["1"]["before_go"] == ["import", "inputs_dropped", "waited_for_go"]
-    # dropped ahead, drawn again on the GPU once it was held (kernelbench_driver._draw_on_gpu)
+    assert docs["1"]["before_go"] == ["import", "inputs_sized", "waited_for_go"]
+    # sized ahead on the meta device, not drawn; drawn on the GPU once it was held (kernelbench_driver)
     assert "inputs_gpu" in docs["1"]["phases_s"] and "inputs" not in docs["1"]["phases_s"], docs["1"]
     assert "to_device" in docs["1"]["phases_s"]
     print("phases kept:", docs["4294967296"]["phases_s"], "dropped:", docs["1"]["phases_s"])

@@ -25,10 +25,12 @@ CUDA call (the GPU to use, ``CUDA_VISIBLE_DEVICES``, is known only when it is he
 ``BEAVER_KB_GO`` and goes on as without the option; ``phases_s`` adds ``waited_for_go`` and the result
 carries ``before_go``: the phases that ran before the go came (``import``, ``inputs``, ``waited_for_go``).
 Inputs larger than ``--ahead-max-bytes`` (default 2 GiB) are not kept while the driver waits, so that drivers
-waiting for their GPU cannot exhaust the host's memory: once the go came they are drawn again, with the same
-seed, on the GPU (get_inputs with CUDA as torch's default device: the same shapes and distributions, made in
-milliseconds instead of the host's seconds with the GPU held; ``phases_s`` then has ``inputs_dropped`` before
-the go and ``inputs_gpu`` after it), or on the host where that fails (``inputs`` after the go).
+waiting for their GPU cannot exhaust the host's memory: their size is read first on torch's ``meta`` device
+(``inputs_sized``), and they are not drawn before the go; once it came they are drawn, with the same seed, on
+the GPU (get_inputs with CUDA as torch's default device: the same shapes and distributions, made in
+milliseconds instead of the host's seconds with the GPU held; ``inputs_gpu``), or on the host where that
+fails (``inputs`` after the go). Where the meta device cannot size them they are drawn on the host ahead and,
+too large, dropped (``inputs_dropped``).
 
 This file is a standalone script: it imports only the standard library and torch, never beavertui.
 """
@@ -70,6 +72,17 @@ def _module(path: Path, name: str) -> types.ModuleType:
 
 def _to_cuda(xs: Any, torch: Any) -> list[Any]:
     return [x.cuda() if isinstance(x, torch.Tensor) else x for x in xs]
+
+
+def _meta_bytes(problem: types.ModuleType, torch: Any) -> int | None:
+    """The bytes of the task's get_inputs, drawn on torch's ``meta`` device (shapes and dtypes, no memory, no
+    time); None when that fails (a get_inputs that reads a tensor's values)."""
+    try:
+        with torch.device("meta"):
+            xs = list(problem.get_inputs())
+    except Exception:
+        return None
+    return sum(int(x.numel() * x.element_size()) for x in xs if isinstance(x, torch.Tensor))
 
 
 def _draw_on_gpu(problem: types.ModuleType, torch: Any, seed: int) -> list[Any] | None:
@@ -135,14 +148,19 @@ def main(argv: list[str] | None = None) -> int:
         # its tensors on a GPU fails here when none is visible (ahead of the hold): the driver then ends
         # before it is ready, and the timing starts one with the GPU held.
         side = "inputs"
-        torch.manual_seed(args.seed)
-        host_inputs: list[Any] | None = list(problem.get_inputs())
-        size = sum(int(getattr(x, "nbytes", 0) or 0) for x in host_inputs or [])
-        if args.go_file is not None and size > args.ahead_max_bytes:
-            host_inputs = None  # too large to keep while waiting: drawn again once the GPU is held
-            phase("inputs_dropped")
+        host_inputs: list[Any] | None = None
+        sized = _meta_bytes(problem, torch) if args.go_file is not None else None
+        if sized is not None and sized > args.ahead_max_bytes:
+            phase("inputs_sized")  # too large to keep while waiting: not drawn before the GPU is held
         else:
-            phase("inputs")
+            torch.manual_seed(args.seed)
+            host_inputs = list(problem.get_inputs())
+            size = sum(int(getattr(x, "nbytes", 0) or 0) for x in host_inputs)
+            if args.go_file is not None and size > args.ahead_max_bytes:
+                host_inputs = None  # too large to keep while waiting: drawn again once the GPU is held
+                phase("inputs_dropped")
+            else:
+                phase("inputs")
         if args.go_file is not None:
             side = "go"
             _wait_for_go(args.go_file, args.go_timeout)

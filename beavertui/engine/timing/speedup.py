@@ -248,7 +248,8 @@ LATE_ENV = re.compile(r"^CUDA_")
 
 #: The kernelbench driver's phases, in the order it runs them (kernelbench_driver.py, ``phases_s``).
 DRIVER_PHASES = (
-    ("import", "torch import"), ("inputs_dropped", "inputs made and dropped (too large to keep)"),
+    ("import", "torch import"), ("inputs_sized", "inputs sized (too large to keep while waiting)"),
+    ("inputs_dropped", "inputs made and dropped (too large to keep)"),
     ("inputs", "inputs made"), ("waited_for_go", "waiting for the GPU"), ("inputs_gpu", "inputs made on the GPU"),
     ("models", "models built"), ("to_device", "inputs copied to the GPU"), ("warmup", "warm-up"),
     ("trials", "timed trials"),
