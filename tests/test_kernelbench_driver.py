@@ -306,6 +306,17 @@ def test_the_driver_waits_for_its_go_before_cuda_and_the_solution(tmp_path: Path
     assert (tmp_path / "inputs_drawn").read_text() == "x"  # not drawn again after the go
 
 
+def _take_marks(tmp_path: Path) -> tuple[str, str]:
+    """What the stand-in marked since the last call, removed: the draws of get_inputs (one x each, none on
+    the meta device) and the devices it ran under (one line each)."""
+    got = []
+    for mark in ("inputs_drawn", "inputs_device"):
+        f = tmp_path / mark
+        got.append(f.read_text() if f.exists() else "")
+        f.unlink(missing_ok=True)
+    return got[0], got[1]
+
+
 def _dropped_run(tmp_path: Path, site: Path, fails: str) -> dict[str, Any]:
     """The driver started ahead with inputs too large to keep (--ahead-max-bytes 15), where get_inputs cannot
     run on the device ``fails`` names; its result."""
@@ -331,39 +342,39 @@ def test_inputs_too_large_to_keep_ahead_are_drawn_again_once_the_gpu_is_held(tmp
     doc = _result(out)
     assert doc["reference_ms"] == [1.0] * 4, doc
     # sized on the meta device ahead (16 bytes > 15), not drawn there; drawn on the GPU after the go
-    assert (tmp_path / "inputs_drawn").read_text() == "x"
-    assert (tmp_path / "inputs_device").read_text() == "meta\ncuda\n"
+    assert _take_marks(tmp_path) == ("x", "meta\ncuda\n")
     assert doc["before_go"] == ["import", "inputs_sized", "waited_for_go"]
     assert list(doc["phases_s"])[:5] == ["import", "inputs_sized", "waited_for_go", "inputs_gpu", "models"]
     note = phases_note(doc)
     assert "before the GPU was held: torch import" in note and "inputs sized (too large to keep" in note
     assert "with it held: inputs made on the GPU " in note
     # a get_inputs that cannot run on the GPU is drawn on the host after the go
-    for mark in ("inputs_drawn", "inputs_device"):
-        (tmp_path / mark).unlink()
     doc = _dropped_run(tmp_path, site, "cuda")
-    assert (tmp_path / "inputs_drawn").read_text() == "x" and (
-        tmp_path / "inputs_device"
-    ).read_text() == "meta\n"
+    assert _take_marks(tmp_path) == ("x", "meta\n")
     assert list(doc["phases_s"])[:5] == ["import", "inputs_sized", "waited_for_go", "inputs", "models"]
     assert "with it held: inputs made " in phases_note(doc) and "on the GPU" not in phases_note(doc)
     # one the meta device cannot size is drawn on the host ahead, dropped, and drawn again on the GPU
-    for mark in ("inputs_drawn", "inputs_device"):
-        (tmp_path / mark).unlink()
     doc = _dropped_run(tmp_path, site, "meta")
-    assert (tmp_path / "inputs_drawn").read_text() == "xx" and (
-        tmp_path / "inputs_device"
-    ).read_text() == "cuda\n"
+    assert _take_marks(tmp_path) == ("xx", "cuda\n")
     assert doc["before_go"] == ["import", "inputs_dropped", "waited_for_go"]
     assert list(doc["phases_s"])[:5] == ["import", "inputs_dropped", "waited_for_go", "inputs_gpu", "models"]
     assert "inputs made and dropped (too large to keep)" in phases_note(doc)
+    # without a go file (the GPU held from the start) they are sized and drawn on the GPU at once
+    out = subprocess.run(
+        [sys.executable, str(DRIVER), "--problem", "problem.py", "--solution", "solution.py", "--trials", "4",
+         "--ahead-max-bytes", "15"],
+        cwd=tmp_path, capture_output=True, text=True, env={"PYTHONPATH": str(site)}, timeout=60,
+    ).stdout  # fmt: skip
+    doc = _result(out)
+    assert doc["reference_ms"] == [1.0] * 4 and doc["before_go"] == [], doc
+    assert list(doc["phases_s"])[:3] == ["import", "inputs_sized", "inputs_gpu"]
+    assert _take_marks(tmp_path) == ("x", "meta\ncuda\n")
     # at the limit they are kept
-    (tmp_path / "inputs_drawn").unlink()
     p = _driver(
         tmp_path, site, "--go-file", "go.json", "--ahead-max-bytes", "16", env={"CUDA_VISIBLE_DEVICES": ""}
     )
     out, _ = p.communicate(timeout=60)
-    assert p.returncode == 0 and (tmp_path / "inputs_drawn").read_text() == "x", out
+    assert p.returncode == 0 and _take_marks(tmp_path) == ("x", "meta\n"), out
     assert _result(out)["before_go"] == ["import", "inputs", "waited_for_go"]
 
 

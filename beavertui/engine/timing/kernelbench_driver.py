@@ -30,7 +30,8 @@ waiting for their GPU cannot exhaust the host's memory: their size is read first
 the GPU (get_inputs with CUDA as torch's default device: the same shapes and distributions, made in
 milliseconds instead of the host's seconds with the GPU held; ``inputs_gpu``), or on the host where that
 fails (``inputs`` after the go). Where the meta device cannot size them they are drawn on the host ahead and,
-too large, dropped (``inputs_dropped``).
+too large, dropped (``inputs_dropped``). Without ``--go-file`` (the GPU held from the start) inputs above that
+size are drawn on the GPU at once, the same way.
 
 This file is a standalone script: it imports only the standard library and torch, never beavertui.
 """
@@ -149,9 +150,10 @@ def main(argv: list[str] | None = None) -> int:
         # before it is ready, and the timing starts one with the GPU held.
         side = "inputs"
         host_inputs: list[Any] | None = None
-        sized = _meta_bytes(problem, torch) if args.go_file is not None else None
+        sized = _meta_bytes(problem, torch)
         if sized is not None and sized > args.ahead_max_bytes:
-            phase("inputs_sized")  # too large to keep while waiting: not drawn before the GPU is held
+            # too large to keep while waiting: drawn on the GPU once it is held (at once without a go file)
+            phase("inputs_sized")
         else:
             torch.manual_seed(args.seed)
             host_inputs = list(problem.get_inputs())
