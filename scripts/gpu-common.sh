@@ -36,3 +36,13 @@ watch_procs() {
     done
   ) &
 }
+# pack_out NAME [TAR OPTION...]: all of $OUT but w/ in $OUT/NAME (a .tgz), for a machine that sends back only a
+# few files of $OUT. It is packed in w/ and then moved: packed into the folder it reads, tar found that folder
+# changed as it read it and exited 1 (the archive whole), so the line saying it was packed was never logged.
+pack_out() {
+  local name=$1
+  shift
+  rm -f "$OUT/$name"
+  tar czf "$W/$name" -C "$OUT" --exclude=w "$@" . && mv "$W/$name" "$OUT/$name" \
+    && log "packed: $name ($(du -h "$OUT/$name" | cut -f1))"
+}

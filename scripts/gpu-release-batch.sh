@@ -75,5 +75,5 @@ cp "$W/batch.log" "$OUT/batch.log"  # what the batch printed: how it ended, what
 # One file holds the whole result: a machine that sends back only a few files of $OUT still returns the run
 # (unpack it over $OUT's layout: tar xzf batch-out.tgz).
 cp "$W/steps.log" "$OUT/steps.log"
-tar czf "$OUT/batch-out.tgz" -C "$OUT" --exclude=batch-out.tgz --exclude=w . && log "packed: batch-out.tgz ($(du -h "$OUT/batch-out.tgz" | cut -f1))"
+pack_out batch-out.tgz
 cp "$W/steps.log" "$OUT/steps.log"

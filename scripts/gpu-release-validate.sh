@@ -139,5 +139,5 @@ log "end: $(grep -c '"task_id"' "$OUT/validate.jsonl") results of $(wc -l <"$W/a
 cp "$W/steps.log" "$OUT/steps.log"
 # One file holds the whole result (see gpu-release-batch.sh): tar xzf validate-out.tgz restores $OUT's layout.
 cp "$W/steps.log" "$OUT/steps.log"
-tar czf "$OUT/validate-out.tgz" -C "$OUT" --exclude=validate-out.tgz --exclude=raw --exclude=w . && log "packed: validate-out.tgz ($(du -h "$OUT/validate-out.tgz" | cut -f1))"
+pack_out validate-out.tgz --exclude=raw
 cp "$W/steps.log" "$OUT/steps.log"
