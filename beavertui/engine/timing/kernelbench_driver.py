@@ -143,11 +143,12 @@ def main(argv: list[str] | None = None) -> int:
 
         problem = _module(args.problem, "beaver_kb_problem")
         phase("import")
-        # The inputs are drawn on the host first (the task's get_inputs, seeded: the same tensors as when
-        # drawn after the models, since the seed is set again right before), so that a driver started ahead
-        # of the GPU hold makes them before its go; large ones take seconds of CPU. A get_inputs that makes
-        # its tensors on a GPU fails here when none is visible (ahead of the hold): the driver then ends
-        # before it is ready, and the timing starts one with the GPU held.
+        # The inputs are sized on the meta device, then those within --ahead-max-bytes are drawn on the host
+        # (the task's get_inputs, seeded: the same tensors as when drawn after the models, since the seed is
+        # set again right before), so that a driver started ahead of the GPU hold makes them before its go;
+        # large ones would take seconds of CPU, and are drawn on the GPU once it is held. A get_inputs that
+        # makes its tensors on a GPU fails here when none is visible (ahead of the hold): the driver then
+        # ends before it is ready, and the timing starts one with the GPU held.
         side = "inputs"
         host_inputs: list[Any] | None = None
         sized = _meta_bytes(problem, torch)
