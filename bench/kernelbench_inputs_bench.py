@@ -36,7 +36,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import types
 from pathlib import Path
 from typing import Any
 
@@ -46,26 +45,25 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from timing_floor_bench import gpu_info  # noqa: E402
 
+from beavertui.engine.timing.kernelbench_driver import load_module, meta_bytes  # noqa: E402
+from beavertui.engine.timing.speedup import DRIVER_TAG as TAG  # noqa: E402
+from beavertui.engine.timing.speedup import KERNELBENCH_DRIVER as DRIVER  # noqa: E402
+
 RESULT = "kernelbench-inputs.json"
-DRIVER = ROOT / "beavertui" / "engine" / "timing" / "kernelbench_driver.py"
 #: The two runs of each task: the driver's --ahead-max-bytes in each.
 MODES = {"kept": 1 << 62, "gpu": 0}
-TAG = "BEAVER_KB_TIMING "
 
 
 def input_bytes(problem: Path) -> int | None:
-    """The bytes of the task's get_inputs, drawn on torch's meta device (None when that fails)."""
+    """The bytes of the task's get_inputs, sized on torch's meta device as the driver sizes them (None when
+    that fails)."""
     import torch
 
-    mod = types.ModuleType("beaver_kb_size")
-    mod.__file__ = str(problem)
     try:
-        exec(compile(problem.read_text(encoding="utf-8"), str(problem), "exec"), mod.__dict__)
-        with torch.device("meta"):
-            xs = list(mod.get_inputs())
+        mod = load_module(problem, "beaver_kb_size")
     except Exception:
         return None
-    return sum(int(x.numel() * x.element_size()) for x in xs if isinstance(x, torch.Tensor))
+    return meta_bytes(mod, torch)
 
 
 def drive(work: Path, cap: int, trials: int) -> dict[str, Any]:

@@ -120,6 +120,8 @@ def test_inputs_drawn_on_the_gpu_alone() -> None:
     }  # fmt: skip
     assert all(abs(r["ref_ratio"] - 1) < 0.01 for r in rows)
     assert all(r["held_gpu_s"] < r["held_kept_s"] for r in rows)
+    assert (min(r["held_kept_s"] for r in rows), max(r["held_kept_s"] for r in rows)) == (1.173, 3.087)
+    assert (min(r["held_gpu_s"] for r in rows), max(r["held_gpu_s"] for r in rows)) == (0.535, 1.093)
     assert set(s["left_out"].values()) == {"not reached (time budget)"} and len(s["left_out"]) == 9
     # that run's driver drew them on the host ahead and dropped them (6.4 to 32.9 s of CPU before its go)
     dropped = [

@@ -63,7 +63,7 @@ def _emit(doc: dict[str, Any]) -> None:
     print(f"{TAG} {json.dumps(doc, allow_nan=False)}", flush=True)
 
 
-def _module(path: Path, name: str) -> types.ModuleType:
+def load_module(path: Path, name: str) -> types.ModuleType:
     mod = types.ModuleType(name)
     mod.__file__ = str(path)
     sys.modules[name] = mod
@@ -75,7 +75,7 @@ def _to_cuda(xs: Any, torch: Any) -> list[Any]:
     return [x.cuda() if isinstance(x, torch.Tensor) else x for x in xs]
 
 
-def _meta_bytes(problem: types.ModuleType, torch: Any) -> int | None:
+def meta_bytes(problem: types.ModuleType, torch: Any) -> int | None:
     """The bytes of the task's get_inputs, drawn on torch's ``meta`` device (shapes and dtypes, no memory, no
     time); None when that fails (a get_inputs that reads a tensor's values)."""
     try:
@@ -141,7 +141,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         import torch
 
-        problem = _module(args.problem, "beaver_kb_problem")
+        problem = load_module(args.problem, "beaver_kb_problem")
         phase("import")
         # The inputs are sized on the meta device, then those within --ahead-max-bytes are drawn on the host
         # (the task's get_inputs, seeded: the same tensors as when drawn after the models, since the seed is
@@ -151,7 +151,7 @@ def main(argv: list[str] | None = None) -> int:
         # ends before it is ready, and the timing starts one with the GPU held.
         side = "inputs"
         host_inputs: list[Any] | None = None
-        sized = _meta_bytes(problem, torch)
+        sized = meta_bytes(problem, torch)
         if sized is not None and sized > args.ahead_max_bytes:
             # too large to keep while waiting: drawn on the GPU once it is held (at once without a go file)
             phase("inputs_sized")
@@ -186,7 +186,7 @@ def main(argv: list[str] | None = None) -> int:
         models = [("reference", ref)]
         if not args.reference_only:
             side = "candidate"
-            solution = _module(args.solution, "beaver_kb_solution")
+            solution = load_module(args.solution, "beaver_kb_solution")
             torch.manual_seed(args.seed)
             cand = solution.ModelNew(*init).cuda().eval()
             models.append(("candidate", cand))
