@@ -58,6 +58,8 @@ LONG_S = 30.0
 #: (batch/scheduled.py: GpuPool's pause note, stopped_note).
 RUNS_STOPPED = re.compile(r"\bruns? on GPU \S+ stopped \(SIGSTOP\)")
 BUILDS_STOPPED = re.compile(r"\bbuilds? stopped \(SIGSTOP\)")
+#: ... and when it stopped the run made again alone for its memory that held its GPU.
+RERUN_STOPPED = re.compile(r"\brun made again alone for its memory on GPU \S+ stopped \(SIGSTOP\)")
 #: The kernelbench driver's phase in which the candidate's module is loaded and both models built (a
 #: candidate's extension compiled here, when its pre-build did not serve), as its timing note says it.
 MODELS_BUILT = re.compile(r"\bmodels built ([0-9.]+)")
@@ -158,6 +160,7 @@ def analyse(
     models_built: list[float] = []  # kernelbench timing: seconds building models with the GPU held
     stopping = 0  # timing stages that stopped the runs on their GPU (their note says so)
     stopping_builds = 0  # timing stages that stopped builds (--builds-in-timing)
+    over_reruns = 0  # timing stages that stopped a run made again alone for its memory
     for t, name, e in evs:
         if isinstance(e, SessionHeader):
             started.setdefault(name, t)
@@ -185,6 +188,7 @@ def analyse(
             timing_wall.append(wall)
             stopping += bool(RUNS_STOPPED.search(e.result.note or ""))
             stopping_builds += bool(BUILDS_STOPPED.search(e.result.note or ""))
+            over_reruns += bool(RERUN_STOPPED.search(e.result.note or ""))
             timed_again += bool(TIMED_AGAIN.search(e.result.note or ""))
             built = models_built_held(e.result.note or "")
             if built is not None:
@@ -268,6 +272,7 @@ def analyse(
         "builds_paused": {**summary(builds_paused), "timing_stages_that_stopped_builds": stopping_builds},
         "reruns_alone": summary(alone),
         "timed_again_for_memory": timed_again,
+        "timing_over_reruns_alone": over_reruns,
         "models_built_held": {
             **summary(models_built),
             "max_s": round(max(models_built, default=0.0), 1),
@@ -379,6 +384,9 @@ def main(argv: list[str] | None = None) -> int:
     if ra["count"]:
         print(f"runs made again alone, after running out of GPU memory beside other runs (start checks' included): "
               f"{ra['count']}, {ra['sum_s']} s summed")  # fmt: skip
+    if doc.get("timing_over_reruns_alone"):
+        print(f"timing stages that stopped a run made again alone for its memory, rather than wait for its end: "
+              f"{doc['timing_over_reruns_alone']}")  # fmt: skip
     if doc["timed_again_for_memory"]:
         print(f"timing stages made again holding their GPU's memory (out of memory beside the runs stopped for "
               f"them): {doc['timed_again_for_memory']}")  # fmt: skip

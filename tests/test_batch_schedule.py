@@ -914,11 +914,19 @@ def test_a_run_out_of_memory_beside_other_runs_is_made_again_alone(sleepy: Any, 
     from beavertui.engine.toolchain.base import AttemptOptions
 
     tool = _scheduled(tmp_path)
+    registered, running = [], tool.pool.running
+
+    def watched(g: Any, process: Any) -> Any:  # the rerun registers its process: a timing stage may stop it
+        registered.append(g.memory_hold)
+        return running(g, process)
+
+    tool.pool.running = watched
     other = Stage(tool.pool.hold, 0).wait()  # another session's correctness run, on the GPU throughout
     freed = threading.Thread(target=lambda: (queued(tool.pool, 1), other.done()))  # once the rerun waits
     freed.start()
     events = list(tool.attempt(sleepy, OOM_ONCE, AttemptOptions(iteration=1, gate=0.7, keep_workdir=False)))
     freed.join(WAIT)
+    assert registered[:2] == [False, True]  # the first run, shared; the rerun, holding the GPU for its memory
     [ran] = [e for e in events if e.kind == "run"]
     assert ran.result.rerun_alone is not None and "CUDA error: out of memory" in ran.result.rerun_alone
     assert ran.result.rc == 0 and events[-1].category == "passed"
@@ -1005,6 +1013,116 @@ def test_a_run_made_again_alone_for_memory_waits_for_the_gpu_s_runs_instead_of_s
     alone.done()
     later.wait().done()
     assert [w for w, *_ in pool.log].count("pause") == 0
+
+
+def _memory_hold(pool: GpuPool, proc: Proc | None) -> Any:
+    """A run made again alone for its memory, registering ``proc`` (None: no process registered)."""
+    if proc is None:
+        return pool.hold(exclusive=True, memory=True)
+
+    @contextlib.contextmanager
+    def held() -> Iterator[Any]:
+        with pool.hold(exclusive=True, memory=True) as g, pool.running(g, proc):
+            yield g
+
+    return held()
+
+
+def test_a_timing_stage_stops_a_run_made_again_alone_for_its_memory_instead_of_waiting_for_it() -> None:
+    """Such a run may run for minutes (a kernelbench eval drawing its inputs on the host): the timing stops it,
+    holds the GPU for its seconds, continues it, and the run holds the GPU alone again until it ends."""
+    asked: list[float] = []
+    pool = GpuPool(["0"], shared=2, clock=Clock(), quiet=lambda gpu, max_s: asked.append(max_s) or 0.2)
+    pool.log = []
+    p = Proc()
+    alone = Stage(lambda: _memory_hold(pool, p), 0).wait()
+    timing = Stage(lambda: pool.hold(exclusive=True), 5).wait()
+    assert p.calls == ["pause"] and asked == [pool.idle_wait_s]
+    assert timing.got.pause_note.startswith(
+        "the run made again alone for its memory on GPU 0 stopped (SIGSTOP)"
+    )
+    second = Stage(lambda: pool.hold(exclusive=True), 6)  # another timing: the GPU is held, it waits
+    queued(pool, 1)
+    timing.done()
+    second.wait()  # the run was continued, then stopped in turn for it
+    assert p.calls == ["pause", "resume", "pause"]
+    second.done()
+    shared = Stage(pool.hold, 7)  # the rerun holds the GPU alone again: no shared run beside it
+    queued(pool, 1)
+    assert not shared.granted.is_set() and pool.gpus[0].exclusive and pool.gpus[0].pause_note is None
+    alone.done()
+    shared.wait().done()
+    assert [x for x in pool.log if x[0] == "pause"] == [
+        ("pause", "memory", 5, "0"),
+        ("pause", "memory", 6, "0"),
+    ]
+
+
+def test_a_run_made_again_alone_is_waited_for_until_its_process_registers_or_without_a_way_to_see_idle() -> (
+    None
+):
+    pool = GpuPool(["0"], shared=2, clock=Clock(), quiet=lambda gpu, max_s: 0.0)
+    g_ready, go = threading.Event(), threading.Event()
+    p = Proc()
+
+    @contextlib.contextmanager
+    def late_register() -> Iterator[Any]:
+        with pool.hold(exclusive=True, memory=True) as g:
+            g_ready.set()
+            assert go.wait(WAIT)
+            with pool.running(g, p):
+                yield g
+
+    alone = Stage(late_register, 0)
+    assert g_ready.wait(WAIT)
+    timing = Stage(lambda: pool.hold(exclusive=True), 5)
+    queued(pool, 1)
+    assert not timing.granted.is_set() and p.calls == []  # nothing to stop yet
+    go.set()  # its process registers: the pool decides again
+    timing.wait()
+    assert p.calls == ["pause"]
+    timing.done()
+    alone.done()
+    blind = GpuPool(["0"], shared=2, clock=Clock())  # cannot tell when the GPU is idle: never stops runs
+    q = Proc()
+    alone = Stage(lambda: _memory_hold(blind, q), 0).wait()
+    timing = Stage(lambda: blind.hold(exclusive=True), 5)
+    queued(blind, 1)
+    assert not timing.granted.is_set()
+    alone.done()
+    timing.wait().done()
+    assert q.calls == []
+
+
+def test_a_run_made_again_alone_that_did_not_idle_the_gpu_when_stopped_is_waited_for() -> None:
+    pool = GpuPool(["0"], shared=2, clock=Clock(), quiet=lambda gpu, max_s: None)  # its kernel runs on
+    p = Proc()
+    alone = Stage(lambda: _memory_hold(pool, p), 0).wait()
+    timing = Stage(lambda: pool.hold(exclusive=True), 5)
+    queued(pool, 1)
+    assert p.calls == ["pause", "resume"] and not timing.granted.is_set()
+    assert pool.gpus[0].exclusive and not pool.gpus[0].over_memory  # the rerun holds its GPU again
+    other = Stage(lambda: pool.hold(exclusive=True), 6)  # not stopped again for another timing either
+    queued(pool, 2)
+    assert p.calls == ["pause", "resume"]
+    alone.done()
+    timing.wait().done()
+    other.wait().done()
+
+
+def test_a_run_made_again_alone_that_ends_under_a_timing_leaves_the_gpu_to_it_until_the_timing_ends() -> None:
+    pool = GpuPool(["0"], shared=2, clock=Clock(), quiet=lambda gpu, max_s: 0.0)
+    p = Proc()
+    alone = Stage(lambda: _memory_hold(pool, p), 0).wait()
+    timing = Stage(lambda: pool.hold(exclusive=True), 5).wait()
+    alone.done()  # killed while stopped, say: its hold ends under the timing
+    shared = Stage(pool.hold, 7)
+    queued(pool, 1)
+    assert not shared.granted.is_set() and pool.gpus[0].exclusive
+    timing.done()
+    shared.wait().done()
+    g = pool.gpus[0]
+    assert not (g.exclusive or g.memory_hold or g.over_memory) and g.shared == 0
 
 
 def test_a_timing_stage_is_served_before_an_older_session_s_run_made_again_alone() -> None:
@@ -1272,13 +1390,18 @@ KB_OOM = (
 )
 
 
-@pytest.mark.parametrize("stopped", [True, False])
+#: A candidate's CUPTI run that ran out of memory: no samples, which alone would read as the machine's failure.
+CUPTI_OOM = "cupti timing of the candidate produced no samples (rc 1): CUDA error: out of memory"
+
+
+@pytest.mark.parametrize(("stopped", "cupti"), [(True, False), (False, False), (True, True)])
 def test_a_timing_out_of_memory_beside_runs_stopped_for_it_is_made_again_once_they_end(
-    sleepy: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, stopped: bool
+    sleepy: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, stopped: bool, cupti: bool
 ) -> None:
     """Runs stopped for a timing stage keep their GPU memory: a timing that then runs out of memory is made
     again holding the GPU's memory (after the runs end), and says so. With nothing stopped for it, running
     out of memory alone on the GPU is the timing's own result."""
+    from beavertui.engine.errors import BeaverError
     from beavertui.engine.timing.speedup import SpeedupUnavailable, Timer
     from beavertui.engine.toolchain.base import AttemptOptions
 
@@ -1289,7 +1412,7 @@ def test_a_timing_out_of_memory_beside_runs_stopped_for_it_is_made_again_once_th
     def first_out_of_memory(self: Any, *a: Any, **kw: Any) -> Any:
         calls.append(tool.pool.gpus[0].pause_note)
         if len(calls) == 1:
-            raise SpeedupUnavailable(KB_OOM)
+            raise BeaverError(CUPTI_OOM) if cupti else SpeedupUnavailable(KB_OOM)
         return measure(self, *a, **kw)
 
     monkeypatch.setattr(Timer, "measure", first_out_of_memory)
@@ -1312,8 +1435,9 @@ def test_a_timing_out_of_memory_beside_runs_stopped_for_it_is_made_again_once_th
         "timed again holding GPU 0's memory: beside the runs stopped for it, its first timing ran out of "
         in (timed.result.note or "")
     )
-    assert "CUDA out of memory" in (timed.result.note or "")
+    assert ("CUDA error: out of memory" if cupti else "CUDA out of memory") in (timed.result.note or "")
     assert [k for k, _r, _g in grants(tool.pool)].count("exclusive") == 2
+    assert tool.pool.gpus[0].consecutive_failures == 0 and tool.pool.gpus[0].failures == []
 
 
 def test_builds_stopped_for_timing_wait_out_the_hold_and_go_on_after_it() -> None:

@@ -127,9 +127,11 @@ def test_checks_cut_in_flight_are_counted_with_the_stages_they_had_finished(
     assert bt.cut_checks(cache / "startlogs", t0) == []
 
 
-def test_builds_stopped_for_timing_are_counted_apart_from_stopped_runs(tmp_path: Path) -> None:
-    """A timing stage may stop the runs on its GPU and the other sessions' builds (--builds-in-timing): each
-    is counted as what it was, from the stages' paused_s and the timing's note."""
+@pytest.mark.parametrize("rerun", [False, True])
+def test_builds_stopped_for_timing_are_counted_apart_from_stopped_runs(tmp_path: Path, rerun: bool) -> None:
+    """A timing stage may stop the runs on its GPU (or the run made again alone for its memory that holds
+    it) and the other sessions' builds (--builds-in-timing): each is counted as what it was, from the
+    stages' paused_s and the timing's note."""
     from test_loop_session import _sh, _sleepy
 
     from beavertui.batch.scheduled import stopped_note, timed_again_note
@@ -142,7 +144,8 @@ def test_builds_stopped_for_timing_are_counted_apart_from_stopped_runs(tmp_path:
     items = list(run_session(task, ScriptedModel([_sh(task.reference() or "")]), tool, Protocol(budget=1)))
     assert any(isinstance(e, Timed) for e in items)
     runs_note = (
-        "1 run on GPU 0 stopped (SIGSTOP) for this timing, continued after it; no kernel ran on the GPU"
+        f"{'the run made again alone for its memory' if rerun else '1 run'} on GPU 0 stopped (SIGSTOP) for this "
+        "timing, continued after it; no kernel ran on the GPU"
     )
     out = []
     for e in items:
@@ -158,7 +161,10 @@ def test_builds_stopped_for_timing_are_counted_apart_from_stopped_runs(tmp_path:
     run.mkdir()
     (run / "sleepy__s0.jsonl").write_text("".join(e.model_dump_json() + "\n" for e in out))
     doc = bt.analyse(bt.events_of(run))
-    assert doc["paused"] == {"count": 1, "sum_s": 0.5, "median_s": 0.5, "timing_stages_that_stopped_runs": 1}
+    assert doc["paused"] == {
+        "count": 1, "sum_s": 0.5, "median_s": 0.5, "timing_stages_that_stopped_runs": 0 if rerun else 1,
+    }  # fmt: skip
+    assert doc["timing_over_reruns_alone"] == (1 if rerun else 0)
     assert doc["builds_paused"] == {
         "count": 1, "sum_s": 1.5, "median_s": 1.5, "timing_stages_that_stopped_builds": 1,
     }  # fmt: skip

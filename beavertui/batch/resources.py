@@ -41,6 +41,12 @@ the order in which the batch started the sessions), then first come. So:
   process keeps its GPU memory (H200, kernelbench: two runs stopped beside such a rerun held 42.6 and
   49.6 GiB, and two reruns, of 8.5 and 67 s, went before a younger session's timing stage, which waited
   141 s);
+- such a run, once it holds its GPU and has registered its process, is stopped in turn for a timing stage
+  (given ``quiet``), as a long shared run is, rather than waited for: its memory stays allocated, and a
+  timing that finds too little left beside it runs out of memory and is made again once the run has ended
+  (batch/scheduled.py), so the timing loses one try at most, where waiting lost the rerun's whole length
+  (H200, kernelbench: a timing stage waited 52 s behind a start check's run holding 50.9 GB with the GPU
+  0% busy);
 - a long run is a sanitizer or profiler run, or a correctness run of a task whose last run here outlasted
   ``patience_s`` (batch/scheduled.py: a test command that compiles at test time runs for a minute, and
   admitted as a short run during every stuck drain it would keep the timing stage waiting run after run);
@@ -123,6 +129,11 @@ class GpuState:
     runs (GpuPool.running)."""
     paused: list[Pausable] = field(default_factory=list)
     """Those stopped now for the timing stage that holds the GPU alone (continued when it is released)."""
+    memory_hold: bool = False
+    """The GPU is held alone by a run made again alone for its memory (its process, once registered, is in
+    ``attached``)."""
+    over_memory: bool = False
+    """A timing stage holds the GPU over that run, stopped for it (the run's hold goes on after the timing's)."""
     pause_note: str | None = None
     """For the timing stage that holds the GPU: what was stopped for it, in words (None: nothing was)."""
     futile: set[int] = field(default_factory=set)
@@ -159,6 +170,8 @@ class _Request:
     """Shared runs stopped for this timing request when it was granted."""
     no_pause: bool = False
     """The GPU did not go idle after stopping its runs once: this request waits for a drain."""
+    over_memory: bool = False
+    """This timing request was granted over a run made again alone for its memory, stopped for it."""
     idle_s: float = 0.0
     """How long to wait for the GPU to go idle after stopping its runs (GpuPool.idle_wait_s)."""
 
@@ -239,12 +252,17 @@ class GpuPool:
                 idle = [g for g in healthy if not g.exclusive and g.shared == 0 and g.waiting_exclusive == 0]
                 waits = idle or req.no_pause or req.memory  # a memory hold never stops runs: they keep theirs
                 stoppable = [] if waits else [g for g in healthy if self._pausable(g, now)]
+                over = [] if waits or stoppable else [g for g in healthy if self._stoppable_memory_hold(g)]
                 if idle:
                     g = next((x for x in idle if x.index == req.prefer), None) or min(
                         idle, key=lambda x: x.runs
                     )
                     g.exclusive = True
+                    g.memory_hold = req.memory
                     self._grant(req, g)
+                    granted = True
+                elif over and (stopped := self._stop_memory_hold(req, over)) is not None:
+                    self._grant(req, stopped)
                     granted = True
                 elif stoppable:  # its runs in flight are stopped for the timing stage, not waited for
                     g = min(stoppable, key=lambda x: (x.shared, x.runs))
@@ -321,10 +339,37 @@ class GpuPool:
             return False
         return g.long_runs > 0 or any(now - t >= self.patience_s for t in g.started.values())
 
+    def _stoppable_memory_hold(self, g: GpuState) -> bool:
+        """Whether a timing stage may take ``g`` by stopping the run made again alone for its memory that
+        holds it: the pool can tell when a GPU is idle, the run has registered its process, no timing holds
+        the GPU over it already, and stopping it did not fail to idle the GPU before."""
+        return (
+            self.quiet is not None
+            and g.memory_hold
+            and not g.over_memory
+            and bool(g.attached)
+            and not g.futile.intersection(g.attached)
+        )
+
+    def _stop_memory_hold(self, req: _Request, over: list[GpuState]) -> GpuState | None:
+        """Stop the run that holds one of ``over`` for its memory, for timing request ``req``: the GPU, or
+        None when the run had ended already (the request then waits for its hold to end)."""
+        g = min(over, key=lambda x: x.runs)
+        g.paused = [p for p in g.attached.values() if p.pause()]
+        if not g.paused:
+            return None
+        g.over_memory = req.over_memory = True
+        req.paused = len(g.paused)
+        req.idle_s = self.idle_wait_s
+        if self.log is not None:
+            self.log.append(("pause", "memory", req.rank, g.index))
+        return g
+
     @contextmanager
     def running(self, g: GpuState, process: Pausable) -> Iterator[None]:
-        """Register the process of a shared run on ``g`` for as long as it runs (RunnerConfig.pausable): a
-        timing stage that waits for ``g`` may stop it (Pausable.pause) and continues it when done."""
+        """Register the process of a shared run on ``g`` (or of a run made again alone for its memory) for as
+        long as it runs (RunnerConfig.pausable): a timing stage that waits for ``g`` may stop it
+        (Pausable.pause) and continues it when done."""
         key = id(process)
         with self._cv:
             g.attached[key] = process
@@ -509,21 +554,29 @@ class GpuPool:
             raise
         n = req.paused
         if waited is not None:
+            what = (
+                "the run made again alone for its memory"
+                if req.over_memory
+                else f"{n} run{'s' if n != 1 else ''}"
+            )
             g.pause_note = (
-                f"{n} run{'s' if n != 1 else ''} on GPU {g.index} stopped (SIGSTOP) for this timing, continued "
+                f"{what} on GPU {g.index} stopped (SIGSTOP) for this timing, continued "
                 f"after it; no kernel ran on the GPU {waited:.1f} s after the stop"
             )
             return g
         with self._cv:  # still busy: give the GPU back to its runs and drain it as usual
             g.futile.update(k for k, p in g.attached.items() if p in g.paused)
             self._release(req, g)
-            req.granted, req.paused, req.no_pause = None, 0, True
+            req.granted, req.paused, req.no_pause, req.over_memory = None, 0, True, False
         return self._wait_for_grant(req)
 
     def _release(self, req: _Request, g: GpuState) -> None:
         """Give back what ``req`` was granted on ``g`` and grant what that frees (under the lock)."""
-        if req.exclusive:
-            g.exclusive = False
+        if req.exclusive and g.over_memory and not req.over_memory:
+            g.memory_hold = False  # a memory hold ended under the timing over it: the timing keeps the GPU
+        elif req.exclusive:
+            g.over_memory = False
+            g.exclusive = g.memory_hold = req.over_memory and g.memory_hold  # over one: that hold goes on
             g.pause_note = None
             for p in g.paused:
                 p.resume()

@@ -17,7 +17,9 @@ runs on the same GPU: if it fails too, the GPU is blamed; if it passes, the verd
 A correctness run that runs out of GPU memory while other runs share its GPU is made again holding the GPU
 alone, and the second run is the verdict (marked ``rerun_alone`` with the first run's line): the memory may
 have been the other runs'. Only out of memory alone on a GPU is the candidate's category. The rerun waits for
-the GPU's other runs to end (a stopped process would keep its memory) and after any waiting timing stage.
+the GPU's other runs to end (a stopped process would keep its memory) and after any waiting timing stage;
+a timing stage that comes while it runs stops it rather than wait for it (GpuPool), and a timing that then
+runs out of memory beside it is made again once it has ended (``_measure``).
 """
 
 from __future__ import annotations
@@ -142,8 +144,9 @@ class ScheduledLocalToolchain(LocalToolchain):
         return replace(cfg, env=base)
 
     def _shared_on(self, cfg: runner.RunnerConfig, g: GpuState) -> runner.RunnerConfig:
-        """A shared run's configuration on ``g``: its processes are registered with the pool while they run,
-        so that a timing stage waiting for ``g`` may stop them instead of waiting for them to end."""
+        """A correctness or sanitizer run's configuration on ``g``: its processes are registered with the pool
+        while they run, so that a timing stage waiting for ``g`` may stop them instead of waiting for them to
+        end (a shared run's, or a run's made again alone for its memory)."""
         return replace(self._on(cfg, g), pausable=partial(self.pool.running, g))
 
     def attempt(self, task: Task, code: str, options: AttemptOptions) -> Iterator[Event]:
@@ -218,7 +221,7 @@ class ScheduledLocalToolchain(LocalToolchain):
         long = not exclusive and self._run_s.get(task.id, 0.0) > self.pool.patience_s
         expect = self._expect.get((task.id, "run"))
         with self.pool.hold(exclusive=exclusive, long=long, expect_s=expect, memory=exclusive) as g:
-            gpu_cfg = self._on(cfg, g) if exclusive else self._shared_on(cfg, g)
+            gpu_cfg = self._shared_on(cfg, g)  # a rerun alone for its memory too: a timing stage may stop it
             before = (g.shared, g.runs)
             run = runner.test(work, gpu_cfg)
             self._run_s[task.id] = run.duration_s or 0.0
@@ -265,14 +268,16 @@ class ScheduledLocalToolchain(LocalToolchain):
                         timer.config = self._on(cfg, g)
                         with self.builds.stopped() as stopped:
                             measured = timer.measure(work, options.gate)
-                    except (CandidateTimingFailed, SpeedupUnavailable) as exc:
-                        self.pool.report(g, ok=True)
+                    except BeaverError as exc:
                         if again is None and g.pause_note is not None and _out_of_memory(str(exc)):
-                            # the runs stopped for it kept their GPU memory: time it again once they end
+                            # the runs stopped for it kept their GPU memory: time it again once they end (a
+                            # candidate's CUPTI run out of memory too, which would read as the machine's)
+                            self.pool.report(g, ok=True)
                             again = timed_again_note(g.index, _oom_line(str(exc)))
                             continue
-                        raise
-                    except BeaverError as exc:
+                        if isinstance(exc, (CandidateTimingFailed, SpeedupUnavailable)):
+                            self.pool.report(g, ok=True)
+                            raise
                         self.pool.report(g, ok=False, detail=str(exc))
                         raise ToolchainError(f"on GPU {g.index}: {exc}", source="gpu") from exc
                     self.pool.report(g, ok=True)
