@@ -29,6 +29,7 @@ failure). What is shown:
 from __future__ import annotations
 
 import contextlib
+import itertools
 import re
 import threading
 from collections.abc import Callable, Iterator
@@ -1123,6 +1124,40 @@ def test_a_run_made_again_alone_that_ends_under_a_timing_leaves_the_gpu_to_it_un
     shared.wait().done()
     g = pool.gpus[0]
     assert not (g.exclusive or g.memory_hold or g.over_memory) and g.shared == 0
+
+
+def test_a_batch_timing_stops_a_real_process_made_again_alone_for_its_memory(
+    sleepy: Any, tmp_path: Path
+) -> None:
+    """The GPU test's rerun (tests/test_timing_memory_gpu.py) with a shell loop for the process holding the
+    memory: the batch's timing stage stops the real process (SIGSTOP), times, continues it, and says so."""
+    from test_timing_memory_gpu import rerun_before_timing
+
+    from beavertui.engine.toolchain.base import AttemptOptions
+
+    tool = _scheduled(tmp_path)
+    tool.pool.quiet = lambda gpu, max_s: 0.0
+    folder = tmp_path / "rerun"
+    folder.mkdir()
+    ticks = folder / "ticks"
+    # about 20 s at most: a timing that waits for its end instead finds it ended (and the test fails, not hangs)
+    loop = (
+        f"echo HOG READY; for i in $(seq 2000); do [ -e {folder / 'stop'} ] && break; date +%s.%N >>{ticks}; "
+        "sleep 0.01; done; echo HOG DONE"
+    )
+    with rerun_before_timing(tool, loop, folder) as reruns:
+        events = list(tool.attempt(sleepy, GOOD, AttemptOptions(iteration=1, gate=0.7)))
+        [rerun] = reruns
+        assert rerun.thread.is_alive() and rerun.started is not None  # timed while the rerun held the GPU
+        stopped_s = rerun.started.paused_s()
+        rerun.end()
+    [timed] = [e for e in events if e.kind == "timing"]
+    assert events[-1].success and events[-1].speedup == pytest.approx(2.0)
+    assert "the run made again alone for its memory on GPU 0 stopped (SIGSTOP)" in (timed.result.note or "")
+    assert "HOG DONE" in rerun.outcome.log and stopped_s > 0
+    t = [float(x) for x in ticks.read_text().split()]
+    assert max(b - a for a, b in itertools.pairwise(t)) >= 0.8 * stopped_s  # it made no tick while stopped
+    assert [x for x in tool.pool.log or [] if x[0] == "pause"] == [("pause", "memory", 1 << 62, "0")]
 
 
 def test_a_timing_stage_is_served_before_an_older_session_s_run_made_again_alone() -> None:

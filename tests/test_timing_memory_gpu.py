@@ -83,11 +83,12 @@ def hog(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 class Rerun:
-    """Another session's run made again alone for its memory: ``hog`` holding the GPU alone through the pool,
-    its process registered as the batch registers a run's."""
+    """Another session's run made again alone for its memory: ``command`` (which prints a line starting
+    "HOG READY" once it holds its memory, and ends once ``folder``/stop exists) holding the GPU alone through
+    the pool, its process registered as the batch registers a run's."""
 
-    def __init__(self, pool: GpuPool, hog: Path, leave_gib: float, folder: Path) -> None:
-        self.pool, self.hog, self.leave_gib, self.folder = pool, hog, leave_gib, folder
+    def __init__(self, pool: GpuPool, command: str, folder: Path) -> None:
+        self.pool, self.command, self.folder = pool, command, folder
         self.stop_file = folder / "stop"
         self.ready = threading.Event()
         self.started: sandbox.Started | None = None
@@ -102,9 +103,8 @@ class Rerun:
         SESSION_RANK.set(0)  # the oldest session's
         try:
             with self.pool.hold(exclusive=True, memory=True) as g:
-                cmd = f"{self.hog} {self.leave_gib} {self.stop_file} 240"
                 self.started = sandbox.start(
-                    cmd, self.folder, dict(os.environ), 300, keep=(str(self.folder),)
+                    self.command, self.folder, dict(os.environ), 300, keep=(str(self.folder),)
                 )
                 with self.pool.running(g, self.started):
                     assert self.started.until(b"HOG READY", 60)
@@ -122,20 +122,22 @@ class Rerun:
 
     def held_line(self) -> str:
         assert self.outcome is not None
-        return next(ln for ln in self.outcome.log.splitlines() if ln.startswith("HOG READY"))
+        return str(next(ln for ln in self.outcome.log.splitlines() if ln.startswith("HOG READY")))
+
+
+def hog_command(hog: Path, leave_gib: float, folder: Path) -> str:
+    return f"{hog} {leave_gib} {folder / 'stop'} 240"
 
 
 @contextmanager
-def _rerun_before_timing(
-    tool: ScheduledLocalToolchain, hog: Path, leave_gib: float, folder: Path
-) -> Iterator[list]:
+def rerun_before_timing(tool: ScheduledLocalToolchain, command: str, folder: Path) -> Iterator[list[Rerun]]:
     """The rerun takes the GPU once the attempt's run and sanitizer runs are done, just before its timing."""
     reruns: list[Rerun] = []
     measure = tool._measure
 
     def rerun_then_measure(*a: Any, **kw: Any) -> Any:
         if not reruns:
-            reruns.append(Rerun(tool.pool, hog, leave_gib, folder))
+            reruns.append(Rerun(tool.pool, command, folder))
         return measure(*a, **kw)
 
     tool._measure = rerun_then_measure  # type: ignore[method-assign]
@@ -165,7 +167,9 @@ def _record(name: str, seen: dict[str, Any]) -> None:
 def _attempt(tool: ScheduledLocalToolchain) -> tuple[Timed, Verdict, float]:
     task = load_corpus(DATA / "native").get("vec_scale")
     began = time.monotonic()
-    events = list(tool.attempt(task, task.reference(), AttemptOptions(iteration=1, gate=0.7)))
+    code = task.reference()
+    assert code is not None
+    events = list(tool.attempt(task, code, AttemptOptions(iteration=1, gate=0.7)))
     wall = time.monotonic() - began
     [timed] = [e for e in events if isinstance(e, Timed)]
     verdict = events[-1]
@@ -177,7 +181,7 @@ def test_a_timing_that_fits_beside_a_memory_rerun_stops_it_instead_of_waiting(
     hog: Path, tmp_path: Path
 ) -> None:
     tool = _tool(tmp_path)
-    with _rerun_before_timing(tool, hog, 24.0, tmp_path) as reruns:
+    with rerun_before_timing(tool, hog_command(hog, 24.0, tmp_path), tmp_path) as reruns:
         timed, v, wall = _attempt(tool)
         [rerun] = reruns
         assert rerun.thread.is_alive()  # timed while the rerun still held the GPU: not waited for
@@ -218,7 +222,7 @@ def test_a_timing_out_of_memory_beside_a_stopped_rerun_is_made_again_once_it_end
         ended_at.append(time.monotonic())
         reruns[0].stop_file.touch()
 
-    with _rerun_before_timing(tool, hog, 0.25, tmp_path) as reruns:
+    with rerun_before_timing(tool, hog_command(hog, 0.25, tmp_path), tmp_path) as reruns:
         measure = tool._measure
 
         def watched(*a: Any, **kw: Any) -> Any:
