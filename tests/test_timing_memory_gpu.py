@@ -7,8 +7,9 @@ fixture vec_scale (two 512 MiB buffers a timing process).
 - with too little left, the timing runs out of memory beside the stopped run and is made again once the
   run has ended, holding the GPU's memory, and gets its speedup.
 
-With ``BEAVER_GPU_RECORD`` set to a folder, each test writes what it saw there as JSON
-(tests/data/h200_timing_memory/ keeps a run's, which tests/test_timing_memory_data.py reads).
+With ``BEAVER_GPU_RECORD`` set to a folder, each test writes what it saw there as JSON (the timing's note,
+speedup and method, how long the rerun was stopped, the pool's grants in order), to be kept under
+tests/data/ as the record of a run on the GPU.
 """
 
 from __future__ import annotations
