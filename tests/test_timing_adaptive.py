@@ -141,3 +141,53 @@ def test_the_interval_of_one_side_by_hand() -> None:
     half = adaptive.t975(2) * math.sqrt(sum((x - m) ** 2 for x in logs) / 2 / 3)
     assert adaptive.halfwidth_alone(v) == pytest.approx(math.exp(half) - 1)
     assert adaptive.halfwidth_alone([1.0]) is None and not adaptive.enough_alone([1.0, 1.0], 3, 0.02)
+
+
+#: Passes its check the first time it runs in a work dir, fails it after (a candidate with a race, say).
+FLAKY = "compute() { if [ -e ran_once ]; then echo 41; return; fi; : >ran_once; echo $(($1 * $2)); }\n"
+GOOD = "compute() { echo $(($1 * $2)); }\n"
+
+
+@pytest.mark.parametrize(
+    ("code", "rc", "timed_out", "whose"),
+    [(FLAKY, 1, False, "candidate"), (GOOD, 1, False, "machine"), (FLAKY, None, True, "machine")],
+    ids=["fails-again", "passes-again", "time-limit"],
+)
+def test_a_candidate_s_cupti_run_without_samples_is_run_again_plainly_to_say_whose_failure_it_is(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, code: str, rc: int | None, timed_out: bool, whose: str
+) -> None:
+    """A CUPTI run is the task's own test command, which the candidate passed as its correctness run. A
+    candidate run that exits non-zero is run again without the injection library: failing again, it is the
+    candidate's failure (the attempt is flagged timing_run_failed); passing, the machine's or the tool's, as
+    is a run that gave no samples at its time limit (not run again)."""
+    from beavertui.engine.errors import BeaverError
+    from beavertui.engine.timing.speedup import CandidateTimingFailed
+
+    timer = _timer(tmp_path, {"reference": [2.0], "candidate": [1.0]})
+    one_run = timer._sampler()
+
+    def failing_candidate(work: runner.WorkDir) -> tuple[list[float], StageResult]:
+        if work is timer._ref_dir:  # type: ignore[attr-defined]
+            return one_run(work)
+        log = "==CUPTI== injection: 3 kernels\nterminate called after throwing an instance of 'std::runtime_error'"
+        return [], StageResult(stage="benchmark", command="sh check.sh", rc=rc, log=log, timed_out=timed_out)
+
+    timer._sampler = lambda: failing_candidate  # type: ignore[method-assign]
+    import beavertui.engine.timing.speedup as speedup
+
+    monkeypatch.setattr(speedup, "reference_workdir", lambda *a: timer._ref_dir)  # type: ignore[attr-defined]
+    with runner.workdir(timer.task, code, runner.RunnerConfig(base_dir=tmp_path)) as cand:
+        assert runner.test(cand, timer.config).rc == 0  # its correctness run passes
+        with pytest.raises(BeaverError) as caught:
+            timer.measure(cand)
+        again = (cand.path / "ran_once").exists() and not timed_out
+    err = caught.value
+    if whose == "candidate":
+        assert isinstance(err, CandidateTimingFailed) and again
+        assert err.evidence.startswith("MISMATCH: compute(6, 7) = 41, expected 42")
+        assert "run again without cupti, after its cupti run exited with status 1" in err.evidence
+        assert err.result.stage == "run" and err.result.rc == 1
+        return
+    assert not isinstance(err, CandidateTimingFailed)
+    assert "cupti timing of the candidate produced no samples" in str(err)
+    assert ("run again without cupti, passed" in str(err)) == (not timed_out)

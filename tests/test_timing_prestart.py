@@ -389,3 +389,45 @@ def test_closing_the_timer_ends_runs_parked_before_a_hold_that_never_came(
     timer.close()
     assert timer._ahead is None and not any(r.stage.process.alive() for r in runs)
     assert not list(marks.glob("began-*")) and not any(r.folder.exists() for r in runs)
+
+
+def test_a_candidate_run_without_samples_in_a_chain_is_run_again_plainly_once_the_runs_ahead_have_ended(
+    tmp_path: Path, injection: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The candidate's first run exits non-zero with no kernels recorded: the chain ends the run it started
+    ahead, then the candidate's test command runs once more without the injection library; failing again,
+    the failure is the candidate's (Timer._candidate_failure)."""
+    import beavertui.engine.timing.speedup as speedup
+    from beavertui.engine.session.events import StageResult
+    from beavertui.engine.timing.parked import Run
+    from beavertui.engine.timing.speedup import CandidateTimingFailed
+
+    exe, _marks = _app(tmp_path, rounds=6)
+    timer, cand = _cupti_timer(tmp_path, exe, monkeypatch, go_at_exit=False)
+    order: list[str] = []
+    end_run, discard = Timer._end_run, Run.discard
+
+    def candidate_fails(self: Timer, run: Run, on_exit=None):  # type: ignore[no-untyped-def]
+        text, res = end_run(self, run, on_exit)
+        if run.who == "candidate":
+            return "", res.model_copy(update={"rc": 1})
+        return text, res
+
+    def discarded(self: Run) -> None:
+        order.append(f"discard {self.who}")
+        discard(self)
+
+    def plain(work: runner.WorkDir, config: runner.RunnerConfig) -> StageResult:
+        order.append("plain")
+        assert work is cand and "CUDA_INJECTION64_PATH" not in (
+            config.env or {}
+        )  # as its correctness run ran
+        return StageResult(stage="run", command="app", rc=1, log="MISMATCH: 3 of 8 wrong\n")
+
+    monkeypatch.setattr(Timer, "_end_run", candidate_fails)
+    monkeypatch.setattr(Run, "discard", discarded)
+    monkeypatch.setattr(speedup.runner, "test", plain)
+    with pytest.raises(CandidateTimingFailed) as caught:
+        timer.measure(cand)
+    assert caught.value.evidence.startswith("MISMATCH: 3 of 8 wrong")
+    assert order[-1] == "plain" and order.count("plain") == 1 and "discard reference" in order, order

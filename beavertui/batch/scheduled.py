@@ -275,11 +275,15 @@ class ScheduledLocalToolchain(LocalToolchain):
                             self.pool.report(g, ok=True)
                             again = timed_again_note(g.index, _oom_line(str(exc)))
                             continue
-                        if isinstance(exc, (CandidateTimingFailed, SpeedupUnavailable)):
-                            self.pool.report(g, ok=True)
+                        lost: str | None = str(exc)  # why the GPU is to blame (None: it is not)
+                        if isinstance(exc, CandidateTimingFailed):  # as a correctness run's: a sticky error
+                            lost = _gpu_fault(exc.result.log, timer.config, self.probe)  # may be the GPU's
+                        elif isinstance(exc, SpeedupUnavailable):
+                            lost = None
+                        self.pool.report(g, ok=lost is None, detail=lost or "")
+                        if lost is None:
                             raise
-                        self.pool.report(g, ok=False, detail=str(exc))
-                        raise ToolchainError(f"on GPU {g.index}: {exc}", source="gpu") from exc
+                        raise ToolchainError(f"on GPU {g.index}: {lost}", source="gpu") from exc
                     self.pool.report(g, ok=True)
                     stops = [x for x in (g.pause_note, stopped_note(stopped), again) if x]
                     if stops:  # what was stopped for it, and why it was timed again: said with it

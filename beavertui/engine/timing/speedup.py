@@ -13,7 +13,9 @@ side-stream check against the reference timed in the same session. Every corpus 
 of its last timed launch against that launch's own fresh inputs and exits non-zero when it is wrong, so a
 candidate benchmark run that fails after printing its samples is flagged ``cached_result``; one that fails
 before any sample (right only at the correctness size) raises CandidateTimingFailed, a failure of the
-candidate rather than of the machine. The flags travel in TimingResult.flags.
+candidate rather than of the machine. A candidate's CUPTI or ncu run (the task's own test command) that
+exits non-zero is the candidate's failure too when its test command, run again as the correctness run ran
+it, fails again (Timer._candidate_failure). The flags travel in TimingResult.flags.
 """
 
 from __future__ import annotations
@@ -356,6 +358,15 @@ class CandidateTimingFailed(BeaverError):
         super().__init__(f"the candidate's timing run failed (rc {result.rc}): {evidence}")
         self.result = result
         self.evidence = evidence
+
+
+class _CandidateNoSamples(BeaverError):
+    """A candidate's CUPTI run that gave no samples, raised out of a chain of runs started ahead (which ends
+    them) so that Timer._candidate_failure can decide whose failure it was."""
+
+    def __init__(self, error: BeaverError, result: StageResult) -> None:
+        super().__init__(str(error))
+        self.result = result
 
 
 @dataclass
@@ -777,6 +788,8 @@ class Timer:
                         and not res.timed_out
                     ):
                         raise CandidateTimingFailed(res, anticheat.failure_evidence(res.log, res.rc))
+                    if who == "candidate":
+                        raise self._candidate_failure(cand, res)
                     raise self._no_samples(who, res)
                 acc.extend(got)
                 self.runs.append((who, res))
@@ -797,6 +810,26 @@ class Timer:
         tail = [ln for ln in res.log.splitlines() if ln.strip()][-1:] or ["no output"]
         error = SpeedupUnavailable if who == "reference" else BeaverError
         return error(f"{self.method} timing of the {who} produced no samples (rc {res.rc}): {tail[0][:200]}")
+
+    def _candidate_failure(self, work: runner.WorkDir, res: StageResult) -> BeaverError:
+        """The error of a candidate's CUPTI or ncu run that gave no samples. Such a run is the task's own test
+        command, which the candidate passed as its correctness run. When the run exited non-zero (not at its
+        time limit), the test command is run once more as the correctness run ran it (no injection library,
+        no profiler): failing again, the failure is the candidate's (CandidateTimingFailed with that run's
+        record: a candidate that passes its check only at times, as one with a race does); passing, it is
+        the timing tool's or the machine's (BeaverError), as it is for a run that gave no samples otherwise."""
+        error = self._no_samples("candidate", res)
+        if self.method not in ("cupti", "ncu") or not res.rc or res.timed_out:
+            return error
+        plain = runner.test(work, self.config)
+        if plain.rc != 0 or plain.timed_out:
+            why = "at its time limit" if plain.timed_out else anticheat.failure_evidence(plain.log, plain.rc)
+            return CandidateTimingFailed(
+                plain,
+                f"{why} (its test command run again without {self.method}, after its {self.method} run "
+                f"exited with status {res.rc})",
+            )
+        return BeaverError(f"{error}; its test command, run again without {self.method}, passed")
 
     def _gated_or_in_turn(self, gated: Callable[[], _T], in_turn: Callable[[], _T]) -> _T:
         """``gated()``; when a run there did not see its go (GateBroken), its runs are dropped, gate_broken
@@ -824,7 +857,8 @@ class Timer:
         def take(who: str, text: str, res: StageResult) -> bool:
             samples = self._cupti_samples(text, res)
             if not samples:
-                raise self._no_samples(who, res)
+                error = self._no_samples(who, res)
+                raise _CandidateNoSamples(error, res) if who == "candidate" else error
             got[who].extend(samples)
             self.runs.append((who, res))
             return enough(who, got)
@@ -932,7 +966,12 @@ class Timer:
         def enough(who: str, got: dict[str, list[float]]) -> bool:
             return who == "candidate" and adaptive.enough(got["reference"], got["candidate"], least, target)
 
-        got = self._cupti_chain(((ref, "reference"), (cand, "candidate")), 2 * self.tcfg.process_runs, enough)
+        try:
+            got = self._cupti_chain(
+                ((ref, "reference"), (cand, "candidate")), 2 * self.tcfg.process_runs, enough
+            )
+        except _CandidateNoSamples as exc:  # the runs started ahead have ended: whose failure was it?
+            raise self._candidate_failure(cand, exc.result) from None
         return got["reference"], got["candidate"]
 
     def measure(self, cand: runner.WorkDir, gate: float | None = None) -> TimingResult:
@@ -966,6 +1005,8 @@ class Timer:
         stop_below = gate / 2 if gate else None
         try:
             r, c = self._interleaved(ref, cand, stop_below)
+        except CandidateTimingFailed:
+            raise  # the candidate's own failure: the profiler would find it again
         except BeaverError:
             if not self._falls_back():
                 raise
