@@ -185,9 +185,51 @@ def test_a_candidate_s_cupti_run_without_samples_is_run_again_plainly_to_say_who
     if whose == "candidate":
         assert isinstance(err, CandidateTimingFailed) and again
         assert err.evidence.startswith("MISMATCH: compute(6, 7) = 41, expected 42")
-        assert "run again without cupti, after its cupti run exited with status 1" in err.evidence
+        assert (
+            "run again as its correctness run ran it, after its cupti timing run exited with status 1"
+            in err.evidence
+        )
         assert err.result.stage == "run" and err.result.rc == 1
         return
     assert not isinstance(err, CandidateTimingFailed)
     assert "cupti timing of the candidate produced no samples" in str(err)
-    assert ("run again without cupti, passed" in str(err)) == (not timed_out)
+    assert ("run again as its correctness run ran it, passed" in str(err)) == (not timed_out)
+
+
+#: Passes the first and third time it runs in a work dir, fails the second (its timing run, between the two).
+SECOND_FAILS = (
+    "compute() { n=$(cat runs 2>/dev/null || echo 0); echo $((n + 1)) >runs; "
+    'if [ "$n" = 1 ]; then echo 41; return; fi; echo $(($1 * $2)); }\n'
+)
+
+
+@pytest.mark.parametrize(
+    ("code", "whose"),
+    [(FLAKY, "candidate"), (SECOND_FAILS, "testbench")],
+    ids=["fails-again", "passes-again"],
+)
+def test_a_testbench_run_that_fails_its_check_when_timed_is_run_again_to_say_whose_failure_it_is(
+    tmp_path: Path, code: str, whose: str
+) -> None:
+    """A testbench's own speed lines (cufft_samples) come from runs of the task's test command: one that
+    fails its check is run again as the correctness run ran it; failing again, the candidate's failure
+    (timing_run_failed); passing, the speedup is unavailable as before (the attempt keeps its verdict)."""
+    from beavertui.engine.timing.speedup import CandidateTimingFailed, SpeedupUnavailable
+
+    task = load_corpus(DATA / "cpu").get("sleepy")
+    cfg = runner.RunnerConfig(base_dir=tmp_path)
+    timer = Timer(task, cfg, TimingConfig(cache=tmp_path, method="testbench_lines", prestart="off"))
+    with runner.workdir(task, code, cfg) as cand:
+        assert runner.test(cand, cfg).rc == 0  # its correctness run passes
+        with pytest.raises((CandidateTimingFailed, SpeedupUnavailable)) as caught:
+            timer.measure(cand)
+        runs = (cand.path / "runs").read_text().strip() if code == SECOND_FAILS else None
+    err = caught.value
+    if whose == "candidate":
+        assert isinstance(err, CandidateTimingFailed)
+        assert err.evidence.startswith("MISMATCH: compute(6, 7) = 41, expected 42")
+        assert "after its testbench_lines timing run exited with status 1" in err.evidence
+        return
+    assert isinstance(err, SpeedupUnavailable) and runs == "3"
+    assert "the testbench printed no usable Speedup line (rc 1)" in str(err)
+    assert "run again as its correctness run ran it, passed" in str(err)

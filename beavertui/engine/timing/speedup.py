@@ -15,7 +15,7 @@ candidate benchmark run that fails after printing its samples is flagged ``cache
 before any sample (right only at the correctness size) raises CandidateTimingFailed, a failure of the
 candidate rather than of the machine. A candidate's CUPTI or ncu run (the task's own test command) that
 exits non-zero is the candidate's failure too when its test command, run again as the correctness run ran
-it, fails again (Timer._candidate_failure). The flags travel in TimingResult.flags.
+it, fails again (Timer._candidate_failure); so is a testbench's run (its own speed lines) that fails so. The flags travel in TimingResult.flags.
 """
 
 from __future__ import annotations
@@ -361,11 +361,12 @@ class CandidateTimingFailed(BeaverError):
 
 
 class _CandidateNoSamples(BeaverError):
-    """A candidate's CUPTI run that gave no samples, raised out of a chain of runs started ahead (which ends
-    them) so that Timer._candidate_failure can decide whose failure it was."""
+    """A candidate's CUPTI run or testbench run that gave no samples, raised out of a chain of runs started
+    ahead or parked (which ends them) so that Timer._candidate_failure can decide whose failure it was."""
 
     def __init__(self, error: BeaverError, result: StageResult) -> None:
         super().__init__(str(error))
+        self.error = error
         self.result = result
 
 
@@ -811,25 +812,28 @@ class Timer:
         error = SpeedupUnavailable if who == "reference" else BeaverError
         return error(f"{self.method} timing of the {who} produced no samples (rc {res.rc}): {tail[0][:200]}")
 
-    def _candidate_failure(self, work: runner.WorkDir, res: StageResult) -> BeaverError:
-        """The error of a candidate's CUPTI or ncu run that gave no samples. Such a run is the task's own test
-        command, which the candidate passed as its correctness run. When the run exited non-zero (not at its
-        time limit), the test command is run once more as the correctness run ran it (no injection library,
-        no profiler): failing again, the failure is the candidate's (CandidateTimingFailed with that run's
-        record: a candidate that passes its check only at times, as one with a race does); passing, it is
-        the timing tool's or the machine's (BeaverError), as it is for a run that gave no samples otherwise."""
-        error = self._no_samples("candidate", res)
-        if self.method not in ("cupti", "ncu") or not res.rc or res.timed_out:
+    def _candidate_failure(
+        self, work: runner.WorkDir, res: StageResult, error: BeaverError | None = None
+    ) -> BeaverError:
+        """The error of a candidate's timing run that gave no samples, where that run is the task's own test
+        command (CUPTI, ncu, a testbench's speed lines), which the candidate passed as its correctness run.
+        When the run exited non-zero (not at its time limit), the test command is run once more as the
+        correctness run ran it (no injection library, no profiler): failing again, the failure is the
+        candidate's (CandidateTimingFailed with that run's record: a candidate that passes its check only at
+        times, as one with a race does); passing, it is ``error`` (by default the machine's or the timing
+        tool's, BeaverError; a testbench's, SpeedupUnavailable), as for a run that gave no samples otherwise."""
+        error = error or self._no_samples("candidate", res)
+        if self.method not in ("cupti", "ncu", "testbench_lines") or not res.rc or res.timed_out:
             return error
         plain = runner.test(work, self.config)
         if plain.rc != 0 or plain.timed_out:
             why = "at its time limit" if plain.timed_out else anticheat.failure_evidence(plain.log, plain.rc)
             return CandidateTimingFailed(
                 plain,
-                f"{why} (its test command run again without {self.method}, after its {self.method} run "
-                f"exited with status {res.rc})",
+                f"{why} (its test command run again as its correctness run ran it, after its {self.method} "
+                f"timing run exited with status {res.rc})",
             )
-        return BeaverError(f"{error}; its test command, run again without {self.method}, passed")
+        return type(error)(f"{error}; its test command, run again as its correctness run ran it, passed")
 
     def _gated_or_in_turn(self, gated: Callable[[], _T], in_turn: Callable[[], _T]) -> _T:
         """``gated()``; when a run there did not see its go (GateBroken), its runs are dropped, gate_broken
@@ -971,7 +975,7 @@ class Timer:
                 ((ref, "reference"), (cand, "candidate")), 2 * self.tcfg.process_runs, enough
             )
         except _CandidateNoSamples as exc:  # the runs started ahead have ended: whose failure was it?
-            raise self._candidate_failure(cand, exc.result) from None
+            raise self._candidate_failure(cand, exc.result, exc.error) from None
         return got["reference"], got["candidate"]
 
     def measure(self, cand: runner.WorkDir, gate: float | None = None) -> TimingResult:
@@ -1186,9 +1190,10 @@ class Timer:
             lines = families.parse_speed_lines(res.log)
             if res.rc != 0 or lines.speedup is None:
                 tail = [ln for ln in res.log.splitlines() if ln.strip()][-1:] or ["no output"]
-                raise SpeedupUnavailable(
+                error = SpeedupUnavailable(
                     f"the testbench printed no usable Speedup line (rc {res.rc}): {tail[0][:200]}"
                 )
+                raise _CandidateNoSamples(error, res) if res.rc else error  # its check failed: whose doing?
             out.append(lines)
             return False
 
@@ -1228,7 +1233,12 @@ class Timer:
 
     def _measure_lines(self, cand: runner.WorkDir) -> TimingResult:
         self.runs = []
-        rounds = self.lines_rounds(cand)
+        try:
+            rounds = self.lines_rounds(cand)
+        except (
+            _CandidateNoSamples
+        ) as exc:  # its runs have all ended: the candidate's failure, or the testbench's?
+            raise self._candidate_failure(cand, exc.result, exc.error) from None
         sp = [x.speedup for x in rounds if x.speedup is not None]
         cs = [x.candidate for x in rounds if x.candidate is not None]
         rs = [x.reference for x in rounds if x.reference is not None]
