@@ -13,9 +13,10 @@ side-stream check against the reference timed in the same session. Every corpus 
 of its last timed launch against that launch's own fresh inputs and exits non-zero when it is wrong, so a
 candidate benchmark run that fails after printing its samples is flagged ``cached_result``; one that fails
 before any sample (right only at the correctness size) raises CandidateTimingFailed, a failure of the
-candidate rather than of the machine. A candidate's CUPTI or ncu run (the task's own test command) that
-exits non-zero is the candidate's failure too when its test command, run again as the correctness run ran
-it, fails again (Timer._candidate_failure); so is a testbench's run (its own speed lines) that fails so. The flags travel in TimingResult.flags.
+candidate rather than of the machine. A candidate's CUPTI or ncu run, or a testbench's run for its own
+speed lines (each the task's own test command), that exits non-zero is the candidate's failure too when the
+test command, run again as the correctness run ran it, fails again (Timer._candidate_failure). The flags
+travel in TimingResult.flags.
 """
 
 from __future__ import annotations
@@ -1235,9 +1236,7 @@ class Timer:
         self.runs = []
         try:
             rounds = self.lines_rounds(cand)
-        except (
-            _CandidateNoSamples
-        ) as exc:  # its runs have all ended: the candidate's failure, or the testbench's?
+        except _CandidateNoSamples as exc:  # its runs have ended: the candidate's failure, or not?
             raise self._candidate_failure(cand, exc.result, exc.error) from None
         sp = [x.speedup for x in rounds if x.speedup is not None]
         cs = [x.candidate for x in rounds if x.candidate is not None]
