@@ -233,3 +233,55 @@ def test_a_testbench_run_that_fails_its_check_when_timed_is_run_again_to_say_who
     assert isinstance(err, SpeedupUnavailable) and runs == "3"
     assert "the testbench printed no usable Speedup line (rc 1)" in str(err)
     assert "run again as its correctness run ran it, passed" in str(err)
+
+
+@pytest.mark.parametrize(
+    ("code", "side", "error", "whose"),
+    [
+        (
+            FLAKY,
+            "candidate",
+            "RuntimeError: CUDA error: an illegal memory access was encountered",
+            "candidate",
+        ),
+        (GOOD, "candidate", "RuntimeError: CUDA error: an illegal memory access was encountered", "driver"),
+        (
+            FLAKY,
+            "candidate",
+            "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 6.00 GiB.",
+            "driver",
+        ),
+        (FLAKY, "reference", "RuntimeError: CUDA error: an illegal memory access was encountered", "driver"),
+    ],
+    ids=["fails-again", "passes-again", "out-of-memory", "reference-side"],
+)
+def test_a_kernelbench_driver_failing_on_the_candidate_s_side_runs_the_test_again_to_say_whose_failure_it_is(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, code: str, side: str, error: str, whose: str
+) -> None:
+    """The kernelbench driver calls the candidate's model as the task's eval does: an error on the candidate's
+    side is the candidate's when the eval, run again, fails too; otherwise (it passes, the timing ran out
+    of memory, or the error was the reference's) the speedup is unavailable, as before."""
+    import json
+
+    from beavertui.engine.timing.speedup import DRIVER_TAG, CandidateTimingFailed, SpeedupUnavailable
+
+    task = load_corpus(DATA / "cpu").get("sleepy")
+    cfg = runner.RunnerConfig(base_dir=tmp_path)
+    timer = Timer(task, cfg, TimingConfig(cache=tmp_path, method="torch_events_l2flush_interleaved"))
+    line = DRIVER_TAG + json.dumps(
+        {"method": "torch_events_l2flush_interleaved", "error": error, "side": side}
+    )
+    failed = StageResult(stage="benchmark", command="driver", rc=1, log=f"{line}\n")
+    monkeypatch.setattr(Timer, "_go", lambda self, work, reference_only: failed)
+    with runner.workdir(task, code, cfg) as cand:
+        assert runner.test(cand, cfg).rc == 0  # its correctness run passes
+        with pytest.raises((CandidateTimingFailed, SpeedupUnavailable)) as caught:
+            timer.measure(cand)
+    err = caught.value
+    if whose == "candidate":
+        assert isinstance(err, CandidateTimingFailed)
+        assert err.evidence.startswith("MISMATCH: compute(6, 7) = 41, expected 42")
+        assert "after its torch_events_l2flush_interleaved timing run exited with status 1" in err.evidence
+        return
+    assert isinstance(err, SpeedupUnavailable) and f"kernelbench timing failed on the {side} side" in str(err)
+    assert ("run again as its correctness run ran it, passed" in str(err)) == (code == GOOD)

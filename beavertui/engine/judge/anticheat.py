@@ -25,9 +25,10 @@ is one short string ``name: evidence``. What each flag means and where its evide
   attempt is never scored as correct.
 - ``timing_run_failed``: the candidate passed the correctness run but its timing run failed the harness's
   check at the timing size before any timed launch (a solution right only at the checked size); or, where
-  the timing run is the task's own test command (CUPTI, ncu, a testbench's speed lines), that run exited
-  non-zero and the test command run again as the correctness run ran it failed too (a candidate right only
-  at times: a race). Never scored as correct.
+  the timing run is the task's own test command (CUPTI, ncu, a testbench's speed lines) or calls the
+  candidate's code as it does (kernelbench's driver), that run exited non-zero (not out of memory) and the
+  test command run again as the correctness run ran it failed too (a candidate right only at times: a
+  race). Never scored as correct.
 - ``harness_modified`` (runner.WorkDir.verify, also after timing) and ``implausible_speedup`` (timing.py,
   localtool's hardware floor) are produced where their evidence lives; they are listed here for
   completeness.

@@ -13,10 +13,10 @@ side-stream check against the reference timed in the same session. Every corpus 
 of its last timed launch against that launch's own fresh inputs and exits non-zero when it is wrong, so a
 candidate benchmark run that fails after printing its samples is flagged ``cached_result``; one that fails
 before any sample (right only at the correctness size) raises CandidateTimingFailed, a failure of the
-candidate rather than of the machine. A candidate's CUPTI or ncu run, or a testbench's run for its own
-speed lines (each the task's own test command), that exits non-zero is the candidate's failure too when the
-test command, run again as the correctness run ran it, fails again (Timer._candidate_failure). The flags
-travel in TimingResult.flags.
+candidate rather than of the machine. A candidate's CUPTI or ncu run, a testbench's run for its own speed
+lines (each the task's own test command), or the kernelbench driver failing on the candidate's side, that
+exits non-zero is the candidate's failure too when the test command, run again as the correctness run ran
+it, fails again (Timer._candidate_failure). The flags travel in TimingResult.flags.
 """
 
 from __future__ import annotations
@@ -46,6 +46,7 @@ from beavertui.engine.errors import BeaverError
 from beavertui.engine.host.adapt import adapt_command
 from beavertui.engine.host.gpu import nvcc_version
 from beavertui.engine.judge import anticheat
+from beavertui.engine.judge.evidence import OOM
 from beavertui.engine.session.events import StageResult, TimingResult
 from beavertui.engine.timing import adaptive, cupti, native
 from beavertui.engine.timing.parked import GateBroken, Run
@@ -349,6 +350,10 @@ def adopt_reference_build(task: Task, tcfg: TimingConfig, work: runner.WorkDir, 
 
 
 Sampler = Callable[[runner.WorkDir], tuple[list[float], StageResult]]
+
+#: The timing methods whose candidate run that fails is told from the machine's failure by running the task's
+#: test command again (Timer._candidate_failure).
+PLAIN_RERUN = ("cupti", "ncu", "testbench_lines", "torch_events_l2flush_interleaved")
 
 
 class CandidateTimingFailed(BeaverError):
@@ -817,15 +822,22 @@ class Timer:
         self, work: runner.WorkDir, res: StageResult, error: BeaverError | None = None
     ) -> BeaverError:
         """The error of a candidate's timing run that gave no samples, where that run is the task's own test
-        command (CUPTI, ncu, a testbench's speed lines), which the candidate passed as its correctness run.
+        command (CUPTI, ncu, a testbench's speed lines) or calls the candidate's code as the test command
+        does (kernelbench's driver), and the candidate passed that test command as its correctness run.
         When the run exited non-zero (not at its time limit), the test command is run once more as the
         correctness run ran it (no injection library, no profiler): failing again, the failure is the
         candidate's (CandidateTimingFailed with that run's record: a candidate that passes its check only at
         times, as one with a race does); passing, it is ``error`` (by default the machine's or the timing
-        tool's, BeaverError; a testbench's, SpeedupUnavailable), as for a run that gave no samples otherwise."""
+        tool's, BeaverError; a testbench's or the kernelbench driver's, SpeedupUnavailable), as for a run
+        that gave no samples otherwise. A run that ran out of GPU memory is not run again: the timing holds
+        more than the check did (both sides, and runs stopped for it keep theirs), so that is ``error``."""
         error = error or self._no_samples("candidate", res)
-        if self.method not in ("cupti", "ncu", "testbench_lines") or not res.rc or res.timed_out:
+        if self.method not in PLAIN_RERUN or not res.rc or res.timed_out:
             return error
+        if any(
+            r.search(str(error)) or r.search(res.log) for r in OOM
+        ):  # the timing's memory, not the check's:
+            return error  # beside runs stopped for it, a batch times it again once they end (scheduled.py)
         plain = runner.test(work, self.config)
         if plain.rc != 0 or plain.timed_out:
             why = "at its time limit" if plain.timed_out else anticheat.failure_evidence(plain.log, plain.rc)
@@ -1145,13 +1157,17 @@ class Timer:
                 f"the kernelbench timing driver printed no result (rc {res.rc}): {tail[0][:200]}"
             )
         if "error" in doc:
-            raise SpeedupUnavailable(
+            error = SpeedupUnavailable(
                 f"kernelbench timing failed on the {doc.get('side')} side: {doc['error']}"
             )
+            raise _CandidateNoSamples(error, res) if doc.get("side") == "candidate" else error
         return doc
 
     def _kernelbench_pair(self, cand: runner.WorkDir) -> tuple[dict[str, object], list[float], list[float]]:
-        doc = self.kernelbench_samples(cand)
+        try:
+            doc = self.kernelbench_samples(cand)
+        except _CandidateNoSamples as exc:  # the driver has ended: the candidate's failure, or not?
+            raise self._candidate_failure(cand, exc.result, exc.error) from None
         r = [float(x) for x in doc["reference_ms"]]  # type: ignore[attr-defined]
         c = [float(x) for x in doc["candidate_ms"]]  # type: ignore[attr-defined]
         if not r or not c:
