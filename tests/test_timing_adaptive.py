@@ -196,6 +196,27 @@ def test_a_candidate_s_cupti_run_without_samples_is_run_again_plainly_to_say_who
     assert ("run again as its correctness run ran it, passed" in str(err)) == (not timed_out)
 
 
+def _timing_failure(timer: Timer, code: str) -> tuple[Exception, str | None]:
+    """Time a candidate (``code``) whose correctness run passes and whose timing fails: the error, and how many
+    times its test ran in its work dir (its ``runs`` file, where it keeps one)."""
+    from beavertui.engine.timing.speedup import CandidateTimingFailed, SpeedupUnavailable
+
+    with runner.workdir(timer.task, code, timer.config) as cand:
+        assert runner.test(cand, timer.config).rc == 0  # its correctness run passes
+        with pytest.raises((CandidateTimingFailed, SpeedupUnavailable)) as caught:
+            timer.measure(cand)
+        runs = cand.path / "runs"
+        return caught.value, runs.read_text().strip() if runs.exists() else None
+
+
+def _assert_the_candidate_s(err: Exception, method: str) -> None:
+    from beavertui.engine.timing.speedup import CandidateTimingFailed
+
+    assert isinstance(err, CandidateTimingFailed)
+    assert err.evidence.startswith("MISMATCH: compute(6, 7) = 41, expected 42")
+    assert f"after its {method} timing run exited with status 1" in err.evidence
+
+
 #: Passes the first and third time it runs in a work dir, fails the second (its timing run, between the two).
 SECOND_FAILS = (
     "compute() { n=$(cat runs 2>/dev/null || echo 0); echo $((n + 1)) >runs; "
@@ -214,21 +235,14 @@ def test_a_testbench_run_that_fails_its_check_when_timed_is_run_again_to_say_who
     """A testbench's own speed lines (cufft_samples) come from runs of the task's test command: one that
     fails its check is run again as the correctness run ran it; failing again, the candidate's failure
     (timing_run_failed); passing, the speedup is unavailable as before (the attempt keeps its verdict)."""
-    from beavertui.engine.timing.speedup import CandidateTimingFailed, SpeedupUnavailable
+    from beavertui.engine.timing.speedup import SpeedupUnavailable
 
     task = load_corpus(DATA / "cpu").get("sleepy")
     cfg = runner.RunnerConfig(base_dir=tmp_path)
     timer = Timer(task, cfg, TimingConfig(cache=tmp_path, method="testbench_lines", prestart="off"))
-    with runner.workdir(task, code, cfg) as cand:
-        assert runner.test(cand, cfg).rc == 0  # its correctness run passes
-        with pytest.raises((CandidateTimingFailed, SpeedupUnavailable)) as caught:
-            timer.measure(cand)
-        runs = (cand.path / "runs").read_text().strip() if code == SECOND_FAILS else None
-    err = caught.value
+    err, runs = _timing_failure(timer, code)
     if whose == "candidate":
-        assert isinstance(err, CandidateTimingFailed)
-        assert err.evidence.startswith("MISMATCH: compute(6, 7) = 41, expected 42")
-        assert "after its testbench_lines timing run exited with status 1" in err.evidence
+        _assert_the_candidate_s(err, "testbench_lines")
         return
     assert isinstance(err, SpeedupUnavailable) and runs == "3"
     assert "the testbench printed no usable Speedup line (rc 1)" in str(err)
@@ -263,7 +277,7 @@ def test_a_kernelbench_driver_failing_on_the_candidate_s_side_runs_the_test_agai
     of memory, or the error was the reference's) the speedup is unavailable, as before."""
     import json
 
-    from beavertui.engine.timing.speedup import DRIVER_TAG, CandidateTimingFailed, SpeedupUnavailable
+    from beavertui.engine.timing.speedup import DRIVER_TAG, SpeedupUnavailable
 
     task = load_corpus(DATA / "cpu").get("sleepy")
     cfg = runner.RunnerConfig(base_dir=tmp_path)
@@ -273,15 +287,9 @@ def test_a_kernelbench_driver_failing_on_the_candidate_s_side_runs_the_test_agai
     )
     failed = StageResult(stage="benchmark", command="driver", rc=1, log=f"{line}\n")
     monkeypatch.setattr(Timer, "_go", lambda self, work, reference_only: failed)
-    with runner.workdir(task, code, cfg) as cand:
-        assert runner.test(cand, cfg).rc == 0  # its correctness run passes
-        with pytest.raises((CandidateTimingFailed, SpeedupUnavailable)) as caught:
-            timer.measure(cand)
-    err = caught.value
+    err, _runs = _timing_failure(timer, code)
     if whose == "candidate":
-        assert isinstance(err, CandidateTimingFailed)
-        assert err.evidence.startswith("MISMATCH: compute(6, 7) = 41, expected 42")
-        assert "after its torch_events_l2flush_interleaved timing run exited with status 1" in err.evidence
+        _assert_the_candidate_s(err, "torch_events_l2flush_interleaved")
         return
     assert isinstance(err, SpeedupUnavailable) and f"kernelbench timing failed on the {side} side" in str(err)
     assert ("run again as its correctness run ran it, passed" in str(err)) == (code == GOOD)
