@@ -45,8 +45,8 @@ the order in which the batch started the sessions), then first come. So:
   (given ``quiet``), as a long shared run is, rather than waited for: its memory stays allocated, and a
   timing that finds too little left beside it runs out of memory and is made again once the run has ended
   (batch/scheduled.py), so the timing loses one try at most, where waiting lost the rerun's whole length
-  (H200, kernelbench: a timing stage waited 52 s behind a start check's run holding 50.9 GB with the GPU
-  0% busy);
+  (H200, kernelbench: a timing stage waited 52 s behind a start check's run, likely such a rerun, holding
+  50.9 GB with the GPU 0% busy; not yet run on a GPU);
 - a long run is a sanitizer or profiler run, or a correctness run of a task whose last run here outlasted
   ``patience_s`` (batch/scheduled.py: a test command that compiles at test time runs for a minute, and
   admitted as a short run during every stuck drain it would keep the timing stage waiting run after run);
@@ -266,9 +266,7 @@ class GpuPool:
                     granted = True
                 elif stoppable:  # its runs in flight are stopped for the timing stage, not waited for
                     g = min(stoppable, key=lambda x: (x.shared, x.runs))
-                    g.paused = [p for p in g.attached.values() if p.pause()]
-                    req.paused = len(g.paused)
-                    req.idle_s = self.idle_wait_instrumented_s if g.instrumented else self.idle_wait_s
+                    self._stop_runs(req, g)
                     g.exclusive = True
                     if self.log is not None:
                         self.log.append(("pause", "exclusive", req.rank, g.index))
@@ -339,6 +337,14 @@ class GpuPool:
             return False
         return g.long_runs > 0 or any(now - t >= self.patience_s for t in g.started.values())
 
+    def _stop_runs(self, req: _Request, g: GpuState) -> int:
+        """Stop (Pausable.pause) the registered processes of ``g`` for timing request ``req``, which then waits
+        up to its idle wait for the GPU to run no kernel: how many were stopped (not those that had ended)."""
+        g.paused = [p for p in g.attached.values() if p.pause()]
+        req.paused = len(g.paused)
+        req.idle_s = self.idle_wait_instrumented_s if g.instrumented else self.idle_wait_s
+        return req.paused
+
     def _stoppable_memory_hold(self, g: GpuState) -> bool:
         """Whether a timing stage may take ``g`` by stopping the run made again alone for its memory that
         holds it: the pool can tell when a GPU is idle, the run has registered its process, no timing holds
@@ -355,12 +361,9 @@ class GpuPool:
         """Stop the run that holds one of ``over`` for its memory, for timing request ``req``: the GPU, or
         None when the run had ended already (the request then waits for its hold to end)."""
         g = min(over, key=lambda x: x.runs)
-        g.paused = [p for p in g.attached.values() if p.pause()]
-        if not g.paused:
+        if not self._stop_runs(req, g):
             return None
         g.over_memory = req.over_memory = True
-        req.paused = len(g.paused)
-        req.idle_s = self.idle_wait_s
         if self.log is not None:
             self.log.append(("pause", "memory", req.rank, g.index))
         return g

@@ -41,7 +41,7 @@ from beavertui.engine.corpus.task import Task
 from beavertui.engine.errors import BeaverError, ToolchainError
 from beavertui.engine.host.adapt import adapt_command
 from beavertui.engine.judge.classify import Classification, classify
-from beavertui.engine.judge.evidence import OOM
+from beavertui.engine.judge.evidence import out_of_memory
 from beavertui.engine.session.events import (
     Built,
     Event,
@@ -269,7 +269,7 @@ class ScheduledLocalToolchain(LocalToolchain):
                         with self.builds.stopped() as stopped:
                             measured = timer.measure(work, options.gate)
                     except BeaverError as exc:
-                        if again is None and g.pause_note is not None and _out_of_memory(str(exc)):
+                        if again is None and g.pause_note is not None and out_of_memory(str(exc)):
                             # the runs stopped for it kept their GPU memory: time it again once they end (a
                             # candidate's CUPTI run out of memory too, which would read as the machine's)
                             self.pool.report(g, ok=True)
@@ -345,12 +345,8 @@ _STICKY = (
 
 def _oom_line(log: str) -> str:
     """The first line of a log that says the GPU ran out of memory (for the note of a run made again alone)."""
-    line = next((ln.strip() for ln in log.splitlines() if any(r.search(ln) for r in OOM)), "out of memory")
+    line = next((ln.strip() for ln in log.splitlines() if out_of_memory(ln)), "out of memory")
     return line[:200]
-
-
-def _out_of_memory(text: str) -> bool:
-    return any(r.search(text) for r in OOM)
 
 
 def _gpu_lost(log: str) -> bool:

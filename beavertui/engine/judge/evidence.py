@@ -69,6 +69,13 @@ OOM = [
     re.compile(r"out of memory", _I),
     re.compile(r"cudaErrorMemoryAllocation|CUDA_ERROR_OUT_OF_MEMORY|OutOfMemoryError", _I),
 ]
+
+
+def out_of_memory(text: str) -> bool:
+    """Whether ``text`` says the GPU ran out of memory."""
+    return any(r.search(text) for r in OOM)
+
+
 IMA = [
     re.compile(r"an illegal memory access was encountered", _I),
     re.compile(r"cudaErrorIllegalAddress|CUDA_ERROR_ILLEGAL_ADDRESS", _I),

@@ -46,7 +46,7 @@ from beavertui.engine.errors import BeaverError
 from beavertui.engine.host.adapt import adapt_command
 from beavertui.engine.host.gpu import nvcc_version
 from beavertui.engine.judge import anticheat
-from beavertui.engine.judge.evidence import OOM
+from beavertui.engine.judge.evidence import out_of_memory
 from beavertui.engine.session.events import StageResult, TimingResult
 from beavertui.engine.timing import adaptive, cupti, native
 from beavertui.engine.timing.parked import GateBroken, Run
@@ -834,10 +834,8 @@ class Timer:
         error = error or self._no_samples("candidate", res)
         if self.method not in PLAIN_RERUN or not res.rc or res.timed_out:
             return error
-        if any(
-            r.search(str(error)) or r.search(res.log) for r in OOM
-        ):  # the timing's memory, not the check's:
-            return error  # beside runs stopped for it, a batch times it again once they end (scheduled.py)
+        if out_of_memory(f"{error}\n{res.log}"):  # the timing's memory, not the check's: beside runs stopped
+            return error  # for it, a batch times it again once they end (scheduled.py)
         plain = runner.test(work, self.config)
         if plain.rc != 0 or plain.timed_out:
             why = "at its time limit" if plain.timed_out else anticheat.failure_evidence(plain.log, plain.rc)
