@@ -549,7 +549,8 @@ def test_kernelbench_driver_draws_the_inputs_before_its_go_on_real_torch(
 ) -> None:
     """Started ahead of the GPU hold with no GPU visible, the driver draws the task's inputs on the host before
     its go (or, above --ahead-max-bytes, sizes them on the meta device and draws them on the GPU after it),
-    and the timing is the same; a get_inputs that makes its tensors on the GPU ends the driver before it says it is ready."""
+    and the timing is the same; a get_inputs that makes its tensors on the GPU ends the driver before it
+    says it is ready."""
     kb = real["kb2"]
     sub = families.reference_submission(kb)
     assert sub is not None

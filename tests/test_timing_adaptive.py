@@ -178,12 +178,20 @@ def test_a_candidate_s_cupti_run_without_samples_is_run_again_plainly_to_say_who
     monkeypatch.setattr(speedup, "reference_workdir", lambda *a: timer._ref_dir)  # type: ignore[attr-defined]
     with runner.workdir(timer.task, code, runner.RunnerConfig(base_dir=tmp_path)) as cand:
         assert runner.test(cand, timer.config).rc == 0  # its correctness run passes
+        plain: list[runner.WorkDir] = []  # the test command run again by the timer, plainly
+        test = runner.test
+
+        def counted(work: runner.WorkDir, config: runner.RunnerConfig) -> StageResult:
+            plain.append(work)
+            return test(work, config)
+
+        monkeypatch.setattr(speedup.runner, "test", counted)
         with pytest.raises(BeaverError) as caught:
             timer.measure(cand)
-        again = (cand.path / "ran_once").exists() and not timed_out
+    assert plain == ([] if timed_out else [cand])  # once, the candidate's; never at its time limit
     err = caught.value
     if whose == "candidate":
-        assert isinstance(err, CandidateTimingFailed) and again
+        assert isinstance(err, CandidateTimingFailed)
         assert err.evidence.startswith("MISMATCH: compute(6, 7) = 41, expected 42")
         assert (
             "run again as its correctness run ran it, after its cupti timing run exited with status 1"
