@@ -59,10 +59,6 @@ def _pieces(c: Cell) -> list[str]:
     return c.split() or [""]
 
 
-def _text(c: Cell) -> str:
-    return " ".join(p for p in _pieces(c) if p)
-
-
 def _wrap(pieces: Sequence[str], width: int) -> list[str]:
     lines: list[str] = []
     cur = ""
@@ -88,11 +84,21 @@ class Line:
     style: str = ""
 
 
-def _widths(table: Table, cols: list[int], width: int) -> list[int] | None:
-    natural = [max([len(table.columns[i])] + [len(_text(r[i])) for r in table.rows]) for i in cols]
-    minimum = [
-        max([len(w) for w in table.columns[i].split()] + [len(p) for r in table.rows for p in _pieces(r[i])])
+Grid = list[list[list[str]]]
+"""Each row's cells as their unbreakable pieces (empty pieces dropped), computed once per table."""
+
+
+def _grid(table: Table) -> Grid:
+    return [[[p for p in _pieces(c) if p] for c in r] for r in table.rows]
+
+
+def _widths(table: Table, grid: Grid, cols: list[int], width: int) -> list[int] | None:
+    natural = [
+        max([len(table.columns[i])] + [sum(map(len, r[i])) + max(0, len(r[i]) - 1) for r in grid])
         for i in cols
+    ]
+    minimum = [
+        max([len(w) for w in table.columns[i].split()] + [len(p) for r in grid for p in r[i]]) for i in cols
     ]
     room = width - GAP * (len(cols) - 1)
     if sum(natural) <= room:
@@ -127,67 +133,74 @@ def _wrapped(text: str, width: int, style: str) -> list[Line]:
 
 
 def lines(table: Table, width: int, *, keys: int | None = None) -> list[Line]:
-    """The table as lines of at most ``width`` characters (longer only for a single unbreakable piece)."""
+    """The table as lines of at most ``width`` characters (longer only for a single unbreakable piece).
+
+    Linear in the rows: each cell is cut into its pieces once, and each column's alignment is decided once.
+    """
     out = _wrapped(table.title, width, "title")
-    cols = [i for i in range(len(table.columns)) if any(_text(r[i]) for r in table.rows)] or list(
+    grid = _grid(table)
+    cols = [i for i in range(len(table.columns)) if any(r[i] for r in grid)] or list(
         range(len(table.columns))
     )
-    widths = _widths(table, cols, width)
+    widths = _widths(table, grid, cols, width)
     if widths is not None:
+        right = [_numeric(table, i) for i in cols]
         heads = [_wrap(table.columns[i].split(), w) for i, w in zip(cols, widths, strict=True)]
         depth = max(len(h) for h in heads)
+        sep = " " * GAP
         for k in range(depth):
             cells = []
-            for (i, w), h in zip(zip(cols, widths, strict=True), heads, strict=True):
+            for w, h, rt in zip(widths, heads, right, strict=True):
                 t = h[k - (depth - len(h))] if k >= depth - len(h) else ""
-                cells.append(t.rjust(w) if _numeric(table, i) else t.ljust(w))
-            out.append(Line((" " * GAP).join(cells).rstrip(), "header"))
-        out.append(Line((" " * GAP).join("-" * w for w in widths), "rule"))
-        for r in table.rows:
-            wrapped = [_wrap(_pieces(r[i]), w) for i, w in zip(cols, widths, strict=True)]
+                cells.append(t.rjust(w) if rt else t.ljust(w))
+            out.append(Line(sep.join(cells).rstrip(), "header"))
+        out.append(Line(sep.join("-" * w for w in widths), "rule"))
+        for r in grid:
+            wrapped = [_wrap(r[i], w) for i, w in zip(cols, widths, strict=True)]
             for k in range(max(len(c) for c in wrapped)):
                 cells = []
-                for (i, w), c in zip(zip(cols, widths, strict=True), wrapped, strict=True):
+                for w, c, rt in zip(widths, wrapped, right, strict=True):
                     t = c[k] if k < len(c) else ""
-                    cells.append(t.rjust(w) if _numeric(table, i) else t.ljust(w))
-                out.append(Line((" " * GAP).join(cells).rstrip()))
+                    cells.append(t.rjust(w) if rt else t.ljust(w))
+                out.append(Line(sep.join(cells).rstrip()))
     else:
-        out += _blocks(table, cols, width, keys)
+        out += _blocks(table, grid, cols, width, keys)
     if table.note:
         out += _wrapped(table.note, width, "note")
     return out
 
 
-def _blocks(table: Table, cols: list[int], width: int, keys: int | None) -> list[Line]:
+def _blocks(table: Table, grid: Grid, cols: list[int], width: int, keys: int | None) -> list[Line]:
     """One block per row: the key columns as a heading, then ``column  value`` lines."""
     nkeys = keys if keys is not None else table.keys
     key_cols = [i for i in cols if i < nkeys]
     rest = [i for i in cols if i >= nkeys]
     label = max(len(table.columns[i]) for i in rest) if rest else 0
     label = min(label, width // 3)
+    room = max(10, width - 2 - label - GAP)
+    indent = " " * (2 + label + GAP)
     out: list[Line] = []
     if key_cols:
         names = " · ".join(table.columns[i] for i in key_cols)
         out += _wrapped(f"(too wide for the page: one block per {names})", width, "note")
-    for r in table.rows:
+    for r in grid:
         out.append(Line(""))
-        heading = " · ".join(_text(r[i]) for i in key_cols if _text(r[i]))
-        out += _wrapped(heading or "-", width, "heading")
+        heading: list[str] = []
+        for i in key_cols:
+            if r[i]:
+                heading += (["·"] if heading else []) + [w for p in r[i] for w in p.split()]
+        out += [Line(t, "heading") for t in _wrap(heading or ["-"], width)]
         for i in rest:
-            text = _text(r[i])
-            if not text:
+            if not r[i]:
                 continue
             name = table.columns[i]
-            room = max(10, width - 2 - label - GAP)
-            values = _wrap(_pieces(r[i]), room)
-            first = f"  {name.ljust(label)}{' ' * GAP}" if len(name) <= label else f"  {name}\n"
-            indent = " " * (2 + label + GAP)
-            if first.endswith("\n"):
-                out.append(Line(first.rstrip("\n")))
-                out += [Line(indent + v) for v in values]
-            else:
-                out.append(Line(first + values[0]))
+            values = _wrap(r[i], room)
+            if len(name) <= label:
+                out.append(Line(f"  {name.ljust(label)}{' ' * GAP}{values[0]}"))
                 out += [Line(indent + v) for v in values[1:]]
+            else:
+                out.append(Line(f"  {name}"))
+                out += [Line(indent + v) for v in values]
     if table.note:
         out.append(Line(""))
     return out

@@ -14,23 +14,25 @@ the samples are not skewed. Pure arithmetic; no I/O.
 
 from __future__ import annotations
 
+import functools
 import math
 import statistics
 
-#: Two-sided 95% quantiles of Student's t by degrees of freedom (1..30); beyond 30 the normal's 1.96 (+).
-_T975 = (
-    12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,
-    2.201, 2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086,
-    2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042,
-)  # fmt: skip
+
+@functools.lru_cache(maxsize=256)
+def _t975_whole(k: int) -> float:
+    from scipy.special import stdtrit
+
+    return float(stdtrit(k, 0.975))
 
 
 def t975(df: float) -> float:
-    """The 97.5% quantile of Student's t with ``df`` degrees of freedom, rounded down to a whole number."""
+    """The 97.5% quantile of Student's t (scipy.special.stdtrit) at ``df`` degrees of freedom rounded down
+    to a whole number, so the interval is never narrower than Welch's; infinite below one."""
     k = math.floor(df)
     if k < 1:
         return math.inf
-    return _T975[k - 1] if k <= len(_T975) else 2.0
+    return _t975_whole(k)
 
 
 def interval(reference: list[float], candidate: list[float]) -> tuple[float, float] | None:
