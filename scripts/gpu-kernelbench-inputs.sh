@@ -13,7 +13,7 @@ TOTAL=${1:-540}
 [ -d .release/a/data ] || { log "no release under .release/a"; exit 2; }
 mkdir -p "$OUT/kbi"
 timeout -k 10 240 python3 -m pytest -m gpu -p no:cacheprovider -o addopts="--strict-markers" -rA -s \
-  tests/test_release_real.py -k kernelbench_driver >"$OUT/kbi/gpu-tests.log" 2>&1
+  tests/engine/corpus/test_release_real.py -k kernelbench_driver >"$OUT/kbi/gpu-tests.log" 2>&1
 log "driver tests: rc $? ($(tail -1 "$OUT/kbi/gpu-tests.log"))"
 b=$(($(left) - 20))
 SELECT=()

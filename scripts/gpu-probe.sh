@@ -19,7 +19,7 @@ lane_a() {
 lane_b() {
   export CUDA_VISIBLE_DEVICES=$B
   timeout -k 5 150 python3 -m pytest -m gpu -p no:cacheprovider -o addopts="--strict-markers" -rA \
-    tests/test_live_gpu.py tests/test_loop_gpu.py ${TESTS:-} >"$W/gpu-tests.log" 2>&1
+    tests/commands/test_live_gpu.py tests/engine/loop/test_loop_gpu.py ${TESTS:-} >"$W/gpu-tests.log" 2>&1
   log "gpu tests: $(tail -1 "$W/gpu-tests.log")"
   timeout -k 5 $((TOTAL - $(date +%s) + T0 - 15)) python3 bench/timing_profile.py --stage --out "$W/timing_profile.json" \
     --budget-s $((TOTAL - $(date +%s) + T0 - 60)) >"$W/timing_profile.log" 2>&1

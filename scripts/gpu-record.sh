@@ -84,7 +84,7 @@ lane_rest() {
   demo resend_then_reference transpose_00 2 &
   wait
   log "demos: done: $(tr '\n' ' ' <"$W/demos.txt")"
-  files=$(grep -l "pytest.mark.gpu" tests/*.py tests/*/*.py 2>/dev/null | tr '\n' ' ')
+  files=$(grep -rl --include="test_*.py" --exclude-dir=data "pytest.mark.gpu" tests 2>/dev/null | sort | tr '\n' ' ')
   log "gpu tests: $files"
   xdist=""
   python3 -c "import xdist" 2>/dev/null && xdist="-n $TEST_WORKERS"

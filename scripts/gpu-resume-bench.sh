@@ -12,7 +12,7 @@ lane_a() {
   export CUDA_VISIBLE_DEVICES=0
   if [ "${TESTS:-1}" = 1 ]; then
     timeout -k 5 150 python3 -m pytest -m gpu -p no:cacheprovider -o addopts="--strict-markers" -rA \
-      tests/test_anticheat_gpu.py >"$W/gpu-tests.log" 2>&1
+      tests/engine/judge/test_anticheat_gpu.py >"$W/gpu-tests.log" 2>&1
     log "gpu tests: $(tail -1 "$W/gpu-tests.log")"
   fi
   local b=$(($(left) - 15))

@@ -1,6 +1,6 @@
 """Builds a test module needs, started when the test session starts and run while the other tests run.
 
-Most of the suite runs on one core; the nvcc builds of test_corpus_ci.py and test_timing_drivers_build.py
+In a serial run (``-n 0``) most of the suite runs on one core; the nvcc builds of test_corpus_ci.py and test_timing_drivers_build.py
 (minutes of CPU time) are independent of everything else and only read by those modules. A module declares
 its jobs with ``Prebuild(__file__, make_jobs)``. Its tests run at the end of the session (``run_last``),
 and when the selected tests include one of them, one background thread at the lowest CPU priority (nice 19,
@@ -153,16 +153,30 @@ class Background:
         self._thread.join()
 
 
+def in_parallel() -> bool:
+    """Whether this process is a worker of a parallel run (pytest-xdist, ``-n``)."""
+    return "PYTEST_XDIST_WORKER" in os.environ
+
+
 def run_last(items: list[pytest.Item]) -> None:
     """Move the tests of the modules that declare builds to the end of the session (in their order), so
-    that their builds have the rest of the session to run in the background."""
-    late = [i for i in items if Path(i.path).resolve() in GROUPS]
-    if late:
-        items[:] = [i for i in items if Path(i.path).resolve() not in GROUPS] + late
+    that their builds have the rest of the session to run in the background.
+
+    In a parallel run they move to the start instead: every worker collects every test, so no worker can
+    tell which builds it will need and none builds in the background; the worker that is given such a
+    module (each module goes whole to one worker, ``--dist loadfile``) builds first, at normal priority,
+    while the other workers run the rest of the suite."""
+    group = [i for i in items if Path(i.path).resolve() in GROUPS]
+    if group:
+        rest = [i for i in items if Path(i.path).resolve() not in GROUPS]
+        items[:] = group + rest if in_parallel() else rest + group
 
 
 def start_selected(items: list[pytest.Item], tmp: pytest.TempPathFactory) -> Background | None:
-    """Start the background thread for the groups with a selected test that uses their fixture, if any."""
+    """Start the background thread for the groups with a selected test that uses their fixture, if any
+    (never in a parallel run, see ``run_last``)."""
+    if in_parallel():
+        return None
     order: dict[Path, int] = {}
     for i, item in enumerate(items):
         g = GROUPS.get(Path(item.path).resolve())

@@ -438,7 +438,7 @@ async def test_a_huge_session_steps_with_truncation_notes(tmp_path: Path) -> Non
 
 def test_secrets_are_redacted_from_screen_header_and_log(tmp_path: Path) -> None:
     """A 401 that echoes the key, a password in the base URL and a key in --extra-body: none is shown or saved."""
-    from test_endpoint_faults import FaultServer
+    from tests.engine.models.test_endpoint_faults import FaultServer
 
     key, password, body_key = "sk-live-echoed-5150", "pw-in-url-7071", "body-key-9092"
     with FaultServer({"echo_key": [("echo_key", None)]}) as server:
@@ -550,7 +550,7 @@ def test_bootstrap_resamples_by_task_id() -> None:
 
 
 def test_a_batch_where_every_session_ends_in_an_infrastructure_failure_exits_1(tmp_path: Path) -> None:
-    from test_endpoint_faults import FaultServer
+    from tests.engine.models.test_endpoint_faults import FaultServer
 
     with FaultServer({"down": [("status", "401 Unauthorized")]}) as server:
         proto = tmp_path / "p.toml"
@@ -592,7 +592,7 @@ def test_ctrl_c_stops_a_headless_batch_waiting_on_a_hung_endpoint(tmp_path: Path
     import signal
     import time
 
-    from test_endpoint_faults import FaultServer
+    from tests.engine.models.test_endpoint_faults import FaultServer
 
     with FaultServer({"hung": [("hang", 120.0)]}) as server:
         proto = tmp_path / "p.toml"

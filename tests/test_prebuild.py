@@ -71,7 +71,8 @@ def test_the_builds_find_nvcc_and_bypass_patches_while_another_test_runs(
     up in another test's record."""
     from beavertui.engine.corpus.load import load_corpus
     from beavertui.engine.toolchain import stages
-    from tests import test_corpus_ci, test_timing_drivers_build
+    from tests.engine.corpus import test_corpus_ci
+    from tests.engine.timing import test_timing_drivers_build
 
     def recorded(*a: object, **kw: object) -> None:
         raise AssertionError("a background build went through another test's run_stage")

@@ -2,7 +2,7 @@
 from the cursor, and the attribution screen over a saved attribution run.
 
 Branches run the real loop with a scripted model and recorded outcomes of the tiled-transpose fixture
-(tests/test_analysis_branch.py), so the sessions shown are written exactly as `beavertui branch` writes them.
+(tests/engine/analysis/test_analysis_branch.py), so the sessions shown are written exactly as `beavertui branch` writes them.
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from beavertui.tui.analysis import AttributionScreen, BranchScreen, run_branch
 from beavertui.tui.app import BeaverApp
 from beavertui.tui.compare import CompareScreen
 from beavertui.tui.session_screen import SessionScreen
-from tests.test_analysis_attribute import _recordings_file
-from tests.test_analysis_branch import REFERENCE, parent_session, reply
+from tests.engine.analysis.test_analysis_attribute import _recordings_file
+from tests.engine.analysis.test_analysis_branch import REFERENCE, parent_session, reply
 from tests.tui.conftest import DATA, SIZE, open_session, wait_for
 
 

@@ -1,0 +1,97 @@
+"""`beavertui metrics`: the --json object of metrics.md and the human formats, card and plots."""
+
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from beavertui.cli import main
+from beavertui.engine.metrics import table_io
+from tests.engine.metrics.test_metrics import iterative_rows, proto
+
+
+@pytest.fixture
+def table(tmp_path: Path) -> Path:
+    rows = iterative_rows()
+    rows += [{**r, "model": "m2", "protocol": proto(feedback="L1")} for r in iterative_rows()[:4]]
+    rows += [{**r, "model": "m2"} for r in iterative_rows()[:4]]
+    rows += [{**r, "protocol": proto(feedback="L1")} for r in iterative_rows()]
+    path = tmp_path / "attempts.jsonl"
+    with path.open("w") as f:
+        table_io.write_jsonl(rows, f)
+    return path
+
+
+def test_json_output_is_exactly_the_spec(table: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["metrics", str(table), "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert set(doc) == {"groups", "swing", "kendall_tau"}
+    g = next(g for g in doc["groups"] if g["model"] == "m" and g["protocol"]["feedback"] == "L3")
+    assert set(g) >= {
+        "model",
+        "protocol",
+        "n_tasks",
+        "k",
+        "pass@1",
+        "pass@k",
+        "debug_rate@k",
+        "stagnation_rate",
+        "dominant_stagnation",
+        "dominant_stagnation_share",
+        "degenerate_rate",
+        "p_sweep",
+    }
+    assert g["pass@1"] == pytest.approx(0.25) and g["pass@k"] == pytest.approx(0.5)
+    assert g["debug_rate@k"] == pytest.approx(1 / 3) and g["dominant_stagnation"] == "duplicate_code"
+    assert list(g["p_sweep"]) == ["0.0", "0.1", "0.3", "0.5", "0.7", "1.0", "1.5", "2.0", "3.0"]
+    (sw_m2,) = [s for s in doc["swing"] if s["model"] == "m2" and s["from"] == "runs"]
+    assert sw_m2["axis"] == "feedback" and sw_m2["swing"] == pytest.approx(0.0)
+    assert sw_m2["delta"] == pytest.approx(0.0)
+    (kt,) = [k for k in doc["kendall_tau"] if k["from"] == "runs"]
+    assert kt["axis"] == "feedback" and kt["n_models"] == 2
+    # a table written before the later protocol keys: its sessions ran the in-loop gate
+    assert g["protocol"]["gate_mode"] == "in_loop"
+    assert g["p_sweep_bound"]["0.7"] == "exact" and g["p_sweep_bound"]["1.0"] == "lower_bound"
+
+
+def test_human_formats_show_percentages_with_intervals(table: Path, tmp_path: Path) -> None:
+    out = {}
+    for fmt in ("markdown", "csv", "latex"):
+        target = tmp_path / f"report.{fmt}"
+        assert main(["metrics", str(table), "--format", fmt, "-o", str(target), "--by", "family"]) == 0
+        out[fmt] = target.read_text()
+    assert "| m | iterative K3 L3 H2 T0 p0.7 in-loop | 4 | 25.0 [" in out["markdown"]
+    assert "| >=25.0 [" in out["markdown"]  # p = 1.0 above the in-loop gate: a lower bound
+    assert "p=1.0 bound" in out["csv"] and ",lower_bound" in out["csv"]
+    assert "Repair rates per family" in out["markdown"]
+    assert "pass@k (%),pass@k low (%),pass@k high (%)" in out["csv"]
+    assert (
+        "\\toprule" in out["latex"]
+        and "\\bottomrule" in out["latex"]
+        and "50.0 {\\scriptsize [" in out["latex"]
+    )
+
+
+def test_card_and_plots(table: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    card = tmp_path / "card.md"
+    plots = tmp_path / "plots"
+    assert main(["metrics", str(table), "--card", str(card), "--plots", str(plots)]) == 0
+    text = card.read_text()
+    assert "## Protocols" in text and "Bootstrap: 1000 resamples" in text
+    for name in ("p_sweep.svg", "swing.svg"):
+        root = ET.fromstring((plots / name).read_text())
+        assert root.tag.endswith("svg")
+    assert (plots / "p_sweep.svg").read_text().count("<polyline") == 4  # one curve per group
+    assert "Repair rates per model and protocol" in capsys.readouterr().out
+
+
+def test_bad_sources_are_one_line_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text("{not json\n")
+    assert main(["metrics", str(bad)]) == 2
+    assert "line 1: not JSON" in capsys.readouterr().err
+    assert main(["metrics", str(tmp_path / "nothing.csv")]) == 2
+    assert main(["metrics", str(bad), "--resamples", "10"]) == 2

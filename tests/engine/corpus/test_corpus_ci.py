@@ -1,0 +1,399 @@
+"""CI checks of the bundled corpus that need nvcc but no GPU (issue 5, item 5).
+
+For every task in corpus/: the metadata validates (fields, types, id, hash, label, files, recorded error
+log); every reference and every testbench source compiles with the task's own build flags plus ``-c``;
+every build-stage broken start (buildability, integration, environment_dependency) really fails to build,
+and the engine's classifier puts the real nvcc output in the labelled category; the
+recorded error log of every task classifies as its label. Identical compiles (same flags, same source, same headers) run once;
+they start with the test session, one at a time at low priority while the tests before this module run, and
+what is left runs two at a time when the first test here needs it (tests/prebuild.py). Nothing here runs a
+kernel.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import shlex
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import cache, partial
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from beavertui.engine.corpus.load import load_corpus
+from beavertui.engine.judge.categories import BUILD_STAGE, NATIVE_LABELS, label_agrees
+from beavertui.engine.judge.classify import classify
+from tests.prebuild import ENV, Prebuild
+
+ROOT = Path(__file__).resolve().parents[3]
+CORPUS = ROOT / "corpus"
+COMMON = CORPUS / "_common"
+#: Tasks in corpus/ when this file was last updated; the corpus may grow, never shrink.
+MIN_TASKS = 41
+TASK_IDS = sorted(p.name for p in CORPUS.iterdir() if p.is_dir() and not p.name.startswith("_"))
+SOURCE_SUFFIXES = (".cu", ".cpp", ".cc", ".c")
+NVCC = shutil.which("nvcc")
+needs_nvcc = pytest.mark.skipif(NVCC is None, reason="nvcc is not installed")
+
+
+def meta(task: str, name: str) -> dict[str, Any]:
+    data = json.loads((CORPUS / task / name).read_text())
+    assert isinstance(data, dict), f"{task}/{name} is not a JSON object"
+    return data
+
+
+def broken_path(task: str) -> Path:
+    return CORPUS / task / f"broken_start{Path(meta(task, 'input.json')['solution_file']).suffix}"
+
+
+def reference_path(task: str) -> Path:
+    return CORPUS / task / f"reference{Path(meta(task, 'input.json')['solution_file']).suffix}"
+
+
+# ------------------------------------------------------------------------------------------ metadata
+
+
+def test_corpus_has_at_least_the_known_tasks() -> None:
+    assert len(TASK_IDS) >= MIN_TASKS, f"{len(TASK_IDS)} tasks in corpus/, expected at least {MIN_TASKS}"
+    families = {meta(t, "instance.json")["task_family"] for t in TASK_IDS}
+    assert len(families) >= 8, sorted(families)
+
+
+def test_engine_loader_reads_every_task() -> None:
+    load = load_corpus(CORPUS)
+    assert not load.problems, load.problems
+    assert sorted(t.id for t in load.tasks) == TASK_IDS
+
+
+INSTANCE_TYPES: dict[str, tuple[type, ...]] = {
+    "id": (str,),
+    "task_family": (str,),
+    "error_category": (str,),
+    "difficulty": (str,),
+    "upstream_library": (str, type(None)),
+    "broken_start_provenance": (str,),
+    "source_model": (str, type(None)),
+    "broken_start_hash": (str,),
+}
+INPUT_TYPES: dict[str, tuple[type, ...]] = {
+    "task_id": (str,),
+    "schema_version": (int,),
+    "build_command": (str,),
+    "test_command": (str,),
+    "benchmark_command": (str,),
+    "solution_file": (str,),
+    "tags": (list,),
+    "hardware": (dict,),
+    "timeouts": (dict,),
+    "work": (dict,),
+}
+
+
+@pytest.mark.parametrize("task", TASK_IDS)
+def test_instance_json(task: str) -> None:
+    inst = meta(task, "instance.json")
+    for key, types in INSTANCE_TYPES.items():
+        assert key in inst, f"{task}/instance.json lacks {key}"
+        assert isinstance(inst[key], types), f"{task}/instance.json: {key} is {type(inst[key]).__name__}"
+    assert inst["id"] == task
+    assert re.fullmatch(r"[a-z][a-z0-9_]*_\d{2}", task), f"task id {task!r} is not <family>_<NN>"
+    assert inst["task_family"] == task[:-3]
+    assert inst["error_category"] in NATIVE_LABELS, inst["error_category"]
+    assert inst["difficulty"] in ("easy", "medium", "hard")
+    assert inst["broken_start_provenance"].strip()
+    digest = hashlib.sha256(broken_path(task).read_bytes()).hexdigest()[:16]
+    assert inst["broken_start_hash"] == digest, (
+        f"{task}: broken_start_hash is stale (file hashes to {digest})"
+    )
+
+
+@pytest.mark.parametrize("task", TASK_IDS)
+def test_input_json(task: str) -> None:
+    inp = meta(task, "input.json")
+    for key, types in INPUT_TYPES.items():
+        assert key in inp, f"{task}/input.json lacks {key}"
+        assert isinstance(inp[key], types), f"{task}/input.json: {key} is {type(inp[key]).__name__}"
+    assert inp["task_id"] == task
+    assert inp["schema_version"] == 2
+    build = shlex.split(inp["build_command"])
+    assert build and build[0] == "nvcc", inp["build_command"]
+    assert not [a for a in build if re.fullmatch(r"-[lL].*", a) and a != "-lineinfo"], (
+        "extra link flags are not allowed"
+    )
+    assert inp["solution_file"] in build, "the build command does not compile the solution file"
+    assert "--bench" in inp["benchmark_command"]
+    assert inp["tags"] and all(isinstance(t, str) and t for t in inp["tags"])
+    hw = inp["hardware"]
+    assert isinstance(hw.get("min_sm"), int) and hw["min_sm"] >= 70
+    assert isinstance(hw.get("required_features"), list)
+    assert all(isinstance(f, str) for f in hw["required_features"])
+    limits = inp["timeouts"]
+    for key in ("build_s", "run_s"):
+        assert isinstance(limits.get(key), int | float) and limits[key] > 0, f"timeouts.{key}"
+    if meta(task, "instance.json")["error_category"] == "timeout":
+        assert limits["run_s"] <= 15, "a timeout-labelled task must have a short run limit"
+    work = inp["work"]
+    assert isinstance(work.get("flop"), int | float) and work["flop"] >= 0
+    assert isinstance(work.get("bytes"), int | float) and work["bytes"] > 0
+
+
+@pytest.mark.parametrize("task", TASK_IDS)
+def test_required_files(task: str) -> None:
+    d = CORPUS / task
+    for name in ("instance.json", "input.json", "prompt.txt", "error_log.txt"):
+        assert (d / name).is_file(), f"{task} lacks {name}"
+        assert (d / name).read_text().strip(), f"{task}/{name} is empty"
+    assert broken_path(task).is_file(), f"{task} lacks {broken_path(task).name}"
+    assert reference_path(task).is_file(), f"{task} lacks {reference_path(task).name}"
+    inp = meta(task, "input.json")
+    sources = [a for a in shlex.split(inp["build_command"]) if a.endswith(SOURCE_SUFFIXES)]
+    for src in sources:
+        if src != inp["solution_file"]:
+            assert (d / "testbench" / src).is_file(), (
+                f"{task}: testbench/{src} (named in build_command) is missing"
+            )
+    assert not (d / "testbench" / inp["solution_file"]).exists(), "the testbench must not ship a solution"
+
+
+# ------------------------------------------------------------------------------------------ recorded logs
+
+LOG_STAGE = re.compile(
+    r"^\$ (?P<cmd>[^\n]*)\n(?P<log>.*?)^\[(?:exit status (?P<rc>-?\d+)|beavertui: killed by the time limit[^\]]*)\]$",
+    re.M | re.S,
+)
+
+
+def parse_error_log(text: str) -> dict[str, Any]:
+    """The build and run stages of a log written by corpus/_tools/record.py."""
+    stages = list(LOG_STAGE.finditer(text))
+    assert stages, "error_log.txt has no '$ command ... [exit status N]' stage"
+    out: dict[str, Any] = {
+        "build_rc": None,
+        "build_log": "",
+        "run_rc": None,
+        "run_log": "",
+        "timed_out": False,
+    }
+    for i, m in enumerate(stages[:2]):
+        prefix = "build" if i == 0 else "run"
+        rc = m.group("rc")
+        out[f"{prefix}_rc"] = int(rc) if rc is not None else None
+        out[f"{prefix}_log"] = m.group("log")
+        if rc is None:
+            out["timed_out"] = True
+    return out
+
+
+@pytest.mark.parametrize("task", TASK_IDS)
+def test_recorded_error_log_agrees_with_label(task: str) -> None:
+    inp, label = meta(task, "input.json"), meta(task, "instance.json")["error_category"]
+    path = CORPUS / task / "error_log.txt"
+    assert path.is_file(), f"{task} has no recorded error_log.txt"
+    text = path.read_text(errors="replace")
+    assert text.startswith(f"$ {inp['build_command']}\n"), (
+        "the log does not start with the task's build command"
+    )
+    rec = parse_error_log(text)
+    got = classify(rec["build_rc"], rec["build_log"], rec["run_rc"], rec["run_log"], rec["timed_out"])
+    assert label_agrees(label, got.category), (
+        f"{task}: labelled {label}, its error log classifies as {got.category}"
+    )
+
+
+# ------------------------------------------------------------------------------------------ compiling
+
+
+@dataclass(frozen=True)
+class Job:
+    """One nvcc invocation in a fresh work dir."""
+
+    key: str
+    task: str
+    argv: tuple[str, ...]
+    solution: bytes | None
+    output: str | None
+    """Object file the command must produce (compile jobs), or None (broken-start builds)."""
+
+
+def build_flags(inp: dict[str, Any]) -> tuple[list[str], list[str]]:
+    """The build command split into (flags without -o and sources, sources)."""
+    argv = shlex.split(inp["build_command"])[1:]
+    flags, sources, skip = [], [], False
+    for a in argv:
+        if skip:
+            skip = False
+        elif a == "-o":
+            skip = True
+        elif a.endswith(SOURCE_SUFFIXES):
+            sources.append(a)
+        else:
+            flags.append(a)
+    return flags, sources
+
+
+def tree_digest(task: str, exclude: str) -> str:
+    """Hash of the headers a compile can see: _common/ and the testbench minus its sources."""
+    h = hashlib.sha256()
+    for root, prefix in ((COMMON, "_common/"), (CORPUS / task / "testbench", "")):
+        for p in sorted(root.rglob("*")):
+            if p.is_file() and not (p.name.endswith(SOURCE_SUFFIXES) and p.name != exclude):
+                h.update(f"{prefix}{p.relative_to(root)}\0".encode() + p.read_bytes() + b"\0")
+    return h.hexdigest()
+
+
+def compile_job(task: str, what: str) -> Job:
+    inp = meta(task, "input.json")
+    flags, sources = build_flags(inp)
+    sol = inp["solution_file"]
+    if what == "reference":
+        src, code = sol, reference_path(task).read_bytes()
+        body = code
+    else:
+        others = [s for s in sources if s != sol]
+        assert len(others) == 1, f"{task}: expected one harness source in the build command, got {others}"
+        src, code = others[0], None
+        body = (CORPUS / task / "testbench" / src).read_bytes()
+    key = hashlib.sha256("\0".join([*flags, src, tree_digest(task, src)]).encode() + b"\0" + body).hexdigest()
+    argv = ("nvcc", *flags, "-c", src, "-o", "ci_check.o")
+    return Job(key, task, argv, code, "ci_check.o")
+
+
+def broken_job(task: str) -> Job:
+    inp = meta(task, "input.json")
+    code = broken_path(task).read_bytes()
+    argv = tuple(shlex.split(inp["build_command"]))
+    return Job(hashlib.sha256(code + inp["build_command"].encode()).hexdigest(), task, argv, code, None)
+
+
+def alone_job(task: str) -> Job:
+    """The broken start compiled alone (-c), without linking it to the harness."""
+    inp = meta(task, "input.json")
+    flags, _ = build_flags(inp)
+    code = broken_path(task).read_bytes()
+    argv = ("nvcc", *flags, "-c", inp["solution_file"], "-o", "ci_check.o")
+    return Job(hashlib.sha256(code + b"alone").hexdigest(), task, argv, code, "ci_check.o")
+
+
+@dataclass(frozen=True)
+class Result:
+    rc: int
+    log: str
+    output_bytes: int
+    """Size of the object file produced (0 when none)."""
+    argv: tuple[str, ...]
+
+
+def execute(job: Job) -> Result:
+    inp = meta(job.task, "input.json")
+    with tempfile.TemporaryDirectory(prefix=f"beaver-ci-{job.task}-") as tmp:
+        wd = Path(tmp)
+        shutil.copytree(CORPUS / job.task / "testbench", wd, dirs_exist_ok=True)
+        shutil.copytree(COMMON, wd / "_common")
+        if job.solution is not None:
+            (wd / inp["solution_file"]).write_bytes(job.solution)
+        proc = subprocess.run(job.argv, cwd=wd, capture_output=True, text=True, timeout=240, env=dict(ENV))
+        out = wd / job.output if job.output else None
+        size = out.stat().st_size if out is not None and out.is_file() else 0
+        return Result(proc.returncode, proc.stdout + proc.stderr, size, job.argv)
+
+
+BUILD_STAGE_TASKS = [t for t in TASK_IDS if meta(t, "instance.json")["error_category"] in BUILD_STAGE]
+INTEGRATION_TASKS = [
+    t for t in BUILD_STAGE_TASKS if meta(t, "instance.json")["error_category"] == "integration"
+]
+
+
+@cache
+def all_jobs() -> dict[tuple[str, str], Job]:
+    jobs: dict[tuple[str, str], Job] = {}
+    for t in TASK_IDS:
+        jobs[(t, "reference")] = compile_job(t, "reference")
+        jobs[(t, "testbench")] = compile_job(t, "testbench")
+    for t in BUILD_STAGE_TASKS:
+        jobs[(t, "broken")] = broken_job(t)
+    for t in INTEGRATION_TASKS:
+        jobs[(t, "alone")] = alone_job(t)
+    return jobs
+
+
+def unique_jobs(_: pytest.TempPathFactory) -> dict[str, Callable[[], Result]]:
+    """Every distinct job once, by its key."""
+    return {j.key: partial(execute, j) for j in all_jobs().values()}
+
+
+#: The distinct jobs start with the test session, in the background (tests/prebuild.py).
+PREBUILD = Prebuild(__file__, unique_jobs, "results", enabled=NVCC is not None)
+
+
+@pytest.fixture(scope="module")
+def results(tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[str, str], Result]:
+    """Every distinct job run once: those the background has not run yet, two at a time."""
+    if NVCC is None:
+        pytest.skip("nvcc is not installed")
+    done = PREBUILD.results(tmp_path_factory)
+    return {k: done[j.key] for k, j in all_jobs().items()}
+
+
+def test_dedup_keeps_every_distinct_source() -> None:
+    jobs = all_jobs()
+    refs = {reference_path(t).read_bytes() for t in TASK_IDS}
+    ref_keys = {j.key for (_, what), j in jobs.items() if what == "reference"}
+    assert len(ref_keys) >= len(refs), "two different reference sources share a compile"
+
+
+@needs_nvcc
+@pytest.mark.slow
+@pytest.mark.parametrize("task", TASK_IDS)
+@pytest.mark.parametrize("what", ["reference", "testbench"])
+def test_compiles(task: str, what: str, results: dict[tuple[str, str], Result]) -> None:
+    r = results[(task, what)]
+    assert r.rc == 0, f"{task} {what} does not compile: {' '.join(r.argv)}\n{r.log[-3000:]}"
+    assert r.output_bytes > 0, f"{task} {what}: nvcc exited 0 but wrote no object file"
+
+
+@needs_nvcc
+@pytest.mark.slow
+@pytest.mark.parametrize("task", BUILD_STAGE_TASKS)
+def test_build_stage_broken_start_fails_as_labelled(
+    task: str, results: dict[tuple[str, str], Result]
+) -> None:
+    label = meta(task, "instance.json")["error_category"]
+    r = results[(task, "broken")]
+    assert r.rc != 0, f"{task}: the {label} broken start builds"
+    got = classify(r.rc, r.log, None, "", False)
+    assert got.category == label, (
+        f"{task}: labelled {label}, nvcc output classifies as {got.category}:\n{r.log[-2000:]}"
+    )
+
+
+@needs_nvcc
+@pytest.mark.slow
+@pytest.mark.parametrize("task", INTEGRATION_TASKS)
+def test_integration_fails_at_link_or_on_a_harness_declaration(
+    task: str, results: dict[tuple[str, str], Result]
+) -> None:
+    alone, full = results[(task, "alone")], results[(task, "broken")]
+    if alone.rc == 0:
+        assert alone.output_bytes > 0
+        assert re.search(r"undefined reference|multiple definition|nvlink error", full.log), full.log[-2000:]
+    else:
+        conflict = re.search(
+            r"(incompatible with previous|declaration is incompatible|conflicting declaration)[^\n]*"
+            r"(_common/|testbench/|\.h\b|\.cuh\b)",
+            alone.log,
+        )
+        assert conflict, (
+            f"{task}: compiles with errors that are not a conflict with a harness declaration:\n{alone.log}"
+        )
+
+
+def test_corpus_covers_build_stage_labels() -> None:
+    labels = {meta(t, "instance.json")["error_category"] for t in BUILD_STAGE_TASKS}
+    assert labels == set(BUILD_STAGE), f"build-stage labels present: {sorted(labels)}"

@@ -1,0 +1,324 @@
+"""Tokens, cost and the reply cache against a real loopback HTTP server that reports usage.
+
+The server speaks the chat-completions API (streamed with a final usage chunk, or whole) and answers by
+the request: a wrong repair to a first request, the reference to a request that carries feedback. Every
+request is counted, so "no second call" is what the server saw, not what the client believes. Sessions
+are built and judged by the recorded toolchain (tests/data/recorded: real build outputs, replayed).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from beavertui.engine.models.openai_model import OpenAIConfig, OpenAIModel
+from beavertui.engine.models.reply_cache import CachedModel, ReplyCache
+from beavertui.engine.session.events import Message, Reply, SessionEnd
+from beavertui.engine.session.store import read_session
+
+ROOT = Path(__file__).resolve().parents[3]
+CORPUS = ROOT / "tests" / "data" / "recorded"
+RECORDINGS = CORPUS / "vec_scale.recordings.jsonl"
+CANDIDATES = CORPUS / "vec_scale" / "candidates"
+REASONING = 7
+PRICE_IN, PRICE_OUT = 2.0, 8.0  # dollars per million tokens
+
+
+def _tokens(text: str) -> int:
+    return max(1, len(text) // 4)
+
+
+class UsageServer:
+    """127.0.0.1 chat completions with usage; ``requests`` counts every POST, ``seen`` keeps the bodies."""
+
+    def __init__(self) -> None:
+        self.requests = 0
+        self.seen: list[dict[str, Any]] = []
+        self.lock = threading.Lock()
+        server = self
+        wrong = (CANDIDATES / "wrong.cu").read_text()
+        right = (CANDIDATES / "reference.cu").read_text()
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+            def do_POST(self) -> None:
+                body = json.loads(self.rfile.read(int(self.headers["content-length"])))
+                with server.lock:
+                    server.requests += 1
+                    server.seen.append(body)
+                first = len(body["messages"]) <= 2
+                code = wrong if first else right
+                text = f"Attempt:\n```cuda\n{code}\n```\n"
+                prompt = sum(_tokens(m["content"]) for m in body["messages"])
+                usage = {
+                    "prompt_tokens": prompt,
+                    "completion_tokens": _tokens(text) + REASONING,
+                    "total_tokens": prompt + _tokens(text) + REASONING,
+                    "completion_tokens_details": {"reasoning_tokens": REASONING},
+                }
+                base = {"id": "c", "created": 0, "model": body["model"]}
+                if body.get("stream"):
+                    chunks = [
+                        {**base, "object": "chat.completion.chunk",
+                         "choices": [{"index": 0, "delta": {"content": text}, "finish_reason": None}]},
+                        {**base, "object": "chat.completion.chunk",
+                         "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]},
+                        {**base, "object": "chat.completion.chunk", "choices": [], "usage": usage},
+                    ]  # fmt: skip
+                    data = b"".join(b"data: " + json.dumps(c).encode() + b"\n\n" for c in chunks)
+                    data += b"data: [DONE]\n\n"
+                    kind = "text/event-stream"
+                else:
+                    data = json.dumps(
+                        {**base, "object": "chat.completion", "usage": usage,
+                         "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
+                                      "finish_reason": "stop"}]}
+                    ).encode()  # fmt: skip
+                    kind = "application/json"
+                self.send_response(200)
+                self.send_header("content-type", kind)
+                self.send_header("content-length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+        self.http = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.http.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.http.server_address[1]}/v1"
+        self.thread = threading.Thread(target=self.http.serve_forever, args=(0.05,), daemon=True)
+
+    def __enter__(self) -> UsageServer:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.http.shutdown()
+        self.http.server_close()
+
+
+def _protocol(tmp: Path, url: str, *, temperature: float = 0.0, prices: bool = True) -> Path:
+    price = f"input_usd_per_mtok = {PRICE_IN}\noutput_usd_per_mtok = {PRICE_OUT}\n" if prices else ""
+    text = (
+        'name = "usage"\nsamples = 2\n[protocol]\nbudget = 3\n'
+        f"temperature = {temperature}\n\n"
+        f'[[models]]\nmodel = "coder"\nbase_url = "{url}"\napi_key_env = "USAGE_TEST_KEY"\n{price}'
+    )
+    path = tmp / f"usage-{temperature}.toml"
+    path.write_text(text)
+    return path
+
+
+def _batch(tmp: Path, *args: str, cache: Path) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "USAGE_TEST_KEY": "sk-usage", "BEAVERTUI_REPLY_CACHE": str(cache)}
+    return subprocess.run(
+        [sys.executable, "-m", "beavertui", "batch", "--corpus", str(CORPUS), "--sessions-dir", str(tmp),
+         "--quiet", "--jobs", "2", *args],
+        capture_output=True, text=True, env=env, timeout=120,
+    )  # fmt: skip
+
+
+def _replies(path: Path) -> list[Reply]:
+    _h, events, _p = read_session(path)
+    return [e for e in events if isinstance(e, Reply)]
+
+
+def test_a_batch_records_usage_and_cost_and_metrics_and_the_browser_show_them(tmp_path: Path) -> None:
+    with UsageServer() as server:
+        proto = _protocol(tmp_path, server.url)
+        out = _batch(
+            tmp_path, "--protocol", str(proto), "--toolchain", f"recorded:{RECORDINGS}", "--run-id", "r",
+            cache=tmp_path / "cache",
+        )  # fmt: skip
+        assert out.returncode == 0, out.stderr
+        seen = list(server.seen)
+    run = tmp_path / "r"
+    files = sorted(run.rglob("*.jsonl"))
+    assert len(files) == 2 and server.requests == 4  # two samples, each: wrong, then the reference
+    prompt = completion = 0
+    for f in files:
+        replies = _replies(f)
+        assert [r.cached for r in replies] == [False, False]
+        for r in replies:
+            assert r.reasoning_tokens == REASONING and r.latency_s > 0
+            assert r.cost_usd == pytest.approx(
+                (r.prompt_tokens * PRICE_IN + r.completion_tokens * PRICE_OUT) / 1e6  # type: ignore[operator]
+            )
+        _h, events, _p = read_session(f)
+        end = events[-1]
+        assert isinstance(end, SessionEnd) and end.usage is not None and end.success
+        assert end.usage.prompt_tokens == sum(r.prompt_tokens or 0 for r in replies)
+        assert end.usage.cost_usd == pytest.approx(sum(r.cost_usd or 0 for r in replies))
+        prompt += end.usage.prompt_tokens
+        completion += end.usage.completion_tokens
+    # the sums are the server's own counts
+    assert prompt == sum(sum(_tokens(m["content"]) for m in b["messages"]) for b in seen)
+    # metrics: per group, per session and per repair
+    doc = json.loads(
+        subprocess.run(
+            [sys.executable, "-m", "beavertui", "metrics", str(run), "--json"],
+            capture_output=True, text=True, check=True,
+        ).stdout
+    )  # fmt: skip
+    (u,) = doc["usage"]
+    cost = (prompt * PRICE_IN + completion * PRICE_OUT) / 1e6
+    assert (u["sessions"], u["repaired"], u["replies"], u["prompt_tokens"]) == (2, 2, 4, prompt)
+    assert u["reasoning_tokens"] == 4 * REASONING and u["cached"] == 0
+    assert u["cost_usd"] == pytest.approx(cost) and u["cost_per_repair_usd"] == pytest.approx(cost / 2)
+    text = subprocess.run(
+        [sys.executable, "-m", "beavertui", "metrics", str(run)],
+        capture_output=True, text=True, check=True, env={**os.environ, "COLUMNS": "80"},
+    ).stdout  # fmt: skip
+    assert "Tokens and cost per model and protocol" in text
+    from beavertui.engine.session.usage import dollars
+
+    assert dollars(cost) in text and dollars(cost / 2) in text
+    # the browser's rows and the batch's summary table
+    from beavertui.tui.browser import cells
+    from beavertui.tui.catalog import read_row
+
+    row = read_row(files[0])
+    assert row.tokens == sum((r.prompt_tokens or 0) + (r.completion_tokens or 0) for r in _replies(files[0]))
+    assert row.cost == pytest.approx(sum(r.cost_usd or 0 for r in _replies(files[0])))
+    shown = [c[0] for c in cells(row)]
+    assert dollars(row.cost) in shown
+    summary = json.loads(out.stdout.strip().splitlines()[-1]) if out.stdout.startswith("{") else None
+    assert summary is None and "Run " in out.stdout and dollars(cost) in out.stdout
+
+
+def test_a_resumed_batch_asks_no_reply_twice(tmp_path: Path) -> None:
+    """A run cut after a reply was received (before it was judged) resumes with the stored reply: the server
+    sees no second request for it; a re-run with another toolchain asks for nothing it was asked before."""
+    cache = tmp_path / "cache"
+    with UsageServer() as server:
+        proto = _protocol(tmp_path, server.url)
+        tc = f"recorded:{RECORDINGS}"
+        out = _batch(tmp_path, "--protocol", str(proto), "--toolchain", tc, "--run-id", "r", cache=cache)
+        assert out.returncode == 0, out.stderr
+        assert server.requests == 4
+        # cut one session right after its second reply, as a kill at that moment leaves it
+        path = sorted((tmp_path / "r").rglob("*.jsonl"))[0]
+        lines = path.read_text().splitlines(True)
+        cut = next(i for i, ln in enumerate(lines) if '"kind":"reply"' in ln and '"iteration":2' in ln)
+        path.write_text("".join(lines[: cut + 1]))
+        again = _batch(tmp_path, "--resume", str(tmp_path / "r"), cache=cache)
+        assert again.returncode == 0, again.stderr
+        assert server.requests == 4  # the reply it had came from the cache
+        assert "1 replies reused" in again.stderr
+        replies = _replies(path)
+        assert [r.cached for r in replies] == [False, False, True]  # the cut reply, then its reuse
+        _h, events, _p = read_session(path)
+        assert isinstance(events[-1], SessionEnd) and events[-1].success
+        assert events[-1].usage is not None and events[-1].usage.cached == 1
+        assert events[-1].usage.paid_usd == pytest.approx(sum(r.cost_usd or 0 for r in replies[:2]))
+        # the same sweep again, as a new run with another toolchain file: every reply from the cache
+        other = tmp_path / "copy.recordings.jsonl"
+        other.write_bytes(RECORDINGS.read_bytes())
+        rerun = _batch(
+            tmp_path,
+            "--protocol",
+            str(proto),
+            "--toolchain",
+            f"recorded:{other}",
+            "--run-id",
+            "r2",
+            cache=cache,
+        )
+        assert rerun.returncode == 0, rerun.stderr
+        assert server.requests == 4 and "4 replies reused, 0 new ones stored" in rerun.stderr
+        # without the cache, the endpoint is asked again
+        fresh = _batch(
+            tmp_path, "--protocol", str(proto), "--toolchain", tc, "--run-id", "r3", "--no-reply-cache",
+            cache=cache,
+        )  # fmt: skip
+        assert fresh.returncode == 0 and server.requests == 8
+
+
+def test_sampled_replies_are_not_reused_unless_asked(tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    tc = f"recorded:{RECORDINGS}"
+    with UsageServer() as server:
+        proto = _protocol(tmp_path, server.url, temperature=0.7)
+        for run_id in ("a", "b"):
+            assert _batch(
+                tmp_path, "--protocol", str(proto), "--toolchain", tc, "--run-id", run_id, cache=cache
+            )
+        assert server.requests == 8  # temperature 0.7: every run samples afresh
+        for run_id in ("c", "d"):
+            out = _batch(
+                tmp_path, "--protocol", str(proto), "--toolchain", tc, "--run-id", run_id,
+                "--reply-cache-sampled", cache=cache,
+            )  # fmt: skip
+            assert out.returncode == 0, out.stderr
+        assert server.requests == 12  # run c fetched and stored, run d reused them all
+
+
+def test_each_draw_keeps_its_own_reply(tmp_path: Path) -> None:
+    """Two samples, or two iterations, sending the same messages are separate draws; the same draw again
+    (a resumed session) is served from the cache, even with another streaming setting."""
+    messages = [Message(role="system", content="fix"), Message(role="user", content="the kernel")]
+    cache = ReplyCache(tmp_path / "c")
+    with UsageServer() as server:
+
+        def model(sample: int, stream: bool = True) -> CachedModel:
+            config = OpenAIConfig(model="m", base_url=server.url, stream=stream, temperature=0.0)
+            return CachedModel(OpenAIModel(config, api_key="k"), cache, sample=sample)
+
+        a = model(0)
+        first, second = a.complete(messages), a.complete(messages)  # iterations 1 and 2
+        assert server.requests == 2 and not first.cached and not second.cached
+        model(1).complete(messages)
+        assert server.requests == 3
+        resumed = model(0, stream=False)
+        resumed.resume_at(1)
+        got = resumed.complete(messages)  # iteration 2 of sample 0
+        assert server.requests == 3 and got.cached and got.content == second.content
+        assert (got.prompt_tokens, got.reasoning_tokens) == (second.prompt_tokens, REASONING)
+    assert cache.stats.hits == 1 and cache.stats.stored == 3
+    assert not any("sk-" in p.read_text() for p in (tmp_path / "c").rglob("*.json"))
+
+
+def test_old_session_files_without_usage_still_read() -> None:
+    from beavertui.engine.metrics.usage import run_usage
+    from beavertui.tui.catalog import read_row
+
+    old = ROOT / "sessions" / "demo" / "repair_in_three.jsonl"
+    header, events, problem = read_session(old)
+    assert header is not None and problem is None
+    end = events[-1]
+    assert isinstance(end, SessionEnd) and end.usage is None
+    assert all(r.cost_usd is None and not r.cached for r in events if isinstance(r, Reply))
+    assert read_row(old).tokens is None and read_row(old).cost is None
+    (g,) = run_usage(old).values()
+    assert g.usage.replies == 3 and g.usage.unreported == 3 and not g.reported
+
+
+def test_the_evaluation_card_says_tokens_and_cost(tmp_path: Path) -> None:
+    from beavertui.engine.session.usage import dollars
+    from beavertui.reports.card import card
+    from beavertui.service.metrics import compute
+
+    with UsageServer() as server:
+        proto = _protocol(tmp_path, server.url)
+        out = _batch(
+            tmp_path, "--protocol", str(proto), "--toolchain", f"recorded:{RECORDINGS}", "--run-id", "r",
+            cache=tmp_path / "cache",
+        )  # fmt: skip
+        assert out.returncode == 0, out.stderr
+    report = compute(tmp_path / "r")
+    text = card(tmp_path / "r", report.groups, "test")
+    (g,) = report.usage.values()  # type: ignore[union-attr]
+    assert "## Tokens and cost" in text
+    assert f"${PRICE_IN:g} per million prompt tokens" in text
+    assert f"per repair {dollars(g.cost_per_repair)}" in text and "Whole run:" in text
+    assert "from the cache" not in text  # nothing of this run came from the cache

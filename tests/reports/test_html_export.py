@@ -1,0 +1,217 @@
+"""`beavertui export --html`: the page's content, its self-containment, escaping, and the command's errors.
+
+The pages are opened in a real browser by test_html_browser.py; here the HTML itself is checked.
+"""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import json
+import re
+import subprocess
+import sys
+import tarfile
+from pathlib import Path
+
+import pytest
+
+from beavertui.cli import main
+from beavertui.engine.session.events import Candidate
+from beavertui.engine.session.store import SessionWriter, read_session
+from beavertui.reports import html
+
+ROOT = Path(__file__).resolve().parents[2]
+DEMO = ROOT / "sessions" / "demo"
+FULL_RUN = ROOT / "tests" / "data" / "h200_batch_run_40.tar.gz"
+
+
+def export(tmp_path: Path, source: Path, name: str = "page.html") -> str:
+    out = tmp_path / name
+    assert main(["export", str(source), "--html", "-o", str(out)]) == 0
+    return out.read_text(encoding="utf-8")
+
+
+def unpack(page: str) -> dict[str, str]:
+    """The packed session sections of a run page, by id."""
+    found = re.findall(
+        r'<section class="session packed" id="([^"]+)">.*?<script type="application/gzip\+base64" class="z">'
+        r"([^<]+)</script></section>",
+        page,
+    )
+    return {key: gzip.decompress(base64.b64decode(data)).decode() for key, data in found}
+
+
+def assert_self_contained(page: str) -> None:
+    """Nothing the browser would fetch: no src, no external href, no CSS url() or @import."""
+    assert "Content-Security-Policy" in page and "default-src 'none'" in page
+    assert not re.search(r"<[^>]*\ssrc\s*=", page)
+    hrefs = re.findall(r'href="([^"]*)"', page)
+    assert hrefs and all(h.startswith("#") or h == "data:," for h in hrefs), sorted(set(hrefs))[:5]
+    assert "url(" not in page and "@import" not in page
+    assert '<link rel="stylesheet"' not in page
+
+
+def test_the_html_report_imports_no_terminal_library() -> None:
+    code = (
+        "import sys, beavertui.reports.html, beavertui.commands.export\n"
+        "print(','.join(sorted(n for n in sys.modules if n.split('.')[0] in ('textual', 'rich'))))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
+    assert out.stdout.strip() == ""
+
+
+def test_session_page_holds_every_pane_of_every_iteration(tmp_path: Path) -> None:
+    page = export(tmp_path, DEMO / "sanitizer_only.jsonl")
+    assert_self_contained(page)
+    header, events, problem = read_session(DEMO / "sanitizer_only.jsonl")
+    assert header is not None and problem is None
+    for pane in ("p-diff", "p-log", "p-san", "p-speed", "p-stag"):
+        body = page.split(f'<div class="pane {pane}">', 1)[1]
+        assert body.count('<div data-it="1">') >= 1 and '<div data-it="2">' in body, pane
+    # the sanitizer records of iteration 1, grouped by kind, with the kernel and the thread
+    sanitized = next(e for e in events if e.kind == "sanitize")
+    rec = sanitized.records[0]
+    same = [r for r in sanitized.records if r.kind == rec.kind]
+    size = f" of size {rec.size}" if rec.size else ""
+    assert f"{html.escape(rec.kind)}{size} ×{len(same)}</div>" in page
+    assert html.escape(rec.thread or "") in page
+    # the classified log marks the decisive lines
+    verdict = next(e for e in events if e.kind == "verdict")
+    assert verdict.decisive and f'<mark class="decisive">{html.escape(verdict.decisive[0].strip())}' in page
+    # the diff is CUDA highlighted by pygments with inline styles: a keyword of the language has a colour
+    assert re.search(r'<span style="color: #[0-9A-Fa-f]{6}">__global__</span>', page)
+    assert '<span class="add">' in page and '<span class="del">' in page
+    # the speedup pane shows the gate and the measured speedup of the timed iteration
+    timed = next(e for e in events if e.kind == "timing")
+    assert f"gate {header.protocol.gate:g}x" in page and f"{timed.result.speedup:.2f}x" in page
+    # the stagnation pane lists the four detectors and the track
+    for d in ("duplicate_code", "code_cycle", "category_oscillation", "no_progress"):
+        assert d in page
+    assert "ILLEGAL MEMORY ACCESS" in page and "track" in page
+
+
+def test_stagnation_pane_is_as_of_each_iteration(tmp_path: Path) -> None:
+    """A detector that fired after iteration n shows as fired from n on, and armed before it."""
+    page = export(tmp_path, DEMO / "code_cycle.jsonl")
+    _header, events, _ = read_session(DEMO / "code_cycle.jsonl")
+    stalls = [e for e in events if e.kind == "stalled"]
+    assert stalls
+    first = min(s.iteration for s in stalls)
+    stag = page.split('<div class="pane p-stag">', 1)[1].split('<div class="pane', 1)[0]
+    blocks = dict(
+        re.findall(r'<div data-it="(\d+)">(.*?)(?=<div data-it="|</div>\s*</div>\s*</section>)', stag, re.S)
+    )
+    assert f"fired after it{first}" in blocks[str(first)]
+    if first > 1:
+        assert "fired after" not in blocks[str(first - 1)]
+
+
+def test_hostile_model_output_is_escaped(tmp_path: Path) -> None:
+    header, events, _ = read_session(DEMO / "repair_in_three.jsonl")
+    assert header is not None
+    evil = '</pre><script>alert("x")</script><img src=x onerror=alert(1)> "quotes" & ampersand'
+    changed = [
+        e.model_copy(update={"code": (e.code or "") + "\n// " + evil + "\n"})
+        if isinstance(e, Candidate)
+        else e
+        for e in events
+    ]
+    path = tmp_path / "evil.jsonl"
+    with SessionWriter(path, header) as w:
+        for e in changed:
+            w.append(e)
+    page = export(tmp_path, path)
+    assert "<script>alert" not in page and "<img src=x" not in page
+    assert "&lt;script&gt;alert" in page
+    assert page.count("<script>") == 1  # the page's own script only
+    assert_self_contained(page)
+
+
+def test_run_page_links_every_session_and_shows_the_metrics(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with tarfile.open(FULL_RUN) as tar:
+        tar.extractall(tmp_path, filter="data")
+    run = tmp_path / "run"
+    page = export(tmp_path, run)
+    assert_self_contained(page)
+    assert len(page.encode()) < 8_000_000  # fits a mail attachment
+    assert main(["metrics", str(run), "--json"]) == 0
+    group = json.loads(capsys.readouterr().out)["groups"][0]
+    # the main table's pass@1 and pass@k with their intervals
+    assert f'<td class="num">{100 * group["pass@k"]:.1f} <small>[' in page
+    assert f'<td class="num">{100 * group["pass@1"]:.1f} <small>[' in page
+    assert "pass@k by speedup threshold p" in page and "<svg" in page and "<polyline" in page
+    sections = unpack(page)
+    files = sorted(run.rglob("*__s*.jsonl"))
+    assert len(sections) == len(files) == 40
+    links = set(re.findall(r'<a href="#(s\d+)">open</a>', page))
+    assert links == set(sections)
+    tasks = {read_session(p)[0].task.id for p in files}  # type: ignore[union-attr]
+    shown = {re.search(r'<span class="task">([^<]+)</span>', s).group(1) for s in sections.values()}  # type: ignore[union-attr]
+    assert shown == tasks
+    for s in sections.values():
+        assert "<script" not in s and 'class="pane p-speed"' in s and "← all sessions of the run" in s
+
+
+def test_run_page_keeps_a_damaged_session_and_names_an_unreadable_file(tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    run.mkdir()
+    for name in ("repair_in_three.jsonl", "no_progress.jsonl"):
+        (run / name).write_bytes((DEMO / name).read_bytes())
+    text = (run / "no_progress.jsonl").read_text()
+    (run / "no_progress.jsonl").write_text(text[: len(text) * 2 // 3])  # cut mid-line
+    (run / "junk.jsonl").write_text("not json\n")
+    page = export(tmp_path, run)
+    assert "(damaged)" in page and "junk.jsonl" in page
+    sections = unpack(page)
+    assert len(sections) == 2
+    assert any("damaged file:" in s for s in sections.values())
+
+
+def test_export_html_errors_are_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["export", str(DEMO / "repair_in_three.jsonl"), "--html", "--csv"]) == 2
+    assert "give one" in capsys.readouterr().err
+    assert main(["export", str(tmp_path / "nothing"), "--html"]) == 2
+    assert "no such run directory or session file" in capsys.readouterr().err
+    (tmp_path / "empty").mkdir()
+    assert main(["export", str(tmp_path / "empty"), "--html"]) == 2
+    assert "no session files" in capsys.readouterr().err
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text("{}\n")
+    assert main(["export", str(bad), "--html"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("beavertui: ") and "Traceback" not in err
+
+
+def test_export_html_to_standard_output(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["export", str(DEMO / "repair_in_three.jsonl"), "--html"]) == 0
+    out = capsys.readouterr()
+    assert out.out.startswith("<!DOCTYPE html>") and out.out.rstrip().endswith("</html>")
+    assert "wrote the page of session transpose_00" in out.err
+
+
+def test_run_page_of_two_protocols_shows_the_swing(tmp_path: Path) -> None:
+    """A run holding one model under two feedback levels: the swing table and bars appear on its page.
+
+    The second protocol's sessions are the first one's with the header's feedback level changed, which is
+    enough for the page (the metrics are the engine's, tested elsewhere).
+    """
+    with tarfile.open(FULL_RUN) as tar:
+        tar.extractall(tmp_path, filter="data")
+    run = tmp_path / "two"
+    for f in sorted((tmp_path / "run").rglob("*__s*.jsonl"))[:4]:
+        lines = f.read_text().split("\n")
+        head = json.loads(lines[0])
+        head["protocol"]["feedback"] = "L1"
+        for sub, first in (("l3", lines[0]), ("l1", json.dumps(head))):
+            (run / sub).mkdir(parents=True, exist_ok=True)
+            (run / sub / f.name).write_text("\n".join([first, *lines[1:]]))
+    page = export(tmp_path, run)
+    assert "Swing of pass@k per protocol axis" in page
+    assert "No swing" not in page
+    figure = page.split("Swing of pass@k per protocol axis</text>", 1)[1].split("</svg>", 1)[0]
+    assert "scripted:@alternate | feedback" in figure
+    assert len(unpack(page)) == 8
+    assert page.count("iterative K5 L1 H2 T0 p0.7") >= 4 and page.count("iterative K5 L3 H2 T0 p0.7") >= 4
