@@ -77,3 +77,10 @@ def test_the_wheel_works_from_any_folder(tmp_path: Path) -> None:
     )
     assert dry.returncode == 0, dry.stderr
     assert "tasks (3): scan_00, scan_01, scan_02" in dry.stdout and not (elsewhere / "sessions").exists()
+    # the release's verdicts on the H200 ship as package data (engine/corpus/verdicts.py known_set)
+    known = _run(
+        [str(python), "-c", "from beavertui.engine.corpus import verdicts; "
+         "print(len(verdicts.known_set('nvidia_h200_sm_90_cuda_13_0')))"],
+        elsewhere, env,
+    )  # fmt: skip
+    assert known.returncode == 0 and int(known.stdout) == 208, known.stderr

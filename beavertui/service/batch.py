@@ -147,7 +147,9 @@ def usable_tasks(
                 skipped[t.id] = why
             elif machine is None and (missing := families.missing_python_modules(t)):
                 skipped[t.id] = families.describe_missing(missing)
-    sel = verdicts.select([t for t in chosen if t.id not in skipped], gpu if local else None)
+    else:
+        gpu = _recorded_gpu(options.toolchain)
+    sel = verdicts.select([t for t in chosen if t.id not in skipped], gpu)
     if not options.all_tasks:
         skipped.update(sel.skipped)
     if any(m.model in ("scripted:@reference", "scripted:@alternate") for m in models):
@@ -165,6 +167,20 @@ def usable_tasks(
         )
     excluded.update(skipped)
     return [i for i in ids if i not in skipped]
+
+
+def _recorded_gpu(spec: str) -> str | None:
+    """The GPU whose outcomes a recorded toolchain replays (its sessions' headers name it), or None: the
+    validation verdicts of that GPU hold for the replay as for a batch on it."""
+    from beavertui.engine.toolchain.resolve import parse_toolchain
+
+    kind, path = parse_toolchain(spec)
+    if kind != "recorded" or path is None:
+        return None
+    from beavertui.engine.toolchain.recorded import RecordedToolchain
+
+    sig = RecordedToolchain.load(path).gpu()
+    return sig.slug if sig is not None else None
 
 
 def withdraw_unusable(

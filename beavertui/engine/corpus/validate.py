@@ -435,7 +435,7 @@ def validate(
     stored: dict[str, verdicts.VerdictRecord] = {}
     if reuse_checks and timed and machine.gpu is not None:
         for t in tasks:
-            rec = verdicts.load(t, machine.gpu.slug, cache)
+            rec = verdicts.load(t, machine.gpu.slug, cache, known=False)
             if rec is not None and reusable(t, rec):
                 stored[t.id] = rec
 

@@ -5,10 +5,17 @@ verdict (usable, usable with a corrected label, unusable), its reason, the obser
 reference time and method. A record holds only while the task's reference and harness are unchanged.
 ``batch`` and ``live`` run usable tasks by default: ``select`` says which tasks are skipped and why, and
 which were never validated on this GPU (those still run). Nothing here builds or runs anything.
+
+The package ships known sets (``known/<gpu slug>.json``): the CUDABeaver release's verdicts as validated on
+that GPU and toolkit, with each reference's measured run time. A task with no record in the cache takes its
+record from the known set, under the same hash checks, so a fresh machine of a known kind needs no
+validation run before a batch (``scripts/release_known_set.py`` makes the file).
 """
 
 from __future__ import annotations
 
+import functools
+import json
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -47,6 +54,11 @@ class VerdictRecord(BaseModel):
     broken_hash: str = ""
     """SHA-256 of the broken start the verdict saw (empty in records stored before it was kept)."""
     measured_at: float = Field(default_factory=time.time)
+    reference_run_s: float | None = Field(default=None, ge=0)
+    """Wall seconds of the reference's correctness run (its test command) on this GPU, the largest of those
+    measured; None where no run of it was kept. A run's time limit follows from it (``run_limit``)."""
+    known: bool = False
+    """Taken from the package's known set, not from this machine's cache."""
 
 
 def _hashes(task: Task) -> tuple[str, str]:
@@ -79,19 +91,46 @@ def save(task: Task, record: VerdictRecord, cache: Path | None = None) -> Path:
     return p
 
 
-def load(task: Task, gpu: str, cache: Path | None = None) -> VerdictRecord | None:
-    """The stored record of ``task`` on ``gpu`` if its reference and harness are unchanged since."""
+KNOWN = Path(__file__).resolve().parent / "known"
+"""The package's known sets: one JSON list of VerdictRecords per GPU signature slug."""
+
+
+@functools.cache
+def known_set(gpu: str) -> dict[str, VerdictRecord]:
+    """The package's known verdicts on ``gpu`` by task id (empty for a GPU with no known set)."""
+    try:
+        docs = json.loads((KNOWN / f"{gpu}.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    out = {}
+    for doc in docs if isinstance(docs, list) else []:
+        try:
+            rec = VerdictRecord.model_validate({**doc, "known": True})
+        except ValidationError:
+            continue
+        if rec.gpu == gpu:
+            out[rec.task_id] = rec
+    return out
+
+
+def load(task: Task, gpu: str, cache: Path | None = None, known: bool = True) -> VerdictRecord | None:
+    """The stored record of ``task`` on ``gpu`` if its reference and harness are unchanged since: this
+    machine's, else (``known``) the package's known set's."""
     p = folder(gpu, cache) / f"{task.id}.json"
+    rec: VerdictRecord | None
     try:
         rec = VerdictRecord.model_validate_json(p.read_text(encoding="utf-8"))
     except (OSError, ValidationError, ValueError):
-        return None
+        rec = known_set(gpu).get(task.id) if known else None
+    return rec if rec is not None and _holds(task, rec) else None
+
+
+def _holds(task: Task, rec: VerdictRecord) -> bool:
+    """Whether a record still describes the task: the same reference, harness and broken start."""
     ref, harness = _hashes(task)
     if rec.reference_hash != ref or rec.harness_hash != harness or rec.task_id != task.id:
-        return None
-    if rec.broken_hash and rec.broken_hash != _broken_hash(task):
-        return None
-    return rec
+        return False
+    return not rec.broken_hash or rec.broken_hash == _broken_hash(task)
 
 
 @dataclass
@@ -128,7 +167,8 @@ def select(tasks: Iterable[Task], gpu: str | None, cache: Path | None = None) ->
             sel.unvalidated.append(t.id)
             sel.use.append(t.id)
         elif rec.verdict == "unusable":
-            sel.skipped[t.id] = f"unusable on {gpu}: {rec.reason}"
+            known = " (the package's known verdicts)" if rec.known else ""
+            sel.skipped[t.id] = f"unusable on {gpu}{known}: {rec.reason}"
         else:
             sel.use.append(t.id)
             if rec.verdict == "usable_relabelled" and rec.observed_category:

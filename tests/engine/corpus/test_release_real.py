@@ -304,8 +304,12 @@ def test_verdicts_are_kept_per_gpu_and_select_the_tasks_of_a_run(
     verdicts.save(a, record_of(bad), cache)
     verdicts.save(b, record_of(ok), cache)
     sel = verdicts.select([a, b, c], H200.slug, cache)
-    assert sel.use == [b.id, c.id] and sel.unvalidated == [c.id]
-    assert sel.skipped == {a.id: f"unusable on {H200.slug}: the broken start passes unchanged"}
+    # c was never validated here: the package's known set of the H200 has it (validated 2026-12-01)
+    assert sel.use == [b.id] and sel.unvalidated == []
+    assert sel.skipped == {
+        a.id: f"unusable on {H200.slug}: the broken start passes unchanged",
+        c.id: f"unusable on {H200.slug} (the package's known verdicts): the broken start passes unchanged",
+    }
     other = verdicts.select([a, b, c], "nvidia_a100_sm_80_cuda_12_4", cache)
     assert other.skipped == {} and other.unvalidated == [a.id, b.id, c.id]
     # a changed harness invalidates the stored verdict

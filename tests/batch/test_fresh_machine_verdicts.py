@@ -1,0 +1,88 @@
+"""A batch over the release on a fresh machine (no stored verdicts, no validation run first).
+
+tests/data/release_fresh (made by its make_release_fresh.py): ten usable nvcc-family instances with their
+sessions as recorded on the H200, and cuda_117, whose reference fails there (its outcome composed from its
+H200 validation record). scripted:@alternate submits the broken start, then the reference submission: the
+reference should pass every usable task, so pass@k over the tasks a batch scores must be 100%. Before the
+package shipped the release's H200 verdicts, such a batch scored cuda_117's failing reference as the model's
+failure: 10 of 11, 90.9%.
+"""
+
+from __future__ import annotations
+
+import json
+import tarfile
+from pathlib import Path
+
+import pytest
+from conftest import metrics_json
+
+from beavertui.cli import main
+from beavertui.engine.corpus import verdicts
+from beavertui.engine.corpus.load import load_corpus
+
+ROOT = Path(__file__).resolve().parents[2]
+ARCHIVE = ROOT / "tests" / "data" / "release_fresh" / "release_fresh.tar.gz"
+PROTOCOL = ROOT / "scripts" / "release-alternate.toml"
+FAILING = "cuda_117__memory_crash__c2f7ebb0"
+H200 = "nvidia_h200_sm_90_cuda_13_0"
+
+
+@pytest.fixture
+def fresh(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The release part and its recordings unpacked, and an empty cache: a machine that validated nothing."""
+    with tarfile.open(ARCHIVE) as tar:
+        tar.extractall(tmp_path / "release", filter="data")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    return tmp_path
+
+
+def _batch(root: Path, *extra: str) -> Path:
+    argv = [
+        "batch", "--protocol", str(PROTOCOL), "--corpus", str(root / "release"),
+        "--toolchain", f"recorded:{root / 'release' / 'sessions'}", "--sessions-dir", str(root / "runs"),
+        "--run-id", "fresh", "--quiet", "--no-cache", *extra,
+    ]  # fmt: skip
+    assert main(argv) == 0
+    return root / "runs" / "fresh"
+
+
+def _pass_at_k(doc: dict[str, object]) -> tuple[float, int]:
+    (group,) = doc["groups"]  # type: ignore[misc]
+    return group["pass@k"], group["n_tasks"]
+
+
+def test_the_known_set_holds_for_the_release_as_shipped(fresh: Path) -> None:
+    tasks = {t.id: t for t in load_corpus(fresh / "release").tasks}
+    found = {tid: verdicts.load(t, H200, fresh / "cache") for tid, t in tasks.items()}
+    assert all(rec is not None and rec.known for rec in found.values())
+    assert found[FAILING].verdict == "unusable"  # type: ignore[union-attr]
+    assert found[FAILING].reason.startswith("the reference fails here: illegal_memory_access")  # type: ignore[union-attr]
+    assert {tid for tid, rec in found.items() if rec.verdict != "unusable"} == set(tasks) - {FAILING}  # type: ignore[union-attr]
+    # the reference's run on the H200 as the release batch recorded it (cuda_59: 0.28 s)
+    assert found["cuda_59__logic_error__501f0dd2"].reference_run_s == pytest.approx(0.2797, abs=0.01)  # type: ignore[union-attr]
+    # a machine's own record wins over the known set, and validation never reads the known set
+    assert verdicts.load(tasks[FAILING], H200, fresh / "cache", known=False) is None
+
+
+def test_a_fresh_batch_leaves_the_failing_reference_out(
+    fresh: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run = _batch(fresh)
+    err = capsys.readouterr().err
+    assert f"{FAILING}: unusable on {H200} (the package's known verdicts): the reference fails here" in err
+    manifest = json.loads((run / "run.json").read_text())
+    assert FAILING not in manifest["tasks"] and len(manifest["tasks"]) == 10
+    doc, _ = metrics_json(run, capsys)
+    assert _pass_at_k(doc) == (1.0, 10)
+
+
+def test_running_it_anyway_scores_the_failing_reference_as_the_models_failure(
+    fresh: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """What a fresh machine did before the known set (and what --all-tasks asks for): 10 of 11."""
+    run = _batch(fresh, "--all-tasks")
+    capsys.readouterr()
+    doc, _ = metrics_json(run, capsys)
+    value, tasks = _pass_at_k(doc)
+    assert tasks == 11 and round(100 * value, 1) == 90.9
