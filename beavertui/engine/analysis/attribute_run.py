@@ -22,7 +22,7 @@ from pathlib import Path
 from beavertui.engine.analysis.attribution import MEASURES, Attribution, Game, attribute, subsets
 from beavertui.engine.analysis.branch import BranchError, branch_session
 from beavertui.engine.corpus.task import Task
-from beavertui.engine.judge.categories import BUILD_STAGE
+from beavertui.engine.judge.classify import compiled
 from beavertui.engine.models.base import Model
 from beavertui.engine.session.events import Event, SessionHeader, Verdict
 from beavertui.engine.session.protocol import FEEDBACK_COMPONENTS, Protocol
@@ -70,11 +70,12 @@ def attribution_protocol(parent: Protocol, subset: frozenset[str], step: int) ->
 
 
 def outcome_of(events: Sequence[Event], iteration: int) -> tuple[bool, bool, bool] | None:
-    """(compiled, correct, passed) of the attempt at ``iteration``; None without a verdict."""
+    """(compiled, correct, passed) of the attempt at ``iteration``; None without a verdict. A build that hit
+    its time limit did not compile (classify.compiled)."""
     verdict = next((e for e in events if isinstance(e, Verdict) and e.iteration == iteration), None)
     if verdict is None:
         return None
-    return verdict.category not in BUILD_STAGE, verdict.correct, verdict.success
+    return compiled(verdict.category, verdict.signature), verdict.correct, verdict.success
 
 
 def _label(subset: frozenset[str], components: Sequence[str]) -> str:

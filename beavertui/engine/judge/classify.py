@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from beavertui.engine.judge.categories import Category
+from beavertui.engine.judge.categories import BUILD_STAGE, Category
 from beavertui.engine.judge.evidence import (
     BUILD_ENV,
     BUILD_ERROR,
@@ -93,6 +93,19 @@ def _build_error_line(text: str) -> re.Match[str] | None:
     return m or BUILD_ERROR.search(text)
 
 
+#: The signature of a build that hit its time limit (category ``timeout``, stage ``build``).
+BUILD_TIMEOUT_SIGNATURE = "timeout: build stage"
+
+
+def compiled(category: str, signature: str | None) -> bool:
+    """Whether an attempt's build succeeded: its category is not a build-stage one, and it is not a build
+    that hit its time limit (category ``timeout`` with BUILD_TIMEOUT_SIGNATURE, which the category alone
+    does not tell from a run that hit it)."""
+    if category in BUILD_STAGE:
+        return False
+    return not (category == "timeout" and signature == BUILD_TIMEOUT_SIGNATURE)
+
+
 def _classify_build(text: str, timed_out: bool) -> Classification | None:
     m = _first(BUILD_ENV, text)
     if m:
@@ -143,9 +156,9 @@ def classify(
         c = _classify_build(build_log, timed_out)
         if c is not None:
             return c
-        return Classification("timeout", "timeout: build stage", (_last_line(build_log),), "build")
+        return Classification("timeout", BUILD_TIMEOUT_SIGNATURE, (_last_line(build_log),), "build")
     if build_rc is None and timed_out and not run_log:
-        return Classification("timeout", "timeout: build stage", (_last_line(build_log),), "build")
+        return Classification("timeout", BUILD_TIMEOUT_SIGNATURE, (_last_line(build_log),), "build")
     if run_rc != 0 and _first(RUN_BUILD, run_log):
         c = _classify_build(run_log, timed_out)
         if c is not None:

@@ -8,10 +8,11 @@ rebuilt and checked later. This module must not run anything or decide categorie
 
 from __future__ import annotations
 
+import re
 from collections.abc import Collection, Sequence
 
 from beavertui.engine.corpus.task import Task
-from beavertui.engine.judge.categories import BUILD_STAGE
+from beavertui.engine.judge.classify import compiled
 from beavertui.engine.loop.extract import strip_think
 from beavertui.engine.session.describe import command_text, duration_text, stage_status
 from beavertui.engine.session.events import KernelMetrics, Message, Sanitized, StageResult, Verdict
@@ -24,6 +25,10 @@ LOG_HEAD_LINES = 40
 LOG_TAIL_LINES = 40
 LOG_MAX_CHARS = 6000
 MAX_SANITIZER_RECORDS = 5
+#: L2 quotes at most this many compiler error lines (the release's _feedback_l2_gb).
+COMPILER_ERROR_LINES = 5
+_ERROR = re.compile(r"\berror\b", re.IGNORECASE)
+_WARNING = re.compile(r"\bwarning\b", re.IGNORECASE)
 
 
 def fence(language: str) -> str:
@@ -127,6 +132,21 @@ def _sanitizer_text(runs: Sequence[Sanitized]) -> list[str]:
     return out
 
 
+def compiler_errors(attempt: AttemptState) -> list[str]:
+    """L2's compiler errors, as the release picks them: the first COMPILER_ERROR_LINES lines of the build
+    output that say ``error`` and not ``warning``, else its first 1,000 characters. The build output is the
+    build stage's log, or the test command's where it builds the code itself."""
+    stage = attempt.build if attempt.build is not None and attempt.build.result.rc != 0 else attempt.run
+    if stage is None:
+        stage = attempt.build
+    log = stage.result.log if stage is not None else ""
+    picked = [ln.strip() for ln in log.splitlines() if _ERROR.search(ln) and not _WARNING.search(ln)]
+    if picked:
+        return picked[:COMPILER_ERROR_LINES]
+    head = log[:1000].rstrip()
+    return head.splitlines() if head else ["(no output)"]
+
+
 def feedback(
     attempt: AttemptState,
     level: Feedback,
@@ -162,10 +182,24 @@ def feedback(
     if level == "L1":
         return f"{head} Try again. {ask}"
     lines = [head]
-    outcome_part = "compiler" if v.category in BUILD_STAGE else "runtime"
+    built = compiled(v.category, v.signature)
+    outcome_part = "runtime" if built else "compiler"
     if v.correct:
         if on("timing"):
             lines.append(_speed_line(v))
+    elif level == "L2":
+        # the release's L2 (harness/feedback.py _feedback_l2_gb): compiler errors only; a run-time failure is
+        # one line, without its category, logs or decisive lines
+        if not built and on("compiler"):
+            lines += [
+                "Your code failed to compile.",
+                "Compiler errors:",
+                "```text",
+                *compiler_errors(attempt),
+                "```",
+            ]
+        elif built and on("runtime"):
+            lines.append("Your code compiled but the test failed. Try a different approach.")
     elif on(outcome_part):
         lines.append(f"Outcome: {v.category}.")
         if v.decisive:

@@ -1,10 +1,18 @@
 """The four stagnation detectors: is the model stuck? Evaluated over the reduced SessionState.
 
 Each detector looks at the attempts so far and says whether it fires after the latest one; the loop
-records a Stalled event for each firing detector and may stop (protocol.stagnation.stop). The definitions
-are the CUDABeaver paper's (docs/metrics.md): duplicate_code and code_cycle compare the SHA-256 of the
-exact submitted code (``submitted_hash``); category_oscillation counts back-and-forth jumps among failing
-categories. ``normalise`` (comments and spacing dropped) is only the key of Candidate.sha256 and of the
+records a Stalled event for each firing detector and may stop (protocol.stagnation.stop). Where the paper's
+text and the release's code (harness/stagnation.py) differ, the code that produced the paper's numbers is
+followed, except where said (docs/metrics.md):
+- duplicate_code and code_cycle compare the SHA-256 of the exact submitted code (``submitted_hash``): the
+  paper's text; the release truncates the hash to 64 bits.
+- category_oscillation counts changes of category in the last 5 judged attempts and fires at 3 (the
+  release's rule; the paper's text says "back-and-forth jumps between error categories"). The stricter rule
+  beavertui used before, jumps back to a failing category already seen (``oscillation_rule = "jumps"``), is
+  kept as a named option and is a departure from the release.
+- no_progress asks for one category and one error signature in the last 3 attempts: the paper's text and
+  the release's docstring; a departure from the release's code, which compares categories only.
+``normalise`` (comments and spacing dropped) is only the key of Candidate.sha256 and of the
 recorded toolchain's recordings, never what the detectors compare. This module must not run anything or
 change the state.
 """
@@ -117,13 +125,28 @@ def oscillation_jumps(categories: list[str]) -> int:
     return jumps
 
 
+def category_changes(categories: list[str]) -> int:
+    """Changes of category between consecutive attempts (the release's count): buildability >
+    illegal_memory_access > functional_correctness > buildability > illegal_memory_access has four."""
+    return sum(a != b for a, b in itertools.pairwise(categories))
+
+
 def category_oscillation(state: SessionState, settings: StagnationSettings) -> str | None:
-    """At least N back-and-forth jumps among failing categories within the last W attempts (N=3, W=5)."""
+    """``changes`` (default, the release's): at least N changes of category among the last W judged attempts,
+    the window full (N=3, W=5). ``jumps`` (the stricter earlier rule): at least N back-and-forth jumps among
+    failing categories within the last W attempts."""
     window = _judged(state)[-settings.oscillation_window :]
     cats = [a.verdict.category for a in window if a.verdict is not None]
-    jumps = oscillation_jumps(cats)
-    if jumps >= settings.oscillation_changes:
-        return f"{jumps} back-and-forth jumps in the last {len(cats)} attempts: {' > '.join(cats)}"
+    if settings.oscillation_rule == "jumps":
+        jumps = oscillation_jumps(cats)
+        if jumps >= settings.oscillation_changes:
+            return f"{jumps} back-and-forth jumps in the last {len(cats)} attempts: {' > '.join(cats)}"
+        return None
+    if len(cats) < settings.oscillation_window:
+        return None
+    changes = category_changes(cats)
+    if changes >= settings.oscillation_changes:
+        return f"{changes} changes of category in the last {len(cats)} attempts: {' > '.join(cats)}"
     return None
 
 

@@ -22,6 +22,7 @@ from typing import Any
 from beavertui.engine.errors import BeaverError
 from beavertui.engine.fileio import is_regular, missing
 from beavertui.engine.judge import anticheat
+from beavertui.engine.judge.classify import compiled
 from beavertui.engine.metrics.compute import source_model_matches
 from beavertui.engine.metrics.speedup_ci import speedup_interval
 from beavertui.engine.metrics.table import AttemptsTable, from_rows
@@ -169,7 +170,11 @@ def rows_of_session(
         v = a.verdict
         last = i == len(scored) - 1
         t = a.timing.result if a.timing is not None else None
-        ci = speedup_interval(t.reference_samples, t.candidate_samples) if t is not None else None
+        ci = (
+            speedup_interval(t.reference_samples, t.candidate_samples, method=t.method, runs=t.runs)
+            if t is not None
+            else None
+        )
         yield {
             "run_id": h.run_id or run_id or h.session_id,
             "model": h.model.name,
@@ -178,6 +183,7 @@ def rows_of_session(
             "sample": h.sample * proto.budget + a.iteration - 1 if repeated else h.sample,
             "iteration": 1 if repeated else a.iteration,
             "category": v.category if v is not None else INFRA_CATEGORY,
+            "compiled": v is not None and compiled(v.category, v.signature),
             "correct": bool(v.correct) if v is not None else False,
             "speedup": v.speedup if v is not None else None,
             "speedup_lo": ci[0] if ci is not None and v is not None and v.speedup is not None else None,

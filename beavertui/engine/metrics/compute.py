@@ -75,6 +75,16 @@ class GroupMetrics:
     """First successes at iteration >= 2 with a measured speedup (both degeneration rates' denominator)."""
     n_degenerate_fallback: int = 0
     """Of those, the ones without recorded timing samples, judged by the raw rule."""
+    compile_at_1: float | None = None
+    """The release's compilation_rate@1: the share of first attempts whose build succeeded (a build that hit
+    its time limit did not), per task then over tasks."""
+    avg_iterations: float | None = None
+    """The release's avg_iters_to_pass: the mean iteration of the first correct attempt (p = 0) over the
+    trajectories that have one; None for repeated sampling."""
+    n_stagnated: int = 0
+    """Trajectories a stagnation detector stopped (stagnation_rate's numerator)."""
+    n_never_succeeded: int = 0
+    """Trajectories whose loop never ended in success (stagnation_rate's denominator)."""
     p_sweep_exact: dict[float, bool] = field(default_factory=dict)
     """Per p of the sweep: True where pass@k(p) is exact, False where it is a lower bound (an in-loop gate
     below p stopped trajectories that might have reached p later)."""
@@ -97,6 +107,10 @@ class GroupMetrics:
             "stagnation_rate": self.stagnation_rate,
             "dominant_stagnation": self.dominant_stagnation,
             "dominant_stagnation_share": self.dominant_stagnation_share,
+            "compile@1": self.compile_at_1,
+            "avg_iterations": self.avg_iterations,
+            "n_stagnated": self.n_stagnated,
+            "n_never_succeeded": self.n_never_succeeded,
             "degenerate_rate": self.degenerate_rate,
             "degenerate_rate_raw": self.degenerate_rate_raw,
             "degenerate_judged": self.n_degenerate_judged,
@@ -249,6 +263,8 @@ def compute_groups(table: AttemptsTable) -> list[GroupMetrics]:
     first = np.full(n_traj, -1.0)
     one = it_s == 1
     first[traj_s[one]] = s_s[one]
+    built1 = np.zeros(n_traj, np.bool_)
+    built1[traj_s[one]] = t.built()[order][one]
     stop = np.maximum.reduceat(t.col("stop_reason").codes[order], starts)
     det_of_label = np.array(
         [DETECTORS.index(lbl) if lbl in DETECTORS else -1 for lbl in t.col("stop_reason").labels] + [-1],
@@ -296,7 +312,11 @@ def compute_groups(table: AttemptsTable) -> list[GroupMetrics]:
     mean_k = np.where(cell_rep[:, None], est, sum_k / n_samp[:, None])
     mean_1 = np.where(cell_rep, est1, sum_1 / n_samp)
 
-    notsucc = ~ok_k[:, 0]
+    # the paper's failure stagnation rate: among trajectories whose loop never ended in success (after the
+    # run: no correct attempt at all, as a correct-but-slow one ended "passed" and can never stagnate; in the
+    # loop: no attempt met the gate), the share a detector stopped
+    in_loop = np.array([p.in_loop and p.method != "repeated" for p in pk], np.bool_)
+    notsucc = best < np.where(in_loop[g_proto[tr_group]], tr_gate, 0.0)
     stag = notsucc & (det >= 0)
     later = first_ok_iter >= 2
     degen_den = later & ~np.isnan(first_ok_speed)
@@ -309,6 +329,10 @@ def compute_groups(table: AttemptsTable) -> list[GroupMetrics]:
     dens = np.column_stack([1.0 - mean_1, per_cell(notsucc), per_cell(degen_den), per_cell(degen_den)])
     det_counts = np.column_stack([per_cell(stag & (det == d)) for d in range(len(DETECTORS))])
 
+    compile_cell = per_cell(built1) / n_samp
+    tr_ok_iter = first_ok_iter.astype(np.float64)
+    iters_sum = np.bincount(tr_group, weights=tr_ok_iter, minlength=n_groups)
+    iters_n = np.bincount(tr_group, weights=first_ok_iter > 0, minlength=n_groups)
     rows_per_group = np.bincount(grp, minlength=n_groups)
     flagged_per_group = np.bincount(grp, weights=flagged_ok, minlength=n_groups)
     unstable_per_group = np.bincount(grp, weights=unstable_ok, minlength=n_groups)
@@ -352,6 +376,10 @@ def compute_groups(table: AttemptsTable) -> list[GroupMetrics]:
                 dominant_stagnation=None if rep or dom < 0 else DETECTORS[dom],
                 dominant_stagnation_share=None if rep or dom < 0 else float(dc[dom] / stagnated),
                 degenerate_rate=None if rep else _ratio(num[2], den[2]),
+                compile_at_1=float(compile_cell[idx].mean()),
+                avg_iterations=None if rep else _ratio(iters_sum[g], iters_n[g]),
+                n_stagnated=0 if rep else int(stagnated),
+                n_never_succeeded=0 if rep else int(den[1]),
                 p_sweep={p: val(avg[2 + j]) for j, p in enumerate(P_SWEEP)},
                 under_sampled=under,
                 n_trajectories=int(traj_per_group[g]),

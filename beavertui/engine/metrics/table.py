@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from beavertui.engine.judge.categories import BUILD_STAGE
 from beavertui.engine.session.protocol import LEGACY_KEY_DEFAULTS, protocol_label
 
 IntArray = npt.NDArray[np.int64]
@@ -47,7 +48,14 @@ STRING_COLUMNS: tuple[str, ...] = (
     "corpus",
 )
 INT_COLUMNS: tuple[str, ...] = ("sample", "iteration")
-BOOL_COLUMNS: tuple[str, ...] = ("correct", "self_source", "infra_error", "flagged", "unstable_timing")
+BOOL_COLUMNS: tuple[str, ...] = (
+    "correct",
+    "self_source",
+    "infra_error",
+    "flagged",
+    "unstable_timing",
+    "compiled",
+)
 #: Bounds of the 95% bootstrap interval of the speedup from the attempt's recorded timing samples
 #: (speedup_ci.py); null when the attempt has no samples (e.g. a table imported from elsewhere).
 INTERVAL_COLUMNS: tuple[str, ...] = ("speedup_lo", "speedup_hi")
@@ -61,6 +69,7 @@ FLAT_COLUMNS: tuple[str, ...] = (
     "sample",
     "iteration",
     "category",
+    "compiled",
     "correct",
     "speedup",
     "speedup_lo",
@@ -84,6 +93,7 @@ REQUIRED_COLUMNS: frozenset[str] = frozenset(FLAT_COLUMNS) - {
     "infra_error",
     "flagged",
     "unstable_timing",
+    "compiled",
     *INTERVAL_COLUMNS,
     *(f"protocol.{f}" for f in EXTRA_PROTOCOL_FIELDS),
 }
@@ -184,6 +194,19 @@ class AttemptsTable:
     """Upper bound of it; NaN where no samples were recorded (None: the column is absent, all NaN)."""
     unstable_timing: BoolArray | None = None
     """The speedup comes from a timing above the CV rule (None: the column is absent, all false)."""
+    compiled: BoolArray | None = None
+    """The attempt's build succeeded within its time limit (None: the column is absent; ``built()`` then
+    derives it from the category, which cannot tell a build that hit its time limit from a run that did)."""
+
+    def built(self) -> BoolArray:
+        """``compiled`` as an array; where the column is absent, the category is not a build-stage one."""
+        if self.compiled is not None:
+            return self.compiled
+        cat = self.col("category")
+        not_built = np.array(
+            [c in BUILD_STAGE or c == "infrastructure" for c in cat.labels] + [True], np.bool_
+        )
+        return ~not_built[cat.codes]
 
     def unstable(self) -> BoolArray:
         """``unstable_timing`` as an array (false where absent)."""
@@ -216,6 +239,7 @@ class AttemptsTable:
             speedup_lo=None if self.speedup_lo is None else self.speedup_lo[index],
             speedup_hi=None if self.speedup_hi is None else self.speedup_hi[index],
             unstable_timing=None if self.unstable_timing is None else self.unstable_timing[index],
+            compiled=None if self.compiled is None else self.compiled[index],
         )
 
     def with_self_source(self, self_source: BoolArray) -> AttemptsTable:
@@ -233,6 +257,7 @@ class AttemptsTable:
             speedup_lo=self.speedup_lo,
             speedup_hi=self.speedup_hi,
             unstable_timing=self.unstable_timing,
+            compiled=self.compiled,
         )
 
     def rows(self) -> Iterable[dict[str, Any]]:
@@ -246,6 +271,7 @@ class AttemptsTable:
         infra = self.infra_error.tolist()
         flagged = self.flagged.tolist()
         unstable = self.unstable().tolist()
+        compiled = self.built().tolist()
         lo = self.interval("speedup_lo").tolist()
         hi = self.interval("speedup_hi").tolist()
         protocol = self.protocol.tolist()
@@ -258,6 +284,7 @@ class AttemptsTable:
                 "sample": sample[i],
                 "iteration": iteration[i],
                 "category": strings["category"][i],
+                "compiled": compiled[i],
                 "correct": correct[i],
                 "speedup": None if speedup[i] != speedup[i] else speedup[i],
                 "speedup_lo": None if lo[i] != lo[i] else lo[i],
@@ -324,6 +351,7 @@ def from_rows(rows: Iterable[Mapping[str, Any]]) -> AttemptsTable:
     """
     cols: dict[str, list[Any]] = {name: [] for name in (*STRING_COLUMNS, *INT_COLUMNS, *BOOL_COLUMNS)}
     speed: list[float] = []
+    compiled: list[bool | None] = []
     bounds: dict[str, list[float]] = {name: [] for name in INTERVAL_COLUMNS}
     protos: list[ProtocolKey] = []
     for n, row in enumerate(rows, 1):
@@ -348,6 +376,8 @@ def from_rows(rows: Iterable[Mapping[str, Any]]) -> AttemptsTable:
             cols["infra_error"].append(_bool(row.get("infra_error", False), "infra_error"))
             cols["flagged"].append(_bool(row.get("flagged", False), "flagged"))
             cols["unstable_timing"].append(_bool(row.get("unstable_timing", False), "unstable_timing"))
+            built = row.get("compiled")
+            compiled.append(None if built is None or built == "" else _bool(built, "compiled"))
             speed.append(_float_or_nan(row.get("speedup")))
             for name in INTERVAL_COLUMNS:
                 bounds[name].append(_float_or_nan(row.get(name)))
@@ -371,6 +401,20 @@ def from_rows(rows: Iterable[Mapping[str, Any]]) -> AttemptsTable:
         speedup_lo=np.asarray(bounds["speedup_lo"], dtype=np.float64),
         speedup_hi=np.asarray(bounds["speedup_hi"], dtype=np.float64),
         unstable_timing=np.asarray(cols["unstable_timing"], dtype=np.bool_),
+        compiled=_compiled_column(compiled, cols["category"]),
+    )
+
+
+def _compiled_column(values: Sequence[bool | None], categories: Sequence[str]) -> BoolArray | None:
+    """The ``compiled`` column: None when no row has it; rows without it take the category's answer."""
+    if all(v is None for v in values):
+        return None
+    return np.asarray(
+        [
+            v if v is not None else not (c in BUILD_STAGE or c == "infrastructure")
+            for v, c in zip(values, categories, strict=True)
+        ],
+        dtype=np.bool_,
     )
 
 
@@ -408,4 +452,7 @@ def concat(tables: Sequence[AttemptsTable]) -> AttemptsTable:
         speedup_lo=np.concatenate([t.interval("speedup_lo") for t in tables]),
         speedup_hi=np.concatenate([t.interval("speedup_hi") for t in tables]),
         unstable_timing=np.concatenate([t.unstable() for t in tables]),
+        compiled=(
+            None if all(t.compiled is None for t in tables) else np.concatenate([t.built() for t in tables])
+        ),
     )

@@ -11,6 +11,7 @@ parsers. Nothing here computes a metric.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Mapping
 from typing import Any
@@ -210,7 +211,7 @@ def build(columns: Mapping[str, tuple[U64, B]], n: int) -> AttemptsTable:
     def raw(name: str) -> npt.NDArray[np.bytes_]:
         return as_bytes(columns[name][0])
 
-    return AttemptsTable(
+    table = AttemptsTable(
         strings=strings,
         protocol=protocol,
         protocols=tuple(index),
@@ -235,6 +236,14 @@ def build(columns: Mapping[str, tuple[U64, B]], n: int) -> AttemptsTable:
             else to_bool(raw("unstable_timing"), "unstable_timing", False)
         ),
     )
+    if "compiled" not in columns:
+        return table
+    # rows without the column's value take the category's answer, as from_rows does
+    blank = columns["compiled"][1] | _is(raw("compiled"), b"", b"null")
+    if blank.all():
+        return table
+    built = to_bool(raw("compiled"), "compiled", False)
+    return dataclasses.replace(table, compiled=np.where(blank, table.built(), built))
 
 
 def _rows_in_lines(pos: I64, line_start: I64, line_end: I64, per_line: int) -> bool:

@@ -39,7 +39,11 @@ class StagnationSettings(BaseModel):
     oscillation_window: int = Field(default=5, ge=2, le=MAX_BUDGET)
     """category_oscillation looks at this many most recent attempts."""
     oscillation_changes: int = Field(default=3, ge=1, le=MAX_BUDGET)
-    """category_oscillation fires at this many back-and-forth jumps among failing categories in the window."""
+    """category_oscillation fires at this many changes of category in the window."""
+    oscillation_rule: Literal["changes", "jumps"] = "changes"
+    """``changes`` (the release's harness/stagnation.py): any change of category between consecutive judged
+    attempts counts, and the window must be full; ``jumps`` (beavertui's earlier, stricter rule, a departure
+    from the release): only changes among failing categories back to one already seen in the window."""
     no_progress_run: int = Field(default=3, ge=2, le=MAX_BUDGET)
     """no_progress fires after this many consecutive attempts with one category and one signature."""
 
@@ -63,7 +67,8 @@ class Protocol(BaseModel):
     budget: int = Field(default=5, ge=1, le=MAX_BUDGET)
     """K: the iteration budget (iterative) or the number of samples (repeated)."""
     feedback: Feedback = "L3"
-    """L0 none, L1 failed/try again, L2 + category and decisive lines, L3 + logs/sanitizer/speedup, L4 + ncu."""
+    """L0 none, L1 failed/try again, L2 the release's: compiler errors only (a run-time failure: "compiled but
+    the test failed"), L3 + outcome, decisive lines, logs/sanitizer/speedup, L4 + ncu."""
     feedback_components: tuple[FeedbackComponent, ...] | None = None
     """Only these parts of the level's feedback are sent (compiler: build log and build-stage outcome;
     runtime: run log and run-stage outcome; sanitizer; timing; profile); None sends all of them."""
@@ -145,6 +150,8 @@ def stagnation_label(s: StagnationSettings) -> str:
     parts = [] if set(s.enabled) == set(DETECTORS) else ["+".join(d for d in DETECTORS if d in s.enabled)]
     if (s.oscillation_window, s.oscillation_changes, s.no_progress_run) != (5, 3, 3):
         parts.append(f"osc{s.oscillation_changes}/{s.oscillation_window},np{s.no_progress_run}")
+    if s.oscillation_rule != "changes":
+        parts.append(f"osc={s.oscillation_rule}")
     return "stop" + (":" + ",".join(parts) if parts else "")
 
 

@@ -279,6 +279,7 @@ def test_self_source_spends_one_iteration_less() -> None:
     [
         ("L1", "Your solution failed. Try again.", "buildability"),
         ("L2", 'error: expected a ";"', "Build log:"),
+        ("L2", "Your code failed to compile.", "Outcome:"),
         ("L3", "Build log:\n```text\n$ nvcc -O2", "Profiler"),
     ],
 )
@@ -287,6 +288,35 @@ def test_feedback_levels(level: str, present: str, absent: str) -> None:
     note = [e for e in events if isinstance(e, Request)][1].messages[-1].content
     assert present in note
     assert absent not in note
+
+
+def test_l2_is_the_releases_compiler_errors_only() -> None:
+    """The release's L2 (harness/feedback.py _feedback_l2_gb) leaves test information out: a run-time
+    failure gets one line, no category, no decisive lines, no log."""
+    _, events = run([reply("wrong"), reply("naive")], Protocol(feedback="L2"))
+    note = [e for e in events if isinstance(e, Request)][1].messages[-1].content
+    assert "Your code compiled but the test failed. Try a different approach." in note
+    for absent in ("Outcome:", "Decisive lines", "functional_correctness", "Run log:"):
+        assert absent not in note
+
+
+def test_a_build_that_hit_its_time_limit_did_not_compile() -> None:
+    """A build stopped by its time limit is classified timeout (build stage): it did not compile, and its
+    outcome line is the compiler component's, not the runtime's."""
+    from beavertui.engine.judge.classify import classify, compiled
+    from beavertui.engine.loop.prompts import feedback
+    from beavertui.engine.session.state import AttemptState
+
+    c = classify(build_rc=-9, build_log="nvcc: compiling\n", run_rc=None, run_log="", timed_out=True)
+    assert c.category == "timeout" and c.stage == "build"
+    assert not compiled(c.category, c.signature)
+    run_c = classify(build_rc=0, build_log="", run_rc=None, run_log="started\n", timed_out=True)
+    assert run_c.category == "timeout" and compiled(run_c.category, run_c.signature)
+    v = Verdict(iteration=1, category=c.category, signature=c.signature, correct=False, decisive=["nvcc"])
+    a = AttemptState(iteration=1, verdict=v)
+    assert "Outcome: timeout." in feedback(a, "L3", "cuda", components=("compiler",))
+    assert "Outcome: timeout." not in feedback(a, "L3", "cuda", components=("runtime",))
+    assert "Your code failed to compile." in feedback(a, "L2", "cuda")
 
 
 def test_l0_sends_the_first_turn_again() -> None:

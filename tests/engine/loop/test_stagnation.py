@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
-from beavertui.engine.loop.stagnation import code_hash, detect, normalise, oscillation_jumps, submitted_hash
+from beavertui.engine.loop.stagnation import (
+    category_changes,
+    code_hash,
+    detect,
+    normalise,
+    oscillation_jumps,
+    submitted_hash,
+)
 from beavertui.engine.session.events import Candidate, Event, ModelInfo, SessionHeader, TaskRef, Verdict
 from beavertui.engine.session.protocol import Protocol, StagnationSettings
 from beavertui.engine.session.state import fold
@@ -110,6 +117,38 @@ def test_category_oscillation_fires_and_does_not() -> None:
         ("8", "buildability", "h"),
     ]
     assert fired(*spread) == []
+
+
+def fired_with(settings: StagnationSettings, *items: tuple[str | None, str, str]) -> list[str]:
+    return [s.detector for s in detect(fold(HEADER, attempts(*items)), settings)]
+
+
+def test_category_oscillation_counts_changes_as_the_release_does() -> None:
+    """The release's harness/stagnation.py: >= 3 changes of category in the last 5, the window full.
+    buildability > IMA > functional > buildability > IMA has four changes and fires; the stricter earlier
+    rule (``jumps``) sees two jumps back and does not."""
+    seq = [
+        ("1", "buildability", "a"),
+        ("2", "illegal_memory_access", "b"),
+        ("3", "functional_correctness", "c"),
+        ("4", "buildability", "d"),
+        ("5", "illegal_memory_access", "e"),
+    ]
+    cats = [c for _, c, _ in seq]
+    assert category_changes(cats) == 4 and oscillation_jumps(cats) == 2
+    assert fired(*seq) == ["category_oscillation"]
+    assert fired_with(StagnationSettings(oscillation_rule="jumps"), *seq) == []
+    # four attempts hold three changes, but the release's window must be full
+    assert category_changes(cats[:4]) == 3 and fired(*seq[:4]) == []
+    # two changes in five: no
+    calm = [("1", "buildability", "a"), ("2", "buildability", "b"), ("3", "timeout", "c")]
+    calm += [("4", "timeout", "d"), ("5", "buildability", "e")]
+    assert category_changes([c for _, c, _ in calm]) == 2 and "category_oscillation" not in fired(*calm)
+    # the rule is part of the protocol's label when it is not the default
+    from beavertui.engine.session.protocol import stagnation_label
+
+    assert stagnation_label(StagnationSettings()) == "stop"
+    assert stagnation_label(StagnationSettings(oscillation_rule="jumps")) == "stop:osc=jumps"
 
 
 def test_steady_progress_never_oscillates() -> None:

@@ -47,8 +47,11 @@ def test_debug_rate_is_the_identity_over_per_task_means() -> None:
 
 
 def test_speedup_interval_from_samples() -> None:
-    # every sample equal: the interval is a point
-    assert speedup_interval([2.0] * 10, [4.0] * 10) == pytest.approx((0.5, 0.5))
+    # every sample equal: the interval within the measurement is a point
+    assert speedup_interval([2.0] * 10, [4.0] * 10, floor=0) == pytest.approx((0.5, 0.5))
+    # and the between-measurement floor widens it by 1.96 sd on the log scale, whatever the inner spread
+    lo, hi = speedup_interval([2.0] * 10, [4.0] * 10)  # type: ignore[misc]
+    assert np.log(hi / 0.5) == pytest.approx(1.959964 * 0.0062, rel=1e-4) and lo < 0.5
     # the reference resubmitted: same distribution on both sides, the interval straddles 1.0
     rng = np.random.default_rng(1)
     ref = list(1.0 + 0.02 * rng.standard_normal(20))
@@ -219,7 +222,7 @@ def test_few_samples_a_side_get_an_interval_that_is_honest_at_three() -> None:
     tests/data/release_batch): 0.9991x. A percentile bootstrap of three samples called it slower than the
     reference; Welch's t on log times brackets 1.0."""
     ref, cand = [0.201247, 0.201377, 0.201503], [0.201568, 0.201824, 0.201537]
-    lo, hi = speedup_interval(ref, cand)  # type: ignore[misc]
+    lo, hi = speedup_interval(ref, cand, method="cupti", runs=3, floor=0)  # type: ignore[misc]
     assert lo < 1.0 < hi and hi < 1.01
     assert not is_degenerate(0.9991, hi)
     # the bootstrap alone would not have bracketed it (the defect this guards against)
@@ -228,5 +231,5 @@ def test_few_samples_a_side_get_an_interval_that_is_honest_at_three() -> None:
     boot = np.median(r[rng.integers(0, 3, (2000, 3))], 1) / np.median(c[rng.integers(0, 3, (2000, 3))], 1)
     assert np.percentile(boot, 97.5) < 1.0
     # a real slowdown is still one: 0.5x over three runs a side
-    lo, hi = speedup_interval([1.0, 1.01, 0.99], [2.0, 2.02, 1.98])  # type: ignore[misc]
+    lo, hi = speedup_interval([1.0, 1.01, 0.99], [2.0, 2.02, 1.98], method="cupti")  # type: ignore[misc]
     assert hi < 0.52 and is_degenerate(0.5, hi)
