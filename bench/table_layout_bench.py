@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable
 
 from beavertui.reports import fit, render
-from beavertui.reports.tables import Rate, Table
+from beavertui.reports.tables import Rate, Table, pct
 
 
 def models_table(n: int) -> Table:
@@ -72,9 +72,17 @@ def best(fn: Callable[[], object], repeat: int) -> float:
 
 
 def rich_print(t: Table, width: int) -> None:
+    """The table as rich's Table prints it (words fold when a column is too narrow)."""
     from rich.console import Console
+    from rich.table import Table as RichTable
 
-    Console(file=io.StringIO(), width=width, color_system=None).print(render.rich_table(t))
+    rt = RichTable(title=t.title, caption=t.note or None)
+    for i, c in enumerate(t.columns):
+        numeric = any(isinstance(r[i], Rate) for r in t.rows)
+        rt.add_column(c, justify="right" if numeric else "left", overflow="fold")
+    for row in t.rows:
+        rt.add_row(*(pct(c) if isinstance(c, Rate) else c for c in row))
+    Console(file=io.StringIO(), width=width, color_system=None).print(rt)
 
 
 def main() -> None:

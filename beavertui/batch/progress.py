@@ -24,9 +24,7 @@ def _eta(seconds: float | None) -> str:
 
 def table(tracker: Tracker, parallel: int, width: int | None = None) -> Any:
     """The progress table fitted to the terminal's width (reports/fit.py): long names wrap, headers never."""
-    from rich.text import Text
-
-    from beavertui.reports.fit import lines, page_width
+    from beavertui.reports.fit import page_width, rich_text
     from beavertui.reports.tables import Table
 
     rows = []
@@ -47,12 +45,7 @@ def table(tracker: Tracker, parallel: int, width: int | None = None) -> Any:
                 )
             )
     cols = ("model", "protocol", "done", "passed", "running", "attempts", "infra", "ETA")
-    out = Text()
-    styles = {"title": "bold", "header": "bold", "rule": "dim", "heading": "bold cyan", "note": "dim"}
-    for ln in lines(Table("beavertui batch", cols, tuple(rows)), width or page_width()):
-        out.append(ln.text + "\n", styles.get(ln.style, ""))
-    out.rstrip()
-    return out
+    return rich_text([Table("beavertui batch", cols, tuple(rows))], width or page_width())
 
 
 def line(tracker: Tracker) -> str:

@@ -15,7 +15,7 @@ import sys
 import textwrap
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import IO
+from typing import IO, Any
 
 from beavertui.reports.tables import Cell, Rate, Table, pct
 
@@ -207,6 +207,22 @@ def _blocks(table: Table, grid: Grid, cols: list[int], width: int, keys: int | N
 
 
 _STYLES = {"title": "bold", "header": "bold", "rule": "dim", "note": "dim", "heading": "bold cyan"}
+"""The rich style of each kind of line, on a terminal and in the TUI."""
+
+
+def rich_text(tables: Sequence[Table], width: int) -> Any:
+    """The tables fitted to ``width`` as one styled rich Text, a blank line between tables: what the
+    command line prints on a terminal, for a widget to draw."""
+    from rich.text import Text
+
+    out = Text()
+    for n, t in enumerate(tables):
+        if n:
+            out.append("\n")
+        for ln in lines(t, width):
+            out.append(ln.text + "\n", _STYLES.get(ln.style, ""))
+    out.rstrip()
+    return out
 
 
 def print_tables(tables: Sequence[Table], stream: IO[str] | None = None, *, width: int | None = None) -> None:

@@ -1,4 +1,4 @@
-"""Rendering report tables: rich (terminal), Markdown, CSV and LaTeX booktabs.
+"""Rendering report tables: terminal (fit.py), Markdown, CSV and LaTeX booktabs.
 
 Every format shows the same numbers: rates as percentages with one decimal and their interval.
 """
@@ -117,19 +117,6 @@ def latex(tables: Sequence[Table]) -> str:
             out.append(" & ".join(cells) + " \\\\")
         out.append("\\bottomrule\n\\end{tabular}\n\\end{table}\n")
     return "\n".join(out)
-
-
-def rich_table(t: Table) -> object:
-    """One table as a rich Table: the cells exactly as the terminal prints them."""
-    from rich.table import Table as RichTable
-
-    rt = RichTable(title=t.title, caption=t.note or None, header_style="bold", show_lines=False)
-    for i, c in enumerate(t.columns):
-        numeric = any(isinstance(r[i], Rate) for r in t.rows)
-        rt.add_column(c, justify="right" if numeric else "left", overflow="fold")
-    for row in t.rows:
-        rt.add_row(*(_plain(c) for c in row))
-    return rt
 
 
 def terminal(tables: Sequence[Table], stream: IO[str] | None = None, *, width: int | None = None) -> None:

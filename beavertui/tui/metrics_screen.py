@@ -13,7 +13,6 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
-from rich.console import Group, RenderableType
 from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
@@ -22,6 +21,8 @@ from textual.containers import Horizontal, VerticalScroll
 from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import Footer, Static
+
+from beavertui.tui.fitted import FittedTables
 
 try:
     from textual_plotext import PlotextPlot
@@ -77,12 +78,16 @@ def swing_bars(entries: Sequence[Mapping[str, Any]]) -> list[tuple[str, float]]:
 
 
 def _short(label: str, width: int = 26) -> str:
-    """A bar label that leaves the plot room: the model shortened, the axis kept."""
+    """A bar label that leaves the plot room, never longer than ``width``: the model shortened first, then
+    the axis (a label as wide as the plot left plotext no room for the bar, and it failed)."""
     if len(label) <= width:
         return label
     model, _, rest = label.partition(" | ")
+    if not rest:
+        return label[: width - 1] + "…"
     keep = max(4, width - len(rest) - 4)
-    return f"{model[:keep]}… | {rest}"
+    out = f"{model[:keep]}… | {rest}"
+    return out if len(out) <= width else out[: width - 1] + "…"
 
 
 class ReportReady(Message):
@@ -121,14 +126,14 @@ class MetricsScreen(Screen[None]):
     def compose(self) -> ComposeResult:
         yield Static("", id="metrics-status")
         with VerticalScroll(id="metrics-body"):
-            yield Static("", id="metrics-main")
+            yield FittedTables(id="metrics-main")
             if PlotextPlot is not None:
                 with Horizontal(id="metrics-plots"):
                     yield PlotextPlot(id="p-sweep")
                     yield PlotextPlot(id="swing")
             else:
                 yield Static(Text(PLOT_HINT, style="yellow"), id="metrics-plot-hint")
-            yield Static("", id="metrics-tables")
+            yield FittedTables(id="metrics-tables")
         yield Footer()
 
     def on_mount(self) -> None:
@@ -170,7 +175,6 @@ class MetricsScreen(Screen[None]):
         self._show(message.report)
 
     def _show(self, report: Any) -> None:
-        from beavertui.reports.render import rich_table
         from beavertui.service.metrics import NO_CODE
 
         self.report = report
@@ -185,10 +189,9 @@ class MetricsScreen(Screen[None]):
         for line in report.notes():
             text.append(f"\n{line}", style="yellow")
         self.query_one("#metrics-status", Static).update(text)
-        tables = [rich_table(t) for t in report.tables]
-        self.query_one("#metrics-main", Static).update(tables[0] if tables else "")  # type: ignore[arg-type]
-        rest: list[RenderableType] = tables[1:]  # type: ignore[assignment]
-        self.query_one("#metrics-tables", Static).update(Group(*rest))
+        # fitted to the screen's width as the command line fits them to the terminal's (reports/fit.py)
+        self.query_one("#metrics-main", FittedTables).set_tables(report.tables[:1])
+        self.query_one("#metrics-tables", FittedTables).set_tables(report.tables[1:])
         self.series = sweep_series(report.groups)
         self.bars = swing_bars(report.swing)
         if PlotextPlot is not None:

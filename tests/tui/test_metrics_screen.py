@@ -24,6 +24,7 @@ from beavertui.reports.tables import Rate, main_tables
 from beavertui.service.metrics import load_source
 from beavertui.tui.app import BeaverApp
 from beavertui.tui.browser import BrowserScreen
+from beavertui.tui.fitted import FittedTables
 from beavertui.tui.metrics_screen import MetricsScreen
 from tests.tui.conftest import SIZE, wait_for
 
@@ -36,8 +37,16 @@ RECORDED = f"recorded:{CORPUS / 'vec_scale.recordings.jsonl'}"
 
 def text_of(widget: Any, width: int = 118) -> str:
     con = Console(width=width, file=io.StringIO(), record=True)
-    con.print(widget.content)
+    con.print(widget.text(width) if isinstance(widget, FittedTables) else widget.content)
     return con.export_text()
+
+
+def drawn(widget: Any) -> list[str]:
+    """The lines the widget draws on screen, at its size (not scrolled: every line of its content)."""
+    from textual.geometry import Region
+
+    region = Region(0, 0, widget.size.width, widget.size.height)
+    return [strip.text for strip in widget.render_lines(region)]
 
 
 async def shown(pilot, app) -> MetricsScreen:  # type: ignore[no-untyped-def]
@@ -58,15 +67,16 @@ async def check_screen(source: Path) -> SimpleNamespace:
         screen = await shown(pilot, app)
         assert screen.query_one("#p-sweep") is not None and screen.query_one("#swing") is not None
         # the main table: every rate as the terminal prints it, interval included
-        main = text_of(screen.query_one("#metrics-main"))
+        main = "\n".join(drawn(screen.query_one("#metrics-main")))
         assert "Repair rates per model and protocol" in main
-        shown_table = screen.query_one("#metrics-main").content
-        cols = {c.header: list(c._cells) for c in shown_table.columns}
+        assert screen.query_one("#metrics-main", FittedTables).tables == screen.report.tables[:1]
         rows = main_tables(groups)[0].rows
-        for i, name in ((3, "pass@1"), (4, "pass@k"), (5, "debug@k")):
+        for i in (3, 4, 5):  # pass@1, pass@k, debug@k
             cells = [r[i] for r in rows]
             assert all(isinstance(c, Rate) for c in cells)
-            assert cols[name] == [pct(c) for c in cells]  # percent with its bootstrap interval
+            for c in cells:  # percent with its bootstrap interval, each whole on one line
+                value, _, interval = pct(c).partition(" ")
+                assert value in main and (not interval or interval in main), pct(c)
         # the p-sweep curves: one per group, pass@k in percent at each p where it is defined
         want = [
             (
@@ -190,3 +200,44 @@ async def test_breakdowns_and_recompute() -> None:
         await pilot.press("r")
         await wait_for(pilot, lambda: screen.report is not first)
         assert screen.series == ms.sweep_series(screen.report.groups)
+
+
+def _words(tables: list[Any]) -> set[str]:
+    """Every word the tables print: titles, column names, cells (a rate's value and interval), notes."""
+    out: set[str] = set()
+    for t in tables:
+        out.update(t.title.split())
+        for i, name in enumerate(t.columns):
+            if any(row[i] for row in t.rows if not isinstance(row[i], Rate)) or any(
+                isinstance(row[i], Rate) for row in t.rows
+            ):  # the fitter leaves out a column empty in every row
+                out.update(name.split())
+        for row in t.rows:
+            for c in row:
+                out.update((pct(c) if isinstance(c, Rate) else c).split())
+        out.update(t.note.split())
+    return out
+
+
+@pytest.mark.parametrize("columns", [80, 160, 250])
+async def test_tables_fit_the_screen_with_no_word_split(columns: int) -> None:
+    """At 80 columns the main table turns into one block per group, at 160 and 250 it wraps or fits:
+    every word the tables hold is drawn whole on one line, and no drawn line is wider than the screen."""
+    app = BeaverApp(lambda: MetricsScreen(H200, by=["family"]))
+    async with app.run_test(size=(columns, 50)) as pilot:
+        screen = await shown(pilot, app)
+        tables = screen.report.tables
+        assert len(tables) >= 3
+        text: list[str] = []
+        for wid in ("#metrics-main", "#metrics-tables"):
+            widget = screen.query_one(wid, FittedTables)
+            assert columns - 4 <= widget.size.width <= columns
+            lines = drawn(widget)
+            assert lines and all(len(ln.rstrip()) <= widget.size.width for ln in lines)
+            text += lines
+        tokens = {w for ln in text for w in ln.split()}
+        missing = sorted(_words(tables) - tokens)
+        assert not missing, f"words split or cut at {columns} columns: {missing[:10]}"
+        main = drawn(screen.query_one("#metrics-main", FittedTables))
+        blocks = any("one block per model" in ln for ln in main)
+        assert blocks == (columns == 80), "the main table: one block per group at 80 columns, columns above"
