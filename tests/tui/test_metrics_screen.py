@@ -182,7 +182,7 @@ async def test_a_bad_source_says_so_in_one_line(tmp_path: Path) -> None:
         screen = app.screen
         await wait_for(pilot, lambda: isinstance(app.screen, MetricsScreen) and app.screen.error is not None)
         assert "no such run directory" in str(screen.error)
-        assert text_of(screen.query_one("#metrics-status")).count("\n") == 1
+        assert text_of(screen.query_one("#metrics-status"), width=400).count("\n") == 1
 
 
 def test_tui_needs_a_terminal(capsys: pytest.CaptureFixture[str]) -> None:
