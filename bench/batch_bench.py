@@ -42,9 +42,9 @@ from beavertui.batch.protocol_file import ModelSpec  # noqa: E402
 from beavertui.batch.resources import BuildSlots, GpuPool  # noqa: E402
 from beavertui.batch.rundir import ProtocolEntry, RunManifest  # noqa: E402
 from beavertui.batch.scheduler import Tracker, plan, run_local  # noqa: E402
+from beavertui.engine.code.hashing import code_hash  # noqa: E402
 from beavertui.engine.corpus.load import load_corpus  # noqa: E402
 from beavertui.engine.corpus.task import Task  # noqa: E402
-from beavertui.engine.loop.stagnation import code_hash  # noqa: E402
 from beavertui.engine.session.events import Built, Event, Ran, StageResult, Timed, TimingResult, Verdict  # noqa: E402
 from beavertui.engine.session.protocol import Protocol, StagnationSettings  # noqa: E402
 from beavertui.engine.toolchain.base import AttemptOptions  # noqa: E402

@@ -127,8 +127,8 @@ def run(a: argparse.Namespace) -> int:
     from beavertui.engine.corpus import families
     from beavertui.engine.corpus.load import load_corpus
     from beavertui.engine.host.gpu import probe
+    from beavertui.engine.stage import stages
     from beavertui.engine.timing.speedup import Timer, TimingConfig
-    from beavertui.engine.toolchain import stages as runner
 
     t_start = time.perf_counter()
     a.out.mkdir(parents=True, exist_ok=True)
@@ -136,7 +136,7 @@ def run(a: argparse.Namespace) -> int:
     if not modes or any(m not in MODES for m in modes):
         raise SystemExit(f"--modes {a.modes!r}: expected a comma-separated list of {', '.join(MODES)}")
     machine = probe()
-    cfg = runner.RunnerConfig(sm=machine.sm)
+    cfg = stages.StageConfig(sm=machine.sm)
     cache = Path(tempfile.mkdtemp(prefix="beaver-release-stage-cache-"))
     tcfg = TimingConfig(cache=cache)
     corpus = load_corpus(a.corpus)
@@ -164,8 +164,8 @@ def run(a: argparse.Namespace) -> int:
             code = families.reference_submission(task)
             if code is None:
                 return tid, None, time.perf_counter() - t0, families.why_no_reference_submission(task)
-            cand = runner.prepare(task, code, base)
-            b = runner.build(cand, cfg)
+            cand = stages.prepare(task, code, base)
+            b = stages.build(cand, cfg)
             if b.rc != 0:
                 tail = [ln for ln in b.log.splitlines() if ln.strip()][-1:] or ["no output"]
                 return (
@@ -197,11 +197,11 @@ def run(a: argparse.Namespace) -> int:
         while pool and not stop.is_set():
             tid, cand = pool[n % len(pool)]
             n += 1
-            work = runner.prepare(
+            work = stages.prepare(
                 corpus.get(tid), (cand.path / corpus.get(tid).solution_file).read_text(), load_base
             )
             with slots.hold():
-                runner.build(work, building)
+                stages.build(work, building)
             shutil.rmtree(work.path, ignore_errors=True)
             loads.append(1)
 
@@ -311,7 +311,7 @@ def _per_process(timed: dict[str, Any]) -> float:
 
 
 def priority(cfg: Any) -> dict[str, Any]:
-    """What a run records as its ``build_priority``: the build stages' CPU priority of a run (RunnerConfig.build_nice, build_cpus) and the CPUs of its
+    """What a run records as its ``build_priority``: the build stages' CPU priority of a run (StageConfig.build_nice, build_cpus) and the CPUs of its
     timed processes (timing_cpus)."""
     return {"nice": cfg.build_nice, "cpus": cfg.build_cpus, "timing_cpus": cfg.timing_cpus}
 

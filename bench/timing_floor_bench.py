@@ -97,14 +97,14 @@ def gpu_info() -> dict[str, Any]:
 def stage(a: argparse.Namespace) -> int:
     from beavertui.engine.corpus.load import default_corpus, load_corpus
     from beavertui.engine.host.gpu import probe
+    from beavertui.engine.stage import stages
     from beavertui.engine.timing import native
     from beavertui.engine.timing.speedup import Timer, TimingConfig, reference_workdir
-    from beavertui.engine.toolchain import stages as runner
 
     t_start = time.perf_counter()
     a.out.mkdir(parents=True, exist_ok=True)
     machine = probe()
-    cfg = runner.RunnerConfig(sm=machine.sm)
+    cfg = stages.StageConfig(sm=machine.sm)
     cache = Path(tempfile.mkdtemp(prefix="beaver-stage-cache-"))
     budget = {} if a.side_budget_ms is None else {"side_budget_ms": a.side_budget_ms}
     tcfg = TimingConfig(cache=cache, inprocess=True, **budget)
@@ -124,7 +124,7 @@ def stage(a: argparse.Namespace) -> int:
         try:
             native.reference_side(task, reference_workdir(task, cfg, tcfg), cfg)
             code = task.broken_start() if a.candidate == "broken" else task.reference() or ""
-            cand = runner.prepare(task, code, base)
+            cand = stages.prepare(task, code, base)
             lib = native.build_library(task, cand, cfg)
             return task, cand, lib, time.perf_counter() - t0, None
         except Exception as exc:  # recorded, the bench goes on
@@ -177,7 +177,7 @@ def stage(a: argparse.Namespace) -> int:
                 continue
             # the process contract times the candidate's test binary: built here (the in-process part above
             # built only its side library)
-            b = runner.build(cand, cfg)
+            b = stages.build(cand, cfg)
             if b.rc != 0:
                 res["old"][tid] = {"error": f"build failed (rc {b.rc})"}
                 continue

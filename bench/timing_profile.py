@@ -71,13 +71,13 @@ def main() -> int:
 
     from beavertui.engine.corpus.load import default_corpus, load_corpus
     from beavertui.engine.host.gpu import probe
+    from beavertui.engine.stage import stages
     from beavertui.engine.timing.speedup import Timer, TimingConfig, reference_workdir
-    from beavertui.engine.toolchain import stages as runner
 
     t_start = time.perf_counter()
     machine = probe()
     sig = machine.gpu
-    cfg = runner.RunnerConfig(sm=machine.sm)
+    cfg = stages.StageConfig(sm=machine.sm)
     tcfg = TimingConfig()
     res: dict[str, Any] = {"gpu": sig.slug if sig else None, "tasks": {}}
     a.out.parent.mkdir(parents=True, exist_ok=True)
@@ -117,7 +117,7 @@ def main() -> int:
         if a.stage:
             cand_dir = Path(tempfile.mkdtemp(prefix="beaver-prof-"))
             shutil.copytree(work.path, cand_dir, symlinks=True, dirs_exist_ok=True)
-            cand = runner.WorkDir(path=cand_dir, task=task, manifest={}, links={})
+            cand = stages.WorkDir(path=cand_dir, task=task, manifest={}, links={})
             timer = Timer(task, cfg, tcfg)
             t = time.perf_counter()
             try:

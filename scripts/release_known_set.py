@@ -20,9 +20,9 @@ import tarfile
 import tempfile
 from pathlib import Path
 
+from beavertui.engine.code.hashing import code_hash
 from beavertui.engine.corpus import families, verdicts
 from beavertui.engine.corpus.load import load_corpus
-from beavertui.engine.loop.stagnation import code_hash
 from beavertui.engine.session.events import Candidate, Ran
 from beavertui.engine.session.store import read_session
 

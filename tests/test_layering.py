@@ -2,8 +2,10 @@
 
 Layers, bottom up: ``engine`` (no UI library, nothing of beavertui above it), ``batch`` and ``reports`` (over
 the engine), ``service`` (what a command does, typed; no UI), then the two front ends, ``commands`` (the CLI,
-the only place that sees argparse) and ``tui``. Every import counts, also one inside a function, because a
-lazy import is still a dependency; only imports for type annotations (``if TYPE_CHECKING:``) do not.
+the only place that sees argparse) and ``tui``. Inside the engine, its sub-packages stand in floors
+(``ENGINE_FLOORS``): each imports only sub-packages on floors below its own. Every import counts, also one
+inside a function, because a lazy import is still a dependency; only imports for type annotations
+(``if TYPE_CHECKING:``) do not.
 """
 
 from __future__ import annotations
@@ -31,6 +33,23 @@ ALLOWED: dict[str, set[str]] = {
     "cli": {"engine", "commands"},
     "__main__": {"cli"},
 }
+
+#: The engine's sub-packages (and its top-level modules), bottom up (docs/architecture.md, "The engine in one
+#: order"). A sub-package may import its own modules and those of the floors below it, never one of its own
+#: floor or above.
+ENGINE_FLOORS: list[set[str]] = [
+    {"errors", "paths", "bundled", "code"},
+    {"fileio"},
+    {"session"},
+    {"host"},
+    {"judge"},
+    {"corpus"},
+    {"stage", "models", "importers"},
+    {"timing"},
+    {"toolchain", "metrics"},
+    {"loop", "validation"},
+    {"analysis"},
+]
 
 
 def module_name(path: Path) -> str:
@@ -98,6 +117,47 @@ def test_layers_import_only_what_is_below_them() -> None:
             if theirs not in ALLOWED.get(mine, set()):
                 wrong.append(f"{module} -> {dep}")
     assert wrong == []
+
+
+def engine_part(module: str) -> str | None:
+    """The engine sub-package (or top-level engine module) ``module`` belongs to; None outside the engine."""
+    parts = module.split(".")
+    return parts[2] if len(parts) > 2 and parts[1] == "engine" else None
+
+
+def engine_floor(part: str) -> int:
+    return next(i for i, floor in enumerate(ENGINE_FLOORS) if part in floor)
+
+
+def test_every_engine_part_has_a_floor() -> None:
+    parts = {p for p in (engine_part(m) for m in MODULES) if p is not None}
+    placed = set().union(*ENGINE_FLOORS)
+    assert sorted(parts - placed) == []  # a new sub-package needs its place in the order
+    assert sorted(placed - parts) == []  # no floor names a sub-package that is gone
+
+
+def test_engine_parts_import_only_floors_below_them() -> None:
+    wrong = []
+    for module, deps in GRAPH.items():
+        mine = engine_part(module)
+        if mine is None:
+            continue
+        for dep in deps:
+            theirs = engine_part(dep)
+            if theirs is None or theirs == mine:
+                continue
+            if engine_floor(theirs) >= engine_floor(mine):
+                wrong.append(f"{module} -> {dep}")
+    assert wrong == []
+
+
+def test_the_engine_floors_are_read() -> None:
+    """The engine check sees real edges between sub-packages, and would see one that runs back up."""
+    assert "beavertui.engine.stage.stages" in GRAPH["beavertui.engine.toolchain.local"]
+    assert engine_part("beavertui.engine.toolchain.local") == "toolchain"
+    assert engine_part("beavertui.engine.paths") == "paths"
+    assert engine_part("beavertui.batch.job") is None
+    assert engine_floor("toolchain") > engine_floor("stage") > engine_floor("corpus")
 
 
 def test_no_import_cycle() -> None:

@@ -70,7 +70,7 @@ def test_the_builds_find_nvcc_and_bypass_patches_while_another_test_runs(
     read in the middle of such a test), and through the run_stage of the session's start, so they never show
     up in another test's record."""
     from beavertui.engine.corpus.load import load_corpus
-    from beavertui.engine.toolchain import stages
+    from beavertui.engine.stage import stages
     from tests.engine.corpus import test_corpus_ci
     from tests.engine.timing import test_timing_drivers_build
 

@@ -371,7 +371,7 @@ class GpuPool:
     @contextmanager
     def running(self, g: GpuState, process: Pausable) -> Iterator[None]:
         """Register the process of a shared run on ``g`` (or of a run made again alone for its memory) for as
-        long as it runs (RunnerConfig.pausable): a timing stage that waits for ``g`` may stop it
+        long as it runs (StageConfig.pausable): a timing stage that waits for ``g`` may stop it
         (Pausable.pause) and continues it when done."""
         key = id(process)
         with self._cv:
@@ -660,7 +660,7 @@ class BuildSlots:
     """Parallel builds on CPU cores, granted oldest session first.
 
     With ``stop_for_timing``, nothing is built while a GPU is held alone for timing (``stopped``): the build
-    processes that registered (``running``, through RunnerConfig.pausable) are stopped (SIGSTOP) for the
+    processes that registered (``running``, through StageConfig.pausable) are stopped (SIGSTOP) for the
     hold and continued after it, a build that starts its process meanwhile is stopped at once, and no slot
     is granted until the hold ends. A stop counts in neither a build's time limit nor its duration
     (sandbox.Started.pause). On the H200, builds on the other cores made every timed process slower (a CUDA
@@ -689,7 +689,7 @@ class BuildSlots:
 
     @contextmanager
     def running(self, process: Pausable) -> Iterator[None]:
-        """Register a build's process for as long as it runs (RunnerConfig.pausable); one that starts while a
+        """Register a build's process for as long as it runs (StageConfig.pausable); one that starts while a
         GPU is held alone for timing is stopped at once."""
         key = id(process)
         with self._cv:

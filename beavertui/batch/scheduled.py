@@ -54,6 +54,7 @@ from beavertui.engine.session.events import (
     TimingResult,
     Verdict,
 )
+from beavertui.engine.stage import stages
 from beavertui.engine.timing.speedup import (
     CandidateTimingFailed,
     SpeedupUnavailable,
@@ -61,7 +62,6 @@ from beavertui.engine.timing.speedup import (
     reference_key,
     reference_workdir,
 )
-from beavertui.engine.toolchain import stages as runner
 from beavertui.engine.toolchain.base import AttemptOptions, Toolchain, profiler_unavailable
 from beavertui.engine.toolchain.local import LocalConfig, LocalToolchain, family_oracle
 
@@ -116,7 +116,7 @@ class ScheduledLocalToolchain(LocalToolchain):
             self._harness[task.id] = harness.harness_hash(task)
         return self._harness[task.id]
 
-    def _build(self, task: Task, code: str, work: runner.WorkDir, cfg: runner.RunnerConfig) -> StageResult:
+    def _build(self, task: Task, code: str, work: stages.WorkDir, cfg: stages.StageConfig) -> StageResult:
         with self.builds.hold():
             key = None
             # a build whose outputs are bound to its work dir's path is made again, not restored elsewhere
@@ -127,23 +127,23 @@ class ScheduledLocalToolchain(LocalToolchain):
                 if hit is not None:
                     return hit
             before = snapshot(work.path)
-            build = runner.build(work, self._building(cfg))
+            build = stages.build(work, self._building(cfg))
             if self.cache is not None and key is not None and not build.timed_out:
                 self.cache.put(key, build, work.path, changed(before, snapshot(work.path)))
             return build
 
-    def _building(self, cfg: runner.RunnerConfig) -> runner.RunnerConfig:
+    def _building(self, cfg: stages.StageConfig) -> stages.StageConfig:
         """A build's configuration: its processes are registered with the build slots while they run, so
         that a timing stage holding a GPU alone may stop them (BuildSlots.stopped)."""
         return replace(cfg, pausable=self.builds.running)
 
     @staticmethod
-    def _on(cfg: runner.RunnerConfig, g: GpuState) -> runner.RunnerConfig:
+    def _on(cfg: stages.StageConfig, g: GpuState) -> stages.StageConfig:
         base = dict(cfg.env if cfg.env is not None else os.environ)
         base["CUDA_VISIBLE_DEVICES"] = g.index
         return replace(cfg, env=base)
 
-    def _shared_on(self, cfg: runner.RunnerConfig, g: GpuState) -> runner.RunnerConfig:
+    def _shared_on(self, cfg: stages.StageConfig, g: GpuState) -> stages.StageConfig:
         """A correctness or sanitizer run's configuration on ``g``: its processes are registered with the pool
         while they run, so that a timing stage waiting for ``g`` may stop them instead of waiting for them to
         end (a shared run's, or a run's made again alone for its memory)."""
@@ -151,9 +151,9 @@ class ScheduledLocalToolchain(LocalToolchain):
 
     def attempt(self, task: Task, code: str, options: AttemptOptions) -> Iterator[Event]:
         it = options.iteration
-        cfg = self._runner_config()
+        cfg = self._stage_config()
         task = families.for_code(task, code)
-        with runner.workdir(task, code, cfg, keep=options.keep_workdir) as work:
+        with stages.workdir(task, code, cfg, keep=options.keep_workdir) as work:
             build = self._build(task, code, work, cfg)
             yield Built(iteration=it, result=build)
             tampered = work.note_build()
@@ -210,7 +210,7 @@ class ScheduledLocalToolchain(LocalToolchain):
             yield from self._judge(task, code, work, cfg, options, build, run, verdict, sanitized, tampered)
 
     def _correctness(
-        self, task: Task, work: runner.WorkDir, cfg: runner.RunnerConfig, build: StageResult, exclusive: bool
+        self, task: Task, work: stages.WorkDir, cfg: stages.StageConfig, build: StageResult, exclusive: bool
     ) -> tuple[GpuState, StageResult, str | None, Classification, bool]:
         """The correctness run on a GPU slot (or the GPU alone): the GPU, the run, why the GPU is to blame
         (None: it is not), the verdict, and whether other runs were on the GPU at some point meanwhile."""
@@ -223,7 +223,7 @@ class ScheduledLocalToolchain(LocalToolchain):
         with self.pool.hold(exclusive=exclusive, long=long, expect_s=expect, memory=exclusive) as g:
             gpu_cfg = self._shared_on(cfg, g)  # a rerun alone for its memory too: a timing stage may stop it
             before = (g.shared, g.runs)
-            run = runner.test(work, gpu_cfg)
+            run = stages.test(work, gpu_cfg)
             self._run_s[task.id] = run.duration_s or 0.0
             self._learn(task.id, "run", run.duration_s, run.timed_out)
             shared = not exclusive and (before[0] > 1 or g.shared > 1 or g.runs != before[1])
@@ -235,7 +235,7 @@ class ScheduledLocalToolchain(LocalToolchain):
         return g, run, lost, verdict, shared
 
     def _measure(
-        self, task: Task, work: runner.WorkDir, cfg: runner.RunnerConfig, options: AttemptOptions
+        self, task: Task, work: stages.WorkDir, cfg: stages.StageConfig, options: AttemptOptions
     ) -> TimingResult:
         """Everything timing builds first, on a build slot (the reference, the CUPTI library, and for in-process
         timing the task's driver and the candidate's side library: Timer.prepare, prepare_candidate; for
@@ -291,7 +291,7 @@ class ScheduledLocalToolchain(LocalToolchain):
                         measured = measured.model_copy(update={"note": note})
                     return measured
 
-    def _reference_build(self, task: Task, cfg: runner.RunnerConfig, timer: Timer | None = None) -> None:
+    def _reference_build(self, task: Task, cfg: stages.StageConfig, timer: Timer | None = None) -> None:
         """What timing (``timer``) or profiling needs built, the task's reference first, built (or found in
         the cache) while holding a build slot, once per task at a time, so that no GPU hold waits for nvcc."""
         with self._ref_locks_guard:
@@ -357,7 +357,7 @@ def _first_line(log: str, markers: tuple[str, ...] = _LOST) -> str:
     return next((ln.strip() for ln in log.splitlines() if any(s in ln for s in markers)), "GPU failure")[:200]
 
 
-def _gpu_fault(log: str, cfg: runner.RunnerConfig, probe: GpuProbe) -> str | None:
+def _gpu_fault(log: str, cfg: stages.StageConfig, probe: GpuProbe) -> str | None:
     """Why a run's failure is the GPU's (one line), or None when the GPU is not to blame."""
     if _gpu_lost(log):
         return _first_line(log)

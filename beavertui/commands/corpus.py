@@ -113,10 +113,10 @@ def _validate(args: argparse.Namespace) -> int:
 
     from beavertui.commands.formats import output_format
     from beavertui.engine.corpus.families import dependency_lines
-    from beavertui.engine.corpus.validate import validate
     from beavertui.engine.host.ceilings import measure
     from beavertui.engine.host.gpu import probe
     from beavertui.engine.timing import baselines
+    from beavertui.engine.validation.validate import validate
     from beavertui.reports.render import emit
     from beavertui.reports.tables import Table
 

@@ -157,7 +157,7 @@ def _handle(args: argparse.Namespace) -> int:
 
 def _group_json(g: Any, cells: dict[Any, Any] | None) -> dict[str, Any]:
     """docs/metrics.md's group object plus the analysis keys (null when the source carries no code)."""
-    from beavertui.engine.analysis.report import group_key
+    from beavertui.engine.metrics.groups import group_key
 
     doc: dict[str, Any] = g.as_json()
     c = None if cells is None else cells.get(group_key(g.model, g.protocol.as_dict(), g.corpus))

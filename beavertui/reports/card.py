@@ -118,7 +118,7 @@ def _cost_lines(
     source: Path, groups: Sequence[GroupMetrics], headers: list[SessionHeader], usage: dict[Any, Any] | None
 ) -> list[str]:
     """## Tokens and cost: prices, then tokens and dollars per group, per session, per repair and per run."""
-    from beavertui.engine.analysis.report import group_key
+    from beavertui.engine.metrics.groups import group_key
     from beavertui.engine.metrics.usage import run_usage, total
     from beavertui.engine.session.usage import dollars, summary
 

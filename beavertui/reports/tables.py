@@ -156,7 +156,7 @@ def analysis_table(
 
     ``cells`` maps ``analysis.report.group_key`` to that group's ``GroupCells`` (from the sessions).
     """
-    from beavertui.engine.analysis.report import group_key
+    from beavertui.engine.metrics.groups import group_key
 
     rows: list[tuple[Cell, ...]] = []
     for g in groups:
@@ -224,7 +224,7 @@ def analysis_table(
 
 def _unscored(groups: Sequence[GroupMetrics], cells: Mapping[Any, Any]) -> str:
     """The note's count of unscored repairs, per group that has any."""
-    from beavertui.engine.analysis.report import group_key
+    from beavertui.engine.metrics.groups import group_key
 
     parts = []
     for g in groups:
@@ -322,7 +322,7 @@ Formatter = Callable[[Rate], str]
 def usage_table(groups: Sequence[GroupMetrics], usage: Mapping[Any, Any]) -> Table:
     """Tokens and cost per group (``usage`` maps analysis.report.group_key to engine.metrics.usage.GroupUsage),
     and the run's total when there is more than one group."""
-    from beavertui.engine.analysis.report import group_key
+    from beavertui.engine.metrics.groups import group_key
     from beavertui.engine.metrics.usage import total
     from beavertui.engine.session.usage import dollars, tokens_text
 

@@ -87,7 +87,7 @@ def test_a_build_bound_to_its_work_dir_is_made_again_not_restored_from_the_cache
     from dataclasses import replace
 
     from beavertui.engine.corpus import families
-    from beavertui.engine.toolchain import stages as runner
+    from beavertui.engine.stage import stages
 
     task = load_corpus(CORPUS).get("vec_scale")
     applied = replace(task, level="applied_kernels_class")
@@ -96,10 +96,10 @@ def test_a_build_bound_to_its_work_dir_is_made_again_not_restored_from_the_cache
     tc = ScheduledLocalToolchain(GpuPool(["0"]), BuildSlots(1), cache)
     code = task.reference()
     assert code is not None
-    cfg = tc._runner_config()
+    cfg = tc._stage_config()
 
     def cached(t: Task) -> bool:
-        with runner.workdir(t, code, cfg) as work:
+        with stages.workdir(t, code, cfg) as work:
             res = tc._build(t, code, work, cfg)
             assert res.rc == 0, res.log
             return res.cached

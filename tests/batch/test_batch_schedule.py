@@ -664,11 +664,11 @@ def _watch_stages(tool: Any, monkeypatch: pytest.MonkeyPatch) -> list[tuple[str,
     started on its own (start_stage outside run_stage: the CUPTI timing runs) is a benchmark stage."""
     import threading
 
-    from beavertui.engine.toolchain import stages as runner
+    from beavertui.engine.stage import stages
 
     order = tool.pool.log
     refs = tool.config.timing.cache / "refbuild"
-    run_stage, start_stage = runner.run_stage, runner.start_stage
+    run_stage, start_stage = stages.run_stage, stages.start_stage
     inside = threading.local()
 
     def side(work: Any) -> str:
@@ -687,8 +687,8 @@ def _watch_stages(tool: Any, monkeypatch: pytest.MonkeyPatch) -> list[tuple[str,
             order.append(("stage", "benchmark", side(work)))
         return start_stage(work, *a, **kw)
 
-    monkeypatch.setattr(runner, "run_stage", watched)
-    monkeypatch.setattr(runner, "start_stage", started)
+    monkeypatch.setattr(stages, "run_stage", watched)
+    monkeypatch.setattr(stages, "start_stage", started)
     return order  # type: ignore[no-any-return]
 
 
@@ -1253,22 +1253,22 @@ def _real_shared_run(
     thread is joined on the way out."""
     import time
 
-    from beavertui.engine.toolchain import stages as runner
+    from beavertui.engine.stage import stages
 
     tool = _scheduled(tmp_path)
     tool.pool.quiet = lambda gpu, max_s: 0.0
-    cfg = tool._runner_config()
+    cfg = tool._stage_config()
     got: dict[str, Any] = {}
 
     def run() -> None:
         SESSION_RANK.set(0)
         with tool.pool.hold(**hold) as g:
-            got["r"] = runner.run_stage(
+            got["r"] = stages.run_stage(
                 work, stage, "echo begin; sleep 1; echo end", 30.0, tool._shared_on(cfg, g)
             )
             got["ended"] = time.monotonic()
 
-    with runner.workdir(sleepy, sleepy.broken_start(), cfg) as work:
+    with stages.workdir(sleepy, sleepy.broken_start(), cfg) as work:
         t = threading.Thread(target=run, daemon=True)
         t.start()
         deadline = time.monotonic() + WAIT
@@ -1560,12 +1560,12 @@ def test_builds_go_on_during_timing_unless_asked_to_stop() -> None:
 def test_a_real_build_is_stopped_while_the_batch_times_an_attempt(sleepy: Any, tmp_path: Path) -> None:
     import time
 
-    from beavertui.engine.toolchain import stages as runner
+    from beavertui.engine.stage import stages
     from beavertui.engine.toolchain.base import AttemptOptions
 
     tool = _scheduled(tmp_path)
     tool.builds.stop_for_timing = True
-    cfg = tool._runner_config()
+    cfg = tool._stage_config()
     got: dict[str, Any] = {}
     # another session's build, running until the test makes ``go`` in its work dir: in flight during the timing
     command = "echo begin; while [ ! -e go ]; do sleep 0.02; done; echo end"
@@ -1573,9 +1573,9 @@ def test_a_real_build_is_stopped_while_the_batch_times_an_attempt(sleepy: Any, t
     def build() -> None:
         SESSION_RANK.set(0)
         with tool.builds.hold():
-            got["r"] = runner.run_stage(work, "build", command, 60.0, tool._building(cfg))
+            got["r"] = stages.run_stage(work, "build", command, 60.0, tool._building(cfg))
 
-    with runner.workdir(sleepy, sleepy.broken_start(), cfg) as work:
+    with stages.workdir(sleepy, sleepy.broken_start(), cfg) as work:
         t = threading.Thread(target=build, daemon=True)
         t.start()
         deadline = time.monotonic() + WAIT
@@ -1625,8 +1625,8 @@ def test_the_batch_parks_a_testbench_s_runs_before_it_holds_its_only_gpu(
     import dataclasses
 
     from beavertui.engine.errors import BeaverError
+    from beavertui.engine.stage import stages
     from beavertui.engine.timing import cupti
-    from beavertui.engine.toolchain import stages as runner
     from beavertui.engine.toolchain.base import AttemptOptions
     from tests.engine.timing.test_timing_prestart import _app
 
@@ -1652,8 +1652,8 @@ def test_the_batch_parks_a_testbench_s_runs_before_it_holds_its_only_gpu(
             yield g
 
     monkeypatch.setattr(tool.pool, "hold", watched)
-    cfg = tool._runner_config()
-    work = runner.prepare(task, task.reference() or "", tmp_path / "work")
+    cfg = tool._stage_config()
+    work = stages.prepare(task, task.reference() or "", tmp_path / "work")
     t = tool._measure(task, work, cfg, AttemptOptions(iteration=1, gate=0.7))
     assert t.method == "testbench_lines" and t.speedup == pytest.approx(1.0)
     assert at_grant == {"parked": 3 if gpus == ["0"] else 0, "began": 0}

@@ -60,7 +60,7 @@ def src(name: str) -> str:
 
 
 def sha(code: str) -> str:
-    from beavertui.engine.loop.stagnation import code_hash
+    from beavertui.engine.code.hashing import code_hash
 
     return code_hash(code, "cuda")
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from beavertui.engine.analysis.features import FEATURES, PERF_FEATURES, extract
+from beavertui.engine.code.features import FEATURES, PERF_FEATURES, extract
 
 _RUNTIME = re.compile(
     r"grid\s*[=:]?\s*\(?\s*(\d+)(?:\s*,\s*(\d+))?(?:\s*,\s*(\d+))?\s*\)?[\s,;]+block\s*[=:]?\s*\(?\s*"

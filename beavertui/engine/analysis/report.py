@@ -22,7 +22,7 @@ from beavertui.engine.analysis.degeneration import Degeneration, compare, runtim
 from beavertui.engine.analysis.edits import EditScore, edit_score
 from beavertui.engine.corpus.fixes import FixTarget, target_for
 from beavertui.engine.errors import BeaverError
-from beavertui.engine.metrics.table import ProtocolKey
+from beavertui.engine.metrics.groups import GroupKey, group_key
 from beavertui.engine.session.events import TaskRef
 from beavertui.engine.session.state import AttemptState, fold
 from beavertui.engine.session.store import read_session
@@ -193,15 +193,6 @@ def attribution_rows(a: Attribution, kind: str = "component") -> list[tuple[str,
         )
         for c in a.components
     ]
-
-
-GroupKey = tuple[str, str, ProtocolKey]
-"""(model, corpus name, protocol object): a metrics group (docs/metrics.md)."""
-
-
-def group_key(model: str, protocol: Mapping[str, object], corpus: str | None = None) -> GroupKey:
-    """The key of a (model, corpus, protocol) group, from a protocol's ``key()`` dict (or a ProtocolKey's)."""
-    return (model, corpus or "", ProtocolKey.from_mapping(protocol))
 
 
 @dataclass(frozen=True)

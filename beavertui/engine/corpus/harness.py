@@ -45,3 +45,8 @@ def harness_hash(task: Task) -> str:
         for rel, digest in sorted(hash_tree(src, {task.solution_file} if not dest else set()).items()):
             h.update(f"{dest}/{rel}:{digest}\n".encode())
     return h.hexdigest()
+
+
+def reference_hash(task: Task) -> str:
+    """The first 16 hex digits of the sha256 of the task's reference source (of "" when it has none)."""
+    return hashlib.sha256((task.reference() or "").encode()).hexdigest()[:16]

@@ -24,7 +24,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from beavertui.engine.corpus.task import Task
-from beavertui.engine.timing.cupti import cache_dir
+from beavertui.engine.paths import cache_dir
 
 
 class VerdictRecord(BaseModel):
@@ -62,8 +62,7 @@ class VerdictRecord(BaseModel):
 
 
 def _hashes(task: Task) -> tuple[str, str]:
-    from beavertui.engine.timing.baselines import reference_hash
-    from beavertui.engine.corpus.harness import harness_hash
+    from beavertui.engine.corpus.harness import harness_hash, reference_hash
 
     return reference_hash(task), harness_hash(task)
 

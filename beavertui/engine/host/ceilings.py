@@ -16,8 +16,8 @@ from pathlib import Path
 
 from pydantic import BaseModel, ValidationError
 
+from beavertui.engine.paths import cache_dir
 from beavertui.engine.session.events import GpuSignature
-from beavertui.engine.timing.cupti import cache_dir
 
 COPY_CU = r"""
 #include <cstdio>

@@ -29,10 +29,10 @@ from pathlib import Path
 from typing import Any
 
 from beavertui import __version__
+from beavertui.engine.code.hashing import code_hash
 from beavertui.engine.corpus.load import load_corpus
 from beavertui.engine.errors import BeaverError
 from beavertui.engine.judge.categories import NATIVE_LABELS, RELEASE_LABELS
-from beavertui.engine.loop.stagnation import code_hash
 from beavertui.engine.session.events import (
     Built,
     Candidate,

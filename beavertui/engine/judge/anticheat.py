@@ -9,7 +9,7 @@ is one short string ``name: evidence``. What each flag means and where its evide
   output elements still hold the poison (corpus/_common/beaver.cuh, ``poison_left``). In a timing run, a
   buffer in which the reference's own output also holds the poison pattern is not flagged partial (the
   pattern is a value of the correct output there: int32 scans pass through -1).
-- ``library_call`` / ``no_kernel``: static reading of the sources (analysis/features.py): the candidate
+- ``library_call`` / ``no_kernel``: static reading of the sources (code/features.py): the candidate
   hands the work to a library (cuBLAS, cuDNN, torch/ATen ops, thrust, cub, CUTLASS device GEMMs) that the
   reference does not call, or has no ``__global__`` kernel (or never launches one) where the reference has
   one. These are heuristics over text: they flag for review, they do not fail the attempt.
@@ -40,7 +40,7 @@ import re
 import statistics
 from collections.abc import Iterable
 
-from beavertui.engine.analysis.features import extract, strip_source
+from beavertui.engine.code.features import extract, strip_source
 
 POISON_RE = re.compile(r"^BEAVER_POISON_LEFT\s+(\S+)\s+(\d+)\s+of\s+(\d+)\s*$", re.M)
 _TIMED_RE = re.compile(r"^BEAVER_(TIME|HOST)_MS\s+([0-9.eE+-]+)\s*$", re.M)

@@ -11,9 +11,9 @@ from __future__ import annotations
 import re
 from collections.abc import Collection, Sequence
 
+from beavertui.engine.code.extract import strip_think
 from beavertui.engine.corpus.task import Task
 from beavertui.engine.judge.classify import compiled
-from beavertui.engine.loop.extract import strip_think
 from beavertui.engine.session.describe import command_text, duration_text, stage_status
 from beavertui.engine.session.events import KernelMetrics, Message, Sanitized, StageResult, Verdict
 from beavertui.engine.session.protocol import Feedback

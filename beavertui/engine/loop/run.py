@@ -20,13 +20,14 @@ from pathlib import Path
 from typing import get_args
 
 from beavertui import __version__
+from beavertui.engine.code.extract import extract
+from beavertui.engine.code.hashing import code_hash
 from beavertui.engine.corpus.task import Task
 from beavertui.engine.errors import BeaverError, NoGpuError, SessionFileError, ToolchainError
 from beavertui.engine.loop import startlog
 from beavertui.engine.loop.control import LoopControl
-from beavertui.engine.loop.extract import extract
 from beavertui.engine.loop.prompts import conversation, feedback, first_turn, stage_log
-from beavertui.engine.loop.stagnation import code_hash, detect
+from beavertui.engine.loop.stagnation import detect
 from beavertui.engine.models.base import Completion, EndpointError, Model, StopRequested
 from beavertui.engine.session.events import (
     MAX_REPLY_CHARS,

@@ -12,7 +12,7 @@ followed, except where said (docs/metrics.md):
   kept as a named option and is a departure from the release.
 - no_progress asks for one category and one error signature in the last 3 attempts: the paper's text and
   the release's docstring; a departure from the release's code, which compares categories only.
-``normalise`` (comments and spacing dropped) is only the key of Candidate.sha256 and of the
+``code.hashing.normalise`` (comments and spacing dropped) is only the key of Candidate.sha256 and of the
 recorded toolchain's recordings, never what the detectors compare. This module must not run anything or
 change the state.
 """
@@ -21,50 +21,12 @@ from __future__ import annotations
 
 import hashlib
 import itertools
-import re
 from collections.abc import Callable
 
 from beavertui.engine.judge.categories import FAILING_CATEGORIES
 from beavertui.engine.session.events import Stalled
 from beavertui.engine.session.protocol import Detector, StagnationSettings
 from beavertui.engine.session.state import AttemptState, SessionState
-
-_C_TOKEN = re.compile(
-    r'"(?:\\.|[^"\\\n])*"'  # string literal
-    r"|'(?:\\.|[^'\\\n])*'"  # char literal
-    r"|//[^\n]*"  # line comment
-    r"|/\*.*?\*/",  # block comment
-    re.DOTALL,
-)
-
-
-def _drop_c_comments(code: str) -> str:
-    def keep(m: re.Match[str]) -> str:
-        text = m.group(0)
-        return " " if text.startswith("/") else text
-
-    return _C_TOKEN.sub(keep, code)
-
-
-def normalise(code: str, language: str = "cuda") -> str:
-    """Code with differences that cannot change behaviour removed.
-
-    All languages: line endings unified, trailing whitespace and blank lines dropped. C, C++ and CUDA:
-    comments removed and runs of spaces and tabs folded to one (indentation means nothing there).
-    Python keeps its indentation and comments.
-    """
-    code = code.replace("\r\n", "\n").replace("\r", "\n")
-    if language != "python":
-        code = _drop_c_comments(code)
-        lines = [" ".join(line.split()) for line in code.split("\n")]
-    else:
-        lines = [line.rstrip() for line in code.split("\n")]
-    return "\n".join(line for line in lines if line.strip()) + "\n"
-
-
-def code_hash(code: str, language: str = "cuda") -> str:
-    """sha256 (hex) of the normalised code."""
-    return hashlib.sha256(normalise(code, language).encode("utf-8")).hexdigest()
 
 
 def submitted_hash(code: str) -> str:

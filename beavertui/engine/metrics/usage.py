@@ -11,8 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from beavertui.engine.analysis.report import GroupKey, group_key
 from beavertui.engine.metrics.attempts import session_files
+from beavertui.engine.metrics.groups import GroupKey, group_key
 from beavertui.engine.session.events import Reply, Usage
 from beavertui.engine.session.state import fold
 from beavertui.engine.session.store import read_session

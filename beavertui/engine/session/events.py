@@ -398,7 +398,7 @@ class Candidate(_Event):
     code: str | None
     """The candidate source; None when no code was found."""
     sha256: str | None = None
-    """sha256 of the normalised candidate (stagnation.normalise)."""
+    """sha256 of the normalised candidate (code.hashing.normalise)."""
     no_code_reason: str | None = None
     """Why no code was extracted."""
     diff: str = ""

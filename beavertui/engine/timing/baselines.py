@@ -24,10 +24,10 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from beavertui.engine.corpus import families
-from beavertui.engine.corpus.harness import harness_hash, hash_tree
+from beavertui.engine.corpus.harness import harness_hash, hash_tree, reference_hash
 from beavertui.engine.corpus.task import Task
+from beavertui.engine.paths import cache_dir
 from beavertui.engine.session.events import GpuSignature
-from beavertui.engine.timing.cupti import cache_dir
 
 
 class Baseline(BaseModel):
@@ -75,10 +75,6 @@ SHARED = "_shared"
 def shared_note(measured_for: str) -> str:
     """What a baseline measured for another task with the same share key says about itself."""
     return f"reference timed once for tasks with the same reference and harness: measured for {measured_for}"
-
-
-def reference_hash(task: Task) -> str:
-    return hashlib.sha256((task.reference() or "").encode()).hexdigest()[:16]
 
 
 def share_key(task: Task, harness: str | None = None) -> str:

@@ -50,7 +50,7 @@ from beavertui.engine.corpus.task import Task, TimingDriver
 from beavertui.engine.errors import BeaverError
 from beavertui.engine.judge import anticheat
 from beavertui.engine.session.events import StageResult, TimingResult
-from beavertui.engine.toolchain import stages as runner
+from beavertui.engine.stage import stages
 
 
 @dataclass(frozen=True)
@@ -69,7 +69,7 @@ class TimerLike(Protocol):
     """The parts of speedup.Timer this module uses."""
 
     task: Task
-    config: runner.RunnerConfig
+    config: stages.StageConfig
     tcfg: Any
     runs: list[tuple[str, StageResult]]
 
@@ -249,7 +249,7 @@ def timing_key(d: TimingDriver) -> str:
     return h.hexdigest()
 
 
-def place_sources(d: TimingDriver, work: runner.WorkDir) -> None:
+def place_sources(d: TimingDriver, work: stages.WorkDir) -> None:
     """Copy the timing sources into ``work`` (a fresh copy: a candidate cannot have left its own there)."""
     for src, dest in d.folders:
         target = work.path / dest
@@ -260,7 +260,7 @@ def place_sources(d: TimingDriver, work: runner.WorkDir) -> None:
         shutil.copytree(src, target, symlinks=False)
 
 
-def reference_side(task: Task, ref: runner.WorkDir, config: runner.RunnerConfig) -> runner.WorkDir:
+def reference_side(task: Task, ref: stages.WorkDir, config: stages.StageConfig) -> stages.WorkDir:
     """The cached reference build ``ref`` (speedup.reference_workdir) with its side library and the task's
     timing driver built beside it (once per timing key; a failure is remembered, so every later attempt falls
     back at once instead of building again, until the timing sources or commands change)."""
@@ -287,7 +287,7 @@ def reference_side(task: Task, ref: runner.WorkDir, config: runner.RunnerConfig)
             return ref
         place_sources(d, ref)
         for what, command in (("side library", d.library_command), ("timing driver", d.driver_command)):
-            res = runner.run_stage(ref, "build", command, task.timeouts.build_s, config)
+            res = stages.run_stage(ref, "build", command, task.timeouts.build_s, config)
             if res.rc != 0 or res.timed_out:
                 why = f"the reference's {what} does not build here ({_tail(res.log)})"
                 (ref.path / FAILED).write_text(f"{key}\n{why}\n")
@@ -297,7 +297,7 @@ def reference_side(task: Task, ref: runner.WorkDir, config: runner.RunnerConfig)
     return ref
 
 
-def build_library(task: Task, work: runner.WorkDir, config: runner.RunnerConfig) -> StageResult:
+def build_library(task: Task, work: stages.WorkDir, config: stages.StageConfig) -> StageResult:
     """The candidate built as a side library in its own work dir, with a fresh copy of the timing sources
     (whatever was there by the library's name first goes)."""
     d = task.timing_driver
@@ -307,13 +307,13 @@ def build_library(task: Task, work: runner.WorkDir, config: runner.RunnerConfig)
         raise NativeUnavailable(d.unavailable)
     (work.path / d.library).unlink(missing_ok=True)
     place_sources(d, work)
-    return runner.run_stage(work, "build", d.library_command, task.timeouts.build_s, config)
+    return stages.run_stage(work, "build", d.library_command, task.timeouts.build_s, config)
 
 
 def driver_command(
     task: Task,
-    ref: runner.WorkDir,
-    cand: runner.WorkDir | None,
+    ref: stages.WorkDir,
+    cand: stages.WorkDir | None,
     rounds: int,
     stop_below: float | None,
     cv_limit: float = 0.03,
@@ -336,14 +336,14 @@ def driver_command(
 def run_driver(
     timer: TimerLike,
     rules: Rules,
-    ref: runner.WorkDir,
-    cand: runner.WorkDir | None,
+    ref: stages.WorkDir,
+    cand: stages.WorkDir | None,
     rounds: int,
     stop_below: float | None,
 ) -> DriverRun:
     """One timing process, run in the candidate's work dir (the reference's own when there is none)."""
     cmd = driver_command(timer.task, ref, cand, rounds, stop_below, rules.cv_limit, timer.tcfg.side_budget_ms)
-    res = runner.run_stage(cand or ref, "benchmark", cmd, timer.tcfg.stage_s, timer.config)
+    res = stages.run_stage(cand or ref, "benchmark", cmd, timer.tcfg.stage_s, timer.config)
     timer.runs.append(("driver", res))
     return DriverRun.read(res, rules.parse_times)
 
@@ -387,8 +387,8 @@ def _samples(
 def measure(
     timer: TimerLike,
     rules: Rules,
-    ref: runner.WorkDir,
-    cand: runner.WorkDir,
+    ref: stages.WorkDir,
+    cand: stages.WorkDir,
     gate: float | None = None,
     library: StageResult | None = None,
 ) -> TimingResult:
@@ -449,7 +449,7 @@ def measure(
     )
 
 
-def time_reference(timer: TimerLike, rules: Rules, ref: runner.WorkDir) -> tuple[list[float], str | None]:
+def time_reference(timer: TimerLike, rules: Rules, ref: stages.WorkDir) -> tuple[list[float], str | None]:
     """The reference alone in one timing process (baselines): its samples, re-measured once above 3% CV."""
     ref = reference_side(timer.task, ref, timer.config)
     timer.runs = []

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from beavertui.engine.errors import BeaverError
+from beavertui.engine.stage import stages
 from beavertui.engine.timing import cupti
-from beavertui.engine.toolchain import stages as runner
 
 #: A run let go that has reached its gate (its ``gate`` mark written) but not taken its go within this many
 #: seconds cannot see the go file here: runs then start in turn (speedup.Timer.gate_broken).
@@ -33,7 +33,7 @@ class Run:
     ahead of its turn and parked before CUDA until its go (a file in its folder, cupti.gate_file)."""
 
     who: str
-    stage: runner.StartedStage
+    stage: stages.StartedStage
     folder: Path
     """Its own temporary folder: the injection library's file (kernel records and phase marks) and the go."""
     gated: bool

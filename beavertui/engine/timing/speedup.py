@@ -47,10 +47,11 @@ from beavertui.engine.host.adapt import adapt_command
 from beavertui.engine.host.gpu import nvcc_version
 from beavertui.engine.judge import anticheat
 from beavertui.engine.judge.evidence import out_of_memory
+from beavertui.engine.paths import cache_dir
 from beavertui.engine.session.events import StageResult, TimingResult
+from beavertui.engine.stage import stages
 from beavertui.engine.timing import adaptive, cupti, native
 from beavertui.engine.timing.parked import GateBroken, Run
-from beavertui.engine.toolchain import stages as runner
 
 #: One timed run's event time. ``BEAVER_HOST_MS`` lines (host time to a full device sync, anticheat.py)
 #: are not samples: they only serve the side-stream check.
@@ -305,10 +306,10 @@ def reference_key(task: Task) -> str:
 
 def _refbuild_dir(task: Task, tcfg: TimingConfig) -> Path:
     """Where the reference build of this task, harness and toolkit is cached."""
-    return (tcfg.cache or cupti.cache_dir()) / "refbuild" / f"{task.id[:60]}-{reference_key(task)}"
+    return (tcfg.cache or cache_dir()) / "refbuild" / f"{task.id[:60]}-{reference_key(task)}"
 
 
-def reference_workdir(task: Task, config: runner.RunnerConfig, tcfg: TimingConfig) -> runner.WorkDir:
+def reference_workdir(task: Task, config: stages.StageConfig, tcfg: TimingConfig) -> stages.WorkDir:
     """The reference built in its own work dir, cached per reference + harness + toolkit."""
     code = families.reference_submission(task)
     if code is None:
@@ -316,13 +317,13 @@ def reference_workdir(task: Task, config: runner.RunnerConfig, tcfg: TimingConfi
     final = _refbuild_dir(task, tcfg)
     root = final.parent
     if (final / ".beaver-built").is_file():
-        return runner.WorkDir(path=final, task=task, manifest={}, links={})
+        return stages.WorkDir(path=final, task=task, manifest={}, links={})
     root.mkdir(parents=True, exist_ok=True)
     as_run = families.for_code(task, code)
-    work = runner.prepare(as_run, code, root)
-    result = runner.build(work, config)
+    work = stages.prepare(as_run, code, root)
+    result = stages.build(work, config)
     if result.rc != 0:
-        runner.remove(work)
+        stages.remove(work)
         last = [ln for ln in result.log.splitlines() if ln.strip()][-1:] or ["(no output)"]
         raise SpeedupUnavailable(f"{task.id}: the reference does not build here ({last[0][:200]})")
     (work.path / ".beaver-built").write_text((result.command or "") + "\n")
@@ -332,24 +333,24 @@ def reference_workdir(task: Task, config: runner.RunnerConfig, tcfg: TimingConfi
         work.path.rename(final)
     except OSError:
         return work  # another process won the race; use this copy
-    return runner.WorkDir(path=final, task=task, manifest={}, links={})
+    return stages.WorkDir(path=final, task=task, manifest={}, links={})
 
 
-def adopt_reference_build(task: Task, tcfg: TimingConfig, work: runner.WorkDir, build_command: str) -> None:
+def adopt_reference_build(task: Task, tcfg: TimingConfig, work: stages.WorkDir, build_command: str) -> None:
     """Keep an already built and passing reference work dir as the cached reference build (no rebuild)."""
     final = _refbuild_dir(task, tcfg)
     if (final / ".beaver-built").is_file():
-        runner.remove(work)
+        stages.remove(work)
         return
     final.parent.mkdir(parents=True, exist_ok=True)
     (work.path / ".beaver-built").write_text(build_command + "\n")
     try:
         shutil.move(str(work.path), str(final))
     except OSError:
-        runner.remove(work)  # reference_workdir builds it again when timing needs it
+        stages.remove(work)  # reference_workdir builds it again when timing needs it
 
 
-Sampler = Callable[[runner.WorkDir], tuple[list[float], StageResult]]
+Sampler = Callable[[stages.WorkDir], tuple[list[float], StageResult]]
 
 #: The timing methods whose candidate run that fails is told from the machine's failure by running the task's
 #: test command again (Timer._candidate_failure).
@@ -382,16 +383,16 @@ class _Warm:
 
     work: Path
     reference_only: bool
-    stage: runner.StartedStage
+    stage: stages.StartedStage
     go: Path
     """The file whose appearance is its go."""
-    config: runner.RunnerConfig
+    config: stages.StageConfig
     """The timer's config when it was started, its environment and pausable aside (_as_run)."""
     ready: bool = True
     """Whether its ready line was seen (warm(wait=False) leaves that to the go)."""
 
 
-def _as_run(config: runner.RunnerConfig) -> runner.RunnerConfig:
+def _as_run(config: stages.StageConfig) -> stages.StageConfig:
     """What of ``config`` a process started ahead of the GPU hold must share with the hold's: all but its
     environment (the GPU comes with the go: LATE_ENV) and who may stop it meanwhile (a batch's build slots
     before the hold, nothing in it)."""
@@ -420,7 +421,7 @@ class Timer:
     a testbench's timer its runs parked before CUDA (park): close() (or leaving ``with timer:``) ends them when
     no timing used them."""
 
-    def __init__(self, task: Task, config: runner.RunnerConfig, tcfg: TimingConfig | None = None) -> None:
+    def __init__(self, task: Task, config: stages.StageConfig, tcfg: TimingConfig | None = None) -> None:
         self.task = task
         self.config = config
         self.tcfg = tcfg or TimingConfig()
@@ -477,9 +478,9 @@ class Timer:
 
     # ------------------------------------------------------------------ samplers
 
-    def _contract(self, work: runner.WorkDir) -> tuple[list[float], StageResult]:
+    def _contract(self, work: stages.WorkDir) -> tuple[list[float], StageResult]:
         assert self.task.benchmark_command
-        res = runner.run_stage(work, "benchmark", self.task.benchmark_command, self.tcfg.stage_s, self.config)
+        res = stages.run_stage(work, "benchmark", self.task.benchmark_command, self.tcfg.stage_s, self.config)
         return parse_times(res.log), res
 
     @property
@@ -534,7 +535,7 @@ class Timer:
             and self.gate_broken is None
         )
 
-    def prepare_candidate(self, cand: runner.WorkDir, park: bool = True) -> None:
+    def prepare_candidate(self, cand: stages.WorkDir, park: bool = True) -> None:
         """What the candidate's timing can do before the GPU is held (the batch does this on a build slot, so
         that the hold is spent timing): build its side library for the in-process method, start the
         kernelbench driver up to its go (warm), or, with ``park``, start a testbench's timed runs and park
@@ -553,7 +554,7 @@ class Timer:
         if self.warms:
             self.warm(reference_workdir(self.task, self.config, self.tcfg), reference_only=True, wait=wait)
 
-    def warm(self, work: runner.WorkDir, reference_only: bool = False, wait: bool = True) -> bool:
+    def warm(self, work: stages.WorkDir, reference_only: bool = False, wait: bool = True) -> bool:
         """Start the kernelbench driver in ``work`` ahead of the GPU hold, up to its go: torch imported and
         the task's problem.py loaded, with no GPU visible (``CUDA_VISIBLE_DEVICES`` empty), nothing run on
         one and the candidate's solution not loaded. Waits at most READY_S for it to be ready, and keeps it
@@ -573,7 +574,7 @@ class Timer:
         ahead = replace(self.config, env={**base, "CUDA_VISIBLE_DEVICES": ""})
         life = READY_S + self.tcfg.go_s + self.tcfg.stage_s
         try:
-            stage = runner.start_stage(work, command, life, ahead, stage="benchmark")
+            stage = stages.start_stage(work, command, life, ahead, stage="benchmark")
         except OSError:
             return False
         # importing torch, it counts as a build (a batch may stop it for a timing)
@@ -587,10 +588,10 @@ class Timer:
 
     def _cuda_env(self) -> dict[str, str]:
         """The CUDA_ variables a run started now would have (LATE_ENV: CUDA_VISIBLE_DEVICES, the GPU)."""
-        env = runner.stage_env(self.task, self.config)
+        env = stages.stage_env(self.task, self.config)
         return {k: v for k, v in env.items() if LATE_ENV.match(k)}
 
-    def park(self, work: runner.WorkDir) -> bool:
+    def park(self, work: stages.WorkDir) -> bool:
         """Start the testbench's ``rounds`` timed runs in ``work`` ahead of the GPU hold, all at once, and wait
         (at most stage_s) until each is parked at its gate before CUDA: their starts (for a Python harness,
         seconds of imports and extension loads each) then happen before the hold, and the hold lets them go
@@ -629,7 +630,7 @@ class Timer:
         self._ahead = _Ahead(work.path, runs, self._cuda_env(), round(time.monotonic() - began, 3))
         return True
 
-    def _parked_ahead(self, work: runner.WorkDir) -> _Ahead | None:
+    def _parked_ahead(self, work: stages.WorkDir) -> _Ahead | None:
         """The runs park() started for ``work``, when they still wait at their gates and the hold's CUDA_
         variables are theirs; otherwise they are ended and None (the hold parks its own)."""
         ahead, self._ahead = self._ahead, None
@@ -668,7 +669,7 @@ class Timer:
 
     def _start_run(
         self,
-        work: runner.WorkDir,
+        work: stages.WorkDir,
         who: str,
         gated: bool,
         kernels: bool = True,
@@ -683,17 +684,17 @@ class Timer:
         folder = Path(tempfile.mkdtemp(prefix="beaver-cupti-"))
         out = folder / "kernels.txt"
         out.touch()  # made before the start, so that the sandbox keeps it (it keeps paths the environment names)
-        env = {**runner.stage_env(self.task, self.config), **cupti.environment(lib, out)}
+        env = {**stages.stage_env(self.task, self.config), **cupti.environment(lib, out)}
         if gated:
             env.update(cupti.gate_environment(folder, (behind + 1) * self.tcfg.stage_s + extra_wait_s))
         if not kernels:
             env[cupti.ACTIVITY_ENV] = "0"
-        cfg = runner.RunnerConfig(**{**self.config.__dict__, "env": env})
+        cfg = stages.StageConfig(**{**self.config.__dict__, "env": env})
         started = time.monotonic()
         # a gated run's life covers its wait; once let go, it has stage_s of its own (_end_run)
         life = self.tcfg.stage_s * (behind + 2 if gated else 1) + (extra_wait_s if gated else 0.0)
         try:
-            stage = runner.start_stage(
+            stage = stages.start_stage(
                 work, timing_command(self.task.test_command), life, cfg, stage="benchmark"
             )
         except BaseException:
@@ -717,7 +718,7 @@ class Timer:
                     None if not run.gated else self.tcfg.stage_s - (time.monotonic() - (run.let_go_at or 0.0))
                 )
                 outcome = run.stage.finish(None if left is None else max(0.0, left))
-            res = runner.stage_result("benchmark", run.stage.command, outcome)
+            res = stages.stage_result("benchmark", run.stage.command, outcome)
             text = run.out.read_text(errors="replace") if run.out.exists() else ""
         finally:
             run.discard()
@@ -739,11 +740,11 @@ class Timer:
         ms = self._kernel_ms(text)
         return [] if res.rc != 0 or ms is None else [ms]
 
-    def _cupti(self, work: runner.WorkDir) -> tuple[list[float], StageResult]:
+    def _cupti(self, work: stages.WorkDir) -> tuple[list[float], StageResult]:
         text, res = self._end_run(self._start_run(work, "run", gated=False))
         return self._cupti_samples(text, res), res
 
-    def _ncu(self, work: runner.WorkDir) -> tuple[list[float], StageResult]:
+    def _ncu(self, work: stages.WorkDir) -> tuple[list[float], StageResult]:
         nvtx = (
             f"--nvtx --nvtx-include {shlex.quote(self.tcfg.nvtx_range + '/')} "
             if self.tcfg.nvtx_range
@@ -753,7 +754,7 @@ class Timer:
             f"ncu --metrics gpu__time_duration.sum --clock-control none --csv --print-units base {nvtx}"
             f"--target-processes all /bin/bash -c {shlex.quote(adapt_command(timing_command(self.task.test_command), self.config.sm))}"
         )
-        res = runner.run_stage(work, "benchmark", cmd, self.tcfg.stage_s, self.config, adapt=False)
+        res = stages.run_stage(work, "benchmark", cmd, self.tcfg.stage_s, self.config, adapt=False)
         rows = parse_ncu_csv(res.log)
         python = self.task.language == "python" or "python" in self.task.test_command
         kept = [ms for name, ms in rows if not (python and FRAMEWORK_KERNEL.search(name))]
@@ -765,7 +766,7 @@ class Timer:
         return {"beaver_time_ms": self._contract, "cupti": self._cupti, "ncu": self._ncu}[self.method]
 
     def _interleaved(
-        self, ref: runner.WorkDir, cand: runner.WorkDir, stop_below: float | None = None
+        self, ref: stages.WorkDir, cand: stages.WorkDir, stop_below: float | None = None
     ) -> tuple[list[float], list[float]]:
         if self.gated:
             return self._gated_or_in_turn(
@@ -819,7 +820,7 @@ class Timer:
         return error(f"{self.method} timing of the {who} produced no samples (rc {res.rc}): {tail[0][:200]}")
 
     def _candidate_failure(
-        self, work: runner.WorkDir, res: StageResult, error: BeaverError | None = None
+        self, work: stages.WorkDir, res: StageResult, error: BeaverError | None = None
     ) -> BeaverError:
         """The error of a candidate's timing run that gave no samples, where that run is the task's own test
         command (CUPTI, ncu, a testbench's speed lines) or calls the candidate's code as the test command
@@ -836,7 +837,7 @@ class Timer:
             return error
         if out_of_memory(f"{error}\n{res.log}"):  # the timing's memory, not the check's: beside runs stopped
             return error  # for it, a batch times it again once they end (scheduled.py)
-        plain = runner.test(work, self.config)
+        plain = stages.test(work, self.config)
         if plain.rc != 0 or plain.timed_out:
             why = "at its time limit" if plain.timed_out else anticheat.failure_evidence(plain.log, plain.rc)
             return CandidateTimingFailed(
@@ -859,7 +860,7 @@ class Timer:
 
     def _cupti_chain(
         self,
-        order: tuple[tuple[runner.WorkDir, str], ...],
+        order: tuple[tuple[stages.WorkDir, str], ...],
         total: int,
         enough: Callable[[str, dict[str, list[float]]], bool],
     ) -> dict[str, list[float]]:
@@ -887,7 +888,7 @@ class Timer:
 
     def _chain(
         self,
-        order: tuple[tuple[runner.WorkDir, str], ...],
+        order: tuple[tuple[stages.WorkDir, str], ...],
         total: int,
         take: Callable[[str, str, StageResult], bool],
         kernels: bool = True,
@@ -918,7 +919,7 @@ class Timer:
 
     def _parked_together(
         self,
-        order: tuple[tuple[runner.WorkDir, str], ...],
+        order: tuple[tuple[stages.WorkDir, str], ...],
         total: int,
         take: Callable[[str, str, StageResult], bool],
         kernels: bool = True,
@@ -971,7 +972,7 @@ class Timer:
         return release
 
     def _interleaved_gated(
-        self, ref: runner.WorkDir, cand: runner.WorkDir
+        self, ref: stages.WorkDir, cand: stages.WorkDir
     ) -> tuple[list[float], list[float]]:
         """CUPTI runs in (reference, candidate) rounds as _interleaved, started ahead of their turn
         (_cupti_chain), until adaptive sampling has enough after a candidate's run."""
@@ -989,7 +990,7 @@ class Timer:
             raise self._candidate_failure(cand, exc.result, exc.error) from None
         return got["reference"], got["candidate"]
 
-    def measure(self, cand: runner.WorkDir, gate: float | None = None) -> TimingResult:
+    def measure(self, cand: stages.WorkDir, gate: float | None = None) -> TimingResult:
         """Interleaved timing; re-measured once when either CV is above 3%. With a ``gate``, a candidate whose
         first (reference, candidate) round is below half the gate, both CVs under 3%, is not timed further:
         the remaining rounds cannot bring it near the gate, and a degenerate candidate (often hundreds of
@@ -1000,7 +1001,7 @@ class Timer:
         result = self._measure_any(cand, gate)
         return result.model_copy(update={"wall_s": round(time.monotonic() - start, 3)})
 
-    def _measure_any(self, cand: runner.WorkDir, gate: float | None) -> TimingResult:
+    def _measure_any(self, cand: stages.WorkDir, gate: float | None) -> TimingResult:
         if self.method == "none":
             raise SpeedupUnavailable(families.NO_REFERENCE)
         if self.method == "torch_events_l2flush_interleaved":
@@ -1087,7 +1088,7 @@ class Timer:
             + (" --reference-only" if reference_only else "")
         )
 
-    def _go(self, work: runner.WorkDir, reference_only: bool) -> StageResult | None:
+    def _go(self, work: stages.WorkDir, reference_only: bool) -> StageResult | None:
         """The run of the driver warm() started for this work dir and side, given its go with the environment
         of ``self.config`` (the GPU now held); None, the driver ended, when there is none, it is gone, or it
         could not take that environment or never took its go. Its record is that of the driver run started
@@ -1102,7 +1103,7 @@ class Timer:
                 return None
             if not warm.ready and not warm.stage.process.until(DRIVER_READY.encode(), READY_S):
                 return None  # started without waiting (warm(wait=False)) and not ready in time
-            want = runner.stage_env(self.task, self.config)
+            want = stages.stage_env(self.task, self.config)
             env = {k: v for k, v in want.items() if warm.stage.env.get(k) != v}
             unset = sorted(k for k in warm.stage.env if k not in want)
             if not all(LATE_ENV.match(k) for k in (*env, *unset)):
@@ -1124,7 +1125,7 @@ class Timer:
             return None  # it gave up waiting (its go timeout) before the go came
         kept = [ln for ln in lines if ln.strip() not in (DRIVER_READY, DRIVER_GO)]
         dropped = len("".join(lines).encode()) - len("".join(kept).encode())
-        res = runner.stage_result("benchmark", warm.stage.command, out)
+        res = stages.stage_result("benchmark", warm.stage.command, out)
         return res.model_copy(
             update={
                 "log": "".join(kept),
@@ -1133,14 +1134,14 @@ class Timer:
             }
         )
 
-    def kernelbench_samples(self, work: runner.WorkDir, reference_only: bool = False) -> dict[str, object]:
+    def kernelbench_samples(self, work: stages.WorkDir, reference_only: bool = False) -> dict[str, object]:
         """Run the in-process driver in ``work`` (eager Model against its ModelNew); its result object. A
         driver warm() started for this work dir and side is given its go instead (_go); without one, or when
         it cannot be used, the driver is started here."""
         res = self._go(work, reference_only)
         if res is None:
             command = self._kernelbench_command(reference_only)
-            res = runner.run_stage(work, "benchmark", command, self.tcfg.stage_s, self.config)
+            res = stages.run_stage(work, "benchmark", command, self.tcfg.stage_s, self.config)
         self.runs.append(("candidate", res))
         doc: dict[str, object] | None = None
         for line in res.log.splitlines():
@@ -1161,7 +1162,7 @@ class Timer:
             raise _CandidateNoSamples(error, res) if doc.get("side") == "candidate" else error
         return doc
 
-    def _kernelbench_pair(self, cand: runner.WorkDir) -> tuple[dict[str, object], list[float], list[float]]:
+    def _kernelbench_pair(self, cand: stages.WorkDir) -> tuple[dict[str, object], list[float], list[float]]:
         try:
             doc = self.kernelbench_samples(cand)
         except _CandidateNoSamples as exc:  # the driver has ended: the candidate's failure, or not?
@@ -1172,7 +1173,7 @@ class Timer:
             raise SpeedupUnavailable("the kernelbench timing driver returned no samples")
         return doc, r, c
 
-    def _measure_kernelbench(self, cand: runner.WorkDir) -> TimingResult:
+    def _measure_kernelbench(self, cand: stages.WorkDir) -> TimingResult:
         self.runs = []
         doc, r, c = self._kernelbench_pair(cand)
         (rm, rcv), (cm, ccv) = stats(r), stats(c)
@@ -1192,7 +1193,7 @@ class Timer:
             implausible=speedup > IMPLAUSIBLE, note=note,
         )  # fmt: skip
 
-    def lines_rounds(self, work: runner.WorkDir) -> list[families.SpeedLines]:
+    def lines_rounds(self, work: stages.WorkDir) -> list[families.SpeedLines]:
         """The testbench's speed lines of ``rounds`` runs of the test command, alone on the GPU; with
         TimingConfig.prestart ``all`` (and the injection library built, prepare()), all of them started at
         once and parked before CUDA, recording no kernels, then let go one after another
@@ -1220,7 +1221,7 @@ class Timer:
                 take(
                     "candidate",
                     "",
-                    runner.run_stage(work, "benchmark", command, self.tcfg.stage_s, self.config),
+                    stages.run_stage(work, "benchmark", command, self.tcfg.stage_s, self.config),
                 )
             return out
 
@@ -1246,7 +1247,7 @@ class Timer:
             return self._gated_or_in_turn(gated, in_turn)
         return in_turn()
 
-    def _measure_lines(self, cand: runner.WorkDir) -> TimingResult:
+    def _measure_lines(self, cand: stages.WorkDir) -> TimingResult:
         self.runs = []
         try:
             rounds = self.lines_rounds(cand)

@@ -1,7 +1,7 @@
 """LocalToolchain: the Toolchain of toolchain.py on this machine's GPU.
 
 One attempt = work dir, build, test, compute-sanitizer where docs/format.md (categories) asks for it or the user
-does, interleaved timing of a correct candidate, and exactly one Verdict. It ties runner, classify,
+does, interleaved timing of a correct candidate, and exactly one Verdict. It ties stages, classify,
 sanitizer and timing together and adds nothing of its own beyond the verdict's reasons and flags.
 """
 
@@ -38,6 +38,7 @@ from beavertui.engine.session.events import (
     TimingResult,
     Verdict,
 )
+from beavertui.engine.stage import stages
 from beavertui.engine.timing import profile as ncu
 from beavertui.engine.timing.speedup import (
     CandidateTimingFailed,
@@ -48,7 +49,6 @@ from beavertui.engine.timing.speedup import (
     reference_workdir,
     timing_command,
 )
-from beavertui.engine.toolchain import stages as runner
 from beavertui.engine.toolchain.base import AttemptOptions
 
 #: A passing run whose output shows these is suspicious: memcheck looks at it too.
@@ -102,7 +102,7 @@ class LocalToolchain:
     @property
     def cache_root(self) -> Path:
         """beavertui's cache here: stored validation verdicts (corpus/verdicts.py), kept start logs, timing."""
-        from beavertui.engine.timing.cupti import cache_dir
+        from beavertui.engine.paths import cache_dir
 
         return self.config.timing.cache or cache_dir()
 
@@ -127,27 +127,27 @@ class LocalToolchain:
     def gpu(self) -> GpuSignature | None:
         return gpu_signature()
 
-    def _runner_config(self) -> runner.RunnerConfig:
+    def _stage_config(self) -> stages.StageConfig:
         g = self.gpu()
         sm = None
         if g is not None:
             major, _, minor = g.compute_capability.partition(".")
             sm = int(major) * 10 + int(minor or 0)
-        return runner.RunnerConfig(sm=sm, limits=self.config.limits, base_dir=self.config.base_dir)
+        return stages.StageConfig(sm=sm, limits=self.config.limits, base_dir=self.config.base_dir)
 
     def attempt(self, task: Task, code: str, options: AttemptOptions) -> Iterator[Event]:
         it = options.iteration
-        cfg = self._runner_config()
+        cfg = self._stage_config()
         task = families.for_code(task, code)
-        with runner.workdir(task, code, cfg, keep=options.keep_workdir) as work:
+        with stages.workdir(task, code, cfg, keep=options.keep_workdir) as work:
             self.last_workdir = work.path
-            build = runner.build(work, cfg)
+            build = stages.build(work, cfg)
             yield Built(iteration=it, result=build)
             tampered = work.note_build()
             run: StageResult | None = None
             if build.rc == 0 and not build.timed_out:
                 with self._gpu_slot():
-                    run = runner.test(work, cfg)
+                    run = stages.test(work, cfg)
                 yield Ran(iteration=it, result=run)
             tampered += work.verify()
             timed_out = build.timed_out or (run is not None and run.timed_out)
@@ -167,8 +167,8 @@ class LocalToolchain:
         self,
         task: Task,
         code: str,
-        work: runner.WorkDir,
-        cfg: runner.RunnerConfig,
+        work: stages.WorkDir,
+        cfg: stages.StageConfig,
         options: AttemptOptions,
         build: StageResult,
         run: StageResult | None,
@@ -221,14 +221,14 @@ class LocalToolchain:
             final = final.model_copy(update={"speedup_note": speedup_note, "reason": "passed, no speedup"})
         yield final
 
-    def _ncu(self, work: runner.WorkDir, command: str, cfg: runner.RunnerConfig) -> tuple[StageResult, str]:
+    def _ncu(self, work: stages.WorkDir, command: str, cfg: stages.StageConfig) -> tuple[StageResult, str]:
         """One profiler run of ``command`` in ``work``: its stage result and the CSV ncu wrote."""
         with tempfile.NamedTemporaryFile(prefix="beaver-ncu-", suffix=".csv", delete=False) as fh:
             log = Path(fh.name)
         try:
             cmd = ncu.ncu_command(adapt_command(timing_command(command), cfg.sm), str(log))
             limit = min(max(work.task.timeouts.run_s * self.config.sanitizer_factor, 60.0), 600.0)
-            res = runner.run_stage(work, "benchmark", cmd, limit, cfg, adapt=False)
+            res = stages.run_stage(work, "benchmark", cmd, limit, cfg, adapt=False)
             raw = log.read_text(errors="replace")
         finally:
             log.unlink(missing_ok=True)
@@ -244,7 +244,7 @@ class LocalToolchain:
             )
         return res, raw
 
-    def _profile(self, task: Task, work: runner.WorkDir, cfg: runner.RunnerConfig, it: int) -> Profiled:
+    def _profile(self, task: Task, work: stages.WorkDir, cfg: stages.StageConfig, it: int) -> Profiled:
         """ncu metrics of the candidate's kernels beside the reference's (profiled once per task)."""
         res, raw = self._ncu(work, task.test_command, cfg)
         key = f"{task.id}:{reference_key(task)}"
@@ -263,7 +263,7 @@ class LocalToolchain:
         )
 
     def _measure(
-        self, task: Task, work: runner.WorkDir, cfg: runner.RunnerConfig, options: AttemptOptions
+        self, task: Task, work: stages.WorkDir, cfg: stages.StageConfig, options: AttemptOptions
     ) -> TimingResult:
         """Interleaved timing of a correct candidate against the reference (raises CandidateTimingFailed
         for the candidate's own failure, another BeaverError for the machine's)."""
@@ -285,8 +285,8 @@ class LocalToolchain:
     def _sanitize(
         self,
         task: Task,
-        work: runner.WorkDir,
-        cfg: runner.RunnerConfig,
+        work: stages.WorkDir,
+        cfg: stages.StageConfig,
         options: AttemptOptions,
         run: StageResult | None,
         verdict: Classification,
@@ -317,7 +317,7 @@ class LocalToolchain:
         for tool in tools:
             cmd = sanitizer.wrap(test, tool, self.config.sanitizer_exe, scope)
             with self._gpu_slot():
-                res = runner.run_stage(work, "sanitize", cmd, limit, cfg, adapt=False)
+                res = stages.run_stage(work, "sanitize", cmd, limit, cfg, adapt=False)
             yield Sanitized(
                 iteration=it,
                 tool=tool,

@@ -20,9 +20,9 @@ from typing import Literal
 
 from pydantic import ValidationError
 
+from beavertui.engine.code.hashing import code_hash
 from beavertui.engine.corpus.task import Task
 from beavertui.engine.errors import BeaverError, ToolchainError
-from beavertui.engine.loop.stagnation import code_hash
 from beavertui.engine.session.events import (
     EVENT_ADAPTER,
     Built,

@@ -13,7 +13,7 @@ from rich.table import Table
 from rich.text import Text
 
 from beavertui.engine.analysis.degeneration import compare, runtime_geometry
-from beavertui.engine.analysis.features import FEATURES, PERF_FEATURES, extract
+from beavertui.engine.code.features import FEATURES, PERF_FEATURES, extract
 from beavertui.engine.session.state import AttemptState
 from beavertui.tui.panes.base import Pane
 from beavertui.tui.view import View

@@ -28,7 +28,7 @@ import tempfile
 from pathlib import Path
 
 from beavertui.engine.corpus.load import load_corpus
-from beavertui.engine.loop.stagnation import code_hash
+from beavertui.engine.code.hashing import code_hash
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[2]

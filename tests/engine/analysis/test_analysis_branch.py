@@ -7,10 +7,10 @@ from pathlib import Path
 import pytest
 
 from beavertui.engine.analysis.branch import BranchError, branch_session
+from beavertui.engine.code.hashing import code_hash
 from beavertui.engine.corpus.load import load_corpus
 from beavertui.engine.corpus.task import Task
 from beavertui.engine.loop.run import run_session
-from beavertui.engine.loop.stagnation import code_hash
 from beavertui.engine.models.scripted import ScriptedModel
 from beavertui.engine.session.events import (
     Built,

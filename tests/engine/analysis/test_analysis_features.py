@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from beavertui.engine.analysis.degeneration import compare, degeneration, runtime_geometry
-from beavertui.engine.analysis.features import extract, launches, strip_source
+from beavertui.engine.code.features import extract, launches, strip_source
 
 TILED = r"""
 #include <cuda_runtime.h>

@@ -133,8 +133,9 @@ def test_attribution_rows() -> None:
 def test_run_summary_over_session_files(tmp_path: Path) -> None:
     from beavertui.engine.analysis.branch import branch_session
     from beavertui.engine.analysis.edits import edit_score
-    from beavertui.engine.analysis.report import group_key, run_summary
+    from beavertui.engine.analysis.report import run_summary
     from beavertui.engine.loop.run import run_session
+    from beavertui.engine.metrics.groups import group_key
     from beavertui.engine.models.scripted import ScriptedModel
     from beavertui.engine.session.protocol import Protocol
     from beavertui.engine.toolchain.recorded import RecordedToolchain
@@ -181,9 +182,10 @@ def test_run_summary_over_session_files(tmp_path: Path) -> None:
 
 
 def test_run_summary_keys_match_the_metrics_groups(tmp_path: Path) -> None:
-    from beavertui.engine.analysis.report import group_key, run_summary
+    from beavertui.engine.analysis.report import run_summary
     from beavertui.engine.metrics.attempts import table_from_run
     from beavertui.engine.metrics.compute import compute_groups
+    from beavertui.engine.metrics.groups import group_key
     from tests.engine.analysis import test_analysis_branch as tb
 
     (tmp_path / "run").mkdir()

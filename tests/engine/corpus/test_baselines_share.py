@@ -6,7 +6,7 @@ import json
 import shutil
 from pathlib import Path
 
-from beavertui.engine.corpus.harness import harness_hash
+from beavertui.engine.corpus.harness import harness_hash, reference_hash
 from beavertui.engine.corpus.load import load_corpus
 from beavertui.engine.corpus.task import Task
 from beavertui.engine.session.events import GpuSignature
@@ -43,7 +43,7 @@ def _task(root: Path, task_id: str) -> Task:
 def _measured(task: Task) -> baselines.Baseline:
     return baselines.Baseline(
         task_id=task.id, gpu=GPU, method="torch_events_l2flush_interleaved", median_ms=1.25, cv=0.01,
-        samples=[1.25, 1.24, 1.26], reference_hash=baselines.reference_hash(task), harness_hash=harness_hash(task),
+        samples=[1.25, 1.24, 1.26], reference_hash=reference_hash(task), harness_hash=harness_hash(task),
     )  # fmt: skip
 
 

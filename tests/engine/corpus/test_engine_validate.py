@@ -11,12 +11,12 @@ import pytest
 
 from beavertui.engine.corpus.harness import harness_hash
 from beavertui.engine.corpus.load import load_corpus
-from beavertui.engine.corpus.validate import validate
 from beavertui.engine.host.gpu import Machine
 from beavertui.engine.session.events import GpuSignature
 from beavertui.engine.timing import baselines
 from beavertui.engine.timing.speedup import TimingConfig
 from beavertui.engine.toolchain.local import LocalConfig
+from beavertui.engine.validation.validate import validate
 from tests.corpus_copies import with_copies
 
 DATA = Path(__file__).parents[2] / "data"
@@ -49,7 +49,7 @@ def test_validate_reports_not_runnable_without_gpu() -> None:
 
 
 def test_validate_times_on_several_gpus_in_task_order(tmp_path: Path) -> None:
-    from beavertui.engine.corpus.validate import _PinnedToolchain
+    from beavertui.engine.validation.validate import _PinnedToolchain
 
     root = tmp_path / "corpus"
     shutil.copytree(DATA / "cpu", root)
@@ -68,12 +68,12 @@ def test_validate_times_on_several_gpus_in_task_order(tmp_path: Path) -> None:
     got = list(validate(tasks, machine, config, gpus=["0", "1"]))
     assert [r.task_id for r in got] == ["sleepy", "sleepy_b", "sleepy_c"]
     assert all(r.valid and r.reference_ms == 2.0 for r in got)
-    env = _PinnedToolchain(config, "1")._runner_config().env
+    env = _PinnedToolchain(config, "1")._stage_config().env
     assert env is not None and env["CUDA_VISIBLE_DEVICES"] == "1"
 
 
 def test_reuse_checks_times_a_task_checked_without_timing(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    import beavertui.engine.corpus.validate as v
+    import beavertui.engine.validation.validate as v
     from beavertui.engine.corpus import verdicts
 
     root = tmp_path / "corpus"
@@ -118,7 +118,7 @@ def test_a_reference_out_of_memory_beside_others_is_run_again_alone_without_the_
 ) -> None:
     """A reference that ran out of GPU memory while other checks shared the GPU is run again alone; the broken
     start, which ran to its own end, keeps its result and is not built and run a second time."""
-    import beavertui.engine.corpus.validate as v
+    import beavertui.engine.validation.validate as v
 
     tasks, machine, config = _copies(tmp_path, {"sleepy_b": None})
     runs: list[tuple[str, str]] = []
@@ -148,7 +148,7 @@ def test_a_reference_out_of_memory_beside_others_is_run_again_alone_without_the_
 def test_a_validation_cut_in_its_timing_phase_keeps_its_checks(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     """The checks of every task are stored before the first timing: a run stopped by its time budget while
     it times (on the H200, a chunk of 16 kernelbench checks lost all 16) leaves them for --reuse-checks."""
-    import beavertui.engine.corpus.validate as v
+    import beavertui.engine.validation.validate as v
     from beavertui.engine.corpus import verdicts
 
     tasks, machine, config = _copies(tmp_path, {"sleepy_b": None})
@@ -189,7 +189,7 @@ def _copies(tmp_path: Path, names: dict[str, str | None]) -> tuple[list[Any], Ma
 
 def _reference_timings(monkeypatch) -> list[str]:  # type: ignore[no-untyped-def]
     """The ids of the tasks whose reference validate times from now on, in order (the real time_reference)."""
-    import beavertui.engine.corpus.validate as v
+    import beavertui.engine.validation.validate as v
 
     timed: list[str] = []
     real = v.time_reference
@@ -259,7 +259,7 @@ def test_notes_of_a_verdict_reused_again_and_again_do_not_pile_up(tmp_path: Path
     import calendar
     import contextlib
 
-    import beavertui.engine.corpus.validate as v
+    import beavertui.engine.validation.validate as v
     from beavertui.engine.corpus import verdicts
 
     root = tmp_path / "corpus"
@@ -326,7 +326,7 @@ def test_the_next_tasks_timer_is_made_before_a_task_is_timed(how: str) -> None:
     """corpus validate on one GPU: task i + 1's kernelbench driver starts (importing torch, no GPU visible)
     before task i is timed, each timer is closed once its task is timed, and none is left open when the
     validation is cut or a timing fails."""
-    from beavertui.engine.corpus.validate import _timed_in_turn
+    from beavertui.engine.validation.validate import _timed_in_turn
 
     seen: list[str] = []
 

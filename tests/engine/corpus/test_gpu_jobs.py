@@ -43,8 +43,8 @@ def _attempts(monkeypatch: pytest.MonkeyPatch, slots: threading.Semaphore | None
             inside[0] -= 1
         return StageResult(stage="run", command="t", rc=1, duration_s=0.2, log="FAILED: mismatch at 0\n")
 
-    monkeypatch.setattr(local.runner, "build", build)
-    monkeypatch.setattr(local.runner, "test", test)
+    monkeypatch.setattr(local.stages, "build", build)
+    monkeypatch.setattr(local.stages, "test", test)
     tool = local.LocalToolchain(gpu_slots=slots)
     options = AttemptOptions(iteration=1, gate=0.0, time_if_correct=False, sanitize_on_failure=False)
 

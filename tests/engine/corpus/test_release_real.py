@@ -19,15 +19,15 @@ from beavertui.cli import main
 from beavertui.engine.corpus import families, verdicts
 from beavertui.engine.corpus.load import load_corpus, load_task, runnable_here
 from beavertui.engine.corpus.task import Task
-from beavertui.engine.corpus.validate import TaskValidation, record_of
 from beavertui.engine.host.adapt import adapt_command
 from beavertui.engine.host.gpu import Machine
 from beavertui.engine.judge.classify import Classification
 from beavertui.engine.session.events import GpuSignature, InfraError, StageResult, Verdict
+from beavertui.engine.stage import stages
 from beavertui.engine.timing.speedup import SpeedupUnavailable
-from beavertui.engine.toolchain import stages as runner
 from beavertui.engine.toolchain.base import AttemptOptions
 from beavertui.engine.toolchain.local import LocalToolchain, family_oracle
+from beavertui.engine.validation.validate import TaskValidation, record_of
 
 ROOT = Path(__file__).resolve().parents[3]
 REAL = ROOT / "tests" / "data" / "release_real"
@@ -106,14 +106,14 @@ def test_kernelbench_reference_submission_builds_with_its_own_build_step(
     kb = real["kb1"]
     sub = families.reference_submission(kb)
     assert sub is not None
-    cfg = runner.RunnerConfig(base_dir=tmp_path)
-    with runner.workdir(families.for_code(kb, sub), sub, cfg) as work:
-        res = runner.build(work, cfg)
+    cfg = stages.StageConfig(base_dir=tmp_path)
+    with stages.workdir(families.for_code(kb, sub), sub, cfg) as work:
+        res = stages.build(work, cfg)
         assert res.rc == 0, res.log
         assert "static checker skipped" in res.log
     broken = "def broken(:\n"
-    with runner.workdir(families.for_code(kb, broken), broken, cfg) as work:
-        assert runner.build(work, cfg).rc != 0  # not the submission: the release's checker runs
+    with stages.workdir(families.for_code(kb, broken), broken, cfg) as work:
+        assert stages.build(work, cfg).rc != 0  # not the submission: the release's checker runs
 
 
 @pytest.mark.skipif(
@@ -216,7 +216,7 @@ def test_cutlass_speed_lines_parsed_from_its_testbench(real: dict[str, Task]) ->
 
 
 def test_applied_speed_lines_give_both_times() -> None:
-    from beavertui.engine.corpus.validate import _lines_note
+    from beavertui.engine.validation.validate import _lines_note
 
     lines = families.parse_speed_lines("Kernel time: 2.0000 ms\nSpeedup: 0.2500x\n")
     assert lines.candidate == pytest.approx(2.0) and lines.reference == pytest.approx(0.5)
@@ -390,11 +390,11 @@ class _Tool(LocalToolchain):
     def gpu(self) -> GpuSignature | None:
         return H200
 
-    def _runner_config(self) -> runner.RunnerConfig:
-        return runner.RunnerConfig(base_dir=self.config.base_dir)
+    def _stage_config(self) -> stages.StageConfig:
+        return stages.StageConfig(base_dir=self.config.base_dir)
 
     def _measure(
-        self, task: Task, work: runner.WorkDir, cfg: runner.RunnerConfig, options: AttemptOptions
+        self, task: Task, work: stages.WorkDir, cfg: stages.StageConfig, options: AttemptOptions
     ) -> object:  # type: ignore[override]
         raise SpeedupUnavailable(f"{task.id}: the reference does not build here (fatal error: cutlass.h)")
 
@@ -618,7 +618,7 @@ def test_reuse_checks_times_a_kernelbench_reference_and_runs_no_check_again(
     """A kernelbench instance checked without timing: its stored verdict says the eager reference passed and
     how the broken start failed. With --reuse-checks only the reference's timing runs (nothing is built for
     an eager Model), not the release's eval of the reference nor the broken start's JIT build."""
-    import beavertui.engine.corpus.validate as v
+    import beavertui.engine.validation.validate as v
     from beavertui.engine.corpus import verdicts
     from beavertui.engine.host.gpu import Machine
     from beavertui.engine.timing.speedup import TimingConfig

@@ -11,7 +11,7 @@ import pytest
 from beavertui.engine.corpus.load import load_corpus
 from beavertui.engine.errors import BeaverError
 from beavertui.engine.host import sandbox
-from beavertui.engine.toolchain import stages as runner
+from beavertui.engine.stage import stages
 
 DATA = Path(__file__).parents[2] / "data"
 #: The command's niceness and allowed CPUs, as the kernel has them for the process that prints them.
@@ -51,11 +51,11 @@ def test_only_the_build_stage_takes_the_build_priority(tmp_path: Path) -> None:
     base_nice, base_cpus = _own()
     cpu = min(os.sched_getaffinity(0))
     task = load_corpus(DATA / "native").get("vec_scale")
-    cfg = runner.RunnerConfig(base_dir=tmp_path, build_nice=9, build_cpus=str(cpu))
-    with runner.workdir(task, "// candidate\n", cfg) as work:
-        build = runner.run_stage(work, "build", PROBE, 10.0, cfg, adapt=False)
-        run = runner.run_stage(work, "run", PROBE, 10.0, cfg, adapt=False)
-        bench = runner.run_stage(work, "benchmark", PROBE, 10.0, cfg, adapt=False)
+    cfg = stages.StageConfig(base_dir=tmp_path, build_nice=9, build_cpus=str(cpu))
+    with stages.workdir(task, "// candidate\n", cfg) as work:
+        build = stages.run_stage(work, "build", PROBE, 10.0, cfg, adapt=False)
+        run = stages.run_stage(work, "run", PROBE, 10.0, cfg, adapt=False)
+        bench = stages.run_stage(work, "benchmark", PROBE, 10.0, cfg, adapt=False)
     assert _probe(build.log) == (min(19, base_nice + 9), str(cpu))
     assert "niceness +9" in build.sandbox
     assert _probe(run.log) == (base_nice, base_cpus)
@@ -66,45 +66,45 @@ def test_timing_stages_run_on_the_timing_cpus_started_in_turn_or_ahead(tmp_path:
     base_nice, base_cpus = _own()
     cpu = max(os.sched_getaffinity(0))
     task = load_corpus(DATA / "native").get("vec_scale")
-    cfg = runner.RunnerConfig(base_dir=tmp_path, timing_cpus=str(cpu))
-    with runner.workdir(task, "// candidate\n", cfg) as work:
-        bench = runner.run_stage(work, "benchmark", PROBE, 10.0, cfg, adapt=False)
-        ahead = runner.start_stage(work, PROBE, 10.0, cfg, adapt=False, stage="benchmark").finish()
-        build = runner.run_stage(work, "build", PROBE, 10.0, cfg, adapt=False)
-        run = runner.start_stage(work, PROBE, 10.0, cfg, adapt=False).finish()
+    cfg = stages.StageConfig(base_dir=tmp_path, timing_cpus=str(cpu))
+    with stages.workdir(task, "// candidate\n", cfg) as work:
+        bench = stages.run_stage(work, "benchmark", PROBE, 10.0, cfg, adapt=False)
+        ahead = stages.start_stage(work, PROBE, 10.0, cfg, adapt=False, stage="benchmark").finish()
+        build = stages.run_stage(work, "build", PROBE, 10.0, cfg, adapt=False)
+        run = stages.start_stage(work, PROBE, 10.0, cfg, adapt=False).finish()
     assert _probe(bench.log) == _probe(ahead.log) == (base_nice, str(cpu))
     assert f"CPUs {cpu}" in bench.sandbox
     assert _probe(build.log) == _probe(run.log) == (base_nice, base_cpus)
 
 
 def test_the_settings_are_read_and_checked(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv(runner.BUILD_NICE_ENV, raising=False)
-    monkeypatch.delenv(runner.BUILD_CPUS_ENV, raising=False)
-    monkeypatch.delenv(runner.TIMING_CPUS_ENV, raising=False)
-    cfg = runner.RunnerConfig()
-    assert (cfg.build_nice, cfg.build_cpus, cfg.timing_cpus) == (runner.BUILD_NICE, None, None)
-    monkeypatch.setenv(runner.BUILD_NICE_ENV, "0")
-    assert runner.RunnerConfig().build_nice == 0
+    monkeypatch.delenv(stages.BUILD_NICE_ENV, raising=False)
+    monkeypatch.delenv(stages.BUILD_CPUS_ENV, raising=False)
+    monkeypatch.delenv(stages.TIMING_CPUS_ENV, raising=False)
+    cfg = stages.StageConfig()
+    assert (cfg.build_nice, cfg.build_cpus, cfg.timing_cpus) == (stages.BUILD_NICE, None, None)
+    monkeypatch.setenv(stages.BUILD_NICE_ENV, "0")
+    assert stages.StageConfig().build_nice == 0
     for bad in ("-1", "20", "ten", "1.5"):
-        monkeypatch.setenv(runner.BUILD_NICE_ENV, bad)
-        with pytest.raises(BeaverError, match=runner.BUILD_NICE_ENV):
-            runner.RunnerConfig()
-    monkeypatch.setenv(runner.BUILD_NICE_ENV, "3")
+        monkeypatch.setenv(stages.BUILD_NICE_ENV, bad)
+        with pytest.raises(BeaverError, match=stages.BUILD_NICE_ENV):
+            stages.StageConfig()
+    monkeypatch.setenv(stages.BUILD_NICE_ENV, "3")
     cpu = min(os.sched_getaffinity(0))
-    monkeypatch.setenv(runner.BUILD_CPUS_ENV, f"{cpu}-{cpu}")
-    assert runner.RunnerConfig().build_cpus == f"{cpu}-{cpu}"
-    monkeypatch.setenv(runner.TIMING_CPUS_ENV, str(cpu))
-    assert runner.RunnerConfig().timing_cpus == str(cpu)
-    for var in (runner.BUILD_CPUS_ENV, runner.TIMING_CPUS_ENV):
+    monkeypatch.setenv(stages.BUILD_CPUS_ENV, f"{cpu}-{cpu}")
+    assert stages.StageConfig().build_cpus == f"{cpu}-{cpu}"
+    monkeypatch.setenv(stages.TIMING_CPUS_ENV, str(cpu))
+    assert stages.StageConfig().timing_cpus == str(cpu)
+    for var in (stages.BUILD_CPUS_ENV, stages.TIMING_CPUS_ENV):
         for bad in ("a", "3-1", "1,", f"{max(os.sched_getaffinity(0)) + 1}"):
             monkeypatch.setenv(var, bad)
             with pytest.raises(BeaverError, match=var):
-                runner.RunnerConfig()
+                stages.StageConfig()
         monkeypatch.setenv(var, str(cpu))
 
 
 def test_cpu_lists_are_parsed() -> None:
-    assert runner.parse_cpus("0,2-4, 7") == {0, 2, 3, 4, 7}
+    assert stages.parse_cpus("0,2-4, 7") == {0, 2, 3, 4, 7}
     for bad in ("", "-", "2-", "x", "4-2"):
         with pytest.raises(ValueError):
-            runner.parse_cpus(bad)
+            stages.parse_cpus(bad)

@@ -24,7 +24,7 @@ import pytest
 
 from beavertui.engine.corpus.load import load_corpus
 from beavertui.engine.host import isolation, reaper, sandbox
-from beavertui.engine.toolchain import stages as runner
+from beavertui.engine.stage import stages
 
 FULL = sandbox.Limits()
 PLAN = isolation.plan_for(True, True, True)
@@ -79,11 +79,11 @@ def test_fork_bomb_is_bounded_and_named(tmp_path: Path) -> None:
 
 
 def test_the_stage_record_carries_the_reason_and_the_sandbox(tmp_path: Path) -> None:
-    """What a session saves: runner.run_stage copies the reason and the sandbox line into the StageResult."""
+    """What a session saves: stages.run_stage copies the reason and the sandbox line into the StageResult."""
     task = load_corpus(Path(__file__).parents[2] / "data" / "native").get("vec_scale")
-    cfg = runner.RunnerConfig(base_dir=tmp_path, limits=sandbox.Limits(cpu_s=1))
-    with runner.workdir(task, "// c\n", cfg) as work:
-        res = runner.run_stage(work, "run", "while :; do :; done", 20, cfg)
+    cfg = stages.StageConfig(base_dir=tmp_path, limits=sandbox.Limits(cpu_s=1))
+    with stages.workdir(task, "// c\n", cfg) as work:
+        res = stages.run_stage(work, "run", "while :; do :; done", 20, cfg)
     assert res.signal == 24 and res.stopped_by == "CPU time limit of 1 s per process (RLIMIT_CPU)"
     assert res.sandbox.startswith(PLAN.describe())
 

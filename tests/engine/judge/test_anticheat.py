@@ -16,6 +16,7 @@ from beavertui.batch.scheduled import ScheduledLocalToolchain
 from beavertui.engine.corpus.load import load_corpus
 from beavertui.engine.judge import anticheat
 from beavertui.engine.session.events import GpuSignature, Verdict
+from beavertui.engine.stage import stages
 from beavertui.engine.timing.speedup import (
     CandidateTimingFailed,
     Timer,
@@ -23,7 +24,6 @@ from beavertui.engine.timing.speedup import (
     _refbuild_dir,
     parse_times,
 )
-from beavertui.engine.toolchain import stages as runner
 from beavertui.engine.toolchain.base import AttemptOptions
 from beavertui.engine.toolchain.local import LocalConfig, LocalToolchain
 
@@ -263,8 +263,8 @@ def test_replayed_result_fails_after_timing(sleepy, tmp_path: Path, kind: str) -
 
 
 def test_candidate_right_only_at_the_checked_size_fails(sleepy, tmp_path: Path, kind: str) -> None:
-    cfg = runner.RunnerConfig(base_dir=tmp_path / "w")
-    with runner.workdir(sleepy, WRONG_AT_TIMING_SIZE, cfg) as cand, pytest.raises(CandidateTimingFailed):
+    cfg = stages.StageConfig(base_dir=tmp_path / "w")
+    with stages.workdir(sleepy, WRONG_AT_TIMING_SIZE, cfg) as cand, pytest.raises(CandidateTimingFailed):
         Timer(sleepy, cfg, TimingConfig(cache=tmp_path / "cache", rounds=1)).measure(cand)
     events, v = _verdict(_tool(tmp_path, kind=kind), sleepy, WRONG_AT_TIMING_SIZE, gate=0.0)
     assert not any(e.kind in ("timing", "infra_error") for e in events)
@@ -297,11 +297,11 @@ def _slow(cost: float) -> str:
 
 
 def test_timing_stops_after_one_round_only_far_below_the_gate(sleepy, tmp_path: Path) -> None:
-    cfg = runner.RunnerConfig(base_dir=tmp_path / "w")
+    cfg = stages.StageConfig(base_dir=tmp_path / "w")
     tcfg = TimingConfig(cache=tmp_path / "cache", rounds=3)
 
     def measure(cost: float, gate: float | None) -> tuple[object, int]:
-        with runner.workdir(sleepy, _slow(cost), cfg) as cand:
+        with stages.workdir(sleepy, _slow(cost), cfg) as cand:
             timer = Timer(sleepy, cfg, tcfg)
             return timer.measure(cand, gate), len(timer.runs)
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from beavertui.engine.loop.extract import extract, strip_think
+from beavertui.engine.code.extract import extract, strip_think
 
 
 def test_last_block_in_the_language_wins() -> None:

@@ -2,14 +2,8 @@
 
 from __future__ import annotations
 
-from beavertui.engine.loop.stagnation import (
-    category_changes,
-    code_hash,
-    detect,
-    normalise,
-    oscillation_jumps,
-    submitted_hash,
-)
+from beavertui.engine.code.hashing import code_hash, normalise
+from beavertui.engine.loop.stagnation import category_changes, detect, oscillation_jumps, submitted_hash
 from beavertui.engine.session.events import Candidate, Event, ModelInfo, SessionHeader, TaskRef, Verdict
 from beavertui.engine.session.protocol import Protocol, StagnationSettings
 from beavertui.engine.session.state import fold

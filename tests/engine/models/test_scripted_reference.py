@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 
+from beavertui.engine.code.extract import extract
 from beavertui.engine.corpus import families
 from beavertui.engine.corpus.load import load_corpus
 from beavertui.engine.corpus.task import Task
 from beavertui.engine.errors import BeaverError
-from beavertui.engine.loop.extract import extract
 from beavertui.engine.models.resolve import task_scripted
 from beavertui.engine.session.events import Message
 from beavertui.engine.session.protocol import Protocol

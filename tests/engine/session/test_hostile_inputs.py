@@ -19,10 +19,10 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
+from beavertui.engine.code.extract import extract
 from beavertui.engine.corpus.load import load_corpus
 from beavertui.engine.errors import BeaverError
 from beavertui.engine.judge.classify import classify, classify_record
-from beavertui.engine.loop.extract import extract
 from beavertui.engine.metrics.table_io import TableFormatError, read_table
 from beavertui.engine.session.store import peek, read_session
 from tests import prebuild

@@ -21,9 +21,9 @@ from typing import Any
 import pytest
 
 from beavertui.engine.corpus.load import load_corpus
+from beavertui.engine.stage import stages
 from beavertui.engine.timing import speedup
 from beavertui.engine.timing.speedup import DRIVER_PHASES, Timer, TimingConfig, phases_note, time_reference
-from beavertui.engine.toolchain import stages as runner
 
 ROOT = Path(__file__).resolve().parents[3]
 DRIVER = ROOT / "beavertui" / "engine" / "timing" / "kernelbench_driver.py"
@@ -415,7 +415,7 @@ def test_no_go_in_time_is_the_error_line(tmp_path: Path) -> None:
 
 
 @pytest.fixture
-def kb(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[runner.WorkDir, runner.RunnerConfig, Path]:
+def kb(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[stages.WorkDir, stages.StageConfig, Path]:
     """A work dir of problem.py and solution.py, a config whose stand-in torch takes 0.6 s to import, and the
     copy of the driver the timer runs (its path, unique to the test, finds its processes)."""
     work = tmp_path / "work"
@@ -432,11 +432,11 @@ def kb(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[runner.WorkDir,
         "PYTHONPATH": str(site),
         "STANDIN_IMPORT_S": "0.6",
     }
-    cfg = runner.RunnerConfig(base_dir=tmp_path, env=env)
-    return runner.WorkDir(path=work, task=task, manifest={}, links={}), cfg, driver
+    cfg = stages.StageConfig(base_dir=tmp_path, env=env)
+    return stages.WorkDir(path=work, task=task, manifest={}, links={}), cfg, driver
 
 
-def _timer(kb: tuple[runner.WorkDir, runner.RunnerConfig, Path], **tcfg: Any) -> Timer:
+def _timer(kb: tuple[stages.WorkDir, stages.StageConfig, Path], **tcfg: Any) -> Timer:
     work, cfg, _ = kb
     timing = TimingConfig(
         method="torch_events_l2flush_interleaved", process_runs=5, cache=work.path.parent / "c", **tcfg
@@ -646,7 +646,7 @@ def test_the_batch_starts_the_driver_before_it_holds_the_gpu_and_ends_it(
     measure = Timer.measure
     seen: list[tuple[list[int], bool]] = []
 
-    def held(timer: Timer, cand: runner.WorkDir, gate: float | None = None) -> Any:
+    def held(timer: Timer, cand: stages.WorkDir, gate: float | None = None) -> Any:
         seen.append((_drivers(driver), (work.path / "cuda_touched").exists()))
         if timing == "fails":
             raise BeaverError("the timing failed")

@@ -15,9 +15,9 @@ import pytest
 
 from beavertui.engine.corpus.load import load_corpus
 from beavertui.engine.session.events import StageResult
+from beavertui.engine.stage import stages
 from beavertui.engine.timing import adaptive
 from beavertui.engine.timing.speedup import Timer, TimingConfig
-from beavertui.engine.toolchain import stages as runner
 
 DATA = Path(__file__).parents[2] / "data"
 
@@ -58,13 +58,13 @@ def _timer(tmp_path: Path, samples: dict[str, list[float]]) -> Timer:
     task = load_corpus(DATA / "cpu").get("sleepy")
     timer = Timer(
         task,
-        runner.RunnerConfig(base_dir=tmp_path),
+        stages.StageConfig(base_dir=tmp_path),
         TimingConfig(cache=tmp_path, method="cupti", prestart="off"),
     )
     feeds = {who: itertools.cycle(v) for who, v in samples.items()}
-    ref_dir = runner.WorkDir(path=tmp_path / "ref", task=task, manifest={}, links={})
+    ref_dir = stages.WorkDir(path=tmp_path / "ref", task=task, manifest={}, links={})
 
-    def one_run(work: runner.WorkDir) -> tuple[list[float], StageResult]:
+    def one_run(work: stages.WorkDir) -> tuple[list[float], StageResult]:
         who = "reference" if work is ref_dir else "candidate"
         return [next(feeds[who])], StageResult(stage="benchmark", command=who, rc=0, duration_s=0.5)
 
@@ -77,7 +77,7 @@ def _measure(timer: Timer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):  # 
     import beavertui.engine.timing.speedup as speedup
 
     monkeypatch.setattr(speedup, "reference_workdir", lambda *a: timer._ref_dir)  # type: ignore[attr-defined]
-    cand = runner.WorkDir(path=tmp_path / "cand", task=timer.task, manifest={}, links={})
+    cand = stages.WorkDir(path=tmp_path / "cand", task=timer.task, manifest={}, links={})
     return timer.measure(cand)
 
 
@@ -168,7 +168,7 @@ def test_a_candidate_s_cupti_run_without_samples_is_run_again_plainly_to_say_who
     timer = _timer(tmp_path, {"reference": [2.0], "candidate": [1.0]})
     one_run = timer._sampler()
 
-    def failing_candidate(work: runner.WorkDir) -> tuple[list[float], StageResult]:
+    def failing_candidate(work: stages.WorkDir) -> tuple[list[float], StageResult]:
         if work is timer._ref_dir:  # type: ignore[attr-defined]
             return one_run(work)
         log = "==CUPTI== injection: 3 kernels\nterminate called after throwing an instance of 'std::runtime_error'"
@@ -178,16 +178,16 @@ def test_a_candidate_s_cupti_run_without_samples_is_run_again_plainly_to_say_who
     import beavertui.engine.timing.speedup as speedup
 
     monkeypatch.setattr(speedup, "reference_workdir", lambda *a: timer._ref_dir)  # type: ignore[attr-defined]
-    with runner.workdir(timer.task, code, runner.RunnerConfig(base_dir=tmp_path)) as cand:
-        assert runner.test(cand, timer.config).rc == 0  # its correctness run passes
-        plain: list[runner.WorkDir] = []  # the test command run again by the timer, plainly
-        test = runner.test
+    with stages.workdir(timer.task, code, stages.StageConfig(base_dir=tmp_path)) as cand:
+        assert stages.test(cand, timer.config).rc == 0  # its correctness run passes
+        plain: list[stages.WorkDir] = []  # the test command run again by the timer, plainly
+        test = stages.test
 
-        def counted(work: runner.WorkDir, config: runner.RunnerConfig) -> StageResult:
+        def counted(work: stages.WorkDir, config: stages.StageConfig) -> StageResult:
             plain.append(work)
             return test(work, config)
 
-        monkeypatch.setattr(speedup.runner, "test", counted)
+        monkeypatch.setattr(speedup.stages, "test", counted)
         with pytest.raises(BeaverError) as caught:
             timer.measure(cand)
     assert plain == ([] if timed_out else [cand])  # once, the candidate's; never at its time limit
@@ -211,8 +211,8 @@ def _timing_failure(timer: Timer, code: str) -> tuple[Exception, str | None]:
     times its test ran in its work dir (its ``runs`` file, where it keeps one)."""
     from beavertui.engine.timing.speedup import CandidateTimingFailed, SpeedupUnavailable
 
-    with runner.workdir(timer.task, code, timer.config) as cand:
-        assert runner.test(cand, timer.config).rc == 0  # its correctness run passes
+    with stages.workdir(timer.task, code, timer.config) as cand:
+        assert stages.test(cand, timer.config).rc == 0  # its correctness run passes
         with pytest.raises((CandidateTimingFailed, SpeedupUnavailable)) as caught:
             timer.measure(cand)
         runs = cand.path / "runs"
@@ -248,7 +248,7 @@ def test_a_testbench_run_that_fails_its_check_when_timed_is_run_again_to_say_who
     from beavertui.engine.timing.speedup import SpeedupUnavailable
 
     task = load_corpus(DATA / "cpu").get("sleepy")
-    cfg = runner.RunnerConfig(base_dir=tmp_path)
+    cfg = stages.StageConfig(base_dir=tmp_path)
     timer = Timer(task, cfg, TimingConfig(cache=tmp_path, method="testbench_lines", prestart="off"))
     err, runs = _timing_failure(timer, code)
     if whose == "candidate":
@@ -290,7 +290,7 @@ def test_a_kernelbench_driver_failing_on_the_candidate_s_side_runs_the_test_agai
     from beavertui.engine.timing.speedup import DRIVER_TAG, SpeedupUnavailable
 
     task = load_corpus(DATA / "cpu").get("sleepy")
-    cfg = runner.RunnerConfig(base_dir=tmp_path)
+    cfg = stages.StageConfig(base_dir=tmp_path)
     timer = Timer(task, cfg, TimingConfig(cache=tmp_path, method="torch_events_l2flush_interleaved"))
     line = DRIVER_TAG + json.dumps(
         {"method": "torch_events_l2flush_interleaved", "error": error, "side": side}

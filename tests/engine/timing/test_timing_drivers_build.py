@@ -25,8 +25,8 @@ import pytest
 from beavertui.engine.corpus.load import load_corpus
 from beavertui.engine.corpus.task import Task
 from beavertui.engine.session.events import StageResult
+from beavertui.engine.stage import stages
 from beavertui.engine.timing import native
-from beavertui.engine.toolchain import stages as runner
 from tests.prebuild import ENV, Prebuild
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -47,14 +47,14 @@ TASKS = _tasks()
 
 
 #: Bound when this module is imported, before any test runs: the builds run in the background while other
-#: tests replace runner.run_stage with a wrapper that records the stages of their own batch.
-_prepare, _run_stage, _place_sources = runner.prepare, runner.run_stage, native.place_sources
+#: tests replace stages.run_stage with a wrapper that records the stages of their own batch.
+_prepare, _run_stage, _place_sources = stages.prepare, stages.run_stage, native.place_sources
 
 
-def stage(work: runner.WorkDir, command: str, base: Path) -> StageResult:
+def stage(work: stages.WorkDir, command: str, base: Path) -> StageResult:
     """One build of this module: the engine's build stage, with the session's environment (not os.environ as
     it is while the builds run in the background: another test may have PATH monkeypatched then)."""
-    return _run_stage(work, "build", command, 600, runner.RunnerConfig(sm=90, base_dir=base, env=ENV))
+    return _run_stage(work, "build", command, 600, stages.StageConfig(sm=90, base_dir=base, env=ENV))
 
 
 def _build(task: Task, base: Path) -> dict[str, object]:

@@ -19,6 +19,7 @@ from beavertui.batch.scheduled import ScheduledLocalToolchain
 from beavertui.engine.corpus.load import load_corpus, load_task
 from beavertui.engine.errors import BeaverError
 from beavertui.engine.session.events import GpuSignature, StageResult, Verdict
+from beavertui.engine.stage import stages
 from beavertui.engine.timing import native
 from beavertui.engine.timing.speedup import (
     RULES,
@@ -28,7 +29,6 @@ from beavertui.engine.timing.speedup import (
     reference_workdir,
     time_reference,
 )
-from beavertui.engine.toolchain import stages as runner
 from beavertui.engine.toolchain.base import AttemptOptions
 from beavertui.engine.toolchain.local import LocalConfig, LocalToolchain
 
@@ -47,9 +47,9 @@ def solution(cost: str, *hooks: str) -> str:
 
 
 def measure(task, tmp_path: Path, code: str, gate: float | None = None, rounds: int = 3):  # type: ignore[no-untyped-def]
-    cfg = runner.RunnerConfig(base_dir=tmp_path / "w")
+    cfg = stages.StageConfig(base_dir=tmp_path / "w")
     timer = Timer(task, cfg, TimingConfig(inprocess=True, cache=tmp_path / "cache", rounds=rounds))
-    with runner.workdir(task, code, cfg) as cand:
+    with stages.workdir(task, code, cfg) as cand:
         return timer.measure(cand, gate), timer
 
 
@@ -74,9 +74,9 @@ def test_one_process_interleaves_reference_and_candidate(inproc, tmp_path: Path)
     assert "--reference" in res.command and "--candidate" in res.command and "--rounds 3" in res.command
     # the driver and the reference's side library were built once beside the cached reference build
     built = reference_workdir(
-        inproc, runner.RunnerConfig(), TimingConfig(inprocess=True, cache=tmp_path / "cache")
+        inproc, stages.StageConfig(), TimingConfig(inprocess=True, cache=tmp_path / "cache")
     )
-    ref = native.reference_side(inproc, built, runner.RunnerConfig())
+    ref = native.reference_side(inproc, built, stages.StageConfig())
     assert (ref.path / "timing.out").is_file() and (ref.path / "solution.so").is_file()
     assert (ref.path / native.BUILT).is_file()
 
@@ -84,7 +84,7 @@ def test_one_process_interleaves_reference_and_candidate(inproc, tmp_path: Path)
 def test_the_reference_alone_is_timed_in_one_process_too(inproc, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     timer = Timer(
         inproc,
-        runner.RunnerConfig(base_dir=tmp_path / "w"),
+        stages.StageConfig(base_dir=tmp_path / "w"),
         TimingConfig(inprocess=True, cache=tmp_path / "cache"),
     )
     rt = time_reference(timer)
@@ -220,7 +220,7 @@ def test_the_batch_builds_everything_before_it_holds_the_gpu_alone(inproc, tmp_p
     tool = _tool(tmp_path, "batch")
     assert isinstance(tool, ScheduledLocalToolchain)
     order: list[str] = []
-    hold, build_hold, run_stage = tool.pool.hold, tool.builds.hold, runner.run_stage
+    hold, build_hold, run_stage = tool.pool.hold, tool.builds.hold, stages.run_stage
 
     def watched_hold(**kw):  # type: ignore[no-untyped-def]
         order.append("gpu exclusive" if kw.get("exclusive") else "gpu shared")
@@ -235,18 +235,16 @@ def test_the_batch_builds_everything_before_it_holds_the_gpu_alone(inproc, tmp_p
     tool.pool.hold = watched_hold  # type: ignore[method-assign]
     tool.builds.hold = build_hold  # type: ignore[method-assign]
     mp = pytest.MonkeyPatch()
-    mp.setattr(runner, "run_stage", watched_stage)
+    mp.setattr(stages, "run_stage", watched_stage)
     try:
         events = list(tool.attempt(inproc, solution("echo 1.0"), AttemptOptions(iteration=1, gate=0.7)))
     finally:
         mp.undo()
     assert events[-1].success  # type: ignore[attr-defined]
     held = order.index("gpu exclusive")
-    stages = [x for x in order[held:] if not x.startswith("end")]
-    assert stages == ["gpu exclusive", f"benchmark: {stages[1].split()[1]}"], (
-        order
-    )  # nothing built held alone
-    assert stages[1].endswith("/timing.out")  # one timing process
+    after = [x for x in order[held:] if not x.startswith("end")]
+    assert after == ["gpu exclusive", f"benchmark: {after[1].split()[1]}"], order  # nothing built held alone
+    assert after[1].endswith("/timing.out")  # one timing process
     builds = [x for x in order[:held] if x.startswith("build")]
     # the candidate's test build; the reference's test build, side library and driver; the candidate's side library
     assert len(builds) == 5, order
@@ -275,10 +273,10 @@ def test_in_process_timing_is_the_default_and_process_timing_is_asked_for(
     monkeypatch.delenv("BEAVERTUI_TIMING", raising=False)
     assert TimingConfig().inprocess
     monkeypatch.setenv("BEAVERTUI_TIMING", "process")
-    cfg = runner.RunnerConfig(base_dir=tmp_path / "w")
+    cfg = stages.StageConfig(base_dir=tmp_path / "w")
     timer = Timer(inproc, cfg, TimingConfig(cache=tmp_path / "cache"))
     assert not timer.inprocess
-    with runner.workdir(inproc, solution("echo 1.0"), cfg) as cand:
+    with stages.workdir(inproc, solution("echo 1.0"), cfg) as cand:
         t = timer.measure(cand, None)
     assert t.method == "beaver_time_ms" and t.note is None  # one process per side and round
     assert [who for who, _ in timer.runs] == ["reference", "candidate"] * 3
@@ -300,7 +298,7 @@ def test_timing_sources_are_not_harness_and_a_change_rebuilds_the_timing_side(tm
     before = harness_hash(task)
     t, _ = measure(task, tmp_path, solution("echo 1.0"))
     assert t.method == "native_inprocess"
-    cfg, tcfg = runner.RunnerConfig(), TimingConfig(inprocess=True, cache=tmp_path / "cache")
+    cfg, tcfg = stages.StageConfig(), TimingConfig(inprocess=True, cache=tmp_path / "cache")
     ref = reference_workdir(task, cfg, tcfg)
     assert task.timing_driver is not None
     key = native.timing_key(task.timing_driver)

@@ -22,9 +22,9 @@ import pytest
 
 from beavertui.engine.corpus.load import load_corpus
 from beavertui.engine.errors import BeaverError
+from beavertui.engine.stage import stages
 from beavertui.engine.timing import cupti
 from beavertui.engine.timing.speedup import Timer, TimingConfig
-from beavertui.engine.toolchain import stages as runner
 
 DATA = Path(__file__).parents[2] / "data"
 
@@ -138,14 +138,14 @@ def _app(tmp_path: Path, rounds: int, late: int | None = None) -> tuple[Path, Pa
     return exe, marks
 
 
-def _timer(tmp_path: Path, exe: Path, prestart: str) -> tuple[Timer, runner.WorkDir]:
+def _timer(tmp_path: Path, exe: Path, prestart: str) -> tuple[Timer, stages.WorkDir]:
     command = f"{exe} {tmp_path / 'marks'}"
     task = dataclasses.replace(load_corpus(DATA / "cpu").get("sleepy"), test_command=command)
-    cfg = runner.RunnerConfig(base_dir=tmp_path / "work")
+    cfg = stages.StageConfig(base_dir=tmp_path / "work")
     timer = Timer(
         task, cfg, TimingConfig(cache=tmp_path / "cache", method="testbench_lines", prestart=prestart)
     )
-    work = runner.prepare(task, task.reference() or "", tmp_path / "work")
+    work = stages.prepare(task, task.reference() or "", tmp_path / "work")
     timer.prepare()
     return timer, work
 
@@ -238,7 +238,7 @@ def test_the_setting_takes_three_words_and_refuses_anything_else(monkeypatch: py
 
 def _cupti_timer(
     tmp_path: Path, exe: Path, monkeypatch: pytest.MonkeyPatch, go_at_exit: bool
-) -> tuple[Timer, runner.WorkDir]:
+) -> tuple[Timer, stages.WorkDir]:
     """A CUPTI timer over the test program, the reference's work dir its own. Without a GPU CUPTI records no
     kernel, so the kernel sum of each run is stood in (1 ms: the same on both sides, so sampling stops at 3
     runs a side); the runs, the gate and the marks are real."""
@@ -246,11 +246,11 @@ def _cupti_timer(
 
     command = f"{exe} {tmp_path / 'marks'}"
     task = dataclasses.replace(load_corpus(DATA / "cpu").get("sleepy"), test_command=command)
-    cfg = runner.RunnerConfig(base_dir=tmp_path / "work")
+    cfg = stages.StageConfig(base_dir=tmp_path / "work")
     tcfg = TimingConfig(cache=tmp_path / "cache", method="cupti", prestart="cupti", go_at_exit=go_at_exit)
     timer = Timer(task, cfg, tcfg)
-    ref = runner.prepare(task, task.reference() or "", tmp_path / "work")
-    cand = runner.prepare(task, task.reference() or "", tmp_path / "work")
+    ref = stages.prepare(task, task.reference() or "", tmp_path / "work")
+    cand = stages.prepare(task, task.reference() or "", tmp_path / "work")
     monkeypatch.setattr(speedup, "reference_workdir", lambda *a: ref)
     monkeypatch.setattr(Timer, "_kernel_ms", lambda self, text: 1.0 if "M\tinit" in text else None)
     timer.prepare()
@@ -313,14 +313,14 @@ def test_a_reference_timed_alone_starts_its_runs_ahead_too(
     assert len(list(marks.glob("began-*"))) == 3 and len(list(marks.glob("started-*"))) in (3, 4)
 
 
-def _unprepared(tmp_path: Path, exe: Path, env: dict[str, str] | None = None) -> tuple[Timer, runner.WorkDir]:
+def _unprepared(tmp_path: Path, exe: Path, env: dict[str, str] | None = None) -> tuple[Timer, stages.WorkDir]:
     """A testbench-lines timer as a toolchain makes one: prepare() not called (the injection library comes
     from the cache the fixture built it in)."""
     command = f"{exe} {tmp_path / 'marks'}"
     task = dataclasses.replace(load_corpus(DATA / "cpu").get("sleepy"), test_command=command)
-    cfg = runner.RunnerConfig(base_dir=tmp_path / "work", env=env)
+    cfg = stages.StageConfig(base_dir=tmp_path / "work", env=env)
     timer = Timer(task, cfg, TimingConfig(cache=tmp_path / "cache", method="testbench_lines", prestart="all"))
-    return timer, runner.prepare(task, task.reference() or "", tmp_path / "work")
+    return timer, stages.prepare(task, task.reference() or "", tmp_path / "work")
 
 
 def test_a_timer_nobody_prepared_still_parks_a_testbench_s_runs_together(
@@ -417,7 +417,7 @@ def test_a_candidate_run_without_samples_in_a_chain_is_run_again_plainly_once_th
         order.append(f"discard {self.who}")
         discard(self)
 
-    def plain(work: runner.WorkDir, config: runner.RunnerConfig) -> StageResult:
+    def plain(work: stages.WorkDir, config: stages.StageConfig) -> StageResult:
         order.append("plain")
         assert work is cand and "CUDA_INJECTION64_PATH" not in (
             config.env or {}
@@ -426,7 +426,7 @@ def test_a_candidate_run_without_samples_in_a_chain_is_run_again_plainly_once_th
 
     monkeypatch.setattr(Timer, "_end_run", candidate_fails)
     monkeypatch.setattr(Run, "discard", discarded)
-    monkeypatch.setattr(speedup.runner, "test", plain)
+    monkeypatch.setattr(speedup.stages, "test", plain)
     with pytest.raises(CandidateTimingFailed) as caught:
         timer.measure(cand)
     assert caught.value.evidence.startswith("MISMATCH: 3 of 8 wrong")

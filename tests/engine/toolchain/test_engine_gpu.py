@@ -193,8 +193,8 @@ def test_ncu_fallback_times_the_same_pair(release, tmp_path: Path) -> None:
 def test_validate_native_fixture_corpus(tmp_path: Path) -> None:
     import shutil
 
-    from beavertui.engine.corpus.validate import validate
     from beavertui.engine.host.ceilings import measure
+    from beavertui.engine.validation.validate import validate
 
     root = tmp_path / "corpus"
     shutil.copytree(DATA / "native", root)

@@ -14,7 +14,7 @@ import pytest
 from beavertui.engine.corpus.load import load_corpus
 from beavertui.engine.errors import BeaverError
 from beavertui.engine.host import isolation, sandbox
-from beavertui.engine.toolchain import stages as runner
+from beavertui.engine.stage import stages
 
 DATA = Path(__file__).parents[2] / "data"
 
@@ -28,10 +28,10 @@ def corpus(tmp_path: Path) -> Path:
 
 def test_harness_sources_are_read_only_and_shipped_binaries_are_not(tmp_path: Path) -> None:
     task = load_corpus(DATA / "release").get("cutlass_905_basic_gemm__perf_broken__a0000005")
-    cfg = runner.RunnerConfig(base_dir=tmp_path)
-    with runner.workdir(task, "// candidate\n", cfg) as work:
+    cfg = stages.StageConfig(base_dir=tmp_path)
+    with stages.workdir(task, "// candidate\n", cfg) as work:
         modes = {rel: (work.path / rel).stat().st_mode & 0o222 for rel in work.manifest}
-        sources = sorted(rel for rel in modes if runner.is_tamper_target(rel))
+        sources = sorted(rel for rel in modes if stages.is_tamper_target(rel))
         assert "Makefile" in sources
         assert {modes[rel] for rel in sources} == {0}
         assert modes["test"] != 0  # a shipped binary the build replaces stays writable
@@ -43,9 +43,9 @@ def test_unprivileged_candidate_cannot_edit_a_harness_source(tmp_path: Path) -> 
         pytest.skip("root ignores file modes; the hash check catches the edit (test_harness_tamper_detected)")
     task = load_corpus(DATA / "native").get("vec_scale")
     # no user namespace: there the stage is uid 0 with capabilities, which override file modes
-    cfg = runner.RunnerConfig(base_dir=tmp_path, limits=sandbox.Limits(user_namespace=False))
-    with runner.workdir(task, "// c\n", cfg) as work:
-        out = runner.run_stage(work, "run", "echo '// hacked' >> test_main.cu", 10, cfg)
+    cfg = stages.StageConfig(base_dir=tmp_path, limits=sandbox.Limits(user_namespace=False))
+    with stages.workdir(task, "// c\n", cfg) as work:
+        out = stages.run_stage(work, "run", "echo '// hacked' >> test_main.cu", 10, cfg)
         assert out.rc == 1 and "Permission denied" in out.log
         assert work.verify() == []
 
@@ -56,12 +56,12 @@ def test_corpus_edited_through_an_absolute_path_is_caught(corpus: Path, tmp_path
     before = target.read_bytes()
     # no mount namespace: neither a private /tmp nor read-only binds, so only the hash check stands
     bare = sandbox.Limits(private_tmp=False, pid_namespace=False)
-    cfg = runner.RunnerConfig(base_dir=tmp_path / "work", limits=bare)
-    with runner.workdir(task, "// c\n", cfg) as work:
+    cfg = stages.StageConfig(base_dir=tmp_path / "work", limits=bare)
+    with stages.workdir(task, "// c\n", cfg) as work:
         assert work.verify() == []
-        out = runner.run_stage(work, "run", f"echo '// poisoned' >> {target}", 10, cfg)
+        out = stages.run_stage(work, "run", f"echo '// poisoned' >> {target}", 10, cfg)
         assert out.rc == 0
-        assert work.verify() == [runner.CORPUS_CHANGED]
+        assert work.verify() == [stages.CORPUS_CHANGED]
     assert target.read_bytes() == before + b"// poisoned\n"
 
 
@@ -76,7 +76,7 @@ def test_corpus_and_cache_are_read_only_to_a_stage(corpus: Path, tmp_path: Path)
     (cache / "refbuild").mkdir(parents=True)
     (cache / "baseline.json").write_text("{}")
     # the corpus and cache copies lie under /tmp: a shared /tmp keeps them in sight of the stage
-    cfg = runner.RunnerConfig(
+    cfg = stages.StageConfig(
         base_dir=tmp_path / "work", limits=sandbox.Limits(private_tmp=False), read_only=(cache,)
     )
     attack = (
@@ -85,9 +85,9 @@ def test_corpus_and_cache_are_read_only_to_a_stage(corpus: Path, tmp_path: Path)
         f"touch {cache}/refbuild/x; echo rc=$?; "
         "echo ok > mine.txt; echo rc=$?\n"
     )
-    with runner.workdir(task, "// c\n", cfg) as work:
+    with stages.workdir(task, "// c\n", cfg) as work:
         (work.path / "attack.sh").write_text(attack)
-        out = runner.run_stage(work, "run", "sh attack.sh", 10, cfg)
+        out = stages.run_stage(work, "run", "sh attack.sh", 10, cfg)
         assert out.log.count("Read-only file system") == 3, out.log
         rcs = [line for line in out.log.splitlines() if line.startswith("rc=")]
         assert len(rcs) == 4 and "rc=0" not in rcs[:3] and rcs[3] == "rc=0", out.log
@@ -126,11 +126,11 @@ def test_private_tmp_keeps_a_corpus_under_tmp_out_of_reach(corpus: Path, tmp_pat
     task = load_corpus(corpus).get("vec_scale")
     target = corpus / "vec_scale" / "testbench" / "test_main.cu"
     before = target.read_bytes()
-    cfg = runner.RunnerConfig(base_dir=tmp_path / "work")
-    with runner.workdir(task, "// c\n", cfg) as work:
+    cfg = stages.StageConfig(base_dir=tmp_path / "work")
+    with stages.workdir(task, "// c\n", cfg) as work:
         # the candidate's own code names the path (paths in the task's command stay reachable)
         (work.path / "attack.sh").write_text(f"mkdir -p {target.parent} && echo '// poisoned' >> {target}\n")
-        out = runner.run_stage(work, "run", "sh attack.sh", 10, cfg)
+        out = stages.run_stage(work, "run", "sh attack.sh", 10, cfg)
         assert out.rc == 0
         assert work.verify() == []
     assert target.read_bytes() == before
@@ -160,7 +160,7 @@ def test_runner_refuses_a_solution_path_through_a_linked_library(tmp_path: Path)
     task = load_corpus(DATA / "release").get("cutlass_905_basic_gemm__perf_broken__a0000005")
     bad = dataclasses.replace(task, solution_file="reference_sources/cutlass/evil.cu")
     with pytest.raises(BeaverError, match="escapes the work dir"):
-        runner.prepare(bad, "// c\n", tmp_path)
+        stages.prepare(bad, "// c\n", tmp_path)
     assert list(tmp_path.iterdir()) == []  # nothing left behind
 
 

@@ -6,9 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from beavertui.engine.corpus.harness import harness_hash
+from beavertui.engine.corpus.harness import harness_hash, reference_hash
 from beavertui.engine.corpus.load import load_corpus
 from beavertui.engine.session.events import Built, GpuSignature, Ran, Sanitized, Verdict
+from beavertui.engine.stage import stages
 from beavertui.engine.timing import baselines
 from beavertui.engine.timing.speedup import (
     Timer,
@@ -18,7 +19,6 @@ from beavertui.engine.timing.speedup import (
     stats,
     timing_command,
 )
-from beavertui.engine.toolchain import stages as runner
 from beavertui.engine.toolchain.base import AttemptOptions
 from beavertui.engine.toolchain.local import LocalConfig, LocalToolchain
 
@@ -67,16 +67,16 @@ def test_tampering_candidate_is_not_correct(sleepy, tmp_path: Path) -> None:
 
 
 def test_timer_interleaves_reference_and_candidate_with_the_contract(sleepy, tmp_path: Path) -> None:
-    cfg = runner.RunnerConfig(base_dir=tmp_path / "work")
+    cfg = stages.StageConfig(base_dir=tmp_path / "work")
     timer = Timer(sleepy, cfg, TimingConfig(cache=tmp_path / "cache", rounds=2))
-    with runner.workdir(sleepy, sleepy.broken_start(), cfg) as cand:
+    with stages.workdir(sleepy, sleepy.broken_start(), cfg) as cand:
         t = timer.measure(cand)
     assert t.method == "beaver_time_ms"
     assert t.reference_samples == [2.0] * 24 and t.candidate_samples == [1.0] * 24
     assert t.speedup == 2.0 and t.reference_cv == 0.0 and not t.unstable and not t.implausible
     built = list((tmp_path / "cache" / "refbuild").iterdir())
     assert len(built) == 1 and (built[0] / ".beaver-built").is_file()
-    with runner.workdir(sleepy, "compute() { :; }\ncost() { echo 0.1; }\n", cfg) as cand:
+    with stages.workdir(sleepy, "compute() { :; }\ncost() { echo 0.1; }\n", cfg) as cand:
         fast = timer.measure(cand)
     assert fast.speedup == pytest.approx(20.0) and fast.implausible
     assert len(list((tmp_path / "cache" / "refbuild").iterdir())) == 1  # reference build reused
@@ -105,7 +105,7 @@ def test_baseline_round_trip_is_keyed_by_signature_and_hashes(sleepy, tmp_path: 
     harness = harness_hash(release)
     b = baselines.Baseline(
         task_id=release.id, gpu=gpu, method="cupti", median_ms=1.5, cv=0.01, samples=[1.5],
-        reference_hash=baselines.reference_hash(release), harness_hash=harness,
+        reference_hash=reference_hash(release), harness_hash=harness,
     )  # fmt: skip
     path = baselines.save(release, b, cache=tmp_path)
     assert path == tmp_path / "baselines" / release.id / "nvidia_h200_sm_90_cuda_13_0.json"

@@ -9,7 +9,7 @@ import pytest
 
 from beavertui.engine.corpus.load import load_corpus
 from beavertui.engine.judge.classify import classify
-from beavertui.engine.toolchain import stages as runner
+from beavertui.engine.stage import stages
 
 DATA = Path(__file__).parents[2] / "data"
 nvcc = pytest.mark.skipif(
@@ -22,12 +22,12 @@ def vec_scale():
     return load_corpus(DATA / "native").get("vec_scale")
 
 
-def _build(task, code: str, tmp_path: Path) -> tuple[runner.StageResult, list[str]]:
-    cfg = runner.RunnerConfig(base_dir=tmp_path)
-    with runner.workdir(task, code, cfg) as work:
+def _build(task, code: str, tmp_path: Path) -> tuple[stages.StageResult, list[str]]:
+    cfg = stages.StageConfig(base_dir=tmp_path)
+    with stages.workdir(task, code, cfg) as work:
         assert (work.path / "_common" / "fixture.cuh").is_file()
         assert (work.path / "solution.cu").read_text() == code
-        result = runner.build(work, cfg)
+        result = stages.build(work, cfg)
         return result, work.note_build()
 
 
@@ -85,28 +85,28 @@ def test_same_error_on_other_lines_gives_same_signature(vec_scale, tmp_path: Pat
 
 
 def test_harness_tamper_detected(vec_scale, tmp_path: Path) -> None:
-    cfg = runner.RunnerConfig(base_dir=tmp_path)
-    with runner.workdir(vec_scale, "// candidate\n", cfg, keep=True) as work:
+    cfg = stages.StageConfig(base_dir=tmp_path)
+    with stages.workdir(vec_scale, "// candidate\n", cfg, keep=True) as work:
         assert work.verify() == []
-        out = runner.run_stage(
+        out = stages.run_stage(
             work, "run", "echo '// hacked' >> test_main.cu; rm include/scale.h; touch new.o", 10, cfg
         )
         assert out.rc == 0
         assert work.verify() == ["include/scale.h", "test_main.cu"]
     assert work.path.is_dir()  # kept on request
-    runner.remove(work)
+    stages.remove(work)
     assert not work.path.exists()
 
 
 def test_build_outputs_overwriting_shipped_binaries_are_not_tampering(tmp_path: Path) -> None:
     task = load_corpus(DATA / "release").get("cutlass_905_basic_gemm__perf_broken__a0000005")
-    cfg = runner.RunnerConfig(base_dir=tmp_path)
-    with runner.workdir(task, "// h\n", cfg) as work:
+    cfg = stages.StageConfig(base_dir=tmp_path)
+    with stages.workdir(task, "// h\n", cfg) as work:
         assert (work.path / "reference_sources" / "cutlass").is_symlink()
-        runner.run_stage(work, "build", "printf 'new binary' > test", 10, cfg)
+        stages.run_stage(work, "build", "printf 'new binary' > test", 10, cfg)
         assert work.note_build() == []
         assert work.verify() == []
-        runner.run_stage(work, "build", "echo x >> Makefile", 10, cfg)
+        stages.run_stage(work, "build", "echo x >> Makefile", 10, cfg)
         assert work.note_build() == ["Makefile"]
         assert work.verify() == ["Makefile"]
 
@@ -115,9 +115,9 @@ def test_stage_env_is_scrubbed_and_adapted(tmp_path: Path, monkeypatch: pytest.M
     monkeypatch.setenv("OPENAI_API_KEY", "sk-secret")
     monkeypatch.setenv("GITHUB_TOKEN", "ghp")
     task = load_corpus(DATA / "release").get("kernelbench_level1_904__logic_error__a0000004")
-    cfg = runner.RunnerConfig(base_dir=tmp_path, sm=90)
-    with runner.workdir(task, "x = 1\n", cfg) as work:
-        out = runner.run_stage(
+    cfg = stages.StageConfig(base_dir=tmp_path, sm=90)
+    with stages.workdir(task, "x = 1\n", cfg) as work:
+        out = stages.run_stage(
             work, "run", "env; python -c 'import sys; print(\"EXE\", sys.executable)'", 20, cfg
         )
     assert "sk-secret" not in out.log and "GITHUB_TOKEN" not in out.log

@@ -17,14 +17,9 @@ from pathlib import Path
 
 from beavertui.engine.errors import BeaverError
 from beavertui.engine.host.gpu import cuda_root
+from beavertui.engine.paths import cache_dir
 
 SOURCE = Path(__file__).with_name("beaver_cupti.c")
-
-
-def cache_dir() -> Path:
-    """~/.cache/beavertui (or $XDG_CACHE_HOME/beavertui)."""
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "beavertui"
 
 
 def cupti_paths(root: Path) -> tuple[Path, Path] | None:

@@ -25,8 +25,8 @@ from beavertui.engine.corpus.task import Task
 from beavertui.engine.errors import BeaverError
 from beavertui.engine.host import sandbox
 from beavertui.engine.host.adapt import adapt_command, adapt_env
+from beavertui.engine.paths import cache_dir
 from beavertui.engine.session.events import StageResult
-from beavertui.engine.timing import cupti
 
 #: Files whose change during the build is tampering, not a build output.
 SOURCE_SUFFIXES = frozenset(
@@ -101,8 +101,8 @@ def cpus_setting(var: str) -> str | None:
 
 
 @dataclass(frozen=True)
-class RunnerConfig:
-    """How the runner runs stages on this machine."""
+class StageConfig:
+    """How stages run on this machine."""
 
     sm: int | None = None
     """Local compute capability (90 for an H200) for the arch adaptations; None leaves them."""
@@ -116,7 +116,7 @@ class RunnerConfig:
     """Override of the task's build limit, seconds."""
     run_s: float | None = None
     """Override of the task's run limit, seconds."""
-    read_only: tuple[Path, ...] = field(default_factory=lambda: (cupti.cache_dir(),))
+    read_only: tuple[Path, ...] = field(default_factory=lambda: (cache_dir(),))
     """Folders stages may read but not change, besides the corpus and its linked libraries (where a
     mount namespace is available): beavertui's cache, with reference builds and baselines."""
     build_nice: int = field(default_factory=build_nice_default)
@@ -238,7 +238,7 @@ def remove(work: WorkDir) -> None:
 
 
 @contextmanager
-def workdir(task: Task, code: str, config: RunnerConfig, keep: bool = False) -> Iterator[WorkDir]:
+def workdir(task: Task, code: str, config: StageConfig, keep: bool = False) -> Iterator[WorkDir]:
     """A prepared work dir, removed on exit unless ``keep``."""
     work = prepare(task, code, config.base_dir)
     try:
@@ -248,7 +248,7 @@ def workdir(task: Task, code: str, config: RunnerConfig, keep: bool = False) -> 
             remove(work)
 
 
-def stage_env(task: Task, config: RunnerConfig) -> dict[str, str]:
+def stage_env(task: Task, config: StageConfig) -> dict[str, str]:
     """The scrubbed, adapted environment of a task's commands."""
     base = sandbox.scrub_env(config.env if config.env is not None else os.environ)
     return adapt_env(base, task.pythonpath, config.sm)
@@ -259,11 +259,11 @@ def run_stage(
     stage: Literal["build", "run", "sanitize", "benchmark"],
     command: str,
     timeout_s: float,
-    config: RunnerConfig,
+    config: StageConfig,
     adapt: bool = True,
 ) -> StageResult:
     """Run one command of the attempt in the work dir and record it; a build at the build priority
-    (``RunnerConfig.build_nice``, ``build_cpus``), a timing stage on ``timing_cpus``."""
+    (``StageConfig.build_nice``, ``build_cpus``), a timing stage on ``timing_cpus``."""
     started = start_stage(work, command, timeout_s, config, adapt, stage)
     with nullcontext() if config.pausable is None else config.pausable(started.process):
         out = started.finish()
@@ -285,7 +285,7 @@ class StartedStage:
 
 
 def stage_limits(
-    config: RunnerConfig, stage: Literal["build", "run", "sanitize", "benchmark"]
+    config: StageConfig, stage: Literal["build", "run", "sanitize", "benchmark"]
 ) -> sandbox.Limits:
     """The sandbox limits of a stage of this kind: ``config.limits``, a build at the build priority and a
     timing stage on the timing CPUs."""
@@ -300,7 +300,7 @@ def start_stage(
     work: WorkDir,
     command: str,
     timeout_s: float,
-    config: RunnerConfig,
+    config: StageConfig,
     adapt: bool = True,
     stage: Literal["build", "run", "sanitize", "benchmark"] = "run",
 ) -> StartedStage:
@@ -336,11 +336,11 @@ def stage_result(
     )
 
 
-def build(work: WorkDir, config: RunnerConfig) -> StageResult:
+def build(work: WorkDir, config: StageConfig) -> StageResult:
     limit = config.build_s or work.task.timeouts.build_s
     return run_stage(work, "build", work.task.build_command, limit, config)
 
 
-def test(work: WorkDir, config: RunnerConfig) -> StageResult:
+def test(work: WorkDir, config: StageConfig) -> StageResult:
     limit = config.run_s or work.task.timeouts.run_s
     return run_stage(work, "run", work.task.test_command, limit, config)

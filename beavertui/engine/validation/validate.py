@@ -21,27 +21,26 @@ import os
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
-from contextlib import nullcontext
 from concurrent.futures import Future, ThreadPoolExecutor, as_completed
+from contextlib import nullcontext
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from queue import Queue
 from typing import Literal
 
-from beavertui.engine.corpus import harness
-from beavertui.engine.timing import baselines
-from beavertui.engine.toolchain import stages as runner
-from beavertui.engine.judge.categories import label_agrees, label_category
-from beavertui.engine.host.ceilings import Ceilings
-from beavertui.engine.corpus import families, verdicts
+from beavertui.engine.corpus import families, harness, verdicts
 from beavertui.engine.corpus.load import runnable_here
-from beavertui.engine.errors import BeaverError
-from beavertui.engine.session.events import Ran, Verdict
-from beavertui.engine.host.gpu import Machine, clocks
-from beavertui.engine.toolchain.local import LocalConfig, LocalToolchain
 from beavertui.engine.corpus.task import Task
+from beavertui.engine.errors import BeaverError
+from beavertui.engine.host.ceilings import Ceilings
+from beavertui.engine.host.gpu import Machine, clocks
+from beavertui.engine.judge.categories import label_agrees, label_category
+from beavertui.engine.session.events import Ran, Verdict
+from beavertui.engine.stage import stages
+from beavertui.engine.timing import baselines
 from beavertui.engine.timing.speedup import Timer, adopt_reference_build, time_reference
 from beavertui.engine.toolchain.base import AttemptOptions
+from beavertui.engine.toolchain.local import LocalConfig, LocalToolchain
 
 #: The gate a ``perf_broken`` start must stay below (docs/metrics.md default p).
 PERF_GATE = 0.7
@@ -145,8 +144,8 @@ class _PinnedToolchain(LocalToolchain):
         super().__init__(config)
         self.pinned = gpu
 
-    def _runner_config(self) -> runner.RunnerConfig:
-        cfg = super()._runner_config()
+    def _stage_config(self) -> stages.StageConfig:
+        cfg = super()._stage_config()
         return replace(cfg, env={**os.environ, "CUDA_VISIBLE_DEVICES": self.pinned})
 
 
@@ -189,7 +188,9 @@ def check_task(
     of memory beside other checks; the broken start's run did not)."""
     sem = families.semantics(task)
     slug = machine.gpu.slug if machine.gpu is not None else None
-    base = TaskValidation(task.id, task.label, False, family=sem.family, reference_kind=sem.reference, gpu=slug)
+    base = TaskValidation(
+        task.id, task.label, False, family=sem.family, reference_kind=sem.reference, gpu=slug
+    )
     why = runnable_here(task, machine)
     if why is not None:
         return replace(base, reason=why)
@@ -203,7 +204,9 @@ def check_task(
         ref_code = families.reference_submission(task)
         if ref_code is None:
             return replace(base, reason="no reference solution shipped")
-        ref_tool = LocalToolchain(tool.config, tool.gpu_slots)  # its own instance: last_workdir is per attempt
+        ref_tool = LocalToolchain(
+            tool.config, tool.gpu_slots
+        )  # its own instance: last_workdir is per attempt
         if reference_stands:
             # the stored verdict's reference check passed (reusable()), and nothing is built for the timing
             # of an eager Model: only the timing runs again
@@ -213,11 +216,11 @@ def check_task(
             ref = _verdict(ref_tool, task, ref_code, replace(plain, keep_workdir=prebuild))
             ref_category, ref_signature = ref.category, ref.signature
         if prebuild and ref_tool.last_workdir is not None:  # the timing phase reuses this build
-            kept = runner.WorkDir(path=ref_tool.last_workdir, task=task, manifest={}, links={})
+            kept = stages.WorkDir(path=ref_tool.last_workdir, task=task, manifest={}, links={})
             if ref_category == "passed" and sem.speed == "interleaved":
                 adopt_reference_build(task, tool.config.timing, kept, task.build_command)
             else:
-                runner.remove(kept)
+                stages.remove(kept)
     else:
         notes.append(f"reference: {sem.summary}")
     if stored is not None and stored.observed_category is not None:
@@ -357,7 +360,7 @@ def time_task(
             b = baselines.as_found_for(first, task)
             timing_note = slot.note
         else:
-            cfg = tool._runner_config()
+            cfg = tool._stage_config()
             try:
                 rt = time_reference(timer or Timer(task, cfg, tool.config.timing))
             except BeaverError as exc:
@@ -370,7 +373,7 @@ def time_task(
             gbps = task.work_bytes / seconds / 1e9 if task.work_bytes and seconds > 0 else None
             b = baselines.Baseline(
                 task_id=task.id, gpu=machine.gpu, method=rt.method, median_ms=rt.median_ms, cv=rt.cv,
-                samples=rt.samples, unstable=rt.unstable, reference_hash=baselines.reference_hash(task),
+                samples=rt.samples, unstable=rt.unstable, reference_hash=harness.reference_hash(task),
                 harness_hash=harness_h, clocks=clocks(), tflops=tflops, gbps=gbps,
             )  # fmt: skip
             timing_note = rt.note
@@ -400,7 +403,9 @@ def _perf_broken(task: Task, out: TaskValidation, tool: LocalToolchain, notes: l
         AttemptOptions(iteration=1, gate=PERF_GATE, time_if_correct=True, sanitize_on_failure=False),
     )  # fmt: skip
     if timed.speedup is None:
-        notes.append("perf_broken start not timed" + (f": {timed.speedup_note}" if timed.speedup_note else ""))
+        notes.append(
+            "perf_broken start not timed" + (f": {timed.speedup_note}" if timed.speedup_note else "")
+        )
         return replace(out, label_agrees=False)
     below = timed.speedup < PERF_GATE
     if not below:
@@ -473,7 +478,10 @@ def validate(
             if on_checked is not None:
                 on_checked(checked[-1], done, len(tasks))
     if len(tasks) > 1:
-        checked = [_alone(t, machine, tool, timed, c) if _out_of_memory(c) else c for t, c in zip(tasks, checked, strict=True)]
+        checked = [
+            _alone(t, machine, tool, timed, c) if _out_of_memory(c) else c
+            for t, c in zip(tasks, checked, strict=True)
+        ]
     for task, c in zip(tasks, checked, strict=True):
         # stored now, untimed: a validation cut during its timing phase keeps its checks (--reuse-checks
         # times them later); each is stored again with its timing below
@@ -562,7 +570,7 @@ def _warmer(
             return None
         keys.add(key)
         task = tasks[i]
-        timer = Timer(task, tool._runner_config(), tool.config.timing)
+        timer = Timer(task, tool._stage_config(), tool.config.timing)
         if not timer.warms:
             return None
         if reuse_checks and baselines.load(task, machine.gpu, harness.harness_hash(task), cache) is not None:
@@ -581,7 +589,9 @@ def _out_of_memory(r: TaskValidation) -> bool:
     return "out_of_memory" in (r.reference_category, r.broken_category)
 
 
-def _alone(task: Task, machine: Machine, tool: LocalToolchain, prebuild: bool, first: TaskValidation) -> TaskValidation:
+def _alone(
+    task: Task, machine: Machine, tool: LocalToolchain, prebuild: bool, first: TaskValidation
+) -> TaskValidation:
     """A task checked again with nothing else on the GPU (it ran out of memory beside other checks). Only the
     side that ran out of memory runs again: a broken start that ran to its own end keeps its result (its
     build and run are the costly part of a kernelbench check)."""
@@ -600,7 +610,9 @@ def _guarded(
     except Exception as exc:  # one task's crash must not end the validation of the rest
         sem = families.semantics(task)
         why = f"validation failed: {type(exc).__name__}: {exc}"
-        return TaskValidation(task.id, task.label, False, why, family=sem.family, reference_kind=sem.reference)
+        return TaskValidation(
+            task.id, task.label, False, why, family=sem.family, reference_kind=sem.reference
+        )
 
 
 def _timed(
