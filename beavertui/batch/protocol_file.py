@@ -149,7 +149,10 @@ def pairings_of(spec: BatchFile) -> list[dict[str, Any]]:
 
 def protocol_slug(p: Protocol) -> str:
     """Readable and unique folder name: ``iterative-K5-L3-H4-T0.7-p0.7-<hash>``."""
-    digest = hashlib.sha256(p.model_dump_json().encode()).hexdigest()[:8]
+    # a setting added since slugs were first made counts only away from its default, so that a run's
+    # folders keep their names
+    extra = {"run_limit"} if p.run_limit == "reference" else None
+    digest = hashlib.sha256(p.model_dump_json(exclude=extra).encode()).hexdigest()[:8]
     return f"{p.method}-K{p.budget}-{p.feedback}-H{p.history}-T{p.temperature:g}-p{p.gate:g}-{digest}"
 
 

@@ -30,6 +30,10 @@ class Timeouts:
 
     build_s: float = 300.0
     run_s: float = 120.0
+    run_from: str | None = None
+    """Where ``run_s`` came from, when not from the task itself (engine/corpus/run_limit.py)."""
+    own_run_s: float | None = None
+    """The task's own run limit, where ``run_s`` was set from its reference's run time."""
 
 
 @dataclass(frozen=True)

@@ -236,6 +236,17 @@ def _task_ref(task: Task, toolchain: Toolchain) -> TaskRef:
     return ref.model_copy(update={"observed_label": record.observed_category})
 
 
+def _limited(task: Task, toolchain: Toolchain, protocol: Protocol) -> Task:
+    """The task with its correctness runs limited as the protocol says (engine/corpus/run_limit.py): from
+    its reference's run time on this toolchain's GPU, where one is known."""
+    from beavertui.engine.corpus.run_limit import run_limit, with_run_limit
+
+    gpu = toolchain.gpu()
+    cache = getattr(toolchain, "cache_root", None)
+    limit = run_limit(task, gpu.slug if gpu is not None else None, protocol.run_limit, cache)
+    return with_run_limit(task, limit)
+
+
 def _diff(before: str, after: str, name: str) -> str:
     return "".join(
         difflib.unified_diff(
@@ -282,6 +293,7 @@ def run_session(
             sample=sample,
             notes=notes,
         )
+    task = _limited(task, toolchain, header.protocol)
     ended = next((e for e in prefix if isinstance(e, SessionEnd)), None)
     if ended is not None:
         raise SessionFileError(f"cannot resume: the session already ended ({ended.stop_reason})")

@@ -187,6 +187,12 @@ class StageResult(_Frozen):
     """Seconds the command was stopped (SIGSTOP) while a batch's timing stage held its GPU alone (a run), or
     measured (a build, --builds-in-timing), counted neither in ``duration_s`` nor in its time limit; None
     when it never was."""
+    limit_s: float | None = None
+    """The wall-clock limit the command ran under, seconds (a correctness run's: engine/corpus/run_limit.py);
+    None in files written before it was recorded."""
+    limit_from: str | None = None
+    """Where a correctness run's limit came from, in words (the reference's run time on this GPU times a
+    factor, or the task's own limit and why)."""
     reused: str | None = None
     """Set when the stage was not run for this attempt: its candidate is the broken start itself, and this is
     the result of the check of the broken start made before the first turn (the same toolchain, options and

@@ -19,6 +19,7 @@ MAX_BUDGET = 100
 
 Method = Literal["iterative", "repeated"]
 GateMode = Literal["after_run", "in_loop"]
+RunLimit = Literal["reference", "flat"]
 Feedback = Literal["L0", "L1", "L2", "L3", "L4"]
 Detector = Literal["duplicate_code", "code_cycle", "category_oscillation", "no_progress"]
 DETECTORS: tuple[Detector, ...] = ("duplicate_code", "code_cycle", "category_oscillation", "no_progress")
@@ -94,6 +95,12 @@ class Protocol(BaseModel):
     """Stagnation detector settings."""
     seed: int | None = None
     """Seed sent to the model, where the endpoint honours one."""
+    run_limit: RunLimit = "reference"
+    """The time limit of a correctness run: ``reference``, a generous factor of the task's reference run on
+    this GPU, with a floor, never above the task's own limit (the task's own limit where no reference run
+    time is known); ``flat``, the task's own limit always (the release: 300 s), for exact reproduction. Only
+    a candidate slower than the factor can tell them apart, and it fails every gate p above 1 / factor
+    (docs/metrics.md, Time limits)."""
 
     def ends_on(self, correct: bool, success: bool) -> bool:
         """Whether an attempt with this outcome ends an iterative trajectory as ``passed``."""

@@ -342,5 +342,12 @@ def build(work: WorkDir, config: StageConfig) -> StageResult:
 
 
 def test(work: WorkDir, config: StageConfig) -> StageResult:
-    limit = config.run_s or work.task.timeouts.run_s
-    return run_stage(work, "run", work.task.test_command, limit, config)
+    """The task's test command, under the run limit of the toolchain, or else of the task (which a session
+    sets from its reference's run time, engine/corpus/run_limit.py); the result says which and why."""
+    if config.run_s:
+        limit, source = config.run_s, "the toolchain's own run limit"
+    else:
+        limit = work.task.timeouts.run_s
+        source = work.task.timeouts.run_from or f"the task's own limit ({limit:g} s)"
+    res = run_stage(work, "run", work.task.test_command, limit, config)
+    return res.model_copy(update={"limit_s": limit, "limit_from": source})

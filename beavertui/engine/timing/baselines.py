@@ -99,7 +99,8 @@ def share_key(task: Task, harness: str | None = None) -> str:
         "semantics": [sem.family, sem.reference, sem.speed],
         "solution_file": task.solution_file,
         "commands": [task.build_command, task.test_command, task.benchmark_command],
-        "timeouts": [task.timeouts.build_s, task.timeouts.run_s],
+        # the task's own limits: a session's run limit from its reference's run time changes no timing
+        "timeouts": [task.timeouts.build_s, task.timeouts.own_run_s or task.timeouts.run_s],
         "extra_dirs": [dest for _, dest in task.extra_dirs],
         "linked_dirs": [[str(src.resolve()), dest] for src, dest in task.linked_dirs],
         "pythonpath": [str(p.resolve()) for p in task.pythonpath],
