@@ -8,6 +8,7 @@ the visible lines (table.py), so 10,000 rows stay cheap to add, sort and filter.
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from pathlib import Path
@@ -39,20 +40,20 @@ FIRST_CHUNK = 60
 """Rows in the first batch: a screenful, so the table shows sessions as soon as possible."""
 CHUNK = 500
 COLUMNS: tuple[Column, ...] = (
-    Column("file", "File", 20),
-    Column("task", "Task", 19),
-    Column("model", "Model", 13),
-    Column("protocol", "Protocol", 14),
+    Column("file", "File", 20, grow=True, cut_left=True),
+    Column("task", "Task", 19, grow=True),
+    Column("model", "Model", 13, grow=True),
+    Column("protocol", "Protocol", 14, grow=True),
     Column("outcome", "Outcome", 10),
     Column("iterations", "Iter", 5, right=True),
     Column("best", "Best", 6, right=True),
-    Column("stop", "Stop reason", 14),
+    Column("stop", "Stop reason", 14, grow=True),
     Column("category", "Last cat.", 9),
     Column("tokens", "Tokens", 6, right=True),
     Column("cost", "Cost", 7, right=True),
 )
-"""At 120 columns every column up to the last category shows; cut cells are whole in the detail line."""
-FILE_WIDTH = COLUMNS[0].width
+"""The least widths: at 120 columns every column up to the last category shows; cut cells are whole in the
+detail line. A wider screen widens file, task, model, protocol and stop reason up to their longest cell."""
 LABELS = {c.key: c.label for c in COLUMNS}
 OUTCOME_STYLE = {
     "success": "bold green",
@@ -83,14 +84,9 @@ def file_name(r: Row, root: Path | None = None) -> str:
         return Path(r.path).name
 
 
-def tail(text: str, width: int) -> str:
-    """``text`` cut from the left to ``width`` characters (the end of a file name tells sessions apart)."""
-    return text if len(text) <= width else "…" + text[-(width - 1) :]
-
-
 def cells(r: Row, root: Path | None = None) -> list[Cell]:
     return [
-        (tail(file_name(r, root), FILE_WIDTH), "dim"),
+        (file_name(r, root), "dim"),
         (r.task, "bold"),
         (r.model, ""),
         (r.protocol, "dim"),
@@ -217,10 +213,21 @@ class BrowserScreen(Screen[None]):
 
         asyncio.get_running_loop().create_task(watch_stop())
         async for changes in watchfiles.awatch(self.root, stop_event=stop, debounce=200, step=50):
-            paths = sorted({p for _c, p in changes if is_session_file(Path(p))})
-            rows = [await asyncio.to_thread(read_row, Path(p)) for p in paths if Path(p).is_file()]
+            paths = sorted({self.under_root(p) for _c, p in changes if is_session_file(Path(p))})
+            rows = [await asyncio.to_thread(read_row, p) for p in paths if p.is_file()]
             if rows:
                 self.upsert(rows)
+
+    def under_root(self, path: str | Path) -> Path:
+        """A path the folder watcher reports (absolute) spelled as the folder walk spells it (under the root
+        as given), so one file is one row: a relative root once listed every session twice."""
+        path = Path(path)
+        for base in (Path(os.path.abspath(self.root)), self.root.resolve()):
+            try:
+                return self.root / path.relative_to(base)
+            except ValueError:
+                continue
+        return path
 
     def on_rows_read(self, message: RowsRead) -> None:
         self.total = message.total
@@ -268,6 +275,11 @@ class BrowserScreen(Screen[None]):
     @on(VirtualTable.CursorMoved)
     def _cursor_moved(self) -> None:
         self._detail()
+
+    @on(VirtualTable.ColumnsChanged)
+    def _columns_changed(self) -> None:
+        table = self.query_one("#sessions", VirtualTable)
+        self.query_one("#browser-columns", Static).update(table.header_line())
 
     def refill(self) -> None:
         """Rebuild the shown rows from every row under the current filter and sort."""
@@ -322,7 +334,7 @@ class BrowserScreen(Screen[None]):
         if event.widget is None or event.widget.id != "browser-columns":
             return
         x = 1
-        for col in COLUMNS:
+        for col in self.query_one("#sessions", VirtualTable).columns:
             if x <= event.x < x + col.width + 1:
                 self.action_sort(col.key)
                 return

@@ -8,7 +8,7 @@ The table shows a list of rows handed to it; it knows nothing of sessions. Each 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import ClassVar
 
 from rich.segment import Segment
@@ -30,7 +30,48 @@ class Column:
     key: str
     label: str
     width: int
+    """Its width at the least (the table's width when the screen has no room to spare)."""
     right: bool = False
+    grow: bool = False
+    """Takes a share of the screen's spare width, up to its longest cell."""
+    cut_left: bool = False
+    """A cell too long for the column loses its start, not its end (``…ab.jsonl``)."""
+
+    def show(self, text: str) -> str:
+        """The cell as this column shows it: cut to the width, padded to it."""
+        if len(text) > self.width:
+            text = "…" + text[len(text) - self.width + 1 :] if self.cut_left else text[: self.width]
+        return text.rjust(self.width) if self.right else text.ljust(self.width)
+
+
+def fit_columns(columns: Sequence[Column], longest: Sequence[int], width: int) -> list[Column]:
+    """The columns widened to use ``width``: the spare room beyond their least widths shared among the
+    growing columns by how much each lacks (its longest cell or label minus its width), none past its
+    longest. With no room to spare the least widths stay, and the table scrolls sideways."""
+    out = list(columns)
+    spare = width - (sum(c.width + 1 for c in columns) + 1)
+    lacks = {
+        i: max(n, len(c.label)) - c.width
+        for i, (c, n) in enumerate(zip(columns, longest, strict=True))
+        if c.grow and max(n, len(c.label)) > c.width
+    }
+    while spare > 0 and lacks:
+        total = sum(lacks.values())
+        given = 0
+        for i, lack in list(lacks.items()):
+            add = min(lack, max(1, spare * lack // total))
+            add = min(add, spare - given)
+            if add <= 0:
+                break
+            out[i] = replace(out[i], width=out[i].width + add)
+            given += add
+            lacks[i] -= add
+            if lacks[i] <= 0:
+                del lacks[i]
+        spare -= given
+        if given == 0:
+            break
+    return out
 
 
 class VirtualTable(ScrollView, can_focus=True):
@@ -56,12 +97,40 @@ class VirtualTable(ScrollView, can_focus=True):
     class CursorMoved(Message):
         """The cursor is on another row (or the rows changed under it)."""
 
+    class ColumnsChanged(Message):
+        """The columns took other widths (the screen was resized, or longer cells came)."""
+
     def __init__(self, columns: Sequence[Column], *, id: str | None = None) -> None:
         super().__init__(id=id)
+        self.base = list(columns)
+        """The columns at their least widths."""
         self.columns = list(columns)
+        """The columns as drawn: the least widths, grown to the screen's width (fit_columns)."""
         self.keys: list[str] = []
         self.cells: list[list[Cell]] = []
+        self.longest = [0] * len(self.base)
+        """Per column, its longest cell so far."""
         self._styles: dict[str, Style] = {}
+
+    def _measure(self, cells: list[list[Cell]]) -> None:
+        longest = self.longest
+        for row in cells:
+            for k, (text, _) in enumerate(row[: len(longest)]):
+                if len(text) > longest[k]:
+                    longest[k] = len(text)
+        self._fit()
+
+    def _fit(self) -> None:
+        width = self.size.width
+        columns = fit_columns(self.base, self.longest, width) if width else list(self.base)
+        if columns != self.columns:
+            self.columns = columns
+            self.virtual_size = Size(sum(c.width + 1 for c in columns) + 1, len(self.keys))
+            self.refresh()
+            self.post_message(self.ColumnsChanged())
+
+    def on_resize(self, event: events.Resize) -> None:
+        self._fit()
 
     # ------------------------------------------------------------------ data
 
@@ -69,6 +138,8 @@ class VirtualTable(ScrollView, can_focus=True):
         """Replace every row (keeps the cursor on the same key when it is still there)."""
         current = self.current_key
         self.keys, self.cells = keys, cells
+        self.longest = [0] * len(self.base)
+        self._measure(cells)
         width = sum(c.width + 1 for c in self.columns) + 1
         self.virtual_size = Size(width, len(keys))
         index = {k: i for i, k in enumerate(keys)}.get(current or "", 0) if current else 0
@@ -81,12 +152,14 @@ class VirtualTable(ScrollView, can_focus=True):
         except ValueError:
             return False
         self.cells[i] = cells
+        self._measure([cells])
         self.refresh()
         return True
 
     def append_rows(self, keys: list[str], cells: list[list[Cell]]) -> None:
         self.keys += keys
         self.cells += cells
+        self._measure(cells)
         self.virtual_size = Size(self.virtual_size.width, len(self.keys))
         self.refresh()
 
@@ -99,7 +172,10 @@ class VirtualTable(ScrollView, can_focus=True):
         return self.keys[self.cursor] if 0 <= self.cursor < len(self.keys) else None
 
     def row_text(self, i: int) -> str:
-        return " ".join(text for text, _ in self.cells[i])
+        """The row as drawn, each cell cut to its column, without the padding at the end."""
+        return " ".join(
+            c.show(text) for c, (text, _) in zip(self.columns, self.cells[i], strict=False)
+        ).rstrip()
 
     # ------------------------------------------------------------------ rendering
 
@@ -110,10 +186,7 @@ class VirtualTable(ScrollView, can_focus=True):
         return style
 
     def header_line(self) -> str:
-        return " " + "".join(
-            (c.label.rjust(c.width) if c.right else c.label.ljust(c.width))[: c.width] + " "
-            for c in self.columns
-        )
+        return " " + "".join(c.show(c.label) + " " for c in self.columns)
 
     def render_line(self, y: int) -> Strip:
         scroll_x, scroll_y = self.scroll_offset
@@ -127,7 +200,7 @@ class VirtualTable(ScrollView, can_focus=True):
             base = self._style("on #1c1c1c")
         segments = [Segment(" ", base)]
         for col, (text, spec) in zip(self.columns, self.cells[i], strict=False):
-            cell = (text.rjust(col.width) if col.right else text.ljust(col.width))[: col.width]
+            cell = col.show(text)
             segments.append(Segment(cell, base + self._style(spec) if not selected else base))
             segments.append(Segment(" ", base))
         strip = Strip(segments).crop(scroll_x, scroll_x + width)

@@ -208,3 +208,34 @@ def test_tui_needs_a_terminal(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     )
     assert code == 2 and "--tui needs a terminal" in capsys.readouterr().err
     assert not any(tmp_path.iterdir())  # refused before any run folder was made
+
+
+async def test_a_relative_run_folder_lists_each_session_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The folder watcher reports absolute paths and the folder walk the root as given: with a relative
+    run folder each session was listed twice ("2 sessions · 4 shown")."""
+    monkeypatch.chdir(tmp_path)
+    app, run_dir = prepared(Path("runs"), "--samples", "2")
+    assert not run_dir.is_absolute()
+    async with app.run_test(size=SIZE) as pilot:
+        dash = app.dashboard
+        await wait_for(pilot, lambda: not dash.running, timeout=20)
+        files = sorted(run_dir.rglob("*.jsonl"))
+        assert len(files) == 2
+        table = dash.query_one("#sessions")
+        # the watcher has seen every file the batch wrote: it re-read the last one written after its end
+        await wait_for(pilot, lambda: dash.total == 2 and table.row_count >= 2)
+        seen: set[str] = set()
+        watched = dash.upsert
+
+        def spy(rows: list[Any], **kw: Any) -> None:
+            seen.update(r.path for r in rows)
+            watched(rows, **kw)
+
+        dash.upsert = spy  # type: ignore[method-assign]
+        for f in files:  # a change the watcher must report, as a running batch's writes are
+            f.write_bytes(f.read_bytes())
+        await wait_for(pilot, lambda: len(seen) == 2)
+        assert sorted(table.keys) == sorted(str(f) for f in files)
+        assert "2 sessions · 2 shown" in text_of(dash.query_one("#browser-status"))

@@ -6,7 +6,7 @@ import os
 from pathlib import Path
 
 from beavertui.tui.app import BeaverApp
-from beavertui.tui.browser import COLUMNS, FILE_WIDTH, BrowserScreen, tail
+from beavertui.tui.browser import COLUMNS, BrowserScreen
 from beavertui.tui.catalog import parse_filter, read_row
 from beavertui.tui.session_screen import SessionScreen
 from tests.tui.conftest import DATA, OLD, SIZE, wait_for
@@ -167,7 +167,7 @@ async def test_rows_name_their_file_and_the_detail_line_gives_the_whole_reason(t
         table = screen.query_one("#sessions")
         assert COLUMNS[0].label == "File" and "File" in str(screen.query_one("#browser-columns").render())
         texts = {Path(k).name: table.row_text(i) for i, k in enumerate(table.keys)}
-        assert texts[bad.name].startswith(tail(bad.name, FILE_WIDTH))
+        assert texts[bad.name].startswith(COLUMNS[0].show(bad.name).rstrip())
         assert texts[nested.name].startswith("…") and texts[nested.name].split()[0].endswith(
             "0123456789ab.jsonl"
         )
@@ -210,3 +210,43 @@ def test_browse_tables_name_the_file_and_give_the_whole_reason(tmp_path: Path) -
     assert "unknown format version 99 (this beavertui reads 1)" in " ".join(table.split())
     piped = browse()
     assert any(bad.name in line and "unknown format version 99" in line for line in piped.splitlines())
+
+
+async def test_columns_use_the_width_of_the_screen(tmp_path: Path) -> None:
+    """At 120 columns the columns keep their least widths (a long model name is cut to 13 characters);
+    at 200 the Model column grows (it was 13 at any width), at 250 it shows the name whole, and so does
+    the file column; at 80 nothing shrinks below its least width (the table scrolls sideways)."""
+    import json
+
+    root = tmp_path / "run"
+    root.mkdir()
+    lines = (DATA / "degenerate.jsonl").read_text().splitlines(keepends=True)
+    header = json.loads(lines[0])
+    long_model = "openrouter/qwen/qwen3-coder-480b-a35b-instruct"
+    header["model"]["name"] = long_model
+    path = root / "a-session-file-with-a-long-name.jsonl"
+    path.write_text(json.dumps(header) + "\n" + "".join(lines[1:]))
+    os.utime(path, (OLD, OLD))
+    widths = {}
+    for columns in (80, 120, 200, 250):
+        app = BeaverApp(lambda: BrowserScreen(root, watch=False))
+        async with app.run_test(size=(columns, 30)) as pilot:
+            screen = await loaded(pilot, app)
+            table = screen.query_one("#sessions")
+            await wait_for(pilot, lambda t=table: t.row_count == 1)
+            await pilot.pause()
+            cols = {c.key: c.width for c in table.columns}
+            widths[columns] = cols
+            row = table.row_text(0)
+            title = str(screen.query_one("#browser-columns").render())
+            assert sum(cols.values()) + len(cols) + 1 <= max(columns, sum(c.width + 1 for c in COLUMNS) + 1)
+            if columns >= 200:
+                assert title.index("Protocol") - title.index("Model") == cols["model"] + 1
+            if columns == 200:  # the cells want more than there is: the width is used
+                assert sum(cols.values()) + len(cols) + 1 >= columns - 2
+            if columns == 250:
+                assert long_model in row and path.name in row
+            if columns <= 120:
+                assert cols == {c.key: c.width for c in COLUMNS} and long_model[:13] in row
+                assert long_model not in row
+    assert widths[250]["model"] >= len(long_model) > widths[200]["model"] > widths[120]["model"] == 13
