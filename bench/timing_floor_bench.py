@@ -99,6 +99,7 @@ def stage(a: argparse.Namespace) -> int:
     from beavertui.engine.host.gpu import probe
     from beavertui.engine.stage import stages
     from beavertui.engine.timing import native
+    from beavertui.engine.timing.inprocess import InProcess
     from beavertui.engine.timing.speedup import Timer, TimingConfig, reference_workdir
 
     t_start = time.perf_counter()
@@ -143,7 +144,8 @@ def stage(a: argparse.Namespace) -> int:
             row["skipped"] = "budget"
             continue
         timer = Timer(task, cfg, tcfg)
-        timer.library = lib
+        assert isinstance(timer.how, InProcess)
+        timer.how.library = lib  # built above, beside the others: the timing builds nothing
         t0 = time.perf_counter()
         try:
             t = timer.measure(cand, 0.7)

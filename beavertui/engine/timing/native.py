@@ -51,12 +51,12 @@ from beavertui.engine.errors import BeaverError
 from beavertui.engine.judge import anticheat
 from beavertui.engine.session.events import StageResult, TimingResult
 from beavertui.engine.stage import stages
+from beavertui.engine.timing.samples import timing_result
 
 
 @dataclass(frozen=True)
 class Rules:
-    """What this path shares with the process contract, handed in by speedup.py, which owns it (so that this
-    module does not import speedup.py, which dispatches to it)."""
+    """What this path shares with the process contract, handed in by inprocess.py."""
 
     parse_times: Callable[[str], list[float]]
     stats: Callable[[list[float]], tuple[float, float]]
@@ -66,7 +66,7 @@ class Rules:
 
 
 class TimerLike(Protocol):
-    """The parts of speedup.Timer this module uses."""
+    """The parts of runs.TimedRuns this module uses."""
 
     task: Task
     config: stages.StageConfig
@@ -261,7 +261,7 @@ def place_sources(d: TimingDriver, work: stages.WorkDir) -> None:
 
 
 def reference_side(task: Task, ref: stages.WorkDir, config: stages.StageConfig) -> stages.WorkDir:
-    """The cached reference build ``ref`` (speedup.reference_workdir) with its side library and the task's
+    """The cached reference build ``ref`` (reference.reference_workdir) with its side library and the task's
     timing driver built beside it (once per timing key; a failure is remembered, so every later attempt falls
     back at once instead of building again, until the timing sources or commands change)."""
     d = task.timing_driver
@@ -396,7 +396,7 @@ def measure(
 
     ``library``: the candidate's side library when the caller built it already (the batch builds it on a
     build slot before it holds the GPU alone); otherwise it is built here. ``ref``: the cached reference
-    build (speedup.reference_workdir)."""
+    build (reference.reference_workdir)."""
     stats, cv_limit = rules.stats, rules.cv_limit
     task, tcfg = timer.task, timer.tcfg
     ref = reference_side(task, ref, timer.config)
@@ -422,7 +422,6 @@ def measure(
     capped = run.capped_note(tcfg.side_budget_ms)
     if capped:
         note = f"{note}; {capped}" if note else capped
-    speedup = rm / cm if cm > 0 else float("inf")
     cand_pairs = anticheat.timed_pairs(run.text("candidate", ("round",)))
     ref_pairs = anticheat.timed_pairs(run.text("reference", ("round",)))
     flags += anticheat.poison_flags(run.text("candidate"), " in a timing run", run.text("reference"))
@@ -431,21 +430,14 @@ def measure(
     threads = run.thread_flag()
     flags += [threads] if threads else []
     kept = anticheat.first_of_each_kind(flags)
-    return TimingResult(
-        method=METHOD,
-        candidate_ms=cm,
-        reference_ms=rm,
-        candidate_cv=ccv,
-        reference_cv=rcv,
-        speedup=speedup,
-        candidate_samples=c,
-        reference_samples=r,
-        unstable=max(rcv, ccv) > cv_limit,
-        implausible=speedup > rules.implausible,
+    return timing_result(
+        METHOD,
+        r,
+        c,
         note=note,
-        candidate_host_samples=[h for _, h in cand_pairs],
-        reference_host_samples=[h for _, h in ref_pairs],
         flags=kept,
+        candidate_host=[h for _, h in cand_pairs],
+        reference_host=[h for _, h in ref_pairs],
     )
 
 

@@ -21,8 +21,8 @@ from beavertui.engine.timing.speedup import (
     CandidateTimingFailed,
     Timer,
     TimingConfig,
-    _refbuild_dir,
     parse_times,
+    refbuild_dir,
 )
 from beavertui.engine.toolchain.base import AttemptOptions
 from beavertui.engine.toolchain.local import LocalConfig, LocalToolchain
@@ -279,7 +279,7 @@ def test_batch_builds_the_reference_before_it_holds_the_gpu_alone(sleepy, tmp_pa
     hold = tool.pool.hold
 
     def watched(*, exclusive: bool = False, **kw):  # type: ignore[no-untyped-def]
-        built = (_refbuild_dir(sleepy, tool.config.timing) / ".beaver-built").is_file()
+        built = (refbuild_dir(sleepy, tool.config.timing) / ".beaver-built").is_file()
         seen.append((exclusive, built))
         return hold(exclusive=exclusive, **kw)
 

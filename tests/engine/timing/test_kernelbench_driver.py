@@ -22,7 +22,7 @@ import pytest
 
 from beavertui.engine.corpus.load import load_corpus
 from beavertui.engine.stage import stages
-from beavertui.engine.timing import speedup
+from beavertui.engine.timing import kernelbench, reference
 from beavertui.engine.timing.speedup import DRIVER_PHASES, Timer, TimingConfig, phases_note, time_reference
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -423,7 +423,7 @@ def kb(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[stages.WorkDir,
     site = _stand_in(work)
     driver = tmp_path / "kernelbench_driver.py"
     shutil.copy(DRIVER, driver)
-    monkeypatch.setattr(speedup, "KERNELBENCH_DRIVER", driver)
+    monkeypatch.setattr(kernelbench, "KERNELBENCH_DRIVER", driver)
     task = dataclasses.replace(
         load_corpus(ROOT / "tests" / "data" / "cpu").get("sleepy"), solution_file="solution.py"
     )
@@ -570,7 +570,7 @@ def test_a_get_inputs_on_the_gpu_is_timed_with_the_gpu_held(kb: Any) -> None:
 
 def test_the_reference_alone_takes_a_driver_started_ahead(kb: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     work, _, driver = kb
-    monkeypatch.setattr(speedup, "reference_workdir", lambda *a: work)
+    monkeypatch.setattr(reference, "reference_workdir", lambda *a: work)
     with _timer(kb) as timer:
         timer.prepare_reference()
         assert _drivers(driver)
@@ -587,7 +587,7 @@ def test_a_driver_started_without_waiting_is_waited_for_at_its_go(
     """corpus validate starts the next task's driver while one is timed and does not wait for it: the go
     waits for it to be ready first, and the import still counts as done before the GPU was held."""
     work, _, driver = kb
-    monkeypatch.setattr(speedup, "reference_workdir", lambda *a: work)
+    monkeypatch.setattr(reference, "reference_workdir", lambda *a: work)
     with _timer(kb) as timer:
         began = time.monotonic()
         timer.prepare_reference(wait=False)
@@ -610,7 +610,7 @@ def test_a_timing_with_a_cv_above_3_percent_is_measured_again_once(
     """The timing rules: a measurement whose CV is above 3% is measured again once, and that one is kept;
     still above 3%, it is kept and marked unstable. Both for the reference alone and for the pair."""
     work, _, _ = kb
-    monkeypatch.setattr(speedup, "reference_workdir", lambda *a: work)
+    monkeypatch.setattr(reference, "reference_workdir", lambda *a: work)
     (work.path / "noisy_runs").write_text(str(noisy))
     timer = _timer(kb)
     rt = time_reference(timer)

@@ -68,15 +68,15 @@ def _timer(tmp_path: Path, samples: dict[str, list[float]]) -> Timer:
         who = "reference" if work is ref_dir else "candidate"
         return [next(feeds[who])], StageResult(stage="benchmark", command=who, rc=0, duration_s=0.5)
 
-    timer._sampler = lambda: one_run  # type: ignore[method-assign]
+    timer.how.sampler = lambda: one_run  # type: ignore[attr-defined]
     timer._ref_dir = ref_dir  # type: ignore[attr-defined]
     return timer
 
 
 def _measure(timer: Timer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-untyped-def]
-    import beavertui.engine.timing.speedup as speedup
+    from beavertui.engine.timing import reference
 
-    monkeypatch.setattr(speedup, "reference_workdir", lambda *a: timer._ref_dir)  # type: ignore[attr-defined]
+    monkeypatch.setattr(reference, "reference_workdir", lambda *a: timer._ref_dir)  # type: ignore[attr-defined]
     cand = stages.WorkDir(path=tmp_path / "cand", task=timer.task, manifest={}, links={})
     return timer.measure(cand)
 
@@ -114,8 +114,9 @@ def test_cupti_stops_between_three_and_ten_runs(tmp_path: Path, monkeypatch: pyt
 
 def _reference_alone(timer: Timer, monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-untyped-def]
     import beavertui.engine.timing.speedup as speedup
+    from beavertui.engine.timing import reference
 
-    monkeypatch.setattr(speedup, "reference_workdir", lambda *a: timer._ref_dir)  # type: ignore[attr-defined]
+    monkeypatch.setattr(reference, "reference_workdir", lambda *a: timer._ref_dir)  # type: ignore[attr-defined]
     return speedup.time_reference(timer)
 
 
@@ -166,7 +167,7 @@ def test_a_candidate_s_cupti_run_without_samples_is_run_again_plainly_to_say_who
     from beavertui.engine.timing.speedup import CandidateTimingFailed
 
     timer = _timer(tmp_path, {"reference": [2.0], "candidate": [1.0]})
-    one_run = timer._sampler()
+    one_run = timer.how.sampler()  # type: ignore[attr-defined]
 
     def failing_candidate(work: stages.WorkDir) -> tuple[list[float], StageResult]:
         if work is timer._ref_dir:  # type: ignore[attr-defined]
@@ -174,10 +175,10 @@ def test_a_candidate_s_cupti_run_without_samples_is_run_again_plainly_to_say_who
         log = "==CUPTI== injection: 3 kernels\nterminate called after throwing an instance of 'std::runtime_error'"
         return [], StageResult(stage="benchmark", command="sh check.sh", rc=rc, log=log, timed_out=timed_out)
 
-    timer._sampler = lambda: failing_candidate  # type: ignore[method-assign]
-    import beavertui.engine.timing.speedup as speedup
+    timer.how.sampler = lambda: failing_candidate  # type: ignore[attr-defined]
+    from beavertui.engine.timing import reference, runs
 
-    monkeypatch.setattr(speedup, "reference_workdir", lambda *a: timer._ref_dir)  # type: ignore[attr-defined]
+    monkeypatch.setattr(reference, "reference_workdir", lambda *a: timer._ref_dir)  # type: ignore[attr-defined]
     with stages.workdir(timer.task, code, stages.StageConfig(base_dir=tmp_path)) as cand:
         assert stages.test(cand, timer.config).rc == 0  # its correctness run passes
         plain: list[stages.WorkDir] = []  # the test command run again by the timer, plainly
@@ -187,7 +188,7 @@ def test_a_candidate_s_cupti_run_without_samples_is_run_again_plainly_to_say_who
             plain.append(work)
             return test(work, config)
 
-        monkeypatch.setattr(speedup.stages, "test", counted)
+        monkeypatch.setattr(runs.stages, "test", counted)
         with pytest.raises(BeaverError) as caught:
             timer.measure(cand)
     assert plain == ([] if timed_out else [cand])  # once, the candidate's; never at its time limit
@@ -287,6 +288,7 @@ def test_a_kernelbench_driver_failing_on_the_candidate_s_side_runs_the_test_agai
     of memory, or the error was the reference's) the speedup is unavailable, as before."""
     import json
 
+    from beavertui.engine.timing.kernelbench import KernelbenchDriver
     from beavertui.engine.timing.speedup import DRIVER_TAG, SpeedupUnavailable
 
     task = load_corpus(DATA / "cpu").get("sleepy")
@@ -296,7 +298,7 @@ def test_a_kernelbench_driver_failing_on_the_candidate_s_side_runs_the_test_agai
         {"method": "torch_events_l2flush_interleaved", "error": error, "side": side}
     )
     failed = StageResult(stage="benchmark", command="driver", rc=1, log=f"{line}\n")
-    monkeypatch.setattr(Timer, "_go", lambda self, work, reference_only: failed)
+    monkeypatch.setattr(KernelbenchDriver, "go", lambda self, work, reference_only: failed)
     err, _runs = _timing_failure(timer, code)
     if whose == "candidate":
         _assert_the_candidate_s(err, "torch_events_l2flush_interleaved")

@@ -217,7 +217,7 @@ def test_a_run_in_turn_writes_its_marks_where_the_timer_reads_them(tmp_path: Pat
     """The injection file of a run that is not gated comes back through the sandbox's private /tmp too."""
     exe, _marks = _app(tmp_path, rounds=1)
     timer, work = _timer(tmp_path, exe, prestart="off")
-    text, res = timer._end_run(timer._start_run(work, "candidate", gated=False, kernels=False))
+    text, res = timer.ctx.end_run(timer.ctx.start_run(work, "candidate", gated=False, kernels=False))
     assert res.rc == 0 and "run 0 previous_ended 1" in res.log
     assert set(cupti.marks(text)) == {"init", "exit"}
     assert {"to_cuda_s", "cuda_to_exit_s", "exit_to_end_s"} <= set(timer.phases[-1])
@@ -242,7 +242,8 @@ def _cupti_timer(
     """A CUPTI timer over the test program, the reference's work dir its own. Without a GPU CUPTI records no
     kernel, so the kernel sum of each run is stood in (1 ms: the same on both sides, so sampling stops at 3
     runs a side); the runs, the gate and the marks are real."""
-    import beavertui.engine.timing.speedup as speedup
+    from beavertui.engine.timing import reference
+    from beavertui.engine.timing.interleaved import Interleaved
 
     command = f"{exe} {tmp_path / 'marks'}"
     task = dataclasses.replace(load_corpus(DATA / "cpu").get("sleepy"), test_command=command)
@@ -251,8 +252,8 @@ def _cupti_timer(
     timer = Timer(task, cfg, tcfg)
     ref = stages.prepare(task, task.reference() or "", tmp_path / "work")
     cand = stages.prepare(task, task.reference() or "", tmp_path / "work")
-    monkeypatch.setattr(speedup, "reference_workdir", lambda *a: ref)
-    monkeypatch.setattr(Timer, "_kernel_ms", lambda self, text: 1.0 if "M\tinit" in text else None)
+    monkeypatch.setattr(reference, "reference_workdir", lambda *a: ref)
+    monkeypatch.setattr(Interleaved, "kernel_ms", lambda self, text: 1.0 if "M\tinit" in text else None)
     timer.prepare()
     return timer, cand
 
@@ -366,11 +367,11 @@ def test_runs_parked_before_the_hold_that_cannot_serve_it_are_ended_and_the_hold
     timer, work = _unprepared(tmp_path, exe, env={**os.environ, "CUDA_VISIBLE_DEVICES": "0"})
     timer.prepare()
     assert timer.park(work)
-    assert timer._ahead is not None
+    assert timer.how._ahead is not None
     if why == "another GPU":
         timer.config = dataclasses.replace(timer.config, env={**os.environ, "CUDA_VISIBLE_DEVICES": "1"})
     else:
-        timer._ahead.runs[1].stage.process.stop()
+        timer.how._ahead.runs[1].stage.process.stop()
     result = timer.measure(work)
     assert result.speedup == pytest.approx(1.0) and len(timer.runs) == 3
     assert "started at once with the GPU held" in (result.note or "")
@@ -384,10 +385,10 @@ def test_closing_the_timer_ends_runs_parked_before_a_hold_that_never_came(
     exe, marks = _app(tmp_path, rounds=3)
     timer, work = _unprepared(tmp_path, exe)
     timer.prepare()
-    assert timer.park(work) and timer._ahead is not None
-    runs = list(timer._ahead.runs)
+    assert timer.park(work) and timer.how._ahead is not None
+    runs = list(timer.how._ahead.runs)
     timer.close()
-    assert timer._ahead is None and not any(r.stage.process.alive() for r in runs)
+    assert timer.how._ahead is None and not any(r.stage.process.alive() for r in runs)
     assert not list(marks.glob("began-*")) and not any(r.folder.exists() for r in runs)
 
 
@@ -396,18 +397,18 @@ def test_a_candidate_run_without_samples_in_a_chain_is_run_again_plainly_once_th
 ) -> None:
     """The candidate's first run exits non-zero with no kernels recorded: the chain ends the run it started
     ahead, then the candidate's test command runs once more without the injection library; failing again,
-    the failure is the candidate's (Timer._candidate_failure)."""
-    import beavertui.engine.timing.speedup as speedup
+    the failure is the candidate's (TimedRuns.candidate_failure)."""
     from beavertui.engine.session.events import StageResult
+    from beavertui.engine.timing import runs as timed_runs
     from beavertui.engine.timing.parked import Run
     from beavertui.engine.timing.speedup import CandidateTimingFailed
 
     exe, _marks = _app(tmp_path, rounds=6)
     timer, cand = _cupti_timer(tmp_path, exe, monkeypatch, go_at_exit=False)
     order: list[str] = []
-    end_run, discard = Timer._end_run, Run.discard
+    end_run, discard = timed_runs.TimedRuns.end_run, Run.discard
 
-    def candidate_fails(self: Timer, run: Run, on_exit=None):  # type: ignore[no-untyped-def]
+    def candidate_fails(self: timed_runs.TimedRuns, run: Run, on_exit=None):  # type: ignore[no-untyped-def]
         text, res = end_run(self, run, on_exit)
         if run.who == "candidate":
             return "", res.model_copy(update={"rc": 1})
@@ -424,9 +425,9 @@ def test_a_candidate_run_without_samples_in_a_chain_is_run_again_plainly_once_th
         )  # as its correctness run ran
         return StageResult(stage="run", command="app", rc=1, log="MISMATCH: 3 of 8 wrong\n")
 
-    monkeypatch.setattr(Timer, "_end_run", candidate_fails)
+    monkeypatch.setattr(timed_runs.TimedRuns, "end_run", candidate_fails)
     monkeypatch.setattr(Run, "discard", discarded)
-    monkeypatch.setattr(speedup.stages, "test", plain)
+    monkeypatch.setattr(timed_runs.stages, "test", plain)
     with pytest.raises(CandidateTimingFailed) as caught:
         timer.measure(cand)
     assert caught.value.evidence.startswith("MISMATCH: 3 of 8 wrong")
