@@ -48,6 +48,19 @@ def register(sub: Any) -> None:
         type=Path,
         help="protocol file whose [[pairings]] to report (default: those in the run directory's run.json)",
     )
+    p.add_argument(
+        "--gate",
+        type=float,
+        metavar="P",
+        help="re-score every run at speedup gate P (after the run; imported harness runs included); an "
+        "in-loop gate decided where its trajectories stopped, so such a protocol keeps its own",
+    )
+    p.add_argument(
+        "--paper",
+        action="store_true",
+        help="print the paper's Table 1 and Table 2 (with departures) instead of beavertui's tables; "
+        "--json always carries them under paper_tables",
+    )
     p.add_argument("--card", type=Path, help="also write the evaluation card (Markdown) to this file")
     p.add_argument("--plots", type=Path, help="also write p_sweep.svg and swing.svg into this folder")
     p.add_argument(
@@ -81,6 +94,7 @@ def _handle(args: argparse.Namespace) -> int:
         args.source_models,
         include_unfinished=args.include_unfinished,
         pairings_file=args.pairings,
+        gate=args.gate,
     )
     groups, sw, kt, cells = report.groups, report.swing, report.kendall, report.cells
     for line in report.notes():
@@ -97,7 +111,12 @@ def _handle(args: argparse.Namespace) -> int:
             "groups": [_group_json(g, cells) for g in groups],
             "swing": sw,
             "kendall_tau": kt,
+            "paper_tables": report.paper.as_json(),
         }
+        if report.gate is not None:
+            doc["gate"] = report.gate
+        if report.repeated_arms:
+            doc["repeated_arms_left_out"] = report.repeated_arms
         if report.usage is not None:
             doc["usage"] = _usage_json(report.usage)
         if st is not None:
@@ -113,7 +132,7 @@ def _handle(args: argparse.Namespace) -> int:
         return 0
     from beavertui.reports import render
 
-    with_tables(report, resamples=args.resamples, seed=args.seed, by=args.by)
+    with_tables(report, resamples=args.resamples, seed=args.seed, by=args.by, paper=args.paper)
     if cells is None and not args.tui:
         print(f"beavertui: {NO_CODE}", file=sys.stderr)
     if args.card:

@@ -126,9 +126,11 @@ def _numeric(table: Table, i: int) -> bool:
 
 
 def _wrapped(text: str, width: int, style: str) -> list[Line]:
+    """Each line of ``text`` wrapped at words on its own (a note's list items stay one per line)."""
     return [
         Line(t, style)
-        for t in textwrap.wrap(text, width, break_long_words=False, break_on_hyphens=False) or [""]
+        for part in text.split("\n")
+        for t in textwrap.wrap(part, width, break_long_words=False, break_on_hyphens=False) or [""]
     ]
 
 

@@ -115,7 +115,11 @@ def latex(tables: Sequence[Table]) -> str:
                 else:
                     cells.append(tex_escape(c))
             out.append(" & ".join(cells) + " \\\\")
-        out.append("\\bottomrule\n\\end{tabular}\n\\end{table}\n")
+        out.append("\\bottomrule\n\\end{tabular}")
+        if t.note:  # under the table, line by line (a list of departures stays a list)
+            lines = [tex_escape(line) for line in t.note.split("\n") if line.strip()]
+            out.append("\\par\\smallskip{\\footnotesize " + " \\\\\n".join(lines) + "}")
+        out.append("\\end{table}\n")
     return "\n".join(out)
 
 

@@ -69,6 +69,14 @@ class Report:
     """Tokens and cost per group (engine.metrics.usage), from the sessions; None for an attempts table."""
     stats: Any = None
     """engine.metrics.attempts.ExportStats of a run directory's sessions (None for an attempts table)."""
+    paper: Any = None
+    """engine.metrics.paper_tables.PaperTables: the paper's Table 1 and Table 2 of these groups."""
+    gate: float | None = None
+    """The gate every rate was re-scored at (``metrics --gate``), None for each protocol's own."""
+    kept_gate: list[Any] = field(default_factory=list)
+    """Protocols whose in-loop gate decided where trajectories stopped, so --gate left them as they were."""
+    repeated_arms: dict[str, int] = field(default_factory=dict)
+    """Run id -> trajectories left out because an earlier run in the source already holds that arm."""
 
     def notes(self) -> list[str]:
         """What every table must say: unfinished sessions (left out, or included and marked), sessions of
@@ -98,6 +106,19 @@ class Report:
                 + (", ..." if len(st.withdrawn) > 5 else "")
                 + ")"
             )
+        if self.gate is not None:
+            out.append(f"every rate re-scored at gate p = {self.gate:g} (--gate)")
+        for p in self.kept_gate:
+            out.append(
+                f"{p.short()}: an in-loop gate of {p.gate:g} decided where its trajectories stopped, so it keeps "
+                "its own gate (its p sweep gives the other p)"
+            )
+        if self.repeated_arms:
+            out.append(
+                "an arm run twice is scored once: left out "
+                + ", ".join(f"{n} trajectories of run {r}" for r, n in sorted(self.repeated_arms.items()))
+                + " (an earlier run in the source holds the same model, protocol, task and sample)"
+            )
         n = unspeeded_tasks(self.table)
         if n:
             out.append(
@@ -120,9 +141,11 @@ def compute(
     source_models: Path | None = None,
     include_unfinished: bool = False,
     pairings_file: Path | None = None,
+    gate: float | None = None,
 ) -> Report:
     """The metrics of SOURCE (a BeaverError for a bad source or one without attempts). Unfinished
-    sessions of a run directory are left out unless ``include_unfinished``."""
+    sessions of a run directory are left out unless ``include_unfinished``; ``gate`` re-scores every
+    protocol whose loop did not depend on its gate at that p (engine/metrics/rescore.py)."""
     from beavertui.engine.errors import BeaverError
     from beavertui.engine.metrics.attempts import ExportStats
     from beavertui.engine.metrics.compute import compute_groups
@@ -140,6 +163,16 @@ def compute(
                 "or score them as they stand with --include-unfinished)"
             )
         raise BeaverError(f"{source}: no attempts")
+    from beavertui.engine.metrics.paper_tables import paper_tables
+    from beavertui.engine.metrics.rescore import drop_repeated_arms, with_gate
+
+    table, repeated_arms = drop_repeated_arms(table)
+    kept_gate: list[Any] = []
+    if gate is not None:
+        try:
+            table, kept_gate = with_gate(table, gate)
+        except ValueError as exc:
+            raise BeaverError(f"--gate: {exc}") from None
     groups = compute_groups(table)
     cells = _analysis_cells(source, source_models)
     usage = None
@@ -150,7 +183,8 @@ def compute(
     pairings = load_pairings(source, pairings_file)
     return Report(
         source, table, groups, swing(groups, pairings), kendall(groups, pairings), cells, stats=stats if is_run else None,
-        usage=usage,
+        usage=usage, paper=paper_tables(groups, rescored_gate=gate), gate=gate, kept_gate=kept_gate,
+        repeated_arms=repeated_arms,
     )  # fmt: skip
 
 
@@ -178,9 +212,24 @@ def load_pairings(source: Path, pairings_file: Path | None) -> list[Any]:
 
 
 def with_tables(
-    report: Report, *, resamples: int = 1000, seed: int | None = None, by: Sequence[str] = ()
+    report: Report,
+    *,
+    resamples: int = 1000,
+    seed: int | None = None,
+    by: Sequence[str] = (),
+    paper: bool = False,
 ) -> Report:
-    """Fill ``report.tables``: main and p sweep, analysis (from sessions), swing, Kendall, breakdowns."""
+    """Fill ``report.tables``: main and p sweep, analysis (from sessions), swing, Kendall, breakdowns; with
+    ``paper``, the paper's Table 1 and Table 2 instead (reports/paper.py)."""
+    if paper:
+        from dataclasses import replace
+
+        from beavertui.reports.paper import paper_tables
+
+        tables = paper_tables(report.paper)
+        extra = "\n".join(report.notes())
+        report.tables = [replace(t, note=f"{t.note}\n{extra}") if extra else t for t in tables]
+        return report
     from beavertui.engine.metrics.bootstrap import SEED
     from beavertui.reports.tables import (
         analysis_table,

@@ -28,7 +28,7 @@ def table(tmp_path: Path) -> Path:
 def test_json_output_is_exactly_the_spec(table: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["metrics", str(table), "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
-    assert set(doc) == {"groups", "swing", "kendall_tau"}
+    assert set(doc) == {"groups", "swing", "kendall_tau", "paper_tables"}
     g = next(g for g in doc["groups"] if g["model"] == "m" and g["protocol"]["feedback"] == "L3")
     assert set(g) >= {
         "model",

@@ -97,3 +97,38 @@ def test_compile_at_1_and_average_iterations() -> None:
     # without the column, the category decides: timeout counts as compiled (the case the column fixes)
     (old,) = compute_groups(from_rows([{k: v for k, v in r.items() if k != "compiled"} for r in rows]))
     assert old.compile_at_1 == pytest.approx(3 / 4)
+
+
+def test_an_arm_run_twice_is_scored_once() -> None:
+    """Two runs of one protocol in one folder (paper-method used to run the iterative arm again) are not two
+    trajectories per task: the first run's are kept, the other's counted."""
+    from beavertui.engine.metrics.rescore import drop_repeated_arms
+
+    once = [
+        attempt("A", 1, "passed", 1.2, stop_reason="passed"),
+        attempt("B", 1, "buildability", stop_reason="budget"),
+    ]
+    again = [
+        {**r, "run_id": "r2", "correct": False, "category": "buildability", "speedup": None} for r in once
+    ]
+    table, dropped = drop_repeated_arms(from_rows(once + again))
+    assert dropped == {"r2": 2} and len(table) == 2
+    (g,) = compute_groups(table)
+    assert g.pass_at_k == 0.5 and g.n_trajectories == 2
+    # another sample index, or another protocol, is another arm
+    other = [{**r, "run_id": "r2", "sample": 1} for r in once]
+    assert drop_repeated_arms(from_rows(once + other))[1] == {}
+
+
+def test_gate_rescoring_keeps_an_in_loop_gate() -> None:
+    from beavertui.engine.metrics.rescore import with_gate
+
+    in_loop = Protocol(gate_mode="in_loop").key()
+    rows = [
+        attempt("A", 1, "passed", 0.8, stop_reason="passed"),
+        attempt("B", 1, "passed", 0.8, protocol=in_loop),
+    ]
+    table, kept = with_gate(from_rows(rows), 1.0)
+    assert [p.gate for p in table.protocols] == [1.0, 0.7] and [p.gate_mode for p in kept] == ["in_loop"]
+    by = {g.protocol.gate_mode: g for g in compute_groups(table)}
+    assert by["after_run"].pass_at_k == 0.0 and by["in_loop"].pass_at_k == 1.0

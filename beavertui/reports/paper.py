@@ -1,0 +1,108 @@
+"""The paper's Table 1 and Table 2 as report tables (terminal, Markdown, CSV and LaTeX through render.py).
+
+The numbers are engine/metrics/paper_tables.py's; this module only lays them out: rates as percentages, the
+task denominators in their own columns, Kendall's tau with the models it covers and the ones left out, and
+every departure from the paper listed under Table 2.
+"""
+
+from __future__ import annotations
+
+from beavertui.engine.metrics.paper_tables import TABLE2_P, PaperTables
+from beavertui.reports.tables import Cell, Rate, Table
+
+
+def _rate(x: float | None) -> Rate:
+    return Rate(x)
+
+
+def _signed(x: float | None) -> str:
+    return "-" if x is None else f"{100 * x:+.1f}"
+
+
+def _pp(x: float | None) -> str:
+    return "-" if x is None else f"{100 * x:.1f}"
+
+
+def paper_tables(pt: PaperTables) -> list[Table]:
+    """Table 1 and Table 2 of the paper, each row one model."""
+    proto = "-" if pt.main is None else pt.main.short()
+    k = pt.table1[0].k if pt.table1 else 5
+    rows1: list[tuple[Cell, ...]] = [
+        (
+            r.model,
+            str(r.n_tasks),
+            _rate(r.pass_at_1),
+            _rate(r.debug_rate),
+            _rate(r.pass_at_k),
+            _rate(r.stagnation_rate),
+            f"{r.n_stagnated}/{r.n_never_succeeded}",
+            "-"
+            if r.dominant_stagnation is None
+            else f"{r.dominant_stagnation} ({100 * (r.dominant_stagnation_share or 0):.1f}%)",
+            _rate(r.compile_at_1),
+            "-" if r.avg_iterations is None else f"{r.avg_iterations:.2f}",
+        )
+        for r in pt.table1
+    ]
+    t1 = Table(
+        title=f"Table 1: {proto}",
+        columns=(
+            "model",
+            "tasks",
+            "pass@1",
+            f"debug_rate@{k}",
+            f"pass@{k}",
+            "stagnation",
+            "stagnated/never correct",
+            "dominant stagnation",
+            "compile@1",
+            "avg iterations",
+        ),
+        rows=tuple(rows1),
+        note=(
+            "stagnation: among trajectories that never succeeded (after the run: no correct attempt), the share "
+            "a detector stopped; dominant stagnation: its share of the stagnated. compile@1 and avg iterations "
+            "(first correct attempt, p = 0) are the release's Table 1 columns. tasks: the row's denominator."
+        ),
+        keys=1,
+    )
+    rows2: list[tuple[Cell, ...]] = [
+        (
+            r.model,
+            str(r.n_tasks_iter),
+            *(_rate(r.p.get(p)) for p in TABLE2_P),
+            _pp(r.swing),
+            _rate(r.iter),
+            _rate(r.rep),
+            _signed(r.delta_iter_rep),
+            "-" if r.n_tasks_rep is None else str(r.n_tasks_rep),
+        )
+        for r in pt.table2
+    ]
+    tau = pt.tau
+    say_tau = (
+        "Kendall's tau-b (Iter vs Rep): "
+        + ("n/a" if tau.tau is None else f"{tau.tau:.3f}")
+        + f" over {len(tau.models)} model(s)"
+        + (f" ({', '.join(tau.models)})" if tau.models else "")
+        + (f"; left out (one column only): {', '.join(tau.left_out)}" if tau.left_out else "")
+    )
+    rep = "-" if pt.rep is None else pt.rep.short()
+    deps = "\n".join(f"- {d}" for d in pt.departures)
+    t2 = Table(
+        title=f"Table 2: gate p, swing, Iter vs Rep ({rep})",
+        columns=(
+            "model",
+            "tasks",
+            *(f"p={p:g}" for p in TABLE2_P),
+            "swing (pp)",
+            "Iter",
+            "Rep",
+            "Delta iter-rep (pp)",
+            "tasks (Rep)",
+        ),
+        rows=tuple(rows2),
+        note=f"{say_tau}\nDelta iter-rep = Iter - Rep (the paper's sign).\nDepartures from the paper:\n{deps}",
+        keys=1,
+    )
+    return [t1, t2]

@@ -1,0 +1,72 @@
+"""`beavertui metrics --gate P`, `--paper` and the paper_tables key of `--json`, on recorded runs."""
+
+from __future__ import annotations
+
+import json
+import tarfile
+from pathlib import Path
+
+import pytest
+
+from beavertui.cli import main
+from beavertui.engine.metrics import table_io
+from tests.engine.metrics.test_paper_definitions import gpt54_rows
+
+DATA = Path(__file__).resolve().parents[1] / "data"
+
+
+@pytest.fixture(scope="module")
+def final_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("release_batch_final")
+    with tarfile.open(DATA / "release_batch_final.tar.gz") as tar:
+        tar.extractall(root, filter="data")
+    return root / "run"
+
+
+def _json(capsys: pytest.CaptureFixture[str], *argv: str) -> dict[str, object]:
+    assert main(["metrics", *argv, "--json"]) == 0
+    return json.loads(capsys.readouterr().out)  # type: ignore[no-any-return]
+
+
+def test_gate_rescores_a_run_at_another_p(final_run: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The release batch ran the paper's gate (0.7, after the run): at --gate 1.0 its pass@k is its own p
+    sweep's value at 1.0 (47/74 = 0.63514), and the protocol says p = 1.0."""
+    (own,) = _json(capsys, str(final_run))["groups"]  # type: ignore[misc]
+    (at1,) = _json(capsys, str(final_run), "--gate", "1.0")["groups"]  # type: ignore[misc]
+    assert own["protocol"]["gate"] == 0.7 and at1["protocol"]["gate"] == 1.0
+    assert at1["pass@k"] == pytest.approx(own["p_sweep"]["1.0"]) == pytest.approx(0.63514, abs=1e-5)
+    assert at1["p_sweep"] == own["p_sweep"]
+    assert main(["metrics", str(final_run), "--gate", "-1"]) == 2
+    assert "--gate: gate -1.0 is not a speedup >= 0" in capsys.readouterr().err
+
+
+def test_paper_tables_key_of_the_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "gpt54.jsonl"
+    with path.open("w") as f:
+        table_io.write_jsonl(gpt54_rows(), f)
+    doc = _json(capsys, str(path))
+    pt = doc["paper_tables"]
+    (row,) = pt["table1"]  # type: ignore[index]
+    assert set(row) >= {"model", "pass@1", "debug_rate@k", "pass@k", "stagnation_rate", "dominant_stagnation"}
+    assert set(row) >= {"compile@1", "avg_iterations", "n_tasks"}
+    assert (
+        row["n_tasks"] == 213
+        and round(row["pass@k"], 3) == 0.291
+        and round(row["stagnation_rate"], 3) == 0.853
+    )
+    assert row["dominant_stagnation"] == "no_progress"
+    (t2,) = pt["table2"]  # type: ignore[index]
+    assert t2["iter"] == row["pass@k"] and t2["rep"] is None and t2["delta_iter_rep"] is None
+    assert pt["kendall_tau_iter_rep"]["left_out"] == ["GPT-5.4"]  # type: ignore[index]
+    # the human layouts: Table 1 and Table 2 with the denominators and the departures under them
+    for fmt in ("md", "latex", "table"):
+        out_file = tmp_path / f"paper.{fmt}"
+        assert main(["metrics", str(path), "--paper", "--format", fmt, "-o", str(out_file)]) == 0
+        text = out_file.read_text()
+        assert (
+            "Table 1" in text
+            and "Table 2" in text
+            and "81/95" in text
+            and "Departures from the paper" in text
+        )
+        assert "85.3" in text and "29.1" in text
