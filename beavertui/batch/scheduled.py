@@ -475,6 +475,11 @@ class ScheduledToolchain:
     def gpu(self) -> GpuSignature | None:
         return self.inner.gpu()
 
+    def judges(self, task: Task, code: str) -> bool:
+        """Whether the inner toolchain can judge this candidate (a replay: whether it is recorded)."""
+        judges = getattr(self.inner, "judges", None)
+        return bool(judges(task, code)) if callable(judges) else True
+
     def profiler_unavailable(self) -> str | None:
         return profiler_unavailable(self.inner)
 

@@ -27,6 +27,7 @@ from beavertui.engine.corpus.task import Task
 from beavertui.engine.loop.run import run_session
 from beavertui.engine.session.events import Event, Ran
 from beavertui.engine.toolchain.base import Toolchain
+from beavertui.engine.validation.on_the_run import Usable, UsableCheck
 
 
 def plan(manifest: RunManifest, run_dir: Path) -> list[JobSpec]:
@@ -164,7 +165,7 @@ class Flag(Protocol):
 
 
 def local_starter(
-    job: JobSpec, task: Task, toolchain: Toolchain
+    job: JobSpec, task: Task, toolchain: Toolchain, usable: Usable | None = None
 ) -> Callable[[Prefix | None], tuple[Any, tuple[str, ...]]]:
     def start(prefix: Prefix | None) -> tuple[Any, tuple[str, ...]]:
         learn = getattr(toolchain, "learn_run_seconds", None)
@@ -175,8 +176,9 @@ def local_starter(
         model = build_model(job.model, task, job.protocol, job=job)
         protocol = session_protocol(job.model, task, job.protocol)
         stream = run_session(
-            task, model, toolchain, protocol, run_id=job.run_id, sample=job.sample, resume_from=prefix
-        )
+            task, model, toolchain, protocol, run_id=job.run_id, sample=job.sample, resume_from=prefix,
+            usable=usable,
+        )  # fmt: skip
         return stream, model.secrets()
 
     return start
@@ -198,16 +200,24 @@ def run_local(
 
     With ``admission``, a session beyond the first starts only when the admission says the GPUs and build
     slots can take more work (resources.Admission). Each session's stages are served by its rank (the order
-    in which sessions started), so sessions further along finish first."""
+    in which sessions started), so sessions further along finish first. A task never validated on this GPU
+    is checked by its first session (its reference run once); a session of a task found unusable ends before
+    its first turn, with the reason."""
     outcomes: dict[Path, JobOutcome] = {}
     wake = admission.changed if admission is not None else threading.Event()
+    # a task never validated on this GPU is validated by its first session here (validation/on_the_run.py)
+    usable = UsableCheck(toolchain)
 
     def one(job: JobSpec, rank: int) -> JobOutcome:
         SESSION_RANK.set(rank)
         tracker.start(job)
         try:
             out = drive(
-                job, run_dir, retries, local_starter(job, tasks[job.task_id], toolchain), tracker.event
+                job,
+                run_dir,
+                retries,
+                local_starter(job, tasks[job.task_id], toolchain, usable),
+                tracker.event,
             )
         except BaseException:
             tracker.finish(job, JobOutcome(status="failed"))

@@ -125,6 +125,8 @@ def _handle(args: argparse.Namespace) -> int:
             doc["resume"] = [f"beavertui batch --resume {d}" for d in st.resume_dirs()]
             doc["withdrawn_sessions"] = st.withdrawn_sessions
             doc["withdrawn_tasks"] = dict(sorted(st.withdrawn.items()))
+            doc["unusable_sessions"] = st.unusable_sessions
+            doc["unusable_tasks"] = dict(sorted(st.unusable.items()))
             doc["unspeeded_attempts"] = [
                 {"model": m, "task_id": t, "iteration": i, "reason": why} for m, t, i, why in st.unspeeded
             ]

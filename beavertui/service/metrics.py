@@ -80,7 +80,7 @@ class Report:
 
     def notes(self) -> list[str]:
         """What every table must say: unfinished sessions (left out, or included and marked), sessions of
-        tasks withdrawn from their run, and the tasks whose correct attempts have no speedup (they count at
+        tasks withdrawn from their run or found unusable on their GPU by the batch, and the tasks whose correct attempts have no speedup (they count at
         p = 0 only)."""
         out = []
         st = self.stats
@@ -118,6 +118,14 @@ class Report:
                 "an arm run twice is scored once: left out "
                 + ", ".join(f"{n} trajectories of run {r}" for r, n in sorted(self.repeated_arms.items()))
                 + " (an earlier run in the source holds the same model, protocol, task and sample)"
+            )
+        if st is not None and st.unusable_sessions:
+            first = sorted(st.unusable.items())[:3]
+            out.append(
+                f"{st.unusable_sessions} session(s) of {len(st.unusable)} task(s) found unusable on their GPU "
+                "by the batch's own check, left out of every rate: "
+                + "; ".join(f"{t}: {why}" for t, why in first)
+                + ("; ..." if len(st.unusable) > 3 else "")
             )
         n = unspeeded_tasks(self.table)
         if n:

@@ -31,6 +31,7 @@ STOP_COLOUR: dict[str, str] = {
     "no_progress": "magenta",
     "error": "red",
     "stopped": "yellow",
+    "unusable": "dim",
 }
 
 

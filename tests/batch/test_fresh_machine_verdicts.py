@@ -86,3 +86,43 @@ def test_running_it_anyway_scores_the_failing_reference_as_the_models_failure(
     doc, _ = metrics_json(run, capsys)
     value, tasks = _pass_at_k(doc)
     assert tasks == 11 and round(100 * value, 1) == 90.9
+
+
+def test_on_a_gpu_with_no_known_verdicts_the_batch_validates_what_it_runs(
+    fresh: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The same outcomes replayed as another GPU's, of which the package knows nothing: the batch runs all
+    eleven, and the first session of each task checks its reference once (the broken start was checked before
+    the first turn anyway). cuda_117's session ends unusable before its first turn, with the reason, and
+    metrics leaves it out of every rate and says so."""
+    other = "nvidia_h100_80gb_hbm3_sm_90_cuda_13_0"
+    for path in (fresh / "release" / "sessions").glob("*.jsonl"):
+        lines = path.read_text().splitlines()
+        head = json.loads(lines[0])
+        head["gpu"] = {**head["gpu"], "slug": other, "name": "NVIDIA H100 80GB HBM3"}
+        path.write_text("\n".join([json.dumps(head), *lines[1:]]) + "\n")
+    run = _batch(fresh, "--samples", "2")
+    err = capsys.readouterr().err
+    assert "skipped" not in err  # nothing is known up front
+    manifest = json.loads((run / "run.json").read_text())
+    assert len(manifest["tasks"]) == 11
+    from beavertui.engine.session.events import SessionEnd
+    from beavertui.engine.session.store import read_session
+
+    ends = {}
+    for path in run.rglob("*__s*.jsonl"):
+        header, events, _ = read_session(path)
+        assert header is not None
+        ends[(header.task.id, header.sample)] = events[-1]
+    assert len(ends) == 22
+    for sample in (0, 1):
+        end = ends[(FAILING, sample)]
+        assert isinstance(end, SessionEnd) and end.stop_reason == "unusable" and end.iterations == 0
+        assert end.detail is not None and end.detail.startswith(
+            "the reference fails here: illegal_memory_access"
+        )
+    assert all(e.stop_reason == "passed" for (t, _), e in ends.items() if t != FAILING)  # type: ignore[union-attr]
+    doc, said = metrics_json(run, capsys)
+    assert _pass_at_k(doc) == (1.0, 10)
+    assert doc["unusable_sessions"] == 2 and list(doc["unusable_tasks"]) == [FAILING]
+    assert "2 session(s) of 1 task(s) found unusable on their GPU" in said

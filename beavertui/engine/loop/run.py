@@ -14,7 +14,7 @@ import queue
 import threading
 import time
 import uuid
-from collections.abc import Generator, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterator, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import get_args
@@ -267,6 +267,7 @@ def run_session(
     resume_from: tuple[SessionHeader, Sequence[Event]] | Sequence[Event] | None = None,
     control: LoopControl | None = None,
     session_id: str | None = None,
+    usable: Callable[[Task, Verdict | None], str | None] | None = None,
 ) -> Generator[SessionHeader | Event, None, None]:
     """Run one repair session, yielding the header, then every event, then one SessionEnd.
 
@@ -307,6 +308,7 @@ def run_session(
         resume_at(done)
 
     run = _Run(task, model, toolchain, protocol, control, state)
+    run.usable = usable
     run.replies = [e for e in prefix if isinstance(e, Reply)]
     try:
         for e in run.attempts(done):
@@ -357,6 +359,8 @@ class _Run:
         self.check: startlog.Stored | None = None
         """The check of the broken start made (or kept) before the first turn, when it has events."""
         self.check_looked = False
+        self.usable: Callable[[Task, Verdict | None], str | None] | None = None
+        """Asked once, before the first turn, whether the task can be scored on this GPU (None: not asked)."""
         self.replies: list[Reply] = []
         """Every reply of the session, those of redone attempts too (what its usage adds up)."""
         for a in state.attempts:
@@ -403,6 +407,11 @@ class _Run:
         if not self.first:
             start_log, source, self.check = _start_log(self.task, self.toolchain, self.protocol)
             self.first = first_turn(self.task, start_log, source)
+        if not done and self.usable is not None:
+            checked = self.check.events if self.check is not None else ()
+            why = self.usable(self.task, next((e for e in checked if isinstance(e, Verdict)), None))
+            if why is not None:
+                raise _End("unusable", why)
         for iteration in range(done + 1, effective_budget(self.protocol) + 1):
             self.iteration = iteration
             self._checkpoint()

@@ -56,6 +56,10 @@ class ExportStats:
     (run.json ``withdrawn_tasks``: validated unusable after the run began)."""
     withdrawn_sessions: int = 0
     """Sessions of those tasks that were left out (finished or not)."""
+    unusable: dict[str, str] = field(default_factory=dict)
+    """Task id -> reason, for the tasks whose sessions ended ``unusable``: the batch's own check found them
+    unusable on its GPU (validation/on_the_run.py); such a session has no attempt, so no rate counts it."""
+    unusable_sessions: int = 0
     observed_unrecorded: set[str] = field(default_factory=set)
     """Tasks of scored sessions whose header has no ``observed_label`` field at all (written before it was
     recorded; a null value there means the validation agreed with the label)."""
@@ -228,6 +232,10 @@ def export_rows(
             stats.withdrawn_sessions += 1
             continue
         state = fold(header, events)
+        if state.end is not None and state.end.stop_reason == "unusable":
+            stats.unusable[header.task.id] = state.end.detail or "unusable here"
+            stats.unusable_sessions += 1
+            continue
         stats.sessions += 1
         if state.end is None:
             stats.unfinished_sessions += 1

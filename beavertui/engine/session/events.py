@@ -556,8 +556,11 @@ class SessionEnd(_Event):
         "no_progress",
         "error",
         "stopped",
+        "unusable",
     ]
-    """Why the loop stopped (docs/metrics.md), or 'stopped' by the user."""
+    """Why the loop stopped (docs/metrics.md), or 'stopped' by the user, or ``unusable``: the task cannot be
+    scored on this GPU (its reference fails here, or its broken start needs no repair), found by the
+    batch's own check before the first turn (``detail`` says why); such a session has no attempt."""
     iterations: Annotated[int, Field(ge=0, le=MAX_BUDGET)]
     """Attempts made."""
     success: bool
@@ -565,7 +568,7 @@ class SessionEnd(_Event):
     best_speedup: float | None = None
     """Best speedup among correct attempts."""
     detail: str | None = None
-    """Error detail when stop_reason is 'error'."""
+    """Error detail when stop_reason is 'error', the reason when it is 'unusable'."""
     usage: Usage | None = None
     """Tokens, time and cost of every reply of the session (absent in files of older versions)."""
 

@@ -173,6 +173,10 @@ class RecordedToolchain:
         found = self.recordings.get((task.id, harness, key)) if harness is not None else None
         return found if found is not None else self.recordings.get(key)
 
+    def judges(self, task: Task, code: str) -> bool:
+        """Whether an outcome of this candidate on this task is recorded (attempt() can judge it)."""
+        return self.lookup(task, code) is not None
+
     def profiler_unavailable(self) -> str | None:
         """Recorded outcomes replay their recorded profiles; L4 feedback says when one has none."""
         return None
