@@ -13,6 +13,7 @@ The same code serves the local and the Ray executor.
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import tempfile
 from collections.abc import Callable, Iterable
@@ -22,7 +23,7 @@ from typing import Literal
 
 from beavertui.batch.protocol_file import ModelSpec
 from beavertui.batch.resources import NO_GPU_LEFT
-from beavertui.batch.rundir import TMP_SUFFIX, log_infra, read_infra, storage_error
+from beavertui.batch.rundir import INFRA_LOG, TMP_SUFFIX, log_infra, read_infra, storage_error
 from beavertui.engine.session.events import Event, InfraError, SessionEnd, SessionHeader
 from beavertui.engine.session.protocol import Protocol
 from beavertui.engine.session.state import fold
@@ -63,6 +64,8 @@ class JobOutcome:
 
 
 Prefix = tuple[SessionHeader, list[Event]]
+
+log = logging.getLogger(__name__)
 
 
 def _rewrite(path: Path, header: SessionHeader, events: list[Event]) -> None:
@@ -123,15 +126,61 @@ def _end_last_line(path: Path) -> None:
             fh.write(b"\n")
 
 
+def set_aside(path: Path, run_dir: Path, why: str) -> Path:
+    """Rename a session file that cannot be resumed to ``NAME.set-aside-N`` (no longer a session of the
+    run, never deleted), and say so: on stderr and in infra.jsonl."""
+    n = 1
+    while (target := path.with_name(f"{path.name}.set-aside-{n}")).exists():
+        n += 1
+    os.replace(path, target)
+    rel = str(path.relative_to(run_dir))
+    detail = f"set aside as {target.name}: {why}"
+    log_infra(run_dir, {"session": rel, "detail": detail, "retried": False, "set_aside": target.name})
+    log.warning("beavertui: %s: %s", rel, detail)
+    return target
+
+
+def times_set_aside(run_dir: Path, rel: str) -> int:
+    return sum(1 for r in read_infra(run_dir) if r.get("session") == rel and r.get("set_aside"))
+
+
+def _disagrees(job: JobSpec, header: SessionHeader) -> str | None:
+    """Why a session file's header is not of the session its path stands for (None when it is)."""
+    if header.task.id != job.task_id:
+        return f"its header names task {header.task.id!r}, its path task {job.task_id!r}"
+    if header.sample != job.sample:
+        return f"its header names sample {header.sample}, its path sample {job.sample}"
+    if header.run_id is not None and header.run_id != job.run_id:
+        return f"its header names run {header.run_id!r}, not {job.run_id!r}"
+    return None
+
+
 def prepare(job: JobSpec, run_dir: Path, retries: int) -> Prefix | JobOutcome | None:
-    """Where a session stands: None (start fresh), a prefix to resume from, or its final outcome."""
+    """Where a session stands: None (start fresh), a prefix to resume from, or its final outcome.
+
+    A file that cannot be resumed (no readable header: damaged, a newer format, a header over the bound; or
+    a header of another session than its path says) is set aside, never deleted, and the session starts
+    again, at most ``retries`` + 1 times over every resume of the run: a session whose every file is
+    unreadable (a defect that writes it so) is then a failure, not retried forever."""
     path = job.path
+    rel = str(path.relative_to(run_dir))
     if not path.exists():
+        if (n := times_set_aside(run_dir, rel)) > retries:
+            return JobOutcome(
+                status="failed",
+                stop_reason="error",
+                infra=[f"{rel}: not run again: its file was set aside {n} time(s) (see {INFRA_LOG})"],
+            )
         return None
-    header, events, _problem = read_session(path)
-    if header is None:  # not even a header survived: start again
-        path.unlink()
+    header, events, problem = read_session(path)
+    if header is None and problem in ("truncated header line", "empty file"):
+        path.unlink()  # a kill cut the header's write: not one line was recorded, nothing is lost
         return None
+    why = f"unreadable: {problem}" if header is None else _disagrees(job, header)
+    if why is not None:
+        set_aside(path, run_dir, why)
+        return prepare(job, run_dir, retries)
+    assert header is not None
     if events and isinstance(events[-1], SessionEnd):
         end = events[-1]
         rel = str(path.relative_to(run_dir))
@@ -188,15 +237,23 @@ def drive(
     resumed = False
     ran = False
     infra_all: list[str] = []
+    runs = 0
     while True:
         # after a run too: prepare() logs the failures of its end once, and rewinds it for a retry
         state = prepare(job, run_dir, retries)
         if isinstance(state, JobOutcome):
-            if ran:
+            if ran and state.status != "failed":
                 state.status = "ran"
             state.resumed = resumed
-            state.infra = infra_all
+            state.infra = infra_all + state.infra
             return state
+        if runs > retries:  # every run ends the same way and prepare() keeps asking for another: stop
+            detail = f"stopped after {runs} runs of this session in one batch (each ended the same way)"
+            log_infra(
+                run_dir, {"session": str(job.path.relative_to(run_dir)), "detail": detail, "retried": False}
+            )
+            return JobOutcome(status="failed", infra=[*infra_all, detail], resumed=resumed)
+        runs += 1
         resumed = resumed or state is not None
         sink: Sink | None = None
         try:

@@ -53,7 +53,8 @@ def remote_session(job: JobSpec, corpus: str, toolchain: str, prefix: list[str] 
     from beavertui.batch.models import build_model, session_protocol
     from beavertui.engine.corpus.load import load_corpus
     from beavertui.engine.loop.run import run_session
-    from beavertui.engine.session.store import dump_line, redact_line, secret_spellings
+    from beavertui.engine.session.redaction import Secrets, redact_event
+    from beavertui.engine.session.store import dump_line
 
     if toolchain == "local":
         import ray
@@ -73,8 +74,8 @@ def remote_session(job: JobSpec, corpus: str, toolchain: str, prefix: list[str] 
             events.append(e)
         resume = (header, events)
     model = build_model(job.model, task, job.protocol, job=job)
-    # the key stays on the worker: lines are redacted here, since the driver never holds the key
-    spellings = secret_spellings(model.secrets())
+    # the key stays on the worker: events are redacted here, since the driver never holds the key
+    secrets = Secrets.of(model.secrets())
     for item in run_session(
         task,
         model,
@@ -86,7 +87,7 @@ def remote_session(job: JobSpec, corpus: str, toolchain: str, prefix: list[str] 
     ):
         if item.kind == "reply_delta":
             continue  # transient: never saved, not worth the network
-        yield redact_line(dump_line(item), spellings)
+        yield dump_line(redact_event(item, secrets))
 
 
 def _as_lines(prefix: Prefix | None) -> list[str] | None:

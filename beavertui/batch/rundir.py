@@ -25,6 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from beavertui.batch.protocol_file import ModelSpec
 from beavertui.engine.errors import BeaverError
 from beavertui.engine.session.protocol import Protocol, with_legacy_gate
+from beavertui.engine.session.redaction import redact_fields, without_userinfo
 
 MANIFEST = "run.json"
 
@@ -90,6 +91,9 @@ class RunManifest(BaseModel):
     """Corpus root."""
     tasks: list[str]
     """Task ids in the batch."""
+    task_hashes: dict[str, str] = Field(default_factory=dict)
+    """Task id -> fingerprint of its broken start and harness when the run was made; a resume on a corpus
+    whose task differs is refused (empty in a run.json older than this field)."""
     excluded_tasks: dict[str, str] = Field(default_factory=dict)
     """Task id -> why it was left out (not runnable, malformed)."""
     withdrawn_tasks: dict[str, str] = Field(default_factory=dict)
@@ -164,13 +168,27 @@ def host_info() -> dict[str, Any]:
     }
 
 
+def without_credentials(spec: ModelSpec) -> ModelSpec:
+    """A model entry as files record it: its base URL's user info and its extra body's secret fields
+    ``[redacted]`` (the key itself is never in an entry, only the name of its variable)."""
+    update: dict[str, Any] = {}
+    url = without_userinfo(spec.base_url)
+    if url != spec.base_url:
+        update["base_url"] = url
+    body = redact_fields(spec.extra_body)
+    if body != spec.extra_body:
+        update["extra_body"] = body
+    return spec.model_copy(update=update) if update else spec
+
+
 def write_manifest(run_dir: Path, manifest: RunManifest) -> None:
-    """Atomically replace run.json."""
+    """Atomically replace run.json (models without their credentials)."""
     run_dir.mkdir(parents=True, exist_ok=True)
+    stored = manifest.model_copy(update={"models": [without_credentials(m) for m in manifest.models]})
     fd, tmp = tempfile.mkstemp(prefix=".run-", suffix=TMP_SUFFIX, dir=run_dir)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(manifest.model_dump_json(indent=2))
+            fh.write(stored.model_dump_json(indent=2))
         os.replace(tmp, run_dir / MANIFEST)
     except BaseException:
         with contextlib.suppress(OSError):
@@ -189,14 +207,87 @@ def remove_partial_files(run_dir: Path) -> int:
     return n
 
 
+#: The largest run.json any reader accepts (a run of 10,000 tasks and 100 models is about 1 MiB).
+MAX_MANIFEST_BYTES = 16 << 20
+
+
 def read_manifest(run_dir: Path) -> RunManifest:
+    """run.json of a run folder; a BeaverError in one line for anything else (a session file given instead
+    of its run's folder, a folder with no run.json, a run.json that is a folder, a FIFO, not UTF-8 or
+    damaged, protocol folder names that would leave the run folder)."""
+    from beavertui.engine.fileio import read_small_text
+
+    if run_dir.is_file():
+        hint = " (a session file: give the folder of its run, the one holding run.json)"
+        raise BeaverError(
+            f"{run_dir}: is a file, not a run folder{hint if run_dir.suffix == '.jsonl' else ''}"
+        )
+    if not run_dir.is_dir():
+        raise BeaverError(f"{run_dir}: no such run folder")
     path = run_dir / MANIFEST
+    if not os.path.lexists(path):
+        raise BeaverError(f"{run_dir}: not a run folder (no {MANIFEST})")
+    text = read_small_text(path, MAX_MANIFEST_BYTES, "run manifest")
     try:
-        return RunManifest.model_validate_json(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise BeaverError(f"{run_dir}: not a run directory (no {MANIFEST})") from None
+        manifest = RunManifest.model_validate_json(text)
     except ValidationError as exc:
-        raise BeaverError(f"{path}: damaged manifest: {exc.errors()[0]['msg']}") from None
+        err = exc.errors()[0]
+        where = ".".join(str(p) for p in err.get("loc", ()))
+        raise BeaverError(f"{path}: damaged manifest: {where + ': ' if where else ''}{err['msg']}") from None
+    except RecursionError:
+        raise BeaverError(f"{path}: damaged manifest: nested too deeply") from None
+    for entry in manifest.protocols:
+        if slug(entry.slug) != entry.slug:
+            raise BeaverError(
+                f"{path}: damaged manifest: protocol folder name {entry.slug!r} is not one plain folder name"
+            )
+    return manifest
+
+
+#: The lock file of a run folder: held (flock) by the one batch writing the run.
+LOCK = ".run.lock"
+
+
+class RunInUse(BeaverError):
+    """Another batch holds the run folder's lock."""
+
+
+class RunLock:
+    """The exclusive lock of one run folder, held until ``release()`` or the process ends (even killed)."""
+
+    def __init__(self, fd: int, path: Path) -> None:
+        self.fd = fd
+        self.path = path
+
+    def release(self) -> None:
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
+
+    def __del__(self) -> None:
+        self.release()
+
+
+def lock_run(run_dir: Path) -> RunLock:
+    """Take the run folder's lock, or RunInUse naming who holds it. One writer per run: two batches resuming
+    one run at once would write the same sessions."""
+    import fcntl
+
+    run_dir.mkdir(parents=True, exist_ok=True)
+    path = run_dir / LOCK
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        holder = os.pread(fd, 200, 0).decode("utf-8", "replace").strip() or "another process"
+        os.close(fd)
+        raise RunInUse(
+            f"{run_dir}: another batch is writing this run ({holder}); wait for it to end or stop it, "
+            f"then continue with --resume {run_dir}"
+        ) from None
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, f"pid {os.getpid()} on {socket.gethostname()} since {stamp()}".encode(), 0)
+    return RunLock(fd, path)
 
 
 #: Write failures that no retry fixes, and how to say them.

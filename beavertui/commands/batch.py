@@ -21,7 +21,10 @@ def register(sub: Any) -> None:
         "continue with --resume RUN_DIR.",
     )
     p.add_argument(
-        "--protocol", default="paper", help="protocol file, or a bundled one by name (default: paper)"
+        "--protocol",
+        default=None,
+        help="protocol file, or a bundled one by name (default: paper; with --resume: the run's, and given "
+        "again it must describe the run's protocols and models, whose credentials run.json does not keep)",
     )
     p.add_argument(
         "--corpus", type=Path, help="corpus root (default: the protocol file's, or the bundled corpus)"

@@ -71,7 +71,7 @@ def open_regular(
 
 def read_capped(path: str | Path, limit: int, what: str = "file") -> bytes:
     """The bytes of a regular file of at most ``limit`` bytes; BeaverError when larger."""
-    fd, size = open_regular(path)
+    fd, size = open_regular(path, BeaverError, what)
     with os.fdopen(fd, "rb") as fh:
         if size > limit:
             raise BeaverError(f"{path}: {size:,} bytes, larger than the {limit:,} bytes a {what} may have")

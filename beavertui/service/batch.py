@@ -42,8 +42,8 @@ PAUSE_CHOICES = ("runs", "all", "none")
 class BatchOptions:
     """Everything a batch is asked to do; the ``batch`` command's flags, typed."""
 
-    protocol: str = "paper"
-    """Protocol file, or a bundled one by name."""
+    protocol: str | None = None
+    """Protocol file, or a bundled one by name; None: ``paper`` for a new run, run.json's for a resume."""
     corpus: Path | None = None
     tasks: str | None = None
     """Globs of task ids, comma-separated."""
@@ -92,6 +92,8 @@ class PreparedRun:
     run_dir: Path
     tasks: dict[str, Task]
     toolchain: str
+    lock: Any = None
+    """The run folder's lock (``rundir.RunLock``), held while this process writes the run."""
 
 
 def check_profiler(protocols: list[Any], toolchain: str) -> None:
@@ -230,7 +232,7 @@ def new_run(
     from beavertui.batch.rundir import ProtocolEntry, check_run_id, host_info, new_run_id
     from beavertui.engine.corpus.load import default_corpus, load_corpus
 
-    pfile = find_protocol_file(options.protocol)
+    pfile = find_protocol_file(options.protocol or "paper")
     spec = load_batch_file(pfile)
     protocols = expand(spec, str(pfile))
     check_profiler(protocols, options.toolchain)
@@ -263,7 +265,9 @@ def new_run(
     run_dir = options.sessions_dir / run_id
     if (run_dir / "run.json").exists():
         raise BeaverError(f"{run_dir}: already a run; continue it with --resume {run_dir}")
+    by_id = {t.id: t for t in corpus.tasks}
     manifest = RunManifest(
+        task_hashes={t: task_fingerprint(by_id[t]) for t in tasks},
         run_id=run_id,
         name=spec.name,
         created=stamp(),
@@ -294,16 +298,20 @@ def prepare(
     say: Callable[[str], None] | None = None,
 ) -> PreparedRun:
     """A new run directory, or the one of ``options.resume`` reopened; ``started`` gets the folder first."""
-    from beavertui.batch.rundir import read_manifest, remove_partial_files
+    from beavertui.batch.rundir import check_run_id, lock_run, read_manifest, remove_partial_files
     from beavertui.engine.corpus.load import load_corpus
 
     toolchain = options.toolchain
+    lock = None
     if options.resume is not None:
         manifest = read_manifest(options.resume)
         run_dir = options.resume
+        if not options.dry_run:
+            lock = lock_run(run_dir)
         if started is not None:
             started(run_dir)
         corpus = load_corpus(options.corpus or Path(manifest.corpus))
+        check_resume(options, manifest, corpus)
         if toolchain == "local" and manifest.toolchain != "local":
             toolchain = manifest.toolchain
         if not options.dry_run:
@@ -323,7 +331,23 @@ def prepare(
             manifest.status = "running"
             write_manifest(run_dir, manifest)
     else:
-        manifest, run_dir, corpus = new_run(options, say or _stderr_line)
+        made = None
+        if options.run_id is not None and not options.dry_run:  # two batches naming one run: one makes it
+            made = options.sessions_dir / check_run_id(options.run_id)
+            fresh = not made.exists()
+            lock = lock_run(made)
+        try:
+            manifest, run_dir, corpus = new_run(options, say or _stderr_line)
+        except BaseException:
+            if lock is not None:
+                lock.release()
+                if made is not None and fresh:  # leave no folder behind for a run never made
+                    with contextlib.suppress(OSError):
+                        lock.path.unlink()
+                        made.rmdir()
+            raise
+        if lock is None and not options.dry_run:
+            lock = lock_run(run_dir)
         if started is not None:
             started(run_dir)
     tasks = {t.id: t for t in corpus.tasks}
@@ -340,7 +364,88 @@ def prepare(
                 f"{manifest.reply_cache}: cannot use it as the reply cache ({exc.strerror}); "
                 "pass --no-reply-cache or another --reply-cache DIR"
             ) from None
-    return PreparedRun(manifest, run_dir, tasks, toolchain)
+    return PreparedRun(manifest, run_dir, tasks, toolchain, lock)
+
+
+def task_fingerprint(task: Task) -> str:
+    """What a session of ``task`` depends on in the corpus: its broken start and its harness (sha256)."""
+    import hashlib
+
+    ref = task.ref()
+    return hashlib.sha256(f"{ref.broken_start_hash}|{ref.harness_hash}".encode()).hexdigest()[:16]
+
+
+def check_resume(options: BatchOptions, manifest: RunManifest, corpus: Any) -> None:
+    """Refuse, in one line, a resume whose flags ask for another batch than run.json's (another corpus,
+    protocol file, models or sample count); with ``--protocol FILE`` again, take the credentials of the
+    file's models that run.json keeps ``[redacted]``."""
+    from beavertui.batch.protocol_file import expand, find_protocol_file, load_batch_file
+    from beavertui.batch.rundir import without_credentials
+    from beavertui.engine.session.redaction import has_redactions
+
+    where = f"--resume {options.resume}"
+    if options.samples is not None and options.samples != manifest.samples:
+        raise BeaverError(
+            f"{where}: the run has {manifest.samples} sample(s) per task, not {options.samples}: "
+            "drop --samples, or start a new run"
+        )
+    names = [m.name for m in manifest.models]
+    if options.models is not None and list(options.models) != names:
+        raise BeaverError(
+            f"{where}: the run's models are {', '.join(names)}, not {', '.join(options.models)}: "
+            "drop --models, or start a new run"
+        )
+    by_id = {t.id: t for t in corpus.tasks}
+    for tid in manifest.tasks:
+        known = manifest.task_hashes.get(tid)
+        task = by_id.get(tid)
+        if task is None:
+            raise BeaverError(f"{where}: the corpus at {corpus.root} has no task {tid} of the run")
+        if known is not None and task_fingerprint(task) != known:
+            raise BeaverError(
+                f"{where}: the corpus at {corpus.root} is not the run's ({manifest.corpus}): task {tid} "
+                "has another broken start or harness"
+            )
+    other = options.corpus is not None and Path(options.corpus).resolve() != Path(manifest.corpus).resolve()
+    if not manifest.task_hashes and other:
+        raise BeaverError(
+            f"{where}: the run's corpus is {manifest.corpus}, not {options.corpus} (this run.json "
+            "records no task fingerprints to compare them by)"
+        )
+    needs_credentials = [
+        m.name for m in manifest.models if has_redactions(m.extra_body) or has_redactions(m.base_url)
+    ]
+    if options.protocol is None:
+        if needs_credentials:
+            raise BeaverError(
+                f"{where}: run.json keeps no credentials, and model(s) {', '.join(needs_credentials)} had some "
+                "(a base URL's user info or secret extra-body fields): give the run's protocol file again "
+                "with --protocol FILE"
+            )
+        return
+    pfile = find_protocol_file(options.protocol)
+    spec = load_batch_file(pfile)
+    given = [(p.slug, p.protocol) for p in expand(spec, str(pfile))]
+    if given != [(e.slug, e.protocol) for e in manifest.protocols]:
+        raise BeaverError(
+            f"{where}: {pfile} describes other protocols than the run's: drop --protocol, or start a new run"
+        )
+    if options.models is None and spec.models:
+        file_models = {m.name: m for m in spec.models}
+        restored = []
+        for m in manifest.models:
+            full = file_models.get(m.name)
+            if full is None or without_credentials(full) != m:
+                raise BeaverError(
+                    f"{where}: {pfile} describes model {m.name} otherwise than the run: drop --protocol, "
+                    "or start a new run"
+                )
+            restored.append(full)
+        manifest.models = restored
+    elif needs_credentials:
+        raise BeaverError(
+            f"{where}: {pfile} lists no [[models]] to take the credentials of {', '.join(needs_credentials)} from"
+        )
 
 
 def default_cache_dir() -> Path:
@@ -473,11 +578,27 @@ def run_batch(
     stop: threading.Event | None = None,
     say: Callable[[str], None] = _stderr,
 ) -> int:
-    """Run the batch and write its summary into run.json; ``say`` gets the summary lines.
+    """Run the batch and write its summary into run.json; ``say`` gets the summary lines. The run folder's
+    lock is released at the end.
 
     ``display`` replaces the progress table (a dashboard reads the tracker instead); once ``stop`` is set
     no new session starts, the sessions in flight finish, and the rest wait for ``--resume``.
     """
+    try:
+        return _run_batch(options, run, display=display, stop=stop, say=say)
+    finally:
+        if run.lock is not None:
+            run.lock.release()
+
+
+def _run_batch(
+    options: BatchOptions,
+    run: PreparedRun,
+    *,
+    display: Progress | None,
+    stop: threading.Event | None,
+    say: Callable[[str], None],
+) -> int:
     from beavertui.batch.progress import Display
 
     manifest, run_dir, tasks = run.manifest, run.run_dir, run.tasks

@@ -9,7 +9,6 @@ never part of ``info()``.
 
 from __future__ import annotations
 
-import base64
 import dataclasses
 import email.utils
 import json
@@ -18,7 +17,6 @@ import random
 import re
 import time
 import tomllib
-import urllib.parse
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -28,8 +26,17 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from beavertui.engine.errors import BeaverError
 from beavertui.engine.models.base import Completion, DeltaCallback, EndpointError
 from beavertui.engine.session.events import Message, ModelInfo, Prices
+from beavertui.engine.session.redaction import (
+    REDACTED,
+    Secrets,
+    redact_fields,
+    redact_text,
+    secret_values,
+    userinfo_secrets,
+    without_userinfo,
+)
 
-REDACTED = "[redacted]"
+__all__ = ["REDACTED", "redact_text"]
 
 #: Longest per-call time limit (and backoff) a configuration may ask for: one day.
 MAX_TIMEOUT_S = 86_400.0
@@ -164,6 +171,7 @@ class OpenAIModel:
                 )
             key = "none"  # local servers (vLLM, Ollama) accept any key
         self._key = key
+        self._secrets = Secrets.of(self.secrets())
         self._sleep = sleep
         self._rng = rng or random.Random()
         self._client = openai.OpenAI(
@@ -184,12 +192,12 @@ class OpenAIModel:
             if v is not None
         }
         if c.extra_body:
-            params["extra_body"] = _redact_secret_fields(c.extra_body)
+            params["extra_body"] = redact_fields(c.extra_body)
         params.update(stream=c.stream, timeout_s=c.timeout_s, retries=c.retries)
         return ModelInfo(
             name=c.model,
             kind="openai",
-            base_url=_without_userinfo(self.base_url),
+            base_url=without_userinfo(self.base_url),
             params=params,
             prices=c.prices(),
         )
@@ -198,12 +206,12 @@ class OpenAIModel:
         """Every credential this model holds: the key, a password in the base URL, secret fields of
         ``extra_body``; redacted by value from whatever is shown, logged or written."""
         found = [self._key] if self._key != "none" else []
-        found += _userinfo_secrets(self.base_url)
-        found += _secret_values(self.config.extra_body)
-        return tuple(dict.fromkeys(x for x in found if len(x) >= 4))
+        found += userinfo_secrets(self.base_url)
+        found += secret_values(self.config.extra_body)
+        return tuple(dict.fromkeys(x for x in found if x))
 
     def _redact(self, text: str) -> str:
-        return redact_text(text, self.secrets())
+        return self._secrets.text(text)
 
     def complete(self, messages: Sequence[Message], *, on_delta: DeltaCallback | None = None) -> Completion:
         """One reply, retried as the configuration says; no credential in what it returns or raises."""
@@ -380,62 +388,6 @@ def _usage(usage: Any) -> tuple[int | None, int | None, int | None]:
     details = getattr(usage, "completion_tokens_details", None)
     reasoning = _count(details, "reasoning_tokens") if details is not None else None
     return _count(usage, "prompt_tokens"), _count(usage, "completion_tokens"), reasoning
-
-
-_SECRET_FIELD = re.compile(r"key|token|secret|passw|auth|cred|bearer|cookie", re.I)
-
-
-def _secret_values(body: Any, name: str = "") -> list[str]:
-    """String values under secret-looking field names of a JSON body (nested objects and lists too)."""
-    if isinstance(body, dict):
-        return [v for k, item in body.items() for v in _secret_values(item, str(k))]
-    if isinstance(body, list):
-        return [v for item in body for v in _secret_values(item, name)]
-    if isinstance(body, str) and name and _SECRET_FIELD.search(name):
-        return [body]
-    return []
-
-
-def _redact_secret_fields(body: Any, name: str = "") -> Any:
-    if isinstance(body, dict):
-        return {k: _redact_secret_fields(v, str(k)) for k, v in body.items()}
-    if isinstance(body, list):
-        return [_redact_secret_fields(v, name) for v in body]
-    if name and _SECRET_FIELD.search(name) and body is not None:
-        return REDACTED
-    return body
-
-
-def _userinfo_secrets(url: str | None) -> list[str]:
-    if not url:
-        return []
-    parts = urllib.parse.urlsplit(url)
-    found = [x for x in (parts.password, parts.username) if x]
-    if parts.username is not None:  # the HTTP client sends them as Basic credentials, which a server may echo
-        pair = f"{urllib.parse.unquote(parts.username)}:{urllib.parse.unquote(parts.password or '')}"
-        found.append(base64.b64encode(pair.encode()).decode())
-    return found
-
-
-def _without_userinfo(url: str | None) -> str | None:
-    """The URL with any ``user:password@`` replaced by [redacted]."""
-    if not url:
-        return url
-    parts = urllib.parse.urlsplit(url)
-    if "@" not in parts.netloc:
-        return url
-    host = parts.netloc.rsplit("@", 1)[1]
-    return urllib.parse.urlunsplit(parts._replace(netloc=f"{REDACTED}@{host}"))
-
-
-def redact_text(text: str, secrets: Sequence[str]) -> str:
-    """``text`` with every secret (as is, and as JSON or URL escaping spells it) replaced by [redacted]."""
-    for secret in sorted(set(secrets), key=len, reverse=True):
-        if not secret:
-            continue
-        for spelling in {secret, json.dumps(secret)[1:-1], urllib.parse.quote(secret, safe="")}:
-            text = text.replace(spelling, REDACTED)
-    return text
 
 
 def _reasoning(obj: Any) -> str:

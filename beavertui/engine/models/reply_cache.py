@@ -8,7 +8,8 @@ messages but are separate draws, so each keeps its own reply; a resumed session,
 again with another toolchain, asks for the same draw and gets the stored reply for every request that is
 byte for byte the same. Sampling at temperature > 0 is not cached unless asked, since a stored reply is not
 a fresh sample. Each entry is one JSON file named by the key's sha256, written atomically; an unreadable or
-mismatching entry is a miss. Keys are never stored: an entry holds no credentials.
+mismatching entry is a miss. No credential is stored or hashed: the base URL's user info and the secret fields
+of the extra body are replaced by ``[redacted]`` in the key and the entry.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from typing import Any, Protocol
 
 from beavertui.engine.models.base import Completion, DeltaCallback
 from beavertui.engine.session.events import Message, ModelInfo
+from beavertui.engine.session.redaction import redact_fields, without_userinfo
 
 FORMAT = 1
 
@@ -160,9 +162,11 @@ class CachedModel:
 
     def request(self, messages: Sequence[Message], iteration: int) -> dict[str, Any]:
         body = self.inner.request_body(messages)
+        if "extra_body" in body:  # credentials are no part of what decides a reply, and never stored
+            body["extra_body"] = redact_fields(body["extra_body"])
         return {
             "body": body,
-            "base_url": self.inner.base_url,
+            "base_url": without_userinfo(self.inner.base_url),
             "draw": {"sample": self.sample, "iteration": iteration},
         }
 

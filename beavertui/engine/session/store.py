@@ -4,7 +4,8 @@ The session file is the API between running and viewing: the loop appends, every
 written whole and flushed one at a time, so a run killed at any moment leaves a readable prefix; reading
 never raises on damage but returns the valid prefix and says what is wrong. Transient events (streamed
 deltas) are never written. This module must not interpret events beyond parsing them (the reducer does
-that) and never stores credentials: the writer can redact given secrets as a last line of defence.
+that) and never stores credentials: the writer removes given secrets from the fields of an event that
+carry endpoint text (``redaction.redact_event``) as a last line of defence, never from the serialised line.
 """
 
 from __future__ import annotations
@@ -31,8 +32,9 @@ from beavertui.engine.session.events import (
     SessionEnd,
     SessionHeader,
 )
+from beavertui.engine.session.redaction import REDACTED, Secrets, redact_event
 
-REDACTED = "[redacted]"
+__all__ = ["REDACTED"]
 
 #: The largest session file any reader accepts. The writer caps what goes in (replies, logs) far below it.
 MAX_SESSION_BYTES = 64 << 20
@@ -55,19 +57,6 @@ def scrub(value: object) -> object:
     if isinstance(value, dict):
         return {scrub(k): scrub(v) for k, v in value.items()}
     return value
-
-
-def secret_spellings(secrets: Sequence[str]) -> tuple[str, ...]:
-    """Each secret as is and as written inside a JSON string (a quote or backslash escaped), longest first."""
-    spellings = {json.dumps(s, ensure_ascii=False)[1:-1] for s in secrets if s} | {s for s in secrets if s}
-    return tuple(sorted(spellings, key=len, reverse=True))
-
-
-def redact_line(text: str, spellings: Sequence[str]) -> str:
-    """A JSON line with every spelling of a secret (see ``secret_spellings``) replaced by [redacted]."""
-    for secret in spellings:
-        text = text.replace(secret, REDACTED)
-    return text
 
 
 def dump_line(item: SessionHeader | Event) -> str:
@@ -104,7 +93,7 @@ class SessionWriter:
         self.path = Path(path)
         self.header = header
         self.fsync = fsync
-        self._redact = secret_spellings(redact)
+        self._secrets = Secrets.of(redact)
         self._lock = threading.Lock()
         self.count = 0
         """Events written (the header not counted)."""
@@ -143,7 +132,6 @@ class SessionWriter:
         return writer, events
 
     def _write_line(self, text: str) -> None:
-        text = redact_line(text, self._redact)
         with self._lock:
             self._fh.write(text + "\n")
             self._fh.flush()
@@ -154,7 +142,7 @@ class SessionWriter:
         """Write one event; transient events are skipped (returns whether it was written)."""
         if event.kind in TRANSIENT_KINDS:
             return False
-        self._write_line(_dump(event))
+        self._write_line(_dump(redact_event(event, self._secrets)))
         self.count += 1
         return True
 
