@@ -29,6 +29,7 @@ COMMANDS = (
     "metrics",
     "branch",
     "attribute",
+    "reproduce",
 )
 
 

@@ -25,7 +25,7 @@ def _pp(x: float | None) -> str:
 
 def paper_tables(pt: PaperTables) -> list[Table]:
     """Table 1 and Table 2 of the paper, each row one model."""
-    proto = "-" if pt.main is None else pt.main.short()
+    proto = "main protocol per model (departures below)" if pt.main is None else pt.main.short()
     k = pt.table1[0].k if pt.table1 else 5
     rows1: list[tuple[Cell, ...]] = [
         (
@@ -87,7 +87,7 @@ def paper_tables(pt: PaperTables) -> list[Table]:
         + (f" ({', '.join(tau.models)})" if tau.models else "")
         + (f"; left out (one column only): {', '.join(tau.left_out)}" if tau.left_out else "")
     )
-    rep = "-" if pt.rep is None else pt.rep.short()
+    rep = "repeated arm per model" if pt.rep is None else pt.rep.short()
     deps = "\n".join(f"- {d}" for d in pt.departures)
     t2 = Table(
         title=f"Table 2: gate p, swing, Iter vs Rep ({rep})",

@@ -165,8 +165,8 @@ def _closeness(p: ProtocolKey) -> tuple[int, ...]:
 
 
 def main_protocol(groups: Sequence[GroupMetrics]) -> ProtocolKey | None:
-    """The iterative protocol the tables read: the closest to the paper's main protocol, then the one most
-    models have, then the first in sort order."""
+    """The iterative protocol the tables read when one serves every model: the closest to the paper's main
+    protocol, then the one most models have, then the first in sort order."""
     protos: dict[ProtocolKey, set[str]] = {}
     for g in groups:
         if g.protocol.method == "iterative" and g.n_tasks:
@@ -174,6 +174,26 @@ def main_protocol(groups: Sequence[GroupMetrics]) -> ProtocolKey | None:
     if not protos:
         return None
     return min(protos, key=lambda p: (-sum(_closeness(p)), -len(protos[p]), p))
+
+
+def main_groups(groups: Sequence[GroupMetrics]) -> list[GroupMetrics]:
+    """Per model and corpus, the iterative group of its main protocol: the closest to the paper's, then the
+    one most models share (so that models run alike are read alike), then the first in sort order. Models
+    whose decoding differs (the release's own configs run some models at T1.0) get their own."""
+    shared: dict[ProtocolKey, int] = {}
+    for g in groups:
+        if g.protocol.method == "iterative" and g.n_tasks:
+            shared[g.protocol] = shared.get(g.protocol, 0) + 1
+    best: dict[tuple[str, str | None], GroupMetrics] = {}
+    for g in sorted(groups, key=GroupMetrics.sort_key):
+        if g.protocol.method != "iterative" or not g.n_tasks:
+            continue
+        key = (g.model, g.corpus)
+        rank = (-sum(_closeness(g.protocol)), -shared[g.protocol], g.protocol)
+        have = best.get(key)
+        if have is None or rank < (-sum(_closeness(have.protocol)), -shared[have.protocol], have.protocol):
+            best[key] = g
+    return sorted(best.values(), key=GroupMetrics.sort_key)
 
 
 def _rep_of(main: ProtocolKey, g: ProtocolKey) -> bool:
@@ -196,16 +216,25 @@ def _tau(x: Sequence[float], y: Sequence[float]) -> tuple[float | None, float | 
 
 def paper_tables(groups: Sequence[GroupMetrics], *, rescored_gate: float | None = None) -> PaperTables:
     """Table 1, Table 2 and Kendall's tau of the groups, with the departures that apply to them."""
-    main = main_protocol(groups)
-    if main is None:
+    mains = main_groups(groups)
+    if not mains:
         return PaperTables(None, None, (), (), Tau(None, None, (), ()), STANDING_DEPARTURES)
-    mains = sorted((g for g in groups if g.protocol == main), key=GroupMetrics.sort_key)
-    reps_all = [g for g in groups if _rep_of(main, g.protocol) and g.n_tasks]
-    temps = sorted({g.protocol.temperature for g in reps_all}, key=lambda t: (t != PAPER_REP_TEMPERATURE, t))
-    rep_proto = (
-        next((g.protocol for g in reps_all if g.protocol.temperature == temps[0]), None) if temps else None
-    )
-    reps = {(g.model, g.corpus): g for g in reps_all if g.protocol == rep_proto}
+    protos = {g.protocol for g in mains}
+    main = mains[0].protocol if len(protos) == 1 else None
+    reps: dict[tuple[str, str | None], GroupMetrics] = {}
+    for g in mains:
+        cands = [
+            r
+            for r in groups
+            if r.model == g.model and r.corpus == g.corpus and _rep_of(g.protocol, r.protocol)
+        ]
+        cands = [r for r in cands if r.n_tasks]
+        if cands:
+            reps[(g.model, g.corpus)] = min(
+                cands, key=lambda r: (r.protocol.temperature != PAPER_REP_TEMPERATURE, r.protocol)
+            )
+    rep_protos = {r.protocol for r in reps.values()}
+    rep_proto = next(iter(rep_protos)) if len(rep_protos) == 1 else None
 
     t1 = tuple(
         Table1Row(
@@ -245,16 +274,21 @@ def paper_tables(groups: Sequence[GroupMetrics], *, rescored_gate: float | None 
         )
     # tau over exactly the models both columns have; the others are named
     both = [r for r in t2 if r.iter is not None and r.rep is not None]
-    one = sorted(
-        {r.model for r in t2 if r not in both} | {m for m, _ in reps if m not in {r.model for r in t2}}
-    )
+    one = sorted(r.model for r in t2 if r not in both)
     if len(both) >= 2:
         tau, pval = _tau([r.iter for r in both], [r.rep for r in both])  # type: ignore[misc]
     else:
         tau, pval = None, None
-    deps = list(_departures(main, rep_proto, mains))
+    deps: list[str] = []
     if rescored_gate is not None:
-        deps.insert(0, f"re-scored at gate p = {rescored_gate:g} after the run (metrics --gate)")
+        deps.append(f"re-scored at gate p = {rescored_gate:g} after the run (metrics --gate)")
+    for g in mains:
+        who = "" if main is not None else f"{g.model}: "
+        r = reps.get((g.model, g.corpus))
+        for d in _departures(g.protocol, None if r is None else r.protocol):
+            if f"{who}{d}" not in deps:
+                deps.append(f"{who}{d}")
+    deps.extend(STANDING_DEPARTURES)
     return PaperTables(
         main,
         rep_proto,
@@ -265,7 +299,7 @@ def paper_tables(groups: Sequence[GroupMetrics], *, rescored_gate: float | None 
     )
 
 
-def _departures(main: ProtocolKey, rep: ProtocolKey | None, mains: Sequence[GroupMetrics]) -> list[str]:
+def _departures(main: ProtocolKey, rep: ProtocolKey | None) -> list[str]:
     out: list[str] = []
     d = main.as_dict()
     for k, v in PAPER_MAIN.items():
@@ -286,7 +320,4 @@ def _departures(main: ProtocolKey, rep: ProtocolKey | None, mains: Sequence[Grou
         out.append("no repeated arm: Table 2's Rep and Delta_iter-rep columns are empty")
     elif rep.temperature != PAPER_REP_TEMPERATURE:
         out.append(f"repeated arm at T = {rep.temperature:g}, the paper's is T = 1.0")
-    if not any(g.cells.tasks for g in mains):
-        pass
-    out.extend(STANDING_DEPARTURES)
     return out

@@ -114,3 +114,15 @@ def test_departures_name_what_differs_from_the_paper() -> None:
     table = [{**r, "protocol": jumps} for r in rows({"m": PAPER["GPT-5.4"]}, rep=False)]
     pt = paper_tables(compute_groups(from_rows(table)))
     assert any("stricter 'jumps' rule" in d for d in pt.departures)
+
+
+def test_each_model_is_read_at_its_own_main_protocol() -> None:
+    """The release's own configs run some models' iterative arm at T1.0 (GLM-4.7): every model still gets
+    its Table 1 row, and the departure names the model."""
+    hot = Protocol(temperature=1.0).key()
+    table = rows({"GPT-5.4": PAPER["GPT-5.4"]}, rep=False)
+    table += [{**r, "protocol": hot} for r in rows({"GLM-4.7": PAPER["GLM-4.7"]}, rep=False)]
+    pt = paper_tables(compute_groups(from_rows(table)))
+    assert [r.model for r in pt.table1] == ["GLM-4.7", "GPT-5.4"] and pt.main is None
+    assert "GLM-4.7: main protocol: temperature = 1.0, the paper's is 0.7" in pt.departures
+    assert not any(d.startswith("GPT-5.4: main protocol") for d in pt.departures)

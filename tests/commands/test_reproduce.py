@@ -1,0 +1,137 @@
+"""`beavertui reproduce`: the paper's grid planned from the release's own configs without network, and run
+end to end through the batch on the recorded toolchain, resumably, with the paper's tables written."""
+
+from __future__ import annotations
+
+import json
+import socket
+from pathlib import Path
+
+import pytest
+
+from beavertui.cli import main
+from beavertui.engine.session.store import read_session
+
+ROOT = Path(__file__).resolve().parents[2]
+DATA = ROOT / "tests" / "data"
+CONFIGS = DATA / "release_configs"
+#: twelve unmodified instances of the release (tests/data/release_real/NOTICE)
+RELEASE = DATA / "release_real"
+RECORDED = DATA / "recorded"
+
+
+@pytest.fixture
+def no_network(monkeypatch: pytest.MonkeyPatch) -> None:
+    def refuse(*a: object, **k: object) -> None:
+        raise AssertionError("the dry run opened a network connection")
+
+    monkeypatch.setattr(socket.socket, "connect", refuse)
+    monkeypatch.setattr(socket, "create_connection", refuse)
+
+
+def _plan(capsys: pytest.CaptureFixture[str], *argv: str) -> dict[str, object]:
+    assert main(["reproduce", "--corpus", str(RELEASE), *argv, "--dry-run", "--json"]) == 0
+    return json.loads(capsys.readouterr().out)  # type: ignore[no-any-return]
+
+
+def test_dry_run_lists_the_grid_of_the_releases_iter_configs(
+    no_network: None, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """configs/iter holds 15 files for 9 models (the *_memcrash files are the same arm over more tasks):
+    each model gets the main arm once, the repeated arm, L0-L2 and H1-H3: 8 arms, 72 in all."""
+    plan = _plan(capsys, "--release-configs", str(CONFIGS / "iter"))
+    arms = plan["arms"]
+    assert isinstance(arms, list)
+    models = {a["model"] for a in arms}
+    assert len(models) == 9 and "gpt-5.4" in models and "z-ai/glm4.7" in models
+    assert len(arms) == 72
+    for m in models:
+        axes = [a["axis"] for a in arms if a["model"] == m]
+        assert axes == ["main", "repeated", "feedback L0", "feedback L1", "feedback L2"] + [
+            f"history H{h}" for h in (1, 2, 3)
+        ]
+    keys = [(a["model"], json.dumps(a["protocol"], sort_keys=True)) for a in arms]
+    assert len(set(keys)) == len(keys)  # no arm twice
+    gemma = next(a for a in arms if a["model"] == "google/gemma-4-31B-it" and a["axis"] == "main")
+    assert [Path(s).name for s in gemma["sources"]] == ["gemma4.yaml", "gemma4_memcrash.yaml"]
+    glm = next(a for a in arms if a["model"] == "z-ai/glm4.7" and a["axis"] == "main")
+    assert glm["protocol"]["temperature"] == 1.0  # the release runs GLM-4.7 at T1.0: read as it is
+    gpt = next(a for a in arms if a["model"] == "gpt-5.4" and a["axis"] == "main")
+    assert gpt["protocol"]["temperature"] == 0.7 and gpt["protocol"]["gate"] == 0.7
+    assert gpt["protocol"]["gate_mode"] == "after_run" and gpt["tasks"] == 7  # 7 of its 217 are here
+    est = plan["estimate"]
+    assert est["sessions"] == sum(a["tasks"] for a in arms) and est["model_calls"] == 5 * est["sessions"]  # type: ignore[index]
+    assert any("placeholder" in n for n in plan["notes"])  # type: ignore[union-attr]
+    # the human plan says the same, and that nothing ran
+    assert (
+        main(["reproduce", "--corpus", str(RELEASE), "--release-configs", str(CONFIGS / "iter"), "--dry-run"])
+        == 0
+    )
+    out = capsys.readouterr().out
+    assert "72 arms over 9 model(s)" in out and "no network" in out
+
+
+def test_configs_of_other_axes_are_the_same_arms_not_new_ones(
+    no_network: None, capsys: pytest.CaptureFixture[str]
+) -> None:
+    plan = _plan(
+        capsys,
+        "--release-configs",
+        str(CONFIGS / "iter" / "gpt5_4.yaml"),
+        str(CONFIGS / "repeated" / "gpt5_4_repeated.yaml"),
+        str(CONFIGS / "feedback" / "gpt5_4_feedback_l2.yaml"),
+    )
+    arms = plan["arms"]
+    assert isinstance(arms, list) and len(arms) == 8
+    by_axis = {a["axis"]: [Path(s).name for s in a["sources"]] for a in arms}
+    assert by_axis["repeated"] == ["gpt5_4_repeated.yaml"] and by_axis["feedback L2"] == [
+        "gpt5_4_feedback_l2.yaml"
+    ]
+    # the release's L3_raw level does not exist here: one line, nothing planned
+    raw = CONFIGS / "feedback" / "gpt5_4_feedback_l3_raw.yaml"
+    assert main(["reproduce", "--corpus", str(RELEASE), "--release-configs", str(raw), "--dry-run"]) == 2
+    assert "feedback_mode 'raw' (the release's L3_raw" in capsys.readouterr().err
+
+
+def test_reproduce_runs_the_grid_once_resumes_and_writes_the_tables(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Two scripted models over the recorded vec_scale task: m1 repairs at once, m2 after a build error
+    and a wrong result. Five replies each, so the repeated arm draws its K = 5 samples."""
+    cands = RECORDED / "vec_scale" / "candidates"
+    models = tmp_path / "models.toml"
+    entries = []
+    for label, names in (("m1", ["naive"] * 5), ("m2", ["syntax", "wrong", "naive", "wrong2", "naive"])):
+        script = tmp_path / f"{label}.toml"
+        replies = [
+            f"[[reply]]\ncontent = '''\n```cuda\n{(cands / f'{n}.cu').read_text()}```\n'''\n" for n in names
+        ]
+        script.write_text("\n".join(replies))
+        entries.append(f'[[models]]\nmodel = "scripted:{script}"\nlabel = "{label}"\n')
+    models.write_text("\n".join(entries))
+    out = tmp_path / "grid"
+    argv = ["reproduce", "--corpus", str(RECORDED), "--models-file", str(models), "--out", str(out)]
+    argv += ["--toolchain", f"recorded:{RECORDED / 'vec_scale.recordings.jsonl'}", "--json"]
+    assert main(argv) == 0
+    doc = json.loads(capsys.readouterr().out)
+    files = sorted(out.rglob("*__s*.jsonl"))
+    # 2 models x 8 arms x 1 task, each arm once: one protocol folder per arm
+    assert len(files) == 16
+    for m in ("m1", "m2"):
+        folders = {p.parent.name for p in files if p.parts[len(out.parts)] == m}
+        assert len(folders) == 8
+    t1 = doc["paper_tables"]["table1"]
+    assert [r["model"] for r in t1] == ["m1", "m2"] and all(r["n_tasks"] == 1 for r in t1)
+    t2 = doc["paper_tables"]["table2"]
+    assert all(
+        r["rep"] is not None and r["delta_iter_rep"] == pytest.approx(r["iter"] - r["rep"]) for r in t2
+    )
+    for name in ("paper_tables.md", "paper_tables.tex", "paper_tables.json"):
+        assert (out / name).is_file()
+    # again: both runs are resumed and nothing is run twice
+    before = {f: f.read_bytes() for f in files}
+    assert main(argv) == 0
+    capsys.readouterr()
+    assert {f: f.read_bytes() for f in sorted(out.rglob("*__s*.jsonl"))} == before
+    header, _, _ = read_session(files[0])
+    assert header is not None
