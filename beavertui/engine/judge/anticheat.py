@@ -65,9 +65,13 @@ FLAG_NAMES: tuple[str, ...] = (
     "timing_run_failed",
     "harness_modified",
     "implausible_speedup",
+    "harness_skipped",
+    "foreign_include",
 )
 #: Flags that make an attempt incorrect (its output or its testbench cannot be trusted), not merely suspect.
-DISQUALIFYING: frozenset[str] = frozenset({"cached_result", "timing_run_failed", "harness_modified"})
+DISQUALIFYING: frozenset[str] = frozenset(
+    {"cached_result", "timing_run_failed", "harness_modified", "harness_skipped", "foreign_include"}
+)
 
 
 def is_flagged(flags: Iterable[str]) -> bool:
@@ -246,3 +250,46 @@ def failure_evidence(log: str, rc: int | None) -> str:
     """The first line of a log that says what failed (a mismatch, a CUDA error), else the exit status."""
     hit = next((ln.strip() for ln in log.splitlines() if _EVIDENCE.search(ln)), None)
     return hit[:160] if hit else f"exit status {rc}"
+
+
+# ------------------------------------------------------------------ includes
+
+
+#: Every file a source names to the preprocessor: ``#include "x"``, ``#include <x>``, and the operand of
+#: ``__has_include`` (``#if __has_include("../reference.cu")``), also behind line continuations and
+#: ``# include`` spacing.
+_INCLUDE = re.compile(r'(?:#\s*include(?:_next)?|__has_include(?:_next)?\s*\()\s*["<]([^">\n]+)[">]')
+#: Suffixes of code, not of an interface: including one brings its definitions in.
+_SOURCE_SUFFIXES = (".cu", ".cpp", ".cc", ".cxx", ".c", ".py", ".inl", ".o", ".so", ".a")
+
+
+_COMMENT_OR_STRING = re.compile(r'//[^\n]*|/\*.*?\*/|"(?:\\.|[^"\\\n])*"', re.S)
+
+
+def included(source: str) -> list[str]:
+    """The files a source names to the preprocessor, in order (comments left out, strings kept)."""
+    joined = source.replace("\\\n", "")
+    code = _COMMENT_OR_STRING.sub(lambda m: m.group(0) if m.group(0).startswith('"') else " ", joined)
+    return [m.group(1).strip() for m in _INCLUDE.finditer(code)]
+
+
+def include_flags(candidate: str, allowed_source: str, protected: Iterable[str]) -> list[str]:
+    """``foreign_include`` for each file the candidate names to the preprocessor that brings in the task's
+    reference or harness: a path outside the work dir (absolute, or through ``..``), a source file rather than a
+    header, or a file named like the reference or a harness source (``protected``: base names), unless the
+    broken start (``allowed_source``) names it too. ``__has_include`` counts: probing for the reference is
+    how a candidate includes it only where it is installed."""
+    allowed = set(included(allowed_source))
+    names = {n.lower() for n in protected}
+    found: list[str] = []
+    for target in included(candidate):
+        if target in allowed or target in found:
+            continue
+        base = target.replace("\\", "/").rsplit("/", 1)[-1].lower()
+        outside = target.startswith(("/", "~")) or ".." in target.replace("\\", "/").split("/")
+        if outside or base.endswith(_SOURCE_SUFFIXES) or base in names:
+            found.append(target)
+    if not found:
+        return []
+    shown = ", ".join(f'"{t}"' for t in found[:3]) + (f" (+{len(found) - 3} more)" if len(found) > 3 else "")
+    return [f"foreign_include: {shown} (the task's reference or harness, or code outside the work dir)"]

@@ -197,6 +197,10 @@ class StageResult(_Frozen):
     """Set when the stage was not run for this attempt: its candidate is the broken start itself, and this is
     the result of the check of the broken start made before the first turn (the same toolchain, options and
     machine); says when that check was made."""
+    harness_proof: str | None = None
+    """A correctness run's proof that the task's own harness ran to its end (engine/judge/harness_proof.py):
+    ``ran``, ``not observed`` (no harness executable of the work dir ran), ``skipped: ...`` (a harness
+    process ended before its ``main`` returned: the run does not pass); None where no proof was asked."""
     unrecorded: list[str] = Field(default_factory=list)
     """Fields the source of this result did not record (an imported run: ``rc``, ``duration_s``,
     ``command``, ...): their values here are null or empty, never measured."""

@@ -128,6 +128,8 @@ class StageConfig:
     timing_cpus: str | None = field(default_factory=lambda: cpus_setting(TIMING_CPUS_ENV))
     """The CPUs timing stages may use (``BEAVERTUI_TIMING_CPUS``): every timed process, started in its turn
     or ahead of it; None: every CPU."""
+    harness_proof: bool = True
+    """Correctness runs of native tasks carry a harness proof (engine/judge/harness_proof.py)."""
     pausable: Callable[[sandbox.Started], AbstractContextManager[object]] | None = None
     """Where a stage's process is registered while it runs (a batch's shared GPU hold: the pool may stop
     it while a timing stage holds the GPU alone; batch/resources.py); None: never stopped."""
@@ -261,10 +263,11 @@ def run_stage(
     timeout_s: float,
     config: StageConfig,
     adapt: bool = True,
+    extra_env: Mapping[str, str] | None = None,
 ) -> StageResult:
     """Run one command of the attempt in the work dir and record it; a build at the build priority
     (``StageConfig.build_nice``, ``build_cpus``), a timing stage on ``timing_cpus``."""
-    started = start_stage(work, command, timeout_s, config, adapt, stage)
+    started = start_stage(work, command, timeout_s, config, adapt, stage, extra_env)
     with nullcontext() if config.pausable is None else config.pausable(started.process):
         out = started.finish()
     return stage_result(stage, started.command, out)
@@ -303,6 +306,7 @@ def start_stage(
     config: StageConfig,
     adapt: bool = True,
     stage: Literal["build", "run", "sanitize", "benchmark"] = "run",
+    extra_env: Mapping[str, str] | None = None,
 ) -> StartedStage:
     """One command of the attempt started in the work dir the way run_stage runs it (same adaptation,
     environment, sandbox, kept and read-only folders, the limits of a ``stage`` of its kind), not waited
@@ -311,7 +315,7 @@ def start_stage(
     cmd = adapt_command(command, config.sm) if adapt else command
     keep = (*work.links.values(), *(str(p) for p in work.task.pythonpath))
     frozen = (str(work.task.corpus_root), *keep, *(str(p) for p in config.read_only))
-    env = stage_env(work.task, config)
+    env = {**stage_env(work.task, config), **(extra_env or {})}
     limits = stage_limits(config, stage)
     process = sandbox.start(cmd, work.path, env, timeout_s, limits, keep=keep, read_only=frozen)
     return StartedStage(command=cmd, env=env, process=process)
@@ -349,5 +353,17 @@ def test(work: WorkDir, config: StageConfig) -> StageResult:
     else:
         limit = work.task.timeouts.run_s
         source = work.task.timeouts.run_from or f"the task's own limit ({limit:g} s)"
-    res = run_stage(work, "run", work.task.test_command, limit, config)
-    return res.model_copy(update={"limit_s": limit, "limit_from": source})
+    from beavertui.engine.judge import harness_proof
+
+    proof = None
+    if config.harness_proof and work.task.layout == "native":
+        lib = harness_proof.library()
+        if lib is not None:
+            proof = harness_proof.Proof.start(work.path, stage_env(work.task, config), lib)
+    res = run_stage(
+        work, "run", work.task.test_command, limit, config, extra_env=proof.env if proof else None
+    )
+    update: dict[str, object] = {"limit_s": limit, "limit_from": source}
+    if proof is not None:
+        update["harness_proof"] = proof.check()
+    return res.model_copy(update=update)

@@ -7,6 +7,7 @@ sanitizer and timing together and adds nothing of its own beyond the verdict's r
 
 from __future__ import annotations
 
+import contextlib
 import re
 import tempfile
 import threading
@@ -191,8 +192,14 @@ class LocalToolchain:
             verdict = family_oracle(task, verdict, run)
         flags = [f"harness_modified: {rel}" for rel in sorted(set(tampered))]
         flags += anticheat.static_flags(code, task.reference())
+        allowed = f"{task.broken_start()}\n{task.reference() or ''}"
+        flags += anticheat.include_flags(code, allowed, _protected_names(task))
         flags += anticheat.poison_flags(run.log) if run is not None else []
-        correct = verdict.category == "passed" and not tampered
+        skipped = run is not None and (run.harness_proof or "").startswith("skipped")
+        if skipped:
+            assert run is not None and run.harness_proof is not None
+            flags.append(f"harness_skipped: {run.harness_proof.removeprefix('skipped: ')}")
+        correct = verdict.category == "passed" and not tampered and not skipped
         if families.is_reference_submission(task, code):
             flags.append("reference_submission: judged under the family's reference semantics")
         timing: TimingResult | None = None
@@ -386,6 +393,14 @@ class LocalToolchain:
             decisive=list(c.decisive),
             flags=flags,
         )
+
+
+def _protected_names(task: Task) -> list[str]:
+    """Base names a candidate may not include: the task's reference and its harness's own files."""
+    names = [task.reference_path.name] if task.reference_path is not None else []
+    with contextlib.suppress(OSError):
+        names += [p.name for p in task.testbench.iterdir() if p.is_file()]
+    return names
 
 
 def metrics_of(raw: str) -> list[KernelMetrics]:
