@@ -81,7 +81,7 @@ lane_rest() {
   demo no_progress layernorm_03 4 &
   demo code_cycle scan_01 4 &
   demo sanitizer_only layernorm_01 2 --sanitize memcheck &
-  demo resend_then_reference transpose_00 2 &
+  demo typo_then_barrier transpose_00 3 &
   wait
   log "demos: done: $(tr '\n' ' ' <"$W/demos.txt")"
   files=$(grep -rl --include="test_*.py" --exclude-dir=data "pytest.mark.gpu" tests 2>/dev/null | sort | tr '\n' ' ')

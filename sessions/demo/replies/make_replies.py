@@ -250,16 +250,19 @@ write(
 )
 
 # ---------------------------------------------------------------- transpose_00 again: a second session for compare
+# Its candidates are repair_in_three's second and third, so its outcomes are the ones recorded with that session
+# on the H200: the session was made by the recorded toolchain (`--toolchain recorded:...repair_in_three.jsonl`),
+# not on a GPU, and its header's notes say so.
 write(
-    "resend_then_reference",
-    "transpose_00: the broken start sent back unchanged, then the reference (beside repair_in_three, for compare)",
+    "typo_then_barrier",
+    "transpose_00: the barrier with a typo, then the barrier (beside repair_in_three, for compare)",
     [
-        reply("The kernel looks right as it is; sending it back unchanged.", t0),
         reply(
-            "It is not: the tile is read before every thread has written it. The reference solution adds the "
-            "barrier.",
-            (ROOT / "corpus" / "transpose_00" / "reference.cu").read_text(),
+            "The tile is written by one thread and read by another, so the block must wait for the whole tile "
+            "before reading it. Adding a barrier between the two phases.",
+            edit(t0, barrier_at, "    __syncthread();\n\n" + barrier_at),
         ),
+        reply("The intrinsic is `__syncthreads()`.", edit(t0, barrier_at, "    __syncthreads();\n\n" + barrier_at)),
     ],
 )
 print("wrote", ", ".join(sorted(p.name for p in HERE.glob("*.toml"))))
