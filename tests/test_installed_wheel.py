@@ -73,8 +73,9 @@ def test_the_wheel_works_from_any_folder(tmp_path: Path) -> None:
     compared = _run([exe, "compare", *pair], elsewhere, env)
     assert compared.returncode == 0 and "PASSED" in compared.stdout, compared.stderr
     dry = _run(
-        [exe, "batch", "--models", "scripted:@reference", "--tasks", "scan_*", "--dry-run"], elsewhere, env
-    )
+        [exe, "batch", "--models", "scripted:@reference", "--tasks", "scan_*", "--dry-run", "--toolchain", "demo"],
+        elsewhere, env,
+    )  # fmt: skip
     assert dry.returncode == 0, dry.stderr
     assert "tasks (3): scan_00, scan_01, scan_02" in dry.stdout and not (elsewhere / "sessions").exists()
     # the release's verdicts on the H200 ship as package data (engine/corpus/verdicts.py known_set)
@@ -84,3 +85,16 @@ def test_the_wheel_works_from_any_folder(tmp_path: Path) -> None:
         elsewhere, env,
     )  # fmt: skip
     assert known.returncode == 0 and int(known.stdout) == 208, known.stderr
+    # no key, no GPU: the demos run on the outcomes recorded with them, shipped in the wheel
+    keyless = {k: v for k, v in env.items() if k not in ("OPENAI_API_KEY", "OPENAI_BASE_URL")}
+    live = _run([exe, "live", "--demo", "--headless"], elsewhere, keyless)
+    assert live.returncode == 0 and "end passed after 3 iterations" in live.stdout, live.stderr
+    assert len(list((elsewhere / "sessions" / "live").glob("transpose_00-*.jsonl"))) == 1
+    batch = _run([exe, "batch", "--demo", "--run-id", "d", "--quiet"], elsewhere, keyless)
+    assert batch.returncode == 0 and "5/5 sessions" in batch.stderr, batch.stderr
+    metrics = _run([exe, "metrics", "sessions/d", "--format", "csv"], elsewhere, keyless)
+    assert metrics.returncode == 0 and "scripted:@demo" in metrics.stdout, metrics.stderr
+    page = _run([exe, "export", "demo:degenerate_repair", "--html", "-o", "d.html"], elsewhere, keyless)
+    assert page.returncode == 0 and (elsewhere / "d.html").stat().st_size > 10_000, page.stderr
+    nokey = _run([exe, "batch", "--models", "some-model"], tmp_path, keyless)
+    assert nokey.returncode == 2 and "OPENAI_API_KEY" in nokey.stderr and not (tmp_path / "sessions").exists()

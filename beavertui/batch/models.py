@@ -17,7 +17,7 @@ from beavertui.batch.protocol_file import ModelSpec
 from beavertui.engine.corpus.task import Task
 from beavertui.engine.errors import BeaverError
 from beavertui.engine.models.base import Completion, DeltaCallback, Model
-from beavertui.engine.models.openai_model import OpenAIModel
+from beavertui.engine.models.openai_model import OpenAIConfig, OpenAIModel
 from beavertui.engine.models.resolve import build_model as resolve_model
 from beavertui.engine.session.events import Message, ModelInfo
 from beavertui.engine.session.protocol import Protocol
@@ -103,6 +103,25 @@ def reply_cache_stats() -> dict[str, Any]:
         return {k: v.stats for k, v in _CACHES.items()}
 
 
+#: ModelSpec fields that override the models file's entry of the same name, where the batch file sets them.
+OVERRIDDEN = ("base_url", "api_key_env", "top_p", "max_tokens", "reasoning_effort", "extra_body", "timeout_s",
+              "retries", "input_usd_per_mtok", "output_usd_per_mtok", "stream")  # fmt: skip
+
+
+def overrides_of(spec: ModelSpec) -> dict[str, Any]:
+    """The fields ``spec`` sets, as overrides of its models-file entry."""
+    return {field: getattr(spec, field) for field in OVERRIDDEN if field in spec.model_fields_set}
+
+
+def endpoint_config_of(spec: ModelSpec) -> OpenAIConfig | None:
+    """How an endpoint model of the batch is reached (None for scripted, replayed and human models)."""
+    from beavertui.engine.models.resolve import endpoint_config
+
+    if spec.scripts is not None or spec.model.startswith(("scripted:", "replay:")) or spec.model == "human":
+        return None
+    return endpoint_config(spec.model, models=spec.models_file, overrides=overrides_of(spec))
+
+
 def build_model(spec: ModelSpec, task: Task, protocol: Protocol, *, job: Any = None) -> Model:
     """The model object of one session: the shared resolution, behind its endpoint's concurrency slots and
     the run's reply cache when ``job`` names one.
@@ -120,13 +139,7 @@ def build_model(spec: ModelSpec, task: Task, protocol: Protocol, *, job: Any = N
             if path.is_file():
                 return BoundedModel(ScriptedModel.from_file(path), slots, name)
         raise BeaverError(f"{folder}: no script for task {task.id}")
-    overrides: dict[str, Any] = {
-        field: getattr(spec, field)
-        for field in ("base_url", "api_key_env", "top_p", "max_tokens", "reasoning_effort", "extra_body",
-                      "timeout_s", "retries", "input_usd_per_mtok", "output_usd_per_mtok")
-        if field in spec.model_fields_set
-    }  # fmt: skip
-    model = resolve_model(spec.model, task, protocol, overrides=overrides)
+    model = resolve_model(spec.model, task, protocol, models=spec.models_file, overrides=overrides_of(spec))
     if not isinstance(model, OpenAIModel):
         return BoundedModel(model, slots, name)
     cache_dir = getattr(job, "reply_cache", None)

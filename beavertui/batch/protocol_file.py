@@ -83,6 +83,11 @@ class ModelSpec(BaseModel):
     """Price of prompt tokens, US dollars per million (give both prices to see costs)."""
     output_usd_per_mtok: float | None = Field(default=None, ge=0)
     """Price of completion tokens (reasoning included), US dollars per million."""
+    stream: bool = True
+    """Stream tokens as they are generated."""
+    models_file: str | None = None
+    """Models file whose ``[models.NAME]`` entry this model starts from; None: ``$BEAVERTUI_MODELS`` or
+    ``~/.config/beavertui/models.toml`` (the fields above, where set, override the entry's)."""
 
     @property
     def name(self) -> str:

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from beavertui.commands.branch import add_common
+from beavertui.commands.paths import session_path
 
 if TYPE_CHECKING:
     from beavertui.engine.analysis.attribute_run import BranchOutcome
@@ -28,7 +29,9 @@ def register(sub: Any) -> None:
         "step with only those components in the feedback, and report the Shapley and Banzhaf value of "
         "each component and the pairwise interactions, with bootstrap intervals over samples (and steps).",
     )
-    p.add_argument("session", nargs="?", metavar="SESSION", help="the session to branch from")
+    p.add_argument(
+        "session", nargs="?", type=session_path, metavar="SESSION", help="the session to branch from"
+    )
     p.add_argument("--at", type=int, metavar="STEP", help="the frozen step (with --run: only this step)")
     p.add_argument(
         "--components",

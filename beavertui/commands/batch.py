@@ -18,7 +18,10 @@ def register(sub: Any) -> None:
         help="run a protocol sweep over tasks and models (resumable; local GPUs or Ray)",
         description="Runs every (model, protocol, task, sample) session of a protocol file and writes "
         "sessions/<run_id>/<model>/<protocol>/<task>__s<sample>.jsonl plus run.json. Kill it at any time and "
-        "continue with --resume RUN_DIR.",
+        "continue with --resume RUN_DIR. Before anything is written it checks every endpoint model's key, "
+        "that its endpoint answers and serves it, and the GPU, nvcc and compute-sanitizer (--dry-run too): a "
+        "failed check is one line naming the fix, exit 2, no run folder. Exit 0 when every session was "
+        "evaluated (whether the models repaired their tasks or not: see beavertui metrics).",
     )
     p.add_argument(
         "--protocol",
@@ -30,7 +33,20 @@ def register(sub: Any) -> None:
         "--corpus", type=Path, help="corpus root (default: the protocol file's, or the bundled corpus)"
     )
     p.add_argument("--tasks", help="glob of task ids, e.g. 'flashattn_*' (comma-separated globs allowed)")
-    p.add_argument("--models", nargs="+", metavar="MODEL", help="models under test (replace the file's list)")
+    p.add_argument(
+        "--models",
+        nargs="+",
+        metavar="MODEL",
+        help="names of the models under test, replacing the file's [[models]] list: endpoint model names "
+        "(or models-file entries), scripted:FILE, scripted:@reference",
+    )
+    p.add_argument(
+        "--demo",
+        action="store_true",
+        help="run the bundled demo sessions' tasks with their hand-written replies on their recorded H200 "
+        "outcomes: a whole batch with no GPU and no key (the same as --models scripted:@demo --toolchain "
+        "demo --tasks <the demo tasks>)",
+    )
     p.add_argument("--samples", type=int, help="trajectories per (model, protocol, task)")
     p.add_argument("--gpus", help="GPU indices to use, e.g. 0,1 (default: every visible GPU)")
     p.add_argument(
@@ -66,7 +82,11 @@ def register(sub: Any) -> None:
         "counted in their time) until the measurement ends, or go on; auto (default): stop on a machine "
         "with one GPU, go on with more (each GPU's timing would stop the builds the others wait for)",
     )
-    p.add_argument("--toolchain", default="local", help="local (this machine's GPUs) or recorded:PATH")
+    p.add_argument(
+        "--toolchain",
+        default="local",
+        help="local (this machine's GPUs), demo (the bundled demo sessions' recorded outcomes) or recorded:PATH",
+    )
     p.add_argument("--cache", type=Path, help="compile cache folder (default: ~/.cache/beavertui/builds)")
     p.add_argument("--no-cache", action="store_true", help="build every candidate, even identical ones")
     p.add_argument("--resume", type=Path, metavar="RUN_DIR", help="continue a run where it stopped")
@@ -95,8 +115,10 @@ def register(sub: Any) -> None:
         "--dry-run", action="store_true",
         help="list the tasks, models, protocols, sessions and GPUs that would run, and write nothing",
     )  # fmt: skip
+    from beavertui.commands.endpoint import add_endpoint_options
     from beavertui.commands.formats import add_format_argument
 
+    add_endpoint_options(p)
     add_format_argument(p, "the summary table's rows")
     p.add_argument("--tui", action="store_true", help="live dashboard instead of the progress table")
     p.add_argument("--quiet", action="store_true", help="no progress display, only the final summary")
@@ -123,20 +145,31 @@ def _seconds(text: str) -> float:
 
 def options_of(args: argparse.Namespace) -> BatchOptions:
     """The batch options given by the flags."""
+    from beavertui.commands.endpoint import endpoint_overrides, models_file_of
+    from beavertui.engine import bundled
+    from beavertui.engine.errors import BeaverError
+    from beavertui.engine.models.resolve import DEMO_MODEL
     from beavertui.service.batch import BatchOptions
 
+    models, toolchain, tasks = args.models, args.toolchain, args.tasks
+    if getattr(args, "demo", False):
+        if models and models != [DEMO_MODEL]:
+            raise BeaverError("--demo runs the demo's scripted replies: drop --models")
+        models = [DEMO_MODEL]
+        toolchain = "demo" if toolchain == "local" else toolchain
+        tasks = tasks or ",".join(bundled.demo_tasks())
     return BatchOptions(
         protocol=args.protocol,
         corpus=args.corpus,
-        tasks=args.tasks,
-        models=args.models,
+        tasks=tasks,
+        models=models,
         samples=args.samples,
         gpus=args.gpus,
         jobs=args.jobs,
         gpu_share=args.gpu_share,
         pause_for_timing=args.pause_for_timing,
         builds_in_timing=args.builds_in_timing,
-        toolchain=args.toolchain,
+        toolchain=toolchain,
         cache=args.cache,
         no_cache=args.no_cache,
         resume=args.resume,
@@ -152,6 +185,8 @@ def options_of(args: argparse.Namespace) -> BatchOptions:
         dry_run=args.dry_run,
         start_until_s=args.start_until,
         command=["beavertui", *sys.argv[1:]],
+        endpoint=endpoint_overrides(args),
+        models_file=models_file_of(args),
     )
 
 

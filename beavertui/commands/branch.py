@@ -11,6 +11,8 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from beavertui.commands.paths import session_path
+
 if TYPE_CHECKING:
     from beavertui.service.branching import BranchOptions
 
@@ -24,12 +26,6 @@ def add_common(p: argparse.ArgumentParser) -> None:
         "default: the parent's model when it was an endpoint",
     )
     p.add_argument(
-        "--models",
-        metavar="FILE",
-        help="TOML models file defining NAME ([models.NAME]); default $BEAVERTUI_MODELS",
-    )
-    p.add_argument("--base-url", metavar="URL", help="endpoint base URL for --model NAME")
-    p.add_argument(
         "--temperature", type=float, metavar="T", help="sampling temperature (default: the parent's)"
     )
     p.add_argument(
@@ -41,6 +37,9 @@ def add_common(p: argparse.ArgumentParser) -> None:
         help="judge candidates with recorded outcomes (a recordings "
         "file, a session file or a folder of sessions) instead of this machine's GPU",
     )
+    from beavertui.commands.endpoint import add_endpoint_options
+
+    add_endpoint_options(p, deprecated_models=True)
 
 
 def register(sub: Any) -> None:
@@ -51,7 +50,7 @@ def register(sub: Any) -> None:
         "a changed protocol (feedback level, history window, model, temperature). The new session "
         "records its parent and branch step.",
     )
-    p.add_argument("session", metavar="SESSION", help="the parent session file")
+    p.add_argument("session", type=session_path, metavar="SESSION", help="the parent session file")
     p.add_argument("--at", type=int, required=True, metavar="STEP", help="iteration after which to branch")
     p.add_argument("--feedback", choices=["L0", "L1", "L2", "L3", "L4"], help="feedback level from STEP on")
     p.add_argument("--history", type=int, metavar="H", help="rounds of history kept (1-4)")
@@ -65,18 +64,21 @@ def register(sub: Any) -> None:
 
 def options_of(args: argparse.Namespace) -> BranchOptions:
     """The branch options given by the flags (attribute's flags are a subset)."""
+    from beavertui.commands.endpoint import endpoint_overrides, models_file_of
     from beavertui.service.branching import BranchOptions
 
+    models_file = models_file_of(args)
     return BranchOptions(
         feedback=getattr(args, "feedback", None),
         history=getattr(args, "history", None),
         temperature=args.temperature,
         budget=getattr(args, "budget", None),
         model=args.model,
-        models=args.models,
+        models=str(models_file) if models_file is not None else None,
         base_url=args.base_url,
         corpus=args.corpus,
         recorded=args.recorded,
+        endpoint=endpoint_overrides(args),
     )
 
 

@@ -10,6 +10,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from beavertui.commands.paths import session_path
+
 
 def demo_dir() -> Path:
     """The demo sessions shipped with beavertui (the checkout's sessions/demo, or the installed copy)."""
@@ -20,7 +22,9 @@ def demo_dir() -> Path:
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p = sub.add_parser("browse", help="browse the sessions under a folder (default: the demo sessions)")
-    p.add_argument("run_dir", nargs="?", type=Path, help="folder of session files (default: sessions/demo)")
+    p.add_argument(
+        "run_dir", nargs="?", type=session_path, help="folder of session files (default: sessions/demo)"
+    )
     p.add_argument("--no-watch", action="store_true", help="do not update the table while files change")
     p.add_argument(
         "--format",

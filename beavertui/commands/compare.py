@@ -6,11 +6,13 @@ import argparse
 import sys
 from pathlib import Path
 
+from beavertui.commands.paths import session_path
+
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p = sub.add_parser("compare", help="two sessions of one task side by side, iterations aligned")
-    p.add_argument("a", type=Path, help="first session file")
-    p.add_argument("b", type=Path, help="second session file")
+    p.add_argument("a", type=session_path, help="first session file (demo:NAME: a bundled demo)")
+    p.add_argument("b", type=session_path, help="second session file")
     p.set_defaults(func=run)
 
 

@@ -8,6 +8,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from beavertui.commands.paths import session_path
+
 
 def register(sub: Any) -> None:
     p = sub.add_parser(
@@ -18,7 +20,11 @@ def register(sub: Any) -> None:
         "With --html, writes one self-contained page instead: a session file gives its screen with "
         "step-through, a run directory gives its metrics, figures and every session.",
     )
-    p.add_argument("run_dir", type=Path, help="a run directory (sessions/<run_id>) or one session file")
+    p.add_argument(
+        "run_dir",
+        type=session_path,
+        help="a run directory (sessions/<run_id>) or one session file (demo:NAME: a bundled demo session)",
+    )
     p.add_argument(
         "--csv", action="store_true", help="write CSV (protocol fields as protocol.<name> columns)"
     )

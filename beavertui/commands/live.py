@@ -8,7 +8,6 @@ else happens here.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import uuid
 from pathlib import Path
@@ -22,7 +21,8 @@ def register(sub: Any) -> None:
         description=(
             "Run one repair session of a task and write it to sessions/live/<task>-<id>.jsonl. "
             "MODEL is an endpoint model name (or a models-file entry), scripted:FILE, replay:SESSION or "
-            "human. Exit status: 0 when the session succeeded, 1 when it ended without success."
+            "human. Before anything is written it checks the key, the endpoint and the model, the GPU, "
+            "nvcc and compute-sanitizer (one line naming the fix, exit 2)."
         ),
     )
     p.add_argument("--task", metavar="ID", help="task id (required unless --resume)")
@@ -46,19 +46,20 @@ def register(sub: Any) -> None:
         help="continue a killed session file after its valid prefix, under its recorded task and protocol",
     )
 
-    m = p.add_argument_group("endpoint")
-    m.add_argument("--base-url", default=None, help="OpenAI-compatible base URL (default: $OPENAI_BASE_URL)")
-    m.add_argument("--api-key-env", default=None, metavar="VAR", help="environment variable holding the key")
-    m.add_argument("--models-file", type=Path, default=None, help="TOML models file ([models.NAME] tables)")
-    m.add_argument("--top-p", type=float, default=None)
-    m.add_argument("--max-tokens", type=int, default=None)
-    m.add_argument("--reasoning-effort", default=None, choices=("low", "medium", "high"))
-    m.add_argument("--extra-body", default=None, metavar="JSON", help="extra request fields as a JSON object")
-    m.add_argument("--timeout", type=float, default=None, metavar="S", help="per-call time limit, seconds")
-    m.add_argument("--retries", type=int, default=None, help="failed tries allowed per call")
-    m.add_argument("--no-stream", action="store_true", help="do not stream tokens")
-    m.add_argument(
+    from beavertui.commands.endpoint import add_endpoint_options
+
+    add_endpoint_options(p)
+    p.add_argument(
         "--editor", default=None, help="human model: editor command (default $EDITOR; none: save to submit)"
+    )
+    p.add_argument(
+        "--demo",
+        nargs="?",
+        const="repair_in_three",
+        default=None,
+        metavar="NAME",
+        help="run a bundled demo session (sessions/demo) again on its recorded H200 outcomes, with no GPU "
+        "and no key: its task, its protocol, its hand-written replies (default: repair_in_three)",
     )
     q = p.add_argument_group("protocol (the flags below override the protocol file's fields)")
     q.add_argument(
@@ -120,8 +121,9 @@ def register(sub: Any) -> None:
     o.add_argument(
         "--toolchain",
         default="local",
-        metavar="local|recorded:FILE",
-        help="build and run on this GPU, or replay recorded outcomes (no GPU needed)",
+        metavar="local|demo|recorded:FILE",
+        help="build and run on this GPU, or replay recorded outcomes (no GPU needed; demo: the bundled "
+        "demo sessions' outcomes)",
     )
     o.add_argument(
         "--unknown-candidates",
@@ -185,39 +187,37 @@ def _swept(pfile: Any) -> set[str]:
 
 
 def _model(args: argparse.Namespace, task: Any, protocol: Any) -> Any:
+    from beavertui.commands.endpoint import endpoint_overrides, flag_of, models_file_of
     from beavertui.engine.errors import BeaverError
     from beavertui.engine.models.resolve import SettingError, build_model
 
-    overrides: dict[str, Any] = {
-        "base_url": args.base_url,
-        "api_key_env": args.api_key_env,
-        "top_p": args.top_p,
-        "max_tokens": args.max_tokens,
-        "reasoning_effort": args.reasoning_effort,
-        "timeout_s": args.timeout,
-        "retries": args.retries,
-    }
-    if args.extra_body:
-        try:
-            extra = json.loads(args.extra_body)
-        except json.JSONDecodeError as exc:
-            raise BeaverError(f"--extra-body: not JSON: {exc.msg}") from None
-        if not isinstance(extra, dict):
-            raise BeaverError("--extra-body: expected a JSON object")
-        overrides["extra_body"] = extra
-    if args.no_stream:
-        overrides["stream"] = False
     human_file = args.sessions_dir / "live" / f"{task.id}.human" / Path(task.solution_file).name
     try:
         return build_model(
-            args.model, task, protocol, models=args.models_file, overrides=overrides, human_file=human_file,
-            editor=args.editor,
+            args.model, task, protocol, models=models_file_of(args), overrides=endpoint_overrides(args),
+            human_file=human_file, editor=args.editor,
         )  # fmt: skip
     except SettingError as exc:
-        flag = {"timeout_s": "timeout", "extra_body": "extra-body"}.get(exc.field, exc.field).replace(
-            "_", "-"
-        )
-        raise BeaverError(f"--{flag}: {exc.problem}") from None
+        raise BeaverError(f"{flag_of(exc.field)}: {exc.problem}") from None
+
+
+def _preflight(args: argparse.Namespace, model_name: str, protocol: Any) -> None:
+    """Key, endpoint and model, then the toolchain: before anything is written (exit 2 when one fails)."""
+    from beavertui.commands.endpoint import endpoint_overrides, flag_of, models_file_of
+    from beavertui.engine.errors import BeaverError
+    from beavertui.engine.models.resolve import SettingError, endpoint_config
+    from beavertui.service.preflight import Endpoint, is_endpoint, preflight
+
+    endpoints = []
+    if is_endpoint(model_name):
+        try:
+            config = endpoint_config(
+                model_name, models=models_file_of(args), overrides=endpoint_overrides(args)
+            )
+        except SettingError as exc:
+            raise BeaverError(f"{flag_of(exc.field)}: {exc.problem}") from None
+        endpoints.append(Endpoint(label=model_name, config=config))
+    preflight(endpoints, args.toolchain, [protocol])
 
 
 def _toolchain(args: argparse.Namespace, task: Any) -> Any:
@@ -256,10 +256,20 @@ def _live(args: argparse.Namespace) -> int:
 
     if args.resume is not None:
         return _resume(args)
-    if not args.task or not args.model:
-        raise BeaverError("live needs --task ID and --model MODEL (or --resume SESSION)")
+    if args.demo is not None:
+        protocol = _demo(args)
+    missing = [flag for flag, value in (("--task ID", args.task), ("--model MODEL", args.model)) if not value]
+    if missing:
+        raise BeaverError(
+            f"live needs {' and '.join(missing)}"
+            + (" (the model to ask: an endpoint model name, scripted:FILE, replay:SESSION or human)"
+               if not args.model else "")
+            + "; or --demo to run a bundled session on recorded outcomes, or --resume SESSION"
+        )  # fmt: skip
     task = load_corpus(args.corpus or default_corpus(), [args.task]).get(args.task)
-    protocol = _protocol(args)
+    if args.demo is None:
+        protocol = _protocol(args)
+    _preflight(args, args.model, protocol)
     toolchain = _toolchain(args, task)
     model = _model(args, task, protocol)
     session_id = uuid.uuid4().hex[:12]
@@ -274,6 +284,24 @@ def _live(args: argparse.Namespace) -> int:
             )
         )  # fmt: skip
     return run_headless(task, model, toolchain, protocol, out, session_id=session_id, notes=args.notes)
+
+
+def _demo(args: argparse.Namespace) -> Any:
+    """``--demo NAME``: the demo's task, protocol and replies, judged by the outcomes recorded with it."""
+    from beavertui.engine.errors import BeaverError
+    from beavertui.service.demo import TOOLCHAIN, demo
+
+    d = demo(args.demo)
+    if args.task and args.task != d.task_id:
+        raise BeaverError(f"--demo {d.name} runs task {d.task_id}, not {args.task}")
+    args.task = d.task_id
+    args.model = args.model or d.model
+    if args.toolchain == "local":
+        args.toolchain = TOOLCHAIN
+        args.unknown_candidates = "fail"  # a candidate edited by hand (e) fails to build, labelled so
+    if args.notes is None:
+        args.notes = d.notes
+    return d.protocol
 
 
 def _resume(args: argparse.Namespace) -> int:
@@ -292,6 +320,7 @@ def _resume(args: argparse.Namespace) -> int:
     task = load_corpus(args.corpus or Path(header.task.corpus), [task_id]).get(task_id)
     protocol = header.protocol
     if args.model:
+        _preflight(args, args.model, protocol)
         model = _model(args, task, protocol)
     elif header.model.kind == "openai":
         known = set(OpenAIConfig.model_fields) - {"model", "base_url", "api_key_env"}
@@ -301,6 +330,9 @@ def _resume(args: argparse.Namespace) -> int:
         )
         if args.api_key_env:
             config = config.model_copy(update={"api_key_env": args.api_key_env})
+        from beavertui.service.preflight import Endpoint, preflight
+
+        preflight([Endpoint(label=config.model, config=config)], args.toolchain, [protocol])
         model = OpenAIModel(config)
     else:
         raise BeaverError(f"resuming a {header.model.kind} session needs --model (e.g. {header.model.name})")
@@ -316,11 +348,13 @@ def _resume(args: argparse.Namespace) -> int:
 def run_headless(
     task: Any, model: Any, toolchain: Any, protocol: Any, out: Path, writer: Any = None, **run_kw: Any
 ) -> int:
-    """Run the session, append each event to ``out`` and print a line per event; 0 when it succeeded.
+    """Run the session, append each event to ``out`` and print a line per event; the exit status of how it
+    ended (engine/errors.py: 0 repaired, 1 not, 3 an endpoint or toolchain failure ended it).
 
     ``writer``: an already open SessionWriter (resuming); the re-yielded header is then not written.
     """
     from beavertui.console import EventPrinter
+    from beavertui.engine.errors import session_exit_status
     from beavertui.engine.loop.run import run_session
     from beavertui.engine.session.events import SessionEnd
     from beavertui.engine.session.store import SessionRecorder
@@ -328,7 +362,7 @@ def run_headless(
     printer = EventPrinter()
     stream = run_session(task, model, toolchain, protocol, **run_kw)
     recorder = SessionRecorder(out, redact=model.secrets(), writer=writer)
-    success = False
+    end: SessionEnd | None = None
     interrupted = False
     try:
         while True:
@@ -344,7 +378,7 @@ def run_headless(
                 recorder.take(item)
                 printer.show(item)
                 if isinstance(item, SessionEnd):
-                    success = item.success
+                    end = item
             except KeyboardInterrupt:
                 interrupted = True  # let the loop close the session as stopped, then stop
     finally:
@@ -352,4 +386,4 @@ def run_headless(
         if recorder.writer is not None:
             recorder.close()
             print(f"session written to {out}", file=sys.stderr)
-    return 0 if success else 1
+    return session_exit_status(end.success, end.stop_reason) if end is not None else 3

@@ -13,6 +13,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from beavertui.commands.paths import session_path
+
 
 def register(sub: Any) -> None:
     p = sub.add_parser(
@@ -21,7 +23,7 @@ def register(sub: Any) -> None:
         description="Per (model, protocol): every metric of docs/metrics.md, with 95% bootstrap intervals over "
         "tasks in the human formats. SOURCE is a run directory or an attempts table (.jsonl or .csv).",
     )
-    p.add_argument("source", type=Path, help="run directory, session file, or attempts table")
+    p.add_argument("source", type=session_path, help="run directory, session file, or attempts table")
     from beavertui.commands.formats import add_format_argument
 
     add_format_argument(p, "the machine-readable object of docs/metrics.md")

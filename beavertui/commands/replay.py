@@ -7,10 +7,14 @@ import os
 import sys
 from pathlib import Path
 
+from beavertui.commands.paths import session_path
+
 
 def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p = sub.add_parser("replay", help="step through a saved session (or follow one being written)")
-    p.add_argument("session", type=Path, help="a session file (.jsonl)")
+    p.add_argument(
+        "session", type=session_path, help="a session file (.jsonl; demo:NAME: a bundled demo session)"
+    )
     p.add_argument("--follow", "-f", action="store_true", help="keep reading events appended to the file")
     p.set_defaults(func=run)
 

@@ -26,7 +26,7 @@ from beavertui.batch.resources import Admission, BuildSlots, GpuPool
 from beavertui.batch.rundir import RunManifest, read_infra, stamp, write_manifest
 from beavertui.batch.scheduler import Flag, Tracker, plan, run_local
 from beavertui.engine.corpus.task import Task
-from beavertui.engine.errors import BeaverError
+from beavertui.engine.errors import EXIT_INFRA, EXIT_INTERRUPTED, EXIT_OK, BeaverError, NoGpuError
 from beavertui.engine.host.gpu import visible_gpus, wait_idle
 
 
@@ -82,6 +82,11 @@ class BatchOptions:
     """Start no new session once the batch has run this many seconds; those in flight finish."""
     command: list[str] = field(default_factory=list)
     """The command line, as run.json records it."""
+    endpoint: dict[str, Any] = field(default_factory=dict)
+    """Endpoint fields given on the command line (base_url, api_key_env, ... as OpenAIConfig names them);
+    they override those of every endpoint model of the run, from the file or from ``models``."""
+    models_file: Path | None = None
+    """Models file the endpoint models start from (None: $BEAVERTUI_MODELS or the user's default one)."""
 
 
 @dataclass
@@ -107,6 +112,42 @@ def check_profiler(protocols: list[Any], toolchain: str) -> None:
     reason = profiler_unavailable(gpu_signature() is not None)
     if reason is not None:
         raise BeaverError(f"feedback L4 needs the ncu profiler, and {reason}; use L3 or a machine with ncu")
+
+
+def with_endpoint(spec: Any, options: BatchOptions) -> Any:
+    """``spec`` with the command line's endpoint fields and models file (endpoint models only)."""
+    from pydantic import ValidationError
+
+    from beavertui.batch.protocol_file import ModelSpec
+    from beavertui.service.preflight import is_endpoint
+
+    update: dict[str, Any] = dict(options.endpoint)
+    if options.models_file is not None:
+        update["models_file"] = str(options.models_file.absolute())
+    if not update or spec.scripts is not None or not is_endpoint(spec.model):
+        return spec
+    try:
+        return ModelSpec.model_validate({**spec.model_dump(exclude_unset=True), **update})
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        where = str(err["loc"][0]) if err.get("loc") else "model"
+        flag = {"timeout_s": "timeout", "extra_body": "extra-body"}.get(where, where).replace("_", "-")
+        raise BeaverError(f"--{flag}: {err['msg']}") from None
+
+
+def check_before_writing(
+    models: list[Any], toolchain: str, protocols: list[Any], gpus: str | None = None
+) -> None:
+    """The preflight of a batch (service/preflight.py): keys, endpoints and models, then the toolchain."""
+    from beavertui.batch.models import endpoint_config_of
+    from beavertui.service.preflight import Endpoint, preflight
+
+    endpoints = []
+    for m in models:
+        config = endpoint_config_of(m)
+        if config is not None:
+            endpoints.append(Endpoint(label=m.name, config=config))
+    preflight(endpoints, toolchain, protocols, gpus)
 
 
 def select(task_ids: list[str], globs: str | None) -> list[str]:
@@ -154,6 +195,12 @@ def usable_tasks(
     sel = verdicts.select([t for t in chosen if t.id not in skipped], gpu)
     if not options.all_tasks:
         skipped.update(sel.skipped)
+    if any(m.model == "scripted:@demo" for m in models):
+        from beavertui.engine import bundled
+
+        for t in chosen:
+            if t.id not in skipped and bundled.demo_of_task(t.id) is None:
+                skipped[t.id] = "scripted:@demo: no bundled demo session runs this task"
     if any(m.model in ("scripted:@reference", "scripted:@alternate") for m in models):
         for t in chosen:
             if t.id not in skipped and families.reference_submission(t) is None:
@@ -239,9 +286,11 @@ def new_run(
     models = [ModelSpec(model=s) for s in options.models] if options.models else list(spec.models)
     if not models:
         raise BeaverError(f"{pfile}: no models: list [[models]] in the file or pass --models")
+    models = [with_endpoint(m, options) for m in models]
     names = [m.name for m in models]
     if len(set(names)) != len(names):
         raise BeaverError("two models share a name; give them distinct labels")
+    check_before_writing(models, options.toolchain, [p.protocol for p in protocols], options.gpus)
     corpus_path = options.corpus or (Path(spec.corpus) if spec.corpus else default_corpus())
     corpus = load_corpus(corpus_path)
     wanted = select([t.id for t in corpus.tasks], options.tasks or spec.tasks)
@@ -314,6 +363,9 @@ def prepare(
         check_resume(options, manifest, corpus)
         if toolchain == "local" and manifest.toolchain != "local":
             toolchain = manifest.toolchain
+        check_before_writing(
+            manifest.models, toolchain, [p.protocol for p in manifest.protocols], options.gpus
+        )
         if not options.dry_run:
             remove_partial_files(run_dir)
             if options.no_reply_cache:
@@ -335,6 +387,7 @@ def prepare(
         if options.run_id is not None and not options.dry_run:  # two batches naming one run: one makes it
             made = options.sessions_dir / check_run_id(options.run_id)
             fresh = not made.exists()
+            fresh_parent = not options.sessions_dir.exists()
             lock = lock_run(made)
         try:
             manifest, run_dir, corpus = new_run(options, say or _stderr_line)
@@ -345,6 +398,8 @@ def prepare(
                     with contextlib.suppress(OSError):
                         lock.path.unlink()
                         made.rmdir()
+                        if fresh_parent:  # nor the sessions folder made for it (a failed preflight)
+                            options.sessions_dir.rmdir()
             raise
         if lock is None and not options.dry_run:
             lock = lock_run(run_dir)
@@ -486,7 +541,9 @@ def make_toolchain(spec: str, gpus: list[str], options: BatchOptions) -> tuple[A
         inner = build_toolchain(spec, unknown="fail")
         return ScheduledToolchain(inner, pool, builds), pool, None
     if not gpus:
-        raise BeaverError("no NVIDIA GPU visible: run on a GPU machine, or use --toolchain recorded:PATH")
+        from beavertui.engine.toolchain.resolve import NO_GPU
+
+        raise NoGpuError(f"{NO_GPU} (or give --toolchain demo|recorded:PATH)")
     # a timing stage stops the long runs on its GPU instead of waiting minutes for them (docs/performance.md)
     stop_runs, stop_instrumented = pauses_for_timing(options.pause_for_timing)
     pool = GpuPool(
@@ -578,8 +635,10 @@ def run_batch(
     stop: threading.Event | None = None,
     say: Callable[[str], None] = _stderr,
 ) -> int:
-    """Run the batch and write its summary into run.json; ``say`` gets the summary lines. The run folder's
-    lock is released at the end.
+    """Run the batch and write its summary into run.json; ``say`` gets the summary lines. Returns the exit
+    status (engine/errors.py): 0 every session evaluated, whatever the models did; 3 sessions that failed to
+    run, none evaluated, or no GPU left; 130 stopped before the end, the rest waiting for ``--resume``. The
+    run folder's lock is released at the end.
 
     ``display`` replaces the progress table (a dashboard reads the tracker instead); once ``stop`` is set
     no new session starts, the sessions in flight finish, and the rest wait for ``--resume``.
@@ -690,23 +749,23 @@ def _run_batch(
             f"beavertui: every GPU was taken out of the schedule; {left} sessions wait unfinished: "
             f"fix the GPU, then continue with --resume {run_dir}"
         )
-        return 2
+        return EXIT_INFRA
     if stop is not None and stop.is_set() and totals["done"] < totals["total"]:
         left = totals["total"] - totals["done"] + totals["failed"]
         say(f"beavertui: stopped; {left} sessions wait unfinished: continue with --resume {run_dir}")
-        return 2
+        return EXIT_INTERRUPTED
     if window is not None and window.is_set() and totals["done"] < totals["total"]:
         left = totals["total"] - totals["done"] + totals["failed"]
         say(
             f"beavertui: no session started after {options.start_until_s:g} s (--start-until) and the "
             f"sessions in flight finished; {left} sessions wait unfinished: continue with --resume {run_dir}"
         )
-        return 2
+        return EXIT_INTERRUPTED
     evaluated = totals["done"] - totals["failed"] - totals["infra_ended"]
     if totals["total"] and evaluated == 0:
         say(
             f"beavertui: no session was evaluated: {totals['infra_ended']} ended by infrastructure failures "
             f"and {totals['failed']} failed to run (see {run_dir / 'infra.jsonl'})"
         )
-        return 1
-    return 0 if totals["failed"] == 0 else 1
+        return EXIT_INFRA
+    return EXIT_OK if totals["failed"] == 0 else EXIT_INFRA

@@ -7,9 +7,9 @@ here, so a branch asked for in any of them is the same branch.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from beavertui.engine.corpus.task import Task
 from beavertui.engine.errors import BeaverError
@@ -37,6 +37,8 @@ class BranchOptions:
     corpus: str | None = None
     recorded: str | None = None
     """Judge with recorded outcomes (a recordings file, a session file or a folder) instead of the GPU."""
+    endpoint: dict[str, Any] = field(default_factory=dict)
+    """Endpoint fields given on the command line (OpenAIConfig names: top_p, timeout_s, ...)."""
 
 
 def protocol_of(header: SessionHeader, options: BranchOptions) -> Protocol:
@@ -84,7 +86,8 @@ def model_of(header: SessionHeader, options: BranchOptions, protocol: Protocol, 
         base_url = options.base_url or header.model.base_url
     else:
         base_url = options.base_url
-    return build_model(name, task, protocol, models=options.models, overrides={"base_url": base_url})
+    overrides = {**options.endpoint, "base_url": base_url}
+    return build_model(name, task, protocol, models=options.models, overrides=overrides)
 
 
 def toolchain_of(options: BranchOptions) -> Toolchain:

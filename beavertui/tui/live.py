@@ -225,7 +225,9 @@ def run_live(
     paused: bool = False,
     **run_kw: Any,
 ) -> int:
-    """Run one repair session in the TUI; returns 0 when the session succeeded, 1 otherwise (as headless)."""
+    """Run one repair session in the TUI; its exit status as headless (engine/errors.py), 130 when the screen
+    was left before the session ended."""
+    from beavertui.engine.errors import EXIT_INTERRUPTED, session_exit_status
     from beavertui.tui.app import BeaverApp
 
     screens: list[LiveScreen] = []
@@ -249,5 +251,7 @@ def run_live(
         screen.control.stop()
         screen.finished.wait(timeout=30)
         end = screen.view.state.end
-        return 0 if end is not None and end.success else 1
-    return 1
+        if end is None:
+            return EXIT_INTERRUPTED
+        return session_exit_status(end.success, end.stop_reason)
+    return EXIT_INTERRUPTED

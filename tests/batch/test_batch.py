@@ -304,13 +304,13 @@ def test_start_until_starts_nothing_after_its_window_and_the_rest_resumes(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """--start-until: once its window has closed no session starts, the one in flight finishes, the exit
-    code says the batch is not done (2), and --resume finishes the rest with nothing lost or redone."""
+    code says the batch is not done (130, as for an interrupt), and --resume finishes the rest with nothing lost or redone."""
     import beavertui.service.batch as service
 
     run_dir = tmp_path / "w"
     # the window closes the moment the first session has written its file (the session is then in flight)
     monkeypatch.setattr(service._Deadline, "is_set", lambda self: bool(sessions(run_dir)))
-    assert batch(tmp_path, "--samples", "3", "--jobs", "1", "--run-id", "w", "--start-until", "5") == 2
+    assert batch(tmp_path, "--samples", "3", "--jobs", "1", "--run-id", "w", "--start-until", "5") == 130
     err = capsys.readouterr().err
     assert "no session started after 5 s (--start-until)" in err
     assert f"2 sessions wait unfinished: continue with --resume {run_dir}" in err
@@ -328,7 +328,7 @@ def test_start_until_starts_nothing_after_its_window_and_the_rest_resumes(
 def test_start_until_zero_starts_nothing_and_bad_values_are_refused(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert batch(tmp_path, "--run-id", "z", "--start-until", "0") == 2
+    assert batch(tmp_path, "--run-id", "z", "--start-until", "0") == 130
     assert sessions(tmp_path / "z") == []
     assert "1 sessions wait unfinished" in capsys.readouterr().err
     for bad in ("soon", "-1", "nan"):

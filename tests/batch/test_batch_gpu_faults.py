@@ -5,7 +5,8 @@ unusable and come either from the candidate or from a failing GPU. After each on
 kernel runs on the same GPU: on this machine, which has no working GPU, the real probe (built with nvcc)
 fails like the GPU would, so the GPU is blamed; with a probe that passes, the candidate keeps its verdict.
 Runs here come from a task whose test command prints the driver's message, since no GPU can produce it.
-When every GPU is gone, the batch stops with one clear line, exit code 2, and leaves the rest resumable.
+When every GPU is gone, the batch stops with one clear line, exit code 3 (infrastructure), and leaves the
+rest resumable.
 """
 
 from __future__ import annotations
@@ -117,7 +118,7 @@ def test_a_batch_whose_gpus_all_fail_stops_with_one_line_and_stays_resumable(tmp
         "--sessions-dir", str(tmp_path), "--run-id", "g", "--quiet",
     ]  # fmt: skip
     out = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
-    assert out.returncode == 2, out.stderr
+    assert out.returncode == 3, out.stderr
     assert "Traceback" not in out.stderr
     lines = out.stderr.splitlines()
     removed = [ln for ln in lines if "taken out of the schedule after repeated failures" in ln]
@@ -146,7 +147,7 @@ def test_a_batch_whose_gpus_all_fail_stops_with_one_line_and_stays_resumable(tmp
         text=True,
         timeout=300,
     )
-    assert again.returncode == 2 and "every GPU was taken out" in again.stderr
+    assert again.returncode == 3 and "every GPU was taken out" in again.stderr
     assert all(p.read_bytes() == b for p, b in ended.items())
     print(
         f"\nreliability: GPU faults: 2 GPUs failing every run both removed after 3 failures each; "

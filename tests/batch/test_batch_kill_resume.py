@@ -305,7 +305,7 @@ def _flaky_run(tmp: Path, retries: int) -> tuple[Path, Path]:
             "--quiet",
         ]
     )
-    assert rc == 1  # its one session ended by an infrastructure failure: nothing was evaluated
+    assert rc == 3  # its one session ended by an infrastructure failure: nothing was evaluated
     run = tmp / "f"
     (path,) = [p for p in run.rglob("*.jsonl") if p.name != "infra.jsonl"]
     return run, path
@@ -335,9 +335,9 @@ def test_a_kill_between_logging_a_retry_and_rewinding_spends_no_second_retry(tmp
 def test_the_final_failure_is_logged_even_when_the_run_was_killed_before_logging_it(tmp_path: Path) -> None:
     run, _path = _flaky_run(tmp_path, retries=0)
     (run / "infra.jsonl").unlink()  # killed after the session ended, before its failure was logged
-    assert main(["batch", "--resume", str(run), "--quiet"]) == 1
+    assert main(["batch", "--resume", str(run), "--quiet"]) == 3
     assert infra_counts(run) == (0, 1)
-    assert main(["batch", "--resume", str(run), "--quiet"]) == 1
+    assert main(["batch", "--resume", str(run), "--quiet"]) == 3
     assert infra_counts(run) == (0, 1)  # logged once, however often the run is resumed
 
 
@@ -357,7 +357,7 @@ def test_temporary_files_of_a_killed_run_are_never_read_as_sessions_and_are_remo
     left = [path.parent / ".rewind-abc.partial", run / ".run-xyz.partial"]
     for f in left:
         f.write_text('{"kind": "header", "cut')
-    assert main(["batch", "--resume", str(run), "--quiet"]) == 1
+    assert main(["batch", "--resume", str(run), "--quiet"]) == 3
     assert not any(f.exists() for f in left)
     assert path.read_bytes() == before
 
@@ -366,5 +366,5 @@ def test_a_finished_session_that_lost_only_its_last_newline_is_completed(tmp_pat
     run, path = _flaky_run(tmp_path, retries=0)
     whole = path.read_bytes()
     path.write_bytes(whole[:-1])
-    assert main(["batch", "--resume", str(run), "--quiet"]) == 1
+    assert main(["batch", "--resume", str(run), "--quiet"]) == 3
     assert path.read_bytes() == whole

@@ -143,7 +143,7 @@ def test_one_format_flag_on_every_command_that_prints_a_table(tmp_path: Path) ->
         "corpus list": ["corpus", "list"],
         "browse": ["browse", demo],
         "batch --dry-run": ["batch", "--models", "scripted:@reference", "--tasks", "scan_0*", "--dry-run",
-                            "--sessions-dir", str(tmp_path / "s")],
+                            "--toolchain", "demo", "--sessions-dir", str(tmp_path / "s")],
     }  # fmt: skip
     for name, args in commands.items():
         md = _cli(*args, "--format", "md").stdout

@@ -181,7 +181,7 @@ async def test_quitting_asks_then_stops_and_resume_finishes(
             await wait_for(pilot, lambda: not dash.running, timeout=20)
         totals = dash.tracker.totals()
         assert (totals["done"], totals["passed"], totals["total"]) == (2, 2, 3)
-        assert endpoint.requests == 2 and app.return_value == 2
+        assert endpoint.requests == 2 and app.return_value == 130
         assert any(f"continue with --resume {run_dir}" in ln for ln in dash.lines)
         assert read_manifest(run_dir).status == "interrupted" and len(ended(run_dir)) == 2
         endpoint.release(10)

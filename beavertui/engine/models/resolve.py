@@ -1,7 +1,7 @@
 """One place that turns a model name into a Model: ``live``, ``branch``, ``attribute`` and ``batch`` all call it.
 
 A name is ``scripted:FILE``, ``scripted:@reference`` / ``scripted:@alternate`` (replies made from the task
-itself), ``replay:SESSION``, ``human``, or an endpoint model. An endpoint name is first looked up in the
+itself), ``scripted:@demo`` (the replies of the task's bundled demo session), ``replay:SESSION``, ``human``, or an endpoint model. An endpoint name is first looked up in the
 models file (``--models-file``, else ``$BEAVERTUI_MODELS``, else ``~/.config/beavertui/models.toml`` when it
 exists); overrides given on the command line or in a batch file then replace the entry's fields. The
 protocol's temperature and seed are what a session records, so they are what is sent. This module never
@@ -27,6 +27,9 @@ DEFAULT_MODELS_FILE = Path.home() / ".config" / "beavertui" / "models.toml"
 
 #: Names of models whose replies are made from the task's own files (demos, validation runs, benches).
 TASK_SCRIPTED = ("scripted:@reference", "scripted:@alternate")
+
+#: The model of ``--demo``: for each task, the hand-written replies of its bundled demo session.
+DEMO_MODEL = "scripted:@demo"
 
 
 class SettingError(BeaverError):
@@ -111,6 +114,16 @@ def build_model(
     """
     if name in TASK_SCRIPTED:
         return task_scripted(name, task, protocol)
+    if name == DEMO_MODEL:
+        from beavertui.engine import bundled
+        from beavertui.engine.models.scripted import ScriptedModel
+
+        demo = bundled.demo_of_task(task.id)
+        if demo is None:
+            raise BeaverError(
+                f"{name}: no bundled demo runs task {task.id} (they run {', '.join(bundled.demo_tasks())})"
+            )
+        return ScriptedModel.from_file(bundled.demo_replies(demo))
     if name.startswith("scripted:"):
         from beavertui.engine.models.scripted import ScriptedModel
 

@@ -1,4 +1,5 @@
-"""One place that turns a toolchain name into a Toolchain: ``local`` (this machine's GPU) or ``recorded:PATH``.
+"""One place that turns a toolchain name into a Toolchain: ``local`` (this machine's GPU), ``recorded:PATH`` or
+``demo`` (the outcomes recorded in the bundled demo sessions).
 
 ``live``, ``branch``, ``attribute`` and ``check`` build theirs with ``build_toolchain``; a batch parses the
 same names with ``parse_toolchain`` and wraps them in its scheduler (batch/scheduled.py), locally or on Ray.
@@ -18,13 +19,26 @@ Kind = Literal["local", "recorded"]
 Unknown = Literal["error", "fail"]
 
 
+#: What ``require_gpu`` suggests on a machine without a GPU.
+NO_GPU = (
+    "no NVIDIA GPU visible, so nothing can be built and run here: `beavertui live --demo` and `beavertui "
+    "batch --demo` run whole sessions on the bundled demos' recorded H200 outcomes (no GPU, no key), "
+    "--toolchain recorded:PATH replays other recordings, `beavertui replay SESSION` shows a recorded session"
+)
+
+
 def parse_toolchain(spec: str) -> tuple[Kind, str | None]:
-    """(``local``, None) or (``recorded``, PATH); anything else is a one-line error."""
+    """(``local``, None) or (``recorded``, PATH); ``demo`` is the bundled demo sessions' recorded outcomes;
+    anything else is a one-line error."""
     if spec == "local":
         return "local", None
+    if spec == "demo":
+        from beavertui.engine import bundled
+
+        return "recorded", str(bundled.demo_sessions())
     if spec.startswith("recorded:") and spec.split(":", 1)[1]:
         return "recorded", spec.split(":", 1)[1]
-    raise BeaverError(f"toolchain {spec!r}: expected local or recorded:PATH")
+    raise BeaverError(f"toolchain {spec!r}: expected local, demo or recorded:PATH")
 
 
 def require_gpu(task: Task | None = None) -> None:
@@ -34,10 +48,7 @@ def require_gpu(task: Task | None = None) -> None:
 
     machine = probe()
     if machine.gpu is None:
-        raise NoGpuError(
-            "no NVIDIA GPU visible, so nothing can be built and run here; "
-            "watch a recorded session instead: beavertui replay SESSION (or use a recorded:PATH toolchain)"
-        )
+        raise NoGpuError(NO_GPU)
     if task is not None:
         why = runnable_here(task, machine)
         if why is not None:

@@ -606,7 +606,7 @@ def test_a_batch_says_every_task_it_leaves_out(capsys: pytest.CaptureFixture[str
     fa = next(t for t in load_corpus(REAL).tasks if t.id.startswith("flashattention"))
     assert not fa.runnable
     rc = main(["batch", "--protocol", str(ROOT / "scripts" / "release-alternate.toml"), "--corpus", str(REAL),
-               "--tasks", "flashattention_*,cuda_*", "--dry-run"])  # fmt: skip
+               "--tasks", "flashattention_*,cuda_*", "--dry-run", "--gpus", "0"])  # fmt: skip
     err = capsys.readouterr().err
     assert rc == 0, err
     assert "task(s) skipped:" in err and f"  {fa.id}: {fa.not_runnable_reason}" in err

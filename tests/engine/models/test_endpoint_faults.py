@@ -114,6 +114,10 @@ class FaultServer:
                     length = int(value.strip())
             while len(buf) < length:
                 buf += conn.recv(65536)
+            if head.startswith(b"GET "):  # the preflight's GET /models: a server without that route
+                buf = buf[length:]
+                self._send(conn, "404 Not Found", b'{"error": {"message": "no such route"}}')
+                continue
             body, buf = json.loads(buf[:length]), buf[length:]
             for line in head.split(b"\r\n")[1:]:
                 name, _, value = line.partition(b":")

@@ -31,11 +31,15 @@ class ChatServer:
 
     Behaviours: ``("ok", text)``, ``("stream", [pieces])``, ``("429", retry_after)``, ``("500", None)``,
     ``("hang", seconds)``, ``("malformed", None)``, ``("malformed_stream", None)``, ``("401", None)``.
-    The last behaviour repeats when the script runs out.
+    The last behaviour repeats when the script runs out. ``models``: the model ids ``GET /v1/models`` lists
+    (None: the route is not there, as on a server without it); ``models_status``: its HTTP status.
     """
 
-    def __init__(self, script: list[tuple[str, Any]]) -> None:
+    def __init__(
+        self, script: list[tuple[str, Any]], models: list[str] | None = None, models_status: int = 200
+    ) -> None:
         self.script = list(script)
+        self.listed = 0
         self.requests: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []
         self.times: list[float] = []
@@ -46,6 +50,18 @@ class ChatServer:
 
             def log_message(self, *args: object) -> None:
                 pass
+
+            def do_GET(self) -> None:
+                if models is None or self.path.rstrip("/") != "/v1/models":
+                    self.send_error(404)
+                    return
+                server.listed += 1
+                if models_status != 200:
+                    err = json.dumps({"error": {"message": "bad key", "type": "auth"}}).encode()
+                    self._send(models_status, err, "application/json")
+                    return
+                data = [{"id": m, "object": "model", "created": 0, "owned_by": "test"} for m in models]
+                self._send(200, json.dumps({"object": "list", "data": data}).encode(), "application/json")
 
             def do_POST(self) -> None:
                 length = int(self.headers.get("content-length", "0"))

@@ -1,0 +1,167 @@
+"""Checks made before a command that runs sessions writes anything: ``live``, ``batch`` (``--dry-run`` too).
+
+In order, and the first that fails is the one said (one line naming the fix; the CLI exits 2):
+
+1. every endpoint model has its key: the variable its entry names (``api_key_env``, default
+   ``OPENAI_API_KEY``) is set, or a base URL names a server of its own (vLLM, Ollama need no key);
+2. every endpoint answers, and serves the model: ``GET /models`` where the server has it (a server
+   without that route, or one that answers it with nonsense, is taken as reachable); a refused
+   connection, an unknown host or a refused key fails;
+3. the toolchain can run: for ``local``, a visible NVIDIA GPU, nvcc, and compute-sanitizer where the
+   protocols ask for it; a recorded toolchain (``recorded:PATH``, ``demo``) needs none of these.
+
+Which tasks are usable on this GPU is the corpus validation's verdict, applied where the tasks are chosen
+(``service/batch.py``, ``commands/live.py``), also before anything is written. Nothing here reads or
+shows a key's value beyond sending it to the endpoint it belongs to.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from beavertui.engine.errors import NoGpuError, PreflightError
+from beavertui.engine.models.openai_model import OpenAIConfig
+
+#: Seconds the model list may take before the endpoint counts as unreachable.
+LIST_TIMEOUT_S = 10.0
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """One endpoint model to check: its name in the run, and its configuration as sent."""
+
+    label: str
+    config: OpenAIConfig
+
+
+def is_endpoint(name: str) -> bool:
+    """Whether a model name means an OpenAI-compatible endpoint (not scripted, replayed or a human)."""
+    return not (name.startswith(("scripted:", "replay:")) or name == "human")
+
+
+def base_url_of(config: OpenAIConfig) -> str | None:
+    """The base URL a call goes to: the configuration's, else ``$OPENAI_BASE_URL``; None: the OpenAI API."""
+    return config.base_url or os.environ.get("OPENAI_BASE_URL") or None
+
+
+def key_problem(endpoint: Endpoint) -> str | None:
+    """Why ``endpoint`` has no key, or None."""
+    config = endpoint.config
+    if os.environ.get(config.api_key_env) or base_url_of(config) is not None:
+        return None
+    named = "" if config.api_key_env == "OPENAI_API_KEY" else " (the variable its api_key_env names)"
+    return (
+        f"no API key for model {endpoint.label}: set {config.api_key_env}{named}, or give --base-url URL "
+        "(or OPENAI_BASE_URL) for a local OpenAI-compatible server"
+    )
+
+
+def endpoint_problem(endpoint: Endpoint, served: dict[tuple[str | None, str], Any]) -> str | None:
+    """Why ``endpoint`` cannot be used (unreachable, key refused, model not served), or None.
+
+    ``served`` caches the model list of each (base URL, key variable) so that one server is asked once.
+    """
+    import openai
+
+    config = endpoint.config
+    base = base_url_of(config)
+    where = base or "the OpenAI API"
+    slot = (base, config.api_key_env)
+    if slot not in served:
+        key = os.environ.get(config.api_key_env) or "none"
+        client = openai.OpenAI(api_key=key, base_url=base, timeout=LIST_TIMEOUT_S, max_retries=0)
+        try:
+            served[slot] = sorted(m.id for m in client.models.list())
+        except openai.AuthenticationError as exc:
+            served[slot] = (
+                f"{where} refused the key in {config.api_key_env} (HTTP {exc.status_code}): "
+                f"set {config.api_key_env} to a key this server accepts"
+            )
+        except openai.PermissionDeniedError as exc:
+            served[slot] = f"{where} refused the key in {config.api_key_env} (HTTP {exc.status_code})"
+        except openai.APIConnectionError as exc:
+            served[slot] = _unreachable(exc, where)
+        except (openai.APIError, ValueError, TypeError, AttributeError):
+            served[slot] = None  # it answers, but lists no models (no such route, or not as OpenAI does)
+    found = served[slot]
+    if isinstance(found, str):
+        return found
+    if found is None or config.model in found:
+        return None
+    shown = ", ".join(found[:8]) + (f" and {len(found) - 8} more" if len(found) > 8 else "")
+    return (
+        f"{where} does not serve model {config.model!r} (it serves: {shown or 'none'}): fix the model "
+        "name, or --base-url"
+    )
+
+
+def _unreachable(exc: Exception, where: str) -> str | None:
+    """The problem of a failed connection, or None when the server was reached and broke off its answer.
+
+    The HTTP client's exceptions are told by name (``ConnectError``, ``ConnectTimeout``), which every
+    release of the client the SDK is built on keeps."""
+    cause = exc.__cause__
+    kind = type(cause).__name__ if cause is not None else ""
+    if kind == "ConnectTimeout":
+        return f"cannot reach {where}: no connection within {LIST_TIMEOUT_S:g} s: check --base-url"
+    if kind == "ConnectError":
+        why = " ".join(str(cause).split()) or kind
+        return f"cannot reach {where} ({why}): start the server, or fix --base-url / OPENAI_BASE_URL"
+    return None  # a server that hung up on GET /models or took long to list: it is there
+
+
+def sanitizer_present() -> bool:
+    """compute-sanitizer on PATH, or in the CUDA toolkit's folder."""
+    if shutil.which("compute-sanitizer"):
+        return True
+    from beavertui.engine.host.gpu import cuda_root
+
+    root = cuda_root()
+    return root is not None and any(
+        (root / sub).is_file() for sub in ("bin/compute-sanitizer", "compute-sanitizer/compute-sanitizer")
+    )
+
+
+def toolchain_problem(toolchain: str, protocols: Iterable[Any], gpus: str | None = None) -> str | None:
+    """Why ``toolchain`` cannot run here (no GPU, no nvcc, no compute-sanitizer where asked for), or None.
+
+    ``gpus``: GPU indices named by the user (``batch --gpus``), taken as there without asking nvidia-smi
+    (compute-sanitizer is then looked for only where nvidia-smi sees a GPU)."""
+    from beavertui.engine.host.gpu import probe
+    from beavertui.engine.toolchain.resolve import NO_GPU, parse_toolchain
+
+    kind, _path = parse_toolchain(toolchain)
+    if kind != "local":
+        return None
+    machine = probe()
+    if machine.gpu is None and not gpus:
+        return NO_GPU
+    if machine.nvcc is None:
+        return "nvcc is not on PATH: install the CUDA toolkit (or add its bin/ to PATH)"
+    wants = any(p.sanitize_on_failure or p.sanitize_tools for p in protocols)
+    if wants and machine.gpu is not None and not sanitizer_present():
+        return (
+            "compute-sanitizer is not on PATH, and the protocol runs it: install the CUDA toolkit's "
+            "compute-sanitizer (or add its folder to PATH)"
+        )
+    return None
+
+
+def preflight(
+    endpoints: Sequence[Endpoint], toolchain: str, protocols: Iterable[Any], gpus: str | None = None
+) -> None:
+    """Raise PreflightError with the first problem (keys, then endpoints, then the toolchain)."""
+    for e in endpoints:
+        if (why := key_problem(e)) is not None:
+            raise PreflightError(why)
+    served: dict[tuple[str | None, str], Any] = {}
+    for e in endpoints:
+        if (why := endpoint_problem(e, served)) is not None:
+            raise PreflightError(why)
+    why = toolchain_problem(toolchain, list(protocols), gpus)
+    if why is not None:
+        raise (NoGpuError if why.startswith("no NVIDIA GPU") else PreflightError)(why)

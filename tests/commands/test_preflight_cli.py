@@ -1,0 +1,208 @@
+"""The preflight of the commands that run sessions, through the real CLI: a missing key, an endpoint that is
+not there, refuses the key or does not serve the model is one line naming the fix, exit 2, and no run folder;
+the endpoint checks ask a real HTTP server on 127.0.0.1. Then the exit statuses: 3 when an endpoint failure
+ends a session, the flags shared by every command that asks a model, and the old ``--models FILE``."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from beavertui.cli import build_parser, main
+from beavertui.engine import bundled
+from beavertui.engine.errors import EXIT_STATUS_HELP
+from tests.test_models_openai import ChatServer
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _clean_env(monkeypatch: pytest.MonkeyPatch, home: Path) -> None:
+    for var in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "BEAVERTUI_MODELS"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("HOME", str(home))  # no ~/.config/beavertui/models.toml of the user's
+
+
+def _demo_reply(name: str, n: int) -> str:
+    """The ``n``-th hand-written reply of a bundled demo (its candidate's outcome is recorded)."""
+    doc = tomllib.loads(bundled.demo_replies(name).read_text(encoding="utf-8"))
+    return str(doc["reply"][n]["content"])
+
+
+def test_a_batch_without_a_key_is_one_line_naming_the_variable_exit_2_and_writes_nothing(
+    tmp_path: Path,
+) -> None:
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "BEAVERTUI_MODELS")
+    }
+    env.update(HOME=str(tmp_path), PYTHONPATH=str(ROOT))
+    for extra in ([], ["--dry-run"]):
+        out = subprocess.run(
+            [sys.executable, "-m", "beavertui", "batch", "--models", "some-model", *extra],
+            cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+        assert out.returncode == 2, out.stderr
+        (line,) = out.stderr.splitlines()
+        assert line.startswith("beavertui: no API key for model some-model: set OPENAI_API_KEY"), line
+        assert "--base-url" in line
+        assert not (tmp_path / "sessions").exists()
+        assert out.stdout == ""
+
+
+def test_a_models_file_entry_names_its_own_key_variable(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _clean_env(monkeypatch, tmp_path)
+    models = tmp_path / "models.toml"
+    models.write_text('[models.team-coder]\napi_key_env = "TEAM_KEY"\n')
+    monkeypatch.delenv("TEAM_KEY", raising=False)
+    rc = main(
+        ["batch", "--models", "team-coder", "--models-file", str(models), "--sessions-dir", str(tmp_path)]
+    )
+    assert rc == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("beavertui: no API key for model team-coder: set TEAM_KEY"), err
+    assert list(tmp_path.iterdir()) == [models]
+
+
+@pytest.mark.parametrize("command", ["batch", "live"])
+def test_endpoint_checks_against_a_loopback_server(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], command: str
+) -> None:
+    _clean_env(monkeypatch, tmp_path)
+    monkeypatch.chdir(tmp_path)
+    if command == "batch":
+        base = ["batch", "--tasks", "transpose_00", "--toolchain", "demo", "--sessions-dir",
+                str(tmp_path / "s")]  # fmt: skip
+        models = ["--models"]
+    else:
+        base = ["live", "--task", "transpose_00", "--toolchain", "demo", "--headless",
+                "--sessions-dir", str(tmp_path / "s")]  # fmt: skip
+        models = ["--model"]
+
+    def run(*args: str) -> tuple[int, list[str]]:
+        rc = main([*base, *args])
+        return rc, capsys.readouterr().err.splitlines()
+
+    # the server lists its models: one it does not serve is named with those it does
+    with ChatServer([("ok", "no")], models=["qwen-coder", "llama-70b"]) as server:
+        rc, err = run(*models, "qwen-coderr", "--base-url", server.url)
+        assert server.listed == 1 and server.requests == []
+    assert rc == 2 and len(err) == 1, err
+    assert f"{server.url} does not serve model 'qwen-coderr' (it serves: llama-70b, qwen-coder)" in err[0]
+    # a server that refuses the key on GET /models
+    monkeypatch.setenv("LOCAL_KEY", "sk-wrong")
+    with ChatServer([("ok", "no")], models=["m"], models_status=401) as server:
+        rc, err = run(*models, "m", "--base-url", server.url, "--api-key-env", "LOCAL_KEY")
+    assert rc == 2 and len(err) == 1 and "refused the key in LOCAL_KEY (HTTP 401)" in err[0], err
+    assert "sk-wrong" not in err[0]
+    # nothing listens there
+    with ChatServer([("ok", "no")]) as server:
+        closed = server.url
+    rc, err = run(*models, "m", "--base-url", closed)
+    assert rc == 2 and len(err) == 1 and err[0].startswith(f"beavertui: cannot reach {closed}"), err
+    assert "start the server, or fix --base-url" in err[0]
+    assert not (tmp_path / "s").exists()  # no failed preflight wrote anything
+    if command == "batch":  # a named run's folder, made to lock it, goes too
+        rc, err = run(*models, "m", "--base-url", closed, "--run-id", "named")
+        assert rc == 2 and "cannot reach" in err[0] and not (tmp_path / "s").exists()
+
+
+def test_a_batch_against_a_loopback_server_runs_and_scores(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The README's path for a local server: the model is listed, the batch runs on the demo toolchain
+    (the reply is one whose outcome the H200 recorded), and metrics reads the run."""
+    _clean_env(monkeypatch, tmp_path)
+    monkeypatch.chdir(tmp_path)
+    with ChatServer([("ok", _demo_reply("repair_in_three", 2))], models=["local-coder"]) as server:
+        rc = main([
+            "batch", "--models", "local-coder", "--base-url", server.url, "--no-stream", "--timeout", "30",
+            "--tasks", "transpose_00", "--toolchain", "demo", "--run-id", "r", "--quiet", "--no-reply-cache",
+        ])  # fmt: skip
+        assert server.listed == 1 and len(server.requests) == 1
+    err = capsys.readouterr().err
+    assert rc == 0, err
+    assert "1/1 sessions (0 already done), 1 passed" in err
+    from beavertui.batch.rundir import read_manifest
+
+    (spec,) = read_manifest(tmp_path / "sessions" / "r").models
+    assert (spec.base_url, spec.stream, spec.timeout_s) == (server.url, False, 30.0)
+    assert main(["metrics", "sessions/r", "--format", "csv"]) == 0
+    assert "local-coder" in capsys.readouterr().out
+
+
+def test_a_server_without_a_model_list_is_taken_as_reachable(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _clean_env(monkeypatch, tmp_path)
+    with ChatServer([("ok", "no")]) as server:  # GET /v1/models: 404
+        rc = main(["batch", "--models", "m", "--base-url", server.url, "--toolchain", "demo",
+                   "--tasks", "transpose_00", "--dry-run", "--sessions-dir", str(tmp_path / "s")])  # fmt: skip
+    assert rc == 0, capsys.readouterr().err
+    assert not (tmp_path / "s").exists()
+
+
+def test_an_endpoint_failure_that_ends_a_session_exits_3_not_1(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _clean_env(monkeypatch, tmp_path)
+    out = tmp_path / "s.jsonl"
+    with ChatServer([("500", None)], models=["m"]) as server:
+        rc = main(["live", "--task", "transpose_00", "--model", "m", "--base-url", server.url, "--no-stream",
+                   "--retries", "0", "--toolchain", "demo", "--headless", "--out", str(out)])  # fmt: skip
+    assert rc == 3, capsys.readouterr().err
+    assert '"stop_reason":"error"' in out.read_text().replace(" ", "")
+    # the model failing is 1: the demo's no_progress session ends stalled, without a repair
+    rc = main(["live", "--demo", "no_progress", "--headless", "--out", str(tmp_path / "n.jsonl")])
+    assert rc == 1, capsys.readouterr().err
+
+
+def test_live_without_a_model_says_what_is_missing(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["live", "--task", "transpose_00"]) == 2
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line.startswith("beavertui: live needs --model MODEL (the model to ask: an endpoint model name")
+    assert "--task" not in line.split(";")[0] and "--demo" in line
+
+
+def test_every_help_ends_with_the_exit_statuses() -> None:
+    parser = build_parser()
+    want = " ".join(EXIT_STATUS_HELP.split())
+    sub = next(a for a in parser._actions if a.dest == "command")
+    helps = {"": parser.format_help(), **{n: p.format_help() for n, p in sub.choices.items()}}  # type: ignore[attr-defined]
+    assert len(helps) > 10
+    for name, text in helps.items():
+        assert want in " ".join(text.split()), name
+
+
+def test_every_command_that_asks_a_model_has_the_same_endpoint_flags() -> None:
+    sub = next(a for a in build_parser()._actions if a.dest == "command")
+    flags = {"--base-url", "--api-key-env", "--models-file", "--top-p", "--max-tokens", "--reasoning-effort",
+             "--extra-body", "--timeout", "--retries", "--no-stream"}  # fmt: skip
+    for name in ("live", "batch", "branch", "attribute"):
+        parser = sub.choices[name]  # type: ignore[attr-defined]
+        have = {o for a in parser._actions for o in a.option_strings}
+        assert flags <= have, (name, flags - have)
+    batch = sub.choices["batch"]  # type: ignore[attr-defined]
+    (models,) = [a for a in batch._actions if "--models" in a.option_strings]
+    assert models.nargs == "+"  # --models: model names, in every command that has it
+
+
+def test_the_old_models_file_spelling_still_works_with_a_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _clean_env(monkeypatch, tmp_path)
+    demo = str(bundled.demo_sessions() / "repair_in_three.jsonl")
+    missing = tmp_path / "nowhere.toml"
+    rc = main(["branch", demo, "--at", "1", "--model", "team-coder", "--models", str(missing),
+               "--recorded", demo, "--out", str(tmp_path / "b.jsonl")])  # fmt: skip
+    err = capsys.readouterr().err.splitlines()
+    assert rc == 2
+    assert err[0] == "beavertui: --models FILE is now --models-file FILE (--models lists model names)"
+    assert err[1] == f"beavertui: {missing}: no such models file"  # the old spelling was read as the file
