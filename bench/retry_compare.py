@@ -3,7 +3,7 @@
 
     python3 bench/retry_compare.py
 
-Each fault of tests/test_endpoint_faults.py (a real TCP server on 127.0.0.1 that resets, closes, hangs,
+Each fault of tests/engine/models/test_endpoint_faults.py (a real TCP server on 127.0.0.1 that resets, closes, hangs,
 answers 5xx/429, or answers 200 with nothing usable in it) is served once, then a good reply. Both sides
 allow one retry and stop at 0.2 s per try:
 
@@ -26,7 +26,7 @@ sys.path.insert(0, str(ROOT))
 from beavertui.engine.models.base import EndpointError  # noqa: E402
 from beavertui.engine.models.openai_model import OpenAIConfig, OpenAIModel  # noqa: E402
 from beavertui.engine.session.events import Message  # noqa: E402
-from tests.test_endpoint_faults import CASES, FAULTS, FaultServer  # noqa: E402
+from tests.engine.models.test_endpoint_faults import CASES, FAULTS, FaultServer  # noqa: E402
 
 GOOD = "```cuda\nint fixed;\n```"
 MESSAGES = [Message(role="user", content="fix")]

@@ -541,9 +541,9 @@ def make_toolchain(spec: str, gpus: list[str], options: BatchOptions) -> tuple[A
         inner = build_toolchain(spec, unknown="fail")
         return ScheduledToolchain(inner, pool, builds), pool, None
     if not gpus:
-        from beavertui.engine.toolchain.resolve import NO_GPU
+        from beavertui.engine.toolchain.resolve import NO_GPU, NO_GPU_TOOLCHAIN
 
-        raise NoGpuError(f"{NO_GPU} (or give --toolchain demo|recorded:PATH)")
+        raise NoGpuError(NO_GPU + NO_GPU_TOOLCHAIN)
     # a timing stage stops the long runs on its GPU instead of waiting minutes for them (docs/performance.md)
     stop_runs, stop_instrumented = pauses_for_timing(options.pause_for_timing)
     pool = GpuPool(

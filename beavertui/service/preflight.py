@@ -132,14 +132,14 @@ def toolchain_problem(toolchain: str, protocols: Iterable[Any], gpus: str | None
     ``gpus``: GPU indices named by the user (``batch --gpus``), taken as there without asking nvidia-smi
     (compute-sanitizer is then looked for only where nvidia-smi sees a GPU)."""
     from beavertui.engine.host.gpu import probe
-    from beavertui.engine.toolchain.resolve import NO_GPU, parse_toolchain
+    from beavertui.engine.toolchain.resolve import NO_GPU, NO_GPU_TOOLCHAIN, parse_toolchain
 
     kind, _path = parse_toolchain(toolchain)
     if kind != "local":
         return None
     machine = probe()
     if machine.gpu is None and not gpus:
-        return NO_GPU
+        return NO_GPU + NO_GPU_TOOLCHAIN
     if machine.nvcc is None:
         return "nvcc is not on PATH: install the CUDA toolkit (or add its bin/ to PATH)"
     wants = any(p.sanitize_on_failure or p.sanitize_tools for p in protocols)

@@ -16,7 +16,7 @@ import pytest
 from beavertui.cli import build_parser, main
 from beavertui.engine import bundled
 from beavertui.engine.errors import EXIT_STATUS_HELP
-from tests.test_models_openai import ChatServer
+from tests.engine.models.test_models_openai import ChatServer
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -206,3 +206,23 @@ def test_the_old_models_file_spelling_still_works_with_a_line(
     assert rc == 2
     assert err[0] == "beavertui: --models FILE is now --models-file FILE (--models lists model names)"
     assert err[1] == f"beavertui: {missing}: no such models file"  # the old spelling was read as the file
+
+
+def test_without_a_gpu_each_command_points_to_what_it_can_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from tests.conftest import gpu_present
+
+    if gpu_present():
+        pytest.skip("needs a machine without a GPU")
+    _clean_env(monkeypatch, tmp_path)
+    monkeypatch.chdir(tmp_path)
+    assert main(["check", "transpose_00"]) == 2
+    (line,) = capsys.readouterr().err.splitlines()
+    assert "`beavertui live --demo`" in line and "--toolchain" not in line  # check has no such flag
+    for argv in (["live", "--task", "transpose_00", "--model", "scripted:@reference", "--headless"],
+                 ["batch", "--models", "scripted:@reference", "--tasks", "transpose_00"]):  # fmt: skip
+        assert main(argv) == 2
+        (line,) = capsys.readouterr().err.splitlines()
+        assert "--demo" in line and "--toolchain demo" in line, line
+    assert not (tmp_path / "sessions").exists()

@@ -22,8 +22,13 @@ Unknown = Literal["error", "fail"]
 #: What ``require_gpu`` suggests on a machine without a GPU.
 NO_GPU = (
     "no NVIDIA GPU visible, so nothing can be built and run here: `beavertui live --demo` and `beavertui "
-    "batch --demo` run whole sessions on the bundled demos' recorded H200 outcomes (no GPU, no key), "
-    "--toolchain recorded:PATH replays other recordings, `beavertui replay SESSION` shows a recorded session"
+    "batch --demo` run whole sessions on the bundled demos' recorded H200 outcomes (no GPU, no key); "
+    "`beavertui replay SESSION` shows a recorded session"
+)
+
+#: What ``live`` and ``batch`` add to it: their flag that runs any model without a GPU.
+NO_GPU_TOOLCHAIN = (
+    "; --toolchain demo judges any model's candidates by those outcomes (recorded:PATH by other recordings)"
 )
 
 
