@@ -69,7 +69,7 @@ def check_one(task: Task, out: Path, gpu: threading.Lock, deadline: float, gate:
     tool = LocalToolchain()
     require_gpu(task)
     # The reference build is cached per reference + harness + toolkit; building it here keeps it off the lock.
-    speedup.reference_workdir(task, tool._stage_config(), tool.config.timing)
+    speedup.reference_workdir(task, tool.stage_config(), tool.config.timing)
     options = AttemptOptions(iteration=1, gate=gate, time_if_correct=True)
     events = tool.attempt(task, fixed, options)
     lines: list[str] = []

@@ -34,7 +34,7 @@ def _worker_toolchain(spec: str) -> Any:
         return _TOOLCHAINS[spec]
     from beavertui.batch.cache import CompileCache
     from beavertui.batch.resources import BuildSlots, GpuPool
-    from beavertui.batch.scheduled import ScheduledLocalToolchain
+    from beavertui.batch.scheduled import scheduled_local
     from beavertui.engine.toolchain.resolve import build_toolchain, parse_toolchain
 
     if parse_toolchain(spec)[0] == "recorded":
@@ -43,7 +43,7 @@ def _worker_toolchain(spec: str) -> Any:
         import ray
 
         gpus = [str(g) for g in ray.get_gpu_ids()] or ["0"]
-        tc = ScheduledLocalToolchain(GpuPool(gpus), BuildSlots(1), CompileCache(node_cache_dir()))
+        tc = scheduled_local(GpuPool(gpus), BuildSlots(1), CompileCache(node_cache_dir()))
     _TOOLCHAINS[spec] = tc
     return tc
 

@@ -526,10 +526,10 @@ def pauses_for_timing(setting: str) -> tuple[bool, bool]:
     return setting != "none", setting == "all"
 
 
-def make_toolchain(spec: str, gpus: list[str], options: BatchOptions) -> tuple[Any, GpuPool, Any]:
-    """(toolchain, pool, cache) for ``local`` or ``recorded:PATH``."""
+def make_toolchain(spec: str, gpus: list[str], options: BatchOptions) -> tuple[Any, GpuPool, BuildSlots, Any]:
+    """(toolchain, pool, build slots, cache) for ``local`` or ``recorded:PATH``."""
     from beavertui.batch.cache import CompileCache
-    from beavertui.batch.scheduled import ScheduledLocalToolchain, ScheduledToolchain
+    from beavertui.batch.scheduled import ScheduledToolchain, scheduled_local
     from beavertui.engine.toolchain.resolve import build_toolchain, parse_toolchain
 
     builds = BuildSlots(
@@ -539,7 +539,7 @@ def make_toolchain(spec: str, gpus: list[str], options: BatchOptions) -> tuple[A
     if kind == "recorded":
         pool = GpuPool(gpus or ["0"], shared=options.gpu_share)
         inner = build_toolchain(spec, unknown="fail")
-        return ScheduledToolchain(inner, pool, builds), pool, None
+        return ScheduledToolchain(inner, pool, builds), pool, builds, None
     if not gpus:
         from beavertui.engine.toolchain.resolve import NO_GPU, NO_GPU_TOOLCHAIN
 
@@ -562,7 +562,7 @@ def make_toolchain(spec: str, gpus: list[str], options: BatchOptions) -> tuple[A
             raise BeaverError(
                 f"{root}: cannot use it as the compile cache ({why}); pass --no-cache"
             ) from None
-    return ScheduledLocalToolchain(pool, builds, cache), pool, cache
+    return scheduled_local(pool, builds, cache), pool, builds, cache
 
 
 class _Either:
@@ -687,7 +687,7 @@ def _run_batch(
         with show(tracker, parallel, live=False if options.quiet else None, interval=30.0):
             run_ray(jobs, manifest, run_dir, tracker, address=options.address, toolchain=run.toolchain)
     else:
-        toolchain, pool, cache = make_toolchain(run.toolchain, gpus, options)
+        toolchain, pool, builds, cache = make_toolchain(run.toolchain, gpus, options)
         manifest.gpus = [g.index for g in pool.gpus]
         write_manifest(run_dir, manifest)
         halt = _Either(pool.exhausted, *(f for f in (stop, window) if f is not None))
@@ -703,7 +703,7 @@ def _run_batch(
                     retries=manifest.retries,
                     tracker=tracker,
                     stop=halt,
-                    admission=Admission(pool, toolchain.builds),
+                    admission=Admission(pool, builds),
                 )
         except KeyboardInterrupt:
             _interrupted(manifest, run_dir, tracker, say)

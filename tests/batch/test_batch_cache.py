@@ -11,12 +11,13 @@ import pytest
 
 from beavertui.batch.cache import CompileCache, cache_key
 from beavertui.batch.resources import BuildSlots, GpuPool
-from beavertui.batch.scheduled import ScheduledLocalToolchain
+from beavertui.batch.scheduled import scheduled_local
 from beavertui.engine.corpus.load import load_corpus
 from beavertui.engine.corpus.task import Task
 from beavertui.engine.errors import ToolchainError
 from beavertui.engine.session.events import Event
 from beavertui.engine.toolchain.base import AttemptOptions
+from beavertui.engine.toolchain.local import LocalToolchain
 
 CORPUS = Path(__file__).resolve().parents[2] / "tests" / "data" / "recorded"
 
@@ -38,7 +39,7 @@ def test_cache_key_depends_on_every_part() -> None:
     assert cache_key("code", "harness", "nvcc x.cu", "13.0") == base
 
 
-def _until_gpu_failure(tc: ScheduledLocalToolchain, task: Task, code: str, it: int) -> list[Event]:
+def _until_gpu_failure(tc: LocalToolchain, task: Task, code: str, it: int) -> list[Event]:
     """The events of an attempt whose run the GPU failed: the build and the run, then no verdict."""
     events: list[Event] = []
     with pytest.raises(ToolchainError, match=r"GPU 0 failed: .*(driver|CUDA-capable|probe)") as info:
@@ -58,7 +59,7 @@ def test_identical_candidate_is_built_once_and_a_failing_gpu_is_removed(tmp_path
     task = load_corpus(CORPUS).get("vec_scale")
     pool = GpuPool(["0"], fail_limit=3)
     cache = CompileCache(tmp_path / "cache")
-    tc = ScheduledLocalToolchain(pool, BuildSlots(1), cache)
+    tc = scheduled_local(pool, BuildSlots(1), cache)
     code = task.reference()
     assert code is not None
     first = _until_gpu_failure(tc, task, code, 1)
@@ -93,14 +94,14 @@ def test_a_build_bound_to_its_work_dir_is_made_again_not_restored_from_the_cache
     applied = replace(task, level="applied_kernels_class")
     assert families.build_is_path_bound(applied) and not families.build_is_path_bound(task)
     cache = CompileCache(tmp_path / "cache")
-    tc = ScheduledLocalToolchain(GpuPool(["0"]), BuildSlots(1), cache)
+    tc = scheduled_local(GpuPool(["0"]), BuildSlots(1), cache)
     code = task.reference()
     assert code is not None
-    cfg = tc._stage_config()
+    cfg = tc.stage_config()
 
     def cached(t: Task) -> bool:
         with stages.workdir(t, code, cfg) as work:
-            res = tc._build(t, code, work, cfg)
+            res = tc.placement.build(t, code, work, cfg, lambda c: stages.build(work, c))
             assert res.rc == 0, res.log
             return res.cached
 

@@ -21,9 +21,10 @@ import pytest
 
 from beavertui.batch.resources import BuildSlots, GpuPool
 from beavertui.batch.rundir import read_manifest
-from beavertui.batch.scheduled import GpuProbe, ScheduledLocalToolchain
+from beavertui.batch.scheduled import scheduled_local
 from beavertui.engine.corpus.load import load_corpus
 from beavertui.engine.errors import ToolchainError
+from beavertui.engine.judge.gpu_fault import GpuProbe
 from beavertui.engine.session.store import read_session
 from beavertui.engine.toolchain.base import AttemptOptions
 
@@ -67,7 +68,7 @@ def test_a_sticky_error_that_the_probe_confirms_blames_the_gpu(tmp_path: Path, m
     _no_gpu()
     task = load_corpus(sticky_corpus(tmp_path, message)).get("vec_scale")
     pool = GpuPool(["0"], fail_limit=2)
-    tc = ScheduledLocalToolchain(pool, BuildSlots(1), None)
+    tc = scheduled_local(pool, BuildSlots(1), None)
     code = task.reference() or ""
     for it in range(1, 3):
         with pytest.raises(ToolchainError) as info:
@@ -88,7 +89,7 @@ def test_a_sticky_error_on_a_gpu_that_passes_the_probe_is_the_candidates(
     task = load_corpus(sticky_corpus(tmp_path, message)).get("vec_scale")
     pool = GpuPool(["0"], fail_limit=2)
     probe = GpuProbe(command=["true"])  # stands in for a healthy GPU's probe run
-    tc = ScheduledLocalToolchain(pool, BuildSlots(1), None, probe=probe)
+    tc = scheduled_local(pool, BuildSlots(1), None, probe=probe)
     for it in range(1, 4):  # more failures in a row than fail_limit
         events = list(tc.attempt(task, task.reference() or "", AttemptOptions(iteration=it)))
         verdict = events[-1]
@@ -161,7 +162,7 @@ def test_on_a_healthy_gpu_a_candidates_illegal_access_passes_the_probe_and_keeps
     task = load_corpus(ROOT / "corpus").get("scan_00")  # its broken start faults on the H200
     pool = GpuPool(["0"], fail_limit=2)
     probe = GpuProbe()  # the real probe kernel
-    tc = ScheduledLocalToolchain(pool, BuildSlots(2), None, probe=probe)
+    tc = scheduled_local(pool, BuildSlots(2), None, probe=probe)
     for it in range(1, 4):
         events = list(tc.attempt(task, task.broken_start(), AttemptOptions(iteration=it)))
         run = next(e for e in events if e.kind == "run")

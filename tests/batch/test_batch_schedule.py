@@ -645,17 +645,17 @@ def sleepy() -> Any:
 
 
 def _scheduled(tmp_path: Path, **config: Any) -> Any:
-    from beavertui.batch.scheduled import ScheduledLocalToolchain
+    from beavertui.batch.scheduled import scheduled_local
     from beavertui.engine.session.events import GpuSignature
     from beavertui.engine.timing.speedup import TimingConfig
     from beavertui.engine.toolchain.local import LocalConfig
 
     timing = TimingConfig(cache=tmp_path / "cache", rounds=1, method=config.pop("method", None))
-    tool = ScheduledLocalToolchain(
+    tool = scheduled_local(
         GpuPool(["0"]), BuildSlots(2), None, LocalConfig(base_dir=tmp_path / "work", timing=timing, **config)
     )
     tool.gpu = lambda: GpuSignature(slug="t_sm_90", name="Test GPU", compute_capability="9.0")
-    tool.pool.log = []
+    tool.placement.pool.log = []
     return tool
 
 
@@ -666,7 +666,7 @@ def _watch_stages(tool: Any, monkeypatch: pytest.MonkeyPatch) -> list[tuple[str,
 
     from beavertui.engine.stage import stages
 
-    order = tool.pool.log
+    order = tool.placement.pool.log
     refs = tool.config.timing.cache / "refbuild"
     run_stage, start_stage = stages.run_stage, stages.start_stage
     inside = threading.local()
@@ -757,7 +757,7 @@ def test_the_batch_builds_the_cupti_library_before_it_holds_the_gpu_alone(
         assert ("grant", "exclusive", 1 << 62, "0") not in order
         assert len(infra) == 1 and infra[0].source == "toolchain"
         assert "CUPTI headers or libcupti not found" in infra[0].detail
-        assert tool.pool.gpus[0].consecutive_failures == 0
+        assert tool.placement.pool.gpus[0].consecutive_failures == 0
         return
     exclusive = order.index(("grant", "exclusive", 1 << 62, "0"))
     assert order.index(("cupti library",)) < exclusive
@@ -820,12 +820,12 @@ def test_a_task_whose_runs_outlast_the_patience_runs_in_a_long_slot(
     from beavertui.engine.toolchain.base import AttemptOptions
 
     tool = _scheduled(tmp_path, sanitizer_exe="true")
-    tool.pool.patience_s = patience_s
+    tool.placement.pool.patience_s = patience_s
     wrong = "compute() { echo 41; }\ncost() { echo 1.0; }\n"
     for it in (1, 2):
         events = list(tool.attempt(sleepy, wrong, AttemptOptions(iteration=it, gate=0.7)))
         assert events[-1].category == "functional_correctness"
-    kinds = [kind for kind, _rank, _gpu in grants(tool.pool)]
+    kinds = [kind for kind, _rank, _gpu in grants(tool.placement.pool)]
     # each attempt: its correctness run, then its sanitizer run (always long)
     assert kinds == (["shared", "long", "long", "long"] if patience_s == 0.0 else ["shared", "long"] * 2)
 
@@ -842,9 +842,9 @@ def test_run_seconds_learned_before_the_first_run_place_it(sleepy: Any, tmp_path
     ran = Ran(iteration=1, result=StageResult(stage="run", command="./t", rc=1, duration_s=61.5))
     header: Any = None
     local_starter(jobs[0], sleepy, tool)((header, [ran]))  # a resumed session: its prefix is read
-    assert tool._run_s == {"sleepy": 61.5}
+    assert tool.placement._run_s == {"sleepy": 61.5}
     list(tool.attempt(sleepy, GOOD, AttemptOptions(iteration=2, gate=0.7)))
-    assert next(kind for kind, _rank, _gpu in grants(tool.pool)) == "long"
+    assert next(kind for kind, _rank, _gpu in grants(tool.placement.pool)) == "long"
 
 
 def test_each_run_and_sanitizer_run_is_expected_to_take_what_the_task_s_last_one_took(
@@ -856,13 +856,13 @@ def test_each_run_and_sanitizer_run_is_expected_to_take_what_the_task_s_last_one
 
     tool = _scheduled(tmp_path, sanitizer_exe="true")
     asked: list[tuple[bool, float | None]] = []
-    hold = tool.pool.hold
+    hold = tool.placement.pool.hold
 
     def watched(**kw: Any) -> Any:
         asked.append((bool(kw.get("long")), kw.get("expect_s")))
         return hold(**kw)
 
-    tool.pool.hold = watched
+    tool.placement.pool.hold = watched
     wrong = "compute() { echo 41; }\ncost() { echo 1.0; }\n"
     first = list(tool.attempt(sleepy, wrong, AttemptOptions(iteration=1, gate=0.7)))
     run_s = next(e.result.duration_s for e in first if e.kind == "run")
@@ -916,15 +916,19 @@ def test_a_run_out_of_memory_beside_other_runs_is_made_again_alone(sleepy: Any, 
     from beavertui.engine.toolchain.base import AttemptOptions
 
     tool = _scheduled(tmp_path)
-    registered, running = [], tool.pool.running
+    registered, running = [], tool.placement.pool.running
 
     def watched(g: Any, process: Any) -> Any:  # the rerun registers its process: a timing stage may stop it
         registered.append(g.memory_hold)
         return running(g, process)
 
-    tool.pool.running = watched
-    other = Stage(tool.pool.hold, 0).wait()  # another session's correctness run, on the GPU throughout
-    freed = threading.Thread(target=lambda: (queued(tool.pool, 1), other.done()))  # once the rerun waits
+    tool.placement.pool.running = watched
+    other = Stage(
+        tool.placement.pool.hold, 0
+    ).wait()  # another session's correctness run, on the GPU throughout
+    freed = threading.Thread(
+        target=lambda: (queued(tool.placement.pool, 1), other.done())
+    )  # once the rerun waits
     freed.start()
     events = list(tool.attempt(sleepy, OOM_ONCE, AttemptOptions(iteration=1, gate=0.7, keep_workdir=False)))
     freed.join(WAIT)
@@ -932,7 +936,7 @@ def test_a_run_out_of_memory_beside_other_runs_is_made_again_alone(sleepy: Any, 
     [ran] = [e for e in events if e.kind == "run"]
     assert ran.result.rerun_alone is not None and "CUDA error: out of memory" in ran.result.rerun_alone
     assert ran.result.rc == 0 and events[-1].category == "passed"
-    kinds = [kind for kind, _rank, _gpu in grants(tool.pool)]
+    kinds = [kind for kind, _rank, _gpu in grants(tool.placement.pool)]
     assert kinds[:3] == ["shared", "shared", "exclusive"]  # the other run, the first run, the rerun alone
 
 
@@ -943,7 +947,7 @@ def test_a_run_out_of_memory_alone_on_its_gpu_is_the_verdict(sleepy: Any, tmp_pa
     events = list(tool.attempt(sleepy, OOM_ONCE, AttemptOptions(iteration=1, gate=0.7)))
     [ran] = [e for e in events if e.kind == "run"]
     assert ran.result.rerun_alone is None and events[-1].category == "out_of_memory"
-    assert [kind for kind, _rank, _gpu in grants(tool.pool)] == ["shared"]
+    assert [kind for kind, _rank, _gpu in grants(tool.placement.pool)] == ["shared"]
 
 
 # ---------------------------------------------------------------- long runs stopped for a timing stage
@@ -1136,7 +1140,7 @@ def test_a_batch_timing_stops_a_real_process_made_again_alone_for_its_memory(
     from tests.engine.timing.test_timing_memory_gpu import rerun_before_timing
 
     tool = _scheduled(tmp_path)
-    tool.pool.quiet = lambda gpu, max_s: 0.0
+    tool.placement.pool.quiet = lambda gpu, max_s: 0.0
     folder = tmp_path / "rerun"
     folder.mkdir()
     ticks = folder / "ticks"
@@ -1162,7 +1166,9 @@ def test_a_batch_timing_stops_a_real_process_made_again_alone_for_its_memory(
     t = [float(x) for x in ticks.read_text().split()]
     gaps = sorted(b - a for a, b in itertools.pairwise(t))
     assert gaps[-1] >= 0.8 * stopped_s, (stopped_s, gaps[-5:])  # it made no tick while stopped
-    assert [x for x in tool.pool.log or [] if x[0] == "pause"] == [("pause", "memory", 1 << 62, "0")]
+    assert [x for x in tool.placement.pool.log or [] if x[0] == "pause"] == [
+        ("pause", "memory", 1 << 62, "0")
+    ]
 
 
 def test_a_timing_stage_is_served_before_an_older_session_s_run_made_again_alone() -> None:
@@ -1256,15 +1262,15 @@ def _real_shared_run(
     from beavertui.engine.stage import stages
 
     tool = _scheduled(tmp_path)
-    tool.pool.quiet = lambda gpu, max_s: 0.0
-    cfg = tool._stage_config()
+    tool.placement.pool.quiet = lambda gpu, max_s: 0.0
+    cfg = tool.stage_config()
     got: dict[str, Any] = {}
 
     def run() -> None:
         SESSION_RANK.set(0)
-        with tool.pool.hold(**hold) as g:
+        with tool.placement.pool.hold(**hold) as g:
             got["r"] = stages.run_stage(
-                work, stage, "echo begin; sleep 1; echo end", 30.0, tool._shared_on(cfg, g)
+                work, stage, "echo begin; sleep 1; echo end", 30.0, tool.placement._shared_on(cfg, g)
             )
             got["ended"] = time.monotonic()
 
@@ -1272,7 +1278,7 @@ def _real_shared_run(
         t = threading.Thread(target=run, daemon=True)
         t.start()
         deadline = time.monotonic() + WAIT
-        while not tool.pool.gpus[0].attached and time.monotonic() < deadline:
+        while not tool.placement.pool.gpus[0].attached and time.monotonic() < deadline:
             time.sleep(0.01)
         yield tool, got
         t.join(WAIT)
@@ -1284,7 +1290,7 @@ def test_a_long_run_s_real_process_is_stopped_while_a_timing_stage_holds_its_gpu
     import time
 
     with _real_shared_run(sleepy, tmp_path, "run", long=True) as (tool, got):
-        timing = Stage(lambda: tool.pool.hold(exclusive=True), 1).wait()
+        timing = Stage(lambda: tool.placement.pool.hold(exclusive=True), 1).wait()
         assert timing.got.pause_note.startswith("1 run on GPU 0 stopped (SIGSTOP) for this timing")
         time.sleep(1.5)
         assert "r" not in got  # stopped: its one-second sleep cannot end the run
@@ -1335,7 +1341,7 @@ def test_a_sanitizer_run_s_real_process_runs_on_while_a_timing_stage_waits_for_i
     import time
 
     with _real_shared_run(sleepy, tmp_path, "sanitize", long=True, instrumented=True) as (tool, got):
-        timing = Stage(lambda: tool.pool.hold(exclusive=True), 1).wait()
+        timing = Stage(lambda: tool.placement.pool.hold(exclusive=True), 1).wait()
         granted = time.monotonic()
         assert timing.got.pause_note is None
         timing.done()
@@ -1361,7 +1367,7 @@ def test_the_batch_command_stops_runs_for_timing_as_asked(
     from beavertui.service.batch import make_toolchain
 
     args = build_parser().parse_args(["batch", "--no-cache", *flag])
-    _tool, pool, _cache = make_toolchain("local", ["0"], options_of(args))
+    _tool, pool, _builds, _cache = make_toolchain("local", ["0"], options_of(args))
     assert (pool.quiet is not None) is stops and pool.pause_instrumented is instrumented
     with pytest.raises(SystemExit):
         build_parser().parse_args(["batch", "--pause-for-timing", "sanitizers"])
@@ -1446,20 +1452,20 @@ def test_a_timing_out_of_memory_beside_runs_stopped_for_it_is_made_again_once_th
     from beavertui.engine.toolchain.base import AttemptOptions
 
     tool = _scheduled(tmp_path)
-    tool.pool.quiet = lambda gpu, max_s: 0.0
+    tool.placement.pool.quiet = lambda gpu, max_s: 0.0
     measure, calls = Timer.measure, []
 
     def first_out_of_memory(self: Any, *a: Any, **kw: Any) -> Any:
-        calls.append(tool.pool.gpus[0].pause_note)
+        calls.append(tool.placement.pool.gpus[0].pause_note)
         if len(calls) == 1:
             raise BeaverError(CUPTI_OOM) if cupti else SpeedupUnavailable(KB_OOM)
         return measure(self, *a, **kw)
 
     monkeypatch.setattr(Timer, "measure", first_out_of_memory)
     p = Proc()
-    other = Stage(lambda: _registered(tool.pool, p, long=True), 0).wait() if stopped else None
+    other = Stage(lambda: _registered(tool.placement.pool, p, long=True), 0).wait() if stopped else None
     if other is not None:  # another session's long run, in flight until the timing waits for its end
-        ended = threading.Thread(target=lambda: (queued(tool.pool, 1), other.done()))
+        ended = threading.Thread(target=lambda: (queued(tool.placement.pool, 1), other.done()))
         ended.start()
     events = list(tool.attempt(sleepy, GOOD, AttemptOptions(iteration=1, gate=0.7)))
     v = events[-1]
@@ -1476,8 +1482,10 @@ def test_a_timing_out_of_memory_beside_runs_stopped_for_it_is_made_again_once_th
         in (timed.result.note or "")
     )
     assert ("CUDA error: out of memory" if cupti else "CUDA out of memory") in (timed.result.note or "")
-    assert [k for k, _r, _g in grants(tool.pool)].count("exclusive") == 2
-    assert tool.pool.gpus[0].consecutive_failures == 0 and tool.pool.gpus[0].failures == []
+    assert [k for k, _r, _g in grants(tool.placement.pool)].count("exclusive") == 2
+    assert (
+        tool.placement.pool.gpus[0].consecutive_failures == 0 and tool.placement.pool.gpus[0].failures == []
+    )
 
 
 @pytest.mark.parametrize("gpu_ok", [True, False], ids=["probe-passes", "probe-fails"])
@@ -1487,7 +1495,7 @@ def test_a_candidate_s_timing_run_that_fails_on_a_sticky_error_is_checked_agains
     """As for a correctness run: a candidate's timing run that failed on a sticky CUDA error is the
     candidate's (flagged timing_run_failed, the GPU's health untouched) unless a known-good probe kernel then
     fails on the same GPU too (the GPU's failure: an infrastructure error, counted against the GPU)."""
-    from beavertui.batch.scheduled import GpuProbe
+    from beavertui.engine.judge.gpu_fault import GpuProbe
     from beavertui.engine.session.events import StageResult
     from beavertui.engine.timing.speedup import CandidateTimingFailed, Timer
     from beavertui.engine.toolchain.base import AttemptOptions
@@ -1507,12 +1515,12 @@ def test_a_candidate_s_timing_run_that_fails_on_a_sticky_error_is_checked_agains
     if gpu_ok:
         assert not infra and not events[-1].correct
         assert any(f.startswith("timing_run_failed: CUDA error") for f in flags)
-        assert tool.pool.gpus[0].consecutive_failures == 0
+        assert tool.placement.pool.gpus[0].consecutive_failures == 0
     else:
         [lost] = infra
         assert lost.source == "gpu" and "probe kernel then failed on it too" in lost.detail
         assert not any(f.startswith("timing_run_failed") for f in flags)
-        assert tool.pool.gpus[0].consecutive_failures == 1
+        assert tool.placement.pool.gpus[0].consecutive_failures == 1
     assert tool.probe.runs == 1
 
 
@@ -1564,22 +1572,22 @@ def test_a_real_build_is_stopped_while_the_batch_times_an_attempt(sleepy: Any, t
     from beavertui.engine.toolchain.base import AttemptOptions
 
     tool = _scheduled(tmp_path)
-    tool.builds.stop_for_timing = True
-    cfg = tool._stage_config()
+    tool.placement.builds.stop_for_timing = True
+    cfg = tool.stage_config()
     got: dict[str, Any] = {}
     # another session's build, running until the test makes ``go`` in its work dir: in flight during the timing
     command = "echo begin; while [ ! -e go ]; do sleep 0.02; done; echo end"
 
     def build() -> None:
         SESSION_RANK.set(0)
-        with tool.builds.hold():
-            got["r"] = stages.run_stage(work, "build", command, 60.0, tool._building(cfg))
+        with tool.placement.builds.hold():
+            got["r"] = stages.run_stage(work, "build", command, 60.0, tool.placement._building(cfg))
 
     with stages.workdir(sleepy, sleepy.broken_start(), cfg) as work:
         t = threading.Thread(target=build, daemon=True)
         t.start()
         deadline = time.monotonic() + WAIT
-        while not tool.builds._attached and time.monotonic() < deadline:
+        while not tool.placement.builds._attached and time.monotonic() < deadline:
             time.sleep(0.01)
         events = list(tool.attempt(sleepy, GOOD, AttemptOptions(iteration=1, gate=0.7)))
         (work.path / "go").touch()
@@ -1609,8 +1617,8 @@ def test_the_batch_command_stops_builds_for_timing_as_asked(
     from beavertui.service.batch import make_toolchain
 
     args = build_parser().parse_args(["batch", "--no-cache", *flag])
-    tool, _pool, _cache = make_toolchain("local", gpus, options_of(args))
-    assert tool.builds.stop_for_timing is stops
+    _tool, _pool, builds, _cache = make_toolchain("local", gpus, options_of(args))
+    assert builds.stop_for_timing is stops
     with pytest.raises(SystemExit):  # anything else is refused by the parser
         build_parser().parse_args(["batch", "--builds-in-timing", "pause"])
 
@@ -1638,9 +1646,9 @@ def test_the_batch_parks_a_testbench_s_runs_before_it_holds_its_only_gpu(
     task = dataclasses.replace(sleepy, test_command=f"{exe} {marks}")
     tool = _scheduled(tmp_path, method="testbench_lines")
     tool.config = dataclasses.replace(tool.config, timing=dataclasses.replace(tool.config.timing, rounds=3))
-    tool.pool = GpuPool(gpus)
+    tool.placement.pool = GpuPool(gpus)
     at_grant: dict[str, int] = {}
-    hold = tool.pool.hold
+    hold = tool.placement.pool.hold
 
     @contextlib.contextmanager
     def watched(**kw: Any) -> Iterator[Any]:
@@ -1651,8 +1659,8 @@ def test_the_batch_parks_a_testbench_s_runs_before_it_holds_its_only_gpu(
                 )
             yield g
 
-    monkeypatch.setattr(tool.pool, "hold", watched)
-    cfg = tool._stage_config()
+    monkeypatch.setattr(tool.placement.pool, "hold", watched)
+    cfg = tool.stage_config()
     work = stages.prepare(task, task.reference() or "", tmp_path / "work")
     t = tool._measure(task, work, cfg, AttemptOptions(iteration=1, gate=0.7))
     assert t.method == "testbench_lines" and t.speedup == pytest.approx(1.0)

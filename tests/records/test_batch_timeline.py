@@ -131,11 +131,12 @@ def test_builds_stopped_for_timing_are_counted_apart_from_stopped_runs(tmp_path:
     """A timing stage may stop the runs on its GPU (or the run made again alone for its memory that holds
     it) and the other sessions' builds (--builds-in-timing): each is counted as what it was, from the
     stages' paused_s and the timing's note."""
-    from beavertui.batch.scheduled import stopped_note, timed_again_note
+    from beavertui.batch.scheduled import stopped_note
     from beavertui.engine.loop.run import run_session
     from beavertui.engine.models.scripted import ScriptedModel
     from beavertui.engine.session.events import Built, Ran, Timed
     from beavertui.engine.session.protocol import Protocol
+    from beavertui.engine.toolchain.local import timed_again_note
     from tests.engine.loop.test_loop_session import _sh, _sleepy
 
     task, tool, _ran = _sleepy(tmp_path)
@@ -152,7 +153,7 @@ def test_builds_stopped_for_timing_are_counted_apart_from_stopped_runs(tmp_path:
         elif isinstance(e, Ran):
             e = e.model_copy(update={"result": e.result.model_copy(update={"paused_s": 0.5})})
         elif isinstance(e, Timed):
-            note = f"{runs_note} 0.3 s after the stop; {stopped_note(3)}; {timed_again_note('0', 'CUDA out of memory')}"
+            note = f"{runs_note} 0.3 s after the stop; {stopped_note(3)}; {timed_again_note('GPU 0', 'CUDA out of memory')}"
             e = e.model_copy(update={"result": e.result.model_copy(update={"note": note})})
         out.append(e)
     run = tmp_path / "run"

@@ -54,12 +54,35 @@ RUN_BUILD = [
     re.compile(r"NameError: name '(ModelNew|get_inputs|get_init_inputs)' is not defined", re.I),
     re.compile(r"ImportError: .*undefined symbol: ", re.I),
 ]
+#: A GPU that is gone or broken (the driver's words): on a machine whose GPU was seen when the session
+#: started, a run that says so is the GPU's failure, not the candidate's (judge/gpu_fault.py); read from the
+#: logs alone (``beavertui classify``) it is the machine's lack, ``environment_dependency``.
+GPU_LOST = [
+    re.compile(r"no CUDA-capable device is detected|cudaErrorNoDevice|CUDA_ERROR_NO_DEVICE", _I),
+    re.compile(r"CUDA driver version is insufficient|cudaErrorInsufficientDriver", _I),
+    re.compile(r"No CUDA GPUs are available|Found no NVIDIA driver", _I),
+    re.compile(r"GPU has fallen off the bus", _I),
+    re.compile(r"uncorrectable ECC error", _I),
+    re.compile(
+        r"CUDA-capable device(s|\(s\))? (is/are|are|is) busy or unavailable|cudaErrorDevicesUnavailable", _I
+    ),
+]
+#: Sticky CUDA errors: the process's context is unusable afterwards, and the cause is the candidate's bug or
+#: a failing GPU (judge/gpu_fault.py runs a known-good kernel on the GPU to tell which).
+STICKY = [
+    re.compile(r"an illegal memory access was encountered", _I),
+    re.compile(r"unspecified launch failure", _I),
+    re.compile(r"misaligned address", _I),
+    re.compile(r"an illegal instruction was encountered", _I),
+    re.compile(r"hardware stack error", _I),
+    re.compile(r"the launch timed out and was terminated", _I),
+    re.compile(r"initialization error", _I),
+    re.compile(r"unknown error", _I),
+]
 RUN_ENV = [
     re.compile(r"no kernel image is available for execution", _I),
     re.compile(r"cudaErrorNoKernelImageForDevice|CUDA_ERROR_NO_BINARY_FOR_GPU", _I),
-    re.compile(r"CUDA driver version is insufficient|cudaErrorInsufficientDriver", _I),
-    re.compile(r"no CUDA-capable device is detected|cudaErrorNoDevice|CUDA_ERROR_NO_DEVICE", _I),
-    re.compile(r"No CUDA GPUs are available|Found no NVIDIA driver", _I),
+    *GPU_LOST,
     re.compile(r"unsupported toolchain|cudaErrorUnsupportedPtxVersion", _I),
     re.compile(r"ModuleNotFoundError: No module named", _I),
     re.compile(r"error while loading shared libraries", _I),

@@ -1,18 +1,27 @@
-"""LocalToolchain: the Toolchain of toolchain.py on this machine's GPU.
+"""LocalToolchain: the Toolchain of toolchain/base.py on this machine's GPU, the one attempt of every mode.
 
 One attempt = work dir, build, test, compute-sanitizer where docs/format.md (categories) asks for it or the user
-does, interleaved timing of a correct candidate, and exactly one Verdict. It ties stages, classify,
-sanitizer and timing together and adds nothing of its own beyond the verdict's reasons and flags.
+does, interleaved timing of a correct candidate, and exactly one Verdict (or an infrastructure failure). It ties
+stages, classify, sanitizer and timing together; whose failure a failed run is comes from judge/gpu_fault.py
+and the verdict from toolchain/verdict.py. Where and when each stage runs is its placement's
+(toolchain/placement.py): nothing in ``live``, ``check`` and ``branch``, a semaphore in ``corpus validate``,
+the GPU pool in a batch. Every mode judges alike:
+
+- a run whose log says the GPU is gone, or whose sticky CUDA error a known-good probe kernel then repeats on
+  the same GPU, is the GPU's failure: no verdict, the session ends in an infrastructure failure (resumable);
+- a correctness run that runs out of GPU memory while other runs shared its GPU is made again holding the GPU
+  alone, and the second run is the verdict (marked ``rerun_alone``): the memory may have been the other runs';
+- a timing that runs out of memory beside runs stopped for it (they keep their memory) is made again once they
+  have ended; a timing that fails is the candidate's, the reference's, the GPU's or the machine's
+  (verdict.timing_failure).
 """
 
 from __future__ import annotations
 
-import contextlib
 import re
 import tempfile
 import threading
-from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Generator, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -23,8 +32,10 @@ from beavertui.engine.host import ceilings
 from beavertui.engine.host.adapt import adapt_command
 from beavertui.engine.host.gpu import gpu_signature
 from beavertui.engine.host.sandbox import Limits
-from beavertui.engine.judge import anticheat, sanitizer
-from beavertui.engine.judge.classify import Classification, classify
+from beavertui.engine.judge import sanitizer
+from beavertui.engine.judge.classify import Classification
+from beavertui.engine.judge.evidence import out_of_memory
+from beavertui.engine.judge.gpu_fault import GpuProbe, gpu_fault, oom_line
 from beavertui.engine.session.events import (
     Built,
     Event,
@@ -37,12 +48,10 @@ from beavertui.engine.session.events import (
     StageResult,
     Timed,
     TimingResult,
-    Verdict,
 )
 from beavertui.engine.stage import stages
 from beavertui.engine.timing import profile as ncu
 from beavertui.engine.timing.speedup import (
-    CandidateTimingFailed,
     SpeedupUnavailable,
     Timer,
     TimingConfig,
@@ -51,6 +60,15 @@ from beavertui.engine.timing.speedup import (
     timing_command,
 )
 from beavertui.engine.toolchain.base import AttemptOptions
+from beavertui.engine.toolchain.placement import GpuUse, Lease, Placement
+from beavertui.engine.toolchain.verdict import (
+    Evidence,
+    TimingFailure,
+    correct_so_far,
+    judge,
+    run_category,
+    timing_failure,
+)
 
 #: A passing run whose output shows these is suspicious: memcheck looks at it too.
 SUSPICIOUS = re.compile(r"(?<![\w.])-?(nan|inf)(?![\w.])", re.I)
@@ -75,30 +93,27 @@ class LocalConfig:
     later sessions of the same task, harness, GPU and protocol settings reuse it (loop/startlog.py)."""
 
 
-def family_oracle(task: Task, verdict: Classification, run: StageResult | None) -> Classification:
-    """A passing classification overruled by the family's own oracle (cudabench's compare_output prints
-    ``F`` and still exits 0)."""
-    if run is None or verdict.category != "passed":
-        return verdict
-    wrong = families.oracle_failure(task, run.rc, run.log)
-    if wrong is None:
-        return verdict
-    return Classification("functional_correctness", wrong, (wrong,), "run")
-
-
 class LocalToolchain:
-    """Builds, runs, sanitizes and times candidates on the local GPU."""
+    """Builds, runs, sanitizes and times candidates on the local GPU, each stage where ``placement`` says."""
 
     def __init__(
-        self, config: LocalConfig | None = None, gpu_slots: threading.Semaphore | None = None
+        self,
+        config: LocalConfig | None = None,
+        placement: Placement | None = None,
+        probe: GpuProbe | None = None,
     ) -> None:
         self.config = config or LocalConfig()
-        self.gpu_slots = gpu_slots
-        """Shared by the toolchains of one validation: at most its count of GPU stages (test and sanitizer
-        runs) at once among them, while their builds go on (None: no limit)."""
+        self.placement = placement or Placement()
+        """Where and when each stage runs (toolchain/placement.py)."""
+        self.probe = probe or GpuProbe()
+        """The known-good kernel that tells a failing GPU from a candidate's sticky CUDA error."""
         self.last_workdir: Path | None = None
         """Work dir of the latest attempt (still on disk only when it was kept)."""
         self._reference_profiles: dict[str, tuple[list[KernelMetrics], str]] = {}
+        self._gpu: GpuSignature | None = None
+        self._gpu_known = False
+        self._ref_locks: dict[str, threading.Lock] = {}
+        self._ref_locks_guard = threading.Lock()
 
     @property
     def cache_root(self) -> Path:
@@ -112,23 +127,23 @@ class LocalToolchain:
         """Where fresh checks of broken starts are kept (loop/startlog.py), or None to make each anew."""
         return self.cache_root if self.config.keep_start_logs else None
 
-    @contextmanager
-    def _gpu_slot(self) -> Iterator[None]:
-        """Hold one of ``gpu_slots`` for a GPU stage (nothing to hold without them)."""
-        if self.gpu_slots is None:
-            yield
-            return
-        with self.gpu_slots:
-            yield
-
     def profiler_unavailable(self) -> str | None:
         """Why feedback level L4 cannot run here (no ncu, no GPU), or None."""
         return ncu.profiler_unavailable(self.gpu() is not None)
 
     def gpu(self) -> GpuSignature | None:
-        return gpu_signature()
+        """This machine's GPU (asked once)."""
+        if not self._gpu_known:
+            self._gpu, self._gpu_known = gpu_signature(), True
+        return self._gpu
 
-    def _stage_config(self) -> stages.StageConfig:
+    def learn_run_seconds(self, task_id: str, seconds: float, timed_out: bool = False) -> None:
+        """How long a run of ``task_id`` took here before this toolchain ran one (a kept start check, a
+        resumed session's earlier attempts): the placement may place the next run by it."""
+        self.placement.learn_run_seconds(task_id, seconds, timed_out)
+
+    def stage_config(self) -> stages.StageConfig:
+        """The configuration of this machine's stages (its GPU's architecture, the limits, the work dirs)."""
         g = self.gpu()
         sm = None
         if g is not None:
@@ -138,95 +153,187 @@ class LocalToolchain:
 
     def attempt(self, task: Task, code: str, options: AttemptOptions) -> Iterator[Event]:
         it = options.iteration
-        cfg = self._stage_config()
+        cfg = self.stage_config()
         task = families.for_code(task, code)
+        place = self.placement
         with stages.workdir(task, code, cfg, keep=options.keep_workdir) as work:
             self.last_workdir = work.path
-            build = stages.build(work, cfg)
+            build = place.build(task, code, work, cfg, lambda c: stages.build(work, c))
             yield Built(iteration=it, result=build)
             tampered = work.note_build()
             run: StageResult | None = None
+            category = run_category(task, build, None)
+            sanitized: list[Sanitized] = []
             if build.rc == 0 and not build.timed_out:
-                with self._gpu_slot():
-                    run = stages.test(work, cfg)
+                run, category, fault, lease = self._correctness(task, work, cfg, build, "run")
+                if fault is None and lease.shared and category.category == "out_of_memory":
+                    # other runs shared the GPU: the memory may have been theirs; run again holding it alone
+                    first = oom_line(run.log)
+                    place.report(lease, ok=True)
+                    run, category, fault, lease = self._correctness(task, work, cfg, build, "alone")
+                    note = f"ran again alone on {lease.where}: beside other runs its first run ran out of memory ({first})"
+                    run = run.model_copy(update={"rerun_alone": note[:500]})
+                place.report(lease, ok=fault is None, detail=fault or "")
+                # said as soon as it ends: a sanitizer or profiler run after it may take minutes (and a start
+                # check's record of what it has cost so far then holds the run)
                 yield Ran(iteration=it, result=run)
-            tampered += work.verify()
-            timed_out = build.timed_out or (run is not None and run.timed_out)
-            verdict = family_oracle(
-                task,
-                classify(build.rc, build.log, run.rc if run else None, run.log if run else "", timed_out),
-                run,
-            )
-            if options.profile and run is not None and not run.timed_out:
-                with self._gpu_slot():
-                    profiled = self._profile(task, work, cfg, it)
-                yield profiled
-            sanitized = self._sanitize(task, work, cfg, options, run, verdict)
-            yield from self._judge(task, code, work, cfg, options, build, run, verdict, sanitized, tampered)
+                if fault is not None:
+                    # the GPU's failure, not the candidate's: no verdict; the session records it as such
+                    raise ToolchainError(f"{lease.where} failed: {fault}", source="gpu")
+                tampered += work.verify()
+                sanitized = yield from self._instrumented(task, work, cfg, options, run, category)
+            else:
+                tampered += work.verify()
+            ev = Evidence(build, run, category, sanitized, tampered)
+            timed = options.time_if_correct and families.semantics(task).speed != "none"
+            if timed and correct_so_far(task, ev) and self.gpu() is not None:
+                ev = yield from self._timed(task, work, cfg, options, ev)
+            yield judge(task, code, ev, it, options.gate)
 
-    def _judge(
+    def _correctness(
+        self, task: Task, work: stages.WorkDir, cfg: stages.StageConfig, build: StageResult, use: GpuUse
+    ) -> tuple[StageResult, Classification, str | None, Lease]:
+        """The correctness run where the placement says (``use``: shared, or the GPU alone): the run, its
+        category, why the GPU is to blame (None: it is not; then the run has no category of its own), and the
+        lease it ran on."""
+        with self.placement.gpu(use, cfg, task) as lease:
+            run = stages.test(work, lease.config)
+            lease.took(run)
+            fault = self._gpu_fault(run.log, lease)
+        category = run_category(task, build, run) if fault is None else run_category(task, build, None)
+        return run, category, fault, lease
+
+    def _gpu_fault(self, log: str, lease: Lease) -> str | None:
+        """Why a run's failure is the GPU's (gpu_fault), or None. On a machine with no GPU at all (none seen,
+        none placed) there is no GPU to blame: such a log is the machine's lack, judged by its category."""
+        if lease.gpu is None and self.gpu() is None:
+            return None
+        return gpu_fault(log, lease.config.env, self.probe)
+
+    def _instrumented(
         self,
         task: Task,
-        code: str,
         work: stages.WorkDir,
         cfg: stages.StageConfig,
         options: AttemptOptions,
-        build: StageResult,
-        run: StageResult | None,
-        verdict: Classification,
-        sanitized: Iterable[Sanitized],
-        tampered: list[str],
-    ) -> Iterator[Event]:
-        """After the run: the sanitizer events (a memcheck record can change the category), anti-cheat
-        flags, the timing of a correct candidate, the verdict. Shared by every local toolchain (the batch's
-        scheduled one runs the sanitizers on its GPU and times through ``_measure``)."""
+        run: StageResult,
+        category: Classification,
+    ) -> Generator[Event, None, list[Sanitized]]:
+        """The profiler and compute-sanitizer runs after a correctness run, on one GPU lease (instrumented
+        runs, long); yields their events as they end and returns the Sanitized ones."""
+        tools = self._sanitizer_tools(task, options, run, category)
+        profile = options.profile and not run.timed_out
+        sanitized: list[Sanitized] = []
+        if not tools and not profile:  # nothing more to run: a harness's own sanitizer output, or none
+            sanitized = list(self._sanitize(task, work, cfg, options, run, tools))
+            yield from sanitized
+            return sanitized
+        if profile and f"{task.id}:{reference_key(task)}" not in self._reference_profiles:
+            self._reference_build(task, cfg)  # profiled beside the candidate: built before the hold
+        with self.placement.gpu("profile" if profile else "sanitize", cfg, task) as lease:
+            if profile:
+                yield self._profile(task, work, lease.config, options.iteration)
+            for event in self._sanitize(task, work, lease.config, options, run, tools):
+                sanitized.append(event)
+                yield event
+            if tools:
+                lease.took(*(x.result for x in sanitized))
+        return sanitized
+
+    def _timed(
+        self, task: Task, work: stages.WorkDir, cfg: stages.StageConfig, options: AttemptOptions, ev: Evidence
+    ) -> Generator[Event, None, Evidence]:
+        """The timing of a correct candidate: yields its Timed event (or the infrastructure failure of a timing
+        that was the GPU's or the machine's) and returns the evidence with it."""
         it = options.iteration
-        memcheck_log: str | None = None
-        for event in sanitized:
-            yield event
-            if event.tool == "memcheck" and event.result.stage == "sanitize" and not event.result.timed_out:
-                memcheck_log = event.result.log
-        if memcheck_log is not None and run is not None:
-            timed_out = build.timed_out or run.timed_out
-            verdict = classify(build.rc, build.log, run.rc, run.log, timed_out, memcheck_log, run.signal)
-            verdict = family_oracle(task, verdict, run)
-        flags = [f"harness_modified: {rel}" for rel in sorted(set(tampered))]
-        flags += anticheat.static_flags(code, task.reference())
-        allowed = f"{task.broken_start()}\n{task.reference() or ''}"
-        flags += anticheat.include_flags(code, allowed, _protected_names(task))
-        flags += anticheat.poison_flags(run.log) if run is not None else []
-        skipped = run is not None and (run.harness_proof or "").startswith("skipped")
-        if skipped:
-            assert run is not None and run.harness_proof is not None
-            flags.append(f"harness_skipped: {run.harness_proof.removeprefix('skipped: ')}")
-        correct = verdict.category == "passed" and not tampered and not skipped
-        if families.is_reference_submission(task, code):
-            flags.append("reference_submission: judged under the family's reference semantics")
         timing: TimingResult | None = None
-        speedup_note: str | None = None
-        if correct and families.semantics(task).speed == "none":
-            speedup_note = families.NO_REFERENCE
-        elif correct and options.time_if_correct and self.gpu() is not None:
-            try:
-                timing = self._below_floor(task, self._measure(task, work, cfg, options))
-                yield Timed(iteration=it, result=timing)
-            except CandidateTimingFailed as exc:  # the candidate's failure, not the machine's
-                flags.append(f"timing_run_failed: {exc.evidence}")
-            except SpeedupUnavailable as exc:  # the reference's problem: the attempt keeps its verdict
-                speedup_note = str(exc)
-            except BeaverError as exc:
-                toolchain = isinstance(exc, ToolchainError) and exc.source == "toolchain"
+        failed: TimingFailure | None = None
+        try:
+            timing = self._below_floor(task, self._measure(task, work, cfg, options))
+            yield Timed(iteration=it, result=timing)
+        except (TimingFailed, BeaverError) as exc:
+            failed = exc.failure if isinstance(exc, TimingFailed) else timing_failure(exc, None, self.probe)
+            if failed.who in ("gpu", "machine"):
                 yield InfraError(
-                    iteration=it, source="toolchain" if toolchain else "gpu", detail=f"timing failed: {exc}"
+                    iteration=it,
+                    source="toolchain" if failed.who == "machine" else "gpu",
+                    detail=f"timing failed: {failed.detail}",
                 )
-            # a candidate may edit the harness only when it is timed
-            late = [rel for rel in work.verify() if rel not in tampered]
-            flags += [f"harness_modified: {rel} (during timing)" for rel in late]
-        flags = anticheat.merge(flags, timing.flags if timing else [])
-        final = self._verdict(it, verdict, correct, timing, options.gate, flags)
-        if speedup_note is not None and final.correct:
-            final = final.model_copy(update={"speedup_note": speedup_note, "reason": "passed, no speedup"})
-        yield final
+        # a candidate may edit the harness only when it is timed
+        late = [rel for rel in work.verify() if rel not in ev.tampered]
+        return Evidence(ev.build, ev.run, ev.category, ev.sanitized, ev.tampered, timing, failed, tuple(late))
+
+    def _measure(
+        self, task: Task, work: stages.WorkDir, cfg: stages.StageConfig, options: AttemptOptions
+    ) -> TimingResult:
+        """Everything timing builds first, on a build slot (the reference, the CUPTI library, and for in-process
+        timing the task's driver and the candidate's side library: Timer.prepare, prepare_candidate; for
+        kernelbench, the timing driver started up to its go, torch imported; for a testbench's own speed
+        lines, where the placement knows the GPU the hold will give, its runs started and parked before
+        CUDA); then the timing with the GPU held alone, in which nothing is built (and the placement may stop
+        other builds). A timing that runs out of GPU memory beside runs stopped for it (they keep their
+        memory) is made again once, holding the GPU's memory (after its runs end), and its note says so. A
+        failed timing raises TimingFailed with whose failure it is (verdict.timing_failure); one that is the
+        GPU's is reported to the placement. A driver or runs started ahead and not used are ended
+        (Timer.close)."""
+        place = self.placement
+        with Timer(task, cfg, self.config.timing) as timer:
+            if timer.prepares:
+                try:
+                    self._reference_build(task, cfg, timer)
+                except SpeedupUnavailable as exc:  # the reference's problem: the attempt keeps its verdict
+                    raise TimingFailed(TimingFailure("reference", str(exc))) from exc
+                except BeaverError as exc:
+                    failure = TimingFailure("machine", f"timing could not be prepared: {exc}")
+                    raise TimingFailed(failure) from exc
+            ahead = place.ahead(
+                cfg
+            )  # a testbench's runs are parked before the hold only where its GPU is known
+            park = timer.parks and ahead is not None
+            if timer.inprocess or timer.warms or park:  # side library, driver, parked runs: a build slot
+                with place.build_slot(cfg if ahead is None else ahead) as building:
+                    timer.config = building
+                    try:
+                        timer.prepare_candidate(work, park=park)
+                    except BeaverError as exc:
+                        raise TimingFailed(timing_failure(exc, building.env, self.probe)) from exc
+            again: str | None = None
+            while True:
+                with place.gpu("timing" if again is None else "timing_memory", cfg, task) as lease:
+                    timer.config = lease.config
+                    try:
+                        with place.builds_stopped() as stopped:
+                            measured = timer.measure(work, options.gate)
+                    except BeaverError as exc:
+                        if again is None and lease.stopped_runs and out_of_memory(str(exc)):
+                            # the runs stopped for it kept their GPU memory: time it again once they end (a
+                            # candidate's CUPTI run out of memory too, which would read as the machine's)
+                            place.report(lease, ok=True)
+                            again = timed_again_note(lease.where, oom_line(str(exc)))
+                            continue
+                        failure = timing_failure(exc, lease.config.env, self.probe)
+                        place.report(lease, ok=failure.who != "gpu", detail=failure.detail)
+                        if failure.who == "gpu" and lease.gpu is not None:
+                            failure = TimingFailure("gpu", f"on {lease.where}: {failure.detail}")
+                        raise TimingFailed(failure) from exc
+                    place.report(lease, ok=True)
+                    stops = [x for x in (*lease.notes, stopped, again) if x]
+                    if stops:  # what was stopped for it, and why it was timed again: said with it
+                        note = "; ".join(x for x in (measured.note, *stops) if x)
+                        measured = measured.model_copy(update={"note": note})
+                    return measured
+
+    def _reference_build(self, task: Task, cfg: stages.StageConfig, timer: Timer | None = None) -> None:
+        """What timing (``timer``) or profiling needs built, the task's reference first, built (or found in
+        the cache) on a build slot, once per task at a time, so that no GPU hold waits for nvcc."""
+        with self._ref_locks_guard:
+            lock = self._ref_locks.setdefault(task.id, threading.Lock())
+        with lock, self.placement.build_slot(cfg) as building:
+            if timer is None:
+                reference_workdir(task, building, self.config.timing)
+            else:
+                timer.config = building
+                timer.prepare()
 
     def _ncu(self, work: stages.WorkDir, command: str, cfg: stages.StageConfig) -> tuple[StageResult, str]:
         """One profiler run of ``command`` in ``work``: its stage result and the CSV ncu wrote."""
@@ -269,13 +376,6 @@ class LocalToolchain:
             reference_raw=ref_raw,
         )
 
-    def _measure(
-        self, task: Task, work: stages.WorkDir, cfg: stages.StageConfig, options: AttemptOptions
-    ) -> TimingResult:
-        """Interleaved timing of a correct candidate against the reference (raises CandidateTimingFailed
-        for the candidate's own failure, another BeaverError for the machine's)."""
-        return Timer(task, cfg, self.config.timing).measure(work, options.gate)
-
     def _below_floor(self, task: Task, t: TimingResult) -> TimingResult:
         """Mark a candidate faster than this GPU's measured floor for the task's work as implausible."""
         gpu = self.gpu()
@@ -296,8 +396,10 @@ class LocalToolchain:
         cfg: stages.StageConfig,
         options: AttemptOptions,
         run: StageResult | None,
-        verdict: Classification,
+        tools: list[str],
     ) -> Iterator[Sanitized]:
+        """The sanitizer events of a run: the records of a harness that runs compute-sanitizer itself, else
+        one compute-sanitizer run per tool in ``tools`` (_sanitizer_tools)."""
         if run is None or run.timed_out:
             return
         it = options.iteration
@@ -314,7 +416,6 @@ class LocalToolchain:
                 )
             return
         limit = min(max(task.timeouts.run_s * self.config.sanitizer_factor, 60.0), 300.0)
-        tools = self._sanitizer_tools(task, options, run, verdict)
         if not tools:
             return
         code = (work.path / task.solution_file).read_text(encoding="utf-8", errors="replace")
@@ -323,8 +424,7 @@ class LocalToolchain:
         test = f"{env} {test}" if env else test
         for tool in tools:
             cmd = sanitizer.wrap(test, tool, self.config.sanitizer_exe, scope)
-            with self._gpu_slot():
-                res = stages.run_stage(work, "sanitize", cmd, limit, cfg, adapt=False)
+            res = stages.run_stage(work, "sanitize", cmd, limit, cfg, adapt=False)
             yield Sanitized(
                 iteration=it,
                 tool=tool,
@@ -348,60 +448,6 @@ class LocalToolchain:
             tools.insert(0, "memcheck")
         return tools
 
-    @staticmethod
-    def _verdict(
-        it: int, c: Classification, correct: bool, timing: TimingResult | None, gate: float, flags: list[str]
-    ) -> Verdict:
-        speedup = timing.speedup if timing else None
-        if timing is not None:
-            if timing.implausible:
-                why = timing.note if timing.note and "floor" in timing.note else f"{timing.speedup:.1f}x"
-                flags.append(f"implausible_speedup: {why}")
-            if timing.unstable:
-                flags.append(
-                    f"unstable_timing: CV {100 * timing.candidate_cv:.1f}% candidate, "
-                    f"{100 * timing.reference_cv:.1f}% reference"
-                )
-        disqualified = [
-            anticheat.flag_name(f) for f in flags if anticheat.flag_name(f) in anticheat.DISQUALIFYING
-        ]
-        correct = correct and not disqualified
-        success = correct and (gate == 0 or (speedup is not None and speedup >= gate))
-        if disqualified:
-            reason = disqualified[0].replace("_", " ")
-        elif not correct:
-            reason = c.category
-        elif success:
-            reason = "passed"
-        elif speedup is None:
-            reason = "passed, speedup not measured"
-        else:
-            reason = "below gate"
-        category = c.category
-        signature = c.signature
-        if c.category == "passed" and not correct:
-            category, signature = "functional_correctness", reason
-        return Verdict(
-            iteration=it,
-            category=category,
-            signature=signature,
-            correct=correct,
-            speedup=speedup,
-            gate=gate,
-            success=success,
-            reason=reason,
-            decisive=list(c.decisive),
-            flags=flags,
-        )
-
-
-def _protected_names(task: Task) -> list[str]:
-    """Base names a candidate may not include: the task's reference and its harness's own files."""
-    names = [task.reference_path.name] if task.reference_path is not None else []
-    with contextlib.suppress(OSError):
-        names += [p.name for p in task.testbench.iterdir() if p.is_file()]
-    return names
-
 
 def metrics_of(raw: str) -> list[KernelMetrics]:
     """The per-kernel summary of one ncu CSV."""
@@ -409,3 +455,20 @@ def metrics_of(raw: str) -> list[KernelMetrics]:
         KernelMetrics(name=k.name, launches=k.launches, metrics=k.metrics, stalls=k.stalls)
         for k in ncu.summarise(ncu.parse_ncu_profile(raw))
     ]
+
+
+class TimingFailed(Exception):
+    """A timing that failed, with whose failure it is."""
+
+    def __init__(self, failure: TimingFailure) -> None:
+        super().__init__(failure.detail)
+        self.failure = failure
+
+
+def timed_again_note(where: str, line: str) -> str:
+    """What a timing stage says when it was made again holding its GPU's memory (``where``: "GPU 0";
+    ``line``: the first timing's out-of-memory line)."""
+    return (
+        f"timed again holding {where}'s memory: beside the runs stopped for it, its first timing ran out of "
+        f"memory ({line})"
+    )

@@ -41,6 +41,7 @@ from beavertui.engine.timing import baselines
 from beavertui.engine.timing.speedup import Timer, adopt_reference_build, time_reference
 from beavertui.engine.toolchain.base import AttemptOptions
 from beavertui.engine.toolchain.local import LocalConfig, LocalToolchain
+from beavertui.engine.toolchain.placement import GpuSlots
 
 #: The gate a ``perf_broken`` start must stay below (docs/metrics.md default p).
 PERF_GATE = 0.7
@@ -144,8 +145,8 @@ class _PinnedToolchain(LocalToolchain):
         super().__init__(config)
         self.pinned = gpu
 
-    def _stage_config(self) -> stages.StageConfig:
-        cfg = super()._stage_config()
+    def stage_config(self) -> stages.StageConfig:
+        cfg = super().stage_config()
         return replace(cfg, env={**os.environ, "CUDA_VISIBLE_DEVICES": self.pinned})
 
 
@@ -205,7 +206,7 @@ def check_task(
         if ref_code is None:
             return replace(base, reason="no reference solution shipped")
         ref_tool = LocalToolchain(
-            tool.config, tool.gpu_slots
+            tool.config, tool.placement
         )  # its own instance: last_workdir is per attempt
         if reference_stands:
             # the stored verdict's reference check passed (reusable()), and nothing is built for the timing
@@ -360,7 +361,7 @@ def time_task(
             b = baselines.as_found_for(first, task)
             timing_note = slot.note
         else:
-            cfg = tool._stage_config()
+            cfg = tool.stage_config()
             try:
                 rt = time_reference(timer or Timer(task, cfg, tool.config.timing))
             except BeaverError as exc:
@@ -434,7 +435,7 @@ def validate(
     """
     n = workers or max(1, min(8, os.cpu_count() or 1))
     slots = threading.BoundedSemaphore(gpu_jobs) if gpu_jobs is not None and gpu_jobs < n else None
-    tool = LocalToolchain(config, slots)
+    tool = LocalToolchain(config, GpuSlots(slots))
     timed = timing and machine.gpu is not None
     cache = tool.config.timing.cache
     stored: dict[str, verdicts.VerdictRecord] = {}
@@ -570,7 +571,7 @@ def _warmer(
             return None
         keys.add(key)
         task = tasks[i]
-        timer = Timer(task, tool._stage_config(), tool.config.timing)
+        timer = Timer(task, tool.stage_config(), tool.config.timing)
         if not timer.warms:
             return None
         if reuse_checks and baselines.load(task, machine.gpu, harness.harness_hash(task), cache) is not None:

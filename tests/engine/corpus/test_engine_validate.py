@@ -68,7 +68,7 @@ def test_validate_times_on_several_gpus_in_task_order(tmp_path: Path) -> None:
     got = list(validate(tasks, machine, config, gpus=["0", "1"]))
     assert [r.task_id for r in got] == ["sleepy", "sleepy_b", "sleepy_c"]
     assert all(r.valid and r.reference_ms == 2.0 for r in got)
-    env = _PinnedToolchain(config, "1")._stage_config().env
+    env = _PinnedToolchain(config, "1").stage_config().env
     assert env is not None and env["CUDA_VISIBLE_DEVICES"] == "1"
 
 

@@ -19,6 +19,7 @@ from beavertui.engine.corpus.load import load_corpus
 from beavertui.engine.session.events import StageResult, Verdict
 from beavertui.engine.toolchain import local
 from beavertui.engine.toolchain.base import AttemptOptions
+from beavertui.engine.toolchain.placement import GpuSlots
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -45,12 +46,12 @@ def _attempts(monkeypatch: pytest.MonkeyPatch, slots: threading.Semaphore | None
 
     monkeypatch.setattr(local.stages, "build", build)
     monkeypatch.setattr(local.stages, "test", test)
-    tool = local.LocalToolchain(gpu_slots=slots)
+    tool = local.LocalToolchain(placement=GpuSlots(slots))
     options = AttemptOptions(iteration=1, gate=0.0, time_if_correct=False, sanitize_on_failure=False)
 
     def one(_: int) -> Verdict:
         events = list(
-            local.LocalToolchain(tool.config, tool.gpu_slots).attempt(task, task.broken_start(), options)
+            local.LocalToolchain(tool.config, tool.placement).attempt(task, task.broken_start(), options)
         )
         verdict = events[-1]
         assert isinstance(verdict, Verdict) and not verdict.correct

@@ -26,7 +26,8 @@ from beavertui.engine.session.events import GpuSignature, InfraError, StageResul
 from beavertui.engine.stage import stages
 from beavertui.engine.timing.speedup import SpeedupUnavailable
 from beavertui.engine.toolchain.base import AttemptOptions
-from beavertui.engine.toolchain.local import LocalToolchain, family_oracle
+from beavertui.engine.toolchain.local import LocalToolchain
+from beavertui.engine.toolchain.verdict import family_oracle
 from beavertui.engine.validation.validate import TaskValidation, record_of
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -390,7 +391,7 @@ class _Tool(LocalToolchain):
     def gpu(self) -> GpuSignature | None:
         return H200
 
-    def _stage_config(self) -> stages.StageConfig:
+    def stage_config(self) -> stages.StageConfig:
         return stages.StageConfig(base_dir=self.config.base_dir)
 
     def _measure(

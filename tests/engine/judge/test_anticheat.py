@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from beavertui.batch.resources import BuildSlots, GpuPool
-from beavertui.batch.scheduled import ScheduledLocalToolchain
+from beavertui.batch.scheduled import PoolPlacement, scheduled_local
 from beavertui.engine.corpus.load import load_corpus
 from beavertui.engine.judge import anticheat
 from beavertui.engine.session.events import GpuSignature, Verdict
@@ -205,7 +205,7 @@ def _tool(tmp_path: Path, gpu: bool = True, kind: str = "local", rounds: int = 1
         base_dir=tmp_path / "work", timing=TimingConfig(cache=tmp_path / "cache", rounds=rounds)
     )
     if kind == "batch":
-        tool: LocalToolchain = ScheduledLocalToolchain(GpuPool(["0"]), BuildSlots(2), None, config)
+        tool: LocalToolchain = scheduled_local(GpuPool(["0"]), BuildSlots(2), None, config)
     else:
         tool = LocalToolchain(config)
     tool.gpu = (lambda: GPU) if gpu else (lambda: None)  # type: ignore[method-assign]
@@ -274,22 +274,22 @@ def test_candidate_right_only_at_the_checked_size_fails(sleepy, tmp_path: Path, 
 
 def test_batch_builds_the_reference_before_it_holds_the_gpu_alone(sleepy, tmp_path: Path) -> None:
     tool = _tool(tmp_path, kind="batch")
-    assert isinstance(tool, ScheduledLocalToolchain)
+    assert isinstance(tool.placement, PoolPlacement)
     seen: list[tuple[bool, bool]] = []
-    hold = tool.pool.hold
+    hold = tool.placement.pool.hold
 
     def watched(*, exclusive: bool = False, **kw):  # type: ignore[no-untyped-def]
         built = (refbuild_dir(sleepy, tool.config.timing) / ".beaver-built").is_file()
         seen.append((exclusive, built))
         return hold(exclusive=exclusive, **kw)
 
-    tool.pool.hold = watched  # type: ignore[method-assign]
+    tool.placement.pool.hold = watched  # type: ignore[method-assign]
     _, v = _verdict(tool, sleepy, "compute() { echo $(($1 * $2)); }\ncost() { echo 1.9; }\n")
     assert v.success and (True, True) in seen and (True, False) not in seen
     # a candidate whose timing run fails is the candidate's failure: the GPU stays in good standing
     _, v = _verdict(tool, sleepy, WRONG_AT_TIMING_SIZE, gate=0.0)
     assert v.reason == "timing run failed"
-    assert tool.pool.gpus[0].consecutive_failures == 0 and tool.pool.gpus[0].healthy
+    assert tool.placement.pool.gpus[0].consecutive_failures == 0 and tool.placement.pool.gpus[0].healthy
 
 
 def _slow(cost: float) -> str:

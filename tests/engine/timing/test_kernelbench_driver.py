@@ -633,16 +633,16 @@ def test_the_batch_starts_the_driver_before_it_holds_the_gpu_and_ends_it(
     kb: Any, monkeypatch: pytest.MonkeyPatch, timing: str
 ) -> None:
     from beavertui.batch.resources import BuildSlots, GpuPool
-    from beavertui.batch.scheduled import ScheduledLocalToolchain
-    from beavertui.engine.errors import BeaverError, ToolchainError
+    from beavertui.batch.scheduled import scheduled_local
+    from beavertui.engine.errors import BeaverError
     from beavertui.engine.toolchain.base import AttemptOptions
-    from beavertui.engine.toolchain.local import LocalConfig
+    from beavertui.engine.toolchain.local import LocalConfig, TimingFailed
 
     work, cfg, driver = kb
     timing_config = TimingConfig(
         method="torch_events_l2flush_interleaved", process_runs=5, cache=work.path.parent / "c"
     )
-    tool = ScheduledLocalToolchain(GpuPool(["0"]), BuildSlots(1), None, LocalConfig(timing=timing_config))
+    tool = scheduled_local(GpuPool(["0"]), BuildSlots(1), None, LocalConfig(timing=timing_config))
     measure = Timer.measure
     seen: list[tuple[list[int], bool]] = []
 
@@ -654,8 +654,9 @@ def test_the_batch_starts_the_driver_before_it_holds_the_gpu_and_ends_it(
 
     monkeypatch.setattr(Timer, "measure", held)
     if timing == "fails":
-        with pytest.raises(ToolchainError):
+        with pytest.raises(TimingFailed) as info:  # the GPU's, as any failure of a timing but the candidate's
             tool._measure(work.task, work, cfg, AttemptOptions(iteration=1))
+        assert info.value.failure.who == "gpu"
     else:
         result = tool._measure(work.task, work, cfg, AttemptOptions(iteration=1))
         assert result.note and "before the GPU was held: torch import 0.6" in result.note

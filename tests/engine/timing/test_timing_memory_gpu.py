@@ -27,14 +27,14 @@ from typing import Any
 import pytest
 
 from beavertui.batch.resources import SESSION_RANK, BuildSlots, GpuPool
-from beavertui.batch.scheduled import ScheduledLocalToolchain
+from beavertui.batch.scheduled import scheduled_local
 from beavertui.engine.corpus.load import load_corpus
 from beavertui.engine.host import sandbox
 from beavertui.engine.host.gpu import wait_idle
 from beavertui.engine.session.events import Timed, Verdict
 from beavertui.engine.timing.speedup import TimingConfig
 from beavertui.engine.toolchain.base import AttemptOptions
-from beavertui.engine.toolchain.local import LocalConfig
+from beavertui.engine.toolchain.local import LocalConfig, LocalToolchain
 
 pytestmark = pytest.mark.gpu
 DATA = Path(__file__).parents[2] / "data"
@@ -131,14 +131,14 @@ def hog_command(hog: Path, leave_gib: float, folder: Path) -> str:
 
 
 @contextmanager
-def rerun_before_timing(tool: ScheduledLocalToolchain, command: str, folder: Path) -> Iterator[list[Rerun]]:
+def rerun_before_timing(tool: LocalToolchain, command: str, folder: Path) -> Iterator[list[Rerun]]:
     """The rerun takes the GPU once the attempt's run and sanitizer runs are done, just before its timing."""
     reruns: list[Rerun] = []
     measure = tool._measure
 
     def rerun_then_measure(*a: Any, **kw: Any) -> Any:
         if not reruns:
-            reruns.append(Rerun(tool.pool, command, folder))
+            reruns.append(Rerun(tool.placement.pool, command, folder))
         return measure(*a, **kw)
 
     tool._measure = rerun_then_measure  # type: ignore[method-assign]
@@ -149,13 +149,11 @@ def rerun_before_timing(tool: ScheduledLocalToolchain, command: str, folder: Pat
             r.stop_file.touch()
 
 
-def _tool(tmp_path: Path) -> ScheduledLocalToolchain:
+def _tool(tmp_path: Path) -> LocalToolchain:
     pool = GpuPool(["0"], quiet=wait_idle)
     pool.log = []
     timing = TimingConfig(cache=tmp_path / "cache")
-    return ScheduledLocalToolchain(
-        pool, BuildSlots(2), None, LocalConfig(base_dir=tmp_path / "work", timing=timing)
-    )
+    return scheduled_local(pool, BuildSlots(2), None, LocalConfig(base_dir=tmp_path / "work", timing=timing))
 
 
 def _record(name: str, seen: dict[str, Any]) -> None:
@@ -165,7 +163,7 @@ def _record(name: str, seen: dict[str, Any]) -> None:
         (Path(folder) / f"{name}.json").write_text(json.dumps(seen, indent=1) + "\n")
 
 
-def _attempt(tool: ScheduledLocalToolchain) -> tuple[Timed, Verdict, float]:
+def _attempt(tool: LocalToolchain) -> tuple[Timed, Verdict, float]:
     task = load_corpus(DATA / "native").get("vec_scale")
     began = time.monotonic()
     code = task.reference()
@@ -196,7 +194,9 @@ def test_a_timing_that_fits_beside_a_memory_rerun_stops_it_instead_of_waiting(
     assert v.correct and v.success and 0.9 < (v.speedup or 0) < 1.1
     assert paused_s > 0 and rerun.started.paused_s() == paused_s  # stopped for the timing only
     assert "HOG DONE" in rerun.outcome.log
-    assert [x for x in tool.pool.log or [] if x[0] == "pause"] == [("pause", "memory", 1 << 62, "0")]
+    assert [x for x in tool.placement.pool.log or [] if x[0] == "pause"] == [
+        ("pause", "memory", 1 << 62, "0")
+    ]
     _record(
         "fits",
         {
@@ -206,7 +206,7 @@ def test_a_timing_that_fits_beside_a_memory_rerun_stops_it_instead_of_waiting(
             "note": note,
             "speedup": timed.result.speedup,
             "method": timed.result.method,
-            "pool_log": tool.pool.log,
+            "pool_log": tool.placement.pool.log,
         },
     )
 
@@ -219,7 +219,7 @@ def test_a_timing_out_of_memory_beside_a_stopped_rerun_is_made_again_once_it_end
 
     def end_once_the_timing_waits_again(reruns: list[Rerun]) -> None:
         # the second timing request, holding the GPU's memory, waits for the rerun: end the rerun then
-        assert tool.pool.wait_queued(1, 300)
+        assert tool.placement.pool.wait_queued(1, 300)
         ended_at.append(time.monotonic())
         reruns[0].stop_file.touch()
 
@@ -242,8 +242,8 @@ def test_a_timing_out_of_memory_beside_a_stopped_rerun_is_made_again_once_it_end
     )
     assert "out of memory" in note.split("timed again holding", 1)[1]
     assert v.correct and v.success and 0.9 < (v.speedup or 0) < 1.1
-    assert ended_at and tool.pool.gpus[0].failures == []
-    kinds = [(w, k) for w, k, _r, _g in tool.pool.log or [] if k in ("exclusive", "memory")]
+    assert ended_at and tool.placement.pool.gpus[0].failures == []
+    kinds = [(w, k) for w, k, _r, _g in tool.placement.pool.log or [] if k in ("exclusive", "memory")]
     assert (
         kinds.count(("pause", "memory")) == 1 and kinds.count(("grant", "exclusive")) == 3
     )  # rerun, 2 timings
@@ -255,6 +255,6 @@ def test_a_timing_out_of_memory_beside_a_stopped_rerun_is_made_again_once_it_end
             "note": note,
             "speedup": timed.result.speedup,
             "method": timed.result.method,
-            "pool_log": tool.pool.log,
+            "pool_log": tool.placement.pool.log,
         },
     )

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from beavertui.batch.resources import BuildSlots, GpuPool
-from beavertui.batch.scheduled import ScheduledLocalToolchain
+from beavertui.batch.scheduled import PoolPlacement, scheduled_local
 from beavertui.engine.corpus.load import load_corpus, load_task
 from beavertui.engine.errors import BeaverError
 from beavertui.engine.session.events import GpuSignature, StageResult, Verdict
@@ -198,7 +198,7 @@ def _tool(tmp_path: Path, kind: str) -> LocalToolchain:
         base_dir=tmp_path / "work", timing=TimingConfig(inprocess=True, cache=tmp_path / "cache", rounds=2)
     )
     tool = (
-        ScheduledLocalToolchain(GpuPool(["0"]), BuildSlots(2), None, config)
+        scheduled_local(GpuPool(["0"]), BuildSlots(2), None, config)
         if kind == "batch"
         else LocalToolchain(config)
     )
@@ -218,9 +218,9 @@ def test_both_toolchains_time_in_one_process(inproc, tmp_path: Path, kind: str) 
 
 def test_the_batch_builds_everything_before_it_holds_the_gpu_alone(inproc, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     tool = _tool(tmp_path, "batch")
-    assert isinstance(tool, ScheduledLocalToolchain)
+    assert isinstance(tool.placement, PoolPlacement)
     order: list[str] = []
-    hold, build_hold, run_stage = tool.pool.hold, tool.builds.hold, stages.run_stage
+    hold, build_hold, run_stage = tool.placement.pool.hold, tool.placement.builds.hold, stages.run_stage
 
     def watched_hold(**kw):  # type: ignore[no-untyped-def]
         order.append("gpu exclusive" if kw.get("exclusive") else "gpu shared")
@@ -232,8 +232,8 @@ def test_the_batch_builds_everything_before_it_holds_the_gpu_alone(inproc, tmp_p
         order.append(f"end {stage}")
         return out
 
-    tool.pool.hold = watched_hold  # type: ignore[method-assign]
-    tool.builds.hold = build_hold  # type: ignore[method-assign]
+    tool.placement.pool.hold = watched_hold  # type: ignore[method-assign]
+    tool.placement.builds.hold = build_hold  # type: ignore[method-assign]
     mp = pytest.MonkeyPatch()
     mp.setattr(stages, "run_stage", watched_stage)
     try:
