@@ -14,7 +14,14 @@ from rich.console import Console
 from rich.status import Status
 from rich.text import Text
 
-from beavertui.engine.session.describe import REUSED, paused_text, reuse_text, stage_failed, stage_status
+from beavertui.engine.session.describe import (
+    REUSED,
+    paused_text,
+    reuse_text,
+    stage_failed,
+    stage_status,
+    stop_text,
+)
 from beavertui.engine.session.events import (
     Built,
     Candidate,
@@ -169,7 +176,8 @@ def event_line(e: Event) -> Text | None:
     elif isinstance(e, SessionEnd):
         t = Text("end ", style="bold")
         style = "bold green" if e.success else "bold red"
-        t.append(f"{e.stop_reason} after {e.iterations} iteration{'s' if e.iterations != 1 else ''}", style)
+        stop = stop_text(e.stop_reason, e.success)
+        t.append(f"{stop} after {e.iterations} iteration{'s' if e.iterations != 1 else ''}", style)
         t.append(", success" if e.success else ", no success")
         if e.best_speedup is not None:
             t.append(f", best {e.best_speedup:.2f}x")

@@ -83,6 +83,7 @@ def options_of(args: argparse.Namespace) -> BranchOptions:
 
 
 def run(args: argparse.Namespace) -> int:
+    from beavertui.engine.session.describe import ended_text
     from beavertui.engine.session.events import SessionEnd, Verdict
     from beavertui.service.branching import start_branch
 
@@ -93,6 +94,6 @@ def run(args: argparse.Namespace) -> int:
             speed = f", {e.speedup:.2f}x" if e.speedup is not None else ""
             print(f"  iteration {e.iteration}: {e.category}{speed}{' (success)' if e.success else ''}")
         elif isinstance(e, SessionEnd):
-            print(f"ended: {e.stop_reason} after {e.iterations} iterations")
+            print(f"ended: {ended_text(e, branch.protocol.gate)}")
     sys.stdout.flush()
     return 0

@@ -30,11 +30,14 @@ from typing import Any
 
 from beavertui.engine.errors import BeaverError
 from beavertui.engine.session.describe import (
+    FAILED_GATE,
     command_text,
     duration_text,
+    ended_text,
     reuse_text,
     stage_failed,
     stage_status,
+    stop_text,
 )
 from beavertui.engine.session.events import SanitizerRecord, StageResult
 from beavertui.engine.session.protocol import DETECTORS
@@ -72,7 +75,7 @@ def _label(category: str | None, success: bool, *, short: bool) -> str:
     if category is None:
         return "…"
     if category == "passed" and not success:
-        return "below gate" if short else "PASSED · BELOW GATE"
+        return "below gate" if short else "FAILED: BELOW GATE"
     return SHORT.get(category, category) if short else category.replace("_", " ").upper()
 
 
@@ -586,11 +589,9 @@ def _head(doc: SessionDoc) -> str:
         f'<b>· iteration <span class="cur">{doc.state.iteration}</span>/{h.protocol.budget}</b> '
     ]
     if end is not None:
-        cls = "green" if end.stop_reason == "passed" else ("red" if end.stop_reason == "error" else "yellow")
-        out.append(
-            f'<span class="{cls}">· ended: {_e(end.stop_reason)} after {end.iterations}, '
-            f"best {speed(end.best_speedup)}</span>"
-        )
+        stop = stop_text(end.stop_reason, end.success)
+        cls = "green" if end.success else ("red" if stop in ("error", FAILED_GATE) else "yellow")
+        out.append(f'<span class="{cls}">· ended: {_e(ended_text(end, h.protocol.gate))}</span>')
         if end.detail:
             out.append(f' <span class="red">({_e(end.detail)})</span>')
     else:
@@ -918,10 +919,10 @@ def run_page(
             f'style="background:{colour(a.verdict.category if a.verdict else None, a.verdict.success if a.verdict else True)}"></span>'
             for a in st.attempts
         )
-        ended: str = st.end.stop_reason if st.end else "unfinished"
+        ended: str = stop_text(st.end.stop_reason, st.end.success) if st.end else "unfinished"
         if doc.problem:
             ended += " (damaged)"
-        cls = "green" if st.success else "dim"
+        cls = "green" if st.success else ("red" if ended == FAILED_GATE else "dim")
         out.append(
             f'<tr><td><a href="#{key}">{_e(h.task.id)}</a></td><td>{_e(h.model.name)}</td>'
             f"<td>{_e(h.protocol.short())}</td><td>{h.sample}</td><td>{track}</td>"

@@ -13,8 +13,8 @@ CATEGORY_COLOUR: dict[str, str] = {
     "functional_correctness": "#d4762c",
     "passed": "#2e8b57",
 }
-#: A correct attempt that missed the speedup gate: passed, but not a success.
-BELOW_GATE_COLOUR = "#6b8e23"
+#: A correct attempt that missed the speedup gate: correct, but a failure (never a shade of the pass green).
+BELOW_GATE_COLOUR = "#9a5b00"
 PENDING_COLOUR = "#444444"
 
 SHORT: dict[str, str] = {

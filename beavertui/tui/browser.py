@@ -94,10 +94,18 @@ def cells(r: Row, root: Path | None = None) -> list[Cell]:
         (f"{r.iterations}/{r.budget}", ""),
         (speed(r.best), "green" if r.outcome == "success" else ""),
         (r.stop, STOP_COLOUR.get(r.stop, "")),
-        (SHORT.get(r.category, r.category), f"bold {colour(r.category)}" if r.category else ""),
+        _category(r),
         ("—" if r.tokens is None else tokens_text(r.tokens), "dim" if r.cached else ""),
         ("—" if r.cost is None else dollars(r.cost), ""),
     ]
+
+
+def _category(r: Row) -> Cell:
+    """The last category in short, coloured as its badge; a correct attempt below the gate as a failure."""
+    if not r.category:
+        return ("", "")
+    text = "gate fail" if r.below_gate else SHORT.get(r.category, r.category)
+    return (text, f"bold {colour(r.category, not r.below_gate)}")
 
 
 def detail(r: Row, root: Path) -> Text:

@@ -46,6 +46,8 @@ class Row:
     cost: float | None = None
     """Dollars at the model's prices (None: no prices)."""
     cached: int = 0
+    below_gate: bool = False
+    """The last classified attempt was correct but slower than the gate (a failure, shown as one)."""
     """Replies served by the reply cache."""
 
     def matches(self, tokens: list[tuple[str, str]]) -> bool:
@@ -127,6 +129,7 @@ def read_row(path: Path) -> Row:
     """
     from beavertui.engine.errors import BeaverError
     from beavertui.engine.fileio import why_oserror
+    from beavertui.engine.session.describe import stop_text
     from beavertui.engine.session.events import SessionEnd, Verdict
     from beavertui.engine.session.store import read_session
 
@@ -143,7 +146,9 @@ def read_row(path: Path) -> Row:
     task, model = header.task.id, header.model.name
     label, budget = header.protocol.short(), header.protocol.budget
     iteration = max((i for e in events if isinstance(i := getattr(e, "iteration", None), int)), default=0)
-    category = next((e.category for e in reversed(events) if isinstance(e, Verdict)), "")
+    verdict = next((e for e in reversed(events) if isinstance(e, Verdict)), None)
+    category = verdict.category if verdict is not None else ""
+    below = verdict is not None and verdict.correct and not verdict.success
     last = events[-1] if events else None
     torn = problem is not None and problem.startswith("truncated last line")
     if problem is not None and not (torn and not isinstance(last, SessionEnd)):
@@ -155,11 +160,15 @@ def read_row(path: Path) -> Row:
         tokens, cost, cached = _usage(last.usage.model_dump() if last.usage is not None else None)
         return Row(
             str(path), task, model, label, "success" if last.success else "failed",
-            last.iterations or iteration, budget, last.best_speedup, last.stop_reason, category, mtime,
-            None, tokens, cost, cached,
+            last.iterations or iteration, budget, last.best_speedup,
+            stop_text(last.stop_reason, last.success), category, mtime,
+            None, tokens, cost, cached, below,
         )  # fmt: skip
     # No end line: still being written, or its writer died (no change for a while).
     recent = time.time() - mtime < STALE_S
     outcome = "running" if recent else "incomplete"
     stop = "running" if recent else ("cut mid-line" if torn else "no end line")
-    return Row(str(path), task, model, label, outcome, iteration, budget, None, stop, category, mtime)
+    return Row(
+        str(path), task, model, label, outcome, iteration, budget, None, stop, category, mtime,
+        below_gate=below,
+    )  # fmt: skip

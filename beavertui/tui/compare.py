@@ -14,6 +14,7 @@ from textual.reactive import reactive
 from textual.screen import Screen
 from textual.widgets import Footer, Static
 
+from beavertui.engine.session.describe import ended_text, stop_text
 from beavertui.engine.session.state import SessionState
 from beavertui.tui.help import HelpScreen
 from beavertui.tui.panes import DiffPane
@@ -28,8 +29,8 @@ def side_label(s: SessionState) -> Text:
     t.append(f" · {h.protocol.short()}", style="dim")
     if s.end is not None:
         t.append(
-            f" · {s.end.stop_reason} after {s.end.iterations}, best {speed(s.end.best_speedup)}",
-            style=STOP_COLOUR.get(s.end.stop_reason, ""),
+            f" · {ended_text(s.end, h.protocol.gate)}",
+            style=STOP_COLOUR.get(stop_text(s.end.stop_reason, s.end.success), ""),
         )
     return t
 

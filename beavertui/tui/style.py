@@ -32,6 +32,7 @@ STOP_COLOUR: dict[str, str] = {
     "error": "red",
     "stopped": "yellow",
     "unusable": "dim",
+    "failed gate": "bold red",
 }
 
 
@@ -51,7 +52,7 @@ def badge(category: str | None, success: bool = True, *, short: bool = False) ->
     else:
         label = SHORT.get(category, category) if short else category.replace("_", " ").upper()
         if category == "passed" and not success:
-            label = "below gate" if short else "PASSED · BELOW GATE"
+            label = "below gate" if short else "FAILED: BELOW GATE"
     return Text(f" {label[:80]} ", style=f"bold white on {colour(category, success)}")
 
 

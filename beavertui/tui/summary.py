@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from beavertui.engine.session.describe import ended_text
 from beavertui.engine.session.events import Event, SessionHeader
 from beavertui.engine.session.state import fold
 
@@ -30,8 +31,7 @@ def summary_lines(header: SessionHeader, events: list[Event], problem: str | Non
         lines.append(f"  stalled after it{st.iteration}: {st.detector} ({st.detail})")
     if state.end is not None:
         e = state.end
-        best = "" if e.best_speedup is None else f", best {e.best_speedup:.2f}x"
-        lines.append(f"  ended: {e.stop_reason} after {e.iterations} iteration(s){best}")
+        lines.append(f"  ended: {ended_text(e, header.protocol.gate)}")
     if problem:
         lines.append(f"  damaged: {problem} (valid prefix shown)")
     return lines

@@ -63,7 +63,7 @@ def test_replay_prints_a_summary_when_not_a_terminal() -> None:
     lines = out.stdout.splitlines()
     assert lines[1].split()[:2] == ["it1", "illegal_memory_access"]
     assert "0.08x  below gate" in lines[2]
-    assert lines[-1] == "  ended: passed after 4 iteration(s), best 0.94x"
+    assert lines[-1] == "  ended: passed after 4, best 0.94x"
 
 
 def test_replay_of_damaged_file_says_what_is_wrong() -> None:
@@ -92,7 +92,7 @@ def test_compare_and_browse_plain_output(run_dir: Path) -> None:
     out = cli("compare", str(DATA / "degenerate.jsonl"), str(DATA / "stuck.jsonl"))
     assert out.returncode == 0
     row2 = next(line for line in out.stdout.splitlines() if line.strip().startswith("2 "))
-    assert "PASSED · BELOW GATE" in row2 and "0.08x" in row2 and "FUNCTIONAL CORRECTNESS" in row2
+    assert "FAILED: BELOW GATE" in row2 and "0.08x" in row2 and "FUNCTIONAL CORRECTNESS" in row2
     listing = cli("browse", str(run_dir))
     assert listing.returncode == 0
     rows = sorted(line.split("\t")[3] for line in listing.stdout.splitlines())

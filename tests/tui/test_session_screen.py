@@ -49,7 +49,7 @@ async def test_collapse_is_found_with_the_keyboard() -> None:
         assert "+  5 │ __global__ void sgemm_naive" in diff
         assert "-  8 │     __shared__ float As[TILE][TILE];" in diff
         log = pane(app, "log")
-        assert "PASSED · BELOW GATE" in log
+        assert "FAILED: BELOW GATE" in log
         assert "speedup 0.08x < gate 0.7x" in log
 
 

@@ -1,4 +1,5 @@
-"""Words for a stage result, shared by every view, that never show an unrecorded value as a measured one.
+"""Words for a stage result and a session's end, shared by every view: an unrecorded value is never shown as a
+measured one, and a session that missed the speed gate is never shown as passed.
 
 A session imported from another program's records (``beavertui import``) may lack a stage's exit status,
 duration or command; those are null in the file and listed in ``StageResult.unrecorded``. These helpers
@@ -7,7 +8,7 @@ say "not recorded" for them instead of printing ``None`` or a zero duration. Pla
 
 from __future__ import annotations
 
-from beavertui.engine.session.events import StageResult
+from beavertui.engine.session.events import SessionEnd, StageResult
 
 
 def stage_status(r: StageResult) -> str:
@@ -51,3 +52,25 @@ REUSED = "from the start check, not run again"
 def reuse_text(r: StageResult) -> str:
     """``REUSED`` for a stage an attempt took from the check of its broken start, else empty."""
     return REUSED if r.reused else ""
+
+
+FAILED_GATE = "failed gate"
+"""How every view names a session that stopped at a correct attempt slower than its gate: the loop's stop
+reason is ``passed`` (a protocol that applies the gate after the run stops at the first correct attempt),
+but the session is not a success."""
+
+
+def stop_text(stop_reason: str, success: bool) -> str:
+    """The stop reason as every view shows it: ``failed gate`` for a correct stop that missed the speed
+    gate, else the recorded reason."""
+    return FAILED_GATE if stop_reason == "passed" and not success else stop_reason
+
+
+def ended_text(end: SessionEnd, gate: float | None = None) -> str:
+    """``passed after 2, best 0.94x``; a gate failure says so first: ``failed gate after 2, best 0.02x <
+    gate 0.70x`` (its best attempt was correct, and slower than the gate)."""
+    best = "—" if end.best_speedup is None else f"{end.best_speedup:.2f}x"
+    stop = stop_text(end.stop_reason, end.success)
+    if stop == FAILED_GATE and gate is not None:
+        return f"{stop} after {end.iterations}, best {best} < gate {gate:.2f}x"
+    return f"{stop} after {end.iterations}, best {best}"

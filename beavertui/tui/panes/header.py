@@ -6,8 +6,9 @@ from rich.text import Text
 from textual.reactive import reactive
 from textual.widget import Widget
 
+from beavertui.engine.session.describe import ended_text, stop_text
 from beavertui.tui.caps import cap_line
-from beavertui.tui.style import STOP_COLOUR, badge, speed
+from beavertui.tui.style import STOP_COLOUR, badge
 from beavertui.tui.view import View
 
 STAGES = ("request", "reply", "candidate", "build", "run", "sanitize", "timing", "verdict")
@@ -33,8 +34,8 @@ class HeaderBar(Widget):
         end = view.state.end
         if end is not None:
             line.append(
-                f"· ended: {end.stop_reason} after {end.iterations}, best {speed(end.best_speedup)}",
-                style=STOP_COLOUR.get(end.stop_reason, ""),
+                f"· ended: {ended_text(end, h.protocol.gate)}",
+                style=STOP_COLOUR.get(stop_text(end.stop_reason, end.success), ""),
             )
             if end.detail:
                 line.append(f" ({cap_line(end.detail, 400)})", style="red")
