@@ -55,7 +55,7 @@ def test_live_runs_the_paper_protocol_by_default(tmp_path: Path, capsys: pytest.
     assert rc == 1
     lines = capsys.readouterr().out.splitlines()
     assert "iterative K5 L3 H4 T0.7 p0.7 " in lines[0] + " " and "in-loop" not in lines[0]
-    assert lines[-1] == "end passed after 2 iterations, no success, best 0.02x"
+    assert lines[-1] == "end failed gate after 2 iterations, no success, best 0.02x"
     header, _, _ = read_session(out)
     assert header is not None
     p = header.protocol

@@ -23,6 +23,7 @@ from beavertui.tui.summary import summary_lines
 from tests.gate_session import gate_failure
 from tests.tui.conftest import SIZE, wait_for
 
+
 @pytest.fixture(scope="module")
 def session(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return gate_failure(tmp_path_factory.mktemp("gate"))
@@ -47,7 +48,7 @@ def test_the_browser_row_and_the_replay_summary(session: Path) -> None:
 
 def test_the_badge_of_a_correct_attempt_below_the_gate_reads_as_a_failure() -> None:
     text = badge("passed", False)
-    assert "FAILED GATE" in text.plain and "PASSED" not in text.plain
+    assert "FAILED: BELOW GATE" in text.plain and "PASSED" not in text.plain
     assert str(text.style).split(" on ")[-1] != CATEGORY_COLOUR["passed"]
     assert "PASSED" in badge("passed", True).plain
 

@@ -290,7 +290,9 @@ def test_branch_command(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> N
     assert main(argv) == 0
     printed = capsys.readouterr().out
     assert "at step 1: iterative K4 L2 H1" in printed
-    assert "iteration 2: passed, 1.00x (success)" in printed and "ended: passed after 2, best 1.00x" in printed
+    assert (
+        "iteration 2: passed, 1.00x (success)" in printed and "ended: passed after 2, best 1.00x" in printed
+    )
     header, _ = load_session(out)
     assert (header.branch_step, header.protocol.feedback, header.protocol.history) == (1, "L2", 1)
     assert header.model.name == f"scripted:{script.name}"
