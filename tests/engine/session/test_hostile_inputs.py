@@ -200,10 +200,10 @@ def test_classifier_gives_a_category_for_any_log(
     ids=["long-error-line", "long-words", "long-hex", "many-records", "whitespace", "repeated-marker"],
 )
 def test_classifier_is_fast_on_huge_pathological_logs(log: str) -> None:
-    t0 = time.perf_counter()
+    t0 = time.process_time()
     classify(1, log, None, "", False, None)
     classify(0, "", 1, log, False, log)
-    assert time.perf_counter() - t0 < 10.0
+    assert time.process_time() - t0 < 10.0
 
 
 @FAST
@@ -252,9 +252,9 @@ def test_extractor_returns_code_or_a_reason(reply: str, lang: str) -> None:
 
 def test_extractor_is_fast_on_a_huge_unclosed_reply() -> None:
     reply = "<think>" + "x" * 3_000_000 + "\n```cuda\n" + "int a;\n" * 200_000
-    t0 = time.perf_counter()
+    t0 = time.process_time()
     e = extract(reply, "cuda")
-    assert time.perf_counter() - t0 < 5.0
+    assert time.process_time() - t0 < 5.0
     assert e.code is None
 
 
@@ -344,9 +344,9 @@ def test_extractor_takes_arbitrary_bytes(data: bytes, lang: str) -> None:
     ],
 )
 def test_extractor_is_fast_on_huge_replies(reply: str) -> None:
-    t0 = time.perf_counter()
+    t0 = time.process_time()
     e = extract(reply, "cuda")
-    assert time.perf_counter() - t0 < 5.0
+    assert time.process_time() - t0 < 5.0
     assert (e.code is None) != (e.reason is None)
 
 
@@ -373,10 +373,10 @@ def test_classifier_is_fast_on_a_huge_mixed_log() -> None:
     ]
     lines = [rng.choice(markers) if rng.random() < 0.05 else "x" * rng.randint(0, 300) for _ in range(60_000)]
     log = "\n".join(lines)  # about 9 MB
-    t0 = time.perf_counter()
+    t0 = time.process_time()
     classify(1, log, None, "", False, None)
     classify(0, "", 1, log, False, log)
-    assert time.perf_counter() - t0 < 10.0
+    assert time.process_time() - t0 < 10.0
 
 
 # ------------------------------------------------------------- session files: text that is not UTF-8, keys
