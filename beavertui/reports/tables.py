@@ -134,8 +134,9 @@ def main_tables(
         "unstable timing: successes at the gate whose timing's CV stayed above 3% (counted as "
         "successes). "
         "debug@k = (pass@k - pass@1) / (1 - pass@1) over per-task means. degenerate: first successes at "
-        "iteration >= 2 whose speedup's 95% interval (from the recorded timing samples: bootstrap, or Welch's t "
-        "under 10 a side) lies below 1.0; degenerate raw: the paper's rule, speedup < 1.0 (docs/metrics.md).",
+        "iteration >= 2 whose speedup's 95% interval (over the independently timed units: process runs, or a "
+        "native timing's rounds; widened by the spread of the reference timed against itself) lies below 1.0; "
+        "degenerate raw: the paper's rule, speedup < 1.0 (docs/metrics.md).",
     )
     sweep = Table(
         "pass@k by speedup threshold p (>= marks a lower bound: p above an in-loop gate)",

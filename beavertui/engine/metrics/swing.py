@@ -182,6 +182,8 @@ def kendall(groups: Sequence[GroupMetrics], pairings: Sequence[Pairing] = ()) ->
                 "from": source,
                 **(extra or {}),
                 "n_models": len(common),
+                "models": common,
+                "left_out": sorted(set(xa) ^ set(xb)),
                 "tau": tau,
                 "p_value": pval,
             }

@@ -266,3 +266,17 @@ def test_attribution_from_a_step_where_the_parent_stagnated(tmp_path: Path) -> N
     assert isinstance(events[-1], SessionEnd) and events[-1].stop_reason == "duplicate_code"
     outcomes = run_attribution(parent, 2, ("runtime",), 1, load_task(), ProbeModel, tc, tmp_path / "attr")
     assert [(sorted(o.subset), o.correct) for o in outcomes] == [([], False), (["runtime"], True)]
+
+
+def test_a_build_stopped_by_its_time_limit_is_not_compiled() -> None:
+    """Attribution's ``compiled`` outcome: a build that hit its time limit is classified timeout (build
+    stage) and did not compile; a run that hit it did."""
+    from beavertui.engine.analysis.attribute_run import outcome_of
+    from beavertui.engine.judge.classify import classify
+    from beavertui.engine.session.events import Verdict
+
+    build = classify(build_rc=-9, build_log="nvcc: compiling\n", run_rc=None, run_log="", timed_out=True)
+    run = classify(build_rc=0, build_log="", run_rc=None, run_log="started\n", timed_out=True)
+    for c, built in ((build, False), (run, True)):
+        v = Verdict(iteration=1, category=c.category, signature=c.signature, correct=False)
+        assert c.category == "timeout" and outcome_of([v], 1) == (built, False, False)

@@ -201,6 +201,7 @@ def test_named_pairing_across_two_axes() -> None:
     )
     (kt,) = [k for k in kendall(groups, [pairing]) if k["from"] == "pairing"]
     assert kt["axis"] == "method" and kt["n_models"] == 3 and kt["tau"] == pytest.approx(-1.0)
+    assert kt["models"] == sorted(kt["models"]) and len(kt["models"]) == 3 and kt["left_out"] == []
 
 
 def test_old_tables_read_with_the_legacy_protocol_keys() -> None:
