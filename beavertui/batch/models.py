@@ -19,7 +19,7 @@ from beavertui.engine.errors import BeaverError
 from beavertui.engine.models.base import Completion, DeltaCallback, Model
 from beavertui.engine.models.openai_model import OpenAIConfig, OpenAIModel
 from beavertui.engine.models.resolve import build_model as resolve_model
-from beavertui.engine.session.events import Message, ModelInfo
+from beavertui.engine.session.events import Message, ModelInfo, model_identity
 from beavertui.engine.session.protocol import Protocol
 
 _LOCK = threading.Lock()
@@ -48,7 +48,10 @@ class BoundedModel:
 
     def info(self) -> ModelInfo:
         info = self.inner.info()
-        return info.model_copy(update={"name": self.name}) if self.name else info
+        if not self.name:
+            return info
+        labelled = info.model_copy(update={"name": self.name, "entry": None, "identity": None})
+        return labelled.model_copy(update={"identity": model_identity(labelled)})
 
     def secrets(self) -> tuple[str, ...]:
         return self.inner.secrets()

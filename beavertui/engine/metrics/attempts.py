@@ -27,7 +27,7 @@ from beavertui.engine.metrics.compute import source_model_matches
 from beavertui.engine.metrics.speedup_ci import speedup_interval
 from beavertui.engine.metrics.table import AttemptsTable, from_rows
 from beavertui.engine.session import store
-from beavertui.engine.session.events import SessionHeader
+from beavertui.engine.session.events import SessionHeader, model_identity
 from beavertui.engine.session.state import SessionState, fold
 from beavertui.engine.session.store import read_session
 
@@ -181,7 +181,7 @@ def rows_of_session(
         )
         yield {
             "run_id": h.run_id or run_id or h.session_id,
-            "model": h.model.name,
+            "model": model_identity(h.model),
             "task_id": h.task.id,
             "protocol": proto.key(),
             "sample": h.sample * proto.budget + a.iteration - 1 if repeated else h.sample,

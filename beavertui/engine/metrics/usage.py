@@ -13,7 +13,7 @@ from pathlib import Path
 
 from beavertui.engine.metrics.attempts import session_files
 from beavertui.engine.metrics.groups import GroupKey, group_key
-from beavertui.engine.session.events import Reply, Usage
+from beavertui.engine.session.events import Reply, Usage, model_identity
 from beavertui.engine.session.state import fold
 from beavertui.engine.session.store import read_session
 from beavertui.engine.session.usage import add, usage_of
@@ -54,7 +54,7 @@ def run_usage(root: Path) -> dict[GroupKey, GroupUsage]:
             continue
         u = usage_of(e for e in events if isinstance(e, Reply))
         repaired = fold(header, events).success
-        key = group_key(header.model.name, header.protocol.key())
+        key = group_key(model_identity(header.model), header.protocol.key())
         old = out.get(key)
         out[key] = (
             GroupUsage(1, int(repaired), u)

@@ -25,7 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from beavertui.engine.errors import BeaverError
 from beavertui.engine.models.base import Completion, DeltaCallback, EndpointError
-from beavertui.engine.session.events import Message, ModelInfo, Prices
+from beavertui.engine.session.events import Message, ModelInfo, Prices, model_identity
 from beavertui.engine.session.redaction import (
     REDACTED,
     Secrets,
@@ -158,10 +158,13 @@ class OpenAIModel:
         api_key: str | None = None,
         sleep: Callable[[float], None] = time.sleep,
         rng: random.Random | None = None,
+        entry: str | None = None,
     ) -> None:
         import openai
 
         self.config = config
+        self.entry = entry if entry != config.model else None
+        """The models-file entry that named this model, when it is not the endpoint name."""
         self.base_url = config.base_url or os.environ.get("OPENAI_BASE_URL") or None
         key = api_key if api_key is not None else os.environ.get(config.api_key_env)
         if not key:
@@ -194,13 +197,15 @@ class OpenAIModel:
         if c.extra_body:
             params["extra_body"] = redact_fields(c.extra_body)
         params.update(stream=c.stream, timeout_s=c.timeout_s, retries=c.retries)
-        return ModelInfo(
+        info = ModelInfo(
             name=c.model,
             kind="openai",
             base_url=without_userinfo(self.base_url),
             params=params,
             prices=c.prices(),
+            entry=self.entry,
         )
+        return info.model_copy(update={"identity": model_identity(info)})
 
     def secrets(self) -> tuple[str, ...]:
         """Every credential this model holds: the key, a password in the base URL, secret fields of

@@ -144,7 +144,7 @@ def build_model(
             raise BeaverError("the human model needs a file to edit the candidate in")
         return HumanModel(human_file, initial=task.broken_start(), editor=editor or os.environ.get("EDITOR"))
     config = endpoint_config(name, models=models, overrides=overrides)
-    return OpenAIModel(with_protocol(config, protocol))
+    return OpenAIModel(with_protocol(config, protocol), entry=name)
 
 
 def with_protocol(config: OpenAIConfig, protocol: Protocol) -> OpenAIConfig:

@@ -8,6 +8,7 @@ Events are plain data: no behaviour, no I/O.
 
 from __future__ import annotations
 
+import json
 import time
 from typing import Annotated, Literal
 
@@ -134,6 +135,32 @@ class ModelInfo(_Frozen):
     """Sampling and request parameters (temperature, top_p, max_tokens, seed, reasoning_effort, ...)."""
     prices: Prices | None = None
     """What the endpoint charges, when the models file says."""
+    entry: str | None = None
+    """The models-file entry or batch label that chose this model, when it is not the endpoint name."""
+    identity: str | None = None
+    """The model as ``metrics`` groups it: the entry (else the name) and every setting that changes its
+    output (``model_identity``). None in headers written before it was recorded: computed from them."""
+
+
+#: Request settings that change what a model answers (temperature and seed belong to the protocol).
+IDENTITY_PARAMS = ("reasoning_effort", "top_p", "max_tokens", "extra_body")
+
+
+def model_identity(info: ModelInfo) -> str:
+    """A model's identity: its models-file entry (or label, else its name), the endpoint model when that
+    differs, and every request setting of ``IDENTITY_PARAMS`` it sends. Two entries that send one endpoint
+    model at two reasoning efforts are two models. The recorded ``identity`` when the header has one."""
+    if info.identity:
+        return info.identity
+    base = info.entry or info.name
+    settings = [f"model={info.name}"] if info.entry and info.entry != info.name else []
+    for key in IDENTITY_PARAMS:
+        value = info.params.get(key)
+        if value is None or value == {}:
+            continue
+        shown = json.dumps(value, sort_keys=True, separators=(",", ":")) if isinstance(value, dict) else value
+        settings.append(f"{key}={shown}")
+    return f"{base} [{', '.join(settings)}]" if settings else base
 
 
 class GpuSignature(_Frozen):

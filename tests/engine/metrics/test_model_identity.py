@@ -1,0 +1,68 @@
+"""A model is its models-file entry plus every setting that changes its output, not the endpoint name alone.
+
+Before, headers recorded only the endpoint model name, so two entries sending one endpoint model at two
+reasoning efforts were one group: pass@1 0 and pass@k 100% instead of 100% and 0%.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from beavertui.engine.session.events import ModelInfo, model_identity
+from tests.loopback_endpoint import Endpoint, completion
+
+ROOT = Path(__file__).resolve().parents[3]
+RECORDED = ROOT / "tests" / "data" / "recorded"
+TOOLCHAIN = f"recorded:{RECORDED / 'vec_scale.recordings.jsonl'}"
+REFERENCE = (RECORDED / "vec_scale" / "candidates" / "reference.cu").read_text()
+
+
+def _by_effort(model: str, body: dict[str, Any], headers: dict[str, str]) -> tuple[str, Any]:
+    text = f"```cuda\n{REFERENCE}\n```" if body.get("reasoning_effort") == "high" else "I cannot fix it."
+    return "json", completion(model, text)
+
+
+def test_two_entries_of_one_endpoint_model_at_two_efforts_are_two_groups(tmp_path: Path) -> None:
+    with Endpoint(_by_effort) as server:
+        models = tmp_path / "models.toml"
+        models.write_text(
+            f"[models.deep]\nmodel = 'gpt-x'\nbase_url = '{server.url}'\nreasoning_effort = 'high'\nstream = false\n"
+            f"[models.fast]\nmodel = 'gpt-x'\nbase_url = '{server.url}'\nreasoning_effort = 'low'\nstream = false\n"
+        )
+        for entry in ("deep", "fast"):
+            p = subprocess.run(
+                [sys.executable, "-m", "beavertui", "live", "--task", "vec_scale", "--corpus", str(RECORDED),
+                 "--model", entry, "--models-file", str(models), "--headless", "--toolchain", TOOLCHAIN,
+                 "--budget", "1", "--temperature", "0"],
+                cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(ROOT), "OPENAI_API_KEY": "sk-x"},
+                capture_output=True, text=True, timeout=120,
+            )  # fmt: skip
+            assert p.returncode in (0, 1), p.stderr
+        assert {b.get("reasoning_effort") for _m, b, _h in server.requests} == {"high", "low"}
+    m = subprocess.run(
+        [sys.executable, "-m", "beavertui", "metrics", str(tmp_path / "sessions" / "live"), "--json"],
+        env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert m.returncode == 0, m.stderr
+    groups = {g["model"]: (g["pass@1"], g["pass@k"]) for g in json.loads(m.stdout)["groups"]}
+    assert groups == {
+        "deep [model=gpt-x, reasoning_effort=high]": (1.0, 1.0),
+        "fast [model=gpt-x, reasoning_effort=low]": (0.0, 0.0),
+    }
+
+
+def test_old_headers_without_an_identity_are_told_apart_by_their_settings() -> None:
+    low = ModelInfo(name="gpt-x", kind="openai", params={"temperature": 0.7, "reasoning_effort": "low"})
+    high = ModelInfo(name="gpt-x", kind="openai", params={"temperature": 0.7, "reasoning_effort": "high"})
+    plain = ModelInfo(name="gpt-x", kind="openai", params={"temperature": 0.7, "stream": True, "retries": 5})
+    assert model_identity(low) != model_identity(high)
+    assert model_identity(plain) == "gpt-x"  # settings that change no output are not part of it
+    assert model_identity(ModelInfo(name="scripted:demo.toml", kind="scripted")) == "scripted:demo.toml"
+    # a header read back keeps what it recorded
+    read = ModelInfo.model_validate_json(high.model_copy(update={"identity": "recorded"}).model_dump_json())
+    assert model_identity(read) == "recorded"
