@@ -20,7 +20,7 @@ def register(sub: Any) -> None:
         help="run the paper's grid (main, repeated, L0-L3, H1-H4) over models and write its Table 1 and 2",
         description="Plans every arm the paper's axes need for each model (the main run once: L3, H4, the "
         "Iter column and the gate axis all read it), runs each model's arms as one resumable batch under "
-        "--out, then writes the paper's tables. Models come as names, a models file, or the CUDABeaver "
+        "--out, then writes the paper's tables. Models come as names, a protocol file's [[models]], or the CUDABeaver "
         "release's own config files (configs/iter/*.yaml and the other axes' folders), read as they are.",
     )
     p.add_argument(
@@ -28,7 +28,10 @@ def register(sub: Any) -> None:
     )
     p.add_argument("--models", nargs="+", default=[], metavar="MODEL", help="models under test, by name")
     p.add_argument(
-        "--models-file", type=Path, help="a protocol file whose [[models]] are the models under test"
+        "--models-from",
+        type=Path,
+        metavar="FILE",
+        help="a protocol file whose [[models]] are the models under test (its protocol is not used)",
     )
     p.add_argument(
         "--release-configs",
@@ -58,7 +61,14 @@ def register(sub: Any) -> None:
     p.add_argument("--json", action="store_true", help="print the plan (dry run) or the tables as JSON")
     p.add_argument("--gpus", help="GPU indices to use, e.g. 0,1 (default: every visible GPU)")
     p.add_argument("--jobs", type=int, help="most sessions in flight at once (as for batch)")
-    p.add_argument("--toolchain", default="local", help="local (this machine's GPUs) or recorded:PATH")
+    p.add_argument(
+        "--toolchain",
+        default="local",
+        help="local (this machine's GPUs), demo (the bundled demos' recorded outcomes) or recorded:PATH",
+    )
+    from beavertui.commands.endpoint import add_endpoint_options
+
+    add_endpoint_options(p)
     p.set_defaults(func=_handle)
 
 
@@ -69,13 +79,14 @@ def _handle(args: argparse.Namespace) -> int:
     grid = plan(
         args.corpus,
         models=args.models,
-        models_file=args.models_file,
+        models_file=args.models_from,
         configs=args.release_configs,
         axes=axes,
         tasks=args.tasks,
     )
     if args.dry_run:
         return _show(grid, args)
+    from beavertui.commands.endpoint import endpoint_overrides, models_file_of
     from beavertui.service.batch import BatchOptions
     from beavertui.service.reproduce import run
 
@@ -85,6 +96,8 @@ def _handle(args: argparse.Namespace) -> int:
         toolchain=args.toolchain,
         quiet=args.json,
         command=["beavertui", *sys.argv[1:]],
+        endpoint=endpoint_overrides(args),
+        models_file=models_file_of(args),
     )
     rc = run(grid, args.out, options, say=lambda line: print(f"beavertui: {line}", file=sys.stderr))
     _tables(args.out, args.json)

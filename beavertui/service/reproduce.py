@@ -283,7 +283,7 @@ def plan(
         if cfg.protocol.method == "iterative" and cfg.protocol.feedback == "L3" and cfg.protocol.history == 4:
             main_temp.setdefault(name, cfg.protocol.temperature)
     if not specs:
-        raise BeaverError("no models: give --models, --models-file or --release-configs")
+        raise BeaverError("no models: give --models, --models-from or --release-configs")
 
     arms: list[Arm] = []
     seen: set[tuple[str, str]] = set()
@@ -388,8 +388,11 @@ def run(
     status of the runs."""
     from dataclasses import replace
 
-    from beavertui.service.batch import prepare, run_batch
+    from beavertui.service.batch import check_before_writing, prepare, run_batch, with_endpoint
 
+    # the preflight of every model's batch, before the first folder is made (service/preflight.py)
+    specs = {a.model.name: with_endpoint(a.model, options) for a in p.arms}
+    check_before_writing(list(specs.values()), options.toolchain, [a.protocol for a in p.arms], options.gpus)
     out.mkdir(parents=True, exist_ok=True)
     rc = 0
     for name in p.models():

@@ -226,3 +226,22 @@ def test_without_a_gpu_each_command_points_to_what_it_can_run(
         (line,) = capsys.readouterr().err.splitlines()
         assert "--demo" in line and "--toolchain demo" in line, line
     assert not (tmp_path / "sessions").exists()
+
+
+def test_reproduce_checks_before_it_makes_its_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """reproduce runs one batch per model under --out: the preflight comes before the folder and the
+    protocol files it writes, and the endpoint flags are the same as everywhere."""
+    _clean_env(monkeypatch, tmp_path)
+    corpus = ROOT / "tests" / "data" / "recorded"
+    out = tmp_path / "grid"
+    argv = ["reproduce", "--corpus", str(corpus), "--models", "some-model", "--out", str(out),
+            "--toolchain", f"recorded:{corpus / 'vec_scale.recordings.jsonl'}"]  # fmt: skip
+    assert main(argv) == 2
+    (line,) = capsys.readouterr().err.splitlines()
+    assert "no API key for model some-model: set OPENAI_API_KEY" in line
+    with ChatServer([("ok", "no")], models=["other"]) as server:
+        assert main([*argv, "--base-url", server.url, "--timeout", "5"]) == 2
+    assert f"{server.url} does not serve model 'some-model'" in capsys.readouterr().err
+    assert not out.exists()

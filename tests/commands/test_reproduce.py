@@ -110,7 +110,7 @@ def test_reproduce_runs_the_grid_once_resumes_and_writes_the_tables(
         entries.append(f'[[models]]\nmodel = "scripted:{script}"\nlabel = "{label}"\n')
     models.write_text("\n".join(entries))
     out = tmp_path / "grid"
-    argv = ["reproduce", "--corpus", str(RECORDED), "--models-file", str(models), "--out", str(out)]
+    argv = ["reproduce", "--corpus", str(RECORDED), "--models-from", str(models), "--out", str(out)]
     argv += ["--toolchain", f"recorded:{RECORDED / 'vec_scale.recordings.jsonl'}", "--json"]
     assert main(argv) == 0
     doc = json.loads(capsys.readouterr().out)
