@@ -38,10 +38,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from beavertui.batch.build_slots import BuildSlots  # noqa: E402
+from beavertui.batch.gpu_pool import GpuPool  # noqa: E402
+from beavertui.batch.local_executor import Tracker, plan, run_local  # noqa: E402
 from beavertui.batch.protocol_file import ModelSpec  # noqa: E402
-from beavertui.batch.resources import BuildSlots, GpuPool  # noqa: E402
 from beavertui.batch.rundir import ProtocolEntry, RunManifest  # noqa: E402
-from beavertui.batch.scheduler import Tracker, plan, run_local  # noqa: E402
 from beavertui.engine.code.hashing import code_hash  # noqa: E402
 from beavertui.engine.corpus.load import load_corpus  # noqa: E402
 from beavertui.engine.corpus.task import Task  # noqa: E402

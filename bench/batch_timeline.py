@@ -55,7 +55,7 @@ from beavertui.engine.session.events import (  # noqa: E402
 #: what the timing waited behind (seconds).
 LONG_S = 30.0
 #: What a timing stage's note says when it stopped the runs on its GPU, and when it stopped builds
-#: (batch/scheduled.py: GpuPool's pause note, stopped_note).
+#: (batch/placement.py: GpuPool's pause note, stopped_note).
 RUNS_STOPPED = re.compile(r"\bruns? on GPU \S+ stopped \(SIGSTOP\)")
 BUILDS_STOPPED = re.compile(r"\bbuilds? stopped \(SIGSTOP\)")
 #: ... and when it stopped the run made again alone for its memory that held its GPU.

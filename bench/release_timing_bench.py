@@ -123,7 +123,7 @@ def median_bounds(walls: list[float], n: int) -> list[float] | None:
 
 
 def run(a: argparse.Namespace) -> int:
-    from beavertui.batch.resources import BuildSlots
+    from beavertui.batch.build_slots import BuildSlots
     from beavertui.engine.corpus import families
     from beavertui.engine.corpus.load import load_corpus
     from beavertui.engine.host.gpu import probe

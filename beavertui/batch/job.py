@@ -21,8 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+from beavertui.batch.gpu_pool import NO_GPU_LEFT
 from beavertui.batch.protocol_file import ModelSpec
-from beavertui.batch.resources import NO_GPU_LEFT
 from beavertui.batch.rundir import INFRA_LOG, TMP_SUFFIX, log_infra, read_infra, storage_error
 from beavertui.engine.session.events import Event, InfraError, SessionEnd, SessionHeader
 from beavertui.engine.session.protocol import Protocol

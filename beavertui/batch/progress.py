@@ -11,7 +11,7 @@ import threading
 import time
 from typing import Any
 
-from beavertui.batch.scheduler import Tracker
+from beavertui.batch.local_executor import Tracker
 
 
 def _eta(seconds: float | None) -> str:

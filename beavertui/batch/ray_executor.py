@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from beavertui.batch.job import JobOutcome, JobSpec, Prefix, drive
+from beavertui.batch.local_executor import Tracker
 from beavertui.batch.rundir import RunManifest
-from beavertui.batch.scheduler import Tracker
 from beavertui.engine.errors import BeaverError
 from beavertui.engine.session.events import LINE_ADAPTER, Event, SessionHeader
 
@@ -32,9 +32,10 @@ def node_cache_dir() -> Path:
 def _worker_toolchain(spec: str) -> Any:
     if spec in _TOOLCHAINS:
         return _TOOLCHAINS[spec]
+    from beavertui.batch.build_slots import BuildSlots
     from beavertui.batch.cache import CompileCache
-    from beavertui.batch.resources import BuildSlots, GpuPool
-    from beavertui.batch.scheduled import scheduled_local
+    from beavertui.batch.gpu_pool import GpuPool
+    from beavertui.batch.placement import scheduled_local
     from beavertui.engine.toolchain.resolve import build_toolchain, parse_toolchain
 
     if parse_toolchain(spec)[0] == "recorded":

@@ -14,8 +14,8 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+from beavertui.batch.local_executor import plan
 from beavertui.batch.rundir import RunManifest
-from beavertui.batch.scheduler import plan
 from beavertui.engine.session.usage import dollars, tokens_text
 
 

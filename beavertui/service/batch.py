@@ -22,9 +22,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NoReturn
 
-from beavertui.batch.resources import Admission, BuildSlots, GpuPool
+from beavertui.batch.admission import Admission
+from beavertui.batch.build_slots import BuildSlots
+from beavertui.batch.gpu_pool import GpuPool
+from beavertui.batch.local_executor import Flag, Tracker, plan, run_local
 from beavertui.batch.rundir import RunManifest, read_infra, stamp, write_manifest
-from beavertui.batch.scheduler import Flag, Tracker, plan, run_local
 from beavertui.engine.corpus.task import Task
 from beavertui.engine.errors import EXIT_INFRA, EXIT_INTERRUPTED, EXIT_OK, BeaverError, NoGpuError
 from beavertui.engine.host.gpu import visible_gpus, wait_idle
@@ -529,7 +531,7 @@ def pauses_for_timing(setting: str) -> tuple[bool, bool]:
 def make_toolchain(spec: str, gpus: list[str], options: BatchOptions) -> tuple[Any, GpuPool, BuildSlots, Any]:
     """(toolchain, pool, build slots, cache) for ``local`` or ``recorded:PATH``."""
     from beavertui.batch.cache import CompileCache
-    from beavertui.batch.scheduled import ScheduledToolchain, scheduled_local
+    from beavertui.batch.placement import ScheduledToolchain, scheduled_local
     from beavertui.engine.toolchain.resolve import build_toolchain, parse_toolchain
 
     builds = BuildSlots(

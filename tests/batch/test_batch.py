@@ -17,9 +17,9 @@ from pathlib import Path
 import pytest
 
 from beavertui.batch.job import JobSpec, drive
+from beavertui.batch.local_executor import Tracker, plan, run_local
 from beavertui.batch.protocol_file import BatchFile, expand, find_protocol_file, load_batch_file
 from beavertui.batch.rundir import read_infra, read_manifest
-from beavertui.batch.scheduler import Tracker, plan, run_local
 from beavertui.cli import main
 from beavertui.engine.errors import BeaverError, ToolchainError
 from beavertui.engine.session.store import read_session
@@ -241,7 +241,7 @@ def test_a_session_cut_mid_attempt_restarts_that_attempt(tmp_path: Path) -> None
 
 
 def test_gpu_pool_takes_a_failing_gpu_out() -> None:
-    from beavertui.batch.resources import GpuPool
+    from beavertui.batch.gpu_pool import GpuPool
 
     pool = GpuPool(["0", "1"], shared=2, fail_limit=3)
     for _ in range(3):
@@ -263,7 +263,7 @@ def test_gpu_pool_takes_a_failing_gpu_out() -> None:
 def test_gpu_pool_bounds_shared_runs_and_makes_timing_exclusive() -> None:
     import threading
 
-    from beavertui.batch.resources import GpuPool
+    from beavertui.batch.gpu_pool import GpuPool
 
     pool = GpuPool(["0"], shared=2)
     peak = {"shared": 0, "overlap_with_exclusive": 0}

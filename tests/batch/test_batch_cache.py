@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pytest
 
+from beavertui.batch.build_slots import BuildSlots
 from beavertui.batch.cache import CompileCache, cache_key
-from beavertui.batch.resources import BuildSlots, GpuPool
-from beavertui.batch.scheduled import scheduled_local
+from beavertui.batch.gpu_pool import GpuPool
+from beavertui.batch.placement import scheduled_local
 from beavertui.engine.corpus.load import load_corpus
 from beavertui.engine.corpus.task import Task
 from beavertui.engine.errors import ToolchainError

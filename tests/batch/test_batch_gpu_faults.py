@@ -19,9 +19,10 @@ from pathlib import Path
 
 import pytest
 
-from beavertui.batch.resources import BuildSlots, GpuPool
+from beavertui.batch.build_slots import BuildSlots
+from beavertui.batch.gpu_pool import GpuPool
+from beavertui.batch.placement import scheduled_local
 from beavertui.batch.rundir import read_manifest
-from beavertui.batch.scheduled import scheduled_local
 from beavertui.engine.corpus.load import load_corpus
 from beavertui.engine.errors import ToolchainError
 from beavertui.engine.judge.gpu_fault import GpuProbe

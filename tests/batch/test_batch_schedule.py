@@ -1,4 +1,4 @@
-"""The schedule around timing (batch/resources.py, batch/scheduler.py), with stand-in stages.
+"""The schedule around timing (batch/gpu_pool.py, batch/build_slots.py, batch/admission.py, batch/local_executor.py), with stand-in stages.
 
 Every stage here is a thread that asks the real GpuPool or BuildSlots for its resource and holds it until the
 test lets it go; the test orders events by waiting for requests to be queued or granted, never by sleeping,
@@ -40,7 +40,10 @@ from typing import Any
 
 import pytest
 
-from beavertui.batch.resources import SESSION_RANK, Admission, BuildSlots, GpuPool
+from beavertui.batch.admission import Admission
+from beavertui.batch.build_slots import BuildSlots
+from beavertui.batch.gpu_pool import GpuPool
+from beavertui.batch.rank import SESSION_RANK
 
 WAIT = 60.0
 
@@ -567,9 +570,9 @@ class GatedToolchain:
 
 
 def _jobs(tmp_path: Path, n: int) -> tuple[list[Any], dict[str, Any], Path]:
+    from beavertui.batch.local_executor import plan
     from beavertui.batch.protocol_file import ModelSpec
     from beavertui.batch.rundir import ProtocolEntry, RunManifest
-    from beavertui.batch.scheduler import plan
     from beavertui.engine.corpus.load import load_corpus
     from beavertui.engine.session.protocol import Protocol
 
@@ -600,7 +603,7 @@ def until(condition: Callable[[], bool]) -> None:
 
 @pytest.mark.parametrize("gated", [True, False])
 def test_sessions_start_as_the_build_slots_and_gpus_can_take_them(tmp_path: Path, gated: bool) -> None:
-    from beavertui.batch.scheduler import Tracker, run_local
+    from beavertui.batch.local_executor import Tracker, run_local
     from beavertui.engine.toolchain.recorded import RecordedToolchain
 
     recordings = Path(__file__).parents[1] / "data" / "recorded" / "vec_scale.recordings.jsonl"
@@ -645,7 +648,7 @@ def sleepy() -> Any:
 
 
 def _scheduled(tmp_path: Path, **config: Any) -> Any:
-    from beavertui.batch.scheduled import scheduled_local
+    from beavertui.batch.placement import scheduled_local
     from beavertui.engine.session.events import GpuSignature
     from beavertui.engine.timing.speedup import TimingConfig
     from beavertui.engine.toolchain.local import LocalConfig
@@ -833,7 +836,7 @@ def test_a_task_whose_runs_outlast_the_patience_runs_in_a_long_slot(
 def test_run_seconds_learned_before_the_first_run_place_it(sleepy: Any, tmp_path: Path) -> None:
     """A kept start check or a resumed session's earlier attempts say how long the task's runs take: the first
     run this toolchain makes of it is placed by that (here: longer than the patience, so a long slot)."""
-    from beavertui.batch.scheduler import local_starter
+    from beavertui.batch.local_executor import local_starter
     from beavertui.engine.session.events import Ran, StageResult
     from beavertui.engine.toolchain.base import AttemptOptions
 
@@ -1675,7 +1678,7 @@ def test_the_tracker_names_each_session_in_flight_and_where_it_is(tmp_path: Path
     a session with none past its header is still in its broken start's check or waiting for its first
     reply. A finished session is no longer named."""
     from beavertui.batch.job import JobOutcome
-    from beavertui.batch.scheduler import Tracker
+    from beavertui.batch.local_executor import Tracker
     from beavertui.engine.session.events import Built, StageResult
 
     jobs, _tasks, _run_dir = _jobs(tmp_path, 3)

@@ -14,10 +14,10 @@ import pytest
 
 ray = pytest.importorskip("ray")
 
+from beavertui.batch.local_executor import Tracker, plan, run_local  # noqa: E402
 from beavertui.batch.protocol_file import ModelSpec  # noqa: E402
 from beavertui.batch.ray_executor import run_ray  # noqa: E402
 from beavertui.batch.rundir import ProtocolEntry, RunManifest  # noqa: E402
-from beavertui.batch.scheduler import Tracker, plan, run_local  # noqa: E402
 from beavertui.engine.corpus.load import load_corpus  # noqa: E402
 from beavertui.engine.metrics.attempts import export_rows  # noqa: E402
 from beavertui.engine.session.protocol import Protocol  # noqa: E402

@@ -131,7 +131,7 @@ def test_builds_stopped_for_timing_are_counted_apart_from_stopped_runs(tmp_path:
     """A timing stage may stop the runs on its GPU (or the run made again alone for its memory that holds
     it) and the other sessions' builds (--builds-in-timing): each is counted as what it was, from the
     stages' paused_s and the timing's note."""
-    from beavertui.batch.scheduled import stopped_note
+    from beavertui.batch.placement import stopped_note
     from beavertui.engine.loop.run import run_session
     from beavertui.engine.models.scripted import ScriptedModel
     from beavertui.engine.session.events import Built, Ran, Timed

@@ -132,7 +132,7 @@ class StageConfig:
     """Correctness runs of native tasks carry a harness proof (engine/judge/harness_proof.py)."""
     pausable: Callable[[sandbox.Started], AbstractContextManager[object]] | None = None
     """Where a stage's process is registered while it runs (a batch's shared GPU hold: the pool may stop
-    it while a timing stage holds the GPU alone; batch/resources.py); None: never stopped."""
+    it while a timing stage holds the GPU alone; batch/gpu_pool.py, batch/build_slots.py); None: never stopped."""
 
 
 #: What ``WorkDir.verify`` reports when the task's own corpus folders changed during the attempt.

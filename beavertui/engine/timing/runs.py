@@ -191,7 +191,7 @@ class TimedRuns:
         if not rerun or not res.rc or res.timed_out:
             return error
         if out_of_memory(f"{error}\n{res.log}"):  # the timing's memory, not the check's: beside runs stopped
-            return error  # for it, a batch times it again once they end (scheduled.py)
+            return error  # for it, a batch times it again once they end (engine/toolchain/local.py)
         plain = stages.test(work, self.config)
         if plain.rc != 0 or plain.timed_out:
             why = "at its time limit" if plain.timed_out else anticheat.failure_evidence(plain.log, plain.rc)

@@ -9,7 +9,7 @@ when; what runs and how it is judged are the toolchain's.
   ``check``, ``branch``: one session on the machine).
 - ``GpuSlots`` caps the GPU stages of several toolchains at once with a semaphore, while their builds go on
   (``corpus validate --gpu-jobs``).
-- The batch's pool (batch/scheduled.py ``PoolPlacement``) queues stages by kind and session over its GPUs
+- The batch's pool (batch/placement.py ``PoolPlacement``) queues stages by kind and session over its GPUs
   and build slots.
 """
 

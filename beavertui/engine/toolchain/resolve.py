@@ -2,7 +2,7 @@
 ``demo`` (the outcomes recorded in the bundled demo sessions).
 
 ``live``, ``branch``, ``attribute`` and ``check`` build theirs with ``build_toolchain``; a batch parses the
-same names with ``parse_toolchain`` and wraps them in its scheduler (batch/scheduled.py), locally or on Ray.
+same names with ``parse_toolchain`` and wraps them in its scheduler (batch/placement.py), locally or on Ray.
 The local toolchain is only handed out where a GPU is visible and, when a task is given, where that task
 can run; both refusals are one line that says what to do instead.
 """

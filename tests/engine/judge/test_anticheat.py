@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from beavertui.batch.resources import BuildSlots, GpuPool
-from beavertui.batch.scheduled import PoolPlacement, scheduled_local
+from beavertui.batch.build_slots import BuildSlots
+from beavertui.batch.gpu_pool import GpuPool
+from beavertui.batch.placement import PoolPlacement, scheduled_local
 from beavertui.engine.corpus.load import load_corpus
 from beavertui.engine.judge import anticheat
 from beavertui.engine.session.events import GpuSignature, Verdict

@@ -632,8 +632,9 @@ def test_a_timing_with_a_cv_above_3_percent_is_measured_again_once(
 def test_the_batch_starts_the_driver_before_it_holds_the_gpu_and_ends_it(
     kb: Any, monkeypatch: pytest.MonkeyPatch, timing: str
 ) -> None:
-    from beavertui.batch.resources import BuildSlots, GpuPool
-    from beavertui.batch.scheduled import scheduled_local
+    from beavertui.batch.build_slots import BuildSlots
+    from beavertui.batch.gpu_pool import GpuPool
+    from beavertui.batch.placement import scheduled_local
     from beavertui.engine.errors import BeaverError
     from beavertui.engine.toolchain.base import AttemptOptions
     from beavertui.engine.toolchain.local import LocalConfig, TimingFailed

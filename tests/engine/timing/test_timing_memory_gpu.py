@@ -26,8 +26,10 @@ from typing import Any
 
 import pytest
 
-from beavertui.batch.resources import SESSION_RANK, BuildSlots, GpuPool
-from beavertui.batch.scheduled import scheduled_local
+from beavertui.batch.build_slots import BuildSlots
+from beavertui.batch.gpu_pool import GpuPool
+from beavertui.batch.placement import scheduled_local
+from beavertui.batch.rank import SESSION_RANK
 from beavertui.engine.corpus.load import load_corpus
 from beavertui.engine.host import sandbox
 from beavertui.engine.host.gpu import wait_idle

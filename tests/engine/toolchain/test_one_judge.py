@@ -1,7 +1,7 @@
 """One attempt, one judge: the same faults give the same verdicts through ``live``'s toolchain and the batch's.
 
 ``live`` runs LocalToolchain with no placement (toolchain/resolve.py); a batch runs the same LocalToolchain
-with the GPU pool's placement (service/batch.py make_toolchain: batch/scheduled.py scheduled_local). Each
+with the GPU pool's placement (service/batch.py make_toolchain: batch/placement.py scheduled_local). Each
 fault is a real process: a test command that prints what the CUDA runtime would and exits as it would (no
 GPU here); the probe kernel is a real process too, one that passes (a healthy GPU) or fails (a failing one).
 What stands for the GPU's state (another run's memory on it, a candidate's run count) is a file outside the
@@ -16,8 +16,9 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 
-from beavertui.batch.resources import BuildSlots, GpuPool
-from beavertui.batch.scheduled import scheduled_local
+from beavertui.batch.build_slots import BuildSlots
+from beavertui.batch.gpu_pool import GpuPool
+from beavertui.batch.placement import scheduled_local
 from beavertui.engine.corpus.load import load_corpus
 from beavertui.engine.corpus.task import Task
 from beavertui.engine.errors import ToolchainError

@@ -1,11 +1,11 @@
 """The local executor: every session of a batch run on this machine, concurrently, resumably.
 
 Sessions run in threads (their work is model calls and subprocesses, which release the GIL); how many run
-at once is bounded by ``jobs`` and, with an admission (resources.Admission), by what the GPUs and build slots
-can take; model calls by each endpoint's ``max_concurrency`` (models.py), builds by CPU slots and GPU stages
-by the GPU pool (resources.py), all through the toolchain wrapper (scheduled.py); every resource serves
-the oldest session first. Jobs are ordered so that every (model, protocol) group advances together. The
-scheduler decides where and when a session runs, never what it does.
+at once is bounded by ``jobs`` and, with an admission (admission.py), by what the GPUs and build slots can
+take; model calls by each endpoint's ``max_concurrency`` (models.py), builds by CPU slots (build_slots.py)
+and GPU stages by the GPU pool (gpu_pool.py), both asked through the toolchain's placement (placement.py);
+every resource serves the oldest session first. Jobs are ordered so that every (model, protocol) group
+advances together. The executor decides when a session runs, never what it does.
 """
 
 from __future__ import annotations
@@ -19,9 +19,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from beavertui.batch.admission import Admission
 from beavertui.batch.job import JobOutcome, JobSpec, Prefix, drive
 from beavertui.batch.models import build_model, session_protocol
-from beavertui.batch.resources import SESSION_RANK, Admission
+from beavertui.batch.rank import SESSION_RANK
 from beavertui.batch.rundir import RunManifest, session_path
 from beavertui.engine.corpus.task import Task
 from beavertui.engine.loop.run import run_session
@@ -199,7 +200,7 @@ def run_local(
     """Run the jobs with at most ``parallel`` sessions at once; returns each job's outcome.
 
     With ``admission``, a session beyond the first starts only when the admission says the GPUs and build
-    slots can take more work (resources.Admission). Each session's stages are served by its rank (the order
+    slots can take more work (admission.py). Each session's stages are served by its rank (the order
     in which sessions started), so sessions further along finish first. A task never validated on this GPU
     is checked by its first session (its reference run once); a session of a task found unusable ends before
     its first turn, with the reason."""

@@ -20,8 +20,10 @@ from contextlib import contextmanager
 from dataclasses import replace
 from functools import partial
 
+from beavertui.batch.build_slots import BuildSlots
 from beavertui.batch.cache import CompileCache, cache_key, changed, snapshot, toolkit_id
-from beavertui.batch.resources import BuildSlots, GpuPool, GpuState
+from beavertui.batch.gpu_pool import GpuPool
+from beavertui.batch.gpu_state import GpuState
 from beavertui.engine.corpus import families, harness
 from beavertui.engine.corpus.task import Task
 from beavertui.engine.host.adapt import adapt_command
