@@ -19,7 +19,7 @@ from beavertui.engine.analysis.report import (
 from beavertui.engine.corpus.fixes import FixTarget
 from beavertui.engine.session.events import Candidate, TaskRef, Verdict
 from beavertui.engine.session.state import AttemptState
-from tests.engine.analysis.test_analysis_features import NAIVE, TILED
+from tests.engine.code.test_code_features import NAIVE, TILED
 
 BROKEN = TILED.replace("t < n / TILE", "t <= n / TILE")
 TASK = TaskRef(
