@@ -206,6 +206,23 @@ def test_metrics_on_the_imported_run_give_the_harness_numbers(imported: Path) ->
         assert word in table.stdout
 
 
+def test_an_imported_run_is_rescored_at_the_papers_gate(imported: Path) -> None:
+    """The run had no performance gate, so it is recorded at p = 0; `metrics --gate 0.7` reads it at the
+    paper's p: its harness timed nothing, so no correct attempt has a speedup and pass@k(0.7) is 0, while
+    its p sweep at p = 0 keeps the harness's own pass@k."""
+    own = json.loads(cli("metrics", str(imported), "--json").stdout)
+    done = cli("metrics", str(imported), "--json", "--gate", "0.7")
+    assert done.returncode == 0, done.stderr
+    doc = json.loads(done.stdout)
+    ((before,), (after,)) = own["groups"], doc["groups"]
+    assert before["protocol"]["gate"] == 0.0 and after["protocol"]["gate"] == 0.7 and doc["gate"] == 0.7
+    assert before["pass@k"] > 0 and after["pass@k"] == 0.0
+    assert after["p_sweep"]["0.0"] == before["pass@k"]
+    (row,) = doc["paper_tables"]["table1"]
+    assert row["pass@k"] == 0.0
+    assert "re-scored at gate p = 0.7 after the run (metrics --gate)" in doc["paper_tables"]["departures"]
+
+
 def test_replay_piped_prints_a_plain_summary(imported: Path) -> None:
     for path in sorted(imported.glob("*.jsonl")):
         done = cli("replay", str(path))
