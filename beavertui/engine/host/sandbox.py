@@ -41,6 +41,29 @@ def scrub_env(env: Mapping[str, str]) -> dict[str, str]:
     return {k: v for k, v in env.items() if not _SECRET.search(k)}
 
 
+#: Variables of beavertui's own environment that a stage inherits: what compilers, the CUDA driver and
+#: toolkit, Python and make need, and nothing else. A credential under any other name (``GH_PAT``,
+#: ``DATABASE_URL``) never reaches a candidate; one under an allowed name that looks like a credential is
+#: still removed (``scrub_env``).
+INHERITED_NAMES = frozenset(
+    {
+        "PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LANGUAGE", "TERM", "TZ", "PWD",
+        "LD_LIBRARY_PATH", "LIBRARY_PATH", "CPATH", "C_INCLUDE_PATH", "CPLUS_INCLUDE_PATH", "PKG_CONFIG_PATH",
+        "CC", "CXX", "CFLAGS", "CXXFLAGS", "LDFLAGS", "CUDAHOSTCXX", "MAKEFLAGS",
+        "PYTHONPATH", "PYTHONHOME", "PYTHONUSERBASE", "VIRTUAL_ENV", "CONDA_PREFIX",
+        "OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS",
+    }
+)  # fmt: skip
+INHERITED_PREFIXES = ("LC_", "CUDA_", "NVIDIA_", "NVCC_", "CUPTI_", "TORCH_", "TRITON_", "XDG_", "BEAVER_")
+
+
+def inherited_env(env: Mapping[str, str]) -> dict[str, str]:
+    """The part of beavertui's own environment a stage may see: an allow-list of names
+    (``INHERITED_NAMES``, ``INHERITED_PREFIXES``), then without credential-like names."""
+    kept = {k: v for k, v in env.items() if k in INHERITED_NAMES or k.startswith(INHERITED_PREFIXES)}
+    return scrub_env(kept)
+
+
 @dataclass(frozen=True)
 class Limits:
     """Resource limits and isolation of every stage command (None leaves the inherited limit)."""

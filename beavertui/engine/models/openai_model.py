@@ -9,6 +9,7 @@ never part of ``info()``.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import email.utils
 import json
@@ -42,6 +43,8 @@ __all__ = ["REDACTED", "redact_text"]
 MAX_TIMEOUT_S = 86_400.0
 #: Most failed tries per call a configuration may allow.
 MAX_RETRIES = 100
+#: Most characters of one streamed reply read (four times what a session keeps of a reply).
+MAX_STREAM_CHARS = 2 << 20
 
 
 class OpenAIConfig(BaseModel):
@@ -71,6 +74,12 @@ class OpenAIConfig(BaseModel):
     """Stream tokens as they are generated."""
     timeout_s: float = Field(default=600.0, gt=0.0, le=MAX_TIMEOUT_S)
     """Per-call time limit: seconds to connect, and between two received chunks."""
+    deadline_s: float = Field(default=3600.0, gt=0.0, le=MAX_TIMEOUT_S)
+    """Longest a streamed reply may take from its first byte to its end, however steadily it arrives; one
+    that never ends is cut at this time and is an endpoint error (not retried)."""
+    max_reply_chars: int = Field(default=MAX_STREAM_CHARS, ge=1, le=MAX_STREAM_CHARS)
+    """Most characters of a streamed reply read; the stream is closed there and the reply kept so far
+    (finish reason ``cut``)."""
     retries: int = Field(default=5, ge=0, le=MAX_RETRIES)
     """Failed tries allowed before giving up."""
     backoff_base_s: float = Field(default=1.0, ge=0.0, le=MAX_TIMEOUT_S)
@@ -146,6 +155,10 @@ class _Malformed(Exception):
 
 class _Empty(Exception):
     """The endpoint answered 2xx with a completion that holds no text at all."""
+
+
+class _Endless(Exception):
+    """A streamed reply still going at the configuration's deadline."""
 
 
 class OpenAIModel:
@@ -262,6 +275,15 @@ class OpenAIModel:
         return body
 
     def _once(self, messages: Sequence[Message], on_delta: DeltaCallback | None) -> Completion:
+        """One call; a reply of a shape no chat completion has (valid JSON, wrong types) is _Malformed."""
+        try:
+            return self._call(messages, on_delta)
+        except (AttributeError, TypeError, IndexError, KeyError, ValueError) as exc:
+            if isinstance(exc, json.JSONDecodeError):
+                raise
+            raise _Malformed(f"{type(exc).__name__}: {exc}") from None
+
+    def _call(self, messages: Sequence[Message], on_delta: DeltaCallback | None) -> Completion:
         response: Any = self._client.chat.completions.create(**self._request(messages))
         if not self.config.stream:
             choices = getattr(response, "choices", None)
@@ -269,6 +291,8 @@ class OpenAIModel:
                 raise _Malformed(f"no choices in the response ({type(response).__name__})")
             message = choices[0].message
             text = message.content or ""
+            if not isinstance(text, str):
+                raise _Malformed(f"the message's content is {type(text).__name__}, not text")
             reasoning = _reasoning(message)
             if not text and not reasoning:
                 raise _Empty(f"no content, finish reason {choices[0].finish_reason}")
@@ -286,7 +310,21 @@ class OpenAIModel:
         prompt_tokens: int | None = None
         completion_tokens: int | None = None
         reasoning_tokens: int | None = None
+        began = time.monotonic()
+        chars = 0
         for chunk in response:
+            if time.monotonic() - began > self.config.deadline_s:
+                with contextlib.suppress(Exception):
+                    response.close()
+                raise _Endless(
+                    f"the streamed reply did not end within {self.config.deadline_s:g} s "
+                    f"({chars:,} characters so far)"
+                )
+            if chars >= self.config.max_reply_chars:
+                with contextlib.suppress(Exception):
+                    response.close()
+                finish = f"cut: the reply reached {self.config.max_reply_chars:,} characters"
+                break
             if getattr(chunk, "usage", None) is not None:
                 prompt_tokens, completion_tokens, reasoning_tokens = _usage(chunk.usage)
             if not getattr(chunk, "choices", None):
@@ -300,8 +338,12 @@ class OpenAIModel:
             thought = _reasoning(delta)
             if thought:
                 thoughts.append(thought)
+                chars += len(thought)
             if delta.content:
+                if not isinstance(delta.content, str):
+                    raise _Malformed(f"a chunk's content is {type(delta.content).__name__}, not text")
                 parts.append(delta.content)
+                chars += len(delta.content)
                 if on_delta is not None:
                     on_delta(_SURROGATE.sub("\ufffd", delta.content))
         if finish is None and not parts:
@@ -345,6 +387,9 @@ class OpenAIModel:
                 what = f"malformed response: {_short(str(exc))}"
             except _Empty as exc:
                 what = f"empty reply: {exc}"
+            except _Endless as exc:
+                reasons.append(str(exc))
+                raise EndpointError(str(exc), retries=len(reasons) - 1, retry_reasons=reasons) from None
             else:
                 return Completion(
                     content=result.content,

@@ -251,8 +251,9 @@ def workdir(task: Task, code: str, config: StageConfig, keep: bool = False) -> I
 
 
 def stage_env(task: Task, config: StageConfig) -> dict[str, str]:
-    """The scrubbed, adapted environment of a task's commands."""
-    base = sandbox.scrub_env(config.env if config.env is not None else os.environ)
+    """The scrubbed, adapted environment of a task's commands: beavertui's own environment through the
+    allow-list (``sandbox.inherited_env``), or a configured one without credential-like names."""
+    base = sandbox.scrub_env(config.env) if config.env is not None else sandbox.inherited_env(os.environ)
     return adapt_env(base, task.pythonpath, config.sm)
 
 
