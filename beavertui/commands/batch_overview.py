@@ -97,9 +97,11 @@ def show_plan(manifest: RunManifest, run_dir: Path, args: argparse.Namespace, *,
         f"toolchain: {manifest.toolchain}; GPUs: {gpus}",
         f"reply cache: {cache}",
     ]
+    # a CSV on standard output is the table alone (one read takes it whole): the summary goes to stderr
+    prose = sys.stderr if fmt == "csv" else sys.stdout
     for ln in lines:
-        print(ln)
-    print()
+        print(ln, file=prose)
+    print(file=prose)
     rows = tuple(
         (j.model.name, j.slug, j.task_id, str(j.sample), s) for j, s in zip(jobs, states, strict=True)
     )

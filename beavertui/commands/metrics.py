@@ -28,7 +28,19 @@ def register(sub: Any) -> None:
 
     add_format_argument(p, "the machine-readable object of docs/metrics.md")
     p.add_argument(
-        "-o", "--output", type=Path, help="write the report to this file instead of standard output"
+        "-o",
+        "--output",
+        type=Path,
+        help="write the report to this file instead of standard output; with --format csv and several "
+        "tables, a folder: one CSV file per table (main.csv, p_sweep.csv, ...)",
+    )
+    p.add_argument(
+        "--table",
+        metavar="NAME",
+        action="append",
+        default=[],
+        help="only the table NAME (main, p_sweep, analysis, usage, swing, kendall, by_family, "
+        "paper_table1, ...; repeatable); a CSV file holds one table",
     )
     p.add_argument(
         "--by",
@@ -109,8 +121,20 @@ def _handle(args: argparse.Namespace) -> int:
         if len(st.unspeeded) > 50:
             print(f"  ... and {len(st.unspeeded) - 50} more (--json lists them all)", file=sys.stderr)
     if fmt == "json":
+        from beavertui.engine.metrics.bootstrap import SEED
+        from beavertui.reports.render import table_json
+
+        seed = SEED if args.seed is None else args.seed
+        with_tables(report, resamples=args.resamples, seed=seed, by=args.by)
         doc: dict[str, Any] = {
-            "groups": [_group_json(g, cells) for g in groups],
+            "groups": [_group_json(g, cells, args.resamples, seed) for g in groups],
+            "interval": {
+                "level": 0.95,
+                "method": "percentile bootstrap over tasks",
+                "resamples": args.resamples,
+                "seed": seed,
+            },
+            "tables": [table_json(t) for t in _chosen(report.tables, args.table)],
             "swing": sw,
             "kendall_tau": kt,
             "paper_tables": report.paper.as_json(),
@@ -137,6 +161,7 @@ def _handle(args: argparse.Namespace) -> int:
     from beavertui.reports import render
 
     with_tables(report, resamples=args.resamples, seed=args.seed, by=args.by, paper=args.paper)
+    report.tables = _chosen(report.tables, args.table)
     if cells is None and not args.tui:
         print(f"beavertui: {NO_CODE}", file=sys.stderr)
     if args.card:
@@ -166,6 +191,8 @@ def _handle(args: argparse.Namespace) -> int:
         return 0
     if fmt == "table" and args.output is None:
         render.terminal(report.tables)
+    elif fmt == "csv" and args.output is not None and _is_folder(args.output, report.tables):
+        _write_folder(args.output, render.csv_files(report.tables))
     else:
         # a file gets Markdown for "table": fitting to a terminal means nothing there
         text = {
@@ -178,19 +205,100 @@ def _handle(args: argparse.Namespace) -> int:
     return 0
 
 
-def _group_json(g: Any, cells: dict[Any, Any] | None) -> dict[str, Any]:
-    """docs/metrics.md's group object plus the analysis keys (null when the source carries no code)."""
-    from beavertui.engine.metrics.groups import group_key
+def _chosen(tables: list[Any], names: list[str]) -> list[Any]:
+    """The tables named by --table, in the order given (all of them without --table)."""
+    from beavertui.engine.errors import BeaverError
 
+    if not names:
+        return tables
+    by = {t.slug: t for t in tables}
+    unknown = [n for n in names if n not in by]
+    if unknown:
+        raise BeaverError(f"--table {unknown[0]}: no such table here (tables: {', '.join(by)})")
+    return [by[n] for n in dict.fromkeys(names)]
+
+
+def _is_folder(output: Path, tables: list[Any]) -> bool:
+    """Whether -o names a folder for one CSV per table: an existing folder, or a name without .csv when
+    there are several tables (a .csv name then is an error: a CSV file holds one table)."""
+    from beavertui.engine.errors import BeaverError
+
+    if output.is_dir():
+        return True
+    if output.suffix.lower() != ".csv":
+        return len(tables) > 1
+    if len(tables) > 1:
+        raise BeaverError(
+            f"{output}: a CSV file holds one table and there are {len(tables)}: pick one with --table NAME, "
+            "or give -o a folder for one CSV file per table"
+        )
+    return False
+
+
+def _write_folder(folder: Path, files: dict[str, str]) -> None:
+    from beavertui.engine.errors import BeaverError
+
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise BeaverError(f"{folder}: {exc.strerror}") from None
+    for name, text in files.items():
+        _write(folder / name, text)
+    print(f"beavertui: wrote {len(files)} CSV file(s) to {folder}: {', '.join(files)}", file=sys.stderr)
+
+
+def _group_json(
+    g: Any, cells: dict[Any, Any] | None, resamples: int = 1000, seed: int | None = None
+) -> dict[str, Any]:
+    """docs/metrics.md's group object plus the analysis keys (null when the source carries no code), and
+    ``intervals``: the 95% interval of every rate the tables print, as [low, high] fractions."""
+    from beavertui.engine.metrics.bootstrap import SEED, intervals
+    from beavertui.engine.metrics.groups import group_key
+    from beavertui.reports.tables import rates
+
+    seed = SEED if seed is None else seed
     doc: dict[str, Any] = g.as_json()
+    ivs = _intervals(rates(g, resamples, seed))
     c = None if cells is None else cells.get(group_key(g.model, g.protocol.as_dict(), g.corpus))
     num = c.nums.sum(axis=0) if c is not None and len(c.tasks) else None
     den = c.dens.sum(axis=0) if c is not None and len(c.tasks) else None
+    iv = None
+    if c is not None and num is not None:
+        import numpy as np
+
+        iv = intervals(np.zeros((len(c.tasks), 0)), c.nums, c.dens, resamples, seed, tasks=c.tasks)
     for j, key in enumerate(("edit_precision", "bug_recall", "code_degenerate_rate")):
         doc[key] = float(num[j] / den[j]) if num is not None and den is not None and den[j] > 0 else None
+        ivs[key] = None
+        if iv is not None and doc[key] is not None:
+            lo, hi = float(iv.ratio_lo[j]), float(iv.ratio_hi[j])
+            ivs[key] = None if lo != lo or hi != hi else [lo, hi]
+    doc["intervals"] = ivs
     doc["analysed_repairs"] = None if cells is None else (c.analysed_repairs if c is not None else 0)
     doc["unscored_repairs"] = None if cells is None else (c.unscored_repairs if c is not None else 0)
     return doc
+
+
+_JSON_NAMES = {
+    "pass@1": "pass@1",
+    "pass@k": "pass@k",
+    "debug": "debug_rate@k",
+    "stagnation": "stagnation_rate",
+    "degenerate": "degenerate_rate",
+    "degenerate_raw": "degenerate_rate_raw",
+}
+
+
+def _intervals(r: dict[str, Any]) -> dict[str, Any]:
+    """{key of the group object: [lo, hi] or null}; the p sweep's under ``p_sweep`` by p."""
+    out: dict[str, Any] = {"p_sweep": {}}
+    for name, rate in r.items():
+        iv = None if rate.lo is None or rate.hi is None else [rate.lo, rate.hi]
+        if name.startswith("p") and name[1:2].isdigit():
+            out["p_sweep"][name[1:]] = iv
+        else:
+            out[_JSON_NAMES.get(name, name)] = iv
+    return out
 
 
 def _usage_json(usage: dict[Any, Any]) -> list[dict[str, Any]]:

@@ -45,6 +45,7 @@ def paper_tables(pt: PaperTables) -> list[Table]:
         for r in pt.table1
     ]
     t1 = Table(
+        name="paper_table1",
         title=f"Table 1: {proto}",
         columns=(
             "model",
@@ -90,6 +91,7 @@ def paper_tables(pt: PaperTables) -> list[Table]:
     rep = "repeated arm per model" if pt.rep is None else pt.rep.short()
     deps = "\n".join(f"- {d}" for d in pt.departures)
     t2 = Table(
+        name="paper_table2",
         title=f"Table 2: gate p, swing, Iter vs Rep ({rep})",
         columns=(
             "model",

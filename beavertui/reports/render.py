@@ -33,36 +33,59 @@ def markdown(tables: Sequence[Table]) -> str:
 
 
 def csv_text(tables: Sequence[Table]) -> str:
-    """One block per table: a ``# title`` line, a header, rows; a rate is three columns (%, low, high), and a
-    fourth (``exact`` or ``lower_bound``) in a column where some rate is a lower bound."""
+    """One table as CSV (a CSV file holds one table, so that one ``csv`` or pandas read takes it whole);
+    several tables are refused: write them one per file (``csv_files``)."""
+    if len(tables) != 1:
+        from beavertui.engine.errors import BeaverError
+
+        names = ", ".join(t.slug for t in tables)
+        raise BeaverError(
+            f"CSV holds one table and there are {len(tables)} ({names}): pick one with --table NAME, "
+            "or give -o a folder for one CSV file per table"
+        )
+    return csv_table(tables[0])
+
+
+def csv_files(tables: Sequence[Table]) -> dict[str, str]:
+    """One CSV text per table, by file name (``<name>.csv``; a repeated name gets ``_2``, ``_3``...)."""
+    out: dict[str, str] = {}
+    for t in tables:
+        name, n = t.slug, 1
+        while f"{name}.csv" in out:
+            n += 1
+            name = f"{t.slug}_{n}"
+        out[f"{name}.csv"] = csv_table(t)
+    return out
+
+
+def csv_table(t: Table) -> str:
+    """A header and the rows, nothing else (the title and note are not CSV); a rate is three columns
+    (%, low, high), and a fourth (``exact`` or ``lower_bound``) in a column where some rate is a lower
+    bound."""
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
-    for n, t in enumerate(tables):
-        if n:
-            buf.write("\n")
-        buf.write(f"# {t.title}\n")
-        rate_cols = {i for i, _ in enumerate(t.columns) if any(isinstance(r[i], Rate) for r in t.rows)}
-        bound_cols = {
-            i
-            for i in rate_cols
-            if any(isinstance(r[i], Rate) and r[i].lower_bound for r in t.rows)  # type: ignore[union-attr]
-        }
-        header: list[str] = []
-        for i, name in enumerate(t.columns):
-            header += [f"{name} (%)", f"{name} low (%)", f"{name} high (%)"] if i in rate_cols else [name]
-            header += [f"{name} bound"] if i in bound_cols else []
-        w.writerow(header)
-        for row in t.rows:
-            line: list[str] = []
-            for i, c in enumerate(row):
-                if i in rate_cols and isinstance(c, Rate):
-                    line += [_num(c.value), _num(c.lo), _num(c.hi)]
-                    line += ["lower_bound" if c.lower_bound else "exact"] if i in bound_cols else []
-                elif i in rate_cols:
-                    line += [str(c), "", ""] + ([""] if i in bound_cols else [])
-                else:
-                    line.append(str(c))
-            w.writerow(line)
+    rate_cols = {i for i, _ in enumerate(t.columns) if any(isinstance(r[i], Rate) for r in t.rows)}
+    bound_cols = {
+        i
+        for i in rate_cols
+        if any(isinstance(r[i], Rate) and r[i].lower_bound for r in t.rows)  # type: ignore[union-attr]
+    }
+    header: list[str] = []
+    for i, name in enumerate(t.columns):
+        header += [f"{name} (%)", f"{name} low (%)", f"{name} high (%)"] if i in rate_cols else [name]
+        header += [f"{name} bound"] if i in bound_cols else []
+    w.writerow(header)
+    for row in t.rows:
+        line: list[str] = []
+        for i, c in enumerate(row):
+            if i in rate_cols and isinstance(c, Rate):
+                line += [_num(c.value), _num(c.lo), _num(c.hi)]
+                line += ["lower_bound" if c.lower_bound else "exact"] if i in bound_cols else []
+            elif i in rate_cols:
+                line += [str(c), "", ""] + ([""] if i in bound_cols else [])
+            else:
+                line.append(str(c))
+        w.writerow(line)
     return buf.getvalue()
 
 
@@ -134,14 +157,25 @@ def as_json(tables: Sequence[Table]) -> str:
     """Tables as JSON: a list of {title, columns, rows}; a rate is {value, lo, hi} (fractions)."""
     import json
 
-    def cell(c: Cell) -> object:
-        return {"value": c.value, "lo": c.lo, "hi": c.hi} if isinstance(c, Rate) else c
+    return json.dumps([table_json(t) for t in tables])
 
-    doc = [
-        {"title": t.title, "columns": list(t.columns), "rows": [[cell(c) for c in r] for r in t.rows]}
-        for t in tables
-    ]
-    return json.dumps(doc)
+
+def table_json(t: Table) -> dict[str, object]:
+    """One table as {name, title, columns, rows, note}; a rate is {value, lo, hi, lower_bound} (fractions;
+    lo and hi the 95% interval the table prints, null where it prints none)."""
+
+    def cell(c: Cell) -> object:
+        if isinstance(c, Rate):
+            return {"value": c.value, "lo": c.lo, "hi": c.hi, "lower_bound": c.lower_bound}
+        return c
+
+    return {
+        "name": t.slug,
+        "title": t.title,
+        "columns": list(t.columns),
+        "rows": [[cell(c) for c in r] for r in t.rows],
+        "note": t.note,
+    }
 
 
 def emit(tables: Sequence[Table], fmt: str, stream: IO[str] | None = None) -> None:

@@ -41,10 +41,25 @@ class Table:
     note: str = ""
     keys: int = 2
     """Leading columns that name a row (a block's heading when the table is too wide for the page)."""
+    name: str = ""
+    """A short stable name (``main``, ``p_sweep``...): the table's CSV file and ``--table`` choice."""
+
+    @property
+    def slug(self) -> str:
+        """``name``, else the title in lower case with runs of other characters as ``_``."""
+        import re
+
+        return self.name or re.sub(r"[^a-z0-9@]+", "_", self.title.lower()).strip("_")[:60] or "table"
 
 
 def _f(x: float) -> float | None:
     return None if x is None or np.isnan(x) else float(x)
+
+
+def rates(g: GroupMetrics, resamples: int, seed: int) -> dict[str, Rate]:
+    """Every rate of a group with its 95% bootstrap interval, as the tables print them: pass@1, pass@k,
+    p<p> of the sweep (e.g. ``p0.7``), debug, stagnation, degenerate, degenerate_raw."""
+    return _rates(g, resamples, seed)
 
 
 def _rates(g: GroupMetrics, resamples: int, seed: int) -> dict[str, Rate]:
@@ -137,11 +152,13 @@ def main_tables(
         "iteration >= 2 whose speedup's 95% interval (over the independently timed units: process runs, or a "
         "native timing's rounds; widened by the spread of the reference timed against itself) lies below 1.0; "
         "degenerate raw: the paper's rule, speedup < 1.0 (docs/metrics.md).",
+        name="main",
     )
     sweep = Table(
         "pass@k by speedup threshold p (>= marks a lower bound: p above an in-loop gate)",
         ("model", "protocol", *(f"p={p:.1f}" for p in P_SWEEP)),
         tuple(sweep_rows),
+        name="p_sweep",
     )
     return [main, sweep]
 
@@ -220,6 +237,7 @@ def analysis_table(
         "performance feature of the reference (shared memory, tensor cores, async copies, vector loads, "
         "shuffles, parallel launch), the kernel, or their work to a library. Percent, pooled over "
         f"trajectories; [95% bootstrap interval over tasks, {resamples} resamples, seed {seed}].",
+        name="analysis",
     )
 
 
@@ -254,6 +272,7 @@ def swing_table(entries: Sequence[Mapping[str, Any]]) -> Table:
         "order (p ascending, L0..L4, H1..H4, iterative then repeated; a pairing: second side minus first). "
         "from: runs (separate groups differing in one setting), p_sweep (one group's own sweep), pairing "
         "(a named pair declared in the sweep file). >= marks a lower bound.",
+        name="swing",
     )
 
 
@@ -274,6 +293,7 @@ def kendall_table(entries: Sequence[Mapping[str, Any]]) -> Table:
         ("protocol A", "protocol B", "axis", "from", "models", "tau-b", "p"),
         tuple(rows),
         keys=3,
+        name="kendall",
     )
 
 
@@ -314,6 +334,7 @@ def breakdown_table(
         ("model", "protocol", name, "tasks", "pass@1", "pass@k"),
         tuple(rows),
         keys=3,
+        name="by_" + name.replace(" ", "_"),
     )
 
 
@@ -378,6 +399,7 @@ def usage_table(groups: Sequence[GroupMetrics], usage: Mapping[Any, Any]) -> Tab
         "gave token counts, of all; reasoning tokens are part of the completion tokens. Cost at the prices "
         "of the models file (US dollars; - without prices); per repair: cost over the sessions that "
         "passed. cached replies: served by the reply cache, not asked again; paid: cost less those.",
+        name="usage",
     )
 
 

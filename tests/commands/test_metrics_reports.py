@@ -28,7 +28,7 @@ def table(tmp_path: Path) -> Path:
 def test_json_output_is_exactly_the_spec(table: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["metrics", str(table), "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
-    assert set(doc) == {"groups", "swing", "kendall_tau", "paper_tables"}
+    assert set(doc) == {"groups", "swing", "kendall_tau", "paper_tables", "interval", "tables"}
     g = next(g for g in doc["groups"] if g["model"] == "m" and g["protocol"]["feedback"] == "L3")
     assert set(g) >= {
         "model",
@@ -60,9 +60,11 @@ def test_json_output_is_exactly_the_spec(table: Path, capsys: pytest.CaptureFixt
 def test_human_formats_show_percentages_with_intervals(table: Path, tmp_path: Path) -> None:
     out = {}
     for fmt in ("markdown", "csv", "latex"):
-        target = tmp_path / f"report.{fmt}"
+        target = tmp_path / (f"report.{fmt}" if fmt != "csv" else "csv")  # CSV: a folder, a file per table
         assert main(["metrics", str(table), "--format", fmt, "-o", str(target), "--by", "family"]) == 0
-        out[fmt] = target.read_text()
+        out[fmt] = (
+            "".join(p.read_text() for p in sorted(target.iterdir())) if fmt == "csv" else target.read_text()
+        )
     assert "| m | iterative K3 L3 H2 T0 p0.7 in-loop | 4 | 25.0 [" in out["markdown"]
     assert "| >=25.0 [" in out["markdown"]  # p = 1.0 above the in-loop gate: a lower bound
     assert "p=1.0 bound" in out["csv"] and ",lower_bound" in out["csv"]

@@ -134,7 +134,7 @@ def test_a_batch_against_a_loopback_server_runs_and_scores(
 
     (spec,) = read_manifest(tmp_path / "sessions" / "r").models
     assert (spec.base_url, spec.stream, spec.timeout_s) == (server.url, False, 30.0)
-    assert main(["metrics", "sessions/r", "--format", "csv"]) == 0
+    assert main(["metrics", "sessions/r", "--format", "csv", "--table", "main"]) == 0
     assert "local-coder" in capsys.readouterr().out
 
 
