@@ -1,8 +1,9 @@
 """beavertui as pip installs it: a wheel built from this checkout, in a fresh virtual environment outside
 the repository, run from another folder, finds its bundled corpus and demo sessions.
 
-The environment sees the system's site-packages for the dependencies (no download), but beavertui itself
-is the wheel's copy: the test checks where it is imported from.
+The environment sees the dependencies where the interpreter running the tests finds them (its own
+site-packages, a virtual environment's included; no download), after its own site-packages, so beavertui
+itself is the wheel's copy: the test checks where it is imported from.
 """
 
 from __future__ import annotations
@@ -46,11 +47,17 @@ def test_the_wheel_works_from_any_folder(tmp_path: Path) -> None:
     )  # fmt: skip
     assert built.returncode == 0, built.stderr
     (wheel,) = wheels.glob("beavertui-*.whl")
-    made = _run(
-        [sys.executable, "-m", "venv", "--without-pip", "--system-site-packages", str(venv)], tmp_path, env
-    )
+    made = _run([sys.executable, "-m", "venv", "--without-pip", str(venv)], tmp_path, env)
     assert made.returncode == 0, made.stderr
     python = venv / "bin" / "python"
+    # the dependencies: the folders of site-packages of the interpreter running the tests, listed after the
+    # new environment's own (``--system-site-packages`` would reach the base interpreter's, which holds none
+    # of them when the tests run inside a virtual environment)
+    own = _run([str(python), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"], tmp_path, env)
+    assert own.returncode == 0, own.stderr
+    outer = [p for p in sys.path if p.endswith(("site-packages", "dist-packages")) and Path(p).is_dir()]
+    assert outer, sys.path
+    (Path(own.stdout.strip()) / "_tested_with.pth").write_text("".join(f"{p}\n" for p in outer))
     put = _run(
         [sys.executable, "-m", "pip", "--python", str(python), "install", "--no-deps", "--no-index", "-q", str(wheel)],
         tmp_path, env,

@@ -26,7 +26,7 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root / "run"
 
 
-def test_the_third_runs_timeline_is_what_the_performance_doc_says(run: Path) -> None:
+def _the_third_runs_timeline_is_what_the_performance_doc_says(run: Path) -> None:
     doc = bt.analyse(bt.segment(bt.events_of(run), bt.last_start(run)))
     assert doc["sessions_ended"] == 7 and doc["span_s"] == pytest.approx(496.4, abs=0.1)
     assert doc["timing"]["count"] == 4 and doc["timing"]["sum_s"] == pytest.approx(161.0, abs=0.1)
@@ -57,7 +57,7 @@ def test_a_kept_start_check_is_counted_and_ends_a_quiet_stretch(run: Path, tmp_p
     assert doc["quiet"]["longest_s"] < 149.0  # the check's end splits the stretch
 
 
-def test_attempts_still_waiting_to_be_timed_and_what_they_waited_behind(run: Path) -> None:
+def _attempts_still_waiting_to_be_timed_and_what_they_waited_behind(run: Path) -> None:
     """The third run was cut with correct attempts waiting for their timing stage: they are counted, with
     how long they had waited, and the minute-long applied-kernels runs on the GPU meanwhile are named."""
     doc = bt.analyse(bt.segment(bt.events_of(run), bt.last_start(run)))
@@ -168,3 +168,10 @@ def test_builds_stopped_for_timing_are_counted_apart_from_stopped_runs(tmp_path:
         "count": 1, "sum_s": 1.5, "median_s": 1.5, "timing_stages_that_stopped_builds": 1,
     }  # fmt: skip
     assert doc["timed_again_for_memory"] == 1 and doc["reruns_alone"]["count"] == 0
+
+
+def test_the_recorded_release_batch_reads_back(run: Path) -> None:
+    """The recorded release batch (tests/data/release_batch.tar.gz) read back through bench/batch_timeline.py, one check each.
+    It fails only if the archive or the bench scripts that read it change."""
+    _the_third_runs_timeline_is_what_the_performance_doc_says(run)
+    _attempts_still_waiting_to_be_timed_and_what_they_waited_behind(run)

@@ -48,7 +48,7 @@ def _timing_notes(root: Path) -> list[str]:
     return sorted(set(notes))
 
 
-def test_no_candidate_is_compiled_with_the_gpu_held(tmp_path: Path) -> None:
+def _no_candidate_is_compiled_with_the_gpu_held(tmp_path: Path) -> None:
     """With the driver in the eval's compile environment, no kernelbench timing stage spent over 2 s building
     its models with the GPU held (8 stages, at most 0.8 s), where the seventh session's run had two of 59 s;
     the start checks of broken starts that pass loaded their pre-built extension. No timing ran out of
@@ -70,7 +70,7 @@ def test_no_candidate_is_compiled_with_the_gpu_held(tmp_path: Path) -> None:
     assert sorted(held) == [4.0, 10.4, 11.0, 11.7, 12.5]
 
 
-def test_inputs_drawn_on_the_gpu_in_a_batch(tmp_path: Path) -> None:
+def _inputs_drawn_on_the_gpu_in_a_batch(tmp_path: Path) -> None:
     """With inputs too large to keep drawn on the GPU once it is held, the start checks' three timings took
     4.8 s in all (14.3 s each before); six timings drew their inputs on the GPU, in 0.2 s each."""
     root, tl = _timeline("release-kernelbench-g", tmp_path)
@@ -96,7 +96,7 @@ def _bench(name: str) -> dict[str, Any]:
     return json.loads((DATA / name / "kernelbench-inputs.json").read_text())  # type: ignore[no-any-return]
 
 
-def test_inputs_drawn_on_the_gpu_alone() -> None:
+def _inputs_drawn_on_the_gpu_alone() -> None:
     """Nine problems of 3 to 16 GiB: the host draws their inputs in 3.4 to 34.1 s, the GPU in 0.31 to 0.36 s;
     the GPU held 0.59 s (median) with the GPU draw, 1.84 s with inputs copied from the host, and the
     reference call's median is the same on either (ratios within 1%). The other nine were not reached."""
@@ -132,7 +132,7 @@ def test_inputs_drawn_on_the_gpu_alone() -> None:
     assert len(dropped) == 9 and min(dropped) == 6.416 and max(dropped) == 32.858
 
 
-def test_inputs_sized_on_the_meta_device_are_not_drawn_ahead() -> None:
+def _inputs_sized_on_the_meta_device_are_not_drawn_ahead() -> None:
     """Sized on the meta device (0.001 s), inputs too large to keep are no longer drawn ahead: the driver's
     process took 3.4 and 3.8 s, against 8.4 and 7.5 s keeping them from the host."""
     doc = _bench("kernelbench-inputs-sized")
@@ -146,3 +146,19 @@ def test_inputs_sized_on_the_meta_device_are_not_drawn_ahead() -> None:
     assert summarize(doc)["median"]["ref_ratio"] == 1.0
     # the driver's tests on real torch passed on the same machine
     assert "2 passed" in (DATA / "kernelbench-inputs-sized" / "gpu-tests.log").read_text()
+
+
+def _fresh(tmp_path: Path, n: int) -> Path:
+    """A folder of its own under the test's, for each check that writes."""
+    d = tmp_path / str(n)
+    d.mkdir()
+    return d
+
+
+def test_the_records_of_2026_12_04c_read_back(tmp_path: Path) -> None:
+    """The records of docs/data/h200-2026-12-04c, recomputed, one check each.
+    It fails only if the archive or the bench scripts that read it change."""
+    _no_candidate_is_compiled_with_the_gpu_held(_fresh(tmp_path, 1))
+    _inputs_drawn_on_the_gpu_in_a_batch(_fresh(tmp_path, 2))
+    _inputs_drawn_on_the_gpu_alone()
+    _inputs_sized_on_the_meta_device_are_not_drawn_ahead()

@@ -63,7 +63,7 @@ def _summary(tmp_path: Path, *dirs: Path) -> tuple[str, dict]:  # type: ignore[t
     return proc.stdout, json.loads(out.read_text())
 
 
-def test_the_recorded_run_is_what_the_summary_says(tmp_path: Path) -> None:
+def _the_recorded_run_is_what_the_summary_says(tmp_path: Path) -> None:
     raw = json.loads((RUN / "release-stage.json").read_text())
     assert "H200" in raw["machine"]["gpus"] and raw["modes"] == ["on", "off"]
     rows = raw["tasks"]
@@ -91,7 +91,7 @@ def test_the_recorded_run_is_what_the_summary_says(tmp_path: Path) -> None:
     assert s["target"]["on"] == {"tasks": 65, "timed": 39, "at_most_target": 25, "median_of_all": "not known"}
 
 
-def test_the_later_run_decides_the_median_over_all_65_started_ahead_and_not_in_turn(tmp_path: Path) -> None:
+def _the_later_run_decides_the_median_over_all_65_started_ahead_and_not_in_turn(tmp_path: Path) -> None:
     text, s = _summary(tmp_path, RUN, REST)
     on = {**_timed(RUN, "on"), **_timed(REST, "on")}
     off = {**_timed(RUN, "off"), **_timed(REST, "off")}
@@ -115,7 +115,7 @@ def test_the_later_run_decides_the_median_over_all_65_started_ahead_and_not_in_t
     assert abs(p["reference_ms_on_over_off"] - 1.0) < 0.01
 
 
-def test_the_testbench_speed_lines_are_summed_per_process_and_stay_above_3_s(tmp_path: Path) -> None:
+def _the_testbench_speed_lines_are_summed_per_process_and_stay_above_3_s(tmp_path: Path) -> None:
     """cufft_samples: each of a stage's 3 processes runs both sides, so the stage has no run count (None)
     and its wall is spread over its processes; started ahead (BEAVERTUI_PRESTART=all) the stage is shorter,
     but every one is far above 3 s and the summary says so."""
@@ -138,7 +138,7 @@ def test_the_testbench_speed_lines_are_summed_per_process_and_stay_above_3_s(tmp
     assert fam_on["max_cv"] > 0.3 and fam_off["max_cv"] > 0.3  # noisy in both modes (31.6%, 35.9%)
 
 
-def test_runs_let_go_at_the_exit_mark_are_shorter_but_not_yet_shown_to_time_the_same(tmp_path: Path) -> None:
+def _runs_let_go_at_the_exit_mark_are_shorter_but_not_yet_shown_to_time_the_same(tmp_path: Path) -> None:
     text, s = _summary(tmp_path, EXIT)
     p = s["paired_exit"]
     assert p["tasks"] == 12 and p["wall_per_run_exit_s"] < p["wall_per_run_on_s"]
@@ -222,7 +222,7 @@ def test_an_even_count_split_in_halves_is_decided_by_the_two_middle_stages(tmp_p
     assert s["target"]["on"]["median_of_all"] == "> 3 s"
 
 
-def test_the_long_tasks_complete_the_cupti_set_in_turn_and_leave_one_untimed_ahead(tmp_path: Path) -> None:
+def _the_long_tasks_complete_the_cupti_set_in_turn_and_leave_one_untimed_ahead(tmp_path: Path) -> None:
     """cuda_207 timed both ways, cuda_216 in turn only: in turn all 65 are timed and their median is over
     3 s; ahead 36 of 65 are within 3 s, so the median over all 65 is within 3 s whatever cuda_216 takes."""
     rows = json.loads((LONG / "release-stage.json").read_text())["tasks"]
@@ -249,7 +249,7 @@ def test_the_long_tasks_complete_the_cupti_set_in_turn_and_leave_one_untimed_ahe
     assert list(s["left_out"]) == ["cuda_216__compile_error__dfb98af7"]
 
 
-def test_cufft_samples_parked_together_halve_the_stage_and_time_the_same(tmp_path: Path) -> None:
+def _cufft_samples_parked_together_halve_the_stage_and_time_the_same(tmp_path: Path) -> None:
     """BEAVERTUI_PRESTART=all with the testbench's three runs parked together: every one of the 9 stages is
     shorter than in turn, the speedups stay within 3.5% of their values in turn, and none is near 3 s."""
     assert json.loads((PARKED_REST / "release-stage.json").read_text())["order"] == sorted(
@@ -292,7 +292,7 @@ def test_cufft_samples_parked_together_halve_the_stage_and_time_the_same(tmp_pat
     assert s74["target"]["off"] == {"tasks": 74, "timed": 74, "at_most_target": 30, "median_of_all": "> 3 s"}
 
 
-def test_timing_under_build_load_against_the_same_tasks_alone(tmp_path: Path) -> None:
+def _timing_under_build_load_against_the_same_tasks_alone(tmp_path: Path) -> None:
     """17 CUPTI tasks timed while 12 threads built candidates (331 builds), against the same 17 from the run
     alone, both through the bench's summary: a process took about a quarter longer in both modes, starting
     ahead still saves, and the reference times and speedups stay as alone."""
@@ -367,7 +367,7 @@ def _compare(tmp_path: Path, a: Path, b: Path) -> tuple[str, dict]:  # type: ign
     return proc.stdout, json.loads(out.read_text())
 
 
-def test_cuda_216_timed_ahead_completes_the_cupti_set(tmp_path: Path) -> None:
+def _cuda_216_timed_ahead_completes_the_cupti_set(tmp_path: Path) -> None:
     """The last CUPTI task timed ahead: all 65 are, 36 within 3 s, median 2.84 s (what the long folder's
     test foresaw for any cuda_216 over 3 s)."""
     rows = json.loads((R216 / "release-stage.json").read_text())
@@ -403,7 +403,7 @@ def test_a_later_folder_adds_a_mode_without_losing_the_earlier_ones() -> None:
     assert rtb.merged({"family": "cuda", "error": "build failed"}, late) == late
 
 
-def test_the_load_against_the_gpu_alone_through_compare(tmp_path: Path) -> None:
+def _the_load_against_the_gpu_alone_through_compare(tmp_path: Path) -> None:
     """compare pairs the 17 tasks of the load run with the same tasks of the run alone: the numbers the
     summary gives for a folder of those 17 alone, and the per-task ratios."""
     text, c = _compare(tmp_path, RUN, LOAD)
@@ -423,7 +423,7 @@ def test_the_load_against_the_gpu_alone_through_compare(tmp_path: Path) -> None:
     assert "stage 1.254x, wall per process 1.29x" in text
 
 
-def test_builds_at_a_lower_priority_do_not_take_the_load_off_the_timing_stage(tmp_path: Path) -> None:
+def _builds_at_a_lower_priority_do_not_take_the_load_off_the_timing_stage(tmp_path: Path) -> None:
     """The same 17 tasks under 12 build threads, four times in one call: builds at the caller's priority,
     at niceness +10, at +10 on every CPU but the first, and at the caller's again. Per process, +10 is 3.4%
     and pinned 6.2% shorter than the first; the second run at the caller's priority is within 0.2% of the
@@ -474,7 +474,7 @@ def test_builds_at_a_lower_priority_do_not_take_the_load_off_the_timing_stage(tm
 TIMING_CPUS = DATA / "timing-cpus"
 
 
-def test_the_timed_processes_on_cpus_of_their_own_take_no_load_off_either(tmp_path: Path) -> None:
+def _the_timed_processes_on_cpus_of_their_own_take_no_load_off_either(tmp_path: Path) -> None:
     """The first 10 tasks under 12 build threads, four runs of one call: the timed processes on every CPU,
     on CPUs 0 and 1 alone, there with the builds kept on the other 14, and on every CPU again. The first run
     timed 7 before its budget ran out; on those 7 a process took 0.532, 0.531 and 0.535 s against 0.539 s
@@ -504,7 +504,7 @@ def test_the_timed_processes_on_cpus_of_their_own_take_no_load_off_either(tmp_pa
 LOAD_ALL = DATA / "release-stage-load-all"
 
 
-def test_the_whole_cupti_set_under_load_against_it_alone(tmp_path: Path) -> None:
+def _the_whole_cupti_set_under_load_against_it_alone(tmp_path: Path) -> None:
     """43 of 65 timed ahead under 12 build threads: median 3.43 s, 13 within 3 s; the same 43 alone (the four
     folders merged as the summary merges them) 2.62 s; a process 1.25x as long, its end most of all."""
     rtb = _bench()
@@ -542,7 +542,7 @@ def test_the_whole_cupti_set_under_load_against_it_alone(tmp_path: Path) -> None
     assert (a["phases"]["cuda_to_exit_s"], b["phases"]["cuda_to_exit_s"]) == (0.258, 0.266)
 
 
-def test_builds_stopped_while_a_stage_measures_give_back_what_the_build_load_took(tmp_path: Path) -> None:
+def _builds_stopped_while_a_stage_measures_give_back_what_the_build_load_took(tmp_path: Path) -> None:
     raw = json.loads((LOAD_STOP / "release-stage.json").read_text())
     assert raw["modes"] == ["on", "stop"] and raw["build_load"] == 12 and "H200" in raw["machine"]["gpus"]
     on, stop = _timed(LOAD_STOP, "on"), _timed(LOAD_STOP, "stop")
@@ -570,7 +570,7 @@ def test_builds_stopped_while_a_stage_measures_give_back_what_the_build_load_too
     assert "in mode stop, they were stopped while it measured" in text
 
 
-def test_runs_let_go_at_the_exit_mark_under_build_load_take_more_runs_and_longer_stages(
+def _runs_let_go_at_the_exit_mark_under_build_load_take_more_runs_and_longer_stages(
     tmp_path: Path,
 ) -> None:
     on, ex = _timed(LOAD_EXIT, "on"), _timed(LOAD_EXIT, "exit")
@@ -593,7 +593,7 @@ def test_runs_let_go_at_the_exit_mark_under_build_load_take_more_runs_and_longer
 LOAD_STOP_REST = DATA / "release-stage-load-stop-rest"
 
 
-def test_the_cupti_set_under_load_with_builds_stopped_against_it_alone(tmp_path: Path) -> None:
+def _the_cupti_set_under_load_with_builds_stopped_against_it_alone(tmp_path: Path) -> None:
     """64 of 65 timed under 12 build threads with the builds stopped while a stage measures (the second
     folder run with ``--after`` the first, mode stop only): median 3.00 s; cuda_216 (35.6 s alone) was not
     reached, so the median over all 65 is known only to lie between two timed stages. Against the same 64
@@ -652,7 +652,7 @@ def test_the_median_bounds_of_stages_not_all_timed() -> None:
 CUFFT_BATCH = DATA / "release-batch-cufft-park"
 
 
-def test_a_batch_parks_a_testbenchs_runs_before_its_hold(tmp_path: Path) -> None:
+def _a_batch_parks_a_testbenchs_runs_before_its_hold(tmp_path: Path) -> None:
     """A real batch (scripts/gpu-release-batch.sh, scripted:@alternate, K = 2) over the nine cufft_samples
     instances on one H200: its timing stages took 2.2 to 2.7 s, where the bench's runs parked together inside
     the hold took 7.0 to 9.7 s for the same tasks; the runs started and parked before the hold, on a build
@@ -695,3 +695,32 @@ def test_a_batch_parks_a_testbenchs_runs_before_its_hold(tmp_path: Path) -> None
     assert "2 unfinished session(s) left out of every rate" in metrics
     tl = json.loads((CUFFT_BATCH / "timeline.json").read_text())
     assert tl["timing"] == {"count": 6, "sum_s": 14.5, "median_s": 2.38}
+
+
+def _fresh(tmp_path: Path, n: int) -> Path:
+    """A folder of its own under the test's, for each check that writes."""
+    d = tmp_path / str(n)
+    d.mkdir()
+    return d
+
+
+def test_the_release_stage_records_read_back(tmp_path: Path) -> None:
+    """The records of docs/data/h200-2026-12-04 (release-stage*, build-priority, timing-cpus,
+    release-batch-cufft-park), recomputed through bench/release_timing_bench.py, one check each.
+    It fails only if the archive or the bench scripts that read it change."""
+    _the_recorded_run_is_what_the_summary_says(_fresh(tmp_path, 1))
+    _the_later_run_decides_the_median_over_all_65_started_ahead_and_not_in_turn(_fresh(tmp_path, 2))
+    _the_testbench_speed_lines_are_summed_per_process_and_stay_above_3_s(_fresh(tmp_path, 3))
+    _runs_let_go_at_the_exit_mark_are_shorter_but_not_yet_shown_to_time_the_same(_fresh(tmp_path, 4))
+    _the_long_tasks_complete_the_cupti_set_in_turn_and_leave_one_untimed_ahead(_fresh(tmp_path, 5))
+    _cufft_samples_parked_together_halve_the_stage_and_time_the_same(_fresh(tmp_path, 6))
+    _timing_under_build_load_against_the_same_tasks_alone(_fresh(tmp_path, 7))
+    _cuda_216_timed_ahead_completes_the_cupti_set(_fresh(tmp_path, 8))
+    _the_load_against_the_gpu_alone_through_compare(_fresh(tmp_path, 9))
+    _builds_at_a_lower_priority_do_not_take_the_load_off_the_timing_stage(_fresh(tmp_path, 10))
+    _the_timed_processes_on_cpus_of_their_own_take_no_load_off_either(_fresh(tmp_path, 11))
+    _the_whole_cupti_set_under_load_against_it_alone(_fresh(tmp_path, 12))
+    _builds_stopped_while_a_stage_measures_give_back_what_the_build_load_took(_fresh(tmp_path, 13))
+    _runs_let_go_at_the_exit_mark_under_build_load_take_more_runs_and_longer_stages(_fresh(tmp_path, 14))
+    _the_cupti_set_under_load_with_builds_stopped_against_it_alone(_fresh(tmp_path, 15))
+    _a_batch_parks_a_testbenchs_runs_before_its_hold(_fresh(tmp_path, 16))

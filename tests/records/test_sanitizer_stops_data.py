@@ -12,8 +12,6 @@ import tarfile
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "docs" / "data" / "h200-2026-12-04"
 sys.path.insert(0, str(ROOT / "bench"))
@@ -55,7 +53,7 @@ C2D, R2C, C16K = (
 )
 
 
-def test_sanitizer_runs_stopped_in_their_first_seconds_did_not_go_on(tmp_path: Path) -> None:
+def _sanitizer_runs_stopped_in_their_first_seconds_did_not_go_on(tmp_path: Path) -> None:
     """Batch with the former rule (sanitizer runs stopped for timing): the two stopped 7 and 4 s in ran to
     their 300 s limit, their harness still at its build step; the one stopped 11 s in ended."""
     root = _unpacked("release-cufft-watch", tmp_path)
@@ -72,7 +70,7 @@ def test_sanitizer_runs_stopped_in_their_first_seconds_did_not_go_on(tmp_path: P
     assert "cut: cufft_samples_c2c_2d_1024x1024" in (DATA / "release-cufft-watch" / "batch.log").read_text()
 
 
-def test_the_same_batch_with_every_run_stoppable_again_left_two_sanitizer_runs_hung(tmp_path: Path) -> None:
+def _the_same_batch_with_every_run_stoppable_again_left_two_sanitizer_runs_hung(tmp_path: Path) -> None:
     """--pause-for-timing all on a fresh cache: stopped 7 and 2 s in, both still running 184 and 188 s in
     when the call's budget cut the batch; their checks' runs had ended (said before the sanitizer)."""
     root = _unpacked("release-cufft-stopall", tmp_path)
@@ -86,7 +84,7 @@ def test_the_same_batch_with_every_run_stoppable_again_left_two_sanitizer_runs_h
         assert checks[k]["in_flight"] and [s["stage"] for s in checks[k]["stages"]] == ["build", "run"]
 
 
-def test_with_sanitizer_runs_waited_for_every_session_ended(tmp_path: Path) -> None:
+def _with_sanitizer_runs_waited_for_every_session_ended(tmp_path: Path) -> None:
     root = _unpacked("release-cufft-nostop", tmp_path)
     assert (
         "9/9 sessions (0 already done), 8 passed" in (DATA / "release-cufft-nostop" / "batch.log").read_text()
@@ -104,7 +102,7 @@ def test_with_sanitizer_runs_waited_for_every_session_ended(tmp_path: Path) -> N
     assert (len(walls), min(walls), statistics.median(walls), max(walls)) == (9, 2.962, 3.316, 3.646)
 
 
-def test_runs_after_a_cached_applied_build_compiled_again(tmp_path: Path) -> None:
+def _runs_after_a_cached_applied_build_compiled_again(tmp_path: Path) -> None:
     """On a machine whose compile cache held the reference submissions' builds, those builds were restored
     (0.05-0.08 s) and the test runs after them compiled both extensions again: 50 to 73 s each."""
     root = _unpacked("release-cufft-stopall-warm", tmp_path)
@@ -122,11 +120,28 @@ def test_runs_after_a_cached_applied_build_compiled_again(tmp_path: Path) -> Non
     )  # fmt: skip
 
 
-@pytest.mark.parametrize("part", ["probe-1.json", "probe-2.json"])
-def test_stops_alone_did_not_hang_a_sanitizer_run(part: str) -> None:
+def _stops_alone_did_not_hang_a_sanitizer_run(part: str) -> None:
     """The probe (bench/sanitizer_stop_probe.py) on an idle H200: every case, stopped 0.1 to 4 s in for 10 or
     15 s or not at all, with the sanitizer's launch timeout or without, ended with exit 0."""
     got = json.loads((DATA / "sanitizer-stop-probe" / part).read_text())
     assert got and all(r["rc"] == 0 and not r["timed_out"] for r in got.values())
     stopped = [r for r in got.values() if r["stop_at_s"] is not None]
     assert stopped and all(r["stopped"] and r["paused_s"] >= 10.0 for r in stopped)
+
+
+def _fresh(tmp_path: Path, n: int) -> Path:
+    """A folder of its own under the test's, for each check that writes."""
+    d = tmp_path / str(n)
+    d.mkdir()
+    return d
+
+
+def test_the_sanitizer_stop_records_read_back(tmp_path: Path) -> None:
+    """The records of docs/data/h200-2026-12-04 (release-cufft-*, sanitizer-stop-probe), recomputed,
+    one check each. It fails only if the archive or the bench scripts that read it change."""
+    _sanitizer_runs_stopped_in_their_first_seconds_did_not_go_on(_fresh(tmp_path, 1))
+    _the_same_batch_with_every_run_stoppable_again_left_two_sanitizer_runs_hung(_fresh(tmp_path, 2))
+    _with_sanitizer_runs_waited_for_every_session_ended(_fresh(tmp_path, 3))
+    _runs_after_a_cached_applied_build_compiled_again(_fresh(tmp_path, 4))
+    _stops_alone_did_not_hang_a_sanitizer_run("probe-1.json")
+    _stops_alone_did_not_hang_a_sanitizer_run("probe-2.json")

@@ -51,7 +51,7 @@ def summary(tmp_path: Path, *dirs: Path) -> tuple[str, dict]:  # type: ignore[ty
     return proc.stdout, json.loads(out.read_text())
 
 
-def test_the_recorded_pieces_give_a_lower_bound_and_no_ratio(tmp_path: Path) -> None:
+def _the_recorded_pieces_give_a_lower_bound_and_no_ratio(tmp_path: Path) -> None:
     text, got = summary(tmp_path, *DATA)
     scheduled, naive = finished(DATA)
     tasks = {t for b in naive for t in b["tasks"]}
@@ -67,7 +67,7 @@ def test_the_recorded_pieces_give_a_lower_bound_and_no_ratio(tmp_path: Path) -> 
     assert not (DATA[0] / "summary.json").exists()  # nothing is written into the data folders
 
 
-def test_all_recorded_pieces_cover_the_40_tasks_and_give_the_ratio(tmp_path: Path) -> None:
+def _all_recorded_pieces_cover_the_40_tasks_and_give_the_ratio(tmp_path: Path) -> None:
     text, got = summary(tmp_path, *DATA, REST)
     scheduled, naive = finished([*DATA, REST])
     # every task of the scheduled run once, each piece finished with its sessions passed
@@ -110,7 +110,7 @@ def test_the_recorded_stage_runs_are_summed_up_from_their_tasks_and_failures_are
     assert len(got["stage"]) == 2
 
 
-def test_each_finished_scheduled_run_gets_its_ratio_against_the_same_naive_pieces(tmp_path: Path) -> None:
+def _each_finished_scheduled_run_gets_its_ratio_against_the_same_naive_pieces(tmp_path: Path) -> None:
     text, got = summary(tmp_path, *DATA, REST, AGAIN)
     again = json.loads((AGAIN / "batch-scheduled.json").read_text())
     assert again["rc"] == 0 and not again["cut_by_budget"] and again["side_budget_ms"] == 0.0
@@ -154,7 +154,7 @@ def _paused(doc: dict) -> tuple[int, float, int]:  # type: ignore[type-arg]
     return p["count"], p["sum_s"], p["timing_stages_that_stopped_runs"]
 
 
-def test_the_waits_and_stops_of_the_two_scheduled_runs(tmp_path: Path) -> None:
+def _the_waits_and_stops_of_the_two_scheduled_runs(tmp_path: Path) -> None:
     """The timing waits of the run with the 5 s idle wait against the run before it, and its stops: the
     ones that idled the GPU did so within 0.7 s; a stop that did not (a hung run among those stopped) held
     its runs 5 s when no sanitizer run was among them, 30 s when one was."""
@@ -217,7 +217,7 @@ def test_the_waits_and_stops_of_the_two_scheduled_runs(tmp_path: Path) -> None:
     assert odd["iteration"] == 1 and odd["result"]["paused_s"] == 30.1503
 
 
-def test_scheduled_runs_with_builds_stopped_or_going_are_told_apart(tmp_path: Path) -> None:
+def _scheduled_runs_with_builds_stopped_or_going_are_told_apart(tmp_path: Path) -> None:
     """A scheduled run records its --builds-in-timing; the summary names it beside the run and its ratio. A
     run recorded before the setting existed had its builds go on, and is named so."""
     sys.path.insert(0, str(ROOT / "bench"))
@@ -239,7 +239,7 @@ def test_scheduled_runs_with_builds_stopped_or_going_are_told_apart(tmp_path: Pa
     assert tfb.builds_words(two) == " (builds going on during timing: auto, on several GPUs)"
 
 
-def test_the_40_task_batch_with_builds_stopped_for_timing(tmp_path: Path) -> None:
+def _the_40_task_batch_with_builds_stopped_for_timing(tmp_path: Path) -> None:
     """The same 40-task batch with --builds-in-timing stop (the default on one GPU), one H200: all passed in
     477.2 s, against 465.9 s with builds going on (2026-12-04, an earlier call). 89 of its 107 timing stages
     stopped builds (51 builds, 373.5 s stopped in all); the timing stages themselves took no less."""
@@ -306,7 +306,7 @@ def _stopped(events: list[dict], kind: str) -> tuple[int, int]:  # type: ignore[
     return len(stages), sum(1 for e in stages if e["result"].get("paused_s"))
 
 
-def test_the_40_task_batch_with_sanitizer_runs_waited_for(tmp_path: Path) -> None:
+def _the_40_task_batch_with_sanitizer_runs_waited_for(tmp_path: Path) -> None:
     """The 40-task batch again (2026-12-04, seventh session) with sanitizer runs waited for rather than
     stopped: all 40 passed in 406.1 s, 6.91x the naive side. None of its 36 sanitizer runs was stopped,
     against 14 of 36 in each of the two runs before it; its timing stages stopped runs twice, against 58
@@ -345,3 +345,23 @@ def test_a_scheduled_result_names_its_rule_for_runs_beside_timing() -> None:
         " (builds going on during timing; runs and sanitizer runs stopped for timing)"
     )
     assert tfb.builds_words(one) == " (builds stopped for timing: auto, on one GPU)"  # not recorded: not said
+
+
+def _fresh(tmp_path: Path, n: int) -> Path:
+    """A folder of its own under the test's, for each check that writes."""
+    d = tmp_path / str(n)
+    d.mkdir()
+    return d
+
+
+def test_the_timing_bench_records_read_back(tmp_path: Path) -> None:
+    """The timing-bench records of docs/data/h200-2026-12-02 to -04b, recomputed through
+    bench/timing_floor_bench.py and bench/batch_timeline.py, one check each.
+    It fails only if the archive or the bench scripts that read it change."""
+    _the_recorded_pieces_give_a_lower_bound_and_no_ratio(_fresh(tmp_path, 1))
+    _all_recorded_pieces_cover_the_40_tasks_and_give_the_ratio(_fresh(tmp_path, 2))
+    _each_finished_scheduled_run_gets_its_ratio_against_the_same_naive_pieces(_fresh(tmp_path, 3))
+    _the_waits_and_stops_of_the_two_scheduled_runs(_fresh(tmp_path, 4))
+    _scheduled_runs_with_builds_stopped_or_going_are_told_apart(_fresh(tmp_path, 5))
+    _the_40_task_batch_with_builds_stopped_for_timing(_fresh(tmp_path, 6))
+    _the_40_task_batch_with_sanitizer_runs_waited_for(_fresh(tmp_path, 7))
