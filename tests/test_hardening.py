@@ -208,7 +208,7 @@ def _header():  # type: ignore[no-untyped-def]
 
 def test_batch_with_a_run_id_outside_the_sessions_folder_is_refused(tmp_path: Path) -> None:
     p = cli(
-        "batch", "--protocol", "default", "--models", "scripted:@reference", "--corpus", str(RECORDED),
+        "batch", "--protocol", "legacy", "--models", "scripted:@reference", "--corpus", str(RECORDED),
         "--toolchain", f"recorded:{RECORDED / 'vec_scale.recordings.jsonl'}", "--sessions-dir",
         str(tmp_path / "s"), "--run-id", "../../x", "--quiet", cwd=tmp_path,
     )  # fmt: skip

@@ -31,6 +31,7 @@ import hashlib
 import itertools
 import json
 import os
+import sys
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
@@ -48,6 +49,15 @@ MAX_PROTOCOL_BYTES = 1 << 20
 
 #: Folder of the protocol files shipped with the package (``--protocol NAME`` finds them by name).
 BUNDLED_DIR = Path(__file__).resolve().parents[1] / "protocols"
+#: Bundled files renamed: the earlier default protocol and its sweeps are ``legacy*.toml`` (``paper.toml`` is
+#: the default). The old names still load, with a note.
+RENAMED = {
+    "default": "legacy",
+    "feedback": "legacy-feedback",
+    "gate": "legacy-gate",
+    "history": "legacy-history",
+    "method": "legacy-method",
+}
 
 
 class ModelSpec(BaseModel):
@@ -210,6 +220,10 @@ def find_protocol_file(spec: str) -> Path:
     for candidate in (BUNDLED_DIR / spec, BUNDLED_DIR / f"{spec}.toml"):
         if candidate.is_file():
             return candidate
+    renamed = RENAMED.get(spec.removesuffix(".toml"))
+    if renamed is not None:
+        print(f"beavertui: protocol {spec} is now called {renamed}; the old name will go", file=sys.stderr)
+        return BUNDLED_DIR / f"{renamed}.toml"
     names = ", ".join(sorted(p.stem for p in BUNDLED_DIR.glob("*.toml")))
     raise BeaverError(f"{spec}: no such protocol file (bundled: {names})")
 

@@ -54,9 +54,26 @@ def test_every_bundled_file_says_where_it_departs_from_the_paper() -> None:
         spec = load_batch_file(find_protocol_file(name))
         assert spec.departures, f"{name}.toml lists no departures"
     # the files kept from before say they are not the paper's protocol
-    for name in ("default", "gate", "method", "feedback", "history"):
+    for name in ("legacy", "legacy-gate", "legacy-method", "legacy-feedback", "legacy-history"):
         assert all(p.gate_mode == "in_loop" for p in protocols(name))
         assert any("inside the loop" in d for d in load_batch_file(find_protocol_file(name)).departures)
+
+
+def test_the_earlier_names_of_the_legacy_files_still_load_with_a_note(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """default.toml and its sweeps became legacy*.toml: the old names give the same protocols, and say so."""
+    for old, new in (("default", "legacy"), ("gate", "legacy-gate"), ("method.toml", "legacy-method"),
+                     ("feedback", "legacy-feedback"), ("history", "legacy-history")):  # fmt: skip
+        assert find_protocol_file(old) == BUNDLED_DIR / f"{new}.toml"
+        assert (
+            capsys.readouterr().err
+            == f"beavertui: protocol {old} is now called {new}; the old name will go\n"
+        )
+        assert load_batch_file(find_protocol_file(new)).name == new
+    assert capsys.readouterr().err == ""  # the new names say nothing
+    with pytest.raises(BeaverError, match="no such protocol file"):
+        find_protocol_file("legacy-gait")
 
 
 def test_unknown_fields_of_variants_and_pairings_are_one_line_errors(tmp_path: Path) -> None:

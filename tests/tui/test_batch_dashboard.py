@@ -71,7 +71,7 @@ def text_of(widget: Any) -> str:
 
 
 async def test_dashboard_runs_a_sweep_to_its_end(tmp_path: Path) -> None:
-    app, run_dir = prepared(tmp_path, "--protocol", "gate")
+    app, run_dir = prepared(tmp_path, "--protocol", "legacy-gate")
     async with app.run_test(size=SIZE) as pilot:
         dash = app.dashboard
         await wait_for(pilot, lambda: not dash.running, timeout=20)

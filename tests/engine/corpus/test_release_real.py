@@ -443,7 +443,7 @@ def test_unfinished_sessions_are_left_out_of_every_rate(
         [
             "batch", "--corpus", str(RECORDED_CORPUS), "--models", "scripted:vec_scale_demo.toml",
             "--toolchain", f"recorded:{RECORDED_CORPUS / 'vec_scale.recordings.jsonl'}",
-            "--sessions-dir", str(tmp_path), "--protocol", "default", "--run-id", "r", "--quiet", "--samples", "2",
+            "--sessions-dir", str(tmp_path), "--protocol", "legacy", "--run-id", "r", "--quiet", "--samples", "2",
         ]
     )  # fmt: skip
     assert rc == 0

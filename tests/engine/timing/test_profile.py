@@ -173,7 +173,7 @@ def test_a_batch_with_l4_is_refused_in_one_line_where_ncu_cannot_run(
     from beavertui.cli import main
 
     monkeypatch.setenv("PATH", str(tmp_path))
-    args = ["batch", "--protocol", "feedback", "--models", "scripted:@reference", "--corpus",
+    args = ["batch", "--protocol", "legacy-feedback", "--models", "scripted:@reference", "--corpus",
             str(DATA / "recorded"), "--sessions-dir", str(tmp_path / "s"), "--run-id", "x"]  # fmt: skip
     assert main(args) == 2
     err = capsys.readouterr().err.strip().splitlines()
