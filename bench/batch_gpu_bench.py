@@ -13,7 +13,7 @@ broken start and the reference in turn, so every attempt really builds, runs and
    scheduled way on the same subset with a cold cache, for an apples-to-apples speedup;
 3. harness overhead per attempt from the naive sessions' own time stamps: session wall time minus the
    stage durations (build, run, sanitizer, benchmark) minus the timing stages, divided by attempts.
-Results: ``<out>/gpu_bench.json`` (and metrics.md, metrics.json) — what docs/performance.md quotes.
+Results: ``<out>/gpu_bench.json`` (and metrics.md, metrics.json) — what docs/lab/h200-2026-11-30b.md quotes.
 """
 
 from __future__ import annotations

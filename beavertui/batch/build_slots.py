@@ -16,7 +16,7 @@ class BuildSlots:
     processes that registered (``running``, through StageConfig.pausable) are stopped (SIGSTOP) for the
     hold and continued after it, a build that starts its process meanwhile is stopped at once, and no slot
     is granted until the hold ends. A stop counts in neither a build's time limit nor its duration
-    (sandbox.Started.pause). Builds beside a timing make its timed processes slower (docs/performance.md)."""
+    (sandbox.Started.pause). Builds beside a timing make its timed processes slower (docs/lab/h200-2026-12-04.md)."""
 
     def __init__(self, n: int, stop_for_timing: bool = False) -> None:
         self.n = max(1, n)

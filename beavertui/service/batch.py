@@ -512,8 +512,8 @@ def default_cache_dir() -> Path:
 
 def stop_builds_for_timing(setting: str, gpus: list[str]) -> bool:
     """Whether builds stop while a GPU is held alone for timing (--builds-in-timing): ``auto`` stops them on
-    a machine with one GPU, where nothing else could use that time: on the H200, 12 build threads made the
-    release's timing stages 1.24x as long (docs/performance.md). With more GPUs, one GPU's timing would stop
+    a machine with one GPU, where nothing else could use that time: builds beside a timing stage make it
+    longer (docs/scheduling.md). With more GPUs, one GPU's timing would stop
     the builds the others wait for."""
     if setting not in ("auto", "go", "stop"):
         raise BeaverError(f"builds in timing {setting!r}: expected auto, go or stop")
@@ -546,7 +546,7 @@ def make_toolchain(spec: str, gpus: list[str], options: BatchOptions) -> tuple[A
         from beavertui.engine.toolchain.resolve import NO_GPU, NO_GPU_TOOLCHAIN
 
         raise NoGpuError(NO_GPU + NO_GPU_TOOLCHAIN)
-    # a timing stage stops the long runs on its GPU instead of waiting minutes for them (docs/performance.md)
+    # a timing stage stops the long runs on its GPU instead of waiting minutes for them (docs/scheduling.md)
     stop_runs, stop_instrumented = pauses_for_timing(options.pause_for_timing)
     pool = GpuPool(
         gpus,

@@ -1,5 +1,5 @@
 """bench/batch_timeline.py on the recorded release batch (tests/data/release_batch.tar.gz, three H200 runs):
-the numbers docs/performance.md quotes for the third run come out of the session files, a kept check of
+the numbers docs/lab/h200-2026-12-01.md quotes for the third run come out of the session files, a kept check of
 a broken start, which no session file holds, is counted from its startlogs file, and the correct attempts a
 cut run left waiting for their timing stage are counted with what they waited behind."""
 

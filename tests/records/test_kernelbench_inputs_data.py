@@ -1,4 +1,4 @@
-"""The H200 records of the eighth session of 2026-12-04 (docs/data/h200-2026-12-04c; docs/performance.md),
+"""The H200 records of the eighth session of 2026-12-04 (docs/data/h200-2026-12-04c; docs/lab/h200-2026-12-04c.md),
 recomputed: two kernelbench batches (the driver in the eval's compile environment and timings made again
 for their memory, then inputs too large to keep drawn on the GPU once it is held), and the driver's inputs
 measured alone (bench/kernelbench_inputs_bench.py), before and after it sized them on torch's meta device."""

@@ -1,4 +1,4 @@
-"""The H200 records of the seventh session of 2026-12-04 (docs/data/h200-2026-12-04b; docs/performance.md),
+"""The H200 records of the seventh session of 2026-12-04 (docs/data/h200-2026-12-04b; docs/lab/h200-2026-12-04b.md),
 recomputed: the kernelbench batch with sanitizer runs waited for, before and after a run made again alone for
 its memory stopped waiting by stopping the GPU's runs; and cufft_samples twice on one machine, the second
 time with every build in the compile cache, after builds bound to their work dir stopped being restored."""

@@ -1,5 +1,5 @@
 """The H200 records behind the rule that a timing stage waits for a sanitizer run instead of stopping it
-(docs/data/h200-2026-12-04/release-cufft-*, sanitizer-stop-probe; docs/performance.md), recomputed: which
+(docs/data/h200-2026-12-04/release-cufft-*, sanitizer-stop-probe; docs/lab/h200-2026-12-04.md), recomputed: which
 sanitizer runs were stopped, when, and whether they ended, from the batches' process snapshots
 (bench/procs_watch.py) and kept start checks; the batch with the new rule; the probe of stops alone."""
 

@@ -1,7 +1,7 @@
 """bench/timing_floor_bench.py summary over the H200 runs recorded in docs/data: the 40-task ratio is claimed
 only when finished naive pieces cover the scheduled run's tasks; until then the lower bound they give. Each
 finished scheduled run gets its own ratio against the same naive pieces; bench/batch_timeline.py over the
-session files of the two finished scheduled runs gives the waits and stops docs/performance.md quotes."""
+session files of the two finished scheduled runs gives the waits and stops docs/lab/h200-2026-12-02.md quotes."""
 
 from __future__ import annotations
 

@@ -152,8 +152,8 @@ def kernelbench_compile_env(test_command: str) -> dict[str, str]:
     another process that loads the same candidate (the timing driver): the test command's
     ``set_gpu_arch([...])`` sets TORCH_CUDA_ARCH_LIST to the names it lists, and the eval (and the build
     stage's pre-build, prebuild_command) sets TORCH_USE_CUDA_DSA=1 before it loads the candidate. Loaded under
-    another arch list, the extension is compiled again rather than loaded from the pre-build: on the H200 a
-    timing stage spent 59 s of its GPU hold building the candidate's model."""
+    another arch list, the extension is compiled again rather than loaded from the pre-build, inside the
+    timing stage's GPU hold (docs/release-families.md, kernelbench)."""
     env = {"TORCH_USE_CUDA_DSA": "1"}
     arch = _ARCH_CALL.search(test_command)
     names = re.findall(r"""['"]([^'"]+)['"]""", arch.group(0)) if arch is not None else []
@@ -166,8 +166,8 @@ def build_is_path_bound(task: Task) -> bool:
     """Whether what ``task``'s build stage makes (``for_code``'s task) serves only the work dir that made it:
     the applied runner's pre-build and a kernelbench candidate's pre-build compile with torch's extension
     builder, which records absolute paths (its build.ninja, the work dir's include folders), so that a build
-    restored into another work dir is compiled again by the test run, while it holds a GPU slot (on the H200
-    the cufft_samples runs after builds from the compile cache took 50 to 73 s, against 7 to 9 s)."""
+    restored into another work dir is compiled again by the test run, while it holds a GPU slot
+    (docs/release-families.md, applied families)."""
     if task.level == "applied_kernels_class":
         return True
     pre = prebuild_command(task)
@@ -213,8 +213,8 @@ def sanitizer_scope(task: Task, code: str) -> tuple[tuple[str, ...], str]:
     """compute-sanitizer options and an environment prefix that scope a sanitizer run of ``code``.
 
     kernelbench runs the eager reference beside the candidate in one process: under memcheck every cuDNN and
-    cuBLAS kernel of the reference is instrumented, and on the H200 4 of 5 checks of conv tasks ran into
-    their 300 s limit with nothing reported. The candidate's kernels are what the feedback is about, so a
+    cuBLAS kernel of the reference is instrumented, enough to run a conv task's check into its time limit
+    with nothing reported (docs/release-families.md). The candidate's kernels are what the feedback is about, so a
     kernelbench run checks only the kernels the candidate defines (a kernel filter per name, matched as it
     appears in the mangled name: its length, then the name; exactly, for ``extern "C"`` code); the others
     run unchecked. It runs with PyTorch's caching allocator off. A candidate that defines no kernel is
@@ -364,8 +364,8 @@ def applied_missing_sources(task_dir: Path, data_root: Path) -> list[str]:
 
 #: Lines of the applied test command that keep the runner's builds across the runs of one work dir (the test
 #: run, the sanitizer runs, the timing runs). As released, every run builds the candidate into a new temporary
-#: folder, and writes the generated binding source of both extensions again, which makes ninja rebuild them:
-#: a timing stage of 3 runs took 149 s on the H200, mostly compiling. Here the candidate builds into
+#: folder, and writes the generated binding source of both extensions again, which makes ninja rebuild them
+#: on every run (docs/release-families.md, applied families). Here the candidate builds into
 #: ``.applied_builds/solution`` in the work dir (the reference already builds into the work dir's shadow
 #: release root), and a source the runner writes again with unchanged content gets its first modification
 #: time back, so ninja finds the build up to date. Any failure of this bookkeeping leaves the load as released.

@@ -122,7 +122,7 @@ class StageConfig:
     build_nice: int = field(default_factory=build_nice_default)
     """Niceness added to build stages (``BEAVERTUI_BUILD_NICE``): builds then yield the CPU to the stages whose
     time is measured (a timing stage's processes) when every core is busy. 0 by default: on the H200, beside
-    12 building threads, +10 did not make a timing stage measurably shorter (docs/performance.md)."""
+    12 building threads, +10 did not make a timing stage measurably shorter (docs/lab/h200-2026-12-04.md)."""
     build_cpus: str | None = field(default_factory=lambda: cpus_setting(BUILD_CPUS_ENV))
     """The CPUs build stages may use (``BEAVERTUI_BUILD_CPUS``, a ``taskset -c`` list); None: every CPU."""
     timing_cpus: str | None = field(default_factory=lambda: cpus_setting(TIMING_CPUS_ENV))

@@ -28,7 +28,7 @@ def inprocess_default() -> bool:
 
 SIDE_BUDGET_ENV = "BEAVERTUI_SIDE_BUDGET_MS"
 #: In-process timing: with a budget, a side's round stops once it took that long (host time) and at least 5
-#: launches were timed (native.py). Measured on the H200 (docs/performance.md, ``scripts/gpu-timing-bench.sh
+#: launches were timed (native.py). Measured on the H200 (docs/lab/h200-2026-12-03.md, ``scripts/gpu-timing-bench.sh
 #: --part cap``): reduce_01's broken start, a 471 ms kernel, timed in 4.7 s instead of 12.3 s at the same speedup.
 SIDE_BUDGET_MS = 2000.0
 
@@ -51,7 +51,7 @@ PRESTART_ENV = "BEAVERTUI_PRESTART"
 #: Which process-level timings start each run ahead of its turn: ``all`` (the default: CUPTI runs, and the
 #: runs of a family timed by its testbench's own speed lines, all three parked at once: Timer._parked_together;
 #: measured on the H200 on the 9 cufft_samples tasks, stages of 8.98 s against 17.19 s in turn, each speedup
-#: 0.966 to 1.034 times its value in turn: docs/performance.md), ``cupti`` (CUPTI runs only; the testbench's
+#: 0.966 to 1.034 times its value in turn: docs/lab/h200-2026-12-04.md), ``cupti`` (CUPTI runs only; the testbench's
 #: runs in turn) or ``off``.
 PRESTART_CHOICES = ("cupti", "all", "off")
 
@@ -99,7 +99,7 @@ class TimingConfig:
     inprocess: bool = field(default_factory=inprocess_default)
     """Time native tasks that declare ``timing_driver`` with both sides in one process (native.py) instead of
     one process per side and round. On unless ``BEAVERTUI_TIMING=process`` (measured on the H200:
-    docs/performance.md)."""
+    docs/lab/h200-2026-12-03.md)."""
     side_budget_ms: float = field(default_factory=side_budget_default)
     """In-process timing: the most host time one side's round takes once 5 launches were timed (2000 ms by
     default; 0: every launch of every round; ``BEAVERTUI_SIDE_BUDGET_MS``)."""
@@ -113,7 +113,7 @@ class TimingConfig:
     """With runs started ahead (prestart), a CUPTI run is let go once the run before it has written its exit
     mark (its kernels done and their records written, at exit) instead of once its process has ended (the
     context's teardown, a median 0.115 s a run on the H200). Off unless ``BEAVERTUI_GO_AT_EXIT=1``: on the
-    H200 (12 tasks, docs/performance.md) a run's share of a stage was shorter, but its CUDA part ran slower
+    H200 (12 tasks, docs/lab/h200-2026-12-04.md) a run's share of a stage was shorter, but its CUDA part ran slower
     beside the ending run and one stage was measured again for its CV."""
     go_s: float = 900.0
     """kernelbench: the longest a timing driver started ahead of the GPU hold (Timer.warm) waits for its go

@@ -86,7 +86,7 @@ CAPPED_RE = re.compile(r"^BEAVER_CAPPED\s+(\d+)\s+of\s+(\d+)\s+launches\b.*$", r
 
 #: ``--min-iters``: the fewest timed launches of a round before the side budget (TimingConfig.side_budget_ms,
 #: ``--side-budget-ms``) may end it; its warm-ups stop after the first once they took a quarter of it. A
-#: broken start of 471 ms a launch took 12.3 s a timing stage without it (docs/performance.md).
+#: broken start of 471 ms a launch took 12.3 s a timing stage without it (docs/lab/h200-2026-12-03.md).
 MIN_ITERS = 5
 LOAD_FAILED_RE = re.compile(r"^BEAVER_LOAD_FAILED\s+(reference|candidate):\s*(.*)$", re.M)
 
