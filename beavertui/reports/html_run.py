@@ -1,0 +1,142 @@
+"""The page of a run: its metric tables with intervals, the p-sweep curves and swing bars, and every session
+of the run as a section of the same file, stored compressed until it is opened.
+
+The metric tables are those the engine computed; nothing here computes a metric.
+"""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from beavertui.engine.session.describe import FAILED_GATE, stop_text
+from beavertui.reports.html_page import page
+from beavertui.reports.html_session import SessionDoc, _e, colour, session_section, speed
+from beavertui.reports.tables import Rate, Table
+
+
+def _cell(c: str | Rate) -> str:
+    if not isinstance(c, Rate):
+        return f"<td>{_e(c)}</td>"
+    if c.value is None:
+        return '<td class="num">-</td>'
+    iv = ""
+    if c.lo is not None and c.hi is not None:
+        iv = f" <small>[{100 * c.lo:.1f}, {100 * c.hi:.1f}]</small>"
+    return f'<td class="num">{100 * c.value:.1f}{iv}</td>'
+
+
+def table_html(t: Table) -> str:
+    head = "".join(f"<th>{_e(c)}</th>" for c in t.columns)
+    rows = "".join("<tr>" + "".join(_cell(c) for c in row) + "</tr>" for row in t.rows)
+    note = f'<p class="note">{_e(t.note)}</p>' if t.note else ""
+    return (
+        f'<h3>{_e(t.title)}</h3><div class="wide"><table class="t"><tr>{head}</tr>{rows}</table></div>{note}'
+    )
+
+
+def _svg_inline(svg: str) -> str:
+    return f'<div class="fig">{svg}</div>'
+
+
+def run_page(
+    source: Path,
+    tables: Sequence[Table],
+    p_sweep_svg: str,
+    swing_svg: str | None,
+    docs: Sequence[SessionDoc],
+    *,
+    manifest: Mapping[str, Any] | None = None,
+    card: str | None = None,
+    skipped: Sequence[str] = (),
+) -> str:
+    """The page of a run: its metrics, figures, a list of its sessions, and every session as a section."""
+    manifest = manifest or {}
+    run_id = str(manifest.get("run_id") or source.name)
+    title = f"beavertui run {run_id}"
+    out = [f'<div id="overview"><h1>{_e(title)}</h1>']
+    facts = []
+    for key in ("name", "created", "tool_version", "corpus"):
+        if manifest.get(key):
+            facts.append(f"{key.replace('_', ' ')}: {_e(manifest[key])}")
+    facts.append(f"{len(docs)} sessions")
+    out.append('<p class="dim">' + " · ".join(facts) + "</p>")
+    if manifest.get("command"):
+        out.append(f'<pre class="dim small text">{_e(manifest["command"])}</pre>')
+    out.append('<div class="metrics"><h2 id="metrics">Metrics</h2>')
+    out += [table_html(t) for t in tables]
+    out.append('<h2 id="figures">p sweep and swing</h2>')
+    out.append(_svg_inline(p_sweep_svg))
+    if swing_svg is not None:
+        out.append(_svg_inline(swing_svg))
+    else:
+        out.append(
+            '<p class="note">No swing: the run holds one protocol per model, so no protocol axis varies.</p>'
+        )
+    if card:
+        out.append(f'<details><summary>Evaluation card</summary><pre class="card">{_e(card)}</pre></details>')
+    out.append("</div>")
+    out.append(f'<h2 id="sessions">Sessions ({len(docs)})</h2>')
+    out.append(
+        '<table class="index"><tr><th>task</th><th>model</th><th>protocol</th><th>sample</th>'
+        "<th>track</th><th>ended</th><th>best</th><th></th></tr>"
+    )
+    keys = [f"s{n}" for n in range(len(docs))]
+    for key, doc in zip(keys, docs, strict=True):
+        st = doc.state
+        h = st.header
+        track = "".join(
+            f'<span class="mini" title="{a.iteration}: {_e(a.verdict.category if a.verdict else a.stage)}" '
+            f'style="background:{colour(a.verdict.category if a.verdict else None, a.verdict.success if a.verdict else True)}"></span>'
+            for a in st.attempts
+        )
+        ended: str = stop_text(st.end.stop_reason, st.end.success) if st.end else "unfinished"
+        if doc.problem:
+            ended += " (damaged)"
+        cls = "green" if st.success else ("red" if ended == FAILED_GATE else "dim")
+        out.append(
+            f'<tr><td><a href="#{key}">{_e(h.task.id)}</a></td><td>{_e(h.model.name)}</td>'
+            f"<td>{_e(h.protocol.short())}</td><td>{h.sample}</td><td>{track}</td>"
+            f'<td class="{cls}">{_e(ended)}</td><td>{speed(st.best_speedup)}</td>'
+            f'<td><a href="#{key}">open</a></td></tr>'
+        )
+    out.append("</table>")
+    for line in skipped:
+        out.append(f'<p class="red">skipped {_e(line)}</p>')
+    out.append("</div>")
+    out.append(
+        '<noscript><p class="red">The sessions of this page are stored compressed: '
+        "open it with JavaScript on to read them.</p></noscript>"
+    )
+    out += [
+        _packed(session_section(doc, key, back="#sessions"), key) for key, doc in zip(keys, docs, strict=True)
+    ]
+    return page(title, "\n".join(out), run=True)
+
+
+def _packed(section: str, key: str) -> str:
+    """A session section stored gzip-compressed (base64) and unpacked by the page when it is opened.
+
+    The panes of every iteration of a run's sessions, with CUDA highlighted inline, are tens of megabytes;
+    compressed they fit in a mail attachment.
+    """
+    data = base64.b64encode(gzip.compress(section.encode("utf-8"), compresslevel=9, mtime=0)).decode("ascii")
+    return (
+        f'<section class="session packed" id="{_e(key)}"><p class="wait dim">unpacking the session…</p>'
+        f'<script type="application/gzip+base64" class="z">{data}</script></section>'
+    )
+
+
+def read_manifest(source: Path) -> dict[str, Any]:
+    path = source / "run.json"
+    if not path.is_file():
+        return {}
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
