@@ -65,13 +65,19 @@ def check_consistent(path: Path) -> list[int]:
 
 def test_bundled_protocol_files_expand_to_their_sweeps() -> None:
     sizes = {}
-    for name in ("default", "gate", "method", "feedback", "history"):
+    for name in ("legacy", "legacy-gate", "legacy-method", "legacy-feedback", "legacy-history"):
         spec = load_batch_file(find_protocol_file(name))
         protos = expand(spec)
         sizes[name] = len(protos)
         assert len({p.slug for p in protos}) == len(protos)
-    assert sizes == {"default": 1, "gate": 4, "method": 2, "feedback": 5, "history": 4}
-    feedback = [p.protocol.feedback for p in expand(load_batch_file(find_protocol_file("feedback")))]
+    assert sizes == {
+        "legacy": 1,
+        "legacy-gate": 4,
+        "legacy-method": 2,
+        "legacy-feedback": 5,
+        "legacy-history": 4,
+    }
+    feedback = [p.protocol.feedback for p in expand(load_batch_file(find_protocol_file("legacy-feedback")))]
     assert feedback == ["L0", "L1", "L2", "L3", "L4"]
 
 
@@ -92,7 +98,7 @@ def test_sweep_is_a_cross_product_and_bad_axes_are_named() -> None:
 
 
 def test_batch_writes_layout_and_manifest_and_resume_redoes_nothing(tmp_path: Path) -> None:
-    assert batch(tmp_path, "--protocol", "history", "--samples", "2", "--run-id", "r1") == 0
+    assert batch(tmp_path, "--protocol", "legacy-history", "--samples", "2", "--run-id", "r1") == 0
     run_dir = tmp_path / "r1"
     files = sessions(run_dir)
     assert len(files) == 4 * 2  # 4 history values x 1 task x 2 samples
@@ -105,7 +111,7 @@ def test_batch_writes_layout_and_manifest_and_resume_redoes_nothing(tmp_path: Pa
     assert {f: f.read_bytes() for f in sessions(run_dir)} == before
     assert read_manifest(run_dir).summary["skipped"] == 8
     # a second run into the same folder is refused with a hint
-    assert batch(tmp_path, "--protocol", "history", "--run-id", "r1") == 2
+    assert batch(tmp_path, "--protocol", "legacy-history", "--run-id", "r1") == 2
 
 
 def test_resume_after_sigkill_finishes_without_duplicates(tmp_path: Path) -> None:
@@ -228,7 +234,7 @@ def test_infrastructure_failure_past_retries_is_recorded_and_excluded(tmp_path: 
 
 
 def test_a_session_cut_mid_attempt_restarts_that_attempt(tmp_path: Path) -> None:
-    assert batch(tmp_path, "--protocol", "default", "--run-id", "c") == 0
+    assert batch(tmp_path, "--protocol", "legacy", "--run-id", "c") == 0
     (path,) = sessions(tmp_path / "c")
     lines = path.read_text().splitlines(keepends=True)
     kinds = [json.loads(x)["kind"] for x in lines]

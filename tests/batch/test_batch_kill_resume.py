@@ -165,7 +165,7 @@ def damage(run_dir: Path) -> tuple[int, int]:
 def test_repeated_sigkill_and_resume_equals_an_uninterrupted_run(tmp_path: Path) -> None:
     rng = random.Random(SEED)
     models = ["--models", DEMO, "scripted:@alternate", flaky_script(tmp_path)]
-    batch = [*models, "--protocol", "feedback", "--samples", "30", "--jobs", "3"]
+    batch = [*models, "--protocol", "legacy-feedback", "--samples", "30", "--jobs", "3"]
 
     t0 = time.monotonic()
     ref = subprocess.run(cli(tmp_path, *batch, "--run-id", "ref"), capture_output=True, text=True)

@@ -34,7 +34,7 @@ PY = [sys.executable, "-m", "beavertui", "batch"]
 
 def batch_args(models: list[str], samples: int) -> list[str]:
     return [
-        "--corpus", str(CORPUS), "--toolchain", RECORDED, "--models", *models, "--protocol", "feedback",
+        "--corpus", str(CORPUS), "--toolchain", RECORDED, "--models", *models, "--protocol", "legacy-feedback",
         "--samples", str(samples), "--jobs", "2", "--quiet",
     ]  # fmt: skip
 

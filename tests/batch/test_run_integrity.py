@@ -176,7 +176,7 @@ def test_a_session_whose_file_never_reads_back_is_not_run_forever(finished_run: 
     [
         (["--samples", "3"], "the run has 1 sample(s) per task, not 3"),
         (["--models", "scripted:@reference"], f"the run's models are {SCRIPT}, not scripted:@reference"),
-        (["--protocol", "gate"], "describes other protocols than the run's"),
+        (["--protocol", "legacy-gate"], "describes other protocols than the run's"),
     ],
     ids=["samples", "models", "protocol"],
 )
