@@ -155,6 +155,14 @@ def feedback(
 ) -> str:
     """The user message that follows an attempt, at feedback level L0..L4.
 
+    Against the CUDABeaver release (harness/feedback.py): L0 is its L0 (the first turn again). L1 says the
+    attempt failed and keeps the code in the assistant turn (the release quotes the code: the same
+    information, other words). L2 is the release's: compiler error lines only (``compiler_errors``), and
+    for an attempt that built and then failed, "Your code compiled but the test failed" with no test output.
+    L3 is beavertui's: the outcome, decisive lines, the raw build or run log, sanitizer records and timing,
+    where the release sends category templates with fixed hints (a listed departure). A build that hit its
+    time limit did not compile (classify.compiled): its lines belong to the ``compiler`` component.
+
     ``components`` (Protocol.feedback_components) keeps only those parts of the level's message:
     ``compiler`` (build-stage outcome, decisive lines and build log), ``runtime`` (the same for later
     stages, and the run log), ``sanitizer``, ``timing`` (speed lines) and ``profile`` (ncu); None keeps all.
