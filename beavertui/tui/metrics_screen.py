@@ -60,21 +60,9 @@ def legend_labels(groups: Sequence[Any]) -> list[str]:
 def swing_bars(entries: Sequence[Mapping[str, Any]]) -> list[tuple[str, float]]:
     """Per (model, axis, fixed rest): its label and the swing in percentage points. An axis read from one
     group's p sweep names that group's protocol; a named pairing says so."""
-    from beavertui.engine.metrics.table import ProtocolKey
+    from beavertui.reports.svg import swing_labels
 
-    def label_of(e: Mapping[str, Any]) -> str:
-        base = f"{e['model']} | {e['axis']}"
-        if e.get("from") == "p_sweep":
-            return f"{base} [p sweep of {ProtocolKey.from_mapping(e['fixed']).short()}]"
-        return f"{base} [pairing]" if e.get("from") == "pairing" else base
-
-    labels = [label_of(e) for e in entries]
-    out = []
-    for label, e in zip(labels, entries, strict=True):
-        if labels.count(label) > 1:  # the same axis swept under several settings of the others
-            label += " (" + " ".join(f"{k}={v}" for k, v in e["fixed"].items()) + ")"
-        out.append((label, 100 * float(e["swing"])))
-    return out
+    return [(label, 100 * float(e["swing"])) for label, e in zip(swing_labels(entries), entries, strict=True)]
 
 
 def _short(label: str, width: int = 26) -> str:

@@ -1,0 +1,89 @@
+"""`metrics --plots`: the SVG figures clip nothing and keep identical curves apart, measured in a real
+headless Chromium (tests/chromium.py): every text's drawn box lies inside the figure, legend entries do
+not overlap, and curves that coincide are drawn with their own dash, marker and a small offset.
+
+The run is a gate sweep made here (scripted model, recorded toolchain): its three in-loop gates 0.5, 0.7
+and 1.0 give one identical p-sweep curve, and every label is long.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from beavertui.cli import main
+from tests.chromium import Browser, find_chromium
+from tests.gate_session import CORPUS, RECORDED
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def plots(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("plots")
+    argv = ["batch", "--corpus", str(CORPUS), "--models", "scripted:vec_scale_demo.toml"]
+    argv += ["--toolchain", RECORDED, "--sessions-dir", str(root), "--run-id", "gate", "--protocol", "gate"]
+    assert main([*argv, "--quiet"]) in (0, 1)
+    assert main(["metrics", str(root / "gate"), "--plots", str(root / "svg"), "--format", "md"]) == 0
+    return root / "svg"
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    binary = find_chromium()
+    if binary is None:
+        message = "no Chromium on this machine (apt-get install chromium)"
+        if os.environ.get("CI"):
+            pytest.fail(f"{message}: the browser tests must run in CI", pytrace=False)
+        pytest.skip(message)
+    with Browser(binary, width=1400, height=900) as b:
+        yield b
+
+
+BOXES = """(() => {
+  const svg = document.querySelector('svg');
+  const [, , w, h] = svg.getAttribute('viewBox').split(' ').map(Number);
+  const texts = [...svg.querySelectorAll('text')].map(t => {
+    const b = t.getBBox();
+    return {text: t.textContent, legend: t.classList.contains('legend'), x: b.x, y: b.y, w: b.width, h: b.height};
+  });
+  return JSON.stringify({w, h, texts});
+})()"""
+
+
+def test_the_sweep_legend_is_whole_and_identical_curves_stay_apart(plots: Path, browser: Browser) -> None:
+    svg = (plots / "p_sweep.svg").read_text()
+    browser.open(plots / "p_sweep.svg")
+    got = json.loads(browser.evaluate(BOXES))
+    legend = [t for t in got["texts"] if t["legend"]]
+    assert len(legend) == 4 and all(
+        "scripted:vec_scale_demo.toml | iterative K5" in t["text"] for t in legend
+    )
+    for t in got["texts"]:  # nothing drawn outside the figure
+        assert t["x"] >= 0 and t["y"] >= 0, t
+        assert t["x"] + t["w"] <= got["w"] and t["y"] + t["h"] <= got["h"], t
+    for a, b in itertools.pairwise(legend):  # one legend line under the other
+        assert a["y"] + a["h"] <= b["y"] + 1, (a, b)
+    # gates 0.5, 0.7 and 1.0 gave one curve: said in the legend, each drawn distinguishably
+    same = [t["text"] for t in legend if "same curve as" in t["text"]]
+    assert len(same) == 2 and all("same curve as 2" in s for s in same)
+    lines = [dict(re.findall(r'([a-z-]+)="([^"]*)"', tag)) for tag in re.findall(r"<polyline [^>]*>", svg)]
+    assert len(lines) == 4
+    assert len({ln["points"] for ln in lines}) == 4  # no two curves drawn on the same pixels
+    assert len({ln["stroke"] for ln in lines}) == 4
+    assert len({ln.get("stroke-dasharray", "") for ln in lines}) == 4  # solid, dashed, dotted, dash-dot
+
+
+def test_the_swing_labels_are_whole(plots: Path, browser: Browser) -> None:
+    browser.open(plots / "swing.svg")
+    got = json.loads(browser.evaluate(BOXES))
+    labels = [t for t in got["texts"] if "| gate" in t["text"]]
+    assert len(labels) == 5 and len({t["text"] for t in labels}) == 5  # told apart, not five "gate"
+    for t in got["texts"]:
+        assert t["x"] >= 0 and t["x"] + t["w"] <= got["w"], t
