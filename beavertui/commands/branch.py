@@ -35,7 +35,7 @@ def add_common(p: argparse.ArgumentParser) -> None:
         "--recorded",
         metavar="SPEC",
         help="judge candidates with recorded outcomes (a recordings "
-        "file, a session file or a folder of sessions) instead of this machine's GPU",
+        "file, a session file or a folder of sessions; demo: the bundled demos) instead of this machine's GPU",
     )
     from beavertui.commands.endpoint import add_endpoint_options
 
@@ -77,23 +77,26 @@ def options_of(args: argparse.Namespace) -> BranchOptions:
         models=str(models_file) if models_file is not None else None,
         base_url=args.base_url,
         corpus=args.corpus,
-        recorded=args.recorded,
+        recorded=str(session_path(args.recorded)) if args.recorded else None,
         endpoint=endpoint_overrides(args),
     )
 
 
 def run(args: argparse.Namespace) -> int:
+    from beavertui.engine.errors import session_exit_status
     from beavertui.engine.session.describe import ended_text
     from beavertui.engine.session.events import SessionEnd, Verdict
     from beavertui.service.branching import start_branch
 
     branch = start_branch(Path(args.session), args.at, options_of(args), Path(args.out) if args.out else None)
     print(f"branch of {args.session} at step {args.at}: {branch.protocol.short()} -> {branch.path}")
+    end: SessionEnd | None = None
     for e in branch.events:
         if isinstance(e, Verdict) and e.iteration > args.at:
             speed = f", {e.speedup:.2f}x" if e.speedup is not None else ""
             print(f"  iteration {e.iteration}: {e.category}{speed}{' (success)' if e.success else ''}")
         elif isinstance(e, SessionEnd):
+            end = e
             print(f"ended: {ended_text(e, branch.protocol.gate)}")
     sys.stdout.flush()
-    return 0
+    return session_exit_status(end.success, end.stop_reason) if end is not None else 3

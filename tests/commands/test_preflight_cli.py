@@ -245,3 +245,14 @@ def test_reproduce_checks_before_it_makes_its_folder(
         assert main([*argv, "--base-url", server.url, "--timeout", "5"]) == 2
     assert f"{server.url} does not serve model 'some-model'" in capsys.readouterr().err
     assert not out.exists()
+
+
+def test_a_branch_ended_by_its_endpoint_exits_3(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _clean_env(monkeypatch, tmp_path)
+    with ChatServer([("500", None)], models=["m"]) as server:
+        rc = main(["branch", "demo:repair_in_three", "--at", "1", "--model", "m", "--base-url", server.url,
+                   "--no-stream", "--retries", "0", "--recorded", "demo:", "--out", str(tmp_path / "b.jsonl")])  # fmt: skip
+    out = capsys.readouterr().out
+    assert rc == 3 and "ended: error" in out, out
