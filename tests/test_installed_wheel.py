@@ -99,7 +99,7 @@ def test_the_wheel_works_from_any_folder(tmp_path: Path) -> None:
     assert len(list((elsewhere / "sessions" / "live").glob("transpose_00-*.jsonl"))) == 1
     batch = _run([exe, "batch", "--demo", "--run-id", "d", "--quiet"], elsewhere, keyless)
     assert batch.returncode == 0 and "5/5 sessions" in batch.stderr, batch.stderr
-    metrics = _run([exe, "metrics", "sessions/d", "--format", "csv"], elsewhere, keyless)
+    metrics = _run([exe, "metrics", "sessions/d", "--format", "csv", "--table", "main"], elsewhere, keyless)
     assert metrics.returncode == 0 and "scripted:@demo" in metrics.stdout, metrics.stderr
     page = _run([exe, "export", "demo:degenerate_repair", "--html", "-o", "d.html"], elsewhere, keyless)
     assert page.returncode == 0 and (elsewhere / "d.html").stat().st_size > 10_000, page.stderr

@@ -58,7 +58,7 @@ def test_batch_demo_runs_every_demo_task_and_metrics_reads_it(
     files = sorted((elsewhere / "sessions" / "d").rglob("*__s0.jsonl"))
     assert sorted(f.name.split("__")[0] for f in files) == tasks
     assert all(_verdicts(f)[1] is not None for f in files)
-    assert main(["metrics", "sessions/d", "--format", "csv"]) == 0
+    assert main(["metrics", "sessions/d", "--format", "csv", "--table", "main"]) == 0
     assert "scripted:@demo" in capsys.readouterr().out
 
 
@@ -71,7 +71,7 @@ def test_bundled_demo_paths_resolve_from_any_folder(
     assert main(["export", "sessions/demo/repair_in_three.jsonl", "--html", "-o", "r.html"]) == 0
     assert main(["replay", "demo:repair_in_three"]) == 0
     assert main(["compare", "demo:repair_in_three", "sessions/demo/typo_then_barrier.jsonl"]) == 0
-    assert main(["metrics", "demo:", "--format", "csv"]) == 0
+    assert main(["metrics", "demo:", "--format", "csv", "--table", "main"]) == 0
     capsys.readouterr()
     # a path that is here is read as given, and a name that is nowhere is said as such
     (elsewhere / "sessions" / "demo").mkdir(parents=True)
