@@ -2,7 +2,9 @@
 
 From one frozen step of one session (``SESSION --at STEP``) or from the failed steps of every session
 of a batch run (``--run RUN_DIR``), runs N branches per subset of the components and prints the values
-of each component and pair, with bootstrap intervals, for the outcomes compiled, correct and passed.
+of each component and pair, with bootstrap intervals, for the outcomes compiled, correct and passed,
+and beside them the controls: no feedback, randomised feedback (``--random-feedback DIR``) and every
+component (docs/analysis.md).
 """
 
 from __future__ import annotations
@@ -18,7 +20,16 @@ from beavertui.commands.paths import session_path
 
 if TYPE_CHECKING:
     from beavertui.engine.analysis.attribute_run import BranchOutcome
-    from beavertui.engine.analysis.attribution import Attribution
+    from beavertui.engine.analysis.attribution import Attribution, Estimate
+
+CONTROL_NAMES = {
+    "none": "no feedback (empty subset)",
+    "random": "randomised feedback",
+    "full": "every component",
+    "full-random": "every component - randomised",
+    "random-none": "randomised - no feedback",
+    "full-none": "every component - no feedback",
+}
 
 
 def register(sub: Any) -> None:
@@ -36,7 +47,34 @@ def register(sub: Any) -> None:
     p.add_argument(
         "--components",
         default="compiler,sanitizer,timing",
-        help="comma-separated feedback components: compiler, runtime, sanitizer, timing, profile",
+        help="comma-separated feedback components: compiler, runtime, sanitizer, timing, profile, static",
+    )
+    p.add_argument(
+        "--horizon",
+        type=int,
+        default=1,
+        metavar="H",
+        help="attempts after the frozen step each branch runs; its outcome is their best (default 1)",
+    )
+    p.add_argument(
+        "--no-feedback-history",
+        choices=["kept", "dropped"],
+        default="kept",
+        help="the empty subset (no feedback): keep the conversation (the protocol's history window) or "
+        "drop it (every request is the first turn again, as L0); default kept",
+    )
+    p.add_argument(
+        "--random-feedback",
+        metavar="DIR",
+        help="run the randomised-feedback control: N more branches whose notes are those of another "
+        "task's attempt of the same category, drawn from the sessions under DIR",
+    )
+    p.add_argument(
+        "--donor-seed",
+        type=int,
+        default=0,
+        metavar="S",
+        help="seed of the randomised-feedback draws (default 0)",
     )
     p.add_argument("--samples", type=int, default=3, metavar="N", help="branches per subset (default 3)")
     p.add_argument(
@@ -60,7 +98,13 @@ def register(sub: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from beavertui.commands.branch import options_of
-    from beavertui.engine.analysis.attribute_run import attribute_outcomes, failed_steps, run_attribution
+    from beavertui.engine.analysis.attribute_run import (
+        attribute_outcomes,
+        controls,
+        failed_steps,
+        run_attribution,
+    )
+    from beavertui.engine.analysis.attribution import MEASURES
     from beavertui.engine.errors import BeaverError
     from beavertui.engine.session.store import read_session
     from beavertui.service.branching import model_of, protocol_of, task_of, toolchain_of
@@ -74,6 +118,18 @@ def run(args: argparse.Namespace) -> int:
         raise BeaverError("give either SESSION --at STEP or --run RUN_DIR")
     if args.session is not None and args.at is None:
         raise BeaverError("SESSION needs --at STEP")
+    if args.horizon < 1:
+        raise BeaverError("--horizon must be 1 or more attempts")
+    donors = None
+    if args.random_feedback is not None:
+        from beavertui.engine.analysis.attribute_run import donor_pool
+
+        donor_dir = Path(args.random_feedback)
+        if not donor_dir.is_dir():
+            raise BeaverError(f"--random-feedback {donor_dir}: not a folder")
+        donors = donor_pool(sorted(donor_dir.rglob("*.jsonl")))
+        if not donors:
+            raise BeaverError(f"--random-feedback {donor_dir}: no judged, failed attempt to draw from")
     jobs: list[tuple[Path, int]] = []
     if args.session is not None:
         jobs.append((Path(args.session), args.at))
@@ -93,6 +149,7 @@ def run(args: argparse.Namespace) -> int:
     toolchain = toolchain_of(options)
     out_dir = Path(args.out) if args.out else Path("sessions") / "attribution"
     outcomes: list[BranchOutcome] = []
+    skipped: list[str] = []
     for path, step in jobs:
         header, _events, problem = read_session(path)
         if header is None:
@@ -100,7 +157,11 @@ def run(args: argparse.Namespace) -> int:
         protocol = protocol_of(header, options)
         task = task_of(header, args.corpus)
         if not args.json:
-            print(f"{path} at step {step}: {2 ** len(components)} subsets x {args.samples} samples")
+            extra = " + randomised feedback" if donors is not None else ""
+            print(
+                f"{path} at step {step}: {2 ** len(components)} subsets{extra} x {args.samples} samples, "
+                f"horizon {args.horizon}"
+            )
         outcomes += run_attribution(
             path,
             step,
@@ -111,13 +172,27 @@ def run(args: argparse.Namespace) -> int:
             toolchain,
             out_dir,
             protocol_update={"temperature": protocol.temperature, "history": protocol.history},
+            horizon=args.horizon,
+            no_feedback=args.no_feedback_history,
+            donors=donors,
+            seed=args.donor_seed,
+            skipped=skipped,
         )
     missing = sum(1 for o in outcomes if o.correct is None)
     usable = [o for o in outcomes if o.correct is not None]
     if not usable:
         raise BeaverError("every branch failed before a verdict (see the branch sessions' infra errors)")
     results = attribute_outcomes(usable, components, resamples=args.resamples)
-    doc = to_json(results, outcomes, missing)
+    control = {m: controls(usable, components, m, resamples=args.resamples) for m in MEASURES}
+    setup = {
+        "horizon": args.horizon,
+        "no_feedback_history": args.no_feedback_history,
+        "random_feedback": None
+        if donors is None
+        else {"donors_from": args.random_feedback, "pool": len(donors), "seed": args.donor_seed},
+        "skipped": skipped,
+    }
+    doc = to_json(results, outcomes, missing, control, setup)
     name = f"run-{Path(args.run).name}" if args.run else f"{Path(args.session).stem}-at{args.at}"
     saved = out_dir / f"attribution-{name}.json"
     saved.parent.mkdir(parents=True, exist_ok=True)
@@ -125,7 +200,9 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(doc, indent=1))
     else:
-        print(render(results, len(jobs), len(outcomes), missing))
+        for line in skipped:
+            print(line)
+        print(render(results, len(jobs), len(outcomes), missing, control, setup))
         print(f"\nsaved: {saved} (branch sessions beside it)")
     return 0
 
@@ -150,12 +227,23 @@ def show(path: Path) -> int:
 
 
 def to_json(
-    results: dict[str, Attribution], outcomes: list[BranchOutcome], missing: int
+    results: dict[str, Attribution],
+    outcomes: list[BranchOutcome],
+    missing: int,
+    control: dict[str, dict[str, Estimate]] | None = None,
+    setup: dict[str, object] | None = None,
 ) -> dict[str, object]:
     from beavertui.engine.analysis.attribution import to_json as one
 
     return {
         "measures": {m: one(a) for m, a in results.items()},
+        "controls": {
+            **(setup or {}),
+            "values": {
+                m: {k: {"value": e.value, "low": e.low, "high": e.high} for k, e in c.items()}
+                for m, c in (control or {}).items()
+            },
+        },
         "branches": len(outcomes),
         "without_verdict": missing,
         "outcomes": [
@@ -168,16 +256,31 @@ def to_json(
                 "correct": o.correct,
                 "passed": o.passed,
                 "session": str(o.path) if o.path else None,
+                "condition": o.condition,
+                "horizon": o.horizon,
+                "donors": list(o.donors),
             }
             for o in outcomes
         ],
     }
 
 
-def render(results: dict[str, Attribution], steps: int, branches: int, missing: int) -> str:
+def render(
+    results: dict[str, Attribution],
+    steps: int,
+    branches: int,
+    missing: int,
+    control: dict[str, dict[str, Estimate]] | None = None,
+    setup: dict[str, object] | None = None,
+) -> str:
     from beavertui.engine.analysis.report import attribution_rows
 
     lines = [f"{steps} frozen step(s), {branches} branches ({missing} without a verdict, left out)"]
+    if setup is not None:
+        lines.append(
+            f"horizon {setup['horizon']} attempt(s) after the frozen step (best outcome); no feedback: "
+            f"history {setup['no_feedback_history']}"
+        )
     for measure, a in results.items():
         pct = f"{a.confidence:.0%}"
         lines += [
@@ -195,4 +298,13 @@ def render(results: dict[str, Attribution], steps: int, branches: int, missing: 
             for s, v in a.subset_means.items()
         )
         lines.append(f"  subset means: {means}")
+        got = (control or {}).get(measure, {})
+        if got:
+            rows = [("control", "mean outcome"), *[(CONTROL_NAMES[k], _est(e)) for k, e in got.items()]]
+            width = [max(len(r[i]) for r in rows) for i in range(2)]
+            lines += ["  " + "  ".join(c.ljust(w) for c, w in zip(r, width, strict=True)) for r in rows]
     return "\n".join(lines)
+
+
+def _est(e: Estimate) -> str:
+    return f"{e.value:+.2f} [{e.low:+.2f}, {e.high:+.2f}]"

@@ -3,10 +3,16 @@
 For a frozen step k of a recorded session and components C, every subset S of C gets N branches whose
 protocol sends only the components in S (``Protocol.feedback_components``, at level L3, or L4 when
 ``profile`` is among them), whose stagnation detectors do not stop it, and whose budget ends at
-iteration k + 1: the outcome of a branch is its one new attempt, so the only thing that differs between
-subsets is the feedback on attempt k. Outcomes are
-compiled (the attempt got past the build-stage categories), correct (the harness passed) and passed
+iteration k + h (the horizon h, default 1): the outcome of a branch is the best of its h new attempts,
+so the only thing that differs between subsets is the feedback from attempt k on. Outcomes are
+compiled (an attempt got past the build-stage categories), correct (the harness passed) and passed
 (correct and at the gate). attribution.py turns them into Shapley and Banzhaf values.
+
+Controls, beside the game (docs/analysis.md): the empty subset is the no-feedback condition (the L0 note,
+nothing about the outcome), with the conversation kept (the protocol's history window) or dropped (every
+request is the first turn again, as L0 does); the randomised-feedback control sends, in place of each
+note, the full-coalition note of another task's attempt of the same category, drawn with a seeded
+generator from a pool of donor sessions, and records which.
 
 Each branch is written as a session file under the output folder. Branches hit by an infrastructure
 failure have no outcome and are left out (and counted). Must not render anything.
@@ -14,56 +20,92 @@ failure have no outcome and are left out (and counted). Must not render anything
 
 from __future__ import annotations
 
+import random
 import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
-from beavertui.engine.analysis.attribution import MEASURES, Attribution, Game, attribute, subsets
+from beavertui.engine.analysis.attribution import (
+    MEASURES,
+    Attribution,
+    Estimate,
+    Game,
+    attribute,
+    control_estimates,
+    subsets,
+)
 from beavertui.engine.analysis.branch import BranchError, branch_session
 from beavertui.engine.corpus.task import Task
 from beavertui.engine.judge.classify import compiled
+from beavertui.engine.loop.prompts import feedback
 from beavertui.engine.models.base import Model
-from beavertui.engine.session.events import Event, SessionHeader, Verdict
+from beavertui.engine.session.events import Event, InfraError, SessionHeader, Verdict
 from beavertui.engine.session.protocol import FEEDBACK_COMPONENTS, Protocol
-from beavertui.engine.session.state import fold
+from beavertui.engine.session.state import AttemptState, fold
 from beavertui.engine.session.store import read_session, record
 from beavertui.engine.toolchain.base import Toolchain
+
+NoFeedbackHistory = Literal["kept", "dropped"]
+#: The conditions a branch can run under: a subset of the components (the game), or the control.
+Condition = Literal["coalition", "random"]
 
 
 @dataclass(frozen=True)
 class BranchOutcome:
-    """What one attribution branch's new attempt achieved."""
+    """What one attribution branch's new attempts achieved."""
 
     parent: str
     """Parent session path."""
     step: int
     """The frozen step."""
     subset: frozenset[str]
-    """Feedback components the branch was given."""
+    """Feedback components the branch was given (every component under test for the random control)."""
     sample: int
     compiled: bool | None
-    """None when an infrastructure failure left the attempt without a verdict."""
+    """None when an infrastructure failure left the attempts without a verdict."""
     correct: bool | None
     passed: bool | None
     path: Path | None
     """The branch's session file."""
+    condition: Condition = "coalition"
+    """``coalition``: a player of the game; ``random``: the randomised-feedback control."""
+    donors: tuple[str, ...] = ()
+    """Random control: where each note sent came from (``TASK (SESSION iteration N)``), in order."""
+    horizon: int = 1
+    """Attempts after the frozen step whose best outcome this is."""
 
     def value(self, measure: str) -> float | None:
         v = getattr(self, measure)
         return None if v is None else float(v)
 
 
-def attribution_protocol(parent: Protocol, subset: frozenset[str], step: int) -> Protocol:
-    """The parent's protocol with only ``subset`` in the feedback and one attempt after ``step``."""
+def attribution_protocol(
+    parent: Protocol,
+    subset: frozenset[str],
+    step: int,
+    *,
+    horizon: int = 1,
+    no_feedback: NoFeedbackHistory = "kept",
+) -> Protocol:
+    """The parent's protocol with only ``subset`` in the feedback and ``horizon`` attempts after ``step``.
+
+    The empty subset is the no-feedback condition: the note says nothing about the attempt; with
+    ``no_feedback="dropped"`` the level is L0, whose requests are the first turn again (no history)."""
+    if horizon < 1:
+        raise BranchError("the horizon must be 1 or more attempts")
+    level = "L4" if "profile" in subset else "L3"
+    if not subset and no_feedback == "dropped":
+        level = "L0"
     return parent.model_copy(
         update={
             "method": "iterative",
-            "feedback": "L4" if "profile" in subset else "L3",
+            "feedback": level,
             "feedback_components": tuple(c for c in FEEDBACK_COMPONENTS if c in subset),
-            "budget": step + 1,
+            "budget": step + horizon,
             "continue_after_pass": False,
-            # The frozen prefix may already trip a detector; the one new attempt must run regardless.
+            # The frozen prefix may already trip a detector; the new attempts must run regardless.
             "stagnation": parent.stagnation.model_copy(update={"stop": False}),
         }
     )
@@ -78,8 +120,87 @@ def outcome_of(events: Sequence[Event], iteration: int) -> tuple[bool, bool, boo
     return compiled(verdict.category, verdict.signature), verdict.correct, verdict.success
 
 
+def outcome_over(
+    events: Sequence[Event], first: int, last: int
+) -> tuple[bool | None, bool | None, bool | None]:
+    """The best outcome of the attempts ``first..last``: each measure is true when any attempt reached it.
+
+    A measure no attempt reached is false when every attempt of the window was judged (or the branch
+    stopped on a pass), and None (no outcome) when an infrastructure failure cut the window short."""
+    got = [o for i in range(first, last + 1) if (o := outcome_of(events, i)) is not None]
+    cut = any(isinstance(e, InfraError) and first <= e.iteration <= last for e in events)
+    best: list[bool | None] = []
+    for k in range(3):
+        if any(o[k] for o in got):
+            best.append(True)
+        else:
+            best.append(None if cut or not got else False)
+    return best[0], best[1], best[2]
+
+
 def _label(subset: frozenset[str], components: Sequence[str]) -> str:
     return "+".join(c for c in components if c in subset) or "none"
+
+
+@dataclass(frozen=True)
+class Donor:
+    """A judged attempt whose feedback the randomised-feedback control may send to another task."""
+
+    task: str
+    session: str
+    iteration: int
+    category: str
+    attempt: AttemptState
+
+    def name(self) -> str:
+        return f"{self.task} ({self.session} iteration {self.iteration})"
+
+
+def donor_pool(paths: Sequence[str | Path]) -> list[Donor]:
+    """Every judged, failed attempt with a reply of the given sessions (branches left out), in path order."""
+    pool: list[Donor] = []
+    for path in sorted(Path(p) for p in paths):
+        header, events, _problem = read_session(path)
+        if header is None or header.parent is not None:
+            continue
+        for a in fold(header, events).attempts:
+            if a.verdict is not None and not a.verdict.success and a.reply is not None:
+                pool.append(Donor(header.task.id, str(path), a.iteration, a.verdict.category, a))
+    return pool
+
+
+class RandomFeedback:
+    """The control's notes: for each attempt, the full-coalition note of another task's attempt of the same
+    category, drawn by a generator seeded with (seed, key, iteration); with no such donor, the no-feedback
+    note. ``used`` records each draw."""
+
+    def __init__(
+        self,
+        pool: Sequence[Donor],
+        task_id: str,
+        components: Sequence[str],
+        language: str,
+        seed: int,
+        key: str,
+    ) -> None:
+        self.pool, self.task_id, self.language = pool, task_id, language
+        self.components = tuple(c for c in FEEDBACK_COMPONENTS if c in components)
+        self.level: Literal["L3", "L4"] = "L4" if "profile" in components else "L3"
+        self.seed, self.key = seed, key
+        self.used: list[str] = []
+
+    def choices(self, category: str | None) -> list[Donor]:
+        return [d for d in self.pool if d.task != self.task_id and d.category == category]
+
+    def __call__(self, attempt: AttemptState, note: str) -> str:
+        category = attempt.verdict.category if attempt.verdict is not None else None
+        choices = self.choices(category)
+        if not choices:
+            self.used.append(f"no donor of category {category}: no-feedback note")
+            return feedback(attempt, self.level, self.language, ())
+        donor = random.Random(f"{self.seed}/{self.key}/{attempt.iteration}").choice(choices)
+        self.used.append(donor.name())
+        return feedback(donor.attempt, self.level, self.language, self.components)
 
 
 def run_attribution(
@@ -94,8 +215,16 @@ def run_attribution(
     *,
     protocol_update: dict[str, object] | None = None,
     on_outcome: Callable[[BranchOutcome], None] | None = None,
+    horizon: int = 1,
+    no_feedback: NoFeedbackHistory = "kept",
+    donors: Sequence[Donor] | None = None,
+    seed: int = 0,
+    skipped: list[str] | None = None,
 ) -> list[BranchOutcome]:
-    """Run ``samples`` branches per subset of ``components`` from one frozen step; return their outcomes."""
+    """Run ``samples`` branches per subset of ``components`` from one frozen step; return their outcomes.
+
+    With ``donors``, ``samples`` more branches run the randomised-feedback control (seeded by ``seed``);
+    a step whose attempt has no donor of its category gets none, and a line in ``skipped`` says so."""
     unknown = [c for c in components if c not in FEEDBACK_COMPONENTS]
     if unknown:
         raise BranchError(
@@ -108,15 +237,35 @@ def run_attribution(
         raise BranchError(f"{parent_path}: {problem}")
     out = Path(out_dir)
     results: list[BranchOutcome] = []
-    for subset in subsets(components):
-        protocol = attribution_protocol(header.protocol, subset, step)
+    conditions: list[tuple[Condition, frozenset[str]]] = [("coalition", s) for s in subsets(components)]
+    if donors is not None:
+        frozen = fold(header, events).attempt(step)
+        category = frozen.verdict.category if frozen is not None and frozen.verdict is not None else None
+        probe = RandomFeedback(donors, header.task.id, components, task.language, seed, "")
+        if probe.choices(category):
+            conditions.append(("random", frozenset(components)))
+        elif skipped is not None:
+            skipped.append(
+                f"{parent_path} at step {step}: no randomised-feedback control "
+                f"(no donor attempt of category {category} from another task)"
+            )
+    for condition, subset in conditions:
+        protocol = attribution_protocol(
+            header.protocol, subset, step, horizon=horizon, no_feedback=no_feedback
+        )
         if protocol_update:
             protocol = protocol.model_copy(update=protocol_update)
+        label = "random" if condition == "random" else _label(subset, components)
         for i in range(samples):
-            name = f"{_safe(header.task.id)}-{header.session_id}-at{step}-{_label(subset, components)}-s{i}.jsonl"
+            name = f"{_safe(header.task.id)}-{header.session_id}-at{step}-{label}-s{i}.jsonl"
             path = out / name
             if path.exists():
                 path.unlink()  # a re-run replaces its own earlier branch file
+            note_for = None
+            if condition == "random":
+                assert donors is not None
+                key = f"{header.session_id}/{step}/{i}"
+                note_for = RandomFeedback(donors, header.task.id, components, task.language, seed, key)
             written: list[Event] = []
             stream = branch_session(
                 parent_path,
@@ -126,13 +275,25 @@ def run_attribution(
                 toolchain,
                 protocol,
                 sample=i,
-                notes=f"attribution: feedback {_label(subset, components)}, sample {i}",
+                notes=f"attribution: feedback {label}, horizon {horizon}, sample {i}",
                 parent=(header, events),
+                note_for=note_for,
             )
             _write(path, stream, written)
-            got = outcome_of(written, step + 1)
-            compiled, correct, passed = got if got is not None else (None, None, None)
-            result = BranchOutcome(str(parent_path), step, subset, i, compiled, correct, passed, path)
+            compiled_, correct, passed = outcome_over(written, step + 1, step + horizon)
+            result = BranchOutcome(
+                str(parent_path),
+                step,
+                subset,
+                i,
+                compiled_,
+                correct,
+                passed,
+                path,
+                condition=condition,
+                donors=tuple(note_for.used) if note_for is not None else (),
+                horizon=horizon,
+            )
             results.append(result)
             if on_outcome is not None:
                 on_outcome(result)
@@ -155,6 +316,8 @@ def games(outcomes: Sequence[BranchOutcome], measure: str) -> list[Game]:
         raise ValueError(f"unknown measure {measure!r}")
     by_step: dict[tuple[str, int], dict[frozenset[str], list[float]]] = {}
     for o in outcomes:
+        if o.condition != "coalition":
+            continue
         v = o.value(measure)
         game = by_step.setdefault((o.parent, o.step), {})
         values = game.setdefault(o.subset, [])
@@ -181,3 +344,33 @@ def failed_steps(path: str | Path) -> list[int]:
         for a in state.attempts
         if a.verdict is not None and not a.verdict.success and a.reply is not None
     ]
+
+
+def controls(
+    outcomes: Sequence[BranchOutcome],
+    components: Sequence[str],
+    measure: str,
+    *,
+    resamples: int = 1000,
+    seed: int = 0,
+) -> dict[str, Estimate]:
+    """The controls of one measure, beside the game: ``none`` (no feedback, the empty subset), ``random``
+    (randomised feedback), ``full`` (every component) and their differences (attribution.CONTRASTS)."""
+    if measure not in MEASURES:
+        raise ValueError(f"unknown measure {measure!r}")
+    full = frozenset(components)
+    by_step: dict[tuple[str, int], dict[str, list[float]]] = {}
+    for o in outcomes:
+        v = o.value(measure)
+        if v is None:
+            continue
+        if o.condition == "random":
+            name = "random"
+        elif not o.subset:
+            name = "none"
+        elif o.subset == full:
+            name = "full"
+        else:
+            continue
+        by_step.setdefault((o.parent, o.step), {}).setdefault(name, []).append(v)
+    return control_estimates(list(by_step.values()), resamples=resamples, seed=seed)

@@ -183,6 +183,64 @@ def attribute(
     )
 
 
+CONTROLS: tuple[str, ...] = ("none", "random", "full")
+"""The control conditions: no feedback (the empty subset), randomised feedback, every component."""
+CONTRASTS: tuple[tuple[str, str, str], ...] = (
+    ("full-random", "full", "random"),
+    ("random-none", "random", "none"),
+    ("full-none", "full", "none"),
+)
+"""(name, a, b): the difference a - b of two controls, over the frozen steps that ran both."""
+
+
+def control_estimates(
+    steps: Sequence[Mapping[str, Sequence[float]]],
+    *,
+    resamples: int = 1000,
+    seed: int = 0,
+    confidence: float = 0.95,
+) -> dict[str, Estimate]:
+    """Mean outcome of each control condition and of each contrast, averaged over the frozen steps that
+    have them, with percentile bootstrap intervals (steps and, within each, samples redrawn). A condition
+    or contrast no step has is left out."""
+    rng = np.random.default_rng(seed)
+    alpha = (1.0 - confidence) / 2.0
+    draws: list[dict[str, NDArray[np.float64]]] = []
+    for step in steps:
+        d: dict[str, NDArray[np.float64]] = {}
+        for name in CONTROLS:
+            values = np.asarray(step.get(name, ()), dtype=float)
+            if values.size:
+                idx = rng.integers(0, values.size, size=(resamples, values.size))
+                d[name] = values[idx].mean(axis=1)
+        draws.append(d)
+    point_steps = [{k: float(np.mean(v)) for k, v in step.items() if len(v)} for step in steps]
+
+    def estimate(per_step: list[tuple[float, NDArray[np.float64]]]) -> Estimate:
+        points = np.array([p for p, _ in per_step])
+        boot = np.stack([b for _, b in per_step])  # (steps, resamples)
+        if len(per_step) > 1:
+            chosen = rng.integers(0, len(per_step), size=(resamples, len(per_step)))
+            boot_means = boot[chosen, np.arange(resamples)[:, None]].mean(axis=1)
+        else:
+            boot_means = boot[0]
+        lo, hi = np.quantile(boot_means, [alpha, 1.0 - alpha])
+        return Estimate(float(points.mean()), float(lo), float(hi))
+
+    out: dict[str, Estimate] = {}
+    for name in CONTROLS:
+        have = [(p[name], d[name]) for p, d in zip(point_steps, draws, strict=True) if name in d]
+        if have:
+            out[name] = estimate(have)
+    for name, a, b in CONTRASTS:
+        have = [
+            (p[a] - p[b], d[a] - d[b]) for p, d in zip(point_steps, draws, strict=True) if a in d and b in d
+        ]
+        if have:
+            out[name] = estimate(have)
+    return out
+
+
 def to_json(attribution: Attribution) -> dict[str, object]:
     """A JSON-ready object: values with intervals per component and per pair, and the subset means."""
 

@@ -13,7 +13,7 @@ This module runs the loop (run_session) but writes nothing itself; callers write
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 from beavertui import __version__
@@ -32,7 +32,7 @@ from beavertui.engine.session.events import (
     TaskRef,
 )
 from beavertui.engine.session.protocol import Protocol
-from beavertui.engine.session.state import fold
+from beavertui.engine.session.state import AttemptState, fold
 from beavertui.engine.session.store import load_session, read_session
 from beavertui.engine.toolchain.base import Toolchain
 
@@ -128,10 +128,12 @@ def branch_session(
     sample: int = 0,
     notes: str | None = None,
     parent: tuple[SessionHeader, Sequence[Event]] | None = None,
+    note_for: Callable[[AttemptState, str], str] | None = None,
 ) -> Iterator[SessionHeader | Event]:
     """Yield the branch's header, the copied prefix, then every new event up to one SessionEnd.
 
-    ``parent`` may pass the parent's header and events already read (many branches of one parent).
+    ``parent`` may pass the parent's header and events already read (many branches of one parent);
+    ``note_for`` replaces the feedback notes built from the branch step on (run_session).
     """
     header, events = parent if parent is not None else _read_parent(parent_path)
     if header.task.id != task.id:
@@ -154,7 +156,9 @@ def branch_session(
     )
     yield new
     yield from prefix
-    for item in run_session(task, FreshModel(model), toolchain, protocol, resume_from=(new, prefix)):
+    for item in run_session(
+        task, FreshModel(model), toolchain, protocol, resume_from=(new, prefix), note_for=note_for
+    ):
         if not isinstance(item, SessionHeader):
             yield item
 

@@ -12,6 +12,7 @@ import re
 from collections.abc import Collection, Sequence
 
 from beavertui.engine.code.extract import strip_think
+from beavertui.engine.code.features import extract
 from beavertui.engine.corpus.task import Task
 from beavertui.engine.judge.classify import compiled
 from beavertui.engine.session.describe import command_text, duration_text, stage_status
@@ -27,6 +28,7 @@ LOG_MAX_CHARS = 6000
 MAX_SANITIZER_RECORDS = 5
 #: L2 quotes at most this many compiler error lines (the release's _feedback_l2_gb).
 COMPILER_ERROR_LINES = 5
+MAX_WARNING_LINES = 10
 _ERROR = re.compile(r"\berror\b", re.IGNORECASE)
 _WARNING = re.compile(r"\bwarning\b", re.IGNORECASE)
 
@@ -132,6 +134,44 @@ def _sanitizer_text(runs: Sequence[Sanitized]) -> list[str]:
     return out
 
 
+def static_text(attempt: AttemptState) -> list[str]:
+    """The ``static`` component: the build's warning lines and a lint of the candidate's source from its
+    static features (engine/code/features.py). Nothing here needs the kernel to run."""
+
+    logs = [s.result.log for s in (attempt.build, attempt.run) if s is not None]
+    warnings = list(
+        dict.fromkeys(ln.strip() for log in logs for ln in log.splitlines() if _WARNING.search(ln))
+    )
+    lines = ["Static analysis:", "```text"]
+    if warnings:
+        lines.append(f"Compiler warnings ({len(warnings)}):")
+        lines += warnings[:MAX_WARNING_LINES]
+        if len(warnings) > MAX_WARNING_LINES:
+            lines.append(f"[... {len(warnings) - MAX_WARNING_LINES} more warnings ...]")
+    else:
+        lines.append("Compiler warnings: none.")
+    code = attempt.candidate.code if attempt.candidate is not None else None
+    findings = lint(code) if code is not None else ["no code to lint"]
+    lines += [f"Lint: {f}" for f in findings] or ["Lint: no findings."]
+    return [*lines, "```"]
+
+
+def lint(source: str) -> list[str]:
+    """Findings of a simple lint of CUDA source, from its static features."""
+
+    f = extract(source)
+    out: list[str] = []
+    if not f.has("kernel"):
+        out.append("no __global__ kernel is defined")
+    elif f.launches and not f.has("parallel_launch"):
+        out.append("every kernel launch runs one thread (<<<1, 1>>>)")
+    if f.has("shared_memory") and not f.has("barriers"):
+        out.append("__shared__ memory is used without a barrier (__syncthreads or similar)")
+    if f.library_calls:
+        out.append("the computation is handed to a library: " + ", ".join(f.library_calls))
+    return out
+
+
 def compiler_errors(attempt: AttemptState) -> list[str]:
     """L2's compiler errors, as the release picks them: the first COMPILER_ERROR_LINES lines of the build
     output that say ``error`` and not ``warning``, else its first 1,000 characters. The build output is the
@@ -165,7 +205,10 @@ def feedback(
 
     ``components`` (Protocol.feedback_components) keeps only those parts of the level's message:
     ``compiler`` (build-stage outcome, decisive lines and build log), ``runtime`` (the same for later
-    stages, and the run log), ``sanitizer``, ``timing`` (speed lines) and ``profile`` (ncu); None keeps all.
+    stages, and the run log), ``sanitizer``, ``timing`` (speed lines), ``profile`` (ncu) and ``static``
+    (compiler warnings and a lint of the candidate, only when named: no level sends it by itself); None
+    keeps all of the level's parts. An empty collection is the no-feedback condition: the L0 note, which
+    says nothing about the attempt (not even that it failed).
     """
 
     def on(name: str) -> bool:
@@ -173,7 +216,7 @@ def feedback(
 
     tag = fence(language)
     ask = f"Reply with the complete corrected file in one ```{tag} block."
-    if level == "L0":
+    if level == "L0" or (components is not None and not components):
         return f"Please give another attempt. {ask}"
     v = attempt.verdict
     candidate = attempt.candidate
@@ -230,6 +273,8 @@ def feedback(
             )
     if level == "L4" and on("profile"):
         lines += _profile_text(attempt)
+    if level in ("L3", "L4") and components is not None and "static" in components:
+        lines += static_text(attempt)
     lines.append(("Make it faster while keeping it correct. " if v.correct else "Fix it. ") + ask)
     return "\n".join(lines)
 

@@ -46,7 +46,7 @@ from beavertui.engine.session.events import (
     Verdict,
 )
 from beavertui.engine.session.protocol import Protocol
-from beavertui.engine.session.state import SessionState, apply, initial
+from beavertui.engine.session.state import AttemptState, SessionState, apply, initial
 from beavertui.engine.session.usage import usage_of
 from beavertui.engine.toolchain.base import AttemptOptions, Toolchain, profiler_unavailable
 
@@ -268,8 +268,12 @@ def run_session(
     control: LoopControl | None = None,
     session_id: str | None = None,
     usable: Callable[[Task, Verdict | None], str | None] | None = None,
+    note_for: Callable[[AttemptState, str], str] | None = None,
 ) -> Generator[SessionHeader | Event, None, None]:
     """Run one repair session, yielding the header, then every event, then one SessionEnd.
+
+    ``note_for`` (attribution's randomised-feedback control) is given every newly built feedback note with
+    its attempt and returns the note to send instead; the requests record what was sent.
 
     ``resume_from``: a valid prefix of a killed session (the header and events read back, or the events
     alone); the original header is yielded again, the prefix is not, and the loop continues at the first
@@ -307,7 +311,7 @@ def run_session(
     if done and callable(resume_at):
         resume_at(done)
 
-    run = _Run(task, model, toolchain, protocol, control, state)
+    run = _Run(task, model, toolchain, protocol, control, state, note_for)
     run.usable = usable
     run.replies = [e for e in prefix if isinstance(e, Reply)]
     try:
@@ -349,8 +353,10 @@ class _Run:
         protocol: Protocol,
         control: LoopControl | None,
         state: SessionState,
+        note_for: Callable[[AttemptState, str], str] | None = None,
     ) -> None:
         self.task, self.model, self.toolchain, self.protocol = task, model, toolchain, protocol
+        self.note_for = note_for
         self.control = control
         self.state = state
         self.iteration = state.iteration
@@ -376,8 +382,14 @@ class _Run:
                 if protocol.method == "iterative" and len(msgs) > 2 and msgs[-1].role == "user":
                     note = msgs[-1].content
                 else:
-                    note = feedback(a, protocol.feedback, task.language, protocol.feedback_components)
+                    note = self.note(a)
                 self.rounds.append((a.reply.content, note))
+
+    def note(self, attempt: AttemptState) -> str:
+        """The feedback note on an attempt under the protocol (or what ``note_for`` sends instead)."""
+        p = self.protocol
+        note = feedback(attempt, p.feedback, self.task.language, p.feedback_components)
+        return note if self.note_for is None else self.note_for(attempt, note)
 
     def fold(self, event: Event) -> Event:
         self.state = apply(self.state, event)
@@ -539,10 +551,5 @@ class _Run:
             if fired and p.stagnation.stop:
                 raise _End(fired[0])
         if not resumed and attempt.reply is not None:
-            note = feedback(
-                self.state.attempt(iteration),  # type: ignore[arg-type]
-                p.feedback,
-                self.task.language,
-                p.feedback_components,
-            )
+            note = self.note(self.state.attempt(iteration))  # type: ignore[arg-type]
             self.rounds.append((attempt.reply.content, note))

@@ -24,8 +24,15 @@ Feedback = Literal["L0", "L1", "L2", "L3", "L4"]
 Detector = Literal["duplicate_code", "code_cycle", "category_oscillation", "no_progress"]
 DETECTORS: tuple[Detector, ...] = ("duplicate_code", "code_cycle", "category_oscillation", "no_progress")
 SanitizerTool = Literal["memcheck", "racecheck", "synccheck", "initcheck"]
-FeedbackComponent = Literal["compiler", "runtime", "sanitizer", "timing", "profile"]
-FEEDBACK_COMPONENTS: tuple[FeedbackComponent, ...] = ("compiler", "runtime", "sanitizer", "timing", "profile")
+FeedbackComponent = Literal["compiler", "runtime", "sanitizer", "timing", "profile", "static"]
+FEEDBACK_COMPONENTS: tuple[FeedbackComponent, ...] = (
+    "compiler",
+    "runtime",
+    "sanitizer",
+    "timing",
+    "profile",
+    "static",
+)
 
 
 class StagnationSettings(BaseModel):
@@ -72,7 +79,9 @@ class Protocol(BaseModel):
     the test failed"), L3 + outcome, decisive lines, logs/sanitizer/speedup, L4 + ncu."""
     feedback_components: tuple[FeedbackComponent, ...] | None = None
     """Only these parts of the level's feedback are sent (compiler: build log and build-stage outcome;
-    runtime: run log and run-stage outcome; sanitizer; timing; profile); None sends all of them."""
+    runtime: run log and run-stage outcome; sanitizer; timing; profile; static: compiler warnings and a lint
+    of the candidate, sent only when named); None sends all of the level's parts (never ``static``); an
+    empty tuple sends the no-feedback note (nothing about the attempt's outcome)."""
     history: int = Field(default=4, ge=1, le=4)
     """Rounds of prior (request, reply, feedback) turns kept in the conversation."""
     temperature: float = Field(default=0.7, ge=0.0, le=2.0)
