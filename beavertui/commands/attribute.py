@@ -22,15 +22,6 @@ if TYPE_CHECKING:
     from beavertui.engine.analysis.attribute_run import BranchOutcome
     from beavertui.engine.analysis.attribution import Attribution, Estimate
 
-CONTROL_NAMES = {
-    "none": "no feedback (empty subset)",
-    "random": "randomised feedback",
-    "full": "every component",
-    "full-random": "every component - randomised",
-    "random-none": "randomised - no feedback",
-    "full-none": "every component - no feedback",
-}
-
 
 def register(sub: Any) -> None:
     p = sub.add_parser(
@@ -273,6 +264,7 @@ def render(
     control: dict[str, dict[str, Estimate]] | None = None,
     setup: dict[str, object] | None = None,
 ) -> str:
+    from beavertui.engine.analysis.attribution import CONTROL_LABELS, control_text
     from beavertui.engine.analysis.report import attribution_rows
 
     lines = [f"{steps} frozen step(s), {branches} branches ({missing} without a verdict, left out)"]
@@ -300,11 +292,10 @@ def render(
         lines.append(f"  subset means: {means}")
         got = (control or {}).get(measure, {})
         if got:
-            rows = [("control", "mean outcome"), *[(CONTROL_NAMES[k], _est(e)) for k, e in got.items()]]
+            rows = [
+                ("control", "mean outcome (contrasts: difference)"),
+                *[(CONTROL_LABELS[k], control_text(k, e.value, e.low, e.high)) for k, e in got.items()],
+            ]
             width = [max(len(r[i]) for r in rows) for i in range(2)]
             lines += ["  " + "  ".join(c.ljust(w) for c, w in zip(r, width, strict=True)) for r in rows]
     return "\n".join(lines)
-
-
-def _est(e: Estimate) -> str:
-    return f"{e.value:+.2f} [{e.low:+.2f}, {e.high:+.2f}]"

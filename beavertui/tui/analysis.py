@@ -134,7 +134,7 @@ class BranchScreen(ModalScreen[Path | None]):
 
 def attribution_renderable(doc: dict[str, Any], title: str = "") -> RenderableType:
     """The tables of a saved attribution (the ``--json`` object of ``beavertui attribute``)."""
-    from beavertui.engine.analysis.attribution import from_json
+    from beavertui.engine.analysis.attribution import CONTROL_LABELS, control_text, from_json
     from beavertui.engine.analysis.report import attribution_rows
 
     parts: list[RenderableType] = []
@@ -177,6 +177,13 @@ def attribution_renderable(doc: dict[str, Any], title: str = "") -> RenderableTy
             for s, v in a.subset_means.items()
         )
         parts.append(Text(f"subset means v(S): {means}", style="dim"))
+        controls = (doc.get("controls") or {}).get("values", {}).get(measure, {})
+        if controls:
+            shown = "; ".join(
+                f"{CONTROL_LABELS.get(k, k)} {control_text(k, e['value'], e['low'], e['high'])}"
+                for k, e in controls.items()
+            )
+            parts.append(Text(f"controls (mean outcome): {shown}", style="dim"))
     return Group(*parts)
 
 

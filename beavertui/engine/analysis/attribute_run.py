@@ -41,7 +41,7 @@ from beavertui.engine.corpus.task import Task
 from beavertui.engine.judge.classify import compiled
 from beavertui.engine.loop.prompts import feedback
 from beavertui.engine.models.base import Model
-from beavertui.engine.session.events import Event, InfraError, SessionHeader, Verdict
+from beavertui.engine.session.events import Event, InfraError, Request, SessionHeader, Verdict
 from beavertui.engine.session.protocol import FEEDBACK_COMPONENTS, Protocol
 from beavertui.engine.session.state import AttemptState, fold
 from beavertui.engine.session.store import read_session, record
@@ -172,7 +172,7 @@ def donor_pool(paths: Sequence[str | Path]) -> list[Donor]:
 class RandomFeedback:
     """The control's notes: for each attempt, the full-coalition note of another task's attempt of the same
     category, drawn by a generator seeded with (seed, key, iteration); with no such donor, the no-feedback
-    note. ``used`` records each draw."""
+    note. ``used`` records each draw with the iteration of the attempt it answers."""
 
     def __init__(
         self,
@@ -187,7 +187,7 @@ class RandomFeedback:
         self.components = tuple(c for c in FEEDBACK_COMPONENTS if c in components)
         self.level: Literal["L3", "L4"] = "L4" if "profile" in components else "L3"
         self.seed, self.key = seed, key
-        self.used: list[str] = []
+        self.used: list[tuple[int, str]] = []
 
     def choices(self, category: str | None) -> list[Donor]:
         return [d for d in self.pool if d.task != self.task_id and d.category == category]
@@ -196,10 +196,10 @@ class RandomFeedback:
         category = attempt.verdict.category if attempt.verdict is not None else None
         choices = self.choices(category)
         if not choices:
-            self.used.append(f"no donor of category {category}: no-feedback note")
+            self.used.append((attempt.iteration, f"no donor of category {category}: no-feedback note"))
             return feedback(attempt, self.level, self.language, ())
         donor = random.Random(f"{self.seed}/{self.key}/{attempt.iteration}").choice(choices)
-        self.used.append(donor.name())
+        self.used.append((attempt.iteration, donor.name()))
         return feedback(donor.attempt, self.level, self.language, self.components)
 
 
@@ -291,13 +291,19 @@ def run_attribution(
                 passed,
                 path,
                 condition=condition,
-                donors=tuple(note_for.used) if note_for is not None else (),
+                donors=_sent(note_for.used, written) if note_for is not None else (),
                 horizon=horizon,
             )
             results.append(result)
             if on_outcome is not None:
                 on_outcome(result)
     return results
+
+
+def _sent(used: Sequence[tuple[int, str]], events: Sequence[Event]) -> tuple[str, ...]:
+    """The draws whose note was sent: the note on attempt i is sent with the request of attempt i + 1."""
+    asked = {e.iteration for e in events if isinstance(e, Request)}
+    return tuple(name for iteration, name in used if iteration + 1 in asked)
 
 
 def _write(path: Path, stream: Iterator[SessionHeader | Event], sink: list[Event]) -> None:

@@ -191,6 +191,21 @@ CONTRASTS: tuple[tuple[str, str, str], ...] = (
     ("full-none", "full", "none"),
 )
 """(name, a, b): the difference a - b of two controls, over the frozen steps that ran both."""
+CONTROL_LABELS: dict[str, str] = {
+    "none": "no feedback (empty subset)",
+    "random": "randomised feedback",
+    "full": "every component",
+    "full-random": "every component - randomised",
+    "random-none": "randomised - no feedback",
+    "full-none": "every component - no feedback",
+}
+"""How tables name the controls and contrasts."""
+
+
+def control_text(name: str, value: float, low: float, high: float) -> str:
+    """A control's mean outcome as ``0.50 [0.25, 0.75]``; a contrast (a difference) signed: ``+0.50 [...]``."""
+    f = "{:.2f}" if name in CONTROLS else "{:+.2f}"
+    return f"{f.format(value)} [{f.format(low)}, {f.format(high)}]"
 
 
 def control_estimates(

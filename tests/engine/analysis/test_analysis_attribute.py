@@ -91,7 +91,10 @@ def test_attribution_of_a_probe_model(tmp_path: Path) -> None:
     # What the model read is exactly the chosen components (branches run subset by subset, by bitmask).
     # The empty subset is the no-feedback condition: not even that the attempt failed.
     empty_note = probes[0].seen[0]
-    assert empty_note == "Please give another attempt. Reply with the complete corrected file in one ```cuda block."
+    assert (
+        empty_note
+        == "Please give another attempt. Reply with the complete corrected file in one ```cuda block."
+    )
     compiler_note = probes[2].seen[0]  # {compiler}: the build passed, so it adds only the verdict's head
     assert compiler_note.startswith("Your solution failed.") and "```text" not in compiler_note
     full_note = probes[-1].seen[0]
