@@ -235,6 +235,8 @@ def load_batch_file(path: Path) -> BatchFile:
         raise BeaverError(f"{path}: cannot read: {exc.strerror}") from None
     except tomllib.TOMLDecodeError as exc:
         raise BeaverError(f"{path}: not valid TOML: {exc}") from None
+    except RecursionError:
+        raise BeaverError(f"{path}: not valid TOML: nested too deeply") from None
     try:
         return BatchFile.model_validate(data)
     except ValidationError as exc:

@@ -213,6 +213,10 @@ def _start(args: argparse.Namespace, started: Callable[[Path], None]) -> int:
     from beavertui.engine.errors import BeaverError
     from beavertui.service.batch import prepare, run_batch
 
+    for flag, value, high in (("--samples", args.samples, 1000), ("--jobs", args.jobs, 100_000),
+                              ("--gpu-share", args.gpu_share, 1024)):  # fmt: skip
+        if value is not None and not 1 <= value <= high:
+            raise BeaverError(f"{flag} must be 1 to {high:,}, not {value}")
     options, tui = options_of(args), args.tui
     if tui:
         if not sys.stdout.isatty():

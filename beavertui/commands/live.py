@@ -336,6 +336,14 @@ def _resume(args: argparse.Namespace) -> int:
         model = OpenAIModel(config)
     else:
         raise BeaverError(f"resuming a {header.model.kind} session needs --model (e.g. {header.model.name})")
+    from beavertui.engine.session.events import model_identity
+
+    given, recorded = model_identity(model.info()), model_identity(header.model)
+    if given != recorded:  # its replies would be credited to the header's model
+        raise BeaverError(
+            f"{args.resume} is a session of model {recorded}, not {given}: resume it with that model, "
+            "or start a new session"
+        )
     toolchain = _toolchain(args, task)
     writer, prefix = SessionWriter.reopen(args.resume, redact=model.secrets())
     if problem:

@@ -78,13 +78,22 @@ def register(sub: Any) -> None:
     p.add_argument("--card", type=Path, help="also write the evaluation card (Markdown) to this file")
     p.add_argument("--plots", type=Path, help="also write p_sweep.svg and swing.svg into this folder")
     p.add_argument(
-        "--resamples", type=int, default=1000, help="bootstrap resamples (at least 1000; default 1000)"
+        "--resamples",
+        type=int,
+        default=1000,
+        help=f"bootstrap resamples (1000 to {MAX_RESAMPLES:,}; default 1000)",
     )
-    p.add_argument("--seed", type=int, default=None, help="bootstrap seed (default: a fixed seed)")
+    p.add_argument(
+        "--seed", type=int, default=None, help="bootstrap seed, 0 to 2^32-1 (default: a fixed seed)"
+    )
     p.add_argument(
         "--tui", action="store_true", help="show the tables, the p-sweep curves and the swing bars on screen"
     )
     p.set_defaults(func=_handle)
+
+
+#: Most bootstrap resamples: the resampling's memory and time grow with it (unbounded, 15 GB in 40 s).
+MAX_RESAMPLES = 100_000
 
 
 def _handle(args: argparse.Namespace) -> int:
@@ -94,8 +103,14 @@ def _handle(args: argparse.Namespace) -> int:
     from beavertui.service.metrics import NO_CODE, compute, with_tables
 
     fmt = output_format(args)
-    if args.resamples < 1000:
-        raise BeaverError("--resamples must be at least 1000 (docs/metrics.md)")
+    if not 1000 <= args.resamples <= MAX_RESAMPLES:
+        raise BeaverError(
+            f"--resamples must be 1000 to {MAX_RESAMPLES:,}, not {args.resamples} (docs/metrics.md)"
+        )
+    if args.seed is not None and not 0 <= args.seed < 2**32:
+        raise BeaverError(f"--seed must be 0 to 2^32-1, not {args.seed}")
+    if args.plots is not None and args.plots.exists() and not args.plots.is_dir():
+        raise BeaverError(f"--plots {args.plots}: is a file; --plots takes a folder to write the plots into")
     if args.tui:
         if fmt != "table" or args.output is not None:
             raise BeaverError("--tui shows the tables on screen: drop --json, --format and --output")

@@ -14,6 +14,9 @@ from pathlib import Path
 
 from beavertui.engine.errors import BeaverError
 
+#: The largest input file of another kind than a session (models file, script, recordings, side table).
+MAX_INPUT_BYTES = 64 << 20
+
 
 def why_oserror(exc: OSError) -> str:
     """The reason of an OSError in words (a symbolic link loop says so)."""

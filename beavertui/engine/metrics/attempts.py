@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from beavertui.engine.errors import BeaverError
-from beavertui.engine.fileio import is_regular, missing
+from beavertui.engine.fileio import MAX_INPUT_BYTES, is_regular, missing, read_small_text
 from beavertui.engine.judge import anticheat
 from beavertui.engine.judge.classify import compiled
 from beavertui.engine.metrics.compute import source_model_matches
@@ -128,10 +128,7 @@ def _instance_source_model(task_dir: Path) -> str | None:
 
 def load_source_models(path: Path) -> dict[str, str | None]:
     """A side table task_id -> source_model: a JSON object, JSON Lines/CSV rows with those two keys."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise BeaverError(f"{path}: cannot read source-models table: {exc.strerror}") from None
+    text = read_small_text(path, MAX_INPUT_BYTES, "source-models table")
     rows: list[Mapping[str, Any]]
     if path.suffix.lower() == ".csv":
         import csv

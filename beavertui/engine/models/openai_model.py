@@ -25,6 +25,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from beavertui.engine.errors import BeaverError
+from beavertui.engine.fileio import MAX_INPUT_BYTES, read_small_text
 from beavertui.engine.models.base import Completion, DeltaCallback, EndpointError
 from beavertui.engine.session.events import Message, ModelInfo, Prices, model_identity
 from beavertui.engine.session.redaction import (
@@ -104,11 +105,11 @@ def load_models_file(path: str | Path) -> dict[str, OpenAIConfig]:
     """Read a TOML models file: one ``[models.NAME]`` table per model (keys of OpenAIConfig)."""
     path = Path(path)
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise BeaverError(f"{path}: no such models file") from None
+        data = tomllib.loads(read_small_text(path, MAX_INPUT_BYTES, "models file"))
     except tomllib.TOMLDecodeError as exc:
         raise BeaverError(f"{path}: not valid TOML: {exc}") from None
+    except RecursionError:
+        raise BeaverError(f"{path}: not valid TOML: nested too deeply") from None
     models = data.get("models")
     if not isinstance(models, dict):
         raise BeaverError(f"{path}: expected [models.NAME] tables")

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from beavertui.engine.errors import BeaverError
+from beavertui.engine.fileio import MAX_INPUT_BYTES, read_small_text
 from beavertui.engine.models.base import Completion, DeltaCallback, EndpointError
 from beavertui.engine.session.events import Message, ModelInfo
 
@@ -51,16 +52,15 @@ def load_script(path: str | Path) -> list[ScriptEntry]:
     path = Path(path)
     if not path.is_file() and (BUILTIN_DIR / path.name).is_file() and not path.parent.parts:
         path = BUILTIN_DIR / path.name
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise BeaverError(f"{path}: no such script file") from None
+    text = read_small_text(path, MAX_INPUT_BYTES, "script file")
     suffix = path.suffix.lower()
     if suffix == ".toml":
         try:
             data = tomllib.loads(text)
         except tomllib.TOMLDecodeError as exc:
             raise BeaverError(f"{path}: not valid TOML: {exc}") from None
+        except RecursionError:
+            raise BeaverError(f"{path}: not valid TOML: nested too deeply") from None
         items = data.get("reply")
         if not isinstance(items, list):
             raise BeaverError(f"{path}: expected [[reply]] tables")

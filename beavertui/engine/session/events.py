@@ -9,10 +9,11 @@ Events are plain data: no behaviour, no I/O.
 from __future__ import annotations
 
 import json
+import re
 import time
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, TypeAdapter, model_validator
 
 from beavertui.engine.session.protocol import MAX_BUDGET, Detector, Protocol, with_legacy_gate
 
@@ -35,6 +36,20 @@ MAX_REPLY_CHARS = 512 << 10
 #: An attempt's 1-based iteration: at most the largest budget a protocol can have.
 Iteration = Annotated[int, Field(ge=1, le=MAX_BUDGET)]
 
+#: Terminal control characters (C0, DEL, C1): an escape sequence in a header's names would reach the
+#: terminal of every viewer (``replay`` set the terminal's title from a model name).
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+def _printable(value: str | None) -> str | None:
+    if value is not None and _CONTROL.search(value):
+        raise ValueError("holds a terminal control character")
+    return value
+
+
+#: A name shown as is on a terminal: no control characters.
+Name = Annotated[str, AfterValidator(_printable)]
+
 
 # --------------------------------------------------------------------------------------------- values
 
@@ -51,11 +66,11 @@ class Message(_Frozen):
 class TaskRef(_Frozen):
     """What a session needs to know about its task, independent of the corpus still being on disk."""
 
-    id: str
+    id: Name
     """Task id (folder name)."""
-    family: str
+    family: Name
     """Kernel family."""
-    label: str
+    label: Name
     """The broken start's label as given by the corpus (release labels kept verbatim)."""
     corpus: str
     """Corpus root the task was loaded from."""
@@ -125,7 +140,7 @@ class Usage(_Frozen):
 class ModelInfo(_Frozen):
     """The model under test, without credentials."""
 
-    name: str
+    name: Name
     """Model name as sent to the endpoint, or ``scripted:FILE``, ``replay:SESSION``, ``human``."""
     kind: Literal["openai", "scripted", "replay", "human"]
     """Which model driver produced the replies."""
@@ -135,9 +150,9 @@ class ModelInfo(_Frozen):
     """Sampling and request parameters (temperature, top_p, max_tokens, seed, reasoning_effort, ...)."""
     prices: Prices | None = None
     """What the endpoint charges, when the models file says."""
-    entry: str | None = None
+    entry: Name | None = None
     """The models-file entry or batch label that chose this model, when it is not the endpoint name."""
-    identity: str | None = None
+    identity: Name | None = None
     """The model as ``metrics`` groups it: the entry (else the name) and every setting that changes its
     output (``model_identity``). None in headers written before it was recorded: computed from them."""
 
@@ -160,7 +175,8 @@ def model_identity(info: ModelInfo) -> str:
             continue
         shown = json.dumps(value, sort_keys=True, separators=(",", ":")) if isinstance(value, dict) else value
         settings.append(f"{key}={shown}")
-    return f"{base} [{', '.join(settings)}]" if settings else base
+    shown = f"{base} [{', '.join(settings)}]" if settings else base
+    return _CONTROL.sub("?", shown)
 
 
 class GpuSignature(_Frozen):
@@ -341,7 +357,7 @@ class SessionHeader(_Event):
     kind: Literal["header"] = "header"
     format_version: int = FORMAT_VERSION
     """Session file format version."""
-    session_id: str
+    session_id: Name
     """Unique id of this session."""
     tool_version: str
     """beavertui version that wrote it."""
@@ -353,7 +369,7 @@ class SessionHeader(_Event):
     """The protocol."""
     gpu: GpuSignature | None = None
     """Where it ran; None when no GPU was used (recorded toolchain)."""
-    run_id: str | None = None
+    run_id: Name | None = None
     """Batch run id, if part of one."""
     sample: int = 0
     """Index of this trajectory among the task's samples under this protocol."""

@@ -23,6 +23,7 @@ from pydantic import ValidationError
 from beavertui.engine.code.hashing import code_hash
 from beavertui.engine.corpus.task import Task
 from beavertui.engine.errors import BeaverError, ToolchainError
+from beavertui.engine.fileio import MAX_INPUT_BYTES, missing, read_small_text
 from beavertui.engine.session.events import (
     EVENT_ADAPTER,
     Built,
@@ -69,10 +70,7 @@ def load_recordings(path: str | Path, language: str = "cuda") -> dict[Key, Outco
     """Read a recordings file (JSON Lines: ``task``, ``harness``, ``sha256`` or ``code``, and ``events``)."""
     path = Path(path)
     out: dict[Key, Outcome] = {}
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except FileNotFoundError:
-        raise BeaverError(f"{path}: no such recordings file") from None
+    lines = read_small_text(path, MAX_INPUT_BYTES, "recordings file").splitlines()
     for n, line in enumerate(lines, start=1):
         if not line.strip():
             continue
@@ -150,9 +148,8 @@ class RecordedToolchain:
             recs, gpu = recordings_from_sessions(sorted(path.rglob("*.jsonl")))
             return cls(recs, unknown=unknown, gpu=gpu)
         if not path.is_file():
-            raise BeaverError(f"{path}: no such recordings file or session folder")
-        with open(path, encoding="utf-8") as fh:
-            first = fh.readline()
+            raise missing(path, "recordings file or session folder")
+        first = read_small_text(path, MAX_INPUT_BYTES, "recordings file").split("\n", 1)[0]
         if '"kind":"header"' in first.replace(" ", ""):
             recs, gpu = recordings_from_sessions([path])
             return cls(recs, unknown=unknown, gpu=gpu)
