@@ -142,7 +142,10 @@ def _handle(args: argparse.Namespace) -> int:
         seed = SEED if args.seed is None else args.seed
         with_tables(report, resamples=args.resamples, seed=seed, by=args.by)
         doc: dict[str, Any] = {
-            "groups": [_group_json(g, cells, args.resamples, seed) for g in groups],
+            "groups": [
+                _group_json(g, cells, args.resamples, seed, r)
+                for g, r in zip(groups, report.rates, strict=True)
+            ],
             "interval": {
                 "level": 0.95,
                 "method": "percentile bootstrap over tasks",
@@ -263,7 +266,11 @@ def _write_folder(folder: Path, files: dict[str, str]) -> None:
 
 
 def _group_json(
-    g: Any, cells: dict[Any, Any] | None, resamples: int = 1000, seed: int | None = None
+    g: Any,
+    cells: dict[Any, Any] | None,
+    resamples: int = 1000,
+    seed: int | None = None,
+    group_rates: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """docs/metrics.md's group object plus the analysis keys (null when the source carries no code), and
     ``intervals``: the 95% interval of every rate the tables print, as [low, high] fractions."""
@@ -273,7 +280,7 @@ def _group_json(
 
     seed = SEED if seed is None else seed
     doc: dict[str, Any] = g.as_json()
-    ivs = _intervals(rates(g, resamples, seed))
+    ivs = _intervals(group_rates if group_rates is not None else rates(g, resamples, seed))
     c = None if cells is None else cells.get(group_key(g.model, g.protocol.as_dict(), g.corpus))
     num = c.nums.sum(axis=0) if c is not None and len(c.tasks) else None
     den = c.dens.sum(axis=0) if c is not None and len(c.tasks) else None

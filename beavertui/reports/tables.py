@@ -87,10 +87,15 @@ def _rates(g: GroupMetrics, resamples: int, seed: int) -> dict[str, Rate]:
 
 
 def main_tables(
-    groups: Sequence[GroupMetrics], *, resamples: int = RESAMPLES, seed: int = SEED
+    groups: Sequence[GroupMetrics],
+    *,
+    resamples: int = RESAMPLES,
+    seed: int = SEED,
+    group_rates: Sequence[Mapping[str, Rate]] | None = None,
 ) -> list[Table]:
-    """The per-group table and the p-sweep table."""
-    rates = [_rates(g, resamples, seed) for g in groups]
+    """The per-group table and the p-sweep table (``group_rates``: each group's ``rates``, when the caller
+    has them already; the bootstrap is then not run again)."""
+    rates = list(group_rates) if group_rates is not None else [_rates(g, resamples, seed) for g in groups]
     rows: list[tuple[Cell, ...]] = []
     sweep_rows: list[tuple[Cell, ...]] = []
     for g, r in zip(groups, rates, strict=True):
@@ -169,6 +174,7 @@ def analysis_table(
     *,
     resamples: int = RESAMPLES,
     seed: int = SEED,
+    group_rates: Sequence[Mapping[str, Rate]] | None = None,
 ) -> Table:
     """Edit precision, bug recall and both degeneration rates per group, next to its pass@k.
 
@@ -177,8 +183,8 @@ def analysis_table(
     from beavertui.engine.metrics.groups import group_key
 
     rows: list[tuple[Cell, ...]] = []
-    for g in groups:
-        r = _rates(g, resamples, seed)
+    for n, g in enumerate(groups):
+        r = group_rates[n] if group_rates is not None else _rates(g, resamples, seed)
         c = cells.get(group_key(g.model, g.protocol.as_dict(), g.corpus))
         if c is None or len(c.tasks) == 0:
             rows.append(

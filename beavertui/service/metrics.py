@@ -69,6 +69,8 @@ class Report:
     """Tokens and cost per group (engine.metrics.usage), from the sessions; None for an attempts table."""
     stats: Any = None
     """engine.metrics.attempts.ExportStats of a run directory's sessions (None for an attempts table)."""
+    rates: list[Any] = field(default_factory=list)
+    """Per group, in order: every rate with its interval (reports.tables.rates; filled by ``with_tables``)."""
     paper: Any = None
     """engine.metrics.paper_tables.PaperTables: the paper's Table 1 and Table 2 of these groups."""
     gate: float | None = None
@@ -244,15 +246,19 @@ def with_tables(
         breakdown_table,
         kendall_table,
         main_tables,
+        rates,
         swing_table,
         usage_table,
     )
 
     seed = SEED if seed is None else seed
     groups = report.groups
-    tables = main_tables(groups, resamples=resamples, seed=seed)
+    report.rates = [rates(g, resamples, seed) for g in groups]
+    tables = main_tables(groups, resamples=resamples, seed=seed, group_rates=report.rates)
     if report.cells is not None:
-        tables.append(analysis_table(groups, report.cells, resamples=resamples, seed=seed))
+        tables.append(
+            analysis_table(groups, report.cells, resamples=resamples, seed=seed, group_rates=report.rates)
+        )
     if report.usage and any(g.reported for g in report.usage.values()):
         tables.append(usage_table(groups, report.usage))
     if report.swing:
