@@ -112,15 +112,55 @@ def read_csv(path: Path) -> AttemptsTable:
     return concat(parts)
 
 
+#: The largest sample index an attempts table may hold (1,000 samples of a 100-iteration repeated protocol).
+MAX_SAMPLE = 1_000_000
+
+
+def out_of_range(table: AttemptsTable) -> str | None:
+    """What in a table is outside the values a run can produce (None: nothing): a sample index, an
+    iteration, a speedup that is not above 0, a protocol's gate, budget, history or temperature."""
+    import numpy as np
+
+    from beavertui.engine.session.protocol import MAX_BUDGET
+
+    def first(bad: Any, name: str, values: Any) -> str | None:
+        idx = np.flatnonzero(bad)
+        return f"row {int(idx[0]) + 1}: {name} {values[idx[0]]!r} is out of range" if idx.size else None
+
+    checks = (
+        ((table.sample < 0) | (table.sample > MAX_SAMPLE), "sample", table.sample),
+        ((table.iteration < 1) | (table.iteration > MAX_BUDGET), "iteration", table.iteration),
+        (~np.isnan(table.speedup) & ~(table.speedup > 0), "speedup", table.speedup),
+    )
+    for bad, name, values in checks:
+        found = first(bad, name, values)
+        if found is not None:
+            return found
+    for p in table.protocols:
+        for name, value, low, high in (
+            ("gate", p.gate, 0.0, 3.0),
+            ("budget", p.budget, 1, MAX_BUDGET),
+            ("history", p.history, 0, MAX_BUDGET),
+            ("temperature", p.temperature, 0.0, 2.0),
+        ):
+            if not (low <= value <= high):  # NaN fails too
+                return f"protocol {name} {value!r} is out of range ({low} to {high})"
+    return None
+
+
 def read_table(path: Path) -> AttemptsTable:
     """Read a JSON Lines or CSV attempts table (by extension; ``.csv`` is CSV, anything else JSON).
 
     Anything that is not such a table raises TableFormatError with a one-line reason.
     """
     try:
-        if path.suffix.lower() == ".csv":
-            return read_csv(path)
-        return read_jsonl(path)
+        table = read_csv(path) if path.suffix.lower() == ".csv" else read_jsonl(path)
+        problem = out_of_range(table)
+        if problem is not None:
+            raise TableFormatError(f"{path}: {problem}")
+        return table
+    except OverflowError:
+        raise TableFormatError(f"{path}: a number too large for an attempts table") from None
     except UnicodeDecodeError as exc:
         raise TableFormatError(f"{path}: not UTF-8 text (byte {exc.start})") from None
     except RecursionError:
