@@ -41,6 +41,9 @@ def run(args: argparse.Namespace) -> int:
     from beavertui.engine.errors import BeaverError
 
     root: Path = args.run_dir or demo_dir()
+    if root.is_file():
+        hint = f": open it with beavertui replay {root}" if root.name.endswith(".jsonl") else ""
+        raise BeaverError(f"{root}: is a file; browse takes a folder of sessions{hint}")
     if not root.is_dir():
         raise BeaverError(f"{root}: no such folder of sessions")
     if args.format is not None:

@@ -139,3 +139,12 @@ def test_live_resume_refuses_another_model(tmp_path: Path) -> None:
     line = one_line_error(p)
     assert "is a session of model scripted:vec_scale_demo.toml, not scripted:@reference" in line, line
     assert session.read_text().splitlines() == lines[:3]  # nothing appended
+
+
+def test_browse_of_a_session_file_says_what_to_do(tmp_path: Path) -> None:
+    session = next(iter(sorted(DEMO.glob("*.jsonl"))))
+    line = one_line_error(cli("browse", str(session), cwd=tmp_path))
+    assert (
+        line
+        == f"beavertui: {session}: is a file; browse takes a folder of sessions: open it with beavertui replay {session}"
+    )
