@@ -176,7 +176,7 @@ def event_line(e: Event) -> Text | None:
     elif isinstance(e, SessionEnd):
         t = Text("end ", style="bold")
         style = "bold green" if e.success else "bold red"
-        stop = stop_text(e.stop_reason, e.success)
+        stop = stop_text(e.stop_reason, e.success, e.timing_pending)
         t.append(f"{stop} after {e.iterations} iteration{'s' if e.iterations != 1 else ''}", style)
         t.append(", success" if e.success else ", no success")
         if e.best_speedup is not None:

@@ -181,6 +181,12 @@ def prepare(job: JobSpec, run_dir: Path, retries: int) -> Prefix | JobOutcome | 
         set_aside(path, run_dir, why)
         return prepare(job, run_dir, retries)
     assert header is not None
+    ends = [i for i, e in enumerate(events) if isinstance(e, SessionEnd)]
+    if ends and ends[-1] < len(events) - 1:
+        # a timing lane's append cut by a kill after the loop's end: back to the last whole end, and the
+        # lane times that attempt again (engine/session/late.py)
+        events = events[: ends[-1] + 1]
+        _rewrite(path, header, events)
     if events and isinstance(events[-1], SessionEnd):
         end = events[-1]
         rel = str(path.relative_to(run_dir))

@@ -24,6 +24,7 @@ from beavertui.batch.job import JobOutcome, JobSpec, Prefix, drive
 from beavertui.batch.models import build_model, session_protocol
 from beavertui.batch.rank import SESSION_RANK
 from beavertui.batch.rundir import RunManifest, session_path
+from beavertui.batch.timing_lane import TimingLane
 from beavertui.engine.corpus.task import Task
 from beavertui.engine.loop.run import run_session
 from beavertui.engine.session.events import Event, Ran
@@ -166,7 +167,7 @@ class Flag(Protocol):
 
 
 def local_starter(
-    job: JobSpec, task: Task, toolchain: Toolchain, usable: Usable | None = None
+    job: JobSpec, task: Task, toolchain: Toolchain, usable: Usable | None = None, defer_timing: bool = False
 ) -> Callable[[Prefix | None], tuple[Any, tuple[str, ...]]]:
     def start(prefix: Prefix | None) -> tuple[Any, tuple[str, ...]]:
         learn = getattr(toolchain, "learn_run_seconds", None)
@@ -178,7 +179,7 @@ def local_starter(
         protocol = session_protocol(job.model, task, job.protocol)
         stream = run_session(
             task, model, toolchain, protocol, run_id=job.run_id, sample=job.sample, resume_from=prefix,
-            usable=usable,
+            usable=usable, defer_timing=defer_timing,
         )  # fmt: skip
         return stream, model.secrets()
 
@@ -196,6 +197,7 @@ def run_local(
     tracker: Tracker,
     stop: Flag | None = None,
     admission: Admission | None = None,
+    lane: TimingLane | None = None,
 ) -> dict[Path, JobOutcome]:
     """Run the jobs with at most ``parallel`` sessions at once; returns each job's outcome.
 
@@ -203,7 +205,9 @@ def run_local(
     slots can take more work (admission.py). Each session's stages are served by its rank (the order
     in which sessions started), so sessions further along finish first. A task never validated on this GPU
     is checked by its first session (its reference run once); a session of a task found unusable ends before
-    its first turn, with the reason."""
+    its first turn, with the reason. With ``lane``, a session whose correct attempts the protocol lets be
+    timed after its loop ends when its loop ends, and the lane times them beside the sessions (timing_lane.py;
+    a resumed run's pending timings first); it is drained before this returns."""
     outcomes: dict[Path, JobOutcome] = {}
     wake = admission.changed if admission is not None else threading.Event()
     # a task never validated on this GPU is validated by its first session here (validation/on_the_run.py)
@@ -217,9 +221,11 @@ def run_local(
                 job,
                 run_dir,
                 retries,
-                local_starter(job, tasks[job.task_id], toolchain, usable),
+                local_starter(job, tasks[job.task_id], toolchain, usable, defer_timing=lane is not None),
                 tracker.event,
             )
+            if lane is not None:
+                lane.submit(job.path)
         except BaseException:
             tracker.finish(job, JobOutcome(status="failed"))
             raise
@@ -229,6 +235,10 @@ def run_local(
         tracker.finish(job, out)
         return out
 
+    if lane is not None:  # a resumed run: what its lane had not appended when it was cut
+        for job in jobs:
+            if job.path.is_file():
+                lane.submit(job.path)
     pending = list(reversed(jobs))
     running: dict[Future[JobOutcome], JobSpec] = {}
     pool = ThreadPoolExecutor(max_workers=max(1, parallel), thread_name_prefix="session")
@@ -263,4 +273,6 @@ def run_local(
     finally:
         if not interrupted:
             pool.shutdown(wait=True)
+            if lane is not None:
+                lane.close()
     return outcomes

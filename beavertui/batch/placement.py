@@ -196,6 +196,14 @@ class ScheduledToolchain:
     def gpu(self) -> GpuSignature | None:
         return self.inner.gpu()
 
+    def time_later(self, task: Task, code: str, pending: Verdict, gate: float) -> Iterator[Event]:
+        """The inner toolchain's late timing, holding a GPU alone as a timing stage does."""
+        with self.pool.hold(exclusive=True) as g:
+            events = list(self.inner.time_later(task, code, pending, gate))  # type: ignore[attr-defined]
+            infra = any(isinstance(e, InfraError) and e.source == "gpu" for e in events)
+        self.pool.report(g, ok=not infra)
+        yield from events
+
     def judges(self, task: Task, code: str) -> bool:
         """Whether the inner toolchain can judge this candidate (a replay: whether it is recorded)."""
         judges = getattr(self.inner, "judges", None)

@@ -83,6 +83,13 @@ def register(sub: Any) -> None:
         "with one GPU, go on with more (each GPU's timing would stop the builds the others wait for)",
     )
     p.add_argument(
+        "--inline-timing",
+        action="store_true",
+        help="time each correct attempt inside its session, which waits for it (the design before the timing "
+        "lane); by default, under a gate applied after the run, a session ends when its loop ends and a "
+        "timing lane times its correct attempts beside the sessions, appending them to its file",
+    )
+    p.add_argument(
         "--toolchain",
         default="local",
         help="local (this machine's GPUs), demo (the bundled demo sessions' recorded outcomes) or recorded:PATH",
@@ -169,6 +176,7 @@ def options_of(args: argparse.Namespace) -> BatchOptions:
         gpu_share=args.gpu_share,
         pause_for_timing=args.pause_for_timing,
         builds_in_timing=args.builds_in_timing,
+        timing_lane=not args.inline_timing,
         toolchain=toolchain,
         cache=args.cache,
         no_cache=args.no_cache,

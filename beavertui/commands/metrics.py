@@ -169,6 +169,8 @@ def _handle(args: argparse.Namespace) -> int:
             doc["resume"] = [f"beavertui batch --resume {d}" for d in st.resume_dirs()]
             doc["withdrawn_sessions"] = st.withdrawn_sessions
             doc["withdrawn_tasks"] = dict(sorted(st.withdrawn.items()))
+            doc["timings_pending"] = st.timings_pending
+            doc["final"] = st.timings_pending == 0 and st.unfinished_sessions == 0
             doc["unusable_sessions"] = st.unusable_sessions
             doc["unusable_tasks"] = dict(sorted(st.unusable.items()))
             doc["unspeeded_attempts"] = [

@@ -94,7 +94,9 @@ def run_page(
             f'style="background:{colour(a.verdict.category if a.verdict else None, a.verdict.success if a.verdict else True)}"></span>'
             for a in st.attempts
         )
-        ended: str = stop_text(st.end.stop_reason, st.end.success) if st.end else "unfinished"
+        ended: str = (
+            stop_text(st.end.stop_reason, st.end.success, st.end.timing_pending) if st.end else "unfinished"
+        )
         if doc.problem:
             ended += " (damaged)"
         cls = "green" if st.success else ("red" if ended == FAILED_GATE else "dim")

@@ -580,7 +580,7 @@ def _head(doc: SessionDoc) -> str:
         f'<b>· iteration <span class="cur">{doc.state.iteration}</span>/{h.protocol.budget}</b> '
     ]
     if end is not None:
-        stop = stop_text(end.stop_reason, end.success)
+        stop = stop_text(end.stop_reason, end.success, end.timing_pending)
         cls = "green" if end.success else ("red" if stop in ("error", FAILED_GATE) else "yellow")
         out.append(f'<span class="{cls}">· ended: {_e(ended_text(end, h.protocol.gate))}</span>')
         if end.detail:

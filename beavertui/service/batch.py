@@ -27,6 +27,7 @@ from beavertui.batch.build_slots import BuildSlots
 from beavertui.batch.gpu_pool import GpuPool
 from beavertui.batch.local_executor import Flag, Tracker, plan, run_local
 from beavertui.batch.rundir import RunManifest, read_infra, stamp, write_manifest
+from beavertui.batch.timing_lane import TimingLane
 from beavertui.engine.corpus.task import Task
 from beavertui.engine.errors import EXIT_INFRA, EXIT_INTERRUPTED, EXIT_OK, BeaverError, NoGpuError
 from beavertui.engine.host.gpu import visible_gpus, wait_idle
@@ -62,6 +63,9 @@ class BatchOptions:
     builds_in_timing: str = "auto"
     """``stop``: builds are stopped while a GPU is held alone for timing (BuildSlots.stop_for_timing);
     ``go``: they go on; ``auto``: stop with one GPU, go on with more (--builds-in-timing)."""
+    timing_lane: bool = True
+    """Under a gate applied after the run, sessions end when their loops end and a timing lane times their
+    correct attempts beside them (batch/timing_lane.py); False times each inside its session (--inline-timing)."""
     toolchain: str = "local"
     cache: Path | None = None
     no_cache: bool = False
@@ -675,6 +679,7 @@ def _run_batch(
     window = _Deadline(options.start_until_s) if options.start_until_s is not None else None
     cache = None
     pool: GpuPool | None = None
+    lane: TimingLane | None = None
     if options.executor == "ray":
         from beavertui.batch.ray_executor import run_ray
 
@@ -693,6 +698,8 @@ def _run_batch(
         manifest.gpus = [g.index for g in pool.gpus]
         write_manifest(run_dir, manifest)
         halt = _Either(pool.exhausted, *(f for f in (stop, window) if f is not None))
+        # one timing worker per GPU: a timing stage holds its GPU alone
+        lane = TimingLane(toolchain, tasks, workers=len(pool.gpus)) if options.timing_lane else None
         progress = nullcontext() if options.quiet and display is None else show(tracker, parallel)
         try:
             with progress:
@@ -706,6 +713,7 @@ def _run_batch(
                     tracker=tracker,
                     stop=halt,
                     admission=Admission(pool, builds),
+                    lane=lane,
                 )
         except KeyboardInterrupt:
             _interrupted(manifest, run_dir, tracker, say)
@@ -718,6 +726,8 @@ def _run_batch(
         "infra_failures": len(infra),
         "infra_retried": sum(1 for r in infra if r.get("retried")),
     }
+    if lane is not None:
+        summary["timing_lane"] = {"appended": lane.appended, "failed": len(lane.failed)}
     if cache is not None:
         summary["compile_cache"] = cache.summary()
     if pool is not None:
@@ -736,6 +746,11 @@ def _run_batch(
         say(
             f"beavertui: {len(infra)} infrastructure failures ({summary['infra_retried']} retried); their "
             "attempts are excluded from scores and counted. First: " + str(infra[0].get("detail"))
+        )
+    if lane is not None and lane.failed:
+        say(
+            f"beavertui: timing lane: {len(lane.failed)} timing(s) failed on the machine's side and stay pending "
+            f"(their scores are not final; --resume {run_dir} times them). First: {lane.failed[0]}"
         )
     if cache is not None and cache.stats.corrupt:
         say(

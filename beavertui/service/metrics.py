@@ -100,6 +100,13 @@ class Report:
                     f"{st.unfinished_sessions} unfinished session(s) left out of every rate "
                     f"(finish them: {cmds})"
                 )
+        if st is not None and st.timings_pending:
+            cmds = "; ".join(f"beavertui batch --resume {d}" for d in st.resume_dirs()) or "resume their run"
+            left = "included as they stand, NOT FINAL" if st.unfinished_included else "left out of every rate"
+            out.append(
+                f"{st.timings_pending} timing(s) pending in {len(st.pending_sessions)} session(s), {left} "
+                f"until the timing lane has appended them ({cmds})"
+            )
         if st is not None and st.withdrawn_sessions:
             out.append(
                 f"{st.withdrawn_sessions} session(s) of {len(st.withdrawn)} task(s) withdrawn from their run "
@@ -165,6 +172,14 @@ def compute(
     table = load_source(source, source_models, stats, include_unfinished)
     is_run = stats.sessions > 0 or bool(stats.damaged)
     if len(table) == 0:
+        if is_run and stats.timings_pending and not include_unfinished:
+            dirs = stats.resume_dirs()
+            hint = f"beavertui batch --resume {dirs[0]}" if dirs else "resume their run"
+            raise BeaverError(
+                f"{source}: nothing final to score yet: {stats.timings_pending} timing(s) pending in "
+                f"{len(stats.pending_sessions)} session(s) ({hint} times them; --include-unfinished scores "
+                "them as they stand)"
+            )
         if is_run and stats.unfinished_sessions and not include_unfinished:
             dirs = stats.resume_dirs()
             hint = f"finish them with beavertui batch --resume {dirs[0]}" if dirs else "finish them"

@@ -161,7 +161,7 @@ def read_row(path: Path) -> Row:
         return Row(
             str(path), task, model, label, "success" if last.success else "failed",
             last.iterations or iteration, budget, last.best_speedup,
-            stop_text(last.stop_reason, last.success), category, mtime,
+            stop_text(last.stop_reason, last.success, last.timing_pending), category, mtime,
             None, tokens, cost, cached, below,
         )  # fmt: skip
     # No end line: still being written, or its writer died (no change for a while).

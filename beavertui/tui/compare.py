@@ -30,7 +30,7 @@ def side_label(s: SessionState) -> Text:
     if s.end is not None:
         t.append(
             f" · {ended_text(s.end, h.protocol.gate)}",
-            style=STOP_COLOUR.get(stop_text(s.end.stop_reason, s.end.success), ""),
+            style=STOP_COLOUR.get(stop_text(s.end.stop_reason, s.end.success, s.end.timing_pending), ""),
         )
     return t
 

@@ -33,6 +33,7 @@ STOP_COLOUR: dict[str, str] = {
     "stopped": "yellow",
     "unusable": "dim",
     "failed gate": "bold red",
+    "timing pending": "yellow",
 }
 
 

@@ -22,6 +22,7 @@ from beavertui.batch.protocol_file import BatchFile, expand, find_protocol_file,
 from beavertui.batch.rundir import read_infra, read_manifest
 from beavertui.cli import main
 from beavertui.engine.errors import BeaverError, ToolchainError
+from beavertui.engine.session.late import split_late
 from beavertui.engine.session.store import read_session
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -55,8 +56,12 @@ def sessions(run_dir: Path) -> list[Path]:
 
 def check_consistent(path: Path) -> list[int]:
     """A finished session: one header, every iteration once with one verdict, one end."""
-    header, events, problem = read_session(path)
+    header, whole, problem = read_session(path)
     assert header is not None and problem is None, problem
+    events, late = split_late(whole)  # the timing lane's appends after the loop's end: each timing once
+    assert [e.kind for e in late if e.kind != "timing"] == ["verdict", "end"] * (
+        len(late) // 2 if late else 0
+    )
     verdicts = [e.iteration for e in events if e.kind == "verdict"]
     assert verdicts == list(range(1, len(verdicts) + 1)), verdicts
     assert [e.kind for e in events].count("end") == 1 and events[-1].kind == "end"

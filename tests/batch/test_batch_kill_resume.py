@@ -32,6 +32,7 @@ from beavertui.batch.rundir import read_infra, read_manifest
 from beavertui.cli import main
 from beavertui.engine.errors import BeaverError
 from beavertui.engine.session.events import SessionEnd, Verdict
+from beavertui.engine.session.late import split_late
 from beavertui.engine.session.state import fold
 from beavertui.engine.session.store import read_session
 
@@ -88,13 +89,16 @@ def attempts_of(run_dir: Path) -> tuple[dict[Key, Attempt], dict[str, tuple[Any,
         if path.name == "infra.jsonl":
             continue
         rel = path.relative_to(run_dir)
-        header, events, problem = read_session(path)
+        header, whole, problem = read_session(path)
         assert header is not None and problem is None, f"{rel}: {problem}"
         assert path.read_bytes().endswith(b"\n"), f"{rel}: torn last line"
+        events, late = split_late(whole)  # the timing lane's appends: each pending timing once
+        late_its = [e.iteration for e in late if isinstance(e, Verdict)]
+        assert len(late_its) == len(set(late_its)), f"{rel}: a late timing twice: {late_its}"
         verdicts = [e.iteration for e in events if isinstance(e, Verdict)]
         assert len(verdicts) == len(set(verdicts)), f"{rel}: a verdict twice: {verdicts}"
         assert [e.kind for e in events].count("end") == 1 and isinstance(events[-1], SessionEnd), rel
-        state = fold(header, events)
+        state = fold(header, whole)  # as metrics see it: the late timings folded in
         for a in state.attempts:
             if a.verdict is None and not a.infra_errors:
                 continue
@@ -105,8 +109,8 @@ def attempts_of(run_dir: Path) -> tuple[dict[Key, Attempt], dict[str, tuple[Any,
                 bool(a.verdict and a.verdict.success),
                 tuple((e.source, e.detail) for e in a.infra_errors),
             )
-        end = events[-1]
-        assert isinstance(end, SessionEnd)
+        end = whole[-1]
+        assert isinstance(end, SessionEnd) and end.timing_pending == 0, rel
         ends[str(rel)] = (end.stop_reason, end.iterations, end.success)
     return attempts, ends
 

@@ -59,3 +59,24 @@ def test_speedup_pane_without_flags_shows_none() -> None:
 def test_log_pane_lists_verdict_flags() -> None:
     out = _text(LogPane().render_view(_flagged_view()))
     assert "flag side_stream: host 2.5 ms vs event 0.02 ms (medians per timed run)" in out
+
+
+def test_speedup_pane_says_timing_pending() -> None:
+    """A correct attempt left for the batch's timing lane (a gate applied after the run) reads "timing
+    pending", in the pane and in its row of the chart, until the lane appends its timing."""
+    hdr, events = quick_session("gemm_tiled_bounds", "model-a", "s1", speed=1.1, seed=3)
+    pending = [
+        e.model_copy(
+            update={"speedup": None, "success": False, "reason": "timing pending", "timing_pending": True}
+        )
+        if isinstance(e, Verdict) and e.correct
+        else e
+        for e in events
+        if not isinstance(e, Timed)
+    ]
+    state = fold(hdr, pending)
+    cursor = next(a.iteration for a in state.attempts if a.verdict is not None and a.verdict.timing_pending)
+    out = _text(SpeedupPane().render_view(View(state=state, cursor=cursor)))
+    assert f"iteration {cursor}: timing pending" in out and "— timing pending" in out
+    done = _text(SpeedupPane().render_view(View(state=fold(hdr, events), cursor=cursor)))
+    assert "timing pending" not in done

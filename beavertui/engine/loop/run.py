@@ -236,6 +236,13 @@ def _task_ref(task: Task, toolchain: Toolchain) -> TaskRef:
     return ref.model_copy(update={"observed_label": record.observed_category})
 
 
+def timing_steers_nothing(p: Protocol) -> bool:
+    """Whether a correct attempt's speedup can change nothing the loop does, so that it may be timed after
+    the loop (a batch's timing lane): the gate is applied after the run, and either the first correct attempt
+    ends the trajectory (no feedback on it is sent) or the samples are independent (repeated)."""
+    return p.gate_mode == "after_run" and (p.method == "repeated" or not p.continue_after_pass)
+
+
 def _limited(task: Task, toolchain: Toolchain, protocol: Protocol) -> Task:
     """The task with its correctness runs limited as the protocol says (engine/corpus/run_limit.py): from
     its reference's run time on this toolchain's GPU, where one is known."""
@@ -269,6 +276,7 @@ def run_session(
     session_id: str | None = None,
     usable: Callable[[Task, Verdict | None], str | None] | None = None,
     note_for: Callable[[AttemptState, str], str] | None = None,
+    defer_timing: bool = False,
 ) -> Generator[SessionHeader | Event, None, None]:
     """Run one repair session, yielding the header, then every event, then one SessionEnd.
 
@@ -313,6 +321,7 @@ def run_session(
 
     run = _Run(task, model, toolchain, protocol, control, state, note_for)
     run.usable = usable
+    run.defer_timing = defer_timing
     run.replies = [e for e in prefix if isinstance(e, Reply)]
     try:
         for e in run.attempts(done):
@@ -365,6 +374,9 @@ class _Run:
         self.check: startlog.Stored | None = None
         """The check of the broken start made (or kept) before the first turn, when it has events."""
         self.check_looked = False
+        self.defer_timing = False
+        """Correct attempts are left ``timing_pending`` for a batch's timing lane, where the protocol lets
+        the speedup steer nothing (timing_steers_nothing)."""
         self.usable: Callable[[Task, Verdict | None], str | None] | None = None
         """Asked once, before the first turn, whether the task can be scored on this GPU (None: not asked)."""
         self.replies: list[Reply] = []
@@ -404,6 +416,7 @@ class _Run:
             best_speedup=self.state.best_speedup,
             detail=detail,
             usage=usage_of(self.replies),
+            timing_pending=sum(1 for v in self.state.verdicts if v.timing_pending),
         )
         self.fold(end)
         return end
@@ -512,6 +525,8 @@ class _Run:
         )
         verdicts = 0
         check = self._check_for(code, options)
+        if check is None and self.defer_timing and timing_steers_nothing(p):
+            options = replace(options, defer_timing=True)
         events = (
             _reused(check, iteration) if check is not None else self.toolchain.attempt(task, code, options)
         )

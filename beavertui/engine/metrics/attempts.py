@@ -60,14 +60,19 @@ class ExportStats:
     """Task id -> reason, for the tasks whose sessions ended ``unusable``: the batch's own check found them
     unusable on its GPU (validation/on_the_run.py); such a session has no attempt, so no rate counts it."""
     unusable_sessions: int = 0
+    timings_pending: int = 0
+    """Correct attempts of finished sessions whose timing the batch's timing lane has not appended yet."""
+    pending_sessions: list[Path] = field(default_factory=list)
+    """Those sessions: left out of every rate like unfinished ones (their scores are not final)."""
     observed_unrecorded: set[str] = field(default_factory=set)
     """Tasks of scored sessions whose header has no ``observed_label`` field at all (written before it was
     recorded; a null value there means the validation agreed with the label)."""
 
     def resume_dirs(self) -> list[Path]:
-        """The run directories (holding run.json) of the unfinished sessions."""
+        """The run directories (holding run.json) of the unfinished sessions and of those with pending
+        timings."""
         out: list[Path] = []
-        for p in self.unfinished:
+        for p in [*self.unfinished, *self.pending_sessions]:
             d = run_dir_of(p)
             if d is not None and d not in out:
                 out.append(d)
@@ -234,6 +239,12 @@ def export_rows(
             stats.unusable_sessions += 1
             continue
         stats.sessions += 1
+        waiting = sum(1 for v in state.verdicts if v.timing_pending) if state.end is not None else 0
+        if waiting:
+            stats.timings_pending += waiting
+            stats.pending_sessions.append(path)
+            if not include_unfinished:
+                continue
         if state.end is None:
             stats.unfinished_sessions += 1
             stats.unfinished.append(path)

@@ -60,9 +60,17 @@ reason is ``passed`` (a protocol that applies the gate after the run stops at th
 but the session is not a success."""
 
 
-def stop_text(stop_reason: str, success: bool) -> str:
-    """The stop reason as every view shows it: ``failed gate`` for a correct stop that missed the speed
-    gate, else the recorded reason."""
+TIMING_PENDING = "timing pending"
+"""How every view names a session whose loop ended with a correct attempt the batch's timing lane has yet to
+time (``SessionEnd.timing_pending``): whether it passes its gate is not known yet."""
+
+
+def stop_text(stop_reason: str, success: bool, pending: int = 0) -> str:
+    """The stop reason as every view shows it: ``timing pending`` while the timing lane has timings of it to
+    append (``pending``), ``failed gate`` for a correct stop that missed the speed gate, else the recorded
+    reason."""
+    if pending:
+        return TIMING_PENDING
     return FAILED_GATE if stop_reason == "passed" and not success else stop_reason
 
 
@@ -70,7 +78,7 @@ def ended_text(end: SessionEnd, gate: float | None = None) -> str:
     """``passed after 2, best 0.94x``; a gate failure says so first: ``failed gate after 2, best 0.02x <
     gate 0.70x`` (its best attempt was correct, and slower than the gate)."""
     best = "—" if end.best_speedup is None else f"{end.best_speedup:.2f}x"
-    stop = stop_text(end.stop_reason, end.success)
+    stop = stop_text(end.stop_reason, end.success, end.timing_pending)
     if stop == FAILED_GATE and gate is not None:
         return f"{stop} after {end.iterations}, best {best} < gate {gate:.2f}x"
     return f"{stop} after {end.iterations}, best {best}"

@@ -564,6 +564,10 @@ class Verdict(_Event):
     speedup_note: str | None = None
     """Why a correct attempt has no speedup (the reference cannot be built or timed here, or the task's
     family has no reference); such an attempt keeps its correctness and counts at p = 0 only."""
+    timing_pending: bool = False
+    """A correct attempt whose timing a batch's timing lane makes after the loop (a gate applied after the
+    run: the speedup steers nothing). Its speedup and success are not known yet; the lane appends its timing,
+    this verdict with them, and the session's end again (docs/format.md, Timing after the loop)."""
 
 
 class Stalled(_Event):
@@ -618,6 +622,10 @@ class SessionEnd(_Event):
     """Error detail when stop_reason is 'error', the reason when it is 'unusable'."""
     usage: Usage | None = None
     """Tokens, time and cost of every reply of the session (absent in files of older versions)."""
+    timing_pending: int = Field(default=0, ge=0)
+    """Correct attempts still waiting for the batch's timing lane (their verdicts say ``timing_pending``):
+    the loop has ended, its scores are not final. The lane appends each timing with its verdict, then this
+    end again with the count at 0; the last end of a file is the one that holds."""
 
 
 Event = Annotated[

@@ -29,6 +29,9 @@ class AttemptOptions:
     keep_workdir: bool = False
     profile: bool = False
     """Profile every candidate that ran with ncu, beside the reference (a Profiled event; level L4)."""
+    defer_timing: bool = False
+    """A correct candidate is not timed now: its verdict says ``timing_pending`` and ``time_later`` times it
+    (a batch's timing lane, for a gate applied after the run)."""
 
 
 def profiler_unavailable(toolchain: object) -> str | None:

@@ -48,6 +48,7 @@ from beavertui.engine.session.events import (
     StageResult,
     Timed,
     TimingResult,
+    Verdict,
 )
 from beavertui.engine.stage import stages
 from beavertui.engine.timing import profile as ncu
@@ -66,6 +67,7 @@ from beavertui.engine.toolchain.verdict import (
     TimingFailure,
     correct_so_far,
     judge,
+    judge_late,
     run_category,
     timing_failure,
 )
@@ -187,8 +189,38 @@ class LocalToolchain:
             ev = Evidence(build, run, category, sanitized, tampered)
             timed = options.time_if_correct and families.semantics(task).speed != "none"
             if timed and correct_so_far(task, ev) and self.gpu() is not None:
+                if options.defer_timing:  # timed after the loop, by the batch's timing lane (time_later)
+                    final = judge(task, code, ev, it, options.gate)
+                    if final.correct:  # not disqualified
+                        pending = {"timing_pending": True, "success": False, "reason": "timing pending"}
+                        final = final.model_copy(update=pending)
+                    yield final
+                    return
                 ev = yield from self._timed(task, work, cfg, options, ev)
             yield judge(task, code, ev, it, options.gate)
+
+    def time_later(self, task: Task, code: str, pending: Verdict, gate: float) -> Iterator[Event]:
+        """The timing of a correct candidate whose verdict was left ``timing_pending``: built again in a work
+        dir of its own (a batch's compile cache serves it), timed as ``attempt`` would have timed it (the
+        same ``_measure``: prepared on a build slot, then the GPU held alone), then its verdict with the
+        speedup and success at ``gate`` (verdict.judge_late). A failure of the GPU or the machine yields only
+        its InfraError: the timing stays pending."""
+        it = pending.iteration
+        cfg = self.stage_config()
+        task = families.for_code(task, code)
+        with stages.workdir(task, code, cfg) as work:
+            build = self.placement.build(task, code, work, cfg, lambda c: stages.build(work, c))
+            if build.rc != 0 or build.timed_out:
+                detail = f"timing failed: the candidate did not build again ({build.log[-300:]})"
+                yield InfraError(iteration=it, source="toolchain", detail=detail)
+                return
+            passed = Classification("passed", "", (), "none")
+            ev = Evidence(build, None, passed, (), work.note_build())
+            ev = yield from self._timed(task, work, cfg, AttemptOptions(iteration=it, gate=gate), ev)
+        failed = ev.timing_failed
+        if failed is not None and failed.who in ("gpu", "machine"):
+            return  # its InfraError was yielded
+        yield judge_late(pending, ev.timing, failed, ev.tampered_in_timing, gate)
 
     def _correctness(
         self, task: Task, work: stages.WorkDir, cfg: stages.StageConfig, build: StageResult, use: GpuUse

@@ -196,13 +196,30 @@ class RecordedToolchain:
                 )
             yield from self._unrecorded(key, options)
             return
+        defer = options.defer_timing and any(isinstance(e, Timed) for e in outcome)
         for e in outcome:
             if isinstance(e, Profiled) and not options.profile:
                 continue  # recorded at L4, replayed at a level that sends no profile
+            if isinstance(e, Timed) and defer:
+                continue  # timed later (time_later), by a batch's timing lane
             e = e.model_copy(update={"iteration": options.iteration, "t": now()})
             if isinstance(e, Verdict):
                 e = judge_gate(e, options.gate)
+                if defer and e.correct:
+                    update = {"speedup": None, "success": False, "reason": "timing pending"}
+                    e = e.model_copy(update={**update, "timing_pending": True})
             yield e
+
+    def time_later(self, task: Task, code: str, pending: Verdict, gate: float) -> Iterator[Event]:
+        """The recorded timing of a candidate whose verdict was left ``timing_pending``, and its recorded
+        verdict judged at ``gate``."""
+        outcome = self.lookup(task, code)
+        if outcome is None:
+            raise ToolchainError(f"no recorded outcome to time for this candidate on task {task.id}")
+        for e in outcome:
+            if isinstance(e, Timed | Verdict):
+                e = e.model_copy(update={"iteration": pending.iteration, "t": now()})
+                yield judge_gate(e, gate) if isinstance(e, Verdict) else e
 
     def _unrecorded(self, key: str, options: AttemptOptions) -> Iterator[Event]:
         log = f"recorded toolchain: no recorded outcome for candidate sha256 {key[:12]}; nothing was built"

@@ -21,12 +21,13 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, cast
 
 from beavertui.engine.corpus import families
 from beavertui.engine.corpus.task import Task
 from beavertui.engine.errors import BeaverError, ToolchainError
 from beavertui.engine.judge import anticheat
+from beavertui.engine.judge.categories import Category
 from beavertui.engine.judge.classify import Classification, classify
 from beavertui.engine.judge.gpu_fault import GpuProbe, gpu_fault
 from beavertui.engine.session.events import Sanitized, StageResult, TimingResult, Verdict
@@ -214,3 +215,29 @@ def _verdict(
         decisive=list(c.decisive),
         flags=flags,
     )
+
+
+def judge_late(
+    pending: Verdict,
+    timing: TimingResult | None,
+    failed: TimingFailure | None,
+    tampered_in_timing: Sequence[str],
+    gate: float,
+) -> Verdict:
+    """The verdict of a correct attempt whose timing was made after its session's loop (a batch's timing
+    lane): its pending verdict with the timing's speedup, flags and failure applied as ``judge`` applies them
+    (a failure of the GPU or the machine is not judged: the timing stays pending)."""
+    flags = list(pending.flags)
+    speedup_note: str | None = None
+    if failed is not None and failed.who == "candidate":
+        flags.append(f"timing_run_failed: {failed.detail}")
+    elif failed is not None and failed.who == "reference":
+        speedup_note = failed.detail
+    flags += [f"harness_modified: {rel} (during timing)" for rel in tampered_in_timing]
+    flags = anticheat.merge(flags, timing.flags if timing else [])
+    category = cast("Category", pending.category)
+    c = Classification(category, pending.signature or "", tuple(pending.decisive), "none")
+    final = _verdict(pending.iteration, c, pending.correct, timing, gate, flags)
+    if speedup_note is not None and final.correct:
+        final = final.model_copy(update={"speedup_note": speedup_note, "reason": "passed, no speedup"})
+    return final

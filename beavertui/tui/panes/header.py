@@ -35,7 +35,7 @@ class HeaderBar(Widget):
         if end is not None:
             line.append(
                 f"· ended: {ended_text(end, h.protocol.gate)}",
-                style=STOP_COLOUR.get(stop_text(end.stop_reason, end.success), ""),
+                style=STOP_COLOUR.get(stop_text(end.stop_reason, end.success, end.timing_pending), ""),
             )
             if end.detail:
                 line.append(f" ({cap_line(end.detail, 400)})", style="red")

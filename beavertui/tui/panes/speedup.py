@@ -47,7 +47,13 @@ class SpeedupPane(Pane):
         out = Text()
         a = view.attempt
         t = a.timing.result if a is not None and a.timing is not None else None
-        if t is None:
+        if t is None and a is not None and a.verdict is not None and a.verdict.timing_pending:
+            out.append(f"iteration {view.cursor}: timing pending", style="bold yellow")
+            out.append(
+                " (correct; the batch's timing lane times it after the loop and appends its speedup)\n",
+                style="dim",
+            )
+        elif t is None:
             why = "not measured" if a is None or a.verdict is None else f"not measured ({a.verdict.reason})"
             out.append(f"iteration {view.cursor}: {why}\n", style="dim")
         else:
@@ -96,6 +102,9 @@ class SpeedupPane(Pane):
             row = Text(f"{'▶' if here else ' '} {att.iteration:>2}  ", style="bold yellow" if here else "")
             if v is None:
                 row.append(f"{att.stage}…", style="dim")
+            elif v.speedup is None and v.timing_pending:
+                row.append(f"{'':<{gate_col}}│", style="dim")
+                row.append(" — timing pending", style="yellow")
             elif v.speedup is None:
                 row.append(f"{'':<{gate_col}}│", style="dim")
                 row.append(f" — {SHORT.get(v.category, v.category)}", style=colour(v.category))

@@ -1,0 +1,120 @@
+"""The timing lane: correct attempts timed beside the sessions, after their loops have ended.
+
+Under a gate applied after the run the speedup steers nothing (engine/loop/run.py timing_steers_nothing), so
+a batch's session does not wait for its timing stage: its correct attempt's verdict says ``timing_pending``
+and the session ends when its loop ends. The lane takes each such attempt, times it through the batch's
+toolchain (``time_later``: the candidate rebuilt from the compile cache, timed holding a GPU alone, as a
+timing stage is), and appends the timing to the session file (engine/session/late.py: once, resume-safe).
+One worker per GPU. What is pending is read from the files, so a batch resumed after a kill times what its
+lane had not appended; a timing the machine failed stays pending for the next resume.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+from collections.abc import Callable
+from pathlib import Path
+
+from beavertui.engine.corpus.task import Task
+from beavertui.engine.errors import BeaverError
+from beavertui.engine.session.events import InfraError, Timed, Verdict
+from beavertui.engine.session.late import append_timing, pending
+from beavertui.engine.toolchain.base import Toolchain
+
+
+class TimingLane:
+    """Workers that time the pending attempts of finished sessions and append their timings."""
+
+    def __init__(
+        self,
+        toolchain: Toolchain,
+        tasks: dict[str, Task],
+        workers: int = 1,
+        on_done: Callable[[Path, int, bool], None] | None = None,
+    ) -> None:
+        self.toolchain, self.tasks, self.on_done = toolchain, tasks, on_done
+        self._queue: queue.Queue[tuple[Path, int] | None] = queue.Queue()
+        self._lock = threading.Lock()
+        self.queued = 0
+        """Timings handed to the lane so far."""
+        self.appended = 0
+        """Timings appended to their sessions."""
+        self.done = 0
+        """Queued timings the lane is through with (appended, failed, or found appended already)."""
+        self.failed: list[str] = []
+        """Timings that failed on the machine's side, with why (they stay pending in their files)."""
+        self._threads = [
+            threading.Thread(target=self._work, name=f"timing-lane-{i}", daemon=True) for i in range(workers)
+        ]
+        for t in self._threads:
+            t.start()
+
+    def submit(self, path: Path) -> int:
+        """Queue every pending timing of the finished session at ``path``; how many."""
+        found = pending(path)
+        if found is None:
+            return 0
+        for iteration in found[2]:
+            self._queue.put((path, iteration))
+        with self._lock:
+            self.queued += len(found[2])
+        return len(found[2])
+
+    def outstanding(self) -> int:
+        """Timings queued and not yet done (appended or failed)."""
+        with self._lock:
+            return self.queued - self.done
+
+    def close(self) -> None:
+        """Wait until every queued timing is done, then stop the workers."""
+        for _ in self._threads:
+            self._queue.put(None)
+        for t in self._threads:
+            t.join()
+
+    def _work(self) -> None:
+        while True:
+            item = self._queue.get()
+            if item is None:
+                return
+            path, iteration = item
+            ok = False
+            try:
+                ok = self._time(path, iteration)
+            except BeaverError as exc:
+                with self._lock:
+                    self.failed.append(f"{path.name} attempt {iteration}: {exc}")
+            except Exception as exc:  # a defect: said, and the timing stays pending for a resume
+                with self._lock:
+                    self.failed.append(f"{path.name} attempt {iteration}: {type(exc).__name__}: {exc}")
+            with self._lock:
+                self.done += 1
+            if self.on_done is not None:
+                self.on_done(path, iteration, ok)
+
+    def _time(self, path: Path, iteration: int) -> bool:
+        found = pending(path)
+        if found is None or iteration not in found[2]:
+            return False  # appended already (a resumed batch queued it twice)
+        header, state, _ = found
+        attempt = state.attempt(iteration)
+        task = self.tasks.get(header.task.id)
+        if attempt is None or attempt.verdict is None or attempt.candidate is None or task is None:
+            raise BeaverError(f"cannot time it: its task or candidate is not at hand ({header.task.id})")
+        code = attempt.candidate.code or ""
+        time_later = getattr(self.toolchain, "time_later", None)
+        if not callable(time_later):
+            raise BeaverError(f"{type(self.toolchain).__name__} cannot time a candidate later")
+        events = list(time_later(task, code, attempt.verdict, header.protocol.gate))
+        trouble = [e for e in events if isinstance(e, InfraError)]
+        if trouble:
+            with self._lock:
+                self.failed.append(f"{path.name} attempt {iteration}: {trouble[0].detail}")
+            return False
+        late = [e for e in events if isinstance(e, Timed | Verdict)]
+        written = append_timing(path, iteration, late)
+        if written:
+            with self._lock:
+                self.appended += 1
+        return written
