@@ -27,7 +27,7 @@ from beavertui.batch.rundir import RunManifest, session_path
 from beavertui.batch.timing_lane import TimingLane
 from beavertui.engine.corpus.task import Task
 from beavertui.engine.loop.run import run_session
-from beavertui.engine.session.events import Event, Ran
+from beavertui.engine.session.events import Event, Ran, SessionEnd
 from beavertui.engine.toolchain.base import Toolchain
 from beavertui.engine.validation.on_the_run import Usable, UsableCheck
 
@@ -70,6 +70,8 @@ class GroupCount:
     infra: int = 0
     infra_ended: int = 0
     """Sessions that ended by an infrastructure failure (stop reason ``error``) after their retries."""
+    timing_pending: int = 0
+    """Correct attempts of ended sessions that the timing lane has yet to time."""
     started: float = field(default_factory=time.monotonic)
     durations: list[float] = field(default_factory=list)
 
@@ -85,6 +87,8 @@ class Tracker:
         self.t0 = time.monotonic()
         self._started: dict[Path, tuple[JobSpec, float]] = {}
         self._last: dict[Path, tuple[str, int | None, float]] = {}
+        self._lane: dict[Path, JobSpec] = {}
+        self._passed_late: set[Path] = set()
 
     def start(self, job: JobSpec) -> None:
         with self.lock:
@@ -136,6 +140,24 @@ class Tracker:
             g.infra += len(out.infra)
             g.infra_ended += out.status != "failed" and out.stop_reason == "error"
 
+    def pending(self, job: JobSpec, n: int) -> None:
+        """``n`` timings of the session of ``job`` went to the timing lane."""
+        with self.lock:
+            self.groups[job.group].timing_pending += n
+            self._lane[job.path] = job
+
+    def timed(self, path: Path, end: SessionEnd | None) -> None:
+        """The timing lane is through with one timing of the session at ``path``; ``end``: its new end."""
+        with self.lock:
+            job = self._lane.get(path)
+            if job is None:
+                return
+            g = self.groups[job.group]
+            g.timing_pending -= 1  # (for a moment below its count: the lane may finish before it is told)
+            if end is not None and end.success and path not in self._passed_late:
+                self._passed_late.add(path)  # its loop ended before its speedup was known
+                g.passed += 1
+
     def eta_s(self, key: tuple[str, str], parallel: int) -> float | None:
         g = self.groups[key]
         if not g.durations:
@@ -156,6 +178,7 @@ class Tracker:
                 "attempts",
                 "infra",
                 "infra_ended",
+                "timing_pending",
             )
             return {k: sum(getattr(g, k) for g in self.groups.values()) for k in keys}
 
@@ -225,7 +248,8 @@ def run_local(
                 tracker.event,
             )
             if lane is not None:
-                lane.submit(job.path)
+                tracker.pending(job, 0)  # known to the tracker before the lane may finish with it
+                tracker.pending(job, lane.submit(job.path))
         except BaseException:
             tracker.finish(job, JobOutcome(status="failed"))
             raise
@@ -236,9 +260,11 @@ def run_local(
         return out
 
     if lane is not None:  # a resumed run: what its lane had not appended when it was cut
+        lane.on_done = tracker.timed
         for job in jobs:
             if job.path.is_file():
-                lane.submit(job.path)
+                tracker.pending(job, 0)
+                tracker.pending(job, lane.submit(job.path))
     pending = list(reversed(jobs))
     running: dict[Future[JobOutcome], JobSpec] = {}
     pool = ThreadPoolExecutor(max_workers=max(1, parallel), thread_name_prefix="session")

@@ -32,12 +32,13 @@ def table(tracker: Tracker, parallel: int, width: int | None = None) -> Any:
         items = sorted(tracker.groups.items())
         for (model, proto), g in items:
             rate = f"{100 * g.passed / g.done:.0f}%" if g.done else "-"
+            wait = f", {g.timing_pending} timing pending" if g.timing_pending > 0 else ""
             rows.append(
                 (
                     model,
                     proto,
                     f"{g.done}/{g.total}",
-                    f"{g.passed} ({rate})",
+                    f"{g.passed} ({rate}){wait}",
                     str(g.running),
                     str(g.attempts),
                     str(g.infra),
@@ -54,6 +55,7 @@ def line(tracker: Tracker) -> str:
     return (
         f"[{_eta(el)}] sessions {t['done']}/{t['total']} (passed {t['passed']}, running {t['running']}, "
         f"skipped {t['skipped']}, failed {t['failed']}), attempts {t['attempts']}, infra failures {t['infra']}"
+        + (f", timing pending {t['timing_pending']}" if t["timing_pending"] > 0 else "")
     )
 
 

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from beavertui.engine.corpus.task import Task
 from beavertui.engine.errors import BeaverError
-from beavertui.engine.session.events import InfraError, Timed, Verdict
+from beavertui.engine.session.events import InfraError, SessionEnd, Timed, Verdict
 from beavertui.engine.session.late import append_timing, pending
 from beavertui.engine.toolchain.base import Toolchain
 
@@ -26,12 +26,15 @@ from beavertui.engine.toolchain.base import Toolchain
 class TimingLane:
     """Workers that time the pending attempts of finished sessions and append their timings."""
 
+    on_done: Callable[[Path, SessionEnd | None], None] | None
+    """Told of each timing the lane is through with: the session's new end (None: nothing appended)."""
+
     def __init__(
         self,
         toolchain: Toolchain,
         tasks: dict[str, Task],
         workers: int = 1,
-        on_done: Callable[[Path, int, bool], None] | None = None,
+        on_done: Callable[[Path, SessionEnd | None], None] | None = None,
     ) -> None:
         self.toolchain, self.tasks, self.on_done = toolchain, tasks, on_done
         self._queue: queue.Queue[tuple[Path, int] | None] = queue.Queue()
@@ -79,9 +82,9 @@ class TimingLane:
             if item is None:
                 return
             path, iteration = item
-            ok = False
+            end: SessionEnd | None = None
             try:
-                ok = self._time(path, iteration)
+                end = self._time(path, iteration)
             except BeaverError as exc:
                 with self._lock:
                     self.failed.append(f"{path.name} attempt {iteration}: {exc}")
@@ -91,12 +94,13 @@ class TimingLane:
             with self._lock:
                 self.done += 1
             if self.on_done is not None:
-                self.on_done(path, iteration, ok)
+                self.on_done(path, end)
 
-    def _time(self, path: Path, iteration: int) -> bool:
+    def _time(self, path: Path, iteration: int) -> SessionEnd | None:
+        """The session's new end once this timing is appended (None: not appended)."""
         found = pending(path)
         if found is None or iteration not in found[2]:
-            return False  # appended already (a resumed batch queued it twice)
+            return None  # appended already (a resumed batch queued it twice)
         header, state, _ = found
         attempt = state.attempt(iteration)
         task = self.tasks.get(header.task.id)
@@ -111,10 +115,10 @@ class TimingLane:
         if trouble:
             with self._lock:
                 self.failed.append(f"{path.name} attempt {iteration}: {trouble[0].detail}")
-            return False
+            return None
         late = [e for e in events if isinstance(e, Timed | Verdict)]
         written = append_timing(path, iteration, late)
-        if written:
+        if written is not None:
             with self._lock:
                 self.appended += 1
         return written

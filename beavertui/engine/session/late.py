@@ -41,10 +41,12 @@ def pending(path: Path) -> tuple[SessionHeader, SessionState, list[int]] | None:
     return header, state, [a.iteration for a in state.attempts if a.verdict and a.verdict.timing_pending]
 
 
-def append_timing(path: Path, iteration: int, events: Sequence[Event], *, fsync: bool = True) -> bool:
+def append_timing(
+    path: Path, iteration: int, events: Sequence[Event], *, fsync: bool = True
+) -> SessionEnd | None:
     """Append the late timing of attempt ``iteration`` (``events``: its Timed, if any, then its Verdict) and
-    the session's end again; False when that attempt is no longer pending (appended before) or the file is
-    not a finished session."""
+    the session's end again, and return that end; None when that attempt is no longer pending (appended
+    before) or the file is not a finished session."""
     if (
         not events
         or not isinstance(events[-1], Verdict)
@@ -56,7 +58,7 @@ def append_timing(path: Path, iteration: int, events: Sequence[Event], *, fsync:
     with _lock(path):
         found = pending(path)
         if found is None or iteration not in found[2]:
-            return False
+            return None
         _header, state, _ = found
         late = list(events)
         after = fold_more(state, late)
@@ -80,7 +82,7 @@ def append_timing(path: Path, iteration: int, events: Sequence[Event], *, fsync:
                 os.fsync(fd)
         finally:
             os.close(fd)
-        return True
+        return end
 
 
 def split_late(events: Sequence[Event]) -> tuple[list[Event], list[Event]]:
