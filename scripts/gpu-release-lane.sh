@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# The release at the speed of the GPU, on one GPU machine, from the repository root: the scripted:@alternate
+# batch (scripts/release-alternate.toml: K = 2, L3, gate 0.7 after the run) as a new user starts it (a fresh
+# cache: no stored verdicts but the package's known set, no kept start checks, no compile cache).
+#   PART=nvcc bash scripts/gpu-release-lane.sh [TOTAL_SECONDS]         (default PART=nvcc, TOTAL 580)
+#     the 86 instances of the nvcc families (cuda, cudabench, cublas, cusparse, cusolver, cufft) twice, one
+#     after the other, each with half of the time: first with each timing inside its session
+#     (--inline-timing, the design before the timing lane), then with the timing lane (the default)
+#   PART=kernelbench bash scripts/gpu-release-lane.sh [TOTAL_SECONDS]
+#     the 62 usable kernelbench instances, timing lane, in the whole time
+# Inputs (git-ignored, carried): .release/a and .release/b (the release, as for gpu-release-batch.sh).
+# Writes to $OUT: sessions/<design> (the runs), <design>.log (what the batch printed), summary.txt and
+# summary.json (bench/release_lane_bench.py over the runs: per-session finish times, finished within 300 s,
+# the longest wait for timing with no timing stage running), metrics-<design>.txt, w/steps.log, and
+# lane-out.tgz (all of it, in one file).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+TOTAL=${1:-580}
+. scripts/gpu-common.sh
+REL=/tmp/release
+mkdir -p "$REL" "$OUT/sessions"
+for part in .release/a .release/b; do
+  [ -d "$part" ] && cp -a "$part/." "$REL/" && log "release part $part merged"
+done
+[ -d "$REL/data" ] || { log "no release under .release/a or .release/b"; exit 2; }
+PART=${PART:-nvcc}
+NVCC='cuda_*,cudabench_*,cublas_*,cusparse_*,cusolver_*,cufft_[0-9]*'
+run() {  # run DESIGN SECONDS TASKS [FLAGS...]: one batch on a fresh cache, stopped cleanly at SECONDS
+  local design=$1 secs=$2 tasks=$3; shift 3
+  export XDG_CACHE_HOME=/tmp/fresh-$design && rm -rf "$XDG_CACHE_HOME"
+  log "$design: $tasks for $secs s"
+  timeout -s INT -k 20 "$secs" python3 -m beavertui batch --protocol scripts/release-alternate.toml \
+    --corpus "$REL" --tasks "$tasks" --sessions-dir "$OUT/sessions" --run-id "$design" --quiet "$@" \
+    >"$OUT/$design.log" 2>&1
+  log "$design: rc $? ($(tail -2 "$OUT/$design.log" | tr '\n' ' '))"
+  python3 -m beavertui metrics "$OUT/sessions/$design" >"$OUT/metrics-$design.txt" 2>&1
+}
+budget=$(( $(left) - 40 ))
+if [ "$PART" = nvcc ]; then
+  run inline $(( budget / 2 )) "$NVCC" --inline-timing
+  run lane $(( $(left) - 40 )) "$NVCC"
+  runs=("$OUT/sessions/inline" "$OUT/sessions/lane")
+else
+  run kernelbench "$budget" 'kernelbench_*' --gpu-share 8
+  runs=("$OUT/sessions/kernelbench")
+fi
+python3 bench/release_lane_bench.py summary "${runs[@]}" >"$OUT/summary.txt" 2>&1
+python3 bench/release_lane_bench.py summary "${runs[@]}" --json >"$OUT/summary.json" 2>/dev/null
+log "summary: $(tr '\n' ' ' <"$OUT/summary.txt")"
+cp "$W/steps.log" "$OUT/steps.log"
+pack_out lane-out.tgz
+cp "$W/steps.log" "$OUT/steps.log"
