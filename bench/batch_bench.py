@@ -19,7 +19,7 @@ run and sanitizer times of the fixture are hand-composed (0.41 s, 3.2 s); a timi
 
     python3 bench/batch_bench.py overhead
     python3 bench/batch_bench.py simulate [--scale 0.01]
-    python3 bench/batch_bench.py h200 [--run RUN] [--profile PROFILE]
+    python3 bench/batch_bench.py h200 [--run RUN] [--profile PROFILE] [--two-gpus]
 """
 
 from __future__ import annotations
@@ -427,6 +427,16 @@ def h200(a: argparse.Namespace) -> dict[str, object]:
             "cache_hits": tc.hits,
         }
 
+    if a.two_gpus:  # only the scheduled run on one GPU and on two: the two-GPU throughput over one
+        on1, on2 = one(1, False), one(2, False)
+        shutil.rmtree(work, ignore_errors=True)
+        return {
+            "tasks": len(ids),
+            "attempts": len(per_attempt),
+            "scheduled_1gpu": on1,
+            "scheduled_2gpus": on2,
+            "throughput_2_over_1": round(on1["sim_wall_s"] / on2["sim_wall_s"], 2),
+        }
     naive = one(1, True)
     sched = one(1, False)
     stage_sums = {
@@ -468,6 +478,11 @@ def main() -> int:
     ap.add_argument("--model-s", type=float, default=0.0)
     ap.add_argument("--gpu-share", type=int, default=4)
     ap.add_argument("--cores-per-gpu", type=int, default=16)
+    ap.add_argument(
+        "--two-gpus",
+        action="store_true",
+        help="h200: only the scheduled run on one GPU and on two, and their ratio",
+    )
     a = ap.parse_args()
     result = {"overhead": overhead, "simulate": simulate, "h200": h200}[a.mode](a)
     print(
