@@ -166,7 +166,7 @@ def event_line(e: Event) -> Text | None:
             if e.signature:
                 t.append(f"  {e.signature}", "dim")
         if e.flags:
-            t.append("  flags: " + ", ".join(e.flags), "yellow")
+            t.append("  flags: " + ", ".join(map(str, e.flags)), "yellow")
     elif isinstance(e, Stalled):
         t.append(label, "bold magenta")
         t.append(f"{e.detector}: {e.detail}", "magenta")

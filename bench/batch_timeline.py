@@ -31,7 +31,6 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
-import re
 import statistics
 import sys
 from pathlib import Path
@@ -48,23 +47,13 @@ from beavertui.engine.session.events import (  # noqa: E402
     SessionEnd,
     SessionHeader,
     Timed,
+    TimingResult,
     Verdict,
 )
 
 #: A run or sanitizer run at least this long, on a GPU while a correct attempt waits to be timed, is named as
 #: what the timing waited behind (seconds).
 LONG_S = 30.0
-#: What a timing stage's note says when it stopped the runs on its GPU, and when it stopped builds
-#: (batch/placement.py: GpuPool's pause note, stopped_note).
-RUNS_STOPPED = re.compile(r"\bruns? on GPU \S+ stopped \(SIGSTOP\)")
-BUILDS_STOPPED = re.compile(r"\bbuilds? stopped \(SIGSTOP\)")
-#: ... and when it stopped the run made again alone for its memory that held its GPU.
-RERUN_STOPPED = re.compile(r"\brun made again alone for its memory on GPU \S+ stopped \(SIGSTOP\)")
-#: The kernelbench driver's phase in which the candidate's module is loaded and both models built (a
-#: candidate's extension compiled here, when its pre-build did not serve), as its timing note says it.
-MODELS_BUILT = re.compile(r"\bmodels built ([0-9.]+)")
-#: A timing note that says the timing was made again for the memory the runs stopped for it kept.
-TIMED_AGAIN = re.compile(r"\btimed again holding GPU \S+ memory")
 from beavertui.engine.session.store import read_session  # noqa: E402
 
 
@@ -186,11 +175,12 @@ def analyse(
         elif isinstance(e, Timed):
             wall = e.result.wall_s or 0.0
             timing_wall.append(wall)
-            stopping += bool(RUNS_STOPPED.search(e.result.note or ""))
-            stopping_builds += bool(BUILDS_STOPPED.search(e.result.note or ""))
-            over_reruns += bool(RERUN_STOPPED.search(e.result.note or ""))
-            timed_again += bool(TIMED_AGAIN.search(e.result.note or ""))
-            built = models_built_held(e.result.note or "")
+            r = e.result
+            stopping += r.runs_stopped > 0 and not r.rerun_stopped
+            stopping_builds += r.builds_stopped > 0
+            over_reruns += r.rerun_stopped
+            timed_again += r.timed_again is not None
+            built = r.models_built_held_s
             if built is not None:
                 models_built.append(built)
             stage_ends.append((t, name))
@@ -233,7 +223,7 @@ def analyse(
             if result.get("rerun_alone"):
                 alone.append(float(result.get("duration_s") or 0.0))
             timed = isinstance(ev, dict) and ev.get("kind") == "timing"
-            built = models_built_held(str(result.get("note") or "")) if timed else None
+            built = timing_of(result).models_built_held_s if timed else None
             if built is not None:
                 models_built.append(built)
         stage_ends.append((float(c["made"]), str(c.get("task", "?"))))
@@ -323,15 +313,11 @@ def analyse(
     }
 
 
-def models_built_held(note: str) -> float | None:
-    """The seconds a kernelbench timing note says its driver built the models with the GPU held (None: the
-    note names no such phase). A driver started ahead names the held phases after ``with it held:``; one
-    started with the GPU held names them all after ``host seconds:``."""
-    for mark in ("; with it held: ", "; host seconds: "):
-        if mark in note:
-            built = MODELS_BUILT.search(note.split(mark, 1)[1])
-            return float(built.group(1)) if built is not None else None
-    return None
+def timing_of(result: dict[str, Any]) -> TimingResult:
+    """A kept check's timing result (its JSON object); one kept before timing facts were fields (version 1
+    of the session format: no ``driver_phases_s``) is read as a version-1 session's is."""
+    version = 2 if "driver_phases_s" in result else 1
+    return TimingResult.model_validate(result, context={"format_version": version})
 
 
 def _stage_counts(stages: dict[str, dict[str, Any]]) -> str:

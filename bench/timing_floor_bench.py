@@ -163,7 +163,7 @@ def stage(a: argparse.Namespace) -> int:
             candidate_cv=round(t.candidate_cv, 4),
             samples=len(t.candidate_samples),
             unstable=t.unstable,
-            flags=t.flags,
+            flags=[str(f) for f in t.flags],
             note=t.note,
             timed_launch_s=round((sum(t.reference_samples) + sum(t.candidate_samples)) / 1000, 4),
         )

@@ -100,7 +100,7 @@ def check_one(task: Task, out: Path, gpu: threading.Lock, deadline: float, gate:
         reason=verdict.reason,
         candidate_ms=f"{t.candidate_ms:.4f}" if t else "",
         reference_ms=f"{t.reference_ms:.4f}" if t else "",
-        flags="; ".join(verdict.flags),
+        flags="; ".join(map(str, verdict.flags)),
     )
 
 

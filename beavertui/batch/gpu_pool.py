@@ -35,6 +35,7 @@ from beavertui.batch.drain import Drain
 from beavertui.batch.gpu_state import GpuState, Request, kind
 from beavertui.batch.rank import Pausable, session_rank
 from beavertui.engine.errors import ToolchainError
+from beavertui.engine.toolchain.placement import Pause
 
 #: The failure of a stage that found every GPU taken out of the schedule (the session is left resumable).
 NO_GPU_LEFT = "no healthy GPU left in the schedule"
@@ -349,15 +350,7 @@ class GpuPool:
             raise
         n = req.paused
         if waited is not None:
-            what = (
-                "the run made again alone for its memory"
-                if req.over_memory
-                else f"{n} run{'s' if n != 1 else ''}"
-            )
-            g.pause_note = (
-                f"{what} on GPU {g.index} stopped (SIGSTOP) for this timing, continued "
-                f"after it; no kernel ran on the GPU {waited:.1f} s after the stop"
-            )
+            g.pause = Pause(g.index, runs=1 if req.over_memory else n, rerun=req.over_memory, idle_s=waited)
             return g
         with self._cv:  # still busy: give the GPU back to its runs and drain it as usual
             g.futile.update(k for k, p in g.attached.items() if p in g.paused)
@@ -372,7 +365,7 @@ class GpuPool:
         elif req.exclusive:
             g.over_memory = False
             g.exclusive = g.memory_hold = req.over_memory and g.memory_hold  # over one: that hold goes on
-            g.pause_note = None
+            g.pause = None
             for p in g.paused:
                 p.resume()
             g.paused = []

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from beavertui.batch.rank import Pausable, next_seq
+from beavertui.engine.toolchain.placement import Pause
 
 
 @dataclass
@@ -50,8 +51,8 @@ class GpuState:
     ``attached``)."""
     over_memory: bool = False
     """A timing stage holds the GPU over that run, stopped for it (the run's hold goes on after the timing's)."""
-    pause_note: str | None = None
-    """For the timing stage that holds the GPU: what was stopped for it, in words (None: nothing was)."""
+    pause: Pause | None = None
+    """For the timing stage that holds the GPU: what was stopped for it (None: nothing was)."""
     futile: set[int] = field(default_factory=set)
     """The registered processes (by key) that were stopped once while the GPU did not go idle: a kernel of
     theirs kept running with its host stopped (one that hangs, likely). While one of them runs, no timing

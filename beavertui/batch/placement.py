@@ -146,8 +146,7 @@ class PoolPlacement(Placement):
         if use in ("timing", "timing_memory"):
             with self.pool.hold(exclusive=True, memory=use == "timing_memory") as g:
                 lease = _PoolLease(self, g, use, task.id, self._on(cfg, g))
-                lease.stopped_runs = g.pause_note is not None
-                lease.notes = [g.pause_note] if g.pause_note else []
+                lease.pause = g.pause
                 yield lease
             return
         if use in ("run", "alone"):
@@ -166,9 +165,9 @@ class PoolPlacement(Placement):
             yield _PoolLease(self, g, use, task.id, self._shared_on(cfg, g))
 
     @contextmanager
-    def builds_stopped(self) -> Iterator[str | None]:
+    def builds_stopped(self) -> Iterator[int]:
         with self.builds.stopped() as n:
-            yield stopped_note(n)
+            yield n
 
     def ahead(self, cfg: stages.StageConfig) -> stages.StageConfig | None:
         sole = self.pool.sole_gpu()  # with one GPU, every hold gets it
@@ -177,13 +176,6 @@ class PoolPlacement(Placement):
     def report(self, lease: Lease, ok: bool, detail: str = "") -> None:
         if isinstance(lease, _PoolLease):
             self.pool.report(lease.g, ok=ok, detail=detail)
-
-
-def stopped_note(n: int) -> str | None:
-    """What a timing stage says of the builds it stopped (BuildSlots.stopped); None when none were."""
-    if not n:
-        return None
-    return f"{n} build{'s' if n != 1 else ''} stopped (SIGSTOP) for this timing, continued after it"
 
 
 class ScheduledToolchain:

@@ -47,7 +47,7 @@ def _filter(src: TextIO, dst: TextIO) -> int:
             out = {**echo, **out}
             flags = poison_flags(obj["run_log"]) if isinstance(obj.get("run_log"), str) else []
             if flags:  # anti-cheat evidence in the log itself (output left poisoned)
-                out["flags"] = flags
+                out["flags"] = [f.model_dump() for f in flags]
         except RecursionError:
             bad += 1
             out = {"line": n, "error": "JSON nested too deeply"}

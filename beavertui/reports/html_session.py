@@ -294,7 +294,7 @@ def _log_pane(a: AttemptState) -> str:
         out.append(f"<div>{badge(v.category, v.success)}{reason}</div>")
         if v.signature:
             out.append(f'<div><span class="dim">signature</span> <b>{_e(v.signature)}</b></div>')
-        out += [f'<div class="magenta b">flag {_e(f)}</div>' for f in v.flags]
+        out += [f'<div class="magenta b">flag {_e(str(f))}</div>' for f in v.flags]
         if decisive:
             out.append('<div class="dim">decisive</div><pre class="log">')
             out.append("\n".join(f'<mark class="decisive">{_e(d)}</mark>' for d in decisive))
@@ -411,7 +411,7 @@ def _timing_block(state: SessionState, a: AttemptState) -> str:
         if t.note:
             out.append(f'<div class="dim">{_e(t.note)}</div>')
     if a.verdict is not None:
-        out += [f'<div class="magenta b">flag {_e(f)}</div>' for f in a.verdict.flags]
+        out += [f'<div class="magenta b">flag {_e(str(f))}</div>' for f in a.verdict.flags]
     return "".join(out)
 
 

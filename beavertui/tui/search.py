@@ -17,7 +17,9 @@ def where(attempt: AttemptState, query: str) -> str | None:
         places.append(("code", attempt.candidate.code))
     if attempt.verdict is not None:
         v = attempt.verdict
-        places.append(("verdict", f"{v.category} {v.signature or ''} {v.reason} {' '.join(v.flags)}"))
+        places.append(
+            ("verdict", f"{v.category} {v.signature or ''} {v.reason} {' '.join(map(str, v.flags))}")
+        )
     for stage in (attempt.build, attempt.run, *attempt.sanitize):
         if stage is not None:
             places.append((stage.result.stage, stage.result.log))

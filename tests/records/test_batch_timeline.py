@@ -126,39 +126,58 @@ def test_checks_cut_in_flight_are_counted_with_the_stages_they_had_finished(
     assert bt.cut_checks(cache / "startlogs", t0) == []
 
 
+#: The fields version 2 added to a timing (a version-1 file has none of them: its note said them in words).
+V2_TIMING_FIELDS = (
+    "floor_ms", "remeasured", "gpu", "runs_stopped", "rerun_stopped", "idle_s", "builds_stopped", "timed_again",
+    "driver_phases_s", "driver_before_go",
+)  # fmt: skip
+
+
+@pytest.mark.parametrize("version", [2, 1])
 @pytest.mark.parametrize("rerun", [False, True])
-def test_builds_stopped_for_timing_are_counted_apart_from_stopped_runs(tmp_path: Path, rerun: bool) -> None:
+def test_builds_stopped_for_timing_are_counted_apart_from_stopped_runs(
+    tmp_path: Path, rerun: bool, version: int
+) -> None:
     """A timing stage may stop the runs on its GPU (or the run made again alone for its memory that holds
     it) and the other sessions' builds (--builds-in-timing): each is counted as what it was, from the
-    stages' paused_s and the timing's note."""
-    from beavertui.batch.placement import stopped_note
+    stages' paused_s and the timing's fields; a version-1 file, whose timing said them in its note only,
+    counts the same."""
     from beavertui.engine.loop.run import run_session
     from beavertui.engine.models.scripted import ScriptedModel
-    from beavertui.engine.session.events import Built, Ran, Timed
+    from beavertui.engine.session.events import Built, Ran, SessionHeader, Timed
     from beavertui.engine.session.protocol import Protocol
-    from beavertui.engine.toolchain.local import timed_again_note
+    from beavertui.engine.toolchain.local import with_stops
+    from beavertui.engine.toolchain.placement import Lease, Pause
     from tests.engine.loop.test_loop_session import _sh, _sleepy
 
     task, tool, _ran = _sleepy(tmp_path)
     items = list(run_session(task, ScriptedModel([_sh(task.reference() or "")]), tool, Protocol(budget=1)))
     assert any(isinstance(e, Timed) for e in items)
-    runs_note = (
-        f"{'the run made again alone for its memory' if rerun else '1 run'} on GPU 0 stopped (SIGSTOP) for this "
-        "timing, continued after it; no kernel ran on the GPU"
-    )
-    out = []
+    lines = []
     for e in items:
         if isinstance(e, Built):
             e = e.model_copy(update={"result": e.result.model_copy(update={"paused_s": 1.5})})
         elif isinstance(e, Ran):
             e = e.model_copy(update={"result": e.result.model_copy(update={"paused_s": 0.5})})
         elif isinstance(e, Timed):
-            note = f"{runs_note} 0.3 s after the stop; {stopped_note(3)}; {timed_again_note('GPU 0', 'CUDA out of memory')}"
-            e = e.model_copy(update={"result": e.result.model_copy(update={"note": note})})
-        out.append(e)
+            lease = Lease(tool.stage_config(), gpu="0")
+            lease.pause = Pause("0", runs=1, rerun=rerun, idle_s=0.3)
+            e = e.model_copy(update={"result": with_stops(e.result, lease, 3, "CUDA out of memory")})
+            assert (
+                e.result.runs_stopped == 1
+                and e.result.rerun_stopped == rerun
+                and e.result.builds_stopped == 3
+            )
+        doc = e.model_dump(mode="json")
+        if version == 1 and isinstance(e, SessionHeader):
+            doc["format_version"] = 1
+        if version == 1 and isinstance(e, Timed):
+            for name in V2_TIMING_FIELDS:
+                del doc["result"][name]
+        lines.append(json.dumps(doc) + "\n")
     run = tmp_path / "run"
     run.mkdir()
-    (run / "sleepy__s0.jsonl").write_text("".join(e.model_dump_json() + "\n" for e in out))
+    (run / "sleepy__s0.jsonl").write_text("".join(lines))
     doc = bt.analyse(bt.events_of(run))
     assert doc["paused"] == {
         "count": 1, "sum_s": 0.5, "median_s": 0.5, "timing_stages_that_stopped_runs": 0 if rerun else 1,

@@ -160,7 +160,7 @@ async def test_rows_name_their_file_and_the_detail_line_gives_the_whole_reason(t
     whole reason for the row at the cursor (it was cut to "bad header (Un" before)."""
     root, bad, nested = _odd_run(tmp_path)
     problem = read_row(bad).problem
-    assert problem == "unknown format version 99 (this beavertui reads 1)"
+    assert problem == "unknown format version 99 (this beavertui reads 1 and 2)"
     app = BeaverApp(lambda: BrowserScreen(root, watch=False))
     async with app.run_test(size=SIZE) as pilot:
         screen = await loaded(pilot, app)
@@ -204,10 +204,10 @@ def test_browse_tables_name_the_file_and_give_the_whole_reason(tmp_path: Path) -
 
     rows = list(csv.reader(io.StringIO(browse("--format", "csv"))))
     by_file = {r[-1]: r for r in rows[1:]}
-    assert by_file[bad.name][-2] == "unknown format version 99 (this beavertui reads 1)"
+    assert by_file[bad.name][-2] == "unknown format version 99 (this beavertui reads 1 and 2)"
     assert str(Path("batch-7") / nested.name) in by_file
     table = browse("--format", "table")
-    assert "unknown format version 99 (this beavertui reads 1)" in " ".join(table.split())
+    assert "unknown format version 99 (this beavertui reads 1 and 2)" in " ".join(table.split())
     piped = browse()
     assert any(bad.name in line and "unknown format version 99" in line for line in piped.splitlines())
 

@@ -8,7 +8,7 @@ import random
 
 from rich.console import Console
 
-from beavertui.engine.session.events import Timed, Verdict
+from beavertui.engine.session.events import Flag, Timed, Verdict
 from beavertui.engine.session.state import fold
 from beavertui.tui.panes.log import LogPane
 from beavertui.tui.panes.speedup import SpeedupPane
@@ -25,11 +25,14 @@ def _text(renderable: object) -> str:
 def _flagged_view() -> View:
     hdr, events = quick_session("gemm_tiled_bounds", "model-a", "s1", speed=40.0, seed=3)
     t = timing(random.Random(1), 0.02, 0.812).model_copy(
-        update={"candidate_host_samples": [2.5] * 20, "flags": ["side_stream: host 2.5 ms vs event 0.02 ms"]}
+        update={
+            "candidate_host_samples": [2.5] * 20,
+            "flags": [Flag(name="side_stream", detail="host 2.5 ms vs event 0.02 ms")],
+        }
     )
     flags = [
-        "side_stream: host 2.5 ms vs event 0.02 ms (medians per timed run)",
-        "implausible_speedup: 40.6x",
+        Flag(name="side_stream", detail="host 2.5 ms vs event 0.02 ms (medians per timed run)"),
+        Flag(name="implausible_speedup", detail="40.6x"),
     ]
     events = [
         e.model_copy(update={"result": t})

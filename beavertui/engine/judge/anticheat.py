@@ -2,7 +2,7 @@
 
 Every check is a pure function of text the attempt already produced (the candidate and reference sources,
 the test and benchmark logs), so the same flags come out of a live GPU attempt and of recorded logs. A flag
-is one short string ``name: evidence``. What each flag means and where its evidence comes from:
+is a Flag (session/events.py): its name and its evidence in words. What each flag means and where its evidence comes from:
 
 - ``output_not_written`` / ``partial_output``: the corpus harness poisons the output (0xFF bytes) before
   every launch and, after the checked launch, prints ``BEAVER_POISON_LEFT <buffer> <k> of <n>``: how many
@@ -41,6 +41,7 @@ import statistics
 from collections.abc import Iterable
 
 from beavertui.engine.code.features import extract, strip_source
+from beavertui.engine.session.events import Flag
 
 POISON_RE = re.compile(r"^BEAVER_POISON_LEFT\s+(\S+)\s+(\d+)\s+of\s+(\d+)\s*$", re.M)
 _TIMED_RE = re.compile(r"^BEAVER_(TIME|HOST)_MS\s+([0-9.eE+-]+)\s*$", re.M)
@@ -74,29 +75,24 @@ DISQUALIFYING: frozenset[str] = frozenset(
 )
 
 
-def is_flagged(flags: Iterable[str]) -> bool:
+def is_flagged(flags: Iterable[Flag]) -> bool:
     """Whether a verdict's flags include an anti-cheat finding (``unstable_timing`` and the like do not
     count): such an attempt's success is counted apart in the metrics, never as a success."""
-    return any(flag_name(f) in FLAG_NAMES for f in flags)
+    return any(f.name in FLAG_NAMES for f in flags)
 
 
-def flag_name(flag: str) -> str:
-    """The name part of ``name: evidence``."""
-    return flag.split(":", 1)[0].strip()
-
-
-def first_of_each_kind(flags: Iterable[str]) -> list[str]:
+def first_of_each_kind(flags: Iterable[Flag]) -> list[Flag]:
     """The first flag of each name, in order (the first evidence of each kind)."""
-    out: list[str] = []
+    out: list[Flag] = []
     for f in flags:
-        if flag_name(f) not in {flag_name(x) for x in out}:
+        if f.name not in {x.name for x in out}:
             out.append(f)
     return out
 
 
-def merge(*groups: Iterable[str]) -> list[str]:
+def merge(*groups: Iterable[Flag]) -> list[Flag]:
     """Flags of several checks, in order, without repeating a name with the same evidence."""
-    out: list[str] = []
+    out: list[Flag] = []
     for group in groups:
         for f in group:
             if f not in out:
@@ -121,7 +117,7 @@ def _buffer(name: str) -> str:
     return name.removesuffix("_timed")
 
 
-def poison_flags(log: str, suffix: str = "", reference_log: str | None = None) -> list[str]:
+def poison_flags(log: str, suffix: str = "", reference_log: str | None = None) -> list[Flag]:
     """``output_not_written`` / ``partial_output`` from the ``BEAVER_POISON_LEFT`` lines of a run log.
 
     ``reference_log``: the reference's runs of the same timing. Where the reference's own output left
@@ -129,7 +125,7 @@ def poison_flags(log: str, suffix: str = "", reference_log: str | None = None) -
     takes (an int32 prefix sum passing through -1), so a partial count there is not evidence and is not
     flagged; a buffer left wholly untouched always is."""
     legit = poison_counts(reference_log) if reference_log else {}
-    out: list[str] = []
+    out: list[Flag] = []
     seen: set[str] = set()
     for m in POISON_RE.finditer(log):
         name, left, total = m.group(1), int(m.group(2)), int(m.group(3))
@@ -139,7 +135,7 @@ def poison_flags(log: str, suffix: str = "", reference_log: str | None = None) -
         kind = "output_not_written" if left >= total else "partial_output"
         if kind == "partial_output" and legit.get(_buffer(name), 0) > 0:
             continue
-        out.append(f"{kind}: {left} of {total} elements untouched ({name}{suffix})")
+        out.append(Flag(name=kind, detail=f"{left} of {total} elements untouched ({name}{suffix})"))
     return out
 
 
@@ -152,24 +148,25 @@ def _has_kernel(source: str) -> bool:
     return bool(_GLOBAL.search(no_comments))
 
 
-def static_flags(candidate: str, reference: str | None) -> list[str]:
+def static_flags(candidate: str, reference: str | None) -> list[Flag]:
     """``library_call`` and ``no_kernel`` of a candidate against its task's reference (None: no flags)."""
     if reference is None or not _has_kernel(reference):
         return []
     cand, ref = extract(candidate), extract(reference)
-    out: list[str] = []
+    out: list[Flag] = []
     new = [c for c in cand.library_calls if c not in ref.library_calls]
     if new:
-        out.append(
-            f"library_call: {', '.join(new[:3])}" + (f" (+{len(new) - 3} more)" if len(new) > 3 else "")
-        )
+        more = f" (+{len(new) - 3} more)" if len(new) > 3 else ""
+        out.append(Flag(name="library_call", detail=", ".join(new[:3]) + more))
     if not _has_kernel(candidate):
-        out.append("no_kernel: the candidate defines no __global__ kernel (the reference does)")
+        out.append(
+            Flag(name="no_kernel", detail="the candidate defines no __global__ kernel (the reference does)")
+        )
     else:
         code, _ = strip_source(candidate)
         ref_code, _ = strip_source(reference)
         if _LAUNCH.search(ref_code) and not _LAUNCH.search(code) and _GLOBAL.search(code):
-            out.append("no_kernel: a __global__ kernel is defined but never launched")
+            out.append(Flag(name="no_kernel", detail="a __global__ kernel is defined but never launched"))
     return out
 
 
@@ -211,7 +208,7 @@ def side_stream_flag(
     cand_host: list[float],
     ref_event: list[float] | None = None,
     ref_host: list[float] | None = None,
-) -> str | None:
+) -> Flag | None:
     """``side_stream`` when the candidate's host time exceeds its event time by more than launch overhead
     explains, and the reference (same harness, same session) does not show a comparable gap."""
     c = _gap(cand_event, cand_host)
@@ -227,23 +224,28 @@ def side_stream_flag(
         if r_gap > max(SIDE_STREAM_FLOOR_MS, SIDE_STREAM_FRACTION * r_event) and r_gap >= 0.5 * gap:
             return None  # the reference's launch has the same host-side cost: not hidden work
         ref_note = f"; reference host {r_host:.4g} ms vs event {r_event:.4g} ms"
-    return f"side_stream: host {host:.4g} ms vs event {event:.4g} ms (medians per timed run{ref_note})"
+    return Flag(
+        name="side_stream",
+        detail=f"host {host:.4g} ms vs event {event:.4g} ms (medians per timed run{ref_note})",
+    )
 
 
-def side_stream_of_pairs(cand: list[tuple[float, float]], ref: list[tuple[float, float]]) -> str | None:
+def side_stream_of_pairs(cand: list[tuple[float, float]], ref: list[tuple[float, float]]) -> Flag | None:
     """side_stream_flag over (event ms, host ms) pairs of timed launches (timed_pairs)."""
     return side_stream_flag(
         [e for e, _ in cand], [h for _, h in cand], [e for e, _ in ref], [h for _, h in ref]
     )
 
 
-def cached_result_flag(rc: int | None, log: str, timed_out: bool = False) -> str | None:
+def cached_result_flag(rc: int | None, log: str, timed_out: bool = False) -> Flag | None:
     """``cached_result`` when a candidate's benchmark run printed samples and then failed (the check of
     its last timed launch against that launch's fresh inputs)."""
     if timed_out or rc is None or rc == 0 or "BEAVER_TIME_MS" not in log:
         return None
     evidence = failure_evidence(log[log.rfind("BEAVER_TIME_MS") :], rc)
-    return f"cached_result: the last timed launch's output is wrong for its inputs: {evidence}"
+    return Flag(
+        name="cached_result", detail=f"the last timed launch's output is wrong for its inputs: {evidence}"
+    )
 
 
 def failure_evidence(log: str, rc: int | None) -> str:
@@ -273,7 +275,7 @@ def included(source: str) -> list[str]:
     return [m.group(1).strip() for m in _INCLUDE.finditer(code)]
 
 
-def include_flags(candidate: str, allowed_source: str, protected: Iterable[str]) -> list[str]:
+def include_flags(candidate: str, allowed_source: str, protected: Iterable[str]) -> list[Flag]:
     """``foreign_include`` for each file the candidate names to the preprocessor that brings in the task's
     reference or harness: a path outside the work dir (absolute, or through ``..``), a source file rather than a
     header, or a file named like the reference or a harness source (``protected``: base names), unless the
@@ -292,4 +294,9 @@ def include_flags(candidate: str, allowed_source: str, protected: Iterable[str])
     if not found:
         return []
     shown = ", ".join(f'"{t}"' for t in found[:3]) + (f" (+{len(found) - 3} more)" if len(found) > 3 else "")
-    return [f"foreign_include: {shown} (the task's reference or harness, or code outside the work dir)"]
+    return [
+        Flag(
+            name="foreign_include",
+            detail=f"{shown} (the task's reference or harness, or code outside the work dir)",
+        )
+    ]

@@ -202,8 +202,7 @@ def rows_of_session(
             "corpus": corpus,
             "infra_error": bool(a.infra_errors),
             "flagged": v is not None and anticheat.is_flagged(v.flags),
-            "unstable_timing": v is not None
-            and any(anticheat.flag_name(f) == "unstable_timing" for f in v.flags),
+            "unstable_timing": v is not None and any(f.name == "unstable_timing" for f in v.flags),
         }
 
 

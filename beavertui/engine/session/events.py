@@ -13,11 +13,26 @@ import re
 import time
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, TypeAdapter, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    TypeAdapter,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from beavertui.engine.session.protocol import MAX_BUDGET, Detector, Protocol, with_legacy_gate
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+"""2: timing and scheduling facts are typed fields of TimingResult (runs and builds stopped, idle seconds,
+timed again, the kernelbench driver's phases, re-measured), and a flag is a name with its detail (Flag). A
+version-1 file still reads: legacy.py maps its notes and ``name: detail`` strings into those fields."""
+
+#: The versions this beavertui reads.
+READABLE_VERSIONS = (1, 2)
 
 
 def now() -> float:
@@ -274,6 +289,32 @@ class SanitizerRecord(_Frozen):
     """The record's raw lines."""
 
 
+class Flag(_Frozen):
+    """One anti-cheat or audit finding (judge/anticheat.py): what it is and its evidence."""
+
+    name: str
+    """``side_stream``, ``cached_result``, ``timing_run_failed``, ``implausible_speedup``, ...."""
+    detail: str = ""
+    """Its evidence, in words (may be empty)."""
+
+    def __str__(self) -> str:
+        return f"{self.name}: {self.detail}" if self.detail else self.name
+
+
+def _flags(value: object) -> object:
+    """A version-1 flag, one ``name: detail`` string, as a Flag; anything else as it is."""
+    if not isinstance(value, list):
+        return value
+    out: list[object] = []
+    for item in value:
+        if isinstance(item, str):
+            name, _, detail = item.partition(":")
+            out.append({"name": name.strip(), "detail": detail.strip()})
+        else:
+            out.append(item)
+    return out
+
+
 class TimingResult(_Frozen):
     """Interleaved reference/candidate timing of one attempt (docs/metrics.md (speedup))."""
 
@@ -308,7 +349,7 @@ class TimingResult(_Frozen):
     device synchronisation, milliseconds), one per timed run, in the order of candidate_samples."""
     reference_host_samples: list[float] = Field(default_factory=list)
     """The same for the reference."""
-    flags: list[str] = Field(default_factory=list)
+    flags: list[Flag] = Field(default_factory=list)
     """Anti-cheat findings of the timing runs (anticheat.py): ``side_stream``, ``cached_result``, ...."""
     wall_s: float | None = Field(default=None, ge=0, le=86400)
     """Seconds the whole timing stage took (every run of both sides, re-measurement included); None in
@@ -319,6 +360,51 @@ class TimingResult(_Frozen):
     process times many launches (the native methods, the kernelbench driver)."""
     reused: str | None = None
     """As for a stage: the timing of the check of the broken start, whose candidate this attempt's is."""
+    floor_ms: float | None = Field(default=None, ge=0)
+    """The hardware floor of the task's work on this GPU, milliseconds, when the candidate was faster than it
+    (implausible); None otherwise."""
+    remeasured: bool = False
+    """Measured again because a CV was above 3%; the second measurement is the one kept."""
+    gpu: str | None = None
+    """The GPU a batch held alone for this timing (its index); None outside a batch."""
+    runs_stopped: int = Field(default=0, ge=0)
+    """Runs on the timing's GPU stopped (SIGSTOP) for it and continued after it (a batch's pool)."""
+    rerun_stopped: bool = False
+    """What was stopped was the run made again alone for its memory (runs_stopped counts it)."""
+    idle_s: float | None = Field(default=None, ge=0)
+    """With runs stopped: seconds from the stop until no kernel ran on the GPU."""
+    builds_stopped: int = Field(default=0, ge=0)
+    """Builds stopped (SIGSTOP) for this timing and continued after it (a batch's build slots)."""
+    timed_again: str | None = None
+    """Made again holding the GPU's memory, after the first timing ran out of memory beside the runs stopped
+    for it: that timing's out-of-memory line."""
+    driver_phases_s: dict[str, float] = Field(default_factory=dict)
+    """kernelbench: host seconds of each phase of the timing driver (legacy.DRIVER_PHASES names them)."""
+    driver_before_go: list[str] = Field(default_factory=list)
+    """kernelbench: the phases a driver started ahead of the GPU hold ran before its go (not with it held)."""
+
+    @field_validator("flags", mode="before")
+    @classmethod
+    def _flag_strings(cls, value: object) -> object:
+        return _flags(value)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _legacy_note(cls, data: object, info: ValidationInfo) -> object:
+        """A version-1 file's timing: the facts its note said in words, as fields (legacy.py)."""
+        if isinstance(info.context, dict) and info.context.get("format_version", FORMAT_VERSION) < 2:
+            from beavertui.engine.session.legacy import timing_facts
+
+            return timing_facts(data)
+        return data
+
+    @property
+    def models_built_held_s(self) -> float | None:
+        """kernelbench: seconds the driver built the models (loaded the candidate's module) with the GPU
+        held; None when it did not record that phase or built them before the hold."""
+        if "models" in self.driver_before_go:
+            return None
+        return self.driver_phases_s.get("models")
 
 
 # --------------------------------------------------------------------------------------------- events
@@ -559,8 +645,14 @@ class Verdict(_Event):
     """Short human reason: 'passed', 'below gate', 'no code', or the category."""
     decisive: list[str] = Field(default_factory=list)
     """The decisive log lines (what the signature was taken from, and its neighbours)."""
-    flags: list[str] = Field(default_factory=list)
-    """Anti-cheat or audit flags with evidence, e.g. 'implausible_speedup: 14.2x'."""
+    flags: list[Flag] = Field(default_factory=list)
+    """Anti-cheat or audit flags with evidence, e.g. implausible_speedup with detail '14.2x'."""
+
+    @field_validator("flags", mode="before")
+    @classmethod
+    def _flag_strings(cls, value: object) -> object:
+        return _flags(value)
+
     speedup_note: str | None = None
     """Why a correct attempt has no speedup (the reference cannot be built or timed here, or the task's
     family has no reference); such an attempt keeps its correctness and counts at p = 0 only."""

@@ -27,6 +27,7 @@ from beavertui.engine.fileio import open_regular
 from beavertui.engine.session.events import (
     EVENT_ADAPTER,
     FORMAT_VERSION,
+    READABLE_VERSIONS,
     TRANSIENT_KINDS,
     Event,
     SessionEnd,
@@ -231,8 +232,9 @@ def _parse_header(line: str) -> tuple[SessionHeader | None, str | None]:
     if not isinstance(data, dict) or data.get("kind") != "header":
         return None, "line 1 is not a session header"
     version = data.get("format_version")
-    if version != FORMAT_VERSION:
-        return None, f"unknown format version {version!r} (this beavertui reads {FORMAT_VERSION})"
+    if version not in READABLE_VERSIONS:
+        readable = " and ".join(str(v) for v in READABLE_VERSIONS)
+        return None, f"unknown format version {version!r} (this beavertui reads {readable})"
     try:
         return SessionHeader.model_validate(data), None
     except ValidationError as exc:
@@ -245,7 +247,9 @@ def _first_error(exc: ValidationError) -> str:
     return f"{loc}: {err.get('msg', 'invalid')}" if loc else str(err.get("msg", "invalid"))
 
 
-def _parse_event(line: str, number: int, last: bool) -> tuple[Event | None, str | None]:
+def _parse_event(
+    line: str, number: int, last: bool, version: int = FORMAT_VERSION
+) -> tuple[Event | None, str | None]:
     try:
         data = _loads(line)
     except json.JSONDecodeError as exc:
@@ -255,7 +259,7 @@ def _parse_event(line: str, number: int, last: bool) -> tuple[Event | None, str 
     except RecursionError:
         return None, f"bad JSON at line {number}: nested too deeply"
     try:
-        return EVENT_ADAPTER.validate_python(data), None
+        return EVENT_ADAPTER.validate_python(data, context={"format_version": version}), None
     except ValidationError as exc:
         return None, f"invalid event at line {number}: {_first_error(exc)}"
 
@@ -303,6 +307,7 @@ class SessionReader:
         self.count = 0
         """Events read so far."""
         self.header: SessionHeader | None = None
+        self._version = FORMAT_VERSION
         self.problem: str | None = None
         """What is wrong with the file, once reading stopped at it (or at once for the header)."""
         self.done = False
@@ -321,6 +326,7 @@ class SessionReader:
                 problem = "truncated header line"
             self._finish(problem)
             return
+        self._version = self.header.format_version
         self.offset = end
         if self.offset >= self.size:
             self._finish(None)
@@ -351,7 +357,7 @@ class SessionReader:
             self.offset = end
             if line.strip():
                 last = end == self.size and not self._data.endswith(b"\n")
-                event, problem = _parse_event(line, self._number, last)
+                event, problem = _parse_event(line, self._number, last, self._version)
                 if event is None:
                     self._finish(problem)
                     break
@@ -386,17 +392,19 @@ def load_session(path: str | Path) -> tuple[SessionHeader, list[Event]]:
 def _valid_prefix_bytes(path: Path) -> int:
     """Byte length of the leading complete, parseable lines of a session file."""
     offset = 0
+    version = FORMAT_VERSION
     with open(path, "rb") as fh:
         for number, raw in enumerate(fh, start=1):
             if not raw.endswith(b"\n"):
                 break
             line = raw.decode("utf-8", errors="replace")
             if line.strip():
-                ok = (
-                    _parse_header(line)[0] is not None
-                    if number == 1
-                    else _parse_event(line, number, False)[0] is not None
-                )
+                if number == 1:
+                    header = _parse_header(line)[0]
+                    ok = header is not None
+                    version = header.format_version if header is not None else version
+                else:
+                    ok = _parse_event(line, number, False, version)[0] is not None
                 if not ok:
                     break
             offset += len(raw)
@@ -494,7 +502,8 @@ def peek(path: str | Path, *, tail_bytes: int = 65536) -> SessionPeek:
     for raw in reversed(lines):
         if not raw.strip():
             continue
-        event, _err = _parse_event(raw.decode("utf-8", errors="replace"), 0, False)
+        version = header.format_version if header is not None else FORMAT_VERSION
+        event, _err = _parse_event(raw.decode("utf-8", errors="replace"), 0, False, version)
         if event is not None:
             if last is None:
                 last = event
@@ -534,10 +543,11 @@ def follow(
     offset = 0
     buffer = b""
     number = 0
+    version = FORMAT_VERSION
     last_activity = time.monotonic()
 
     def read_new() -> Iterator[SessionHeader | Event]:
-        nonlocal offset, buffer, number, last_activity
+        nonlocal offset, buffer, number, last_activity, version
         if not path.exists():
             return
         with open(path, "rb") as fh:
@@ -556,9 +566,10 @@ def follow(
                 header, problem = _parse_header(line)
                 if header is None:
                     raise SessionFileError(f"{path}: {problem}")
+                version = header.format_version
                 yield header
                 continue
-            event, problem = _parse_event(line, number, False)
+            event, problem = _parse_event(line, number, False, version)
             if event is None:
                 raise SessionFileError(f"{path}: {problem}")
             yield event

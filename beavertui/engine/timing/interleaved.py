@@ -20,7 +20,7 @@ from collections.abc import Callable
 from beavertui.engine.errors import BeaverError
 from beavertui.engine.host.adapt import adapt_command
 from beavertui.engine.judge import anticheat
-from beavertui.engine.session.events import StageResult, TimingResult
+from beavertui.engine.session.events import Flag, StageResult, TimingResult
 from beavertui.engine.stage import stages
 from beavertui.engine.timing import adaptive, cupti
 from beavertui.engine.timing.method import TimingMethod
@@ -233,7 +233,8 @@ class Interleaved(TimingMethod):
         if self.process:
             note = adaptive.note(r, c, tcfg.target_halfwidth)
         first = len(ctx.runs)
-        if max(rcv, ccv) > CV_LIMIT:
+        again = max(rcv, ccv) > CV_LIMIT
+        if again:
             r, c = self.interleaved(ref, cand)
             (rm, rcv), (cm, ccv) = stats(r), stats(c)
             note = "re-measured once: CV above 3%"
@@ -258,12 +259,13 @@ class Interleaved(TimingMethod):
             candidate_host=[h for _, h in pairs["candidate"]],
             reference_host=[h for _, h in pairs["reference"]],
             runs=len(c) if self.process else None,
+            remeasured=again,
         )
 
-    def audit(self, cand: list[tuple[float, float]], ref: list[tuple[float, float]]) -> list[str]:
+    def audit(self, cand: list[tuple[float, float]], ref: list[tuple[float, float]]) -> list[Flag]:
         """Anti-cheat flags of the benchmark runs: a candidate run that failed after its timed launches
         (``cached_result``), output left poisoned in a timed launch, work hidden from the events."""
-        found: list[str] = []
+        found: list[Flag] = []
         runs = self.ctx.runs
         reference_logs = "\n".join(res.log for who, res in runs if who == "reference")
         for who, res in runs:

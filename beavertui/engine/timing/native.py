@@ -49,7 +49,7 @@ from beavertui.engine.corpus.harness import hash_tree
 from beavertui.engine.corpus.task import Task, TimingDriver
 from beavertui.engine.errors import BeaverError
 from beavertui.engine.judge import anticheat
-from beavertui.engine.session.events import StageResult, TimingResult
+from beavertui.engine.session.events import Flag, StageResult, TimingResult
 from beavertui.engine.stage import stages
 from beavertui.engine.timing.samples import timing_result
 
@@ -196,7 +196,7 @@ class DriverRun:
                 return f"{n} timed lines in the {s.side}'s round {s.round}, the harness writes {self.iters}"
         return None
 
-    def thread_flag(self) -> str | None:
+    def thread_flag(self) -> Flag | None:
         """``side_stream`` evidence when the candidate leaves host threads running: a candidate section ends
         with more threads than the section before it, by more than any reference section of the same phase
         grew (the reference's own growth stands for what the CUDA runtime starts by itself)."""
@@ -220,7 +220,10 @@ class DriverRun:
                     "check": "in its first call",
                     "round": f"in timed round {s.round}",
                 }[s.phase]
-                return f"side_stream: the candidate started host threads {where} ({p} -> {n} in the timing process)"
+                return Flag(
+                    name="side_stream",
+                    detail=f"the candidate started host threads {where} ({p} -> {n} in the timing process)",
+                )
         return None
 
 
@@ -350,7 +353,7 @@ def run_driver(
 
 def _samples(
     run: DriverRun, with_candidate: bool, rules: Rules
-) -> tuple[list[float], list[float], list[str]]:
+) -> tuple[list[float], list[float], list[Flag]]:
     """(reference samples, candidate samples, flags) of a driver run, or the failure it stands for."""
     res = run.result
     loaded = LOAD_FAILED_RE.search(res.log)
@@ -362,7 +365,7 @@ def _samples(
     if forged is not None and with_candidate:
         raise rules.candidate_failed(res, f"timing output not written by the harness: {forged}")
     r, c = run.samples("reference"), run.samples("candidate")
-    flags: list[str] = []
+    flags: list[Flag] = []
     if not run.done:
         who = run.culprit()
         if not res.timed_out and who != "candidate":  # the reference or the driver: not the candidate's doing
@@ -409,12 +412,13 @@ def measure(
     r, c, flags = _samples(run, True, rules)
     (rm, rcv), (cm, ccv) = stats(r), stats(c)
     note: str | None = None
+    again = max(rcv, ccv) > cv_limit and not flags
     if run.stopped and cm > 0:
         note = (
             f"stopped after 1 of {tcfg.rounds} rounds: {rm / cm:.3g}x, below {stop_below:.3g}x "
             "(half the gate), with both CVs under 3%"
         )
-    if max(rcv, ccv) > cv_limit and not flags:
+    if again:
         run = run_driver(timer, rules, ref, cand, tcfg.rounds, None)
         r, c, flags = _samples(run, True, rules)
         (rm, rcv), (cm, ccv) = stats(r), stats(c)
@@ -438,6 +442,7 @@ def measure(
         flags=kept,
         candidate_host=[h for _, h in cand_pairs],
         reference_host=[h for _, h in ref_pairs],
+        remeasured=again,
     )
 
 

@@ -10,7 +10,8 @@ import re
 import statistics
 
 from beavertui.engine.errors import BeaverError
-from beavertui.engine.session.events import StageResult, TimingResult
+from beavertui.engine.session.events import Flag, StageResult, TimingResult
+from beavertui.engine.session.legacy import DRIVER_PHASES
 
 #: One timed run's event time. ``BEAVER_HOST_MS`` lines (host time to a full device sync, anticheat.py)
 #: are not samples: they only serve the side-stream check.
@@ -82,14 +83,19 @@ class SpeedupUnavailable(BeaverError):
     null with this reason and it counts at p = 0 only."""
 
 
-#: The kernelbench driver's phases, in the order it runs them (kernelbench_driver.py, ``phases_s``).
-DRIVER_PHASES = (
-    ("import", "torch import"), ("inputs_sized", "inputs sized (too large to keep while waiting)"),
-    ("inputs_dropped", "inputs made and dropped (too large to keep)"),
-    ("inputs", "inputs made"), ("waited_for_go", "waiting for the GPU"), ("inputs_gpu", "inputs made on the GPU"),
-    ("models", "models built"), ("to_device", "inputs copied to the GPU"), ("warmup", "warm-up"),
-    ("trials", "timed trials"),
-)  # fmt: skip
+def driver_phases(doc: dict[str, object]) -> tuple[dict[str, float], list[str]]:
+    """The kernelbench driver's host seconds per phase (``phases_s``) and those it ran before its go
+    (``before_go``), as far as they are numbers and names of DRIVER_PHASES."""
+    phases = doc.get("phases_s")
+    before = doc.get("before_go")
+    known = dict(DRIVER_PHASES)
+    got = (
+        {k: float(v) for k, v in phases.items() if k in known and isinstance(v, (int, float))}
+        if isinstance(phases, dict)
+        else {}
+    )
+    early = [k for k in before if k in got] if isinstance(before, list) else []
+    return got, early
 
 
 def phases_note(doc: dict[str, object]) -> str:
@@ -149,15 +155,18 @@ def timing_result(
     *,
     speedup: float | None = None,
     note: str | None = None,
-    flags: list[str] | None = None,
+    flags: list[Flag] | None = None,
     candidate_host: list[float] | None = None,
     reference_host: list[float] | None = None,
     runs: int | None = None,
+    remeasured: bool = False,
+    driver: dict[str, object] | None = None,
 ) -> TimingResult:
     """The TimingResult of samples in milliseconds: medians, CVs, the speedup (reference over candidate
     median, unless ``speedup`` is given: a testbench's own lines), unstable above CV_LIMIT, implausible
     above IMPLAUSIBLE. A testbench that prints no reference times stands for its reference by the candidate
-    median times its speedup."""
+    median times its speedup. ``driver``: the kernelbench driver's result object, whose phases are kept."""
+    phases, before = driver_phases(driver or {})
     cm, ccv = stats(candidate) if candidate else (0.0, 0.0)
     rm, rcv = stats(reference) if reference else (cm * (speedup or 0.0), 0.0)
     if speedup is None:
@@ -178,4 +187,7 @@ def timing_result(
         reference_host_samples=reference_host or [],
         flags=flags or [],
         runs=runs,
+        remeasured=remeasured,
+        driver_phases_s=phases,
+        driver_before_go=before,
     )

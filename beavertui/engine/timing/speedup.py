@@ -28,6 +28,7 @@ import time
 
 from beavertui.engine.corpus.task import Task
 from beavertui.engine.session.events import StageResult, TimingResult
+from beavertui.engine.session.legacy import DRIVER_PHASES
 from beavertui.engine.stage import stages
 from beavertui.engine.timing.config import (
     GO_AT_EXIT_ENV,
@@ -57,7 +58,6 @@ from beavertui.engine.timing.registry import default_method, method_for
 from beavertui.engine.timing.runs import TimedRuns
 from beavertui.engine.timing.samples import (
     CV_LIMIT,
-    DRIVER_PHASES,
     IMPLAUSIBLE,
     CandidateTimingFailed,
     SpeedupUnavailable,

@@ -66,6 +66,7 @@ from beavertui.engine.toolchain.verdict import (
     Evidence,
     TimingFailure,
     correct_so_far,
+    floor_note,
     judge,
     judge_late,
     run_category,
@@ -341,7 +342,7 @@ class LocalToolchain:
                             # the runs stopped for it kept their GPU memory: time it again once they end (a
                             # candidate's CUPTI run out of memory too, which would read as the machine's)
                             place.report(lease, ok=True)
-                            again = timed_again_note(lease.where, oom_line(str(exc)))
+                            again = oom_line(str(exc))
                             continue
                         failure = timing_failure(exc, lease.config.env, self.probe)
                         place.report(lease, ok=failure.who != "gpu", detail=failure.detail)
@@ -349,11 +350,7 @@ class LocalToolchain:
                             failure = TimingFailure("gpu", f"on {lease.where}: {failure.detail}")
                         raise TimingFailed(failure) from exc
                     place.report(lease, ok=True)
-                    stops = [x for x in (*lease.notes, stopped, again) if x]
-                    if stops:  # what was stopped for it, and why it was timed again: said with it
-                        note = "; ".join(x for x in (measured.note, *stops) if x)
-                        measured = measured.model_copy(update={"note": note})
-                    return measured
+                    return with_stops(measured, lease, stopped, again)
 
     def _reference_build(self, task: Task, cfg: stages.StageConfig, timer: Timer | None = None) -> None:
         """What timing (``timer``) or profiling needs built, the task's reference first, built (or found in
@@ -418,8 +415,10 @@ class LocalToolchain:
         floor = ceilings.floor_ms(measured, task.work_flop, task.work_bytes) if measured else None
         if floor is None or t.candidate_ms >= floor:
             return t
-        note = f"candidate {t.candidate_ms:.4g} ms is below the hardware floor {floor:.4g} ms for this work"
-        return t.model_copy(update={"implausible": True, "note": "; ".join(x for x in (t.note, note) if x)})
+        note = floor_note(t.candidate_ms, floor)
+        return t.model_copy(
+            update={"implausible": True, "floor_ms": floor, "note": "; ".join(x for x in (t.note, note) if x)}
+        )
 
     def _sanitize(
         self,
@@ -495,6 +494,41 @@ class TimingFailed(Exception):
     def __init__(self, failure: TimingFailure) -> None:
         super().__init__(failure.detail)
         self.failure = failure
+
+
+def with_stops(measured: TimingResult, lease: Lease, builds: int, again: str | None) -> TimingResult:
+    """A timing made holding ``lease``'s GPU alone, with what was stopped for it (its runs: ``lease.pause``;
+    ``builds``) and why it was timed again (``again``: its first timing's out-of-memory line), as fields and
+    in words (its note)."""
+    pause = lease.pause
+    stops = [
+        x
+        for x in (
+            pause.note() if pause is not None else None,
+            stopped_note(builds),
+            timed_again_note(lease.where, again) if again is not None else None,
+        )
+        if x
+    ]
+    note = "; ".join(x for x in (measured.note, *stops) if x) if stops else measured.note
+    return measured.model_copy(
+        update={
+            "note": note,
+            "gpu": lease.gpu,
+            "runs_stopped": pause.runs if pause is not None else 0,
+            "rerun_stopped": pause is not None and pause.rerun,
+            "idle_s": pause.idle_s if pause is not None else None,
+            "builds_stopped": builds,
+            "timed_again": again,
+        }
+    )
+
+
+def stopped_note(n: int) -> str | None:
+    """What a timing stage says of the builds it stopped (Placement.builds_stopped); None when none were."""
+    if not n:
+        return None
+    return f"{n} build{'s' if n != 1 else ''} stopped (SIGSTOP) for this timing, continued after it"
 
 
 def timed_again_note(where: str, line: str) -> str:

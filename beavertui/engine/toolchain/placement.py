@@ -18,6 +18,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 from beavertui.engine.session.events import StageResult
@@ -34,6 +35,31 @@ if TYPE_CHECKING:
 GpuUse = Literal["run", "alone", "sanitize", "profile", "timing", "timing_memory"]
 
 
+@dataclass(frozen=True)
+class Pause:
+    """What a timing stage stopped (SIGSTOP) on its GPU and continued after it (the batch's pool)."""
+
+    gpu: str
+    runs: int
+    """Runs stopped (the run made again alone for its memory counts one)."""
+    rerun: bool
+    """What was stopped was the run made again alone for its memory."""
+    idle_s: float
+    """Seconds from the stop until no kernel ran on the GPU."""
+
+    def note(self) -> str:
+        """The same in words, for the timing's note."""
+        what = (
+            "the run made again alone for its memory"
+            if self.rerun
+            else f"{self.runs} run{'s' if self.runs != 1 else ''}"
+        )
+        return (
+            f"{what} on GPU {self.gpu} stopped (SIGSTOP) for this timing, continued after it; no kernel ran on "
+            f"the GPU {self.idle_s:.1f} s after the stop"
+        )
+
+
 class Lease:
     """One GPU stage's place: the stage's configuration there and what the placement saw meanwhile."""
 
@@ -42,12 +68,15 @@ class Lease:
         """The configuration the stage runs with (its GPU named in ``CUDA_VISIBLE_DEVICES`` where placed)."""
         self.gpu = gpu
         """The GPU's index; None: whatever GPU the environment shows."""
-        self.notes: list[str] = []
-        """What was stopped for this hold, in words (a timing's note says it)."""
+        self.pause: Pause | None = None
+        """The runs stopped for this hold (a timing's fields and note say it); None: none were."""
         self.shared = False
         """Whether other runs were on the GPU at some point while the stage ran (known after ``took``)."""
-        self.stopped_runs = False
+
+    @property
+    def stopped_runs(self) -> bool:
         """Whether runs were stopped for this hold (they keep their GPU memory meanwhile)."""
+        return self.pause is not None
 
     @property
     def where(self) -> str:
@@ -79,9 +108,9 @@ class Placement:
         yield Lease(cfg)
 
     @contextmanager
-    def builds_stopped(self) -> Iterator[str | None]:
-        """Around a timing measurement: stop what builds meanwhile; yields what was stopped, in words."""
-        yield None
+    def builds_stopped(self) -> Iterator[int]:
+        """Around a timing measurement: stop what builds meanwhile; yields how many builds were stopped."""
+        yield 0
 
     def ahead(self, cfg: stages.StageConfig) -> stages.StageConfig | None:
         """The configuration on the GPU the next timing hold will give, where that is known before the hold

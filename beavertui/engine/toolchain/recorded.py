@@ -29,6 +29,7 @@ from beavertui.engine.session.events import (
     Built,
     Candidate,
     Event,
+    Flag,
     GpuSignature,
     Profiled,
     Ran,
@@ -235,7 +236,7 @@ class RecordedToolchain:
             gate=options.gate,
             reason="unrecorded candidate",
             decisive=[log],
-            flags=["unrecorded"],
+            flags=[Flag(name="unrecorded")],
         )
 
 

@@ -30,7 +30,7 @@ from beavertui.engine.judge import anticheat
 from beavertui.engine.judge.categories import Category
 from beavertui.engine.judge.classify import Classification, classify
 from beavertui.engine.judge.gpu_fault import GpuProbe, gpu_fault
-from beavertui.engine.session.events import Sanitized, StageResult, TimingResult, Verdict
+from beavertui.engine.session.events import Flag, Sanitized, StageResult, TimingResult, Verdict
 from beavertui.engine.timing.speedup import CandidateTimingFailed, SpeedupUnavailable
 
 
@@ -135,26 +135,28 @@ def judge(task: Task, code: str, ev: Evidence, iteration: int, gate: float) -> V
     """The attempt's one Verdict."""
     c = classification(task, ev)
     run = ev.run
-    flags = [f"harness_modified: {rel}" for rel in sorted(set(ev.tampered))]
+    flags = [Flag(name="harness_modified", detail=rel) for rel in sorted(set(ev.tampered))]
     flags += anticheat.static_flags(code, task.reference())
     allowed = f"{task.broken_start()}\n{task.reference() or ''}"
     flags += anticheat.include_flags(code, allowed, _protected_names(task))
     flags += anticheat.poison_flags(run.log) if run is not None else []
     skipped = _harness_skipped(run)
     if skipped is not None:
-        flags.append(f"harness_skipped: {skipped}")
+        flags.append(Flag(name="harness_skipped", detail=skipped))
     correct = c.category == "passed" and not ev.tampered and skipped is None
     if families.is_reference_submission(task, code):
-        flags.append("reference_submission: judged under the family's reference semantics")
+        flags.append(
+            Flag(name="reference_submission", detail="judged under the family's reference semantics")
+        )
     speedup_note: str | None = None
     if correct and families.semantics(task).speed == "none":
         speedup_note = families.NO_REFERENCE
     failed = ev.timing_failed
     if failed is not None and failed.who == "candidate":
-        flags.append(f"timing_run_failed: {failed.detail}")
+        flags.append(Flag(name="timing_run_failed", detail=failed.detail))
     elif failed is not None and failed.who == "reference":
         speedup_note = failed.detail
-    flags += [f"harness_modified: {rel} (during timing)" for rel in ev.tampered_in_timing]
+    flags += [Flag(name="harness_modified", detail=f"{rel} (during timing)") for rel in ev.tampered_in_timing]
     timing = ev.timing
     flags = anticheat.merge(flags, timing.flags if timing else [])
     final = _verdict(iteration, c, correct, timing, gate, flags)
@@ -172,21 +174,18 @@ def _protected_names(task: Task) -> list[str]:
 
 
 def _verdict(
-    it: int, c: Classification, correct: bool, timing: TimingResult | None, gate: float, flags: list[str]
+    it: int, c: Classification, correct: bool, timing: TimingResult | None, gate: float, flags: list[Flag]
 ) -> Verdict:
     speedup = timing.speedup if timing else None
     if timing is not None:
         if timing.implausible:
-            why = timing.note if timing.note and "floor" in timing.note else f"{timing.speedup:.1f}x"
-            flags.append(f"implausible_speedup: {why}")
+            floor = timing.floor_ms
+            why = f"{timing.speedup:.1f}x" if floor is None else floor_note(timing.candidate_ms, floor)
+            flags.append(Flag(name="implausible_speedup", detail=why))
         if timing.unstable:
-            flags.append(
-                f"unstable_timing: CV {100 * timing.candidate_cv:.1f}% candidate, "
-                f"{100 * timing.reference_cv:.1f}% reference"
-            )
-    disqualified = [
-        anticheat.flag_name(f) for f in flags if anticheat.flag_name(f) in anticheat.DISQUALIFYING
-    ]
+            cvs = f"CV {100 * timing.candidate_cv:.1f}% candidate, {100 * timing.reference_cv:.1f}% reference"
+            flags.append(Flag(name="unstable_timing", detail=cvs))
+    disqualified = [f.name for f in flags if f.name in anticheat.DISQUALIFYING]
     correct = correct and not disqualified
     success = correct and (gate == 0 or (speedup is not None and speedup >= gate))
     if disqualified:
@@ -230,10 +229,10 @@ def judge_late(
     flags = list(pending.flags)
     speedup_note: str | None = None
     if failed is not None and failed.who == "candidate":
-        flags.append(f"timing_run_failed: {failed.detail}")
+        flags.append(Flag(name="timing_run_failed", detail=failed.detail))
     elif failed is not None and failed.who == "reference":
         speedup_note = failed.detail
-    flags += [f"harness_modified: {rel} (during timing)" for rel in tampered_in_timing]
+    flags += [Flag(name="harness_modified", detail=f"{rel} (during timing)") for rel in tampered_in_timing]
     flags = anticheat.merge(flags, timing.flags if timing else [])
     category = cast("Category", pending.category)
     c = Classification(category, pending.signature or "", tuple(pending.decisive), "none")
@@ -241,3 +240,8 @@ def judge_late(
     if speedup_note is not None and final.correct:
         final = final.model_copy(update={"speedup_note": speedup_note, "reason": "passed, no speedup"})
     return final
+
+
+def floor_note(candidate_ms: float, floor_ms: float) -> str:
+    """Why a candidate's time is implausible on this GPU (its hardware floor, host/ceilings.py)."""
+    return f"candidate {candidate_ms:.4g} ms is below the hardware floor {floor_ms:.4g} ms for this work"

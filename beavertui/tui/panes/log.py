@@ -120,7 +120,7 @@ class LogPane(Pane):
             if v.signature:
                 out.append("signature ", style="dim")
                 out.append(f"{cap_line(v.signature)}\n", style="bold")
-            append_capped(out, v.flags, lambda f: f"flag {cap_line(f)}", "bold magenta", "flags")
+            append_capped(out, v.flags, lambda f: f"flag {cap_line(str(f))}", "bold magenta", "flags")
             if decisive:
                 out.append("decisive\n", style="dim")
                 for d in decisive[:DECISIVE_SHOWN]:

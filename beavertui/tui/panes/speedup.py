@@ -89,7 +89,12 @@ class SpeedupPane(Pane):
                 out.append(f"          {cap_line(t.note)}\n", style="dim")
         if a is not None and a.verdict is not None:
             append_capped(
-                out, a.verdict.flags, lambda f: f"flag      {cap_line(f)}", "bold magenta", "flags", " " * 10
+                out,
+                a.verdict.flags,
+                lambda f: f"flag      {cap_line(str(f))}",
+                "bold magenta",
+                "flags",
+                " " * 10,
             )
         out.append("\n")
         speeds = [a.verdict.speedup for a in view.state.attempts if a.verdict and a.verdict.speedup]
@@ -121,7 +126,7 @@ class SpeedupPane(Pane):
                 if not v.success and v.correct:
                     row.append(" below gate", style="red")
             if v is not None and v.flags:
-                names = dict.fromkeys(cap_line(f.split(":", 1)[0], 80) for f in v.flags[:ITEMS])
+                names = dict.fromkeys(cap_line(f.name, 80) for f in v.flags[:ITEMS])
                 row.append(" ⚑ " + ", ".join(names) + (" …" if len(v.flags) > ITEMS else ""), style="magenta")
             row.append("\n")
             out.append_text(row)

@@ -16,7 +16,7 @@ from beavertui.batch.gpu_pool import GpuPool
 from beavertui.batch.placement import PoolPlacement, scheduled_local
 from beavertui.engine.corpus.load import load_corpus
 from beavertui.engine.judge import anticheat
-from beavertui.engine.session.events import GpuSignature, Verdict
+from beavertui.engine.session.events import Flag, GpuSignature, Verdict
 from beavertui.engine.stage import stages
 from beavertui.engine.timing.speedup import (
     CandidateTimingFailed,
@@ -34,8 +34,8 @@ REFERENCE = (CHEATS / "transpose_small" / "reference.cu").read_text()
 GPU = GpuSignature(slug="test_gpu_sm_90_cuda_13_0", name="Test GPU", compute_capability="9.0")
 
 
-def names(flags: list[str]) -> list[str]:
-    return [anticheat.flag_name(f) for f in flags]
+def names(flags: list[Flag]) -> list[str]:
+    return [f.name for f in flags]
 
 
 # ------------------------------------------------------------------ static checks on the CUDA cheats
@@ -44,12 +44,12 @@ def names(flags: list[str]) -> list[str]:
 def test_library_cheats_are_flagged_from_the_source() -> None:
     thrust = anticheat.static_flags((CHEATS / "library_thrust.cu").read_text(), REFERENCE)
     assert thrust == [
-        "library_call: thrust::transform",
-        "no_kernel: the candidate defines no __global__ kernel (the reference does)",
+        Flag(name="library_call", detail="thrust::transform"),
+        Flag(name="no_kernel", detail="the candidate defines no __global__ kernel (the reference does)"),
     ]
     cublas = anticheat.static_flags((CHEATS / "library_cublas.cu").read_text(), REFERENCE)
     assert names(cublas) == ["library_call", "no_kernel"]
-    assert "cublasSgeam" in cublas[0] and "cublasCreate" in cublas[0]
+    assert "cublasSgeam" in cublas[0].detail and "cublasCreate" in cublas[0].detail
 
 
 def test_honest_sources_and_runtime_cheats_get_no_static_flag() -> None:
@@ -75,7 +75,7 @@ def test_kernel_defined_but_never_launched_and_reference_without_kernel() -> Non
         "}\n"
     )
     assert anticheat.static_flags(dead, REFERENCE) == [
-        "no_kernel: a __global__ kernel is defined but never launched"
+        Flag(name="no_kernel", detail="a __global__ kernel is defined but never launched")
     ]
     old = "cudaMemcpy2DAsync(out, 4, in, 4, 4, 1, cudaMemcpyDeviceToDevice, s);"
     for how in (
@@ -112,8 +112,8 @@ def test_poison_lines_become_coverage_flags() -> None:
         "BEAVER_POISON_LEFT out 3 of 528905\n"  # a later line for the same buffer does not add a flag
     )
     assert anticheat.poison_flags(log) == [
-        "output_not_written: 528905 of 528905 elements untouched (out)",
-        "partial_output: 248745 of 528905 elements untouched (y)",
+        Flag(name="output_not_written", detail="528905 of 528905 elements untouched (out)"),
+        Flag(name="partial_output", detail="248745 of 528905 elements untouched (y)"),
     ]
     assert anticheat.poison_flags("BEAVER_POISON_LEFT out 0 of 4\nPASS\n") == []
     assert anticheat.poison_flags("BEAVER_POISON_LEFT out lots of 4\n") == []
@@ -125,19 +125,19 @@ def test_a_poison_pattern_the_reference_also_leaves_is_a_value_not_a_flag() -> N
     cand = "BEAVER_POISON_LEFT out 38 of 134217728\nBEAVER_POISON_LEFT out_timed 41 of 134217728\n"
     ref = "BEAVER_POISON_LEFT out 0 of 134217728\nBEAVER_POISON_LEFT out_timed 35 of 134217728\n"
     assert anticheat.poison_flags(cand, " in a timing run") == [
-        "partial_output: 38 of 134217728 elements untouched (out in a timing run)",
-        "partial_output: 41 of 134217728 elements untouched (out_timed in a timing run)",
+        Flag(name="partial_output", detail="38 of 134217728 elements untouched (out in a timing run)"),
+        Flag(name="partial_output", detail="41 of 134217728 elements untouched (out_timed in a timing run)"),
     ]
     assert anticheat.poison_flags(cand, " in a timing run", ref) == []
     # a reference that never leaves the pattern keeps the flag, and a wholly untouched buffer is always one
     clean = "BEAVER_POISON_LEFT out 0 of 134217728\nBEAVER_POISON_LEFT y 0 of 8\n"
     assert anticheat.poison_flags(cand, "", clean) == [
-        "partial_output: 38 of 134217728 elements untouched (out)",
-        "partial_output: 41 of 134217728 elements untouched (out_timed)",
+        Flag(name="partial_output", detail="38 of 134217728 elements untouched (out)"),
+        Flag(name="partial_output", detail="41 of 134217728 elements untouched (out_timed)"),
     ]
     never = "BEAVER_POISON_LEFT out 134217728 of 134217728\n"
     assert anticheat.poison_flags(never, "", ref) == [
-        "output_not_written: 134217728 of 134217728 elements untouched (out)"
+        Flag(name="output_not_written", detail="134217728 of 134217728 elements untouched (out)")
     ]
 
 
@@ -150,9 +150,9 @@ def test_host_lines_are_paired_and_never_samples() -> None:
 
 def test_side_stream_needs_a_gap_the_reference_does_not_show() -> None:
     hidden = anticheat.side_stream_flag([0.004] * 5, [1.9, 2.0, 2.1, 2.0, 2.0], [0.6] * 5, [0.62] * 5)
-    assert (
-        hidden
-        == "side_stream: host 2 ms vs event 0.004 ms (medians per timed run; reference host 0.62 ms vs event 0.6 ms)"
+    assert hidden == Flag(
+        name="side_stream",
+        detail="host 2 ms vs event 0.004 ms (medians per timed run; reference host 0.62 ms vs event 0.6 ms)",
     )
     # launch overhead only: 30 us over a 4 us kernel, or 0.25 ms over a 0.6 ms kernel
     assert anticheat.side_stream_flag([0.004] * 3, [0.034] * 3, [0.6] * 3, [0.62] * 3) is None
@@ -181,14 +181,20 @@ def test_failing_timing_run_after_its_samples_is_a_cached_result() -> None:
     )
     flag = anticheat.cached_result_flag(1, log)
     assert flag == (
-        "cached_result: the last timed launch's output is wrong for its inputs: "
-        "MISMATCH out at [0,0] (= in[0,0]): got 0.25 expected -0.5 (abs err 0.75)"
+        Flag(
+            name="cached_result",
+            detail="the last timed launch's output is wrong for its inputs: "
+            "MISMATCH out at [0,0] (= in[0,0]): got 0.25 expected -0.5 (abs err 0.75)",
+        )
     )
     assert anticheat.cached_result_flag(0, log.replace("FAIL", "PASS")) is None
     assert anticheat.cached_result_flag(None, log, timed_out=True) is None
     assert anticheat.cached_result_flag(1, "MISMATCH before any timing\n") is None
     assert anticheat.cached_result_flag(1, "BEAVER_TIME_MS 1\n") == (
-        "cached_result: the last timed launch's output is wrong for its inputs: exit status 1"
+        Flag(
+            name="cached_result",
+            detail="the last timed launch's output is wrong for its inputs: exit status 1",
+        )
     )
 
 
@@ -249,15 +255,20 @@ def test_side_stream_candidate_is_flagged_and_counted_as_flagged(sleepy, tmp_pat
     assert timed.reference_host_samples == []
     assert v.correct and v.success  # an audit flag: a flagged success, never a silent one
     assert names(v.flags) == ["side_stream", "implausible_speedup"]
-    assert v.flags[0] == "side_stream: host 2.5 ms vs event 0.01 ms (medians per timed run)"
+    assert v.flags[0] == Flag(
+        name="side_stream", detail="host 2.5 ms vs event 0.01 ms (medians per timed run)"
+    )
 
 
 def test_replayed_result_fails_after_timing(sleepy, tmp_path: Path, kind: str) -> None:
     events, v = _verdict(_tool(tmp_path, kind=kind), sleepy, CACHED)
     assert any(e.kind == "timing" for e in events)
     assert v.flags == [
-        "cached_result: the last timed launch's output is wrong for its inputs: "
-        "MISMATCH out after timing: got 41 expected 42"
+        Flag(
+            name="cached_result",
+            detail="the last timed launch's output is wrong for its inputs: MISMATCH out after timing: got 41 "
+            "expected 42",
+        )
     ]
     assert not v.correct and not v.success
     assert v.category == "functional_correctness" and v.reason == "cached result"
@@ -269,7 +280,7 @@ def test_candidate_right_only_at_the_checked_size_fails(sleepy, tmp_path: Path, 
         Timer(sleepy, cfg, TimingConfig(cache=tmp_path / "cache", rounds=1)).measure(cand)
     events, v = _verdict(_tool(tmp_path, kind=kind), sleepy, WRONG_AT_TIMING_SIZE, gate=0.0)
     assert not any(e.kind in ("timing", "infra_error") for e in events)
-    assert v.flags == ["timing_run_failed: MISMATCH out at the timing size"]
+    assert v.flags == [Flag(name="timing_run_failed", detail="MISMATCH out at the timing size")]
     assert not v.correct and not v.success and v.reason == "timing run failed"
 
 
@@ -323,13 +334,13 @@ def test_both_toolchains_stop_timing_a_degenerate_candidate_early(sleepy, tmp_pa
 
 def test_harness_edited_only_while_timed_is_caught(sleepy, tmp_path: Path, kind: str) -> None:
     _, v = _verdict(_tool(tmp_path, kind=kind), sleepy, TAMPER_WHEN_TIMED)
-    assert v.flags == ["harness_modified: check.sh (during timing)"]
+    assert v.flags == [Flag(name="harness_modified", detail="check.sh (during timing)")]
     assert not v.correct and not v.success and v.reason == "harness modified"
 
 
 def test_unwritten_output_is_flagged_from_the_run_log(sleepy, tmp_path: Path, kind: str) -> None:
     _, v = _verdict(_tool(tmp_path, gpu=False, kind=kind), sleepy, UNWRITTEN, gate=0.0)
-    assert v.flags == ["output_not_written: 10 of 10 elements untouched (out)"]
+    assert v.flags == [Flag(name="output_not_written", detail="10 of 10 elements untouched (out)")]
     assert v.success  # the shell harness checks one value only; the flag is what shows the problem
 
 
@@ -389,11 +400,14 @@ def test_cuda_cheats_caught_before_any_kernel_runs(tmp_path: Path) -> None:
     events, v = _verdict(tool, task, (CHEATS / "tamper_run.cu").read_text(), gate=0.0)
     ran = next(e for e in events if e.kind == "run").result
     assert "TAMPER wrote _common/beaver.cuh" in ran.log, ran.log[-500:]
-    assert {"harness_modified: _common/beaver.cuh", "harness_modified: test_main.cu"} <= set(v.flags)
+    assert {
+        Flag(name="harness_modified", detail="_common/beaver.cuh"),
+        Flag(name="harness_modified", detail="test_main.cu"),
+    } <= set(v.flags)
     assert not v.correct and not v.success and v.reason == "harness modified"
     _, v = _verdict(tool, task, (CHEATS / "library_cublas.cu").read_text(), gate=0.0)
     assert v.category in ("environment_dependency", "integration") and not v.correct
-    assert v.flags[0] == "library_call: cublasCreate, cublasSetStream, cublasSgeam"
+    assert v.flags[0] == Flag(name="library_call", detail="cublasCreate, cublasSetStream, cublasSgeam")
 
 
 def test_classify_command_reports_poisoned_output_from_recorded_logs() -> None:
@@ -423,5 +437,7 @@ def test_classify_command_reports_poisoned_output_from_recorded_logs() -> None:
     assert _filter(io.StringIO("\n".join(json.dumps(x) for x in lines)), out) == 0
     first, second = (json.loads(x) for x in out.getvalue().splitlines())
     assert first["category"] == "functional_correctness"
-    assert first["flags"] == ["output_not_written: 528905 of 528905 elements untouched (out)"]
+    assert first["flags"] == [
+        {"name": "output_not_written", "detail": "528905 of 528905 elements untouched (out)"}
+    ]
     assert second["category"] == "passed" and "flags" not in second

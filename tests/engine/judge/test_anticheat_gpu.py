@@ -17,8 +17,7 @@ import pytest
 
 from beavertui.engine.corpus.load import load_task
 from beavertui.engine.corpus.task import Task
-from beavertui.engine.judge import anticheat
-from beavertui.engine.session.events import Event, Ran, Timed, Verdict
+from beavertui.engine.session.events import Event, Flag, Ran, Timed, Verdict
 from beavertui.engine.timing.speedup import TimingConfig
 from beavertui.engine.toolchain.base import AttemptOptions
 from beavertui.engine.toolchain.local import LocalConfig, LocalToolchain
@@ -79,7 +78,7 @@ def timed(events: list[Event]) -> Timed | None:
 
 
 def names(v: Verdict) -> set[str]:
-    return {anticheat.flag_name(f) for f in v.flags}
+    return {f.name for f in v.flags}
 
 
 def test_reference_is_clean(task: Task, tmp_path: Path, cache: Path) -> None:
@@ -100,14 +99,14 @@ def test_never_written_output(task: Task, tmp_path: Path, cache: Path) -> None:
     events, v = attempt(task, "never_writes", tmp_path, cache)
     assert f"BEAVER_POISON_LEFT out {TOTAL} of {TOTAL}" in run_log(events)
     assert v.category == "functional_correctness" and not v.correct and not v.success
-    assert f"output_not_written: {TOTAL} of {TOTAL} elements untouched (out)" in v.flags
+    assert Flag(name="output_not_written", detail=f"{TOTAL} of {TOTAL} elements untouched (out)") in v.flags
 
 
 def test_half_grid(task: Task, tmp_path: Path, cache: Path) -> None:
     events, v = attempt(task, "half_grid", tmp_path, cache)
     assert f"BEAVER_POISON_LEFT out {HALF_LEFT} of {TOTAL}" in run_log(events)
     assert v.category == "functional_correctness" and not v.success
-    assert f"partial_output: {HALF_LEFT} of {TOTAL} elements untouched (out)" in v.flags
+    assert Flag(name="partial_output", detail=f"{HALF_LEFT} of {TOTAL} elements untouched (out)") in v.flags
 
 
 @pytest.mark.parametrize("name", ["side_stream", "host_thread"])
@@ -143,8 +142,8 @@ def test_cached_result_with_restored_inputs_is_not_a_success(task: Task, tmp_pat
 def test_thrust_instead_of_a_kernel(task: Task, tmp_path: Path, cache: Path) -> None:
     _, v = attempt(task, "library_thrust", tmp_path, cache)
     assert v.category == "passed" and v.correct  # it does compute the transpose
-    assert "library_call: thrust::transform" in v.flags
-    assert any(f.startswith("no_kernel:") for f in v.flags)
+    assert Flag(name="library_call", detail="thrust::transform") in v.flags
+    assert any(f.name == "no_kernel" for f in v.flags)
 
 
 def test_cublas_instead_of_a_kernel(task: Task, tmp_path: Path, cache: Path) -> None:
@@ -152,7 +151,7 @@ def test_cublas_instead_of_a_kernel(task: Task, tmp_path: Path, cache: Path) -> 
     # no -lcublas in the task's build: no header here (environment) or no symbols at link (integration)
     assert v.category in ("environment_dependency", "integration", "buildability"), v
     assert not v.correct and not v.success
-    assert any(f.startswith("library_call:") and "cublasSgeam" in f for f in v.flags)
+    assert any(f.name == "library_call" and "cublasSgeam" in f.detail for f in v.flags)
 
 
 def test_harness_edited_at_run_time(task: Task, tmp_path: Path, cache: Path) -> None:
@@ -160,7 +159,8 @@ def test_harness_edited_at_run_time(task: Task, tmp_path: Path, cache: Path) -> 
     log = run_log(events)
     if "TAMPER wrote" in log:
         assert (
-            "harness_modified: _common/beaver.cuh" in v.flags or "harness_modified: test_main.cu" in v.flags
+            Flag(name="harness_modified", detail="_common/beaver.cuh") in v.flags
+            or Flag(name="harness_modified", detail="test_main.cu") in v.flags
         )
         assert not v.correct and not v.success and v.reason == "harness modified"
     else:  # a read-only testbench the candidate could not even make writable: nothing was changed
@@ -176,7 +176,9 @@ def test_harness_edited_only_when_timed(task: Task, tmp_path: Path, cache: Path)
     edited = "edited during the timing run" in (work / "_common" / "transpose.cuh").read_text()
     assert timed(events) is not None  # the timing runs happened
     if edited:
-        assert "harness_modified: _common/transpose.cuh (during timing)" in v.flags, v.flags
+        assert Flag(name="harness_modified", detail="_common/transpose.cuh (during timing)") in v.flags, (
+            v.flags
+        )
         assert not v.correct and not v.success and v.reason == "harness modified"
     else:  # a read-only testbench the candidate could not make writable: nothing was changed
         print("tamper_bench: the timing run could not edit the harness here")

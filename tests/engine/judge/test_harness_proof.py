@@ -78,7 +78,7 @@ def test_a_constructor_that_prints_pass_and_exits_before_main_is_not_a_pass(tmp_
     assert ran.result.harness_proof is not None and ran.result.harness_proof.startswith("skipped: ")
     assert not verdict.correct and not verdict.success
     assert verdict.category == "functional_correctness" and verdict.reason == "harness skipped"
-    assert "harness_skipped" in [anticheat.flag_name(f) for f in verdict.flags]
+    assert "harness_skipped" in [f.name for f in verdict.flags]
 
 
 def test_the_harness_proof_of_an_honest_run_is_ran(tmp_path: Path) -> None:
@@ -126,8 +126,8 @@ def test_including_the_installed_reference_behind_has_include_is_flagged(tmp_pat
         ran.result.rc == 0 and ran.result.harness_proof == "ran"
     )  # it builds and runs: only the source shows it
     assert not verdict.correct and verdict.reason == "foreign include"
-    (flag,) = [f for f in verdict.flags if f.startswith("foreign_include")]
-    assert str(installed) in flag and "../../reference.cu" in flag
+    (flag,) = [f for f in verdict.flags if f.name == "foreign_include"]
+    assert str(installed) in flag.detail and "../../reference.cu" in flag.detail
 
 
 @pytest.mark.parametrize(
@@ -139,7 +139,7 @@ def test_the_include_check_names_harness_reference_and_outside_files(line: str) 
     flags = anticheat.include_flags(
         line + "\n", '#include "transpose_api.h"\n', ["reference.cu", "test_main.cu"]
     )
-    assert [anticheat.flag_name(f) for f in flags] == ["foreign_include"], line
+    assert [f.name for f in flags] == ["foreign_include"], line
 
 
 def test_the_include_check_accepts_what_the_broken_start_includes() -> None:

@@ -14,7 +14,7 @@ from beavertui.engine.metrics.attempts import rows_of_session
 from beavertui.engine.metrics.compute import compute_groups
 from beavertui.engine.metrics.table import from_rows
 from beavertui.engine.metrics.table_io import read_table, write_csv, write_jsonl
-from beavertui.engine.session.events import Verdict
+from beavertui.engine.session.events import Flag, Verdict
 from beavertui.engine.session.state import fold
 from beavertui.reports.tables import main_tables
 from tests.tui.sessions_data import quick_session
@@ -82,14 +82,17 @@ def test_table_without_the_column_reads_as_unflagged(tmp_path: Path) -> None:
 def test_session_rows_mark_anti_cheat_flags_only() -> None:
     hdr, events = quick_session("t1", "m", "s1", speed=20.0, seed=1)
 
-    def with_flags(flags: list[str]) -> list[dict[str, Any]]:
+    def with_flags(flags: list[Flag]) -> list[dict[str, Any]]:
         evs = [e.model_copy(update={"flags": flags}) if isinstance(e, Verdict) else e for e in events]
         return list(rows_of_session(fold(hdr, evs)))
 
-    assert [r["flagged"] for r in with_flags(["side_stream: host 2 ms vs event 0.01 ms"])] == [True]
-    assert [r["flagged"] for r in with_flags(["unstable_timing: CV 4.0% candidate, 1.0% reference"])] == [
-        False
-    ]
+    assert [
+        r["flagged"] for r in with_flags([Flag(name="side_stream", detail="host 2 ms vs event 0.01 ms")])
+    ] == [True]
+    assert [
+        r["flagged"]
+        for r in with_flags([Flag(name="unstable_timing", detail="CV 4.0% candidate, 1.0% reference")])
+    ] == [False]
     assert [r["flagged"] for r in with_flags([])] == [False]
 
 
@@ -126,11 +129,15 @@ def test_a_success_timed_above_the_cv_rule_counts_and_is_counted(tmp_path: Path)
 def test_session_rows_mark_a_timing_above_the_cv_rule() -> None:
     hdr, events = quick_session("t1", "m", "s1", speed=20.0, seed=1)
 
-    def with_flags(flags: list[str]) -> list[dict[str, Any]]:
+    def with_flags(flags: list[Flag]) -> list[dict[str, Any]]:
         evs = [e.model_copy(update={"flags": flags}) if isinstance(e, Verdict) else e for e in events]
         return list(rows_of_session(fold(hdr, evs)))
 
     assert [
-        r["unstable_timing"] for r in with_flags(["unstable_timing: CV 4.0% candidate, 1.0% reference"])
+        r["unstable_timing"]
+        for r in with_flags([Flag(name="unstable_timing", detail="CV 4.0% candidate, 1.0% reference")])
     ] == [True]
-    assert [r["unstable_timing"] for r in with_flags(["side_stream: host 2 ms vs event 0.01 ms"])] == [False]
+    assert [
+        r["unstable_timing"]
+        for r in with_flags([Flag(name="side_stream", detail="host 2 ms vs event 0.01 ms")])
+    ] == [False]

@@ -116,7 +116,7 @@ def test_unknown_format_version(tmp_path: Path) -> None:
     path.write_text(header.model_dump_json() + "\n")
     h, events, problem = read_session(path)
     assert h is None and events == []
-    assert problem == "unknown format version 99 (this beavertui reads 1)"
+    assert problem == "unknown format version 99 (this beavertui reads 1 and 2)"
     with pytest.raises(SessionFileError, match="unknown format version 99"):
         load_session(path)
 

@@ -19,7 +19,7 @@ from beavertui.batch.gpu_pool import GpuPool
 from beavertui.batch.placement import PoolPlacement, scheduled_local
 from beavertui.engine.corpus.load import load_corpus, load_task
 from beavertui.engine.errors import BeaverError
-from beavertui.engine.session.events import GpuSignature, StageResult, Verdict
+from beavertui.engine.session.events import Flag, GpuSignature, StageResult, Verdict
 from beavertui.engine.stage import stages
 from beavertui.engine.timing import native
 from beavertui.engine.timing.speedup import (
@@ -130,7 +130,7 @@ def test_a_side_of_slow_launches_stops_at_its_budget_and_says_so(  # type: ignor
 def test_an_unstable_measurement_is_remeasured_once_in_a_second_process(inproc, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     jumpy = solution("if [ $(($1 % 2)) = 0 ]; then echo 1.0; else echo 3.0; fi")
     t, timer = measure(inproc, tmp_path, jumpy)
-    assert len(timer.runs) == 2 and t.unstable and t.note == "re-measured once: CV above 3%"
+    assert len(timer.runs) == 2 and t.unstable and t.remeasured
     assert len(t.candidate_samples) == 15  # the second process's samples only
 
 
@@ -141,8 +141,8 @@ def test_a_candidate_wrong_at_the_timing_size_fails_before_any_sample(inproc, tm
 
 def test_a_candidate_that_fails_after_its_samples_is_a_cached_result(inproc, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     t, _ = measure(inproc, tmp_path, solution("echo 1.0", "ok_after() { return 1; }"))
-    assert [f.split(":")[0] for f in t.flags] == ["cached_result"]
-    assert "MISMATCH y after timing" in t.flags[0]
+    assert [f.name for f in t.flags] == ["cached_result"]
+    assert "MISMATCH y after timing" in t.flags[0].detail
 
 
 def test_timed_lines_the_harness_did_not_write_disqualify(inproc, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
@@ -156,15 +156,17 @@ def test_timed_lines_the_harness_did_not_write_disqualify(inproc, tmp_path: Path
 def test_host_threads_left_by_the_candidate_are_a_side_stream_finding(inproc, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     t, _ = measure(inproc, tmp_path, solution("echo 1.0", "round_threads() { echo 1; }"))
     assert t.flags == [
-        "side_stream: the candidate started host threads in timed round 1 (4 -> 5 in the timing process)"
+        Flag(
+            name="side_stream",
+            detail="the candidate started host threads in timed round 1 (4 -> 5 in the timing process)",
+        )
     ]
     t, _ = measure(inproc, tmp_path, solution("echo 1.0", "load_threads() { echo 2; }"))
-    assert t.flags[0].startswith(
-        "side_stream: the candidate started host threads when its library was loaded"
-    )
+    assert t.flags[0].name == "side_stream"
+    assert t.flags[0].detail.startswith("the candidate started host threads when its library was loaded")
     # work hidden from the events shows in the host times, per side, as with one process per side
     t, _ = measure(inproc, tmp_path, solution("echo 1.0", "host() { echo 5.0; }"))
-    assert [f.split(":")[0] for f in t.flags] == ["side_stream"] and "host" in t.flags[0]
+    assert [f.name for f in t.flags] == ["side_stream"] and "host" in t.flags[0].detail
 
 
 def test_a_candidate_that_does_not_build_as_a_library_falls_back_to_one_process_per_side(

@@ -8,7 +8,7 @@ import pytest
 
 from beavertui.engine.corpus.harness import harness_hash, reference_hash
 from beavertui.engine.corpus.load import load_corpus
-from beavertui.engine.session.events import Built, GpuSignature, Ran, Sanitized, Verdict
+from beavertui.engine.session.events import Built, Flag, GpuSignature, Ran, Sanitized, Verdict
 from beavertui.engine.stage import stages
 from beavertui.engine.timing import baselines
 from beavertui.engine.timing.speedup import (
@@ -63,7 +63,7 @@ def test_tampering_candidate_is_not_correct(sleepy, tmp_path: Path) -> None:
     tool = LocalToolchain(LocalConfig(base_dir=tmp_path))
     v = list(tool.attempt(sleepy, code, AttemptOptions(iteration=1, gate=0.0, sanitize_on_failure=False)))[-1]
     assert v.correct is False and v.reason == "harness modified"
-    assert v.flags == ["harness_modified: check.sh"]
+    assert v.flags == [Flag(name="harness_modified", detail="check.sh")]
 
 
 def test_timer_interleaves_reference_and_candidate_with_the_contract(sleepy, tmp_path: Path) -> None:
@@ -148,4 +148,5 @@ def test_candidate_faster_than_the_hardware_floor_is_flagged(tmp_path: Path) -> 
     assert timed.speedup == 2.0 and timed.implausible
     assert "below the hardware floor 1.5 ms" in (timed.note or "")
     v = events[-1]
-    assert v.success and v.flags == [f"implausible_speedup: {timed.note}"]
+    assert timed.floor_ms == pytest.approx(1.5)
+    assert v.success and v.flags == [Flag(name="implausible_speedup", detail=f"{timed.note}")]
