@@ -344,10 +344,10 @@ def test_persistent_faults_in_a_batch_are_retried_counted_and_never_scored(tmp_p
         assert "sk-fault-batch-0123" not in path.read_text()
     # metrics: the healthy model scored, every faulty one counted as excluded with no score
     table = subprocess.run(
-        [sys.executable, "-m", "beavertui", "metrics", str(run), "--format", "csv"],
+        [sys.executable, "-m", "beavertui", "metrics", str(run), "--table", "main", "--format", "csv"],
         capture_output=True, text=True, check=True,
     ).stdout  # fmt: skip
-    rows = {r["model"]: r for r in csv.DictReader(io.StringIO(table.split("\n", 1)[1].split("\n\n")[0]))}
+    rows = {r["model"]: r for r in csv.DictReader(io.StringIO(table))}
     assert rows["healthy"]["pass@1 (%)"] == "100.00" and rows["healthy"]["infra excl."] == "0"
     assert rows["surrogates"]["pass@1 (%)"] == "100.00"  # broken Unicode in the prose costs nothing
     for name in [*BATCH_FAULTS, "echo_key"]:
