@@ -46,3 +46,13 @@ pack_out() {
   tar czf "$W/$name" -C "$OUT" --exclude=w "$@" . && mv "$W/$name" "$OUT/$name" \
     && log "packed: $name ($(du -h "$OUT/$name" | cut -f1))"
 }
+
+# The release, carried in parts as .release/a and .release/b (git-ignored), merged into $REL; a run
+# without it stops here (exit 2).
+merge_release() {
+  local part
+  for part in .release/a .release/b; do
+    [ -d "$part" ] && cp -a "$part/." "$REL/" && log "release part $part merged"
+  done
+  [ -d "$REL/data" ] || { log "no release under .release/a or .release/b"; exit 2; }
+}

@@ -19,10 +19,7 @@ TOTAL=${1:-580}
 . scripts/gpu-common.sh
 REL=/tmp/release
 mkdir -p "$REL" "$OUT/sessions"
-for part in .release/a .release/b; do
-  [ -d "$part" ] && cp -a "$part/." "$REL/" && log "release part $part merged"
-done
-[ -d "$REL/data" ] || { log "no release under .release/a or .release/b"; exit 2; }
+merge_release
 PART=${PART:-nvcc}
 NVCC='cuda_*,cudabench_*,cublas_*,cusparse_*,cusolver_*,cufft_[0-9]*'
 run() {  # run DESIGN SECONDS TASKS [FLAGS...]: one batch on a fresh cache, stopped cleanly at SECONDS

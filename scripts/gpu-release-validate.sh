@@ -22,10 +22,7 @@ CHUNK=${2:-12}
 . scripts/gpu-common.sh
 REL=/tmp/release
 mkdir -p "$REL" "$OUT/chunks" "$OUT/raw"
-for part in .release/a .release/b; do
-  [ -d "$part" ] && cp -a "$part/." "$REL/" && log "release part $part merged"
-done
-[ -d "$REL/data" ] || { log "no release under .release/a or .release/b"; exit 2; }
+merge_release
 CACHE=${XDG_CACHE_HOME:-$HOME/.cache}/beavertui
 if [ -d .release/prev/validation ]; then mkdir -p "$CACHE/validation" && cp -a .release/prev/validation/. "$CACHE/validation/"; fi
 if [ -d .release/prev/baselines ]; then mkdir -p "$CACHE/baselines" && cp -a .release/prev/baselines/. "$CACHE/baselines/"; fi
