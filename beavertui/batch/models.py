@@ -86,8 +86,9 @@ def default_reply_cache() -> Path:
     env = os.environ.get("BEAVERTUI_REPLY_CACHE")
     if env:
         return Path(env)
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "beavertui" / "replies"
+    from beavertui.engine.paths import cache_dir
+
+    return cache_dir() / "replies"
 
 
 def reply_cache(folder: str) -> Any:

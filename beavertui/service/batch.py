@@ -510,8 +510,9 @@ def check_resume(options: BatchOptions, manifest: RunManifest, corpus: Any) -> N
 
 
 def default_cache_dir() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "beavertui" / "builds"
+    from beavertui.engine.paths import cache_dir
+
+    return cache_dir() / "builds"
 
 
 def stop_builds_for_timing(setting: str, gpus: list[str]) -> bool:

@@ -37,6 +37,8 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
+from beavertui.engine.paths import cache_dir
+
 #: Environment variables the preloaded library reads (and erases) in the harness process.
 TOKEN_ENV = "BEAVER_PROOF"
 FILE_ENV = "BEAVER_PROOF_FILE"
@@ -114,8 +116,7 @@ int __libc_start_main(main_fn main, int argc, char **argv, void (*init)(void), v
 
 
 def _cache_dir() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "beavertui" / "proof"
+    return cache_dir() / "proof"
 
 
 _LOCK = threading.Lock()
