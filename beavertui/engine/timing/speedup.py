@@ -33,13 +33,9 @@ from beavertui.engine.stage import stages
 from beavertui.engine.timing.config import (
     GO_AT_EXIT_ENV,
     INPROCESS_ENV,
-    PRESTART_CHOICES,
     PRESTART_ENV,
     SIDE_BUDGET_ENV,
-    SIDE_BUDGET_MS,
     TimingConfig,
-    go_at_exit_default,
-    inprocess_default,
     prestart_default,
     side_budget_default,
 )
@@ -57,8 +53,6 @@ from beavertui.engine.timing.reference import (
 from beavertui.engine.timing.registry import default_method, method_for
 from beavertui.engine.timing.runs import TimedRuns
 from beavertui.engine.timing.samples import (
-    CV_LIMIT,
-    IMPLAUSIBLE,
     CandidateTimingFailed,
     SpeedupUnavailable,
     parse_ncu_csv,
@@ -69,27 +63,19 @@ from beavertui.engine.timing.samples import (
 )
 
 __all__ = [
-    "CV_LIMIT",
     "DRIVER_PHASES",
     "DRIVER_TAG",
     "GO_AT_EXIT_ENV",
-    "IMPLAUSIBLE",
     "INPROCESS_ENV",
     "KERNELBENCH_DRIVER",
-    "PRESTART_CHOICES",
     "PRESTART_ENV",
     "RULES",
     "SIDE_BUDGET_ENV",
-    "SIDE_BUDGET_MS",
     "CandidateTimingFailed",
-    "ReferenceTiming",
     "SpeedupUnavailable",
     "Timer",
     "TimingConfig",
     "adopt_reference_build",
-    "default_method",
-    "go_at_exit_default",
-    "inprocess_default",
     "parse_ncu_csv",
     "parse_times",
     "phases_note",
