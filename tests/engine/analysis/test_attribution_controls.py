@@ -299,21 +299,9 @@ def test_attribute_command_reports_the_controls(tmp_path: Path, capsys: pytest.C
         "--no-feedback-history",
         "dropped",
     ]
-    rc = main(
-        [
-            "attribute",
-            str(parent),
-            "--at",
-            "1",
-            "--components",
-            "runtime",
-            "--samples",
-            "1",
-            *args,
-            *controls_args,
-            "--json",
-        ]
-    )
+    attribute = ["attribute", str(parent), "--at", "1", "--components", "runtime", "--samples", "1"]
+    attribute += [*args, *controls_args]
+    rc = main([*attribute, "--json"])
     assert rc == 0
     data = json.loads(capsys.readouterr().out)
     c = data["controls"]
@@ -326,20 +314,7 @@ def test_attribute_command_reports_the_controls(tmp_path: Path, capsys: pytest.C
     assert len(random_rows) == 1 and random_rows[0]["donors"][0].startswith("transpose_donor (")
     assert data["branches"] == 3 and all(o["horizon"] == 2 for o in data["outcomes"])
 
-    rc = main(
-        [
-            "attribute",
-            str(parent),
-            "--at",
-            "1",
-            "--components",
-            "runtime",
-            "--samples",
-            "1",
-            *args,
-            *controls_args,
-        ]
-    )
+    rc = main(attribute)
     out = capsys.readouterr().out
     assert rc == 0
     assert "horizon 2 attempt(s) after the frozen step (best outcome); no feedback: history dropped" in out
