@@ -2,8 +2,9 @@
 
 ``Endpoint(answer)`` calls ``answer(model, body, headers)`` for each request; it returns one of
 ``("json", obj)`` (a 200 JSON body, any shape), ``("stream", chunks)`` (a 200 event stream of the given
-``data:`` objects; a generator never ending is allowed), ``("status", (code, obj))``. Every request is kept
-in ``requests`` (model, body, headers).
+``data:`` objects; a generator never ending is allowed), ``("status", (code, obj))``, ``("raw", (code,
+content_type, pieces))`` (a body of the given byte pieces, sent as they come, without a length: a generator
+never ending or trickling is allowed). Every request is kept in ``requests`` (model, body, headers).
 """
 
 from __future__ import annotations
@@ -68,6 +69,8 @@ class Endpoint:
                         self._send(code, json.dumps(obj).encode())
                     elif kind == "stream":
                         self._stream(arg)
+                    elif kind == "raw":
+                        self._raw(*arg)
                     else:
                         raise AssertionError(kind)
                 except (BrokenPipeError, ConnectionResetError):
@@ -79,6 +82,16 @@ class Endpoint:
                 self.send_header("content-length", str(len(data)))
                 self.end_headers()
                 self.wfile.write(data)
+
+            def _raw(self, code: int, content_type: str, pieces: Iterable[bytes]) -> None:
+                self.send_response(code)
+                self.send_header("content-type", content_type)
+                self.send_header("connection", "close")
+                self.end_headers()
+                for piece in pieces:
+                    self.wfile.write(piece)
+                    self.wfile.flush()
+                self.close_connection = True
 
             def _stream(self, chunks: Iterable[Any]) -> None:
                 self.send_response(200)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import email.utils
+import importlib
 import json
 import os
 import random
@@ -44,8 +45,16 @@ __all__ = ["REDACTED", "redact_text"]
 MAX_TIMEOUT_S = 86_400.0
 #: Most failed tries per call a configuration may allow.
 MAX_RETRIES = 100
-#: Most characters of one streamed reply read (four times what a session keeps of a reply).
+#: Most characters of one reply read, streamed or not (four times what a session keeps of a reply).
 MAX_STREAM_CHARS = 2 << 20
+#: Bytes of a non-streamed body allowed per character of the reply cap: the JSON escape of one character
+#: (``\\uXXXX\\uXXXX`` for one outside the BMP) plus the body's other fields.
+BODY_BYTES_PER_CHAR = 12
+#: Bytes of an event stream allowed per character of the reply cap: each chunk repeats the reply's id,
+#: model and choice fields around a few characters.
+STREAM_BYTES_PER_CHAR = 64
+#: Bytes every body may have beyond those (headers of the JSON, usage, an error's text).
+BODY_SLACK_BYTES = 1 << 20
 
 
 class OpenAIConfig(BaseModel):
@@ -76,11 +85,12 @@ class OpenAIConfig(BaseModel):
     timeout_s: float = Field(default=600.0, gt=0.0, le=MAX_TIMEOUT_S)
     """Per-call time limit: seconds to connect, and between two received chunks."""
     deadline_s: float = Field(default=3600.0, gt=0.0, le=MAX_TIMEOUT_S)
-    """Longest a streamed reply may take from its first byte to its end, however steadily it arrives; one
-    that never ends is cut at this time and is an endpoint error (not retried)."""
+    """Longest a reply (streamed or not) may take from its first byte to its end, however steadily it
+    arrives; one that never ends is cut at this time and is an endpoint error (not retried)."""
     max_reply_chars: int = Field(default=MAX_STREAM_CHARS, ge=1, le=MAX_STREAM_CHARS)
-    """Most characters of a streamed reply read; the stream is closed there and the reply kept so far
-    (finish reason ``cut``)."""
+    """Most characters of a reply kept (finish reason ``cut``): a stream is closed there; a non-streamed
+    body may have at most ``BODY_BYTES_PER_CHAR`` bytes a character (more is an endpoint error, not
+    retried, read no further)."""
     retries: int = Field(default=5, ge=0, le=MAX_RETRIES)
     """Failed tries allowed before giving up."""
     backoff_base_s: float = Field(default=1.0, ge=0.0, le=MAX_TIMEOUT_S)
@@ -159,7 +169,70 @@ class _Empty(Exception):
 
 
 class _Endless(Exception):
-    """A streamed reply still going at the configuration's deadline."""
+    """A reply still going at the configuration's deadline."""
+
+
+class _TooLarge(Exception):
+    """A reply body past its byte bound (raised while reading it, so no more of it is read)."""
+
+
+def _bounded_body_hook(config: OpenAIConfig) -> Callable[[Any], None]:
+    """An HTTP client response hook that makes every body of a response read through a bound.
+
+    The hook runs when a response's headers are in and before any of its body is read, for every
+    response (a completion, an event stream, an error's body), so no body is read past
+    ``deadline_s`` from that moment, nor past its byte bound: ``BODY_BYTES_PER_CHAR`` bytes a character of
+    ``max_reply_chars`` for a JSON body, ``STREAM_BYTES_PER_CHAR`` for an event stream (whose cut keeps the
+    reply so far), plus ``BODY_SLACK_BYTES``. The HTTP library (httpx or its successor) is the one the
+    response comes from.
+    """
+    made: dict[type, type] = {}
+
+    def stream_type(response: Any) -> type:
+        module = importlib.import_module(type(response).__module__.split(".")[0])
+        base: type = module.SyncByteStream
+        if base not in made:
+            made[base] = type("BoundedStream", (base,), {"__iter__": _bounded_iter, "close": _bounded_close})
+        return made[base]
+
+    def hook(response: Any) -> None:
+        streamed = "text/event-stream" in response.headers.get("content-type", "")
+        per_char = STREAM_BYTES_PER_CHAR if streamed else BODY_BYTES_PER_CHAR
+        bounded = stream_type(response)()
+        bounded.inner = response.stream
+        bounded.limit = per_char * config.max_reply_chars + BODY_SLACK_BYTES
+        bounded.deadline_s = config.deadline_s
+        bounded.began = time.monotonic()
+        response.stream = bounded
+
+    return hook
+
+
+def _bounded_iter(self: Any) -> Any:
+    read = 0
+    for piece in self.inner:
+        read += len(piece)
+        if read > self.limit:
+            raise _TooLarge(f"the reply is larger than {self.limit:,} bytes; read no further")
+        if time.monotonic() - self.began > self.deadline_s:
+            raise _Endless(f"the reply did not end within {self.deadline_s:g} s ({read:,} bytes so far)")
+        yield piece
+
+
+def _bounded_close(self: Any) -> None:
+    self.inner.close()
+
+
+def _bound_error(exc: BaseException) -> _Endless | _TooLarge | None:
+    """The body bound an exception comes from, where the client library wrapped it."""
+    seen: BaseException | None = exc
+    for _ in range(4):
+        if isinstance(seen, (_Endless, _TooLarge)):
+            return seen
+        if seen is None:
+            return None
+        seen = seen.__cause__ or seen.__context__
+    return None
 
 
 class OpenAIModel:
@@ -191,8 +264,11 @@ class OpenAIModel:
         self._secrets = Secrets.of(self.secrets())
         self._sleep = sleep
         self._rng = rng or random.Random()
+        http = openai.DefaultHttpxClient(
+            timeout=config.timeout_s, event_hooks={"response": [_bounded_body_hook(config)]}
+        )
         self._client = openai.OpenAI(
-            api_key=key, base_url=self.base_url, timeout=config.timeout_s, max_retries=0
+            api_key=key, base_url=self.base_url, timeout=config.timeout_s, max_retries=0, http_client=http
         )
 
     def info(self) -> ModelInfo:
@@ -277,8 +353,15 @@ class OpenAIModel:
 
     def _once(self, messages: Sequence[Message], on_delta: DeltaCallback | None) -> Completion:
         """One call; a reply of a shape no chat completion has (valid JSON, wrong types) is _Malformed."""
+        import openai
+
         try:
             return self._call(messages, on_delta)
+        except openai.APIConnectionError as exc:
+            bound = _bound_error(exc)  # an older client library wraps every reading error so
+            if bound is not None:
+                raise bound from None
+            raise
         except (AttributeError, TypeError, IndexError, KeyError, ValueError) as exc:
             if isinstance(exc, json.JSONDecodeError):
                 raise
@@ -298,12 +381,17 @@ class OpenAIModel:
             if not text and not reasoning:
                 raise _Empty(f"no content, finish reason {choices[0].finish_reason}")
             prompt, completion, thinking = _usage(getattr(response, "usage", None))
+            ended = choices[0].finish_reason
+            cap = self.config.max_reply_chars
+            if len(reasoning) + len(text) > cap:  # the streamed path's cut, on a reply that came whole
+                reasoning, text = reasoning[:cap], text[: max(0, cap - len(reasoning))]
+                ended = f"cut: the reply reached {cap:,} characters"
             return Completion(
                 content=_join(reasoning, text),
                 prompt_tokens=prompt,
                 completion_tokens=completion,
                 reasoning_tokens=thinking,
-                finish_reason=choices[0].finish_reason,
+                finish_reason=ended,
             )
         parts: list[str] = []
         thoughts: list[str] = []
@@ -313,40 +401,45 @@ class OpenAIModel:
         reasoning_tokens: int | None = None
         began = time.monotonic()
         chars = 0
-        for chunk in response:
-            if time.monotonic() - began > self.config.deadline_s:
-                with contextlib.suppress(Exception):
-                    response.close()
-                raise _Endless(
-                    f"the streamed reply did not end within {self.config.deadline_s:g} s "
-                    f"({chars:,} characters so far)"
-                )
-            if chars >= self.config.max_reply_chars:
-                with contextlib.suppress(Exception):
-                    response.close()
-                finish = f"cut: the reply reached {self.config.max_reply_chars:,} characters"
-                break
-            if getattr(chunk, "usage", None) is not None:
-                prompt_tokens, completion_tokens, reasoning_tokens = _usage(chunk.usage)
-            if not getattr(chunk, "choices", None):
-                continue
-            choice = chunk.choices[0]
-            if choice.finish_reason:
-                finish = choice.finish_reason
-            delta = choice.delta
-            if delta is None:
-                continue
-            thought = _reasoning(delta)
-            if thought:
-                thoughts.append(thought)
-                chars += len(thought)
-            if delta.content:
-                if not isinstance(delta.content, str):
-                    raise _Malformed(f"a chunk's content is {type(delta.content).__name__}, not text")
-                parts.append(delta.content)
-                chars += len(delta.content)
-                if on_delta is not None:
-                    on_delta(_SURROGATE.sub("\ufffd", delta.content))
+        try:
+            for chunk in response:
+                if time.monotonic() - began > self.config.deadline_s:
+                    with contextlib.suppress(Exception):
+                        response.close()
+                    raise _Endless(
+                        f"the streamed reply did not end within {self.config.deadline_s:g} s "
+                        f"({chars:,} characters so far)"
+                    )
+                if chars >= self.config.max_reply_chars:
+                    with contextlib.suppress(Exception):
+                        response.close()
+                    finish = f"cut: the reply reached {self.config.max_reply_chars:,} characters"
+                    break
+                if getattr(chunk, "usage", None) is not None:
+                    prompt_tokens, completion_tokens, reasoning_tokens = _usage(chunk.usage)
+                if not getattr(chunk, "choices", None):
+                    continue
+                choice = chunk.choices[0]
+                if choice.finish_reason:
+                    finish = choice.finish_reason
+                delta = choice.delta
+                if delta is None:
+                    continue
+                thought = _reasoning(delta)
+                if thought:
+                    thoughts.append(thought)
+                    chars += len(thought)
+                if delta.content:
+                    if not isinstance(delta.content, str):
+                        raise _Malformed(f"a chunk's content is {type(delta.content).__name__}, not text")
+                    parts.append(delta.content)
+                    chars += len(delta.content)
+                    if on_delta is not None:
+                        on_delta(_SURROGATE.sub("\ufffd", delta.content))
+        except _TooLarge as exc:  # an event stream past its byte bound: cut, as at the character cap
+            with contextlib.suppress(Exception):
+                response.close()
+            finish = f"cut: {exc}"
         if finish is None and not parts:
             raise _Malformed("the stream ended without content or a finish reason")
         if not parts and not thoughts:
@@ -388,7 +481,7 @@ class OpenAIModel:
                 what = f"malformed response: {_short(str(exc))}"
             except _Empty as exc:
                 what = f"empty reply: {exc}"
-            except _Endless as exc:
+            except (_Endless, _TooLarge) as exc:  # the same endpoint would send it again: not retried
                 reasons.append(str(exc))
                 raise EndpointError(str(exc), retries=len(reasons) - 1, retry_reasons=reasons) from None
             else:

@@ -7,6 +7,7 @@ Against a real HTTP server on loopback. Before: a stream that never ended was re
 from __future__ import annotations
 
 import itertools
+import json
 import time
 from typing import Any
 
@@ -15,7 +16,7 @@ import pytest
 from beavertui.engine.models.base import EndpointError
 from beavertui.engine.models.openai_model import OpenAIConfig, OpenAIModel
 from beavertui.engine.session.events import Message
-from tests.loopback_endpoint import Endpoint, chunk
+from tests.loopback_endpoint import Endpoint, chunk, completion
 
 MESSAGES = [Message(role="user", content="fix")]
 
@@ -92,3 +93,89 @@ def test_a_malformed_shape_is_an_endpoint_error_not_a_traceback(shape: str) -> N
             assert "\n" not in str(exc)
         else:  # a shape the client library reads as a reply is used as one, with text
             assert isinstance(reply.content, str) and reply.content
+
+
+# ----------------------------------------------------------------------------- non-streamed replies
+# Before: the whole body was read, however large and however long it took (the bounds above held for
+# streams only); each test below failed on e6f7b95 (and on main before this bound).
+
+HUGE = 64 << 20  # what the server would send in all; the bound with max_reply_chars=1,000 is about 1 MiB
+
+
+class _Body:
+    """The pieces of one raw body, counting what the server got out before the client stopped reading."""
+
+    def __init__(
+        self, head: bytes, filler: bytes, total: int, pause_s: float = 0.0, tail: bytes = b""
+    ) -> None:
+        self.head, self.filler, self.total, self.pause_s, self.tail = head, filler, total, pause_s, tail
+        self.sent = 0
+
+    def pieces(self) -> Any:
+        yield self.head
+        while self.sent < self.total:
+            if self.pause_s:
+                time.sleep(self.pause_s)
+            yield self.filler
+            self.sent += len(self.filler)
+        yield self.tail
+
+
+def _raw(code: int, content_type: str, body: _Body) -> Any:
+    def answer(model: str, body_: dict[str, Any], headers: dict[str, str]) -> tuple[str, Any]:
+        return "raw", (code, content_type, body.pieces())
+
+    return answer
+
+
+def test_a_non_streamed_body_past_its_byte_bound_is_not_read_further_nor_retried() -> None:
+    body = _Body(b'{"choices":[{"index":0,"message":{"content":"', b"x" * 65536, HUGE)
+    with Endpoint(_raw(200, "application/json", body)) as server:
+        model = OpenAIModel(
+            OpenAIConfig(
+                model="m", base_url=server.url, stream=False, retries=3, timeout_s=5.0, max_reply_chars=1000
+            ),
+            api_key="sk-x",
+        )
+        with pytest.raises(EndpointError, match=r"larger than 1,060,576 bytes"):
+            model.complete(MESSAGES)
+    assert len(server.requests) == 1  # the same endpoint would send it again
+    assert body.sent < 16 << 20  # what loopback buffers hold past the bound, not the 64 MiB
+
+
+def test_an_error_body_past_its_byte_bound_is_not_read_further() -> None:
+    body = _Body(b'{"error":{"message":"', b"e" * 65536, HUGE)
+    with (
+        Endpoint(_raw(500, "application/json", body)) as server,
+        pytest.raises(EndpointError, match=r"larger than 1,060,576 bytes"),
+    ):
+        _model(server.url, max_reply_chars=1000).complete(MESSAGES)
+    assert body.sent < 16 << 20
+
+
+def test_a_non_streamed_body_that_trickles_is_cut_at_the_deadline() -> None:
+    text = json.dumps(completion("m", "fixed")).encode()
+    # a whole, valid completion, its last byte after 4 s of JSON whitespace sent a byte every 10 ms
+    body = _Body(text[:-1], b" ", 400, pause_s=0.01, tail=text[-1:])
+    with Endpoint(_raw(200, "application/json", body)) as server:
+        start = time.monotonic()
+        with pytest.raises(EndpointError, match=r"did not end within 0.5 s"):
+            _model(server.url, stream=False, deadline_s=0.5).complete(MESSAGES)
+        assert time.monotonic() - start < 3.5  # the body alone takes 4 s
+
+
+def test_a_long_non_streamed_reply_is_cut_at_the_character_cap() -> None:
+    with Endpoint(_json(completion("m", "y" * 5000))) as server:
+        reply = _model(server.url, stream=False, max_reply_chars=1000).complete(MESSAGES)
+    assert reply.content == "y" * 1000
+    assert reply.finish_reason == "cut: the reply reached 1,000 characters"
+
+
+def test_a_stream_line_that_never_ends_is_not_read_past_its_byte_bound() -> None:
+    body = _Body(b'data: {"choices":[{"index":0,"delta":{"content":"', b"z" * 65536, HUGE)
+    with (
+        Endpoint(_raw(200, "text/event-stream", body)) as server,
+        pytest.raises(EndpointError, match=r"no content .* cut: the reply is larger than 1,112,576 bytes"),
+    ):
+        _model(server.url, max_reply_chars=1000).complete(MESSAGES)
+    assert body.sent < 16 << 20
