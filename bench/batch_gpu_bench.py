@@ -49,7 +49,8 @@ def beaver(*args: str) -> list[str]:
 
 def runnable_tasks() -> list[str]:
     sys.path.insert(0, str(ROOT))
-    from beavertui.engine.corpus.load import default_corpus, load_corpus
+    from beavertui.engine.corpus.load import load_corpus
+    from beavertui.service.environment import default_corpus
 
     corpus = load_corpus(default_corpus())
     return sorted(t.id for t in corpus.tasks if t.runnable)

@@ -128,7 +128,8 @@ def run(a: argparse.Namespace) -> int:
     from beavertui.engine.corpus.load import load_corpus
     from beavertui.engine.host.gpu import probe
     from beavertui.engine.stage import stages
-    from beavertui.engine.timing.speedup import Timer, TimingConfig
+    from beavertui.engine.timing.speedup import Timer
+    from beavertui.service.environment import stage_config, timing_config
 
     t_start = time.perf_counter()
     a.out.mkdir(parents=True, exist_ok=True)
@@ -136,9 +137,9 @@ def run(a: argparse.Namespace) -> int:
     if not modes or any(m not in MODES for m in modes):
         raise SystemExit(f"--modes {a.modes!r}: expected a comma-separated list of {', '.join(MODES)}")
     machine = probe()
-    cfg = stages.StageConfig(sm=machine.sm)
+    cfg = stage_config(sm=machine.sm)
     cache = Path(tempfile.mkdtemp(prefix="beaver-release-stage-cache-"))
-    tcfg = TimingConfig(cache=cache)
+    tcfg = timing_config(cache=cache)
     corpus = load_corpus(a.corpus)
     ids = wanted(a, sorted(t.id for t in corpus.tasks))
     done = timed_before(a.after or [], modes)

@@ -65,7 +65,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from batch_gpu_bench import PROTOCOL, beaver, runnable_tasks, session_stats, spread, summary, timed  # noqa: E402
 
-from beavertui.engine.timing.speedup import INPROCESS_ENV, SIDE_BUDGET_ENV, side_budget_default  # noqa: E402
+from beavertui.service.environment import INPROCESS_ENV, SIDE_BUDGET_ENV, side_budget_setting  # noqa: E402
 
 #: One task per family, for --compare-old.
 ONE_PER_FAMILY = [
@@ -95,20 +95,21 @@ def gpu_info() -> dict[str, Any]:
 
 
 def stage(a: argparse.Namespace) -> int:
-    from beavertui.engine.corpus.load import default_corpus, load_corpus
+    from beavertui.engine.corpus.load import load_corpus
     from beavertui.engine.host.gpu import probe
     from beavertui.engine.stage import stages
     from beavertui.engine.timing import native
     from beavertui.engine.timing.inprocess import InProcess
     from beavertui.engine.timing.speedup import Timer, TimingConfig, reference_workdir
+    from beavertui.service.environment import default_corpus, stage_config, timing_config
 
     t_start = time.perf_counter()
     a.out.mkdir(parents=True, exist_ok=True)
     machine = probe()
-    cfg = stages.StageConfig(sm=machine.sm)
+    cfg = stage_config(sm=machine.sm)
     cache = Path(tempfile.mkdtemp(prefix="beaver-stage-cache-"))
     budget = {} if a.side_budget_ms is None else {"side_budget_ms": a.side_budget_ms}
-    tcfg = TimingConfig(cache=cache, inprocess=True, **budget)
+    tcfg = timing_config(cache=cache, inprocess=True, **budget)
     corpus = load_corpus(default_corpus())
     tasks = [corpus.get(t) for t in a.task] if a.task else sorted(corpus.tasks, key=lambda t: t.id)
     base = Path(tempfile.mkdtemp(prefix="beaver-stage-work-"))
@@ -272,10 +273,10 @@ def one_batch(a: argparse.Namespace, every: list[str], i: int, k: int, cache_hom
     )  # fmt: skip
     saved = {k: os.environ.get(k) for k in ("XDG_CACHE_HOME", INPROCESS_ENV, SIDE_BUDGET_ENV)}
     os.environ["XDG_CACHE_HOME"] = str(cache_home)  # fresh reference builds and baselines for this command
-    os.environ[INPROCESS_ENV] = a.timing  # how the batch's native timing stages run (speedup.TimingConfig)
+    os.environ[INPROCESS_ENV] = a.timing  # how the batch's native timing stages run (service/environment.py)
     if a.side_budget_ms is not None:
         os.environ[SIDE_BUDGET_ENV] = f"{a.side_budget_ms:g}"
-    budget_ms = side_budget_default()  # what the batch's timing stages use
+    budget_ms = side_budget_setting()  # what the batch's timing stages use
     try:
         wall, rc, cut = timed(cmd, a.out / f"batch-{run_id}.log", kill_after=left)
     finally:

@@ -69,16 +69,17 @@ def main() -> int:
     a = ap.parse_args()
     from concurrent.futures import ThreadPoolExecutor
 
-    from beavertui.engine.corpus.load import default_corpus, load_corpus
+    from beavertui.engine.corpus.load import load_corpus
     from beavertui.engine.host.gpu import probe
     from beavertui.engine.stage import stages
-    from beavertui.engine.timing.speedup import Timer, TimingConfig, reference_workdir
+    from beavertui.engine.timing.speedup import Timer, reference_workdir
+    from beavertui.service.environment import default_corpus, stage_config, timing_config
 
     t_start = time.perf_counter()
     machine = probe()
     sig = machine.gpu
-    cfg = stages.StageConfig(sm=machine.sm)
-    tcfg = TimingConfig()
+    cfg = stage_config(sm=machine.sm)
+    tcfg = timing_config()
     res: dict[str, Any] = {"gpu": sig.slug if sig else None, "tasks": {}}
     a.out.parent.mkdir(parents=True, exist_ok=True)
 

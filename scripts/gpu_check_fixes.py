@@ -35,6 +35,7 @@ from beavertui.engine.timing import speedup  # noqa: E402
 from beavertui.engine.toolchain.base import AttemptOptions  # noqa: E402
 from beavertui.engine.toolchain.local import LocalToolchain  # noqa: E402
 from beavertui.engine.toolchain.resolve import require_gpu  # noqa: E402
+from beavertui.service.environment import local_config  # noqa: E402
 
 COLUMNS = (
     "task",
@@ -66,7 +67,7 @@ def check_one(task: Task, out: Path, gpu: threading.Lock, deadline: float, gate:
     fixed = task.minimal_fix()
     assert fixed is not None
     (out / "fixes" / f"{task.id}.cu").write_text(fixed)
-    tool = LocalToolchain()
+    tool = LocalToolchain(local_config())
     require_gpu(task)
     # The reference build is cached per reference + harness + toolkit; building it here keeps it off the lock.
     speedup.reference_workdir(task, tool.stage_config(), tool.config.timing)

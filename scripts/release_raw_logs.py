@@ -19,6 +19,7 @@ from beavertui.engine.corpus.load import load_corpus
 from beavertui.engine.session.events import Built, Ran, Sanitized, Timed, Verdict
 from beavertui.engine.toolchain.base import AttemptOptions
 from beavertui.engine.toolchain.local import LocalToolchain
+from beavertui.service.environment import local_config
 
 
 def main() -> int:
@@ -31,7 +32,7 @@ def main() -> int:
     load = load_corpus(args.corpus, args.ids)
     for p in load.problems:
         print(f"malformed: {p}")
-    tool = LocalToolchain()
+    tool = LocalToolchain(local_config())
     for task in load.tasks:
         sides = [("broken", task.broken_start())]
         ref = families.reference_submission(task)

@@ -13,13 +13,16 @@ import os
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from beavertui.batch.job import JobOutcome, JobSpec, Prefix, drive
 from beavertui.batch.local_executor import Tracker
 from beavertui.batch.rundir import RunManifest
 from beavertui.engine.errors import BeaverError
 from beavertui.engine.session.events import LINE_ADAPTER, Event, SessionHeader
+
+if TYPE_CHECKING:
+    from beavertui.engine.toolchain.local import LocalConfig
 
 #: Per worker process: toolchain by spec (so the compile cache and baselines are reused across tasks).
 _TOOLCHAINS: dict[str, Any] = {}
@@ -29,7 +32,7 @@ def node_cache_dir() -> Path:
     return Path(os.environ.get("BEAVERTUI_NODE_CACHE", "/tmp/beavertui-node-cache")) / "builds"
 
 
-def _worker_toolchain(spec: str) -> Any:
+def _worker_toolchain(spec: str, config: LocalConfig | None = None) -> Any:
     if spec in _TOOLCHAINS:
         return _TOOLCHAINS[spec]
     from beavertui.batch.build_slots import BuildSlots
@@ -44,13 +47,16 @@ def _worker_toolchain(spec: str) -> Any:
         import ray
 
         gpus = [str(g) for g in ray.get_gpu_ids()] or ["0"]
-        tc = scheduled_local(GpuPool(gpus), BuildSlots(1), CompileCache(node_cache_dir()))
+        tc = scheduled_local(GpuPool(gpus), BuildSlots(1), CompileCache(node_cache_dir()), config)
     _TOOLCHAINS[spec] = tc
     return tc
 
 
-def remote_session(job: JobSpec, corpus: str, toolchain: str, prefix: list[str] | None) -> Iterator[str]:
-    """Body of the Ray task: run (or resume) one session and yield each event as a JSON line."""
+def remote_session(
+    job: JobSpec, corpus: str, toolchain: str, prefix: list[str] | None, config: LocalConfig | None = None
+) -> Iterator[str]:
+    """Body of the Ray task: run (or resume) one session and yield each event as a JSON line; ``config``: the
+    local toolchain's settings, read on the driver (service/environment.py)."""
     from beavertui.batch.models import build_model, session_protocol
     from beavertui.engine.corpus.load import load_corpus
     from beavertui.engine.loop.run import run_session
@@ -80,7 +86,7 @@ def remote_session(job: JobSpec, corpus: str, toolchain: str, prefix: list[str] 
     for item in run_session(
         task,
         model,
-        _worker_toolchain(toolchain),
+        _worker_toolchain(toolchain, config),
         session_protocol(job.model, task, job.protocol),
         run_id=job.run_id,
         sample=job.sample,
@@ -107,8 +113,10 @@ def run_ray(
     address: str | None = None,
     toolchain: str = "local",
     parallel: int | None = None,
+    config: LocalConfig | None = None,
 ) -> dict[Path, JobOutcome]:
-    """Run every job as a Ray task; returns each job's outcome."""
+    """Run every job as a Ray task; returns each job's outcome. ``config``: the local toolchain's settings
+    each worker's toolchain takes (None: the defaults)."""
     try:
         import ray
     except ImportError:
@@ -128,7 +136,8 @@ def run_ray(
 
     def one(job: JobSpec) -> JobOutcome:
         def start(prefix: Prefix | None) -> tuple[Iterator[SessionHeader | Event], tuple[str, ...]]:
-            gen = task_fn.remote(job, manifest.corpus, toolchain, _as_lines(prefix))
+            # Ray's stubs type a remote call of up to four arguments; remote_session takes five
+            gen = task_fn.remote(job, manifest.corpus, toolchain, _as_lines(prefix), config)  # type: ignore[call-arg]
 
             def stream() -> Iterator[SessionHeader | Event]:
                 for ref in gen:  # type: ignore[attr-defined]  # a generator task's ObjectRefGenerator

@@ -32,16 +32,17 @@ def register(sub: Any) -> None:
 
 
 def _handle(args: argparse.Namespace) -> int:
-    from beavertui.engine.corpus.load import default_corpus, load_corpus
+    from beavertui.engine.corpus.load import load_corpus
     from beavertui.engine.errors import BeaverError
     from beavertui.engine.session.events import Verdict
     from beavertui.engine.toolchain.base import AttemptOptions
     from beavertui.engine.toolchain.local import LocalToolchain
     from beavertui.engine.toolchain.resolve import require_gpu
+    from beavertui.service.environment import default_corpus, local_config
 
     task = load_corpus(args.corpus or default_corpus(), [args.task]).get(args.task)
     require_gpu(task)
-    tool = LocalToolchain()
+    tool = LocalToolchain(local_config())
     if args.candidate is not None and args.reference:
         raise BeaverError("give --candidate or --reference, not both")
     if args.reference:

@@ -53,7 +53,8 @@ def register(sub: Any) -> None:
 
 
 def _load(args: argparse.Namespace) -> Any:
-    from beavertui.engine.corpus.load import default_corpus, load_corpus
+    from beavertui.engine.corpus.load import load_corpus
+    from beavertui.service.environment import default_corpus
 
     return load_corpus(args.corpus or default_corpus(), getattr(args, "task", None))
 
@@ -119,6 +120,7 @@ def _validate(args: argparse.Namespace) -> int:
     from beavertui.engine.validation.validate import validate
     from beavertui.reports.render import emit
     from beavertui.reports.tables import Table
+    from beavertui.service.environment import local_config
 
     fmt = output_format(args)
     load = _load(args)
@@ -158,7 +160,7 @@ def _validate(args: argparse.Namespace) -> int:
     gpus = [g.strip() for g in args.gpus.split(",") if g.strip()] if args.gpus else None
     run = validate(
         tasks, machine, timing=not args.no_timing, ceilings=ceilings, workers=args.workers, on_checked=checked,
-        gpus=gpus, reuse_checks=args.reuse_checks, gpu_jobs=args.gpu_jobs,
+        gpus=gpus, reuse_checks=args.reuse_checks, gpu_jobs=args.gpu_jobs, config=local_config(),
     )  # fmt: skip
     for i, r in enumerate(run, 1):
         results.append(r)

@@ -222,8 +222,10 @@ def _preflight(args: argparse.Namespace, model_name: str, protocol: Any) -> None
 
 def _toolchain(args: argparse.Namespace, task: Any) -> Any:
     from beavertui.engine.toolchain.resolve import build_toolchain
+    from beavertui.service.environment import local_config
 
-    toolchain = build_toolchain(args.toolchain, task, unknown=args.unknown_candidates)
+    config = local_config() if args.toolchain == "local" else None
+    toolchain = build_toolchain(args.toolchain, task, unknown=args.unknown_candidates, config=config)
     if args.toolchain == "local":
         _check_verdict(args, task)
     return toolchain
@@ -251,8 +253,9 @@ def _check_verdict(args: argparse.Namespace, task: Any) -> None:
 
 
 def _live(args: argparse.Namespace) -> int:
-    from beavertui.engine.corpus.load import default_corpus, load_corpus
+    from beavertui.engine.corpus.load import load_corpus
     from beavertui.engine.errors import BeaverError
+    from beavertui.service.environment import default_corpus
 
     if args.resume is not None:
         return _resume(args)

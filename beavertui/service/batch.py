@@ -283,7 +283,8 @@ def new_run(
         pairings_of,
     )
     from beavertui.batch.rundir import ProtocolEntry, check_run_id, host_info, new_run_id
-    from beavertui.engine.corpus.load import default_corpus, load_corpus
+    from beavertui.engine.corpus.load import load_corpus
+    from beavertui.service.environment import default_corpus
 
     pfile = find_protocol_file(options.protocol or "paper")
     spec = load_batch_file(pfile)
@@ -538,6 +539,7 @@ def make_toolchain(spec: str, gpus: list[str], options: BatchOptions) -> tuple[A
     from beavertui.batch.cache import CompileCache
     from beavertui.batch.placement import ScheduledToolchain, scheduled_local
     from beavertui.engine.toolchain.resolve import build_toolchain, parse_toolchain
+    from beavertui.service.environment import local_config
 
     builds = BuildSlots(
         os.cpu_count() or 1, stop_for_timing=stop_builds_for_timing(options.builds_in_timing, gpus)
@@ -569,7 +571,7 @@ def make_toolchain(spec: str, gpus: list[str], options: BatchOptions) -> tuple[A
             raise BeaverError(
                 f"{root}: cannot use it as the compile cache ({why}); pass --no-cache"
             ) from None
-    return scheduled_local(pool, builds, cache), pool, builds, cache
+    return scheduled_local(pool, builds, cache, local_config()), pool, builds, cache
 
 
 class _Either:
@@ -683,6 +685,7 @@ def _run_batch(
     lane: TimingLane | None = None
     if options.executor == "ray":
         from beavertui.batch.ray_executor import run_ray
+        from beavertui.service.environment import local_config
 
         manifest.gpus = []
         write_manifest(run_dir, manifest)
@@ -693,7 +696,16 @@ def _run_batch(
                 "--start-until works with the local executor; Ray schedules its sessions itself"
             )
         with show(tracker, parallel, live=False if options.quiet else None, interval=30.0):
-            run_ray(jobs, manifest, run_dir, tracker, address=options.address, toolchain=run.toolchain)
+            config = local_config() if run.toolchain == "local" else None
+            run_ray(
+                jobs,
+                manifest,
+                run_dir,
+                tracker,
+                address=options.address,
+                toolchain=run.toolchain,
+                config=config,
+            )
     else:
         toolchain, pool, builds, cache = make_toolchain(run.toolchain, gpus, options)
         manifest.gpus = [g.index for g in pool.gpus]

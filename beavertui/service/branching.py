@@ -92,8 +92,11 @@ def model_of(header: SessionHeader, options: BranchOptions, protocol: Protocol, 
 
 def toolchain_of(options: BranchOptions) -> Toolchain:
     from beavertui.engine.toolchain.resolve import build_toolchain
+    from beavertui.service.environment import local_config
 
-    return build_toolchain(f"recorded:{options.recorded}" if options.recorded else "local")
+    if options.recorded:
+        return build_toolchain(f"recorded:{options.recorded}")
+    return build_toolchain("local", config=local_config())
 
 
 @dataclass

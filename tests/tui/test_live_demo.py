@@ -5,12 +5,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from beavertui.engine.corpus.load import default_corpus, load_corpus
+from beavertui.engine.corpus.load import load_corpus
 from beavertui.engine.models.resolve import build_model
 from beavertui.engine.session.events import Verdict
 from beavertui.engine.session.store import read_session
 from beavertui.engine.toolchain.resolve import build_toolchain
 from beavertui.service.demo import TOOLCHAIN, demo
+from beavertui.service.environment import default_corpus
 from beavertui.tui.app import BeaverApp
 from beavertui.tui.live import LiveScreen
 from tests.tui.conftest import SIZE, wait_for

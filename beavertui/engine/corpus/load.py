@@ -45,17 +45,6 @@ class CorpusLoad:
         raise TaskError(f"no task {task_id!r} in {self.root}")
 
 
-def default_corpus() -> Path:
-    """$BEAVERTUI_CORPUS, else the corpus shipped with beavertui (the checkout's corpus/ or the installed
-    copy inside the package), wherever the command runs from."""
-    from beavertui.engine import bundled
-
-    env = os.environ.get("BEAVERTUI_CORPUS")
-    if env:
-        return Path(env)
-    return bundled.corpus()
-
-
 def corpus_root(path: Path) -> Path:
     """The folder whose subfolders are tasks: ``path`` itself, or its ``data/`` (a release root), absolute.
 

@@ -49,22 +49,8 @@ SOURCE_SUFFIXES = frozenset(
 )
 
 
-#: Niceness added to build stages (``nice -n``, 0 to 19; 0: none).
-BUILD_NICE_ENV = "BEAVERTUI_BUILD_NICE"
-#: The niceness builds get when the setting is unset.
+#: The niceness build stages get by default (StageConfig.build_nice; ``nice -n``, 0 to 19; 0: none).
 BUILD_NICE = 0
-#: The CPUs build stages may use, as ``taskset -c`` takes them ("2-15"); unset: every CPU.
-BUILD_CPUS_ENV = "BEAVERTUI_BUILD_CPUS"
-#: The CPUs timing stages ("benchmark": the timed processes) may use; unset: every CPU.
-TIMING_CPUS_ENV = "BEAVERTUI_TIMING_CPUS"
-
-
-def build_nice_default() -> int:
-    """``BEAVERTUI_BUILD_NICE``, else BUILD_NICE; anything but a whole number from 0 to 19 is an error."""
-    raw = os.environ.get(BUILD_NICE_ENV, "").strip() or str(BUILD_NICE)
-    if not raw.isdigit() or not 0 <= int(raw) <= 19:
-        raise BeaverError(f"{BUILD_NICE_ENV}={raw!r}: expected a niceness from 0 to 19 (0: none)")
-    return int(raw)
 
 
 def parse_cpus(text: str) -> frozenset[int]:
@@ -81,28 +67,11 @@ def parse_cpus(text: str) -> frozenset[int]:
     return frozenset(cpus)
 
 
-def cpus_setting(var: str) -> str | None:
-    """A CPU list from the environment setting ``var``, else None (every CPU); a list that is not one, or
-    names a CPU this process may not use, or leaves none, is an error."""
-    raw = os.environ.get(var, "").strip()
-    if not raw:
-        return None
-    try:
-        cpus = parse_cpus(raw)
-    except ValueError:
-        raise BeaverError(f"{var}={raw!r}: expected a CPU list such as 2-15 or 0,2-7") from None
-    usable = os.sched_getaffinity(0)
-    if not cpus or not cpus <= usable:
-        raise BeaverError(
-            f"{var}={raw!r}: names CPUs this process may not use "
-            f"({', '.join(map(str, sorted(cpus - usable)))}); it may use {len(usable)}"
-        )
-    return raw
-
-
 @dataclass(frozen=True)
 class StageConfig:
-    """How stages run on this machine."""
+    """How stages run on this machine. The engine reads no environment variable: the build and timing CPU
+    settings users give as ``BEAVERTUI_BUILD_NICE``, ``BEAVERTUI_BUILD_CPUS`` and ``BEAVERTUI_TIMING_CPUS``
+    are read and checked where a command starts (service/environment.py) and arrive here as fields."""
 
     sm: int | None = None
     """Local compute capability (90 for an H200) for the arch adaptations; None leaves them."""
@@ -119,13 +88,13 @@ class StageConfig:
     read_only: tuple[Path, ...] = field(default_factory=lambda: (cache_dir(),))
     """Folders stages may read but not change, besides the corpus and its linked libraries (where a
     mount namespace is available): beavertui's cache, with reference builds and baselines."""
-    build_nice: int = field(default_factory=build_nice_default)
+    build_nice: int = BUILD_NICE
     """Niceness added to build stages (``BEAVERTUI_BUILD_NICE``): builds then yield the CPU to the stages whose
     time is measured (a timing stage's processes) when every core is busy. 0 by default: on the H200, beside
     12 building threads, +10 did not make a timing stage measurably shorter (docs/lab/h200-2026-12-04.md)."""
-    build_cpus: str | None = field(default_factory=lambda: cpus_setting(BUILD_CPUS_ENV))
+    build_cpus: str | None = None
     """The CPUs build stages may use (``BEAVERTUI_BUILD_CPUS``, a ``taskset -c`` list); None: every CPU."""
-    timing_cpus: str | None = field(default_factory=lambda: cpus_setting(TIMING_CPUS_ENV))
+    timing_cpus: str | None = None
     """The CPUs timing stages may use (``BEAVERTUI_TIMING_CPUS``): every timed process, started in its turn
     or ahead of it; None: every CPU."""
     harness_proof: bool = True

@@ -30,15 +30,7 @@ from beavertui.engine.corpus.task import Task
 from beavertui.engine.session.events import StageResult, TimingResult
 from beavertui.engine.session.legacy import DRIVER_PHASES
 from beavertui.engine.stage import stages
-from beavertui.engine.timing.config import (
-    GO_AT_EXIT_ENV,
-    INPROCESS_ENV,
-    PRESTART_ENV,
-    SIDE_BUDGET_ENV,
-    TimingConfig,
-    prestart_default,
-    side_budget_default,
-)
+from beavertui.engine.timing.config import TimingConfig
 from beavertui.engine.timing.inprocess import RULES
 from beavertui.engine.timing.kernelbench import DRIVER_TAG, KERNELBENCH_DRIVER, KernelbenchDriver
 from beavertui.engine.timing.lines import TestbenchLines
@@ -65,12 +57,8 @@ from beavertui.engine.timing.samples import (
 __all__ = [
     "DRIVER_PHASES",
     "DRIVER_TAG",
-    "GO_AT_EXIT_ENV",
-    "INPROCESS_ENV",
     "KERNELBENCH_DRIVER",
-    "PRESTART_ENV",
     "RULES",
-    "SIDE_BUDGET_ENV",
     "CandidateTimingFailed",
     "SpeedupUnavailable",
     "Timer",
@@ -79,11 +67,9 @@ __all__ = [
     "parse_ncu_csv",
     "parse_times",
     "phases_note",
-    "prestart_default",
     "refbuild_dir",
     "reference_key",
     "reference_workdir",
-    "side_budget_default",
     "stats",
     "time_reference",
     "timing_command",

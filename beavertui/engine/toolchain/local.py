@@ -79,7 +79,9 @@ SUSPICIOUS = re.compile(r"(?<![\w.])-?(nan|inf)(?![\w.])", re.I)
 
 @dataclass(frozen=True)
 class LocalConfig:
-    """Settings of the local toolchain."""
+    """Settings of the local toolchain. The engine reads no environment variable: the settings users give
+    that way (timing's four, the build and timing CPUs) are read once where a command starts
+    (service/environment.py ``local_config``) and arrive here; each default is what an unset variable means."""
 
     limits: Limits = field(default_factory=Limits)
     """Resource limits of every stage."""
@@ -91,6 +93,12 @@ class LocalConfig:
     """Timing settings."""
     sanitizer_exe: str = "compute-sanitizer"
     """compute-sanitizer executable."""
+    build_nice: int = stages.BUILD_NICE
+    """Niceness added to build stages (StageConfig.build_nice; ``BEAVERTUI_BUILD_NICE``)."""
+    build_cpus: str | None = None
+    """The CPUs build stages may use (StageConfig.build_cpus; ``BEAVERTUI_BUILD_CPUS``); None: every CPU."""
+    timing_cpus: str | None = None
+    """The CPUs timing stages may use (StageConfig.timing_cpus; ``BEAVERTUI_TIMING_CPUS``); None: every CPU."""
     keep_start_logs: bool = True
     """Keep the log of a broken start's fresh check (a task without a recorded log) in the cache, so that
     later sessions of the same task, harness, GPU and protocol settings reuse it (loop/startlog.py)."""
@@ -152,7 +160,11 @@ class LocalToolchain:
         if g is not None:
             major, _, minor = g.compute_capability.partition(".")
             sm = int(major) * 10 + int(minor or 0)
-        return stages.StageConfig(sm=sm, limits=self.config.limits, base_dir=self.config.base_dir)
+        c = self.config
+        return stages.StageConfig(
+            sm=sm, limits=c.limits, base_dir=c.base_dir,
+            build_nice=c.build_nice, build_cpus=c.build_cpus, timing_cpus=c.timing_cpus,
+        )  # fmt: skip
 
     def attempt(self, task: Task, code: str, options: AttemptOptions) -> Iterator[Event]:
         it = options.iteration

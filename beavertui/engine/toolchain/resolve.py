@@ -9,11 +9,14 @@ can run; both refusals are one line that says what to do instead.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from beavertui.engine.corpus.task import Task
 from beavertui.engine.errors import BeaverError, NoGpuError
 from beavertui.engine.toolchain.base import Toolchain
+
+if TYPE_CHECKING:
+    from beavertui.engine.toolchain.local import LocalConfig
 
 Kind = Literal["local", "recorded"]
 Unknown = Literal["error", "fail"]
@@ -60,8 +63,11 @@ def require_gpu(task: Task | None = None) -> None:
             raise BeaverError(f"task {task.id} cannot run here: {why}")
 
 
-def build_toolchain(spec: str, task: Task | None = None, *, unknown: Unknown = "error") -> Toolchain:
-    """The toolchain named by ``spec``; ``unknown``: what a recorded toolchain does with an unrecorded candidate."""
+def build_toolchain(
+    spec: str, task: Task | None = None, *, unknown: Unknown = "error", config: LocalConfig | None = None
+) -> Toolchain:
+    """The toolchain named by ``spec``; ``unknown``: what a recorded toolchain does with an unrecorded candidate;
+    ``config``: the local toolchain's settings (service/environment.py ``local_config`` reads the user's)."""
     kind, path = parse_toolchain(spec)
     if kind == "recorded":
         from beavertui.engine.toolchain.recorded import RecordedToolchain
@@ -71,4 +77,4 @@ def build_toolchain(spec: str, task: Task | None = None, *, unknown: Unknown = "
     require_gpu(task)
     from beavertui.engine.toolchain.local import LocalToolchain
 
-    return LocalToolchain()
+    return LocalToolchain(config)

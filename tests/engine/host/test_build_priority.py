@@ -78,28 +78,33 @@ def test_timing_stages_run_on_the_timing_cpus_started_in_turn_or_ahead(tmp_path:
 
 
 def test_the_settings_are_read_and_checked(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv(stages.BUILD_NICE_ENV, raising=False)
-    monkeypatch.delenv(stages.BUILD_CPUS_ENV, raising=False)
-    monkeypatch.delenv(stages.TIMING_CPUS_ENV, raising=False)
-    cfg = stages.StageConfig()
+    """The three settings are read where a command starts (service/environment.py), checked, and reach the
+    stages through the local toolchain's configuration; the engine's own defaults read nothing."""
+    from beavertui.engine.toolchain.local import LocalToolchain
+    from beavertui.service.environment import BUILD_CPUS_ENV, BUILD_NICE_ENV, TIMING_CPUS_ENV, local_config
+
+    for var in (BUILD_NICE_ENV, BUILD_CPUS_ENV, TIMING_CPUS_ENV):
+        monkeypatch.delenv(var, raising=False)
+    cfg = LocalToolchain(local_config()).stage_config()
     assert (cfg.build_nice, cfg.build_cpus, cfg.timing_cpus) == (stages.BUILD_NICE, None, None)
-    monkeypatch.setenv(stages.BUILD_NICE_ENV, "0")
-    assert stages.StageConfig().build_nice == 0
+    monkeypatch.setenv(BUILD_NICE_ENV, "0")
+    assert local_config().build_nice == 0
     for bad in ("-1", "20", "ten", "1.5"):
-        monkeypatch.setenv(stages.BUILD_NICE_ENV, bad)
-        with pytest.raises(BeaverError, match=stages.BUILD_NICE_ENV):
-            stages.StageConfig()
-    monkeypatch.setenv(stages.BUILD_NICE_ENV, "3")
+        monkeypatch.setenv(BUILD_NICE_ENV, bad)
+        with pytest.raises(BeaverError, match=BUILD_NICE_ENV):
+            local_config()
+    monkeypatch.setenv(BUILD_NICE_ENV, "3")
     cpu = min(os.sched_getaffinity(0))
-    monkeypatch.setenv(stages.BUILD_CPUS_ENV, f"{cpu}-{cpu}")
-    assert stages.StageConfig().build_cpus == f"{cpu}-{cpu}"
-    monkeypatch.setenv(stages.TIMING_CPUS_ENV, str(cpu))
-    assert stages.StageConfig().timing_cpus == str(cpu)
-    for var in (stages.BUILD_CPUS_ENV, stages.TIMING_CPUS_ENV):
+    monkeypatch.setenv(BUILD_CPUS_ENV, f"{cpu}-{cpu}")
+    monkeypatch.setenv(TIMING_CPUS_ENV, str(cpu))
+    cfg = LocalToolchain(local_config()).stage_config()
+    assert (cfg.build_nice, cfg.build_cpus, cfg.timing_cpus) == (3, f"{cpu}-{cpu}", str(cpu))
+    assert stages.StageConfig().build_nice == stages.BUILD_NICE  # the engine's default reads nothing
+    for var in (BUILD_CPUS_ENV, TIMING_CPUS_ENV):
         for bad in ("a", "3-1", "1,", f"{max(os.sched_getaffinity(0)) + 1}"):
             monkeypatch.setenv(var, bad)
             with pytest.raises(BeaverError, match=var):
-                stages.StageConfig()
+                local_config()
         monkeypatch.setenv(var, str(cpu))
 
 

@@ -32,6 +32,7 @@ from beavertui.engine.timing.speedup import (
 )
 from beavertui.engine.toolchain.base import AttemptOptions
 from beavertui.engine.toolchain.local import LocalConfig, LocalToolchain
+from beavertui.service.environment import local_config, timing_config
 
 DATA = Path(__file__).parents[2] / "data" / "cpu_inproc"
 GPU = GpuSignature(slug="test_gpu_sm_90_cuda_13_0", name="Test GPU", compute_capability="9.0")
@@ -47,9 +48,9 @@ def solution(cost: str, *hooks: str) -> str:
     return MUL + f"cost() {{ {cost}; }}\n" + "".join(h + "\n" for h in hooks)
 
 
-def measure(task, tmp_path: Path, code: str, gate: float | None = None, rounds: int = 3):  # type: ignore[no-untyped-def]
+def measure(task, tmp_path: Path, code: str, gate: float | None = None, rounds: int = 3, **tcfg):  # type: ignore[no-untyped-def]
     cfg = stages.StageConfig(base_dir=tmp_path / "w")
-    timer = Timer(task, cfg, TimingConfig(inprocess=True, cache=tmp_path / "cache", rounds=rounds))
+    timer = Timer(task, cfg, TimingConfig(inprocess=True, cache=tmp_path / "cache", rounds=rounds, **tcfg))
     with stages.workdir(task, code, cfg) as cand:
         return timer.measure(cand, gate), timer
 
@@ -107,7 +108,7 @@ def test_a_side_of_slow_launches_stops_at_its_budget_and_says_so(  # type: ignor
 ) -> None:
     # the fixture times 5 launches a round, the engine's least is 5
     monkeypatch.setattr(native, "MIN_ITERS", 2)
-    monkeypatch.delenv("BEAVERTUI_SIDE_BUDGET_MS", raising=False)  # the default: 2000 ms
+    assert TimingConfig().side_budget_ms == 2000.0  # the default
     t, timer = measure(inproc, tmp_path, solution("echo 1500.0"))  # 1.5 s a launch against a 2 s budget
     cmd = timer.runs[0][1].command
     assert "--side-budget-ms 2000 --min-iters 2" in cmd
@@ -118,13 +119,18 @@ def test_a_side_of_slow_launches_stops_at_its_budget_and_says_so(  # type: ignor
     t, _ = measure(inproc, tmp_path, solution("echo 1500.0"), gate=0.7)  # with the early stop: one round
     assert len(t.candidate_samples) == 2 and t.note is not None
     assert t.note.startswith("stopped after 1 of 3 rounds") and t.note.endswith("2 of 5 timed in 1 round")
-    monkeypatch.setenv("BEAVERTUI_SIDE_BUDGET_MS", "0")  # off: every launch of every round
-    t, timer = measure(inproc, tmp_path, solution("echo 1500.0"))
+    t, timer = measure(inproc, tmp_path, solution("echo 1500.0"), side_budget_ms=0)  # off: every launch
     assert "--side-budget-ms" not in timer.runs[0][1].command
     assert len(t.candidate_samples) == 15 and t.note is None
-    monkeypatch.setenv("BEAVERTUI_SIDE_BUDGET_MS", "2s")
-    with pytest.raises(BeaverError, match="BEAVERTUI_SIDE_BUDGET_MS='2s': expected milliseconds"):
-        TimingConfig()
+    # the setting users give, read where a command starts
+    assert timing_config({}).side_budget_ms == 2000.0
+    assert timing_config({"BEAVERTUI_SIDE_BUDGET_MS": "0"}).side_budget_ms == 0.0
+    assert timing_config({"BEAVERTUI_SIDE_BUDGET_MS": " 500 "}).side_budget_ms == 500.0
+    for bad in ("2s", "-1", "inf", "nan"):
+        with pytest.raises(BeaverError, match=f"BEAVERTUI_SIDE_BUDGET_MS='{bad}': expected milliseconds"):
+            timing_config({"BEAVERTUI_SIDE_BUDGET_MS": bad})
+    with pytest.raises(BeaverError, match="expected milliseconds >= 0"):
+        TimingConfig(side_budget_ms=-1.0)
 
 
 def test_an_unstable_measurement_is_remeasured_once_in_a_second_process(inproc, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
@@ -274,20 +280,22 @@ def test_in_process_timing_is_the_default_and_process_timing_is_asked_for(
     inproc, tmp_path: Path, monkeypatch
 ) -> None:  # type: ignore[no-untyped-def]
     monkeypatch.delenv("BEAVERTUI_TIMING", raising=False)
-    assert TimingConfig().inprocess
+    assert TimingConfig().inprocess and timing_config().inprocess and local_config().timing.inprocess
     monkeypatch.setenv("BEAVERTUI_TIMING", "process")
     cfg = stages.StageConfig(base_dir=tmp_path / "w")
-    timer = Timer(inproc, cfg, TimingConfig(cache=tmp_path / "cache"))
+    assert TimingConfig().inprocess  # the engine reads no environment: the edge hands it the setting
+    tool = LocalToolchain(local_config(timing=timing_config(cache=tmp_path / "cache")))
+    timer = Timer(inproc, cfg, tool.config.timing)
     assert not timer.inprocess
     with stages.workdir(inproc, solution("echo 1.0"), cfg) as cand:
         t = timer.measure(cand, None)
     assert t.method == "beaver_time_ms" and t.note is None  # one process per side and round
     assert [who for who, _ in timer.runs] == ["reference", "candidate"] * 3
-    monkeypatch.setenv("BEAVERTUI_TIMING", "inprocess")
-    assert TimingConfig().inprocess and Timer(inproc, cfg, TimingConfig(cache=tmp_path / "c2")).inprocess
-    monkeypatch.setenv("BEAVERTUI_TIMING", "in-process")
-    with pytest.raises(BeaverError, match="expected 'inprocess' or 'process'"):
-        TimingConfig()
+    assert Timer(
+        inproc, cfg, timing_config({"BEAVERTUI_TIMING": "inprocess"}, cache=tmp_path / "c2")
+    ).inprocess
+    with pytest.raises(BeaverError, match="BEAVERTUI_TIMING='in-process': expected 'inprocess' or 'process'"):
+        local_config({"BEAVERTUI_TIMING": "in-process"})
 
 
 def test_timing_sources_are_not_harness_and_a_change_rebuilds_the_timing_side(tmp_path: Path) -> None:

@@ -224,16 +224,20 @@ def test_a_run_in_turn_writes_its_marks_where_the_timer_reads_them(tmp_path: Pat
 
 
 def test_the_setting_takes_three_words_and_refuses_anything_else(monkeypatch: pytest.MonkeyPatch) -> None:
-    from beavertui.engine.timing.speedup import PRESTART_ENV, prestart_default
+    from beavertui.service.environment import PRESTART_ENV, prestart_setting, timing_config
 
     monkeypatch.delenv(PRESTART_ENV, raising=False)
-    assert prestart_default() == "all" and TimingConfig().prestart == "all"
+    assert (
+        prestart_setting() == "all" and TimingConfig().prestart == "all" and timing_config().prestart == "all"
+    )
     for word in ("cupti", "all", "off"):
         monkeypatch.setenv(PRESTART_ENV, word)
-        assert TimingConfig().prestart == word
+        assert timing_config().prestart == word and TimingConfig(prestart=word).prestart == word
     monkeypatch.setenv(PRESTART_ENV, "on")
     with pytest.raises(BeaverError, match="BEAVERTUI_PRESTART='on': expected one of cupti, all, off"):
-        prestart_default()
+        timing_config()
+    with pytest.raises(BeaverError, match="prestart 'on': expected one of cupti, all, off"):
+        TimingConfig(prestart="on")
 
 
 def _cupti_timer(
@@ -288,15 +292,17 @@ def test_go_at_exit_lets_the_next_run_go_before_the_one_before_has_ended(
 
 
 def test_go_at_exit_is_off_unless_asked_and_refuses_a_typo(monkeypatch: pytest.MonkeyPatch) -> None:
-    from beavertui.engine.timing.speedup import GO_AT_EXIT_ENV
+    from beavertui.service.environment import GO_AT_EXIT_ENV, timing_config
 
     monkeypatch.delenv(GO_AT_EXIT_ENV, raising=False)
-    assert TimingConfig().go_at_exit is False
+    assert TimingConfig().go_at_exit is False and timing_config().go_at_exit is False
     monkeypatch.setenv(GO_AT_EXIT_ENV, "1")
-    assert TimingConfig().go_at_exit is True
+    assert timing_config().go_at_exit is True and TimingConfig().go_at_exit is False
+    monkeypatch.setenv(GO_AT_EXIT_ENV, "0")
+    assert timing_config().go_at_exit is False
     monkeypatch.setenv(GO_AT_EXIT_ENV, "yes")
     with pytest.raises(BeaverError, match="BEAVERTUI_GO_AT_EXIT='yes': expected 1 or 0"):
-        TimingConfig()
+        timing_config()
 
 
 def test_a_reference_timed_alone_starts_its_runs_ahead_too(
