@@ -1,4 +1,5 @@
-"""`beavertui corpus list|validate`: what tasks a corpus holds and which of them are valid on this GPU."""
+"""`beavertui corpus list|validate|baselines`: what tasks a corpus holds, which of them are valid on this GPU,
+and their named baselines (PyTorch eager, torch.compile, CUDA Graph, vendor library, roofline)."""
 
 from __future__ import annotations
 
@@ -50,6 +51,44 @@ def register(sub: Any) -> None:
         help="time on these GPUs, one task at a time on each (e.g. 0,1; default: the visible GPU as one)",
     )  # fmt: skip
     va.set_defaults(func=_validate)
+    bl = csub.add_parser(
+        "baselines",
+        help="time every task's named baselines on this GPU (PyTorch eager, torch.compile, CUDA Graph, vendor), "
+        "or print the table of the stored ones (--table)",
+    )
+    bl.add_argument("--corpus", type=Path, default=None, help="corpus folder")
+    bl.add_argument("--task", action="append", default=None, metavar="ID", help="only this task (repeatable)")
+    bl.add_argument(
+        "--tasks-file", type=Path, default=None, metavar="FILE",
+        help="only the task ids listed in FILE, one a line (# comments)",
+    )  # fmt: skip
+    bl.add_argument(
+        "--table", action="store_true",
+        help="measure nothing: print the stored times of every task beside its reference's",
+    )  # fmt: skip
+    bl.add_argument(
+        "--gpu-slug", default=None, metavar="SLUG",
+        help="with --table: the GPU signature whose stored times to show (default: this machine's GPU)",
+    )  # fmt: skip
+    bl.add_argument(
+        "--jobs", type=int, default=4, metavar="N", help="drivers warming up side by side (default 4)"
+    )
+    bl.add_argument(
+        "--trials", type=int, default=20, metavar="N", help="timed calls per variant (default 20)"
+    )
+    bl.add_argument(
+        "--warmup", type=int, default=3, metavar="N", help="untimed calls per variant (default 3)"
+    )
+    bl.add_argument(
+        "--budget-s", type=float, default=None, metavar="S",
+        help="start no driver after S seconds (the tasks not reached say so)",
+    )  # fmt: skip
+    bl.add_argument(
+        "--out", type=Path, default=None, metavar="FILE",
+        help="also write every stored set to FILE, one JSON object a line (for committing elsewhere)",
+    )  # fmt: skip
+    add_format_argument(bl, "one object per task")
+    bl.set_defaults(func=_baselines)
 
 
 def _load(args: argparse.Namespace) -> Any:
@@ -234,3 +273,86 @@ def _validate_status(results: list[Any], problems: tuple[str, ...] | list[str]) 
         )
         return 1
     return 0
+
+
+def _baselines_tasks(args: argparse.Namespace) -> list[Any]:
+    from beavertui.engine.fileio import read_small_text
+
+    tasks = list(_load(args).tasks)
+    if args.tasks_file is not None:
+        text = read_small_text(args.tasks_file, 1 << 20, "task list")
+        wanted = [ln.split("#", 1)[0].strip() for ln in text.splitlines()]
+        keep = {w for w in wanted if w}
+        missing = sorted(keep - {t.id for t in tasks})
+        if missing:
+            raise BeaverError(f"{args.tasks_file}: not in the corpus: {', '.join(missing[:5])}")
+        tasks = [t for t in tasks if t.id in keep]
+    return tasks
+
+
+def _baselines(args: argparse.Namespace) -> int:
+    from beavertui.commands.formats import output_format
+    from beavertui.engine.host.ceilings import measure
+    from beavertui.engine.host.gpu import probe
+    from beavertui.engine.session.events import GpuSignature
+    from beavertui.engine.validation import baselines_record as rec
+    from beavertui.reports.render import emit
+    from beavertui.reports.tables import Table
+
+    fmt = output_format(args)
+    tasks = _baselines_tasks(args)
+    if args.table:
+        if args.gpu_slug:
+            gpu = GpuSignature(slug=args.gpu_slug, name=args.gpu_slug, compute_capability="")
+        else:
+            found = probe().gpu
+            if found is None:
+                raise BeaverError("no GPU here: name the GPU signature whose times to show with --gpu-slug")
+            gpu = found
+        rows = rec.table_rows(tasks, gpu)
+        title = f"named baselines on {gpu.slug}: {len(rows)} tasks"
+        emit([Table(title, rec.TABLE_COLUMNS, tuple(rows), note=rec.TABLE_NOTE, keys=1)], fmt)
+        return 0
+    for flag in ("jobs", "trials"):
+        if getattr(args, flag) < 1:
+            raise BeaverError(f"--{flag} must be at least 1, got {getattr(args, flag)}")
+    machine = probe()
+    if machine.gpu is None:
+        raise BeaverError(
+            "no NVIDIA GPU visible: named baselines are timed on a GPU (--table shows stored ones)"
+        )
+    if not machine.torch:
+        raise BeaverError("torch is not importable by this interpreter: the PyTorch baselines need it")
+    gpu = machine.gpu
+    ceil = measure(gpu, torch_ok=True)
+    print(
+        f"ceilings on {gpu.slug}: copy {ceil.copy_gbps or '?'} GB/s, bf16 {ceil.bf16_tflops or '?'} TFLOP/s",
+        file=sys.stderr, flush=True,
+    )  # fmt: skip
+    outcomes = rec.record(
+        tasks, gpu, jobs=args.jobs, trials=args.trials, warmup=args.warmup, budget_s=args.budget_s,
+        progress=lambda line: print(line, file=sys.stderr, flush=True), measured=ceil,
+    )  # fmt: skip
+    if args.out is not None:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        with args.out.open("w", encoding="utf-8") as fh:
+            for o in outcomes:
+                if o.found is not None:
+                    fh.write(o.found.model_dump_json() + "\n")
+    if fmt == "json":
+        for o in outcomes:
+            print(json.dumps({"task_id": o.task_id, "stored": str(o.stored) if o.stored else None,
+                              "reason": o.reason, "shared_with": o.shared_with}))  # fmt: skip
+        return 0
+    done_rows = tuple(
+        (
+            o.task_id,
+            "stored" if o.stored else "not stored",
+            rec.describe(o.found) if o.found else o.reason or "",
+        )
+        for o in outcomes
+    )
+    done = sum(1 for o in outcomes if o.stored)
+    emit([Table(f"named baselines on {gpu.slug}: {done} of {len(outcomes)} tasks stored",
+                ("task", "state", "times (median of one call) or why none"), done_rows, keys=1)], fmt)  # fmt: skip
+    return 0 if done else 3

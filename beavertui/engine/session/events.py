@@ -407,6 +407,20 @@ class TimingResult(_Frozen):
         return self.driver_phases_s.get("models")
 
 
+class BaselineTime(_Frozen):
+    """One named baseline of the session's task on its GPU, besides the reference (docs/metrics.md,
+    Baselines): what it is, its stored time and how that time was measured."""
+
+    name: Name
+    """``eager``, ``compile``, ``compile_ro``, ``graph``, ``vendor`` or ``roofline`` (timing/named_baselines.py)."""
+    median_ms: float = Field(gt=0)
+    """Median time of one call, milliseconds (``roofline``: the least time the declared work can take)."""
+    method: Name
+    """How it was measured (``torch_events_l2flush``, ``torch_events_l2flush_queued``, ``roofline``)."""
+    note: str = ""
+    """What was timed and with what (torch version, library, calls, ceilings)."""
+
+
 # --------------------------------------------------------------------------------------------- events
 
 
@@ -467,6 +481,9 @@ class SessionHeader(_Event):
     """Free text, e.g. 'replies written by hand'."""
     imported: ImportedFrom | None = None
     """Set when the session was converted from another program's records (``beavertui import``)."""
+    baselines: list[BaselineTime] = Field(default_factory=list)
+    """The task's named baselines stored for this GPU when the session started (empty: none recorded, or
+    written before they existed); each attempt's speedup against them is computed from its timing."""
 
     @model_validator(mode="before")
     @classmethod

@@ -1,0 +1,285 @@
+"""Time a task's PyTorch equivalent as named baselines, in one process (run on the GPU machine).
+
+Usage: ``python baselines_driver.py --module FILE [--args JSON] [--style native|kernelbench] [--trials N]
+[--warmup W] [--variants eager,compile,compile_ro,graph,vendor] [--go-file PATH [--go-timeout S]]``.
+
+FILE defines ``Model``, ``get_inputs`` and ``get_init_inputs`` (a kernelbench problem.py, or a bundled
+task's ``_torch/<family>.py``); both functions are called with the keyword arguments of ``--args`` (the
+task's timing shape and type), ``VendorModel`` where the task declares a vendor baseline. The inputs are
+drawn once, seeded, with CUDA as torch's default device (on the host, then copied, where that fails). The
+variants, each built from the same seeded initial inputs:
+
+- ``eager``: ``Model`` called as is;
+- ``compile``: ``torch.compile(model)``; ``compile_ro``: ``torch.compile(model, mode="reduce-overhead")``
+  (``torch.compiler.cudagraph_mark_step_begin()`` before each call, outside the timed span);
+- ``graph``: the eager call captured once into a ``torch.cuda.CUDAGraph`` and replayed;
+- ``vendor``: ``VendorModel`` called as is.
+
+Each variant gets W untimed calls first (compilation and capture happen there), and its output is compared
+with eager's (``max_abs_diff``). Then N trials, each one timed call of every variant in turn (the order
+reversed on odd trials). Before every timed call the L2 cache is flushed by writing a buffer of at least
+256 MiB (twice the L2 when larger); the call is timed with CUDA events on the current stream. Style
+``kernelbench`` synchronises the GPU after the flush and before the start event (the kernelbench family's
+driver); ``native`` queues the start event and the call behind the flush (the bundled tasks' in-process
+timing, so the host's launch latency hides behind the flush). A variant that fails (torch.compile refuses
+the model, the capture fails, out of memory) carries ``error`` and the others go on, all under
+``torch.no_grad()``.
+
+One line is printed: ``BEAVER_BASELINES {json}`` with ``variants`` (per name ``samples_ms`` or ``error``,
+and ``max_abs_diff``), ``torch``, ``device``, ``trials``, ``warmup``, ``flush_bytes``, ``style`` and
+``phases_s`` (host seconds of each phase). When nothing can be timed at all (torch is not importable, no GPU
+is visible, FILE fails to load), the line carries only ``error`` (one line saying why) and ``skip``, and the
+exit status is 3.
+
+With ``--go-file``, every variant is built and warmed up first, ``BEAVER_BASELINES_READY`` is printed, and the
+trials wait until PATH exists (at most ``--go-timeout`` seconds): several drivers compile side by side while
+only one at a time is timed.
+
+This file is a standalone script: it imports only the standard library and torch, never beavertui.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+import traceback
+import types
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+TAG = "BEAVER_BASELINES"
+READY = "BEAVER_BASELINES_READY"
+VARIANTS = ("eager", "compile", "compile_ro", "graph", "vendor")
+STYLES = ("native", "kernelbench")
+POLL_S = 0.01
+
+
+def emit(doc: dict[str, Any]) -> None:
+    print(f"{TAG} {json.dumps(doc, allow_nan=False)}", flush=True)
+
+
+def one_line(exc: BaseException) -> str:
+    return traceback.format_exception_only(type(exc), exc)[-1].strip().replace("\n", " ")[:300]
+
+
+def load_module(path: Path) -> types.ModuleType:
+    mod = types.ModuleType("beaver_baseline_problem")
+    mod.__file__ = str(path)
+    sys.modules[mod.__name__] = mod
+    exec(compile(path.read_text(encoding="utf-8"), str(path), "exec"), mod.__dict__)
+    return mod
+
+
+def _cuda(x: Any, torch: Any) -> Any:
+    return x.cuda() if isinstance(x, torch.Tensor) else x
+
+
+def draw_inputs(problem: types.ModuleType, torch: Any, args: dict[str, Any], seed: int) -> list[Any]:
+    """The seeded inputs, made on the GPU (on the host and copied where that fails)."""
+    try:
+        torch.manual_seed(seed)
+        with torch.device("cuda"):
+            return list(problem.get_inputs(**args))
+    except Exception:
+        torch.cuda.empty_cache()
+    torch.manual_seed(seed)
+    return [_cuda(x, torch) for x in problem.get_inputs(**args)]
+
+
+def build(name: str, problem: types.ModuleType, torch: Any, init: list[Any], seed: int) -> Any:
+    """The module of variant ``name`` (its callable is made by ``callable_of``)."""
+    cls = getattr(problem, "VendorModel" if name == "vendor" else "Model", None)
+    if cls is None:
+        raise RuntimeError("the module defines no VendorModel" if name == "vendor" else "no Model")
+    torch.manual_seed(seed)
+    model = cls(*init).cuda().eval()
+    if name == "compile":
+        return torch.compile(model)
+    if name == "compile_ro":
+        return torch.compile(model, mode="reduce-overhead")
+    return model
+
+
+def callable_of(
+    name: str, model: Any, inputs: list[Any], torch: Any, warmup: int
+) -> tuple[Callable[[], Any], Callable[[], None], Any]:
+    """(call, before, output): the timed call, what runs before it outside the timed span, and the output
+    of the last warm-up call (for the comparison with eager). The warm-up calls are made here."""
+
+    def before() -> None:
+        return None
+
+    if name == "compile_ro":
+        mark = getattr(getattr(torch, "compiler", None), "cudagraph_mark_step_begin", None)
+        if mark is not None:
+            before = mark
+    if name == "graph":
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            for _ in range(max(warmup, 1)):
+                model(*inputs)
+        torch.cuda.current_stream().wait_stream(side)
+        torch.cuda.synchronize()
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            out = model(*inputs)
+        graph.replay()
+        torch.cuda.synchronize()
+        return graph.replay, before, out
+    out = None
+    for _ in range(max(warmup, 1)):
+        before()
+        out = model(*inputs)
+    torch.cuda.synchronize()
+    if isinstance(out, torch.Tensor):
+        out = out.clone()
+    return (lambda: model(*inputs)), before, out
+
+
+def max_abs_diff(a: Any, b: Any, torch: Any) -> float | None:
+    if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and a.shape == b.shape:
+        if a.is_sparse or b.is_sparse:
+            return None
+        return float((a.double() - b.double()).abs().max().item()) if a.numel() else 0.0
+    return None
+
+
+def wait_for_go(path: Path, timeout_s: float) -> None:
+    print(READY, flush=True)
+    deadline = time.monotonic() + timeout_s
+    while not path.exists():
+        if time.monotonic() >= deadline:
+            raise TimeoutError(f"no go ({path.name}) within {timeout_s:g} s")
+        time.sleep(POLL_S)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    ap.add_argument("--module", type=Path, required=True)
+    ap.add_argument(
+        "--args", default="{}", help="JSON object: keyword arguments of get_inputs/get_init_inputs"
+    )
+    ap.add_argument("--style", choices=STYLES, default="native")
+    ap.add_argument("--trials", type=int, default=20)
+    ap.add_argument("--warmup", type=int, default=3)
+    ap.add_argument("--seed", type=int, default=42)
+    ap.add_argument("--variants", default="eager,compile,compile_ro,graph")
+    ap.add_argument("--go-file", type=Path, default=None)
+    ap.add_argument("--go-timeout", type=float, default=600.0)
+    a = ap.parse_args(argv)
+    wanted = [v for v in a.variants.split(",") if v]
+    unknown = [v for v in wanted if v not in VARIANTS]
+    if unknown or not wanted:
+        emit({"error": f"unknown variants {unknown}: expected some of {', '.join(VARIANTS)}", "skip": True})
+        return 3
+    try:
+        args = json.loads(a.args)
+        if not isinstance(args, dict):
+            raise ValueError("not a JSON object")
+    except ValueError as exc:
+        emit({"error": f"--args is not a JSON object: {exc}", "skip": True})
+        return 3
+    phases: dict[str, float] = {}
+    mark = [time.perf_counter()]
+
+    def phase(name: str) -> None:
+        now = time.perf_counter()
+        phases[name] = round(now - mark[0], 3)
+        mark[0] = now
+
+    try:
+        import torch
+    except Exception as exc:
+        emit({"error": f"torch is not importable here ({one_line(exc)}): PyTorch baselines need it",
+              "skip": True})  # fmt: skip
+        return 3
+    if not torch.cuda.is_available():
+        emit({"error": "torch sees no CUDA device: PyTorch baselines need a GPU", "skip": True})
+        return 3
+    try:
+        problem = load_module(a.module)
+        phase("import")
+        inputs = draw_inputs(problem, torch, args, a.seed)
+        torch.manual_seed(a.seed)
+        init = [_cuda(x, torch) for x in problem.get_init_inputs(**args)]
+        torch.cuda.synchronize()
+        phase("inputs")
+    except Exception as exc:
+        emit({"error": f"{a.module.name}: {one_line(exc)}", "skip": True})
+        return 3
+    result: dict[str, dict[str, Any]] = {}
+    ready: list[tuple[str, Callable[[], Any], Callable[[], None]]] = []
+    reference_out = None
+    with torch.no_grad():
+        for name in wanted:
+            try:
+                model = build(name, problem, torch, init, a.seed)
+                call, before, out = callable_of(name, model, inputs, torch, a.warmup)
+                if name == "eager":
+                    reference_out = out
+                diff = max_abs_diff(out, reference_out, torch) if reference_out is not None else None
+                result[name] = {"samples_ms": [], "max_abs_diff": diff}
+                ready.append((name, call, before))
+            except Exception as exc:
+                result[name] = {"error": one_line(exc)}
+                torch.cuda.synchronize()
+                torch.cuda.empty_cache()
+            phase(f"warm_{name}")
+        flush_bytes = max(
+            256 << 20, 2 * int(getattr(torch.cuda.get_device_properties(0), "L2_cache_size", 0) or 0)
+        )
+        flush = torch.empty(flush_bytes // 8, dtype=torch.int64, device="cuda")
+        if a.go_file is not None:
+            try:
+                wait_for_go(a.go_file, a.go_timeout)
+            except TimeoutError as exc:
+                emit({"error": str(exc), "skip": True})
+                return 3
+            phase("waited_for_go")
+        start = torch.cuda.Event(enable_timing=True)
+        end = torch.cuda.Event(enable_timing=True)
+        failed: set[str] = set()
+        for trial in range(a.trials):
+            order = ready if trial % 2 == 0 else list(reversed(ready))
+            for name, call, before in order:
+                if name in failed:
+                    continue
+                try:
+                    before()
+                    if a.style == "kernelbench":
+                        torch.cuda.synchronize()
+                        flush.zero_()
+                        torch.cuda.synchronize()
+                    else:
+                        flush.zero_()
+                    start.record()
+                    call()
+                    end.record()
+                    end.synchronize()
+                    result[name]["samples_ms"].append(float(start.elapsed_time(end)))
+                except Exception as exc:
+                    failed.add(name)
+                    result[name] = {"error": f"during the trials: {one_line(exc)}"}
+                    torch.cuda.synchronize()
+        phase("trials")
+    emit(
+        {
+            "style": a.style,
+            "variants": result,
+            "trials": a.trials,
+            "warmup": a.warmup,
+            "flush_bytes": flush_bytes,
+            "torch": torch.__version__,
+            "device": torch.cuda.get_device_name(0),
+            "phases_s": phases,
+        }
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

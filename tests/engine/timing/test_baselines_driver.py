@@ -1,0 +1,153 @@
+"""The named-baselines driver (beavertui/engine/timing/baselines_driver.py) run as the real script, in its own
+process: where torch is missing it says so in one line; with the stand-in torch of tests/torch_standin.py it
+times every variant in turn, reports a variant torch.compile refuses and times the others, and waits for its
+go; on a GPU with torch, the real softmax equivalent of the bundled corpus is timed."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests import torch_standin
+
+ROOT = Path(__file__).resolve().parents[3]
+DRIVER = ROOT / "beavertui" / "engine" / "timing" / "baselines_driver.py"
+TAG = "BEAVER_BASELINES "
+
+
+def run(
+    tmp: Path, pythonpath: Path | None, *args: str, env: dict[str, str] | None = None
+) -> tuple[int, list[str]]:
+    e = {**os.environ, **(env or {})}
+    if pythonpath is not None:
+        e["PYTHONPATH"] = str(pythonpath)
+    proc = subprocess.run(
+        [sys.executable, str(DRIVER), *args], capture_output=True, text=True, env=e, cwd=tmp, timeout=120
+    )
+    return proc.returncode, [ln for ln in (proc.stdout + proc.stderr).splitlines() if ln.strip()]
+
+
+def result(lines: list[str]) -> dict[str, Any]:
+    docs = [json.loads(ln[len(TAG) :]) for ln in lines if ln.startswith(TAG)]
+    assert len(docs) == 1, lines
+    return docs[0]
+
+
+def problem(tmp: Path) -> Path:
+    p = tmp / "problem.py"
+    p.write_text(torch_standin.PROBLEM)
+    return p
+
+
+def test_without_torch_one_line_says_why(tmp_path: Path) -> None:
+    blocked = torch_standin.block(tmp_path / "site")
+    rc, lines = run(tmp_path, blocked, "--module", str(problem(tmp_path)), "--args", '{"n": 4, "dtype": "x"}')
+    assert rc == 3
+    assert len(lines) == 1
+    doc = result(lines)
+    assert doc["skip"] is True
+    assert doc["error"].startswith("torch is not importable here")
+    assert "PyTorch baselines need it" in doc["error"]
+
+
+def test_bad_arguments_say_why_before_torch(tmp_path: Path) -> None:
+    blocked = torch_standin.block(tmp_path / "site")
+    rc, lines = run(tmp_path, blocked, "--module", "p.py", "--variants", "eager,fast")
+    assert rc == 3 and "unknown variants ['fast']" in result(lines)["error"]
+    rc, lines = run(tmp_path, blocked, "--module", "p.py", "--args", "[1]")
+    assert rc == 3 and "--args is not a JSON object" in result(lines)["error"]
+
+
+def test_every_variant_timed_in_alternating_order(tmp_path: Path) -> None:
+    site = torch_standin.write(tmp_path / "site")
+    calls = tmp_path / "calls"
+    rc, lines = run(
+        tmp_path, site, "--module", str(problem(tmp_path)), "--args", '{"n": 4, "dtype": "float32"}',
+        "--trials", "4", "--warmup", "2", "--variants", "eager,compile,compile_ro,graph,vendor",
+        env={"STANDIN_CALLS": str(calls)},
+    )  # fmt: skip
+    assert rc == 0, lines
+    doc = result(lines)
+    v = doc["variants"]
+    expected = {"eager": 2.0, "compile": 1.0, "compile_ro": 0.8, "graph": 1.5, "vendor": 1.2}
+    for name, ms in expected.items():
+        assert v[name]["samples_ms"] == pytest.approx([ms] * 4), name
+        assert v[name]["max_abs_diff"] == 0.0
+    assert doc["trials"] == 4 and doc["warmup"] == 2 and doc["style"] == "native"
+    assert doc["flush_bytes"] == 256 << 20  # at least 256 MiB: the stand-in's L2 is 50 MiB
+    trials = calls.read_text().split()[-20:]  # the 4 trials of 5 variants, after the warm-up calls
+    order = ["eager", "compile", "compile_ro", "graph", "vendor"]
+    assert trials == order + order[::-1] + order + order[::-1]
+
+
+def test_a_variant_compile_refuses_fails_alone(tmp_path: Path) -> None:
+    site = torch_standin.write(tmp_path / "site")
+    rc, lines = run(
+        tmp_path, site, "--module", str(problem(tmp_path)), "--args", '{"n": 4, "dtype": "float32"}',
+        "--trials", "3", "--style", "kernelbench", env={"STANDIN_COMPILE_FAILS": "1"},
+    )  # fmt: skip
+    assert rc == 0
+    v = result(lines)["variants"]
+    assert set(v) == {"eager", "compile", "compile_ro", "graph"}
+    for name in ("compile", "compile_ro"):
+        assert "torch.compile refuses this model" in v[name]["error"]
+        assert "samples_ms" not in v[name]
+    assert len(v["eager"]["samples_ms"]) == 3 and len(v["graph"]["samples_ms"]) == 3
+
+
+def test_a_module_that_fails_to_load_says_why(tmp_path: Path) -> None:
+    site = torch_standin.write(tmp_path / "site")
+    bad = tmp_path / "bad.py"
+    bad.write_text("import torch\nraise ValueError('no such shape')\n")
+    rc, lines = run(tmp_path, site, "--module", str(bad))
+    assert rc == 3
+    assert result(lines)["error"] == "bad.py: ValueError: no such shape"
+
+
+def test_waits_for_its_go_after_warming_up(tmp_path: Path) -> None:
+    site = torch_standin.write(tmp_path / "site")
+    go = tmp_path / "go"
+    out = tmp_path / "out.log"
+    with out.open("w") as fh:
+        proc = subprocess.Popen(
+            [sys.executable, str(DRIVER), "--module", str(problem(tmp_path)), "--args",
+             '{"n": 4, "dtype": "float32"}', "--trials", "2", "--go-file", str(go), "--go-timeout", "60"],
+            stdout=fh, stderr=subprocess.STDOUT, env={**os.environ, "PYTHONPATH": str(site)}, cwd=tmp_path,
+        )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 60
+        while "BEAVER_BASELINES_READY" not in out.read_text():
+            assert proc.poll() is None and time.monotonic() < deadline, out.read_text()
+            time.sleep(0.02)
+        assert TAG not in out.read_text()  # nothing timed before the go
+        assert proc.poll() is None
+        go.write_text("go\n")
+        assert proc.wait(timeout=60) == 0
+    finally:
+        proc.kill()
+    doc = result(out.read_text().splitlines())
+    assert len(doc["variants"]["eager"]["samples_ms"]) == 2
+    assert "waited_for_go" in doc["phases_s"]
+
+
+@pytest.mark.gpu
+def test_softmax_equivalent_on_the_gpu(tmp_path: Path) -> None:
+    """The bundled softmax equivalent, small, through real torch on a real GPU: every variant timed or its
+    failure said, eager's output the reference of the others."""
+    pytest.importorskip("torch")
+    rc, lines = run(
+        tmp_path, None, "--module", str(ROOT / "corpus" / "_torch" / "softmax.py"), "--args",
+        '{"rows": 256, "cols": 1024, "dtype": "float32"}', "--trials", "5",
+    )  # fmt: skip
+    assert rc == 0, lines[-5:]
+    v = result(lines)["variants"]
+    assert len(v["eager"]["samples_ms"]) == 5 and all(x > 0 for x in v["eager"]["samples_ms"])
+    for name in ("compile", "compile_ro", "graph"):
+        assert "error" in v[name] or v[name]["max_abs_diff"] < 1e-5, (name, v[name])

@@ -1,0 +1,138 @@
+"""Recording named baselines (beavertui/engine/validation/baselines_record.py) end to end on the CPU: the real
+driver script in its own processes, with the stand-in torch of tests/torch_standin.py. Tasks sharing one
+equivalent are timed once; drivers warm up side by side and are timed in turn; each set is stored where the
+task keeps its baselines; the table shows every time beside the reference's; what could not run says why."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from beavertui.engine.corpus.load import load_corpus
+from beavertui.engine.corpus.task import Task
+from beavertui.engine.session.events import GpuSignature
+from beavertui.engine.timing import named_baselines as nb
+from beavertui.engine.validation import baselines_record as rec
+from tests import torch_standin
+
+ROOT = Path(__file__).resolve().parents[3]
+CORPUS = ROOT / "corpus"
+H200 = GpuSignature(slug="nvidia_h200_sm_90_cuda_13_0", name="NVIDIA H200", compute_capability="9.0")
+
+
+def corpus(tmp: Path) -> list[Task]:
+    """reduce_00 and reduce_01 (one equivalent), softmax_00 (another, with a vendor baseline) and
+    histogram_00 (no declaration) copied, their equivalents the stand-in problem."""
+    root = tmp / "corpus"
+    for name in ("_common", "reduce_00", "reduce_01", "softmax_00", "histogram_00"):
+        shutil.copytree(CORPUS / name, root / name)
+    (root / "_torch").mkdir()
+    (root / "_torch" / "standin.py").write_text(torch_standin.PROBLEM)
+    decl = {
+        "reduce_00": {"module": "_torch/standin.py", "args": {"n": 4, "dtype": "float32"}},
+        "reduce_01": {"module": "_torch/standin.py", "args": {"n": 4, "dtype": "float32"}},
+        "softmax_00": {
+            "module": "_torch/standin.py",
+            "args": {"n": 8, "dtype": "float32"},
+            "vendor": "stand-in BLAS",
+        },
+    }
+    for tid in ("reduce_00", "reduce_01", "softmax_00", "histogram_00"):
+        p = root / tid / "input.json"
+        doc = json.loads(p.read_text())
+        doc.pop("baselines", None)
+        if tid in decl:
+            doc["baselines"] = {"torch": decl[tid]}
+        p.write_text(json.dumps(doc))
+    return list(load_corpus(root).tasks)
+
+
+def test_plan_groups_tasks_by_equivalent(tmp_path: Path) -> None:
+    p = rec.plan(corpus(tmp_path))
+    assert [[t.id for t in j.tasks] for j in p.jobs] == [["reduce_00", "reduce_01"], ["softmax_00"]]
+    assert p.jobs[0].variants == ("eager", "compile", "compile_ro", "graph")
+    assert p.jobs[1].variants == ("eager", "compile", "compile_ro", "graph", "vendor")
+    assert p.skipped == {"histogram_00": "no PyTorch equivalent declared (input.json baselines.torch)"}
+
+
+def test_record_stores_each_set_and_the_table_shows_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    tasks = corpus(tmp_path)
+    monkeypatch.setenv("PYTHONPATH", str(torch_standin.write(tmp_path / "site")))
+    said: list[str] = []
+    out = rec.record(tasks, H200, jobs=2, trials=3, warmup=1, cache=tmp_path / "cache", progress=said.append)
+    by = {o.task_id: o for o in out}
+    assert [o.task_id for o in out] == [t.id for t in tasks]  # in the tasks' order
+    assert by["histogram_00"].stored is None and "no PyTorch equivalent declared" in (
+        by["histogram_00"].reason or ""
+    )
+    assert by["reduce_01"].shared_with == "reduce_00" and by["reduce_00"].shared_with is None
+    tasks_by = {t.id: t for t in tasks}
+    for tid in ("reduce_00", "reduce_01", "softmax_00"):
+        assert by[tid].stored == tasks_by[tid].root / "baselines" / "named" / f"{H200.slug}.json"
+        found = nb.load(tasks_by[tid], H200, tmp_path / "cache")
+        assert (
+            found is not None and found.task_id == tid and found.measured_for in ("reduce_00", "softmax_00")
+        )
+        eager = found.time_of("eager")
+        assert eager is not None and eager.median_ms == pytest.approx(2.0) and len(eager.samples) == 3
+    soft = nb.load(tasks_by["softmax_00"], H200, tmp_path / "cache")
+    assert soft is not None
+    vendor = soft.time_of("vendor")
+    assert vendor is not None and vendor.median_ms == pytest.approx(1.2) and vendor.library == "stand-in BLAS"
+    assert any(line.startswith("reduce_00: eager 2 ms;") and "(also 1 other tasks)" in line for line in said)
+    rows = {r[0]: r for r in rec.table_rows(tasks, H200, tmp_path / "cache")}
+    ref = rows["softmax_00"][1]
+    assert ref != "-"  # the reference's stored H200 time, from the task's own baselines/
+    ratio = 1.0 / float(ref)
+    assert rows["softmax_00"][rec.TABLE_COLUMNS.index("compile ms")] == f"1 [{ratio:.2f}x]"
+    assert rows["softmax_00"][rec.TABLE_COLUMNS.index("vendor ms")].startswith("1.2 (stand-in BLAS) [")
+    assert rows["histogram_00"][2:7] == ("-",) * 5
+
+
+def test_a_driver_without_torch_stores_nothing_and_says_why(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    tasks = corpus(tmp_path)
+    monkeypatch.setenv("PYTHONPATH", str(torch_standin.block(tmp_path / "site")))
+    out = rec.record(tasks, H200, jobs=4, trials=2, cache=tmp_path / "cache")
+    reasons = {o.task_id: o.reason for o in out}
+    assert all(o.stored is None for o in out)
+    assert (reasons["reduce_00"] or "").startswith("torch is not importable here")
+    assert reasons["reduce_01"] == reasons["reduce_00"]
+
+
+def test_a_spent_budget_starts_no_driver(tmp_path: Path) -> None:
+    out = rec.record(corpus(tmp_path), H200, budget_s=-1.0, cache=tmp_path / "cache")
+    assert {o.task_id: o.reason for o in out}["softmax_00"] == "not reached within the time budget"
+
+
+def test_the_command_prints_the_table_of_stored_times(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    tasks = corpus(tmp_path)
+    monkeypatch.setenv("PYTHONPATH", str(torch_standin.write(tmp_path / "site")))
+    rec.record(tasks, H200, jobs=2, trials=2, cache=tmp_path / "cache")
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "XDG_CACHE_HOME": str(tmp_path / "xdg")}
+    cmd = [sys.executable, "-m", "beavertui", "corpus", "baselines", "--corpus", str(tmp_path / "corpus"), "--table",
+           "--gpu-slug", H200.slug, "--format", "md"]  # fmt: skip
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert (
+        "| task | reference ms | eager ms | compile ms | compile-ro ms | graph ms | vendor ms | roofline ms |"
+        in proc.stdout
+    )
+    assert "| reduce_01 |" in proc.stdout and "ms: median of one call on this GPU" in proc.stdout
+    proc = subprocess.run([*cmd[:-5], "--table"], capture_output=True, text=True, env=env, timeout=120)
+    if proc.returncode == 2:  # no GPU here: the GPU signature must be named
+        assert (
+            proc.stderr.strip()
+            == "beavertui: no GPU here: name the GPU signature whose times to show with --gpu-slug"
+        )
