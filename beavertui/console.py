@@ -27,6 +27,7 @@ from beavertui.engine.session.events import (
     Candidate,
     Event,
     InfraError,
+    Plan,
     Profiled,
     Ran,
     Reply,
@@ -37,6 +38,7 @@ from beavertui.engine.session.events import (
     SessionHeader,
     StageResult,
     Stalled,
+    Summary,
     Timed,
     Verdict,
 )
@@ -109,6 +111,15 @@ def event_line(e: Event) -> Text | None:
         t.append(f"{len(e.content):,} chars{tokens}, {took}, finish {e.finish_reason}{retries}")
         if e.truncated_chars:
             t.append(f", truncated: {e.truncated_chars:,} more chars not kept", style="bold yellow")
+    elif isinstance(e, Plan | Summary):
+        t.append(label, "bold")
+        tokens = (
+            f", {e.prompt_tokens}+{e.completion_tokens} tokens"
+            if e.prompt_tokens is not None and e.completion_tokens is not None
+            else ""
+        )
+        t.append(f"by {e.model}: {len(e.content):,} chars{tokens}  ")
+        t.append(_first_line(e.content, 80), "dim")
     elif isinstance(e, Candidate):
         t.append(label, "bold")
         if e.code is None:

@@ -202,7 +202,7 @@ def local_starter(
         protocol = session_protocol(job.model, task, job.protocol)
         stream = run_session(
             task, model, toolchain, protocol, run_id=job.run_id, sample=job.sample, resume_from=prefix,
-            usable=usable, defer_timing=defer_timing,
+            usable=usable, defer_timing=defer_timing, models_file=job.model.models_file,
         )  # fmt: skip
         return stream, model.secrets()
 

@@ -168,7 +168,8 @@ def protocol_slug(p: Protocol) -> str:
     # folders keep their names
     extra = {"run_limit"} if p.run_limit == "reference" else None
     digest = hashlib.sha256(p.model_dump_json(exclude=extra).encode()).hexdigest()[:8]
-    return f"{p.method}-K{p.budget}-{p.feedback}-H{p.history}-T{p.temperature:g}-p{p.gate:g}-{digest}"
+    plan = "" if p.planning == "implicit" else ("-planF" if p.coder_feedback else "-planNF")
+    return f"{p.method}{plan}-K{p.budget}-{p.feedback}-H{p.history}-T{p.temperature:g}-p{p.gate:g}-{digest}"
 
 
 def _first_error(exc: ValidationError) -> str:

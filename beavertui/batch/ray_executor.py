@@ -91,6 +91,7 @@ def remote_session(
         run_id=job.run_id,
         sample=job.sample,
         resume_from=resume,
+        models_file=job.model.models_file,
     ):
         if item.kind == "reply_delta":
             continue  # transient: never saved, not worth the network

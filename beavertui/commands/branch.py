@@ -52,7 +52,19 @@ def register(sub: Any) -> None:
     )
     p.add_argument("session", type=session_path, metavar="SESSION", help="the parent session file")
     p.add_argument("--at", type=int, required=True, metavar="STEP", help="iteration after which to branch")
-    p.add_argument("--feedback", choices=["L0", "L1", "L2", "L3", "L4"], help="feedback level from STEP on")
+    p.add_argument(
+        "--feedback", choices=["L0", "L1", "L2", "L3", "L3S", "L4"], help="feedback level from STEP on"
+    )
+    p.add_argument(
+        "--planning",
+        choices=["implicit", "plan"],
+        help="planner + coder from STEP on, or one call (implicit)",
+    )
+    p.add_argument("--planner", metavar="MODEL", help="the model that plans from STEP on (plan transfer)")
+    p.add_argument(
+        "--no-coder-feedback", action="store_true", help="the coding call gets the plan without the feedback"
+    )
+    p.add_argument("--summariser", metavar="MODEL", help="the model that condenses L3S feedback")
     p.add_argument("--history", type=int, metavar="H", help="rounds of history kept (1-4)")
     p.add_argument(
         "--budget", type=int, metavar="K", help="iteration budget of the branch (default: the parent's)"
@@ -70,6 +82,10 @@ def options_of(args: argparse.Namespace) -> BranchOptions:
     models_file = models_file_of(args)
     return BranchOptions(
         feedback=getattr(args, "feedback", None),
+        planning=getattr(args, "planning", None),
+        planner=getattr(args, "planner", None),
+        coder_feedback=False if getattr(args, "no_coder_feedback", False) else None,
+        summariser=getattr(args, "summariser", None),
         history=getattr(args, "history", None),
         temperature=args.temperature,
         budget=getattr(args, "budget", None),

@@ -78,7 +78,27 @@ def register(sub: Any) -> None:
     q.add_argument(
         "--budget", "-k", type=int, default=None, help="iterations (iterative) or samples (repeated)"
     )
-    q.add_argument("--feedback", choices=("L0", "L1", "L2", "L3", "L4"), default=None)
+    q.add_argument(
+        "--feedback",
+        choices=("L0", "L1", "L2", "L3", "L3S", "L4"),
+        default=None,
+        help="L3S: L3 condensed by --summariser (default: the model itself) before the model reads it",
+    )
+    q.add_argument(
+        "--planning",
+        choices=("implicit", "plan"),
+        default=None,
+        help="plan: each iteration a planning call writes a plan, then a coding call writes the candidate",
+    )
+    q.add_argument("--planner", metavar="MODEL", default=None, help="the model that plans (default: --model)")
+    q.add_argument(
+        "--no-coder-feedback",
+        action="store_true",
+        help="with --planning plan: the coding call gets the plan without the feedback (P+NF)",
+    )
+    q.add_argument(
+        "--summariser", metavar="MODEL", default=None, help="the model that condenses L3S feedback"
+    )
     q.add_argument(
         "--history", type=int, choices=(1, 2, 3, 4), default=None, help="rounds of prior turns kept"
     )
@@ -145,9 +165,14 @@ def _protocol(args: argparse.Namespace) -> Any:
     pfile = find_protocol_file(name)
     flags = {
         k: getattr(args, k, None)
-        for k in ("method", "budget", "feedback", "history", "temperature", "gate", "seed")
+        for k in (
+            "method", "budget", "feedback", "history", "temperature", "gate", "seed", "planning", "planner",
+            "summariser",
+        )
         if getattr(args, k, None) is not None
-    }
+    }  # fmt: skip
+    if getattr(args, "no_coder_feedback", False):
+        flags["coder_feedback"] = False
     if getattr(args, "in_loop_gate", False):
         flags["gate_mode"] = "in_loop"
     # the file's protocols that agree with every flag on a swept field; the other flags override
@@ -175,7 +200,10 @@ def _protocol(args: argparse.Namespace) -> Any:
         return Protocol.model_validate(fields)
     except ValidationError as exc:
         err = exc.errors()[0]
-        raise BeaverError(f"--{str(err['loc'][0]).replace('_', '-')}: {err['msg']}") from None
+        msg = str(err["msg"]).removeprefix("Value error, ")
+        if not err.get("loc"):  # a rule between fields
+            raise BeaverError(f"protocol: {msg}") from None
+        raise BeaverError(f"--{str(err['loc'][0]).replace('_', '-')}: {msg}") from None
 
 
 def _swept(pfile: Any) -> set[str]:
@@ -217,6 +245,10 @@ def _preflight(args: argparse.Namespace, model_name: str, protocol: Any) -> None
         except SettingError as exc:
             raise BeaverError(f"{flag_of(exc.field)}: {exc.problem}") from None
         endpoints.append(Endpoint(label=model_name, config=config))
+    for helper in (protocol.planner, protocol.summariser):  # each helper through its own entry
+        if helper is not None and is_endpoint(helper) and helper != model_name:
+            config = endpoint_config(helper, models=models_file_of(args))
+            endpoints.append(Endpoint(label=helper, config=config))
     preflight(endpoints, args.toolchain, [protocol])
 
 
@@ -253,6 +285,7 @@ def _check_verdict(args: argparse.Namespace, task: Any) -> None:
 
 
 def _live(args: argparse.Namespace) -> int:
+    from beavertui.commands.endpoint import models_file_of
     from beavertui.engine.corpus.load import load_corpus
     from beavertui.engine.errors import BeaverError
     from beavertui.service.environment import default_corpus
@@ -283,10 +316,13 @@ def _live(args: argparse.Namespace) -> int:
         return int(
             run_live(
                 task, model, toolchain, protocol, out, paused=args.paused, session_id=session_id,
-                notes=args.notes,
+                notes=args.notes, models_file=models_file_of(args),
             )
         )  # fmt: skip
-    return run_headless(task, model, toolchain, protocol, out, session_id=session_id, notes=args.notes)
+    return run_headless(
+        task, model, toolchain, protocol, out, session_id=session_id, notes=args.notes,
+        models_file=models_file_of(args),
+    )  # fmt: skip
 
 
 def _demo(args: argparse.Namespace) -> Any:
@@ -309,6 +345,7 @@ def _demo(args: argparse.Namespace) -> Any:
 
 def _resume(args: argparse.Namespace) -> int:
     """Continue a killed session: its task, protocol and (for endpoints) model come from its header."""
+    from beavertui.commands.endpoint import models_file_of
     from beavertui.engine.corpus.load import load_corpus
     from beavertui.engine.errors import BeaverError
     from beavertui.engine.models.openai_model import OpenAIConfig, OpenAIModel
@@ -352,8 +389,9 @@ def _resume(args: argparse.Namespace) -> int:
     if problem:
         print(f"beavertui: resuming after the valid prefix ({problem})", file=sys.stderr)
     return run_headless(
-        task, model, toolchain, protocol, args.resume, writer=writer, resume_from=(header, prefix)
-    )
+        task, model, toolchain, protocol, args.resume, writer=writer, resume_from=(header, prefix),
+        models_file=models_file_of(args),
+    )  # fmt: skip
 
 
 def run_headless(

@@ -18,7 +18,7 @@ from beavertui.engine.session.events import Event, SessionHeader
 from beavertui.engine.session.protocol import Protocol
 from beavertui.engine.toolchain.base import Toolchain
 
-Feedback = Literal["L0", "L1", "L2", "L3", "L4"]
+Feedback = Literal["L0", "L1", "L2", "L3", "L3S", "L4"]
 
 
 @dataclass(frozen=True)
@@ -26,6 +26,11 @@ class BranchOptions:
     """What a branch changes and where its parts come from; None keeps the parent's."""
 
     feedback: str | None = None
+    planning: str | None = None
+    """``implicit`` or ``plan`` from the branch step on (protocol ``planning``)."""
+    planner: str | None = None
+    coder_feedback: bool | None = None
+    summariser: str | None = None
     history: int | None = None
     temperature: float | None = None
     budget: int | None = None
@@ -45,10 +50,23 @@ def protocol_of(header: SessionHeader, options: BranchOptions) -> Protocol:
     """The parent's protocol, iterative, with the options' changes."""
     from pydantic import ValidationError
 
-    if options.feedback is not None and options.feedback not in ("L0", "L1", "L2", "L3", "L4"):
-        raise BeaverError(f"feedback: {options.feedback!r} is not one of L0..L4")
+    if options.feedback is not None and options.feedback not in ("L0", "L1", "L2", "L3", "L3S", "L4"):
+        raise BeaverError(f"feedback: {options.feedback!r} is not one of L0..L4 or L3S")
     update: dict[str, object] = {"method": "iterative"}
-    for key in ("feedback", "history", "temperature", "budget"):
+    if options.planning == "implicit":  # the parent's planner and coder settings go with its planning
+        update.update(planner=None, coder_feedback=True)
+    if options.feedback is not None and options.feedback != "L3S":
+        update["summariser"] = None
+    for key in (
+        "feedback",
+        "planning",
+        "planner",
+        "coder_feedback",
+        "summariser",
+        "history",
+        "temperature",
+        "budget",
+    ):
         value = getattr(options, key)
         if value is not None:
             update[key] = value
@@ -56,7 +74,10 @@ def protocol_of(header: SessionHeader, options: BranchOptions) -> Protocol:
         return header.protocol.model_validate({**header.protocol.model_dump(), **update})
     except ValidationError as exc:
         err = exc.errors()[0]
-        raise BeaverError(f"--{err['loc'][0]}: {err['msg']}") from None
+        msg = str(err["msg"]).removeprefix("Value error, ")
+        if not err.get("loc"):  # a rule between fields
+            raise BeaverError(f"protocol: {msg}") from None
+        raise BeaverError(f"--{err['loc'][0]}: {msg}") from None
 
 
 def task_of(header: SessionHeader, corpus: str | None) -> Task:
@@ -119,7 +140,9 @@ def start_branch(parent: Path, step: int, options: BranchOptions, out: Path | No
     task = task_of(header, options.corpus)
     model = model_of(header, options, protocol, task)
     toolchain = toolchain_of(options)
-    stream = branch_session(parent, step, task, model, toolchain, protocol, parent=(header, events))
+    stream = branch_session(
+        parent, step, task, model, toolchain, protocol, parent=(header, events), models_file=options.models
+    )
     first = next(stream)
     if not isinstance(first, SessionHeader):  # pragma: no cover - the loop's contract
         raise TypeError("branch_session must yield the header first")

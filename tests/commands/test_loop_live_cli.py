@@ -85,7 +85,8 @@ def test_live_protocol_flags_reach_the_header(tmp_path: Path, capsys: pytest.Cap
     assert header.protocol.key() == {
         "method": "iterative", "feedback": "L1", "history": 1, "temperature": 0.5, "gate": 0.0, "budget": 2,
         "gate_mode": "after_run", "continue_after_pass": False, "stagnation": "stop",
-        "feedback_components": "all", "sanitize": "on_failure",
+        "feedback_components": "all", "sanitize": "on_failure", "planning": "implicit", "planner": "self",
+        "summariser": "self",
     }  # fmt: skip
     assert [v.success for v in events if isinstance(v, Verdict)] == [False, True]
 

@@ -19,7 +19,7 @@ from pathlib import Path
 from beavertui import __version__
 from beavertui.engine.corpus.task import Task
 from beavertui.engine.errors import BeaverError
-from beavertui.engine.loop.run import run_session
+from beavertui.engine.loop.run import helper_models, run_session
 from beavertui.engine.models.base import Completion, DeltaCallback, Model
 from beavertui.engine.session.events import (
     Event,
@@ -99,6 +99,8 @@ def branch_header(
     run_id: str | None = None,
     sample: int = 0,
     notes: str | None = None,
+    planner: ModelInfo | None = None,
+    summariser: ModelInfo | None = None,
 ) -> SessionHeader:
     """The header of a branch: a new session id, the new protocol and model, the parent and branch step."""
     return SessionHeader(
@@ -113,6 +115,8 @@ def branch_header(
         parent=str(parent_path),
         branch_step=step,
         notes=notes,
+        planner=planner,
+        summariser=summariser,
     )
 
 
@@ -129,11 +133,16 @@ def branch_session(
     notes: str | None = None,
     parent: tuple[SessionHeader, Sequence[Event]] | None = None,
     note_for: Callable[[AttemptState, str], str] | None = None,
+    planner: Model | None = None,
+    summariser: Model | None = None,
+    models_file: str | Path | None = None,
 ) -> Iterator[SessionHeader | Event]:
     """Yield the branch's header, the copied prefix, then every new event up to one SessionEnd.
 
     ``parent`` may pass the parent's header and events already read (many branches of one parent);
-    ``note_for`` replaces the feedback notes built from the branch step on (run_session).
+    ``note_for`` replaces the feedback notes built from the branch step on (run_session). ``planner`` and
+    ``summariser``: the helper models the protocol calls (None: as run_session builds them); like the
+    coding model, they start afresh (a scripted one from its first reply).
     """
     header, events = parent if parent is not None else _read_parent(parent_path)
     if header.task.id != task.id:
@@ -143,6 +152,10 @@ def branch_session(
     prefix = frozen_prefix(header, events, step)
     if protocol.budget <= step:
         raise BranchError(f"the branch's budget K={protocol.budget} leaves no iteration after step {step}")
+    fresh = FreshModel(model)
+    plans, summaries = helper_models(task, fresh, protocol, planner, summariser, models_file)
+    plans = plans if plans is None or plans is fresh else FreshModel(plans)
+    summaries = summaries if summaries is None or summaries is fresh else FreshModel(summaries)
     new = branch_header(
         header,
         parent_path,
@@ -153,11 +166,20 @@ def branch_session(
         run_id=run_id,
         sample=sample,
         notes=notes,
+        planner=plans.info() if plans is not None else None,
+        summariser=summaries.info() if summaries is not None else None,
     )
     yield new
     yield from prefix
     for item in run_session(
-        task, FreshModel(model), toolchain, protocol, resume_from=(new, prefix), note_for=note_for
+        task,
+        fresh,
+        toolchain,
+        protocol,
+        resume_from=(new, prefix),
+        note_for=note_for,
+        planner=plans,
+        summariser=summaries,
     ):
         if not isinstance(item, SessionHeader):
             yield item

@@ -289,3 +289,84 @@ def conversation(first: Sequence[Message], rounds: Sequence[tuple[str, str]], hi
         messages.append(Message(role="assistant", content=strip_think(reply).strip() or reply))
         messages.append(Message(role="user", content=note))
     return messages
+
+
+#: What a planning call is asked, after the conversation so far.
+PLAN_ASK = (
+    "Do not write code now. Write a short numbered plan (at most ten steps) for the next version of "
+    "`{file}`: what is wrong, what to change and how to check it. Another call will write the code from "
+    "your plan."
+)
+
+
+def planner_messages(
+    first: Sequence[Message], rounds: Sequence[tuple[str, str]], history: int, solution_file: str
+) -> list[Message]:
+    """A planning call: the task, the broken start and its log (the first turn), the code written so far and
+    the feedback on it (the last ``history`` rounds), then the request for a plan instead of code."""
+    messages = conversation(first, rounds, history)
+    system = Message(
+        role="system",
+        content=(
+            "You are an expert GPU programmer planning the repair of a broken CUDA program. You write plans, "
+            "not code: another model writes the code from your plan."
+        ),
+    )
+    last = messages[-1]
+    ask = PLAN_ASK.format(file=solution_file)
+    return [system, *messages[1:-1], Message(role=last.role, content=f"{last.content}\n\n{ask}")]
+
+
+def with_plan(messages: Sequence[Message], plan: str) -> list[Message]:
+    """The coding call of a planned iteration with feedback (P+F): the conversation, the plan appended to
+    its last user message."""
+    out = list(messages)
+    last = out[-1]
+    out[-1] = Message(
+        role=last.role,
+        content=f"{last.content}\n\nFollow this plan for the next version:\n{strip_think(plan).strip()}",
+    )
+    return out
+
+
+def plan_only(task: Task, code: str, plan: str) -> list[Message]:
+    """The coding call of a planned iteration without feedback (P+NF): the task, the current code and the
+    plan, nothing the toolchain said about any attempt."""
+    tag = fence(task.language)
+    parts = [
+        task.prompt().strip(),
+        "",
+        f"The current `{task.solution_file}`:",
+        f"```{tag}\n{code.rstrip()}\n```",
+        "",
+        "Follow this plan for the next version:",
+        strip_think(plan).strip(),
+        "",
+        f"Reply with the complete `{task.solution_file}` in one ```{tag} block.",
+    ]
+    return [system_message(task), Message(role="user", content="\n".join(parts))]
+
+
+def summariser_messages(note: str) -> list[Message]:
+    """A summarising call (feedback level L3S): the L3 note on one attempt, to be condensed."""
+    return [
+        Message(
+            role="system",
+            content=(
+                "You condense compiler, run, sanitizer and timing feedback on a CUDA program for the "
+                "programmer who wrote it. Keep every fact that says what failed and where (error lines, "
+                "kernel names, indices, numbers); drop repetition and boilerplate. Write plain text, at most "
+                "ten lines, no code."
+            ),
+        ),
+        Message(role="user", content=note),
+    ]
+
+
+def summarised_note(summary: str, language: str) -> str:
+    """The note the coder reads at L3S: the summary, then the request for the next file."""
+    tag = fence(language)
+    return (
+        f"Feedback on your attempt, summarised:\n{strip_think(summary).strip()}\n\n"
+        f"Reply with the complete corrected file in one ```{tag} block."
+    )

@@ -26,7 +26,17 @@ from beavertui.engine.corpus.task import Task
 from beavertui.engine.errors import BeaverError, NoGpuError, SessionFileError, ToolchainError
 from beavertui.engine.loop import startlog
 from beavertui.engine.loop.control import LoopControl
-from beavertui.engine.loop.prompts import conversation, feedback, first_turn, stage_log
+from beavertui.engine.loop.prompts import (
+    conversation,
+    feedback,
+    first_turn,
+    plan_only,
+    planner_messages,
+    stage_log,
+    summarised_note,
+    summariser_messages,
+    with_plan,
+)
 from beavertui.engine.loop.stagnation import detect
 from beavertui.engine.models.base import Completion, EndpointError, Model, StopRequested
 from beavertui.engine.session.events import (
@@ -36,11 +46,14 @@ from beavertui.engine.session.events import (
     GpuSignature,
     InfraError,
     Message,
+    ModelInfo,
+    Plan,
     Reply,
     ReplyDelta,
     Request,
     SessionEnd,
     SessionHeader,
+    Summary,
     TaskRef,
     Timed,
     Verdict,
@@ -254,6 +267,52 @@ def _limited(task: Task, toolchain: Toolchain, protocol: Protocol) -> Task:
     return with_run_limit(task, limit)
 
 
+def helper_models(
+    task: Task,
+    model: Model,
+    protocol: Protocol,
+    planner: Model | None,
+    summariser: Model | None,
+    models_file: str | Path | None = None,
+) -> tuple[Model | None, Model | None]:
+    """The planner and the summariser a session under ``protocol`` calls (None: it calls none): the ones
+    given, else the protocol's named ones built as ``--model`` builds a model, else the coding model."""
+    from beavertui.engine.models.resolve import build_model
+
+    def pick(wanted: bool, given: Model | None, name: str | None) -> Model | None:
+        if not wanted:
+            return None
+        if given is not None:
+            return given
+        if name is None:
+            return model
+        return build_model(name, task, protocol, models=models_file)
+
+    return (
+        pick(protocol.planning == "plan", planner, protocol.planner),
+        pick(protocol.feedback == "L3S", summariser, protocol.summariser),
+    )
+
+
+def _call_fields(completion: Completion, info: ModelInfo) -> dict[str, object]:
+    """The fields of a helper's call event (Plan, Summary) from its completion, at that model's prices."""
+    prices = info.prices
+    return {
+        "model": info.entry or info.name,
+        "content": completion.content[:MAX_REPLY_CHARS],
+        "truncated_chars": max(0, len(completion.content) - MAX_REPLY_CHARS),
+        "prompt_tokens": completion.prompt_tokens,
+        "completion_tokens": completion.completion_tokens,
+        "reasoning_tokens": completion.reasoning_tokens,
+        "latency_s": completion.latency_s,
+        "finish_reason": completion.finish_reason,
+        "retries": completion.retries,
+        "retry_reasons": list(completion.retry_reasons),
+        "cost_usd": prices.cost(completion.prompt_tokens, completion.completion_tokens) if prices else None,
+        "cached": completion.cached,
+    }
+
+
 def _diff(before: str, after: str, name: str) -> str:
     return "".join(
         difflib.unified_diff(
@@ -277,11 +336,18 @@ def run_session(
     usable: Callable[[Task, Verdict | None], str | None] | None = None,
     note_for: Callable[[AttemptState, str], str] | None = None,
     defer_timing: bool = False,
+    planner: Model | None = None,
+    summariser: Model | None = None,
+    models_file: str | Path | None = None,
 ) -> Generator[SessionHeader | Event, None, None]:
     """Run one repair session, yielding the header, then every event, then one SessionEnd.
 
     ``note_for`` (attribution's randomised-feedback control) is given every newly built feedback note with
     its attempt and returns the note to send instead; the requests record what was sent.
+
+    ``planner`` (protocol ``planning = "plan"``) and ``summariser`` (feedback L3S): the helper models; None
+    builds the one the protocol names (``Protocol.planner``, ``Protocol.summariser``, through
+    ``models_file``), or uses ``model`` itself where it names none.
 
     ``resume_from``: a valid prefix of a killed session (the header and events read back, or the events
     alone); the original header is yielded again, the prefix is not, and the loop continues at the first
@@ -291,6 +357,9 @@ def run_session(
         resume_from[0].protocol if isinstance(resume_from, tuple) and resume_from else protocol, toolchain
     )
     prefix: Sequence[Event] = ()
+    given = resume_from[0].protocol if isinstance(resume_from, tuple) and resume_from else protocol
+    assert isinstance(given, Protocol)
+    planner, summariser = helper_models(task, model, given, planner, summariser, models_file)
     if isinstance(resume_from, tuple) and resume_from and isinstance(resume_from[0], SessionHeader):
         header, prefix = resume_from[0], resume_from[1]
     else:
@@ -305,6 +374,8 @@ def run_session(
             run_id=run_id,
             sample=sample,
             notes=notes,
+            planner=planner.info() if planner is not None else None,
+            summariser=summariser.info() if summariser is not None else None,
         )
     task = _limited(task, toolchain, header.protocol)
     ended = next((e for e in prefix if isinstance(e, SessionEnd)), None)
@@ -315,14 +386,24 @@ def run_session(
     for e in prefix:
         state = apply(state, e)
     done = sum(1 for a in state.attempts if a.verdict is not None)
-    resume_at = getattr(model, "resume_at", None)
-    if done and callable(resume_at):
-        resume_at(done)
+    plans = [e for e in prefix if isinstance(e, Plan)]
+    summaries = [e for e in prefix if isinstance(e, Summary)]
+    # a scripted model's calls already made: its replies, and the plans and summaries it wrote itself
+    calls = {id(model): done}
+    for helper, made in ((planner, plans), (summariser, summaries)):
+        if helper is not None and made:
+            calls[id(helper)] = calls.get(id(helper), 0) + len(made)
+    for m in {id(m): m for m in (model, planner, summariser) if m is not None}.values():
+        resume_at = getattr(m, "resume_at", None)
+        if calls.get(id(m)) and callable(resume_at):
+            resume_at(calls[id(m)])
 
     run = _Run(task, model, toolchain, protocol, control, state, note_for)
     run.usable = usable
     run.defer_timing = defer_timing
     run.replies = [e for e in prefix if isinstance(e, Reply)]
+    run.planner, run.summariser = planner, summariser
+    run.plans, run.summaries = plans, summaries
     try:
         for e in run.attempts(done):
             yield e
@@ -381,6 +462,12 @@ class _Run:
         """Asked once, before the first turn, whether the task can be scored on this GPU (None: not asked)."""
         self.replies: list[Reply] = []
         """Every reply of the session, those of redone attempts too (what its usage adds up)."""
+        self.planner: Model | None = None
+        self.summariser: Model | None = None
+        self.plans: list[Plan] = []
+        self.summaries: list[Summary] = []
+        self.unsummarised: int | None = None
+        """A resumed L3S session whose newest round has no recorded summary: its iteration."""
         for a in state.attempts:
             if a.verdict is None:
                 continue
@@ -393,6 +480,12 @@ class _Run:
                 msgs = sent.request.messages if sent is not None and sent.request is not None else []
                 if protocol.method == "iterative" and len(msgs) > 2 and msgs[-1].role == "user":
                     note = msgs[-1].content
+                    if sent is not None and sent.plan is not None and protocol.coder_feedback:
+                        note = note.rsplit("\n\nFollow this plan for the next version:\n", 1)[0]
+                elif protocol.feedback == "L3S" and a.summary is not None:
+                    note = summarised_note(a.summary.content, task.language)
+                elif protocol.feedback == "L3S":
+                    note, self.unsummarised = "", a.iteration
                 else:
                     note = self.note(a)
                 self.rounds.append((a.reply.content, note))
@@ -400,7 +493,8 @@ class _Run:
     def note(self, attempt: AttemptState) -> str:
         """The feedback note on an attempt under the protocol (or what ``note_for`` sends instead)."""
         p = self.protocol
-        note = feedback(attempt, p.feedback, self.task.language, p.feedback_components)
+        level = "L3" if p.feedback == "L3S" else p.feedback
+        note = feedback(attempt, level, self.task.language, p.feedback_components)
         return note if self.note_for is None else self.note_for(attempt, note)
 
     def fold(self, event: Event) -> Event:
@@ -416,6 +510,8 @@ class _Run:
             best_speedup=self.state.best_speedup,
             detail=detail,
             usage=usage_of(self.replies),
+            planner_usage=usage_of(self.plans) if self.plans else None,
+            summariser_usage=usage_of(self.summaries) if self.summaries else None,
             timing_pending=sum(1 for v in self.state.verdicts if v.timing_pending),
         )
         self.fold(end)
@@ -429,6 +525,11 @@ class _Run:
         """Every event of the remaining attempts; raises _End for a terminal state."""
         if done:
             yield from self._after_verdict(done, resumed=True)
+            if self.unsummarised is not None and self._sends_feedback(self.unsummarised):
+                attempt = self.state.attempt(self.unsummarised)
+                assert attempt is not None and attempt.reply is not None
+                note = yield from self._summarise(attempt, self.note(attempt))
+                self.rounds[-1] = (attempt.reply.content, note)
         if not self.first:
             start_log, source, self.check = _start_log(self.task, self.toolchain, self.protocol)
             self.first = first_turn(self.task, start_log, source)
@@ -449,6 +550,12 @@ class _Run:
         # L0 carries nothing over: every request is the first turn again, as in the paper
         fresh = repeated or p.feedback == "L0"
         messages = self.first if fresh else conversation(self.first, self.rounds, p.history)
+        if p.planning == "plan":
+            plan = yield from self._plan(iteration, fresh)
+            if p.coder_feedback:
+                messages = with_plan(messages, plan)
+            else:
+                messages = plan_only(task, self._current_code(repeated), plan)
         yield self.fold(Request(iteration=iteration, messages=messages))
         completion: Completion | None = None
         for item in _complete_streaming(self.model, messages, iteration, self.control):
@@ -536,6 +643,53 @@ class _Run:
         if verdicts != 1:
             raise ToolchainError(f"the toolchain gave {verdicts} verdicts for iteration {iteration}, not one")
 
+    def _current_code(self, repeated: bool) -> str:
+        """The code the next attempt starts from: the newest candidate's (the broken start at first, and
+        always under the repeated method)."""
+        if not repeated:
+            for a in reversed(self.state.attempts):
+                if a.verdict is not None and a.candidate is not None and a.candidate.code:
+                    return a.candidate.code
+        return self.task.broken_start()
+
+    def _helper_call(self, helper: Model, messages: Sequence[Message], iteration: int) -> Completion:
+        """One call of a helper model (planner, summariser); its streamed pieces are not shown."""
+        for item in _complete_streaming(helper, messages, iteration, self.control):
+            if isinstance(item, Completion):
+                return item
+        raise EndpointError(f"{helper.info().name} ended without a reply")
+
+    def _plan(self, iteration: int, fresh: bool) -> Generator[Event, None, str]:
+        """The plan of this iteration (Plan event), or the one a cut attempt already recorded; returns its
+        text."""
+        recorded = self.state.attempt(iteration)
+        if recorded is not None and recorded.plan is not None and recorded.verdict is None:
+            return recorded.plan.content
+        assert self.planner is not None
+        p = self.protocol
+        rounds = () if fresh else self.rounds
+        messages = planner_messages(self.first, rounds, p.history, self.task.solution_file)
+        completion = self._helper_call(self.planner, messages, iteration)
+        plan = Plan(iteration=iteration, messages=messages, **_call_fields(completion, self.planner.info()))
+        self.plans.append(plan)
+        yield self.fold(plan)
+        return plan.content
+
+    def _summarise(self, attempt: AttemptState, note: str) -> Generator[Event, None, str]:
+        """Feedback level L3S: the summariser condenses the L3 note (Summary event); returns the note sent."""
+        assert self.summariser is not None
+        messages = summariser_messages(note)
+        completion = self._helper_call(self.summariser, messages, attempt.iteration)
+        summary = Summary(
+            iteration=attempt.iteration,
+            messages=messages,
+            source_chars=len(note),
+            **_call_fields(completion, self.summariser.info()),
+        )
+        self.summaries.append(summary)
+        yield self.fold(summary)
+        return summarised_note(summary.content, self.task.language)
+
     def _check_for(self, code: str, options: AttemptOptions) -> startlog.Stored | None:
         """The check of the broken start that judges this attempt instead of running it again: only for the
         broken start itself (edge whitespace aside), under the options the check ran with."""
@@ -566,5 +720,13 @@ class _Run:
             if fired and p.stagnation.stop:
                 raise _End(fired[0])
         if not resumed and attempt.reply is not None:
-            note = self.note(self.state.attempt(iteration))  # type: ignore[arg-type]
+            judged = self.state.attempt(iteration)
+            assert judged is not None
+            note = self.note(judged)
+            if p.feedback == "L3S" and self._sends_feedback(iteration):
+                note = yield from self._summarise(judged, note)
             self.rounds.append((attempt.reply.content, note))
+
+    def _sends_feedback(self, iteration: int) -> bool:
+        """Whether the note on this attempt reaches a later request (an iterative session with budget left)."""
+        return self.protocol.method == "iterative" and iteration < effective_budget(self.protocol)

@@ -120,6 +120,9 @@ class ProtocolKey:
     stagnation: str = "stop"
     feedback_components: str = "all"
     sanitize: str = "on_failure"
+    planning: str = "implicit"
+    planner: str = "self"
+    summariser: str = "self"
 
     def as_dict(self) -> dict[str, Any]:
         return {f: getattr(self, f) for f in PROTOCOL_FIELDS}
@@ -154,6 +157,9 @@ class ProtocolKey:
                 stagnation=str(extra("stagnation")),
                 feedback_components=str(extra("feedback_components")),
                 sanitize=str(extra("sanitize")),
+                planning=str(extra("planning")),
+                planner=str(extra("planner")),
+                summariser=str(extra("summariser")),
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise ValueError(f"bad protocol object {dict(m)!r}: {exc}") from None

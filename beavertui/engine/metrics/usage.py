@@ -1,6 +1,8 @@
 """Tokens and cost per (model, protocol) group of a run, from its session files.
 
-Every reply counts (Reply events, those of redone attempts too): what the run asked of its endpoints. A
+Every reply counts (Reply events, those of redone attempts too), and every plan and feedback summary a
+planner or summariser wrote (Plan, Summary: their own calls, at their own prices): what the run asked of
+its endpoints. A
 repair is a session that passed; cost per repair is the group's cost over its repaired sessions. Branch
 sessions (analyses of a run, with a parent) are left out, as the metrics leave them out. Reads files,
 computes sums; no rate here.
@@ -13,7 +15,7 @@ from pathlib import Path
 
 from beavertui.engine.metrics.attempts import session_files
 from beavertui.engine.metrics.groups import GroupKey, group_key
-from beavertui.engine.session.events import Reply, Usage, model_identity
+from beavertui.engine.session.events import Plan, Reply, Summary, Usage, model_identity
 from beavertui.engine.session.state import fold
 from beavertui.engine.session.store import read_session
 from beavertui.engine.session.usage import add, usage_of
@@ -52,7 +54,7 @@ def run_usage(root: Path) -> dict[GroupKey, GroupUsage]:
         header, events, _problem = read_session(path)
         if header is None or header.parent is not None:
             continue
-        u = usage_of(e for e in events if isinstance(e, Reply))
+        u = usage_of(e for e in events if isinstance(e, Reply | Plan | Summary))
         repaired = fold(header, events).success
         key = group_key(model_identity(header.model), header.protocol.key())
         old = out.get(key)

@@ -1,6 +1,7 @@
 """One place that turns a model name into a Model: ``live``, ``branch``, ``attribute`` and ``batch`` all call it.
 
-A name is ``scripted:FILE``, ``scripted:@reference`` / ``scripted:@alternate`` (replies made from the task
+A name is ``scripted:FILE``, ``scripted:FOLDER`` (the folder's script named after the task),
+``scripted:@reference`` / ``scripted:@alternate`` (replies made from the task
 itself), ``scripted:@demo`` (the replies of the task's bundled demo session), ``replay:SESSION``, ``human``, or an endpoint model. An endpoint name is first looked up in the
 models file (``--models-file``, else ``$BEAVERTUI_MODELS``, else ``~/.config/beavertui/models.toml`` when it
 exists); overrides given on the command line or in a batch file then replace the entry's fields. The
@@ -127,7 +128,13 @@ def build_model(
     if name.startswith("scripted:"):
         from beavertui.engine.models.scripted import ScriptedModel
 
-        return ScriptedModel.from_file(name.split(":", 1)[1])
+        path = Path(name.split(":", 1)[1])
+        if path.is_dir():  # a folder of scripts, one per task (a batch's planner or summariser)
+            for ext in (".toml", ".json", ".md", ".txt"):
+                if (path / f"{task.id}{ext}").is_file():
+                    return ScriptedModel.from_file(path / f"{task.id}{ext}")
+            raise BeaverError(f"{path}: no script for task {task.id}")
+        return ScriptedModel.from_file(path)
     if name.startswith("replay:"):
         from beavertui.engine.models.replay import ReplayModel
 

@@ -484,6 +484,11 @@ class SessionHeader(_Event):
     baselines: list[BaselineTime] = Field(default_factory=list)
     """The task's named baselines stored for this GPU when the session started (empty: none recorded, or
     written before they existed); each attempt's speedup against them is computed from its timing."""
+    planner: ModelInfo | None = None
+    """The model that wrote the plans (protocol ``planning = "plan"``); None: no plans, or a header written
+    before plans were recorded."""
+    summariser: ModelInfo | None = None
+    """The model that condensed the feedback (feedback level L3S); None: no summaries."""
 
     @model_validator(mode="before")
     @classmethod
@@ -543,6 +548,56 @@ class Reply(_Event):
     """Retries spent on this call."""
     retry_reasons: list[str] = Field(default_factory=list)
     """One line per failed try of this call (what failed, how long it waited and why)."""
+
+
+class _Call(_Event):
+    """A helper model's call (a planner's, a summariser's): what it was sent, what it wrote, what it cost."""
+
+    iteration: Iteration
+    """1-based iteration."""
+    model: Name
+    """The model that wrote it, as its header entry names it (``ModelInfo.entry`` or ``name``)."""
+    messages: list[Message] = Field(default_factory=list)
+    """Exactly what was sent to that model."""
+    content: str
+    """What it wrote, up to MAX_REPLY_CHARS."""
+    truncated_chars: int = Field(default=0, ge=0)
+    """Characters beyond MAX_REPLY_CHARS, not kept."""
+    prompt_tokens: int | None = None
+    """Prompt tokens as reported by the endpoint."""
+    completion_tokens: int | None = None
+    """Completion tokens as reported by the endpoint (reasoning tokens included)."""
+    reasoning_tokens: int | None = None
+    """Of the completion tokens, those the endpoint says were spent reasoning."""
+    latency_s: float | None = 0.0
+    """Seconds from request to last token."""
+    cost_usd: float | None = None
+    """The call at that model's prices; None without prices or usage."""
+    cached: bool = False
+    """Served by the reply cache."""
+    finish_reason: str | None = None
+    """Endpoint's finish reason."""
+    retries: int = 0
+    """Retries spent on this call."""
+    retry_reasons: list[str] = Field(default_factory=list)
+    """One line per failed try of this call."""
+
+
+class Plan(_Call):
+    """Protocol ``planning = "plan"``: the plan the planner wrote for this iteration, before its Request."""
+
+    kind: Literal["plan"] = "plan"
+    replaces: str | None = None
+    """Set when the plan sent to the coder is not the planner's (attribution's dummy-plan control): why."""
+
+
+class Summary(_Call):
+    """Feedback level L3S: the summariser's condensed note on attempt ``iteration`` (what the next request
+    carries in place of the L3 note)."""
+
+    kind: Literal["summary"] = "summary"
+    source_chars: int = Field(default=0, ge=0)
+    """Characters of the L3 note it condensed."""
 
 
 class Candidate(_Event):
@@ -731,6 +786,10 @@ class SessionEnd(_Event):
     """Error detail when stop_reason is 'error', the reason when it is 'unusable'."""
     usage: Usage | None = None
     """Tokens, time and cost of every reply of the session (absent in files of older versions)."""
+    planner_usage: Usage | None = None
+    """Tokens, time and cost of every plan of the session (its planner's calls); None without plans."""
+    summariser_usage: Usage | None = None
+    """Tokens, time and cost of every feedback summary (the summariser's calls); None without summaries."""
     timing_pending: int = Field(default=0, ge=0)
     """Correct attempts still waiting for the batch's timing lane (their verdicts say ``timing_pending``):
     the loop has ended, its scores are not final. The lane appends each timing with its verdict, then this
@@ -741,6 +800,8 @@ Event = Annotated[
     Request
     | ReplyDelta
     | Reply
+    | Plan
+    | Summary
     | Candidate
     | Built
     | Ran
@@ -760,6 +821,8 @@ AnyLine = Annotated[
     | Request
     | ReplyDelta
     | Reply
+    | Plan
+    | Summary
     | Candidate
     | Built
     | Ran

@@ -10,7 +10,15 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializationInfo,
+    SerializerFunctionWrapHandler,
+    model_serializer,
+    model_validator,
+)
 
 #: Highest speedup gate p a protocol may set: the top of the metrics' p sweep (3x the reference's speed).
 MAX_GATE = 3.0
@@ -20,7 +28,18 @@ MAX_BUDGET = 100
 Method = Literal["iterative", "repeated"]
 GateMode = Literal["after_run", "in_loop"]
 RunLimit = Literal["reference", "flat"]
-Feedback = Literal["L0", "L1", "L2", "L3", "L4"]
+Feedback = Literal["L0", "L1", "L2", "L3", "L3S", "L4"]
+#: ``implicit``: one call writes the candidate (the paper's loop); ``plan``: a planning call writes a plan,
+#: then a coding call writes the candidate from it (docs/protocols.md).
+Planning = Literal["implicit", "plan"]
+#: Protocol fields added after sessions and run folders were first written: left out of a saved protocol
+#: (and of a run folder's name) while at their default, so that what was written before reads the same.
+_QUIET_DEFAULTS: dict[str, object] = {
+    "planning": "implicit",
+    "coder_feedback": True,
+    "planner": None,
+    "summariser": None,
+}
 Detector = Literal["duplicate_code", "code_cycle", "category_oscillation", "no_progress"]
 DETECTORS: tuple[Detector, ...] = ("duplicate_code", "code_cycle", "category_oscillation", "no_progress")
 SanitizerTool = Literal["memcheck", "racecheck", "synccheck", "initcheck"]
@@ -76,7 +95,8 @@ class Protocol(BaseModel):
     """K: the iteration budget (iterative) or the number of samples (repeated)."""
     feedback: Feedback = "L3"
     """L0 none, L1 failed/try again, L2 the release's: compiler errors only (a run-time failure: "compiled but
-    the test failed"), L3 + outcome, decisive lines, logs/sanitizer/speedup, L4 + ncu."""
+    the test failed"), L3 + outcome, decisive lines, logs/sanitizer/speedup, L3S L3 condensed by the
+    ``summariser`` model before the coder reads it, L4 + ncu."""
     feedback_components: tuple[FeedbackComponent, ...] | None = None
     """Only these parts of the level's feedback are sent (compiler: build log and build-stage outcome;
     runtime: run log and run-stage outcome; sanitizer; timing; profile; static: compiler warnings and a lint
@@ -104,12 +124,42 @@ class Protocol(BaseModel):
     """Stagnation detector settings."""
     seed: int | None = None
     """Seed sent to the model, where the endpoint honours one."""
+    planning: Planning = "implicit"
+    """``implicit``: the model writes the candidate in one call, planning (if at all) inside it (the paper);
+    ``plan``: each iteration a planning call (the task, the current code and the feedback) writes a plan,
+    then a coding call writes the candidate from it (a ``Plan`` event, then the ``Request``)."""
+    coder_feedback: bool = True
+    """With ``planning = "plan"``: the coding call sees the feedback and the conversation as well as the plan
+    (P+F), or only the task, the current code and the plan (P+NF, ``false``)."""
+    planner: str | None = Field(default=None, min_length=1, pattern=r"^[^\x00-\x1f\x7f-\x9f]+$")
+    """With ``planning = "plan"``: the model that plans (a name as ``--model`` takes it, resolved through the
+    models file: its own endpoint, tokens and prices); None: the coding model plans too. A planner other
+    than the coder is plan transfer."""
+    summariser: str | None = Field(default=None, min_length=1, pattern=r"^[^\x00-\x1f\x7f-\x9f]+$")
+    """With feedback ``L3S``: the model that condenses each L3 note (a name as ``--model`` takes it); None:
+    the coding model condenses its own feedback."""
     run_limit: RunLimit = "reference"
     """The time limit of a correctness run: ``reference``, a generous factor of the task's reference run on
     this GPU, with a floor, never above the task's own limit (the task's own limit where no reference run
     time is known); ``flat``, the task's own limit always (the release: 300 s), for exact reproduction. Only
     a candidate slower than the factor can tell them apart, and it fails every gate p above 1 / factor
     (docs/metrics.md, Time limits)."""
+
+    @model_validator(mode="after")
+    def _axes_fit(self) -> Protocol:
+        if self.planning == "implicit" and (self.planner is not None or not self.coder_feedback):
+            raise ValueError('planner and coder_feedback = false need planning = "plan"')
+        if self.summariser is not None and self.feedback != "L3S":
+            raise ValueError('a summariser needs feedback = "L3S"')
+        return self
+
+    @model_serializer(mode="wrap")
+    def _quiet(self, handler: SerializerFunctionWrapHandler, info: SerializationInfo) -> dict[str, object]:
+        data: dict[str, object] = handler(self)
+        for name, default in _QUIET_DEFAULTS.items():
+            if name in data and data[name] == default:
+                del data[name]
+        return data
 
     def ends_on(self, correct: bool, success: bool) -> bool:
         """Whether an attempt with this outcome ends an iterative trajectory as ``passed``."""
@@ -136,6 +186,9 @@ class Protocol(BaseModel):
             "stagnation": stagnation_label(self.stagnation),
             "feedback_components": components_label(self.feedback_components),
             "sanitize": sanitize_label(self.sanitize_on_failure, self.sanitize_tools),
+            "planning": planning_label(self.planning, self.coder_feedback),
+            "planner": self.planner or "self",
+            "summariser": self.summariser or "self",
         }
 
 
@@ -155,7 +208,17 @@ LEGACY_KEY_DEFAULTS: dict[str, object] = {
     "stagnation": "stop",
     "feedback_components": "all",
     "sanitize": "on_failure",
+    "planning": "implicit",
+    "planner": "self",
+    "summariser": "self",
 }
+
+
+def planning_label(planning: str, coder_feedback: bool) -> str:
+    """``implicit``, ``plan+F`` (the coder sees plan and feedback) or ``plan+NF`` (the plan alone)."""
+    if planning == "implicit":
+        return "implicit"
+    return "plan+F" if coder_feedback else "plan+NF"
 
 
 def stagnation_label(s: StagnationSettings) -> str:
@@ -201,4 +264,10 @@ def protocol_label(key: dict[str, object]) -> str:
         extras.append(f"F{key['feedback_components']}")
     if key.get("sanitize", "on_failure") != "on_failure":
         extras.append(f"san={key['sanitize']}")
+    if key.get("planning", "implicit") != "implicit":
+        extras.append(str(key["planning"]))
+    if key.get("planner", "self") != "self":
+        extras.append(f"planner={key['planner']}")
+    if key.get("summariser", "self") != "self":
+        extras.append(f"summariser={key['summariser']}")
     return " ".join([label, *extras])

@@ -15,6 +15,7 @@ from beavertui.engine.session.events import (
     Candidate,
     Event,
     InfraError,
+    Plan,
     Profiled,
     Ran,
     Reply,
@@ -24,6 +25,7 @@ from beavertui.engine.session.events import (
     SessionEnd,
     SessionHeader,
     Stalled,
+    Summary,
     Timed,
     Verdict,
 )
@@ -34,6 +36,8 @@ class AttemptState:
     """Everything recorded about one iteration."""
 
     iteration: int
+    plan: Plan | None = None
+    """The plan the coding call of this iteration was given (protocol ``planning = "plan"``)."""
     request: Request | None = None
     streaming: str = ""
     reply: Reply | None = None
@@ -46,6 +50,8 @@ class AttemptState:
     verdict: Verdict | None = None
     stalls: tuple[Stalled, ...] = ()
     infra_errors: tuple[InfraError, ...] = ()
+    summary: Summary | None = None
+    """The summariser's condensed feedback on this attempt (feedback level L3S)."""
 
     @property
     def stage(self) -> str:
@@ -55,7 +61,9 @@ class AttemptState:
                 return name
         if self.sanitize:
             return "sanitize"
-        return "request" if self.request is not None else "pending"
+        if self.request is not None:
+            return "request"
+        return "plan" if self.plan is not None else "pending"
 
 
 @dataclass(frozen=True)
@@ -106,6 +114,8 @@ class SessionState:
 
 
 _ATTEMPT_FIELDS = tuple(f.name for f in fields(AttemptState) if f.name != "iteration")
+#: Fields a Request does not clear: the plan is made before the request of its iteration.
+_KEPT_BY_REQUEST = ("plan",)
 
 
 def initial(header: SessionHeader) -> SessionState:
@@ -129,8 +139,16 @@ def apply(state: SessionState, event: Event) -> SessionState:
     """Fold one event into the state."""
     if isinstance(event, Request):
         # A re-sent request (resume, retry) starts the iteration afresh: nothing of a cut attempt is kept.
-        fresh = {f: getattr(AttemptState(iteration=event.iteration), f) for f in _ATTEMPT_FIELDS}
+        fresh = {
+            f: getattr(AttemptState(iteration=event.iteration), f)
+            for f in _ATTEMPT_FIELDS
+            if f not in _KEPT_BY_REQUEST
+        }
         return _with_attempt(state, event.iteration, **{**fresh, "request": event})
+    if isinstance(event, Plan):
+        return _with_attempt(state, event.iteration, plan=event)
+    if isinstance(event, Summary):
+        return _with_attempt(state, event.iteration, summary=event)
     if isinstance(event, ReplyDelta):
         current = state.attempt(event.iteration)
         text = (current.streaming if current else "") + event.text
@@ -195,7 +213,7 @@ class _Open:
 #: The attempt field each event that replaces one is kept in.
 _FIELD_OF: dict[type, str] = {
     Reply: "reply", Candidate: "candidate", Built: "build", Ran: "run",
-    Timed: "timing", Profiled: "profile", Verdict: "verdict",
+    Timed: "timing", Profiled: "profile", Verdict: "verdict", Plan: "plan", Summary: "summary",
 }  # fmt: skip
 
 
@@ -219,11 +237,17 @@ def fold_more(state: SessionState, events: Iterable[Event]) -> SessionState:
 
     for event in events:
         if isinstance(event, Request):
-            o = open_[event.iteration] = _Open(AttemptState(iteration=event.iteration))
+            before = open_.get(event.iteration)
+            plan = (
+                before.fields["plan"]
+                if before is not None
+                else getattr(known.get(event.iteration), "plan", None)
+            )
+            o = open_[event.iteration] = _Open(AttemptState(iteration=event.iteration, plan=plan))  # type: ignore[arg-type]
             o.fields["request"] = event
         elif isinstance(event, ReplyDelta):
             touch(event.iteration).streaming.append(event.text)
-        elif isinstance(event, Reply | Candidate | Built | Ran | Timed | Profiled | Verdict):
+        elif isinstance(event, Reply | Candidate | Built | Ran | Timed | Profiled | Verdict | Plan | Summary):
             o = touch(event.iteration)
             o.fields[_FIELD_OF[type(event)]] = event
             if isinstance(event, Reply):

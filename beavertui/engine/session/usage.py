@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from beavertui.engine.session.events import Reply, Usage
+from beavertui.engine.session.events import Plan, Reply, Summary, Usage
 
 
-def usage_of(replies: Iterable[Reply]) -> Usage:
+def usage_of(replies: Iterable[Reply | Plan | Summary]) -> Usage:
     """The Usage of these replies (costs summed where known; None when no reply has a cost)."""
     n = prompt = completion = reasoning = unreported = cached = 0
     latency = 0.0

@@ -64,6 +64,9 @@ def test_iterative_rows(tmp_path: Path) -> None:
         "stagnation": "stop",
         "feedback_components": "all",
         "sanitize": "on_failure",
+        "planning": "implicit",
+        "planner": "self",
+        "summariser": "self",
     }
     assert rows[0]["corpus"] == CORPUS.name
     assert rows[0]["family"] == "elementwise" and rows[0]["label"] == "illegal_memory_access"
