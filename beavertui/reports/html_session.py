@@ -186,18 +186,56 @@ def diff_html(old: str, new: str, language: str, context: int = 3) -> tuple[str,
     return '<pre class="code">' + "\n".join(rows) + "</pre>", added, removed
 
 
+def _plan_pane(state: SessionState, a: AttemptState) -> str:
+    """The plan tab of one iteration: its plan, and the summarised feedback before and after it."""
+    parts = []
+    if a.plan is not None:
+        control = f' <span class="yellow">control: {_e(a.plan.replaces)}</span>' if a.plan.replaces else ""
+        parts.append(
+            f'<p class="b">plan for iteration {a.iteration} by {_e(a.plan.model)}{control}</p>'
+            f'<pre class="text">{_e(a.plan.content)}</pre>'
+        )
+    else:
+        parts.append('<p class="dim"><i>No plan was recorded for this iteration.</i></p>')
+    before = state.attempt(a.iteration - 1)
+    for label, summary in (
+        (
+            f"feedback on iteration {a.iteration - 1}, summarised (what this request carried)",
+            before and before.summary,
+        ),
+        (f"feedback on iteration {a.iteration}, summarised (sent with the next request)", a.summary),
+    ):
+        if summary:
+            parts.append(
+                f'<p class="b">{_e(label)} by {_e(summary.model)}</p><pre class="text">{_e(summary.content)}</pre>'
+            )
+    return f'<div class="dm" data-dm="plan">{"".join(parts)}</div>'
+
+
+def _planned(state: SessionState) -> bool:
+    p = state.header.protocol
+    return (
+        p.planning == "plan"
+        or p.feedback == "L3S"
+        or any(a.plan is not None or a.summary is not None for a in state.attempts)
+    )
+
+
 def _diff_pane(state: SessionState, a: AttemptState) -> str:
+    plan = _plan_pane(state, a) if _planned(state) else ""
     cand = a.candidate
     task = state.header.task
     if cand is None:
         text = a.reply.content if a.reply else ""
         if text:
-            return f'<p class="b">model reply</p><pre class="text">{_e(text)}</pre>'
-        return '<p class="dim"><i>No reply was recorded for this iteration.</i></p>'
+            return f'<p class="b">model reply</p><pre class="text">{_e(text)}</pre>{plan}'
+        return f'<p class="dim"><i>No reply was recorded for this iteration.</i></p>{plan}'
     if cand.code is None:
         reason = cand.no_code_reason or "no code block in the reply"
         reply = a.reply.content if a.reply else ""
-        return f'<p class="red b">No code extracted: {_e(reason)}</p><pre class="text">{_e(reply)}</pre>'
+        return (
+            f'<p class="red b">No code extracted: {_e(reason)}</p><pre class="text">{_e(reply)}</pre>{plan}'
+        )
     edited = '<p class="yellow b">edited by the user before the build</p>' if cand.edited else ""
     parts = []
     for mode in DIFF_MODES:
@@ -223,7 +261,7 @@ def _diff_pane(state: SessionState, a: AttemptState) -> str:
                 f'<span class="green">+{added}</span> <span class="red">-{removed}</span></p>' + html
             )
         parts.append(f'<div class="dm" data-dm="{mode}">{edited}{body}</div>')
-    return "".join(parts)
+    return "".join(parts) + plan
 
 
 # ------------------------------------------------------------------------------------------ log
@@ -614,8 +652,9 @@ def session_section(doc: SessionDoc, key: str, *, back: str | None = None) -> st
         per["speed"].append(f'<div data-it="{it}">{label}{_timing_block(state, a)}</div>')
         per["stag"].append(f'<div data-it="{it}">{label}{_stagnation_pane(state, it)}</div>')
     empty = '<p class="dim">No attempt recorded.</p>' if not state.attempts else ""
+    shown = {**DIFF_MODES, **({"plan": "plan"} if _planned(state) else {})}
     modes = "".join(
-        f'<button class="mode" data-diff="{m}">{_e(label)}</button>' for m, label in DIFF_MODES.items()
+        f'<button class="mode" data-diff="{m}">{_e(label)}</button>' for m, label in shown.items()
     )
     tools = "".join(f'<button class="mode" data-tool="{t}">{t}</button>' for t in ("all", *SANITIZER_TOOLS))
     back_link = f'<a class="back" href="{_e(back)}">← all sessions of the run</a>' if back else ""

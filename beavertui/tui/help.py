@@ -16,7 +16,7 @@ HELP = """\
 
 [b]Session screen[/b] (replay, follow, live)
   ←/→ h/l     step back / forward one iteration      home/end g/G  first / last iteration
-  d           cycle the diff: vs previous attempt, vs broken start, vs reference, whole file
+  d           cycle the diff: vs previous attempt, vs broken start, vs reference, whole file, plan
   r           classified log ↔ raw output of every stage
   s           sanitizer tool: all, memcheck, racecheck, synccheck, initcheck
   /  n  N     search iterations (code, logs, reply, category); next / previous match

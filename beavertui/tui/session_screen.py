@@ -42,7 +42,7 @@ from beavertui.tui.panes import (
     Timeline,
 )
 from beavertui.tui.search import find
-from beavertui.tui.view import DIFF_MODES, SANITIZER_TOOLS, View
+from beavertui.tui.view import SANITIZER_TOOLS, View, diff_modes
 
 
 class SessionEvent(Message):
@@ -334,8 +334,9 @@ class SessionScreen(Screen[None]):
             self._move(self.state.attempts[-1].iteration)
 
     def action_cycle_diff(self) -> None:
-        i = DIFF_MODES.index(self.view.diff_mode)
-        self.view = self.view.with_(diff_mode=DIFF_MODES[(i + 1) % len(DIFF_MODES)])
+        modes = diff_modes(self.view.state)
+        i = modes.index(self.view.diff_mode) if self.view.diff_mode in modes else -1
+        self.view = self.view.with_(diff_mode=modes[(i + 1) % len(modes)])
 
     def action_raw_log(self) -> None:
         self.view = self.view.with_(raw_log=not self.view.raw_log)

@@ -27,6 +27,10 @@ def summary_lines(header: SessionHeader, events: list[Event], problem: str | Non
         sp = "" if v.speedup is None else f"  {v.speedup:.2f}x"
         ok = "success" if v.success else v.reason
         lines.append(f"  it{a.iteration}  {v.category:<22}{sp:>8}  {ok}  {v.signature or ''}".rstrip())
+        for what, call in (("plan", a.plan), ("feedback summary", a.summary)):
+            if call is not None:
+                first = next((ln.strip() for ln in call.content.splitlines() if ln.strip()), "")
+                lines.append(f"       {what} by {call.model}: {first[:100]}")
     for st in state.stalls:
         lines.append(f"  stalled after it{st.iteration}: {st.detector} ({st.detail})")
     if state.end is not None:

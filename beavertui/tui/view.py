@@ -12,12 +12,27 @@ from dataclasses import dataclass, replace
 from beavertui.engine.session.state import AttemptState, SessionState
 
 DIFF_MODES: tuple[str, ...] = ("previous", "broken", "reference", "file")
+#: The Diff pane's tab for a session with plans or feedback summaries (docs/protocols.md).
+PLAN_MODE = "plan"
 DIFF_MODE_LABEL = {
     "previous": "vs previous attempt",
     "broken": "vs broken start",
     "reference": "vs reference",
     "file": "whole file",
+    PLAN_MODE: "plan and feedback summary",
 }
+
+
+def diff_modes(state: SessionState) -> tuple[str, ...]:
+    """The Diff pane's modes for this session: the plan tab only where a plan or summary is recorded (or
+    the protocol makes them, for a session still running)."""
+    p = state.header.protocol
+    planned = p.planning == "plan" or p.feedback == "L3S"
+    if planned or any(a.plan is not None or a.summary is not None for a in state.attempts):
+        return (*DIFF_MODES, PLAN_MODE)
+    return DIFF_MODES
+
+
 SANITIZER_TOOLS: tuple[str | None, ...] = (None, "memcheck", "racecheck", "synccheck", "initcheck")
 
 

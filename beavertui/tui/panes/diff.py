@@ -8,10 +8,12 @@ from __future__ import annotations
 from rich.console import Group, RenderableType
 from rich.text import Text
 
+from beavertui.engine.session.events import Plan, Summary
+from beavertui.engine.session.state import AttemptState
 from beavertui.tui.caps import CODE_CHARS, CODE_LINES, cap_code, cap_line, cap_text
 from beavertui.tui.diffs import diff, lexer_for, whole_file
 from beavertui.tui.panes.base import Pane
-from beavertui.tui.view import DIFF_MODE_LABEL, View
+from beavertui.tui.view import DIFF_MODE_LABEL, PLAN_MODE, View
 
 
 class DiffPane(Pane):
@@ -30,6 +32,8 @@ class DiffPane(Pane):
     def cost(self, view: View) -> int:
         """Rows of source to highlight and draw (lines, and lines of wrapped text), both sides."""
         a = view.attempt
+        if view.diff_mode == PLAN_MODE:
+            return 0
         if a is None or a.candidate is None or a.candidate.code is None:
             return 0
         old = "" if view.diff_mode == "file" else view.code_before(a.iteration)[0]
@@ -42,6 +46,8 @@ class DiffPane(Pane):
         attempt = view.attempt
         if attempt is None:
             return Text("No attempt yet.", style="dim")
+        if view.diff_mode == PLAN_MODE:
+            return plan_view(view, attempt)
         cand = attempt.candidate
         if cand is None:
             text = attempt.streaming or (attempt.reply.content if attempt.reply else "")
@@ -97,6 +103,61 @@ class DiffPane(Pane):
         notes = [f"{name}: {old_note}"] if old_note else []
         notes += [f"iteration {attempt.iteration}: {new_note}"] if new_note else []
         return Group(head, body, *_notes(*notes))
+
+
+def _call_line(what: str, call: Plan | Summary) -> Text:
+    head = Text(f"{what} by {cap_line(call.model, 200)}", style="bold")
+    facts = [f"{len(call.content):,} chars"]
+    if call.prompt_tokens is not None and call.completion_tokens is not None:
+        facts.append(f"{call.prompt_tokens:,}+{call.completion_tokens:,} tokens")
+    if call.cost_usd is not None:
+        facts.append(f"${call.cost_usd:.4f}")
+    if call.retries:
+        facts.append(f"{call.retries} retries")
+    head.append(f" ({', '.join(facts)})", style="dim")
+    return head
+
+
+def plan_view(view: View, attempt: AttemptState) -> RenderableType:
+    """The plan tab: the plan the coding call of this iteration was given, the summarised feedback that
+    call read (on the attempt before), and the summary made of this attempt's feedback."""
+    parts: list[RenderableType] = []
+    plan = attempt.plan
+    if plan is not None:
+        parts.append(_call_line(f"plan for iteration {attempt.iteration}", plan))
+        if plan.replaces:
+            parts.append(Text(f"control: {cap_line(plan.replaces, 400)}", style="bold yellow"))
+        shown, note = cap_text(plan.content)
+        parts += [Text(shown), *_notes(note)]
+    elif view.state.header.protocol.planning == "plan":
+        waiting = view.following and attempt.request is None
+        parts.append(
+            Text(
+                "Waiting for the planner…" if waiting else "No plan was recorded for this iteration.",
+                style="dim italic",
+            )
+        )
+    else:
+        parts.append(
+            Text("This session's protocol makes no plans (planning = implicit).", style="dim italic")
+        )
+    before = view.state.attempt(attempt.iteration - 1)
+    for label, summary in (
+        (
+            f"feedback on iteration {attempt.iteration - 1}, summarised (what this request carried)",
+            before.summary if before else None,
+        ),
+        (
+            f"feedback on iteration {attempt.iteration}, summarised (sent with the next request)",
+            attempt.summary,
+        ),
+    ):
+        if summary is not None:
+            line = _call_line(label, summary)
+            line.append(f" from {summary.source_chars:,} chars of L3 feedback", style="dim")
+            shown, note = cap_text(summary.content)
+            parts += [Text(""), line, Text(shown), *_notes(note)]
+    return Group(*parts)
 
 
 def _notes(*notes: str | None) -> list[Text]:

@@ -1,0 +1,90 @@
+"""The recorded planning arms (tests/data/planning/sessions) replay under Pilot with their plans and summaries
+in the Diff pane's plan tab."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from beavertui.engine.session.store import read_session
+from beavertui.tui.app import BeaverApp
+from beavertui.tui.session_screen import SessionScreen
+from tests.tui.conftest import SIZE
+
+ARMS = Path(__file__).resolve().parents[1] / "data" / "planning" / "sessions"
+
+
+def _app(name: str) -> BeaverApp:
+    header, events, problem = read_session(ARMS / f"{name}.jsonl")
+    assert header is not None and problem is None
+    return BeaverApp(lambda: SessionScreen(header, events, problem=problem))
+
+
+def _diff(app: BeaverApp) -> str:
+    return str(app.screen.query_one("#diff").text)  # type: ignore[attr-defined]
+
+
+async def _to_plan_tab(app: BeaverApp, pilot) -> None:  # type: ignore[no-untyped-def]
+    for _ in range(5):
+        await pilot.press("d")
+        await pilot.pause()
+        if app.screen.view.diff_mode == "plan":  # type: ignore[attr-defined]
+            return
+    raise AssertionError("no plan tab in the Diff pane's modes")
+
+
+async def test_plan_and_summary_arm_shows_each_iterations_plan() -> None:
+    app = _app("plan-f-summary")
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        await pilot.press("home")
+        await _to_plan_tab(app, pilot)
+        assert app.screen.query_one("#diff").border_title == "Diff · plan and feedback summary"
+        first = _diff(app)
+        assert "plan for iteration 1 by scripted:planner.toml" in first
+        assert "the tile is read back in the wrong order" in first
+        assert "feedback on iteration 1, summarised (sent with the next request)" in first
+        assert "abs errors 0.28 to 0.97" in first
+        await pilot.press("right")
+        await pilot.pause()
+        second = _diff(app)
+        assert "plan for iteration 2" in second and "block-wide barrier" in second
+        assert "feedback on iteration 1, summarised (what this request carried)" in second
+        assert '"__syncthread" is undefined' in second  # the summary of iteration 2's own feedback
+        # the other tabs are unchanged: one more press comes back to the diff against the previous attempt
+        await pilot.press("d")
+        await pilot.pause()
+        assert app.screen.view.diff_mode == "previous"  # type: ignore[attr-defined]
+        assert "iteration 2 against iteration 1" in _diff(app)
+
+
+@pytest.mark.parametrize(
+    ("arm", "expected"),
+    [
+        ("plan-f", "Read the shared tile transposed"),
+        ("plan-nf", "Read the shared tile transposed"),
+        ("plan-transfer", "Fix the tile indexing."),
+    ],
+)
+async def test_every_planned_arm_replays_with_its_plans(arm: str, expected: str) -> None:
+    app = _app(arm)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        await pilot.press("home")
+        await _to_plan_tab(app, pilot)
+        assert expected in _diff(app)
+        header = app.screen.query_one("#header").render().plain  # type: ignore[attr-defined]
+        assert ("plan+NF" if arm == "plan-nf" else "plan+F") in header
+
+
+async def test_an_implicit_session_has_no_plan_tab() -> None:
+    app = _app("implicit")
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        modes = []
+        for _ in range(4):
+            await pilot.press("d")
+            await pilot.pause()
+            modes.append(app.screen.view.diff_mode)  # type: ignore[attr-defined]
+        assert modes == ["broken", "reference", "file", "previous"]
