@@ -22,6 +22,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from beavertui.engine.fileio import write_atomic
 from beavertui.engine.session.events import StageResult
 
 
@@ -136,8 +137,9 @@ class CompileCache:
                     dst.parent.mkdir(parents=True, exist_ok=True)
                     shutil.copy2(src, dst)
                     listing[rel] = _digest(dst)
-            (tmp / "files.json").write_text(json.dumps(listing), encoding="utf-8")
-            (tmp / "result.json").write_text(result.model_dump_json(), encoding="utf-8")
+            # the entry's folder is renamed into place whole; its listing checks the files on every read
+            write_atomic(tmp / "files.json", json.dumps(listing), durable=False)
+            write_atomic(tmp / "result.json", result.model_dump_json(), durable=False)
             try:
                 os.rename(tmp, entry)
             except OSError:  # another session stored it first

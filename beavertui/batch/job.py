@@ -15,7 +15,6 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-import tempfile
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,7 +22,8 @@ from typing import Literal
 
 from beavertui.batch.gpu_pool import NO_GPU_LEFT
 from beavertui.batch.protocol_file import ModelSpec
-from beavertui.batch.rundir import INFRA_LOG, TMP_SUFFIX, log_infra, read_infra, storage_error
+from beavertui.batch.rundir import INFRA_LOG, log_infra, read_infra, storage_error
+from beavertui.engine.fileio import atomic_file
 from beavertui.engine.session.events import Event, InfraError, SessionEnd, SessionHeader
 from beavertui.engine.session.protocol import Protocol
 from beavertui.engine.session.state import fold
@@ -70,17 +70,10 @@ log = logging.getLogger(__name__)
 
 def _rewrite(path: Path, header: SessionHeader, events: list[Event]) -> None:
     # the temporary name does not end in .jsonl, so a run killed mid-rewrite leaves no second "session"
-    fd, tmp = tempfile.mkstemp(prefix=".rewind-", suffix=TMP_SUFFIX, dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(header.model_dump_json() + "\n")
-            for e in events:
-                fh.write(e.model_dump_json() + "\n")
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+    with atomic_file(path) as fh:
+        fh.write(header.model_dump_json() + "\n")
+        for e in events:
+            fh.write(e.model_dump_json() + "\n")
 
 
 def _rewind(events: list[Event]) -> list[Event]:

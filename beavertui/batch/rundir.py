@@ -15,7 +15,6 @@ import os
 import platform
 import re
 import socket
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -24,6 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from beavertui.batch.protocol_file import ModelSpec
 from beavertui.engine.errors import BeaverError
+from beavertui.engine.fileio import PARTIAL_SUFFIX, write_atomic
 from beavertui.engine.session.protocol import Protocol, with_legacy_gate
 from beavertui.engine.session.redaction import redact_fields, without_userinfo
 
@@ -50,7 +50,7 @@ def stamp_seconds(text: object) -> float | None:
 
 INFRA_LOG = "infra.jsonl"
 #: Suffix of files written then renamed into place; one left by a killed run is removed on resume.
-TMP_SUFFIX = ".partial"
+TMP_SUFFIX = PARTIAL_SUFFIX
 
 
 class ProtocolEntry(BaseModel):
@@ -185,15 +185,7 @@ def write_manifest(run_dir: Path, manifest: RunManifest) -> None:
     """Atomically replace run.json (models without their credentials)."""
     run_dir.mkdir(parents=True, exist_ok=True)
     stored = manifest.model_copy(update={"models": [without_credentials(m) for m in manifest.models]})
-    fd, tmp = tempfile.mkstemp(prefix=".run-", suffix=TMP_SUFFIX, dir=run_dir)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(stored.model_dump_json(indent=2))
-        os.replace(tmp, run_dir / MANIFEST)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+    write_atomic(run_dir / MANIFEST, stored.model_dump_json(indent=2))
 
 
 def remove_partial_files(run_dir: Path) -> int:

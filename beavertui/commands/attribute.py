@@ -97,6 +97,7 @@ def run(args: argparse.Namespace) -> int:
     )
     from beavertui.engine.analysis.attribution import MEASURES
     from beavertui.engine.errors import BeaverError
+    from beavertui.engine.fileio import write_atomic
     from beavertui.engine.session.store import read_session
     from beavertui.service.branching import model_of, protocol_of, task_of, toolchain_of
 
@@ -187,7 +188,7 @@ def run(args: argparse.Namespace) -> int:
     name = f"run-{Path(args.run).name}" if args.run else f"{Path(args.session).stem}-at{args.at}"
     saved = out_dir / f"attribution-{name}.json"
     saved.parent.mkdir(parents=True, exist_ok=True)
-    saved.write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
+    write_atomic(saved, json.dumps(doc, indent=1) + "\n")
     if args.json:
         print(json.dumps(doc, indent=1))
     else:

@@ -44,6 +44,7 @@ def register(sub: Any) -> None:
 
 def _handle(args: argparse.Namespace) -> int:
     from beavertui.engine.errors import BeaverError
+    from beavertui.engine.fileio import atomic_file
     from beavertui.engine.metrics.attempts import ExportStats, SourceModels, export_rows, load_source_models
     from beavertui.engine.metrics.table_io import write_csv, write_jsonl
 
@@ -57,7 +58,7 @@ def _handle(args: argparse.Namespace) -> int:
     write = write_csv if args.csv else write_jsonl
     if args.output:
         try:
-            with args.output.open("w", encoding="utf-8", newline="") as out:
+            with atomic_file(args.output, newline="") as out:
                 write(rows, out)
         except OSError as exc:
             raise BeaverError(f"{args.output}: {exc.strerror}") from None
@@ -84,6 +85,7 @@ def _handle(args: argparse.Namespace) -> int:
 
 def _html(args: argparse.Namespace) -> int:
     from beavertui.engine.errors import BeaverError
+    from beavertui.engine.fileio import write_atomic
     from beavertui.reports import html
 
     source: Path = args.run_dir
@@ -97,7 +99,7 @@ def _html(args: argparse.Namespace) -> int:
         raise BeaverError(f"{source}: no such run directory or session file")
     if args.output:
         try:
-            args.output.write_text(text, encoding="utf-8")
+            write_atomic(args.output, text)
         except OSError as exc:
             raise BeaverError(f"{args.output}: {exc.strerror}") from None
     else:

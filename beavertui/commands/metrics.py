@@ -352,8 +352,9 @@ def _emit(text: str, output: Path | None) -> None:
 
 def _write(path: Path, text: str) -> None:
     from beavertui.engine.errors import BeaverError
+    from beavertui.engine.fileio import write_atomic
 
     try:
-        path.write_text(text, encoding="utf-8")
+        write_atomic(path, text)
     except OSError as exc:
         raise BeaverError(f"{path}: {exc.strerror}") from None

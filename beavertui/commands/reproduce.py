@@ -172,16 +172,15 @@ def _label(protocol: Any) -> str:
 
 def _tables(out: Path, as_json: bool) -> None:
     """The paper's tables of every run under ``out``: printed, and written beside the runs."""
+    from beavertui.engine.fileio import write_atomic
     from beavertui.reports import render
     from beavertui.service.metrics import compute, with_tables
 
     report = with_tables(compute(out), paper=True)
     doc = {"paper_tables": report.paper.as_json()}
-    (out / "paper_tables.json").write_text(
-        json.dumps(doc, indent=1, allow_nan=False) + "\n", encoding="utf-8"
-    )
-    (out / "paper_tables.md").write_text(render.markdown(report.tables), encoding="utf-8")
-    (out / "paper_tables.tex").write_text(render.latex(report.tables), encoding="utf-8")
+    write_atomic(out / "paper_tables.json", json.dumps(doc, indent=1, allow_nan=False) + "\n")
+    write_atomic(out / "paper_tables.md", render.markdown(report.tables))
+    write_atomic(out / "paper_tables.tex", render.latex(report.tables))
     if as_json:
         print(json.dumps(doc, allow_nan=False))
     else:

@@ -1,16 +1,29 @@
-"""Opening input files that a user or an attacker chose: regular files only, bounded reads, one-line errors.
+"""Reading files a user or an attacker chose, and writing every output file whole or not at all.
 
 Every reader of user-named files goes through here, so a FIFO named ``*.jsonl`` cannot hang it, a link to
 ``/dev/zero`` cannot fill memory, a symbolic link loop or a file that is not UTF-8 is a BeaverError naming
 the file, never a traceback.
+
+Every file beavertui writes whole (``run.json``, exports, ``metrics`` outputs, caches, build markers...)
+is written by ``atomic_file``/``write_atomic``: into a temporary file of the same folder, flushed to the
+disk, then renamed over the target, so a write that fails midway (a full disk, a serializer raising, a
+kill) leaves the old file as it was and no partial one. Files that grow by lines (recordings) append one
+whole line or none (``append_line``). Session files are appended by their own writer, which has its own
+recovery (engine/session/store.py). tests/engine/test_atomic_writes.py checks, by reading the package's
+source, that no other code writes a file.
 """
 
 from __future__ import annotations
 
+import contextlib
 import errno
+import fcntl
 import os
+import secrets
 import stat
+from collections.abc import Iterator
 from pathlib import Path
+from typing import IO, Any, BinaryIO, Literal, TextIO, overload
 
 from beavertui.engine.errors import BeaverError
 
@@ -104,3 +117,118 @@ def missing(path: str | Path, what: str) -> BeaverError:
     except OSError as exc:
         return BeaverError(f"{path}: cannot read: {why_oserror(exc)}")
     return BeaverError(f"{path}: is {_kind(mode)}, not a {what}")
+
+
+#: Suffix of the temporary files ``atomic_file`` writes (a killed run's leftovers are ``.NAME.*.partial``;
+#: batch/rundir.py removes them from a run directory on resume). No reader takes such a name for its own.
+PARTIAL_SUFFIX = ".partial"
+
+
+def _fsync_folder(folder: Path) -> None:
+    with contextlib.suppress(OSError):  # some file systems cannot sync a folder; the rename still holds
+        fd = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+@overload
+def atomic_file(
+    path: str | Path, *, binary: Literal[False] = ..., newline: str | None = ..., durable: bool = ...
+) -> contextlib.AbstractContextManager[TextIO]: ...
+@overload
+def atomic_file(
+    path: str | Path, *, binary: Literal[True], newline: str | None = ..., durable: bool = ...
+) -> contextlib.AbstractContextManager[BinaryIO]: ...
+def atomic_file(
+    path: str | Path, *, binary: bool = False, newline: str | None = None, durable: bool = True
+) -> contextlib.AbstractContextManager[IO[Any]]:
+    """A file to write that replaces ``path`` whole when the ``with`` block ends without an exception.
+
+    The content goes to ``.NAME.RANDOM.partial`` in the same folder (created with the mode a new file would
+    get, or the target's own mode when it exists), is flushed and, when ``durable``, synced to the disk
+    before ``os.replace`` puts it in place (and the folder synced after). An exception anywhere (the disk
+    full, the caller's serializer raising, the rename refused) removes the temporary file and is raised
+    again: the target is as it was before. A symbolic link at ``path`` is written through (its target
+    replaced), as a plain write would. Text is UTF-8.
+    """
+    return _atomic_file(Path(path), binary, newline, durable)
+
+
+@contextlib.contextmanager
+def _atomic_file(path: Path, binary: bool, newline: str | None, durable: bool) -> Iterator[IO[Any]]:
+    if path.is_symlink():
+        path = path.resolve()
+    tmp = path.with_name(f".{path.name}.{secrets.token_hex(6)}{PARTIAL_SUFFIX}")
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
+    fd = os.open(tmp, flags, 0o666)  # the umask applies, as to any new file
+    try:
+        with contextlib.suppress(OSError):
+            os.fchmod(fd, stat.S_IMODE(os.stat(path).st_mode))
+        if binary:
+            fh: IO[Any] = os.fdopen(fd, "wb")
+        else:
+            fh = os.fdopen(fd, "w", encoding="utf-8", newline=newline)
+    except BaseException:
+        os.close(fd)
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    try:
+        with fh:
+            yield fh
+            fh.flush()
+            if durable:
+                os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    if durable:
+        _fsync_folder(path.parent)
+
+
+def write_atomic(path: str | Path, data: str | bytes, *, durable: bool = True) -> None:
+    """Replace ``path`` by ``data`` (text as UTF-8) whole, or leave it as it was (``atomic_file``)."""
+    if isinstance(data, bytes):
+        with atomic_file(path, binary=True, durable=durable) as fb:
+            fb.write(data)
+    else:
+        with atomic_file(path, durable=durable) as ft:
+            ft.write(data)
+
+
+def append_line(path: str | Path, line: str) -> None:
+    """Append one whole line (a newline added) to ``path``, or nothing.
+
+    Under an exclusive lock of the file, so that writers of several processes never interleave: a tail a
+    killed writer left without its newline is cut first (that record is lost, the file stays readable);
+    a write that fails midway (a full disk) is cut back, and the error raised.
+    """
+    data = (line.rstrip("\n") + "\n").encode("utf-8")
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o666)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        size = os.fstat(fd).st_size
+        if size:
+            tail = os.pread(fd, min(size, 1 << 20), max(0, size - (1 << 20)))
+            if not tail.endswith(b"\n"):
+                start = size - len(tail)  # where the tail read begins
+                cut = tail.rfind(b"\n")
+                if cut >= 0 or start == 0:
+                    size = start + cut + 1  # after the last whole line (0: the file held none)
+                    os.ftruncate(fd, size)
+                else:  # a torn line longer than the tail read: ended, so it holds no later record
+                    data = b"\n" + data
+        try:
+            done = 0
+            while done < len(data):
+                done += os.pwrite(fd, data[done:], size + done)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.ftruncate(fd, size)
+            raise
+    finally:
+        os.close(fd)

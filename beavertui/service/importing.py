@@ -20,6 +20,7 @@ from typing import Any
 from beavertui import __version__
 from beavertui.batch.rundir import stamp
 from beavertui.engine.errors import BeaverError
+from beavertui.engine.fileio import write_atomic
 from beavertui.engine.importers.cudabeaver import (
     NOT_RECORDED,
     SOURCE,
@@ -78,8 +79,8 @@ def import_harness_run(options: ImportOptions) -> ImportResult:
             path = partial / f"{_slug(s.task_id)}__s{s.header.sample}.jsonl"
             _write(path, s)
             written.append(out / path.name)
-        (partial / MANIFEST).write_text(
-            json.dumps(_manifest(run, out, counts, sessions, options), indent=2) + "\n", encoding="utf-8"
+        write_atomic(
+            partial / MANIFEST, json.dumps(_manifest(run, out, counts, sessions, options), indent=2) + "\n"
         )
         if out.exists():
             out.rmdir()

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from beavertui.engine.errors import BeaverError
+from beavertui.engine.fileio import write_atomic
 
 #: The paper's axes, in the order they are planned.
 AXES: tuple[str, ...] = ("main", "repeated", "feedback", "history")
@@ -402,7 +403,7 @@ def run(
         slug = model_slug(name)
         run_dir = out / slug
         proto_file = out / f"{slug}.toml"
-        proto_file.write_text(protocol_toml(p.arms_of(name)), encoding="utf-8")
+        write_atomic(proto_file, protocol_toml(p.arms_of(name)))
         resume = run_dir if (run_dir / "run.json").is_file() else None
         say(f"{name}: {'resuming' if resume else 'starting'} {run_dir}")
         opts = replace(

@@ -23,6 +23,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from beavertui.engine.fileio import write_atomic
 from beavertui.engine.corpus.task import Task
 from beavertui.engine.paths import cache_dir
 
@@ -84,9 +85,7 @@ def save(task: Task, record: VerdictRecord, cache: Path | None = None) -> Path:
     )
     p = folder(rec.gpu, cache) / f"{task.id}.json"
     p.parent.mkdir(parents=True, exist_ok=True)
-    tmp = p.with_suffix(".tmp")
-    tmp.write_text(rec.model_dump_json(indent=2) + "\n", encoding="utf-8")
-    tmp.replace(p)
+    write_atomic(p, rec.model_dump_json(indent=2) + "\n")
     return p
 
 

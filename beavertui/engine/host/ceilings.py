@@ -16,6 +16,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ValidationError
 
+from beavertui.engine.fileio import write_atomic
 from beavertui.engine.paths import cache_dir
 from beavertui.engine.session.events import GpuSignature
 
@@ -139,5 +140,5 @@ def measure(gpu: GpuSignature, cache: Path | None = None, torch_ok: bool = True)
     result = Ceilings(gpu=gpu, copy_gbps=copy, bf16_tflops=tflops, notes=notes)
     if copy is not None:
         p.parent.mkdir(parents=True, exist_ok=True)
-        p.write_text(result.model_dump_json(indent=2) + "\n")
+        write_atomic(p, result.model_dump_json(indent=2) + "\n")
     return result

@@ -13,7 +13,6 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
-import os
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -23,6 +22,7 @@ from beavertui import __version__
 from beavertui.engine.corpus import families
 from beavertui.engine.corpus.harness import harness_hash
 from beavertui.engine.corpus.task import Task
+from beavertui.engine.fileio import write_atomic
 from beavertui.engine.session.events import EVENT_ADAPTER, Event, GpuSignature
 
 #: Stored logs larger than this are not kept (the prompt shows an excerpt of the log anyway).
@@ -109,9 +109,7 @@ def in_flight(
     doc = {"key": digest, "task": task.id, "began": began, "updated": time.time(), "stages": stages}
     try:
         p.parent.mkdir(parents=True, exist_ok=True)
-        tmp = p.with_name(f".{p.name}.{os.getpid()}.tmp")
-        tmp.write_text(json.dumps({**doc, "in_flight": True}), encoding="utf-8")
-        tmp.replace(p)
+        write_atomic(p, json.dumps({**doc, "in_flight": True}), durable=False)  # a note, replaced often
     except OSError:
         pass
 
@@ -144,8 +142,6 @@ def save(
         doc["events"] = [e.model_dump(mode="json") for e in events]
     try:
         p.parent.mkdir(parents=True, exist_ok=True)
-        tmp = p.with_name(f".{p.name}.{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(doc), encoding="utf-8")
-        tmp.replace(p)
+        write_atomic(p, json.dumps(doc))
     except OSError:
         pass

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from beavertui.engine.errors import BeaverError
+from beavertui.engine.fileio import write_atomic
 from beavertui.engine.models.base import Completion, DeltaCallback, StopRequested
 from beavertui.engine.session.events import Message, ModelInfo
 
@@ -40,7 +41,7 @@ class HumanModel:
         self.poll_ms = poll_ms
         self.path.parent.mkdir(parents=True, exist_ok=True)
         if not self.path.exists():
-            self.path.write_text(initial, encoding="utf-8")
+            write_atomic(self.path, initial)
         self._last = self.path.read_text(encoding="utf-8", errors="replace")
         self.feedback_path = self.path.with_name(self.path.name + ".feedback.md")
 
@@ -56,7 +57,7 @@ class HumanModel:
 
     def complete(self, messages: Sequence[Message], *, on_delta: DeltaCallback | None = None) -> Completion:
         if messages:
-            self.feedback_path.write_text(messages[-1].content, encoding="utf-8")
+            write_atomic(self.feedback_path, messages[-1].content)
         start = time.monotonic()
         code = self._edit() if self.editor else self._wait_for_save()
         self._last = code

@@ -14,17 +14,15 @@ of the extra body are replaced by ``[redacted]`` in the key and the entry.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
-import os
-import tempfile
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Protocol
 
+from beavertui.engine.fileio import write_atomic
 from beavertui.engine.models.base import Completion, DeltaCallback
 from beavertui.engine.session.events import Message, ModelInfo
 from beavertui.engine.session.redaction import redact_fields, without_userinfo
@@ -103,15 +101,7 @@ class ReplyCache:
         }
         path = self._path(self.key(request))
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=".reply-", suffix=".partial", dir=path.parent)
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                json.dump(doc, fh, ensure_ascii=False)
-            os.replace(tmp, path)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-            raise
+        write_atomic(path, json.dumps(doc, ensure_ascii=False))
         with self._lock:
             self.stats.stored += 1
 

@@ -17,7 +17,6 @@ import contextlib
 import hashlib
 import json
 import os
-import threading
 import time
 from pathlib import Path
 
@@ -26,6 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from beavertui.engine.corpus import families
 from beavertui.engine.corpus.harness import harness_hash, hash_tree, reference_hash
 from beavertui.engine.corpus.task import Task
+from beavertui.engine.fileio import write_atomic
 from beavertui.engine.paths import cache_dir
 from beavertui.engine.session.events import GpuSignature
 
@@ -167,9 +167,7 @@ def load(task: Task, gpu: GpuSignature, harness: str, cache: Path | None = None)
 
 def _write(p: Path, baseline: Baseline) -> None:
     p.parent.mkdir(parents=True, exist_ok=True)
-    tmp = p.with_name(f".{p.stem}.{os.getpid()}.{threading.get_ident()}.tmp")
-    tmp.write_text(baseline.model_dump_json(indent=2) + "\n", encoding="utf-8")
-    tmp.replace(p)
+    write_atomic(p, baseline.model_dump_json(indent=2) + "\n")
 
 
 def save(task: Task, baseline: Baseline, cache: Path | None = None) -> Path:

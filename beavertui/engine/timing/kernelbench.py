@@ -18,6 +18,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from beavertui.engine.corpus import families
+from beavertui.engine.fileio import write_atomic
 from beavertui.engine.host.adapt import adapt_command
 from beavertui.engine.session.events import StageResult, TimingResult
 from beavertui.engine.stage import stages
@@ -162,12 +163,9 @@ class KernelbenchDriver(TimingMethod):
             unset = sorted(k for k in warm.stage.env if k not in want)
             if not all(LATE_ENV.match(k) for k in (*env, *unset)):
                 return None
-            part = warm.go.with_name(warm.go.name + ".part")
-            try:
-                part.write_text(json.dumps({"env": env, "unset": unset}), encoding="utf-8")
-                part.replace(warm.go)  # whole, at once: the driver never reads half of it
+            try:  # whole, at once: the driver never reads half of it
+                write_atomic(warm.go, json.dumps({"env": env, "unset": unset}), durable=False)
             except OSError:
-                part.unlink(missing_ok=True)
                 return None
             went = time.monotonic()
             out = warm.stage.finish(ctx.tcfg.stage_s)

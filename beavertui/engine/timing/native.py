@@ -48,6 +48,7 @@ from typing import Any, Protocol
 from beavertui.engine.corpus.harness import hash_tree
 from beavertui.engine.corpus.task import Task, TimingDriver
 from beavertui.engine.errors import BeaverError
+from beavertui.engine.fileio import write_atomic
 from beavertui.engine.judge import anticheat
 from beavertui.engine.session.events import Flag, StageResult, TimingResult
 from beavertui.engine.stage import stages
@@ -293,10 +294,10 @@ def reference_side(task: Task, ref: stages.WorkDir, config: stages.StageConfig) 
             res = stages.run_stage(ref, "build", command, task.timeouts.build_s, config)
             if res.rc != 0 or res.timed_out:
                 why = f"the reference's {what} does not build here ({_tail(res.log)})"
-                (ref.path / FAILED).write_text(f"{key}\n{why}\n")
+                write_atomic(ref.path / FAILED, f"{key}\n{why}\n")
                 raise NativeUnavailable(why)
         (ref.path / FAILED).unlink(missing_ok=True)
-        (ref.path / BUILT).write_text(f"{key}\n{d.library_command}\n{d.driver_command}\n")
+        write_atomic(ref.path / BUILT, f"{key}\n{d.library_command}\n{d.driver_command}\n")
     return ref
 
 

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from beavertui.engine.corpus import families, harness
 from beavertui.engine.corpus.task import Task
+from beavertui.engine.fileio import write_atomic
 from beavertui.engine.host.gpu import nvcc_version
 from beavertui.engine.paths import cache_dir
 from beavertui.engine.stage import stages
@@ -48,7 +49,7 @@ def reference_workdir(task: Task, config: stages.StageConfig, tcfg: TimingConfig
         stages.remove(work)
         last = [ln for ln in result.log.splitlines() if ln.strip()][-1:] or ["(no output)"]
         raise SpeedupUnavailable(f"{task.id}: the reference does not build here ({last[0][:200]})")
-    (work.path / ".beaver-built").write_text((result.command or "") + "\n")
+    write_atomic(work.path / ".beaver-built", (result.command or "") + "\n")
     if final.exists():
         shutil.rmtree(final, ignore_errors=True)
     try:
@@ -65,7 +66,7 @@ def adopt_reference_build(task: Task, tcfg: TimingConfig, work: stages.WorkDir, 
         stages.remove(work)
         return
     final.parent.mkdir(parents=True, exist_ok=True)
-    (work.path / ".beaver-built").write_text(build_command + "\n")
+    write_atomic(work.path / ".beaver-built", build_command + "\n")
     try:
         shutil.move(str(work.path), str(final))
     except OSError:

@@ -23,7 +23,7 @@ from pydantic import ValidationError
 from beavertui.engine.code.hashing import code_hash
 from beavertui.engine.corpus.task import Task
 from beavertui.engine.errors import BeaverError, ToolchainError
-from beavertui.engine.fileio import MAX_INPUT_BYTES, missing, read_small_text
+from beavertui.engine.fileio import MAX_INPUT_BYTES, append_line, missing, read_small_text
 from beavertui.engine.session.events import (
     EVENT_ADAPTER,
     Built,
@@ -266,5 +266,4 @@ class RecordingToolchain:
                 "harness": task.harness_hash(),
                 "events": [e.model_dump(mode="json", exclude={"iteration", "t"}) for e in events],
             }
-            with open(self.path, "a", encoding="utf-8") as fh:
-                fh.write(json.dumps(line) + "\n")
+            append_line(self.path, json.dumps(line))
