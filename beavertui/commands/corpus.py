@@ -334,8 +334,10 @@ def _baselines(args: argparse.Namespace) -> int:
         progress=lambda line: print(line, file=sys.stderr, flush=True), measured=ceil,
     )  # fmt: skip
     if args.out is not None:
+        from beavertui.engine.fileio import atomic_file
+
         args.out.parent.mkdir(parents=True, exist_ok=True)
-        with args.out.open("w", encoding="utf-8") as fh:
+        with atomic_file(args.out) as fh:
             for o in outcomes:
                 if o.found is not None:
                     fh.write(o.found.model_dump_json() + "\n")

@@ -46,6 +46,7 @@ ALLOWED = {
     ("engine/judge/harness_proof.py", "_build"): "the proof library's source in a temporary folder",
     ("tui/live.py", "LiveScreen._open_editor"): "a temporary file handed to the user's editor",
     ("engine/toolchain/local.py", "LocalToolchain._ncu"): "a temporary file name for ncu's own CSV",
+    ("engine/validation/baselines_record.py", "record"): "drivers' logs and go signals in a temporary folder",
 }
 
 

@@ -31,7 +31,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import threading
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -43,6 +42,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from beavertui.engine.corpus import families
 from beavertui.engine.corpus.task import Task
 from beavertui.engine.errors import BeaverError
+from beavertui.engine.fileio import write_atomic
 from beavertui.engine.host import ceilings as ceilings_mod
 from beavertui.engine.paths import cache_dir
 from beavertui.engine.session.events import BaselineTime, GpuSignature
@@ -275,9 +275,7 @@ def save(task: Task, found: BaselineSet, cache: Path | None = None) -> Path:
     """Store ``found`` as ``task``'s; returns where."""
     p = path_for(task, found.gpu.slug, cache)
     p.parent.mkdir(parents=True, exist_ok=True)
-    tmp = p.with_name(f".{p.stem}.{os.getpid()}.{threading.get_ident()}.tmp")
-    tmp.write_text(found.model_dump_json(indent=2) + "\n", encoding="utf-8")
-    tmp.replace(p)
+    write_atomic(p, found.model_dump_json(indent=2) + "\n")
     return p
 
 
