@@ -98,7 +98,8 @@ class StageConfig:
     """The CPUs timing stages may use (``BEAVERTUI_TIMING_CPUS``): every timed process, started in its turn
     or ahead of it; None: every CPU."""
     harness_proof: bool = True
-    """Correctness runs of native tasks carry a harness proof (engine/judge/harness_proof.py)."""
+    """Correctness runs carry a harness proof where it applies (engine/judge/harness_proof.py: native tasks
+    and the release's nvcc-built harness families)."""
     pausable: Callable[[sandbox.Started], AbstractContextManager[object]] | None = None
     """Where a stage's process is registered while it runs (a batch's shared GPU hold: the pool may stop
     it while a timing stage holds the GPU alone; batch/gpu_pool.py, batch/build_slots.py); None: never stopped."""
@@ -326,7 +327,7 @@ def test(work: WorkDir, config: StageConfig) -> StageResult:
     from beavertui.engine.judge import harness_proof
 
     proof = None
-    if config.harness_proof and work.task.layout == "native":
+    if config.harness_proof and harness_proof.applies(work.task):
         lib = harness_proof.library()
         if lib is not None:
             proof = harness_proof.Proof.start(work.path, stage_env(work.task, config), lib)

@@ -118,8 +118,11 @@ def classification(task: Task, ev: Evidence) -> Classification:
 
 
 def _harness_skipped(run: StageResult | None) -> str | None:
-    """Why the run's harness proof says the harness did not run to its end (judge/harness_proof.py), or None."""
-    if run is None or not (run.harness_proof or "").startswith("skipped"):
+    """Why the run's harness proof says the harness did not run to its end (judge/harness_proof.py), or None.
+
+    Only a run that exited 0 is held to it: a run that failed fails on its own, and a harness that ends a
+    failure with ``exit(1)`` (as the release's do) keeps the category of its failure."""
+    if run is None or run.rc != 0 or run.timed_out or not (run.harness_proof or "").startswith("skipped"):
         return None
     return (run.harness_proof or "").removeprefix("skipped: ")
 
