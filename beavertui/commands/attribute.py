@@ -3,8 +3,8 @@
 From one frozen step of one session (``SESSION --at STEP``) or from the failed steps of every session
 of a batch run (``--run RUN_DIR``), runs N branches per subset of the components and prints the values
 of each component and pair, with bootstrap intervals, for the outcomes compiled, correct and passed,
-and beside them the controls: no feedback, randomised feedback (``--random-feedback DIR``) and every
-component (docs/analysis.md).
+and beside them the controls: no feedback, randomised feedback (``--random-feedback DIR``), the dummy
+plan (``--dummy-plan``, or ``plan`` among the components) and every component (docs/analysis.md).
 """
 
 from __future__ import annotations
@@ -38,7 +38,15 @@ def register(sub: Any) -> None:
     p.add_argument(
         "--components",
         default="compiler,sanitizer,timing",
-        help="comma-separated feedback components: compiler, runtime, sanitizer, timing, profile, static",
+        help="comma-separated feedback components: compiler, runtime, sanitizer, timing, profile, static; "
+        "and plan, under a planning protocol (coalitions without it get the dummy plan)",
+    )
+    p.add_argument(
+        "--dummy-plan",
+        action="store_true",
+        help="run the dummy-plan control (planning protocols): N more branches with every feedback component "
+        "and a fixed content-free plan in place of the planner's (with plan among the components, that "
+        "control is the coalition without it and nothing more runs)",
     )
     p.add_argument(
         "--horizon",
@@ -150,6 +158,7 @@ def run(args: argparse.Namespace) -> int:
         task = task_of(header, args.corpus)
         if not args.json:
             extra = " + randomised feedback" if donors is not None else ""
+            extra += " + dummy plan" if args.dummy_plan and "plan" not in components else ""
             print(
                 f"{path} at step {step}: {2 ** len(components)} subsets{extra} x {args.samples} samples, "
                 f"horizon {args.horizon}"
@@ -169,6 +178,8 @@ def run(args: argparse.Namespace) -> int:
             donors=donors,
             seed=args.donor_seed,
             skipped=skipped,
+            dummy_plan=args.dummy_plan,
+            models_file=options.models,
         )
     missing = sum(1 for o in outcomes if o.correct is None)
     usable = [o for o in outcomes if o.correct is not None]
@@ -182,6 +193,7 @@ def run(args: argparse.Namespace) -> int:
         "random_feedback": None
         if donors is None
         else {"donors_from": args.random_feedback, "pool": len(donors), "seed": args.donor_seed},
+        "dummy_plan": "plan" in components or args.dummy_plan,
         "skipped": skipped,
     }
     doc = to_json(results, outcomes, missing, control, setup)

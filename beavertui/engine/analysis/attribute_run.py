@@ -14,6 +14,13 @@ request is the first turn again, as L0 does); the randomised-feedback control se
 note, the full-coalition note of another task's attempt of the same category, drawn with a seeded
 generator from a pool of donor sessions, and records which.
 
+Under a planning protocol (``planning = "plan"``) the plan can be a player too: ``plan`` among the
+components gives the coalitions that hold it the planner's plan and the others a fixed, content-free plan
+(the dummy plan, DUMMY_PLAN), so that every branch makes the same two calls and only what the plan says
+differs; the Shapley and Banzhaf interactions of ``plan`` with a feedback component then say how much that
+component matters only with a plan. The dummy-plan control (every feedback component, the dummy plan) is
+the coalition without ``plan`` when it is a player, or ``samples`` branches of its own (``dummy_plan``).
+
 Each branch is written as a session file under the output folder. Branches hit by an infrastructure
 failure have no outcome and are left out (and counted). Must not render anything.
 """
@@ -40,16 +47,47 @@ from beavertui.engine.analysis.branch import BranchError, branch_session
 from beavertui.engine.corpus.task import Task
 from beavertui.engine.judge.classify import compiled
 from beavertui.engine.loop.prompts import feedback
-from beavertui.engine.models.base import Model
-from beavertui.engine.session.events import Event, InfraError, Request, SessionHeader, Verdict
+from beavertui.engine.models.base import Completion, DeltaCallback, Model
+from beavertui.engine.session.events import (
+    Event,
+    InfraError,
+    Message,
+    ModelInfo,
+    Request,
+    SessionHeader,
+    Verdict,
+)
 from beavertui.engine.session.protocol import FEEDBACK_COMPONENTS, Protocol
 from beavertui.engine.session.state import AttemptState, fold
 from beavertui.engine.session.store import read_session, record
 from beavertui.engine.toolchain.base import Toolchain
 
 NoFeedbackHistory = Literal["kept", "dropped"]
-#: The conditions a branch can run under: a subset of the components (the game), or the control.
-Condition = Literal["coalition", "random"]
+#: The conditions a branch can run under: a subset of the components (the game), or a control.
+Condition = Literal["coalition", "random", "dummy_plan"]
+
+#: The player that stands for the planner's plan (a planning protocol only).
+PLAN = "plan"
+#: The dummy plan: what a coalition without ``plan`` (and the dummy-plan control) is given instead of the
+#: planner's plan. It names no fault, no fix and nothing of the task.
+DUMMY_PLAN = "1. Read the task and the current code.\n2. Write the complete corrected file."
+
+
+class DummyPlanner:
+    """The planner of the dummy-plan control: every call answers DUMMY_PLAN (its Plan events say so)."""
+
+    replaces = "dummy-plan control: a fixed content-free plan in place of the planner's"
+
+    def info(self) -> ModelInfo:
+        return ModelInfo(name="dummy-plan", kind="scripted")
+
+    def secrets(self) -> tuple[str, ...]:
+        return ()
+
+    def complete(self, messages: Sequence[Message], *, on_delta: DeltaCallback | None = None) -> Completion:
+        if on_delta is not None:
+            on_delta(DUMMY_PLAN)
+        return Completion(content=DUMMY_PLAN, finish_reason="stop")
 
 
 @dataclass(frozen=True)
@@ -61,7 +99,8 @@ class BranchOutcome:
     step: int
     """The frozen step."""
     subset: frozenset[str]
-    """Feedback components the branch was given (every component under test for the random control)."""
+    """Feedback components the branch was given, and ``plan`` when it got the planner's plan (every
+    component under test for the random control, every feedback component for the dummy-plan control)."""
     sample: int
     compiled: bool | None
     """None when an infrastructure failure left the attempts without a verdict."""
@@ -70,7 +109,8 @@ class BranchOutcome:
     path: Path | None
     """The branch's session file."""
     condition: Condition = "coalition"
-    """``coalition``: a player of the game; ``random``: the randomised-feedback control."""
+    """``coalition``: a player of the game; ``random``: the randomised-feedback control; ``dummy_plan``:
+    the dummy-plan control run on its own (``plan`` not a player)."""
     donors: tuple[str, ...] = ()
     """Random control: where each note sent came from (``TASK (SESSION iteration N)``), in order."""
     horizon: int = 1
@@ -89,19 +129,21 @@ def attribution_protocol(
     horizon: int = 1,
     no_feedback: NoFeedbackHistory = "kept",
 ) -> Protocol:
-    """The parent's protocol with only ``subset`` in the feedback and ``horizon`` attempts after ``step``.
+    """The parent's protocol with only ``subset`` in the feedback and ``horizon`` attempts after ``step``
+    (summarised, as the parent's, when it ran L3S).
 
     The empty subset is the no-feedback condition: the note says nothing about the attempt; with
     ``no_feedback="dropped"`` the level is L0, whose requests are the first turn again (no history)."""
     if horizon < 1:
         raise BranchError("the horizon must be 1 or more attempts")
-    level = "L4" if "profile" in subset else "L3"
+    level = "L4" if "profile" in subset else "L3S" if parent.feedback == "L3S" else "L3"
     if not subset and no_feedback == "dropped":
         level = "L0"
     return parent.model_copy(
         update={
             "method": "iterative",
             "feedback": level,
+            "summariser": parent.summariser if level == "L3S" else None,
             "feedback_components": tuple(c for c in FEEDBACK_COMPONENTS if c in subset),
             "budget": step + horizon,
             "continue_after_pass": False,
@@ -220,16 +262,23 @@ def run_attribution(
     donors: Sequence[Donor] | None = None,
     seed: int = 0,
     skipped: list[str] | None = None,
+    dummy_plan: bool = False,
+    models_file: str | Path | None = None,
 ) -> list[BranchOutcome]:
     """Run ``samples`` branches per subset of ``components`` from one frozen step; return their outcomes.
 
     With ``donors``, ``samples`` more branches run the randomised-feedback control (seeded by ``seed``);
-    a step whose attempt has no donor of its category gets none, and a line in ``skipped`` says so."""
-    unknown = [c for c in components if c not in FEEDBACK_COMPONENTS]
+    a step whose attempt has no donor of its category gets none, and a line in ``skipped`` says so.
+    ``dummy_plan`` (a planning protocol, ``plan`` not a player): ``samples`` more branches with every
+    feedback component and the dummy plan. ``models_file``: where the protocol's planner and summariser
+    are looked up."""
+    unknown = [c for c in components if c not in (*FEEDBACK_COMPONENTS, PLAN)]
     if unknown:
         raise BranchError(
-            f"unknown feedback component {unknown[0]!r} (known: {', '.join(FEEDBACK_COMPONENTS)})"
+            f"unknown feedback component {unknown[0]!r} (known: {', '.join(FEEDBACK_COMPONENTS)}, and "
+            f"{PLAN} under a planning protocol)"
         )
+    feedback_of = [c for c in components if c != PLAN]
     if samples < 1:
         raise BranchError("--samples must be 1 or more")
     header, events, problem = read_session(parent_path)
@@ -237,7 +286,15 @@ def run_attribution(
         raise BranchError(f"{parent_path}: {problem}")
     out = Path(out_dir)
     results: list[BranchOutcome] = []
+    planned = header.protocol.model_copy(update=protocol_update or {}).planning
+    if (PLAN in components or dummy_plan) and planned != "plan":
+        raise BranchError(
+            f"the {'plan player' if PLAN in components else 'dummy-plan control'} needs a planning protocol "
+            '(planning = "plan"): the parent plans nothing'
+        )
     conditions: list[tuple[Condition, frozenset[str]]] = [("coalition", s) for s in subsets(components)]
+    if dummy_plan and PLAN not in components:
+        conditions.append(("dummy_plan", frozenset(feedback_of)))
     if donors is not None:
         frozen = fold(header, events).attempt(step)
         category = frozen.verdict.category if frozen is not None and frozen.verdict is not None else None
@@ -251,11 +308,12 @@ def run_attribution(
             )
     for condition, subset in conditions:
         protocol = attribution_protocol(
-            header.protocol, subset, step, horizon=horizon, no_feedback=no_feedback
+            header.protocol, subset - {PLAN}, step, horizon=horizon, no_feedback=no_feedback
         )
         if protocol_update:
             protocol = protocol.model_copy(update=protocol_update)
-        label = "random" if condition == "random" else _label(subset, components)
+        dummy = condition == "dummy_plan" or (PLAN in components and PLAN not in subset)
+        label = condition.replace("_", "-") if condition != "coalition" else _label(subset, components)
         for i in range(samples):
             name = f"{_safe(header.task.id)}-{header.session_id}-at{step}-{label}-s{i}.jsonl"
             path = out / name
@@ -278,6 +336,8 @@ def run_attribution(
                 notes=f"attribution: feedback {label}, horizon {horizon}, sample {i}",
                 parent=(header, events),
                 note_for=note_for,
+                planner=DummyPlanner() if dummy else None,
+                models_file=models_file,
             )
             _write(path, stream, written)
             compiled_, correct, passed = outcome_over(written, step + 1, step + horizon)
@@ -361,17 +421,23 @@ def controls(
     seed: int = 0,
 ) -> dict[str, Estimate]:
     """The controls of one measure, beside the game: ``none`` (no feedback, the empty subset), ``random``
-    (randomised feedback), ``full`` (every component) and their differences (attribution.CONTRASTS)."""
+    (randomised feedback), ``dummy_plan`` (every feedback component with the dummy plan: the coalition
+    without ``plan`` when it is a player, else its own branches), ``full`` (every component) and their
+    differences (attribution.CONTRASTS)."""
     if measure not in MEASURES:
         raise ValueError(f"unknown measure {measure!r}")
     full = frozenset(components)
+    without_plan = full - {PLAN} if PLAN in full else None
     by_step: dict[tuple[str, int], dict[str, list[float]]] = {}
     for o in outcomes:
         v = o.value(measure)
         if v is None:
             continue
-        if o.condition == "random":
-            name = "random"
+        name: str
+        if o.condition in ("random", "dummy_plan"):
+            name = o.condition
+        elif o.subset == without_plan:
+            name = "dummy_plan"
         elif not o.subset:
             name = "none"
         elif o.subset == full:

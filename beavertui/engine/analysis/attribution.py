@@ -183,21 +183,25 @@ def attribute(
     )
 
 
-CONTROLS: tuple[str, ...] = ("none", "random", "full")
-"""The control conditions: no feedback (the empty subset), randomised feedback, every component."""
+CONTROLS: tuple[str, ...] = ("none", "random", "dummy_plan", "full")
+"""The control conditions: no feedback (the empty subset), randomised feedback, every feedback component
+with a fixed content-free plan in place of the planner's (a planning protocol), every component."""
 CONTRASTS: tuple[tuple[str, str, str], ...] = (
     ("full-random", "full", "random"),
     ("random-none", "random", "none"),
     ("full-none", "full", "none"),
+    ("full-dummy_plan", "full", "dummy_plan"),
 )
 """(name, a, b): the difference a - b of two controls, over the frozen steps that ran both."""
 CONTROL_LABELS: dict[str, str] = {
     "none": "no feedback (empty subset)",
     "random": "randomised feedback",
+    "dummy_plan": "dummy plan (content-free, every feedback component)",
     "full": "every component",
     "full-random": "every component - randomised",
     "random-none": "randomised - no feedback",
     "full-none": "every component - no feedback",
+    "full-dummy_plan": "every component - dummy plan",
 }
 """How tables name the controls and contrasts."""
 

@@ -50,6 +50,11 @@ class FreshModel:
     def info(self) -> ModelInfo:
         return self.inner.info()
 
+    @property
+    def replaces(self) -> str | None:
+        """What a control model's answers stand in for (attribution's dummy planner), else None."""
+        return getattr(self.inner, "replaces", None)
+
     def secrets(self) -> tuple[str, ...]:
         return self.inner.secrets()
 

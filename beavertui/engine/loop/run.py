@@ -670,7 +670,12 @@ class _Run:
         rounds = () if fresh else self.rounds
         messages = planner_messages(self.first, rounds, p.history, self.task.solution_file)
         completion = self._helper_call(self.planner, messages, iteration)
-        plan = Plan(iteration=iteration, messages=messages, **_call_fields(completion, self.planner.info()))
+        plan = Plan(
+            iteration=iteration,
+            messages=messages,
+            replaces=getattr(self.planner, "replaces", None),
+            **_call_fields(completion, self.planner.info()),
+        )
         self.plans.append(plan)
         yield self.fold(plan)
         return plan.content
