@@ -71,6 +71,10 @@ def register(sub: Any) -> None:
         help="with --table: the GPU signature whose stored times to show (default: this machine's GPU)",
     )  # fmt: skip
     bl.add_argument(
+        "--missing", action="store_true",
+        help="only the tasks without named baselines stored for this GPU (a run cut by its budget goes on)",
+    )  # fmt: skip
+    bl.add_argument(
         "--jobs", type=int, default=4, metavar="N", help="drivers warming up side by side (default 4)"
     )
     bl.add_argument(
@@ -324,6 +328,10 @@ def _baselines(args: argparse.Namespace) -> int:
     if not machine.torch:
         raise BeaverError("torch is not importable by this interpreter: the PyTorch baselines need it")
     gpu = machine.gpu
+    if args.missing:
+        from beavertui.engine.timing.named_baselines import load as stored
+
+        tasks = [t for t in tasks if stored(t, gpu) is None]
     ceil = measure(gpu, torch_ok=True)
     print(
         f"ceilings on {gpu.slug}: copy {ceil.copy_gbps or '?'} GB/s, bf16 {ceil.bf16_tflops or '?'} TFLOP/s",

@@ -39,7 +39,7 @@ def register(sub: Any) -> None:
         metavar="NAME",
         action="append",
         default=[],
-        help="only the table NAME (main, p_sweep, analysis, usage, swing, kendall, by_family, "
+        help="only the table NAME (main, p_sweep, baselines, analysis, usage, swing, kendall, by_family, "
         "paper_table1, ...; repeatable); a CSV file holds one table",
     )
     p.add_argument(

@@ -448,9 +448,31 @@ def _timing_block(state: SessionState, a: AttemptState) -> str:
             )
         if t.note:
             out.append(f'<div class="dim">{_e(t.note)}</div>')
+        out += _against(state, t.candidate_ms)
     if a.verdict is not None:
         out += [f'<div class="magenta b">flag {_e(str(f))}</div>' for f in a.verdict.flags]
     return "".join(out)
+
+
+def _against(state: SessionState, candidate_ms: float) -> list[str]:
+    """The candidate against each named baseline of the header, as the Speedup pane shows it."""
+    from beavertui.engine.timing.named_baselines import SHORT, speedup_against
+
+    if not state.header.baselines:
+        return []
+    out = [
+        '<div class="dim">against baselines stored for this GPU (their median over the candidate\'s)</div>'
+    ]
+    for b in state.header.baselines:
+        s = speedup_against(b.median_ms, candidate_ms)
+        shown = (
+            "-" if s is None else f"{100 * s:.1f}% of the roofline" if b.name == "roofline" else f"{s:.2f}x"
+        )
+        out.append(
+            f'<div class="tm"><span class="dim">{_e(SHORT[b.name])}</span> <b>{b.median_ms:9.3f} ms</b> '
+            f'<b>{shown}</b> <span class="dim">{_e(b.method)}: {_e(b.note)}</span></div>'
+        )
+    return out
 
 
 def speedup_svg(state: SessionState) -> str:

@@ -168,6 +168,47 @@ def main_tables(
     return [main, sweep]
 
 
+def baselines_table(
+    groups: Sequence[GroupMetrics],
+    group_rates: Sequence[Mapping[str, Rate]],
+    against: Sequence[tuple[str, GroupMetrics]],
+    *,
+    resamples: int = RESAMPLES,
+    seed: int = SEED,
+) -> Table:
+    """pass@1, pass@k and degeneration of every group against its reference and against each named baseline
+    its sessions recorded (docs/metrics.md, Baselines)."""
+    rows: list[tuple[Cell, ...]] = []
+    for n, g in enumerate(groups):
+        r = group_rates[n]
+        proto = g.protocol.short() + (f" [{g.corpus}]" if g.corpus else "")
+        gated = g.protocol.gate_baseline
+        rows.append((g.model, proto, gated, str(g.n_tasks), r["pass@1"], r["pass@k"], r["degenerate_raw"]))
+        for name, b in against:
+            if (b.model, b.corpus, b.protocol) != (g.model, g.corpus, g.protocol) or name == gated:
+                continue
+            rb = _rates(b, resamples, seed)
+            rows.append(
+                (g.model, proto, name, str(b.n_tasks), rb["pass@1"], rb["pass@k"], rb["degenerate_raw"])
+            )
+    return Table(
+        "Repair rates against each baseline (the protocol's gate p applied to the speedup against it)",
+        ("model", "protocol", "baseline", "tasks", "pass@1", "pass@k", "degenerate"),
+        tuple(rows),
+        note="Percent of the tasks that have the baseline on the sessions' GPU; [95% bootstrap interval over "
+        f"tasks, {resamples} resamples, seed {seed}]. The first row of a group is the main table's: against the "
+        "reference (the task's expert reference, timed against the candidate in one timing stage), or the "
+        "baseline the protocol's gate names (gate_baseline). eager, compile (torch.compile default), "
+        "compile_ro (torch.compile reduce-overhead), graph (CUDA Graph replay), vendor (a vendor library): the "
+        "task's PyTorch equivalent, its median time of one call stored once per GPU (CUDA events, L2 flushed "
+        "before each call), over the attempt's candidate median. roofline: the least time of the task's declared "
+        "bytes and FLOPs at the GPU's measured copy bandwidth and bf16 rate, so the speedup against it is the "
+        "fraction of the roofline reached. degenerate: first successes at iteration >= 2 with a speedup below "
+        "1.0 against that baseline (the paper's raw rule).",
+        name="baselines",
+    )
+
+
 def analysis_table(
     groups: Sequence[GroupMetrics],
     cells: Mapping[Any, Any],

@@ -79,6 +79,9 @@ class Report:
     """Protocols whose in-loop gate decided where trajectories stopped, so --gate left them as they were."""
     repeated_arms: dict[str, int] = field(default_factory=dict)
     """Run id -> trajectories left out because an earlier run in the source already holds that arm."""
+    against: list[tuple[str, Any]] = field(default_factory=list)
+    """(baseline name, GroupMetrics) of every group re-judged against each named baseline its sessions
+    recorded (engine.metrics.compute on AttemptsTable.against_baseline), baseline by baseline."""
 
     def notes(self) -> list[str]:
         """What every table must say: unfinished sessions (left out, or included and marked), sessions of
@@ -192,6 +195,7 @@ def compute(
     from beavertui.engine.metrics.rescore import drop_repeated_arms, with_gate
 
     table, repeated_arms = drop_repeated_arms(table)
+    table = table.with_gate_baselines()
     kept_gate: list[Any] = []
     if gate is not None:
         try:
@@ -199,6 +203,7 @@ def compute(
         except ValueError as exc:
             raise BeaverError(f"--gate: {exc}") from None
     groups = compute_groups(table)
+    against = baseline_groups(table)
     cells = _analysis_cells(source, source_models)
     usage = None
     if source.is_dir() or (source.is_file() and _is_session(source)):
@@ -209,8 +214,25 @@ def compute(
     return Report(
         source, table, groups, swing(groups, pairings), kendall(groups, pairings), cells, stats=stats if is_run else None,
         usage=usage, paper=paper_tables(groups, rescored_gate=gate), gate=gate, kept_gate=kept_gate,
-        repeated_arms=repeated_arms,
+        repeated_arms=repeated_arms, against=against,
     )  # fmt: skip
+
+
+def baseline_groups(table: Any) -> list[tuple[str, Any]]:
+    """Every group's metrics against each named baseline some attempt's session recorded: the rows of the
+    tasks that have it, each speedup the one against it, the protocol's gate p applied to that speedup."""
+    from beavertui.engine.metrics.compute import compute_groups
+    from beavertui.engine.session.events import BASELINE_NAMES
+
+    labels = table.col("baselines").labels
+    out: list[tuple[str, Any]] = []
+    for name in BASELINE_NAMES:
+        if not any(name in label.split("+") for label in labels):
+            continue
+        sub = table.against_baseline(name)
+        if len(sub):
+            out += [(name, g) for g in compute_groups(sub)]
+    return out
 
 
 def load_pairings(source: Path, pairings_file: Path | None) -> list[Any]:
@@ -270,6 +292,10 @@ def with_tables(
     groups = report.groups
     report.rates = [rates(g, resamples, seed) for g in groups]
     tables = main_tables(groups, resamples=resamples, seed=seed, group_rates=report.rates)
+    if report.against:
+        from beavertui.reports.tables import baselines_table
+
+        tables.append(baselines_table(groups, report.rates, report.against, resamples=resamples, seed=seed))
     if report.cells is not None:
         tables.append(
             analysis_table(groups, report.cells, resamples=resamples, seed=seed, group_rates=report.rates)

@@ -107,14 +107,18 @@ def branch_header(
     planner: ModelInfo | None = None,
     summariser: ModelInfo | None = None,
 ) -> SessionHeader:
-    """The header of a branch: a new session id, the new protocol and model, the parent and branch step."""
+    """The header of a branch: a new session id, the new protocol and model, the parent and branch step (and
+    the parent's named baselines, for the same task on the same GPU)."""
+    gpu = toolchain.gpu()
+    same = task is None and gpu is not None and parent.gpu is not None and gpu.slug == parent.gpu.slug
     return SessionHeader(
         session_id=uuid.uuid4().hex[:12],
         tool_version=__version__,
         task=task or parent.task,
         model=model,
         protocol=protocol,
-        gpu=toolchain.gpu(),
+        baselines=parent.baselines if same else [],
+        gpu=gpu,
         run_id=run_id,
         sample=sample,
         parent=str(parent_path),

@@ -61,6 +61,7 @@ from beavertui.engine.session.events import (
 from beavertui.engine.session.protocol import Protocol
 from beavertui.engine.session.state import AttemptState, SessionState, apply, initial
 from beavertui.engine.session.usage import usage_of
+from beavertui.engine.timing import named_baselines
 from beavertui.engine.toolchain.base import AttemptOptions, Toolchain, profiler_unavailable
 
 __all__ = ["LoopControl", "run_session"]
@@ -377,6 +378,7 @@ def run_session(
             planner=planner.info() if planner is not None else None,
             summariser=summariser.info() if summariser is not None else None,
         )
+        header = header.model_copy(update={"baselines": named_baselines.header_times(task, header.gpu)})
     task = _limited(task, toolchain, header.protocol)
     ended = next((e for e in prefix if isinstance(e, SessionEnd)), None)
     if ended is not None:

@@ -14,7 +14,7 @@ This module reads session files; it computes no metric and writes nothing.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -27,9 +27,10 @@ from beavertui.engine.metrics.compute import source_model_matches
 from beavertui.engine.metrics.speedup_ci import speedup_interval
 from beavertui.engine.metrics.table import AttemptsTable, from_rows
 from beavertui.engine.session import store
-from beavertui.engine.session.events import SessionHeader, model_identity
+from beavertui.engine.session.events import BASELINE_NAMES, BaselineTime, SessionHeader, model_identity
 from beavertui.engine.session.state import SessionState, fold
 from beavertui.engine.session.store import read_session
+from beavertui.engine.timing.named_baselines import speedups
 
 #: Category written for an attempt that an infrastructure failure cut before any verdict.
 INFRA_CATEGORY = "infrastructure"
@@ -172,6 +173,7 @@ def rows_of_session(
     scored = [a for a in state.attempts if a.verdict is not None or a.infra_errors]
     stop = state.end.stop_reason if state.end is not None else None
     corpus = Path(h.task.corpus).name or h.task.corpus
+    named = "+".join(b.name for b in h.baselines) or None
     for i, a in enumerate(scored):
         v = a.verdict
         last = i == len(scored) - 1
@@ -203,7 +205,24 @@ def rows_of_session(
             "infra_error": bool(a.infra_errors),
             "flagged": v is not None and anticheat.is_flagged(v.flags),
             "unstable_timing": v is not None and any(f.name == "unstable_timing" for f in v.flags),
+            **_against(
+                h.baselines, named, t.candidate_ms if t is not None and v is not None and v.speedup else None
+            ),
         }
+
+
+def _against(
+    baselines: Sequence[BaselineTime], named: str | None, candidate_ms: float | None
+) -> dict[str, Any]:
+    """The ``baselines`` column and each ``speedup_<name>`` of an attempt whose session header has named
+    baselines (nothing otherwise: the row stays as before they existed)."""
+    if named is None:
+        return {}
+    got = speedups(baselines, candidate_ms)
+    return {
+        "baselines": named,
+        **{f"speedup_{n}": got.get(n) for n in BASELINE_NAMES if n in named.split("+")},
+    }
 
 
 def export_rows(

@@ -8,15 +8,17 @@ conversion from plain rows; reading files lives in table_io.py. It computes no m
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 from beavertui.engine.judge.categories import BUILD_STAGE
+from beavertui.engine.session.events import BASELINE_NAMES
 from beavertui.engine.session.protocol import LEGACY_KEY_DEFAULTS, protocol_label
 
 IntArray = npt.NDArray[np.int64]
@@ -46,6 +48,7 @@ STRING_COLUMNS: tuple[str, ...] = (
     "label",
     "observed_label",
     "corpus",
+    "baselines",
 )
 INT_COLUMNS: tuple[str, ...] = ("sample", "iteration")
 BOOL_COLUMNS: tuple[str, ...] = (
@@ -59,6 +62,12 @@ BOOL_COLUMNS: tuple[str, ...] = (
 #: Bounds of the 95% bootstrap interval of the speedup from the attempt's recorded timing samples
 #: (speedup_ci.py); null when the attempt has no samples (e.g. a table imported from elsewhere).
 INTERVAL_COLUMNS: tuple[str, ...] = ("speedup_lo", "speedup_hi")
+#: The attempt's speedup against each named baseline of its session's header (docs/metrics.md, Baselines):
+#: the baseline's stored median over the attempt's candidate median (``speedup_roofline``: the fraction of
+#: the roofline reached); null where the attempt was not timed or the header has no such baseline. The string
+#: column ``baselines`` names the ones the header had (``+``-joined), so that an attempt of a task without a
+#: baseline is told from one that was not timed.
+BASELINE_COLUMNS: tuple[str, ...] = tuple(f"speedup_{n}" for n in BASELINE_NAMES)
 
 #: Column order of the flat (CSV) form; the JSON form nests the protocol fields under ``protocol``.
 FLAT_COLUMNS: tuple[str, ...] = (
@@ -83,6 +92,8 @@ FLAT_COLUMNS: tuple[str, ...] = (
     "infra_error",
     "flagged",
     "unstable_timing",
+    "baselines",
+    *BASELINE_COLUMNS,
 )
 #: Columns a table must have; the others default (null, false, or LEGACY_KEY_DEFAULTS).
 REQUIRED_COLUMNS: frozenset[str] = frozenset(FLAT_COLUMNS) - {
@@ -94,6 +105,8 @@ REQUIRED_COLUMNS: frozenset[str] = frozenset(FLAT_COLUMNS) - {
     "flagged",
     "unstable_timing",
     "compiled",
+    "baselines",
+    *BASELINE_COLUMNS,
     *INTERVAL_COLUMNS,
     *(f"protocol.{f}" for f in EXTRA_PROTOCOL_FIELDS),
 }
@@ -123,9 +136,14 @@ class ProtocolKey:
     planning: str = "implicit"
     planner: str = "self"
     summariser: str = "self"
+    gate_baseline: str = "reference"
+    """What the gate p applies to (Protocol.gate_baseline); written only when not the reference."""
 
     def as_dict(self) -> dict[str, Any]:
-        return {f: getattr(self, f) for f in PROTOCOL_FIELDS}
+        out = {f: getattr(self, f) for f in PROTOCOL_FIELDS}
+        if self.gate_baseline != "reference":
+            out["gate_baseline"] = self.gate_baseline
+        return out
 
     def short(self) -> str:
         """Compact label, e.g. ``iterative K5 L3 H4 T0.7 p0.7`` (non-default settings appended)."""
@@ -160,6 +178,7 @@ class ProtocolKey:
                 planning=str(extra("planning")),
                 planner=str(extra("planner")),
                 summariser=str(extra("summariser")),
+                gate_baseline=str(m.get("gate_baseline") or "reference"),
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise ValueError(f"bad protocol object {dict(m)!r}: {exc}") from None
@@ -203,6 +222,35 @@ class AttemptsTable:
     compiled: BoolArray | None = None
     """The attempt's build succeeded within its time limit (None: the column is absent; ``built()`` then
     derives it from the category, which cannot tell a build that hit its time limit from a run that did)."""
+    against: Mapping[str, FloatArray] = field(default_factory=dict)
+    """Baseline name -> the speedup against it (BASELINE_COLUMNS; NaN where null), for the names some row has."""
+
+    def has_baseline(self, name: str) -> BoolArray:
+        """Rows whose session header had the named baseline (``baselines`` column)."""
+        col = self.col("baselines")
+        known = np.array([name in label.split("+") for label in col.labels] + [False], np.bool_)
+        return known[col.codes]
+
+    def with_gate_baselines(self) -> AttemptsTable:
+        """The rows of protocols whose gate applies to a named baseline (ProtocolKey.gate_baseline) with
+        their speedup the one against it (null where the task has none: p = 0 only); the others as they are."""
+        named = [i for i, p in enumerate(self.protocols) if p.gate_baseline != "reference"]
+        if not named:
+            return self
+        speed = self.speedup.copy()
+        lo, hi = self.interval("speedup_lo").copy(), self.interval("speedup_hi").copy()
+        for i in named:
+            rows = self.protocol == i
+            col = self.against.get(self.protocols[i].gate_baseline, np.full(len(self), np.nan))
+            speed[rows], lo[rows], hi[rows] = col[rows], np.nan, np.nan
+        return dataclasses.replace(self, speedup=speed, speedup_lo=lo, speedup_hi=hi)
+
+    def against_baseline(self, name: str) -> AttemptsTable:
+        """The rows that have the named baseline, their speedup the one against it (no interval: the
+        baseline's samples are not the attempt's timing's)."""
+        rows = self.take(self.has_baseline(name))
+        speed = rows.against.get(name, np.full(len(rows), np.nan))
+        return dataclasses.replace(rows, speedup=speed, speedup_lo=None, speedup_hi=None)
 
     def built(self) -> BoolArray:
         """``compiled`` as an array; where the column is absent, the category is not a build-stage one."""
@@ -246,6 +294,7 @@ class AttemptsTable:
             speedup_hi=None if self.speedup_hi is None else self.speedup_hi[index],
             unstable_timing=None if self.unstable_timing is None else self.unstable_timing[index],
             compiled=None if self.compiled is None else self.compiled[index],
+            against={k: v[index] for k, v in self.against.items()},
         )
 
     def with_self_source(self, self_source: BoolArray) -> AttemptsTable:
@@ -264,6 +313,7 @@ class AttemptsTable:
             speedup_hi=self.speedup_hi,
             unstable_timing=self.unstable_timing,
             compiled=self.compiled,
+            against=self.against,
         )
 
     def rows(self) -> Iterable[dict[str, Any]]:
@@ -281,7 +331,13 @@ class AttemptsTable:
         lo = self.interval("speedup_lo").tolist()
         hi = self.interval("speedup_hi").tolist()
         protocol = self.protocol.tolist()
+        against = {f"speedup_{k}": v.tolist() for k, v in self.against.items()}
         for i in range(len(self)):
+            extra: dict[str, Any] = {}
+            if strings["baselines"][i] is not None:
+                extra["baselines"] = strings["baselines"][i]
+                for k, v in against.items():
+                    extra[k] = None if v[i] != v[i] else v[i]
             yield {
                 "run_id": strings["run_id"][i],
                 "model": strings["model"][i],
@@ -304,6 +360,7 @@ class AttemptsTable:
                 "infra_error": infra[i],
                 "flagged": flagged[i],
                 "unstable_timing": unstable[i],
+                **extra,
             }
 
 
@@ -358,7 +415,7 @@ def from_rows(rows: Iterable[Mapping[str, Any]]) -> AttemptsTable:
     cols: dict[str, list[Any]] = {name: [] for name in (*STRING_COLUMNS, *INT_COLUMNS, *BOOL_COLUMNS)}
     speed: list[float] = []
     compiled: list[bool | None] = []
-    bounds: dict[str, list[float]] = {name: [] for name in INTERVAL_COLUMNS}
+    bounds: dict[str, list[float]] = {name: [] for name in (*INTERVAL_COLUMNS, *BASELINE_COLUMNS)}
     protos: list[ProtocolKey] = []
     for n, row in enumerate(rows, 1):
         if not isinstance(row, Mapping):
@@ -373,7 +430,7 @@ def from_rows(rows: Iterable[Mapping[str, Any]]) -> AttemptsTable:
                 protos.append(ProtocolKey.from_mapping(flat))
             for name in ("run_id", "model", "task_id", "category"):
                 cols[name].append(str(row[name]))
-            for name in ("stop_reason", "family", "label", "observed_label", "corpus"):
+            for name in ("stop_reason", "family", "label", "observed_label", "corpus", "baselines"):
                 cols[name].append(_str_or_none(row.get(name)))
             for name in INT_COLUMNS:
                 cols[name].append(int(row[name]))
@@ -385,7 +442,7 @@ def from_rows(rows: Iterable[Mapping[str, Any]]) -> AttemptsTable:
             built = row.get("compiled")
             compiled.append(None if built is None or built == "" else _bool(built, "compiled"))
             speed.append(_float_or_nan(row.get("speedup")))
-            for name in INTERVAL_COLUMNS:
+            for name in (*INTERVAL_COLUMNS, *BASELINE_COLUMNS):
                 bounds[name].append(_float_or_nan(row.get(name)))
         except KeyError as exc:
             raise ValueError(f"row {n}: missing key {exc.args[0]!r}") from None
@@ -408,7 +465,19 @@ def from_rows(rows: Iterable[Mapping[str, Any]]) -> AttemptsTable:
         speedup_hi=np.asarray(bounds["speedup_hi"], dtype=np.float64),
         unstable_timing=np.asarray(cols["unstable_timing"], dtype=np.bool_),
         compiled=_compiled_column(compiled, cols["category"]),
+        against=against_columns(bounds),
     )
+
+
+def against_columns(columns: Mapping[str, Sequence[float] | FloatArray]) -> dict[str, FloatArray]:
+    """The ``against`` mapping of a table from its BASELINE_COLUMNS (only those with a value)."""
+    out = {}
+    for name, col in zip(BASELINE_NAMES, BASELINE_COLUMNS, strict=True):
+        if col in columns:
+            v = np.asarray(columns[col], dtype=np.float64)
+            if not np.isnan(v).all():
+                out[name] = v
+    return out
 
 
 def _compiled_column(values: Sequence[bool | None], categories: Sequence[str]) -> BoolArray | None:
@@ -461,4 +530,9 @@ def concat(tables: Sequence[AttemptsTable]) -> AttemptsTable:
         compiled=(
             None if all(t.compiled is None for t in tables) else np.concatenate([t.built() for t in tables])
         ),
+        against={
+            name: np.concatenate([t.against.get(name, np.full(len(t), np.nan)) for t in tables])
+            for name in BASELINE_NAMES
+            if any(name in t.against for t in tables)
+        },
     )

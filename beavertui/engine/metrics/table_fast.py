@@ -20,6 +20,7 @@ import numpy as np
 import numpy.typing as npt
 
 from beavertui.engine.metrics.table import (
+    BASELINE_COLUMNS,
     FLAT_COLUMNS,
     PROTOCOL_FIELDS,
     REQUIRED_COLUMNS,
@@ -27,6 +28,7 @@ from beavertui.engine.metrics.table import (
     AttemptsTable,
     Codes,
     ProtocolKey,
+    against_columns,
 )
 
 U8 = npt.NDArray[np.uint8]
@@ -236,6 +238,9 @@ def build(columns: Mapping[str, tuple[U64, B]], n: int) -> AttemptsTable:
             else to_bool(raw("unstable_timing"), "unstable_timing", False)
         ),
     )
+    present = {c: to_float(columns[c][0], c) for c in BASELINE_COLUMNS if c in columns}
+    if present:
+        table = dataclasses.replace(table, against=against_columns(present))
     if "compiled" not in columns:
         return table
     # rows without the column's value take the category's answer, as from_rows does

@@ -24,6 +24,7 @@ from pydantic import (
     model_validator,
 )
 
+from beavertui.engine.session.protocol import BASELINE_NAMES as BASELINE_NAMES  # the names a header may hold
 from beavertui.engine.session.protocol import MAX_BUDGET, Detector, Protocol, with_legacy_gate
 
 FORMAT_VERSION = 2

@@ -39,6 +39,7 @@ _QUIET_DEFAULTS: dict[str, object] = {
     "coder_feedback": True,
     "planner": None,
     "summariser": None,
+    "gate_baseline": "reference",
 }
 Detector = Literal["duplicate_code", "code_cycle", "category_oscillation", "no_progress"]
 DETECTORS: tuple[Detector, ...] = ("duplicate_code", "code_cycle", "category_oscillation", "no_progress")
@@ -84,6 +85,10 @@ class StagnationSettings(BaseModel):
         return self
 
 
+#: The named baselines besides the reference, in the order tables show them (timing/named_baselines.py).
+BASELINE_NAMES: tuple[str, ...] = ("eager", "compile", "compile_ro", "graph", "vendor", "roofline")
+
+
 class Protocol(BaseModel):
     """Every axis that changes a score: method, budget, feedback, history, temperature, gate."""
 
@@ -112,6 +117,12 @@ class Protocol(BaseModel):
     """``after_run`` (the paper): the first correct attempt ends the trajectory and p is applied to its
     recorded speedup afterwards. ``in_loop``: a correct attempt below p is a failure, the model is told it
     is too slow and the loop goes on (a different protocol, with its own axis)."""
+    gate_baseline: str = "reference"
+    """What the gate p is applied to (docs/metrics.md, Baselines): ``reference`` (the paper), or a named
+    baseline of the task (``eager``, ``compile``, ``compile_ro``, ``graph``, ``vendor``, ``roofline``): an
+    attempt succeeds when correct and its speedup against that baseline is at least p. Only after the run
+    (the loop's own gate is against the reference); a task without that baseline on the session's GPU counts
+    at p = 0 only."""
     continue_after_pass: bool = False
     """Spend the whole budget even after a success (makes every p of the p sweep exact)."""
     self_source: bool = False
@@ -161,6 +172,19 @@ class Protocol(BaseModel):
                 del data[name]
         return data
 
+    @model_validator(mode="after")
+    def _gate_baseline(self) -> Protocol:
+        if self.gate_baseline != "reference" and self.gate_baseline not in BASELINE_NAMES:
+            raise ValueError(
+                f"gate_baseline {self.gate_baseline!r}: expected reference or one of {', '.join(BASELINE_NAMES)}"
+            )
+        if self.gate_baseline != "reference" and self.gate_mode == "in_loop":
+            raise ValueError(
+                f"gate_baseline {self.gate_baseline!r} needs gate_mode after_run: the in-loop gate is the "
+                "reference's, applied while the loop runs"
+            )
+        return self
+
     def ends_on(self, correct: bool, success: bool) -> bool:
         """Whether an attempt with this outcome ends an iterative trajectory as ``passed``."""
         if self.continue_after_pass:
@@ -189,6 +213,7 @@ class Protocol(BaseModel):
             "planning": planning_label(self.planning, self.coder_feedback),
             "planner": self.planner or "self",
             "summariser": self.summariser or "self",
+            **({"gate_baseline": self.gate_baseline} if self.gate_baseline != "reference" else {}),
         }
 
 
@@ -270,4 +295,6 @@ def protocol_label(key: dict[str, object]) -> str:
         extras.append(f"planner={key['planner']}")
     if key.get("summariser", "self") != "self":
         extras.append(f"summariser={key['summariser']}")
+    if key.get("gate_baseline", "reference") not in ("reference", None, ""):
+        extras.append(f"p-vs={key['gate_baseline']}")
     return " ".join([label, *extras])

@@ -45,10 +45,10 @@ from beavertui.engine.errors import BeaverError
 from beavertui.engine.fileio import write_atomic
 from beavertui.engine.host import ceilings as ceilings_mod
 from beavertui.engine.paths import cache_dir
-from beavertui.engine.session.events import BaselineTime, GpuSignature
+from beavertui.engine.session.events import BASELINE_NAMES, BaselineTime, GpuSignature
 
 #: Every named baseline, in the order tables show them.
-NAMES: tuple[str, ...] = ("eager", "compile", "compile_ro", "graph", "vendor", "roofline")
+NAMES: tuple[str, ...] = BASELINE_NAMES
 #: The ones the driver times from the PyTorch equivalent (``vendor`` too, where declared).
 TORCH_NAMES: tuple[str, ...] = ("eager", "compile", "compile_ro", "graph")
 #: What each is, in words (tables, panes, docs).

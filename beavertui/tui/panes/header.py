@@ -77,6 +77,7 @@ class HeaderBar(Widget):
         if attempt.verdict is not None:
             line.append(" ")
             line.append_text(badge(attempt.verdict.category, attempt.verdict.success))
+        line.append_text(_against(view))
         line.append_text(_usage(view))
         line.truncate(2 * max(self.size.width, 20) - 1)
         return line
@@ -91,6 +92,30 @@ def _reached(a) -> set[str]:  # type: ignore[no-untyped-def]
     if a.sanitize:
         names.add("sanitize")
     return names
+
+
+def _against(view: View) -> Text:
+    """The attempt's speedup against the reference, then against each named baseline of the header:
+    `` 1.21x ref · 0.84x eager · 0.62x compile · 41% of roofline`` (nothing without named baselines)."""
+    from beavertui.engine.timing.named_baselines import SHORT, speedups
+
+    text = Text()
+    a = view.attempt
+    t = a.timing.result if a is not None and a.timing is not None else None
+    h = view.state.header
+    if not h.baselines or t is None or a is None or a.verdict is None or a.verdict.speedup is None:
+        return text
+    got = speedups(h.baselines, t.candidate_ms)
+    parts = [f"{a.verdict.speedup:.2f}x ref"]
+    for b in h.baselines:
+        if b.name in got:
+            parts.append(
+                f"{100 * got[b.name]:.0f}% of roofline"
+                if b.name == "roofline"
+                else f"{got[b.name]:.2f}x {SHORT[b.name]}"
+            )
+    text.append("  " + " · ".join(parts), "cyan")
+    return text
 
 
 def _usage(view: View) -> Text:

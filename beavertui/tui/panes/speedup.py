@@ -39,6 +39,32 @@ def sparkline(values: list[float]) -> str:
     return "".join(SPARK[min(len(SPARK) - 1, int((v - lo) / span * len(SPARK)))] for v in values) + more
 
 
+def against(out: Text, view: View, candidate_ms: float, gate: float) -> None:
+    """The candidate's speedup against each named baseline of the session's header: its stored time, the
+    speedup (the roofline's: the fraction reached) and how the time was measured."""
+    from beavertui.engine.timing.named_baselines import SHORT, speedup_against
+
+    h = view.state.header
+    if not h.baselines:
+        return
+    out.append("against baselines stored for this GPU (their median over the candidate's)\n", style="dim")
+    named = h.protocol.gate_baseline
+    for b in h.baselines:
+        s = speedup_against(b.median_ms, candidate_ms)
+        out.append(f"  {SHORT[b.name]:<10}", style="bold" if b.name == named else "dim")
+        out.append(f"{b.median_ms:9.3f} ms  ")
+        if s is None:
+            out.append("    -   ", style="dim")
+        elif b.name == "roofline":
+            out.append(f"{100 * s:5.1f}% of the roofline", style="bold")
+        else:
+            ok = s >= gate
+            out.append(
+                f"{s:7.2f}x", style=("bold green" if ok else "bold red") if b.name == named else "bold"
+            )
+        out.append(f"  {cap_line(b.method, 60)}: {cap_line(b.note, 200)}\n", style="dim")
+
+
 class SpeedupPane(Pane):
     TITLE = "Speedup"
 
@@ -87,6 +113,7 @@ class SpeedupPane(Pane):
                 out.append("\n")
             if t.note:
                 out.append(f"          {cap_line(t.note)}\n", style="dim")
+            against(out, view, t.candidate_ms, gate)
         if a is not None and a.verdict is not None:
             append_capped(
                 out,

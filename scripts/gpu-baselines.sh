@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# Every task's named baselines on one GPU (an H200), from the repository root: PyTorch eager, torch.compile
+# (default and reduce-overhead), CUDA Graph replay and the vendor library where declared, timed by
+# `beavertui corpus baselines` (docs/metrics.md, Baselines), and the GPU's ceilings for the roofline.
+#   1. the bundled corpus (41 tasks, about 30 distinct PyTorch equivalents): each set stored in the task
+#      folder (corpus/<task>/baselines/named/<slug>.json), to commit;
+#   2. the release's usable kernelbench instances (the H200 verdicts of engine/corpus/known/, 62 instances,
+#      54 distinct problem.py): stored in the user cache, and written to $OUT/bl/release-kernelbench.jsonl to
+#      commit into tests/data.
+# Then the table of the bundled corpus's baselines beside each reference ($OUT/bl/native-table.md, what
+# docs/analysis.md shows), and everything in $OUT/baselines.tgz. Ends inside TOTAL seconds (default 540);
+# what was not reached says so in its log line, and a second run on the same machine with MISSING=1 times
+# only the tasks without a stored set.
+#   bash scripts/gpu-baselines.sh [TOTAL_SECONDS]
+# JOBS (default 8): drivers warming up (torch.compile) side by side; each is then timed alone.
+# NATIVE_S (default 240): seconds the bundled corpus may start drivers for, before the release's turn.
+# Carried, git-ignored: .release/a (the release without cutlass, as for scripts/gpu-release-timing.sh) and
+# .whl/ (torch and the rest, as for every GPU script).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+TOTAL=${1:-540}
+. scripts/gpu-common.sh
+REL=${REL:-/tmp/beaver-release}
+mkdir -p "$OUT/bl" "$REL"
+JOBS=${JOBS:-8}
+MORE=()
+[ "${MISSING:-0}" = 1 ] && MORE+=(--missing)
+watch_procs 20
+python3 -c 'import torch; print("torch", torch.__version__, torch.cuda.get_device_name(0))' >"$W/torch.log" 2>&1
+log "torch: $(tail -1 "$W/torch.log")"
+
+# 1. the bundled corpus
+b=$(($(left) - 60))
+log "native: start (${b} s left, drivers started for ${NATIVE_S:-240} s)"
+timeout -k 10 "$b" python3 -m beavertui corpus baselines --jobs "$JOBS" --trials 20 --warmup 3 \
+  --budget-s "${NATIVE_S:-240}" --out "$OUT/bl/native.jsonl" --format md "${MORE[@]}" \
+  >"$OUT/bl/native-run.md" 2>"$W/native.log"
+log "native: rc $? ($(grep -c . "$OUT/bl/native.jsonl" 2>/dev/null || echo 0) sets)"
+
+# 2. the release's usable kernelbench instances
+if [ -d .release/a/data ] || [ -d .release/b/data ]; then
+  merge_release
+  python3 - "$REL/kernelbench-usable.txt" <<'EOF'
+import json, sys
+from pathlib import Path
+from beavertui.engine import corpus
+doc = json.loads((Path(corpus.__file__).parent / "known" / "nvidia_h200_sm_90_cuda_13_0.json").read_text())
+ids = sorted(x["task_id"] for x in doc if x["family"] == "kernelbench" and x["verdict"] in ("usable", "usable_relabelled"))
+Path(sys.argv[1]).write_text("\n".join(ids) + "\n")
+print(len(ids), "usable kernelbench instances")
+EOF
+  b=$(($(left) - 40))
+  log "kernelbench: start (${b} s)"
+  timeout -k 10 "$b" python3 -m beavertui corpus baselines --corpus "$REL/data" --tasks-file "$REL/kernelbench-usable.txt" \
+    --jobs "$JOBS" --trials 20 --warmup 3 --budget-s $((b - 90)) --out "$OUT/bl/release-kernelbench.jsonl" --format md \
+    "${MORE[@]}" >"$OUT/bl/kernelbench-run.md" 2>"$W/kernelbench.log"
+  log "kernelbench: rc $? ($(grep -c . "$OUT/bl/release-kernelbench.jsonl" 2>/dev/null || echo 0) sets)"
+else
+  log "kernelbench: no release carried (.release/a): skipped"
+fi
+
+# 3. the table, the ceilings, the stored files
+python3 -m beavertui corpus baselines --table --format md >"$OUT/bl/native-table.md" 2>"$W/table.log"
+log "table: rc $?"
+cp ~/.cache/beavertui/ceilings/*.json "$OUT/bl/" 2>/dev/null
+cp "$W"/*.log "$W/gpus.csv" "$OUT/bl/" 2>/dev/null
+tar czf "$OUT/baselines.tgz" -C "$OUT" bl -C "$PWD" $(ls -d corpus/*/baselines/named 2>/dev/null)
+log "end: $(du -h "$OUT/baselines.tgz" | cut -f1)"
+cp "$W/steps.log" "$OUT/steps.log"
