@@ -18,9 +18,11 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    SerializerFunctionWrapHandler,
     TypeAdapter,
     ValidationInfo,
     field_validator,
+    model_serializer,
     model_validator,
 )
 
@@ -497,6 +499,14 @@ class SessionHeader(_Event):
         """A header written before ``gate_mode`` existed ran the in-loop gate: read it as such."""
         if isinstance(data, dict) and "protocol" in data:
             data = {**data, "protocol": with_legacy_gate(data["protocol"])}
+        return data
+
+    @model_serializer(mode="wrap")
+    def _quiet_baselines(self, handler: SerializerFunctionWrapHandler) -> dict[str, object]:
+        """A header without named baselines is written as before they existed (no ``baselines`` key)."""
+        data: dict[str, object] = handler(self)
+        if not data.get("baselines"):
+            data.pop("baselines", None)
         return data
 
 
