@@ -151,13 +151,25 @@ def atomic_file(
     before ``os.replace`` puts it in place (and the folder synced after). An exception anywhere (the disk
     full, the caller's serializer raising, the rename refused) removes the temporary file and is raised
     again: the target is as it was before. A symbolic link at ``path`` is written through (its target
-    replaced), as a plain write would. Text is UTF-8.
+    replaced), as a plain write would. A target that is no regular file (``/dev/stdout``, ``/dev/null``, a
+    FIFO) is a stream: written in place, never replaced. Text is UTF-8.
     """
     return _atomic_file(Path(path), binary, newline, durable)
 
 
 @contextlib.contextmanager
 def _atomic_file(path: Path, binary: bool, newline: str | None, durable: bool) -> Iterator[IO[Any]]:
+    try:
+        special = not stat.S_ISREG(os.stat(path).st_mode)
+    except (OSError, ValueError):
+        special = False  # absent (or unreadable): created, or the error raised below
+    if special:  # /dev/stdout, /dev/null, a FIFO: a stream, never a file to replace
+        stream: IO[Any] = (
+            open(path, "wb") if binary else open(path, "w", encoding="utf-8", newline=newline)  # noqa: SIM115
+        )
+        with stream:
+            yield stream
+        return
     if path.is_symlink():
         path = path.resolve()
     tmp = path.with_name(f".{path.name}.{secrets.token_hex(6)}{PARTIAL_SUFFIX}")

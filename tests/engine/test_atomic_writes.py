@@ -13,8 +13,10 @@ from __future__ import annotations
 import ast
 import json
 import os
+import stat
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -169,6 +171,26 @@ def test_a_whole_write_replaces_and_keeps_the_files_mode(tmp_path: Path) -> None
     write_atomic(link, b'{"b": 2}')
     assert link.is_symlink() and json.loads(target.read_text()) == {"b": 2}
     assert _left(tmp_path) == ["link.json", "run.json"]
+
+
+def test_a_target_that_is_a_stream_is_written_in_place_never_replaced(tmp_path: Path) -> None:
+    """``-o /dev/stdout`` or a FIFO: a rename over it would put a regular file where a device or pipe was."""
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    got: list[bytes] = []
+    reader = threading.Thread(target=lambda: got.append(fifo.read_bytes()))
+    reader.start()
+    write_atomic(fifo, "through the pipe\n")
+    reader.join(timeout=30)
+    assert got == [b"through the pipe\n"] and stat.S_ISFIFO(fifo.lstat().st_mode)
+    assert _left(tmp_path) == ["pipe"]
+    argv = ["export", str(demo_sessions()), "-o", "/dev/stdout"]
+    done = subprocess.run(
+        [sys.executable, "-m", "beavertui", *argv], capture_output=True, text=True, timeout=120,
+        env={**os.environ, "PYTHONPATH": str(PACKAGE.parent)},
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert len(done.stdout.splitlines()) == 17  # the 17 attempts, on the pipe /dev/stdout leads to
 
 
 def _under_a_file_size_limit(limit: int, code: str) -> subprocess.CompletedProcess[str]:
