@@ -1,5 +1,6 @@
-"""`beavertui corpus list|validate|baselines`: what tasks a corpus holds, which of them are valid on this GPU,
-and their named baselines (PyTorch eager, torch.compile, CUDA Graph, vendor library, roofline)."""
+"""`beavertui corpus list|validate|baselines|minimize`: what tasks a corpus holds, which of them are valid on
+this GPU, their named baselines (PyTorch eager, torch.compile, CUDA Graph, vendor library, roofline), and the
+minimal fixes of their broken starts."""
 
 from __future__ import annotations
 
@@ -93,6 +94,37 @@ def register(sub: Any) -> None:
     )  # fmt: skip
     add_format_argument(bl, "one object per task")
     bl.set_defaults(func=_baselines)
+    mi = csub.add_parser(
+        "minimize",
+        help="search each task's minimal fix: the fewest of its reference's changed lines that pass its test at the gate",
+    )
+    mi.add_argument("--corpus", type=Path, default=None, help="corpus folder (the release's data/)")
+    mi.add_argument(
+        "--tasks", action="append", default=None, metavar="PATTERN",
+        help="task ids or patterns, comma-separated (repeatable; default: every task with a drop-in reference)",
+    )  # fmt: skip
+    mi.add_argument(
+        "--oracle", choices=("judge", "compile"), default="judge",
+        help="judge: build, run and time on the GPU, pass at the gate (verified fixes); compile: the build alone, "
+        "no GPU (what it finds is stored apart, never verified)",
+    )  # fmt: skip
+    mi.add_argument("--gate", type=float, default=0.7, help="speedup gate p a fix must keep (default 0.7)")
+    mi.add_argument("--gpu", default=None, metavar="N", help="run every GPU stage on device N")
+    mi.add_argument(
+        "--max-calls", type=int, default=300, metavar="N",
+        help="fresh oracle calls a task may make in this run (kept answers are free; default 300)",
+    )  # fmt: skip
+    mi.add_argument(
+        "--budget-s", type=float, default=None, metavar="S",
+        help="start no oracle call after S seconds; run the command again to go on",
+    )  # fmt: skip
+    mi.add_argument("--workers", type=int, default=4, metavar="N", help="tasks searched at once (default 4)")
+    mi.add_argument(
+        "--store", type=Path, default=None, metavar="DIR",
+        help="where fixes and kept answers go (default: ~/.cache/beavertui/minimal_fixes; scoring reads it)",
+    )  # fmt: skip
+    mi.add_argument("--json", action="store_true", help="one JSON object per task on standard output")
+    mi.set_defaults(func=_minimize)
 
 
 def _load(args: argparse.Namespace) -> Any:
@@ -263,6 +295,49 @@ def _validate(args: argparse.Namespace) -> int:
     for p in load.problems:
         print(f"malformed: {p}", file=sys.stderr)
     return _validate_status(results, load.problems)
+
+
+def _minimize(args: argparse.Namespace) -> int:
+    from dataclasses import asdict
+
+    from beavertui.service.environment import default_corpus
+    from beavertui.engine.host.gpu import gpu_signature
+    from beavertui.service.minimize import MinimizeOptions, plan, run
+
+    pats = tuple(p.strip() for arg in args.tasks or () for p in arg.split(",") if p.strip())
+    options = MinimizeOptions(
+        corpus=args.corpus or default_corpus(), tasks=pats, oracle=args.oracle, gate=args.gate,
+        max_calls=args.max_calls, budget_s=args.budget_s, workers=args.workers, gpu=args.gpu, store=args.store,
+    )  # fmt: skip
+    gpu = gpu_signature() if args.oracle == "judge" else None
+    the_plan = plan(options, gpu.slug if gpu is not None else None)
+    for task_id, why in sorted(the_plan.skipped.items()):
+        print(f"skipped {task_id}: {why}", file=sys.stderr)
+    print(
+        f"searching {len(the_plan.tasks)} task(s) with the {args.oracle} oracle, into {the_plan.store / str(the_plan.gpu)}",
+        file=sys.stderr, flush=True,
+    )  # fmt: skip
+
+    def started(task: Any, i: int, total: int) -> None:
+        print(f"start [{i}/{total}] {task.id}", file=sys.stderr, flush=True)
+
+    def done(outcome: Any, i: int, total: int) -> None:
+        if isinstance(outcome, str):
+            print(f"[{i}/{total}] failed: {outcome}", file=sys.stderr, flush=True)
+            return
+        size = "none" if outcome.lines is None else f"{outcome.lines}/{outcome.reference_lines} lines"
+        print(
+            f"[{i}/{total}] {outcome.task_id}: {outcome.status}{' (verified)' if outcome.verified else ''}, {size}, "
+            f"{outcome.calls} oracle calls ({outcome.asked} asked): {outcome.why}",
+            file=sys.stderr, flush=True,
+        )  # fmt: skip
+        if args.json:
+            doc = {k: v for k, v in asdict(outcome).items() if k != "fix"}
+            print(json.dumps(doc), flush=True)
+
+    summary = run(options, the_plan, started, done)
+    print(summary.line(), file=sys.stderr)
+    return 0 if not summary.errors else 1
 
 
 def _validate_status(results: list[Any], problems: tuple[str, ...] | list[str]) -> int:

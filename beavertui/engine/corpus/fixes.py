@@ -7,6 +7,12 @@ has no target; its repairs are unscored (never scored against the reference inst
 
 ``target_for`` resolves a session's task (a TaskRef) to its target: the patch is applied to the session's
 own broken start, so a fix written for another version of the task is no target either.
+
+A corpus that ships no fixes (the CUDABeaver release) has them in **stores**, one folder per GPU signature
+laid out as a corpus keeps its own (``<store>/<gpu>/minimal_fixes.json``, ``<store>/<gpu>/<task>/minimal_fix.patch``),
+written by ``beavertui corpus minimize`` (engine/validation/minimal_fixes.py): this machine's
+(``<cache>/minimal_fixes``), then the package's (``corpus/known/fixes``). A task of such a corpus takes the
+first verified fix a store holds for it.
 """
 
 from __future__ import annotations
@@ -17,10 +23,35 @@ from functools import lru_cache
 from pathlib import Path
 
 from beavertui.engine.corpus import patch
+from beavertui.engine.paths import cache_dir
 
 RECORD = "minimal_fixes.json"
 """The verification record, at the corpus root."""
 PATCH = "minimal_fix.patch"
+KNOWN_FIXES = Path(__file__).resolve().parent / "known" / "fixes"
+"""The package's store of minimal fixes found for the release, one folder per GPU signature."""
+
+
+def store_roots() -> list[Path]:
+    """Where stored minimal fixes are looked for: this machine's store, then the package's."""
+    return [cache_dir() / "minimal_fixes", KNOWN_FIXES]
+
+
+def stores() -> list[Path]:
+    """Every GPU signature's folder of the stores, this machine's first, each store's by name."""
+    out: list[Path] = []
+    for root in store_roots():
+        try:
+            out += sorted(p for p in root.iterdir() if (p / RECORD).is_file())
+        except OSError:
+            continue
+    return out
+
+
+def clear_caches() -> None:
+    """Forget records and targets read so far (a store was written in this process)."""
+    _record.cache_clear()
+    _target_for.cache_clear()
 
 
 @dataclass(frozen=True)
@@ -70,10 +101,33 @@ def _target_for(corpus: str, task_id: str, broken_start: str) -> FixTarget:
 
     candidates = [Path(corpus)] if corpus else []
     candidates.append(bundled.corpus())  # a session recorded elsewhere: the task as bundled here
+    found: FixTarget | None = None
     for root in candidates:
         if (root / task_id).is_dir():
-            return target(root, task_id, broken_start)
-    return FixTarget(None, "task not found in its corpus")
+            found = target(root, task_id, broken_start)
+            if (root / task_id / PATCH).is_file() or (root / RECORD).is_file():
+                return found  # a corpus that keeps its own fixes
+            break
+    return stored_target(task_id, broken_start) or found or FixTarget(None, "task not found in its corpus")
+
+
+def stored_target(task_id: str, broken_start: str) -> FixTarget | None:
+    """The first verified fix of ``task_id`` in the stores that applies to ``broken_start``; else why the
+    first store that knows the task has none; None when no store knows it."""
+    first: FixTarget | None = None
+    for folder in stores():
+        entry = record(folder).get(task_id)
+        if entry is None:
+            continue
+        if entry.get("verified") is True:
+            found = target(folder, task_id, broken_start)
+            if found.source is not None:
+                return found
+            why = found.reason
+        else:
+            why = f"no verified minimal fix ({entry.get('why', 'no reason given')})"
+        first = first or FixTarget(None, f"{why} on {folder.name}")
+    return first
 
 
 def target_for(corpus: str, task_id: str, broken_start: str) -> FixTarget:

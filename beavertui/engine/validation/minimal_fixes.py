@@ -1,0 +1,318 @@
+"""Minimal fixes of a corpus's tasks, searched from their references on this machine and stored per GPU.
+
+For a task with a drop-in reference, ``search`` runs the delta debugging of ``corpus/minimal_search.py`` with
+an oracle made of the project's own judge: the candidate is built, run and timed as every attempt is
+(``LocalToolchain.attempt``, the stages and ``toolchain/verdict.py``), and passes when its verdict succeeds at
+the gate (correct, and at least ``gate`` times the reference's speed). A **compile-only** oracle (the task's
+build stage alone, no GPU) serves machines without one; what it finds passes the build, nothing more, and is
+never marked verified.
+
+Every answer is kept (``Answers``: one JSON line per candidate, under its content hash, the oracle, the
+gate and the task's harness), so a search cut by its budget goes on from where it stopped when run again.
+Results go to a **store** laid out as the bundled corpus keeps its fixes, one per GPU signature::
+
+    <store>/<gpu slug>/minimal_fixes.json          {"gate", "measured", "tasks": {id: entry}}
+    <store>/<gpu slug>/<task id>/minimal_fix.patch  broken start -> minimal fix (diff -u)
+    <store>/<gpu slug>/answers/<oracle>/<task id>.jsonl
+
+An entry has the bundled record's fields (``speedup``, ``correct``, ``gpu``, ``verified``, ``why``) and the
+search's (``status``, ``phase``, ``oracle``, ``lines``, ``reference_lines``, ``hunks``, ``reference_hunks``,
+``changed_lines``, ``reference_changed_lines``, ``calls``, ``asked``, ``minimality``, hashes, ``measured_at``).
+A fix is ``verified`` only when the judge oracle passed it on a GPU, it is a proper subset of the reference's
+changes and the search proved it 1-minimal: over lines (the search ended), or over hunks (the budget cut the
+line phase; ``minimality`` says which). ``corpus/fixes.py`` reads verified fixes from the stores as scoring targets
+of edit precision and bug recall.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+from typing import Literal
+
+from beavertui.engine.corpus import fixes, minimal_search
+from beavertui.engine.corpus.harness import harness_hash
+from beavertui.engine.corpus.task import Task
+from beavertui.engine.session.events import Verdict
+from beavertui.engine.stage import stages
+from beavertui.engine.toolchain.base import AttemptOptions
+from beavertui.engine.toolchain.local import LocalConfig, LocalToolchain
+from beavertui.engine.toolchain.placement import GpuSlots
+from beavertui.engine.toolchain.verdict import run_category
+
+OracleKind = Literal["judge", "compile"]
+COMPILE_GPU = "compile-only"
+"""The store's folder (in place of a GPU signature) for what a compile-only oracle found."""
+
+
+@dataclass(frozen=True)
+class Answer:
+    """One oracle answer: did this candidate pass, and what the judge said."""
+
+    passed: bool
+    category: str
+    correct: bool | None
+    speedup: float | None
+    reason: str
+    seconds: float
+    """Wall seconds the oracle took."""
+
+
+class JudgeOracle:
+    """The task's own judge: build, run and time (``LocalToolchain.attempt``); passes when the verdict
+    succeeds at ``gate``. Builds run on any number of threads at once; the GPU stages of every oracle
+    sharing ``gpu_slots`` run one at a time (a timing holds the GPU alone)."""
+
+    kind: OracleKind = "judge"
+
+    def __init__(self, task: Task, toolchain: LocalToolchain, gate: float) -> None:
+        self.task, self.toolchain, self.gate = task, toolchain, gate
+
+    def __call__(self, code: str) -> Answer:
+        start = time.monotonic()
+        options = AttemptOptions(iteration=1, gate=self.gate, sanitize_on_failure=False, time_if_correct=True)
+        verdict: Verdict | None = None
+        for event in self.toolchain.attempt(self.task, code, options):
+            if isinstance(event, Verdict):
+                verdict = event
+        assert verdict is not None
+        return Answer(
+            passed=bool(verdict.success), category=verdict.category, correct=verdict.correct,
+            speedup=verdict.speedup, reason=verdict.reason[:300], seconds=round(time.monotonic() - start, 3),
+        )  # fmt: skip
+
+
+class CompileOracle:
+    """The task's build stage alone (no GPU): passes when the candidate builds."""
+
+    kind: OracleKind = "compile"
+
+    def __init__(self, task: Task, config: stages.StageConfig) -> None:
+        self.task, self.config = task, config
+
+    def __call__(self, code: str) -> Answer:
+        start = time.monotonic()
+        with stages.workdir(self.task, code, self.config) as work:
+            build = stages.build(work, self.config)
+        ok = build.rc == 0 and not build.timed_out
+        category = "passed" if ok else run_category(self.task, build, None).category
+        why = "built" if ok else (build.log.strip().splitlines() or ["build failed"])[-1][:300]
+        return Answer(ok, category, None, None, why, round(time.monotonic() - start, 3))
+
+
+def toolchain(gpu: str | None = None, slots: threading.Semaphore | None = None) -> LocalToolchain:
+    """The local toolchain the judge oracle uses: GPU stages behind ``slots`` (one at a time across threads
+    by default), pinned to device ``gpu`` (``CUDA_VISIBLE_DEVICES``) when given."""
+    tool = _Pinned(LocalConfig(), GpuSlots(slots or threading.Semaphore(1)), gpu)
+    return tool
+
+
+class _Pinned(LocalToolchain):
+    def __init__(self, config: LocalConfig, placement: GpuSlots, gpu: str | None) -> None:
+        super().__init__(config, placement)
+        self.pinned = gpu
+
+    def stage_config(self) -> stages.StageConfig:
+        cfg = super().stage_config()
+        if self.pinned is None:
+            return cfg
+        return replace(cfg, env={**os.environ, "CUDA_VISIBLE_DEVICES": self.pinned})
+
+
+class Answers:
+    """The answers kept for one task and oracle: a JSON Lines file, one line per candidate, read at start and
+    appended as each answer comes (a search cut short loses nothing it asked)."""
+
+    def __init__(self, path: Path, oracle: OracleKind, gate: float, harness: str) -> None:
+        self.path, self.oracle, self.gate, self.harness = path, oracle, gate, harness
+        self.kept: dict[str, Answer] = {}
+        try:
+            lines = path.read_text(encoding="utf-8").splitlines()
+        except OSError:
+            lines = []
+        for line in lines:
+            try:
+                doc = json.loads(line)
+                if (doc.get("oracle"), doc.get("gate"), doc.get("harness")) != (oracle, gate, harness):
+                    continue
+                self.kept[doc["hash"]] = Answer(**{k: doc[k] for k in Answer.__dataclass_fields__})
+            except (ValueError, KeyError, TypeError):
+                continue  # a line cut by a kill: asked again
+
+    def get(self, code: str) -> Answer | None:
+        return self.kept.get(minimal_search.text_hash(code))
+
+    def add(self, code: str, answer: Answer) -> None:
+        key = minimal_search.text_hash(code)
+        self.kept[key] = answer
+        doc = {
+            "hash": key,
+            "oracle": self.oracle,
+            "gate": self.gate,
+            "harness": self.harness,
+            **asdict(answer),
+        }
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with self.path.open("a", encoding="utf-8") as fh:
+            fh.write(json.dumps(doc) + "\n")
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """One task's search, as stored."""
+
+    task_id: str
+    status: minimal_search.Status
+    verified: bool
+    why: str
+    phase: str
+    minimality: minimal_search.Minimality | None
+    """What the fix is 1-minimal over: ``lines``, ``hunks`` (the budget cut the line phase) or None."""
+    lines: int | None
+    """Lines of the fix found (removed and added lines of the broken start), None when none passes."""
+    reference_lines: int
+    """Lines of the whole reference diff."""
+    hunks: int | None
+    reference_hunks: int
+    changed_lines: int | None
+    """The fix's changed lines as edit precision counts them (max(old, new) per opcode)."""
+    reference_changed_lines: int
+    calls: int
+    """Fresh oracle calls of this run."""
+    asked: int
+    """Candidates the search asked about, kept answers included."""
+    speedup: float | None
+    correct: bool | None
+    gpu: str | None
+    oracle: OracleKind
+    fix: str | None = None
+    """The fixed source (not stored in the record; the patch holds it)."""
+
+
+class Store:
+    """One GPU signature's folder of a store (see the module's docstring)."""
+
+    _lock = threading.Lock()
+
+    def __init__(self, root: Path, gpu: str, gate: float) -> None:
+        self.folder = root / gpu
+        self.gpu, self.gate = gpu, gate
+
+    def answers(self, task: Task, oracle: OracleKind) -> Answers:
+        return Answers(
+            self.folder / "answers" / oracle / f"{task.id}.jsonl", oracle, self.gate, _harness(task)
+        )
+
+    def entry(self, task_id: str) -> dict[str, object] | None:
+        tasks = self._read()["tasks"]
+        found = tasks.get(task_id) if isinstance(tasks, dict) else None
+        return found if isinstance(found, dict) else None
+
+    def _read(self) -> dict[str, object]:
+        try:
+            doc = json.loads((self.folder / fixes.RECORD).read_text(encoding="utf-8"))
+            if isinstance(doc, dict) and isinstance(doc.get("tasks"), dict):
+                return doc
+        except (OSError, ValueError):
+            pass
+        return {"gate": self.gate, "measured": "beavertui corpus minimize", "tasks": {}}
+
+    def save(self, task: Task, outcome: Outcome) -> None:
+        """The entry of ``outcome`` in the record, and its patch (written when a proper passing subset of the
+        reference's changes is known, removed otherwise)."""
+        broken = task.broken_start()
+        patch_path = self.folder / task.id / fixes.PATCH
+        if outcome.fix is not None and outcome.lines and outcome.lines < outcome.reference_lines:
+            patch_path.parent.mkdir(parents=True, exist_ok=True)
+            _atomic(patch_path, minimal_search.unified(broken, outcome.fix))
+        elif patch_path.exists():
+            patch_path.unlink()
+        entry = {k: v for k, v in asdict(outcome).items() if k not in ("task_id", "fix")}
+        entry["broken_hash"] = hashlib.sha256(broken.encode()).hexdigest()[:16]
+        entry["harness_hash"] = _harness(task)
+        entry["measured_at"] = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+        with self._lock:
+            doc = self._read()
+            doc["gate"] = self.gate
+            tasks = doc["tasks"]
+            assert isinstance(tasks, dict)
+            tasks[task.id] = entry
+            doc["tasks"] = dict(sorted(tasks.items()))
+            self.folder.mkdir(parents=True, exist_ok=True)
+            _atomic(self.folder / fixes.RECORD, json.dumps(doc, indent=1) + "\n")
+        fixes.clear_caches()
+
+
+def _atomic(path: Path, text: str) -> None:
+    tmp = path.with_name(path.name + f".{os.getpid()}.{threading.get_ident()}.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    tmp.replace(path)
+
+
+def _harness(task: Task) -> str:
+    try:
+        return harness_hash(task)
+    except OSError:
+        return ""
+
+
+def search(
+    task: Task,
+    oracle: Callable[[str], Answer],
+    kind: OracleKind,
+    store: Store,
+    budget: minimal_search.Budget,
+    gpu: str | None,
+) -> Outcome:
+    """Search ``task``'s minimal fix with ``oracle`` over its kept answers, store the outcome and return it."""
+    broken, reference = task.broken_start(), task.reference()
+    if reference is None:
+        raise ValueError(f"{task.id} ships no reference")
+    d = minimal_search.diff(broken, reference)
+    kept = store.answers(task, kind)
+
+    def ask(code: str) -> bool:
+        answer = oracle(code)
+        kept.add(code, answer)
+        return answer.passed
+
+    def known(code: str) -> bool | None:
+        answer = kept.get(code)
+        return None if answer is None else answer.passed
+
+    calls_before = budget.calls
+    result = minimal_search.minimize(d, ask, budget, known=known)
+    fix = d.apply(result.chosen) if result.chosen is not None else None
+    final = kept.get(fix) if fix is not None else None
+    proper = result.chosen is not None and 0 < len(result.chosen) < len(d.units)
+    found = proper and result.minimality is not None and final is not None and final.passed
+    verified = kind == "judge" and found
+    why = result.why
+    if result.status == "budget":
+        why += "; run again to go on (the answers so far are kept)"
+        if found:
+            why = f"1-minimal over hunks, not yet over lines: {why}"
+    if found and kind == "compile":
+        why = f"builds (compile-only oracle, no GPU; not verified): {why}"
+    elif verified:
+        why = f"correct and at least {store.gate:g}x the reference's speed: {why}"
+    outcome = Outcome(
+        task_id=task.id, status=result.status, verified=verified, why=why, phase=result.phase,
+        minimality=result.minimality,
+        lines=len(result.chosen) if result.chosen is not None else None, reference_lines=len(d.units),
+        hunks=len({d.units[u].hunk for u in result.chosen}) if result.chosen is not None else None,
+        reference_hunks=len(d.hunks),
+        changed_lines=minimal_search.changed_lines(broken, fix) if fix is not None else None,
+        reference_changed_lines=minimal_search.changed_lines(broken, reference),
+        calls=budget.calls - calls_before, asked=result.asked,
+        speedup=final.speedup if final else None, correct=final.correct if final else None,
+        gpu=gpu if kind == "judge" else None, oracle=kind, fix=fix,
+    )  # fmt: skip
+    store.save(task, outcome)
+    return outcome

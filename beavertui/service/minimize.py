@@ -1,0 +1,193 @@
+"""`beavertui corpus minimize`: minimal fixes of a corpus's tasks, searched from their references and stored.
+
+Which tasks: those of the corpus matching the patterns whose reference is a drop-in solution (the nvcc
+families of the release), less those stored as unusable on this GPU; smallest reference diff first, so that
+a run cut by its budget has finished as many as it could. Each task's search (engine/validation/minimal_fixes.py)
+runs in a thread of its own: builds run side by side, GPU stages one at a time. Every oracle answer is kept,
+so running the same command again goes on where a cut run stopped, at no oracle cost for what it had asked.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import statistics
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from beavertui.engine.corpus import families
+from beavertui.engine.corpus.minimal_search import Budget
+from beavertui.engine.corpus.task import Task
+from beavertui.engine.errors import BeaverError
+from beavertui.engine.validation import minimal_fixes as mf
+
+
+@dataclass(frozen=True)
+class MinimizeOptions:
+    corpus: Path
+    tasks: tuple[str, ...] = ()
+    """Task ids or fnmatch patterns (all tasks when empty)."""
+    oracle: mf.OracleKind = "judge"
+    gate: float = 0.7
+    max_calls: int = 300
+    """Fresh oracle calls a task may make in this run."""
+    budget_s: float | None = None
+    """Wall seconds of the whole run after which no oracle call starts."""
+    workers: int = 4
+    """Tasks searched at once."""
+    gpu: str | None = None
+    """Device index for every GPU stage (``CUDA_VISIBLE_DEVICES``); None: what the environment shows."""
+    store: Path | None = None
+    """The store (default: this machine's, ``<cache>/minimal_fixes``)."""
+
+
+@dataclass
+class Plan:
+    """The tasks a run searches, in order, and those it leaves out with the reason."""
+
+    tasks: list[Task] = field(default_factory=list)
+    skipped: dict[str, str] = field(default_factory=dict)
+    gpu: str | None = None
+    """The GPU signature the store folder is named after (``compile-only`` for that oracle)."""
+    store: Path = Path()
+
+
+@dataclass(frozen=True)
+class Summary:
+    outcomes: tuple[mf.Outcome, ...]
+    skipped: dict[str, str]
+    seconds: float
+    store: Path
+    errors: dict[str, str] = field(default_factory=dict)
+    """Tasks whose search failed, with the error in one line."""
+
+    @property
+    def verified(self) -> list[mf.Outcome]:
+        return [o for o in self.outcomes if o.verified]
+
+    def line(self) -> str:
+        """The run in one line."""
+        found = [o for o in self.outcomes if o.status == "minimal"]
+        counts = {s: sum(o.status == s for o in self.outcomes) for s in
+                  ("whole", "budget", "reference_fails", "start_passes")}  # fmt: skip
+        size = ""
+        if found:
+            lines = statistics.median(o.lines or 0 for o in found)
+            whole = statistics.median(o.reference_lines for o in found)
+            size = f"; median size {lines:g} of {whole:g} lines of the reference diff"
+        rest = ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in counts.items() if v)
+        return (
+            f"minimal fixes: {len(found)} of {len(self.outcomes)} tasks ({len(self.verified)} verified)"
+            + (f"; {rest}" if rest else "") + size
+            + (f"; {len(self.errors)} failed" if self.errors else "")
+        + f"; {sum(o.calls for o in self.outcomes)} oracle calls in {self.seconds:.0f} s; store {self.store}"
+        )  # fmt: skip
+
+
+def default_store() -> Path:
+    """This machine's store (``<cache>/minimal_fixes``), the first place scoring looks."""
+    from beavertui.engine.corpus.fixes import store_roots
+
+    return store_roots()[0]
+
+
+def plan(options: MinimizeOptions, gpu_slug: str | None) -> Plan:
+    """The tasks of ``options`` to search on a machine whose GPU is ``gpu_slug`` (None: none)."""
+    from beavertui.engine.corpus.load import load_corpus
+    from beavertui.engine.corpus.verdicts import select
+
+    if options.oracle == "judge" and gpu_slug is None:
+        raise BeaverError(
+            "the judge oracle needs a GPU (no NVIDIA GPU visible); --oracle compile builds only"
+        )
+    if options.gate <= 0:
+        raise BeaverError(f"--gate must be above 0, got {options.gate}")
+    if options.max_calls < 1 or options.workers < 1:
+        raise BeaverError("--max-calls and --workers must be at least 1")
+    load = load_corpus(options.corpus)
+    pats = [p for p in options.tasks if p]
+    tasks = [t for t in load.tasks if not pats or any(fnmatch.fnmatchcase(t.id, p) for p in pats)]
+    if not tasks:
+        raise BeaverError(f"no task of {load.root} matches {', '.join(pats) or 'anything'}")
+    out = Plan(
+        gpu=gpu_slug if options.oracle == "judge" else mf.COMPILE_GPU, store=options.store or default_store()
+    )
+    kept = []
+    for t in tasks:
+        kind = families.semantics(t).reference
+        if kind != "drop_in":
+            out.skipped[t.id] = f"its reference is not a drop-in solution ({kind})"
+        elif t.reference() is None:
+            out.skipped[t.id] = "it ships no reference"
+        elif not t.runnable:
+            out.skipped[t.id] = t.not_runnable_reason or "not runnable"
+        else:
+            kept.append(t)
+    sel = select(kept, gpu_slug)
+    out.skipped.update(sel.skipped)
+    use = set(sel.use)
+    from beavertui.engine.corpus.minimal_search import diff
+
+    size = {t.id: len(diff(t.broken_start(), t.reference() or "").units) for t in kept if t.id in use}
+    out.tasks = sorted((t for t in kept if t.id in use), key=lambda t: (size[t.id], t.id))
+    return out
+
+
+def run(
+    options: MinimizeOptions,
+    the_plan: Plan,
+    on_start: Callable[[Task, int, int], None] | None = None,
+    on_done: Callable[[mf.Outcome | str, int, int], None] | None = None,
+) -> Summary:
+    """Search every planned task's minimal fix and store it; ``on_start`` / ``on_done`` report progress
+    (``on_done`` gets the outcome, or a line saying why the task's search failed)."""
+    start = time.monotonic()
+    deadline = start + options.budget_s if options.budget_s is not None else None
+    store = mf.Store(the_plan.store, the_plan.gpu or mf.COMPILE_GPU, options.gate)
+    tool = mf.toolchain(options.gpu, threading.Semaphore(1)) if options.oracle == "judge" else None
+    cfg = None
+    if tool is None:
+        from beavertui.engine.stage import stages
+
+        cfg = stages.StageConfig(sm=None)
+    total = len(the_plan.tasks)
+    done: list[mf.Outcome] = []
+    errors: dict[str, str] = {}
+    lock = threading.Lock()
+
+    def one(task: Task, i: int) -> mf.Outcome | str:
+        if on_start is not None:
+            on_start(task, i, total)
+        try:
+            return search_one(task)
+        except (BeaverError, OSError, ValueError) as exc:  # one task's trouble does not lose the others'
+            return f"{task.id}: {type(exc).__name__}: {exc}"
+
+    def search_one(task: Task) -> mf.Outcome:
+        oracle: Callable[[str], mf.Answer]
+        if tool is not None:
+            oracle = mf.JudgeOracle(task, tool, options.gate)
+        else:
+            assert cfg is not None
+            oracle = mf.CompileOracle(task, cfg)
+        budget = Budget(max_calls=options.max_calls, deadline=deadline)
+        return mf.search(task, oracle, options.oracle, store, budget, the_plan.gpu)
+
+    with ThreadPoolExecutor(options.workers, thread_name_prefix="beaver-minimize") as pool:
+        futures = [pool.submit(one, t, i) for i, t in enumerate(the_plan.tasks, 1)]
+        for fut in as_completed(futures):
+            outcome = fut.result()
+            with lock:
+                if isinstance(outcome, str):
+                    task_id, _, why = outcome.partition(": ")
+                    errors[task_id] = why
+                else:
+                    done.append(outcome)
+                if on_done is not None:
+                    on_done(outcome, len(done) + len(errors), total)
+    order = {t.id: i for i, t in enumerate(the_plan.tasks)}
+    done.sort(key=lambda o: order[o.task_id])
+    return Summary(tuple(done), dict(the_plan.skipped), time.monotonic() - start, store.folder, errors)

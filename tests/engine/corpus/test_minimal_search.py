@@ -1,0 +1,178 @@
+"""The minimal-fix search (engine/corpus/minimal_search.py) against oracles built here, whose answers are known.
+
+Properties over random broken starts, references and oracles (hypothesis): the units give the broken start and
+the reference back; the result passes the oracle, is 1-minimal at the line level (leaving out any one of its
+lines fails), is never larger than the whole diff, and is stored as a patch that gives it back; a search cut by its budget and run again over the kept
+answers ends where an uncut one ends, having made no more fresh oracle calls in all.
+"""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
+
+from beavertui.engine.analysis.edits import hunks as edit_hunks
+from beavertui.engine.corpus import patch
+from beavertui.engine.corpus.minimal_search import (
+    Budget,
+    BudgetExhausted,
+    ddmin,
+    diff,
+    minimize,
+    text_hash,
+    unified,
+)
+
+LINES = st.lists(st.sampled_from(["a", "b", "c", "d", "e", "f", "", "  g", "h;", "}"]), max_size=12)
+
+
+def _text(lines: list[str], end: bool) -> str:
+    return "\n".join(lines) + ("\n" if end and lines else "")
+
+
+@st.composite
+def cases(draw: st.DrawFn) -> tuple[str, str, frozenset[str], frozenset[str]]:
+    """A broken start, a reference, lines the oracle requires and lines it forbids."""
+    broken = _text(draw(LINES), draw(st.booleans()))
+    reference = _text(draw(LINES), draw(st.booleans()))
+    ref_lines = set(reference.splitlines())
+    need = (
+        frozenset(draw(st.sets(st.sampled_from(sorted(ref_lines)), max_size=3))) if ref_lines else frozenset()
+    )
+    absent = set(broken.splitlines()) - ref_lines
+    banned = frozenset(draw(st.sets(st.sampled_from(sorted(absent)), max_size=2))) if absent else frozenset()
+    return broken, reference, need, banned
+
+
+def oracle_of(need: frozenset[str], banned: frozenset[str]) -> tuple[list[str], object]:
+    asked: list[str] = []
+
+    def oracle(text: str) -> bool:
+        asked.append(text)
+        lines = set(text.splitlines())
+        return need <= lines and not (banned & lines)
+
+    return asked, oracle
+
+
+@settings(max_examples=200, deadline=None)
+@given(cases())
+def test_no_units_give_the_broken_start_and_all_give_the_reference(case: tuple) -> None:
+    broken, reference, *_ = case
+    d = diff(broken, reference)
+    assert d.apply(frozenset()) == broken
+    assert d.apply(d.all_units) == reference
+    assert len(d.units) == sum(h.old_end - h.old_start + h.new_end - h.new_start for h in d.hunks)
+
+
+@settings(max_examples=200, deadline=None)
+@given(cases())
+def test_the_result_passes_is_one_minimal_and_no_larger_than_the_diff(case: tuple) -> None:
+    broken, reference, need, banned = case
+    asked, oracle = oracle_of(need, banned)
+    d = diff(broken, reference)
+    assume(not oracle(broken) and oracle(reference))  # type: ignore[operator]
+    result = minimize(d, oracle)  # type: ignore[arg-type]
+    texts = asked[2:]  # each distinct text is asked once
+    assert len(texts) == len(set(texts)) == result.asked
+    assert result.status in ("minimal", "whole") and result.phase == "done"
+    assert result.chosen is not None and result.chosen <= d.all_units
+    fixed = d.apply(result.chosen)
+    assert oracle(fixed)  # type: ignore[operator]
+    for u in result.chosen:  # 1-minimal: no single line can be left out
+        assert not oracle(d.apply(result.chosen - {u}))  # type: ignore[operator]
+    assert (result.status == "whole") == (result.chosen == d.all_units)
+    # the stored form: a unified diff the corpus's own applier turns back into the fixed text
+    assert patch.apply(broken, unified(broken, fixed)) == fixed
+
+
+@settings(max_examples=100, deadline=None)
+@given(cases(), st.integers(min_value=0, max_value=6))
+def test_a_search_cut_by_its_budget_goes_on_over_its_kept_answers(case: tuple, cut: int) -> None:
+    broken, reference, need, banned = case
+    _, oracle = oracle_of(need, banned)
+    assume(not oracle(broken) and oracle(reference))  # type: ignore[operator]
+    d = diff(broken, reference)
+    whole = minimize(d, oracle)  # type: ignore[arg-type]
+    kept: dict[str, bool] = {}
+
+    def keeping(text: str) -> bool:
+        kept[text_hash(text)] = oracle(text)  # type: ignore[operator]
+        return kept[text_hash(text)]
+
+    calls = 0
+    result = None
+    for _ in range(100):
+        budget = Budget(max_calls=cut + 1)
+        result = minimize(d, keeping, budget, known=lambda t: kept.get(text_hash(t)))
+        calls += budget.calls
+        if result.status != "budget":
+            break
+        assert result.chosen is None or oracle(d.apply(result.chosen))  # type: ignore[operator]
+    assert result is not None and result.status == whole.status and result.chosen == whole.chosen
+    assert calls == len(kept) == whole.asked
+
+
+def test_a_one_line_fix_inside_a_rewritten_block_is_found_at_its_place() -> None:
+    broken = "int main() {\n  // add one\n  int y = x +;\n  return y;\n}\n"
+    reference = "int main() {\n  // add one to x\n  int y = x + 1;\n  return y;\n}\n"
+    d = diff(broken, reference)
+    assert len(d.hunks) == 1 and len(d.units) == 4
+    asked: list[str] = []
+
+    def oracle(text: str) -> bool:
+        asked.append(text)
+        return "x +;" not in text and "int y = x + 1;" in text
+
+    result = minimize(d, oracle)
+    assert result.status == "minimal" and result.minimality == "lines" and len(result.chosen or ()) == 2
+    # the new line where the old one was; the comment's change left out in one try
+    assert d.apply(result.chosen or ()) == "int main() {\n  // add one\n  int y = x + 1;\n  return y;\n}\n"
+    assert len(asked) == result.asked == 5  # start, reference, without the comment, without either line
+
+
+def test_statuses_when_the_start_passes_or_the_reference_fails() -> None:
+    d = diff("a\nb\n", "a\nc\n")
+    assert minimize(d, lambda t: True).status == "start_passes"
+    r = minimize(d, lambda t: False)
+    assert r.status == "reference_fails" and r.chosen is None and "reference itself" in r.why
+    r = minimize(d, lambda t: t == "a\nc\n")
+    assert r.status == "whole" and r.chosen == d.all_units
+
+
+def test_the_budget_says_which_phase_it_cut_and_keeps_the_best_so_far() -> None:
+    broken = "".join(f"x{i}\n" for i in range(8))
+    reference = "".join(f"y{i}\n" if i % 2 else f"x{i}\n" for i in range(8))
+    d = diff(broken, reference)
+    assert len(d.hunks) == 4
+    oracle = lambda t: "y3" in t  # noqa: E731
+    r = minimize(d, oracle, Budget(max_calls=2))
+    assert r.status == "budget" and r.phase == "hunks" and r.chosen == d.all_units
+    assert "hunk phase" in r.why and "2 oracle calls" in r.why
+    r = minimize(d, oracle, Budget(deadline=0.0, clock=lambda: 1.0))
+    assert r.status == "budget" and r.phase == "start" and r.chosen is None and "wall time" in r.why
+    full = minimize(d, oracle)
+    # the new line alone, placed after the old line it was paired with
+    assert full.status == "minimal" and d.apply(full.chosen or ()) == broken.replace("x3\n", "x3\ny3\n")
+
+
+def test_ddmin_over_items_with_a_known_answer() -> None:
+    calls: list[frozenset[int]] = []
+
+    def test(s: frozenset[int]) -> bool:
+        calls.append(s)
+        return {3, 11} <= s
+
+    assert ddmin(range(16), test) == {3, 11}
+    assert ddmin([5], lambda s: True) == {5}
+    with pytest.raises(BudgetExhausted):
+        Budget(max_calls=0).spend()
+
+
+def test_changed_lines_count_as_edit_precision_counts_them() -> None:
+    broken = "a\n\nb\nc\nd\n"
+    reference = "a\nB\n\nc\nX\nY\nZ\n"
+    d = diff(broken, reference)
+    assert d.changed_lines(d.all_units) == sum(h.size for h in edit_hunks(broken, reference))
+    assert d.changed_lines(frozenset()) == 0

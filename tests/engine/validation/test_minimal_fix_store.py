@@ -1,0 +1,120 @@
+"""Minimal fixes of a real release instance searched, stored per GPU and read back as scoring targets.
+
+The instance is the release's cuda_59 (tests/data/release_real): its broken start flags ``x > threshold``
+where the reference's predicate is ``x < 0``. The oracle here is built by the test (it passes a text whose
+predicate is the reference's and that no longer has the broken one), so every answer is known; the
+GPU-backed judge oracle is exercised by scripts/gpu-minimal-fixes.sh.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from beavertui.engine.corpus import fixes, patch
+from beavertui.engine.corpus.load import load_corpus
+from beavertui.engine.corpus.minimal_search import Budget
+from beavertui.engine.validation import minimal_fixes as mf
+
+ROOT = Path(__file__).resolve().parents[3]
+TASK = "cuda_59__logic_error__501f0dd2"
+H200 = "nvidia_h200_sm_90_cuda_13_0"
+
+
+@pytest.fixture()
+def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    fixes.clear_caches()
+    yield tmp_path / "xdg" / "beavertui"
+    fixes.clear_caches()
+
+
+def task() -> object:
+    return load_corpus(ROOT / "tests" / "data" / "release_real" / "data", [TASK]).get(TASK)
+
+
+def oracle(calls: list[str]) -> object:
+    def ask(code: str) -> mf.Answer:
+        calls.append(code)
+        ok = "return x > threshold" not in code and "return x < 0;" in code
+        return mf.Answer(ok, "passed" if ok else "functional_correctness", ok, 1.01 if ok else None, "", 0.5)
+
+    return ask
+
+
+def test_a_fix_found_by_the_judge_is_stored_verified_and_is_the_scoring_target(cache: Path) -> None:
+    t = task()
+    store = mf.Store(fixes.store_roots()[0], H200, 0.7)
+    calls: list[str] = []
+    out = mf.search(t, oracle(calls), "judge", store, Budget(max_calls=100), H200)  # type: ignore[arg-type]
+    assert out.status == "minimal" and out.verified and out.minimality == "lines"
+    assert (out.lines, out.hunks, out.reference_hunks, out.reference_lines) == (2, 1, 4, 34)
+    assert out.speedup == 1.01 and out.gpu == H200 and out.calls == len(calls) == out.asked
+    broken = t.broken_start()  # type: ignore[attr-defined]
+    assert out.fix is not None and "return x < 0;" in out.fix and "return x > threshold" not in out.fix
+    # the corpus's own layout, in this machine's store, one folder per GPU signature
+    folder = cache / "minimal_fixes" / H200
+    entry = json.loads((folder / fixes.RECORD).read_text())["tasks"][TASK]
+    assert entry["verified"] is True and entry["gpu"] == H200 and entry["speedup"] == 1.01
+    assert entry["minimality"] == "lines" and "correct and at least 0.7x" in entry["why"]
+    assert patch.apply(broken, (folder / TASK / fixes.PATCH).read_text()) == out.fix
+    # a session recorded on another machine (its corpus path is not here) takes the stored fix
+    assert fixes.target_for("/elsewhere/release/data", TASK, broken).source == out.fix
+    other = fixes.target_for(
+        "/elsewhere/release/data", TASK, broken.replace("x > threshold", "x >= threshold")
+    )
+    assert other.source is None and "does not apply" in (other.reason or "")
+    # the bundled tasks keep their own record: a store never stands in for it
+    assert (
+        fixes.target_for("", "spmv_csr_01", "x").reason == "minimal fix does not apply to this broken start"
+    )
+
+
+def test_a_search_run_again_goes_on_from_its_kept_answers(cache: Path) -> None:
+    t = task()
+    store = mf.Store(fixes.store_roots()[0], H200, 0.7)
+    first: list[str] = []
+    cut = mf.search(t, oracle(first), "judge", store, Budget(max_calls=3), H200)  # type: ignore[arg-type]
+    assert cut.status == "budget" and not cut.verified and len(first) == 3 and "run again" in cut.why
+    entry = fixes.record(store.folder)[TASK]
+    assert entry["status"] == "budget" and fixes.target_for("/x", TASK, t.broken_start()).source is None  # type: ignore[attr-defined]
+    answers = store.folder / "answers" / "judge" / f"{TASK}.jsonl"
+    assert len(answers.read_text().splitlines()) == 3
+    second: list[str] = []
+    done = mf.search(t, oracle(second), "judge", store, Budget(max_calls=100), H200)  # type: ignore[arg-type]
+    assert done.status == "minimal" and done.verified
+    assert not set(first) & set(second)  # nothing asked twice
+    fresh: list[str] = []
+    whole = mf.search(t, oracle(fresh), "judge", mf.Store(cache / "other", H200, 0.7), Budget(), H200)  # type: ignore[arg-type]
+    assert len(first) + len(second) == len(fresh) and whole.fix == done.fix
+    # answers of another gate or oracle are not taken for these
+    again: list[str] = []
+    mf.search(t, oracle(again), "judge", mf.Store(fixes.store_roots()[0], H200, 0.5), Budget(), H200)  # type: ignore[arg-type]
+    assert len(again) == len(fresh)
+
+
+def test_compile_only_and_whole_reference_results_are_never_targets(cache: Path) -> None:
+    t = task()
+    broken = t.broken_start()  # type: ignore[attr-defined]
+    store = mf.Store(fixes.store_roots()[0], mf.COMPILE_GPU, 0.7)
+    out = mf.search(t, oracle([]), "compile", store, Budget(), None)  # type: ignore[arg-type]
+    assert out.status == "minimal" and not out.verified and out.gpu is None
+    assert "compile-only oracle" in out.why and (store.folder / TASK / fixes.PATCH).is_file()
+    target = fixes.target_for("/x", TASK, broken)
+    assert target.source is None and "compile-only" in (target.reason or "")
+    shutil.rmtree(store.folder)
+    ref = t.reference()  # type: ignore[attr-defined]
+    h200 = mf.Store(fixes.store_roots()[0], H200, 0.7)
+
+    def only_the_reference(code: str) -> mf.Answer:
+        return mf.Answer(code == ref, "passed", True, 1.0, "", 0.1)
+
+    out = mf.search(t, only_the_reference, "judge", h200, Budget(), H200)  # type: ignore[arg-type]
+    assert out.status == "whole" and not out.verified and out.lines == out.reference_lines
+    assert not (h200.folder / TASK / fixes.PATCH).exists()
+    target = fixes.target_for("/x", TASK, broken)
+    assert target.source is None and "only repair found is the whole reference" in (target.reason or "")

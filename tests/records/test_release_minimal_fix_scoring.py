@@ -1,0 +1,65 @@
+"""Release repairs are scored by edit precision and bug recall once a minimal fix of their task is stored.
+
+The run is tests/data/release_batch_final.tar.gz (scripted:@alternate over the 74 usable release instances
+outside kernelbench, recorded on the H200; attempt 2 submits the reference). With no store every repair is
+unscored. A fix of cuda_59 is searched here (tests/engine/validation/test_minimal_fix_store.py's oracle, built
+by the test: the reference's predicate in, the broken one out) and stored in this machine's store; then
+``beavertui metrics`` scores that task's repair against it, by the same edits.py every bundled task uses,
+and still counts the 73 others unscored.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from beavertui.engine.analysis.edits import edit_score
+from beavertui.engine.corpus import fixes
+from beavertui.engine.corpus.minimal_search import Budget
+from beavertui.engine.session.events import Candidate, Verdict
+from beavertui.engine.session.store import read_session
+from beavertui.engine.validation import minimal_fixes as mf
+from tests.conftest import extract_run, metrics_json
+from tests.engine.validation.test_minimal_fix_store import H200, TASK, oracle, task
+
+ROOT = Path(__file__).resolve().parents[2]
+RUN = ROOT / "tests" / "data" / "release_batch_final.tar.gz"
+
+
+@pytest.fixture()
+def run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    fixes.clear_caches()
+    yield extract_run(RUN, tmp_path / "run")
+    fixes.clear_caches()
+
+
+def test_a_stored_fix_scores_the_release_repair_of_its_task(
+    run: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    doc, _ = metrics_json(run, capsys)
+    (group,) = doc["groups"]
+    assert group["analysed_repairs"] == group["unscored_repairs"] == 74
+    assert group["edit_precision"] is None and group["bug_recall"] is None
+
+    t = task()
+    store = mf.Store(fixes.store_roots()[0], H200, 0.7)
+    out = mf.search(t, oracle([]), "judge", store, Budget(), H200)  # type: ignore[arg-type]
+    assert out.verified and out.fix is not None
+
+    (path,) = run.rglob(f"{TASK}__s0.jsonl")
+    header, events, _ = read_session(path)
+    assert header is not None and header.task.broken_start == t.broken_start()  # type: ignore[attr-defined]
+    assert not Path(header.task.corpus).is_dir()  # recorded on the H200: only the store knows the fix
+    (verdict,) = [e for e in events if isinstance(e, Verdict) and e.correct]
+    (repair,) = [e.code for e in events if isinstance(e, Candidate) and e.iteration == verdict.iteration]
+    expected = edit_score(header.task.broken_start, repair, out.fix)
+    assert expected.recall == 1.0 and expected.precision is not None and 0 < expected.precision < 1
+
+    doc, _ = metrics_json(run, capsys)
+    (group,) = doc["groups"]
+    assert group["analysed_repairs"] == 74 and group["unscored_repairs"] == 73
+    assert group["edit_precision"] == pytest.approx(expected.precision)
+    assert group["bug_recall"] == pytest.approx(1.0)
