@@ -101,7 +101,8 @@ def register(sub: Any) -> None:
     mi.add_argument("--corpus", type=Path, default=None, help="corpus folder (the release's data/)")
     mi.add_argument(
         "--tasks", action="append", default=None, metavar="PATTERN",
-        help="task ids or patterns, comma-separated (repeatable; default: every task with a drop-in reference)",
+        help="task ids or patterns, comma-separated, or @FILE with one a line (repeatable; default: every task "
+        "with a drop-in reference)",
     )  # fmt: skip
     mi.add_argument(
         "--oracle", choices=("judge", "compile"), default="judge",
@@ -120,10 +121,18 @@ def register(sub: Any) -> None:
     )  # fmt: skip
     mi.add_argument("--workers", type=int, default=4, metavar="N", help="tasks searched at once (default 4)")
     mi.add_argument(
+        "--gpu-jobs", type=int, default=1, metavar="N",
+        help="correctness runs on the GPU at once (default 1); a timing always waits for them and holds it alone",
+    )  # fmt: skip
+    mi.add_argument(
         "--store", type=Path, default=None, metavar="DIR",
         help="where fixes and kept answers go (default: ~/.cache/beavertui/minimal_fixes; scoring reads it)",
     )  # fmt: skip
     mi.add_argument("--json", action="store_true", help="one JSON object per task on standard output")
+    mi.add_argument(
+        "--dry-run", action="store_true",
+        help="list the tasks it would search with the size of each reference diff; run no oracle, write nothing",
+    )  # fmt: skip
     mi.set_defaults(func=_minimize)
 
 
@@ -304,15 +313,18 @@ def _minimize(args: argparse.Namespace) -> int:
     from beavertui.engine.host.gpu import gpu_signature
     from beavertui.service.minimize import MinimizeOptions, plan, run
 
-    pats = tuple(p.strip() for arg in args.tasks or () for p in arg.split(",") if p.strip())
+    pats = tuple(_patterns(args.tasks or ()))
     options = MinimizeOptions(
         corpus=args.corpus or default_corpus(), tasks=pats, oracle=args.oracle, gate=args.gate,
         max_calls=args.max_calls, budget_s=args.budget_s, workers=args.workers, gpu=args.gpu, store=args.store,
+        gpu_jobs=args.gpu_jobs,
     )  # fmt: skip
     gpu = gpu_signature() if args.oracle == "judge" else None
     the_plan = plan(options, gpu.slug if gpu is not None else None)
     for task_id, why in sorted(the_plan.skipped.items()):
         print(f"skipped {task_id}: {why}", file=sys.stderr)
+    if args.dry_run:
+        return _minimize_plan(the_plan)
     print(
         f"searching {len(the_plan.tasks)} task(s) with the {args.oracle} oracle, into {the_plan.store / str(the_plan.gpu)}",
         file=sys.stderr, flush=True,
@@ -338,6 +350,50 @@ def _minimize(args: argparse.Namespace) -> int:
     summary = run(options, the_plan, started, done)
     print(summary.line(), file=sys.stderr)
     return 0 if not summary.errors else 1
+
+
+def _minimize_plan(the_plan: Any) -> int:
+    """The tasks a minimize run would search, each with its reference diff's size, and the medians."""
+    import statistics
+
+    from beavertui.engine.corpus.minimal_search import diff
+
+    sizes = []
+    for t in the_plan.tasks:
+        broken = t.broken_start()
+        d = diff(broken, t.reference() or "")
+        kept = len(broken.splitlines()) - sum(1 for u in d.units if u.kind == "-")
+        sizes.append((len(d.units), len(d.hunks), len(broken.splitlines()), kept))
+        print(
+            f"{t.id}: {len(d.units)} lines in {len(d.hunks)} hunks; broken start {sizes[-1][2]} lines, {kept} kept"
+        )
+    if sizes:
+        med = [statistics.median(col) for col in zip(*sizes, strict=True)]
+        print(
+            f"{len(sizes)} task(s) to search; median reference diff {med[0]:g} lines in {med[1]:g} hunks, "
+            f"median broken start {med[2]:g} lines of which {med[3]:g} the reference keeps"
+        )
+    else:
+        print("0 task(s) to search")
+    return 0
+
+
+def _patterns(args: Any) -> list[str]:
+    """Task ids and patterns, comma-separated; ``@FILE`` reads one a line (``#`` starts a comment)."""
+    out = []
+    for arg in args:
+        for item in (p.strip() for p in arg.split(",")):
+            if item.startswith("@"):
+                try:
+                    text = Path(item[1:]).read_text(encoding="utf-8")
+                except OSError as exc:
+                    raise BeaverError(f"--tasks {item}: cannot read ({exc.strerror or exc})") from None
+                out += [
+                    line.split("#")[0].strip() for line in text.splitlines() if line.split("#")[0].strip()
+                ]
+            elif item:
+                out.append(item)
+    return out
 
 
 def _validate_status(results: list[Any], problems: tuple[str, ...] | list[str]) -> int:

@@ -38,6 +38,8 @@ class MinimizeOptions:
     """Wall seconds of the whole run after which no oracle call starts."""
     workers: int = 4
     """Tasks searched at once."""
+    gpu_jobs: int = 1
+    """Correctness runs on the GPU at once (a timing always holds it alone)."""
     gpu: str | None = None
     """Device index for every GPU stage (``CUDA_VISIBLE_DEVICES``); None: what the environment shows."""
     store: Path | None = None
@@ -70,20 +72,22 @@ class Summary:
 
     def line(self) -> str:
         """The run in one line."""
-        found = [o for o in self.outcomes if o.status == "minimal"]
+        found = [
+            o for o in self.outcomes if o.minimality is not None and o.lines and o.lines < o.reference_lines
+        ]
         counts = {s: sum(o.status == s for o in self.outcomes) for s in
-                  ("whole", "budget", "reference_fails", "start_passes")}  # fmt: skip
+                  ("minimal", "whole", "budget", "reference_fails", "start_passes")}  # fmt: skip
         size = ""
         if found:
             lines = statistics.median(o.lines or 0 for o in found)
             whole = statistics.median(o.reference_lines for o in found)
-            size = f"; median size {lines:g} of {whole:g} lines of the reference diff"
+            size = f"; median fix {lines:g} of {whole:g} lines of the reference diff"
         rest = ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in counts.items() if v)
         return (
-            f"minimal fixes: {len(found)} of {len(self.outcomes)} tasks ({len(self.verified)} verified)"
+            f"minimal fixes: {len(found)} of {len(self.outcomes)} tasks have one ({len(self.verified)} verified)"
             + (f"; {rest}" if rest else "") + size
             + (f"; {len(self.errors)} failed" if self.errors else "")
-        + f"; {sum(o.calls for o in self.outcomes)} oracle calls in {self.seconds:.0f} s; store {self.store}"
+            + f"; {sum(o.calls for o in self.outcomes)} oracle calls in {self.seconds:.0f} s; store {self.store}"
         )  # fmt: skip
 
 
@@ -105,8 +109,8 @@ def plan(options: MinimizeOptions, gpu_slug: str | None) -> Plan:
         )
     if options.gate <= 0:
         raise BeaverError(f"--gate must be above 0, got {options.gate}")
-    if options.max_calls < 1 or options.workers < 1:
-        raise BeaverError("--max-calls and --workers must be at least 1")
+    if options.max_calls < 1 or options.workers < 1 or options.gpu_jobs < 1:
+        raise BeaverError("--max-calls, --workers and --gpu-jobs must be at least 1")
     load = load_corpus(options.corpus)
     pats = [p for p in options.tasks if p]
     tasks = [t for t in load.tasks if not pats or any(fnmatch.fnmatchcase(t.id, p) for p in pats)]
@@ -147,7 +151,7 @@ def run(
     start = time.monotonic()
     deadline = start + options.budget_s if options.budget_s is not None else None
     store = mf.Store(the_plan.store, the_plan.gpu or mf.COMPILE_GPU, options.gate)
-    tool = mf.toolchain(options.gpu, threading.Semaphore(1)) if options.oracle == "judge" else None
+    tool = mf.toolchain(options.gpu, options.gpu_jobs) if options.oracle == "judge" else None
     cfg = None
     if tool is None:
         from beavertui.engine.stage import stages

@@ -242,31 +242,40 @@ def ddmin(
 ) -> frozenset[int]:
     """Zeller's ddmin: a subset of ``items`` that passes ``test`` and from which no single item can be
     removed (``test(items)`` must hold, ``test(∅)`` is assumed to fail). At doubling granularity, each chunk
-    alone (``subsets``), then everything but each chunk; deterministic. ``reduced`` hears of every smaller
-    passing set as it is found (the best so far, should the test's budget run out)."""
+    alone (``subsets``), then everything but each chunk in turn, every chunk whose removal passes removed
+    before the next is tried (a round goes on from where it removed one, rather than starting again); the
+    search ends after a round at single items removes nothing. Deterministic. ``reduced`` hears of every
+    smaller passing set as it is found (the best so far, should the test's budget run out)."""
     current = list(items)
     n = 2
     while len(current) >= 2:
         size = len(current)
         chunks = [current[size * k // n : size * (k + 1) // n] for k in range(n)]
         chunks = [c for c in chunks if c]
-        found: list[int] | None = None
         if subsets:
-            found = next((c for c in chunks if test(frozenset(c))), None)
+            found = next((c for c in chunks if len(chunks) > 1 and test(frozenset(c))), None)
             if found is not None:
                 current, n = found, 2
-        if found is None:
-            for k in range(len(chunks)):
-                rest = [x for j, other in enumerate(chunks) if j != k for x in other]
-                if test(frozenset(rest)):
-                    found, current, n = rest, rest, max(n - 1, 2)
-                    break
-        if found is None:
-            if n >= size:
-                break
+                if reduced is not None:
+                    reduced(frozenset(current))
+                continue
+        removed = 0
+        k = 0
+        while k < len(chunks) and len(chunks) > 1:
+            rest = [x for j, other in enumerate(chunks) if j != k for x in other]
+            if test(frozenset(rest)):
+                del chunks[k]
+                current, removed = rest, removed + 1
+                if reduced is not None:
+                    reduced(frozenset(current))
+            else:
+                k += 1
+        if removed:
+            n = max(n - removed, 2)
+        elif n >= size:
+            break
+        else:
             n = min(2 * n, size)
-        elif reduced is not None:
-            reduced(frozenset(current))
     return frozenset(current)
 
 

@@ -31,7 +31,8 @@ import json
 import os
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Literal
@@ -43,7 +44,7 @@ from beavertui.engine.session.events import Verdict
 from beavertui.engine.stage import stages
 from beavertui.engine.toolchain.base import AttemptOptions
 from beavertui.engine.toolchain.local import LocalConfig, LocalToolchain
-from beavertui.engine.toolchain.placement import GpuSlots
+from beavertui.engine.toolchain.placement import GpuUse, Lease, Placement
 from beavertui.engine.toolchain.verdict import run_category
 
 OracleKind = Literal["judge", "compile"]
@@ -66,8 +67,7 @@ class Answer:
 
 class JudgeOracle:
     """The task's own judge: build, run and time (``LocalToolchain.attempt``); passes when the verdict
-    succeeds at ``gate``. Builds run on any number of threads at once; the GPU stages of every oracle
-    sharing ``gpu_slots`` run one at a time (a timing holds the GPU alone)."""
+    succeeds at ``gate``. Where its stages run is the toolchain's placement's (``toolchain``)."""
 
     kind: OracleKind = "judge"
 
@@ -106,15 +106,53 @@ class CompileOracle:
         return Answer(ok, category, None, None, why, round(time.monotonic() - start, 3))
 
 
-def toolchain(gpu: str | None = None, slots: threading.Semaphore | None = None) -> LocalToolchain:
-    """The local toolchain the judge oracle uses: GPU stages behind ``slots`` (one at a time across threads
-    by default), pinned to device ``gpu`` (``CUDA_VISIBLE_DEVICES``) when given."""
-    tool = _Pinned(LocalConfig(), GpuSlots(slots or threading.Semaphore(1)), gpu)
-    return tool
+class SharedGpu(Placement):
+    """Correctness runs of several searches share the GPU, at most ``runs`` at once; a timing (or a run
+    made again alone for its memory) waits for them to end and holds the GPU alone, and no run starts while
+    one waits. Builds are not placed: they run on as many threads as search."""
+
+    def __init__(self, runs: int = 1) -> None:
+        self.runs = max(1, runs)
+        self._cond = threading.Condition()
+        self._active = 0
+        self._alone = False
+        self._waiting = 0
+
+    @contextmanager
+    def gpu(self, use: GpuUse, cfg: stages.StageConfig, task: Task) -> Iterator[Lease]:
+        alone = use in ("alone", "timing", "timing_memory")
+        lease = Lease(cfg)
+        with self._cond:
+            if alone:
+                self._waiting += 1
+                self._cond.wait_for(lambda: self._active == 0 and not self._alone)
+                self._waiting -= 1
+                self._alone = True
+            else:
+                self._cond.wait_for(
+                    lambda: not self._alone and not self._waiting and self._active < self.runs
+                )
+                self._active += 1
+                lease.shared = self.runs > 1
+        try:
+            yield lease
+        finally:
+            with self._cond:
+                if alone:
+                    self._alone = False
+                else:
+                    self._active -= 1
+                self._cond.notify_all()
+
+
+def toolchain(gpu: str | None = None, runs: int = 1) -> LocalToolchain:
+    """The local toolchain the judge oracle uses: GPU stages placed by ``SharedGpu(runs)``, pinned to device
+    ``gpu`` (``CUDA_VISIBLE_DEVICES``) when given."""
+    return _Pinned(LocalConfig(), SharedGpu(runs), gpu)
 
 
 class _Pinned(LocalToolchain):
-    def __init__(self, config: LocalConfig, placement: GpuSlots, gpu: str | None) -> None:
+    def __init__(self, config: LocalConfig, placement: Placement, gpu: str | None) -> None:
         super().__init__(config, placement)
         self.pinned = gpu
 

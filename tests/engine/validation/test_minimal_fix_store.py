@@ -118,3 +118,60 @@ def test_compile_only_and_whole_reference_results_are_never_targets(cache: Path)
     assert not (h200.folder / TASK / fixes.PATCH).exists()
     target = fixes.target_for("/x", TASK, broken)
     assert target.source is None and "only repair found is the whole reference" in (target.reason or "")
+
+
+def test_runs_share_the_gpu_and_a_timing_holds_it_alone() -> None:
+    import threading
+
+    from beavertui.engine.stage.stages import StageConfig
+
+    place = mf.SharedGpu(runs=2)
+    cfg = StageConfig()
+    order: list[str] = []
+    release = {name: threading.Event() for name in "ABTD"}
+    inside = {name: threading.Event() for name in "ABTD"}
+
+    def stage(name: str, use: str) -> None:
+        with place.gpu(use, cfg, None) as lease:  # type: ignore[arg-type]
+            order.append(name)
+            assert lease.shared == (use == "run")
+            inside[name].set()
+            release[name].wait(30)
+
+    threads = {n: threading.Thread(target=stage, args=(n, "timing" if n == "T" else "run")) for n in "ABTD"}
+    for name in "AB":  # two runs at once
+        threads[name].start()
+        assert inside[name].wait(30)
+    threads["T"].start()  # the timing waits for both
+    with place._cond:
+        assert place._cond.wait_for(lambda: place._waiting == 1, 30)
+    threads["D"].start()  # a run asked for while a timing waits starts after it
+    release["A"].set()
+    release["B"].set()
+    assert inside["T"].wait(30)
+    assert not inside["D"].is_set() and place._alone
+    release["T"].set()
+    assert inside["D"].wait(30)
+    release["D"].set()
+    for t in threads.values():
+        t.join(30)
+    assert order == ["A", "B", "T", "D"]
+
+
+def test_the_figures_script_counts_verified_fixes_and_their_size(cache: Path) -> None:
+    import subprocess
+    import sys
+
+    store = mf.Store(fixes.store_roots()[0], H200, 0.7)
+    mf.search(task(), oracle([]), "judge", store, Budget(), H200)  # type: ignore[arg-type]
+    ids = store.folder.parent / "ids.txt"
+    ids.write_text(f"# two instances, one searched\n{TASK}\ncuda_1__memory_crash__4c324055\n")
+    script = ROOT / "scripts" / "minimal_fixes_figures.py"
+    cmd = [sys.executable, str(script), str(store.folder), "--tasks", str(ids)]
+    doc = json.loads(subprocess.run([*cmd, "--json"], capture_output=True, text=True, check=True).stdout)
+    assert (doc["instances"], doc["verified"], doc["share"]) == (2, 1, 0.5)
+    assert (doc["median_fix_lines"], doc["median_reference_lines"]) == (2, 34)
+    assert doc["statuses"] == {"minimal": 1, "not searched yet": 1}
+    text = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
+    assert text.startswith(f"Minimal fixes on {H200}: 1 of 2 instances verified (50%)")
+    assert "Median size of a verified fix: 2 lines, against 34 lines" in text

@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# On a GPU machine, from the repository root: the minimal fixes of the release's 65 usable nvcc-family
+# instances (bench/release-cupti-tasks.txt: a drop-in reference, usable on the H200), searched by
+# `beavertui corpus minimize` with the judge oracle (build, run and time at the 0.7 gate) on GPU 0, within
+# TOTAL seconds (default 540, so that a call ends inside 9 minutes). Smallest reference diff first.
+#
+# Resumable over several calls: every oracle answer is kept in the store, so a call that starts from the
+# previous call's store asks nothing twice and goes on where it stopped. Carry the previous call's $OUT/store
+# as .release/prev (git-ignored); it is copied into $OUT/store before the search. Carried, git-ignored:
+# .release/a (the release without cutlass; see scripts/gpu-release-timing.sh) and .whl/.
+#
+# Results in $OUT:
+#   store/<gpu>/minimal_fixes.json          one entry per instance (status, verified, lines, speedup, why...)
+#   store/<gpu>/<task>/minimal_fix.patch     each fix found (broken start -> fix, diff -u)
+#   store/<gpu>/answers/judge/<task>.jsonl   every oracle answer (what the next call resumes from)
+#   minimize.jsonl                           this call's outcome per instance (corpus minimize --json)
+#   figures.md, figures.json                 scripts/minimal_fixes_figures.py over the store
+#   store.tgz                                store/ packed (for a machine that sends back few files)
+#   w/minimize.log, w/steps.log              progress and the steps
+# Once every instance has an outcome other than "budget", copy store/<gpu>/minimal_fixes.json and the
+# patches (not answers/) into beavertui/engine/corpus/known/fixes/<gpu>/: scoring then reads them everywhere.
+#   bash scripts/gpu-minimal-fixes.sh [TOTAL_SECONDS]
+# Settings (environment): WORKERS (instances searched at once, default 12), GPU_JOBS (correctness runs on the
+# GPU at once, default 6), MAX_CALLS (fresh oracle calls an instance may make per call, default 400).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+TOTAL=${1:-540}
+. scripts/gpu-common.sh
+[ -d .release/a/data ] || { log "no release under .release/a"; exit 2; }
+mkdir -p "$OUT/store"
+if [ -d .release/prev ]; then
+  cp -a .release/prev/. "$OUT/store/" && log "previous store merged: $(find .release/prev -name '*.jsonl' | wc -l) answer files"
+fi
+# no oracle call starts in the last 100 s: the slowest instances' build, run and timing take up to a minute
+budget=$(($(left) - 100))
+log "minimize: ${budget} s of oracle calls, ${WORKERS:-12} workers, ${GPU_JOBS:-6} runs on the GPU at once"
+timeout -k 10 $((budget + 70)) python3 -m beavertui corpus minimize --corpus .release/a/data \
+  --tasks @bench/release-cupti-tasks.txt --gpu 0 --store "$OUT/store" --budget-s "$budget" \
+  --workers "${WORKERS:-12}" --gpu-jobs "${GPU_JOBS:-6}" --max-calls "${MAX_CALLS:-400}" --json \
+  >"$OUT/minimize.jsonl" 2>"$W/minimize.log"
+log "minimize: rc $? ($(wc -l <"$OUT/minimize.jsonl") instances this call)"
+tail -1 "$W/minimize.log" | tee -a "$STEPS"
+for folder in "$OUT"/store/*/; do
+  [ -f "$folder/minimal_fixes.json" ] || continue
+  python3 scripts/minimal_fixes_figures.py "$folder" --tasks bench/release-cupti-tasks.txt >"$OUT/figures.md"
+  python3 scripts/minimal_fixes_figures.py "$folder" --tasks bench/release-cupti-tasks.txt --json >"$OUT/figures.json"
+done
+head -8 "$OUT/figures.md" 2>/dev/null
+tar czf "$OUT/store.tgz" -C "$OUT" store && log "packed: store.tgz ($(du -h "$OUT/store.tgz" | cut -f1))"
+cp "$W/steps.log" "$OUT/steps.log"

@@ -1,0 +1,102 @@
+"""`beavertui corpus minimize` through the real CLI, on a real release instance built by the real nvcc.
+
+tests/data/release_minimize holds the release's cuda_225 (its broken start fails to build, its reference
+builds). The compile-only oracle is the task's own build stage, so every answer here is nvcc's. The search is
+cut by its call budget after the hunk phase and the blank/comment try (a whole line-level search takes
+minutes of nvcc), then run again to show it goes on from its kept answers.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from beavertui.cli import main
+from beavertui.engine.corpus import fixes, patch
+from beavertui.engine.corpus.load import load_corpus
+from beavertui.engine.stage import stages
+
+ROOT = Path(__file__).resolve().parents[2]
+DATA = ROOT / "tests" / "data" / "release_minimize" / "data"
+TASK = "cuda_225__compile_error__ff82afee"
+
+
+def _minimize(store: Path, *extra: str) -> list[str]:
+    return ["corpus", "minimize", "--corpus", str(DATA), "--oracle", "compile", "--store", str(store), *extra]
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc")
+def test_the_compile_oracle_searches_a_real_instance_and_goes_on_when_run_again(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    store = tmp_path / "store"
+    assert main(_minimize(store, "--max-calls", "5", "--json")) == 0
+    out = capsys.readouterr()
+    (doc,) = [json.loads(line) for line in out.out.splitlines()]
+    # nvcc: the broken start fails, the reference builds, neither hunk alone builds; leaving out the
+    # reference's blank and comment lines still builds; the line phase is then cut
+    assert (doc["status"], doc["phase"], doc["minimality"], doc["oracle"]) == (
+        "budget",
+        "lines",
+        "hunks",
+        "compile",
+    )
+    assert (doc["hunks"], doc["reference_hunks"], doc["calls"], doc["asked"]) == (2, 2, 5, 5)
+    assert doc["lines"] < doc["reference_lines"] and not doc["verified"] and doc["gpu"] is None
+    assert f"start [1/1] {TASK}" in out.err and "minimal fixes: 1 of 1 tasks have one (0 verified)" in out.err
+    folder = store / "compile-only"
+    answers = folder / "answers" / "compile" / f"{TASK}.jsonl"
+    kept = [json.loads(line) for line in answers.read_text().splitlines()]
+    assert [a["passed"] for a in kept] == [False, True, False, False, True]
+    task = load_corpus(DATA, [TASK]).get(TASK)
+    fixed = patch.apply(task.broken_start(), (folder / TASK / fixes.PATCH).read_text())
+    cfg = stages.StageConfig()
+    with stages.workdir(task, fixed, cfg) as work:
+        assert stages.build(work, cfg).rc == 0  # the stored fix builds, as the oracle said
+    assert fixes.record(folder)[TASK]["status"] == "budget"
+
+    assert main(_minimize(store, "--max-calls", "1", "--json")) == 0
+    (again,) = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert again["calls"] == 1 and again["asked"] == 6
+    hashes = [json.loads(line)["hash"] for line in answers.read_text().splitlines()]
+    assert len(hashes) == len(set(hashes)) == 6  # nothing asked twice
+
+
+def test_bad_input_is_one_line_and_other_families_are_skipped_with_the_reason(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    real = ROOT / "tests" / "data" / "release_real" / "data"
+    assert (
+        main(["corpus", "minimize", "--corpus", str(real), "--tasks", "nothing_*", "--oracle", "compile"])
+        == 2
+    )
+    assert "no task of" in capsys.readouterr().err
+    assert main(["corpus", "minimize", "--corpus", str(real), "--tasks", "@/nonexistent/list"]) == 2
+    assert "--tasks @/nonexistent/list: cannot read" in capsys.readouterr().err
+    args = [
+        "corpus",
+        "minimize",
+        "--corpus",
+        str(real),
+        "--tasks",
+        "kernelbench_*,cutlass_*",
+        "--oracle",
+        "compile",
+    ]
+    assert main([*args, "--store", str(tmp_path), "--max-calls", "0"]) == 2
+    assert "at least 1" in capsys.readouterr().err
+    assert main([*args, "--store", str(tmp_path)]) == 0
+    err = capsys.readouterr().err
+    assert (
+        "kernelbench_level1_92__compile_error__52277656: its reference is not a drop-in solution (eager_model)"
+        in err
+    )
+    assert (
+        "cutlass_05_batched_gemm__perf_broken__3742c34f: its reference is not a drop-in solution (in_binary)"
+        in err
+    )
+    assert "searching 0 task(s)" in err and "minimal fixes: 0 of 0 tasks" in err
