@@ -309,8 +309,8 @@ def _validate(args: argparse.Namespace) -> int:
 def _minimize(args: argparse.Namespace) -> int:
     from dataclasses import asdict
 
-    from beavertui.service.environment import default_corpus
     from beavertui.engine.host.gpu import gpu_signature
+    from beavertui.service.environment import default_corpus
     from beavertui.service.minimize import MinimizeOptions, plan, run
 
     pats = tuple(_patterns(args.tasks or ()))

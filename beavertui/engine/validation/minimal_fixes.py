@@ -40,6 +40,7 @@ from typing import Literal
 from beavertui.engine.corpus import fixes, minimal_search
 from beavertui.engine.corpus.harness import harness_hash
 from beavertui.engine.corpus.task import Task
+from beavertui.engine.fileio import append_line, write_atomic
 from beavertui.engine.session.events import Verdict
 from beavertui.engine.stage import stages
 from beavertui.engine.toolchain.base import AttemptOptions
@@ -197,8 +198,7 @@ class Answers:
             **asdict(answer),
         }
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        with self.path.open("a", encoding="utf-8") as fh:
-            fh.write(json.dumps(doc) + "\n")
+        append_line(self.path, json.dumps(doc))
 
 
 @dataclass(frozen=True)
@@ -268,7 +268,7 @@ class Store:
         patch_path = self.folder / task.id / fixes.PATCH
         if outcome.fix is not None and outcome.lines and outcome.lines < outcome.reference_lines:
             patch_path.parent.mkdir(parents=True, exist_ok=True)
-            _atomic(patch_path, minimal_search.unified(broken, outcome.fix))
+            write_atomic(patch_path, minimal_search.unified(broken, outcome.fix))
         elif patch_path.exists():
             patch_path.unlink()
         entry = {k: v for k, v in asdict(outcome).items() if k not in ("task_id", "fix")}
@@ -283,14 +283,8 @@ class Store:
             tasks[task.id] = entry
             doc["tasks"] = dict(sorted(tasks.items()))
             self.folder.mkdir(parents=True, exist_ok=True)
-            _atomic(self.folder / fixes.RECORD, json.dumps(doc, indent=1) + "\n")
+            write_atomic(self.folder / fixes.RECORD, json.dumps(doc, indent=1) + "\n")
         fixes.clear_caches()
-
-
-def _atomic(path: Path, text: str) -> None:
-    tmp = path.with_name(path.name + f".{os.getpid()}.{threading.get_ident()}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(path)
 
 
 def _harness(task: Task) -> str:
