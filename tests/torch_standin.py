@@ -3,7 +3,7 @@ as the real script, in its own process, on a machine without a GPU.
 
 Its CUDA events read a simulated clock that each call advances by a fixed cost per variant: an eager call
 2 ms, a ``torch.compile`` call 1 ms (``reduce-overhead``: 0.8 ms), a CUDA Graph replay 1.5 ms, a vendor model
-1.2 ms. ``STANDIN_COMPILE_FAILS=1`` makes ``torch.compile`` refuse every model; ``STANDIN_CALLS`` names a file
+1.2 ms. ``STANDIN_IMPORT_S`` seconds pass before its import ends; ``STANDIN_COMPILE_FAILS=1`` makes ``torch.compile`` refuse every model; ``STANDIN_CALLS`` names a file
 that each call appends its variant to (the order of the trials). Nothing here measures anything real: it
 checks the driver's control flow (which variants, their order, their failures, the go handshake), not
 timing. ``write(folder)`` puts it at ``folder/torch/__init__.py``; ``block(folder)`` puts a ``torch`` there
@@ -16,6 +16,9 @@ from pathlib import Path
 
 STANDIN = """
 import os
+import time
+
+time.sleep(float(os.environ.get("STANDIN_IMPORT_S", "0")))
 
 __version__ = "stand-in"
 int64 = "int64"

@@ -85,6 +85,10 @@ def register(sub: Any) -> None:
         "--warmup", type=int, default=3, metavar="N", help="untimed calls per variant (default 3)"
     )
     bl.add_argument(
+        "--warm-s", type=float, default=600.0, metavar="S",
+        help="a driver not ready (compiled and warmed up) after S seconds is stopped and says so (default 600)",
+    )  # fmt: skip
+    bl.add_argument(
         "--budget-s", type=float, default=None, metavar="S",
         help="start no driver after S seconds (the tasks not reached say so)",
     )  # fmt: skip
@@ -469,7 +473,7 @@ def _baselines(args: argparse.Namespace) -> int:
         file=sys.stderr, flush=True,
     )  # fmt: skip
     outcomes = rec.record(
-        tasks, gpu, jobs=args.jobs, trials=args.trials, warmup=args.warmup, budget_s=args.budget_s,
+        tasks, gpu, jobs=args.jobs, trials=args.trials, warmup=args.warmup, budget_s=args.budget_s, warm_s=args.warm_s,
         progress=lambda line: print(line, file=sys.stderr, flush=True), measured=ceil,
     )  # fmt: skip
     if args.out is not None:

@@ -130,6 +130,8 @@ class _Started:
     out: Path
     go: Path
     began: float
+    late: float | None = None
+    """Set when it was stopped for not being ready within this many seconds."""
 
 
 def _log_text(p: Path) -> str:
@@ -183,6 +185,8 @@ def record(
                 while s.proc.poll() is None and DRIVER_READY not in _log_text(s.out):
                     if time.monotonic() - s.began > warm_s:
                         s.proc.kill()
+                        s.proc.wait()
+                        s.late = warm_s
                         break
                     time.sleep(0.05)
             for s in started:
@@ -206,6 +210,10 @@ def _store(
     text = _log_text(s.out)
     doc = parse_driver(text)
     first = s.job.tasks[0]
+    if s.late is not None:
+        why = f"the baselines driver was not ready (compiled and warmed up) within {s.late:g} s: stopped"
+        say(f"{first.id}: {why}")
+        return [Outcome(t.id, reason=why) for t in s.job.tasks]
     if doc is None:
         why = f"the baselines driver printed no result (rc {s.proc.returncode}): {_tail(text)}"
         say(f"{first.id}: {why}")

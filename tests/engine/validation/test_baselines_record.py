@@ -136,3 +136,27 @@ def test_the_command_prints_the_table_of_stored_times(
             proc.stderr.strip()
             == "beavertui: no GPU here: name the GPU signature whose times to show with --gpu-slug"
         )
+
+
+def test_a_driver_not_ready_in_time_is_stopped_and_says_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    tasks = [t for t in corpus(tmp_path) if t.id == "softmax_00"]
+    monkeypatch.setenv("PYTHONPATH", str(torch_standin.write(tmp_path / "site")))
+    monkeypatch.setenv("STANDIN_IMPORT_S", "60")
+    out = rec.record(tasks, H200, warm_s=0.5, cache=tmp_path / "cache")
+    assert out[0].stored is None
+    assert (
+        out[0].reason == "the baselines driver was not ready (compiled and warmed up) within 0.5 s: stopped"
+    )
+
+
+def test_a_task_list_naming_an_unknown_task_is_one_line(tmp_path: Path) -> None:
+    listed = tmp_path / "tasks.txt"
+    listed.write_text("# the usable ones\nreduce_00\nno_such_task  # gone\n")
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "XDG_CACHE_HOME": str(tmp_path / "xdg")}
+    cmd = [sys.executable, "-m", "beavertui", "corpus", "baselines", "--tasks-file", str(listed), "--table",
+           "--gpu-slug", H200.slug]  # fmt: skip
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=120)
+    assert proc.returncode == 2
+    assert proc.stderr.strip() == f"beavertui: {listed}: not in the corpus: no_such_task"
