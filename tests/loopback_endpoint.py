@@ -3,7 +3,7 @@
 ``Endpoint(answer)`` calls ``answer(model, body, headers)`` for each request; it returns one of
 ``("json", obj)`` (a 200 JSON body, any shape), ``("stream", chunks)`` (a 200 event stream of the given
 ``data:`` objects; a generator never ending is allowed), ``("status", (code, obj))``, ``("raw", (code,
-content_type, pieces))`` (a body of the given byte pieces, sent as they come, without a length: a generator
+content_type, pieces[, headers]))`` (a body of the given byte pieces, sent as they come, without a length: a generator
 never ending or trickling is allowed). Every request is kept in ``requests`` (model, body, headers).
 """
 
@@ -83,9 +83,17 @@ class Endpoint:
                 self.end_headers()
                 self.wfile.write(data)
 
-            def _raw(self, code: int, content_type: str, pieces: Iterable[bytes]) -> None:
+            def _raw(
+                self,
+                code: int,
+                content_type: str,
+                pieces: Iterable[bytes],
+                extra: dict[str, str] | None = None,
+            ) -> None:
                 self.send_response(code)
                 self.send_header("content-type", content_type)
+                for name, value in (extra or {}).items():
+                    self.send_header(name, value)
                 self.send_header("connection", "close")
                 self.end_headers()
                 for piece in pieces:

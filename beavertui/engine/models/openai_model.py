@@ -19,6 +19,7 @@ import random
 import re
 import time
 import tomllib
+import zlib
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -183,8 +184,10 @@ def _bounded_body_hook(config: OpenAIConfig) -> Callable[[Any], None]:
     response (a completion, an event stream, an error's body), so no body is read past
     ``deadline_s`` from that moment, nor past its byte bound: ``BODY_BYTES_PER_CHAR`` bytes a character of
     ``max_reply_chars`` for a JSON body, ``STREAM_BYTES_PER_CHAR`` for an event stream (whose cut keeps the
-    reply so far), plus ``BODY_SLACK_BYTES``. The HTTP library (httpx or its successor) is the one the
-    response comes from.
+    reply so far), plus ``BODY_SLACK_BYTES``. The bound is on the bytes as decoded: a gzip or deflate body
+    (the only encodings asked for) is decoded here, a piece at a time, never past the bound, so a small
+    compressed body cannot expand into gigabytes; a body in another encoding is refused. The HTTP library
+    (httpx or its successor) is the one the response comes from.
     """
     made: dict[type, type] = {}
 
@@ -203,6 +206,14 @@ def _bounded_body_hook(config: OpenAIConfig) -> Callable[[Any], None]:
         bounded.limit = per_char * config.max_reply_chars + BODY_SLACK_BYTES
         bounded.deadline_s = config.deadline_s
         bounded.began = time.monotonic()
+        encoding = response.headers.get("content-encoding", "").strip().lower()
+        if encoding in ("gzip", "x-gzip", "deflate"):
+            bounded.decoder = zlib.decompressobj(32 + zlib.MAX_WBITS)  # gzip or zlib header, told apart
+            del response.headers["content-encoding"]  # decoded here, so not again by the library
+        elif encoding not in ("", "identity"):
+            raise _TooLarge(f"the reply is encoded as {encoding[:40]!r}, which was not asked for")
+        else:
+            bounded.decoder = None
         response.stream = bounded
 
     return hook
@@ -210,13 +221,24 @@ def _bounded_body_hook(config: OpenAIConfig) -> Callable[[Any], None]:
 
 def _bounded_iter(self: Any) -> Any:
     read = 0
-    for piece in self.inner:
+    for raw in self.inner:
+        piece = raw
+        if self.decoder is not None:
+            try:  # at most one byte past the bound: that byte says the bound is passed
+                piece = self.decoder.decompress(raw, self.limit - read + 1)
+            except zlib.error as exc:
+                raise _Malformed(f"a compressed body that does not decode: {exc}") from None
         read += len(piece)
         if read > self.limit:
             raise _TooLarge(f"the reply is larger than {self.limit:,} bytes; read no further")
         if time.monotonic() - self.began > self.deadline_s:
             raise _Endless(f"the reply did not end within {self.deadline_s:g} s ({read:,} bytes so far)")
         yield piece
+    if self.decoder is not None:
+        rest = self.decoder.flush()
+        if read + len(rest) > self.limit:
+            raise _TooLarge(f"the reply is larger than {self.limit:,} bytes; read no further")
+        yield rest
 
 
 def _bounded_close(self: Any) -> None:
@@ -265,7 +287,9 @@ class OpenAIModel:
         self._sleep = sleep
         self._rng = rng or random.Random()
         http = openai.DefaultHttpxClient(
-            timeout=config.timeout_s, event_hooks={"response": [_bounded_body_hook(config)]}
+            timeout=config.timeout_s,
+            event_hooks={"response": [_bounded_body_hook(config)]},
+            headers={"accept-encoding": "gzip, deflate"},  # what the bound decodes (not br or zstd)
         )
         self._client = openai.OpenAI(
             api_key=key, base_url=self.base_url, timeout=config.timeout_s, max_retries=0, http_client=http

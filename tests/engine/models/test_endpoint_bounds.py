@@ -6,6 +6,7 @@ Against a real HTTP server on loopback. Before: a stream that never ended was re
 
 from __future__ import annotations
 
+import gzip
 import itertools
 import json
 import time
@@ -179,3 +180,27 @@ def test_a_stream_line_that_never_ends_is_not_read_past_its_byte_bound() -> None
     ):
         _model(server.url, max_reply_chars=1000).complete(MESSAGES)
     assert body.sent < 16 << 20
+
+
+def _gzip(code: int, data: bytes) -> Any:
+    def answer(model: str, body_: dict[str, Any], headers: dict[str, str]) -> tuple[str, Any]:
+        return "raw", (code, "application/json", [gzip.compress(data)], {"content-encoding": "gzip"})
+
+    return answer
+
+
+def test_a_compressed_body_is_bounded_as_decoded_not_as_sent() -> None:
+    """A gzip body of 64 KiB that decodes to 64 MiB: before, decoded whole by the client library."""
+    bomb = b'{"choices":[{"index":0,"message":{"content":"' + b"0" * HUGE
+    with (
+        Endpoint(_gzip(200, bomb)) as server,
+        pytest.raises(EndpointError, match=r"larger than 1,060,576 bytes"),
+    ):
+        _model(server.url, stream=False, max_reply_chars=1000).complete(MESSAGES)
+    assert server.requests[0][2]["accept-encoding"] == "gzip, deflate"
+
+
+def test_a_compressed_reply_within_its_bound_is_read_whole() -> None:
+    with Endpoint(_gzip(200, json.dumps(completion("m", "fixed " * 100)).encode())) as server:
+        reply = _model(server.url, stream=False).complete(MESSAGES)
+    assert reply.content == "fixed " * 100 and reply.finish_reason == "stop"
