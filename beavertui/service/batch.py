@@ -148,11 +148,23 @@ def check_before_writing(
     from beavertui.batch.models import endpoint_config_of
     from beavertui.service.preflight import Endpoint, preflight
 
+    from beavertui.engine.models.resolve import endpoint_config
+    from beavertui.service.preflight import is_endpoint
+
     endpoints = []
     for m in models:
         config = endpoint_config_of(m)
         if config is not None:
             endpoints.append(Endpoint(label=m.name, config=config))
+    # a protocol's planner and summariser (docs/protocols.md), through the models file the models use
+    files = [m.models_file for m in models if getattr(m, "models_file", None)]
+    seen = {e.label for e in endpoints}
+    for p in protocols:
+        for helper in (getattr(p, "planner", None), getattr(p, "summariser", None)):
+            if helper and helper not in seen and is_endpoint(helper):
+                seen.add(helper)
+                config = endpoint_config(helper, models=files[0] if files else None)
+                endpoints.append(Endpoint(label=helper, config=config))
     preflight(endpoints, toolchain, protocols, gpus)
 
 
