@@ -4,7 +4,7 @@ arms (docs/protocols.md) without a model: scripts/gpu-planning.sh runs one real 
 it, and tests/engine/metrics/test_planning_arms.py a batch of every arm. Standard library only.
 
 It answers ``GET /v1/models`` and ``POST /v1/chat/completions`` (streamed or not). It finds the task by its
-broken start quoted in any message (``--corpus``: a folder of tasks with ``broken_start.*`` and
+broken start (or its reference) quoted in any message (``--corpus``: a folder of tasks with ``broken_start.*`` and
 ``reference.*``), and answers by what the request asks, never by counting calls, so any number of sessions
 may share it:
 
@@ -74,7 +74,11 @@ def answer(model: str, messages: list[object], tasks: list[tuple[str, str, str]]
     if texts and SUMMARY_SYSTEM in texts[0]:
         lines = [ln for ln in last.splitlines() if ln.strip() and not ln.startswith("```")]
         return "summary", "\n".join(lines[:6])
-    task = next((t for t in tasks if t[1].strip() and any(t[1].strip() in x for x in texts)), None)
+    # the task whose broken start (or reference: P+NF quotes the newest candidate only) a message quotes
+    task = next(
+        (t for t in tasks for code in (t[1], t[2]) if code.strip() and any(code.strip() in x for x in texts)),
+        None,
+    )
     if task is None:
         return "unknown_task", "I cannot find the code to repair."
     planned = PLAN_MARK in last

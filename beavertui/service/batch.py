@@ -146,10 +146,8 @@ def check_before_writing(
 ) -> None:
     """The preflight of a batch (service/preflight.py): keys, endpoints and models, then the toolchain."""
     from beavertui.batch.models import endpoint_config_of
-    from beavertui.service.preflight import Endpoint, preflight
-
     from beavertui.engine.models.resolve import endpoint_config
-    from beavertui.service.preflight import is_endpoint
+    from beavertui.service.preflight import Endpoint, is_endpoint, preflight
 
     endpoints = []
     for m in models:
