@@ -8,7 +8,10 @@
 #      54 distinct problem.py): stored in the user cache, and written to $OUT/bl/release-kernelbench.jsonl to
 #      commit into tests/data.
 # Then the table of the bundled corpus's baselines beside each reference ($OUT/bl/native-table.md, what
-# docs/analysis.md shows), and everything in $OUT/baselines.tgz. Ends inside TOTAL seconds (default 540);
+# docs/analysis.md shows; its title counts the tasks with eager, both torch.compile modes and graph times),
+# the same for the kernelbench instances ($OUT/bl/kernelbench-table.md), and everything in $OUT/baselines.tgz.
+# Elsewhere, `beavertui corpus baselines --corpus RELEASE --load release-kernelbench.jsonl` stores the release's
+# sets again (the bundled corpus's are committed in its task folders). Ends inside TOTAL seconds (default 540);
 # what was not reached says so in its log line, and a second run on the same machine with MISSING=1 times
 # only the tasks without a stored set.
 #   bash scripts/gpu-baselines.sh [TOTAL_SECONDS]
@@ -61,7 +64,12 @@ fi
 
 # 3. the table, the ceilings, the stored files
 python3 -m beavertui corpus baselines --table --format md >"$OUT/bl/native-table.md" 2>"$W/table.log"
-log "table: rc $?"
+log "table: rc $? ($(head -1 "$OUT/bl/native-table.md"))"
+if [ -f "$REL/kernelbench-usable.txt" ]; then
+  python3 -m beavertui corpus baselines --corpus "$REL/data" --tasks-file "$REL/kernelbench-usable.txt" --table \
+    --format md >"$OUT/bl/kernelbench-table.md" 2>>"$W/table.log"
+  log "kernelbench table: rc $? ($(head -1 "$OUT/bl/kernelbench-table.md"))"
+fi
 cp ~/.cache/beavertui/ceilings/*.json "$OUT/bl/" 2>/dev/null
 cp "$W"/*.log "$W/gpus.csv" "$OUT/bl/" 2>/dev/null
 tar czf "$OUT/baselines.tgz" -C "$OUT" bl -C "$PWD" $(ls -d corpus/*/baselines/named 2>/dev/null)

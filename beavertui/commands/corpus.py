@@ -68,6 +68,11 @@ def register(sub: Any) -> None:
         help="measure nothing: print the stored times of every task beside its reference's",
     )  # fmt: skip
     bl.add_argument(
+        "--load", type=Path, default=None, metavar="FILE",
+        help="measure nothing: store the sets of FILE (an --out file recorded on another machine) for the "
+        "corpus's tasks it names",
+    )  # fmt: skip
+    bl.add_argument(
         "--gpu-slug", default=None, metavar="SLUG",
         help="with --table: the GPU signature whose stored times to show (default: this machine's GPU)",
     )  # fmt: skip
@@ -440,6 +445,14 @@ def _baselines(args: argparse.Namespace) -> int:
 
     fmt = output_format(args)
     tasks = _baselines_tasks(args)
+    if args.load is not None:
+        loaded = rec.load_sets(tasks, args.load)
+        for o in loaded:
+            if o.reason:
+                print(f"{o.task_id}: {o.reason}", file=sys.stderr)
+        n_stored = sum(1 for o in loaded if o.stored)
+        print(f"stored the named baselines of {n_stored} task(s) from {args.load}", file=sys.stderr)
+        return 0 if n_stored else 3
     if args.table:
         if args.gpu_slug:
             gpu = GpuSignature(slug=args.gpu_slug, name=args.gpu_slug, compute_capability="")
@@ -449,7 +462,11 @@ def _baselines(args: argparse.Namespace) -> int:
                 raise BeaverError("no GPU here: name the GPU signature whose times to show with --gpu-slug")
             gpu = found
         rows = rec.table_rows(tasks, gpu)
-        title = f"named baselines on {gpu.slug}: {len(rows)} tasks"
+        full = rec.fully_timed(tasks, gpu)
+        title = (
+            f"named baselines on {gpu.slug}: {len(rows)} tasks, {full} with eager, torch.compile (both modes) "
+            "and CUDA Graph times"
+        )
         emit([Table(title, rec.TABLE_COLUMNS, tuple(rows), note=rec.TABLE_NOTE, keys=1)], fmt)
         return 0
     for flag in ("jobs", "trials"):

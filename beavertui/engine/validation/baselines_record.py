@@ -247,6 +247,42 @@ def describe(found: BaselineSet) -> str:
     return "; ".join(parts)
 
 
+def load_sets(tasks: Sequence[Task], path: Path, cache: Path | None = None) -> list[Outcome]:
+    """Store the sets of a JSON Lines file (``corpus baselines --out``, recorded elsewhere) for the tasks of
+    ``tasks`` they name; a set whose equivalent changed since is not stored and says so. BeaverError for a
+    file that is not such a file."""
+    from pydantic import ValidationError
+
+    from beavertui.engine.fileio import read_small_text
+
+    by_id = {t.id: t for t in tasks}
+    out = []
+    for n, line in enumerate(read_small_text(path, 64 << 20, "baselines file").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            found = BaselineSet.model_validate_json(line)
+        except ValidationError as exc:
+            raise BeaverError(
+                f"{path}: line {n}: not a stored set of baselines ({exc.errors()[0]['msg']})"
+            ) from None
+        task = by_id.get(found.task_id)
+        if task is None:
+            continue
+        try:
+            eq = named_baselines.equivalent(task)
+        except BeaverError as exc:
+            out.append(Outcome(task.id, reason=str(exc)))
+            continue
+        if eq is None or eq.digest() != found.equivalent_hash:
+            out.append(
+                Outcome(task.id, reason="its PyTorch equivalent changed since it was recorded: not stored")
+            )
+            continue
+        out.append(Outcome(task.id, stored=named_baselines.save(task, found, cache), found=found))
+    return out
+
+
 # ------------------------------------------------------------------ the table
 
 
@@ -275,6 +311,19 @@ def table_rows(tasks: Sequence[Task], gpu: GpuSignature, cache: Path | None = No
                 row.append(f"{m.median_ms:.4g}{lib}{ratio}")
         rows.append(tuple(row))
     return rows
+
+
+def fully_timed(tasks: Sequence[Task], gpu: GpuSignature, cache: Path | None = None) -> int:
+    """How many of ``tasks`` have a stored eager, compile, compile_ro and graph time on ``gpu``."""
+    n = 0
+    for t in tasks:
+        found = named_baselines.load(t, gpu, cache)
+        if found is not None and all(
+            (m := found.time_of(name)) is not None and m.median_ms is not None
+            for name in named_baselines.TORCH_NAMES
+        ):
+            n += 1
+    return n
 
 
 TABLE_COLUMNS: tuple[str, ...] = (

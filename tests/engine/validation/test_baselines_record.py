@@ -16,6 +16,7 @@ import pytest
 
 from beavertui.engine.corpus.load import load_corpus
 from beavertui.engine.corpus.task import Task
+from beavertui.engine.errors import BeaverError
 from beavertui.engine.session.events import GpuSignature
 from beavertui.engine.timing import named_baselines as nb
 from beavertui.engine.validation import baselines_record as rec
@@ -130,6 +131,7 @@ def test_the_command_prints_the_table_of_stored_times(
         in proc.stdout
     )
     assert "| reduce_01 |" in proc.stdout and "ms: median of one call on this GPU" in proc.stdout
+    assert "4 tasks, 3 with eager, torch.compile (both modes) and CUDA Graph times" in proc.stdout
     proc = subprocess.run([*cmd[:-5], "--table"], capture_output=True, text=True, env=env, timeout=120)
     if proc.returncode == 2:  # no GPU here: the GPU signature must be named
         assert (
@@ -160,3 +162,30 @@ def test_a_task_list_naming_an_unknown_task_is_one_line(tmp_path: Path) -> None:
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=120)
     assert proc.returncode == 2
     assert proc.stderr.strip() == f"beavertui: {listed}: not in the corpus: no_such_task"
+
+
+def test_sets_recorded_elsewhere_are_loaded_into_the_store(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    tasks = corpus(tmp_path)
+    monkeypatch.setenv("PYTHONPATH", str(torch_standin.write(tmp_path / "site")))
+    out = rec.record(tasks, H200, jobs=2, trials=2, cache=tmp_path / "cache")
+    lines = tmp_path / "sets.jsonl"
+    lines.write_text("".join(o.found.model_dump_json() + "\n" for o in out if o.found is not None))
+    for t in tasks:  # another machine: nothing stored
+        shutil.rmtree(t.root / "baselines" / "named", ignore_errors=True)
+    softmax = next(t for t in tasks if t.id == "softmax_00")
+    doc = json.loads((softmax.root / "input.json").read_text())
+    doc["baselines"]["torch"]["args"]["n"] = 16  # its equivalent changed since: not loaded
+    (softmax.root / "input.json").write_text(json.dumps(doc))
+    got = {o.task_id: o for o in rec.load_sets(tasks, lines, tmp_path / "cache2")}
+    assert got["reduce_00"].stored is not None and got["reduce_01"].stored is not None
+    assert got["softmax_00"].reason == "its PyTorch equivalent changed since it was recorded: not stored"
+    found = nb.load(next(t for t in tasks if t.id == "reduce_01"), H200, tmp_path / "cache2")
+    assert found is not None and found.time_of("graph") is not None
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"task_id": "reduce_00"}\n')
+    with pytest.raises(
+        BeaverError, match=r"bad.jsonl: line 1: not a stored set of baselines \(Field required\)"
+    ):
+        rec.load_sets(tasks, bad)
