@@ -32,6 +32,7 @@ PAPER_MAIN: dict[str, Any] = {
     "temperature": 0.7,
     "gate_mode": "after_run",
     "budget": 5,
+    "planning": "implicit",
 }
 #: The temperature of the paper's repeated arm.
 PAPER_REP_TEMPERATURE = 1.0

@@ -90,6 +90,8 @@ def test_metrics_gives_swing_and_tau_across_planning_arms(
         ("feedback-reader", "plan+NF"): 0.0,
         ("plan-averse", "implicit"): 1.0, ("plan-averse", "plan+F"): 0.0, ("plan-averse", "plan+NF"): 0.0,
     }  # fmt: skip
+    # the paper's tables read the implicit arm, the paper's own protocol
+    assert data["paper_tables"]["main_protocol"]["planning"] == "implicit"
     swing = {s["model"]: s for s in data["swing"] if s["axis"] == "planning" and s["from"] == "runs"}
     assert set(swing) == set(CODERS)
     assert all(s["swing"] == 1.0 for s in swing.values())
