@@ -151,3 +151,51 @@ def test_softmax_equivalent_on_the_gpu(tmp_path: Path) -> None:
     assert len(v["eager"]["samples_ms"]) == 5 and all(x > 0 for x in v["eager"]["samples_ms"])
     for name in ("compile", "compile_ro", "graph"):
         assert "error" in v[name] or v[name]["max_abs_diff"] < 1e-5, (name, v[name])
+
+
+#: Every bundled family's equivalent at a small shape (the GPU script times them at the harness's).
+SMALL = {
+    "softmax": {"rows": 64, "cols": 1000, "dtype": "float16"},
+    "layernorm": {"rows": 64, "cols": 4095, "dtype": "float32"},
+    "gemm_tc": {"m": 256, "n": 256, "k": 264, "dtype": "bfloat16"},
+    "reduce": {"n": 1 << 20},
+    "scan": {"n": 1 << 20, "dtype": "int32"},
+    "transpose": {"rows": 512, "cols": 256, "dtype": "float16"},
+    "histogram": {"n": 1 << 20},
+    "flashattn": {"batch": 1, "heads": 2, "seqlen": 256, "head_dim": 64, "causal": True, "dtype": "bfloat16"},
+    "spmv_csr": {"rows": 20003, "cols": 10003, "mean_len": 24.0},
+}
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("family", sorted(SMALL))
+def test_every_bundled_equivalent_runs_eagerly_on_the_gpu(tmp_path: Path, family: str) -> None:
+    """Each family's module through real torch: eager timed (a vendor model too where it has one), the CUDA
+    Graph replay timed or its failure said in one line."""
+    pytest.importorskip("torch")
+    module = ROOT / "corpus" / "_torch" / f"{family}.py"
+    vendor = "class VendorModel" in module.read_text()
+    variants = "eager,graph" + (",vendor" if vendor else "")
+    rc, lines = run(
+        tmp_path, None, "--module", str(module), "--args", json.dumps(SMALL[family]), "--trials", "3",
+        "--variants", variants,
+    )  # fmt: skip
+    assert rc == 0, lines[-5:]
+    v = result(lines)["variants"]
+    assert len(v["eager"]["samples_ms"]) == 3, v["eager"]
+    assert "samples_ms" in v["graph"] or "\n" not in v["graph"]["error"]
+    if vendor:
+        assert len(v["vendor"]["samples_ms"]) == 3, v["vendor"]
+        assert v["vendor"]["max_abs_diff"] < 0.1, v["vendor"]
+
+
+def test_the_small_shapes_name_every_argument_of_their_module() -> None:
+    import ast
+
+    assert sorted(SMALL) == sorted(p.stem for p in (ROOT / "corpus" / "_torch").glob("*.py"))
+    for family, args in SMALL.items():
+        tree = ast.parse((ROOT / "corpus" / "_torch" / f"{family}.py").read_text())
+        f = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "get_inputs")
+        names = [a.arg for a in f.args.args]
+        required = set(names[: len(names) - len(f.args.defaults)])
+        assert required <= set(args) <= set(names), family
