@@ -77,6 +77,7 @@ class HumanModel:
         import watchfiles
 
         deadline = None if self.wait_timeout_s is None else time.monotonic() + self.wait_timeout_s
+        seen: str | None = None
         for _ in watchfiles.watch(
             self.path.parent,
             stop_event=self.stop,
@@ -87,8 +88,14 @@ class HumanModel:
         ):
             if self.path.exists():
                 text = self.path.read_text(encoding="utf-8", errors="replace")
-                if text != self._last:
+                if text == self._last or not text.strip():
+                    seen = None  # unchanged, or emptied: an editor saving in place truncates first
+                elif text == seen:
                     return text
+                else:
+                    # a read while the editor writes sees part of the save: a save counts once it reads the
+                    # same on the next look
+                    seen = text
             if deadline is not None and time.monotonic() > deadline:
                 raise StopRequested(f"no save of {self.path} within {self.wait_timeout_s:g} s")
         raise StopRequested("stopped while waiting for a save")

@@ -66,6 +66,23 @@ def test_human_model_each_save_is_an_attempt(tmp_path: Path) -> None:
     assert model.feedback_path.read_text() == "Your solution failed: out of bounds."
 
 
+def test_human_model_never_takes_a_save_half_written(tmp_path: Path) -> None:
+    """An editor that saves in place empties the file, then writes it: the model never returns the empty file,
+    however long it stays empty (here for several of the model's looks)."""
+    path = tmp_path / "solution.cu"
+    model = HumanModel(path, initial="int broken;\n", poll_ms=20)
+
+    def save_in_place() -> None:
+        time.sleep(0.1)
+        with path.open("w") as f:  # truncated now
+            f.flush()
+            time.sleep(0.3)
+            f.write("int fixed;\n")
+
+    threading.Thread(target=save_in_place).start()
+    assert model.complete(ASK).code == "int fixed;\n"
+
+
 def test_human_model_stops_when_asked(tmp_path: Path) -> None:
     stop = threading.Event()
     model = HumanModel(tmp_path / "s.cu", initial="x", stop=stop, poll_ms=50)
