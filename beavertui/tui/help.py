@@ -19,7 +19,7 @@ HELP = """\
   d           cycle the diff: vs previous attempt, vs broken start, vs reference, whole file, plan
   r           classified log ↔ raw output of every stage
   s           sanitizer tool: all, memcheck, racecheck, synccheck, initcheck
-  /  n  N     search iterations (code, logs, reply, category); next / previous match
+  /  n  N     search iterations (code, logs, reply, plan, category); next / previous match
   a           analysis pane (edit precision, bug recall, lost features) in place of log and sanitizer
   b  c  A     branch from the step at the cursor · a branch next to its parent · saved attributions
   tab         move focus between panes; ↑/↓ pgup/pgdn scroll the focused pane

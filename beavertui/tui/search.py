@@ -1,7 +1,8 @@
 """Search across a session's iterations: which attempts mention a text, and where.
 
-Matches the candidate code, the reply, every stage log, the category, signature and reason. Pure; the
-screen moves the cursor to the result.
+Matches the candidate code, the reply, every stage log, the category, signature and reason, and the
+plan and the feedback summary of a planned or L3S session. Pure; the screen moves the cursor to the
+result.
 """
 
 from __future__ import annotations
@@ -25,6 +26,10 @@ def where(attempt: AttemptState, query: str) -> str | None:
             places.append((stage.result.stage, stage.result.log))
     if attempt.reply is not None:
         places.append(("reply", attempt.reply.content))
+    if attempt.plan is not None:
+        places.append(("plan", attempt.plan.content))
+    if attempt.summary is not None:
+        places.append(("summary", attempt.summary.content))
     for name, text in places:
         if q in text.lower():
             return name

@@ -42,7 +42,7 @@ from beavertui.tui.panes import (
     Timeline,
 )
 from beavertui.tui.search import find
-from beavertui.tui.view import SANITIZER_TOOLS, View, diff_modes
+from beavertui.tui.view import PLAN_MODE, SANITIZER_TOOLS, View, diff_modes
 
 
 class SessionEvent(Message):
@@ -472,6 +472,8 @@ class SessionScreen(Screen[None]):
         self._move(iteration)
         if place == "code" and self.view.diff_mode != "file":
             self.view = self.view.with_(diff_mode="file")
+        elif place in ("plan", "summary") and self.view.diff_mode != PLAN_MODE:
+            self.view = self.view.with_(diff_mode=PLAN_MODE)
         self.notify(f"'{query}' in iteration {iteration} ({place})", timeout=3)
 
     def on_timeline_selected(self, message: Timeline.Selected) -> None:

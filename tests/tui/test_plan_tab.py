@@ -88,3 +88,45 @@ async def test_an_implicit_session_has_no_plan_tab() -> None:
             await pilot.pause()
             modes.append(app.screen.view.diff_mode)  # type: ignore[attr-defined]
         assert modes == ["broken", "reference", "file", "previous"]
+
+
+async def test_search_finds_a_plan_and_opens_its_tab() -> None:
+    app = _app("plan-f-summary")
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        await pilot.press("home", "slash", *"block-wide", "enter")
+        await pilot.pause()
+        assert app.screen.view.cursor == 2  # type: ignore[attr-defined]
+        assert app.screen.view.diff_mode == "plan"  # type: ignore[attr-defined]
+        assert "Put a block-wide barrier" in _diff(app)
+
+
+async def test_a_live_planned_session_shows_each_plan_as_it_comes(tmp_path: Path) -> None:
+    from beavertui.engine.models.scripted import ScriptedModel
+    from beavertui.tui.live import LiveScreen
+    from tests.tui.conftest import wait_for
+    from tests.tui.live_setup import live_parts
+
+    task, model, toolchain, protocol = live_parts(tmp_path)
+    planner = ScriptedModel([f"live plan {i}" for i in range(1, 6)], name="live-planner")
+    planned = protocol.model_copy(update={"planning": "plan"})
+    screens: list[LiveScreen] = []
+
+    def first() -> LiveScreen:
+        screens.append(
+            LiveScreen(task, model, toolchain, planned, tmp_path / "live.jsonl", run_kw={"planner": planner})
+        )
+        return screens[0]
+
+    app = BeaverApp(first)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: bool(screens) and screens[0].finished.is_set(), timeout=20)
+        await pilot.pause()
+        assert screens[0].view.state.end is not None
+        await _to_plan_tab(app, pilot)
+        last = screens[0].view.cursor
+        assert f"plan for iteration {last} by live-planner" in _diff(app)
+        assert f"live plan {last}" in _diff(app)
+    header, events, problem = read_session(tmp_path / "live.jsonl")
+    assert problem is None and header is not None and header.planner is not None
+    assert [e.content for e in events if e.kind == "plan"] == [f"live plan {i}" for i in range(1, last + 1)]
