@@ -10,9 +10,11 @@ why in one line (torch missing, no equivalent declared, a variant torch.compile 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shlex
+import signal
 import subprocess
 import sys
 import tempfile
@@ -26,6 +28,7 @@ from beavertui.engine.corpus.harness import harness_hash
 from beavertui.engine.corpus.task import Task
 from beavertui.engine.errors import BeaverError
 from beavertui.engine.host import ceilings as ceilings_mod
+from beavertui.engine.host import reaper
 from beavertui.engine.session.events import GpuSignature
 from beavertui.engine.timing import baselines, named_baselines
 from beavertui.engine.timing.named_baselines import BaselineSet, Equivalent
@@ -134,6 +137,13 @@ class _Started:
     """Set when it was stopped for not being ready within this many seconds."""
 
 
+def _kill(proc: subprocess.Popen[bytes]) -> None:
+    """End a driver and whatever it started (torch.compile's worker processes): its own process group."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+
+
 def _log_text(p: Path) -> str:
     try:
         return p.read_text(encoding="utf-8", errors="replace")
@@ -170,34 +180,42 @@ def record(
                 break
             batch, queue = queue[: max(1, jobs)], queue[max(1, jobs) :]
             started = []
-            for job in batch:
-                n += 1
-                out = Path(tmp) / f"{n}.log"
-                go = Path(tmp) / f"{n}.go"
-                with out.open("wb") as fh:
-                    proc = subprocess.Popen(
-                        driver_command(job, trials, warmup, go, python), stdout=fh, stderr=subprocess.STDOUT,
-                        env=_env(job), cwd=str(job.tasks[0].root),
-                    )  # fmt: skip
-                started.append(_Started(job, proc, out, go, time.monotonic()))
-            # every driver of the batch ready (or ended) before any is timed: none warms up beside a timing
-            for s in started:
-                while s.proc.poll() is None and DRIVER_READY not in _log_text(s.out):
-                    if time.monotonic() - s.began > warm_s:
-                        s.proc.kill()
-                        s.proc.wait()
-                        s.late = warm_s
-                        break
-                    time.sleep(0.05)
-            for s in started:
-                if s.proc.poll() is None:
-                    s.go.write_text("go\n", encoding="utf-8")
-                    try:
-                        s.proc.wait(timeout=warm_s)
-                    except subprocess.TimeoutExpired:
-                        s.proc.kill()
-                        s.proc.wait()
-                outcomes += _store(s, gpu, cache, say, measured)
+            try:
+                for job in batch:
+                    n += 1
+                    out = Path(tmp) / f"{n}.log"
+                    go = Path(tmp) / f"{n}.go"
+                    with out.open("wb") as fh:
+                        # its own process group (ended whole, compile workers too) that dies with this one
+                        cmd = [
+                            *reaper.death_signal_prefix(),
+                            *driver_command(job, trials, warmup, go, python),
+                        ]
+                        proc = subprocess.Popen(
+                            cmd, stdout=fh, stderr=subprocess.STDOUT,
+                            env=_env(job), cwd=str(job.tasks[0].root), start_new_session=True,
+                        )  # fmt: skip
+                    started.append(_Started(job, proc, out, go, time.monotonic()))
+                # every driver of the batch ready (or ended) before any is timed: none warms up beside a timing
+                for s in started:
+                    while s.proc.poll() is None and DRIVER_READY not in _log_text(s.out):
+                        if time.monotonic() - s.began > warm_s:
+                            _kill(s.proc)
+                            s.late = warm_s
+                            break
+                        time.sleep(0.05)
+                for s in started:
+                    if s.proc.poll() is None:
+                        s.go.write_text("go\n", encoding="utf-8")
+                        try:
+                            s.proc.wait(timeout=warm_s)
+                        except subprocess.TimeoutExpired:
+                            _kill(s.proc)
+                    outcomes += _store(s, gpu, cache, say, measured)
+            finally:  # nothing left running, whatever happened
+                for s in started:
+                    if s.proc.poll() is None:
+                        _kill(s.proc)
     order = {t.id: i for i, t in enumerate(tasks)}
     outcomes.sort(key=lambda o: order.get(o.task_id, len(order)))
     return outcomes

@@ -189,3 +189,31 @@ def test_sets_recorded_elsewhere_are_loaded_into_the_store(
         BeaverError, match=r"bad.jsonl: line 1: not a stored set of baselines \(Field required\)"
     ):
         rec.load_sets(tasks, bad)
+
+
+def _drivers_of(folder: Path) -> list[int]:
+    """Processes whose command line names ``folder`` (the drivers of that corpus copy)."""
+    out = []
+    for proc in Path("/proc").iterdir():
+        if proc.name.isdigit():
+            try:
+                cmd = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            except OSError:
+                continue
+            if str(folder) in cmd and "baselines_driver.py" in cmd:
+                out.append(int(proc.name))
+    return out
+
+
+def test_an_interrupted_recording_leaves_no_driver_running(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    tasks = corpus(tmp_path)
+    monkeypatch.setenv("PYTHONPATH", str(torch_standin.write(tmp_path / "site")))
+
+    def interrupt(line: str) -> None:  # the first set stored: the user presses ^C
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        rec.record(tasks, H200, jobs=4, trials=2, cache=tmp_path / "cache", progress=interrupt)
+    assert _drivers_of(tmp_path / "corpus") == []
