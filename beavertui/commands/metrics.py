@@ -143,7 +143,10 @@ def _handle(args: argparse.Namespace) -> int:
         with_tables(report, resamples=args.resamples, seed=seed, by=args.by)
         doc: dict[str, Any] = {
             "groups": [
-                _group_json(g, cells, args.resamples, seed, r)
+                {
+                    **_group_json(g, cells, args.resamples, seed, r),
+                    "against": _against_json(g, report.against),
+                }
                 for g, r in zip(groups, report.rates, strict=True)
             ],
             "interval": {
@@ -265,6 +268,21 @@ def _write_folder(folder: Path, files: dict[str, str]) -> None:
     for name, text in files.items():
         _write(folder / name, text)
     print(f"beavertui: wrote {len(files)} CSV file(s) to {folder}: {', '.join(files)}", file=sys.stderr)
+
+
+def _against_json(g: Any, against: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A group's rates against each named baseline its sessions recorded (docs/metrics.md, Baselines):
+    baseline name -> n_tasks, pass@1, pass@k, degenerate_rate_raw (null for the roofline); empty without."""
+    out: dict[str, Any] = {}
+    for name, b in against:
+        if (b.model, b.corpus, b.protocol) == (g.model, g.corpus, g.protocol):
+            out[name] = {
+                "n_tasks": b.n_tasks,
+                "pass@1": b.pass_at_1,
+                "pass@k": b.pass_at_k,
+                "degenerate_rate_raw": None if name == "roofline" else b.degenerate_rate_raw,
+            }
+    return out
 
 
 def _group_json(

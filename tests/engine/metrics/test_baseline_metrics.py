@@ -155,3 +155,32 @@ def test_the_gate_of_a_named_baseline_is_applied_after_the_run_only() -> None:
         Protocol(gate_baseline="eager", gate_mode="in_loop")
     with pytest.raises(ValidationError, match="gate_baseline 'fast': expected reference or one of eager"):
         Protocol(gate_baseline="fast")
+
+
+def test_metrics_json_carries_each_group_against_each_baseline(tmp_path: Path) -> None:
+    import os
+    import subprocess
+    import sys
+
+    cand = _candidate_ms(DEMO)
+    run = run_with_baselines(
+        tmp_path,
+        [
+            {"name": "eager", "median_ms": 20.0 * cand[4], "method": "torch_events_l2flush_queued"},
+            {"name": "roofline", "median_ms": 0.5 * cand[4], "method": "roofline"},
+        ],
+    )
+    proc = subprocess.run(
+        [sys.executable, "-m", "beavertui", "metrics", str(run), "--json"],
+        capture_output=True, text=True, timeout=120, env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    group = json.loads(proc.stdout)["groups"][0]
+    assert group["against"]["eager"] == {
+        "n_tasks": 1,
+        "pass@1": 0.0,
+        "pass@k": 1.0,
+        "degenerate_rate_raw": 0.0,
+    }
+    assert group["against"]["roofline"]["degenerate_rate_raw"] is None
+    assert group["against"]["roofline"]["pass@k"] == 0.0  # 50% of the roofline at best: below p = 0.7
