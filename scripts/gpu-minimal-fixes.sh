@@ -13,15 +13,17 @@
 #   store/<gpu>/minimal_fixes.json          one entry per instance (status, verified, lines, speedup, why...)
 #   store/<gpu>/<task>/minimal_fix.patch     each fix found (broken start -> fix, diff -u)
 #   store/<gpu>/answers/judge/<task>.jsonl   every oracle answer (what the next call resumes from)
-#   minimize.jsonl                           this call's outcome per instance (corpus minimize --json)
+#   hunks.jsonl, minimize.jsonl              this call's outcome per instance after the hunk phase, and at its end
+#                                            (corpus minimize --json)
 #   figures.md, figures.json                 scripts/minimal_fixes_figures.py over the store
 #   store.tgz                                store/ packed (for a machine that sends back few files)
-#   w/minimize.log, w/steps.log              progress and the steps
+#   w/hunks.log, w/minimize.log, w/steps.log progress and the steps
 # Once every instance has an outcome other than "budget", copy store/<gpu>/minimal_fixes.json and the
 # patches (not answers/) into beavertui/engine/corpus/known/fixes/<gpu>/: scoring then reads them everywhere.
 #   bash scripts/gpu-minimal-fixes.sh [TOTAL_SECONDS]
 # Settings (environment): WORKERS (instances searched at once, default 12), GPU_JOBS (correctness runs on the
-# GPU at once, default 6), MAX_CALLS (fresh oracle calls an instance may make per call, default 400).
+# GPU at once, default 6), MAX_CALLS (fresh oracle calls an instance may make per call, default 400), TASKS
+# (ids, patterns or @FILE; default the 65), ORACLE (judge; "compile" rehearses the script without a GPU).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 TOTAL=${1:-540}
@@ -31,12 +33,19 @@ mkdir -p "$OUT/store"
 if [ -d .release/prev ]; then
   cp -a .release/prev/. "$OUT/store/" && log "previous store merged: $(find .release/prev -name '*.jsonl' | wc -l) answer files"
 fi
-# no oracle call starts in the last 100 s: the slowest instances' build, run and timing take up to a minute
+# no oracle call starts in the last 100 s: the slowest instances' build, run and timing take up to a minute.
+# First every instance's hunk phase (at most half the time): each gets a fix 1-minimal over hunks, a scoring
+# target wherever a whole hunk of the reference could be left out; then the line phase in the time left.
+# A later call replays both over the kept answers at no oracle cost and goes on.
 budget=$(($(left) - 100))
+ARGS=(--corpus .release/a/data --tasks "${TASKS:-@bench/release-cupti-tasks.txt}" --oracle "${ORACLE:-judge}"
+  --gpu 0 --store "$OUT/store" --workers "${WORKERS:-12}" --gpu-jobs "${GPU_JOBS:-6}" --max-calls "${MAX_CALLS:-400}" --json)
 log "minimize: ${budget} s of oracle calls, ${WORKERS:-12} workers, ${GPU_JOBS:-6} runs on the GPU at once"
-timeout -k 10 $((budget + 70)) python3 -m beavertui corpus minimize --corpus .release/a/data \
-  --tasks @bench/release-cupti-tasks.txt --gpu 0 --store "$OUT/store" --budget-s "$budget" \
-  --workers "${WORKERS:-12}" --gpu-jobs "${GPU_JOBS:-6}" --max-calls "${MAX_CALLS:-400}" --json \
+timeout -k 10 $((budget / 2 + 70)) python3 -m beavertui corpus minimize "${ARGS[@]}" --hunks-only \
+  --budget-s $((budget / 2)) >"$OUT/hunks.jsonl" 2>"$W/hunks.log"
+log "hunk phase: rc $? ($(wc -l <"$OUT/hunks.jsonl") instances); $(tail -1 "$W/hunks.log")"
+budget=$(($(left) - 100))
+timeout -k 10 $((budget + 70)) python3 -m beavertui corpus minimize "${ARGS[@]}" --budget-s "$budget" \
   >"$OUT/minimize.jsonl" 2>"$W/minimize.log"
 log "minimize: rc $? ($(wc -l <"$OUT/minimize.jsonl") instances this call)"
 tail -1 "$W/minimize.log" | tee -a "$STEPS"

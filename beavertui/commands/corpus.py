@@ -137,6 +137,11 @@ def register(sub: Any) -> None:
         "--store", type=Path, default=None, metavar="DIR",
         help="where fixes and kept answers go (default: ~/.cache/beavertui/minimal_fixes; scoring reads it)",
     )  # fmt: skip
+    mi.add_argument(
+        "--hunks-only", action="store_true",
+        help="stop each search after its hunk phase: every task gets a fix 1-minimal over hunks first; run again "
+        "without it to go on over lines",
+    )  # fmt: skip
     mi.add_argument("--json", action="store_true", help="one JSON object per task on standard output")
     mi.add_argument(
         "--dry-run", action="store_true",
@@ -326,7 +331,7 @@ def _minimize(args: argparse.Namespace) -> int:
     options = MinimizeOptions(
         corpus=args.corpus or default_corpus(), tasks=pats, oracle=args.oracle, gate=args.gate,
         max_calls=args.max_calls, budget_s=args.budget_s, workers=args.workers, gpu=args.gpu, store=args.store,
-        gpu_jobs=args.gpu_jobs,
+        gpu_jobs=args.gpu_jobs, hunks_only=args.hunks_only,
     )  # fmt: skip
     gpu = gpu_signature() if args.oracle == "judge" else None
     the_plan = plan(options, gpu.slug if gpu is not None else None)

@@ -44,6 +44,8 @@ class MinimizeOptions:
     """Device index for every GPU stage (``CUDA_VISIBLE_DEVICES``); None: what the environment shows."""
     store: Path | None = None
     """The store (default: this machine's, ``<cache>/minimal_fixes``)."""
+    hunks_only: bool = False
+    """Stop each search after its hunk phase (a later run goes on over the kept answers)."""
 
 
 @dataclass
@@ -72,9 +74,7 @@ class Summary:
 
     def line(self) -> str:
         """The run in one line."""
-        found = [
-            o for o in self.outcomes if o.minimality is not None and o.lines and o.lines < o.reference_lines
-        ]
+        found = [o for o in self.outcomes if o.found]
         counts = {s: sum(o.status == s for o in self.outcomes) for s in
                   ("minimal", "whole", "budget", "reference_fails", "start_passes")}  # fmt: skip
         size = ""
@@ -178,7 +178,7 @@ def run(
             assert cfg is not None
             oracle = mf.CompileOracle(task, cfg)
         budget = Budget(max_calls=options.max_calls, deadline=deadline)
-        return mf.search(task, oracle, options.oracle, store, budget, the_plan.gpu)
+        return mf.search(task, oracle, options.oracle, store, budget, the_plan.gpu, options.hunks_only)
 
     with ThreadPoolExecutor(options.workers, thread_name_prefix="beaver-minimize") as pool:
         futures = [pool.submit(one, t, i) for i, t in enumerate(the_plan.tasks, 1)]

@@ -286,13 +286,18 @@ def trivial(text: str) -> bool:
 
 
 def minimize(
-    d: Diff, oracle: Oracle, budget: Budget | None = None, known: Callable[[str], bool | None] | None = None
+    d: Diff,
+    oracle: Oracle,
+    budget: Budget | None = None,
+    known: Callable[[str], bool | None] | None = None,
+    hunks_only: bool = False,
 ) -> Result:
     """The smallest set of the reference's units found to pass ``oracle``. Three steps: ddmin over the hunks
     (chunks alone, then complements); the blank and comment lines of the hunks kept left out at once, when
     that passes; ddmin over the remaining lines (complements only: a few lines alone seldom repair a
     kernel, and 1-minimality needs only the complements). An answer ``known`` already has (by text; None:
-    it has none) costs nothing; every other call spends ``budget``."""
+    it has none) costs nothing; every other call spends ``budget``. ``hunks_only`` stops after the hunk
+    phase (status ``budget``, minimality ``hunks``): a later search over the same answers goes on from there."""
     budget = budget or Budget()
     seen: dict[str, bool] = {}
 
@@ -330,6 +335,9 @@ def minimize(
         phase = "hunks"
         hunks_reduced(ddmin(range(len(d.hunks)), lambda hs: test(d.hunk_units(hs)), reduced=hunks_reduced))
         phase = "lines"
+        if hunks_only:
+            why = f"line phase not run yet (hunks only): {len(kept[0])} of {len(d.hunks)} hunks kept"
+            return Result("budget", best[0], phase, "hunks", kept[0], len(seen), why)
         units = best[0]
         assert units is not None
         plain = frozenset(u for u in units if not trivial(_line(d, u)))

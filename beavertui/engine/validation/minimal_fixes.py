@@ -19,8 +19,8 @@ An entry has the bundled record's fields (``speedup``, ``correct``, ``gpu``, ``v
 search's (``status``, ``phase``, ``oracle``, ``lines``, ``reference_lines``, ``hunks``, ``reference_hunks``,
 ``changed_lines``, ``reference_changed_lines``, ``calls``, ``asked``, ``minimality``, hashes, ``measured_at``).
 A fix is ``verified`` only when the judge oracle passed it on a GPU, it is a proper subset of the reference's
-changes and the search proved it 1-minimal: over lines (the search ended), or over hunks (the budget cut the
-line phase; ``minimality`` says which). ``corpus/fixes.py`` reads verified fixes from the stores as scoring targets
+changes and the search proved it 1-minimal: over lines (the search ended), or over hunks when the budget cut
+the line phase and at least one whole hunk of the reference was left out (``minimality`` says which). ``corpus/fixes.py`` reads verified fixes from the stores as scoring targets
 of edit precision and bug recall.
 """
 
@@ -207,6 +207,8 @@ class Outcome:
 
     task_id: str
     status: minimal_search.Status
+    found: bool
+    """A minimal fix by the rule of ``verified``, whatever the oracle (a compile-only one's too)."""
     verified: bool
     why: str
     phase: str
@@ -301,8 +303,10 @@ def search(
     store: Store,
     budget: minimal_search.Budget,
     gpu: str | None,
+    hunks_only: bool = False,
 ) -> Outcome:
-    """Search ``task``'s minimal fix with ``oracle`` over its kept answers, store the outcome and return it."""
+    """Search ``task``'s minimal fix with ``oracle`` over its kept answers, store the outcome and return it
+    (``hunks_only``: stop after the hunk phase)."""
     broken, reference = task.broken_start(), task.reference()
     if reference is None:
         raise ValueError(f"{task.id} ships no reference")
@@ -319,23 +323,30 @@ def search(
         return None if answer is None else answer.passed
 
     calls_before = budget.calls
-    result = minimal_search.minimize(d, ask, budget, known=known)
+    result = minimal_search.minimize(d, ask, budget, known=known, hunks_only=hunks_only)
     fix = d.apply(result.chosen) if result.chosen is not None else None
     final = kept.get(fix) if fix is not None else None
+    # a target: passed, a proper subset, and either 1-minimal over lines or (cut in the line phase) without
+    # at least one whole hunk of the reference: the reference less its comments is no minimal fix
     proper = result.chosen is not None and 0 < len(result.chosen) < len(d.units)
-    found = proper and result.minimality is not None and final is not None and final.passed
+    minimal = result.minimality == "lines" or (
+        result.minimality == "hunks" and len(result.hunks) < len(d.hunks)
+    )
+    found = proper and minimal and final is not None and final.passed
     verified = kind == "judge" and found
     why = result.why
     if result.status == "budget":
         why += "; run again to go on (the answers so far are kept)"
         if found:
             why = f"1-minimal over hunks, not yet over lines: {why}"
+        elif proper and final is not None and final.passed:
+            why = f"no hunk of the reference could be left out, the line phase is not done: {why}"
     if found and kind == "compile":
         why = f"builds (compile-only oracle, no GPU; not verified): {why}"
     elif verified:
         why = f"correct and at least {store.gate:g}x the reference's speed: {why}"
     outcome = Outcome(
-        task_id=task.id, status=result.status, verified=verified, why=why, phase=result.phase,
+        task_id=task.id, status=result.status, found=found, verified=verified, why=why, phase=result.phase,
         minimality=result.minimality,
         lines=len(result.chosen) if result.chosen is not None else None, reference_lines=len(d.units),
         hunks=len({d.units[u].hunk for u in result.chosen}) if result.chosen is not None else None,

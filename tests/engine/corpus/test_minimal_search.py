@@ -176,3 +176,27 @@ def test_changed_lines_count_as_edit_precision_counts_them() -> None:
     d = diff(broken, reference)
     assert d.changed_lines(d.all_units) == sum(h.size for h in edit_hunks(broken, reference))
     assert d.changed_lines(frozenset()) == 0
+
+
+@settings(max_examples=100, deadline=None)
+@given(cases())
+def test_a_hunks_only_search_ends_after_its_hunk_phase_and_a_full_one_goes_on(case: tuple) -> None:
+    broken, reference, need, banned = case
+    _, oracle = oracle_of(need, banned)
+    assume(not oracle(broken) and oracle(reference))  # type: ignore[operator]
+    d = diff(broken, reference)
+    kept: dict[str, bool] = {}
+
+    def keeping(text: str) -> bool:
+        kept[text_hash(text)] = oracle(text)  # type: ignore[operator]
+        return kept[text_hash(text)]
+
+    first = minimize(d, keeping, hunks_only=True)
+    assert (first.status, first.phase, first.minimality) == ("budget", "lines", "hunks")
+    assert first.chosen == d.hunk_units(first.hunks) and oracle(d.apply(first.chosen))  # type: ignore[operator]
+    for h in first.hunks:  # 1-minimal over hunks
+        assert not oracle(d.apply(d.hunk_units(first.hunks - {h})))  # type: ignore[operator]
+    asked = len(kept)
+    full = minimize(d, keeping, known=lambda t: kept.get(text_hash(t)))
+    assert full == minimize(d, oracle)  # type: ignore[arg-type]
+    assert len(kept) == full.asked and asked <= full.asked

@@ -175,3 +175,35 @@ def test_the_figures_script_counts_verified_fixes_and_their_size(cache: Path) ->
     text = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
     assert text.startswith(f"Minimal fixes on {H200}: 1 of 2 instances verified (50%)")
     assert "Median size of a verified fix: 2 lines, against 34 lines" in text
+
+
+def test_a_fix_cut_after_its_hunk_phase_is_a_target_only_when_it_left_a_hunk_out(cache: Path) -> None:
+    t = task()
+    store = mf.Store(fixes.store_roots()[0], H200, 0.7)
+    out = mf.search(t, oracle([]), "judge", store, Budget(), H200, hunks_only=True)  # type: ignore[arg-type]
+    # the predicate's hunk alone passes: 1 of 4 hunks, a target before the line phase
+    assert (out.status, out.minimality, out.hunks, out.verified) == ("budget", "hunks", 1, True)
+    assert "1-minimal over hunks, not yet over lines" in out.why
+    assert fixes.target_for("/x", TASK, t.broken_start()).source == out.fix  # type: ignore[attr-defined]
+    ref = t.reference()  # type: ignore[attr-defined]
+
+    def every_hunk(code: str) -> mf.Answer:  # passes with every hunk's code lines, comments or not
+        lines = {
+            line.strip() for line in code.splitlines() if line.strip() and not line.strip().startswith("//")
+        }
+        ok = {
+            line.strip() for line in ref.splitlines() if line.strip() and not line.strip().startswith("//")
+        } <= lines
+        ok = ok and "sign_pred" not in code and "threshold" not in code
+        return mf.Answer(ok, "passed", ok, 1.0, "", 0.1)
+
+    other = mf.Store(cache / "other", H200, 0.7)
+    whole = mf.search(t, every_hunk, "judge", other, Budget(), H200, hunks_only=True)  # type: ignore[arg-type]
+    assert (
+        whole.hunks == whole.reference_hunks and whole.lines == whole.reference_lines and not whole.verified
+    )
+    # one more call: the reference's blank and comment lines left out pass; then the budget cuts the line phase
+    cut = mf.search(t, every_hunk, "judge", other, Budget(max_calls=1), H200)  # type: ignore[arg-type]
+    assert cut.status == "budget" and cut.minimality == "hunks" and cut.hunks == cut.reference_hunks
+    assert cut.lines is not None and cut.lines < cut.reference_lines and cut.calls == 1
+    assert not cut.verified and "no hunk of the reference could be left out" in cut.why
