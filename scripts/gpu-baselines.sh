@@ -15,8 +15,13 @@
 # what was not reached says so in its log line, and a second run on the same machine with MISSING=1 times
 # only the tasks without a stored set.
 #   bash scripts/gpu-baselines.sh [TOTAL_SECONDS]
-# JOBS (default 8): drivers warming up (torch.compile) side by side; each is then timed alone.
-# NATIVE_S (default 240): seconds the bundled corpus may start drivers for, before the release's turn.
+# JOBS (default 12): drivers warming up (torch.compile, TORCHINDUCTOR_COMPILE_THREADS=1 worker each) side by
+# side; each is then timed alone. WARM_S (default 150): a driver not compiled and warmed up by then is stopped.
+# A driver that ran out of GPU memory beside the others (a kernelbench problem's inputs reach 17 GB) says so;
+# MISSING=1 JOBS=2 on the same machine times what is missing.
+# NATIVE_S (default 150): seconds the bundled corpus may start drivers for, before the release's turn. A part
+# starts no batch of drivers later than WARM_S + 60 s before its time is up, so its last batch ends in time;
+# every set is written to its --out file as it is stored.
 # Carried, git-ignored: .release/a (the release without cutlass, as for scripts/gpu-release-timing.sh) and
 # .whl/ (torch and the rest, as for every GPU script).
 set -uo pipefail
@@ -25,7 +30,9 @@ TOTAL=${1:-540}
 . scripts/gpu-common.sh
 REL=${REL:-/tmp/beaver-release}
 mkdir -p "$OUT/bl" "$REL"
-JOBS=${JOBS:-8}
+JOBS=${JOBS:-12}
+# torch.compile's worker processes per driver: JOBS drivers compile side by side on the machine's 16 cores
+export TORCHINDUCTOR_COMPILE_THREADS=${TORCHINDUCTOR_COMPILE_THREADS:-1}
 MORE=()
 [ "${MISSING:-0}" = 1 ] && MORE+=(--missing)
 watch_procs 20
@@ -34,9 +41,9 @@ log "torch: $(tail -1 "$W/torch.log")"
 
 # 1. the bundled corpus
 b=$(($(left) - 60))
-log "native: start (${b} s left, drivers started for ${NATIVE_S:-240} s)"
+log "native: start (${b} s left, drivers started for ${NATIVE_S:-150} s)"
 timeout -k 10 "$b" python3 -m beavertui corpus baselines --jobs "$JOBS" --trials 20 --warmup 3 \
-  --budget-s "${NATIVE_S:-240}" --out "$OUT/bl/native.jsonl" --format md "${MORE[@]}" \
+  --warm-s "${WARM_S:-150}" --budget-s "${NATIVE_S:-150}" --out "$OUT/bl/native.jsonl" --format md "${MORE[@]}" \
   >"$OUT/bl/native-run.md" 2>"$W/native.log"
 log "native: rc $? ($(grep -c . "$OUT/bl/native.jsonl" 2>/dev/null || echo 0) sets)"
 
@@ -55,7 +62,7 @@ EOF
   b=$(($(left) - 40))
   log "kernelbench: start (${b} s)"
   timeout -k 10 "$b" python3 -m beavertui corpus baselines --corpus "$REL/data" --tasks-file "$REL/kernelbench-usable.txt" \
-    --jobs "$JOBS" --trials 20 --warmup 3 --budget-s $((b - 90)) --out "$OUT/bl/release-kernelbench.jsonl" --format md \
+    --jobs "$JOBS" --trials 20 --warmup 3 --warm-s "${WARM_S:-150}" --budget-s $((b - ${WARM_S:-150} - 60)) --out "$OUT/bl/release-kernelbench.jsonl" --format md \
     "${MORE[@]}" >"$OUT/bl/kernelbench-run.md" 2>"$W/kernelbench.log"
   log "kernelbench: rc $? ($(grep -c . "$OUT/bl/release-kernelbench.jsonl" 2>/dev/null || echo 0) sets)"
 else

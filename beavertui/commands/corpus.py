@@ -494,18 +494,25 @@ def _baselines(args: argparse.Namespace) -> int:
         f"ceilings on {gpu.slug}: copy {ceil.copy_gbps or '?'} GB/s, bf16 {ceil.bf16_tflops or '?'} TFLOP/s",
         file=sys.stderr, flush=True,
     )  # fmt: skip
-    outcomes = rec.record(
-        tasks, gpu, jobs=args.jobs, trials=args.trials, warmup=args.warmup, budget_s=args.budget_s, warm_s=args.warm_s,
-        progress=lambda line: print(line, file=sys.stderr, flush=True), measured=ceil,
-    )  # fmt: skip
+    out_file = None
     if args.out is not None:
-        from beavertui.engine.fileio import atomic_file
-
         args.out.parent.mkdir(parents=True, exist_ok=True)
-        with atomic_file(args.out) as fh:
-            for o in outcomes:
-                if o.found is not None:
-                    fh.write(o.found.model_dump_json() + "\n")
+        out_file = args.out.open("w", encoding="utf-8")
+
+    def keep(found: Any) -> None:  # written as each set is stored: a run cut short keeps what it stored
+        if out_file is not None:
+            out_file.write(found.model_dump_json() + "\n")
+            out_file.flush()
+
+    try:
+        outcomes = rec.record(
+            tasks, gpu, jobs=args.jobs, trials=args.trials, warmup=args.warmup, budget_s=args.budget_s,
+            warm_s=args.warm_s, progress=lambda line: print(line, file=sys.stderr, flush=True), measured=ceil,
+            on_stored=keep,
+        )  # fmt: skip
+    finally:
+        if out_file is not None:
+            out_file.close()
     if fmt == "json":
         for o in outcomes:
             print(json.dumps({"task_id": o.task_id, "stored": str(o.stored) if o.stored else None,

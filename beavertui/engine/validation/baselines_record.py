@@ -160,10 +160,11 @@ def record(
     tasks: Sequence[Task], gpu: GpuSignature, *, jobs: int = 4, trials: int = 20, warmup: int = 3,
     budget_s: float | None = None, warm_s: float = 600.0, python: str = sys.executable,
     cache: Path | None = None, progress: Callable[[str], None] | None = None,
-    measured: ceilings_mod.Ceilings | None = None,
+    measured: ceilings_mod.Ceilings | None = None, on_stored: Callable[[BaselineSet], None] | None = None,
 ) -> list[Outcome]:  # fmt: skip
     """Time and store the named baselines of ``tasks`` on ``gpu`` (see the module's docstring). Stops
-    starting drivers once ``budget_s`` seconds have passed; the tasks not reached say so."""
+    starting drivers once ``budget_s`` seconds have passed; the tasks not reached say so. ``on_stored`` is
+    given each set as soon as it is stored (a run cut short keeps what it stored)."""
     say = progress or (lambda _s: None)
     p = plan(tasks)
     outcomes = [Outcome(tid, reason=why) for tid, why in p.skipped.items()]
@@ -211,7 +212,11 @@ def record(
                             s.proc.wait(timeout=warm_s)
                         except subprocess.TimeoutExpired:
                             _kill(s.proc)
-                    outcomes += _store(s, gpu, cache, say, measured)
+                    done = _store(s, gpu, cache, say, measured)
+                    outcomes += done
+                    for o in done:
+                        if o.found is not None and on_stored is not None:
+                            on_stored(o.found)
             finally:  # nothing left running, whatever happened
                 for s in started:
                     if s.proc.poll() is None:

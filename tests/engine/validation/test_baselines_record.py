@@ -68,7 +68,18 @@ def test_record_stores_each_set_and_the_table_shows_it(
     tasks = corpus(tmp_path)
     monkeypatch.setenv("PYTHONPATH", str(torch_standin.write(tmp_path / "site")))
     said: list[str] = []
-    out = rec.record(tasks, H200, jobs=2, trials=3, warmup=1, cache=tmp_path / "cache", progress=said.append)
+    kept: list[nb.BaselineSet] = []
+    out = rec.record(
+        tasks,
+        H200,
+        jobs=2,
+        trials=3,
+        warmup=1,
+        cache=tmp_path / "cache",
+        progress=said.append,
+        on_stored=kept.append,
+    )
+    assert sorted(s.task_id for s in kept) == ["reduce_00", "reduce_01", "softmax_00"]  # as each was stored
     by = {o.task_id: o for o in out}
     assert [o.task_id for o in out] == [t.id for t in tasks]  # in the tasks' order
     assert by["histogram_00"].stored is None and "no PyTorch equivalent declared" in (
