@@ -136,7 +136,14 @@ def plan(options: MinimizeOptions, gpu_slug: str | None) -> Plan:
     from beavertui.engine.corpus.minimal_search import diff
 
     size = {t.id: len(diff(t.broken_start(), t.reference() or "").units) for t in kept if t.id in use}
-    out.tasks = sorted((t for t in kept if t.id in use), key=lambda t: (size[t.id], t.id))
+    chosen = sorted((t for t in kept if t.id in use), key=lambda t: (size[t.id], t.id))
+    if options.oracle == "judge" and gpu_slug is not None:
+        # a candidate that hangs holds a GPU slot only as long as a session's run may (the reference's run
+        # time on this GPU, times ten, at least 20 s: engine/corpus/run_limit.py)
+        from beavertui.engine.corpus.run_limit import run_limit, with_run_limit
+
+        chosen = [with_run_limit(t, run_limit(t, gpu_slug, "reference")) for t in chosen]
+    out.tasks = chosen
     return out
 
 

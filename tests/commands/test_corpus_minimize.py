@@ -102,3 +102,18 @@ def test_bad_input_is_one_line_and_other_families_are_skipped_with_the_reason(
         in err
     )
     assert "searching 0 task(s)" in err and "minimal fixes: 0 of 0 tasks" in err
+
+
+def test_the_judge_oracle_limits_runs_from_the_reference_as_a_session_does() -> None:
+    from beavertui.service.minimize import MinimizeOptions, plan
+
+    real = ROOT / "tests" / "data" / "release_real" / "data"
+    options = MinimizeOptions(corpus=real, tasks=("cuda_1__*", "cuda_59__*"))
+    the_plan = plan(options, "nvidia_h200_sm_90_cuda_13_0")
+    # cuda_1 is unusable on the H200 by the package's known verdicts; cuda_59's reference ran 0.28 s there
+    assert "unusable on nvidia_h200_sm_90_cuda_13_0" in the_plan.skipped["cuda_1__memory_crash__4c324055"]
+    (t,) = the_plan.tasks
+    assert t.id == "cuda_59__logic_error__501f0dd2" and t.timeouts.run_s == 20.0
+    assert "the reference's run of 0.28 s" in (t.timeouts.run_from or "")
+    with pytest.raises(Exception, match="needs a GPU"):
+        plan(options, None)

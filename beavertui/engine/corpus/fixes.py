@@ -108,7 +108,10 @@ def _target_for(corpus: str, task_id: str, broken_start: str) -> FixTarget:
             if (root / task_id / PATCH).is_file() or (root / RECORD).is_file():
                 return found  # a corpus that keeps its own fixes
             break
-    return stored_target(task_id, broken_start) or found or FixTarget(None, "task not found in its corpus")
+    stored = stored_target(task_id, broken_start)
+    if stored is None and found is not None:  # the task is here, in a corpus that keeps no fixes
+        return FixTarget(None, "no minimal fix shipped or stored (beavertui corpus minimize searches one)")
+    return stored or found or FixTarget(None, "task not found in its corpus")
 
 
 def stored_target(task_id: str, broken_start: str) -> FixTarget | None:

@@ -48,6 +48,9 @@ def oracle(calls: list[str]) -> object:
 
 def test_a_fix_found_by_the_judge_is_stored_verified_and_is_the_scoring_target(cache: Path) -> None:
     t = task()
+    here = str(ROOT / "tests" / "data" / "release_real" / "data")
+    none = fixes.target_for(here, TASK, t.broken_start())  # type: ignore[attr-defined]
+    assert none.source is None and "beavertui corpus minimize" in (none.reason or "")
     store = mf.Store(fixes.store_roots()[0], H200, 0.7)
     calls: list[str] = []
     out = mf.search(t, oracle(calls), "judge", store, Budget(max_calls=100), H200)  # type: ignore[arg-type]
@@ -62,8 +65,9 @@ def test_a_fix_found_by_the_judge_is_stored_verified_and_is_the_scoring_target(c
     assert entry["verified"] is True and entry["gpu"] == H200 and entry["speedup"] == 1.01
     assert entry["minimality"] == "lines" and "correct and at least 0.7x" in entry["why"]
     assert patch.apply(broken, (folder / TASK / fixes.PATCH).read_text()) == out.fix
-    # a session recorded on another machine (its corpus path is not here) takes the stored fix
+    # a session recorded here, or on another machine (its corpus path is not here), takes the stored fix
     assert fixes.target_for("/elsewhere/release/data", TASK, broken).source == out.fix
+    assert fixes.target_for(here, TASK, broken).source == out.fix
     other = fixes.target_for(
         "/elsewhere/release/data", TASK, broken.replace("x > threshold", "x >= threshold")
     )
