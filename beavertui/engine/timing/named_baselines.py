@@ -32,7 +32,7 @@ import hashlib
 import json
 import os
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -46,6 +46,7 @@ from beavertui.engine.fileio import write_atomic
 from beavertui.engine.host import ceilings as ceilings_mod
 from beavertui.engine.paths import cache_dir
 from beavertui.engine.session.events import BASELINE_NAMES, BaselineTime, GpuSignature
+from beavertui.engine.timing.samples import stats
 
 #: Every named baseline, in the order tables show them.
 NAMES: tuple[str, ...] = BASELINE_NAMES
@@ -312,16 +313,6 @@ def from_driver(
         warmup=int(doc.get("warmup") or 0), flush_bytes=int(doc.get("flush_bytes") or 0), measured_for=task.id,
         copy_gbps=measured.copy_gbps if measured else None, bf16_tflops=measured.bf16_tflops if measured else None,
     )  # fmt: skip
-
-
-def stats(samples: Sequence[float]) -> tuple[float, float]:
-    """Median and coefficient of variation (population standard deviation over mean) of ``samples``."""
-    xs = sorted(samples)
-    n = len(xs)
-    med = xs[n // 2] if n % 2 else 0.5 * (xs[n // 2 - 1] + xs[n // 2])
-    mean = sum(xs) / n
-    var = sum((x - mean) ** 2 for x in xs) / n
-    return med, (var**0.5 / mean if mean > 0 else 0.0)
 
 
 # ------------------------------------------------------------------ what a session carries
