@@ -21,7 +21,7 @@ from typing import Any, Protocol
 
 from beavertui.batch.admission import Admission
 from beavertui.batch.job import JobOutcome, JobSpec, Prefix, drive
-from beavertui.batch.models import build_model, session_protocol
+from beavertui.batch.models import build_model, helper_models, session_protocol
 from beavertui.batch.rank import SESSION_RANK
 from beavertui.batch.rundir import RunManifest, session_path
 from beavertui.batch.timing_lane import TimingLane
@@ -200,11 +200,14 @@ def local_starter(
                     learn(task.id, e.result.duration_s, timed_out=e.result.timed_out)
         model = build_model(job.model, task, job.protocol, job=job)
         protocol = session_protocol(job.model, task, job.protocol)
+        planner, summariser = helper_models(job.model, task, job.protocol, job=job)
         stream = run_session(
             task, model, toolchain, protocol, run_id=job.run_id, sample=job.sample, resume_from=prefix,
-            usable=usable, defer_timing=defer_timing, models_file=job.model.models_file,
+            usable=usable, defer_timing=defer_timing, models_file=job.model.models_file, planner=planner,
+            summariser=summariser,
         )  # fmt: skip
-        return stream, model.secrets()
+        helpers = tuple(k for h in (planner, summariser) if h is not None for k in h.secrets())
+        return stream, model.secrets() + helpers
 
     return start
 

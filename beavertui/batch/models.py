@@ -153,3 +153,21 @@ def build_model(spec: ModelSpec, task: Task, protocol: Protocol, *, job: Any = N
         if getattr(job, "reply_cache_sampled", False) or not sampled(model.request_body([])):
             model = CachedModel(model, reply_cache(cache_dir), sample=int(getattr(job, "sample", 0)))
     return BoundedModel(model, slots, name if spec.label else None)
+
+
+def helper_models(
+    spec: ModelSpec, task: Task, protocol: Protocol, *, job: Any = None
+) -> tuple[Model | None, Model | None]:
+    """The planner and the summariser a protocol names (docs/protocols.md), each built as a batch model of
+    its own: through the coder's models file, behind its endpoint's concurrency slots and the run's reply
+    cache. None where the protocol names none (the session's coder then plans or condenses)."""
+
+    def one(name: str | None) -> Model | None:
+        if name is None:
+            return None
+        helper = ModelSpec.model_validate({"model": name, "models_file": spec.models_file})
+        return build_model(helper, task, protocol, job=job)
+
+    planner = one(protocol.planner) if protocol.planning == "plan" else None
+    summariser = one(protocol.summariser) if protocol.feedback == "L3S" else None
+    return planner, summariser

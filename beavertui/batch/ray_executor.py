@@ -57,7 +57,7 @@ def remote_session(
 ) -> Iterator[str]:
     """Body of the Ray task: run (or resume) one session and yield each event as a JSON line; ``config``: the
     local toolchain's settings, read on the driver (service/environment.py)."""
-    from beavertui.batch.models import build_model, session_protocol
+    from beavertui.batch.models import build_model, helper_models, session_protocol
     from beavertui.engine.corpus.load import load_corpus
     from beavertui.engine.loop.run import run_session
     from beavertui.engine.session.redaction import Secrets, redact_event
@@ -81,8 +81,9 @@ def remote_session(
             events.append(e)
         resume = (header, events)
     model = build_model(job.model, task, job.protocol, job=job)
+    helpers = helper_models(job.model, task, job.protocol, job=job)
     # the key stays on the worker: events are redacted here, since the driver never holds the key
-    secrets = Secrets.of(model.secrets())
+    secrets = Secrets.of(model.secrets() + tuple(k for h in helpers if h is not None for k in h.secrets()))
     for item in run_session(
         task,
         model,
@@ -92,6 +93,8 @@ def remote_session(
         sample=job.sample,
         resume_from=resume,
         models_file=job.model.models_file,
+        planner=helpers[0],
+        summariser=helpers[1],
     ):
         if item.kind == "reply_delta":
             continue  # transient: never saved, not worth the network

@@ -179,6 +179,8 @@ E = TypeVar("E")
 #: Event kind -> its fields that carry text an endpoint sent back (or a failure's description of it).
 ENDPOINT_TEXT_FIELDS: dict[str, tuple[str, ...]] = {
     "reply": ("content", "retry_reasons"),
+    "plan": ("content", "retry_reasons"),
+    "summary": ("content", "retry_reasons"),
     "infra_error": ("detail",),
     "end": ("detail",),
 }

@@ -257,3 +257,32 @@ def test_implicit_protocols_are_saved_and_named_as_before() -> None:
 def test_settings_of_another_axis_are_refused(fields: dict[str, object]) -> None:
     with pytest.raises(ValidationError):
         Protocol.model_validate(fields)
+
+
+def test_a_plan_or_summary_echoing_a_key_is_written_without_it(tmp_path: Path) -> None:
+    key = "sk-planner-secret-0123456789"
+    path = tmp_path / "echo.jsonl"
+    stream = run_session(
+        load_task(),
+        ScriptedModel([reply(WRONG_A), reply(REFERENCE)]),
+        RecordedToolchain(recordings()),
+        Protocol(budget=2, history=2, planning="plan", feedback="L3S"),
+        planner=ScriptedModel([f"plan with {key}", "plan two"], name="planner"),
+        summariser=ScriptedModel([f"summary with {key}"], name="summariser"),
+    )
+    header = next(stream)
+    assert isinstance(header, SessionHeader)
+    from beavertui.engine.session.store import SessionWriter
+
+    with SessionWriter(path, header, redact=(key,)) as w:
+        for e in stream:
+            if e.kind != "reply_delta":
+                w.append(e)
+    # the last line of defence acts on the fields that carry endpoint text, as for a reply (an endpoint
+    # model removes its own key from what it returns before the loop sees it)
+    _, events = load_session(path)
+    calls = [e for e in events if isinstance(e, Plan | Summary)]
+    assert [c.content for c in calls if "with" in c.content] == [
+        "plan with [redacted]",
+        "summary with [redacted]",
+    ]
