@@ -142,6 +142,11 @@ def register(sub: Any) -> None:
         help="stop each search after its hunk phase: every task gets a fix 1-minimal over hunks first; run again "
         "without it to go on over lines",
     )  # fmt: skip
+    mi.add_argument(
+        "--time-every-candidate", action="store_true",
+        help="judge: time every correct candidate (default: search for correctness and time what the search "
+        "ends with, searching again at the gate only when that is too slow)",
+    )  # fmt: skip
     mi.add_argument("--json", action="store_true", help="one JSON object per task on standard output")
     mi.add_argument(
         "--dry-run", action="store_true",
@@ -331,7 +336,7 @@ def _minimize(args: argparse.Namespace) -> int:
     options = MinimizeOptions(
         corpus=args.corpus or default_corpus(), tasks=pats, oracle=args.oracle, gate=args.gate,
         max_calls=args.max_calls, budget_s=args.budget_s, workers=args.workers, gpu=args.gpu, store=args.store,
-        gpu_jobs=args.gpu_jobs, hunks_only=args.hunks_only,
+        gpu_jobs=args.gpu_jobs, hunks_only=args.hunks_only, screen=not args.time_every_candidate,
     )  # fmt: skip
     gpu = gpu_signature() if args.oracle == "judge" else None
     the_plan = plan(options, gpu.slug if gpu is not None else None)

@@ -46,6 +46,9 @@ class MinimizeOptions:
     """The store (default: this machine's, ``<cache>/minimal_fixes``)."""
     hunks_only: bool = False
     """Stop each search after its hunk phase (a later run goes on over the kept answers)."""
+    screen: bool = True
+    """Judge oracle: search with the untimed correctness screen and time only what it ends with (the judge's
+    own search when that is too slow); False: time every correct candidate."""
 
 
 @dataclass
@@ -179,13 +182,17 @@ def run(
 
     def search_one(task: Task) -> mf.Outcome:
         oracle: Callable[[str], mf.Answer]
+        screen: Callable[[str], mf.Answer] | None = None
         if tool is not None:
             oracle = mf.JudgeOracle(task, tool, options.gate)
+            screen = mf.JudgeOracle(task, tool, options.gate, timed=False) if options.screen else None
         else:
             assert cfg is not None
             oracle = mf.CompileOracle(task, cfg)
         budget = Budget(max_calls=options.max_calls, deadline=deadline)
-        return mf.search(task, oracle, options.oracle, store, budget, the_plan.gpu, options.hunks_only)
+        return mf.search(
+            task, oracle, options.oracle, store, budget, the_plan.gpu, options.hunks_only, screen
+        )
 
     with ThreadPoolExecutor(options.workers, thread_name_prefix="beaver-minimize") as pool:
         futures = [pool.submit(one, t, i) for i, t in enumerate(the_plan.tasks, 1)]

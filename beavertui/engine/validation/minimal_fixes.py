@@ -49,6 +49,9 @@ from beavertui.engine.toolchain.placement import GpuUse, Lease, Placement
 from beavertui.engine.toolchain.verdict import run_category
 
 OracleKind = Literal["judge", "compile"]
+AnswerKind = Literal["judge", "compile", "correct"]
+"""Whose answers a file keeps: the judge's (timed, at the gate), the build's, or the judge's untimed
+correctness screen."""
 COMPILE_GPU = "compile-only"
 """The store's folder (in place of a GPU signature) for what a compile-only oracle found."""
 
@@ -68,23 +71,26 @@ class Answer:
 
 class JudgeOracle:
     """The task's own judge: build, run and time (``LocalToolchain.attempt``); passes when the verdict
-    succeeds at ``gate``. Where its stages run is the toolchain's placement's (``toolchain``)."""
+    succeeds at ``gate``. Untimed (``timed`` False), the correctness screen: passes when the verdict is
+    correct and carries no anti-cheat flag, with no timing stage. Where its stages run is the toolchain's
+    placement's (``toolchain``)."""
 
-    kind: OracleKind = "judge"
-
-    def __init__(self, task: Task, toolchain: LocalToolchain, gate: float) -> None:
-        self.task, self.toolchain, self.gate = task, toolchain, gate
+    def __init__(self, task: Task, toolchain: LocalToolchain, gate: float, timed: bool = True) -> None:
+        self.task, self.toolchain, self.gate, self.timed = task, toolchain, gate, timed
 
     def __call__(self, code: str) -> Answer:
         start = time.monotonic()
-        options = AttemptOptions(iteration=1, gate=self.gate, sanitize_on_failure=False, time_if_correct=True)
+        options = AttemptOptions(
+            iteration=1, gate=self.gate, sanitize_on_failure=False, time_if_correct=self.timed
+        )
         verdict: Verdict | None = None
         for event in self.toolchain.attempt(self.task, code, options):
             if isinstance(event, Verdict):
                 verdict = event
         assert verdict is not None
+        passed = bool(verdict.success) if self.timed else bool(verdict.correct) and not verdict.flags
         return Answer(
-            passed=bool(verdict.success), category=verdict.category, correct=verdict.correct,
+            passed=passed, category=verdict.category, correct=verdict.correct,
             speedup=verdict.speedup, reason=verdict.reason[:300], seconds=round(time.monotonic() - start, 3),
         )  # fmt: skip
 
@@ -168,7 +174,7 @@ class Answers:
     """The answers kept for one task and oracle: a JSON Lines file, one line per candidate, read at start and
     appended as each answer comes (a search cut short loses nothing it asked)."""
 
-    def __init__(self, path: Path, oracle: OracleKind, gate: float, harness: str) -> None:
+    def __init__(self, path: Path, oracle: AnswerKind, gate: float, harness: str) -> None:
         self.path, self.oracle, self.gate, self.harness = path, oracle, gate, harness
         self.kept: dict[str, Answer] = {}
         try:
@@ -244,7 +250,7 @@ class Store:
         self.folder = root / gpu
         self.gpu, self.gate = gpu, gate
 
-    def answers(self, task: Task, oracle: OracleKind) -> Answers:
+    def answers(self, task: Task, oracle: AnswerKind) -> Answers:
         return Answers(
             self.folder / "answers" / oracle / f"{task.id}.jsonl", oracle, self.gate, _harness(task)
         )
@@ -304,26 +310,72 @@ def search(
     budget: minimal_search.Budget,
     gpu: str | None,
     hunks_only: bool = False,
+    screen: Callable[[str], Answer] | None = None,
 ) -> Outcome:
     """Search ``task``'s minimal fix with ``oracle`` over its kept answers, store the outcome and return it
-    (``hunks_only``: stop after the hunk phase)."""
+    (``hunks_only``: stop after the hunk phase).
+
+    With a correctness ``screen`` (the judge untimed), the search asks the screen and times only what it
+    ends with: a set from which no line can be left out and stay correct cannot lose one and pass the gate
+    either, so when the judge passes it at the gate it is 1-minimal for the judge too. When it is correct but
+    too slow, the search runs again with the judge itself, taking every incorrect answer of the screen as the
+    judge's (an incorrect candidate fails at any speed)."""
     broken, reference = task.broken_start(), task.reference()
     if reference is None:
         raise ValueError(f"{task.id} ships no reference")
     d = minimal_search.diff(broken, reference)
     kept = store.answers(task, kind)
+    screened = store.answers(task, "correct") if screen is not None else None
 
-    def ask(code: str) -> bool:
-        answer = oracle(code)
-        kept.add(code, answer)
-        return answer.passed
+    def asker(ask_oracle: Callable[[str], Answer], into: Answers) -> Callable[[str], bool]:
+        def ask(code: str) -> bool:
+            answer = ask_oracle(code)
+            into.add(code, answer)
+            return answer.passed
+
+        return ask
 
     def known(code: str) -> bool | None:
         answer = kept.get(code)
-        return None if answer is None else answer.passed
+        if answer is not None:
+            return answer.passed
+        if screened is not None:
+            first = screened.get(code)
+            if first is not None and not first.passed:
+                return False  # incorrect: fails the judge at any speed
+        return None
 
     calls_before = budget.calls
-    result = minimal_search.minimize(d, ask, budget, known=known, hunks_only=hunks_only)
+    extra = 0  # the screen's search: the judge's timing of what it ended with
+    if screen is not None and screened is not None:
+        result = minimal_search.minimize(
+            d,
+            asker(screen, screened),
+            budget,
+            known=lambda c: _passed(screened.get(c)),
+            hunks_only=hunks_only,
+        )
+        timed_why = ""
+        if result.chosen is not None:
+            code = d.apply(result.chosen)
+            if kept.get(code) is None:
+                try:
+                    budget.spend()
+                    kept.add(code, oracle(code))
+                except minimal_search.BudgetExhausted as exc:
+                    timed_why = f"; not timed yet: {exc}"
+            timed = kept.get(code)
+            extra = int(timed is not None)
+            if timed is not None and not timed.passed and result.status != "budget":
+                # correct but below the gate (or flagged): the judge's own search
+                result = minimal_search.minimize(
+                    d, asker(oracle, kept), budget, known=known, hunks_only=hunks_only
+                )
+                extra = 0
+                timed_why = f"; the correct set the screen found was {_below(timed, store.gate)}: searched again at the gate"
+        result = replace(result, why=result.why + timed_why)
+    else:
+        result = minimal_search.minimize(d, asker(oracle, kept), budget, known=known, hunks_only=hunks_only)
     fix = d.apply(result.chosen) if result.chosen is not None else None
     final = kept.get(fix) if fix is not None else None
     # a target: passed, a proper subset, and either 1-minimal over lines or (cut in the line phase) without
@@ -353,9 +405,19 @@ def search(
         reference_hunks=len(d.hunks),
         changed_lines=minimal_search.changed_lines(broken, fix) if fix is not None else None,
         reference_changed_lines=minimal_search.changed_lines(broken, reference),
-        calls=budget.calls - calls_before, asked=result.asked,
+        calls=budget.calls - calls_before, asked=result.asked + extra,
         speedup=final.speedup if final else None, correct=final.correct if final else None,
         gpu=gpu if kind == "judge" else None, oracle=kind, fix=fix,
     )  # fmt: skip
     store.save(task, outcome)
     return outcome
+
+
+def _passed(answer: Answer | None) -> bool | None:
+    return None if answer is None else answer.passed
+
+
+def _below(answer: Answer, gate: float) -> str:
+    if answer.correct and answer.speedup is not None:
+        return f"{answer.speedup:.3f}x the reference's speed, below {gate:g}x"
+    return f"not passed by the judge ({answer.category}: {answer.reason[:120]})"

@@ -211,3 +211,53 @@ def test_a_fix_cut_after_its_hunk_phase_is_a_target_only_when_it_left_a_hunk_out
     assert cut.status == "budget" and cut.minimality == "hunks" and cut.hunks == cut.reference_hunks
     assert cut.lines is not None and cut.lines < cut.reference_lines and cut.calls == 1
     assert not cut.verified and "no hunk of the reference could be left out" in cut.why
+
+
+def _judge(calls: list[str], fast_needs: str | None) -> object:
+    """The judge built for these tests: correct as ``oracle`` says, 1.0x, or 0.5x without ``fast_needs``."""
+
+    def ask(code: str) -> mf.Answer:
+        calls.append(code)
+        correct = "return x > threshold" not in code and "return x < 0;" in code
+        speed = 1.0 if fast_needs is None or fast_needs in code else 0.5
+        ok = correct and speed >= 0.7
+        return mf.Answer(ok, "passed" if correct else "functional_correctness", correct, speed, "", 0.5)
+
+    return ask
+
+
+def test_the_screen_searches_for_correctness_and_the_judge_times_what_it_ends_with(cache: Path) -> None:
+    t = task()
+    store = mf.Store(fixes.store_roots()[0], H200, 0.7)
+    screened: list[str] = []
+    timed: list[str] = []
+    out = mf.search(t, _judge(timed, None), "judge", store, Budget(), H200, screen=oracle(screened))  # type: ignore[arg-type]
+    assert out.status == "minimal" and out.verified and out.lines == 2 and out.speedup == 1.0
+    assert len(timed) == 1 and timed[0] == out.fix  # one timing: the fix the screen ended with
+    assert out.asked == len(screened) + 1 == out.calls
+    judge_file = store.folder / "answers" / "judge" / f"{TASK}.jsonl"
+    assert len(judge_file.read_text().splitlines()) == 1
+    assert len((store.folder / "answers" / "correct" / f"{TASK}.jsonl").read_text().splitlines()) == len(
+        screened
+    )
+
+
+def test_a_correct_set_below_the_gate_is_searched_again_by_the_judge(cache: Path) -> None:
+    t = task()
+    fast = "return thrust::any_of(vec.begin(), vec.end(), is_negative {});"
+    store = mf.Store(fixes.store_roots()[0], H200, 0.7)
+    screened: list[str] = []
+    timed: list[str] = []
+    out = mf.search(t, _judge(timed, fast), "judge", store, Budget(), H200, screen=oracle(screened))  # type: ignore[arg-type]
+    assert out.status == "minimal" and out.verified and out.speedup == 1.0
+    assert out.fix is not None and fast in out.fix and "return x < 0;" in out.fix
+    assert "0.500x the reference's speed, below 0.7x: searched again at the gate" in out.why
+    # the judge's own search took the screen's incorrect answers as its own
+    judge_only: list[str] = []
+    alone = mf.Store(cache / "alone", H200, 0.7)
+    same = mf.search(t, _judge(judge_only, fast), "judge", alone, Budget(), H200)  # type: ignore[arg-type]
+    assert same.fix == out.fix
+    wrong = {c for c in screened if "return x < 0;" not in c or "return x > threshold" in c}
+    assert wrong and not wrong & set(timed)  # nothing the screen found incorrect was timed
+    assert wrong & set(judge_only)  # which the judge alone asks about (and times where it is correct)
+    assert len(set(timed)) == len(timed)
