@@ -286,3 +286,17 @@ def test_a_plan_or_summary_echoing_a_key_is_written_without_it(tmp_path: Path) -
         "plan with [redacted]",
         "summary with [redacted]",
     ]
+
+
+def test_a_folder_of_scripts_gives_each_task_its_own_planner(tmp_path: Path) -> None:
+    from beavertui.engine.errors import BeaverError
+    from beavertui.engine.models.resolve import build_model
+
+    (tmp_path / "transpose_tiled.toml").write_text('[[reply]]\ncontent = "the task\'s own plan"\n')
+    task = load_task()
+    planner = build_model(f"scripted:{tmp_path}", task, Protocol())
+    assert planner.info().name == "scripted:transpose_tiled.toml"
+    assert planner.complete([]).content == "the task's own plan"
+    (tmp_path / "transpose_tiled.toml").unlink()
+    with pytest.raises(BeaverError, match="no script for task transpose_tiled"):
+        build_model(f"scripted:{tmp_path}", task, Protocol())
