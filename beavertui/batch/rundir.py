@@ -23,7 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from beavertui.batch.protocol_file import ModelSpec
 from beavertui.engine.errors import BeaverError
-from beavertui.engine.fileio import PARTIAL_SUFFIX, write_atomic
+from beavertui.engine.fileio import PARTIAL_SUFFIX, slug, write_atomic
 from beavertui.engine.session.protocol import Protocol, with_legacy_gate
 from beavertui.engine.session.redaction import redact_fields, without_userinfo
 
@@ -130,12 +130,6 @@ class RunManifest(BaseModel):
     """Also reuse replies sampled at temperature > 0 (a stored reply is not a fresh sample)."""
     summary: dict[str, Any] = Field(default_factory=dict)
     """Counts written at the end: sessions, passed, infrastructure failures, cache hits, GPU busy."""
-
-
-def slug(text: str) -> str:
-    """A file-system-safe name."""
-    s = re.sub(r"[^A-Za-z0-9._+-]+", "_", text).strip("._")
-    return s[:120] or "_"
 
 
 _RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")

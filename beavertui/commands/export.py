@@ -47,6 +47,7 @@ def _handle(args: argparse.Namespace) -> int:
     from beavertui.engine.fileio import atomic_file
     from beavertui.engine.metrics.attempts import ExportStats, SourceModels, export_rows, load_source_models
     from beavertui.engine.metrics.table_io import write_csv, write_jsonl
+    from beavertui.service.metrics import left_out_lines
 
     if args.html:
         if args.csv:
@@ -75,11 +76,11 @@ def _handle(args: argparse.Namespace) -> int:
             if stats.withdrawn_sessions
             else ""
         )
-        + f" {len(stats.damaged)} unreadable files)",
+        + f" {len(stats.damaged)} files left out)",
         file=sys.stderr,
     )
-    for line in stats.damaged[:5]:
-        print(f"beavertui: skipped {line}", file=sys.stderr)
+    for line in left_out_lines(stats):
+        print(f"beavertui: {line}", file=sys.stderr)
     return 0
 
 
@@ -112,18 +113,14 @@ def _html(args: argparse.Namespace) -> int:
 def _run_html(source: Path, source_models: Path | None) -> tuple[str, str]:
     from beavertui import __version__
     from beavertui.engine.errors import BeaverError
-    from beavertui.engine.metrics.attempts import session_files
+    from beavertui.engine.metrics.attempts import run_sessions
     from beavertui.reports import html
     from beavertui.reports.card import card
     from beavertui.reports.svg import p_sweep_svg, swing_svg
-    from beavertui.service.metrics import compute, with_tables
+    from beavertui.service.metrics import compute, left_out_lines, with_tables
 
-    docs, skipped = [], []
-    for path in session_files(source):
-        try:
-            docs.append(html.load_session_doc(path))
-        except BeaverError as exc:
-            skipped.append(str(exc))
+    # the sessions the metrics count, by the one reader policy; what it leaves out is said on the page
+    docs = [html.SessionDoc(r.state, r.path, r.problem) for r in run_sessions(source)]
     if not docs:
         raise BeaverError(f"{source}: no session files found")
     docs.sort(
@@ -143,6 +140,8 @@ def _run_html(source: Path, source_models: Path | None) -> tuple[str, str]:
         docs,
         manifest=html.read_manifest(source),
         card=card(source, report.groups, __version__),
-        skipped=skipped,
+        skipped=report.stats.damaged if report.stats is not None else [],
     )
+    for line in left_out_lines(report.stats):
+        print(f"beavertui: {line}", file=sys.stderr)
     return text, f"run {source.name} ({len(docs)} sessions)"

@@ -100,7 +100,7 @@ def _handle(args: argparse.Namespace) -> int:
     from beavertui import __version__
     from beavertui.commands.formats import output_format
     from beavertui.engine.errors import BeaverError
-    from beavertui.service.metrics import NO_CODE, compute, with_tables
+    from beavertui.service.metrics import NO_CODE, compute, left_out_lines, with_tables
 
     fmt = output_format(args)
     if not 1000 <= args.resamples <= MAX_RESAMPLES:
@@ -129,6 +129,8 @@ def _handle(args: argparse.Namespace) -> int:
     for line in report.notes():
         print(f"beavertui: {line}", file=sys.stderr)
     st = report.stats
+    for line in left_out_lines(st):
+        print(f"beavertui: {line}", file=sys.stderr)
     if st is not None and st.unspeeded:
         print(f"beavertui: {len(st.unspeeded)} correct attempt(s) without a speedup:", file=sys.stderr)
         for model, task, it, why in st.unspeeded[:50]:
@@ -176,6 +178,8 @@ def _handle(args: argparse.Namespace) -> int:
             doc["final"] = st.timings_pending == 0 and st.unfinished_sessions == 0
             doc["unusable_sessions"] = st.unusable_sessions
             doc["unusable_tasks"] = dict(sorted(st.unusable.items()))
+            doc["left_out"] = list(st.damaged)
+            doc["shared_run_ids"] = dict(sorted(st.shared_run_ids.items()))
             doc["unspeeded_attempts"] = [
                 {"model": m, "task_id": t, "iteration": i, "reason": why} for m, t, i, why in st.unspeeded
             ]

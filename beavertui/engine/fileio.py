@@ -19,6 +19,7 @@ import contextlib
 import errno
 import fcntl
 import os
+import re
 import secrets
 import stat
 from collections.abc import Iterator
@@ -29,6 +30,13 @@ from beavertui.engine.errors import BeaverError
 
 #: The largest input file of another kind than a session (models file, script, recordings, side table).
 MAX_INPUT_BYTES = 64 << 20
+
+
+def slug(text: str) -> str:
+    """A file-system-safe name: what a run folder's file and folder names are made of (a session's task,
+    model and run id), so a reader can tell which task a path stands for."""
+    s = re.sub(r"[^A-Za-z0-9._+-]+", "_", text).strip("._")
+    return s[:120] or "_"
 
 
 def why_oserror(exc: OSError) -> str:

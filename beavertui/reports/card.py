@@ -11,23 +11,15 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from beavertui.engine.metrics.attempts import run_sessions
 from beavertui.engine.metrics.bootstrap import RESAMPLES, SEED
 from beavertui.engine.metrics.compute import GroupMetrics
 from beavertui.engine.session.events import SessionHeader
 
 
 def _headers(root: Path) -> list[SessionHeader]:
-    out = []
-    for p in sorted(root.rglob("*.jsonl")):
-        try:
-            with p.open(encoding="utf-8") as f:
-                line = f.readline()
-            data = json.loads(line)
-            if isinstance(data, dict) and data.get("kind") == "header":
-                out.append(SessionHeader.model_validate(data))
-        except (OSError, ValueError):
-            continue
-    return out
+    """The headers of the sessions the attempts table counts (the one reader policy; it says what it left out)."""
+    return [read.header for read in run_sessions(root)]
 
 
 def card(

@@ -108,7 +108,7 @@ def run_page(
         )
     out.append("</table>")
     for line in skipped:
-        out.append(f'<p class="red">skipped {_e(line)}</p>')
+        out.append(f'<p class="red">left out {_e(line)}</p>')
     out.append("</div>")
     out.append(
         '<noscript><p class="red">The sessions of this page are stored compressed: '

@@ -139,6 +139,14 @@ class Report:
                 + "; ".join(f"{t}: {why}" for t, why in first)
                 + ("; ..." if len(st.unusable) > 3 else "")
             )
+        if st is not None and st.damaged:
+            out.append(left_out_note(st))
+        if st is not None and st.shared_run_ids:
+            out.append(
+                "two runs that share one run id are kept apart by their folders: "
+                + "; ".join(f"{r}: {', '.join(f)}" for r, f in sorted(st.shared_run_ids.items()))
+                + " (the rows of each folder after the first carry ID (FOLDER) as their run id)"
+            )
         n = unspeeded_tasks(self.table)
         if n:
             out.append(
@@ -146,6 +154,30 @@ class Report:
                 "(left out of every rate above p = 0)"
             )
         return out
+
+
+#: How many left-out files a command names one line each before it says how many more there are.
+LEFT_OUT_SHOWN = 50
+
+
+def left_out_note(stats: Any) -> str:
+    """The note every table carries when the reader policy left files out: how many, and the first reasons."""
+    n = len(stats.damaged)
+    first = "; ".join(stats.damaged[:3])
+    more = f"; ... ({n - 3} more)" if n > 3 else ""
+    what = "not readable as sessions of the run"
+    return f"{n} file(s) or folder(s) left out of every rate, {what}: {first}{more}"
+
+
+def left_out_lines(stats: Any, shown: int = LEFT_OUT_SHOWN) -> list[str]:
+    """One line per file the reader policy left out (``left out PATH: why``), at most ``shown`` and then
+    how many more; what ``metrics`` and ``export`` print alike."""
+    if stats is None or not stats.damaged:
+        return []
+    out = [f"left out {line}" for line in stats.damaged[:shown]]
+    if len(stats.damaged) > shown:
+        out.append(f"... and {len(stats.damaged) - shown} more left out (--json lists them all)")
+    return out
 
 
 def unspeeded_tasks(table: Any) -> int:

@@ -21,11 +21,9 @@ from beavertui.engine.analysis.attribution import Attribution
 from beavertui.engine.analysis.degeneration import Degeneration, compare, runtime_geometry
 from beavertui.engine.analysis.edits import EditScore, edit_score
 from beavertui.engine.corpus.fixes import FixTarget, target_for
-from beavertui.engine.errors import BeaverError
 from beavertui.engine.metrics.groups import GroupKey, group_key
 from beavertui.engine.session.events import TaskRef
-from beavertui.engine.session.state import AttemptState, fold
-from beavertui.engine.session.store import read_session
+from beavertui.engine.session.state import AttemptState
 
 #: Columns ``attempt_columns`` adds to an attempts-table row (null unless the attempt was correct).
 COLUMNS: tuple[str, ...] = ("edit_precision", "bug_recall", "code_degenerate", "lost_features")
@@ -219,25 +217,21 @@ def run_cells(
 ) -> dict[GroupKey, GroupCells]:
     """Per (model, protocol) group, per task: the analysis of every session file under a run directory.
 
-    Branch sessions (with a parent) are analyses, not part of the run, and are skipped; damaged files
-    count up to their valid prefix. Only attempts within the budget count (K - 1 for self-sourced tasks,
+    Branch sessions (with a parent) are analyses, not part of the run, and are skipped; the files read are
+    those of the attempts table (``metrics.attempts.run_sessions``). Only attempts within the budget count (K - 1 for self-sourced tasks,
     decided as the attempts table decides: the protocol's flag, else the side table ``source_models``
     task -> source model, else the task's instance.json).
     """
-    from beavertui.engine.metrics.attempts import SourceModels, session_files
+    from beavertui.engine.metrics.attempts import SourceModels, run_sessions
     from beavertui.engine.metrics.compute import source_model_matches
 
     sources = SourceModels(source_models)
     columns: dict[GroupKey, dict[str, dict[str, list[float]]]] = {}
     trajectories = 0
-    for path in session_files(Path(root)):
-        try:
-            header, events, _problem = read_session(path)
-        except BeaverError:  # not a session file at all (counted by the attempts table)
+    for read in run_sessions(Path(root)):  # the files the attempts table reads (it says what it left out)
+        header, state = read.header, read.state
+        if header.parent is not None:
             continue
-        if header is None or header.parent is not None:
-            continue
-        state = fold(header, events)
         p = header.protocol
         self_source = bool(p.self_source) or source_model_matches(header.model.name, sources.lookup(header))
         budget = p.budget - 1 if self_source and p.method == "iterative" else p.budget

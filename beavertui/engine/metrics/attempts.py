@@ -13,21 +13,23 @@ This module reads session files; it computes no metric and writes nothing.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from beavertui.engine.errors import BeaverError
-from beavertui.engine.fileio import MAX_INPUT_BYTES, is_regular, missing, read_small_text
+from beavertui.engine.fileio import MAX_INPUT_BYTES, is_regular, missing, read_small_text, slug
 from beavertui.engine.judge import anticheat
 from beavertui.engine.judge.classify import compiled
 from beavertui.engine.metrics.compute import source_model_matches
 from beavertui.engine.metrics.speedup_ci import speedup_interval
 from beavertui.engine.metrics.table import AttemptsTable, from_rows
 from beavertui.engine.session import store
-from beavertui.engine.session.events import BASELINE_NAMES, BaselineTime, SessionHeader, model_identity
+from beavertui.engine.session.events import BASELINE_NAMES, BaselineTime, Event, SessionHeader, model_identity
 from beavertui.engine.session.state import SessionState, fold
 from beavertui.engine.session.store import read_session
 from beavertui.engine.timing.named_baselines import speedups
@@ -45,7 +47,10 @@ class ExportStats:
     infra_rows: int = 0
     unfinished_sessions: int = 0
     damaged: list[str] = field(default_factory=list)
-    """Files that are not readable sessions, with the reason."""
+    """Files (and folders) left out by the reader policy (``run_sessions``), one line each: the path and why."""
+    shared_run_ids: dict[str, list[str]] = field(default_factory=dict)
+    """Run id -> the run folders that carry it, where two different runs share one id; the rows of each
+    folder after the first carry ``ID (FOLDER)`` as their run id, so the runs are kept apart."""
     unfinished: list[Path] = field(default_factory=list)
     """Session files without an end record."""
     unfinished_included: bool = False
@@ -100,11 +105,96 @@ def run_dir_of(path: Path) -> Path | None:
     return None
 
 
-def session_files(root: Path) -> list[Path]:
-    """Session files under a run directory (or the file itself), in the order browse lists them."""
+def session_files(root: Path, left_out: list[str] | None = None) -> list[Path]:
+    """Session files under a run directory (or the file itself), in the order browse lists them;
+    folders not walked (unreadable, too deep) are added to ``left_out``."""
     if not root.is_dir() and not is_regular(root):
         raise missing(root, "run directory or session file")
-    return list(store.session_files(root))
+    return list(store.session_files(root, left_out=left_out))
+
+
+#: A session file of a run folder is named ``TASK__sSAMPLE.jsonl`` (batch and import write it so).
+_RUN_FILE = re.compile(r"(?P<task>.+)__s(?P<sample>[0-9]+)\.jsonl")
+
+
+def path_disagrees(path: Path, header: SessionHeader) -> str | None:
+    """Why a session file's header is not of the session its name stands for (None when it is, or when its
+    name is not of the run layout): the task and the sample, as ``batch --resume`` checks them."""
+    m = _RUN_FILE.fullmatch(path.name)
+    if m is None:
+        return None
+    if slug(header.task.id) != m["task"]:
+        return f"its header names task {header.task.id!r}, its file name task {m['task']!r}"
+    if str(header.sample) != m["sample"]:
+        return f"its header names sample {header.sample}, its file name sample {m['sample']}"
+    return None
+
+
+def _shown(folder: Path, root: Path) -> str:
+    """A folder as the notes name it: under the root given, else whole."""
+    with contextlib.suppress(ValueError):
+        return str(folder.relative_to(root)) if folder != root else folder.name
+    return str(folder)
+
+
+@dataclass(frozen=True)
+class RunSession:
+    """A session file that counts, as ``run_sessions`` read it."""
+
+    path: Path
+    header: SessionHeader
+    events: list[Event]
+    problem: str | None
+    """None, or a cut last line (a write a kill interrupted: the lines before it are the session so far)."""
+    run_id: str
+    """The run the session counts in: its header's run id (else the folder given, else its session id);
+    ``ID (FOLDER)`` for a second run folder that carries the same id."""
+    state: SessionState
+    """The events folded."""
+
+
+def run_sessions(root: Path, stats: ExportStats | None = None) -> Iterator[RunSession]:
+    """The session files under ROOT that count, by the one reader policy of ``metrics`` (its table, usage,
+    analysis and card), ``export`` and the HTML page: every other file is left out and added to
+    ``stats.damaged`` as one line, its path and why.
+
+    Left out: a folder the walk cannot read or that lies too deep; a file that is not a regular file of at
+    most 64 MiB; one without a readable header; one damaged before its last line (a bad line, a second
+    writer's interleaved lines: what follows the damage is lost, so its trajectory is not known); one whose
+    header names another task or sample than its file name (``TASK__sN.jsonl``). A file whose last line only
+    was cut counts up to that line. Two run folders (holding run.json) whose sessions carry one run id are
+    two runs: the second's run id becomes ``ID (FOLDER)``, so no trajectory of one is merged into the other's.
+    """
+    left: list[str] = stats.damaged if stats is not None else []
+    first_folder: dict[str, Path | None] = {}
+    given = root.name if root.is_dir() else None
+    for path in session_files(root, left):
+        try:
+            header, events, problem = read_session(path)
+        except BeaverError as exc:  # a FIFO, a device, a link loop, a file too large
+            left.append(str(exc))
+            continue
+        if header is None:
+            left.append(f"{path}: {problem}")
+            continue
+        if problem is not None and not problem.startswith("truncated last line"):
+            left.append(f"{path}: damaged before its end: {problem}")
+            continue
+        why = path_disagrees(path, header)
+        if why is not None:
+            left.append(f"{path}: {why}")
+            continue
+        run_id = header.run_id or given or header.session_id
+        folder = run_dir_of(path)
+        first = first_folder.setdefault(run_id, folder)
+        if first != folder:
+            where = _shown(folder if folder is not None else path.parent, root)
+            if stats is not None:
+                folders = stats.shared_run_ids.setdefault(run_id, [_shown(first, root) if first else "-"])
+                if where not in folders:
+                    folders.append(where)
+            run_id = f"{run_id} ({where})"
+        yield RunSession(path, header, events, problem, run_id, fold(header, events))
 
 
 class SourceModels:
@@ -165,7 +255,8 @@ def load_source_models(path: Path) -> dict[str, str | None]:
 def rows_of_session(
     state: SessionState, *, run_id: str | None = None, source_model: str | None = None
 ) -> Iterator[dict[str, Any]]:
-    """The attempts-table rows of one folded session, in iteration order."""
+    """The attempts-table rows of one folded session, in iteration order; ``run_id``: the run it counts in
+    (``run_sessions``), else its header's."""
     h = state.header
     proto = h.protocol
     repeated = proto.method == "repeated"
@@ -184,7 +275,7 @@ def rows_of_session(
             else None
         )
         yield {
-            "run_id": h.run_id or run_id or h.session_id,
+            "run_id": run_id or h.run_id or h.session_id,
             "model": model_identity(h.model),
             "task_id": h.task.id,
             "protocol": proto.key(),
@@ -233,17 +324,9 @@ def export_rows(
     sources = source_models or SourceModels()
     stats = stats if stats is not None else ExportStats()
     stats.unfinished_included = include_unfinished
-    run_id = root.name if root.is_dir() else None
     withdrawn: dict[Path | None, dict[str, str]] = {}
-    for path in session_files(root):
-        try:
-            header, events, problem = read_session(path)
-        except BeaverError as exc:  # a FIFO, a device, a link loop, a file too large
-            stats.damaged.append(str(exc))
-            continue
-        if header is None:
-            stats.damaged.append(f"{path}: {problem}")
-            continue
+    for read in run_sessions(root, stats):
+        path, header = read.path, read.header
         run = run_dir_of(path)
         if run not in withdrawn:
             withdrawn[run] = withdrawn_tasks(run)
@@ -251,7 +334,7 @@ def export_rows(
             stats.withdrawn[header.task.id] = withdrawn[run][header.task.id]
             stats.withdrawn_sessions += 1
             continue
-        state = fold(header, events)
+        state = read.state
         if state.end is not None and state.end.stop_reason == "unusable":
             stats.unusable[header.task.id] = state.end.detail or "unusable here"
             stats.unusable_sessions += 1
@@ -275,7 +358,7 @@ def export_rows(
                 stats.unspeeded.append((header.model.name, header.task.id, a.iteration, why))
         if "observed_label" not in header.task.model_fields_set:
             stats.observed_unrecorded.add(header.task.id)
-        for row in rows_of_session(state, run_id=run_id, source_model=sources.lookup(header)):
+        for row in rows_of_session(state, run_id=read.run_id, source_model=sources.lookup(header)):
             stats.rows += 1
             stats.infra_rows += row["infra_error"]
             yield row

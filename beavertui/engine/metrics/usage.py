@@ -13,11 +13,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from beavertui.engine.metrics.attempts import session_files
+from beavertui.engine.metrics.attempts import run_sessions
 from beavertui.engine.metrics.groups import GroupKey, group_key
 from beavertui.engine.session.events import Plan, Reply, Summary, Usage, model_identity
-from beavertui.engine.session.state import fold
-from beavertui.engine.session.store import read_session
 from beavertui.engine.session.usage import add, usage_of
 
 
@@ -50,12 +48,12 @@ class GroupUsage:
 def run_usage(root: Path) -> dict[GroupKey, GroupUsage]:
     """Per group key (analysis.report.group_key): sessions, repaired sessions and their usage."""
     out: dict[GroupKey, GroupUsage] = {}
-    for path in session_files(root):
-        header, events, _problem = read_session(path)
-        if header is None or header.parent is not None:
+    for read in run_sessions(root):  # the files the attempts table reads, by the same policy
+        header, events = read.header, read.events
+        if header.parent is not None:
             continue
         u = usage_of(e for e in events if isinstance(e, Reply | Plan | Summary))
-        repaired = fold(header, events).success
+        repaired = read.state.success
         key = group_key(model_identity(header.model), header.protocol.key())
         old = out.get(key)
         out[key] = (
