@@ -545,12 +545,16 @@ def follow(
     stop: threading.Event | None = None,
     idle_timeout_s: float | None = None,
     poll_ms: int = 500,
+    max_bytes: int = MAX_SESSION_BYTES,
 ) -> Iterator[SessionHeader | Event]:
     """Yield the header and every event of a session, then new events as lines are appended.
 
     Ends after a SessionEnd, when ``stop`` is set, or after ``idle_timeout_s`` without a new line. The
     file may not exist yet. A partial last line waits until its newline arrives. Bad lines end the
-    iteration with a SessionFileError naming the line.
+    iteration with a SessionFileError naming the line. Bounded as every reader is: a file that grows past
+    ``max_bytes`` (a session file's 64 MiB), whole lines or one line without its newline, and a header line
+    past MAX_HEADER_CHARS characters, end it with a SessionFileError saying so; at most ``max_bytes`` of the
+    file are ever held, and only what is not yet a whole line.
     """
     import time
 
@@ -567,12 +571,23 @@ def follow(
         nonlocal offset, buffer, number, last_activity, version
         if not path.exists():
             return
-        with open(path, "rb") as fh:
+        fd, _size = open_regular(path, SessionFileError, "session file")  # a FIFO is refused at once
+        with os.fdopen(fd, "rb") as fh:
             fh.seek(offset)
-            data = fh.read()
+            data = fh.read(max_bytes + 1 - offset)
         offset += len(data)
+        over = offset > max_bytes
+        if over:  # the lines whole within the bound are read; then the follow ends
+            data = data[: len(data) - (offset - max_bytes)]
         buffer += data
         *complete, buffer = buffer.split(b"\n")
+        if number == 0 and not complete and len(buffer) > MAX_HEADER_CHARS:
+            chars = len(buffer.decode("utf-8", errors="replace"))
+            if chars > MAX_HEADER_CHARS:
+                raise SessionFileError(
+                    f"{path}: the header line has more than the {MAX_HEADER_CHARS:,} characters a header "
+                    "may have; stopped following it"
+                )
         for raw in complete:
             number += 1
             last_activity = time.monotonic()
@@ -590,6 +605,10 @@ def follow(
             if event is None:
                 raise SessionFileError(f"{path}: {problem}")
             yield event
+        if over:
+            raise SessionFileError(
+                f"{path}: grew past the {max_bytes:,} bytes a session file may have; stopped following it"
+            )
 
     def finished() -> bool:
         if stop is not None and stop.is_set():
