@@ -4,14 +4,15 @@
 events), writes one session file per task into a fresh folder and a ``run.json`` with the provenance
 (source run, model, protocol, counts, what was not scored and why, what the harness did not record).
 The folder is written beside its final name and renamed into place, so a failed import leaves nothing
-that looks like a finished one. ``metrics``, ``replay``, ``browse`` and ``export`` read it as any run.
+that looks like a finished one. Every session written is one the readers take whole: the importer cuts
+what a run here would cut, and a session that would still pass MAX_SESSION_BYTES (or a header past
+MAX_HEADER_CHARS) refuses the import in one line. ``metrics``, ``replay``, ``browse`` and ``export`` read it as any run.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
-import re
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,7 +21,7 @@ from typing import Any
 from beavertui import __version__
 from beavertui.batch.rundir import stamp
 from beavertui.engine.errors import BeaverError
-from beavertui.engine.fileio import write_atomic
+from beavertui.engine.fileio import slug, write_atomic
 from beavertui.engine.importers.cudabeaver import (
     NOT_RECORDED,
     SOURCE,
@@ -30,7 +31,7 @@ from beavertui.engine.importers.cudabeaver import (
     import_sessions,
     read_run,
 )
-from beavertui.engine.session.store import SessionRecorder
+from beavertui.engine.session.store import MAX_SESSION_BYTES, SessionWriter, dump_line
 
 MANIFEST = "run.json"
 
@@ -57,14 +58,10 @@ class ImportResult:
     sessions: tuple[Path, ...]
 
 
-def _slug(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9._+-]+", "_", text).strip("._")[:120] or "_"
-
-
 def import_harness_run(options: ImportOptions) -> ImportResult:
     """Import one harness run; a BeaverError in one line for a bad run directory or output folder."""
     run = read_run(options.run_dir)
-    out = options.out or options.sessions_dir / f"cudabeaver-{_slug(run.run_id)}"
+    out = options.out or options.sessions_dir / f"cudabeaver-{slug(run.run_id)}"
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise BeaverError(f"{out}: already exists; give another --out or remove it")
     counts = ImportCounts()
@@ -76,7 +73,7 @@ def import_harness_run(options: ImportOptions) -> ImportResult:
     try:
         partial.mkdir(parents=True)
         for s in sessions:
-            path = partial / f"{_slug(s.task_id)}__s{s.header.sample}.jsonl"
+            path = partial / f"{slug(s.task_id)}__s{s.header.sample}.jsonl"
             _write(path, s)
             written.append(out / path.name)
         write_atomic(
@@ -85,18 +82,28 @@ def import_harness_run(options: ImportOptions) -> ImportResult:
         if out.exists():
             out.rmdir()
         partial.rename(out)
-    except OSError as exc:
+    except (OSError, BeaverError) as exc:
         with contextlib.suppress(OSError):
             shutil.rmtree(partial)
+        if isinstance(exc, BeaverError):
+            raise BeaverError(f"{out}: nothing imported: {exc}") from None
         raise BeaverError(f"{out}: cannot write the imported sessions: {exc.strerror or exc}") from None
     return ImportResult(out=out, run=run, counts=counts, sessions=tuple(written))
 
 
 def _write(path: Path, session: ImportedSession) -> None:
-    with SessionRecorder(path) as recorder:
-        recorder.take(session.header)
+    """Write one session, refusing (a BeaverError, before the file passes the bound) one that the session
+    readers would refuse: a header over MAX_HEADER_CHARS, a file over MAX_SESSION_BYTES."""
+    with SessionWriter(path, session.header) as writer:  # refuses a header the reader would refuse
+        size = path.stat().st_size
         for event in session.events:
-            recorder.take(event)
+            size += len(dump_line(event).encode("utf-8")) + 1
+            if size > MAX_SESSION_BYTES:
+                raise BeaverError(
+                    f"task {session.task_id}: its session would be more than the {MAX_SESSION_BYTES:,} bytes "
+                    f"a session file may have (at its event {writer.count + 1} of {len(session.events)})"
+                )
+            writer.append(event)
 
 
 def _manifest(

@@ -158,6 +158,14 @@ class _Bounded:
         return (bytes(self.head) + mark + bytes(self.tail)).decode("utf-8", errors="replace")
 
 
+def bounded_text(data: bytes, n: int) -> str:
+    """``data`` as a stage's log keeps a command's output: whole up to ``2 n`` bytes, else its first and last
+    ``n`` bytes around a line saying how many were left out."""
+    buf = _Bounded(n)
+    buf.add(data)
+    return buf.text()
+
+
 def _ulimits(limits: Limits, wall_s: float, nproc: int | None) -> str:
     """Shell ``ulimit`` lines for the limits (set in the stage's own shell: no preexec_fn, thread-safe).
 

@@ -14,6 +14,12 @@ detector, and a SessionEnd with its stop reason. An ``api_error`` record becomes
 endpoint failure: never scored, as the release's own analysis drops such records). The records keep no
 messages, time stamps, exit statuses, durations, commands, token counts or GPU: those fields are null or
 absent and the header's ``imported`` block says so. This module reads files and builds events only.
+
+Bounded as a run here is: each file of the run is read as a regular file of at most 64 MiB; a build or
+test output is kept as a stage's log (its first and last 64 KiB, ``log_bytes`` the whole), a reply up to
+MAX_REPLY_CHARS, a stored candidate longer than that not at all (``no_code_reason``, listed in
+``dropped``), a record's text fields up to FIELD_CHARS, and a record of an iteration above MAX_BUDGET is
+not scored.
 """
 
 from __future__ import annotations
@@ -32,8 +38,11 @@ from beavertui import __version__
 from beavertui.engine.code.hashing import code_hash
 from beavertui.engine.corpus.load import load_corpus
 from beavertui.engine.errors import BeaverError
+from beavertui.engine.fileio import MAX_INPUT_BYTES, read_capped, read_small_text
+from beavertui.engine.host.sandbox import Limits, bounded_text
 from beavertui.engine.judge.categories import NATIVE_LABELS, RELEASE_LABELS
 from beavertui.engine.session.events import (
+    MAX_REPLY_CHARS,
     Built,
     Candidate,
     Event,
@@ -51,7 +60,7 @@ from beavertui.engine.session.events import (
     TimingResult,
     Verdict,
 )
-from beavertui.engine.session.protocol import DETECTORS, Protocol
+from beavertui.engine.session.protocol import DETECTORS, MAX_BUDGET, Protocol
 
 SOURCE = "CUDABeaver harness"
 
@@ -104,6 +113,11 @@ _API_ERROR_REASON = (
     "api_error (an endpoint failure: kept in its session as an infrastructure error, not scored)"
 )
 _STAGE_UNRECORDED = ["rc", "duration_s", "command"]
+
+#: Bytes of a build or test output kept at its head and again at its tail, as a stage's log of a run here.
+LOG_BYTES = Limits().output_bytes
+#: The longest recorded text of one field of a record (a category, a detail line) kept in a session.
+FIELD_CHARS = 300
 
 
 @dataclass(frozen=True)
@@ -176,8 +190,8 @@ def read_run(path: Path) -> HarnessRun:
     summary_path = path / "summary.json"
     if summary_path.is_file():
         try:
-            data = json.loads(summary_path.read_text(encoding="utf-8"))
-        except (UnicodeDecodeError, ValueError):
+            data = json.loads(read_small_text(summary_path, MAX_INPUT_BYTES, "summary.json"))
+        except ValueError:
             raise BeaverError(f"{summary_path}: not valid JSON") from None
         summary = data if isinstance(data, dict) else None
     return HarnessRun(root=path, run_id=path.resolve().name, config=config, records=records, summary=summary)
@@ -189,8 +203,8 @@ def _read_yaml(path: Path) -> dict[str, Any]:
     except ImportError:  # pragma: no cover - PyYAML comes with beavertui[import]
         raise BeaverError("reading a harness config.yaml needs PyYAML: pip install pyyaml") from None
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, yaml.YAMLError) as exc:
+        data = yaml.safe_load(read_small_text(path, MAX_INPUT_BYTES, "config.yaml"))
+    except yaml.YAMLError as exc:
         where = getattr(exc, "problem_mark", None)
         line = f" at line {where.line + 1}" if where is not None else ""
         raise BeaverError(f"{path}: not valid YAML{line}") from None
@@ -206,10 +220,7 @@ def _read_yaml(path: Path) -> dict[str, Any]:
 
 def _read_manifest(path: Path) -> list[dict[str, Any]]:
     records: list[dict[str, Any]] = []
-    try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError:
-        raise BeaverError(f"{path}: not UTF-8 text") from None
+    text = read_small_text(path, MAX_INPUT_BYTES, "manifest")
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
@@ -372,11 +383,15 @@ class _Logs:
     api_error: str | None
 
 
+def _read_text(path: Path, what: str) -> str:
+    """A per-attempt file of the run: regular, at most 64 MiB (a BeaverError in one line otherwise)."""
+    return read_capped(path, MAX_INPUT_BYTES, what).decode("utf-8", errors="replace")
+
+
 def _read_log(path: Path) -> _Logs | None:
-    try:
-        text = path.read_text(encoding="utf-8", errors="replace")
-    except OSError:
+    if not path.exists():
         return None
+    text = _read_text(path, "build log")
     first, _, rest = text.partition("\n")
     ok = {"BUILD_OK=True": True, "BUILD_OK=False": False}.get(first.strip())
     rest = rest.lstrip("\n")
@@ -453,7 +468,7 @@ def _detail_lines(record: Mapping[str, Any]) -> list[str]:
     detail = record.get("logic_error_detail")
     if not isinstance(detail, str):
         return []
-    return [ln for ln in detail.splitlines() if ln.strip()][:8]
+    return [ln[:FIELD_CHARS] for ln in detail.splitlines() if ln.strip()][:8]
 
 
 def _last_line(text: str) -> str:
@@ -483,6 +498,9 @@ def import_sessions(
             continue
         if isinstance(iteration, bool) or not isinstance(iteration, int) or iteration < 1:
             counts.dropped["no iteration of 1 or more"] += 1
+            continue
+        if iteration > MAX_BUDGET:
+            counts.dropped[f"an iteration above {MAX_BUDGET} (the largest budget a protocol has)"] += 1
             continue
         by_task.setdefault(task_id, []).append(r)
     corpus = corpus if corpus is not None else find_corpus(run)
@@ -589,7 +607,7 @@ class _SessionBuilder:
             return
         category, raw_category = _category(r)
         if category is None:
-            why = f"unknown category {raw_category!r}" if raw_category else "no category"
+            why = f"unknown category {raw_category[:FIELD_CHARS]!r}" if raw_category else "no category"
             self.counts.dropped[why] += 1
             self.dropped.append(f"{sample_id}: {why} (left out)")
             return
@@ -617,11 +635,15 @@ class _SessionBuilder:
         if correct and speedup is not None:
             self.speeds.append(speedup)
         reason = f"harness: {raw_category}"
-        extra = [str(r[k]) for k in ("five_category", "error_type") if r.get(k) and r.get(k) != raw_category]
+        extra = [
+            str(r[k])[:FIELD_CHARS]
+            for k in ("five_category", "error_type")
+            if r.get(k) and r.get(k) != raw_category
+        ]
         if extra:
             reason += f" ({', '.join(extra)})"
         if perf.get("skipped"):
-            reason += f"; speedup not measured: {perf['skipped']}"
+            reason += f"; speedup not measured: {str(perf['skipped'])[:FIELD_CHARS]}"
         self.events.append(
             Verdict(
                 t=None,
@@ -642,9 +664,17 @@ class _SessionBuilder:
         if not self.replies.is_dir():
             return
         path = _inside(self.run.root, f"api_responses/{sample_id}.txt")
-        if path is not None and path.is_file():
-            text = path.read_text(encoding="utf-8", errors="replace")
-            self.events.append(Reply(t=None, iteration=it, content=text, latency_s=None))
+        if path is not None and path.exists():
+            text = _read_text(path, "saved reply")
+            self.events.append(
+                Reply(
+                    t=None,
+                    iteration=it,
+                    content=text[:MAX_REPLY_CHARS],
+                    truncated_chars=max(0, len(text) - MAX_REPLY_CHARS),
+                    latency_s=None,
+                )
+            )
 
     def _candidate(self, it: int, rel: object) -> None:
         path = _inside(self.run.root, rel)
@@ -652,11 +682,18 @@ class _SessionBuilder:
         no_code = None
         if path is None:
             no_code = "the record names no stored code"
-        elif not path.is_file():
+        elif not path.exists():
             no_code = f"the run directory has no {rel}"
             self.counts.missing_files.append(str(rel))
         else:
-            code = path.read_text(encoding="utf-8", errors="replace")
+            code = _read_text(path, "stored candidate")
+            if len(code) > MAX_REPLY_CHARS:  # no reply a session keeps could hold it
+                no_code = (
+                    f"{rel} has {len(code):,} characters, more than the {MAX_REPLY_CHARS:,} a reply "
+                    "(and so a candidate) keeps: not imported"
+                )
+                self.dropped.append(f"iteration {it}: {no_code}")
+                code = None
         repeated = self.protocol.method == "repeated"
         before = self.previous if self.previous is not None and not repeated else self.ref.broken_start
         name = self.ref.solution_file or "solution"
@@ -753,13 +790,14 @@ def _session(
 
 
 def _stage(stage: str, log: str, ok: object) -> StageResult:
+    raw = log.encode("utf-8")
     return StageResult(
         stage=stage,
         command=None,
         rc=None,
         duration_s=None,
-        log=log,
-        log_bytes=len(log.encode("utf-8")),
+        log=bounded_text(raw, LOG_BYTES),
+        log_bytes=len(raw),
         ok=ok if isinstance(ok, bool) else None,
         unrecorded=list(_STAGE_UNRECORDED),
     )
