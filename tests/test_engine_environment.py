@@ -29,6 +29,11 @@ ALLOWED: dict[tuple[str, str], str] = {
     # The same for a corpus validation pinned to one GPU: the stage's base environment with that GPU's
     # CUDA_VISIBLE_DEVICES, scrubbed by the sandbox like any other.
     ("validation/validate.py", "_PinnedToolchain.stage_config"): "a pinned stage's base environment",
+    # The minimal-fix search pinned to one GPU: as corpus validation's pinned stage above.
+    ("validation/minimal_fixes.py", "_Pinned.stage_config"): "a pinned stage's base environment",
+    # The baselines driver (PyTorch, a process of its own) starts from beavertui's environment with the
+    # task's PYTHONPATH in front, as kernelbench's timing driver below.
+    ("validation/baselines_record.py", "_env"): "the baselines driver's base environment",
     # kernelbench's timing driver is started with the environment the task's own eval compiles in, built
     # from beavertui's (then scrubbed by the sandbox).
     ("timing/kernelbench.py", "KernelbenchDriver.warm"): "the driver's base environment",

@@ -43,7 +43,6 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-from beavertui.engine.corpus.task import Task
 from beavertui.engine.paths import cache_dir
 
 #: Environment variables the preloaded library reads (and erases) in the harness process.
@@ -133,9 +132,9 @@ int __libc_start_main(main_fn main, int argc, char **argv, void (*init)(void), v
 RELEASE_FAMILIES = frozenset({"cuda", "cublas", "cusparse", "cusolver", "cufft"})
 
 
-def applies(task: Task) -> bool:
-    """Whether ``task``'s correctness runs carry a harness proof."""
-    return task.layout == "native" or task.family.lower() in RELEASE_FAMILIES
+def applies(layout: str, family: str) -> bool:
+    """Whether the correctness runs of a task of ``layout`` and ``family`` carry a harness proof."""
+    return layout == "native" or family.lower() in RELEASE_FAMILIES
 
 
 def _cache_dir() -> Path:

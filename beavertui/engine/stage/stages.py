@@ -327,7 +327,7 @@ def test(work: WorkDir, config: StageConfig) -> StageResult:
     from beavertui.engine.judge import harness_proof
 
     proof = None
-    if config.harness_proof and harness_proof.applies(work.task):
+    if config.harness_proof and harness_proof.applies(work.task.layout, work.task.family):
         lib = harness_proof.library()
         if lib is not None:
             proof = harness_proof.Proof.start(work.path, stage_env(work.task, config), lib)

@@ -94,7 +94,7 @@ def test_a_constructor_that_passes_before_the_release_harness_main_is_not_a_pass
     if why is not None:
         pytest.skip(why)
     task = _copy(tmp_path, folder)
-    assert harness_proof.applies(task)
+    assert harness_proof.applies(task.layout, task.family)
     ran, verdict = _attempt(tmp_path, task, (task.reference() or "") + CONSTRUCTOR)
     assert ran.result.rc == 0 and "All tests passed!" in ran.result.log, ran.result.log  # what passed before
     assert (ran.result.harness_proof or "").startswith("skipped: "), ran.result.harness_proof
@@ -168,4 +168,5 @@ def test_a_release_harness_that_fails_by_exit_keeps_its_own_failure(tmp_path: Pa
     ],
 )
 def test_which_release_families_carry_the_proof(instance: str, covered: bool) -> None:
-    assert harness_proof.applies(load_task(REAL / instance)) is covered
+    task = load_task(REAL / instance)
+    assert harness_proof.applies(task.layout, task.family) is covered
