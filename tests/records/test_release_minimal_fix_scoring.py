@@ -10,6 +10,7 @@ and still counts the 73 others unscored.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -63,3 +64,33 @@ def test_a_stored_fix_scores_the_release_repair_of_its_task(
     assert group["analysed_repairs"] == 74 and group["unscored_repairs"] == 73
     assert group["edit_precision"] == pytest.approx(expected.precision)
     assert group["bug_recall"] == pytest.approx(1.0)
+
+
+def test_the_judge_oracle_over_the_recorded_h200_outcomes_of_the_run(run: Path) -> None:
+    """The judge oracle (JudgeOracle over a toolchain: attempt, verdict at the gate) replaying what the H200
+    recorded for cuda_59: its broken start failed, its reference passed at about 1.0x; every other subset of
+    the reference's changes was never run, so the recorded toolchain fails it as unrecorded. The search
+    therefore ends with the whole reference, which is no minimal fix, and says so."""
+    from beavertui.engine.toolchain.recorded import RecordedToolchain
+
+    (path,) = run.rglob(f"{TASK}__s0.jsonl")
+    tool = RecordedToolchain.load(path, unknown="fail")
+    t = task()
+    judge = mf.JudgeOracle(t, tool, 0.7)  # type: ignore[arg-type]
+    screen = mf.JudgeOracle(t, tool, 0.7, timed=False)  # type: ignore[arg-type]
+    assert not screen(t.broken_start()).passed  # type: ignore[attr-defined]
+    reference = judge(t.reference())  # type: ignore[attr-defined]
+    assert reference.passed and reference.correct and reference.speedup is not None
+    assert 0.95 < reference.speedup < 1.05 and reference.category == "passed"
+    store = mf.Store(fixes.store_roots()[0], H200, 0.7)
+    out = mf.search(t, judge, "judge", store, Budget(), H200, screen=screen)  # type: ignore[arg-type]
+    assert out.status == "whole" and not out.verified and out.speedup == reference.speedup
+    assert "the only repair found is the whole reference" in out.why
+    assert fixes.target_for("/x", TASK, t.broken_start()).source is None  # type: ignore[attr-defined]
+    answers = store.folder / "answers" / "correct" / f"{TASK}.jsonl"
+    kept = [json.loads(line) for line in answers.read_text().splitlines()]
+    assert kept[0]["category"] == "functional_correctness" and kept[1]["passed"]  # as the H200 recorded
+    # the recorded toolchain knows a candidate by its code less comments and blank lines: the reference
+    # without some of its comment lines is the recorded reference; anything else was never run
+    for k in kept[2:]:
+        assert k["passed"] == (k["speedup"] == reference.speedup) != (k["reason"] == "unrecorded candidate")

@@ -89,6 +89,11 @@ class Diff:
     def all_units(self) -> frozenset[int]:
         return frozenset(range(len(self.units)))
 
+    @property
+    def code_units(self) -> frozenset[int]:
+        """The units that are not blank or ``//`` comment lines (``trivial``)."""
+        return frozenset(u for u in range(len(self.units)) if not trivial(_line(self, u)))
+
     def apply(self, chosen: Iterable[int]) -> str:
         """The broken start with the chosen units applied."""
         pick = frozenset(chosen)
@@ -215,8 +220,8 @@ class Result:
     """What a search found."""
 
     status: Status
-    """``minimal``: a proper subset of the reference's changes, 1-minimal at the line level; ``whole``: no
-    unit of the reference's diff can be left out (the search ended, nothing smaller passes);
+    """``minimal``: a proper subset of the reference's changes (it leaves out a line of code), 1-minimal at
+    the line level; ``whole``: no line of code of the reference's diff can be left out (the search ended);
     ``start_passes``: the broken start passes as it is; ``reference_fails``: the reference itself fails, so
     no subset of its changes is known to pass; ``budget``: the budget ran out (``phase`` says where)."""
     chosen: frozenset[int] | None
@@ -358,8 +363,10 @@ def minimize(
         )
     chosen = best[0]
     assert chosen is not None
-    if chosen == everything:
-        why = "no unit of the reference's diff can be left out: the only repair found is the whole reference"
+    if d.code_units <= chosen:
+        why = "no line of code of the reference's diff can be left out: the only repair found is the whole reference"
+        if chosen != everything:
+            why += " (less some of its blank or comment lines)"
         return Result("whole", chosen, "done", "lines", kept[0], len(seen), why)
     return Result(
         "minimal", chosen, "done", "lines", kept[0], len(seen),

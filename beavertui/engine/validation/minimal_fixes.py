@@ -378,9 +378,10 @@ def search(
         result = minimal_search.minimize(d, asker(oracle, kept), budget, known=known, hunks_only=hunks_only)
     fix = d.apply(result.chosen) if result.chosen is not None else None
     final = kept.get(fix) if fix is not None else None
-    # a target: passed, a proper subset, and either 1-minimal over lines or (cut in the line phase) without
-    # at least one whole hunk of the reference: the reference less its comments is no minimal fix
-    proper = result.chosen is not None and 0 < len(result.chosen) < len(d.units)
+    # a target: passed, a proper subset (a line of code of the reference's diff left out: the reference less
+    # its comments is no minimal fix), and either 1-minimal over lines or, cut in the line phase, without at
+    # least one whole hunk of the reference
+    proper = result.chosen is not None and len(result.chosen) > 0 and not d.code_units <= result.chosen
     minimal = result.minimality == "lines" or (
         result.minimality == "hunks" and len(result.hunks) < len(d.hunks)
     )

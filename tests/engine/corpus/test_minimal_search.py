@@ -82,7 +82,7 @@ def test_the_result_passes_is_one_minimal_and_no_larger_than_the_diff(case: tupl
     assert oracle(fixed)  # type: ignore[operator]
     for u in result.chosen:  # 1-minimal: no single line can be left out
         assert not oracle(d.apply(result.chosen - {u}))  # type: ignore[operator]
-    assert (result.status == "whole") == (result.chosen == d.all_units)
+    assert (result.status == "whole") == (d.code_units <= result.chosen)
     # the stored form: a unified diff the corpus's own applier turns back into the fixed text
     assert patch.apply(broken, unified(broken, fixed)) == fixed
 
@@ -116,9 +116,9 @@ def test_a_search_cut_by_its_budget_goes_on_over_its_kept_answers(case: tuple, c
 
 def test_a_one_line_fix_inside_a_rewritten_block_is_found_at_its_place() -> None:
     broken = "int main() {\n  // add one\n  int y = x +;\n  return y;\n}\n"
-    reference = "int main() {\n  // add one to x\n  int y = x + 1;\n  return y;\n}\n"
+    reference = "int main() {\n  // add one to x\n  int y = x + 1;\n  return (y);\n}\n"
     d = diff(broken, reference)
-    assert len(d.hunks) == 1 and len(d.units) == 4
+    assert len(d.hunks) == 1 and len(d.units) == 6 and len(d.code_units) == 4
     asked: list[str] = []
 
     def oracle(text: str) -> bool:
@@ -129,7 +129,11 @@ def test_a_one_line_fix_inside_a_rewritten_block_is_found_at_its_place() -> None
     assert result.status == "minimal" and result.minimality == "lines" and len(result.chosen or ()) == 2
     # the new line where the old one was; the comment's change left out in one try
     assert d.apply(result.chosen or ()) == "int main() {\n  // add one\n  int y = x + 1;\n  return y;\n}\n"
-    assert len(asked) == result.asked == 5  # start, reference, without the comment, without either line
+    # start, reference, without the comment; without the return's change; without either line of the fix
+    assert len(asked) == result.asked == 7
+    # the reference's only change of code, with its comment's: nothing to leave out, whole
+    whole = minimize(diff(broken, reference.replace("(y)", "y")), oracle)
+    assert whole.status == "whole" and "less some of its blank or comment lines" in whole.why
 
 
 def test_statuses_when_the_start_passes_or_the_reference_fails() -> None:
