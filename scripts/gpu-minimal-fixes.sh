@@ -5,9 +5,10 @@
 # TOTAL seconds (default 540, so that a call ends inside 9 minutes). Smallest reference diff first.
 #
 # Resumable over several calls: every oracle answer is kept in the store, so a call that starts from the
-# previous call's store asks nothing twice and goes on where it stopped. Carry the previous call's $OUT/store
-# as .release/prev (git-ignored); it is copied into $OUT/store before the search. Carried, git-ignored:
-# .release/a (the release without cutlass; see scripts/gpu-release-timing.sh) and .whl/.
+# previous call's store asks nothing twice and goes on where it stopped. Carry the previous call's store as
+# .release/prev (git-ignored): either its store.tgz as it came back (mkdir -p .release/prev && cp
+# FILES_AT/store.tgz .release/prev/) or its store/ folder. Carried, git-ignored: .release/a (the release
+# without cutlass; see scripts/gpu-release-timing.sh), .whl/ and, from the second call, .release/prev.
 #
 # Results in $OUT:
 #   store/<gpu>/minimal_fixes.json          one entry per instance (status, verified, lines, speedup, why...)
@@ -30,7 +31,9 @@ TOTAL=${1:-540}
 . scripts/gpu-common.sh
 [ -d .release/a/data ] || { log "no release under .release/a"; exit 2; }
 mkdir -p "$OUT/store"
-if [ -d .release/prev ]; then
+if [ -f .release/prev/store.tgz ]; then  # the previous call's store.tgz, as it came back
+  tar xzf .release/prev/store.tgz -C "$OUT" && log "previous store.tgz unpacked: $(find "$OUT/store" -name '*.jsonl' | wc -l) answer files"
+elif [ -d .release/prev ]; then  # or its store/ folder
   cp -a .release/prev/. "$OUT/store/" && log "previous store merged: $(find .release/prev -name '*.jsonl' | wc -l) answer files"
 fi
 # no oracle call starts in the last 100 s: the slowest instances' build, run and timing take up to a minute.
