@@ -22,7 +22,9 @@
 # Once every instance has an outcome other than "budget", copy store/<gpu>/minimal_fixes.json and the
 # patches (not answers/) into beavertui/engine/corpus/known/fixes/<gpu>/: scoring then reads them everywhere.
 #   bash scripts/gpu-minimal-fixes.sh [TOTAL_SECONDS]
-# Settings (environment): WORKERS (instances searched at once, default 12), GPU_JOBS (correctness runs on the
+# The search is bound by its builds (nvcc, one core each): a machine with more cores finishes in fewer calls,
+# still verifying on GPU 0 alone. Settings (environment): WORKERS (instances searched at once, default three
+# quarters of the cores: 12 on a 16-core H200 machine), GPU_JOBS (correctness runs on the
 # GPU at once, default 6), MAX_CALLS (fresh oracle calls an instance may make per call, default 400), TASKS
 # (ids, patterns or @FILE; default the 65), ORACLE (judge; "compile" rehearses the script without a GPU).
 set -uo pipefail
@@ -41,9 +43,10 @@ fi
 # target wherever a whole hunk of the reference could be left out; then the line phase in the time left.
 # A later call replays both over the kept answers at no oracle cost and goes on.
 budget=$(($(left) - 100))
+WORKERS=${WORKERS:-$(($(nproc) * 3 / 4 > 1 ? $(nproc) * 3 / 4 : 1))}
 ARGS=(--corpus .release/a/data --tasks "${TASKS:-@bench/release-cupti-tasks.txt}" --oracle "${ORACLE:-judge}"
-  --gpu 0 --store "$OUT/store" --workers "${WORKERS:-12}" --gpu-jobs "${GPU_JOBS:-6}" --max-calls "${MAX_CALLS:-400}" --json)
-log "minimize: ${budget} s of oracle calls, ${WORKERS:-12} workers, ${GPU_JOBS:-6} runs on the GPU at once"
+  --gpu 0 --store "$OUT/store" --workers "$WORKERS" --gpu-jobs "${GPU_JOBS:-6}" --max-calls "${MAX_CALLS:-400}" --json)
+log "minimize: ${budget} s of oracle calls, $WORKERS workers, ${GPU_JOBS:-6} runs on the GPU at once"
 timeout -k 10 $((budget / 2 + 70)) python3 -m beavertui corpus minimize "${ARGS[@]}" --hunks-only \
   --budget-s $((budget / 2)) >"$OUT/hunks.jsonl" 2>"$W/hunks.log"
 log "hunk phase: rc $? ($(wc -l <"$OUT/hunks.jsonl") instances); $(tail -1 "$W/hunks.log")"
