@@ -3,7 +3,9 @@
 For a task with a drop-in reference, ``search`` runs the delta debugging of ``corpus/minimal_search.py`` with
 an oracle made of the project's own judge: the candidate is built, run and timed as every attempt is
 (``LocalToolchain.attempt``, the stages and ``toolchain/verdict.py``), and passes when its verdict succeeds at
-the gate (correct, and at least ``gate`` times the reference's speed). A **compile-only** oracle (the task's
+the gate (correct, and at least ``gate`` times the reference's speed). With a correctness screen (the same
+attempt untimed) the search asks the screen and times only the set it ends with (``search``). A
+**compile-only** oracle (the task's
 build stage alone, no GPU) serves machines without one; what it finds passes the build, nothing more, and is
 never marked verified.
 
@@ -16,12 +18,13 @@ Results go to a **store** laid out as the bundled corpus keeps its fixes, one pe
     <store>/<gpu slug>/answers/<oracle>/<task id>.jsonl
 
 An entry has the bundled record's fields (``speedup``, ``correct``, ``gpu``, ``verified``, ``why``) and the
-search's (``status``, ``phase``, ``oracle``, ``lines``, ``reference_lines``, ``hunks``, ``reference_hunks``,
-``changed_lines``, ``reference_changed_lines``, ``calls``, ``asked``, ``minimality``, hashes, ``measured_at``).
-A fix is ``verified`` only when the judge oracle passed it on a GPU, it is a proper subset of the reference's
-changes and the search proved it 1-minimal: over lines (the search ended), or over hunks when the budget cut
-the line phase and at least one whole hunk of the reference was left out (``minimality`` says which). ``corpus/fixes.py`` reads verified fixes from the stores as scoring targets
-of edit precision and bug recall.
+search's (``status``, ``found``, ``phase``, ``oracle``, ``lines``, ``reference_lines``, ``hunks``,
+``reference_hunks``, ``changed_lines``, ``reference_changed_lines``, ``calls``, ``asked``, ``minimality``,
+hashes, ``measured_at``). A fix is ``verified`` only when the judge oracle passed it on a GPU, it is a proper
+subset of the reference's changes (it leaves out a line of code of them) and the search proved it 1-minimal:
+over lines (the search ended), or over hunks when the budget cut the line phase and at least one whole hunk
+of the reference was left out (``minimality`` says which). ``corpus/fixes.py`` reads verified fixes from the
+stores as scoring targets of edit precision and bug recall.
 """
 
 from __future__ import annotations
@@ -254,11 +257,6 @@ class Store:
         return Answers(
             self.folder / "answers" / oracle / f"{task.id}.jsonl", oracle, self.gate, _harness(task)
         )
-
-    def entry(self, task_id: str) -> dict[str, object] | None:
-        tasks = self._read()["tasks"]
-        found = tasks.get(task_id) if isinstance(tasks, dict) else None
-        return found if isinstance(found, dict) else None
 
     def _read(self) -> dict[str, object]:
         try:
