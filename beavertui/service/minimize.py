@@ -124,7 +124,7 @@ def plan(options: MinimizeOptions, gpu_slug: str | None) -> Plan:
     )
     kept = []
     for t in tasks:
-        kind = families.semantics(t).reference
+        kind = families.family_of(t).reference
         if kind != "drop_in":
             out.skipped[t.id] = f"its reference is not a drop-in solution ({kind})"
         elif t.reference() is None:

@@ -92,7 +92,8 @@ def test_a_build_bound_to_its_work_dir_is_made_again_not_restored_from_the_cache
     from beavertui.engine.stage import stages
 
     task = load_corpus(CORPUS).get("vec_scale")
-    applied = replace(task, level="applied_kernels_class")
+    # the same build, as a task of an applied family of the release (families/applied.py) would make it
+    applied = replace(task, layout="release", family="flashattention", level="applied_kernels_class")
     assert families.build_is_path_bound(applied) and not families.build_is_path_bound(task)
     cache = CompileCache(tmp_path / "cache")
     tc = scheduled_local(GpuPool(["0"]), BuildSlots(1), cache)

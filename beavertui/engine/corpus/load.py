@@ -189,16 +189,18 @@ def load_task(task_dir: Path, root: Path | None = None) -> Task:
                 f"{name}/instance.json: broken_start_hash {inst.broken_start_hash} does not match "
                 f"{broken.name} (sha256 prefix {digest})"
             )
-    extra, linked, pythonpath = _shared_material(root, native, inp, inst.task_family)
+    family = families.family_for("native" if native else "release", inst.task_family, inp.level)
+    extra, linked, pythonpath = _shared_material(root, native, inp, family)
     runnable, why = True, None
     build_command, test_command = inp.build_command, inp.test_command
-    if inp.level == "applied_kernels_class":
-        runnable, why, build_command, test_command, pythonpath = _applied(task_dir, root, inp, pythonpath)
+    own = family.runner_commands(task_dir, root, inp, pythonpath)
+    if own is not None:  # the family's runner makes the commands (the applied families)
+        runnable, why, build_command, test_command, pythonpath = own
     elif not inp.build_command.strip() or not inp.test_command.strip():
         runnable, why = False, "no build or test command"
     else:
         for src, dest in linked:
-            if not src.is_dir() and _needs(dest, inst.task_family, inp):
+            if not src.is_dir() and family.needs_library(dest.rsplit("/", 1)[-1], inp):
                 runnable, why = False, f"missing {_rel(root, src)} (needed at {dest})"
                 break
     # the release runs every build and test stage under 300 s (its shipped configs)
@@ -242,26 +244,6 @@ def load_task(task_dir: Path, root: Path | None = None) -> Task:
     )
 
 
-def _applied(
-    task_dir: Path, root: Path, inp: InputMeta, pythonpath: tuple[Path, ...]
-) -> tuple[bool, str | None, str, str, tuple[Path, ...]]:
-    """An applied-kernels task (def.py + testbench/reference.cu): runnable through the release's own
-    runner when its reference sources are all shipped, else not runnable naming what is missing."""
-    missing = families.applied_missing_sources(task_dir, root)
-    if missing:
-        why = (
-            f"the reference needs {', '.join(missing)}, which the release does not ship "
-            "(its reference_sources/ has only cutlass and ThunderKittens)"
-        )
-        return False, why, inp.build_command, inp.test_command, pythonpath
-    release = root.parent
-    if not (release / "harness" / "applied_kernels_runner").is_dir():
-        why = "applied task: the release's harness/applied_kernels_runner is not beside its data/"
-        return False, why, inp.build_command, inp.test_command, pythonpath
-    build, test = families.applied_commands(task_dir.name, release)
-    return True, None, build, test, (*pythonpath, release)
-
-
 def _timing_driver(inp: InputMeta, root: Path) -> TimingDriver | None:
     d = inp.timing_driver
     if d is None:
@@ -277,16 +259,8 @@ def _timing_driver(inp: InputMeta, root: Path) -> TimingDriver | None:
     )  # fmt: skip
 
 
-def _needs(dest: str, family: str, inp: InputMeta) -> bool:
-    """Whether a linked release library is required (CUTLASS for cutlass tasks, TK for TK tasks)."""
-    lib = dest.rsplit("/", 1)[-1]
-    if lib == "ThunderKittens":
-        return inp.has_thunderkittens or family.lower() == "thunderkittens"
-    return family.lower() == lib.lower() or f"{dest}/" in f"{inp.build_command} {inp.test_command}"
-
-
 def _shared_material(
-    root: Path, native: bool, inp: InputMeta, family: str
+    root: Path, native: bool, inp: InputMeta, family: families.Family
 ) -> tuple[tuple[tuple[Path, str], ...], tuple[tuple[Path, str], ...], tuple[Path, ...]]:
     """Shared folders for a task: copied (native _common), linked (release _external), PYTHONPATH."""
     if native:
@@ -298,7 +272,7 @@ def _shared_material(
         external = root / "_external"
         for lib in ("cutlass", "ThunderKittens"):
             dest = f"reference_sources/{lib}"
-            if dest in commands or (external / lib).is_dir() or _needs(dest, family, inp):
+            if dest in commands or (external / lib).is_dir() or family.needs_library(lib, inp):
                 linked.append((external / lib, dest))
     vendor = [p for p in (root.parent / "harness" / "_vendor", root / "harness" / "_vendor") if p.is_dir()]
     return (), tuple(linked), tuple(vendor[:1])
@@ -316,7 +290,8 @@ def runnable_here(task: Task, machine: Machine) -> str | None:
     compiles = "nvcc" in commands or task.language in ("cuda", "cpp") or "make" in commands
     if compiles and machine.nvcc is None:
         return "nvcc not found on PATH"
-    needs_torch = task.family.startswith("kernelbench") or task.language == "python" or "torch" in commands
+    family = families.family_of(task)
+    needs_torch = family.needs_torch or task.language == "python" or "torch" in commands
     if needs_torch and not machine.torch:
         return "torch is not importable by this interpreter"
     if "kernelbench" in commands and not task.pythonpath:
@@ -324,9 +299,9 @@ def runnable_here(task: Task, machine: Machine) -> str | None:
 
         if importlib.util.find_spec("kernelbench") is None:
             return "kernelbench package missing (no harness/_vendor beside the release's data/)"
-    if task.family.lower() == "thunderkittens" and task.layout == "release" and machine.sm is not None:
-        if machine.sm // 10 != 9:
-            return f"ThunderKittens kernels of the release use wgmma (sm_90a, Hopper only); this GPU is sm_{machine.sm}"
+    why = family.runnable_here(task, machine)
+    if why is not None:
+        return why
     missing = families.missing_python_modules(task)
     if missing:
         return families.describe_missing(missing)

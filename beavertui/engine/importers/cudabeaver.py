@@ -36,6 +36,7 @@ from typing import Any
 
 from beavertui import __version__
 from beavertui.engine.code.hashing import code_hash
+from beavertui.engine.corpus import families
 from beavertui.engine.corpus.load import load_corpus
 from beavertui.engine.errors import BeaverError
 from beavertui.engine.fileio import MAX_INPUT_BYTES, read_capped, read_small_text
@@ -562,8 +563,9 @@ class _SessionBuilder:
             "import with --corpus RELEASE to include them)"
         )
         self.derived.append("family and label: read from the task id")
-        if family == "kernelbench":
-            self.derived.append("language python: kernelbench tasks are PyTorch extensions")
+        language = families.family_for("release", family, None).language if family else "cuda"
+        if language == "python":
+            self.derived.append(f"language python: {family} tasks are PyTorch extensions")
         return TaskRef(
             id=self.task_id,
             family=family or "unknown",
@@ -571,7 +573,7 @@ class _SessionBuilder:
             corpus="",
             layout="release",
             solution_file="",
-            language="python" if family == "kernelbench" else "cuda",
+            language=language,
             broken_start="",
             reference=None,
         )

@@ -82,12 +82,12 @@ def share_key(task: Task, harness: str | None = None) -> str:
     very same measurement, so a baseline of one is the other's (on the same GPU signature).
 
     In it: the whole reference; the harness hash (``harness``, default: computed); what the family makes of
-    the reference and how it is timed (layout, family, level, families.semantics); every command, the solution
+    the reference and how it is timed (layout, family, level, families.family_of); every command, the solution
     file and the time limits; the shared folders' names, the linked folders and PYTHONPATH entries (by path:
     they are not hashed with the harness), the in-process timing driver with its timing sources by content;
     the declared work (the baseline's throughput) and hardware needs. Not in it: the task id, label, broken
     start, prompt and metadata, which no reference run reads."""
-    sem = families.semantics(task)
+    sem = families.family_of(task)
     d = task.timing_driver
     doc = {
         "v": 1,
@@ -96,7 +96,7 @@ def share_key(task: Task, harness: str | None = None) -> str:
         "layout": task.layout,
         "family": task.family,
         "level": task.level,
-        "semantics": [sem.family, sem.reference, sem.speed],
+        "semantics": [sem.name, sem.reference, sem.speed],
         "solution_file": task.solution_file,
         "commands": [task.build_command, task.test_command, task.benchmark_command],
         # the task's own limits: a session's run limit from its reference's run time changes no timing

@@ -1,4 +1,4 @@
-"""A testbench's own speed lines: the task's test command prints the speedup over its sizes (families.py,
+"""A testbench's own speed lines: the task's test command prints the speedup over its sizes (corpus/families/,
 parse_speed_lines); ``rounds`` runs of it alone on the GPU, the median of their speedups.
 
 With TimingConfig.prestart ``all`` (and the injection library built), the runs start at once and park before

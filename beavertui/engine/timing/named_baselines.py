@@ -154,10 +154,8 @@ def declaration(task: Task) -> Declaration:
 def equivalent(task: Task) -> Equivalent | None:
     """The task's PyTorch equivalent, or None (why_none says why)."""
     if task.layout != "native":
-        if families.semantics(task).family != "kernelbench":
-            return None
-        problem = task.testbench / "problem.py"
-        return Equivalent(problem, {}, "kernelbench", None, None) if problem.is_file() else None
+        problem = families.family_of(task).torch_equivalent(task)
+        return Equivalent(problem, {}, "kernelbench", None, None) if problem is not None else None
     decl = declaration(task).torch
     if decl is None:
         return None
@@ -175,9 +173,7 @@ def why_none(task: Task) -> str:
     """Why a task has no PyTorch baselines (for tables)."""
     if task.layout == "native":
         return "no PyTorch equivalent declared (input.json baselines.torch)"
-    if families.semantics(task).family == "kernelbench":
-        return "no testbench/problem.py"
-    return f"family {families.semantics(task).family}: no PyTorch equivalent (only kernelbench has one)"
+    return families.family_of(task).why_no_torch_equivalent(task)
 
 
 # ------------------------------------------------------------------ stored times

@@ -27,7 +27,8 @@ METHODS: dict[str, Callable[[TimedRuns, str], TimingMethod]] = {
     "none": NoReference,
 }
 
-#: The method each family ``speed`` (families.semantics) calls for; ``contract`` picks by the task.
+#: The method each family's ``speed`` (families.Family.speed) calls for; ``interleaved`` picks by the task:
+#: the native timing contract where the task has a benchmark command, else CUPTI.
 SPEED_METHODS = {
     "kernelbench_driver": "torch_events_l2flush_interleaved",
     "testbench_lines": "testbench_lines",
@@ -37,7 +38,7 @@ SPEED_METHODS = {
 
 def default_method(task: Task) -> str | None:
     """The timing method a task's family calls for (None: the family has no reference to time against)."""
-    speed = families.semantics(task).speed
+    speed = families.family_of(task).speed
     if speed in SPEED_METHODS:
         return SPEED_METHODS[speed]
     return "beaver_time_ms" if task.benchmark_command else "cupti"

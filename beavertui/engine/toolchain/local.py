@@ -200,7 +200,7 @@ class LocalToolchain:
             else:
                 tampered += work.verify()
             ev = Evidence(build, run, category, sanitized, tampered)
-            timed = options.time_if_correct and families.semantics(task).speed != "none"
+            timed = options.time_if_correct and families.family_of(task).timed
             if timed and correct_so_far(task, ev) and self.gpu() is not None:
                 if options.defer_timing:  # timed after the loop, by the batch's timing lane (time_later)
                     final = judge(task, code, ev, it, options.gate)

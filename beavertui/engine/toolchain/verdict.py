@@ -152,7 +152,7 @@ def judge(task: Task, code: str, ev: Evidence, iteration: int, gate: float) -> V
             Flag(name="reference_submission", detail="judged under the family's reference semantics")
         )
     speedup_note: str | None = None
-    if correct and families.semantics(task).speed == "none":
+    if correct and not families.family_of(task).timed:
         speedup_note = families.NO_REFERENCE
     failed = ev.timing_failed
     if failed is not None and failed.who == "candidate":

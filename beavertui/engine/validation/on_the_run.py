@@ -59,9 +59,9 @@ class UsableCheck:
             return self._seen[key]
 
     def _check(self, task: Task, gpu: str, broken: Verdict | None) -> str | None:
-        sem = families.semantics(task)
+        sem = families.family_of(task)
         base = TaskValidation(
-            task.id, task.label, True, family=sem.family, reference_kind=sem.reference, gpu=gpu, notes=(NOTE,)
+            task.id, task.label, True, family=sem.name, reference_kind=sem.reference, gpu=gpu, notes=(NOTE,)
         )
         run_s: float | None = None
         code = families.reference_submission(task) if base.reference_checked else None

@@ -76,7 +76,7 @@ class TaskValidation:
     """perf_broken starts only: reference / broken-start time, interleaved (x, dimensionless)."""
     notes: tuple[str, ...] = field(default_factory=tuple)
     family: str = ""
-    """The family whose reference semantics applied (families.py)."""
+    """The family whose reference semantics applied (corpus/families/)."""
     reference_kind: str = "drop_in"
     """drop_in, eager_model, in_binary, none or applied_runner."""
     gpu: str | None = None
@@ -187,11 +187,9 @@ def check_task(
     start's result is taken as it is (reusable()); only the reference is built and run again. ``seen``: this
     run's own earlier check of the task, whose broken start's result is likewise kept (the reference ran out
     of memory beside other checks; the broken start's run did not)."""
-    sem = families.semantics(task)
+    sem = families.family_of(task)
     slug = machine.gpu.slug if machine.gpu is not None else None
-    base = TaskValidation(
-        task.id, task.label, False, family=sem.family, reference_kind=sem.reference, gpu=slug
-    )
+    base = TaskValidation(task.id, task.label, False, family=sem.name, reference_kind=sem.reference, gpu=slug)
     why = runnable_here(task, machine)
     if why is not None:
         return replace(base, reason=why)
@@ -609,11 +607,9 @@ def _guarded(
     try:
         return check(task, machine, tool, prebuild, stored, seen)
     except Exception as exc:  # one task's crash must not end the validation of the rest
-        sem = families.semantics(task)
+        sem = families.family_of(task)
         why = f"validation failed: {type(exc).__name__}: {exc}"
-        return TaskValidation(
-            task.id, task.label, False, why, family=sem.family, reference_kind=sem.reference
-        )
+        return TaskValidation(task.id, task.label, False, why, family=sem.name, reference_kind=sem.reference)
 
 
 def _timed(

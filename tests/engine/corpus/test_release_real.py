@@ -62,7 +62,7 @@ def real() -> dict[str, Task]:
 
 
 def test_every_real_instance_loads_with_its_family_semantics(real: dict[str, Task]) -> None:
-    kinds = {k: families.semantics(t).reference for k, t in real.items()}
+    kinds = {k: families.family_of(t).reference for k, t in real.items()}
     assert kinds == {
         "cuda59": "drop_in", "cuda104": "drop_in", "ce1": "drop_in", "cublas": "drop_in", "cufft": "drop_in",
         "cusparse": "drop_in", "cudabench": "none", "kb1": "eager_model", "kb2": "eager_model",

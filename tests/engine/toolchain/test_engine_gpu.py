@@ -165,7 +165,7 @@ def test_cutlass_fixture_perf_broken_start_is_correct_and_timed_by_its_speed_lin
     release, tmp_path: Path
 ) -> None:
     # the cutlass family's reference is the CUTLASS kernel compiled into the testbench, timed in the same
-    # binary: its Ref time / Kernel time / Speedup lines are the timing (families.semantics)
+    # binary: its Ref time / Kernel time / Speedup lines are the timing (families.Family.speed)
     task = release.get("cutlass_905_basic_gemm__perf_broken__a0000005")
     events, v = _attempt(task, task.broken_start(), tmp_path, gate=0.7)
     timed = [e for e in events if isinstance(e, Timed)]

@@ -89,7 +89,7 @@ def test_a_candidate_that_passes_the_checker_is_compiled_with_no_gpu_and_the_tes
 def test_a_prebuild_that_fails_or_hangs_never_decides_the_build(
     kb: Task, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, code: str
 ) -> None:
-    monkeypatch.setattr(families, "PREBUILD_S", 2)
+    monkeypatch.setattr(families.base, "PREBUILD_S", 2)
     built, work, _ = _build(kb, kb.broken_start() + code, tmp_path)
     assert built.result.rc == 0 and not built.result.timed_out and built.result.duration_s < 30
     assert (work / "prebuilt.json").is_file()
