@@ -23,10 +23,10 @@ the static checks flag the ways to do so from source (``__libc_start_main``, ``/
 Harnesses that are not an executable of the work dir (a Python driver) are not covered: the proof then
 records that no harness process was seen.
 
-Which tasks carry a proof (``applies``): native tasks, and the release families whose harness is the
-testbench's own ``main`` built by nvcc into an executable of the work dir, whose verdict is its exit status,
-and whose every testbench file ends a passing run by returning from ``main`` (``exit`` only on failure
-paths): ``RELEASE_FAMILIES``. A run that did not exit 0 fails on its own; its proof is not held against it
+Which tasks carry a proof is their family's to say (``Family.harness_proof``, engine/corpus/families/):
+native tasks, and the release families whose harness is the testbench's own ``main`` built by nvcc into an
+executable of the work dir, whose verdict is its exit status, and whose every testbench file ends a passing
+run by returning from ``main`` (``exit`` only on failure paths). A run that did not exit 0 fails on its own; its proof is not held against it
 (toolchain/verdict.py), so a harness that ends a failure with ``exit(1)`` keeps its own category.
 """
 
@@ -119,22 +119,6 @@ int __libc_start_main(main_fn main, int argc, char **argv, void (*init)(void), v
     return real(main, argc, argv, init, fini, rtld_fini, stack_end);
 }
 """
-
-
-#: Release families (``task_family``) whose correctness runs carry a proof. Each builds ``test.out`` with nvcc
-#: from the candidate and the testbench's ``test/*.cu``, whose ``main`` prints the verdict and returns it
-#: (``./test.out``, or ``python test/run_sanitizer.py ./test.out``, which runs it under compute-sanitizer).
-#: In the release (228 instances) these are 81 instances, 237 testbench files: none calls ``exit(0)``,
-#: ``exit(EXIT_SUCCESS)``, ``_exit`` or ``quick_exit``. Not here: cudabench (the candidate's file is the
-#: whole program, ``main`` included; compare_output.py's T/F on the files it wrote is the oracle), the Python
-#: drivers (kernelbench, the applied runner's families), and cutlass and thunderkittens (their harnesses
-#: build against the release's bundled sources; see docs/security.md).
-RELEASE_FAMILIES = frozenset({"cuda", "cublas", "cusparse", "cusolver", "cufft"})
-
-
-def applies(layout: str, family: str) -> bool:
-    """Whether the correctness runs of a task of ``layout`` and ``family`` carry a harness proof."""
-    return layout == "native" or family.lower() in RELEASE_FAMILIES
 
 
 def _cache_dir() -> Path:

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Literal
 
+from beavertui.engine.corpus import families
 from beavertui.engine.corpus.harness import harness_hash, hash_tree
 from beavertui.engine.corpus.task import Task
 from beavertui.engine.errors import BeaverError
@@ -327,7 +328,7 @@ def test(work: WorkDir, config: StageConfig) -> StageResult:
     from beavertui.engine.judge import harness_proof
 
     proof = None
-    if config.harness_proof and harness_proof.applies(work.task.layout, work.task.family):
+    if config.harness_proof and families.family_of(work.task).harness_proof:
         lib = harness_proof.library()
         if lib is not None:
             proof = harness_proof.Proof.start(work.path, stage_env(work.task, config), lib)

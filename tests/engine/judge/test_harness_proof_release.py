@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 
+from beavertui.engine.corpus import families
 from beavertui.engine.corpus.load import load_task
 from beavertui.engine.corpus.task import Task
-from beavertui.engine.judge import harness_proof
 from beavertui.engine.session.events import Ran, Verdict
 from beavertui.engine.toolchain.base import AttemptOptions
 from beavertui.engine.toolchain.local import LocalConfig, LocalToolchain
@@ -94,7 +94,7 @@ def test_a_constructor_that_passes_before_the_release_harness_main_is_not_a_pass
     if why is not None:
         pytest.skip(why)
     task = _copy(tmp_path, folder)
-    assert harness_proof.applies(task.layout, task.family)
+    assert families.family_of(task).harness_proof
     ran, verdict = _attempt(tmp_path, task, (task.reference() or "") + CONSTRUCTOR)
     assert ran.result.rc == 0 and "All tests passed!" in ran.result.log, ran.result.log  # what passed before
     assert (ran.result.harness_proof or "").startswith("skipped: "), ran.result.harness_proof
@@ -169,4 +169,4 @@ def test_a_release_harness_that_fails_by_exit_keeps_its_own_failure(tmp_path: Pa
 )
 def test_which_release_families_carry_the_proof(instance: str, covered: bool) -> None:
     task = load_task(REAL / instance)
-    assert harness_proof.applies(task.layout, task.family) is covered
+    assert families.family_of(task).harness_proof is covered

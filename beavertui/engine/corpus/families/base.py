@@ -55,6 +55,12 @@ class Family:
     """Whether its tasks need torch importable, whatever their commands say."""
     libraries: frozenset[str] = frozenset()
     """The release libraries (``data/_external``: ``cutlass``, ``ThunderKittens``) its tasks always need."""
+    harness_proof: bool = False
+    """Whether a correctness run carries a harness proof (engine/judge/harness_proof.py): the family's harness
+    is the testbench's own ``main``, built by nvcc into an executable of the work dir, whose exit status is the
+    verdict and which ends a passing run by returning from ``main``. Not cudabench (the candidate's file is
+    the whole program), the Python drivers (kernelbench, the applied runner), cutlass and thunderkittens
+    (their harnesses build against the release's bundled sources; docs/security.md)."""
     layout: str = "release"
     """The corpus layout whose tasks it claims (``native``: the bundled layout)."""
     names: frozenset[str] = frozenset()
