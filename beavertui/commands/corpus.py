@@ -499,25 +499,21 @@ def _baselines(args: argparse.Namespace) -> int:
         f"ceilings on {gpu.slug}: copy {ceil.copy_gbps or '?'} GB/s, bf16 {ceil.bf16_tflops or '?'} TFLOP/s",
         file=sys.stderr, flush=True,
     )  # fmt: skip
-    out_file = None
+    from beavertui.engine.fileio import append_line, write_atomic
+
     if args.out is not None:
         args.out.parent.mkdir(parents=True, exist_ok=True)
-        out_file = args.out.open("w", encoding="utf-8")
+        write_atomic(args.out, "")
 
-    def keep(found: Any) -> None:  # written as each set is stored: a run cut short keeps what it stored
-        if out_file is not None:
-            out_file.write(found.model_dump_json() + "\n")
-            out_file.flush()
+    def keep(found: Any) -> None:  # a whole line as each set is stored: a run cut short keeps what it stored
+        if args.out is not None:
+            append_line(args.out, found.model_dump_json())
 
-    try:
-        outcomes = rec.record(
-            tasks, gpu, jobs=args.jobs, trials=args.trials, warmup=args.warmup, budget_s=args.budget_s,
-            warm_s=args.warm_s, progress=lambda line: print(line, file=sys.stderr, flush=True), measured=ceil,
-            on_stored=keep,
-        )  # fmt: skip
-    finally:
-        if out_file is not None:
-            out_file.close()
+    outcomes = rec.record(
+        tasks, gpu, jobs=args.jobs, trials=args.trials, warmup=args.warmup, budget_s=args.budget_s,
+        warm_s=args.warm_s, progress=lambda line: print(line, file=sys.stderr, flush=True), measured=ceil,
+        on_stored=keep,
+    )  # fmt: skip
     if fmt == "json":
         for o in outcomes:
             print(json.dumps({"task_id": o.task_id, "stored": str(o.stored) if o.stored else None,
