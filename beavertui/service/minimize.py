@@ -161,12 +161,10 @@ def run(
     start = time.monotonic()
     deadline = start + options.budget_s if options.budget_s is not None else None
     store = mf.Store(the_plan.store, the_plan.gpu or mf.COMPILE_GPU, options.gate)
-    tool = mf.toolchain(options.gpu, options.gpu_jobs) if options.oracle == "judge" else None
-    cfg = None
-    if tool is None:
-        from beavertui.engine.stage import stages
+    from beavertui.service.environment import local_config, stage_config
 
-        cfg = stages.StageConfig(sm=None)
+    tool = mf.toolchain(options.gpu, options.gpu_jobs, local_config()) if options.oracle == "judge" else None
+    cfg = stage_config(sm=None) if tool is None else None
     total = len(the_plan.tasks)
     done: list[mf.Outcome] = []
     errors: dict[str, str] = {}

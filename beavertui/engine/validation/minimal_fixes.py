@@ -155,10 +155,11 @@ class SharedGpu(Placement):
                 self._cond.notify_all()
 
 
-def toolchain(gpu: str | None = None, runs: int = 1) -> LocalToolchain:
+def toolchain(gpu: str | None = None, runs: int = 1, config: LocalConfig | None = None) -> LocalToolchain:
     """The local toolchain the judge oracle uses: GPU stages placed by ``SharedGpu(runs)``, pinned to device
-    ``gpu`` (``CUDA_VISIBLE_DEVICES``) when given."""
-    return _Pinned(LocalConfig(), SharedGpu(runs), gpu)
+    ``gpu`` (``CUDA_VISIBLE_DEVICES``) when given; ``config``: its settings (service/environment.py
+    ``local_config`` reads the user's; None: the defaults)."""
+    return _Pinned(config or LocalConfig(), SharedGpu(runs), gpu)
 
 
 class _Pinned(LocalToolchain):
