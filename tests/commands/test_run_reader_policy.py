@@ -129,7 +129,14 @@ def _first_attempt_only(run: Path) -> None:
 
 def _rates(doc: dict) -> list[tuple]:
     keys = ("model", "n_tasks", "pass@1", "pass@k", "debug_rate@k", "avg_iterations", "degenerate_rate_raw")
-    return [tuple(g.get(k) for k in keys) for g in doc["groups"]]
+    analysis = (
+        "edit_precision",
+        "bug_recall",
+        "code_degenerate_rate",
+        "analysed_repairs",
+        "unscored_repairs",
+    )
+    return [tuple(g.get(k) for k in (*keys, *analysis)) for g in doc["groups"]]
 
 
 def test_two_runs_that_share_a_run_id_are_kept_apart(

@@ -218,7 +218,8 @@ def run_cells(
     """Per (model, protocol) group, per task: the analysis of every session file under a run directory.
 
     Branch sessions (with a parent) are analyses, not part of the run, and are skipped; the files read are
-    those of the attempts table (``metrics.attempts.run_sessions``). Only attempts within the budget count (K - 1 for self-sourced tasks,
+    those of the attempts table (``metrics.attempts.run_sessions``), and an arm run twice is analysed once
+    (the first run's), as the rates score it. Only attempts within the budget count (K - 1 for self-sourced tasks,
     decided as the attempts table decides: the protocol's flag, else the side table ``source_models``
     task -> source model, else the task's instance.json).
     """
@@ -228,16 +229,21 @@ def run_cells(
     sources = SourceModels(source_models)
     columns: dict[GroupKey, dict[str, dict[str, list[float]]]] = {}
     trajectories = 0
+    arms: dict[tuple[GroupKey, str, int], str] = {}
     for read in run_sessions(Path(root)):  # the files the attempts table reads (it says what it left out)
         header, state = read.header, read.state
         if header.parent is not None:
             continue
         p = header.protocol
+        corpus = Path(header.task.corpus).name or header.task.corpus
+        # an arm run twice (another run, or a second run folder with the same run id) is analysed once,
+        # as the rates score it once: the first run's
+        key = group_key(header.model.name, p.key(), corpus)
+        if arms.setdefault((key, header.task.id, header.sample), read.run_id) != read.run_id:
+            continue
         self_source = bool(p.self_source) or source_model_matches(header.model.name, sources.lookup(header))
         budget = p.budget - 1 if self_source and p.method == "iterative" else p.budget
-        by_task = columns.setdefault(
-            group_key(header.model.name, p.key(), Path(header.task.corpus).name or header.task.corpus), {}
-        )
+        by_task = columns.setdefault(key, {})
         cols = by_task.setdefault(header.task.id, {k: [] for k in (*_SUMMARY_INPUTS, "unscored")})
         for a in state.attempts:
             if a.verdict is None or (p.method == "iterative" and a.iteration > budget):
