@@ -47,7 +47,7 @@ def _handle(args: argparse.Namespace) -> int:
     from beavertui.engine.fileio import atomic_file
     from beavertui.engine.metrics.attempts import ExportStats, SourceModels, export_rows, load_source_models
     from beavertui.engine.metrics.table_io import write_csv, write_jsonl
-    from beavertui.service.metrics import left_out_lines
+    from beavertui.service.metrics import left_out_lines, no_session_left
 
     if args.html:
         if args.csv:
@@ -66,6 +66,8 @@ def _handle(args: argparse.Namespace) -> int:
     else:
         write(rows, sys.stdout)
     if stats.sessions == 0:
+        if stats.damaged:
+            raise BeaverError(f"{args.run_dir}: {no_session_left(stats)}")
         raise BeaverError(f"{args.run_dir}: no session files found")
     print(
         f"beavertui: {stats.rows} attempts from {stats.sessions} sessions"
@@ -113,16 +115,19 @@ def _html(args: argparse.Namespace) -> int:
 def _run_html(source: Path, source_models: Path | None) -> tuple[str, str]:
     from beavertui import __version__
     from beavertui.engine.errors import BeaverError
-    from beavertui.engine.metrics.attempts import run_sessions
+    from beavertui.engine.metrics.attempts import ExportStats, run_sessions
     from beavertui.reports import html
     from beavertui.reports.card import card
     from beavertui.reports.svg import p_sweep_svg, swing_svg
-    from beavertui.service.metrics import compute, left_out_lines, with_tables
+    from beavertui.service.metrics import compute, left_out_lines, no_session_left, with_tables
 
     # the sessions the metrics count, by the one reader policy; what it leaves out is said on the page
-    docs = [html.SessionDoc(r.state, r.path, r.problem) for r in run_sessions(source)]
+    stats = ExportStats()
+    docs = [html.SessionDoc(r.state, r.path, r.problem) for r in run_sessions(source, stats)]
     if not docs:
-        raise BeaverError(f"{source}: no session files found")
+        raise BeaverError(
+            f"{source}: {no_session_left(stats) if stats.damaged else 'no session files found'}"
+        )
     docs.sort(
         key=lambda d: (
             d.state.header.model.name,

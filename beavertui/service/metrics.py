@@ -169,6 +169,12 @@ def left_out_note(stats: Any) -> str:
     return f"{n} file(s) or folder(s) left out of every rate, {what}: {first}{more}"
 
 
+def no_session_left(stats: Any) -> str:
+    """Why a folder gave no session: every file left out, how many and the first reason (one line)."""
+    n = len(stats.damaged)
+    return f"no readable session: {n} file(s) or folder(s) left out, the first: {stats.damaged[0]}"
+
+
 def left_out_lines(stats: Any, shown: int = LEFT_OUT_SHOWN) -> list[str]:
     """One line per file the reader policy left out (``left out PATH: why``), at most ``shown`` and then
     how many more; what ``metrics`` and ``export`` print alike."""
@@ -222,6 +228,8 @@ def compute(
                 f"{source}: no finished session yet ({stats.unfinished_sessions} unfinished; {hint}, "
                 "or score them as they stand with --include-unfinished)"
             )
+        if stats.sessions == 0 and stats.damaged:
+            raise BeaverError(f"{source}: {no_session_left(stats)}")
         raise BeaverError(f"{source}: no attempts")
     from beavertui.engine.metrics.paper_tables import paper_tables
     from beavertui.engine.metrics.rescore import drop_repeated_arms, with_gate

@@ -219,3 +219,18 @@ def _walk_deep_tree(tmp_path: Path, tree: Path, bottom: Path, capsys: pytest.Cap
     assert code == 0, err
     assert f"beavertui: left out {left[0]}" in err.splitlines()
     assert "scripted:@alternate" in card.read_text(encoding="utf-8")
+
+
+def test_a_folder_of_files_all_left_out_says_why_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run = tmp_path / "run"
+    run.mkdir()
+    os.mkfifo(run / "a__s0.jsonl")
+    (run / "b__s0.jsonl").write_text("not a session\n", encoding="utf-8")
+    why = f"no readable session: 2 file(s) or folder(s) left out, the first: {run / 'a__s0.jsonl'}: is a FIFO"
+    for args in (["metrics", str(run)], ["export", str(run), "-o", str(tmp_path / "rows.jsonl")],
+                 ["export", str(run), "--html", "-o", str(tmp_path / "run.html")]):  # fmt: skip
+        code, _, err = _cli(capsys, *args)
+        assert code == 2, args
+        assert err.startswith(f"beavertui: {run}: {why}") and err.count("\n") == 1, (args, err)
