@@ -112,6 +112,7 @@ def _cost_lines(
     """## Tokens and cost: prices, then tokens and dollars per group, per session, per repair and per run."""
     from beavertui.engine.metrics.groups import group_key
     from beavertui.engine.metrics.usage import run_usage, total
+    from beavertui.engine.session.events import model_identity
     from beavertui.engine.session.usage import dollars, summary
 
     lines = ["", "## Tokens and cost", ""]
@@ -119,7 +120,7 @@ def _cost_lines(
         usage = run_usage(source) if source.is_dir() or source.suffix == ".jsonl" else {}
     if not usage:
         return [*lines, "- Not recorded (an attempts table carries no token counts)"]
-    prices = {h.model.name: h.model.prices for h in headers if h.model.prices is not None}
+    prices = {model_identity(h.model): h.model.prices for h in headers if h.model.prices is not None}
     for name, p in sorted(prices.items()):
         lines.append(
             f"- Prices of {name}: ${p.input_per_mtok:g} per million prompt tokens, "

@@ -22,7 +22,7 @@ from beavertui.engine.analysis.degeneration import Degeneration, compare, runtim
 from beavertui.engine.analysis.edits import EditScore, edit_score
 from beavertui.engine.corpus.fixes import FixTarget, target_for
 from beavertui.engine.metrics.groups import GroupKey, group_key
-from beavertui.engine.session.events import TaskRef
+from beavertui.engine.session.events import TaskRef, model_identity
 from beavertui.engine.session.state import AttemptState
 
 #: Columns ``attempt_columns`` adds to an attempts-table row (null unless the attempt was correct).
@@ -238,7 +238,7 @@ def run_cells(
         corpus = Path(header.task.corpus).name or header.task.corpus
         # an arm run twice (another run, or a second run folder with the same run id) is analysed once,
         # as the rates score it once: the first run's
-        key = group_key(header.model.name, p.key(), corpus)
+        key = group_key(model_identity(header.model), p.key(), corpus)  # as the rates group
         if arms.setdefault((key, header.task.id, header.sample), read.run_id) != read.run_id:
             continue
         self_source = bool(p.self_source) or source_model_matches(header.model.name, sources.lookup(header))

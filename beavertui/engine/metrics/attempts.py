@@ -355,7 +355,7 @@ def export_rows(
             v = a.verdict
             if v is not None and v.correct and v.speedup is None:
                 why = v.speedup_note or ("not timed" if not a.infra_errors else "infrastructure error")
-                stats.unspeeded.append((header.model.name, header.task.id, a.iteration, why))
+                stats.unspeeded.append((model_identity(header.model), header.task.id, a.iteration, why))
         if "observed_label" not in header.task.model_fields_set:
             stats.observed_unrecorded.add(header.task.id)
         for row in rows_of_session(state, run_id=read.run_id, source_model=sources.lookup(header)):

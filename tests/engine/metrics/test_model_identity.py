@@ -13,6 +13,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from beavertui.engine.session.events import ModelInfo, model_identity
 from tests.loopback_endpoint import Endpoint, completion
 
@@ -27,7 +29,11 @@ def _by_effort(model: str, body: dict[str, Any], headers: dict[str, str]) -> tup
     return "json", completion(model, text)
 
 
-def test_two_entries_of_one_endpoint_model_at_two_efforts_are_two_groups(tmp_path: Path) -> None:
+@pytest.fixture(scope="module")
+def two_efforts(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """Two models-file entries sending one endpoint model at two reasoning efforts, one session each, and
+    ``metrics --json`` of them."""
+    tmp_path = tmp_path_factory.mktemp("efforts")
     with Endpoint(_by_effort) as server:
         models = tmp_path / "models.toml"
         models.write_text(
@@ -49,11 +55,25 @@ def test_two_entries_of_one_endpoint_model_at_two_efforts_are_two_groups(tmp_pat
         env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True, text=True, timeout=120,
     )  # fmt: skip
     assert m.returncode == 0, m.stderr
-    groups = {g["model"]: (g["pass@1"], g["pass@k"]) for g in json.loads(m.stdout)["groups"]}
-    assert groups == {
-        "deep [model=gpt-x, reasoning_effort=high]": (1.0, 1.0),
-        "fast [model=gpt-x, reasoning_effort=low]": (0.0, 0.0),
-    }
+    return {g["model"]: g for g in json.loads(m.stdout)["groups"]}
+
+
+DEEP, FAST = "deep [model=gpt-x, reasoning_effort=high]", "fast [model=gpt-x, reasoning_effort=low]"
+
+
+def test_two_entries_of_one_endpoint_model_at_two_efforts_are_two_groups(two_efforts: dict[str, Any]) -> None:
+    groups = {model: (g["pass@1"], g["pass@k"]) for model, g in two_efforts.items()}
+    assert groups == {DEEP: (1.0, 1.0), FAST: (0.0, 0.0)}
+
+
+def test_the_analysis_columns_group_by_the_identity_the_rates_use(two_efforts: dict[str, Any]) -> None:
+    """The degeneration and repair analysis of a group is its own sessions' (were grouped by the endpoint
+    name: no group of the rates found its cells, so the repair of ``deep`` was analysed nowhere)."""
+    deep, fast = two_efforts[DEEP], two_efforts[FAST]
+    assert deep["analysed_repairs"] == 1
+    assert (deep["edit_precision"], deep["bug_recall"]) == (1.0, 1.0)  # the reference: the whole fix
+    assert fast["analysed_repairs"] == 0
+    assert (fast["edit_precision"], fast["bug_recall"]) == (None, None)
 
 
 def test_old_headers_without_an_identity_are_told_apart_by_their_settings() -> None:
