@@ -22,7 +22,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from beavertui.engine.fileio import write_atomic
+from beavertui.engine.fileio import walk, write_atomic
 from beavertui.engine.session.events import StageResult
 
 
@@ -156,17 +156,16 @@ class CompileCache:
         return {"hits": st.hits, "misses": st.misses, "stored": st.stored, "corrupt": st.corrupt}
 
 
-def snapshot(root: Path) -> dict[str, tuple[float, int]]:
-    """(mtime, size) of every regular file under ``root`` (symlinked folders not followed)."""
+def snapshot(root: Path, left_out: list[str] | None = None) -> dict[str, tuple[float, int]]:
+    """(mtime, size) of every regular file under ``root`` (symlinked folders not followed), by
+    ``fileio.walk``: a folder it cannot read or deeper than 64 is added to ``left_out`` (a build whose
+    outputs were not all seen is not stored)."""
     out: dict[str, tuple[float, int]] = {}
-    for dirpath, dirnames, filenames in os.walk(root):
-        dirnames[:] = [d for d in dirnames if not (Path(dirpath) / d).is_symlink()]
-        for name in filenames:
-            p = Path(dirpath) / name
-            if p.is_symlink() or not p.is_file():
-                continue
-            st = p.stat()
-            out[p.relative_to(root).as_posix()] = (st.st_mtime_ns, st.st_size)
+    for p in walk(root, left_out=left_out):
+        if p.is_symlink() or not p.is_file():
+            continue
+        st = p.stat()
+        out[p.relative_to(root).as_posix()] = (st.st_mtime_ns, st.st_size)
     return out
 
 

@@ -113,10 +113,12 @@ class PoolPlacement(Placement):
                 hit = self.cache.get(key, work.path)
                 if hit is not None:
                     return hit
-            before = snapshot(work.path)
+            unseen: list[str] = []  # folders the snapshots could not walk: outputs there are not known
+            before = snapshot(work.path, unseen)
             build = run(self._building(cfg))
-            if self.cache is not None and key is not None and not build.timed_out:
-                self.cache.put(key, build, work.path, changed(before, snapshot(work.path)))
+            after = snapshot(work.path, unseen)
+            if self.cache is not None and key is not None and not build.timed_out and not unseen:
+                self.cache.put(key, build, work.path, changed(before, after))
             return build
 
     def _building(self, cfg: stages.StageConfig) -> stages.StageConfig:

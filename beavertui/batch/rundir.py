@@ -23,7 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from beavertui.batch.protocol_file import ModelSpec
 from beavertui.engine.errors import BeaverError
-from beavertui.engine.fileio import PARTIAL_SUFFIX, slug, write_atomic
+from beavertui.engine.fileio import PARTIAL_SUFFIX, slug, walk, write_atomic
 from beavertui.engine.session.protocol import Protocol, with_legacy_gate
 from beavertui.engine.session.redaction import redact_fields, without_userinfo
 
@@ -185,8 +185,8 @@ def write_manifest(run_dir: Path, manifest: RunManifest) -> None:
 def remove_partial_files(run_dir: Path) -> int:
     """Remove the temporary files a killed run left behind (never a session or the manifest)."""
     n = 0
-    for p in run_dir.rglob(f".*{TMP_SUFFIX}"):
-        if p.is_file() and not p.is_symlink():
+    for p in walk(run_dir):  # the run's folders, as deep as a reader of its sessions goes
+        if p.name.startswith(".") and p.name.endswith(TMP_SUFFIX) and p.is_file() and not p.is_symlink():
             with contextlib.suppress(OSError):
                 p.unlink()
                 n += 1

@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import functools
 import json
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -106,7 +107,7 @@ def run(args: argparse.Namespace) -> int:
     from beavertui.engine.analysis.attribution import MEASURES
     from beavertui.engine.errors import BeaverError
     from beavertui.engine.fileio import write_atomic
-    from beavertui.engine.session.store import read_session
+    from beavertui.engine.session.store import read_session, session_files
     from beavertui.service.branching import model_of, protocol_of, task_of, toolchain_of
 
     if args.show:
@@ -121,13 +122,15 @@ def run(args: argparse.Namespace) -> int:
     if args.horizon < 1:
         raise BeaverError("--horizon must be 1 or more attempts")
     donors = None
+    left: list[str] = []  # folders the walk did not enter (unreadable, too deep), said before any branch
     if args.random_feedback is not None:
         from beavertui.engine.analysis.attribute_run import donor_pool
 
         donor_dir = Path(args.random_feedback)
         if not donor_dir.is_dir():
             raise BeaverError(f"--random-feedback {donor_dir}: not a folder")
-        donors = donor_pool(sorted(donor_dir.rglob("*.jsonl")))
+        donors = donor_pool(sorted(session_files(donor_dir, left_out=left)))
+        _say_left_out(left)
         if not donors:
             raise BeaverError(f"--random-feedback {donor_dir}: no judged, failed attempt to draw from")
     jobs: list[tuple[Path, int]] = []
@@ -137,12 +140,13 @@ def run(args: argparse.Namespace) -> int:
         run_dir = Path(args.run)
         if not run_dir.is_dir():
             raise BeaverError(f"{run_dir}: not a folder")
-        for path in sorted(run_dir.rglob("*.jsonl")):
+        for path in sorted(session_files(run_dir, left_out=left)):
             header, _events, _problem = read_session(path)
             if header is None or header.parent is not None:
                 continue  # damaged files and branches are not frozen steps of the run
             steps = failed_steps(path)
             jobs += [(path, s) for s in steps if args.at is None or s == args.at]
+        _say_left_out(left)
         if not jobs:
             raise BeaverError(f"{run_dir}: no session with a failed step to branch from")
     options = options_of(args)
@@ -211,10 +215,15 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _say_left_out(left: list[str]) -> None:
+    """Each folder the walk of a run did not enter, one line (as ``metrics`` says them), then forgotten."""
+    for line in left:
+        print(f"beavertui: left out {line}", file=sys.stderr)
+    left.clear()
+
+
 def show(path: Path) -> int:
     """A saved attribution: the attribution screen on a terminal, its tables as text otherwise."""
-    import sys
-
     from beavertui.tui.analysis import attribution_renderable, load_attribution
 
     doc = load_attribution(path)

@@ -22,7 +22,7 @@ import os
 import re
 import secrets
 import stat
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO, Any, BinaryIO, Literal, TextIO, overload
 
@@ -114,6 +114,58 @@ def read_small_text(path: str | Path, limit: int, what: str = "file") -> str:
         raise BeaverError(
             f"{path}: not UTF-8 text (byte {exc.start:,}: {data[exc.start : exc.start + 1]!r})"
         ) from None
+
+
+#: The deepest folder below its root that a walk enters (a batch run is 3 folders deep: model, protocol, and
+#: the sessions of a tree of runs one more; a task folder a few). Deeper folders are not walked, and said.
+MAX_WALK_DEPTH = 64
+
+
+def walk(
+    root: str | Path,
+    *,
+    left_out: list[str] | None = None,
+    max_depth: int = MAX_WALK_DEPTH,
+    enter: Callable[[Path], bool] | None = None,
+) -> Iterator[Path]:
+    """Every entry under the folder ``root`` that is not a folder, depth first, each folder's in name order.
+
+    The one walk of a folder tree in beavertui (tests/engine/test_one_walk.py holds every other module to
+    it): iterative, so a deep tree cannot exhaust the stack as a recursive walk (``rglob``, ``os.walk`` on
+    Python 3.11) does; it goes at most ``max_depth`` folders below ``root``. Symbolic links are listed, never
+    followed (a link to a folder is an entry like a file); FIFOs, devices and dangling links are listed too:
+    their readers say what they are. A folder it cannot read, or deeper than ``max_depth``, is not walked and
+    is added to ``left_out`` as one line naming it and why. ``enter`` (given a folder) says whether to walk
+    it at all; a folder it refuses is skipped without a word.
+    """
+    root = Path(root)
+    stack = [(root, 0)]
+    while stack:
+        folder, depth = stack.pop()
+        try:
+            with os.scandir(folder) as it:
+                entries = sorted(it, key=lambda e: e.name)
+        except OSError as exc:
+            if left_out is not None:
+                left_out.append(f"{folder}: folder not read: {why_oserror(exc)}")
+            continue
+        subfolders = []
+        for entry in entries:
+            try:
+                is_dir = entry.is_dir(follow_symlinks=False)
+            except OSError:
+                is_dir = False
+            path = Path(entry.path)
+            if not is_dir:
+                yield path
+            elif enter is not None and not enter(path):
+                continue
+            elif depth >= max_depth:
+                if left_out is not None:
+                    left_out.append(f"{path}: folder not read: more than {max_depth} folders below {root}")
+            else:
+                subfolders.append((path, depth + 1))
+        stack.extend(reversed(subfolders))
 
 
 def missing(path: str | Path, what: str) -> BeaverError:

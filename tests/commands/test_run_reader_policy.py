@@ -18,8 +18,9 @@ from pathlib import Path
 import pytest
 
 from beavertui.cli import main
+from beavertui.engine.fileio import MAX_WALK_DEPTH
 from beavertui.engine.session.events import SessionEnd
-from beavertui.engine.session.store import MAX_WALK_DEPTH, dump_line, session_files
+from beavertui.engine.session.store import dump_line, session_files
 
 ROOT = Path(__file__).resolve().parents[2]
 H200 = ROOT / "tests" / "data" / "h200_batch_run"

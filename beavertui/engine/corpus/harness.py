@@ -7,10 +7,10 @@ what an attempt checks its work dir against; nothing here copies, builds or runs
 from __future__ import annotations
 
 import hashlib
-import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from beavertui.engine.fileio import walk
 from beavertui.engine.host import sandbox
 
 if TYPE_CHECKING:
@@ -19,22 +19,20 @@ if TYPE_CHECKING:
 
 def hash_tree(root: Path, skip: set[str]) -> dict[str, str]:
     """sha256 of every regular file under ``root`` (relative paths), following no symlinked folders and
-    skipping the stages' private folder."""
+    skipping the stages' private folder. Walked by ``fileio.walk``: at most 64 folders deep, as a task is
+    when it loads (load refuses a deeper one), so a work dir's deeper folders, which hold no harness file,
+    are not hashed; a folder it cannot read is not either (a harness file in it reads as changed)."""
     out: dict[str, str] = {}
-    for dirpath, dirnames, filenames in os.walk(root):
-        dirnames[:] = [d for d in dirnames if not (Path(dirpath) / d).is_symlink()]
-        if Path(dirpath) == root and sandbox.PRIVATE_ROOT in dirnames:
-            dirnames.remove(sandbox.PRIVATE_ROOT)  # the stage's home, temp and caches
-        for name in filenames:
-            p = Path(dirpath) / name
-            rel = p.relative_to(root).as_posix()
-            if rel in skip or p.is_symlink() or not p.is_file():
-                continue
-            h = hashlib.sha256()
-            with open(p, "rb") as fh:
-                for chunk in iter(lambda: fh.read(1 << 20), b""):
-                    h.update(chunk)
-            out[rel] = h.hexdigest()
+    private = root / sandbox.PRIVATE_ROOT  # the stage's home, temp and caches
+    for p in walk(root, enter=lambda folder: folder != private):
+        rel = p.relative_to(root).as_posix()
+        if rel in skip or p.is_symlink() or not p.is_file():
+            continue
+        h = hashlib.sha256()
+        with open(p, "rb") as fh:
+            for chunk in iter(lambda: fh.read(1 << 20), b""):
+                h.update(chunk)
+        out[rel] = h.hexdigest()
     return out
 
 

@@ -21,6 +21,7 @@ from pydantic import BaseModel, ValidationError
 
 from beavertui.engine.judge.categories import NATIVE_LABELS, RELEASE_LABELS
 from beavertui.engine.errors import BeaverError, TaskError
+from beavertui.engine.fileio import walk
 from beavertui.engine.host.gpu import Machine
 from beavertui.engine.corpus.task import Task, Timeouts, TimingDriver
 from beavertui.engine.corpus import families
@@ -128,14 +129,15 @@ def _inside(task_dir: Path, rel: str, where: str) -> Path:
 
 
 def _check_symlinks(task_dir: Path) -> None:
+    """No symbolic link leaves the task folder, and the folder is walked whole (``fileio.walk``: every
+    folder readable, none deeper than 64), so the harness hash covers all of it."""
     base = task_dir.resolve()
-    for dirpath, dirnames, filenames in os.walk(task_dir):
-        for name in dirnames + filenames:
-            p = Path(dirpath) / name
-            if p.is_symlink() and not p.resolve().is_relative_to(base):
-                raise TaskError(
-                    f"{task_dir.name}/{p.relative_to(task_dir)}: symbolic link escapes the task folder"
-                )
+    left: list[str] = []
+    for p in walk(task_dir, left_out=left):
+        if p.is_symlink() and not p.resolve().is_relative_to(base):
+            raise TaskError(f"{task_dir.name}/{p.relative_to(task_dir)}: symbolic link escapes the task folder")
+    if left:
+        raise TaskError(f"{task_dir.name}: {left[0]}")
 
 
 def _find_one(task_dir: Path, stem: str, named: str | None) -> Path | None:

@@ -23,7 +23,7 @@ from pydantic import ValidationError
 from pydantic_core import PydanticSerializationError
 
 from beavertui.engine.errors import SessionFileError
-from beavertui.engine.fileio import open_regular, why_oserror
+from beavertui.engine.fileio import MAX_WALK_DEPTH, open_regular, walk
 from beavertui.engine.session.events import (
     EVENT_ADAPTER,
     FORMAT_VERSION,
@@ -425,52 +425,24 @@ def is_session_file(path: Path) -> bool:
     return path.name not in RUN_LOGS or not (path.parent / "run.json").is_file()
 
 
-#: The deepest folder below the root that the walk enters (a run is 3 folders deep: model, protocol, and
-#: the sessions of a tree of runs one more). Deeper folders are not walked, and said.
-MAX_WALK_DEPTH = 64
-
-
 def session_files(
     root: str | Path, *, left_out: list[str] | None = None, max_depth: int = MAX_WALK_DEPTH
 ) -> Iterator[Path]:
     """Every session file under a folder, in a stable order (the file itself when ``root`` is one).
 
-    The one walk that browse, metrics and export share, so they see the same files. Symbolic links
-    to folders are not followed; a FIFO, device or dangling link named ``*.jsonl`` is listed (its reader
-    says what it is). The walk is iterative and goes at most ``max_depth`` folders below ``root``; a
-    folder it cannot read, and one deeper than that, is not walked and is added to ``left_out`` as one
+    The one list of a run's files that browse, metrics, export, attribute and the recorded toolchain share,
+    so they see the same files: ``fileio.walk`` (iterative, at most ``max_depth`` folders deep, links not
+    followed) filtered by ``is_session_file``. A FIFO, device or dangling link named ``*.jsonl`` is listed
+    (its reader says what it is); a folder not walked (unreadable, too deep) is added to ``left_out`` as one
     line naming it and why.
     """
     root = Path(root)
     if not root.is_dir():
         yield root
         return
-    stack = [(root, 0)]
-    while stack:
-        folder, depth = stack.pop()
-        try:
-            entries = sorted(os.scandir(folder), key=lambda e: e.name)
-        except OSError as exc:
-            if left_out is not None:
-                left_out.append(f"{folder}: folder not read: {why_oserror(exc)}")
-            continue
-        subfolders = []
-        for entry in entries:
-            try:
-                is_dir = entry.is_dir(follow_symlinks=False)
-            except OSError:
-                is_dir = False
-            if is_dir:
-                if depth >= max_depth:
-                    if left_out is not None:
-                        left_out.append(
-                            f"{entry.path}: folder not read: more than {max_depth} folders below {root}"
-                        )
-                    continue
-                subfolders.append((Path(entry.path), depth + 1))
-            elif is_session_file(Path(entry.path)):
-                yield Path(entry.path)
-        stack.extend(reversed(subfolders))
+    for path in walk(root, left_out=left_out, max_depth=max_depth):
+        if is_session_file(path):
+            yield path
 
 
 # ------------------------------------------------------------------------------------------------ peek

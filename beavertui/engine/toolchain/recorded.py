@@ -39,7 +39,7 @@ from beavertui.engine.session.events import (
     Verdict,
     now,
 )
-from beavertui.engine.session.store import read_session
+from beavertui.engine.session.store import read_session, session_files
 from beavertui.engine.toolchain.base import AttemptOptions, Toolchain, profiler_unavailable
 
 Outcome = tuple[Event, ...]
@@ -146,7 +146,12 @@ class RecordedToolchain:
         """From a recordings file, a session file, or a folder of session files."""
         path = Path(spec)
         if path.is_dir():
-            recs, gpu = recordings_from_sessions(sorted(path.rglob("*.jsonl")))
+            left: list[str] = []
+            files = sorted(session_files(path, left_out=left))
+            if left:  # a recording it cannot read would replay as unknown: refused, said, never skipped
+                more = f" (and {len(left) - 1} more)" if len(left) > 1 else ""
+                raise BeaverError(f"{path}: recordings folder not read whole: {left[0]}{more}")
+            recs, gpu = recordings_from_sessions(files)
             return cls(recs, unknown=unknown, gpu=gpu)
         if not path.is_file():
             raise missing(path, "recordings file or session folder")
