@@ -41,7 +41,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from beavertui.engine.errors import BeaverError
 from beavertui.engine.fileio import read_small_text
-from beavertui.engine.models.openai_model import MAX_RETRIES, MAX_TIMEOUT_S
+from beavertui.engine.limits import MAX_RETRIES, MAX_SAMPLES, MAX_TIMEOUT_S, MAX_TOKENS, MAX_TOP_P
 from beavertui.engine.session.protocol import Protocol
 
 #: A protocol file larger than this is refused before it is parsed.
@@ -75,9 +75,9 @@ class ModelSpec(BaseModel):
     """Environment variable holding the key (the key itself never appears in a file)."""
     max_concurrency: int = Field(default=8, ge=1, le=1024)
     """Calls in flight at once to this endpoint."""
-    top_p: float | None = Field(default=None, gt=0.0, le=1.0)
+    top_p: float | None = Field(default=None, gt=0.0, le=MAX_TOP_P)
     """Nucleus sampling mass."""
-    max_tokens: int | None = Field(default=None, ge=1, le=10_000_000)
+    max_tokens: int | None = Field(default=None, ge=1, le=MAX_TOKENS)
     """Completion token limit."""
     reasoning_effort: str | None = None
     """``low``, ``medium`` or ``high`` for reasoning models."""
@@ -115,7 +115,7 @@ class BatchFile(BaseModel):
     """What the batch measures."""
     departures: list[str] = Field(default_factory=list)
     """Where this protocol departs from the CUDABeaver paper's (one line each; empty: it does not)."""
-    samples: int = Field(default=1, ge=1, le=1000)
+    samples: int = Field(default=1, ge=1, le=MAX_SAMPLES)
     """Independent trajectories per (model, protocol, task)."""
     protocol: dict[str, Any] = Field(default_factory=dict)
     """Base protocol: fields of beavertui.engine.session.protocol.Protocol."""

@@ -28,6 +28,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from beavertui.engine.errors import BeaverError
 from beavertui.engine.fileio import MAX_INPUT_BYTES, read_small_text
+from beavertui.engine.limits import MAX_RETRIES as MAX_RETRIES
+from beavertui.engine.limits import MAX_TEMPERATURE, MAX_TOKENS, MAX_TOP_P
+from beavertui.engine.limits import MAX_TIMEOUT_S as MAX_TIMEOUT_S
 from beavertui.engine.models.base import Completion, DeltaCallback, EndpointError
 from beavertui.engine.session.events import Message, ModelInfo, Prices, model_identity
 from beavertui.engine.session.redaction import (
@@ -42,10 +45,6 @@ from beavertui.engine.session.redaction import (
 
 __all__ = ["REDACTED", "redact_text"]
 
-#: Longest per-call time limit (and backoff) a configuration may ask for: one day.
-MAX_TIMEOUT_S = 86_400.0
-#: Most failed tries per call a configuration may allow.
-MAX_RETRIES = 100
 #: Most characters of one reply read, streamed or not (four times what a session keeps of a reply).
 MAX_STREAM_CHARS = 2 << 20
 #: Bytes of a non-streamed body allowed per character of the reply cap: the JSON escape of one character
@@ -69,11 +68,11 @@ class OpenAIConfig(BaseModel):
     """Endpoint base URL, e.g. ``http://localhost:8000/v1``; None: OPENAI_BASE_URL or the OpenAI API."""
     api_key_env: str = "OPENAI_API_KEY"
     """Environment variable holding the API key (the key itself is never configured in a file)."""
-    temperature: float | None = Field(default=None, ge=0.0, le=2.0)
+    temperature: float | None = Field(default=None, ge=0.0, le=MAX_TEMPERATURE)
     """Sampling temperature; a session sends its protocol's (engine/models/resolve.py)."""
-    top_p: float | None = Field(default=None, gt=0.0, le=1.0)
+    top_p: float | None = Field(default=None, gt=0.0, le=MAX_TOP_P)
     """Nucleus sampling mass."""
-    max_tokens: int | None = Field(default=None, ge=1, le=10_000_000)
+    max_tokens: int | None = Field(default=None, ge=1, le=MAX_TOKENS)
     """Completion token limit."""
     seed: int | None = None
     """Sampling seed, where the endpoint honours one."""

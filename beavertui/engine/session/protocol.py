@@ -20,10 +20,9 @@ from pydantic import (
     model_validator,
 )
 
-#: Highest speedup gate p a protocol may set: the top of the metrics' p sweep (3x the reference's speed).
-MAX_GATE = 3.0
-#: Highest iteration budget K.
-MAX_BUDGET = 100
+from beavertui.engine.limits import MAX_BUDGET as MAX_BUDGET
+from beavertui.engine.limits import MAX_GATE as MAX_GATE
+from beavertui.engine.limits import MAX_HISTORY, MAX_TEMPERATURE
 
 Method = Literal["iterative", "repeated"]
 GateMode = Literal["after_run", "in_loop"]
@@ -107,9 +106,9 @@ class Protocol(BaseModel):
     runtime: run log and run-stage outcome; sanitizer; timing; profile; static: compiler warnings and a lint
     of the candidate, sent only when named); None sends all of the level's parts (never ``static``); an
     empty tuple sends the no-feedback note (nothing about the attempt's outcome)."""
-    history: int = Field(default=4, ge=1, le=4)
+    history: int = Field(default=4, ge=1, le=MAX_HISTORY)
     """Rounds of prior (request, reply, feedback) turns kept in the conversation."""
-    temperature: float = Field(default=0.7, ge=0.0, le=2.0)
+    temperature: float = Field(default=0.7, ge=0.0, le=MAX_TEMPERATURE)
     """Sampling temperature sent to the model (the paper: 0.7 iterative, 1.0 repeated)."""
     gate: float = Field(default=0.7, ge=0.0, le=MAX_GATE)
     """Speedup gate p: an attempt succeeds when correct and its speedup >= p (p = 0: correct suffices)."""
