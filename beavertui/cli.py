@@ -8,10 +8,13 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import re
 import sys
 from collections.abc import Sequence
+from typing import Any, NoReturn
 
 from beavertui import __version__
+from beavertui.commands.numbers import Bounded, GpuList
 from beavertui.engine.errors import (
     EXIT_BAD_INPUT,
     EXIT_INFRA,
@@ -40,8 +43,37 @@ COMMANDS = (
 )
 
 
+class RangeHelp(argparse.HelpFormatter):
+    """Help that gives each bounded number's range after its text: ``trajectories ... [1 to 1,000]``."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        text = action.help or ""
+        if isinstance(action.type, Bounded | GpuList) and text != argparse.SUPPRESS:
+            return f"{text} [{action.type.text()}]".lstrip()
+        return action.help
+
+
+class Parser(argparse.ArgumentParser):
+    """The parser of beavertui and of each command (subparsers take their parent's class): a refused
+    command line is one line on stderr, exit status 2, as every other bad input is."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("formatter_class", RangeHelp)
+        super().__init__(*args, **kwargs)
+
+    def error(self, message: str) -> NoReturn:
+        message = "".join(
+            c if c.isprintable() else ascii(c)[1:-1] for c in message
+        )  # no escape reaches a terminal
+        argument = re.fullmatch(r"argument ([^:]+): (.*)", message)
+        if argument and argument[2].startswith("must be "):  # a bounded number (commands/numbers.py)
+            self.exit(2, f"beavertui: {argument[1]} {argument[2]}\n")
+        text = f"{argument[1]}: {argument[2]}" if argument else message
+        self.exit(2, f"beavertui: {text} ({self.prog} --help lists the options)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="beavertui",
         description="Evaluate and watch language models repair broken CUDA kernels.",
         epilog=EXIT_STATUS_HELP,
@@ -57,7 +89,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # --help, --version (0), or a command line refused in one line (2)
+        return 0 if exc.code is None else exc.code if isinstance(exc.code, int) else EXIT_BAD_INPUT
     if args.command is None:
         args = parser.parse_args(["browse"])
     try:

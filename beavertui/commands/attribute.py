@@ -17,7 +17,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from beavertui.commands.branch import add_common
+from beavertui.commands.numbers import MAX_RESAMPLES, MIN_RESAMPLES, int_in
 from beavertui.commands.paths import session_path
+from beavertui.engine.limits import MAX_BUDGET, MAX_SAMPLES, MAX_SEED
 
 if TYPE_CHECKING:
     from beavertui.engine.analysis.attribute_run import BranchOutcome
@@ -35,7 +37,12 @@ def register(sub: Any) -> None:
     p.add_argument(
         "session", nargs="?", type=session_path, metavar="SESSION", help="the session to branch from"
     )
-    p.add_argument("--at", type=int, metavar="STEP", help="the frozen step (with --run: only this step)")
+    p.add_argument(
+        "--at",
+        type=int_in(1, MAX_BUDGET),
+        metavar="STEP",
+        help="the frozen step (with --run: only this step)",
+    )
     p.add_argument(
         "--components",
         default="compiler,sanitizer,timing",
@@ -51,7 +58,7 @@ def register(sub: Any) -> None:
     )
     p.add_argument(
         "--horizon",
-        type=int,
+        type=int_in(1, MAX_BUDGET - 1),
         default=1,
         metavar="H",
         help="attempts after the frozen step each branch runs; its outcome is their best (default 1)",
@@ -71,17 +78,27 @@ def register(sub: Any) -> None:
     )
     p.add_argument(
         "--donor-seed",
-        type=int,
+        type=int_in(0, MAX_SEED),
         default=0,
         metavar="S",
         help="seed of the randomised-feedback draws (default 0)",
     )
-    p.add_argument("--samples", type=int, default=3, metavar="N", help="branches per subset (default 3)")
+    p.add_argument(
+        "--samples",
+        type=int_in(1, MAX_SAMPLES),
+        default=3,
+        metavar="N",
+        help="branches per subset (default 3)",
+    )
     p.add_argument(
         "--run", metavar="RUN_DIR", help="aggregate over the failed steps of a batch run's sessions"
     )
     p.add_argument(
-        "--resamples", type=int, default=1000, metavar="B", help="bootstrap resamples (default 1000)"
+        "--resamples",
+        type=int_in(MIN_RESAMPLES, MAX_RESAMPLES),
+        default=1000,
+        metavar="B",
+        help="bootstrap resamples (default 1000)",
     )
     p.add_argument("--json", action="store_true", help="print one JSON object instead of tables")
     p.add_argument(
@@ -119,8 +136,6 @@ def run(args: argparse.Namespace) -> int:
         raise BeaverError("give either SESSION --at STEP or --run RUN_DIR")
     if args.session is not None and args.at is None:
         raise BeaverError("SESSION needs --at STEP")
-    if args.horizon < 1:
-        raise BeaverError("--horizon must be 1 or more attempts")
     donors = None
     left: list[str] = []  # folders the walk did not enter (unreadable, too deep), said before any branch
     if args.random_feedback is not None:

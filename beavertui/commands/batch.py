@@ -8,6 +8,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from beavertui.commands.numbers import MAX_GPU_SHARE, MAX_JOBS, MAX_WALL_S, GpuList, float_in, int_in
+from beavertui.engine.limits import MAX_SAMPLES
+
 if TYPE_CHECKING:
     from beavertui.service.batch import BatchOptions
 
@@ -47,16 +50,19 @@ def register(sub: Any) -> None:
         "outcomes: a whole batch with no GPU and no key (the same as --models scripted:@demo --toolchain "
         "demo --tasks <the demo tasks>)",
     )
-    p.add_argument("--samples", type=int, help="trajectories per (model, protocol, task)")
-    p.add_argument("--gpus", help="GPU indices to use, e.g. 0,1 (default: every visible GPU)")
+    p.add_argument("--samples", type=int_in(1, MAX_SAMPLES), help="trajectories per (model, protocol, task)")
+    p.add_argument("--gpus", type=GpuList(), help="GPU indices to use, e.g. 0,1 (default: every visible GPU)")
     p.add_argument(
         "--jobs",
-        type=int,
+        type=int_in(1, MAX_JOBS),
         help="most sessions in flight at once (default: 32 per GPU; a new one starts only while the GPUs "
         "and build slots can take its work)",
     )
     p.add_argument(
-        "--gpu-share", type=int, default=4, help="correctness runs sharing one GPU at once (default 4)"
+        "--gpu-share",
+        type=int_in(1, MAX_GPU_SHARE),
+        default=4,
+        help="correctness runs sharing one GPU at once (default 4)",
     )
     p.add_argument(
         "--pause-for-timing",
@@ -131,23 +137,13 @@ def register(sub: Any) -> None:
     p.add_argument("--quiet", action="store_true", help="no progress display, only the final summary")
     p.add_argument(
         "--start-until",
-        type=_seconds,
+        type=float_in(0, MAX_WALL_S, unit="seconds"),
         metavar="SECONDS",
         help="start no new session after this many seconds; the sessions in flight finish and the rest wait "
         "for --resume (exit 2). Set it a session's length before a machine's time limit, so that the limit "
         "cuts no work",
     )
     p.set_defaults(func=_handle)
-
-
-def _seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
-    if not value >= 0:
-        raise argparse.ArgumentTypeError(f"must be 0 or more seconds, not {text}")
-    return value
 
 
 def options_of(args: argparse.Namespace) -> BatchOptions:
@@ -221,10 +217,6 @@ def _start(args: argparse.Namespace, started: Callable[[Path], None]) -> int:
     from beavertui.engine.errors import BeaverError
     from beavertui.service.batch import prepare, run_batch
 
-    for flag, value, high in (("--samples", args.samples, 1000), ("--jobs", args.jobs, 100_000),
-                              ("--gpu-share", args.gpu_share, 1024)):  # fmt: skip
-        if value is not None and not 1 <= value <= high:
-            raise BeaverError(f"{flag} must be 1 to {high:,}, not {value}")
     options, tui = options_of(args), args.tui
     if tui:
         if not sys.stdout.isatty():

@@ -11,7 +11,9 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from beavertui.commands.numbers import float_in, int_in
 from beavertui.commands.paths import session_path
+from beavertui.engine.limits import MAX_BUDGET, MAX_HISTORY, MAX_TEMPERATURE
 
 if TYPE_CHECKING:
     from beavertui.service.branching import BranchOptions
@@ -26,7 +28,10 @@ def add_common(p: argparse.ArgumentParser) -> None:
         "default: the parent's model when it was an endpoint",
     )
     p.add_argument(
-        "--temperature", type=float, metavar="T", help="sampling temperature (default: the parent's)"
+        "--temperature",
+        type=float_in(0, MAX_TEMPERATURE),
+        metavar="T",
+        help="sampling temperature (default: the parent's)",
     )
     p.add_argument(
         "--corpus", metavar="DIR", help="corpus holding the task (default: the one the parent used)"
@@ -51,7 +56,13 @@ def register(sub: Any) -> None:
         "records its parent and branch step.",
     )
     p.add_argument("session", type=session_path, metavar="SESSION", help="the parent session file")
-    p.add_argument("--at", type=int, required=True, metavar="STEP", help="iteration after which to branch")
+    p.add_argument(
+        "--at",
+        type=int_in(1, MAX_BUDGET),
+        required=True,
+        metavar="STEP",
+        help="iteration after which to branch",
+    )
     p.add_argument(
         "--feedback", choices=["L0", "L1", "L2", "L3", "L3S", "L4"], help="feedback level from STEP on"
     )
@@ -65,9 +76,12 @@ def register(sub: Any) -> None:
         "--no-coder-feedback", action="store_true", help="the coding call gets the plan without the feedback"
     )
     p.add_argument("--summariser", metavar="MODEL", help="the model that condenses L3S feedback")
-    p.add_argument("--history", type=int, metavar="H", help="rounds of history kept (1-4)")
+    p.add_argument("--history", type=int_in(1, MAX_HISTORY), metavar="H", help="rounds of history kept")
     p.add_argument(
-        "--budget", type=int, metavar="K", help="iteration budget of the branch (default: the parent's)"
+        "--budget",
+        type=int_in(1, MAX_BUDGET),
+        metavar="K",
+        help="iteration budget of the branch (default: the parent's)",
     )
     add_common(p)
     p.add_argument("--out", metavar="FILE", help="session file to write (default: sessions/branches/...)")

@@ -8,6 +8,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from beavertui.commands.numbers import float_in
+from beavertui.engine.limits import MAX_GATE
+
 
 def register(sub: Any) -> None:
     p = sub.add_parser("check", help="run one candidate against a task and say exactly what happened")
@@ -24,7 +27,7 @@ def register(sub: Any) -> None:
         choices=["memcheck", "racecheck", "synccheck", "initcheck"],
         help="also run this compute-sanitizer tool (repeatable)",
     )
-    p.add_argument("--gate", type=float, default=0.7, help="speedup gate p (default 0.7)")
+    p.add_argument("--gate", type=float_in(0, MAX_GATE), default=0.7, help="speedup gate p (default 0.7)")
     p.add_argument("--no-timing", action="store_true", help="do not time a correct candidate")
     p.add_argument("--json", action="store_true", help="print the events and the verdict as JSON lines")
     p.add_argument("--keep", action="store_true", help="keep the work dir and print its path")

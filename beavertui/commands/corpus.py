@@ -10,7 +10,17 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from beavertui.commands.numbers import (
+    MAX_CALLS,
+    MAX_TRIALS,
+    MAX_WALL_S,
+    MAX_WORKERS,
+    GpuList,
+    float_in,
+    int_in,
+)
 from beavertui.engine.errors import BeaverError
+from beavertui.engine.limits import MAX_GATE, MAX_TIMEOUT_S
 
 
 def register(sub: Any) -> None:
@@ -39,16 +49,16 @@ def register(sub: Any) -> None:
         "this GPU signature, for it or for a task with the same reference, harness and timing configuration)",
     )  # fmt: skip
     va.add_argument(
-        "--workers", type=int, default=None, metavar="N",
+        "--workers", type=int_in(1, MAX_WORKERS), default=None, metavar="N",
         help="tasks built and run at once in the check phase (default: min(8, CPU cores)); timing is always serial",
     )  # fmt: skip
     va.add_argument(
-        "--gpu-jobs", type=int, default=None, metavar="N",
+        "--gpu-jobs", type=int_in(1, MAX_WORKERS), default=None, metavar="N",
         help="of those, at most N test or sanitizer runs on the GPU at once while the others build (default: "
         "no limit below --workers; for checks whose runs need much GPU memory and whose builds are long)",
     )  # fmt: skip
     va.add_argument(
-        "--gpus", default=None, metavar="LIST",
+        "--gpus", type=GpuList(), default=None, metavar="LIST",
         help="time on these GPUs, one task at a time on each (e.g. 0,1; default: the visible GPU as one)",
     )  # fmt: skip
     va.set_defaults(func=_validate)
@@ -81,20 +91,32 @@ def register(sub: Any) -> None:
         help="only the tasks without named baselines stored for this GPU (a run cut by its budget goes on)",
     )  # fmt: skip
     bl.add_argument(
-        "--jobs", type=int, default=4, metavar="N", help="drivers warming up side by side (default 4)"
+        "--jobs",
+        type=int_in(1, MAX_WORKERS),
+        default=4,
+        metavar="N",
+        help="drivers warming up side by side (default 4)",
     )
     bl.add_argument(
-        "--trials", type=int, default=20, metavar="N", help="timed calls per variant (default 20)"
+        "--trials",
+        type=int_in(1, MAX_TRIALS),
+        default=20,
+        metavar="N",
+        help="timed calls per variant (default 20)",
     )
     bl.add_argument(
-        "--warmup", type=int, default=3, metavar="N", help="untimed calls per variant (default 3)"
+        "--warmup",
+        type=int_in(0, MAX_TRIALS),
+        default=3,
+        metavar="N",
+        help="untimed calls per variant (default 3)",
     )
     bl.add_argument(
-        "--warm-s", type=float, default=600.0, metavar="S",
+        "--warm-s", type=float_in(0, MAX_TIMEOUT_S, above=True, unit="seconds"), default=600.0, metavar="S",
         help="a driver not ready (compiled and warmed up) after S seconds is stopped and says so (default 600)",
     )  # fmt: skip
     bl.add_argument(
-        "--budget-s", type=float, default=None, metavar="S",
+        "--budget-s", type=float_in(0, MAX_WALL_S, unit="seconds"), default=None, metavar="S",
         help="start no driver after S seconds (the tasks not reached say so)",
     )  # fmt: skip
     bl.add_argument(
@@ -118,19 +140,30 @@ def register(sub: Any) -> None:
         help="judge: build, run and time on the GPU, pass at the gate (verified fixes); compile: the build alone, "
         "no GPU (what it finds is stored apart, never verified)",
     )  # fmt: skip
-    mi.add_argument("--gate", type=float, default=0.7, help="speedup gate p a fix must keep (default 0.7)")
-    mi.add_argument("--gpu", default=None, metavar="N", help="run every GPU stage on device N")
     mi.add_argument(
-        "--max-calls", type=int, default=300, metavar="N",
+        "--gate", type=float_in(0, MAX_GATE, above=True), default=0.7,
+        help="speedup gate p a fix must keep (default 0.7)",
+    )  # fmt: skip
+    mi.add_argument(
+        "--gpu", type=GpuList(single=True), default=None, metavar="N", help="run every GPU stage on device N"
+    )
+    mi.add_argument(
+        "--max-calls", type=int_in(1, MAX_CALLS), default=300, metavar="N",
         help="fresh oracle calls a task may make in this run (kept answers are free; default 300)",
     )  # fmt: skip
     mi.add_argument(
-        "--budget-s", type=float, default=None, metavar="S",
+        "--budget-s", type=float_in(0, MAX_WALL_S, unit="seconds"), default=None, metavar="S",
         help="start no oracle call after S seconds; run the command again to go on",
     )  # fmt: skip
-    mi.add_argument("--workers", type=int, default=4, metavar="N", help="tasks searched at once (default 4)")
     mi.add_argument(
-        "--gpu-jobs", type=int, default=1, metavar="N",
+        "--workers",
+        type=int_in(1, MAX_WORKERS),
+        default=4,
+        metavar="N",
+        help="tasks searched at once (default 4)",
+    )
+    mi.add_argument(
+        "--gpu-jobs", type=int_in(1, MAX_WORKERS), default=1, metavar="N",
         help="correctness runs on the GPU at once (default 1); a timing always waits for them and holds it alone",
     )  # fmt: skip
     mi.add_argument(
@@ -248,10 +281,6 @@ def _validate(args: argparse.Namespace) -> int:
         tasks.sort(key=lambda t: order.get(t.id, len(order)))
     for line in dependency_lines(tasks):
         print(f"beavertui: {line}", file=sys.stderr)
-    if args.workers is not None and args.workers < 1:
-        raise BeaverError(f"--workers must be at least 1, got {args.workers}")
-    if args.gpu_jobs is not None and args.gpu_jobs < 1:
-        raise BeaverError(f"--gpu-jobs must be at least 1, got {args.gpu_jobs}")
 
     def checked(r: Any, done: int, total: int) -> None:
         seen = r.broken_category or r.reason or ""
@@ -479,9 +508,6 @@ def _baselines(args: argparse.Namespace) -> int:
         )
         emit([Table(title, rec.TABLE_COLUMNS, tuple(rows), note=rec.TABLE_NOTE, keys=1)], fmt)
         return 0
-    for flag in ("jobs", "trials"):
-        if getattr(args, flag) < 1:
-            raise BeaverError(f"--{flag} must be at least 1, got {getattr(args, flag)}")
     machine = probe()
     if machine.gpu is None:
         raise BeaverError(

@@ -15,6 +15,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from beavertui.commands.numbers import float_in, int_in
+from beavertui.engine.limits import MAX_RETRIES, MAX_TIMEOUT_S, MAX_TOKENS, MAX_TOP_P
+
 #: Command-line flag of each OpenAIConfig field the flags set (where the names differ).
 FLAG_OF = {"timeout_s": "timeout", "extra_body": "extra-body"}
 
@@ -48,15 +51,31 @@ def add_endpoint_options(p: argparse.ArgumentParser, *, deprecated_models: bool 
     )
     if deprecated_models:
         g.add_argument("--models", dest="models_file_old", type=Path, default=None, help=argparse.SUPPRESS)
-    g.add_argument("--top-p", type=float, default=None, metavar="P", help="nucleus sampling mass")
-    g.add_argument("--max-tokens", type=int, default=None, metavar="N", help="completion token limit")
+    g.add_argument(
+        "--top-p",
+        type=float_in(0, MAX_TOP_P, above=True),
+        default=None,
+        metavar="P",
+        help="nucleus sampling mass",
+    )
+    g.add_argument(
+        "--max-tokens", type=int_in(1, MAX_TOKENS), default=None, metavar="N", help="completion token limit"
+    )
     g.add_argument("--reasoning-effort", default=None, choices=("low", "medium", "high"))
     g.add_argument("--extra-body", default=None, metavar="JSON", help="extra request fields as a JSON object")
     g.add_argument(
-        "--timeout", type=float, default=None, metavar="S", help="per-call time limit, seconds (default 600)"
+        "--timeout",
+        type=float_in(0, MAX_TIMEOUT_S, above=True, unit="seconds"),
+        default=None,
+        metavar="S",
+        help="per-call time limit, seconds (default 600)",
     )
     g.add_argument(
-        "--retries", type=int, default=None, metavar="N", help="failed tries allowed per call (default 5)"
+        "--retries",
+        type=int_in(0, MAX_RETRIES),
+        default=None,
+        metavar="N",
+        help="failed tries allowed per call (default 5)",
     )
     g.add_argument("--no-stream", action="store_true", help="do not stream tokens")
 

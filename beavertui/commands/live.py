@@ -13,6 +13,9 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from beavertui.commands.numbers import float_in, int_in
+from beavertui.engine.limits import MAX_BUDGET, MAX_GATE, MAX_HISTORY, MAX_SEED, MAX_TEMPERATURE
+
 
 def register(sub: Any) -> None:
     p = sub.add_parser(
@@ -76,7 +79,11 @@ def register(sub: Any) -> None:
         help="the paper's repeated arm (T 1.0) is --protocol paper-method --method repeated",
     )
     q.add_argument(
-        "--budget", "-k", type=int, default=None, help="iterations (iterative) or samples (repeated)"
+        "--budget",
+        "-k",
+        type=int_in(1, MAX_BUDGET),
+        default=None,
+        help="iterations (iterative) or samples (repeated)",
     )
     q.add_argument(
         "--feedback",
@@ -99,12 +106,14 @@ def register(sub: Any) -> None:
     q.add_argument(
         "--summariser", metavar="MODEL", default=None, help="the model that condenses L3S feedback"
     )
+    q.add_argument("--history", type=int_in(1, MAX_HISTORY), default=None, help="rounds of prior turns kept")
     q.add_argument(
-        "--history", type=int, choices=(1, 2, 3, 4), default=None, help="rounds of prior turns kept"
+        "--temperature", type=float_in(0, MAX_TEMPERATURE), default=None, help="sampling temperature"
     )
-    q.add_argument("--temperature", type=float, default=None)
-    q.add_argument("--seed", type=int, default=None)
-    q.add_argument("--gate", type=float, default=None, help="speedup gate p")
+    q.add_argument(
+        "--seed", type=int_in(0, MAX_SEED), default=None, help="sampling seed sent to the endpoint"
+    )
+    q.add_argument("--gate", type=float_in(0, MAX_GATE), default=None, help="speedup gate p")
     q.add_argument(
         "--in-loop-gate",
         action="store_true",

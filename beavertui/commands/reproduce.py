@@ -13,6 +13,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from beavertui.commands.numbers import MAX_JOBS, GpuList, int_in
+
 
 def register(sub: Any) -> None:
     p = sub.add_parser(
@@ -59,8 +61,8 @@ def register(sub: Any) -> None:
         "--dry-run", action="store_true", help="show the plan and its cost; run nothing, no network"
     )
     p.add_argument("--json", action="store_true", help="print the plan (dry run) or the tables as JSON")
-    p.add_argument("--gpus", help="GPU indices to use, e.g. 0,1 (default: every visible GPU)")
-    p.add_argument("--jobs", type=int, help="most sessions in flight at once (as for batch)")
+    p.add_argument("--gpus", type=GpuList(), help="GPU indices to use, e.g. 0,1 (default: every visible GPU)")
+    p.add_argument("--jobs", type=int_in(1, MAX_JOBS), help="most sessions in flight at once (as for batch)")
     p.add_argument(
         "--toolchain",
         default="local",

@@ -110,10 +110,6 @@ def plan(options: MinimizeOptions, gpu_slug: str | None) -> Plan:
         raise BeaverError(
             "the judge oracle needs a GPU (no NVIDIA GPU visible); --oracle compile builds only"
         )
-    if options.gate <= 0:
-        raise BeaverError(f"--gate must be above 0, got {options.gate}")
-    if options.max_calls < 1 or options.workers < 1 or options.gpu_jobs < 1:
-        raise BeaverError("--max-calls, --workers and --gpu-jobs must be at least 1")
     load = load_corpus(options.corpus)
     pats = [p for p in options.tasks if p]
     tasks = [t for t in load.tasks if not pats or any(fnmatch.fnmatchcase(t.id, p) for p in pats)]

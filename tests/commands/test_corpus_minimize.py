@@ -90,7 +90,7 @@ def test_bad_input_is_one_line_and_other_families_are_skipped_with_the_reason(
         "compile",
     ]
     assert main([*args, "--store", str(tmp_path), "--max-calls", "0"]) == 2
-    assert "at least 1" in capsys.readouterr().err
+    assert "--max-calls must be 1 to 100,000, not 0" in capsys.readouterr().err
     assert main([*args, "--store", str(tmp_path)]) == 0
     err = capsys.readouterr().err
     assert (

@@ -59,8 +59,8 @@ def test_batch_counts_out_of_range_are_refused(tmp_path: Path, flags: tuple[str,
 @pytest.mark.parametrize(
     ("flags", "says"),
     [
-        (("--seed", "-1"), "--seed must be 0 to 2^32-1, not -1"),
-        (("--resamples", "100000000"), "--resamples must be 1000 to 100,000, not 100000000"),
+        (("--seed", "-1"), "--seed must be 0 to 4,294,967,295, not -1"),
+        (("--resamples", "100000000"), "--resamples must be 1,000 to 100,000, not 100000000"),
         (("--plots", "afile"), "--plots afile: is a file"),
     ],
     ids=["seed", "resamples", "plots-file"],

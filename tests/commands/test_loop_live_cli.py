@@ -132,7 +132,7 @@ def test_live_bad_flags_are_one_line_errors(tmp_path: Path, capsys: pytest.Captu
         )
         == 2
     )
-    assert capsys.readouterr().err.strip() == "beavertui: --gate: Input should be greater than or equal to 0"
+    assert capsys.readouterr().err.strip() == "beavertui: --gate must be 0 to 3, not -1"
     assert main(["live", "--task", "nope", "--corpus", str(DATA), "--model", "m", "--headless"]) == 2
     assert "no task 'nope'" in capsys.readouterr().err
 

@@ -37,7 +37,7 @@ def test_gate_rescores_a_run_at_another_p(final_run: Path, capsys: pytest.Captur
     assert at1["pass@k"] == pytest.approx(own["p_sweep"]["1.0"]) == pytest.approx(0.63514, abs=1e-5)
     assert at1["p_sweep"] == own["p_sweep"]
     assert main(["metrics", str(final_run), "--gate", "-1"]) == 2
-    assert "--gate: gate -1.0 is not a speedup >= 0" in capsys.readouterr().err
+    assert "--gate must be 0 to 3, not -1" in capsys.readouterr().err
 
 
 def test_paper_tables_key_of_the_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -320,7 +320,7 @@ def test_attribute_command_reports_the_controls(tmp_path: Path, capsys: pytest.C
     assert "horizon 2 attempt(s) after the frozen step (best outcome); no feedback: history dropped" in out
     assert "randomised feedback" in out and "every component - randomised" in out
     assert main(["attribute", str(parent), "--at", "1", *args, "--horizon", "0"]) == 2
-    assert "--horizon must be 1 or more" in capsys.readouterr().err
+    assert "--horizon must be 1 to 99, not 0" in capsys.readouterr().err
     assert (
         main(["attribute", str(parent), "--at", "1", *args, "--random-feedback", str(tmp_path / "nope")]) == 2
     )

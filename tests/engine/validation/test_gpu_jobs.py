@@ -68,5 +68,5 @@ def test_at_most_gpu_jobs_test_stages_run_at_once_while_builds_go_on(monkeypatch
 
 
 def test_gpu_jobs_below_one_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["corpus", "validate", "--gpu-jobs", "0", "--no-timing"]) != 0
-    assert "--gpu-jobs must be at least 1, got 0" in capsys.readouterr().err
+    assert main(["corpus", "validate", "--gpu-jobs", "0", "--no-timing"]) == 2
+    assert "--gpu-jobs must be 1 to 1,024, not 0" in capsys.readouterr().err
