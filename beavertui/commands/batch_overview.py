@@ -109,15 +109,16 @@ def show_plan(manifest: RunManifest, run_dir: Path, args: argparse.Namespace, *,
     return 0
 
 
-def summary_rows(run_dir: Path) -> list[dict[str, Any]]:
-    """One dict per (model, protocol folder) from the sessions' end lines."""
+def summary_rows(run_dir: Path, left_out: list[str] | None = None) -> list[dict[str, Any]]:
+    """One dict per (model, protocol folder) from the sessions' end lines; the folders the walk did not
+    enter (unreadable, too deep) are added to ``left_out``, one line each."""
     from beavertui.tui.catalog import read_row, session_files
 
     groups: dict[tuple[str, str], dict[str, Any]] = defaultdict(
         lambda: {"sessions": 0, "finished": 0, "passed": 0, "attempts": 0, "tokens": None, "cost_usd": None,
                  "cached_replies": 0}
     )  # fmt: skip
-    for path in session_files(run_dir):
+    for path in session_files(run_dir, left_out=left_out):
         try:
             rel = path.relative_to(run_dir).parts
         except ValueError:
@@ -147,11 +148,13 @@ def show_summary(manifest: RunManifest, run_dir: Path, args: argparse.Namespace)
     from beavertui.commands.formats import output_format
     from beavertui.reports.render import emit
     from beavertui.reports.tables import Table
+    from beavertui.service.metrics import left_out_lines
 
     fmt = output_format(args)
-    rows = summary_rows(run_dir)
+    left: list[str] = []
+    rows = summary_rows(run_dir, left)
     if fmt == "json":
-        print(json.dumps({"run_dir": str(run_dir), "groups": rows}))
+        print(json.dumps({"run_dir": str(run_dir), "groups": rows, "left_out": left}))
     else:
         cells = tuple(
             (
@@ -184,6 +187,8 @@ def show_summary(manifest: RunManifest, run_dir: Path, args: argparse.Namespace)
             "served by the reply cache, not paid again."
         )
         emit([Table(f"Run {run_dir}", cols, cells, note=note)], fmt)
+    for line in left_out_lines(left):  # each folder the summary did not read, one line, as metrics says it
+        print(f"beavertui: {line}", file=sys.stderr)
     stats = reply_cache_stats().get(manifest.reply_cache or "")
     if stats is not None and (stats.hits or stats.stored):
         print(

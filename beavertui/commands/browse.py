@@ -46,19 +46,22 @@ def run(args: argparse.Namespace) -> int:
         raise BeaverError(f"{root}: is a file; browse takes a folder of sessions{hint}")
     if not root.is_dir():
         raise BeaverError(f"{root}: no such folder of sessions")
+    left: list[str] = []  # folders the walk did not enter, said on stderr after the rows
     if args.format is not None:
-        _print_table(root, args.format)
+        _print_table(root, args.format, left)
+        say_left_out(left)
         return 0
     if not sys.stdout.isatty():
         from beavertui.tui.catalog import read_row, session_files
 
-        for path in session_files(root):
+        for path in session_files(root, left_out=left):
             r = read_row(path)
             best = "—" if r.best is None else f"{r.best:.2f}x"
             stop = r.problem if r.problem else r.stop
             print(
                 f"{r.task}\t{r.model}\t{r.protocol}\t{r.outcome}\t{r.iterations}/{r.budget}\t{best}\t{stop}\t{path}"
             )
+        say_left_out(left)
         return 0
     from beavertui.tui.app import BeaverApp
     from beavertui.tui.browser import BrowserScreen
@@ -67,7 +70,15 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _print_table(root: Path, fmt: str) -> None:
+def say_left_out(left: list[str]) -> None:
+    """Each folder a walk left out, one line on stderr (``left out PATH: why``), as ``metrics`` says them."""
+    from beavertui.service.metrics import left_out_lines
+
+    for line in left_out_lines(left, more=""):
+        print(f"beavertui: {line}", file=sys.stderr)
+
+
+def _print_table(root: Path, fmt: str, left: list[str]) -> None:
     import json
     import os
 
@@ -75,7 +86,7 @@ def _print_table(root: Path, fmt: str) -> None:
     from beavertui.reports.tables import Table
     from beavertui.tui.catalog import read_row, session_files
 
-    rows = [read_row(p) for p in session_files(root)]
+    rows = [read_row(p) for p in session_files(root, left_out=left)]
     if fmt == "json":
         for r in rows:
             print(json.dumps({k: v for k, v in r.__dict__.items() if k != "mtime"}))

@@ -175,14 +175,18 @@ def no_session_left(stats: Any) -> str:
     return f"no readable session: {n} file(s) or folder(s) left out, the first: {stats.damaged[0]}"
 
 
-def left_out_lines(stats: Any, shown: int = LEFT_OUT_SHOWN) -> list[str]:
+def left_out_lines(
+    stats: Any, shown: int = LEFT_OUT_SHOWN, more: str = " (--json lists them all)"
+) -> list[str]:
     """One line per file the reader policy left out (``left out PATH: why``), at most ``shown`` and then
-    how many more; what ``metrics`` and ``export`` print alike."""
-    if stats is None or not stats.damaged:
+    how many more; what ``metrics``, ``export``, ``browse`` and the batch summary print alike. ``stats``: an
+    ExportStats (its ``damaged``), or the lines themselves."""
+    damaged: list[str] = stats if isinstance(stats, list) else [] if stats is None else stats.damaged
+    if not damaged:
         return []
-    out = [f"left out {line}" for line in stats.damaged[:shown]]
-    if len(stats.damaged) > shown:
-        out.append(f"... and {len(stats.damaged) - shown} more left out (--json lists them all)")
+    out = [f"left out {line}" for line in damaged[:shown]]
+    if len(damaged) > shown:
+        out.append(f"... and {len(damaged) - shown} more left out{more}")
     return out
 
 

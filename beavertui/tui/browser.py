@@ -127,9 +127,15 @@ def _unknown_message(keys: list[str]) -> str:
 
 
 class RowsRead(Message):
-    def __init__(self, rows: list[Row], total: int, done: bool) -> None:
+    def __init__(self, rows: list[Row], total: int, done: bool, left_out: list[str] | None = None) -> None:
         super().__init__()
         self.rows, self.total, self.done = rows, total, done
+        self.left_out = left_out or []
+        """Folders the walk did not enter (unreadable, too deep), one line each: sent with the last rows."""
+
+
+#: Folders left out that the browser lists under its status line (then how many more).
+LEFT_OUT_SHOWN = 5
 
 
 class BrowserScreen(Screen[None]):
@@ -165,6 +171,8 @@ class BrowserScreen(Screen[None]):
         self._watch = watch
         self._stop = threading.Event()
         self.first_rows_at: float | None = None
+        self.left_out: list[str] = []
+        """Folders under the root the walk did not enter, one line each (path and why)."""
 
     def compose(self) -> ComposeResult:
         yield Input(
@@ -172,6 +180,7 @@ class BrowserScreen(Screen[None]):
             id="browser-filter",
         )
         yield Static("", id="browser-status")
+        yield Static("", id="browser-left-out")
         table = VirtualTable(COLUMNS, id="sessions")
         yield Static(table.header_line(), id="browser-columns")
         yield table
@@ -192,9 +201,10 @@ class BrowserScreen(Screen[None]):
 
     @work(thread=True, exclusive=True, group="read")
     def _read_all(self) -> None:
-        files = list(session_files(self.root))
+        left: list[str] = []
+        files = list(session_files(self.root, left_out=left))
         if not files:
-            self.post_message(RowsRead([], 0, True))
+            self.post_message(RowsRead([], 0, True, left))
             return
         chunk: list[Row] = []
         for i, path in enumerate(files, start=1):
@@ -204,7 +214,7 @@ class BrowserScreen(Screen[None]):
             if len(chunk) >= (FIRST_CHUNK if i <= FIRST_CHUNK else CHUNK):
                 self.post_message(RowsRead(chunk, len(files), i == len(files)))
                 chunk = []
-        self.post_message(RowsRead(chunk, len(files), True))
+        self.post_message(RowsRead(chunk, len(files), True, left))
 
     @work(exclusive=True, group="watch")
     async def _watch_folder(self) -> None:
@@ -243,7 +253,19 @@ class BrowserScreen(Screen[None]):
         self.upsert(message.rows, counting=False)
         if message.done and self.sort_column is not None:
             self.refill()
+        if message.done:
+            self.left_out = message.left_out
+            self._left_out()
         self._status()
+
+    def _left_out(self) -> None:
+        """Each folder the walk left out, one line (``left out PATH: why``), as ``metrics`` says them."""
+        lines = [f"left out {line}" for line in self.left_out[:LEFT_OUT_SHOWN]]
+        if len(self.left_out) > LEFT_OUT_SHOWN:
+            lines.append(f"... and {len(self.left_out) - LEFT_OUT_SHOWN} more left out")
+        shown = self.query_one("#browser-left-out", Static)
+        shown.update(Text("\n".join(lines)))
+        shown.display = bool(lines)
 
     def upsert(self, rows: list[Row], *, counting: bool = True) -> None:
         """Add new rows or update changed ones, keeping the filter and the sort."""
@@ -323,6 +345,8 @@ class BrowserScreen(Screen[None]):
             unknown = unknown_keys(parse_filter(self.filter_text))
             if unknown:
                 text.append(f" · {_unknown_message(unknown)}", style="bold red")
+        if self.left_out:
+            text.append(f" · {len(self.left_out)} folder(s) left out, below", style="yellow")
         if self.loaded and not self.rows:
             text.append(" · no session files (*.jsonl) here", style="bold red")
         self.query_one("#browser-status", Static).update(text)
