@@ -28,7 +28,7 @@ MIN_WIDTH = 40
 def page_width(stream: IO[str] | None = None) -> int:
     """COLUMNS if set, else the terminal's width, else PIPE_WIDTH (never below MIN_WIDTH)."""
     env = os.environ.get("COLUMNS", "")
-    if env.isdigit() and int(env) > 0:
+    if env.isascii() and env.isdecimal() and int(env) > 0:  # "²" is a digit int() refuses
         return max(MIN_WIDTH, int(env))
     stream = stream or sys.stdout
     try:

@@ -121,7 +121,7 @@ def go_at_exit_setting(environ: Mapping[str, str] | None = None) -> bool:
 def build_nice_setting(environ: Mapping[str, str] | None = None) -> int:
     """``BEAVERTUI_BUILD_NICE``, else 0; anything but a whole number from 0 to 19 is an error."""
     raw = _value(environ, BUILD_NICE_ENV) or str(BUILD_NICE)
-    if not raw.isdigit() or not 0 <= int(raw) <= 19:
+    if not (raw.isascii() and raw.isdecimal()) or not 0 <= int(raw) <= 19:
         raise BeaverError(f"{BUILD_NICE_ENV}={raw!r}: expected a niceness from 0 to 19 (0: none)")
     return int(raw)
 

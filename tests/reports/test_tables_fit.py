@@ -109,6 +109,16 @@ def test_every_width_keeps_words_whole(width: int) -> None:
     assert "[25.0, 75.0]" in "\n".join(out)  # an interval is one piece
 
 
+def test_columns_that_is_no_whole_number_is_ignored(monkeypatch: pytest.MonkeyPatch) -> None:
+    from beavertui.reports.fit import PIPE_WIDTH, page_width
+
+    monkeypatch.setenv("COLUMNS", "100")
+    assert page_width(io.StringIO()) == 100
+    for bad in ("\u00b2", "-5", "0", "wide"):  # a superscript two was a traceback from every table
+        monkeypatch.setenv("COLUMNS", bad)
+        assert page_width(io.StringIO()) == PIPE_WIDTH
+
+
 def test_no_color_is_honoured_on_a_terminal() -> None:
     def through_pty(env: dict[str, str]) -> bytes:
         master, slave = pty.openpty()

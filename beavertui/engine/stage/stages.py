@@ -54,18 +54,26 @@ SOURCE_SUFFIXES = frozenset(
 BUILD_NICE = 0
 
 
+#: Highest CPU number a CPU list may name (Linux's largest NR_CPUS, 8,192 CPUs).
+MAX_CPU = 8191
+
+
 def parse_cpus(text: str) -> frozenset[int]:
-    """The CPUs of a list such as "0,2-7"; ValueError when it is not one."""
+    """The CPUs of a list such as "0,2-7"; ValueError when it is not one or names a CPU above MAX_CPU."""
     cpus: set[int] = set()
     for part in text.split(","):
         lo, sep, hi = part.strip().partition("-")
-        if not lo.isdigit() or (sep and not hi.isdigit()):
+        if not _whole(lo) or (sep and not _whole(hi)):
             raise ValueError(part)
         first, last = int(lo), int(hi) if sep else int(lo)
-        if last < first:
+        if not first <= last <= MAX_CPU:  # a range to 10^11 was a set of 10^11 numbers
             raise ValueError(part)
         cpus.update(range(first, last + 1))
     return frozenset(cpus)
+
+
+def _whole(text: str) -> bool:
+    return text.isascii() and text.isdecimal()
 
 
 @dataclass(frozen=True)

@@ -89,7 +89,7 @@ def test_the_settings_are_read_and_checked(monkeypatch: pytest.MonkeyPatch) -> N
     assert (cfg.build_nice, cfg.build_cpus, cfg.timing_cpus) == (stages.BUILD_NICE, None, None)
     monkeypatch.setenv(BUILD_NICE_ENV, "0")
     assert local_config().build_nice == 0
-    for bad in ("-1", "20", "ten", "1.5"):
+    for bad in ("-1", "20", "ten", "1.5", "\u00b2"):  # a superscript two was a traceback
         monkeypatch.setenv(BUILD_NICE_ENV, bad)
         with pytest.raises(BeaverError, match=BUILD_NICE_ENV):
             local_config()
@@ -110,6 +110,7 @@ def test_the_settings_are_read_and_checked(monkeypatch: pytest.MonkeyPatch) -> N
 
 def test_cpu_lists_are_parsed() -> None:
     assert stages.parse_cpus("0,2-4, 7") == {0, 2, 3, 4, 7}
-    for bad in ("", "-", "2-", "x", "4-2"):
+    for bad in ("", "-", "2-", "x", "4-2", "\u00b2", "8192", "0-100000000000"):  # the last held 10^11 numbers
         with pytest.raises(ValueError):
             stages.parse_cpus(bad)
+    assert stages.parse_cpus(f"{stages.MAX_CPU}") == {stages.MAX_CPU}
