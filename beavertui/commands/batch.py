@@ -12,7 +12,7 @@ from beavertui.commands.numbers import MAX_GPU_SHARE, MAX_JOBS, MAX_WALL_S, GpuL
 from beavertui.engine.limits import MAX_SAMPLES
 
 if TYPE_CHECKING:
-    from beavertui.service.batch import BatchOptions
+    from beavertui.service.batch_prepare import BatchOptions
 
 
 def register(sub: Any) -> None:
@@ -152,7 +152,7 @@ def options_of(args: argparse.Namespace) -> BatchOptions:
     from beavertui.engine import bundled
     from beavertui.engine.errors import BeaverError
     from beavertui.engine.models.resolve import DEMO_MODEL
-    from beavertui.service.batch import BatchOptions
+    from beavertui.service.batch_prepare import BatchOptions
 
     models, toolchain, tasks = args.models, args.toolchain, args.tasks
     if getattr(args, "demo", False):
@@ -215,7 +215,8 @@ def _handle(args: argparse.Namespace) -> int:
 
 def _start(args: argparse.Namespace, started: Callable[[Path], None]) -> int:
     from beavertui.engine.errors import BeaverError
-    from beavertui.service.batch import prepare, run_batch
+    from beavertui.service.batch import run_batch
+    from beavertui.service.batch_prepare import prepare
 
     options, tui = options_of(args), args.tui
     if tui:

@@ -89,7 +89,7 @@ def _handle(args: argparse.Namespace) -> int:
     if args.dry_run:
         return _show(grid, args)
     from beavertui.commands.endpoint import endpoint_overrides, models_file_of
-    from beavertui.service.batch import BatchOptions
+    from beavertui.service.batch_prepare import BatchOptions
     from beavertui.service.reproduce import run
 
     options = BatchOptions(

@@ -251,7 +251,7 @@ def plan(
     """The grid: every arm the axes need for every model, each once."""
     from beavertui.batch.protocol_file import ModelSpec, find_protocol_file, load_batch_file
     from beavertui.engine.corpus.load import load_corpus
-    from beavertui.service.batch import select
+    from beavertui.service.batch_prepare import select
 
     bad = [a for a in axes if a not in AXES]
     if bad:
@@ -389,7 +389,8 @@ def run(
     status of the runs."""
     from dataclasses import replace
 
-    from beavertui.service.batch import check_before_writing, prepare, run_batch, with_endpoint
+    from beavertui.service.batch import run_batch
+    from beavertui.service.batch_prepare import check_before_writing, prepare, with_endpoint
 
     # the preflight of every model's batch, before the first folder is made (service/preflight.py)
     specs = {a.model.name: with_endpoint(a.model, options) for a in p.arms}

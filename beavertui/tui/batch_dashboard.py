@@ -31,7 +31,7 @@ from beavertui.tui.app import BeaverApp
 from beavertui.tui.browser import BrowserScreen
 
 if TYPE_CHECKING:
-    from beavertui.service.batch import BatchOptions, PreparedRun
+    from beavertui.service.batch_prepare import BatchOptions, PreparedRun
 
 Start = Callable[..., int]
 """run_batch with its arguments bound: takes ``display``, ``stop`` and ``say`` keywords."""

@@ -20,7 +20,7 @@ from beavertui.batch.rundir import read_manifest
 from beavertui.cli import build_parser, main
 from beavertui.commands.batch import options_of
 from beavertui.engine.session.store import read_session
-from beavertui.service.batch import prepare
+from beavertui.service.batch_prepare import prepare
 from beavertui.tui.batch_dashboard import BatchDashboard, ConfirmStop, dashboard_app
 from beavertui.tui.session_screen import SessionScreen
 from tests.tui.conftest import SIZE, wait_for

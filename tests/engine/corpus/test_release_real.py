@@ -334,7 +334,7 @@ def test_a_resume_withdraws_the_tasks_validated_unusable_after_the_run_began(
     import time
 
     from beavertui.batch.rundir import RunManifest
-    from beavertui.service.batch import withdraw_unusable
+    from beavertui.service.batch_prepare import withdraw_unusable
 
     cache = tmp_path / "cache"
     a, b, c, d = real["cuda104"], real["cublas"], real["cufft"], real["cusparse"]

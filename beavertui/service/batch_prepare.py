@@ -1,0 +1,508 @@
+"""A batch run made or reopened: its options, its manifest written (or read back and checked for
+``--resume``), its tasks chosen and the unusable ones withdrawn with their reasons.
+
+``prepare`` turns ``BatchOptions`` into a ``PreparedRun``; service/batch.py runs it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fnmatch
+import shlex
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from beavertui.batch.rundir import RunManifest, stamp, write_manifest
+from beavertui.engine.corpus.task import Task
+from beavertui.engine.errors import BeaverError
+
+
+def _stderr_line(line: str) -> None:
+    print(line, file=sys.stderr)
+
+
+#: What a timing stage may stop on its GPU (BatchOptions.pause_for_timing).
+PAUSE_CHOICES = ("runs", "all", "none")
+
+
+@dataclass(frozen=True)
+class BatchOptions:
+    """Everything a batch is asked to do; the ``batch`` command's flags, typed."""
+
+    protocol: str | None = None
+    """Protocol file, or a bundled one by name; None: ``paper`` for a new run, run.json's for a resume."""
+    corpus: Path | None = None
+    tasks: str | None = None
+    """Globs of task ids, comma-separated."""
+    models: list[str] | None = None
+    """Models under test, replacing the file's list."""
+    samples: int | None = None
+    gpus: str | None = None
+    jobs: int | None = None
+    gpu_share: int = 4
+    pause_for_timing: str = "runs"
+    """Which runs on a GPU a timing stage stops (SIGSTOP) instead of waiting for them to end
+    (--pause-for-timing): ``runs``, the correctness runs (sanitizer and profiler runs are waited for);
+    ``all``, those too; ``none``, it waits for every run."""
+    builds_in_timing: str = "auto"
+    """``stop``: builds are stopped while a GPU is held alone for timing (BuildSlots.stop_for_timing);
+    ``go``: they go on; ``auto``: stop with one GPU, go on with more (--builds-in-timing)."""
+    timing_lane: bool = True
+    """Under a gate applied after the run, sessions end when their loops end and a timing lane times their
+    correct attempts beside them (batch/timing_lane.py); False times each inside its session (--inline-timing)."""
+    toolchain: str = "local"
+    cache: Path | None = None
+    no_cache: bool = False
+    resume: Path | None = None
+    sessions_dir: Path = Path("sessions")
+    run_id: str | None = None
+    executor: str = "local"
+    address: str | None = None
+    quiet: bool = False
+    all_tasks: bool = False
+    """Run tasks validated unusable on this GPU too."""
+    reply_cache: Path | None = None
+    """Where model replies are stored by their exact request; None: the default folder."""
+    no_reply_cache: bool = False
+    reply_cache_sampled: bool = False
+    """Reuse replies sampled at temperature > 0 too."""
+    dry_run: bool = False
+    """Make the manifest in memory only: write nothing, run nothing."""
+    start_until_s: float | None = None
+    """Start no new session once the batch has run this many seconds; those in flight finish."""
+    command: list[str] = field(default_factory=list)
+    """The command line, as run.json records it."""
+    endpoint: dict[str, Any] = field(default_factory=dict)
+    """Endpoint fields given on the command line (base_url, api_key_env, ... as OpenAIConfig names them);
+    they override those of every endpoint model of the run, from the file or from ``models``."""
+    models_file: Path | None = None
+    """Models file the endpoint models start from (None: $BEAVERTUI_MODELS or the user's default one)."""
+
+
+@dataclass
+class PreparedRun:
+    """A run directory with its manifest written, the tasks it needs, and the toolchain it runs with."""
+
+    manifest: RunManifest
+    run_dir: Path
+    tasks: dict[str, Task]
+    toolchain: str
+    lock: Any = None
+    """The run folder's lock (``rundir.RunLock``), held while this process writes the run."""
+
+
+def check_profiler(protocols: list[Any], toolchain: str) -> None:
+    """Refuse a batch with feedback level L4 where ncu cannot run (it would be L3 under another name)."""
+    from beavertui.engine.host.gpu import gpu_signature
+    from beavertui.engine.loop.run import wants_profile
+    from beavertui.engine.timing.profile import profiler_unavailable
+
+    if toolchain != "local" or not any(wants_profile(p.protocol) for p in protocols):
+        return
+    reason = profiler_unavailable(gpu_signature() is not None)
+    if reason is not None:
+        raise BeaverError(f"feedback L4 needs the ncu profiler, and {reason}; use L3 or a machine with ncu")
+
+
+def with_endpoint(spec: Any, options: BatchOptions) -> Any:
+    """``spec`` with the command line's endpoint fields and models file (endpoint models only)."""
+    from pydantic import ValidationError
+
+    from beavertui.batch.protocol_file import ModelSpec
+    from beavertui.service.preflight import is_endpoint
+
+    update: dict[str, Any] = dict(options.endpoint)
+    if options.models_file is not None:
+        update["models_file"] = str(options.models_file.absolute())
+    if not update or spec.scripts is not None or not is_endpoint(spec.model):
+        return spec
+    try:
+        return ModelSpec.model_validate({**spec.model_dump(exclude_unset=True), **update})
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        where = str(err["loc"][0]) if err.get("loc") else "model"
+        flag = {"timeout_s": "timeout", "extra_body": "extra-body"}.get(where, where).replace("_", "-")
+        raise BeaverError(f"--{flag}: {err['msg']}") from None
+
+
+def check_before_writing(
+    models: list[Any], toolchain: str, protocols: list[Any], gpus: str | None = None
+) -> None:
+    """The preflight of a batch (service/preflight.py): keys, endpoints and models, then the toolchain."""
+    from beavertui.batch.models import endpoint_config_of
+    from beavertui.engine.models.resolve import endpoint_config
+    from beavertui.service.preflight import Endpoint, is_endpoint, preflight
+
+    endpoints = []
+    for m in models:
+        config = endpoint_config_of(m)
+        if config is not None:
+            endpoints.append(Endpoint(label=m.name, config=config))
+    # a protocol's planner and summariser (docs/protocols.md), through the models file the models use
+    files = [m.models_file for m in models if getattr(m, "models_file", None)]
+    seen = {e.label for e in endpoints}
+    for p in protocols:
+        for helper in (getattr(p, "planner", None), getattr(p, "summariser", None)):
+            if helper and helper not in seen and is_endpoint(helper):
+                seen.add(helper)
+                config = endpoint_config(helper, models=files[0] if files else None)
+                endpoints.append(Endpoint(label=helper, config=config))
+    preflight(endpoints, toolchain, protocols, gpus)
+
+
+def select(task_ids: list[str], globs: str | None) -> list[str]:
+    if not globs:
+        return task_ids
+    pats = [g.strip() for g in globs.split(",") if g.strip()]
+    return [t for t in task_ids if any(fnmatch.fnmatchcase(t, p) for p in pats)]
+
+
+def usable_tasks(
+    options: BatchOptions,
+    corpus: Any,
+    ids: list[str],
+    models: list[Any],
+    excluded: dict[str, str],
+    say: Callable[[str], None],
+    unrunnable: dict[str, str] | None = None,
+) -> list[str]:
+    """The tasks usable here: a family's missing Python module is said once, up front; tasks validated as
+    unusable on this GPU are skipped (unless --all-tasks); scripted:@reference/@alternate skip the tasks
+    whose family has no reference a model could submit. Every skip is printed with its reason."""
+    from beavertui.engine.corpus import families, verdicts
+    from beavertui.engine.corpus.load import runnable_here
+
+    by_id = {t.id: t for t in corpus.tasks}
+    chosen = [by_id[i] for i in ids]
+    for line in families.dependency_lines(chosen):
+        say(f"beavertui: {line}")
+    skipped: dict[str, str] = dict(unrunnable or {})
+    local = options.toolchain == "local"
+    gpu = None
+    if local:
+        from beavertui.engine.host.gpu import gpu_signature, probe
+
+        sig = gpu_signature()
+        gpu = sig.slug if sig is not None else None
+        machine = probe() if sig is not None else None
+        for t in chosen:
+            if machine is not None and (why := runnable_here(t, machine)) is not None:
+                skipped[t.id] = why
+            elif machine is None and (missing := families.missing_python_modules(t)):
+                skipped[t.id] = families.describe_missing(missing)
+    else:
+        gpu = _recorded_gpu(options.toolchain)
+    sel = verdicts.select([t for t in chosen if t.id not in skipped], gpu)
+    if not options.all_tasks:
+        skipped.update(sel.skipped)
+    if any(m.model == "scripted:@demo" for m in models):
+        from beavertui.engine import bundled
+
+        for t in chosen:
+            if t.id not in skipped and bundled.demo_of_task(t.id) is None:
+                skipped[t.id] = "scripted:@demo: no bundled demo session runs this task"
+    if any(m.model in ("scripted:@reference", "scripted:@alternate") for m in models):
+        for t in chosen:
+            if t.id not in skipped and families.reference_submission(t) is None:
+                skipped[t.id] = f"scripted reference model: {families.why_no_reference_submission(t)}"
+    if skipped:
+        say(f"beavertui: {len(skipped)} task(s) skipped:")
+        for tid, why in sorted(skipped.items()):
+            say(f"  {tid}: {why}")
+    if sel.unvalidated and gpu:
+        say(
+            f"beavertui: {len(sel.unvalidated)} task(s) never validated on {gpu} run anyway "
+            "(beavertui corpus validate records their verdicts)"
+        )
+    excluded.update(skipped)
+    return [i for i in ids if i not in skipped]
+
+
+def _recorded_gpu(spec: str) -> str | None:
+    """The GPU whose outcomes a recorded toolchain replays (its sessions' headers name it), or None: the
+    validation verdicts of that GPU hold for the replay as for a batch on it."""
+    from beavertui.engine.toolchain.resolve import parse_toolchain
+
+    kind, path = parse_toolchain(spec)
+    if kind != "recorded" or path is None:
+        return None
+    from beavertui.engine.toolchain.recorded import RecordedToolchain
+
+    sig = RecordedToolchain.load(path).gpu()
+    return sig.slug if sig is not None else None
+
+
+def withdraw_unusable(
+    manifest: Any, corpus: Any, gpu: str, say: Callable[[str], None], cache: Path | None = None
+) -> dict[str, str]:
+    """Take out of a resumed run the tasks whose validation on ``gpu``, stored since the run was created,
+    calls them unusable (a task validated only after the batch began): they leave ``manifest.tasks`` for
+    ``manifest.withdrawn_tasks`` with the reason, their unfinished sessions do not run, and ``metrics``
+    leaves the sessions they ran out of every rate. Returns what was withdrawn now (nothing is written)."""
+    from beavertui.batch.rundir import stamp_seconds
+    from beavertui.engine.corpus import verdicts
+
+    created = stamp_seconds(manifest.created)
+    if created is None:
+        return {}  # when the run began is unknown, so is which verdicts came after it
+    now: dict[str, str] = {}
+    by_id = {t.id: t for t in corpus.tasks}
+    for tid in manifest.tasks:
+        rec = verdicts.load(by_id[tid], gpu, cache) if tid in by_id else None
+        # a verdict the run was created with was already applied (or overridden with --all-tasks)
+        if rec is not None and rec.verdict == "unusable" and rec.measured_at > created:
+            when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(rec.measured_at))
+            now[tid] = f"validated unusable on {gpu} at {when}, after the run began: {rec.reason}"
+    if now:
+        manifest.tasks = [t for t in manifest.tasks if t not in now]
+        manifest.withdrawn_tasks.update(now)
+        say(
+            f"beavertui: {len(now)} task(s) withdrawn from the run (their sessions are left out of every rate):"
+        )
+        for tid, why in sorted(now.items()):
+            say(f"  {tid}: {why}")
+    return now
+
+
+def new_run(
+    options: BatchOptions, say: Callable[[str], None] = _stderr_line
+) -> tuple[RunManifest, Path, Any]:
+    """Create the run directory and manifest from the protocol file and options: (manifest, dir, corpus)."""
+    from beavertui import __version__
+    from beavertui.batch.protocol_file import (
+        ModelSpec,
+        expand,
+        find_protocol_file,
+        load_batch_file,
+        pairings_of,
+    )
+    from beavertui.batch.rundir import ProtocolEntry, check_run_id, host_info, new_run_id
+    from beavertui.engine.corpus.load import load_corpus
+    from beavertui.service.environment import default_corpus
+
+    pfile = find_protocol_file(options.protocol or "paper")
+    spec = load_batch_file(pfile)
+    protocols = expand(spec, str(pfile))
+    check_profiler(protocols, options.toolchain)
+    models = [ModelSpec(model=s) for s in options.models] if options.models else list(spec.models)
+    if not models:
+        raise BeaverError(f"{pfile}: no models: list [[models]] in the file or pass --models")
+    models = [with_endpoint(m, options) for m in models]
+    names = [m.name for m in models]
+    if len(set(names)) != len(names):
+        raise BeaverError("two models share a name; give them distinct labels")
+    check_before_writing(models, options.toolchain, [p.protocol for p in protocols], options.gpus)
+    corpus_path = options.corpus or (Path(spec.corpus) if spec.corpus else default_corpus())
+    corpus = load_corpus(corpus_path)
+    wanted = select([t.id for t in corpus.tasks], options.tasks or spec.tasks)
+    excluded = {p.split(":")[0].split("/")[0]: p for p in corpus.problems}
+    tasks = []
+    unrunnable: dict[str, str] = {}
+    for t in corpus.tasks:
+        if t.id not in wanted:
+            continue
+        if not t.runnable:  # said with the other skips, never dropped in silence
+            unrunnable[t.id] = t.not_runnable_reason or "not runnable"
+            continue
+        tasks.append(t.id)
+    tasks = usable_tasks(options, corpus, tasks, models, excluded, say, unrunnable)
+    if not tasks:
+        raise BeaverError(f"{corpus_path}: no runnable task matches {options.tasks or spec.tasks or '*'}")
+    from beavertui.batch.models import default_reply_cache
+
+    reply_folder = options.reply_cache or default_reply_cache()
+    run_id = check_run_id(options.run_id) if options.run_id is not None else new_run_id(spec.name)
+    run_dir = options.sessions_dir / run_id
+    if (run_dir / "run.json").exists():
+        raise BeaverError(f"{run_dir}: already a run; continue it with --resume {run_dir}")
+    by_id = {t.id: t for t in corpus.tasks}
+    manifest = RunManifest(
+        task_hashes={t: task_fingerprint(by_id[t]) for t in tasks},
+        run_id=run_id,
+        name=spec.name,
+        created=stamp(),
+        command=shlex.join(options.command or ["beavertui", "batch"]),
+        tool_version=__version__,
+        corpus=str(corpus.root.resolve()),
+        tasks=tasks,
+        excluded_tasks=excluded,
+        samples=options.samples or spec.samples,
+        protocols=[ProtocolEntry(slug=p.slug, protocol=p.protocol) for p in protocols],
+        pairings=pairings_of(spec),
+        models=models,
+        retries=spec.retries,
+        executor=options.executor,
+        host=host_info(),
+        toolchain=options.toolchain,
+        reply_cache=None if options.no_reply_cache else str(reply_folder.absolute()),
+        reply_cache_sampled=options.reply_cache_sampled,
+    )
+    if not options.dry_run:
+        write_manifest(run_dir, manifest)
+    return manifest, run_dir, corpus
+
+
+def prepare(
+    options: BatchOptions,
+    started: Callable[[Path], None] | None = None,
+    say: Callable[[str], None] | None = None,
+) -> PreparedRun:
+    """A new run directory, or the one of ``options.resume`` reopened; ``started`` gets the folder first."""
+    from beavertui.batch.rundir import check_run_id, lock_run, read_manifest, remove_partial_files
+    from beavertui.engine.corpus.load import load_corpus
+
+    toolchain = options.toolchain
+    lock = None
+    if options.resume is not None:
+        manifest = read_manifest(options.resume)
+        run_dir = options.resume
+        if not options.dry_run:
+            lock = lock_run(run_dir)
+        if started is not None:
+            started(run_dir)
+        corpus = load_corpus(options.corpus or Path(manifest.corpus))
+        check_resume(options, manifest, corpus)
+        if toolchain == "local" and manifest.toolchain != "local":
+            toolchain = manifest.toolchain
+        check_before_writing(
+            manifest.models, toolchain, [p.protocol for p in manifest.protocols], options.gpus
+        )
+        if not options.dry_run:
+            remove_partial_files(run_dir)
+            if options.no_reply_cache:
+                manifest.reply_cache = None
+            elif options.reply_cache is not None:
+                manifest.reply_cache = str(options.reply_cache.absolute())
+            manifest.reply_cache_sampled = manifest.reply_cache_sampled or options.reply_cache_sampled
+            if toolchain == "local" and not options.all_tasks:
+                from beavertui.engine.host.gpu import gpu_signature
+
+                sig = gpu_signature()
+                if sig is not None:
+                    withdraw_unusable(manifest, corpus, sig.slug, say or _stderr_line)
+            manifest.resumed.append(stamp())
+            manifest.status = "running"
+            write_manifest(run_dir, manifest)
+    else:
+        made = None
+        if options.run_id is not None and not options.dry_run:  # two batches naming one run: one makes it
+            made = options.sessions_dir / check_run_id(options.run_id)
+            fresh = not made.exists()
+            fresh_parent = not options.sessions_dir.exists()
+            lock = lock_run(made)
+        try:
+            manifest, run_dir, corpus = new_run(options, say or _stderr_line)
+        except BaseException:
+            if lock is not None:
+                lock.release()
+                if made is not None and fresh:  # leave no folder behind for a run never made
+                    with contextlib.suppress(OSError):
+                        lock.path.unlink()
+                        made.rmdir()
+                        if fresh_parent:  # nor the sessions folder made for it (a failed preflight)
+                            options.sessions_dir.rmdir()
+            raise
+        if lock is None and not options.dry_run:
+            lock = lock_run(run_dir)
+        if started is not None:
+            started(run_dir)
+    tasks = {t.id: t for t in corpus.tasks}
+    missing = [t for t in manifest.tasks if t not in tasks]
+    if missing:
+        raise BeaverError(f"{corpus.root}: tasks of the run are missing: {', '.join(missing[:5])}")
+    if manifest.reply_cache and not options.dry_run:
+        from beavertui.batch.models import reply_cache
+
+        try:
+            reply_cache(manifest.reply_cache)
+        except OSError as exc:
+            raise BeaverError(
+                f"{manifest.reply_cache}: cannot use it as the reply cache ({exc.strerror}); "
+                "pass --no-reply-cache or another --reply-cache DIR"
+            ) from None
+    return PreparedRun(manifest, run_dir, tasks, toolchain, lock)
+
+
+def task_fingerprint(task: Task) -> str:
+    """What a session of ``task`` depends on in the corpus: its broken start and its harness (sha256)."""
+    import hashlib
+
+    ref = task.ref()
+    return hashlib.sha256(f"{ref.broken_start_hash}|{ref.harness_hash}".encode()).hexdigest()[:16]
+
+
+def check_resume(options: BatchOptions, manifest: RunManifest, corpus: Any) -> None:
+    """Refuse, in one line, a resume whose flags ask for another batch than run.json's (another corpus,
+    protocol file, models or sample count); with ``--protocol FILE`` again, take the credentials of the
+    file's models that run.json keeps ``[redacted]``."""
+    from beavertui.batch.protocol_file import expand, find_protocol_file, load_batch_file
+    from beavertui.batch.rundir import without_credentials
+    from beavertui.engine.session.redaction import has_redactions
+
+    where = f"--resume {options.resume}"
+    if options.samples is not None and options.samples != manifest.samples:
+        raise BeaverError(
+            f"{where}: the run has {manifest.samples} sample(s) per task, not {options.samples}: "
+            "drop --samples, or start a new run"
+        )
+    names = [m.name for m in manifest.models]
+    if options.models is not None and list(options.models) != names:
+        raise BeaverError(
+            f"{where}: the run's models are {', '.join(names)}, not {', '.join(options.models)}: "
+            "drop --models, or start a new run"
+        )
+    by_id = {t.id: t for t in corpus.tasks}
+    for tid in manifest.tasks:
+        known = manifest.task_hashes.get(tid)
+        task = by_id.get(tid)
+        if task is None:
+            raise BeaverError(f"{where}: the corpus at {corpus.root} has no task {tid} of the run")
+        if known is not None and task_fingerprint(task) != known:
+            raise BeaverError(
+                f"{where}: the corpus at {corpus.root} is not the run's ({manifest.corpus}): task {tid} "
+                "has another broken start or harness"
+            )
+    other = options.corpus is not None and Path(options.corpus).resolve() != Path(manifest.corpus).resolve()
+    if not manifest.task_hashes and other:
+        raise BeaverError(
+            f"{where}: the run's corpus is {manifest.corpus}, not {options.corpus} (this run.json "
+            "records no task fingerprints to compare them by)"
+        )
+    needs_credentials = [
+        m.name for m in manifest.models if has_redactions(m.extra_body) or has_redactions(m.base_url)
+    ]
+    if options.protocol is None:
+        if needs_credentials:
+            raise BeaverError(
+                f"{where}: run.json keeps no credentials, and model(s) {', '.join(needs_credentials)} had some "
+                "(a base URL's user info or secret extra-body fields): give the run's protocol file again "
+                "with --protocol FILE"
+            )
+        return
+    pfile = find_protocol_file(options.protocol)
+    spec = load_batch_file(pfile)
+    given = [(p.slug, p.protocol) for p in expand(spec, str(pfile))]
+    if given != [(e.slug, e.protocol) for e in manifest.protocols]:
+        raise BeaverError(
+            f"{where}: {pfile} describes other protocols than the run's: drop --protocol, or start a new run"
+        )
+    if options.models is None and spec.models:
+        file_models = {m.name: m for m in spec.models}
+        restored = []
+        for m in manifest.models:
+            full = file_models.get(m.name)
+            if full is None or without_credentials(full) != m:
+                raise BeaverError(
+                    f"{where}: {pfile} describes model {m.name} otherwise than the run: drop --protocol, "
+                    "or start a new run"
+                )
+            restored.append(full)
+        manifest.models = restored
+    elif needs_credentials:
+        raise BeaverError(
+            f"{where}: {pfile} lists no [[models]] to take the credentials of {', '.join(needs_credentials)} from"
+        )
