@@ -15,7 +15,13 @@ def register(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     p.add_argument(
         "session", type=session_path, help="a session file (.jsonl; demo:NAME: a bundled demo session)"
     )
-    p.add_argument("--follow", "-f", action="store_true", help="keep reading events appended to the file")
+    p.add_argument(
+        "--follow",
+        "-f",
+        action="store_true",
+        help="keep reading events appended to the file (stdout not a terminal: one line an event as it "
+        "arrives, until the session's end line)",
+    )
     p.set_defaults(func=run)
 
 
@@ -24,6 +30,8 @@ def run(args: argparse.Namespace) -> int:
     from beavertui.engine.session.store import SessionReader
 
     path: Path = args.session
+    if args.follow and not sys.stdout.isatty():
+        return follow_lines(path)
     if not os.path.lexists(path) and not args.follow:
         raise SessionFileError(f"{path}: no such session file")
     reader = SessionReader(path) if os.path.lexists(path) else None
@@ -49,6 +57,32 @@ def run(args: argparse.Namespace) -> int:
     else:  # the screen reads the file in steps, so a large one paints at once
         first = lambda: SessionScreen(header, reader=reader, follow=follow, path=path)  # noqa: E731
     BeaverApp(first).run()
+    return 0
+
+
+def follow_lines(path: Path, poll_ms: int = 200) -> int:
+    """``replay --follow`` piped: one line a session event as it is appended (what ``live --headless``
+    prints), from the header to the session's end line, then exit 0. Bounded as the session screen's
+    follow: a bad line, a file grown past a session's 64 MiB or a header past its bound ends it with one
+    line (exit 2), after the lines whole within the bound; a file not written yet is waited for."""
+    from beavertui.console import EventPrinter
+    from beavertui.engine.errors import SessionFileError
+    from beavertui.engine.session.events import SessionEnd
+    from beavertui.engine.session.store import follow
+
+    if not os.path.lexists(path):
+        print(f"beavertui: waiting for {path} to be written (ctrl+c to give up)", file=sys.stderr)
+    printer = EventPrinter(sys.stdout, color=False)
+    ended = False
+    try:
+        for item in follow(path, poll_ms=poll_ms):
+            printer.show(item)
+            sys.stdout.flush()  # a pipe sees each line as it arrives, not when a buffer fills
+            ended = isinstance(item, SessionEnd)
+    finally:
+        printer.close()
+    if not ended:  # follow ends only at the end line, on an error, or when stopped
+        raise SessionFileError(f"{path}: stopped following before the session's end line")
     return 0
 
 
