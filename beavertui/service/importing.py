@@ -25,12 +25,11 @@ from beavertui.engine.fileio import slug, write_atomic
 from beavertui.engine.importers.cudabeaver import (
     NOT_RECORDED,
     SOURCE,
-    HarnessRun,
     ImportCounts,
     ImportedSession,
     import_sessions,
-    read_run,
 )
+from beavertui.engine.importers.harness_run import HarnessRun, read_run
 from beavertui.engine.session.store import MAX_SESSION_BYTES, SessionWriter, dump_line
 
 MANIFEST = "run.json"

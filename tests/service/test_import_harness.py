@@ -17,7 +17,8 @@ from typing import Any
 
 import pytest
 
-from beavertui.engine.importers.cudabeaver import CATEGORY_MAP, FIVE_WAY_MAP, STOP_MAP, protocol_of
+from beavertui.engine.importers.cudabeaver import CATEGORY_MAP, FIVE_WAY_MAP, STOP_MAP
+from beavertui.engine.importers.harness_run import protocol_of
 from beavertui.engine.metrics.attempts import export_rows
 from beavertui.engine.session.events import Built, Candidate, InfraError, Ran, SessionEnd, Verdict
 from beavertui.engine.session.store import load_session
