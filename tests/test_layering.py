@@ -305,3 +305,18 @@ def test_help_loads_no_textual_numpy_or_pydantic() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
     assert "usage: beavertui" in out.stdout
     assert json.loads(out.stderr.strip().splitlines()[-1]) == []
+
+
+#: The most lines a module of the package may have: past it, a module holds more than one responsibility
+#: and is split by them (docs/architecture.md).
+MAX_MODULE_LINES = 800
+
+
+def test_no_module_is_over_the_line_limit() -> None:
+    sizes = {
+        str(p.relative_to(ROOT)): len(p.read_text(encoding="utf-8").splitlines())
+        for p in sorted((ROOT / "beavertui").rglob("*.py"))
+    }
+    assert sizes, "no module read"
+    over = {name: n for name, n in sizes.items() if n > MAX_MODULE_LINES}
+    assert not over, f"split these by responsibility (at most {MAX_MODULE_LINES} lines a module): {over}"
