@@ -22,7 +22,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from beavertui.engine.fileio import walk, write_atomic
+from beavertui.engine.fileio import remove_tree, walk, write_atomic
 from beavertui.engine.session.events import StageResult
 
 
@@ -119,7 +119,7 @@ class CompileCache:
             os.rename(entry, gone)
         except OSError:
             return  # another session removed it first
-        shutil.rmtree(gone, ignore_errors=True)
+        remove_tree(gone)
 
     def put(self, key: str, result: StageResult, workdir: Path, outputs: list[str]) -> None:
         """Store a build result and the named output files (paths relative to ``workdir``)."""
@@ -143,10 +143,10 @@ class CompileCache:
             try:
                 os.rename(tmp, entry)
             except OSError:  # another session stored it first
-                shutil.rmtree(tmp, ignore_errors=True)
+                remove_tree(tmp)
                 return
         except OSError:
-            shutil.rmtree(tmp, ignore_errors=True)
+            remove_tree(tmp)
             return
         with self._lock:
             self.stats.stored += 1

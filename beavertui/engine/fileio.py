@@ -168,6 +168,68 @@ def walk(
         stack.extend(reversed(subfolders))
 
 
+def _empty_of_files(folder: int) -> list[str]:
+    """Unlink every entry of an open folder that is not a folder (links too, never followed); the names of
+    its subfolders."""
+    subfolders = []
+    with contextlib.suppress(OSError), os.scandir(folder) as it:
+        for entry in it:
+            with contextlib.suppress(OSError):
+                if entry.is_dir(follow_symlinks=False):
+                    subfolders.append(entry.name)
+                else:
+                    os.unlink(entry.name, dir_fd=folder)
+    return subfolders
+
+
+def remove_tree(path: str | Path) -> bool:
+    """Remove a folder and everything under it, as ``shutil.rmtree(path, ignore_errors=True)`` does, but
+    without recursion: a work dir a candidate filled with a tree deeper than the recursion limit (or than
+    a path may be long) is removed too, where rmtree raised RecursionError. Depth first, one folder open at
+    a time, each entered and left by a descriptor (``..``), so no path is ever spelled; links are removed,
+    never followed. What cannot be removed stays; returns whether ``path`` is gone.
+    """
+    path = Path(path)
+    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW
+    try:
+        fd = os.open(path, flags)
+    except FileNotFoundError:
+        return True
+    except OSError:  # a link or a file in its place: removed, not followed
+        with contextlib.suppress(OSError):
+            os.unlink(path)
+        return not os.path.lexists(path)
+    stack: list[tuple[str, list[str]]] = [("", _empty_of_files(fd))]  # (name in its parent, subfolders left)
+    try:
+        while stack:
+            name, left = stack[-1]
+            if left:
+                child = left.pop()
+                try:
+                    inner = os.open(child, flags, dir_fd=fd)
+                except OSError:
+                    continue  # gone, or not to be entered: stays, and so does its parent
+                os.close(fd)
+                fd = inner
+                stack.append((child, _empty_of_files(fd)))
+                continue
+            stack.pop()
+            if not stack:
+                break
+            parent = os.open("..", flags, dir_fd=fd)
+            os.close(fd)
+            fd = parent
+            with contextlib.suppress(OSError):
+                os.rmdir(name, dir_fd=fd)
+    except OSError:
+        pass  # a parent that cannot be reopened: what is left stays
+    finally:
+        os.close(fd)
+    with contextlib.suppress(OSError):
+        os.rmdir(path)
+    return not os.path.lexists(path)
+
+
 def missing(path: str | Path, what: str) -> BeaverError:
     """The error for a path that is not a usable ``what``: absent, a link loop, a FIFO, a device."""
     if not os.path.lexists(path):

@@ -11,9 +11,7 @@ MAX_HEADER_CHARS) refuses the import in one line. ``metrics``, ``replay``, ``bro
 
 from __future__ import annotations
 
-import contextlib
 import json
-import shutil
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -21,7 +19,7 @@ from typing import Any
 from beavertui import __version__
 from beavertui.batch.rundir import stamp
 from beavertui.engine.errors import BeaverError
-from beavertui.engine.fileio import slug, write_atomic
+from beavertui.engine.fileio import remove_tree, slug, write_atomic
 from beavertui.engine.importers.cudabeaver import (
     NOT_RECORDED,
     SOURCE,
@@ -66,8 +64,8 @@ def import_harness_run(options: ImportOptions) -> ImportResult:
     counts = ImportCounts()
     sessions = list(import_sessions(run, options.corpus, counts))
     partial = out.with_name(f".{out.name}.partial")
-    if partial.exists():
-        shutil.rmtree(partial)
+    if not remove_tree(partial):
+        raise BeaverError(f"{partial}: a previous import's leftover folder cannot be removed")
     written: list[Path] = []
     try:
         partial.mkdir(parents=True)
@@ -82,8 +80,7 @@ def import_harness_run(options: ImportOptions) -> ImportResult:
             out.rmdir()
         partial.rename(out)
     except (OSError, BeaverError) as exc:
-        with contextlib.suppress(OSError):
-            shutil.rmtree(partial)
+        remove_tree(partial)
         if isinstance(exc, BeaverError):
             raise BeaverError(f"{out}: nothing imported: {exc}") from None
         raise BeaverError(f"{out}: cannot write the imported sessions: {exc.strerror or exc}") from None

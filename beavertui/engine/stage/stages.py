@@ -24,6 +24,7 @@ from beavertui.engine.corpus import families
 from beavertui.engine.corpus.harness import harness_hash, hash_tree
 from beavertui.engine.corpus.task import Task
 from beavertui.engine.errors import BeaverError
+from beavertui.engine.fileio import remove_tree
 from beavertui.engine.host import sandbox
 from beavertui.engine.host.adapt import adapt_command, adapt_env
 from beavertui.engine.paths import cache_dir
@@ -174,7 +175,7 @@ def prepare(task: Task, code: str, base_dir: Path | None = None) -> WorkDir:
             if target.is_symlink() or target.is_file():
                 target.unlink()
             elif target.is_dir():
-                shutil.rmtree(target)
+                remove_tree(target)
             target.parent.mkdir(parents=True, exist_ok=True)
             target.symlink_to(src.resolve(), target_is_directory=True)
             links[dest] = str(src.resolve())
@@ -188,10 +189,10 @@ def prepare(task: Task, code: str, base_dir: Path | None = None) -> WorkDir:
         manifest = hash_tree(path, {task.solution_file})
         _write_protect(path, manifest)
     except OSError as exc:
-        shutil.rmtree(path, ignore_errors=True)
+        remove_tree(path)
         raise BeaverError(f"{task.id}: cannot prepare a work dir in {base}: {exc}") from None
     except BaseException:
-        shutil.rmtree(path, ignore_errors=True)  # a refused solution path leaves nothing behind
+        remove_tree(path)  # a refused solution path leaves nothing behind
         raise
     return WorkDir(path=path, task=task, manifest=manifest, links=links, origin=origin)
 
@@ -215,7 +216,7 @@ def _write_protect(root: Path, manifest: Mapping[str, str]) -> None:
 
 def remove(work: WorkDir) -> None:
     """Delete a work dir (links are removed, never followed)."""
-    shutil.rmtree(work.path, ignore_errors=True)
+    remove_tree(work.path)
 
 
 @contextmanager

@@ -48,7 +48,7 @@ from typing import Any, Protocol
 from beavertui.engine.corpus.harness import hash_tree
 from beavertui.engine.corpus.task import Task, TimingDriver
 from beavertui.engine.errors import BeaverError
-from beavertui.engine.fileio import write_atomic
+from beavertui.engine.fileio import remove_tree, write_atomic
 from beavertui.engine.judge import anticheat
 from beavertui.engine.session.events import Flag, StageResult, TimingResult
 from beavertui.engine.stage import stages
@@ -260,7 +260,7 @@ def place_sources(d: TimingDriver, work: stages.WorkDir) -> None:
         if target.is_symlink() or target.is_file():
             target.unlink()
         elif target.is_dir():
-            shutil.rmtree(target)
+            remove_tree(target)  # the candidate has run here: any tree it left, however deep
         shutil.copytree(src, target, symlinks=False)
 
 

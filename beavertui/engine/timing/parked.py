@@ -9,12 +9,12 @@ all parked at once) is the timer's.
 
 from __future__ import annotations
 
-import shutil
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from beavertui.engine.errors import BeaverError
+from beavertui.engine.fileio import remove_tree
 from beavertui.engine.stage import stages
 from beavertui.engine.timing import cupti
 
@@ -96,7 +96,7 @@ class Run:
     def discard(self) -> None:
         """End it (a no-op once finished) and remove its folder."""
         self.stage.process.stop()
-        shutil.rmtree(self.folder, ignore_errors=True)
+        remove_tree(self.folder)
 
     def phases(self, text: str, ended: float) -> dict[str, object]:
         """Where the run's time went, in seconds on the monotonic clock: from its start to the injection's

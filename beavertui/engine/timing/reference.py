@@ -11,7 +11,7 @@ from pathlib import Path
 
 from beavertui.engine.corpus import families, harness
 from beavertui.engine.corpus.task import Task
-from beavertui.engine.fileio import write_atomic
+from beavertui.engine.fileio import remove_tree, write_atomic
 from beavertui.engine.host.gpu import nvcc_version
 from beavertui.engine.paths import cache_dir
 from beavertui.engine.stage import stages
@@ -51,7 +51,7 @@ def reference_workdir(task: Task, config: stages.StageConfig, tcfg: TimingConfig
         raise SpeedupUnavailable(f"{task.id}: the reference does not build here ({last[0][:200]})")
     write_atomic(work.path / ".beaver-built", (result.command or "") + "\n")
     if final.exists():
-        shutil.rmtree(final, ignore_errors=True)
+        remove_tree(final)
     try:
         work.path.rename(final)
     except OSError:

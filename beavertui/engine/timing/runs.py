@@ -11,7 +11,6 @@ from the machine's failure by running its test command again as its correctness 
 from __future__ import annotations
 
 import re
-import shutil
 import tempfile
 import time
 from collections.abc import Callable
@@ -21,6 +20,7 @@ from typing import TypeVar
 
 from beavertui.engine.corpus.task import Task
 from beavertui.engine.errors import BeaverError
+from beavertui.engine.fileio import remove_tree
 from beavertui.engine.judge import anticheat
 from beavertui.engine.judge.evidence import out_of_memory
 from beavertui.engine.session.events import StageResult
@@ -121,7 +121,7 @@ class TimedRuns:
                 work, timing_command(self.task.test_command), life, cfg, stage="benchmark"
             )
         except BaseException:
-            shutil.rmtree(folder, ignore_errors=True)
+            remove_tree(folder)
             raise
         return Run(who, stage, folder, gated, started)
 
