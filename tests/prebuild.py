@@ -165,11 +165,19 @@ def run_last(items: list[pytest.Item]) -> None:
     In a parallel run they move to the start instead: every worker collects every test, so no worker can
     tell which builds it will need and none builds in the background; the worker that is given such a
     module (each module goes whole to one worker, ``--dist loadfile``) builds first, at normal priority,
-    while the other workers run the rest of the suite."""
+    while the other workers run the rest of the suite. After them come the modules that hold a test marked
+    ``slow``, then the rest in their order: the workers take modules in this order (``--no-loadscope-reorder``
+    in pyproject.toml keeps it), so the longest ones start early and the run ends on short modules, not with
+    one worker still on a long module while the others wait."""
     group = [i for i in items if Path(i.path).resolve() in GROUPS]
-    if group:
-        rest = [i for i in items if Path(i.path).resolve() not in GROUPS]
-        items[:] = group + rest if in_parallel() else rest + group
+    rest = [i for i in items if Path(i.path).resolve() not in GROUPS]
+    if not in_parallel():
+        items[:] = rest + group
+        return
+    slow = {Path(i.path) for i in rest if i.get_closest_marker("slow") is not None}
+    items[:] = (
+        group + [i for i in rest if Path(i.path) in slow] + [i for i in rest if Path(i.path) not in slow]
+    )
 
 
 def start_selected(items: list[pytest.Item], tmp: pytest.TempPathFactory) -> Background | None:

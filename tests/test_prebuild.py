@@ -86,3 +86,35 @@ def test_the_builds_find_nvcc_and_bypass_patches_while_another_test_runs(
     work = test_timing_drivers_build._prepare(t, t.reference() or "", tmp_path)
     run = test_timing_drivers_build.stage(work, "nvcc --version", tmp_path)
     assert run.rc == 0 and "Cuda compilation tools" in run.log, run.log
+
+
+class _Item:
+    """What run_last reads of a collected test: its file and whether it is marked slow."""
+
+    def __init__(self, path: Path, slow: bool = False) -> None:
+        self.path, self.slow = path, slow
+
+    def get_closest_marker(self, name: str) -> object | None:
+        return object() if name == "slow" and self.slow else None
+
+
+def test_a_parallel_run_orders_modules_builds_first_then_slow_ones_and_a_serial_run_builds_last(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tests import prebuild
+
+    here = Path(__file__).resolve()
+    g = _group(tmp_path_factory, {}, redo=lambda _: False)
+    monkeypatch.setitem(GROUPS, here, g)
+    a, b, c = (here.with_name(n) for n in ("a.py", "b.py", "c.py"))
+    items = [_Item(a), _Item(here), _Item(b), _Item(b, slow=True), _Item(c), _Item(here)]
+
+    def order(parallel: bool) -> list[tuple[Path, bool]]:
+        monkeypatch.setattr(prebuild, "in_parallel", lambda: parallel)
+        got = list(items)
+        prebuild.run_last(got)  # type: ignore[arg-type]
+        assert sorted(map(id, got)) == sorted(map(id, items))  # every test kept, once
+        return [(i.path, i.slow) for i in got]
+
+    assert order(True) == [(here, False), (here, False), (b, False), (b, True), (a, False), (c, False)]
+    assert order(False) == [(a, False), (b, False), (b, True), (c, False), (here, False), (here, False)]

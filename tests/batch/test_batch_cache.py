@@ -82,6 +82,7 @@ def test_identical_candidate_is_built_once_and_a_failing_gpu_is_removed(tmp_path
 
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc")
+@pytest.mark.slow
 def test_a_build_bound_to_its_work_dir_is_made_again_not_restored_from_the_cache(tmp_path: Path) -> None:
     """The applied runner's pre-build (torch's extension builder, absolute paths in its build files) is not
     served from the compile cache into another work dir, where the test run would compile it again while it

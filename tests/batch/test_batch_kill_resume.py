@@ -166,6 +166,7 @@ def damage(run_dir: Path) -> tuple[int, int]:
     return cut, torn
 
 
+@pytest.mark.slow
 def test_repeated_sigkill_and_resume_equals_an_uninterrupted_run(tmp_path: Path) -> None:
     rng = random.Random(SEED)
     models = ["--models", DEMO, "scripted:@alternate", flaky_script(tmp_path)]

@@ -704,6 +704,7 @@ def _fresh(tmp_path: Path, n: int) -> Path:
     return d
 
 
+@pytest.mark.slow
 def test_the_release_stage_records_read_back(tmp_path: Path) -> None:
     """The records of docs/data/h200-2026-12-04 (release-stage*, build-priority, timing-cpus,
     release-batch-cufft-park), recomputed through bench/release_timing_bench.py, one check each.

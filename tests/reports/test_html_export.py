@@ -128,6 +128,7 @@ def test_hostile_model_output_is_escaped(tmp_path: Path) -> None:
     assert_self_contained(page)
 
 
+@pytest.mark.slow
 def test_run_page_links_every_session_and_shows_the_metrics(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -146,6 +146,7 @@ def test_no_color_is_honoured_on_a_terminal() -> None:
     assert b"\x1b[" not in plain and b"flashattn_v2_00" in plain
 
 
+@pytest.mark.slow
 def test_one_format_flag_on_every_command_that_prints_a_table(tmp_path: Path) -> None:
     demo = str(ROOT / "sessions" / "demo")
     commands = {

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -247,6 +248,7 @@ def huge_state_file(tmp_path: Path) -> Path:
     return write(tmp_path / "huge.jsonl", [*objs[:at], *extra * 1, *objs[at:]])
 
 
+@pytest.mark.slow
 async def test_no_pane_is_handed_more_than_its_caps(tmp_path: Path) -> None:
     """Each pane's rendered text stays within a bound set by the caps, with the notes saying what was left
     out; the diff pane draws its heavy first render after the first frame."""

@@ -284,6 +284,7 @@ BATCH_FAULTS = [
 ]
 
 
+@pytest.mark.slow
 def test_persistent_faults_in_a_batch_are_retried_counted_and_never_scored(tmp_path: Path) -> None:
     from beavertui.engine.corpus.load import load_corpus
 

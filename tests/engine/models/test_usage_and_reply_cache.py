@@ -196,6 +196,7 @@ def test_a_batch_records_usage_and_cost_and_metrics_and_the_browser_show_them(tm
     assert summary is None and "Run " in out.stdout and dollars(cost) in out.stdout
 
 
+@pytest.mark.slow
 def test_a_resumed_batch_asks_no_reply_twice(tmp_path: Path) -> None:
     """A run cut after a reply was received (before it was judged) resumes with the stored reply: the server
     sees no second request for it; a re-run with another toolchain asks for nothing it was asked before."""

@@ -405,6 +405,7 @@ def test_session_writer_takes_any_string_and_reads_back_valid_text(
         assert len(text) == len(original)
 
 
+@pytest.mark.slow
 def test_lone_surrogate_escapes_in_a_session_file_are_read_as_replacement_characters(tmp_path: Path) -> None:
     whole = _demo_session().decode()
     lines = whole.splitlines()
