@@ -26,6 +26,37 @@ def gpu_present() -> bool:
     return out.returncode == 0 and "GPU" in out.stdout
 
 
+#: Where the Python processes of this test session keep their bytecode, when the environment asks for none
+#: to be written beside the sources (PYTHONDONTWRITEBYTECODE): a folder of the session, removed at its end.
+_PYC_KEY = pytest.StashKey[str]()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """With PYTHONDONTWRITEBYTECODE set, every Python process the suite starts (the test workers, each
+    ``python -m beavertui`` a test runs, each child of the import probe) would compile every module it
+    imports from source again. The session instead keeps the bytecode in a temporary folder of its own
+    (PYTHONPYCACHEPREFIX), so each module is compiled once a session, and nothing is written beside the
+    sources. Set in the first process, before the workers start, so that they and their children share it."""
+    import os
+    import sys
+    import tempfile
+
+    if not os.environ.get("PYTHONDONTWRITEBYTECODE") or os.environ.get("PYTHONPYCACHEPREFIX"):
+        return
+    folder = tempfile.mkdtemp(prefix="beavertui-tests-pyc-")
+    config.stash[_PYC_KEY] = folder
+    del os.environ["PYTHONDONTWRITEBYTECODE"]
+    os.environ["PYTHONPYCACHEPREFIX"] = folder
+    sys.pycache_prefix = folder
+    sys.dont_write_bytecode = False
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    folder = config.stash.get(_PYC_KEY, None)
+    if folder is not None:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     from tests.prebuild import run_last
 
