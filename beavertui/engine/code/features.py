@@ -16,7 +16,8 @@ it", not "the hardware executes it".
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from functools import lru_cache
 
 #: Features whose loss makes a passing repair degenerate (they are what makes the reference fast).
 PERF_FEATURES: tuple[str, ...] = (
@@ -276,7 +277,17 @@ def launches(code: str) -> tuple[Launch, ...]:
 
 
 def extract(source: str) -> Features:
-    """The features of one source text."""
+    """The features of one source text.
+
+    Remembered per text (the last 128): a session's analysis compares every attempt with the same broken
+    start and reference, and a run holds the same task under several models and protocols. Each caller
+    gets its own ``evidence`` dict."""
+    found = _extract(source)
+    return replace(found, evidence=dict(found.evidence))
+
+
+@lru_cache(maxsize=128)
+def _extract(source: str) -> Features:
     code, asm = strip_source(source)
     evidence: dict[str, list[str]] = {}
 
