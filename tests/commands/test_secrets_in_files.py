@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 
 from beavertui.engine.session.store import read_session
+from tests.cli_in_process import run_cli
 from tests.loopback_endpoint import Endpoint, chunk, completion
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -40,7 +41,13 @@ def _echo(model: str, body: dict[str, Any], headers: dict[str, str]) -> tuple[st
     return "json", completion(model, text)
 
 
-def _cli(*argv: str, cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+def _cli(
+    *argv: str, cwd: Path, env: dict[str, str], process: bool = False
+) -> subprocess.CompletedProcess[str]:
+    """The command in this process, or with ``process`` as ``python3 -m beavertui`` (the first case keeps
+    the real entry point of ``live`` under test)."""
+    if not process:
+        return run_cli(*argv, cwd=cwd, env={**os.environ, **env})
     return subprocess.run(
         [sys.executable, "-m", "beavertui", *argv],
         cwd=cwd, env={**os.environ, "PYTHONPATH": str(ROOT), **env}, capture_output=True, text=True, timeout=120,
@@ -67,7 +74,7 @@ def test_live_writes_a_whole_session_whatever_the_secrets(
             "live", "--task", "vec_scale", "--corpus", str(RECORDED), "--model", "echo", "--base-url", url,
             "--api-key-env", "SECRET_WORD_KEY", "--extra-body", json.dumps({"api_key": password, "top_secret_echo": 1}),
             "--headless", "--no-stream", "--toolchain", TOOLCHAIN, "--budget", "2", "--temperature", "0",
-            cwd=tmp_path, env={"SECRET_WORD_KEY": key},
+            cwd=tmp_path, env={"SECRET_WORD_KEY": key}, process=user == CASES[0][0],
         )  # fmt: skip
         assert server.requests, p.stderr
     assert p.returncode == 0, p.stdout + p.stderr

@@ -22,6 +22,7 @@ import pytest
 
 from beavertui.reports.fit import lines
 from beavertui.reports.tables import Rate, Table
+from tests.cli_in_process import run_cli
 
 ROOT = Path(__file__).resolve().parents[2]
 RUN_TAR = ROOT / "tests" / "data" / "h200_batch_run_40.tar.gz"
@@ -37,16 +38,12 @@ def h200_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _cli(*args: str, columns: int | None = 80, **env: str) -> subprocess.CompletedProcess[str]:
+    """The command's output through a pipe at ``columns`` (in this process: the page width is what
+    ``COLUMNS`` and a non-terminal stdout make it; the real terminal is test_no_color_is_honoured's)."""
     e = {k: v for k, v in os.environ.items() if k != "COLUMNS"}
     if columns is not None:
         e["COLUMNS"] = str(columns)
-    return subprocess.run(
-        [sys.executable, "-m", "beavertui", *args],
-        capture_output=True,
-        text=True,
-        env={**e, **env},
-        check=True,
-    )
+    return run_cli(*args, env={**e, **env}, check=True)
 
 
 @functools.cache

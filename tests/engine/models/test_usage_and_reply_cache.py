@@ -23,6 +23,7 @@ from beavertui.engine.models.openai_model import OpenAIConfig, OpenAIModel
 from beavertui.engine.models.reply_cache import CachedModel, ReplyCache
 from beavertui.engine.session.events import Message, Reply, SessionEnd
 from beavertui.engine.session.store import read_session
+from tests.cli_in_process import run_cli
 
 ROOT = Path(__file__).resolve().parents[3]
 CORPUS = ROOT / "tests" / "data" / "recorded"
@@ -119,13 +120,16 @@ def _protocol(tmp: Path, url: str, *, temperature: float = 0.0, prices: bool = T
     return path
 
 
-def _batch(tmp: Path, *args: str, cache: Path) -> subprocess.CompletedProcess[str]:
+def _batch(tmp: Path, *args: str, cache: Path, process: bool = False) -> subprocess.CompletedProcess[str]:
+    """``beavertui batch`` over the recorded corpus: in this process, or with ``process`` as
+    ``python3 -m beavertui`` (the first test keeps the command's real entry point under test)."""
     env = {**os.environ, "USAGE_TEST_KEY": "sk-usage", "BEAVERTUI_REPLY_CACHE": str(cache)}
+    argv = ["batch", "--corpus", str(CORPUS), "--sessions-dir", str(tmp), "--quiet", "--jobs", "2", *args]
+    if not process:
+        return run_cli(*argv, env=env)
     return subprocess.run(
-        [sys.executable, "-m", "beavertui", "batch", "--corpus", str(CORPUS), "--sessions-dir", str(tmp),
-         "--quiet", "--jobs", "2", *args],
-        capture_output=True, text=True, env=env, timeout=120,
-    )  # fmt: skip
+        [sys.executable, "-m", "beavertui", *argv], capture_output=True, text=True, env=env, timeout=120
+    )
 
 
 def _replies(path: Path) -> list[Reply]:
@@ -138,7 +142,7 @@ def test_a_batch_records_usage_and_cost_and_metrics_and_the_browser_show_them(tm
         proto = _protocol(tmp_path, server.url)
         out = _batch(
             tmp_path, "--protocol", str(proto), "--toolchain", f"recorded:{RECORDINGS}", "--run-id", "r",
-            cache=tmp_path / "cache",
+            cache=tmp_path / "cache", process=True,
         )  # fmt: skip
         assert out.returncode == 0, out.stderr
         seen = list(server.seen)
@@ -164,21 +168,13 @@ def test_a_batch_records_usage_and_cost_and_metrics_and_the_browser_show_them(tm
     # the sums are the server's own counts
     assert prompt == sum(sum(_tokens(m["content"]) for m in b["messages"]) for b in seen)
     # metrics: per group, per session and per repair
-    doc = json.loads(
-        subprocess.run(
-            [sys.executable, "-m", "beavertui", "metrics", str(run), "--json"],
-            capture_output=True, text=True, check=True,
-        ).stdout
-    )  # fmt: skip
+    doc = json.loads(run_cli("metrics", run, "--json", check=True).stdout)
     (u,) = doc["usage"]
     cost = (prompt * PRICE_IN + completion * PRICE_OUT) / 1e6
     assert (u["sessions"], u["repaired"], u["replies"], u["prompt_tokens"]) == (2, 2, 4, prompt)
     assert u["reasoning_tokens"] == 4 * REASONING and u["cached"] == 0
     assert u["cost_usd"] == pytest.approx(cost) and u["cost_per_repair_usd"] == pytest.approx(cost / 2)
-    text = subprocess.run(
-        [sys.executable, "-m", "beavertui", "metrics", str(run)],
-        capture_output=True, text=True, check=True, env={**os.environ, "COLUMNS": "80"},
-    ).stdout  # fmt: skip
+    text = run_cli("metrics", run, check=True, env={**os.environ, "COLUMNS": "80"}).stdout
     assert "Tokens and cost per model and protocol" in text
     from beavertui.engine.session.usage import dollars
 

@@ -1,0 +1,132 @@
+"""``python3 -m beavertui ARGS`` run inside the test process: the same exit status, stdout and stderr.
+
+A test that is about what a command does, not about the process it runs in, calls ``run_cli`` instead of
+starting an interpreter (0.3 to 1.2 s of CPU each). What the process boundary would give is kept:
+
+- the exit status is ``main``'s return value, or the code of a ``SystemExit`` (None: 0; a message: printed
+  on stderr, 1), and an uncaught exception is its traceback on stderr and status 1, as the interpreter does;
+- a log record of WARNING or above is one line on stderr, as Python's last-resort handler writes it in a
+  process where nothing configured logging (as in beavertui's);
+- stdout and stderr are captured as a pipe is: not a terminal, so no colour and the width is ``COLUMNS`` or
+  80; stdin is empty unless ``input`` is given;
+- what a command keeps for the rest of its process (counts, values read from the environment) starts
+  empty each call, as in a new process (``_fresh_process_state``);
+- ``env`` replaces the whole environment for the call, as ``subprocess.run(env=...)`` does (the commands read
+  it where they start: beavertui/service/environment.py), and ``cwd`` is the working folder for the call;
+  both are put back afterwards, whatever the command did.
+
+Tests that are about the process itself (signals, kill and resume, inherited descriptors, what a child's
+argv or environment shows, a real terminal, ``python -m`` start-up) keep starting one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import logging
+import os
+import subprocess
+import sys
+import traceback
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+
+
+class _Pipe(io.TextIOWrapper):
+    """A text stream over bytes, like a pipe's: ``.buffer`` exists and ``isatty()`` is False."""
+
+    def __init__(self) -> None:
+        super().__init__(io.BytesIO(), encoding="utf-8", errors="backslashreplace", write_through=True)
+
+    def text(self) -> str:
+        self.flush()
+        raw = self.buffer
+        assert isinstance(raw, io.BytesIO)
+        return raw.getvalue().decode("utf-8", errors="replace")
+
+
+@contextlib.contextmanager
+def _environment(env: Mapping[str, str] | None) -> Iterator[None]:
+    saved = dict(os.environ)
+    try:
+        if env is not None:
+            os.environ.clear()
+            os.environ.update(env)
+        yield
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+
+
+@contextlib.contextmanager
+def _folder(cwd: str | Path | None) -> Iterator[None]:
+    before = os.getcwd()
+    try:
+        if cwd is not None:
+            os.chdir(cwd)
+        yield
+    finally:
+        os.chdir(before)
+
+
+def _fresh_process_state() -> None:
+    """Empty what a new process starts without and a command keeps for the rest of its process: the reply
+    caches of a batch (whose counts the batch prints) and the GPUs read from ``CUDA_VISIBLE_DEVICES``. A
+    module not imported yet holds nothing."""
+    models = sys.modules.get("beavertui.batch.models")
+    if models is not None:
+        with models._LOCK:
+            models._CACHES.clear()
+    gpu = sys.modules.get("beavertui.engine.host.gpu")
+    if gpu is not None:
+        gpu.visible_gpus.cache_clear()
+
+
+def _status(code: object, err: io.TextIOBase) -> int:
+    """The exit status the interpreter gives ``SystemExit(code)``."""
+    if code is None:
+        return 0
+    if isinstance(code, int):
+        return code
+    print(code, file=err)
+    return 1
+
+
+def run_cli(
+    *argv: str | Path,
+    cwd: str | Path | None = None,
+    env: Mapping[str, str] | None = None,
+    input: str | None = None,
+    check: bool = False,
+) -> subprocess.CompletedProcess[str]:
+    """``beavertui ARGV`` in this process, as ``subprocess.run([python, -m, beavertui, *argv],
+    capture_output=True, text=True, cwd=cwd, env=env, input=input, check=check)`` would run it."""
+    from beavertui.cli import main
+
+    args = [str(a) for a in argv]
+    out, err = _Pipe(), _Pipe()
+    stdin = io.StringIO(input or "")
+    saved = sys.stdin, sys.stdout, sys.stderr
+    last_resort = logging.StreamHandler(err)
+    last_resort.setLevel(logging.WARNING)
+    root = logging.getLogger()
+    with _environment(env), _folder(cwd):
+        _fresh_process_state()
+        sys.stdin, sys.stdout, sys.stderr = stdin, out, err
+        root.addHandler(last_resort)
+        try:
+            code = main(args)
+        except SystemExit as exc:
+            code = _status(exc.code, err)
+        except Exception:  # the interpreter prints what was not caught and exits 1
+            traceback.print_exc(file=err)
+            code = 1
+        finally:
+            root.removeHandler(last_resort)
+            sys.stdin, sys.stdout, sys.stderr = saved
+    result = subprocess.CompletedProcess(
+        [sys.executable, "-m", "beavertui", *args], code, out.text(), err.text()
+    )
+    if check:
+        result.check_returncode()
+    return result
