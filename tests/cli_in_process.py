@@ -1,4 +1,5 @@
-"""``python3 -m beavertui ARGS`` run inside the test process: the same exit status, stdout and stderr.
+"""``python3 -m beavertui ARGS`` (or ``python3 SCRIPT ARGS``) run inside the test process: the same exit
+status, stdout and stderr.
 
 A test that is about what a command does, not about the process it runs in, calls ``run_cli`` instead of
 starting an interpreter (0.3 to 1.2 s of CPU each). What the process boundary would give is kept:
@@ -28,7 +29,7 @@ import os
 import subprocess
 import sys
 import traceback
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 
 
@@ -104,6 +105,44 @@ def run_cli(
     from beavertui.cli import main
 
     args = [str(a) for a in argv]
+    return _run([sys.executable, "-m", "beavertui", *args], lambda: main(args), cwd, env, input, check)
+
+
+def run_script(
+    script: Path,
+    *argv: str | Path,
+    cwd: str | Path | None = None,
+    env: Mapping[str, str] | None = None,
+    input: str | None = None,
+    check: bool = False,
+) -> subprocess.CompletedProcess[str]:
+    """``python3 SCRIPT ARGV`` in this process (the script run as ``__main__`` with ``sys.argv`` set), as
+    ``subprocess.run`` with ``capture_output=True, text=True`` would run it; ``sys.path`` is put back after."""
+    import runpy
+
+    args = [str(script), *map(str, argv)]
+
+    def call() -> int:
+        saved_argv, saved_path = sys.argv, list(sys.path)
+        sys.argv = args
+        try:
+            runpy.run_path(str(script), run_name="__main__")
+        finally:
+            sys.argv = saved_argv
+            sys.path[:] = saved_path
+        return 0
+
+    return _run([sys.executable, *args], call, cwd, env, input, check)
+
+
+def _run(
+    shown: list[str],
+    call: Callable[[], int],
+    cwd: str | Path | None,
+    env: Mapping[str, str] | None,
+    input: str | None,
+    check: bool,
+) -> subprocess.CompletedProcess[str]:
     out, err = _Pipe(), _Pipe()
     stdin = io.StringIO(input or "")
     saved = sys.stdin, sys.stdout, sys.stderr
@@ -115,7 +154,7 @@ def run_cli(
         sys.stdin, sys.stdout, sys.stderr = stdin, out, err
         root.addHandler(last_resort)
         try:
-            code = main(args)
+            code = call()
         except SystemExit as exc:
             code = _status(exc.code, err)
         except Exception:  # the interpreter prints what was not caught and exits 1
@@ -124,9 +163,7 @@ def run_cli(
         finally:
             root.removeHandler(last_resort)
             sys.stdin, sys.stdout, sys.stderr = saved
-    result = subprocess.CompletedProcess(
-        [sys.executable, "-m", "beavertui", *args], code, out.text(), err.text()
-    )
+    result = subprocess.CompletedProcess(shown, code, out.text(), err.text())
     if check:
         result.check_returncode()
     return result

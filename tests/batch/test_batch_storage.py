@@ -28,7 +28,10 @@ from beavertui.batch.cache import CompileCache
 from beavertui.engine.session.events import StageResult
 from beavertui.engine.session.store import read_session
 from tests.batch.test_batch_kill_resume import CORPUS, DEMO, RECORDED, attempts_of, flaky_script
+from tests.cli_in_process import run_cli
 
+#: The batch as a process: where the test limits or mounts what the process sees (a file size limit, a small
+#: or read-only file system). The runs around it (reference, resume) go through ``run_cli`` in this process.
 PY = [sys.executable, "-m", "beavertui", "batch"]
 
 
@@ -64,7 +67,7 @@ def check_kept_and_resume(run: Path, ref: Path) -> tuple[int, int]:
         if header is not None and events and events[-1].kind == "end":
             ended += 1
     cut = len(want_ends) - ended  # cut, or not started yet
-    out = subprocess.run([*PY, "--resume", str(run), "--quiet"], capture_output=True, text=True, timeout=120)
+    out = run_cli("batch", "--resume", run, "--quiet")
     assert out.returncode == 0, out.stderr
     got, _ = attempts_of(run)
     assert got == want
@@ -72,12 +75,7 @@ def check_kept_and_resume(run: Path, ref: Path) -> tuple[int, int]:
 
 
 def reference(tmp: Path, models: list[str], samples: int) -> Path:
-    out = subprocess.run(
-        [*PY, *batch_args(models, samples), "--sessions-dir", str(tmp), "--run-id", "ref"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    out = run_cli("batch", *batch_args(models, samples), "--sessions-dir", tmp, "--run-id", "ref")
     assert out.returncode == 0, out.stderr
     return tmp / "ref"
 
@@ -151,12 +149,7 @@ def test_a_file_size_limit_mid_run_stops_in_one_line_and_resumes_losing_nothing(
 
 def test_an_output_folder_below_a_file_is_one_line(tmp_path: Path) -> None:
     (tmp_path / "file").write_text("not a folder")
-    out = subprocess.run(
-        [*PY, *batch_args([DEMO], 1), "--sessions-dir", str(tmp_path / "file" / "sessions")],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    out = run_cli("batch", *batch_args([DEMO], 1), "--sessions-dir", tmp_path / "file" / "sessions")
     assert out.returncode == 2
     (line,) = error_lines(out.stderr)
     assert line.startswith("beavertui: cannot write ") and "is a file, not a folder" in line
@@ -180,12 +173,7 @@ def test_a_read_only_output_folder_is_one_line_and_changes_nothing(tmp_path: Pat
     sessions = tmp_path / "sessions"
     sessions.mkdir()
     if resume:
-        first = subprocess.run(
-            [*PY, *batch_args([DEMO], 2), "--sessions-dir", str(sessions), "--run-id", "r"],
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
+        first = run_cli("batch", *batch_args([DEMO], 2), "--sessions-dir", sessions, "--run-id", "r")
         assert first.returncode == 0, first.stderr
         cmd = [*PY, "--resume", str(sessions / "r"), "--quiet"]
     else:
@@ -247,12 +235,9 @@ def test_a_corrupt_cache_entry_is_removed_counted_and_built_again(tmp_path: Path
 
 def test_a_cache_folder_that_cannot_be_one_is_a_one_line_error(tmp_path: Path) -> None:
     (tmp_path / "cache").write_text("a file where the cache should be")
-    out = subprocess.run(
-        [
-            *PY, "--corpus", str(CORPUS), "--models", DEMO, "--toolchain", "local", "--gpus", "0",
-            "--cache", str(tmp_path / "cache"), "--sessions-dir", str(tmp_path), "--quiet",
-        ],
-        capture_output=True, text=True, timeout=60,
+    out = run_cli(
+        "batch", "--corpus", CORPUS, "--models", DEMO, "--toolchain", "local", "--gpus", "0",
+        "--cache", tmp_path / "cache", "--sessions-dir", tmp_path, "--quiet",
     )  # fmt: skip
     assert out.returncode == 2
     (line,) = error_lines(out.stderr)

@@ -24,6 +24,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.cli_in_process import run_script
+
 ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "docs" / "data" / "h200-2026-12-04"
 RUN = DATA / "release-stage"
@@ -53,13 +55,7 @@ def _timed(folder: Path, mode: str) -> dict[str, dict]:  # type: ignore[type-arg
 
 def _summary(tmp_path: Path, *dirs: Path) -> tuple[str, dict]:  # type: ignore[type-arg]
     out = tmp_path / "summary.json"
-    proc = subprocess.run(
-        [sys.executable, str(ROOT / "bench" / "release_timing_bench.py"), "summary", "--json", str(out)]
-        + [str(d) for d in dirs],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
+    proc = run_script(ROOT / "bench" / "release_timing_bench.py", "summary", "--json", out, *dirs, check=True)
     return proc.stdout, json.loads(out.read_text())
 
 
@@ -189,7 +185,7 @@ def test_folders_timed_under_different_build_loads_are_not_summed_together(tmp_p
     loaded = tmp_path / "loaded"
     loaded.mkdir()
     (loaded / "release-stage.json").write_text(json.dumps({"modes": ["on"], "build_load": 12, "tasks": {}}))
-    proc = subprocess.run(
+    proc = subprocess.run(  # the script itself, as a process, once in this module
         [sys.executable, str(ROOT / "bench" / "release_timing_bench.py"), "summary", str(RUN), str(loaded)],
         capture_output=True,
         text=True,
@@ -350,20 +346,7 @@ PRIORITY = DATA / "build-priority"
 
 def _compare(tmp_path: Path, a: Path, b: Path) -> tuple[str, dict]:  # type: ignore[type-arg]
     out = tmp_path / "compare.json"
-    proc = subprocess.run(
-        [
-            sys.executable,
-            str(ROOT / "bench" / "release_timing_bench.py"),
-            "compare",
-            "--json",
-            str(out),
-            str(a),
-            str(b),
-        ],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
+    proc = run_script(ROOT / "bench" / "release_timing_bench.py", "compare", "--json", out, a, b, check=True)
     return proc.stdout, json.loads(out.read_text())
 
 
@@ -455,16 +438,8 @@ def _builds_at_a_lower_priority_do_not_take_the_load_off_the_timing_stage(tmp_pa
         "nice0b": (1.049, 0.998, 1.0),
     }
     # folders built at different priorities are not summed together
-    proc = subprocess.run(
-        [
-            sys.executable,
-            str(ROOT / "bench" / "release_timing_bench.py"),
-            "summary",
-            str(PRIORITY / "nice0"),
-            str(PRIORITY / "nice10"),
-        ],
-        capture_output=True,
-        text=True,
+    proc = run_script(
+        ROOT / "bench" / "release_timing_bench.py", "summary", PRIORITY / "nice0", PRIORITY / "nice10"
     )
     assert proc.returncode != 0 and "built at different priorities" in proc.stderr
     text, _ = _summary(tmp_path, PRIORITY / "pinned")

@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tests.cli_in_process import run_script
+
 ROOT = Path(__file__).resolve().parents[2]
 #: the scheduled run and naive pieces 1/8 (tasks 1-5) and 6-28 of 40; the last folder holds pieces 29-40
 DATA = [ROOT / "docs/data/h200-2026-12-02/timing-bench", ROOT / "docs/data/h200-2026-12-03/timing-bench"]
@@ -32,21 +34,19 @@ def finished(dirs: list[Path]) -> tuple[dict, list[dict]]:  # type: ignore[type-
     return scheduled, naive
 
 
-def summary(tmp_path: Path, *dirs: Path) -> tuple[str, dict]:  # type: ignore[type-arg]
+def summary(tmp_path: Path, *dirs: Path, process: bool = False) -> tuple[str, dict]:  # type: ignore[type-arg]
+    """bench/timing_floor_bench.py summary in this process, or with ``process`` as ``python3 SCRIPT``."""
     out = tmp_path / "summary.json"
-    proc = subprocess.run(
-        [
-            sys.executable,
-            str(ROOT / "bench/timing_floor_bench.py"),
-            "summary",
-            "--json",
-            str(out),
-            *map(str, dirs),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    argv = ["summary", "--json", str(out), *map(str, dirs)]
+    if process:
+        proc = subprocess.run(
+            [sys.executable, str(ROOT / "bench/timing_floor_bench.py"), *argv],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+    else:
+        proc = run_script(ROOT / "bench/timing_floor_bench.py", *argv)
     assert proc.returncode == 0, proc.stderr
     return proc.stdout, json.loads(out.read_text())
 
@@ -87,7 +87,7 @@ def _all_recorded_pieces_cover_the_40_tasks_and_give_the_ratio(tmp_path: Path) -
 
 
 def test_a_cut_naive_piece_is_not_counted(tmp_path: Path) -> None:
-    _, got = summary(tmp_path, DATA[0])  # slice 1/8 finished, slice 2/8 cut by its budget
+    _, got = summary(tmp_path, DATA[0], process=True)  # slice 1/8 finished, slice 2/8 cut by its budget
     (ratio,) = [r for r in got["ratios"] if "naive_tasks_run" in r]
     assert ratio["naive_tasks_run"] == 5
 
