@@ -16,8 +16,6 @@ write the stored screenshot again after a deliberate change of the page.
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 import tarfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -266,38 +264,44 @@ def test_session_screenshot_matches_the_stored_one(browser: Browser, tmp_path: P
     assert differing_blocks(decode(browser.screenshot()), stored) <= TOLERANCE
 
 
+class _Reports:
+    """Collects the reports of a pytest run made inside this one."""
+
+    def __init__(self) -> None:
+        self.reports: list[pytest.TestReport] = []
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        self.reports.append(report)
+
+
 @pytest.mark.parametrize("ci", ["true", ""])
-def test_a_missing_browser_fails_under_ci_and_skips_elsewhere(tmp_path: Path, ci: str) -> None:
-    env = {
-        **os.environ,
-        "BEAVERTUI_CHROMIUM": str(tmp_path / "no-chromium"),
-        "CI": ci,
-        "PYTHONPATH": str(ROOT),
-    }
-    if not ci:
-        del env["CI"]
-    out = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pytest",
-            "-rs",
-            "-p",
-            "no:cacheprovider",
-            f"{__file__}::test_demo_session_page_loads_cleanly",
-        ],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        env=env,
-        timeout=300,
-    )
+def test_a_missing_browser_fails_under_ci_and_skips_elsewhere(
+    tmp_path: Path, ci: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """pytest run in this process (no new interpreter, no workers) on the page tests, with the browser
+    pointed at a file that does not exist."""
+    monkeypatch.setenv("BEAVERTUI_CHROMIUM", str(tmp_path / "no-chromium"))
     if ci:
-        assert out.returncode == 1 and "the browser tests must run in CI" in out.stdout, out.stdout[-2000:]
+        monkeypatch.setenv("CI", ci)
     else:
-        assert (
-            out.returncode == 0 and "no Chromium on this machine" in out.stdout and "passed" not in out.stdout
-        ), out.stdout[-2000:]
+        monkeypatch.delenv("CI", raising=False)
+    seen = _Reports()
+    args = ["-q", "-rs", "-n", "0", "--rootdir", str(ROOT)]
+    # plugins the page tests do not use stay with the outer run (some keep files of their own per session)
+    for plugin in ("cacheprovider", "asyncio", "textual-snapshot", "syrupy", "benchmark"):
+        args += ["-p", f"no:{plugin}"]
+    code = pytest.main([*args, f"{__file__}::test_demo_session_page_loads_cleanly"], plugins=[seen])
+    reports = seen.reports
+    assert len({r.nodeid for r in reports}) == len(list(DEMO.glob("*.jsonl"))) > 0
+    assert not [r for r in reports if r.passed and r.when == "call"]
+    if ci:
+        failed = [r for r in reports if r.failed]
+        assert code == pytest.ExitCode.TESTS_FAILED and failed, code
+        assert all("the browser tests must run in CI" in r.longreprtext for r in failed)
+    else:
+        skipped = [r for r in reports if r.skipped]
+        assert code == pytest.ExitCode.OK and len(skipped) == len({r.nodeid for r in reports}), code
+        assert all("no Chromium on this machine" in str(r.longrepr) for r in skipped)
 
 
 def _rgb(hex_colour: str) -> tuple[int, int, int]:
