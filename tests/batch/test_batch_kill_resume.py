@@ -16,6 +16,7 @@ import hashlib
 import json
 import os
 import random
+import shutil
 import signal
 import subprocess
 import sys
@@ -120,14 +121,6 @@ def infra_counts(run_dir: Path) -> tuple[int, int]:
     return sum(1 for r in rows if r.get("retried")), sum(1 for r in rows if not r.get("retried"))
 
 
-def finished(run_dir: Path) -> int:
-    return sum(
-        1
-        for p in run_dir.rglob("*__s*.jsonl")
-        if read_session(p)[1][-1:] and read_session(p)[1][-1].kind == "end"
-    )
-
-
 def written(run_dir: Path) -> int:
     """Bytes of every session file under a run directory (the batch's progress, read without parsing)."""
     total = 0
@@ -154,16 +147,19 @@ def kill_points(rng: random.Random, total: int, kills: int) -> list[int]:
     return [int(total * rng.uniform(lo + i * span, lo + (i + 1) * span)) for i in range(kills)]
 
 
-def damage(run_dir: Path) -> tuple[int, int]:
-    """(sessions cut before their end, sessions whose last line is torn) in a killed run."""
-    cut = torn = 0
+def damage(run_dir: Path) -> tuple[int, int, int]:
+    """(sessions cut before their end, sessions whose last line is torn, sessions finished) in a killed
+    run, each session file read once."""
+    cut = torn = done = 0
     for path in run_dir.rglob("*.jsonl"):
         if path.name == "infra.jsonl":
             continue
         _h, events, problem = read_session(path)
-        cut += not (events and isinstance(events[-1], SessionEnd))
+        ended = bool(events) and isinstance(events[-1], SessionEnd)
+        cut += not ended
         torn += problem is not None
-    return cut, torn
+        done += ended and "__s" in path.name
+    return cut, torn, done
 
 
 @pytest.mark.slow
@@ -200,15 +196,15 @@ def test_repeated_sigkill_and_resume_equals_an_uninterrupted_run(tmp_path: Path)
                         break
                 time.sleep(0.005)
             while time.monotonic() < deadline and proc.poll() is None and written(run_dir) < points[_round]:
-                time.sleep(0.002)
+                time.sleep(0.01)  # each look scans the run folder: a tighter loop takes the batch's CPU
             if proc.poll() is None:
                 os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait()
                 kills += 1
-                c, t = damage(run_dir)
+                c, t, done = damage(run_dir)
                 cuts += c
                 torn += t
-                progress.append(finished(run_dir))
+                progress.append(done)
         _out, err = proc.communicate(timeout=120)
         if not last and proc.returncode == -signal.SIGKILL:
             if read_manifest(run_dir).status == "finished":
@@ -263,15 +259,27 @@ def _one_session_run(tmp: Path, run_id: str) -> Path:
     return tmp / run_id
 
 
+@pytest.fixture(scope="module")
+def one_session_runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, Any]:
+    """A one-session run and a second, separate run of the same batch, with the first's attempts: made once
+    for every example below, which only reads them (each example cuts a copy of the second)."""
+    tmp = tmp_path_factory.mktemp("cut")
+    ref = _one_session_run(tmp, "ref")
+    (tmp / "pristine").mkdir()
+    pristine = _one_session_run(tmp, "k").rename(tmp / "pristine" / "k")
+    return tmp, pristine, attempts_of(ref)
+
+
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.data())
 def test_a_session_cut_at_any_byte_resumes_to_the_same_attempts(
-    tmp_path_factory: pytest.TempPathFactory, data: st.DataObject
+    one_session_runs: tuple[Path, Path, Any], data: st.DataObject
 ) -> None:
-    tmp = tmp_path_factory.mktemp("cut")
-    ref = _one_session_run(tmp, "ref")
-    want = attempts_of(ref)
-    run = _one_session_run(tmp, "k")
+    tmp, pristine, want = one_session_runs
+    run = tmp / "k"
+    if run.exists():
+        shutil.rmtree(run)
+    shutil.copytree(pristine, run, symlinks=True)  # a finished run, as a fresh batch run leaves it
     files = sorted(p for p in run.rglob("*.jsonl") if p.name != "infra.jsonl")
     path = data.draw(st.sampled_from(files), label="session")
     whole = path.read_bytes()
