@@ -65,6 +65,12 @@ def imported(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out
 
 
+@pytest.fixture(scope="module")
+def imported_metrics(imported: Path) -> subprocess.CompletedProcess[str]:
+    """``metrics --json`` on the imported run, run once for the tests that read it."""
+    return cli("metrics", str(imported), "--json")
+
+
 def sessions(out: Path) -> dict[str, tuple[Any, list[Any]]]:
     found = {}
     for path in sorted(out.glob("*.jsonl")):
@@ -168,14 +174,16 @@ def test_fields_the_harness_did_not_record_are_null_and_said(imported: Path) -> 
     assert "None" not in event_line(stage).plain
 
 
-def test_api_error_records_are_counted_and_never_scored(imported: Path) -> None:
+def test_api_error_records_are_counted_and_never_scored(
+    imported: Path, imported_metrics: subprocess.CompletedProcess[str]
+) -> None:
     assert API_ERRORS, "the fixture must hold an api_error record (the stub refuses one task on purpose)"
     stdout = (imported / "stdout.txt").read_text()
     n = len(API_ERRORS)
     assert f"not scored: {n} record{'s' if n != 1 else ''}: api_error" in stdout
     rows = list(export_rows(imported))
     assert sum(r["infra_error"] for r in rows) == n
-    done = cli("metrics", str(imported), "--json")
+    done = imported_metrics
     assert done.returncode == 0, done.stderr
     (group,) = json.loads(done.stdout)["groups"]
     assert group["n_infra_excluded"] == n
@@ -183,12 +191,14 @@ def test_api_error_records_are_counted_and_never_scored(imported: Path) -> None:
     assert sum(v for k, v in run["imported"]["not_scored"].items() if k.startswith("api_error")) == n
 
 
-def test_metrics_on_the_imported_run_give_the_harness_numbers(imported: Path) -> None:
+def test_metrics_on_the_imported_run_give_the_harness_numbers(
+    imported: Path, imported_metrics: subprocess.CompletedProcess[str]
+) -> None:
     summary = json.loads((RUN / "summary.json").read_text())["per_task_results"]
     scored = [
         t for t in TASKS if any(r.get("error_type") != "api_error" for r in RECORDS if r["task_id"] == t)
     ]
-    done = cli("metrics", str(imported), "--json")
+    done = imported_metrics
     assert done.returncode == 0, done.stderr
     (group,) = json.loads(done.stdout)["groups"]
     assert group["n_tasks"] == len(scored)
@@ -207,11 +217,13 @@ def test_metrics_on_the_imported_run_give_the_harness_numbers(imported: Path) ->
         assert word in table.stdout
 
 
-def test_an_imported_run_is_rescored_at_the_papers_gate(imported: Path) -> None:
+def test_an_imported_run_is_rescored_at_the_papers_gate(
+    imported: Path, imported_metrics: subprocess.CompletedProcess[str]
+) -> None:
     """The run had no performance gate, so it is recorded at p = 0; `metrics --gate 0.7` reads it at the
     paper's p: its harness timed nothing, so no correct attempt has a speedup and pass@k(0.7) is 0, while
     its p sweep at p = 0 keeps the harness's own pass@k."""
-    own = json.loads(cli("metrics", str(imported), "--json").stdout)
+    own = json.loads(imported_metrics.stdout)
     done = cli("metrics", str(imported), "--json", "--gate", "0.7")
     assert done.returncode == 0, done.stderr
     doc = json.loads(done.stdout)
