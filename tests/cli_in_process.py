@@ -26,6 +26,7 @@ import contextlib
 import io
 import logging
 import os
+import signal
 import subprocess
 import sys
 import traceback
@@ -83,6 +84,33 @@ def _fresh_process_state() -> None:
         gpu.visible_gpus.cache_clear()
 
 
+class _PastDeadline(BaseException):
+    """Raised in the call by the timer of ``_deadline`` (a BaseException: no ``except Exception`` of the
+    command takes it for its own error)."""
+
+
+@contextlib.contextmanager
+def _deadline(shown: list[str], timeout: float | None) -> Iterator[None]:
+    """``subprocess.TimeoutExpired`` once ``timeout`` seconds have passed: a SIGALRM timer interrupts even
+    a blocking open or read (PEP 475: the handler's exception ends the system call)."""
+    if timeout is None:
+        yield
+        return
+
+    def expire(_signum: int, _frame: object) -> None:
+        raise _PastDeadline
+
+    before = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, timeout)
+    try:
+        yield
+    except _PastDeadline:
+        raise subprocess.TimeoutExpired(shown, timeout) from None
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, before)
+
+
 def _status(code: object, err: io.TextIOBase) -> int:
     """The exit status the interpreter gives ``SystemExit(code)``."""
     if code is None:
@@ -99,13 +127,16 @@ def run_cli(
     env: Mapping[str, str] | None = None,
     input: str | None = None,
     check: bool = False,
+    timeout: float | None = None,
 ) -> subprocess.CompletedProcess[str]:
     """``beavertui ARGV`` in this process, as ``subprocess.run([python, -m, beavertui, *argv],
-    capture_output=True, text=True, cwd=cwd, env=env, input=input, check=check)`` would run it."""
+    capture_output=True, text=True, cwd=cwd, env=env, input=input, check=check, timeout=timeout)`` would
+    run it: past ``timeout`` seconds the command is interrupted and ``subprocess.TimeoutExpired`` raised."""
     from beavertui.cli import main
 
     args = [str(a) for a in argv]
-    return _run([sys.executable, "-m", "beavertui", *args], lambda: main(args), cwd, env, input, check)
+    shown = [sys.executable, "-m", "beavertui", *args]
+    return _run(shown, lambda: main(args), cwd, env, input, check, timeout)
 
 
 def run_script(
@@ -115,6 +146,7 @@ def run_script(
     env: Mapping[str, str] | None = None,
     input: str | None = None,
     check: bool = False,
+    timeout: float | None = None,
 ) -> subprocess.CompletedProcess[str]:
     """``python3 SCRIPT ARGV`` in this process (the script run as ``__main__`` with ``sys.argv`` set), as
     ``subprocess.run`` with ``capture_output=True, text=True`` would run it; ``sys.path`` is put back after."""
@@ -132,7 +164,7 @@ def run_script(
             sys.path[:] = saved_path
         return 0
 
-    return _run([sys.executable, *args], call, cwd, env, input, check)
+    return _run([sys.executable, *args], call, cwd, env, input, check, timeout)
 
 
 def _run(
@@ -142,6 +174,7 @@ def _run(
     env: Mapping[str, str] | None,
     input: str | None,
     check: bool,
+    timeout: float | None,
 ) -> subprocess.CompletedProcess[str]:
     out, err = _Pipe(), _Pipe()
     stdin = io.StringIO(input or "")
@@ -149,7 +182,7 @@ def _run(
     last_resort = logging.StreamHandler(err)
     last_resort.setLevel(logging.WARNING)
     root = logging.getLogger()
-    with _environment(env), _folder(cwd):
+    with _environment(env), _folder(cwd), _deadline(shown, timeout):
         _fresh_process_state()
         sys.stdin, sys.stdout, sys.stderr = stdin, out, err
         root.addHandler(last_resort)

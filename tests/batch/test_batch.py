@@ -24,6 +24,7 @@ from beavertui.cli import main
 from beavertui.engine.errors import BeaverError, ToolchainError
 from beavertui.engine.session.late import split_late
 from beavertui.engine.session.store import read_session
+from tests.cli_in_process import run_cli
 
 ROOT = Path(__file__).resolve().parents[2]
 CORPUS = ROOT / "tests" / "data" / "recorded"
@@ -215,15 +216,7 @@ def test_infrastructure_failure_is_retried_logged_and_not_scored(tmp_path: Path)
     assert "fell off the bus" in str(infra[0]["detail"])
     assert check_consistent(path) == [1, 2, 3]
     # the retried failure left no trace in the session: nothing to exclude from the scores
-    rows = [
-        json.loads(x)
-        for x in subprocess.run(
-            [sys.executable, "-m", "beavertui", "export", str(path)],
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout.splitlines()
-    ]
+    rows = [json.loads(x) for x in run_cli("export", path, check=True).stdout.splitlines()]
     assert [r["infra_error"] for r in rows] == [False, False, False]
 
 

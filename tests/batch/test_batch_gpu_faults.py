@@ -13,8 +13,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -28,6 +26,7 @@ from beavertui.engine.errors import ToolchainError
 from beavertui.engine.judge.gpu_fault import GpuProbe
 from beavertui.engine.session.store import read_session
 from beavertui.engine.toolchain.base import AttemptOptions
+from tests.cli_in_process import run_cli
 
 ROOT = Path(__file__).resolve().parents[2]
 CORPUS = ROOT / "tests" / "data" / "recorded"
@@ -115,11 +114,11 @@ def test_a_batch_whose_gpus_all_fail_stops_with_one_line_and_stays_resumable(tmp
     _no_gpu()
     corpus = sticky_corpus(tmp_path, "an illegal memory access was encountered")
     cmd = [
-        sys.executable, "-m", "beavertui", "batch", "--corpus", str(corpus), "--models", "scripted:@reference",
+        "batch", "--corpus", str(corpus), "--models", "scripted:@reference",
         "--toolchain", "local", "--gpus", "0,1", "--samples", "12", "--jobs", "2", "--no-cache",
         "--sessions-dir", str(tmp_path), "--run-id", "g", "--quiet",
     ]  # fmt: skip
-    out = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    out = run_cli(*cmd)
     assert out.returncode == 3, out.stderr
     assert "Traceback" not in out.stderr
     lines = out.stderr.splitlines()
@@ -143,12 +142,7 @@ def test_a_batch_whose_gpus_all_fail_stops_with_one_line_and_stays_resumable(tmp
     # be left, some without a retry, too few for 6 failures)
     assert len(ended) < 12
     # resuming on the still broken GPUs: the same clear stop, nothing that ended is touched
-    again = subprocess.run(
-        [*cmd[:4], "--resume", str(run), "--gpus", "0,1", "--quiet"],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    again = run_cli("batch", "--resume", run, "--gpus", "0,1", "--quiet")
     assert again.returncode == 3 and "every GPU was taken out" in again.stderr
     assert all(p.read_bytes() == b for p, b in ended.items())
     print(

@@ -18,13 +18,21 @@ from pathlib import Path
 
 import pytest
 
+from tests.cli_in_process import run_cli
+
 ROOT = Path(__file__).resolve().parents[2]
 RECORDED = ROOT / "tests" / "data" / "recorded"
 TOOLCHAIN = f"recorded:{RECORDED / 'vec_scale.recordings.jsonl'}"
 DEMO = ROOT / "sessions" / "demo"
 
 
-def cli(*argv: str, cwd: Path, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+def cli(
+    *argv: str, cwd: Path, timeout: float = 60, process: bool = False
+) -> subprocess.CompletedProcess[str]:
+    """The command in this process (a hang is still ``subprocess.TimeoutExpired`` after ``timeout``), or
+    with ``process`` as ``python3 -m beavertui``."""
+    if not process:
+        return run_cli(*argv, cwd=cwd, timeout=timeout)
     return subprocess.run(
         [sys.executable, "-m", "beavertui", *argv], cwd=cwd, env={**os.environ, "PYTHONPATH": str(ROOT)},
         capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL,
@@ -144,7 +152,7 @@ def test_live_resume_refuses_another_model(tmp_path: Path) -> None:
 
 def test_browse_of_a_session_file_says_what_to_do(tmp_path: Path) -> None:
     session = next(iter(sorted(DEMO.glob("*.jsonl"))))
-    line = one_line_error(cli("browse", str(session), cwd=tmp_path))
+    line = one_line_error(cli("browse", str(session), cwd=tmp_path, process=True))  # the real entry point
     assert (
         line
         == f"beavertui: {session}: is a file; browse takes a folder of sessions: open it with beavertui replay {session}"

@@ -13,6 +13,7 @@ import pytest
 from beavertui.engine.corpus.load import corpus_root, load_corpus, runnable_here
 from beavertui.engine.host.gpu import Machine
 from beavertui.engine.session.events import GpuSignature
+from tests.cli_in_process import run_cli
 
 DATA = Path(__file__).parents[2] / "data"
 H200 = GpuSignature(
@@ -162,22 +163,13 @@ def test_runnable_here_reasons() -> None:
 
 
 def test_cli_list_json_and_bad_corpus(tmp_path: Path) -> None:
-    out = subprocess.run(
-        [sys.executable, "-m", "beavertui", "corpus", "list", "--corpus", str(DATA / "release"), "--json"],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
+    out = run_cli("corpus", "list", "--corpus", DATA / "release", "--json", check=True)
     rows = [json.loads(x) for x in out.stdout.splitlines()]
     assert len(rows) == 7
     assert {r["id"] for r in rows if r["reason"] and "applied" in r["reason"]} == {
         "flashattention_906_fwd__perf_broken__a0000006"
     }
-    bad = subprocess.run(
-        [sys.executable, "-m", "beavertui", "corpus", "list", "--corpus", str(tmp_path / "nope")],
-        capture_output=True,
-        text=True,
-    )
+    bad = run_cli("corpus", "list", "--corpus", tmp_path / "nope")
     assert bad.returncode == 2
     assert bad.stderr.strip() == f"beavertui: corpus {tmp_path / 'nope'}: not a folder"
 

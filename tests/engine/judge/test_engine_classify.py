@@ -12,6 +12,7 @@ import pytest
 
 from beavertui.engine.judge.classify import classify, classify_record, normalise
 from beavertui.engine.judge.sanitizer import error_count, parse_records
+from tests.cli_in_process import run_cli
 
 LOGS = Path(__file__).parents[2] / "data" / "logs" / "gpu_cases.jsonl"
 
@@ -21,9 +22,7 @@ def _recorded() -> dict[str, dict]:
 
 
 def test_classify_cli_agrees_with_every_recorded_log() -> None:
-    out = subprocess.run(
-        [sys.executable, "-m", "beavertui", "classify", str(LOGS)], capture_output=True, text=True, check=True
-    )
+    out = run_cli("classify", LOGS, check=True)
     results = [json.loads(line) for line in out.stdout.splitlines()]
     recorded = [json.loads(line) for line in LOGS.read_text().splitlines()]
     assert len(results) == len(recorded) >= 20
@@ -40,7 +39,7 @@ def test_classify_cli_agrees_with_every_recorded_log() -> None:
 def test_classify_reads_stdin_and_reports_malformed_lines() -> None:
     good = {"build_rc": 0, "build_log": "", "run_rc": 0, "run_log": "PASS", "timed_out": False}
     lines = [json.dumps(good), "{broken", json.dumps([1]), json.dumps({**good, "run_rc": "0"}), ""]
-    out = subprocess.run(
+    out = subprocess.run(  # stdin through a real pipe, into the real entry point
         [sys.executable, "-m", "beavertui", "classify", "-"],
         input="\n".join(lines),
         capture_output=True,

@@ -8,14 +8,13 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from beavertui.engine.session.events import ModelInfo, model_identity
+from tests.cli_in_process import run_cli
 from tests.loopback_endpoint import Endpoint, completion
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -41,19 +40,13 @@ def two_efforts(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
             f"[models.fast]\nmodel = 'gpt-x'\nbase_url = '{server.url}'\nreasoning_effort = 'low'\nstream = false\n"
         )
         for entry in ("deep", "fast"):
-            p = subprocess.run(
-                [sys.executable, "-m", "beavertui", "live", "--task", "vec_scale", "--corpus", str(RECORDED),
-                 "--model", entry, "--models-file", str(models), "--headless", "--toolchain", TOOLCHAIN,
-                 "--budget", "1", "--temperature", "0"],
-                cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(ROOT), "OPENAI_API_KEY": "sk-x"},
-                capture_output=True, text=True, timeout=120,
-            )  # fmt: skip
+            argv = ["live", "--task", "vec_scale", "--corpus", str(RECORDED), "--model", entry, "--models-file",
+                    str(models), "--headless", "--toolchain", TOOLCHAIN, "--budget", "1", "--temperature", "0"]  # fmt: skip
+            env = {**os.environ, "PYTHONPATH": str(ROOT), "OPENAI_API_KEY": "sk-x"}
+            p = run_cli(*argv, cwd=tmp_path, env=env)  # live's entry point: test_secrets_in_files.py
             assert p.returncode in (0, 1), p.stderr
         assert {b.get("reasoning_effort") for _m, b, _h in server.requests} == {"high", "low"}
-    m = subprocess.run(
-        [sys.executable, "-m", "beavertui", "metrics", str(tmp_path / "sessions" / "live"), "--json"],
-        env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
+    m = run_cli("metrics", tmp_path / "sessions" / "live", "--json")
     assert m.returncode == 0, m.stderr
     return {g["model"]: g for g in json.loads(m.stdout)["groups"]}
 

@@ -21,6 +21,7 @@ from beavertui.engine.session.events import GpuSignature
 from beavertui.engine.timing import named_baselines as nb
 from beavertui.engine.validation import baselines_record as rec
 from tests import torch_standin
+from tests.cli_in_process import run_cli
 
 ROOT = Path(__file__).resolve().parents[3]
 CORPUS = ROOT / "corpus"
@@ -133,9 +134,9 @@ def test_the_command_prints_the_table_of_stored_times(
     monkeypatch.setenv("PYTHONPATH", str(torch_standin.write(tmp_path / "site")))
     rec.record(tasks, H200, jobs=2, trials=2, cache=tmp_path / "cache")
     env = {**os.environ, "PYTHONPATH": str(ROOT), "XDG_CACHE_HOME": str(tmp_path / "xdg")}
-    cmd = [sys.executable, "-m", "beavertui", "corpus", "baselines", "--corpus", str(tmp_path / "corpus"), "--table",
-           "--gpu-slug", H200.slug, "--format", "md"]  # fmt: skip
-    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=120)
+    cmd = ["corpus", "baselines", "--corpus", str(tmp_path / "corpus"), "--table", "--gpu-slug", H200.slug,
+           "--format", "md"]  # fmt: skip
+    proc = run_cli(*cmd, env=env)
     assert proc.returncode == 0, proc.stderr
     assert (
         "| task | reference ms | eager ms | compile ms | compile-ro ms | graph ms | vendor ms | roofline ms |"
@@ -143,7 +144,7 @@ def test_the_command_prints_the_table_of_stored_times(
     )
     assert "| reduce_01 |" in proc.stdout and "ms: median of one call on this GPU" in proc.stdout
     assert "4 tasks, 3 with eager, torch.compile (both modes) and CUDA Graph times" in proc.stdout
-    proc = subprocess.run([*cmd[:-5], "--table"], capture_output=True, text=True, env=env, timeout=120)
+    proc = run_cli(*cmd[:-5], "--table", env=env)
     if proc.returncode == 2:  # no GPU here: the GPU signature must be named
         assert (
             proc.stderr.strip()
@@ -170,7 +171,7 @@ def test_a_task_list_naming_an_unknown_task_is_one_line(tmp_path: Path) -> None:
     env = {**os.environ, "PYTHONPATH": str(ROOT), "XDG_CACHE_HOME": str(tmp_path / "xdg")}
     cmd = [sys.executable, "-m", "beavertui", "corpus", "baselines", "--tasks-file", str(listed), "--table",
            "--gpu-slug", H200.slug]  # fmt: skip
-    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=120)
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=120)  # the real entry point
     assert proc.returncode == 2
     assert proc.stderr.strip() == f"beavertui: {listed}: not in the corpus: no_such_task"
 
