@@ -8,6 +8,13 @@ recorded error log of every task classifies as its label. Identical compiles (sa
 they start with the test session, one at a time at low priority while the tests before this module run, and
 what is left runs two at a time when the first test here needs it (tests/prebuild.py). Nothing here runs a
 kernel.
+
+Testbench sources that are nothing but one ``#include`` of a shared header and one
+``int main(int argc, char** argv)`` definition (``merge_shape``), with the same flags and the same header,
+compile as one translation unit: the header once, then each source as it is with its ``main`` renamed. Such a
+source declares nothing else, so none can use what another declares, and the unit compiles only if each of
+them would compile alone; if the unit fails, each of its sources is compiled alone, so a failing testbench is
+reported by its own task with its own nvcc output.
 """
 
 from __future__ import annotations
@@ -290,14 +297,13 @@ class Result:
     argv: tuple[str, ...]
 
 
-def execute(job: Job) -> Result:
-    inp = meta(job.task, "input.json")
+def execute(job: Job, corpus: Path = CORPUS) -> Result:
     with tempfile.TemporaryDirectory(prefix=f"beaver-ci-{job.task}-") as tmp:
         wd = Path(tmp)
-        shutil.copytree(CORPUS / job.task / "testbench", wd, dirs_exist_ok=True)
-        shutil.copytree(COMMON, wd / "_common")
+        shutil.copytree(corpus / job.task / "testbench", wd, dirs_exist_ok=True)
+        shutil.copytree(corpus / "_common", wd / "_common")
         if job.solution is not None:
-            (wd / inp["solution_file"]).write_bytes(job.solution)
+            (wd / meta(job.task, "input.json")["solution_file"]).write_bytes(job.solution)
         proc = subprocess.run(job.argv, cwd=wd, capture_output=True, text=True, timeout=240, env=dict(ENV))
         out = wd / job.output if job.output else None
         size = out.stat().st_size if out is not None and out.is_file() else 0
@@ -308,6 +314,109 @@ BUILD_STAGE_TASKS = [t for t in TASK_IDS if meta(t, "instance.json")["error_cate
 INTEGRATION_TASKS = [
     t for t in BUILD_STAGE_TASKS if meta(t, "instance.json")["error_category"] == "integration"
 ]
+
+
+#: Characters that end the simple reading of ``merge_shape``: literals (a brace or a comment could hide in
+#: one), line splices, digraphs of braces and directives.
+NOT_MERGED = ('"', "'", "\\", "<%", "%>", "%:", "??")
+INCLUDE_THEN_MAIN = re.compile(
+    r'\s*#[ \t]*include[ \t]*"(?P<header>[A-Za-z0-9_]+\.(?:cuh|h|hpp))"[ \t]*\n(?P<rest>.*)', re.S
+)
+MAIN = re.compile(
+    r"\s*int\s+main\s*\(\s*int\s+argc\s*,\s*char\s*\*\s*\*\s*argv\s*\)\s*\{(?P<body>.*)\}\s*", re.S
+)
+
+
+def merge_shape(source: str) -> str | None:
+    """The header a testbench source includes, when the source is, comments aside, exactly one
+    ``#include "<header>"`` followed by one ``int main(int argc, char** argv) { ... }`` and nothing else (no
+    other directive or declaration, no literal); None for any other source, which is compiled alone."""
+    code = re.sub(r"//[^\n]*|/\*.*?\*/", " ", source, flags=re.S)
+    m = INCLUDE_THEN_MAIN.fullmatch(code)
+    if m is None:
+        return None
+    rest = m["rest"]
+    if "#" in rest or any(c in rest for c in NOT_MERGED) or len(re.findall(r"\bmain\b", rest)) != 1:
+        return None
+    fn = MAIN.fullmatch(rest)
+    if fn is None:
+        return None
+    depth = 1
+    for c in fn["body"]:
+        depth += {"{": 1, "}": -1}.get(c, 0)
+        if depth == 0:  # main's body closes before the end: something follows it
+            return None
+    return m["header"] if depth == 1 else None
+
+
+@dataclass(frozen=True)
+class Unit:
+    """Testbench compiles of the same flags and the same shared header, made as one translation unit."""
+
+    header: str
+    flags: tuple[str, ...]
+    members: tuple[Job, ...]
+
+    @property
+    def key(self) -> str:
+        return hashlib.sha256("\0".join(j.key for j in self.members).encode()).hexdigest()
+
+
+def mergeable(job: Job) -> tuple[tuple[str, ...], str] | None:
+    """(flags, header) of a testbench compile that may share a unit (see the module's docstring), else None:
+    a ``.cu`` source alone in its testbench folder, of ``merge_shape``, including a header of corpus/_common,
+    built without turning warnings into errors (a warning can differ between a unit and the source alone)."""
+    inp = meta(job.task, "input.json")
+    flags, sources = build_flags(inp)
+    src = next(s for s in sources if s != inp["solution_file"])
+    files = list((CORPUS / job.task / "testbench").rglob("*"))
+    if not src.endswith(".cu") or files != [CORPUS / job.task / "testbench" / src]:
+        return None
+    if any("Werror" in f for f in flags):
+        return None
+    header = merge_shape(files[0].read_text())
+    if header is None or not (COMMON / header).is_file():
+        return None
+    return tuple(flags), header
+
+
+def plan(jobs: list[Job]) -> list[Job | Unit]:
+    """Distinct jobs, with the testbench compiles that may share a unit grouped into one (two or more)."""
+    groups: dict[tuple[tuple[str, ...], str], list[Job]] = {}
+    out: list[Job | Unit] = []
+    for j in jobs:
+        how = mergeable(j) if j.output is not None and j.solution is None else None
+        if how is None:
+            out.append(j)
+        else:
+            groups.setdefault(how, []).append(j)
+    for (flags, header), members in groups.items():
+        out.append(Unit(header, flags, tuple(members)) if len(members) > 1 else members[0])
+    return out
+
+
+def execute_unit(unit: Unit, corpus: Path = CORPUS) -> dict[str, Result]:
+    """The unit compiled once; if it fails, each member compiled alone (``execute``)."""
+    with tempfile.TemporaryDirectory(prefix="beaver-ci-unit-") as tmp:
+        wd = Path(tmp)
+        shutil.copytree(corpus / "_common", wd / "_common")
+        lines = [
+            "// The testbenches below as one unit (tests/engine/corpus/test_corpus_ci.py).",
+            f'#include "{unit.header}"',
+        ]
+        for i, j in enumerate(unit.members):
+            shutil.copytree(corpus / j.task / "testbench", wd / "tb" / j.task)
+            src = j.argv[-3]
+            lines += [f"#define main beaver_ci_main_{i}", f'#include "tb/{j.task}/{src}"', "#undef main"]
+        (wd / "ci_unit.cu").write_text("\n".join(lines) + "\n")
+        argv = ("nvcc", *unit.flags, "-c", "ci_unit.cu", "-o", "ci_check.o")
+        proc = subprocess.run(argv, cwd=wd, capture_output=True, text=True, timeout=240, env=dict(ENV))
+        out = wd / "ci_check.o"
+        size = out.stat().st_size if out.is_file() else 0
+    if proc.returncode == 0 and size > 0:
+        done = Result(proc.returncode, proc.stdout + proc.stderr, size, argv)
+        return {j.key: done for j in unit.members}
+    return {j.key: execute(j, corpus) for j in unit.members}
 
 
 @cache
@@ -323,9 +432,17 @@ def all_jobs() -> dict[tuple[str, str], Job]:
     return jobs
 
 
-def unique_jobs(_: pytest.TempPathFactory) -> dict[str, Callable[[], Result]]:
-    """Every distinct job once, by its key."""
-    return {j.key: partial(execute, j) for j in all_jobs().values()}
+def run_one(job: Job) -> dict[str, Result]:
+    return {job.key: execute(job)}
+
+
+def unique_jobs(_: pytest.TempPathFactory) -> dict[str, Callable[[], dict[str, Result]]]:
+    """Every distinct job once, the testbench compiles that may share a unit in one (``plan``)."""
+    distinct = list({j.key: j for j in all_jobs().values()}.values())
+    return {
+        u.key: partial(execute_unit, u) if isinstance(u, Unit) else partial(run_one, u)
+        for u in plan(distinct)
+    }
 
 
 #: The distinct jobs start with the test session, in the background (tests/prebuild.py).
@@ -337,7 +454,7 @@ def results(tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[str, str], R
     """Every distinct job run once: those the background has not run yet, two at a time."""
     if NVCC is None:
         pytest.skip("nvcc is not installed")
-    done = PREBUILD.results(tmp_path_factory)
+    done = {key: r for results in PREBUILD.results(tmp_path_factory).values() for key, r in results.items()}
     return {k: done[j.key] for k, j in all_jobs().items()}
 
 
@@ -346,6 +463,40 @@ def test_dedup_keeps_every_distinct_source() -> None:
     refs = {reference_path(t).read_bytes() for t in TASK_IDS}
     ref_keys = {j.key for (_, what), j in jobs.items() if what == "reference"}
     assert len(ref_keys) >= len(refs), "two different reference sources share a compile"
+
+
+MAIN_ONLY = '// a task\n#include "fam.cuh"\n\nint main(int argc, char** argv) {\n    return fam::run(argc, argv, {1, {2}});\n}\n'
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        MAIN_ONLY.replace("int main", "static int helper() { return 1; }\nint main"),
+        MAIN_ONLY + "int helper() { return 1; }\n",
+        MAIN_ONLY + "int n;\n",
+        MAIN_ONLY.replace("int main", "#define N 3\nint main"),
+        MAIN_ONLY.replace("int main", '#include "other.cuh"\nint main'),
+        MAIN_ONLY.replace("#include", "int n;\n#include"),
+        MAIN_ONLY.replace("int main", "void main"),
+        MAIN_ONLY.replace("return", 'puts("}"); return'),
+        MAIN_ONLY.replace("{1, {2}}", "{1, {2}}); } int helper() { return 0"),
+        MAIN_ONLY.replace("{1, {2}}", "{1, {2}}); } \\\nint helper() { return 0"),
+        MAIN_ONLY.replace("{\n", "<%\n"),
+        MAIN_ONLY.replace("fam::run", "main"),
+        "int main(int argc, char** argv) { return 0; }\n",
+    ],
+)
+def test_merge_shape_refuses_a_source_that_declares_more_than_main(source: str) -> None:
+    assert merge_shape(source) is None
+
+
+def test_merge_shape_reads_the_header_of_a_main_only_source() -> None:
+    assert merge_shape(MAIN_ONLY) == "fam.cuh"
+    assert merge_shape(MAIN_ONLY.replace("return", "/* } int helper() { */ return")) == "fam.cuh"
+    assert (
+        merge_shape((CORPUS / "flashattn_v2_00" / "testbench" / "test_main.cu").read_text())
+        == "flashattn.cuh"
+    )
 
 
 @needs_nvcc
@@ -392,6 +543,28 @@ def test_integration_fails_at_link_or_on_a_harness_declaration(
         assert conflict, (
             f"{task}: compiles with errors that are not a conflict with a harness declaration:\n{alone.log}"
         )
+
+
+@needs_nvcc
+def test_a_unit_that_fails_compiles_each_testbench_alone(tmp_path: Path) -> None:
+    """Two testbenches of one header, one broken: the unit fails, and each is then compiled alone, so the
+    broken one is reported with its own nvcc output and the other one still passes."""
+    (tmp_path / "_common").mkdir()
+    (tmp_path / "_common" / "tiny.cuh").write_text("#pragma once\ninline int tiny(int x) { return x; }\n")
+    flags = ("-std=c++17", "-arch=sm_90", "-I", "_common", "-I", ".")
+    jobs = []
+    for task, expr in (("tiny_00", "tiny(argc)"), ("tiny_01", "tiny(argc) + untold")):
+        (tmp_path / task / "testbench").mkdir(parents=True)
+        source = f'#include "tiny.cuh"\nint main(int argc, char** argv) {{ return {expr}; }}\n'
+        (tmp_path / task / "testbench" / "test_main.cu").write_text(source)
+        assert merge_shape(source) == "tiny.cuh"
+        argv = ("nvcc", *flags, "-c", "test_main.cu", "-o", "ci_check.o")
+        jobs.append(Job(task, task, argv, None, "ci_check.o"))
+    got = execute_unit(Unit("tiny.cuh", flags, tuple(jobs)), tmp_path)
+    good, bad = got["tiny_00"], got["tiny_01"]
+    assert good.rc == 0 and good.output_bytes > 0 and "test_main.cu" in good.argv, good
+    assert bad.rc != 0 and "test_main.cu" in bad.argv, bad
+    assert re.search(r'test_main\.cu\(2\): error: identifier "untold" is undefined', bad.log), bad.log
 
 
 def test_corpus_covers_build_stage_labels() -> None:
