@@ -381,18 +381,22 @@ def mergeable(job: Job) -> tuple[tuple[str, ...], str] | None:
 
 
 def plan(jobs: list[Job]) -> list[Job | Unit]:
-    """Distinct jobs, with the testbench compiles that may share a unit grouped into one (two or more)."""
+    """Distinct jobs, with the testbench compiles that may share a unit grouped into one (two or more); the
+    units first, largest first, so that two workers do not end on one long unit while the other waits."""
     groups: dict[tuple[tuple[str, ...], str], list[Job]] = {}
-    out: list[Job | Unit] = []
+    rest: list[Job | Unit] = []
     for j in jobs:
         how = mergeable(j) if j.output is not None and j.solution is None else None
         if how is None:
-            out.append(j)
+            rest.append(j)
         else:
             groups.setdefault(how, []).append(j)
-    for (flags, header), members in groups.items():
-        out.append(Unit(header, flags, tuple(members)) if len(members) > 1 else members[0])
-    return out
+    units: list[Job | Unit] = []
+    for (flags, header), members in sorted(groups.items(), key=lambda g: -len(g[1])):
+        (units if len(members) > 1 else rest).append(
+            Unit(header, flags, tuple(members)) if len(members) > 1 else members[0]
+        )
+    return units + rest
 
 
 def execute_unit(unit: Unit, corpus: Path = CORPUS) -> dict[str, Result]:
