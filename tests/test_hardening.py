@@ -21,6 +21,7 @@ import pytest
 from beavertui.engine.corpus.load import load_corpus
 from beavertui.engine.session.events import Verdict
 from beavertui.engine.session.store import read_session
+from tests.cli_in_process import run_cli
 
 ROOT = Path(__file__).resolve().parents[1]
 DEMO = ROOT / "sessions" / "demo"
@@ -37,6 +38,13 @@ def cli(
     )  # fmt: skip
 
 
+def here(*argv: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    """The same command run in this process (tests/cli_in_process.py: the same exit status, stdout and
+    stderr, a traceback included), for the cases about what a command says and returns. Those about the
+    process keep ``cli``: a hang its time-out guards against, a signal, a key in its environment."""
+    return run_cli(*argv, cwd=cwd)
+
+
 def one_line_error(p: subprocess.CompletedProcess[str]) -> str:
     assert p.returncode == 2, (p.returncode, p.stdout[-400:], p.stderr[-800:])
     assert "Traceback" not in p.stderr, p.stderr
@@ -50,7 +58,7 @@ def one_line_error(p: subprocess.CompletedProcess[str]) -> str:
 
 def test_recordings_of_one_task_do_not_judge_another(tmp_path: Path) -> None:
     """The softmax demo's replies and recordings, run against a FlashAttention task, are not a success."""
-    p = cli(
+    p = here(
         "live", "--task", "flashattn_v2_07", "--model", f"scripted:{DEMO / 'replies' / 'degenerate_repair.toml'}",
         "--toolchain", f"recorded:{DEMO}", "--headless", cwd=tmp_path,
     )  # fmt: skip
@@ -60,13 +68,13 @@ def test_recordings_of_one_task_do_not_judge_another(tmp_path: Path) -> None:
     (session,) = (tmp_path / "sessions" / "live").glob("flashattn_v2_07-*.jsonl")
     _, events, _ = read_session(session)
     assert not any(isinstance(e, Verdict) for e in events)
-    m = cli("metrics", str(session.parent), "--json", cwd=tmp_path)
+    m = here("metrics", str(session.parent), "--json", cwd=tmp_path)
     (group,) = json.loads(m.stdout)["groups"]
     assert group["pass@1"] in (None, 0.0) and group["pass@k"] in (None, 0.0)  # not counted as a repair
 
 
 def test_recordings_still_serve_their_own_task(tmp_path: Path) -> None:
-    p = cli(
+    p = here(
         "live", "--task", "softmax_00", "--model", f"scripted:{DEMO / 'replies' / 'degenerate_repair.toml'}",
         "--toolchain", f"recorded:{DEMO}", "--headless", "--in-loop-gate", "--budget", "4", "--history", "2",
         "--temperature", "0", cwd=tmp_path,
@@ -169,7 +177,7 @@ def test_model_entries_refuse_numbers_out_of_range(tmp_path: Path, line: str, wh
     ids=lambda f: " ".join(f),
 )  # fmt: skip
 def test_live_flags_out_of_range_are_one_line_errors(tmp_path: Path, flags: tuple[str, str]) -> None:
-    p = cli(
+    p = here(
         "live", "--task", "vec_scale", "--corpus", str(RECORDED), "--model", "gpt-x",
         "--base-url", "http://127.0.0.1:9/v1", "--toolchain", f"recorded:{RECORDED / 'vec_scale.recordings.jsonl'}",
         "--headless", *flags, cwd=tmp_path,
@@ -207,7 +215,7 @@ def _header():  # type: ignore[no-untyped-def]
 
 
 def test_batch_with_a_run_id_outside_the_sessions_folder_is_refused(tmp_path: Path) -> None:
-    p = cli(
+    p = here(
         "batch", "--protocol", "legacy", "--models", "scripted:@reference", "--corpus", str(RECORDED),
         "--toolchain", f"recorded:{RECORDED / 'vec_scale.recordings.jsonl'}", "--sessions-dir",
         str(tmp_path / "s"), "--run-id", "../../x", "--quiet", cwd=tmp_path,
@@ -305,7 +313,7 @@ def test_non_finite_numbers_in_a_session_are_never_read_as_numbers(tmp_path: Pat
     assert header is not None and problem is not None and "finite" in problem
     assert all(isinstance(e.iteration, int) and e.iteration < 2 for e in events if isinstance(e, Verdict))
     for argv in (("replay", str(f)), ("export", str(f)), ("metrics", str(f)), ("browse", str(tmp_path))):
-        p = cli(*argv, cwd=tmp_path)
+        p = here(*argv, cwd=tmp_path)
         assert "Traceback" not in p.stderr and "NaN" not in p.stdout and "Infinity" not in p.stdout, argv
 
 
@@ -319,7 +327,7 @@ def test_an_attempts_table_with_an_infinite_speedup_is_refused(tmp_path: Path, v
     )
     f = tmp_path / "t.csv"
     f.write_text(head + f"r,m,t,iterative,L3,2,0.0,0.7,5,0,1,passed,true,{value},success,false\n")
-    p = cli("metrics", str(f), "--json", cwd=tmp_path)
+    p = here("metrics", str(f), "--json", cwd=tmp_path)
     assert "finite" in one_line_error(p)
     j = tmp_path / "t.jsonl"
     row = {
@@ -329,7 +337,7 @@ def test_an_attempts_table_with_an_infinite_speedup_is_refused(tmp_path: Path, v
                      "budget": 5},
     }  # fmt: skip
     j.write_text(json.dumps(row).replace('"@@"', "Infinity") + "\n")
-    p = cli("metrics", str(j), "--json", cwd=tmp_path)
+    p = here("metrics", str(j), "--json", cwd=tmp_path)
     assert "Traceback" not in p.stderr and p.returncode == 2, p.stderr
 
 
@@ -558,14 +566,11 @@ def test_a_batch_where_every_session_ends_in_an_infrastructure_failure_exits_3(t
             'name = "x"\nretries = 1\n[protocol]\nbudget = 2\n[[models]]\nmodel = "down"\n'
             f'base_url = "{server.url}"\napi_key_env = "HARDEN_KEY"\nretries = 0\n'
         )
-        p = subprocess.run(
-            [
-                sys.executable, "-m", "beavertui", "batch", "--protocol", str(proto), "--corpus", str(RECORDED),
-                "--toolchain", f"recorded:{RECORDED / 'vec_scale.recordings.jsonl'}", "--sessions-dir",
-                str(tmp_path / "s"), "--run-id", "r", "--quiet",
-            ],
-            capture_output=True, text=True, timeout=120, cwd=tmp_path,
-            env={**os.environ, "PYTHONPATH": str(ROOT), "HARDEN_KEY": "k-123456"},
+        p = run_cli(
+            "batch", "--protocol", str(proto), "--corpus", str(RECORDED),
+            "--toolchain", f"recorded:{RECORDED / 'vec_scale.recordings.jsonl'}", "--sessions-dir",
+            str(tmp_path / "s"), "--run-id", "r", "--quiet",
+            cwd=tmp_path, env={**os.environ, "HARDEN_KEY": "k-123456"},
         )  # fmt: skip
     assert p.returncode == 3, p.stderr  # infrastructure, not the model
     assert "1 ended by infrastructure failures" in p.stderr
@@ -580,7 +585,9 @@ def test_corpus_validate_exits_1_with_malformed_or_no_valid_tasks(tmp_path: Path
     bad = corpus / "zz_broken"
     shutil.copytree(corpus / "vec_scale", bad)
     (bad / "instance.json").write_text("{not json")
-    p = cli("corpus", "validate", "--corpus", str(corpus), "--no-timing", "--task", "vec_scale", cwd=tmp_path)
+    p = here(
+        "corpus", "validate", "--corpus", str(corpus), "--no-timing", "--task", "vec_scale", cwd=tmp_path
+    )
     assert p.returncode == 1, p.stdout + p.stderr
     assert "beavertui: corpus validate:" in p.stderr
 
