@@ -26,6 +26,7 @@ from beavertui.engine.judge.classify import classify, classify_record
 from beavertui.engine.metrics.table_io import TableFormatError, read_table
 from beavertui.engine.session.store import peek, read_session
 from tests import prebuild
+from tests.cli_in_process import run_cli
 
 ROOT = Path(__file__).resolve().parents[3]
 FAST = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -291,9 +292,7 @@ def test_metrics_reader_survives_arbitrary_bytes(
 def test_metrics_command_says_what_is_wrong_in_one_line(tmp_path: Path, data: bytes) -> None:
     f = tmp_path / "t.jsonl"
     f.write_bytes(data)
-    out = subprocess.run(
-        [sys.executable, "-m", "beavertui", "metrics", str(f)], capture_output=True, text=True, timeout=60
-    )
+    out = run_cli("metrics", f)  # in this process: stderr is written as a process's is (backslashreplace)
     assert out.returncode == 2
     assert "Traceback" not in out.stderr
     assert out.stderr.startswith("beavertui: ") and out.stderr.count("\n") == 1
