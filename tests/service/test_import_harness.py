@@ -22,6 +22,7 @@ from beavertui.engine.importers.harness_run import protocol_of
 from beavertui.engine.metrics.attempts import export_rows
 from beavertui.engine.session.events import Built, Candidate, InfraError, Ran, SessionEnd, Verdict
 from beavertui.engine.session.store import load_session
+from tests.cli_in_process import run_cli
 
 ROOT = Path(__file__).resolve().parents[2]
 #: The harness run under test (see its README). Replace the folder to test another recorded run.
@@ -50,16 +51,23 @@ def known(r: dict[str, Any]) -> bool:
     return category in CATEGORY_MAP or category in FIVE_WAY_MAP
 
 
-def cli(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
+def process(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
+    """``python3 -m beavertui ARGS``: the module's import goes through the real entry point."""
     return subprocess.run(
         [sys.executable, "-m", "beavertui", *args], capture_output=True, text=True, cwd=cwd, timeout=300
     )
 
 
+def cli(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
+    """The same command in this process (tests/cli_in_process.py: the same exit status, stdout and stderr):
+    these tests are about what the commands write and say, not about their processes."""
+    return run_cli(*args, cwd=cwd)
+
+
 @pytest.fixture(scope="module")
 def imported(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("imported") / "run"
-    done = cli("import", str(RUN), "--out", str(out), "--corpus", str(CORPUS))
+    done = process("import", str(RUN), "--out", str(out), "--corpus", str(CORPUS))
     assert done.returncode == 0, done.stderr
     (out / "stdout.txt").write_text(done.stdout)
     return out
