@@ -16,6 +16,7 @@ import os
 import re
 import shutil
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -117,24 +118,62 @@ int main(int argc, char **argv) {
 """
 
 
-@pytest.fixture
-def injection(tmp_path: Path) -> Path:
+@pytest.fixture(scope="module")
+def built_injection(tmp_path_factory: pytest.TempPathFactory) -> Path | str:
+    """The injection library built once for the module (or why it cannot be built here)."""
     try:
-        return cupti.build_library(tmp_path / "cache")
+        return cupti.build_library(tmp_path_factory.mktemp("cupti-cache"))
     except BeaverError as exc:
-        pytest.skip(f"the CUPTI injection library cannot be built here: {exc}")
+        return str(exc)
+
+
+@pytest.fixture
+def injection(tmp_path: Path, built_injection: Path | str) -> Path:
+    """The injection library in this test's cache, where its timer looks: the module's build, copied (the same
+    source and toolkit give the same file name, which build_library then finds there without building)."""
+    if isinstance(built_injection, str):
+        pytest.skip(f"the CUPTI injection library cannot be built here: {built_injection}")
+    copy = tmp_path / "cache" / "cupti" / built_injection.name
+    copy.parent.mkdir(parents=True)
+    shutil.copy2(built_injection, copy)
+    found = cupti.build_library(tmp_path / "cache")
+    assert found == copy
+    return found
+
+
+#: The test applications built so far in this module, by (ROUNDS, LATE), in the module's own folder.
+_APPS: dict[tuple[int, int | None], Path] = {}
+_APPS_DIR: list[Path] = []
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _apps_folder(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    _APPS_DIR[:] = [tmp_path_factory.mktemp("apps")]
+    yield
+    _APPS.clear()
+    _APPS_DIR.clear()
 
 
 def _app(tmp_path: Path, rounds: int, late: int | None = None) -> tuple[Path, Path]:
+    """The test application for ``rounds`` (and ``late``), built once a module by gcc and copied here."""
     gcc = shutil.which("gcc")
     if gcc is None:
         pytest.skip("no C compiler")
     marks = tmp_path / "marks"
     marks.mkdir()
-    src, exe = tmp_path / "app.c", tmp_path / "app"
-    src.write_text(APP)
-    late_flag = [f"-DLATE={late}"] if late is not None else []
-    subprocess.run([gcc, f"-DROUNDS={rounds}", *late_flag, str(src), "-o", str(exe), "-ldl"], check=True)
+    built = _APPS.get((rounds, late))
+    if built is None:
+        folder = _APPS_DIR[0] / f"r{rounds}-l{late}"
+        folder.mkdir()
+        src, built = folder / "app.c", folder / "app"
+        src.write_text(APP)
+        late_flag = [f"-DLATE={late}"] if late is not None else []
+        subprocess.run(
+            [gcc, f"-DROUNDS={rounds}", *late_flag, str(src), "-o", str(built), "-ldl"], check=True
+        )
+        _APPS[(rounds, late)] = built
+    exe = tmp_path / "app"
+    shutil.copy2(built, exe)
     return exe, marks
 
 
