@@ -16,12 +16,12 @@ layouts live in reports/paper.py. Nothing here reads a file or prints.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from beavertui.engine.metrics.compute import GroupMetrics
+from beavertui.engine.metrics.kendall import kendall_tau_b
 from beavertui.engine.metrics.table import ProtocolKey
 
 #: The paper's main protocol (its Table 1): the settings a main group is matched on.
@@ -207,14 +207,6 @@ def _rep_of(main: ProtocolKey, g: ProtocolKey) -> bool:
     return all(a[k] == b[k] for k in a if k not in skip)
 
 
-def _tau(x: Sequence[float], y: Sequence[float]) -> tuple[float | None, float | None]:
-    from scipy.stats import kendalltau
-
-    res = kendalltau(list(x), list(y), variant="b")
-    tau, pval = float(res.statistic), float(res.pvalue)
-    return (None if math.isnan(tau) else tau), (None if math.isnan(pval) else pval)
-
-
 def paper_tables(groups: Sequence[GroupMetrics], *, rescored_gate: float | None = None) -> PaperTables:
     """Table 1, Table 2 and Kendall's tau of the groups, with the departures that apply to them."""
     mains = main_groups(groups)
@@ -277,7 +269,7 @@ def paper_tables(groups: Sequence[GroupMetrics], *, rescored_gate: float | None 
     both = [r for r in t2 if r.iter is not None and r.rep is not None]
     one = sorted(r.model for r in t2 if r not in both)
     if len(both) >= 2:
-        tau, pval = _tau([r.iter for r in both], [r.rep for r in both])  # type: ignore[misc]
+        tau, pval = kendall_tau_b([r.iter for r in both], [r.rep for r in both])  # type: ignore[misc]
     else:
         tau, pval = None, None
     deps: list[str] = []

@@ -19,6 +19,7 @@ from itertools import combinations
 from typing import Any
 
 from beavertui.engine.metrics.compute import GroupMetrics
+from beavertui.engine.metrics.kendall import kendall_tau_b
 from beavertui.engine.metrics.table import PROTOCOL_FIELDS, ProtocolKey
 
 #: The p values the gate axis is read at from one group's sweep (the paper's columns).
@@ -150,14 +151,6 @@ def _paired(members: Sequence[GroupMetrics], pairing: Pairing) -> list[tuple[Gro
     return [(s["a"], s["b"]) for s in sides.values() if "a" in s and "b" in s]
 
 
-def _tau(x: Sequence[float], y: Sequence[float]) -> tuple[float | None, float | None]:
-    from scipy.stats import kendalltau  # imported only when there is a pair (slow import)
-
-    res = kendalltau(list(x), list(y), variant="b")
-    tau, pval = float(res.statistic), float(res.pvalue)
-    return (None if math.isnan(tau) else tau), (None if math.isnan(pval) else pval)
-
-
 def kendall(groups: Sequence[GroupMetrics], pairings: Sequence[Pairing] = ()) -> list[dict[str, Any]]:
     """Kendall's tau-b between the models' pass@k under two protocols (same corpus): protocols that differ
     in one setting, the two sides of each named pairing, and pairs of p along one protocol's sweep."""
@@ -172,7 +165,7 @@ def kendall(groups: Sequence[GroupMetrics], pairings: Sequence[Pairing] = ()) ->
         common = sorted(set(xa) & set(xb))
         if len(common) < 2:
             return
-        tau, pval = _tau([xa[m] for m in common], [xb[m] for m in common])
+        tau, pval = kendall_tau_b([xa[m] for m in common], [xb[m] for m in common])
         out.append(
             {
                 "corpus": corpus or None,
