@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable
 
 from beavertui.reports import fit, render
-from beavertui.reports.tables import Rate, Table, pct
+from beavertui.reports.cells import Rate, Table, pct
 
 
 def models_table(n: int) -> Table:

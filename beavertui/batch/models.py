@@ -66,7 +66,7 @@ class BoundedModel:
 
 def session_protocol(spec: ModelSpec, task: Task, protocol: Protocol) -> Protocol:
     """The protocol of one session: the self-source flag set when this model produced the broken start."""
-    from beavertui.engine.metrics.compute import source_model_matches
+    from beavertui.engine.metrics.self_source import source_model_matches
 
     if not protocol.self_source and (
         source_model_matches(spec.name, task.source_model)

@@ -24,8 +24,8 @@ def _eta(seconds: float | None) -> str:
 
 def table(tracker: Tracker, parallel: int, width: int | None = None) -> Any:
     """The progress table fitted to the terminal's width (reports/fit.py): long names wrap, headers never."""
+    from beavertui.reports.cells import Table
     from beavertui.reports.fit import page_width, rich_text
-    from beavertui.reports.tables import Table
 
     rows = []
     with tracker.lock:

@@ -31,8 +31,8 @@ def _gpus(args: argparse.Namespace, manifest: RunManifest) -> str:
 def show_plan(manifest: RunManifest, run_dir: Path, args: argparse.Namespace, *, resuming: bool) -> int:
     """Print what the batch would run; write nothing."""
     from beavertui.commands.formats import output_format
+    from beavertui.reports.cells import Table
     from beavertui.reports.render import emit
-    from beavertui.reports.tables import Table
     from beavertui.tui.catalog import read_row
 
     fmt = output_format(args)
@@ -146,8 +146,8 @@ def show_summary(manifest: RunManifest, run_dir: Path, args: argparse.Namespace)
     """The run's table per (model, protocol) on standard output, and the reply cache's counts."""
     from beavertui.batch.models import reply_cache_stats
     from beavertui.commands.formats import output_format
+    from beavertui.reports.cells import Table
     from beavertui.reports.render import emit
-    from beavertui.reports.tables import Table
     from beavertui.service.metrics import left_out_lines
 
     fmt = output_format(args)

@@ -82,8 +82,8 @@ def _print_table(root: Path, fmt: str, left: list[str]) -> None:
     import json
     import os
 
+    from beavertui.reports.cells import Table
     from beavertui.reports.render import emit
-    from beavertui.reports.tables import Table
     from beavertui.tui.catalog import read_row, session_files
 
     rows = [read_row(p) for p in session_files(root, left_out=left)]

@@ -217,8 +217,8 @@ def _list(args: argparse.Namespace) -> int:
             }
         )
     from beavertui.commands.formats import output_format
+    from beavertui.reports.cells import Table
     from beavertui.reports.render import emit
-    from beavertui.reports.tables import Table
 
     fmt = output_format(args)
     if fmt == "json":
@@ -254,8 +254,8 @@ def _validate(args: argparse.Namespace) -> int:
     from beavertui.engine.host.gpu import probe
     from beavertui.engine.timing import baselines
     from beavertui.engine.validation.validate import validate
+    from beavertui.reports.cells import Table
     from beavertui.reports.render import emit
-    from beavertui.reports.tables import Table
     from beavertui.service.environment import local_config
 
     fmt = output_format(args)
@@ -479,8 +479,8 @@ def _baselines(args: argparse.Namespace) -> int:
     from beavertui.engine.host.gpu import probe
     from beavertui.engine.session.events import GpuSignature
     from beavertui.engine.validation import baselines_record as rec
+    from beavertui.reports.cells import Table
     from beavertui.reports.render import emit
-    from beavertui.reports.tables import Table
 
     fmt = output_format(args)
     tasks = _baselines_tasks(args)

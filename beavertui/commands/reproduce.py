@@ -129,7 +129,7 @@ def _show(grid: Any, args: argparse.Namespace) -> int:
         print(json.dumps(_plan_json(grid), indent=None))
         return 0
     from beavertui.reports import render
-    from beavertui.reports.tables import Table
+    from beavertui.reports.cells import Table
 
     rows = tuple(
         (

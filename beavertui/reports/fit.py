@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import IO, Any
 
-from beavertui.reports.tables import Cell, Rate, Table, pct
+from beavertui.reports.cells import Cell, Rate, Table, pct
 
 #: Width used when standard output is not a terminal and COLUMNS is not set.
 PIPE_WIDTH = 80

@@ -14,9 +14,9 @@ from pathlib import Path
 from typing import Any
 
 from beavertui.engine.session.describe import FAILED_GATE, stop_text
+from beavertui.reports.cells import Rate, Table
 from beavertui.reports.html_page import page
 from beavertui.reports.html_session import SessionDoc, _e, colour, session_section, speed
-from beavertui.reports.tables import Rate, Table
 
 
 def _cell(c: str | Rate) -> str:

@@ -8,7 +8,7 @@ every departure from the paper listed under Table 2.
 from __future__ import annotations
 
 from beavertui.engine.metrics.paper_tables import TABLE2_P, PaperTables
-from beavertui.reports.tables import Cell, Rate, Table
+from beavertui.reports.cells import Cell, Rate, Table
 
 
 def _rate(x: float | None) -> Rate:

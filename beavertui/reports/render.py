@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from typing import IO
 
 from beavertui.reports import ALIASES, FORMATS  # noqa: F401 - the formats emit() writes
-from beavertui.reports.tables import Cell, Rate, Table, pct
+from beavertui.reports.cells import Cell, Rate, Table, pct
 
 
 def _plain(c: Cell) -> str:

@@ -1,55 +1,20 @@
 """The metric tables as plain data (title, columns, rows), built once and rendered by render.py.
 
 Rates are shown as percentages with their 95% bootstrap interval over tasks (docs/metrics.md). A cell is a
-string or a Rate; the renderers decide how a Rate looks in each format.
+string or a Rate (cells.py); the renderers decide how a Rate looks in each format.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from beavertui.engine.metrics.bootstrap import RESAMPLES, SEED, intervals
 from beavertui.engine.metrics.compute import P_SWEEP, GroupMetrics
-
-
-@dataclass(frozen=True)
-class Rate:
-    """A fraction with its interval, all in [0, 1]; None where undefined."""
-
-    value: float | None
-    lo: float | None = None
-    hi: float | None = None
-    lower_bound: bool = False
-    """The value is a lower bound (a p above an in-loop gate), shown with a leading ``>=``."""
-
-
-Cell = str | Rate
-
-
-@dataclass(frozen=True)
-class Table:
-    """One report table."""
-
-    title: str
-    columns: tuple[str, ...]
-    rows: tuple[tuple[Cell, ...], ...]
-    note: str = ""
-    keys: int = 2
-    """Leading columns that name a row (a block's heading when the table is too wide for the page)."""
-    name: str = ""
-    """A short stable name (``main``, ``p_sweep``...): the table's CSV file and ``--table`` choice."""
-
-    @property
-    def slug(self) -> str:
-        """``name``, else the title in lower case with runs of other characters as ``_``."""
-        import re
-
-        return self.name or re.sub(r"[^a-z0-9@]+", "_", self.title.lower()).strip("_")[:60] or "table"
+from beavertui.reports.cells import Cell, Rate, Table
 
 
 def _f(x: float) -> float | None:
@@ -448,12 +413,3 @@ def usage_table(groups: Sequence[GroupMetrics], usage: Mapping[Any, Any]) -> Tab
         "passed. cached replies: served by the reply cache, not asked again; paid: cost less those.",
         name="usage",
     )
-
-
-def pct(r: Rate) -> str:
-    if r.value is None:
-        return "-"
-    text = (">=" if r.lower_bound else "") + f"{100 * r.value:.1f}"
-    if r.lo is not None and r.hi is not None:
-        text += f" [{100 * r.lo:.1f}, {100 * r.hi:.1f}]"
-    return text

@@ -224,7 +224,7 @@ def run_cells(
     task -> source model, else the task's instance.json).
     """
     from beavertui.engine.metrics.attempts import SourceModels, run_sessions
-    from beavertui.engine.metrics.compute import source_model_matches
+    from beavertui.engine.metrics.self_source import source_model_matches
 
     sources = SourceModels(source_models)
     columns: dict[GroupKey, dict[str, dict[str, list[float]]]] = {}

@@ -25,7 +25,7 @@ from beavertui.engine.errors import BeaverError
 from beavertui.engine.fileio import MAX_INPUT_BYTES, is_regular, missing, read_small_text, slug
 from beavertui.engine.judge import anticheat
 from beavertui.engine.judge.classify import compiled
-from beavertui.engine.metrics.compute import source_model_matches
+from beavertui.engine.metrics.self_source import source_model_matches
 from beavertui.engine.metrics.speedup_ci import speedup_interval
 from beavertui.engine.metrics.table import AttemptsTable, from_rows
 from beavertui.engine.session import store

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from beavertui.engine.metrics.self_source import source_model_matches
 from beavertui.engine.metrics.table import AttemptsTable, ProtocolKey
 from beavertui.engine.session.protocol import DETECTORS
 
@@ -179,15 +180,6 @@ def sweep_exact(proto: ProtocolKey, p: float) -> bool:
     if proto.method == "repeated" or not proto.in_loop or proto.continue_after_pass:
         return True
     return p <= proto.gate + 1e-12
-
-
-def source_model_matches(model: str, source: str | None) -> bool:
-    """Whether a task's source model is the model under test (exact, or the same name after the last '/')."""
-    if not source:
-        return False
-    if model == source:
-        return True
-    return model.rsplit("/", 1)[-1].lower() == source.rsplit("/", 1)[-1].lower()
 
 
 def apply_source_models(table: AttemptsTable, source_models: Mapping[str, str | None]) -> AttemptsTable:
