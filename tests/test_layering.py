@@ -206,60 +206,102 @@ def test_the_layer_graph_is_read() -> None:
 
 
 #: One interpreter that imports nothing of beavertui itself and forks a fresh child for every module: each
-#: child imports its module alone, as a new interpreter would (the parent has loaded only what the
-#: interpreter's start and this script load, none of the libraries looked for), and writes back the
-#: libraries it then has loaded, or the last line of its error. Forking from one interpreter instead of
-#: starting one per module saves an interpreter start per module (about a third of the time).
+#: child imports its module alone, as a new interpreter would, and writes back the libraries it then has
+#: loaded, or the last line of its error. Forking from one interpreter instead of starting one per module
+#: saves an interpreter start per module (about a third of the time). Before forking, the parent loads what
+#: no module's import can be told apart by, so no child pays for it again: the standard-library modules a
+#: first child ("scout") holds after importing every module, and pydantic's own dependencies (PRELOADED),
+#: none of which loads a library looked for (the parent checks that it holds none of them before it forks).
+#: What a child proves is unchanged: its module's code and every beavertui module it needs run in it, in
+#: the order its own imports ask for, and every library looked for that it holds, its import loaded. (A
+#: standard-library submodule used at import time but never imported would pass here, as it does in a new
+#: interpreter whenever some library it loads imported that submodule.)
 _FORK_PROBE = r"""
-import json, os, signal, sys, traceback
+import importlib, json, os, signal, sys, traceback
 
 WATCHED = {"textual", "rich", "numpy", "pydantic"}
-names, width, limit = sys.argv[3:], int(sys.argv[1]), int(sys.argv[2])
+width, limit, preload, names = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3].split(","), sys.argv[4:]
 results, running = {}, {}
 
 
-def child(name, fd):
+def watched():
+    return sorted({m.split(".")[0] for m in sys.modules} & WATCHED)
+
+
+def fork(run, *args):
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(r)
+        os.write(w, json.dumps(run(*args)).encode())
+        os._exit(0)
+    os.close(w)
+    return pid, r
+
+
+def read(fd):
+    chunks = []
+    while chunk := os.read(fd, 65536):
+        chunks.append(chunk)
+    os.close(fd)
+    return b"".join(chunks)
+
+
+def child(name):
     signal.alarm(limit)  # a module whose import hangs is killed (SIGALRM) and reported so
     try:
-        __import__("importlib").import_module(name)
-        res = sorted({m.split(".")[0] for m in sys.modules} & WATCHED)
+        importlib.import_module(name)
+        return watched()
     except BaseException as exc:
-        res = traceback.format_exception_only(type(exc), exc)[-1].strip()
-    os.write(fd, json.dumps(res).encode())
-    os._exit(0)
+        return traceback.format_exception_only(type(exc), exc)[-1].strip()
+
+
+def scout():
+    signal.alarm(limit)
+    for name in names:
+        try:
+            importlib.import_module(name)
+        except BaseException:
+            pass
+    return [m for m in sys.modules if m.split(".")[0] in sys.stdlib_module_names and m != "__main__"]
+
+
+pid, fd = fork(scout)
+stdlib = json.loads(read(fd) or b"[]")
+os.waitpid(pid, 0)
+for name in [*stdlib, *filter(None, preload)]:
+    try:
+        importlib.import_module(name)
+    except BaseException:
+        pass  # not preloaded: a child that needs it imports it itself
+assert watched() == [], f"preloading loaded {watched()}"
 
 
 def reap():
     pid, status = os.wait()
     name, fd = running.pop(pid)
-    chunks = []
-    while chunk := os.read(fd, 65536):
-        chunks.append(chunk)
-    os.close(fd)
-    data = b"".join(chunks)
+    data = read(fd)
     results[name] = json.loads(data) if data else f"exit {os.waitstatus_to_exitcode(status)}"
 
 
 for name in names:
     while len(running) >= width:
         reap()
-    r, w = os.pipe()
-    pid = os.fork()
-    if pid == 0:
-        os.close(r)
-        child(name, w)
-    os.close(w)
-    running[pid] = (name, r)
+    pid, fd = fork(child, name)
+    running[pid] = (name, fd)
 while running:
     reap()
 print(json.dumps(results))
 """
 
+#: Libraries (none of them looked for) the probe's parent loads before forking: pydantic's dependencies.
+PRELOADED = ("pydantic_core", "typing_extensions", "annotated_types", "typing_inspection")
+
 
 def loaded_alone(modules: list[str], width: int = 4, limit_s: int = 120) -> dict[str, list[str] | str]:
     """For each module, imported alone in a fresh process: the watched libraries it loaded, or its error."""
     out = subprocess.run(
-        [sys.executable, "-c", _FORK_PROBE, str(width), str(limit_s), *modules],
+        [sys.executable, "-c", _FORK_PROBE, str(width), str(limit_s), ",".join(PRELOADED), *modules],
         capture_output=True,
         text=True,
         cwd=ROOT,
@@ -305,6 +347,59 @@ def test_help_loads_no_textual_numpy_or_pydantic() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
     assert "usage: beavertui" in out.stdout
     assert json.loads(out.stderr.strip().splitlines()[-1]) == []
+
+
+def test_metrics_loads_scipy_only_to_rank_and_never_scipy_stats() -> None:
+    """``metrics`` over sessions with nothing to rank loads no scipy; ranking models without ties loads none
+    either (the exact p-value is numpy's); with ties it loads scipy.special (the normal tail), never the
+    0.7 s of scipy.stats."""
+    code = (
+        "import io, json, sys, contextlib\n"
+        "from beavertui.cli import main\n"
+        "def scipy(): return sorted(m for m in sys.modules if m in ('scipy', 'scipy.special', 'scipy.stats'))\n"
+        "def metrics(path):\n"
+        "    out = io.StringIO()\n"
+        "    with contextlib.redirect_stdout(out):\n"
+        "        assert main(['metrics', path, '--json']) in (0, 1)\n"
+        "    return [e['tau'] for e in json.loads(out.getvalue())['kendall_tau']]\n"
+        "got = {'none': (metrics('tests/data/analysis'), scipy())}\n"
+        "from beavertui.engine.metrics.kendall import kendall_tau_b\n"
+        "got['untied'] = (kendall_tau_b([0.1, 0.5, 0.3, 0.9], [0.2, 0.4, 0.1, 0.8])[0], scipy())\n"
+        "got['ties'] = (metrics('sessions/demo'), scipy())\n"
+        "print(json.dumps(got))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
+    got = json.loads(out.stdout.strip().splitlines()[-1])
+    assert got["none"] == [[], []]  # nothing ranked, no scipy
+    assert got["untied"] == [pytest.approx(2 / 3), []]  # ranked without ties, still no scipy
+    taus, loaded = got["ties"]
+    assert any(t is not None for t in taus)  # the demo sessions are ranked ...
+    assert loaded == ["scipy", "scipy.special"]  # ... through scipy.special alone
+
+
+def test_corpus_list_and_a_batch_load_no_numpy(tmp_path: Path) -> None:
+    """Listing the corpus and running a batch compute no metric: neither loads numpy (nor scipy)."""
+    recorded = ROOT / "tests" / "data" / "recorded"
+    code = (
+        "import contextlib, io, json, sys\n"
+        "from beavertui.cli import main\n"
+        "def heavy(): return sorted({m.split('.')[0] for m in sys.modules} & {'numpy', 'scipy'})\n"
+        "got = {}\n"
+        "with contextlib.redirect_stdout(io.StringIO()) as out:\n"
+        "    assert main(['corpus', 'list']) == 0\n"
+        "got['corpus list'] = (len(out.getvalue().splitlines()), heavy())\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        f"    rc = main(['batch', '--corpus', {str(recorded)!r}, '--models', 'scripted:vec_scale_demo.toml',\n"
+        f"               '--toolchain', 'recorded:' + {str(recorded / 'vec_scale.recordings.jsonl')!r},\n"
+        f"               '--sessions-dir', {str(tmp_path)!r}, '--samples', '1', '--quiet'])\n"
+        "got['batch'] = (rc, heavy())\n"
+        "print(json.dumps(got))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
+    got = json.loads(out.stdout.strip().splitlines()[-1])
+    assert got["corpus list"][0] > 3 and got["corpus list"][1] == []
+    assert got["batch"][0] in (0, 1) and got["batch"][1] == []
+    assert len(list(tmp_path.rglob("*.jsonl"))) >= 1  # the batch did run its sessions
 
 
 #: The most lines a module of the package may have: past it, a module holds more than one responsibility
