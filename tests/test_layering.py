@@ -351,8 +351,8 @@ def test_help_loads_no_textual_numpy_or_pydantic() -> None:
 
 def test_metrics_loads_scipy_only_to_rank_and_never_scipy_stats() -> None:
     """``metrics`` over sessions with nothing to rank loads no scipy; ranking models without ties loads none
-    either (the exact p-value is numpy's); with ties it loads scipy.special (the normal tail), never the
-    0.7 s of scipy.stats."""
+    either (the exact p-value is numpy's); the demo sessions (ranked with ties: the normal tail) load
+    scipy.special, never the 0.7 s of scipy.stats."""
     code = (
         "import io, json, sys, contextlib\n"
         "from beavertui.cli import main\n"

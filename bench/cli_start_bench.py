@@ -1,0 +1,96 @@
+"""CPU time of ``python3 -m beavertui <command>`` for the commands the test suite starts most, and which heavy
+libraries each loads.
+
+Each command runs ``--repeat`` times in a fresh interpreter (the tree's own package first on ``PYTHONPATH``);
+the figure is the median of the child's user + system CPU time (``os.wait4``), so other load on the machine
+does not count. One more run under ``-X importtime`` says which of the watched libraries (scipy, numpy,
+pydantic, textual, rich, openai) the command imported. The inputs are the repository's own: the demo
+sessions, the recorded corpus and its recorded toolchain, the recorded GPU logs.
+
+    python3 bench/cli_start_bench.py [--repeat 5] [--json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+RECORDED = ROOT / "tests" / "data" / "recorded"
+TOOLCHAIN = f"recorded:{RECORDED / 'vec_scale.recordings.jsonl'}"
+WATCHED = ("scipy", "numpy", "pydantic", "textual", "rich", "openai")
+
+
+def commands(tmp: Path) -> dict[str, list[str]]:
+    run = tmp / "runs"
+    return {
+        "--help": ["--help"],
+        "corpus list": ["corpus", "list"],
+        "classify LOGS": ["classify", str(ROOT / "tests" / "data" / "logs" / "gpu_cases.jsonl")],
+        "replay SESSION": ["replay", str(ROOT / "sessions" / "demo" / "repair_in_three.jsonl")],
+        "live (recorded)": ["live", "--task", "vec_scale", "--corpus", str(RECORDED), "--model",
+                            "scripted:vec_scale_demo.toml", "--toolchain", TOOLCHAIN, "--headless",
+                            "--sessions-dir", str(tmp / "live"), "--budget", "3"],
+        "batch (recorded)": ["batch", "--corpus", str(RECORDED), "--models", "scripted:vec_scale_demo.toml",
+                             "--toolchain", TOOLCHAIN, "--sessions-dir", str(run), "--quiet", "--samples", "2"],
+        "metrics RUN --json": ["metrics", str(run), "--json"],
+        "metrics sessions/demo": ["metrics", str(ROOT / "sessions" / "demo")],
+        "export sessions/demo": ["export", str(ROOT / "sessions" / "demo"), "-o", str(tmp / "demo.html")],
+    }  # fmt: skip
+
+
+def cpu_of(argv: list[str], env: dict[str, str], cwd: Path) -> float:
+    """User + system CPU seconds of one run of the command (its children included: none here)."""
+    with open(os.devnull, "wb") as null:
+        p = subprocess.Popen(
+            [sys.executable, "-m", "beavertui", *argv], stdout=null, stderr=null, env=env, cwd=cwd
+        )
+        _pid, _status, usage = os.wait4(p.pid, 0)
+    p.returncode = 0
+    return usage.ru_utime + usage.ru_stime
+
+
+def loaded(argv: list[str], env: dict[str, str], cwd: Path) -> list[str]:
+    """The watched libraries one run of the command imports (read from ``-X importtime``)."""
+    p = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "beavertui", *argv],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env, cwd=cwd,
+    )  # fmt: skip
+    names = {
+        line.rpartition("|")[2].strip() for line in p.stderr.splitlines() if line.startswith("import time:")
+    }
+    return [w for w in WATCHED if w in names]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--repeat", type=int, default=5, help="runs of each command (median reported) [5]")
+    ap.add_argument("--json", action="store_true", help="one JSON object instead of the table")
+    args = ap.parse_args()
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    rows = []
+    with tempfile.TemporaryDirectory() as t:
+        tmp = Path(t)
+        for name, argv in commands(tmp).items():
+            runs = [cpu_of(argv, env, tmp) for _ in range(args.repeat)]
+            rows.append({"command": name, "cpu_s": round(statistics.median(runs), 3), "min_s": round(min(runs), 3),
+                         "loads": loaded(argv, env, tmp)})  # fmt: skip
+    if args.json:
+        print(
+            json.dumps({"python": sys.version.split()[0], "repeat": args.repeat, "commands": rows}, indent=1)
+        )
+        return
+    print(f"{'command':<24} {'CPU s (median)':>14} {'min':>6}  loads")
+    for r in rows:
+        print(f"{r['command']:<24} {r['cpu_s']:>14.2f} {r['min_s']:>6.2f}  {', '.join(r['loads']) or '-'}")
+    print(f"{'total':<24} {sum(r['cpu_s'] for r in rows):>14.2f}")
+
+
+if __name__ == "__main__":
+    main()
