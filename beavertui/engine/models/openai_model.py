@@ -17,6 +17,7 @@ import json
 import os
 import random
 import re
+import threading
 import time
 import tomllib
 import zlib
@@ -256,6 +257,25 @@ def _bound_error(exc: BaseException) -> _Endless | _TooLarge | None:
     return None
 
 
+_TLS: dict[tuple[str | None, str | None], Any] = {}
+_TLS_LOCK = threading.Lock()
+
+
+def _shared_tls_context() -> Any:
+    """One TLS context for every model client of this process, made by the HTTP library as it makes its
+    default (the CA files of SSL_CERT_FILE or SSL_CERT_DIR, else the system's; one context a value of
+    those): making one loads the CA bundle, about 25 ms of CPU, which every client (one a session, and
+    one a planner or summariser) paid again. A context is safe to share between clients and threads."""
+    import openai
+
+    key = (os.environ.get("SSL_CERT_FILE"), os.environ.get("SSL_CERT_DIR"))
+    with _TLS_LOCK:
+        if key not in _TLS:
+            library = importlib.import_module(openai.DefaultHttpxClient.__mro__[1].__module__.split(".")[0])
+            _TLS[key] = library.create_ssl_context()
+        return _TLS[key]
+
+
 class OpenAIModel:
     """A chat-completions endpoint with recorded retries."""
 
@@ -286,6 +306,7 @@ class OpenAIModel:
         self._sleep = sleep
         self._rng = rng or random.Random()
         http = openai.DefaultHttpxClient(
+            verify=_shared_tls_context(),
             timeout=config.timeout_s,
             event_hooks={"response": [_bounded_body_hook(config)]},
             headers={"accept-encoding": "gzip, deflate"},  # what the bound decodes (not br or zstd)
