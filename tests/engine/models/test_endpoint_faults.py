@@ -30,6 +30,7 @@ import pytest
 from beavertui.engine.models.base import EndpointError
 from beavertui.engine.models.openai_model import OpenAIConfig, OpenAIModel
 from beavertui.engine.session.events import Message
+from tests.cli_in_process import run_cli
 
 ROOT = Path(__file__).resolve().parents[3]
 CORPUS = ROOT / "tests" / "data" / "recorded"
@@ -344,21 +345,14 @@ def test_persistent_faults_in_a_batch_are_retried_counted_and_never_scored(tmp_p
         assert events[-2].source == "endpoint"  # type: ignore[union-attr]
         assert "sk-fault-batch-0123" not in path.read_text()
     # metrics: the healthy model scored, every faulty one counted as excluded with no score
-    table = subprocess.run(
-        [sys.executable, "-m", "beavertui", "metrics", str(run), "--table", "main", "--format", "csv"],
-        capture_output=True, text=True, check=True,
-    ).stdout  # fmt: skip
+    # the metrics of the run, read in this process (tests/cli_in_process.py): their output is the point
+    table = run_cli("metrics", run, "--table", "main", "--format", "csv", check=True).stdout
     rows = {r["model"]: r for r in csv.DictReader(io.StringIO(table))}
     assert rows["healthy"]["pass@1 (%)"] == "100.00" and rows["healthy"]["infra excl."] == "0"
     assert rows["surrogates"]["pass@1 (%)"] == "100.00"  # broken Unicode in the prose costs nothing
     for name in [*BATCH_FAULTS, "echo_key"]:
         assert rows[name]["infra excl."] == "1" and rows[name]["tasks"] == "0", rows[name]
-    doc = json.loads(
-        subprocess.run(
-            [sys.executable, "-m", "beavertui", "metrics", str(run), "--json"],
-            capture_output=True, text=True, check=True,
-        ).stdout
-    )  # fmt: skip
+    doc = json.loads(run_cli("metrics", run, "--json", check=True).stdout)
     excluded = {g["model"]: g["n_infra_excluded"] for g in doc["groups"]}
     assert excluded == {**{m: 1 for m in [*BATCH_FAULTS, "echo_key"]}, "healthy": 0, "surrogates": 0}
     print(
