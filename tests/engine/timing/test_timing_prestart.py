@@ -155,15 +155,16 @@ def _apps_folder(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
 
 
 def _app(tmp_path: Path, rounds: int, late: int | None = None) -> tuple[Path, Path]:
-    """The test application for ``rounds`` (and ``late``), built once a module by gcc and copied here."""
+    """The test application for ``rounds`` (and ``late``), built by gcc once a module and copied here (built
+    here when called from another module, which has no folder of builds: tests/batch/test_batch_schedule.py)."""
     gcc = shutil.which("gcc")
     if gcc is None:
         pytest.skip("no C compiler")
     marks = tmp_path / "marks"
     marks.mkdir()
-    built = _APPS.get((rounds, late))
+    built = _APPS.get((rounds, late)) if _APPS_DIR else None
     if built is None:
-        folder = _APPS_DIR[0] / f"r{rounds}-l{late}"
+        folder = (_APPS_DIR[0] if _APPS_DIR else tmp_path) / f"r{rounds}-l{late}"
         folder.mkdir()
         src, built = folder / "app.c", folder / "app"
         src.write_text(APP)
@@ -171,7 +172,8 @@ def _app(tmp_path: Path, rounds: int, late: int | None = None) -> tuple[Path, Pa
         subprocess.run(
             [gcc, f"-DROUNDS={rounds}", *late_flag, str(src), "-o", str(built), "-ldl"], check=True
         )
-        _APPS[(rounds, late)] = built
+        if _APPS_DIR:
+            _APPS[(rounds, late)] = built
     exe = tmp_path / "app"
     shutil.copy2(built, exe)
     return exe, marks
