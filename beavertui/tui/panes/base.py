@@ -56,6 +56,8 @@ class Pane(ScrollView, can_focus=True, inherit_bindings=False):
         """The pane has rendered a view once (heavy renders are deferred only before that)."""
         self.deferred = 0
         """Renders put off until after a frame (for tests)."""
+        self._text: tuple[RenderableType, str] | None = None
+        """The content ``text`` was last made from, and that text."""
 
     def render_key(self, view: View) -> tuple[object, ...]:
         """What the content depends on; equal keys render equal content (so steps back are cached)."""
@@ -129,7 +131,12 @@ class Pane(ScrollView, can_focus=True, inherit_bindings=False):
 
     @property
     def text(self) -> str:
-        """The pane's current content as plain text, unwrapped (for tests and copying)."""
-        console = Console(width=400, file=io.StringIO(), color_system=None, record=True)
-        console.print(self._content)
-        return "\n".join(line.rstrip() for line in console.export_text().splitlines())
+        """The pane's current content as plain text, unwrapped (for tests and copying). Made once per
+        content: a capped pane holds up to hundreds of kilobytes of highlighted text."""
+        content = self._content
+        if self._text is None or self._text[0] is not content:
+            console = Console(width=400, file=io.StringIO(), color_system=None, record=True)
+            console.print(content)
+            text = "\n".join(line.rstrip() for line in console.export_text().splitlines())
+            self._text = (content, text)
+        return self._text[1]
