@@ -402,6 +402,67 @@ def test_corpus_list_and_a_batch_load_no_numpy(tmp_path: Path) -> None:
     assert len(list(tmp_path.rglob("*.jsonl"))) >= 1  # the batch did run its sessions
 
 
+#: Libraries no test module imports at its top: every pytest worker imports every test module to collect
+#: it, so one such import costs each worker its import time (scipy.stats 0.7 s of CPU, the OpenAI SDK 0.7 s,
+#: Ray 0.5 s, scipy.special 0.2 s) whether or not it runs the tests that need it. A test imports them itself.
+NOT_AT_COLLECTION = {"scipy", "ray", "openai"}
+
+
+def collection_imports(path: Path) -> set[str]:
+    """The libraries of NOT_AT_COLLECTION the module imports when it is collected: at its top level (under
+    ``if``/``try`` too), ``import x``, ``from x import ...`` and ``pytest.importorskip("x")``."""
+    found: set[str] = set()
+    stack: list[ast.stmt] = list(ast.parse(path.read_text(encoding="utf-8")).body)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            continue  # runs when a test does, not at collection (its decorators aside: rare, not read)
+        if isinstance(node, ast.ClassDef):
+            stack.extend(node.body)
+            continue
+        if isinstance(node, ast.If | ast.Try):
+            stack.extend(node.body + node.orelse + getattr(node, "finalbody", []))
+            stack.extend(s for h in getattr(node, "handlers", []) for s in h.body)
+            continue
+        names: list[str] = []
+        if isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names = [node.module]
+        else:
+            names = [
+                c.args[0].value
+                for c in ast.walk(node)
+                if isinstance(c, ast.Call)
+                and ast.unparse(c.func).endswith("importorskip")
+                and c.args
+                and isinstance(c.args[0], ast.Constant)
+                and isinstance(c.args[0].value, str)
+            ]
+        found |= {n.split(".")[0] for n in names} & NOT_AT_COLLECTION
+    return found
+
+
+def test_no_test_module_imports_a_heavy_library_at_collection() -> None:
+    tests = ROOT / "tests"
+    files = [p for p in sorted(tests.rglob("*.py")) if "data" not in p.relative_to(tests).parts]
+    assert len(files) > 100
+    heavy = {str(p.relative_to(ROOT)): sorted(got) for p in files if (got := collection_imports(p))}
+    assert heavy == {}
+
+
+def test_the_collection_check_sees_each_form(tmp_path: Path) -> None:
+    probe = tmp_path / "test_probe.py"
+    probe.write_text(
+        "import json\nimport scipy.stats\ntry:\n    import numpy\nexcept ImportError:\n"
+        "    pass\nray = __import__('pytest').importorskip('ray')\n\ndef test_x():\n    import scipy\n"
+        "class TestY:\n    from openai import OpenAI\n"
+    )
+    assert collection_imports(probe) == {"scipy", "openai", "ray"}
+    probe.write_text("def test_x():\n    import scipy.stats\n    ray = pytest.importorskip('ray')\n")
+    assert collection_imports(probe) == set()
+
+
 #: The most lines a module of the package may have: past it, a module holds more than one responsibility
 #: and is split by them (docs/architecture.md).
 MAX_MODULE_LINES = 800

@@ -12,16 +12,14 @@ from pathlib import Path
 
 import pytest
 
-ray = pytest.importorskip("ray")
-
-from beavertui.batch.local_executor import Tracker, plan, run_local  # noqa: E402
-from beavertui.batch.protocol_file import ModelSpec  # noqa: E402
-from beavertui.batch.ray_executor import run_ray  # noqa: E402
-from beavertui.batch.rundir import ProtocolEntry, RunManifest  # noqa: E402
-from beavertui.engine.corpus.load import load_corpus  # noqa: E402
-from beavertui.engine.metrics.attempts import export_rows  # noqa: E402
-from beavertui.engine.session.protocol import Protocol  # noqa: E402
-from beavertui.engine.toolchain.recorded import RecordedToolchain  # noqa: E402
+from beavertui.batch.local_executor import Tracker, plan, run_local
+from beavertui.batch.protocol_file import ModelSpec
+from beavertui.batch.ray_executor import run_ray
+from beavertui.batch.rundir import ProtocolEntry, RunManifest
+from beavertui.engine.corpus.load import load_corpus
+from beavertui.engine.metrics.attempts import export_rows
+from beavertui.engine.session.protocol import Protocol
+from beavertui.engine.toolchain.recorded import RecordedToolchain
 
 ROOT = Path(__file__).resolve().parents[2]
 CORPUS = ROOT / "tests" / "data" / "recorded"
@@ -55,6 +53,7 @@ def comparable(run_dir: Path) -> list[str]:
 
 @pytest.fixture(scope="module")
 def ray_instance():  # type: ignore[no-untyped-def]
+    ray = pytest.importorskip("ray")  # here, not at collection: importing Ray costs 0.5 s of CPU a worker
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
     yield
     ray.shutdown()

@@ -13,7 +13,6 @@ import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
-import openai
 import pytest
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -57,6 +56,8 @@ def stub() -> Iterator[str]:
 
 
 def ask(base_url: str, code: str, turns: int = 0) -> str:
+    import openai  # here, not at collection: importing it costs 0.7 s of CPU a worker
+
     client = openai.OpenAI(base_url=base_url, api_key="EMPTY", max_retries=0)
     messages = [
         {"role": "system", "content": "You repair kernels."},
@@ -77,6 +78,8 @@ def test_broken_start_first_then_the_reference(stub: str) -> None:
 
 
 def test_refused_and_unknown_tasks_are_http_errors(stub: str) -> None:
+    import openai
+
     with pytest.raises(openai.BadRequestError, match="refused on purpose"):
         ask(stub, (DATA / REFUSED / "broken_start.cu").read_text())
     with pytest.raises(openai.BadRequestError, match="no task of the data folder"):
