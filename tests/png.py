@@ -1,4 +1,4 @@
-"""Reading PNG screenshots and comparing them with a tolerance, with the standard library only.
+"""Reading PNG screenshots and comparing them with a tolerance, with zlib and numpy only.
 
 Decodes the 8-bit, non-interlaced truecolour PNGs that Chromium writes (RGB or RGBA), and compares two
 images by the mean colour of small blocks, so that anti-aliasing noise passes and a moved or recoloured
@@ -11,6 +11,8 @@ import struct
 import zlib
 from dataclasses import dataclass
 
+import numpy as np
+
 
 @dataclass(frozen=True)
 class Image:
@@ -22,14 +24,6 @@ class Image:
     def at(self, x: int, y: int) -> tuple[int, int, int]:
         i = 3 * (y * self.width + x)
         return self.pixels[i], self.pixels[i + 1], self.pixels[i + 2]
-
-
-def _paeth(a: int, b: int, c: int) -> int:
-    p = a + b - c
-    pa, pb, pc = abs(p - a), abs(p - b), abs(p - c)
-    if pa <= pb and pa <= pc:
-        return a
-    return b if pb <= pc else c
 
 
 def decode(data: bytes) -> Image:
@@ -55,55 +49,52 @@ def decode(data: bytes) -> Image:
     bpp = 3 if ctype == 2 else 4
     raw = zlib.decompress(idat)
     stride = width * bpp
-    prev = bytearray(stride)
-    out = bytearray()
+    prev = np.zeros(stride, dtype=np.uint8)
+    out = np.empty((height, stride), dtype=np.uint8)
     for y in range(height):
         f = raw[y * (stride + 1)]
-        line = bytearray(raw[y * (stride + 1) + 1 : (y + 1) * (stride + 1)])
-        if f == 1:
-            for i in range(bpp, stride):
-                line[i] = (line[i] + line[i - bpp]) & 0xFF
-        elif f == 2:
-            for i in range(stride):
-                line[i] = (line[i] + prev[i]) & 0xFF
-        elif f == 3:
-            for i in range(stride):
-                left = line[i - bpp] if i >= bpp else 0
-                line[i] = (line[i] + (left + prev[i]) // 2) & 0xFF
-        elif f == 4:
-            for i in range(stride):
-                left = line[i - bpp] if i >= bpp else 0
-                up_left = prev[i - bpp] if i >= bpp else 0
-                line[i] = (line[i] + _paeth(left, prev[i], up_left)) & 0xFF
-        elif f != 0:
+        line = np.frombuffer(raw, dtype=np.uint8, count=stride, offset=y * (stride + 1) + 1)
+        if f == 0:
+            out[y] = line
+        elif f == 1:  # sub: each byte adds the one bpp before it, i.e. a running sum per channel
+            out[y] = (line.reshape(width, bpp).cumsum(axis=0, dtype=np.uint64) & 0xFF).reshape(stride)
+        elif f == 2:  # up
+            out[y] = line + prev  # uint8 arithmetic wraps modulo 256
+        elif f in (3, 4):  # average, Paeth: each byte depends on the one decoded before it
+            out[y] = _sequential(f, line.tolist(), prev.tolist(), bpp)
+        else:
             raise ValueError(f"bad PNG filter {f}")
-        prev = line
-        out += line if bpp == 3 else bytes(b for i, b in enumerate(line) if i % 4 != 3)
-    return Image(width, height, bytes(out))
+        prev = out[y]
+    rgb = out.reshape(height, width, bpp)[:, :, :3]
+    return Image(width, height, rgb.tobytes())
 
 
-def block_means(img: Image, block: int = 8) -> list[tuple[float, float, float]]:
-    out = []
-    for by in range(0, img.height - block + 1, block):
-        for bx in range(0, img.width - block + 1, block):
-            r = g = b = 0
-            for y in range(by, by + block):
-                row = 3 * (y * img.width + bx)
-                seg = img.pixels[row : row + 3 * block]
-                r += sum(seg[0::3])
-                g += sum(seg[1::3])
-                b += sum(seg[2::3])
-            n = block * block
-            out.append((r / n, g / n, b / n))
-    return out
+def _sequential(f: int, line: list[int], up: list[int], bpp: int) -> list[int]:
+    """A row under filter 3 (average) or 4 (Paeth), byte by byte: each byte depends on the one bpp before."""
+    for i in range(bpp):  # no byte to the left: both predict from the byte above (Paeth picks it)
+        line[i] = (line[i] + (up[i] // 2 if f == 3 else up[i])) & 0xFF
+    if f == 3:
+        for i in range(bpp, len(line)):
+            line[i] = (line[i] + (line[i - bpp] + up[i]) // 2) & 0xFF
+        return line
+    for i in range(bpp, len(line)):
+        a, b, c = line[i - bpp], up[i], up[i - bpp]
+        pa, pb, pc = abs(b - c), abs(a - c), abs(a + b - c - c)  # |p - a|, |p - b|, |p - c| for p = a + b - c
+        line[i] = (line[i] + (a if pa <= pb and pa <= pc else b if pb <= pc else c)) & 0xFF
+    return line
+
+
+def _means(img: Image, block: int) -> np.ndarray:
+    """The mean colour of each whole block x block square, rows of blocks by columns by channel."""
+    rows, cols = img.height // block, img.width // block
+    pixels = np.frombuffer(img.pixels, dtype=np.uint8).reshape(img.height, img.width, 3)
+    squares = pixels[: rows * block, : cols * block].reshape(rows, block, cols, block, 3)
+    return squares.sum(axis=(1, 3), dtype=np.int64) / (block * block)
 
 
 def differing_blocks(a: Image, b: Image, *, block: int = 8, level: float = 24.0) -> float:
     """The share of blocks whose mean colour differs by more than ``level`` (0-255) in some channel."""
     if (a.width, a.height) != (b.width, b.height):
         return 1.0
-    ma, mb = block_means(a, block), block_means(b, block)
-    bad = sum(
-        1 for p, q in zip(ma, mb, strict=True) if max(abs(x - y) for x, y in zip(p, q, strict=True)) > level
-    )
-    return bad / len(ma)
+    apart = np.abs(_means(a, block) - _means(b, block)).max(axis=2) > level
+    return float(apart.sum()) / apart.size
