@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from beavertui.engine.errors import NoGpuError, PreflightError
-from beavertui.engine.models.openai_model import OpenAIConfig
+from beavertui.engine.models.openai_model import OpenAIConfig, shared_tls_context
 
 #: Seconds the model list may take before the endpoint counts as unreachable.
 LIST_TIMEOUT_S = 10.0
@@ -73,7 +73,10 @@ def endpoint_problem(endpoint: Endpoint, served: dict[tuple[str | None, str], An
     slot = (base, config.api_key_env)
     if slot not in served:
         key = os.environ.get(config.api_key_env) or "none"
-        client = openai.OpenAI(api_key=key, base_url=base, timeout=LIST_TIMEOUT_S, max_retries=0)
+        http = openai.DefaultHttpxClient(verify=shared_tls_context(), timeout=LIST_TIMEOUT_S)
+        client = openai.OpenAI(
+            api_key=key, base_url=base, timeout=LIST_TIMEOUT_S, max_retries=0, http_client=http
+        )
         try:
             served[slot] = sorted(m.id for m in client.models.list())
         except openai.AuthenticationError as exc:

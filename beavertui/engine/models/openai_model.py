@@ -261,7 +261,7 @@ _TLS: dict[tuple[str | None, str | None], Any] = {}
 _TLS_LOCK = threading.Lock()
 
 
-def _shared_tls_context() -> Any:
+def shared_tls_context() -> Any:
     """One TLS context for every model client of this process, made by the HTTP library as it makes its
     default (the CA files of SSL_CERT_FILE or SSL_CERT_DIR, else the system's; one context a value of
     those): making one loads the CA bundle, about 25 ms of CPU, which every client (one a session, and
@@ -306,7 +306,7 @@ class OpenAIModel:
         self._sleep = sleep
         self._rng = rng or random.Random()
         http = openai.DefaultHttpxClient(
-            verify=_shared_tls_context(),
+            verify=shared_tls_context(),
             timeout=config.timeout_s,
             event_hooks={"response": [_bounded_body_hook(config)]},
             headers={"accept-encoding": "gzip, deflate"},  # what the bound decodes (not br or zstd)
