@@ -41,7 +41,7 @@ import statistics
 from collections.abc import Iterable
 
 from beavertui.engine.code.features import extract, strip_source
-from beavertui.engine.session.events import Flag
+from beavertui.engine.session.facts import Flag
 
 POISON_RE = re.compile(r"^BEAVER_POISON_LEFT\s+(\S+)\s+(\d+)\s+of\s+(\d+)\s*$", re.M)
 _TIMED_RE = re.compile(r"^BEAVER_(TIME|HOST)_MS\s+([0-9.eE+-]+)\s*$", re.M)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 import shlex
 
-from beavertui.engine.session.events import SanitizerRecord
+from beavertui.engine.session.facts import SanitizerRecord
 
 TOOLS = ("memcheck", "racecheck", "synccheck", "initcheck")
 
