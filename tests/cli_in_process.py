@@ -10,7 +10,7 @@ starting an interpreter (0.3 to 1.2 s of CPU each). What the process boundary wo
   process where nothing configured logging (as in beavertui's);
 - stdout and stderr are captured as a pipe is: not a terminal, so no colour and the width is ``COLUMNS`` or
   80; stdin is empty unless ``input`` is given;
-- what a command keeps for the rest of its process (counts, values read from the environment) starts
+- what a command keeps for the rest of its process (values read from the environment) starts
   empty each call, as in a new process (``_fresh_process_state``);
 - ``env`` replaces the whole environment for the call, as ``subprocess.run(env=...)`` does (the commands read
   it where they start: beavertui/service/environment.py), and ``cwd`` is the working folder for the call;
@@ -72,13 +72,8 @@ def _folder(cwd: str | Path | None) -> Iterator[None]:
 
 
 def _fresh_process_state() -> None:
-    """Empty what a new process starts without and a command keeps for the rest of its process: the reply
-    caches of a batch (whose counts the batch prints) and the GPUs read from ``CUDA_VISIBLE_DEVICES``. A
-    module not imported yet holds nothing."""
-    models = sys.modules.get("beavertui.batch.models")
-    if models is not None:
-        with models._LOCK:
-            models._CACHES.clear()
+    """Empty what a new process starts without and a command keeps for the rest of its process: the GPUs
+    read from ``CUDA_VISIBLE_DEVICES``. A module not imported yet holds nothing."""
     gpu = sys.modules.get("beavertui.engine.host.gpu")
     if gpu is not None:
         gpu.visible_gpus.cache_clear()

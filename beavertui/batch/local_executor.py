@@ -21,7 +21,7 @@ from typing import Any, Protocol
 
 from beavertui.batch.admission import Admission
 from beavertui.batch.job import JobOutcome, JobSpec, Prefix, drive
-from beavertui.batch.models import build_model, helper_models, session_protocol
+from beavertui.batch.models import ReplyCaches, build_model, helper_models, session_protocol
 from beavertui.batch.rank import SESSION_RANK
 from beavertui.batch.rundir import RunManifest, session_path
 from beavertui.batch.timing_lane import TimingLane
@@ -190,17 +190,26 @@ class Flag(Protocol):
 
 
 def local_starter(
-    job: JobSpec, task: Task, toolchain: Toolchain, usable: Usable | None = None, defer_timing: bool = False
+    job: JobSpec,
+    task: Task,
+    toolchain: Toolchain,
+    usable: Usable | None = None,
+    defer_timing: bool = False,
+    replies: ReplyCaches | None = None,
 ) -> Callable[[Prefix | None], tuple[Any, tuple[str, ...]]]:
+    """Starts (or resumes) the session of ``job``; its models take their reply cache from ``replies``, the
+    run's caches (None: caches of this session's own)."""
+    caches = replies if replies is not None else ReplyCaches()
+
     def start(prefix: Prefix | None) -> tuple[Any, tuple[str, ...]]:
         learn = getattr(toolchain, "learn_run_seconds", None)
         if prefix is not None and learn is not None:
             for e in prefix[1]:
                 if isinstance(e, Ran) and e.result.duration_s is not None:  # the resumed attempts' runs
                     learn(task.id, e.result.duration_s, timed_out=e.result.timed_out)
-        model = build_model(job.model, task, job.protocol, job=job)
+        model = build_model(job.model, task, job.protocol, job=job, replies=caches)
         protocol = session_protocol(job.model, task, job.protocol)
-        planner, summariser = helper_models(job.model, task, job.protocol, job=job)
+        planner, summariser = helper_models(job.model, task, job.protocol, job=job, replies=caches)
         stream = run_session(
             task, model, toolchain, protocol, run_id=job.run_id, sample=job.sample, resume_from=prefix,
             usable=usable, defer_timing=defer_timing, models_file=job.model.models_file, planner=planner,
@@ -224,8 +233,12 @@ def run_local(
     stop: Flag | None = None,
     admission: Admission | None = None,
     lane: TimingLane | None = None,
+    replies: ReplyCaches | None = None,
 ) -> dict[Path, JobOutcome]:
     """Run the jobs with at most ``parallel`` sessions at once; returns each job's outcome.
+
+    Every session takes its reply cache from ``replies``, the run's caches, whose counts are then this
+    call's (None: caches of this call's own).
 
     With ``admission``, a session beyond the first starts only when the admission says the GPUs and build
     slots can take more work (admission.py). Each session's stages are served by its rank (the order
@@ -238,6 +251,7 @@ def run_local(
     wake = admission.changed if admission is not None else threading.Event()
     # a task never validated on this GPU is validated by its first session here (validation/on_the_run.py)
     usable = UsableCheck(toolchain)
+    caches = replies if replies is not None else ReplyCaches()
 
     def one(job: JobSpec, rank: int) -> JobOutcome:
         SESSION_RANK.set(rank)
@@ -247,7 +261,9 @@ def run_local(
                 job,
                 run_dir,
                 retries,
-                local_starter(job, tasks[job.task_id], toolchain, usable, defer_timing=lane is not None),
+                local_starter(
+                    job, tasks[job.task_id], toolchain, usable, defer_timing=lane is not None, replies=caches
+                ),
                 tracker.event,
             )
             if lane is not None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,7 @@ from beavertui.engine.corpus.task import Task
 from beavertui.engine.errors import BeaverError
 from beavertui.engine.models.base import Completion, DeltaCallback, Model
 from beavertui.engine.models.openai_model import OpenAIConfig, OpenAIModel
+from beavertui.engine.models.reply_cache import CachedModel, CacheStats, ReplyCache, sampled
 from beavertui.engine.models.resolve import build_model as resolve_model
 from beavertui.engine.session.events import Message, ModelInfo, model_identity
 from beavertui.engine.session.protocol import Protocol
@@ -76,7 +78,27 @@ def session_protocol(spec: ModelSpec, task: Task, protocol: Protocol) -> Protoco
     return protocol
 
 
-_CACHES: dict[str, Any] = {}
+class ReplyCaches:
+    """The reply caches of one batch run: one ReplyCache a folder, shared by every session (and thread) of
+    the run, so its counts are what this run reused and stored. Each run has its own: two runs in one
+    process (the TUI, a program calling the service twice) never add up each other's counts."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._caches: dict[str, ReplyCache] = {}
+
+    def get(self, folder: str) -> ReplyCache:
+        """The run's ReplyCache of ``folder``, opened (the folder made) on first use: OSError if it cannot be."""
+        with self._lock:
+            if folder not in self._caches:
+                self._caches[folder] = ReplyCache(Path(folder))
+            return self._caches[folder]
+
+    def stats(self, folder: str) -> CacheStats | None:
+        """What this run's cache of ``folder`` did (None: the run never opened it)."""
+        with self._lock:
+            cache = self._caches.get(folder)
+            return None if cache is None else replace(cache.stats)
 
 
 def default_reply_cache() -> Path:
@@ -89,22 +111,6 @@ def default_reply_cache() -> Path:
     from beavertui.engine.paths import cache_dir
 
     return cache_dir() / "replies"
-
-
-def reply_cache(folder: str) -> Any:
-    """The process's one ReplyCache of a folder (so its counts cover every session of the batch)."""
-    from beavertui.engine.models.reply_cache import ReplyCache
-
-    with _LOCK:
-        if folder not in _CACHES:
-            _CACHES[folder] = ReplyCache(Path(folder))
-        return _CACHES[folder]
-
-
-def reply_cache_stats() -> dict[str, Any]:
-    """folder -> CacheStats of every reply cache this process used."""
-    with _LOCK:
-        return {k: v.stats for k, v in _CACHES.items()}
 
 
 #: ModelSpec fields that override the models file's entry of the same name, where the batch file sets them.
@@ -126,9 +132,12 @@ def endpoint_config_of(spec: ModelSpec) -> OpenAIConfig | None:
     return endpoint_config(spec.model, models=spec.models_file, overrides=overrides_of(spec))
 
 
-def build_model(spec: ModelSpec, task: Task, protocol: Protocol, *, job: Any = None) -> Model:
+def build_model(
+    spec: ModelSpec, task: Task, protocol: Protocol, *, job: Any = None, replies: ReplyCaches | None = None
+) -> Model:
     """The model object of one session: the shared resolution, behind its endpoint's concurrency slots and
-    the run's reply cache when ``job`` names one.
+    the run's reply cache when ``job`` names one (taken from ``replies``, the run's caches, which a job
+    with a reply cache folder needs).
 
     The batch file's fields override the models-file entry of the same name only where the file sets them.
     """
@@ -148,15 +157,15 @@ def build_model(spec: ModelSpec, task: Task, protocol: Protocol, *, job: Any = N
         return BoundedModel(model, slots, name)
     cache_dir = getattr(job, "reply_cache", None)
     if cache_dir:
-        from beavertui.engine.models.reply_cache import CachedModel, sampled
-
+        if replies is None:
+            raise ValueError(f"{cache_dir}: a session with a reply cache is built with its run's ReplyCaches")
         if getattr(job, "reply_cache_sampled", False) or not sampled(model.request_body([])):
-            model = CachedModel(model, reply_cache(cache_dir), sample=int(getattr(job, "sample", 0)))
+            model = CachedModel(model, replies.get(cache_dir), sample=int(getattr(job, "sample", 0)))
     return BoundedModel(model, slots, name if spec.label else None)
 
 
 def helper_models(
-    spec: ModelSpec, task: Task, protocol: Protocol, *, job: Any = None
+    spec: ModelSpec, task: Task, protocol: Protocol, *, job: Any = None, replies: ReplyCaches | None = None
 ) -> tuple[Model | None, Model | None]:
     """The planner and the summariser a protocol names (docs/protocols.md), each built as a batch model of
     its own: through the coder's models file, behind its endpoint's concurrency slots and the run's reply
@@ -166,7 +175,7 @@ def helper_models(
         if name is None:
             return None
         helper = ModelSpec.model_validate({"model": name, "models_file": spec.models_file})
-        return build_model(helper, task, protocol, job=job)
+        return build_model(helper, task, protocol, job=job, replies=replies)
 
     planner = one(protocol.planner) if protocol.planning == "plan" else None
     summariser = one(protocol.summariser) if protocol.feedback == "L3S" else None

@@ -57,7 +57,7 @@ def remote_session(
 ) -> Iterator[str]:
     """Body of the Ray task: run (or resume) one session and yield each event as a JSON line; ``config``: the
     local toolchain's settings, read on the driver (service/environment.py)."""
-    from beavertui.batch.models import build_model, helper_models, session_protocol
+    from beavertui.batch.models import ReplyCaches, build_model, helper_models, session_protocol
     from beavertui.engine.corpus.load import load_corpus
     from beavertui.engine.loop.run import run_session
     from beavertui.engine.session.redaction import Secrets, redact_event
@@ -80,8 +80,9 @@ def remote_session(
             assert not isinstance(e, SessionHeader)
             events.append(e)
         resume = (header, events)
-    model = build_model(job.model, task, job.protocol, job=job)
-    helpers = helper_models(job.model, task, job.protocol, job=job)
+    replies = ReplyCaches()  # the worker's counts stay on the worker: the driver reports none of them
+    model = build_model(job.model, task, job.protocol, job=job, replies=replies)
+    helpers = helper_models(job.model, task, job.protocol, job=job, replies=replies)
     # the key stays on the worker: events are redacted here, since the driver never holds the key
     secrets = Secrets.of(model.secrets() + tuple(k for h in helpers if h is not None for k in h.secrets()))
     for item in run_session(

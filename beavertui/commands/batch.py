@@ -240,5 +240,5 @@ def _start(args: argparse.Namespace, started: Callable[[Path], None]) -> int:
         rc = run_batch(options, run)
     from beavertui.commands.batch_overview import show_summary
 
-    show_summary(run.manifest, run.run_dir, args)
+    show_summary(run.manifest, run.run_dir, args, run.replies)
     return rc

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from beavertui.batch.local_executor import plan
+from beavertui.batch.models import ReplyCaches
 from beavertui.batch.rundir import RunManifest
 from beavertui.engine.session.usage import dollars, tokens_text
 
@@ -142,9 +143,11 @@ def summary_rows(run_dir: Path, left_out: list[str] | None = None) -> list[dict[
     return out
 
 
-def show_summary(manifest: RunManifest, run_dir: Path, args: argparse.Namespace) -> None:
-    """The run's table per (model, protocol) on standard output, and the reply cache's counts."""
-    from beavertui.batch.models import reply_cache_stats
+def show_summary(
+    manifest: RunManifest, run_dir: Path, args: argparse.Namespace, replies: ReplyCaches | None = None
+) -> None:
+    """The run's table per (model, protocol) on standard output, and what the reply cache did in this run
+    (``replies``: the run's caches; None or unused: no line)."""
     from beavertui.commands.formats import output_format
     from beavertui.reports.cells import Table
     from beavertui.reports.render import emit
@@ -189,7 +192,7 @@ def show_summary(manifest: RunManifest, run_dir: Path, args: argparse.Namespace)
         emit([Table(f"Run {run_dir}", cols, cells, note=note)], fmt)
     for line in left_out_lines(left):  # each folder the summary did not read, one line, as metrics says it
         print(f"beavertui: {line}", file=sys.stderr)
-    stats = reply_cache_stats().get(manifest.reply_cache or "")
+    stats = replies.stats(manifest.reply_cache) if replies is not None and manifest.reply_cache else None
     if stats is not None and (stats.hits or stats.stored):
         print(
             f"beavertui: reply cache {manifest.reply_cache}: {stats.hits} replies reused, "

@@ -247,6 +247,7 @@ def _run_batch(
                     stop=halt,
                     admission=Admission(pool, builds),
                     lane=lane,
+                    replies=run.replies,
                 )
         except KeyboardInterrupt:
             _interrupted(manifest, run_dir, tracker, say)

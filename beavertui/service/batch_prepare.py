@@ -14,11 +14,14 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from beavertui.batch.rundir import RunManifest, stamp, write_manifest
 from beavertui.engine.corpus.task import Task
 from beavertui.engine.errors import BeaverError
+
+if TYPE_CHECKING:
+    from beavertui.batch.models import ReplyCaches
 
 
 def _stderr_line(line: str) -> None:
@@ -83,6 +86,13 @@ class BatchOptions:
     """Models file the endpoint models start from (None: $BEAVERTUI_MODELS or the user's default one)."""
 
 
+def run_reply_caches() -> ReplyCaches:
+    """A run's own reply caches (batch/models.py, imported only where a batch is prepared)."""
+    from beavertui.batch.models import ReplyCaches
+
+    return ReplyCaches()
+
+
 @dataclass
 class PreparedRun:
     """A run directory with its manifest written, the tasks it needs, and the toolchain it runs with."""
@@ -93,6 +103,8 @@ class PreparedRun:
     toolchain: str
     lock: Any = None
     """The run folder's lock (``rundir.RunLock``), held while this process writes the run."""
+    replies: ReplyCaches = field(default_factory=run_reply_caches)
+    """The run's reply caches, shared by its sessions: their counts are this run's alone."""
 
 
 def check_profiler(protocols: list[Any], toolchain: str) -> None:
@@ -414,17 +426,16 @@ def prepare(
     missing = [t for t in manifest.tasks if t not in tasks]
     if missing:
         raise BeaverError(f"{corpus.root}: tasks of the run are missing: {', '.join(missing[:5])}")
+    replies = run_reply_caches()
     if manifest.reply_cache and not options.dry_run:
-        from beavertui.batch.models import reply_cache
-
         try:
-            reply_cache(manifest.reply_cache)
+            replies.get(manifest.reply_cache)
         except OSError as exc:
             raise BeaverError(
                 f"{manifest.reply_cache}: cannot use it as the reply cache ({exc.strerror}); "
                 "pass --no-reply-cache or another --reply-cache DIR"
             ) from None
-    return PreparedRun(manifest, run_dir, tasks, toolchain, lock)
+    return PreparedRun(manifest, run_dir, tasks, toolchain, lock, replies)
 
 
 def task_fingerprint(task: Task) -> str:

@@ -241,6 +241,33 @@ def test_a_resumed_batch_asks_no_reply_twice(tmp_path: Path) -> None:
         assert fresh.returncode == 0 and server.requests == 8
 
 
+def test_two_batches_in_one_process_each_count_their_own_replies(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A program that runs two batches through ``beavertui.cli.main`` in one process (as the TUI or an
+    embedding program does) gets, after each, the reply cache counts of that run alone."""
+    from beavertui.cli import main
+
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("USAGE_TEST_KEY", "sk-usage")
+    tc = f"recorded:{RECORDINGS}"
+    with UsageServer() as server:
+        proto = _protocol(tmp_path, server.url)
+
+        def batch(run_id: str) -> str:
+            argv = ["batch", "--corpus", str(CORPUS), "--sessions-dir", str(tmp_path), "--quiet", "--jobs", "2",
+                    "--protocol", str(proto), "--toolchain", tc, "--run-id", run_id, "--reply-cache", str(cache)]  # fmt: skip
+            assert main(argv) == 0
+            return capsys.readouterr().err
+
+        first = batch("a")
+        assert server.requests == 4
+        assert f"reply cache {cache}: 0 replies reused, 4 new ones stored" in first
+        second = batch("b")  # the same sweep again: every reply from the cache, none stored
+        assert server.requests == 4
+        assert f"reply cache {cache}: 4 replies reused, 0 new ones stored" in second, second
+
+
 def test_sampled_replies_are_not_reused_unless_asked(tmp_path: Path) -> None:
     cache = tmp_path / "cache"
     tc = f"recorded:{RECORDINGS}"
