@@ -12,7 +12,7 @@ import io
 from collections import OrderedDict
 from typing import ClassVar
 
-from rich.console import Console, RenderableType
+from rich.console import Console, Group, RenderableType
 from rich.segment import Segment
 from rich.text import Text
 from textual.binding import Binding, BindingType
@@ -136,7 +136,24 @@ class Pane(ScrollView, can_focus=True, inherit_bindings=False):
         content = self._content
         if self._text is None or self._text[0] is not content:
             console = Console(width=400, file=io.StringIO(), color_system=None, record=True)
-            console.print(content)
+            console.print(_unstyled(content))
             text = "\n".join(line.rstrip() for line in console.export_text().splitlines())
             self._text = (content, text)
         return self._text[1]
+
+
+def _unstyled(content: RenderableType) -> RenderableType:
+    """The same content without its styles (text and groups of text; other renderables as they are): the
+    plain text of a highlighted diff is the same, and rendering tens of thousands of spans is the cost."""
+    if isinstance(content, Text):
+        return Text(
+            content.plain,
+            justify=content.justify,
+            overflow=content.overflow,
+            no_wrap=content.no_wrap,
+            end=content.end,
+            tab_size=content.tab_size,
+        )
+    if isinstance(content, Group):
+        return Group(*(_unstyled(part) for part in content.renderables), fit=content.fit)
+    return content
