@@ -3,7 +3,7 @@ libraries each loads.
 
 Each command runs ``--repeat`` times in a fresh interpreter (the tree's own package first on ``PYTHONPATH``);
 the figure is the median of the child's user + system CPU time (``os.wait4``), so other load on the machine
-does not count. One more run under ``-X importtime`` says which of the watched libraries (scipy, numpy,
+does not count, beside the exit statuses seen (0, or 1 where the command reports a failed repair). One more run under ``-X importtime`` says which of the watched libraries (scipy, numpy,
 pydantic, textual, rich, openai) the command imported. The inputs are the repository's own: the demo
 sessions, the recorded corpus and its recorded toolchain, the recorded GPU logs.
 
@@ -45,15 +45,15 @@ def commands(tmp: Path) -> dict[str, list[str]]:
     }  # fmt: skip
 
 
-def cpu_of(argv: list[str], env: dict[str, str], cwd: Path) -> float:
-    """User + system CPU seconds of one run of the command (its children included: none here)."""
+def cpu_of(argv: list[str], env: dict[str, str], cwd: Path) -> tuple[float, int]:
+    """User + system CPU seconds of one run of the command, and its exit status."""
     with open(os.devnull, "wb") as null:
         p = subprocess.Popen(
             [sys.executable, "-m", "beavertui", *argv], stdout=null, stderr=null, env=env, cwd=cwd
         )
-        _pid, _status, usage = os.wait4(p.pid, 0)
-    p.returncode = 0
-    return usage.ru_utime + usage.ru_stime
+        _pid, status, usage = os.wait4(p.pid, 0)
+    p.returncode = os.waitstatus_to_exitcode(status)  # reaped here: Popen must not wait for it again
+    return usage.ru_utime + usage.ru_stime, p.returncode
 
 
 def loaded(argv: list[str], env: dict[str, str], cwd: Path) -> list[str]:
@@ -78,17 +78,21 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as t:
         tmp = Path(t)
         for name, argv in commands(tmp).items():
-            runs = [cpu_of(argv, env, tmp) for _ in range(args.repeat)]
+            got = [cpu_of(argv, env, tmp) for _ in range(args.repeat)]
+            runs = [cpu for cpu, _rc in got]
             rows.append({"command": name, "cpu_s": round(statistics.median(runs), 3), "min_s": round(min(runs), 3),
-                         "loads": loaded(argv, env, tmp)})  # fmt: skip
+                         "exit": sorted({rc for _cpu, rc in got}), "loads": loaded(argv, env, tmp)})  # fmt: skip
     if args.json:
         print(
             json.dumps({"python": sys.version.split()[0], "repeat": args.repeat, "commands": rows}, indent=1)
         )
         return
-    print(f"{'command':<24} {'CPU s (median)':>14} {'min':>6}  loads")
+    print(f"{'command':<24} {'CPU s (median)':>14} {'min':>6} {'exit':>5}  loads")
     for r in rows:
-        print(f"{r['command']:<24} {r['cpu_s']:>14.2f} {r['min_s']:>6.2f}  {', '.join(r['loads']) or '-'}")
+        status = ",".join(map(str, r["exit"]))
+        print(
+            f"{r['command']:<24} {r['cpu_s']:>14.2f} {r['min_s']:>6.2f} {status:>5}  {', '.join(r['loads']) or '-'}"
+        )
     print(f"{'total':<24} {sum(r['cpu_s'] for r in rows):>14.2f}")
 
 
