@@ -16,7 +16,6 @@ write the stored screenshot again after a deliberate change of the page.
 from __future__ import annotations
 
 import os
-import tarfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -30,7 +29,6 @@ from tests.png import decode, differing_blocks
 
 ROOT = Path(__file__).resolve().parents[2]
 DEMO = ROOT / "sessions" / "demo"
-FULL_RUN = ROOT / "tests" / "data" / "h200_batch_run_40.tar.gz"
 SNAPSHOT = ROOT / "tests" / "data" / "html" / "repair_in_three.png"
 #: Share of 8x8 blocks allowed to differ (by more than 24 of 255 in a channel) from the stored screenshot.
 TOLERANCE = 0.01
@@ -193,10 +191,10 @@ def test_session_page_reads_without_javascript(browser: Browser, tmp_path: Path)
     assert browser.problems() == []
 
 
-def test_h200_batch_run_page_loads_and_its_sessions_step(browser: Browser, tmp_path: Path) -> None:
-    with tarfile.open(FULL_RUN) as tar:
-        tar.extractall(tmp_path, filter="data")
-    page = export(tmp_path / "run", tmp_path / "run.html")
+def test_h200_batch_run_page_loads_and_its_sessions_step(
+    browser: Browser, exported_run40: tuple[Path, Path]
+) -> None:
+    _run, page = exported_run40
     load(browser, page)
     assert browser.evaluate("document.body.dataset.shown") == ""
     text = browser.evaluate("document.getElementById('overview').innerText")

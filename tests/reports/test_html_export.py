@@ -130,12 +130,10 @@ def test_hostile_model_output_is_escaped(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_run_page_links_every_session_and_shows_the_metrics(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    exported_run40: tuple[Path, Path], capsys: pytest.CaptureFixture[str]
 ) -> None:
-    with tarfile.open(FULL_RUN) as tar:
-        tar.extractall(tmp_path, filter="data")
-    run = tmp_path / "run"
-    page = export(tmp_path, run)
+    run, path = exported_run40
+    page = path.read_text(encoding="utf-8")
     assert_self_contained(page)
     assert len(page.encode()) < 8_000_000  # fits a mail attachment
     assert main(["metrics", str(run), "--json"]) == 0
