@@ -185,20 +185,18 @@ async def test_rows_name_their_file_and_the_detail_line_gives_the_whole_reason(t
 
 
 def test_browse_tables_name_the_file_and_give_the_whole_reason(tmp_path: Path) -> None:
-    """`browse --format csv|table` and the piped listing: the file, and a damaged file's whole reason."""
+    """`browse --format csv|table` and the piped listing: the file, and a damaged file's whole reason.
+    The command runs in this process (tests/cli_in_process.py: output to a pipe, empty stdin)."""
     import csv
     import io
-    import subprocess
-    import sys
+
+    from tests.cli_in_process import run_cli
 
     root, bad, nested = _odd_run(tmp_path)
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2]), "COLUMNS": "200"}
+    env = {**os.environ, "COLUMNS": "200"}
 
     def browse(*args: str) -> str:
-        p = subprocess.run(
-            [sys.executable, "-m", "beavertui", "browse", str(root), *args],
-            capture_output=True, text=True, env=env, timeout=120, stdin=subprocess.DEVNULL,
-        )  # fmt: skip
+        p = run_cli("browse", root, *args, env=env, timeout=120)
         assert p.returncode == 0, p.stderr
         return p.stdout
 
