@@ -144,7 +144,7 @@ def _run_html(source: Path, source_models: Path | None) -> tuple[str, str]:
         swing_svg(report.swing) if report.swing else None,
         docs,
         manifest=html.read_manifest(source),
-        card=card(source, report.groups, __version__),
+        card=card(source, report.groups, __version__, report.usage),
         skipped=report.stats.damaged if report.stats is not None else [],
     )
     for line in left_out_lines(report.stats):
