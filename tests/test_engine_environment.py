@@ -46,6 +46,9 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("host/gpu.py", "visible_gpus"): "CUDA_VISIBLE_DEVICES, the process's own GPU view",
     # Where the CUDA toolkit is (CUDA_HOME, CUDA_PATH): the toolkit's own convention, as nvcc and torch read it.
     ("host/gpu.py", "cuda_root"): "CUDA_HOME / CUDA_PATH, the toolkit's convention",
+    # The CA files of TLS (SSL_CERT_FILE, SSL_CERT_DIR): the HTTP library's own convention, read by it when it
+    # makes a context; the shared context of the model clients is kept one per value, as the library would make it.
+    ("models/openai_model.py", "shared_tls_context"): "SSL_CERT_FILE / SSL_CERT_DIR, the TLS convention",
     # Finding an executable on PATH, as the shell would.
     ("host/isolation.py", "_tool"): "PATH",
     # The machine-wide escape hatch BEAVERTUI_NAMESPACES=0 (docs/security.md) must reach every sandboxed
