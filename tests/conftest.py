@@ -26,6 +26,21 @@ def gpu_present() -> bool:
     return out.returncode == 0 and "GPU" in out.stdout
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
+    """``-n auto`` (pyproject.toml's addopts) starts one and a half workers a core, rounded up: three on the
+    two-core CI machine. The suite's tests spend about a quarter of their time waiting (for a child's time
+    limit, a stopped process, a browser, a socket), so a worker a core leaves the cores idle that long: on
+    the CI machine the whole suite took 248 s with two workers, 220 s with three, 216 s with four
+    (docs/performance.md). PYTEST_XDIST_AUTO_NUM_WORKERS still decides where it is set (xdist reads it)."""
+    import os
+
+    if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS"):
+        return None
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    return cores + (cores + 1) // 2
+
+
 #: Where the Python processes of this test session keep their bytecode, when the environment asks for none
 #: to be written beside the sources (PYTHONDONTWRITEBYTECODE): a folder of the session, removed at its end.
 _PYC_KEY = pytest.StashKey[str]()
