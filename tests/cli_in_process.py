@@ -35,10 +35,14 @@ from pathlib import Path
 
 
 class _Pipe(io.TextIOWrapper):
-    """A text stream over bytes, like a pipe's: ``.buffer`` exists and ``isatty()`` is False."""
+    """A text stream over bytes, like a pipe's: ``.buffer`` exists and ``isatty()`` is False. ``errors`` is
+    what the interpreter chose for the stream this one stands for (``sys.__stdout__``, ``sys.__stderr__``:
+    the same locale rules a child process follows), so text a real process could not write (a lone
+    surrogate on a strict stdout) fails here too instead of being escaped."""
 
-    def __init__(self) -> None:
-        super().__init__(io.BytesIO(), encoding="utf-8", errors="backslashreplace", write_through=True)
+    def __init__(self, like: object, default: str) -> None:
+        errors = getattr(like, "errors", None) or default
+        super().__init__(io.BytesIO(), encoding="utf-8", errors=errors, write_through=True)
 
     def text(self) -> str:
         self.flush()
@@ -171,7 +175,7 @@ def _run(
     check: bool,
     timeout: float | None,
 ) -> subprocess.CompletedProcess[str]:
-    out, err = _Pipe(), _Pipe()
+    out, err = _Pipe(sys.__stdout__, "strict"), _Pipe(sys.__stderr__, "backslashreplace")
     stdin = io.StringIO(input or "")
     saved = sys.stdin, sys.stdout, sys.stderr
     last_resort = logging.StreamHandler(err)

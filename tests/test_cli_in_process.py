@@ -72,3 +72,14 @@ def test_a_blocked_call_is_stopped_at_its_timeout(tmp_path: Path) -> None:
     with pytest.raises(subprocess.TimeoutExpired):
         run_script(script, timeout=0.2)
     assert (sys.stdin, sys.stdout, sys.stderr) == streams
+
+
+def test_text_a_real_stdout_cannot_write_fails_in_process_too(tmp_path: Path) -> None:
+    """A lone surrogate outside the range surrogateescape maps back to bytes cannot go to a real pipe's
+    stdout: the in-process run fails as the process does (status 1, the error on stderr), not escaped."""
+    script = tmp_path / "lone.py"
+    script.write_text("print('\\ud800')\n")
+    real = subprocess.run([sys.executable, str(script)], capture_output=True, text=True)
+    here = run_script(script)
+    assert real.returncode == here.returncode == 1
+    assert "UnicodeEncodeError" in real.stderr and "UnicodeEncodeError" in here.stderr
