@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 from collections.abc import Iterator
@@ -31,9 +32,8 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
     """``-n auto`` (pyproject.toml's addopts) starts one and a half workers a core, rounded up: three on the
     two-core CI machine. The suite's tests spend about a quarter of their time waiting (for a child's time
     limit, a stopped process, a browser, a socket), so a worker a core leaves the cores idle that long: on
-    the CI machine the whole suite took 248 s with two workers, 220 s with three, 216 s with four
+    the 2-core development machine the whole suite took 248 s with two workers, 220 s with three, 216 s with four
     (docs/performance.md). PYTEST_XDIST_AUTO_NUM_WORKERS still decides where it is set (xdist reads it)."""
-    import os
 
     if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS"):
         return None
@@ -52,7 +52,6 @@ def pytest_configure(config: pytest.Config) -> None:
     imports from source again. The session instead keeps the bytecode in a temporary folder of its own
     (PYTHONPYCACHEPREFIX), so each module is compiled once a session, and nothing is written beside the
     sources. Set in the first process, before the workers start, so that they and their children share it."""
-    import os
     import sys
     import tempfile
 
@@ -97,7 +96,6 @@ def data_dir() -> Path:
 @pytest.fixture(autouse=True, scope="session")
 def _reply_cache_in_a_temporary_folder(tmp_path_factory: pytest.TempPathFactory) -> None:
     """Batches under test store model replies in a folder of the test session, never in the user's cache."""
-    import os
 
     os.environ["BEAVERTUI_REPLY_CACHE"] = str(tmp_path_factory.mktemp("reply-cache"))
 
@@ -144,3 +142,23 @@ def _prebuild_in_the_background(
     yield
     if background is not None:
         background.stop()
+
+
+@pytest.fixture
+def deep_tree(tmp_path: Path) -> Iterator[tuple[Path, Path]]:
+    """A chain of 1,100 folders (deeper than the recursion limit of 1,000): (its top, its bottom). Removed
+    bottom up by hand, not by the walks under test."""
+    tree = tmp_path / "deep"
+    tree.mkdir()
+    bottom = str(tree)
+    for _ in range(1100):
+        bottom += "/d"
+        os.mkdir(bottom)  # one at a time: Path.mkdir(parents=True) recurses too
+    yield tree, Path(bottom)
+    folder = bottom  # removed bottom up: pytest's own clean-up of old temporary folders recurses
+    while folder != str(tree):
+        for entry in os.scandir(folder):
+            if not entry.is_dir(follow_symlinks=False):
+                os.remove(entry.path)
+        os.rmdir(folder)
+        folder = os.path.dirname(folder)

@@ -171,30 +171,12 @@ def test_two_runs_that_share_a_run_id_are_kept_apart(
     assert sum(r["run_id"] == "sched" for r in rows) == 12  # a: one attempt in each of 12 sessions
 
 
-def _remove_deep(folder: str, top: Path) -> None:
-    """Remove a chain of folders bottom up (pytest's own clean-up of old temporary folders recurses)."""
-    while folder != str(top):
-        for entry in os.scandir(folder):
-            if not entry.is_dir(follow_symlinks=False):
-                os.remove(entry.path)
-        os.rmdir(folder)
-        folder = os.path.dirname(folder)
-
-
 def test_a_deep_tree_is_walked_without_recursion_and_says_what_it_left(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, deep_tree: tuple[Path, Path], capsys: pytest.CaptureFixture[str]
 ) -> None:
     # deeper than Python's recursion limit (1,000): a recursive walk (rglob) raised RecursionError
-    tree = tmp_path / "deep"
-    tree.mkdir()
-    bottom = str(tree)
-    for _ in range(1100):
-        bottom += "/d"
-        os.mkdir(bottom)  # one at a time: Path.mkdir(parents=True) recurses too
-    try:
-        _walk_deep_tree(tmp_path, tree, Path(bottom), capsys)
-    finally:
-        _remove_deep(bottom, tree)
+    tree, bottom = deep_tree
+    _walk_deep_tree(tmp_path, tree, bottom, capsys)
 
 
 def _walk_deep_tree(tmp_path: Path, tree: Path, bottom: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -96,25 +96,6 @@ def test_the_source_scan_finds_each_recursive_walk() -> None:
     assert sorted(f for f, _line, _call in _recursive_walks(ast.parse(sample))) == ["a", "b", "c", "d", "f"]
 
 
-@pytest.fixture
-def deep_tree(tmp_path: Path) -> Iterator[tuple[Path, Path]]:
-    """A chain of 1,100 folders (deeper than the recursion limit of 1,000): (its top, its bottom)."""
-    tree = tmp_path / "deep"
-    tree.mkdir()
-    bottom = str(tree)
-    for _ in range(1100):
-        bottom += "/d"
-        os.mkdir(bottom)  # one at a time: Path.mkdir(parents=True) recurses too
-    yield tree, Path(bottom)
-    folder = bottom  # removed bottom up: pytest's own clean-up of old temporary folders recurses
-    while folder != str(tree):
-        for entry in os.scandir(folder):
-            if not entry.is_dir(follow_symlinks=False):
-                os.remove(entry.path)
-        os.rmdir(folder)
-        folder = os.path.dirname(folder)
-
-
 def _depth(tree: Path, n: int) -> Path:
     return Path(str(tree) + "/d" * n)
 
