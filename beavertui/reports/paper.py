@@ -61,9 +61,13 @@ def paper_tables(pt: PaperTables) -> list[Table]:
         ),
         rows=tuple(rows1),
         note=(
-            "stagnation: among trajectories that never succeeded (after the run: no correct attempt), the share "
-            "a detector stopped; dominant stagnation: its share of the stagnated. compile@1 and avg iterations "
-            "(first correct attempt, p = 0) are the release's Table 1 columns. tasks: the row's denominator."
+            f"Percent of the row's tasks (tasks: the denominator), stagnation excepted. pass@1, pass@{k}: "
+            "tasks repaired (correct, at least the gate p x the reference's speed) at the first attempt, "
+            f"within {k}; debug_rate@{k} = (pass@{k} - pass@1) / (1 - pass@1). stagnation: percent of the "
+            "trajectories that never succeeded (after the run: no correct attempt) that a detector stopped; "
+            "dominant stagnation: its share of the stagnated. compile@1: first attempts that built. avg "
+            "iterations: the mean iteration (1 to K) of the first correct attempt at p = 0, over the "
+            "trajectories that have one. compile@1 and avg iterations are the release's Table 1 columns."
         ),
         keys=1,
     )
@@ -104,7 +108,12 @@ def paper_tables(pt: PaperTables) -> list[Table]:
             "tasks (Rep)",
         ),
         rows=tuple(rows2),
-        note=f"{say_tau}\nDelta iter-rep = Iter - Rep (the paper's sign).\nDepartures from the paper:\n{deps}",
+        note=(
+            f"Percent of the row's tasks. p=P: pass@{k} of the main run with the gate at p = P (a correct "
+            "attempt at least P x the reference's speed); swing: max minus min of the three. Iter: the main "
+            f"run's pass@{k} at its gate; Rep: the repeated arm's, over its own tasks (tasks (Rep)).\n"
+            f"{say_tau}\nDelta iter-rep = Iter - Rep (the paper's sign).\nDepartures from the paper:\n{deps}"
+        ),
         keys=1,
     )
     return [t1, t2]

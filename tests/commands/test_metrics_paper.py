@@ -70,3 +70,9 @@ def test_paper_tables_key_of_the_json(tmp_path: Path, capsys: pytest.CaptureFixt
             and "Departures from the paper" in text
         )
         assert "85.3" in text and "29.1" in text
+        # every number says its unit and what it counts
+        assert text.count("Percent of the row's tasks") == 2
+        assert "avg iterations: the mean iteration (1 to K) of the first correct attempt" in " ".join(
+            text.split()
+        )
+        assert "Iter: the main run's pass@5 at its gate" in " ".join(text.split())
