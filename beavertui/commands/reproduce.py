@@ -26,7 +26,10 @@ def register(sub: Any) -> None:
         "release's own config files (configs/iter/*.yaml and the other axes' folders), read as they are.",
     )
     p.add_argument(
-        "--corpus", type=Path, required=True, help="the corpus (the CUDABeaver release, or a folder)"
+        "--corpus",
+        type=Path,
+        help="the corpus: the CUDABeaver release, or a folder (default: $BEAVERTUI_CORPUS, else the bundled "
+        "corpus, as for batch)",
     )
     p.add_argument("--models", nargs="+", default=[], metavar="MODEL", help="models under test, by name")
     p.add_argument(
@@ -75,11 +78,12 @@ def register(sub: Any) -> None:
 
 
 def _handle(args: argparse.Namespace) -> int:
+    from beavertui.service.environment import default_corpus
     from beavertui.service.reproduce import plan
 
     axes = [a.strip() for a in args.axes.split(",") if a.strip()]
     grid = plan(
-        args.corpus,
+        args.corpus or default_corpus(),
         models=args.models,
         models_file=args.models_from,
         configs=args.release_configs,

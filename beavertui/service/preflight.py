@@ -80,12 +80,9 @@ def endpoint_problem(endpoint: Endpoint, served: dict[tuple[str | None, str], An
         try:
             served[slot] = sorted(m.id for m in client.models.list())
         except openai.AuthenticationError as exc:
-            served[slot] = (
-                f"{where} refused the key in {config.api_key_env} (HTTP {exc.status_code}): "
-                f"set {config.api_key_env} to a key this server accepts"
-            )
+            served[slot] = _refused(where, config.api_key_env, exc.status_code)
         except openai.PermissionDeniedError as exc:
-            served[slot] = f"{where} refused the key in {config.api_key_env} (HTTP {exc.status_code})"
+            served[slot] = _refused(where, config.api_key_env, exc.status_code)
         except openai.APIConnectionError as exc:
             served[slot] = _unreachable(exc, where)
         except (openai.APIError, ValueError, TypeError, AttributeError):
@@ -99,6 +96,18 @@ def endpoint_problem(endpoint: Endpoint, served: dict[tuple[str | None, str], An
     return (
         f"{where} does not serve model {config.model!r} (it serves: {shown or 'none'}): fix the model "
         "name, or --base-url"
+    )
+
+
+def _refused(where: str, variable: str, status: int) -> str:
+    """The problem of a server that answered 401 or 403: a key it refused, or none sent at all."""
+    if not os.environ.get(variable):
+        return (
+            f"{where} asks for an API key (HTTP {status}) and {variable} is not set: set {variable} to its key "
+            "(or name another variable with --api-key-env VAR)"
+        )
+    return (
+        f"{where} refused the key in {variable} (HTTP {status}): set {variable} to a key this server accepts"
     )
 
 

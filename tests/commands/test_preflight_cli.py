@@ -102,6 +102,12 @@ def test_endpoint_checks_against_a_loopback_server(
         rc, err = run(*models, "m", "--base-url", server.url, "--api-key-env", "LOCAL_KEY")
     assert rc == 2 and len(err) == 1 and "refused the key in LOCAL_KEY (HTTP 401)" in err[0], err
     assert "sk-wrong" not in err[0]
+    # the same server when the variable holds no key at all: no key was refused, the variable is unset
+    monkeypatch.delenv("LOCAL_KEY")
+    with ChatServer([("ok", "no")], models=["m"], models_status=401) as server:
+        rc, err = run(*models, "m", "--base-url", server.url, "--api-key-env", "LOCAL_KEY")
+    assert rc == 2 and len(err) == 1, err
+    assert f"{server.url} asks for an API key (HTTP 401) and LOCAL_KEY is not set: set LOCAL_KEY" in err[0]
     # nothing listens there
     with ChatServer([("ok", "no")]) as server:
         closed = server.url
@@ -256,3 +262,22 @@ def test_a_branch_ended_by_its_endpoint_exits_3(
                    "--no-stream", "--retries", "0", "--recorded", "demo:", "--out", str(tmp_path / "b.jsonl")])  # fmt: skip
     out = capsys.readouterr().out
     assert rc == 3 and "ended: error" in out, out
+
+
+def test_live_on_the_demo_toolchain_ends_at_an_unrecorded_candidate_unless_told_to_fail_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The README's own-model road without a GPU: a candidate the demos never recorded ends a live session
+    as an infrastructure error (3) whose line names the flag; with it, the candidate fails to build (1)."""
+    _clean_env(monkeypatch, tmp_path)
+    monkeypatch.chdir(tmp_path)
+    base = ["live", "--task", "scan_01", "--toolchain", "demo", "--headless", "--sessions-dir", str(tmp_path)]
+    with ChatServer([("stream", ["```cuda\nint never_recorded;\n```"])], models=["m"]) as server:
+        assert main([*base, "--model", "m", "--base-url", server.url]) == 3
+        out = capsys.readouterr().out
+        assert "no recorded outcome for this candidate on task scan_01" in out
+        assert "--unknown-candidates fail" in out
+        rc = main([*base, "--model", "m", "--base-url", server.url, "--unknown-candidates", "fail"])
+    out = capsys.readouterr().out
+    assert rc == 1, out
+    assert "unrecorded candidate" in out and out.splitlines()[-1].startswith("end "), out

@@ -71,6 +71,23 @@ def test_dry_run_lists_the_grid_of_the_releases_iter_configs(
     assert "72 arms over 9 model(s)" in out and "no network" in out
 
 
+def test_without_corpus_the_grid_runs_over_the_bundled_corpus(
+    no_network: None, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As for batch: no --corpus is $BEAVERTUI_CORPUS, else the bundled corpus, so the README's own-model
+    road reaches the paper's tables without the release."""
+    from beavertui.engine import bundled
+
+    monkeypatch.delenv("BEAVERTUI_CORPUS", raising=False)
+    assert main(["reproduce", "--models", "mine", "--tasks", "scan_*", "--dry-run", "--json"]) == 0
+    plan = json.loads(capsys.readouterr().out)
+    assert Path(plan["corpus"]) == bundled.corpus()
+    assert len(plan["arms"]) == 8 and all(a["tasks"] == 3 for a in plan["arms"])
+    monkeypatch.setenv("BEAVERTUI_CORPUS", str(RELEASE))
+    assert main(["reproduce", "--models", "mine", "--dry-run", "--json"]) == 0
+    assert Path(json.loads(capsys.readouterr().out)["corpus"]) == RELEASE / "data"  # the release root is read
+
+
 def test_configs_of_other_axes_are_the_same_arms_not_new_ones(
     no_network: None, capsys: pytest.CaptureFixture[str]
 ) -> None:

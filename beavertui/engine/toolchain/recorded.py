@@ -198,7 +198,7 @@ class RecordedToolchain:
                 )
                 raise ToolchainError(
                     f"no recorded outcome for this candidate on task {task.id} (sha256 {key[:12]}){why}; "
-                    "record it on a GPU or allow unknown candidates"
+                    "record it on a GPU, or judge it a failed build (live: --unknown-candidates fail)"
                 )
             yield from self._unrecorded(key, options)
             return
