@@ -115,19 +115,30 @@ def _html(args: argparse.Namespace) -> int:
 def _run_html(source: Path, source_models: Path | None) -> tuple[str, str]:
     from beavertui import __version__
     from beavertui.engine.errors import BeaverError
-    from beavertui.engine.metrics.attempts import ExportStats, run_sessions
     from beavertui.reports import html
     from beavertui.reports.card import card
     from beavertui.reports.svg import p_sweep_svg, swing_svg
     from beavertui.service.metrics import compute, left_out_lines, no_session_left, with_tables
 
-    # the sessions the metrics count, by the one reader policy; what it leaves out is said on the page
-    stats = ExportStats()
-    docs = [html.SessionDoc(r.state, r.path, r.problem) for r in run_sessions(source, stats)]
-    if not docs:
+    # one pass over the files: the metrics read the sessions they count, by the one reader policy, and hand
+    # each to the page too (what the policy leaves out is said on the page)
+    docs: list[html.SessionDoc] = []
+    try:
+        report = compute(
+            source, source_models, taps=(lambda r: docs.append(html.SessionDoc(r.state, r.path, r.problem)),)
+        )
+    except BeaverError:
+        if docs:
+            raise
+        from beavertui.engine.metrics.attempts import ExportStats, run_sessions
+
+        stats = ExportStats()
+        if any(True for _ in run_sessions(source, stats)):
+            raise
         raise BeaverError(
             f"{source}: {no_session_left(stats) if stats.damaged else 'no session files found'}"
-        )
+        ) from None
+    report = with_tables(report)
     docs.sort(
         key=lambda d: (
             d.state.header.model.name,
@@ -136,7 +147,6 @@ def _run_html(source: Path, source_models: Path | None) -> tuple[str, str]:
             d.state.header.sample,
         )
     )
-    report = with_tables(compute(source, source_models))
     text = html.run_page(
         source,
         report.tables,
@@ -144,7 +154,7 @@ def _run_html(source: Path, source_models: Path | None) -> tuple[str, str]:
         swing_svg(report.swing) if report.swing else None,
         docs,
         manifest=html.read_manifest(source),
-        card=card(source, report.groups, __version__, report.usage),
+        card=card(source, report.groups, __version__, report.usage, report.headers),
         skipped=report.stats.damaged if report.stats is not None else [],
     )
     for line in left_out_lines(report.stats):

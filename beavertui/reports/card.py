@@ -23,11 +23,16 @@ def _headers(root: Path) -> list[SessionHeader]:
 
 
 def card(
-    source: Path, groups: Sequence[GroupMetrics], tool_version: str, usage: dict[Any, Any] | None = None
+    source: Path,
+    groups: Sequence[GroupMetrics],
+    tool_version: str,
+    usage: dict[Any, Any] | None = None,
+    headers: Sequence[SessionHeader] | None = None,
 ) -> str:
-    """The card; ``usage`` (engine.metrics.usage.run_usage) is read from the sessions when not given."""
+    """The card; ``usage`` (engine.metrics.usage.run_usage) and, for a run directory, the sessions'
+    ``headers`` are read from the sessions when not given (service.metrics.compute gives both)."""
     manifest: dict[str, Any] = {}
-    headers: list[SessionHeader] = []
+    in_run: list[SessionHeader] = []
     if source.is_dir():
         mpath = source / "run.json"
         if mpath.is_file():
@@ -35,7 +40,8 @@ def card(
                 manifest = json.loads(mpath.read_text(encoding="utf-8"))
             except ValueError:
                 manifest = {}
-        headers = _headers(source)
+        in_run = list(headers) if headers is not None else _headers(source)
+    headers = in_run
     lines = ["# Evaluation card", ""]
     lines.append(f"- Source: `{source}`")
     lines.append(f"- beavertui (metrics): {tool_version}")

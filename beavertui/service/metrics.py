@@ -15,19 +15,30 @@ from typing import Any
 
 
 def load_source(
-    source: Path, source_models: Path | None, stats: Any = None, include_unfinished: bool = False
+    source: Path,
+    source_models: Path | None,
+    stats: Any = None,
+    include_unfinished: bool = False,
+    taps: Sequence[Any] = (),
+    side: dict[str, str | None] | None = None,
 ) -> Any:
     """The attempts table of SOURCE with the self-source side table applied (``stats``: an ExportStats
-    filled from a run directory's sessions)."""
+    filled from a run directory's sessions; ``taps``: engine.metrics.attempts.SessionTap, each handed
+    every session read; ``side``: the side table SOURCE_MODELS already loaded)."""
     from beavertui.engine.errors import BeaverError
     from beavertui.engine.metrics.attempts import SourceModels, load_source_models, table_from_run
     from beavertui.engine.metrics.compute import apply_source_models
     from beavertui.engine.metrics.table_io import TableFormatError, read_table
 
-    side = load_source_models(source_models) if source_models else None
-    if source.is_dir() or (source.is_file() and _is_session(source)):
+    if side is None and source_models:
+        side = load_source_models(source_models)
+    if is_run_source(source):
         table = table_from_run(
-            source, source_models=SourceModels(side), stats=stats, include_unfinished=include_unfinished
+            source,
+            source_models=SourceModels(side),
+            stats=stats,
+            include_unfinished=include_unfinished,
+            taps=taps,
         )
     elif source.is_file():
         try:
@@ -41,6 +52,11 @@ def load_source(
 
         raise missing(source, "run directory or attempts table")
     return table
+
+
+def is_run_source(source: Path) -> bool:
+    """SOURCE holds session files (a run directory or one session file), not an attempts table."""
+    return source.is_dir() or (source.is_file() and _is_session(source))
 
 
 def _is_session(path: Path) -> bool:
@@ -82,6 +98,9 @@ class Report:
     against: list[tuple[str, Any]] = field(default_factory=list)
     """(baseline name, GroupMetrics) of every group re-judged against each named baseline its sessions
     recorded (engine.metrics.compute on AttemptsTable.against_baseline), baseline by baseline."""
+    headers: list[Any] | None = None
+    """The header of every session read (the card's protocols, corpora, models; None for an attempts
+    table)."""
 
     def notes(self) -> list[str]:
         """What every table must say: unfinished sessions (left out, or included and marked), sessions of
@@ -204,17 +223,30 @@ def compute(
     include_unfinished: bool = False,
     pairings_file: Path | None = None,
     gate: float | None = None,
+    taps: Sequence[Any] = (),
 ) -> Report:
     """The metrics of SOURCE (a BeaverError for a bad source or one without attempts). Unfinished
     sessions of a run directory are left out unless ``include_unfinished``; ``gate`` re-scores every
-    protocol whose loop did not depend on its gate at that p (engine/metrics/rescore.py)."""
+    protocol whose loop did not depend on its gate at that p (engine/metrics/rescore.py). The session
+    files are read once: the table, the analysis, the usage and the headers come from that one pass, and
+    each of ``taps`` (engine.metrics.attempts.SessionTap) is handed every session it read."""
     from beavertui.engine.errors import BeaverError
-    from beavertui.engine.metrics.attempts import ExportStats
+    from beavertui.engine.metrics.attempts import ExportStats, load_source_models
     from beavertui.engine.metrics.compute import compute_groups
     from beavertui.engine.metrics.swing import kendall, swing
 
     stats = ExportStats()
-    table = load_source(source, source_models, stats, include_unfinished)
+    side = load_source_models(source_models) if source_models else None
+    run = is_run_source(source)
+    cells_fold = usage_fold = None
+    headers: list[Any] | None = None
+    if run:
+        from beavertui.engine.analysis.report import CellsFold
+        from beavertui.engine.metrics.usage import UsageFold
+
+        cells_fold, usage_fold, headers = CellsFold(side), UsageFold(), []
+        taps = (cells_fold.add, usage_fold.add, lambda read: headers.append(read.header), *taps)
+    table = load_source(source, source_models, stats, include_unfinished, taps=taps, side=side)
     is_run = stats.sessions > 0 or bool(stats.damaged)
     if len(table) == 0:
         if is_run and stats.timings_pending and not include_unfinished:
@@ -248,17 +280,13 @@ def compute(
             raise BeaverError(f"--gate: {exc}") from None
     groups = compute_groups(table)
     against = baseline_groups(table)
-    cells = _analysis_cells(source, source_models)
-    usage = None
-    if source.is_dir() or (source.is_file() and _is_session(source)):
-        from beavertui.engine.metrics.usage import run_usage
-
-        usage = run_usage(source)
+    cells = dict(cells_fold.cells()) if cells_fold is not None else None
+    usage = usage_fold.groups if usage_fold is not None else None
     pairings = load_pairings(source, pairings_file)
     return Report(
         source, table, groups, swing(groups, pairings), kendall(groups, pairings), cells, stats=stats if is_run else None,
         usage=usage, paper=paper_tables(groups, rescored_gate=gate), gate=gate, kept_gate=kept_gate,
-        repeated_arms=repeated_arms, against=against,
+        repeated_arms=repeated_arms, against=against, headers=headers,
     )  # fmt: skip
 
 
@@ -383,17 +411,6 @@ NO_CODE = (
     "edit precision, bug recall and code degeneration need the candidates' code: "
     "give the run directory instead of an attempts table"
 )
-
-
-def _analysis_cells(source: Path, source_models: Path | None) -> dict[Any, Any] | None:
-    """Edit and degeneration analysis per group from the sessions; None for an attempts table."""
-    if not (source.is_dir() or (source.is_file() and _is_session(source))):
-        return None
-    from beavertui.engine.analysis.report import run_cells
-    from beavertui.engine.metrics.attempts import load_source_models
-
-    side = load_source_models(source_models) if source_models else None
-    return dict(run_cells(source, side))
 
 
 def _observed_labels(table: Any) -> dict[str, str | None]:

@@ -217,3 +217,43 @@ def test_a_folder_of_files_all_left_out_says_why_in_one_line(
         code, _, err = _cli(capsys, *args)
         assert code == 2, args
         assert err.startswith(f"beavertui: {run}: {why}") and err.count("\n") == 1, (args, err)
+
+
+def test_each_session_file_is_read_once_by_metrics_and_the_page(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The table, the analysis, the usage, the card's headers and the page's sessions come from one pass."""
+    from beavertui.engine.metrics import attempts
+
+    reads: list[Path] = []
+    real = attempts.read_session
+
+    def counted(path: Path) -> object:
+        reads.append(path)
+        return real(path)
+
+    monkeypatch.setattr(attempts, "read_session", counted)
+    files = list(session_files(H200))
+    for args in (["metrics", str(H200), "--card", str(tmp_path / "card.md")],
+                 ["metrics", str(H200), "--paper"],
+                 ["export", str(H200), "--html", "-o", str(tmp_path / "run.html")]):  # fmt: skip
+        reads.clear()
+        code, _, err = _cli(capsys, *args)
+        assert code == 0, (args, err)
+        assert sorted(reads) == sorted(files), args
+    page = (tmp_path / "run.html").read_text(encoding="utf-8")
+    assert all(f.stem.split("__")[0] in page for f in files)
+    assert "## Tokens and cost" in (tmp_path / "card.md").read_text(encoding="utf-8")
+
+
+def test_a_run_folder_without_sessions_says_so_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run = tmp_path / "run"
+    run.mkdir()
+    for args in (["metrics", str(run)], ["export", str(run), "--html", "-o", str(tmp_path / "run.html")]):
+        code, _, err = _cli(capsys, *args)
+        assert code == 2, args
+        assert err.count("\n") == 1, (args, err)
+    assert err == f"beavertui: {run}: no session files found\n"
+    assert not (tmp_path / "run.html").exists()

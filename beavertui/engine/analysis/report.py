@@ -13,6 +13,7 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -24,6 +25,9 @@ from beavertui.engine.corpus.fixes import FixTarget, target_for
 from beavertui.engine.metrics.groups import GroupKey, group_key
 from beavertui.engine.session.events import TaskRef, model_identity
 from beavertui.engine.session.state import AttemptState
+
+if TYPE_CHECKING:
+    from beavertui.engine.metrics.attempts import RunSession
 
 #: Columns ``attempt_columns`` adds to an attempts-table row (null unless the attempt was correct).
 COLUMNS: tuple[str, ...] = ("edit_precision", "bug_recall", "code_degenerate", "lost_features")
@@ -212,6 +216,74 @@ class GroupCells:
     unscored (left out of both, never scored against the reference)."""
 
 
+class CellsFold:
+    """``run_cells`` one session at a time: ``add`` every session the reader yields (engine.metrics.attempts
+    ``run_sessions``, in its order), then ``cells``. Lets the metrics fold the analysis in the same pass
+    over the files as the attempts table (its ``taps``)."""
+
+    def __init__(self, source_models: Mapping[str, str | None] | None = None) -> None:
+        from beavertui.engine.metrics.attempts import SourceModels
+
+        self._sources = SourceModels(source_models)
+        self._columns: dict[GroupKey, dict[str, dict[str, list[float]]]] = {}
+        self._trajectories = 0
+        self._arms: dict[tuple[GroupKey, str, int], str] = {}
+
+    def add(self, read: RunSession) -> None:
+        from beavertui.engine.metrics.self_source import source_model_matches
+
+        header, state = read.header, read.state
+        if header.parent is not None:
+            return
+        p = header.protocol
+        corpus = Path(header.task.corpus).name or header.task.corpus
+        # an arm run twice (another run, or a second run folder with the same run id) is analysed once,
+        # as the rates score it once: the first run's
+        key = group_key(model_identity(header.model), p.key(), corpus)  # as the rates group
+        if self._arms.setdefault((key, header.task.id, header.sample), read.run_id) != read.run_id:
+            return
+        self_source = bool(p.self_source) or source_model_matches(
+            header.model.name, self._sources.lookup(header)
+        )
+        budget = p.budget - 1 if self_source and p.method == "iterative" else p.budget
+        by_task = self._columns.setdefault(key, {})
+        cols = by_task.setdefault(header.task.id, {k: [] for k in (*_SUMMARY_INPUTS, "unscored")})
+        for a in state.attempts:
+            if a.verdict is None or (p.method == "iterative" and a.iteration > budget):
+                continue
+            analysis = analyse(header.task, a)
+            analysed = _columns(analysis)
+            cols["unscored"].append(float(analysis is not None and analysis.edit is None))
+            repeated = p.method == "repeated"
+            cols["trajectory"].append(self._trajectories + (a.iteration if repeated else 0))
+            cols["iteration"].append(1 if repeated else a.iteration)
+            cols["correct"].append(float(a.verdict.correct))
+            for name in ("edit_precision", "bug_recall", "code_degenerate"):
+                value = analysed[name]
+                cols[name].append(math.nan if value is None else float(value))  # type: ignore[arg-type]
+        self._trajectories += p.budget + 1
+
+    def cells(self) -> dict[GroupKey, GroupCells]:
+        out: dict[GroupKey, GroupCells] = {}
+        for key, by_task in self._columns.items():
+            nums, dens, analysed_repairs, unscored = [], [], 0, 0
+            for task_cols in by_task.values():
+                num, den, repairs = first_success_sums(*(task_cols[k] for k in _SUMMARY_INPUTS))
+                nums.append(num)
+                dens.append(den)
+                analysed_repairs += repairs
+                first = _first_successes(
+                    np.asarray(task_cols["trajectory"]),
+                    np.asarray(task_cols["iteration"], dtype=np.int64),
+                    np.asarray(task_cols["correct"], dtype=bool),
+                )
+                unscored += int(np.asarray(task_cols["unscored"], dtype=float)[first].sum())
+            out[key] = GroupCells(
+                tuple(by_task), np.asarray(nums, float), np.asarray(dens, float), analysed_repairs, unscored
+            )
+        return out
+
+
 def run_cells(
     root: str | Path, source_models: Mapping[str, str | None] | None = None
 ) -> dict[GroupKey, GroupCells]:
@@ -223,60 +295,12 @@ def run_cells(
     decided as the attempts table decides: the protocol's flag, else the side table ``source_models``
     task -> source model, else the task's instance.json).
     """
-    from beavertui.engine.metrics.attempts import SourceModels, run_sessions
-    from beavertui.engine.metrics.self_source import source_model_matches
+    from beavertui.engine.metrics.attempts import run_sessions
 
-    sources = SourceModels(source_models)
-    columns: dict[GroupKey, dict[str, dict[str, list[float]]]] = {}
-    trajectories = 0
-    arms: dict[tuple[GroupKey, str, int], str] = {}
+    fold = CellsFold(source_models)
     for read in run_sessions(Path(root)):  # the files the attempts table reads (it says what it left out)
-        header, state = read.header, read.state
-        if header.parent is not None:
-            continue
-        p = header.protocol
-        corpus = Path(header.task.corpus).name or header.task.corpus
-        # an arm run twice (another run, or a second run folder with the same run id) is analysed once,
-        # as the rates score it once: the first run's
-        key = group_key(model_identity(header.model), p.key(), corpus)  # as the rates group
-        if arms.setdefault((key, header.task.id, header.sample), read.run_id) != read.run_id:
-            continue
-        self_source = bool(p.self_source) or source_model_matches(header.model.name, sources.lookup(header))
-        budget = p.budget - 1 if self_source and p.method == "iterative" else p.budget
-        by_task = columns.setdefault(key, {})
-        cols = by_task.setdefault(header.task.id, {k: [] for k in (*_SUMMARY_INPUTS, "unscored")})
-        for a in state.attempts:
-            if a.verdict is None or (p.method == "iterative" and a.iteration > budget):
-                continue
-            analysis = analyse(header.task, a)
-            analysed = _columns(analysis)
-            cols["unscored"].append(float(analysis is not None and analysis.edit is None))
-            repeated = p.method == "repeated"
-            cols["trajectory"].append(trajectories + (a.iteration if repeated else 0))
-            cols["iteration"].append(1 if repeated else a.iteration)
-            cols["correct"].append(float(a.verdict.correct))
-            for name in ("edit_precision", "bug_recall", "code_degenerate"):
-                value = analysed[name]
-                cols[name].append(math.nan if value is None else float(value))  # type: ignore[arg-type]
-        trajectories += p.budget + 1
-    out: dict[GroupKey, GroupCells] = {}
-    for key, by_task in columns.items():
-        nums, dens, analysed_repairs, unscored = [], [], 0, 0
-        for task_cols in by_task.values():
-            num, den, repairs = first_success_sums(*(task_cols[k] for k in _SUMMARY_INPUTS))
-            nums.append(num)
-            dens.append(den)
-            analysed_repairs += repairs
-            first = _first_successes(
-                np.asarray(task_cols["trajectory"]),
-                np.asarray(task_cols["iteration"], dtype=np.int64),
-                np.asarray(task_cols["correct"], dtype=bool),
-            )
-            unscored += int(np.asarray(task_cols["unscored"], dtype=float)[first].sum())
-        out[key] = GroupCells(
-            tuple(by_task), np.asarray(nums, float), np.asarray(dens, float), analysed_repairs, unscored
-        )
-    return out
+        fold.add(read)
+    return fold.cells()
 
 
 def run_summary(

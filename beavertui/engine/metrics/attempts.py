@@ -16,7 +16,7 @@ from __future__ import annotations
 import contextlib
 import json
 import re
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -316,16 +316,25 @@ def _against(
     }
 
 
+#: Something else that wants every session a reading of a run reads (the analysis, the usage, the card's
+#: headers, the HTML page): called with each RunSession before the table's own rules leave any out, so
+#: one pass over the files serves them all.
+SessionTap = Callable[[RunSession], object]
+
+
 def export_rows(
     root: Path, *, source_models: SourceModels | None = None, stats: ExportStats | None = None,
-    include_unfinished: bool = False,
+    include_unfinished: bool = False, taps: Sequence[SessionTap] = (),
 ) -> Iterator[dict[str, Any]]:  # fmt: skip
-    """Rows of every finished session under a run directory (and of unfinished ones when asked)."""
+    """Rows of every finished session under a run directory (and of unfinished ones when asked); each
+    session read is also handed to every tap."""
     sources = source_models or SourceModels()
     stats = stats if stats is not None else ExportStats()
     stats.unfinished_included = include_unfinished
     withdrawn: dict[Path | None, dict[str, str]] = {}
     for read in run_sessions(root, stats):
+        for tap in taps:
+            tap(read)
         path, header = read.path, read.header
         run = run_dir_of(path)
         if run not in withdrawn:
@@ -366,11 +375,13 @@ def export_rows(
 
 def table_from_run(
     root: Path, *, source_models: SourceModels | None = None, stats: ExportStats | None = None,
-    include_unfinished: bool = False,
+    include_unfinished: bool = False, taps: Sequence[SessionTap] = (),
 ) -> AttemptsTable:  # fmt: skip
     """The AttemptsTable of a run directory (metrics' entry point for a run dir)."""
     return from_rows(
-        export_rows(root, source_models=source_models, stats=stats, include_unfinished=include_unfinished)
+        export_rows(
+            root, source_models=source_models, stats=stats, include_unfinished=include_unfinished, taps=taps
+        )
     )
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from beavertui.engine.metrics.attempts import run_sessions
+from beavertui.engine.metrics.attempts import RunSession, run_sessions
 from beavertui.engine.metrics.groups import GroupKey, group_key
 from beavertui.engine.session.events import Plan, Reply, Summary, Usage, model_identity
 from beavertui.engine.session.usage import add, usage_of
@@ -45,23 +45,34 @@ class GroupUsage:
         return self.usage.replies > self.usage.unreported or self.usage.cost_usd is not None
 
 
-def run_usage(root: Path) -> dict[GroupKey, GroupUsage]:
-    """Per group key (analysis.report.group_key): sessions, repaired sessions and their usage."""
-    out: dict[GroupKey, GroupUsage] = {}
-    for read in run_sessions(root):  # the files the attempts table reads, by the same policy
+class UsageFold:
+    """``run_usage`` one session at a time: ``add`` every session the reader yields, then ``groups`` (lets
+    the metrics fold the usage in the same pass over the files as the attempts table)."""
+
+    def __init__(self) -> None:
+        self.groups: dict[GroupKey, GroupUsage] = {}
+
+    def add(self, read: RunSession) -> None:
         header, events = read.header, read.events
         if header.parent is not None:
-            continue
+            return
         u = usage_of(e for e in events if isinstance(e, Reply | Plan | Summary))
         repaired = read.state.success
         key = group_key(model_identity(header.model), header.protocol.key())
-        old = out.get(key)
-        out[key] = (
+        old = self.groups.get(key)
+        self.groups[key] = (
             GroupUsage(1, int(repaired), u)
             if old is None
             else GroupUsage(old.sessions + 1, old.repaired + int(repaired), add(old.usage, u))
         )
-    return out
+
+
+def run_usage(root: Path) -> dict[GroupKey, GroupUsage]:
+    """Per group key (analysis.report.group_key): sessions, repaired sessions and their usage."""
+    fold = UsageFold()
+    for read in run_sessions(root):  # the files the attempts table reads, by the same policy
+        fold.add(read)
+    return fold.groups
 
 
 def total(groups: dict[GroupKey, GroupUsage]) -> GroupUsage:
