@@ -227,8 +227,9 @@ def usable_tasks(
             say(f"  {tid}: {why}")
     if sel.unvalidated and gpu:
         say(
-            f"beavertui: {len(sel.unvalidated)} task(s) never validated on {gpu} run anyway "
-            "(beavertui corpus validate records their verdicts)"
+            f"beavertui: {len(sel.unvalidated)} task(s) not validated on {gpu} yet, run anyway: the first "
+            "session of each checks it where its reference can run here (beavertui corpus validate, on that "
+            "GPU, checks them before a run)"
         )
     excluded.update(skipped)
     return [i for i in ids if i not in skipped]

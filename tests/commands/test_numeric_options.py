@@ -207,4 +207,13 @@ def test_other_refused_command_lines_are_one_line_too(capsys: pytest.CaptureFixt
     assert main(["live", "--feedback", "L9\x1b[2J"]) == 2
     (line,) = capsys.readouterr().err.splitlines()
     assert line.startswith("beavertui: --feedback: invalid choice: 'L9\\x1b[2J'") and "\x1b" not in line
+    # an argument no option takes (two session files to an export of one) points at that command's help
+    assert main(["export", "a.jsonl", "b.jsonl", "--html", "-o", "x.html"]) == 2
+    assert capsys.readouterr().err.splitlines() == [
+        "beavertui: unrecognized arguments: b.jsonl (beavertui export --help lists the options)"
+    ]
+    assert main(["--bogus"]) == 2
+    assert capsys.readouterr().err.splitlines() == [
+        "beavertui: unrecognized arguments: --bogus (beavertui --help lists the options)"
+    ]
     assert main(["--version"]) == 0

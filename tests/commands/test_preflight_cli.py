@@ -136,6 +136,12 @@ def test_a_batch_against_a_loopback_server_runs_and_scores(
     err = capsys.readouterr().err
     assert rc == 0, err
     assert "1/1 sessions (0 already done), 1 passed" in err
+    # the replayed GPU never validated the task here: said in one line, with what checks it
+    line = next(x for x in err.splitlines() if "validated" in x)
+    assert line.startswith(
+        "beavertui: 1 task(s) not validated on nvidia_h200_sm_90_cuda_13_0 yet, run anyway"
+    )
+    assert "the first session of each checks it" in line
     from beavertui.batch.rundir import read_manifest
 
     (spec,) = read_manifest(tmp_path / "sessions" / "r").models

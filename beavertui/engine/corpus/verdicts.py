@@ -150,8 +150,8 @@ class Selection:
             out += [f"  {t}: {why}" for t, why in sorted(self.skipped.items())]
         if self.unvalidated and gpu:
             out.append(
-                f"{len(self.unvalidated)} task(s) never validated on {gpu} run anyway "
-                "(beavertui corpus validate records their verdicts)"
+                f"{len(self.unvalidated)} task(s) not validated on {gpu} yet, run anyway "
+                "(beavertui corpus validate, on that GPU, records their verdicts)"
             )
         return out
 
