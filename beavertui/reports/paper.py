@@ -23,6 +23,13 @@ def _pp(x: float | None) -> str:
     return "-" if x is None else f"{100 * x:.1f}"
 
 
+def _why_no_tau(n_models: int) -> str:
+    """Why Kendall's tau is undefined over ``n_models`` models that have both columns."""
+    if n_models < 2:
+        return ": it needs two models or more with both Iter and Rep"
+    return ": every model ties in Iter or in Rep"
+
+
 def paper_tables(pt: PaperTables) -> list[Table]:
     """Table 1 and Table 2 of the paper, each row one model."""
     proto = "main protocol per model (departures below)" if pt.main is None else pt.main.short()
@@ -90,6 +97,7 @@ def paper_tables(pt: PaperTables) -> list[Table]:
         + ("n/a" if tau.tau is None else f"{tau.tau:.3f}")
         + f" over {len(tau.models)} model(s)"
         + (f" ({', '.join(tau.models)})" if tau.models else "")
+        + ("" if tau.tau is not None else _why_no_tau(len(tau.models)))
         + (f"; left out (one column only): {', '.join(tau.left_out)}" if tau.left_out else "")
     )
     rep = "repeated arm per model" if pt.rep is None else pt.rep.short()

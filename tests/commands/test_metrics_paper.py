@@ -76,3 +76,7 @@ def test_paper_tables_key_of_the_json(tmp_path: Path, capsys: pytest.CaptureFixt
             text.split()
         )
         assert "Iter: the main run's pass@5 at its gate" in " ".join(text.split())
+        # one model has no Rep: tau is n/a, and the line says why
+        assert "n/a over 0 model(s): it needs two models or more with both Iter and Rep" in " ".join(
+            text.split()
+        )
