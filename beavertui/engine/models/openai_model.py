@@ -485,6 +485,12 @@ class OpenAIModel:
                 response.close()
             finish = f"cut: {exc}"
         if finish is None and not parts:
+            ctype = _content_type(response)
+            if ctype is not None and "text/event-stream" not in ctype:
+                raise _Malformed(
+                    f"the server answered a streamed request with {ctype}, not an event stream: turn "
+                    "streaming off (--no-stream, or stream = false in the models file)"
+                )
             raise _Malformed("the stream ended without content or a finish reason")
         if not parts and not thoughts:
             raise _Empty(f"no content in the stream, finish reason {finish}")
@@ -560,6 +566,13 @@ class OpenAIModel:
                 delay, how = self._backoff(len(reasons) + 1), "backoff"
             reasons.append(f"{what}; waited {delay:.2f} s ({how})")
             self._sleep(delay)
+
+
+def _content_type(stream: Any) -> str | None:
+    """The content type of a streamed answer's HTTP response, or None where it cannot be read."""
+    headers = getattr(getattr(stream, "response", None), "headers", None)
+    value = headers.get("content-type") if headers is not None else None
+    return value.split(";")[0].strip().lower() or None if isinstance(value, str) else None
 
 
 def _count(obj: Any, name: str) -> int | None:

@@ -313,6 +313,21 @@ def test_malformed_stream_ends_as_endpoint_error(server: ChatServer) -> None:
     assert len(info.value.retry_reasons) == 2
 
 
+@pytest.mark.parametrize("server", [[("ok", "never seen")]], indirect=True)
+def test_a_server_that_does_not_stream_is_named_as_such(server: ChatServer) -> None:
+    """A streamed request answered with one JSON body (a server that ignores "stream": true) has no event
+    in it: a malformed response like any other (retried), said as what it is, with the setting that fixes
+    it, where it read 'the stream ended without content or a finish reason'."""
+    model, _ = model_for(server, stream=True, retries=1)
+    with pytest.raises(EndpointError) as info:
+        model.complete(MESSAGES)
+    assert (
+        "malformed response: the server answered a streamed request with application/json, not an event"
+        in str(info.value)
+    )
+    assert "--no-stream" in str(info.value) and len(server.requests) == 2
+
+
 def test_connection_refused_is_an_endpoint_error() -> None:
     import socket
 
