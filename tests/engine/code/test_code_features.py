@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from beavertui.engine.analysis.degeneration import compare, degeneration, runtime_geometry
 from beavertui.engine.code.features import extract, launches, strip_source
 
@@ -251,3 +253,56 @@ def test_python_torch_ops_count_as_library_calls() -> None:
     src = "import torch\ndef forward(q, k, v):\n    return torch.nn.functional.scaled_dot_product_attention(q, k, v)\n"
     assert extract(src).library_calls == ("scaled_dot_product_attention",)
     assert extract("y = torch.empty_like(x)\n").library_calls == ()
+
+
+def test_needles_of_patterns() -> None:
+    from beavertui.engine.code import features
+
+    scans = features._CODE_SCANS + features._ASM_SCANS
+    assert sum(n is not None for _, _, n in scans) >= len(scans) - 4  # nearly every pattern has one
+    assert features.needle(r"\bab?c") == "a" and features.needle(r"\b(?:x|yz)") is None
+    assert features.needle(r"(?i)\bfoo") is None and features.needle(r"foo|bar") is None
+
+
+def _with_needle() -> list[tuple[str, str]]:
+    from beavertui.engine.code import features
+
+    return [(p.pattern, n) for _, p, n in features._CODE_SCANS + features._ASM_SCANS if n is not None]
+
+
+@pytest.mark.parametrize(("pattern", "needle"), _with_needle(), ids=lambda v: v[:24])
+def test_every_match_of_a_feature_pattern_holds_its_needle(pattern: str, needle: str) -> None:
+    """A pattern is skipped when its needle is absent from the text: every string the pattern matches,
+    generated from the pattern itself, must contain the needle, so skipping never loses a match."""
+    import re
+
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+
+    compiled = re.compile(pattern)
+
+    @settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck))
+    @given(st.from_regex(compiled, alphabet=st.characters(codec="ascii")))
+    def holds(text: str) -> None:
+        m = compiled.search(text)
+        assert m is not None and needle in m.group(0), text
+
+    holds()
+
+
+def test_features_are_the_same_with_and_without_the_needles() -> None:
+    import re
+
+    from beavertui.engine.code import features
+
+    for source in (TILED, NAIVE, WMMA, PTX, REDUCE, CUBLAS, TORCH):
+        code, asm = strip_source(source)
+        full: dict[str, list[str]] = {}
+        for scans, text in ((features._CODE_SCANS, code), (features._ASM_SCANS, asm)):
+            for name, pattern, _ in scans:
+                for m in re.finditer(pattern, text):
+                    full.setdefault(name, []).append(m.group(0))
+        got = extract(source)
+        assert (
+            set(full) | ({"parallel_launch"} & got.present) | ({"library_call"} & got.present) == got.present
+        )
