@@ -49,6 +49,8 @@ def show_plan(manifest: RunManifest, run_dir: Path, args: argparse.Namespace, *,
     cache = manifest.reply_cache or "off"
     if manifest.reply_cache and manifest.reply_cache_sampled:
         cache += " (sampled replies reused too)"
+    elif manifest.reply_cache and all(p.protocol.temperature > 0 for p in manifest.protocols):
+        cache += " (unused here: every protocol samples at T > 0; --reply-cache-sampled reuses those replies)"
     if fmt == "json":
         doc = {
             "run_dir": str(run_dir),

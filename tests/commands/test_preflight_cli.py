@@ -159,6 +159,11 @@ def test_a_server_without_a_model_list_is_taken_as_reachable(
                    "--tasks", "transpose_00", "--dry-run", "--sessions-dir", str(tmp_path / "s")])  # fmt: skip
     assert rc == 0, capsys.readouterr().err
     assert not (tmp_path / "s").exists()
+    # the paper's protocol samples at T0.7: the dry run says its reply cache holds nothing for it
+    (line,) = [x for x in capsys.readouterr().out.splitlines() if x.startswith("reply cache:")]
+    assert line.endswith(
+        "(unused here: every protocol samples at T > 0; --reply-cache-sampled reuses those replies)"
+    )
 
 
 def test_an_endpoint_failure_that_ends_a_session_exits_3_not_1(
