@@ -128,6 +128,9 @@ def main_tables(
         "pass@k by speedup threshold p (>= marks a lower bound: p above an in-loop gate)",
         ("model", "protocol", *(f"p={p:.1f}" for p in P_SWEEP)),
         tuple(sweep_rows),
+        note="Percent of tasks: pass@k with a repair counted only when its speedup over the reference is at "
+        f"least p (p=0.0: correct at any speed); [95% bootstrap interval over tasks, percentile, {resamples} "
+        f"resamples, seed {seed}].",
         name="p_sweep",
     )
     return [main, sweep]
