@@ -309,6 +309,10 @@ def new_run(
     if len(set(names)) != len(names):
         raise BeaverError("two models share a name; give them distinct labels")
     check_before_writing(models, options.toolchain, [p.protocol for p in protocols], options.gpus)
+    if options.gpus and options.toolchain != "local":
+        say(
+            f"beavertui: --gpus {options.gpus} is not used: the {options.toolchain} toolchain replays recorded outcomes"
+        )
     corpus_path = options.corpus or (Path(spec.corpus) if spec.corpus else default_corpus())
     corpus = load_corpus(corpus_path)
     wanted = select([t.id for t in corpus.tasks], options.tasks or spec.tasks)

@@ -155,12 +155,15 @@ def test_a_server_without_a_model_list_is_taken_as_reachable(
 ) -> None:
     _clean_env(monkeypatch, tmp_path)
     with ChatServer([("ok", "no")]) as server:  # GET /v1/models: 404
-        rc = main(["batch", "--models", "m", "--base-url", server.url, "--toolchain", "demo",
+        rc = main(["batch", "--models", "m", "--base-url", server.url, "--toolchain", "demo", "--gpus", "0",
                    "--tasks", "transpose_00", "--dry-run", "--sessions-dir", str(tmp_path / "s")])  # fmt: skip
-    assert rc == 0, capsys.readouterr().err
+    out, err = capsys.readouterr()
+    assert rc == 0, err
     assert not (tmp_path / "s").exists()
+    # a replay uses no GPU: the --gpus given is said to be unused, not taken in silence
+    assert "beavertui: --gpus 0 is not used: the demo toolchain replays recorded outcomes" in err.splitlines()
     # the paper's protocol samples at T0.7: the dry run says its reply cache holds nothing for it
-    (line,) = [x for x in capsys.readouterr().out.splitlines() if x.startswith("reply cache:")]
+    (line,) = [x for x in out.splitlines() if x.startswith("reply cache:")]
     assert line.endswith(
         "(unused here: every protocol samples at T > 0; --reply-cache-sampled reuses those replies)"
     )
