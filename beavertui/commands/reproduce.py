@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -78,10 +79,16 @@ def register(sub: Any) -> None:
 
 
 def _handle(args: argparse.Namespace) -> int:
-    from beavertui.service.environment import default_corpus
+    from beavertui.engine.errors import BeaverError
+    from beavertui.service.environment import CORPUS_ENV, default_corpus
     from beavertui.service.reproduce import plan
 
     axes = [a.strip() for a in args.axes.split(",") if a.strip()]
+    if args.release_configs and args.corpus is None and not os.environ.get(CORPUS_ENV, "").strip():
+        raise BeaverError(
+            "--release-configs names tasks of the CUDABeaver release: give --corpus with the release (or its "
+            "data/ folder)"
+        )
     grid = plan(
         args.corpus or default_corpus(),
         models=args.models,

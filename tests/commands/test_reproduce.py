@@ -83,6 +83,12 @@ def test_without_corpus_the_grid_runs_over_the_bundled_corpus(
     plan = json.loads(capsys.readouterr().out)
     assert Path(plan["corpus"]) == bundled.corpus()
     assert len(plan["arms"]) == 8 and all(a["tasks"] == 3 for a in plan["arms"])
+    # the release's own configs name release tasks: without the release that is one line, exit 2
+    assert main(["reproduce", "--release-configs", str(CONFIGS / "iter"), "--dry-run"]) == 2
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line.startswith(
+        "beavertui: --release-configs names tasks of the CUDABeaver release: give --corpus"
+    )
     monkeypatch.setenv("BEAVERTUI_CORPUS", str(RELEASE))
     assert main(["reproduce", "--models", "mine", "--dry-run", "--json"]) == 0
     assert Path(json.loads(capsys.readouterr().out)["corpus"]) == RELEASE / "data"  # the release root is read
