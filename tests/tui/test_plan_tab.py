@@ -130,3 +130,64 @@ async def test_a_live_planned_session_shows_each_plan_as_it_comes(tmp_path: Path
     header, events, problem = read_session(tmp_path / "live.jsonl")
     assert problem is None and header is not None and header.planner is not None
     assert [e.content for e in events if e.kind == "plan"] == [f"live plan {i}" for i in range(1, last + 1)]
+
+
+GPU_ARMS = ARMS.parent / "gpu"
+
+
+@pytest.mark.parametrize(
+    ("arm", "author"),
+    [
+        ("plan-f", "stub-coder"),
+        ("plan-nf", "stub-coder"),
+        ("plan-transfer", "strong-planner"),
+        ("summary", "summariser"),
+    ],
+)
+async def test_real_gpu_sessions_of_the_arms_replay_with_their_plans(arm: str, author: str) -> None:
+    """tests/data/planning/gpu: one session of each arm on an H200 (scripts/gpu-planning.sh), the coder,
+    planner and summariser answering over HTTP on loopback."""
+    header, events, problem = read_session(GPU_ARMS / f"{arm}.jsonl")
+    assert header is not None and problem is None
+    assert header.gpu is not None and header.gpu.name == "NVIDIA H200"
+    assert header.model.base_url is not None and header.model.base_url.startswith("http://127.0.0.1:")
+    app = BeaverApp(lambda: SessionScreen(header, events, problem=problem))
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        await pilot.press("home")
+        await _to_plan_tab(app, pilot)
+        text = _diff(app)
+        if arm == "summary":
+            assert "makes no plans (planning = implicit)" in text
+            assert f"feedback on iteration 1, summarised (sent with the next request) by {author}" in text
+            assert "from 1,210 chars of L3 feedback" in text and "MISMATCH out at [0,802]" in text
+            await pilot.press("right")
+            await pilot.pause()
+            assert f"summarised (what this request carried) by {author}" in _diff(app)
+        else:
+            assert f"plan for iteration 1 by {author}" in text
+            assert "Build and run the file as it is" in text
+            await pilot.press("right")
+            await pilot.pause()
+            assert "Replace the faulty kernel" in _diff(app)
+
+
+def test_real_gpu_coder_sees_the_feedback_only_in_the_arms_that_send_it() -> None:
+    """P+F sends the run's failure to the coder with the plan; P+NF sends the plan alone; L3S sends the
+    summary in place of the full feedback."""
+    from beavertui.engine.session.events import Request
+
+    seen = {}
+    for arm in ("implicit", "plan-f", "plan-nf", "plan-transfer", "summary"):
+        header, events, _ = read_session(GPU_ARMS / f"{arm}.jsonl")
+        assert header is not None
+        second = next(e for e in events if isinstance(e, Request) and e.iteration == 2)
+        text = "".join(str(m.content) for m in second.messages)
+        seen[arm] = ("MISMATCH" in text, "Run log:" in text, "Feedback on your attempt, summarised:" in text)
+    assert seen == {
+        "implicit": (True, True, False),
+        "plan-f": (True, True, False),
+        "plan-nf": (False, False, False),
+        "plan-transfer": (True, True, False),
+        "summary": (True, False, True),
+    }
