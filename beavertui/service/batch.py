@@ -24,7 +24,7 @@ from beavertui.batch.build_slots import BuildSlots
 from beavertui.batch.gpu_pool import GpuPool
 from beavertui.batch.local_executor import Flag, Tracker, plan, run_local
 from beavertui.batch.rundir import RunManifest, read_infra, write_manifest
-from beavertui.batch.timing_lane import TimingLane
+from beavertui.batch.timing_lane import WORKERS_PER_GPU, TimingLane
 from beavertui.engine.errors import EXIT_INFRA, EXIT_INTERRUPTED, EXIT_OK, BeaverError, NoGpuError
 from beavertui.engine.host.gpu import visible_gpus, wait_idle
 from beavertui.service.batch_prepare import PAUSE_CHOICES, BatchOptions, PreparedRun
@@ -231,8 +231,12 @@ def _run_batch(
         manifest.gpus = [g.index for g in pool.gpus]
         write_manifest(run_dir, manifest)
         halt = _Either(pool.exhausted, *(f for f in (stop, window) if f is not None))
-        # one timing worker per GPU: a timing stage holds its GPU alone
-        lane = TimingLane(toolchain, tasks, workers=len(pool.gpus)) if options.timing_lane else None
+        # a timing stage holds its GPU alone; the lane's other workers prepare the next timings meanwhile
+        lane = (
+            TimingLane(toolchain, tasks, workers=len(pool.gpus) * WORKERS_PER_GPU)
+            if options.timing_lane
+            else None
+        )
         progress = nullcontext() if options.quiet and display is None else show(tracker, parallel)
         try:
             with progress:

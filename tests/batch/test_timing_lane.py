@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import tarfile
+import threading
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -154,3 +155,44 @@ def test_a_pending_timing_is_never_lost_never_twice_and_scores_nothing_as_final(
     assert doc["final"] and doc["timings_pending"] == 0
     (group,) = doc["groups"]
     assert group["pass@k"] == 1.0 and group["n_tasks"] == 10
+
+
+def test_the_lane_prepares_several_timings_per_gpu_side_by_side(
+    fresh: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """While one timing holds the GPU alone, the lane's other workers are already at work on theirs (what
+    a timing builds first runs before its hold: measured on the H200, one worker per GPU left the GPU idle
+    most of the time, docs/scheduling.md). The first three late timings meet before their hold: they get
+    through only when three workers serve one GPU; the holds themselves stay one at a time."""
+    from beavertui.batch.placement import ScheduledToolchain
+
+    meet = threading.Barrier(3, timeout=60)
+    lock = threading.Lock()
+    seen = {"calls": 0, "held": 0, "most_held": 0}
+    outer, inner = ScheduledToolchain.time_later, RecordedToolchain.time_later
+
+    def before_hold(self: Any, *args: Any) -> Iterator[Any]:
+        with lock:
+            seen["calls"] += 1
+            first = seen["calls"] <= 3
+        if first:
+            meet.wait()
+        yield from outer(self, *args)
+
+    def in_hold(self: Any, *args: Any) -> Iterator[Any]:
+        with lock:
+            seen["held"] += 1
+            seen["most_held"] = max(seen["most_held"], seen["held"])
+        try:
+            yield from inner(self, *args)
+        finally:
+            with lock:
+                seen["held"] -= 1
+
+    monkeypatch.setattr(ScheduledToolchain, "time_later", before_hold)
+    monkeypatch.setattr(RecordedToolchain, "time_later", in_hold)
+    assert main(_argv(fresh, "side", "--gpus", "0")) == 0
+    assert "failed" not in capsys.readouterr().err
+    assert seen == {"calls": 10, "held": 0, "most_held": 1}
+    ends = [end for _e, end in _sessions(fresh / "runs" / "side").values()]
+    assert len(ends) == 10 and all(end.timing_pending == 0 and end.success for end in ends)
