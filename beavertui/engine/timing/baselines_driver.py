@@ -50,6 +50,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+# Run as a script, this file's folder comes first on sys.path, where beavertui's timing/profile.py would stand
+# for the standard library's `profile` (torch.compile imports cProfile, which imports it): leave it out.
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
+
 TAG = "BEAVER_BASELINES"
 READY = "BEAVER_BASELINES_READY"
 VARIANTS = ("eager", "compile", "compile_ro", "graph", "vendor")

@@ -48,6 +48,10 @@ import types
 from pathlib import Path
 from typing import Any
 
+# Run as a script, this file's folder comes first on sys.path, where beavertui's timing/profile.py would stand
+# for the standard library's `profile` (torch.compile imports cProfile, which imports it): leave it out.
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
+
 METHOD = "torch_events_l2flush_interleaved"
 TAG = "BEAVER_KB_TIMING"
 READY = "BEAVER_KB_READY"
