@@ -6,6 +6,8 @@
 #     the 86 instances of the nvcc families (cuda, cudabench, cublas, cusparse, cusolver, cufft) twice, one
 #     after the other, each with half of the time: first with each timing inside its session
 #     (--inline-timing, the design before the timing lane), then with the timing lane (the default)
+#   PART=nvcc-lane bash scripts/gpu-release-lane.sh [TOTAL_SECONDS]
+#     the same 86 instances once, with the timing lane, in the whole time (the 300 s target's own run)
 #   PART=kernelbench bash scripts/gpu-release-lane.sh [TOTAL_SECONDS]
 #     the 62 usable kernelbench instances, timing lane, in the whole time
 # Inputs (git-ignored, carried): .release/a and .release/b (the release, as for gpu-release-batch.sh).
@@ -37,6 +39,9 @@ if [ "$PART" = nvcc ]; then
   run inline $(( budget / 2 )) "$NVCC" --inline-timing
   run lane $(( $(left) - 40 )) "$NVCC"
   runs=("$OUT/sessions/inline" "$OUT/sessions/lane")
+elif [ "$PART" = nvcc-lane ]; then
+  run lane "$budget" "$NVCC"
+  runs=("$OUT/sessions/lane")
 else
   run kernelbench "$budget" 'kernelbench_*' --gpu-share 8
   runs=("$OUT/sessions/kernelbench")
