@@ -41,11 +41,17 @@ def run_limit(task: Task, gpu: str | None, mode: RunLimit, cache: Path | None = 
     if record is None or ref is None:
         where = gpu or "this machine"
         return Limit(own, f"the task's own limit ({own:g} s): no reference run time known on {where}")
+    return from_reference(task, gpu or "this machine", ref, ", the package's known verdicts" if record.known else "")
+
+
+def from_reference(task: Task, gpu: str, ref: float, where: str = "") -> Limit:
+    """The limit from a reference run of ``ref`` seconds on ``gpu`` (``where``: more of where that time
+    comes from, said after the GPU)."""
+    own = task.timeouts.own_run_s or task.timeouts.run_s
     seconds = min(own, max(FLOOR_S, FACTOR * ref))
-    known = ", the package's known verdicts" if record.known else ""
     return Limit(
         round(seconds, 3),
-        f"{FACTOR:g} x the reference's run of {ref:.2f} s on {gpu}{known}, at least {FLOOR_S:g} s, "
+        f"{FACTOR:g} x the reference's run of {ref:.2f} s on {gpu}{where}, at least {FLOOR_S:g} s, "
         f"at most the task's own {own:g} s",
     )
 

@@ -519,6 +519,21 @@ class _Run:
         self.fold(end)
         return end
 
+    def _limit_from_reference(self) -> None:
+        """On a GPU with no stored verdict for the task, the batch's check runs its reference first (once
+        per task and GPU): the check of the broken start and every attempt are then limited from that run
+        (engine/corpus/run_limit.py), so a broken start that hangs costs seconds, not the task's flat limit."""
+        first = getattr(self.usable, "reference_run_s", None)
+        if not callable(first) or self.protocol.run_limit == "flat":
+            return
+        seconds = first(self.task)
+        gpu = self.toolchain.gpu()
+        if seconds is not None and gpu is not None:
+            from beavertui.engine.corpus.run_limit import from_reference, with_run_limit
+
+            where = ", measured by this batch's check before the broken start's"
+            self.task = with_run_limit(self.task, from_reference(self.task, gpu.slug, seconds, where))
+
     def _checkpoint(self) -> None:
         if self.control is not None and not self.control.wait_turn():
             raise _End("stopped", "stopped by the user")
@@ -533,6 +548,8 @@ class _Run:
                 note = yield from self._summarise(attempt, self.note(attempt))
                 self.rounds[-1] = (attempt.reply.content, note)
         if not self.first:
+            if not done:
+                self._limit_from_reference()
             start_log, source, self.check = _start_log(self.task, self.toolchain, self.protocol)
             self.first = first_turn(self.task, start_log, source)
         if not done and self.usable is not None:

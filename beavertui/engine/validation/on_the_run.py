@@ -40,25 +40,48 @@ class UsableCheck:
         self._lock = threading.Lock()
         self._locks: dict[tuple[str, ...], threading.Lock] = {}
         self._seen: dict[tuple[str, ...], str | None] = {}
+        self._reference: dict[tuple[str, ...], tuple[TaskValidation | None, float | None]] = {}
         self.checked: list[str] = []
         """Task ids whose reference this check ran, in order (at most once each)."""
 
     def __call__(self, task: Task, broken: Verdict | None) -> str | None:
+        key = self._key(task)
+        if key is None:
+            return None  # no GPU, or a verdict stored for it
+        with self._lock_of(key):
+            if key not in self._seen:
+                self._seen[key] = self._check(task, key, broken)
+            return self._seen[key]
+
+    def reference_run_s(self, task: Task) -> float | None:
+        """Run the task's reference here now (once per task and GPU; what ``__call__`` then judges with),
+        when its GPU has no stored verdict for it: the seconds of its correctness run, or None (not run, or
+        it failed). A session calls this before the check of its broken start, so that a broken start that
+        hangs is stopped by a limit from this run, not by the task's flat one."""
+        key = self._key(task)
+        if key is None:
+            return None
+        with self._lock_of(key):
+            if key not in self._reference:
+                self._reference[key] = self._run_reference(task, key[0])
+            return self._reference[key][1]
+
+    def _key(self, task: Task) -> tuple[str, ...] | None:
         gpu = self.toolchain.gpu()
         if gpu is None:
             return None  # no GPU, no verdict to keep for it
         cache = getattr(self.toolchain, "cache_root", None)
         if verdicts.load(task, gpu.slug, cache) is not None:
             return None
-        key = (gpu.slug, task.id, harness_hash(task), reference_hash(task))
-        with self._lock:
-            lock = self._locks.setdefault(key, threading.Lock())
-        with lock:
-            if key not in self._seen:
-                self._seen[key] = self._check(task, gpu.slug, broken)
-            return self._seen[key]
+        return (gpu.slug, task.id, harness_hash(task), reference_hash(task))
 
-    def _check(self, task: Task, gpu: str, broken: Verdict | None) -> str | None:
+    def _lock_of(self, key: tuple[str, ...]) -> threading.Lock:
+        with self._lock:
+            return self._locks.setdefault(key, threading.Lock())
+
+    def _run_reference(self, task: Task, gpu: str) -> tuple[TaskValidation | None, float | None]:
+        """The validation so far after one run of the reference (None: the reference cannot be run here),
+        and its correctness run's seconds."""
         sem = families.family_of(task)
         base = TaskValidation(
             task.id, task.label, True, family=sem.name, reference_kind=sem.reference, gpu=gpu, notes=(NOTE,)
@@ -79,7 +102,15 @@ class UsableCheck:
                     base, reference_category=verdict.category, reference_signature=verdict.signature
                 )
         elif base.reference_checked:
-            return None  # the reference cannot be run here: nothing to say beyond what the run shows
+            return None, None  # the reference cannot be run here: nothing to say beyond what the run shows
+        return base, run_s
+
+    def _check(self, task: Task, key: tuple[str, ...], broken: Verdict | None) -> str | None:
+        if key not in self._reference:  # the session did not ask for the reference first
+            self._reference[key] = self._run_reference(task, key[0])
+        base, run_s = self._reference[key]
+        if base is None:
+            return None
         if broken is None:  # no check of the broken start to judge (a task that ships its error log)
             kind, reason = base.judge() if base.reference_category not in (None, "passed") else ("usable", "")
             return reason if kind == "unusable" else None

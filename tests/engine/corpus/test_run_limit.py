@@ -118,3 +118,43 @@ def test_the_flat_limit_stays_available_for_exact_reproduction(
     release = Protocol(budget=2, feedback="L3", history=2, temperature=0.0, gate=0.7)
     before = hashlib.sha256(release.model_dump_json(exclude={"run_limit"}).encode()).hexdigest()[:8]
     assert protocol_slug(release) == f"iterative-K2-L3-H2-T0-p0.7-{before}"
+
+
+def test_on_a_gpu_never_checked_the_reference_runs_before_the_broken_start_and_limits_it(
+    sleepy: tuple[Task, LocalToolchain, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A batch's first session of a task with no verdict on its GPU: the check runs the reference first,
+    and the broken start's check (here a broken start that never ends) is cut at the limit from that run,
+    not at the task's own limit (seen on an H100 with no known verdicts: a hung broken start held the GPU,
+    and every timing waiting for it, until the release's 300 s)."""
+    from beavertui.engine.validation.on_the_run import UsableCheck
+
+    task, tool, cache = sleepy
+    task.broken_start_path.write_text("compute() { sleep 600; }\ncost() { echo 1.0; }\n")
+    task = replace(task, error_log_path=None)  # no recorded log: the session checks its broken start
+    assert task.error_log() is None
+    assert verdicts.load(task, SIG.slug, cache) is None and task.timeouts.run_s == 10.0
+    monkeypatch.setattr(rl, "FLOOR_S", 0.5)  # the floor alone decides (the reference's run varies with load)
+    monkeypatch.setattr(rl, "FACTOR", 0.01)
+    order: list[str] = []
+    real = tool.attempt
+
+    def attempt(t: Task, code: str, options: object) -> object:
+        order.append("reference" if code == t.reference() else "broken start" if code == t.broken_start() else "other")
+        for e in real(t, code, options):  # type: ignore[arg-type]
+            if isinstance(e, Ran):
+                order.append(f"ran {e.result.limit_s:g} s, timed out {e.result.timed_out}")
+            yield e
+
+    tool.attempt = attempt  # type: ignore[method-assign, assignment]
+    check = UsableCheck(tool)
+    reply = f"```cuda\n{task.reference()}\n```"
+    events = list(run_session(task, ScriptedModel([reply]), tool, Protocol(budget=1), usable=check))
+    assert order[:4] == ["reference", "ran 10 s, timed out False", "broken start", "ran 0.5 s, timed out True"]
+    assert check.checked == [task.id]  # the reference ran once, for the limit and for the verdict
+    (run,) = [e for e in events if isinstance(e, Ran)]  # the attempt: the reference, under the same limit
+    assert run.result.limit_s == 0.5 and "measured by this batch's check" in (run.result.limit_from or "")
+    rec = verdicts.load(task, SIG.slug, cache)
+    # its label says a wrong result; the check saw the broken start time out, and says so
+    assert rec is not None and rec.verdict == "usable_relabelled" and rec.observed_category == "timeout"
+    assert rec.reference_run_s is not None and rec.reference_run_s < 5.0
