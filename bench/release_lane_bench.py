@@ -10,7 +10,8 @@ with ``--inline-timing``, and ``lane``), read from its session files alone:
 - the longest stretch in which some correct attempt waited for its timing while no timing stage ran: an
   attempt waits from the end of its correctness run (inline) or its pending verdict (lane) to the start of
   its timing stage (the Timed event's time less its wall time); the stretches are the waiting time not
-  covered by any timing stage;
+  covered by any timing stage; an attempt still waiting when the files end waits until the run's last event
+  (of any session);
 - timing stages: how many, their median wall time.
 
 The numbers are the session files' own time stamps (wall clock of the machine that ran the batch).
@@ -65,6 +66,9 @@ def summary(run: Path) -> dict[str, object]:
     sessions = []
     waits: list[tuple[float, float]] = []
     stages: list[tuple[float, float]] = []
+    open_waits: list[float] = []
+    """Correct attempts still waiting for their timing when the run's files end."""
+    last_event = 0.0
     for path in sorted(run.rglob("*__s*.jsonl")):
         header, events, _problem = read_session(path)
         if header is None or header.t is None:
@@ -86,10 +90,10 @@ def summary(run: Path) -> dict[str, object]:
                 if it in ready and e.result.reused is None:
                     waits.append((ready.pop(it), began))
         for it, t in ready.items():  # correct, never timed in this run: it waits to the run's last event
-            last = max((e.t for e in events if e.t is not None), default=t)
             verdicts = [e for e in events if isinstance(e, Verdict) and e.iteration == it]
             if verdicts and verdicts[-1].timing_pending:
-                waits.append((t, last))
+                open_waits.append(t)
+        last_event = max([last_event, *(e.t for e in events if e.t is not None)])
         sessions.append(
             {
                 "session": str(path.relative_to(run)),
@@ -103,6 +107,7 @@ def summary(run: Path) -> dict[str, object]:
     t0 = min(float(s["started"]) for s in sessions)  # type: ignore[arg-type]
     finals = sorted(float(s["final"]) - t0 for s in sessions if s["final"] is not None)  # type: ignore[arg-type]
     loops = sorted(float(s["loop_end"]) - t0 for s in sessions if s["loop_end"] is not None)  # type: ignore[arg-type]
+    waits += [(t, last_event) for t in open_waits]  # they wait until the run's last event, in any session
     idle = _minus(_union(waits), _union(stages))
     longest = max(idle, key=lambda ab: ab[1] - ab[0], default=None)
     walls = [b - a for a, b in stages]

@@ -45,3 +45,17 @@ def test_inline_timing_finished_fewer_sessions_in_its_half(runs: Path) -> None:
     inline = rl.summary(runs / "inline")
     assert (inline["sessions"], inline["final"]) == (46, 28)
     assert inline["timing_stage_median_s"] == pytest.approx(2.25, abs=0.01)
+
+
+def test_on_an_h100_never_checked_the_timings_stopped_behind_the_broken_starts_checks(
+    tmp_path: Path,
+) -> None:
+    """The lane at four workers per GPU on an H100 with no known verdicts (release-lane-h100): timings
+    appended until 143 s, then none while correct attempts waited, as sessions sat at their broken start's
+    check; the attempts still pending when the files end count as waiting until the run's last event."""
+    with tarfile.open(ARCHIVE.parent.parent / "release-lane-h100" / "lane-out.tgz") as tar:
+        tar.extractall(tmp_path, filter="data")
+    lane = rl.summary(tmp_path / "sessions" / "lane")
+    assert (lane["sessions"], lane["final"], lane["timing_stages"]) == (81, 26, 19)
+    assert lane["longest_wait_without_timing_s"] == pytest.approx(108.6, abs=0.1)
+    assert lane["longest_wait_at_s"] == pytest.approx(143.4, abs=0.2)
