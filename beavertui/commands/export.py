@@ -118,7 +118,13 @@ def _run_html(source: Path, source_models: Path | None) -> tuple[str, str]:
     from beavertui.reports import html
     from beavertui.reports.card import card
     from beavertui.reports.svg import p_sweep_svg, swing_svg
-    from beavertui.service.metrics import compute, left_out_lines, no_session_left, with_tables
+    from beavertui.service.metrics import (
+        compute,
+        left_out_lines,
+        no_session_left,
+        paper_report_tables,
+        with_tables,
+    )
 
     # one pass over the files: the metrics read the sessions they count, by the one reader policy, and hand
     # each to the page too (what the policy leaves out is said on the page)
@@ -156,6 +162,7 @@ def _run_html(source: Path, source_models: Path | None) -> tuple[str, str]:
         manifest=html.read_manifest(source),
         card=card(source, report.groups, __version__, report.usage, report.headers),
         skipped=report.stats.damaged if report.stats is not None else [],
+        paper=paper_report_tables(report),
     )
     for line in left_out_lines(report.stats):
         print(f"beavertui: {line}", file=sys.stderr)

@@ -53,8 +53,10 @@ def run_page(
     manifest: Mapping[str, Any] | None = None,
     card: str | None = None,
     skipped: Sequence[str] = (),
+    paper: Sequence[Table] = (),
 ) -> str:
-    """The page of a run: its metrics, figures, a list of its sessions, and every session as a section."""
+    """The page of a run: its metrics, the paper's Table 1 and Table 2 (``paper``), figures, a list of its
+    sessions, and every session as a section."""
     manifest = manifest or {}
     run_id = str(manifest.get("run_id") or source.name)
     title = f"beavertui run {run_id}"
@@ -69,6 +71,9 @@ def run_page(
         out.append(f'<pre class="dim small text">{_e(manifest["command"])}</pre>')
     out.append('<div class="metrics"><h2 id="metrics">Metrics</h2>')
     out += [table_html(t) for t in tables]
+    if paper:
+        out.append('<h2 id="paper">The paper\'s Table 1 and Table 2</h2>')
+        out += [table_html(t) for t in paper]
     out.append('<h2 id="figures">p sweep and swing</h2>')
     out.append(_svg_inline(p_sweep_svg))
     if swing_svg is not None:

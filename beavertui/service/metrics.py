@@ -341,13 +341,7 @@ def with_tables(
     """Fill ``report.tables``: main and p sweep, analysis (from sessions), swing, Kendall, breakdowns; with
     ``paper``, the paper's Table 1 and Table 2 instead (reports/paper.py)."""
     if paper:
-        from dataclasses import replace
-
-        from beavertui.reports.paper import paper_tables
-
-        tables = paper_tables(report.paper)
-        extra = "\n".join(report.notes())
-        report.tables = [replace(t, note=f"{t.note}\n{extra}") if extra else t for t in tables]
+        report.tables = paper_report_tables(report)
         return report
     from beavertui.engine.metrics.bootstrap import SEED
     from beavertui.reports.tables import (
@@ -405,6 +399,17 @@ def with_tables(
         tables = [replace(t, note=f"{t.note}\n{extra}" if t.note else extra) for t in tables]
     report.tables = tables
     return report
+
+
+def paper_report_tables(report: Report) -> list[Any]:
+    """The paper's Table 1 and Table 2 of ``report`` (reports/paper.py), each note followed by what every
+    table must say (``Report.notes``)."""
+    from dataclasses import replace
+
+    from beavertui.reports.paper import paper_tables
+
+    extra = "\n".join(report.notes())
+    return [replace(t, note=f"{t.note}\n{extra}") if extra else t for t in paper_tables(report.paper)]
 
 
 NO_CODE = (

@@ -214,3 +214,27 @@ def test_run_page_of_two_protocols_shows_the_swing(tmp_path: Path) -> None:
     assert "scripted:@alternate | feedback" in figure
     assert len(unpack(page)) == 8
     assert page.count("iterative K5 L1 H2 T0 p0.7") >= 4 and page.count("iterative K5 L3 H2 T0 p0.7") >= 4
+
+
+def test_run_page_shows_the_papers_tables_as_metrics_gives_them(
+    exported_run40: tuple[Path, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Table 1 and Table 2 on the page: the same titles, cells and notes as `metrics --paper`."""
+    import html as stdlib_html
+
+    run, path = exported_run40
+    page = path.read_text(encoding="utf-8")
+    assert '<h2 id="paper">The paper\'s Table 1 and Table 2</h2>' in page
+    shown = stdlib_html.unescape(page.split('id="paper"', 1)[1].split('<h2 id="figures">', 1)[0])
+    titles = re.findall(r"<h3>(.*?)</h3>", shown)
+    cells = [
+        re.sub(r"<small>.*?</small>|<[^>]+>", "", c).strip()
+        for c in re.findall(r"<t[dh][^>]*>(.*?)</t[dh]>", shown)
+    ]
+    assert main(["metrics", str(run), "--paper", "--format", "md"]) == 0
+    md = capsys.readouterr().out
+    assert titles == re.findall(r"^### (.*)$", md, flags=re.M) and len(titles) == 2
+    rows = [ln for ln in md.splitlines() if ln.startswith("| ")]
+    assert cells == [c.strip() for ln in rows for c in ln.strip("|").split("|")] and len(cells) == 40
+    for note in ("Percent of the row's tasks", "Departures from the paper:", "Kendall's tau-b (Iter vs Rep)"):
+        assert note in shown
