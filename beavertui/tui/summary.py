@@ -25,8 +25,10 @@ def summary_lines(header: SessionHeader, events: list[Event], problem: str | Non
                 lines.append(f"  it{a.iteration}  {a.stage}…")
             continue
         sp = "" if v.speedup is None else f"  {v.speedup:.2f}x"
-        ok = "success" if v.success else v.reason
-        lines.append(f"  it{a.iteration}  {v.category:<22}{sp:>8}  {ok}  {v.signature or ''}".rstrip())
+        # the reason where it says more than the category and the signature shown beside it
+        ok = "success" if v.success else ("" if v.reason in (v.category, v.signature) else v.reason)
+        said = "  ".join(x for x in (ok, v.signature or "") if x)
+        lines.append(f"  it{a.iteration}  {v.category:<22}{sp:>8}  {said}".rstrip())
         for what, call in (("plan", a.plan), ("feedback summary", a.summary)):
             if call is not None:
                 first = next((ln.strip() for ln in call.content.splitlines() if ln.strip()), "")

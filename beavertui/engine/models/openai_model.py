@@ -548,7 +548,7 @@ class OpenAIModel:
             if len(reasons) >= self.config.retries:
                 reasons.append(what)
                 raise EndpointError(
-                    f"{what} (gave up after {len(reasons)} tries)",
+                    f"{what} (gave up after {len(reasons)} {'try' if len(reasons) == 1 else 'tries'})",
                     retries=len(reasons) - 1,
                     retry_reasons=reasons,
                 )

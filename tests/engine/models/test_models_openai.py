@@ -278,6 +278,14 @@ def test_persistent_500_raises_endpoint_error(server: ChatServer) -> None:
     assert info.value.retries == 2
 
 
+@pytest.mark.parametrize("server", [[("500", None)]], indirect=True)
+def test_no_retry_allowed_gives_up_after_one_try(server: ChatServer) -> None:
+    model, slept = model_for(server, retries=0)
+    with pytest.raises(EndpointError, match=r"HTTP 500.*\(gave up after 1 try\)$") as info:
+        model.complete(MESSAGES)
+    assert len(server.requests) == 1 and slept == [] and info.value.retries == 0
+
+
 @pytest.mark.parametrize("server", [[("401", None)]], indirect=True)
 def test_client_errors_are_not_retried(server: ChatServer) -> None:
     model, slept = model_for(server)
