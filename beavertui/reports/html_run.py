@@ -119,9 +119,11 @@ def run_page(
         '<noscript><p class="red">The sessions of this page are stored compressed: '
         "open it with JavaScript on to read them.</p></noscript>"
     )
-    out += [
-        _packed(session_section(doc, key, back="#sessions"), key) for key, doc in zip(keys, docs, strict=True)
-    ]
+    # rendered task by task (the sessions of one task under every model and protocol in a row, so that the
+    # highlighted broken start and reference are reused from highlighted_lines' cache), shown in docs' order
+    order = sorted(range(len(docs)), key=lambda i: (docs[i].state.header.task.id, i))
+    sections = {i: _packed(session_section(docs[i], keys[i], back="#sessions"), keys[i]) for i in order}
+    out += [sections[i] for i in range(len(docs))]
     return page(title, "\n".join(out), run=True)
 
 
@@ -129,9 +131,10 @@ def _packed(section: str, key: str) -> str:
     """A session section stored gzip-compressed (base64) and unpacked by the page when it is opened.
 
     The panes of every iteration of a run's sessions, with CUDA highlighted inline, are tens of megabytes;
-    compressed they fit in a mail attachment.
+    compressed they fit in a mail attachment. Level 6 (zlib's default): on the sections of a 1,848-session
+    grid, 7% larger than level 9 and 4 times faster to write.
     """
-    data = base64.b64encode(gzip.compress(section.encode("utf-8"), compresslevel=9, mtime=0)).decode("ascii")
+    data = base64.b64encode(gzip.compress(section.encode("utf-8"), compresslevel=6, mtime=0)).decode("ascii")
     return (
         f'<section class="session packed" id="{_e(key)}"><p class="wait dim">unpacking the session…</p>'
         f'<script type="application/gzip+base64" class="z">{data}</script></section>'
