@@ -100,13 +100,14 @@ def _reply_cache_in_a_temporary_folder(tmp_path_factory: pytest.TempPathFactory)
     os.environ["BEAVERTUI_REPLY_CACHE"] = str(tmp_path_factory.mktemp("reply-cache"))
 
 
-def extract_run(archive: Path, into: Path) -> Path:
-    """A recorded run directory packed as ``run/`` in a tar archive under tests/data, unpacked into ``into``."""
+def extract_run(archive: Path, into: Path, folder: str = "run") -> Path:
+    """A recorded run directory packed as ``folder/`` (``run/``) in a tar archive under tests/data or
+    docs/data, unpacked into ``into``."""
     import tarfile
 
     with tarfile.open(archive) as tar:
         tar.extractall(into, filter="data")
-    return into / "run"
+    return into / folder
 
 
 def metrics_json(run: Path, capsys: pytest.CaptureFixture[str]) -> tuple[dict[str, Any], str]:

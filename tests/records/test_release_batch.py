@@ -17,7 +17,6 @@ from __future__ import annotations
 import csv
 import io
 import json
-import tarfile
 from pathlib import Path
 
 import pytest
@@ -25,6 +24,7 @@ import pytest
 from beavertui.cli import main
 from beavertui.engine.session.events import SessionEnd, Verdict
 from beavertui.engine.session.store import read_session
+from tests.conftest import extract_run
 
 ROOT = Path(__file__).resolve().parents[2]
 RUN = ROOT / "tests" / "data" / "release_batch.tar.gz"
@@ -32,10 +32,7 @@ RUN = ROOT / "tests" / "data" / "release_batch.tar.gz"
 
 @pytest.fixture(scope="module")
 def run(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("release_batch")
-    with tarfile.open(RUN) as tar:
-        tar.extractall(root, filter="data")
-    return root / "run"
+    return extract_run(RUN, tmp_path_factory.mktemp("release_batch"))
 
 
 def _sessions(run: Path) -> dict[str, tuple[bool, list[Verdict]]]:

@@ -7,10 +7,11 @@ from __future__ import annotations
 
 import itertools
 import sys
-import tarfile
 from pathlib import Path
 
 import pytest
+
+from tests.conftest import extract_run
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "bench"))
@@ -22,10 +23,7 @@ ARCHIVE = ROOT / "docs" / "data" / "h200-2026-12-05" / "release-lane" / "lane-ou
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("lane")
-    with tarfile.open(ARCHIVE) as tar:
-        tar.extractall(root, filter="data")
-    return root / "sessions"
+    return extract_run(ARCHIVE, tmp_path_factory.mktemp("lane"), "sessions")
 
 
 def test_the_lane_with_one_worker_left_most_timings_pending(runs: Path) -> None:
@@ -53,9 +51,8 @@ def test_on_an_h100_never_checked_the_timings_stopped_behind_the_broken_starts_c
     """The lane at four workers per GPU on an H100 with no known verdicts (release-lane-h100): timings
     appended until 143 s, then none while correct attempts waited, as sessions sat at their broken start's
     check; the attempts still pending when the files end count as waiting until the run's last event."""
-    with tarfile.open(ARCHIVE.parent.parent / "release-lane-h100" / "lane-out.tgz") as tar:
-        tar.extractall(tmp_path, filter="data")
-    lane = rl.summary(tmp_path / "sessions" / "lane")
+    runs = extract_run(ARCHIVE.parent.parent / "release-lane-h100" / "lane-out.tgz", tmp_path, "sessions")
+    lane = rl.summary(runs / "lane")
     assert (lane["sessions"], lane["final"], lane["timing_stages"]) == (81, 26, 19)
     assert lane["longest_wait_without_timing_s"] == pytest.approx(108.6, abs=0.1)
     assert lane["longest_wait_at_s"] == pytest.approx(143.4, abs=0.2)

@@ -15,7 +15,6 @@ import pty
 import re
 import subprocess
 import sys
-import tarfile
 from pathlib import Path
 
 import pytest
@@ -23,6 +22,7 @@ import pytest
 from beavertui.reports.fit import lines
 from beavertui.reports.tables import Rate, Table
 from tests.cli_in_process import run_cli
+from tests.conftest import extract_run
 
 ROOT = Path(__file__).resolve().parents[2]
 RUN_TAR = ROOT / "tests" / "data" / "h200_batch_run_40.tar.gz"
@@ -31,10 +31,7 @@ SNAPSHOT = ROOT / "tests" / "data" / "snapshots" / "metrics_h200_80.txt"
 
 @pytest.fixture(scope="module")
 def h200_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("h200")
-    with tarfile.open(RUN_TAR) as tar:
-        tar.extractall(root, filter="data")
-    return root / "run"
+    return extract_run(RUN_TAR, tmp_path_factory.mktemp("h200"))
 
 
 def _cli(*args: str, columns: int | None = 80, **env: str) -> subprocess.CompletedProcess[str]:
