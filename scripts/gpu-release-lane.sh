@@ -11,7 +11,8 @@
 #   PART=kernelbench bash scripts/gpu-release-lane.sh [TOTAL_SECONDS]
 #     the 62 usable kernelbench instances, timing lane, in the whole time
 # Inputs (git-ignored, carried): .release/a and .release/b (the release, as for gpu-release-batch.sh).
-# Writes to $OUT: sessions/<design> (the runs), <design>.log (what the batch printed), summary.txt and
+# Writes to $OUT: sessions/<design> (the runs), <design>.log (what the batch printed), verdicts-<design>/ (the
+# verdicts its own check stored, one folder per GPU signature), summary.txt and
 # summary.json (bench/release_lane_bench.py over the runs: per-session finish times, finished within 300 s,
 # the longest wait for timing with no timing stage running), metrics-<design>.txt, w/steps.log, and
 # lane-out.tgz (all of it, in one file).
@@ -33,6 +34,9 @@ run() {  # run DESIGN SECONDS TASKS [FLAGS...]: one batch on a fresh cache, stop
     >"$OUT/$design.log" 2>&1
   log "$design: rc $? ($(tail -2 "$OUT/$design.log" | tr '\n' ' '))"
   python3 -m beavertui metrics "$OUT/sessions/$design" >"$OUT/metrics-$design.txt" 2>&1
+  # the verdicts the batch's own check stored on this GPU (hashes, reference run times), laid out as
+  # docs/data/h200-2026-12-01/release-verdicts.tar.gz, from which the H200's known set was made
+  [ -d "$XDG_CACHE_HOME/beavertui/validation" ] && cp -a "$XDG_CACHE_HOME/beavertui/validation" "$OUT/verdicts-$design"
 }
 budget=$(( $(left) - 40 ))
 if [ "$PART" = nvcc ]; then
