@@ -17,8 +17,8 @@
 #   bash scripts/gpu-baselines.sh [TOTAL_SECONDS]
 # JOBS (default 12): drivers warming up (torch.compile, TORCHINDUCTOR_COMPILE_THREADS=1 worker each) side by
 # side; each is then timed alone. WARM_S (default 150): a driver not compiled and warmed up by then is stopped.
-# A driver that ran out of GPU memory beside the others (a kernelbench problem's inputs reach 17 GB) says so;
-# MISSING=1 JOBS=2 on the same machine times what is missing.
+# A driver that ran out of GPU memory beside the others (a kernelbench problem's inputs reach 17 GB) is run
+# again by itself at the end of its part (corpus baselines does it), time allowing.
 # NATIVE_S (default 150): seconds the bundled corpus may start drivers for, before the release's turn. A part
 # starts no batch of drivers later than WARM_S + 60 s before its time is up, so its last batch ends in time;
 # every set is written to its --out file as it is stored.

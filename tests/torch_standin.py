@@ -3,7 +3,8 @@ as the real script, in its own process, on a machine without a GPU.
 
 Its CUDA events read a simulated clock that each call advances by a fixed cost per variant: an eager call
 2 ms, a ``torch.compile`` call 1 ms (``reduce-overhead``: 0.8 ms), a CUDA Graph replay 1.5 ms, a vendor model
-1.2 ms. ``STANDIN_IMPORT_S`` seconds pass before its import ends; ``STANDIN_COMPILE_FAILS=1`` makes ``torch.compile`` refuse every model; ``STANDIN_CALLS`` names a file
+1.2 ms. ``STANDIN_IMPORT_S`` seconds pass before its import ends; ``STANDIN_COMPILE_FAILS=1`` makes ``torch.compile`` refuse every model; ``STANDIN_OOM_ONCE=PATH`` makes the
+first eager call of the first process that finds no file at PATH run out of memory (and creates it); ``STANDIN_CALLS`` names a file
 that each call appends its variant to (the order of the trials). Nothing here measures anything real: it
 checks the driver's control flow (which variants, their order, their failures, the go handshake), not
 timing. ``write(folder)`` puts it at ``folder/torch/__init__.py``; ``block(folder)`` puts a ``torch`` there
@@ -31,6 +32,14 @@ def _log(name):
     if path:
         with open(path, "a") as fh:
             fh.write(name + "\\n")
+
+
+def _out_of_memory_once(variant):
+    # STANDIN_OOM_ONCE=PATH: the first eager call of the first process to find no PATH runs out of memory
+    path = os.environ.get("STANDIN_OOM_ONCE")
+    if path and variant == "eager" and not os.path.exists(path):
+        open(path, "w").close()
+        raise RuntimeError("stand-in: CUDA out of memory. Tried to allocate 4.06 GiB")
 
 
 class Tensor:
@@ -111,6 +120,7 @@ class nn:
             return self
 
         def __call__(self, *args):
+            _out_of_memory_once(self.variant)
             _clock[0] += self.cost
             _log(self.variant)
             return self.forward(*args)

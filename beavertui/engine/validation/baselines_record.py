@@ -4,8 +4,10 @@ Tasks with the same PyTorch equivalent (the same module, arguments and style: re
 release instances of one kernelbench problem) are timed once and the set stored for each of them. A driver
 process (timing/baselines_driver.py) per equivalent: up to ``jobs`` of them build and warm up their variants
 side by side (torch.compile's compilation is the long part, on the CPU), each prints its ready line and
-waits; then each is given its go in turn and timed alone, the others idle. Whatever cannot be timed says
-why in one line (torch missing, no equivalent declared, a variant torch.compile refuses).
+waits; then each is given its go in turn and timed alone, the others idle. A driver of which some variant
+ran out of GPU memory beside the others (their models and inputs stay loaded) is run again at the end, by
+itself. Whatever cannot be timed says why in one line (torch missing, no equivalent declared, a variant
+torch.compile refuses).
 """
 
 from __future__ import annotations
@@ -170,16 +172,29 @@ def record(
     outcomes = [Outcome(tid, reason=why) for tid, why in p.skipped.items()]
     t0 = time.monotonic()
     queue = list(p.jobs)
+    alone: list[Job] = []
+    """Jobs whose variants ran out of GPU memory beside other drivers: timed again, one at a time, at the end
+    (their first sets stay stored until then)."""
     with tempfile.TemporaryDirectory(prefix="beaver-baselines-") as tmp:
         n = 0
-        while queue:
+        while queue or alone:
             if budget_s is not None and time.monotonic() - t0 > budget_s:
                 for job in queue:
                     outcomes += [
                         Outcome(t.id, reason="not reached within the time budget") for t in job.tasks
                     ]
+                for job in alone:
+                    say(f"{job.tasks[0].id}: not timed again alone within the time budget")
                 break
-            batch, queue = queue[: max(1, jobs)], queue[max(1, jobs) :]
+            if queue:
+                batch, queue = queue[: max(1, jobs)], queue[max(1, jobs) :]
+            else:
+                batch, alone = alone[:1], alone[1:]
+                say(
+                    f"{batch[0].tasks[0].id}: timed again alone (it ran out of GPU memory beside other drivers)"
+                )
+                ids = {t.id for t in batch[0].tasks}
+                outcomes = [o for o in outcomes if o.task_id not in ids]
             started = []
             try:
                 for job in batch:
@@ -213,6 +228,8 @@ def record(
                         except subprocess.TimeoutExpired:
                             _kill(s.proc)
                     done = _store(s, gpu, cache, say, measured)
+                    if len(started) > 1 and any(_out_of_memory(o) for o in done):
+                        alone.append(s.job)
                     outcomes += done
                     for o in done:
                         if o.found is not None and on_stored is not None:
@@ -224,6 +241,13 @@ def record(
     order = {t.id: i for i, t in enumerate(tasks)}
     outcomes.sort(key=lambda o: order.get(o.task_id, len(order)))
     return outcomes
+
+
+def _out_of_memory(o: Outcome) -> bool:
+    """Some variant of the set failed for want of GPU memory."""
+    return o.found is not None and any(
+        t.error is not None and "out of memory" in t.error.lower() for t in o.found.times
+    )
 
 
 def _store(

@@ -110,6 +110,28 @@ def test_record_stores_each_set_and_the_table_shows_it(
     assert rows["histogram_00"][2:7] == ("-",) * 5
 
 
+def test_a_driver_out_of_memory_beside_others_is_timed_again_alone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On the H200, a kernelbench problem's eager model ran out of memory beside 11 other drivers (their
+    models and inputs loaded): its driver runs again at the end, by itself, and its set is stored whole."""
+    tasks = corpus(tmp_path)
+    monkeypatch.setenv("PYTHONPATH", str(torch_standin.write(tmp_path / "site")))
+    monkeypatch.setenv("STANDIN_OOM_ONCE", str(tmp_path / "oom-once"))
+    said: list[str] = []
+    out = rec.record(tasks, H200, jobs=2, trials=3, warmup=1, cache=tmp_path / "cache", progress=said.append)
+    assert (tmp_path / "oom-once").exists()  # one driver did run out of memory
+    again = [line for line in said if "timed again alone" in line]
+    assert len(again) == 1, said
+    assert sorted(o.task_id for o in out) == sorted(t.id for t in tasks)  # each task once
+    for t in tasks:
+        if t.id == "histogram_00":
+            continue
+        found = nb.load(t, H200, tmp_path / "cache")
+        eager = found.time_of("eager") if found is not None else None
+        assert eager is not None and eager.median_ms == pytest.approx(2.0), (t.id, found)
+
+
 def test_a_driver_without_torch_stores_nothing_and_says_why(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
