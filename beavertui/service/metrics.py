@@ -99,8 +99,8 @@ class Report:
     """(baseline name, GroupMetrics) of every group re-judged against each named baseline its sessions
     recorded (engine.metrics.compute on AttemptsTable.against_baseline), baseline by baseline."""
     headers: list[Any] | None = None
-    """The header of every session read (the card's protocols, corpora, models; None for an attempts
-    table)."""
+    """The header of every session read, less its task's texts (the card's protocols, corpora, models; None
+    for an attempts table)."""
 
     def notes(self) -> list[str]:
         """What every table must say: unfinished sessions (left out, or included and marked), sessions of
@@ -245,7 +245,7 @@ def compute(
         from beavertui.engine.metrics.usage import UsageFold
 
         cells_fold, usage_fold, headers = CellsFold(side), UsageFold(), []
-        taps = (cells_fold.add, usage_fold.add, lambda read: headers.append(read.header), *taps)
+        taps = (cells_fold.add, usage_fold.add, lambda read: headers.append(_light(read.header)), *taps)
     table = load_source(source, source_models, stats, include_unfinished, taps=taps, side=side)
     is_run = stats.sessions > 0 or bool(stats.damaged)
     if len(table) == 0:
@@ -288,6 +288,14 @@ def compute(
         usage=usage, paper=paper_tables(groups, rescored_gate=gate), gate=gate, kept_gate=kept_gate,
         repeated_arms=repeated_arms, against=against, headers=headers,
     )  # fmt: skip
+
+
+def _light(header: Any) -> Any:
+    """A session header without its task's broken start and reference (kept for every session of a run:
+    the texts are most of a header's size, and the card reads none of them)."""
+    return header.model_copy(
+        update={"task": header.task.model_copy(update={"broken_start": "", "reference": None})}
+    )
 
 
 def baseline_groups(table: Any) -> list[tuple[str, Any]]:
