@@ -14,7 +14,9 @@
 # Writes to $OUT: sessions/<design> (the runs), <design>.log (what the batch printed), verdicts-<design>/ (the
 # verdicts its own check stored, one folder per GPU signature), summary.txt and
 # summary.json (bench/release_lane_bench.py over the runs: per-session finish times, finished within 300 s,
-# the longest wait for timing with no timing stage running), metrics-<design>.txt, w/steps.log, and
+# the longest wait for timing with no timing stage running), stages.txt and stages-<design>.json
+# (bench/stage_log_bench.py over each run's stages.jsonl: what held the GPU, what timing waited behind),
+# metrics-<design>.txt, w/steps.log, and
 # lane-out.tgz (all of it, in one file).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -53,6 +55,11 @@ fi
 python3 bench/release_lane_bench.py summary "${runs[@]}" >"$OUT/summary.txt" 2>&1
 python3 bench/release_lane_bench.py summary "${runs[@]}" --json >"$OUT/summary.json" 2>/dev/null
 log "summary: $(tr '\n' ' ' <"$OUT/summary.txt")"
+for r in "${runs[@]}"; do  # where each run's GPU time went (its stage log)
+  python3 bench/stage_log_bench.py summary "$r" >>"$OUT/stages.txt" 2>&1
+  python3 bench/stage_log_bench.py summary "$r" --json >"$OUT/stages-$(basename "$r").json" 2>/dev/null
+done
+cat "$OUT/stages.txt"
 cp "$W/steps.log" "$OUT/steps.log"
 pack_out lane-out.tgz
 cp "$W/steps.log" "$OUT/steps.log"

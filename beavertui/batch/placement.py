@@ -7,23 +7,30 @@ from a GPU that timing waits for), a run made again alone for its memory the GPU
 alone once everything it needs is built (nothing is built for it while a GPU is held alone, and where the
 build slots stop builds for timing, BuildSlots.stop_for_timing, the other sessions' builds are stopped during
 the measurement too). What runs and how it is judged are LocalToolchain's, as in every mode; this module only
-says where and when. ``ScheduledToolchain`` wraps any other toolchain (recorded, remote) and gates its whole
+says where and when, and tells ``on_stage`` (the run's stage log, rundir.log_stage) of every stage it placed:
+its task, what it was (``build``, ``prepare``: a build slot for what a timing needs; ``run``, ``alone``,
+``sanitize``, ``profile``, ``timing``, ``timing_memory``: a GPU hold), the GPU, the session's rank (none for
+the timing lane's stages) and when it was asked for, granted and given back (epoch seconds, as session
+events). ``ScheduledToolchain`` wraps any other toolchain (recorded, remote) and gates its whole
 run phase on a GPU slot.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import replace
 from functools import partial
+from typing import Any
 
 from beavertui.batch.build_slots import BuildSlots
 from beavertui.batch.cache import CompileCache, cache_key, changed, snapshot, toolkit_id
 from beavertui.batch.gpu_pool import GpuPool
 from beavertui.batch.gpu_state import GpuState
+from beavertui.batch.rank import SESSION_RANK
 from beavertui.engine.corpus import families, harness
 from beavertui.engine.corpus.task import Task
 from beavertui.engine.host.adapt import adapt_command
@@ -41,9 +48,11 @@ def scheduled_local(
     cache: CompileCache | None,
     config: LocalConfig | None = None,
     probe: GpuProbe | None = None,
+    on_stage: Callable[[dict[str, Any]], None] | None = None,
 ) -> LocalToolchain:
-    """The local toolchain of a batch: its stages placed by ``pool`` and ``builds``, builds through ``cache``."""
-    return LocalToolchain(config, PoolPlacement(pool, builds, cache), probe)
+    """The local toolchain of a batch: its stages placed by ``pool`` and ``builds``, builds through ``cache``;
+    ``on_stage`` is told of each stage placed (PoolPlacement)."""
+    return LocalToolchain(config, PoolPlacement(pool, builds, cache, on_stage), probe)
 
 
 class _PoolLease(Lease):
@@ -73,8 +82,14 @@ class _PoolLease(Lease):
 class PoolPlacement(Placement):
     """Stages placed by the batch's GPU pool and build slots; builds through the compile cache."""
 
-    def __init__(self, pool: GpuPool, builds: BuildSlots, cache: CompileCache | None) -> None:
-        self.pool, self.builds, self.cache = pool, builds, cache
+    def __init__(
+        self,
+        pool: GpuPool,
+        builds: BuildSlots,
+        cache: CompileCache | None,
+        on_stage: Callable[[dict[str, Any]], None] | None = None,
+    ) -> None:
+        self.pool, self.builds, self.cache, self.on_stage = pool, builds, cache, on_stage
         self.toolkit = toolkit_id() if cache is not None else ""
         self._harness: dict[str, str] = {}
         self._run_s: dict[str, float] = {}
@@ -104,7 +119,8 @@ class PoolPlacement(Placement):
         self, task: Task, code: str, work: stages.WorkDir, cfg: stages.StageConfig,
         run: Callable[[stages.StageConfig], StageResult],
     ) -> StageResult:  # fmt: skip
-        with self.builds.hold():
+        with self._logged("build", task.id) as note, self.builds.hold():
+            note["began"] = time.time()
             key = None
             # a build whose outputs are bound to its work dir's path is made again, not restored elsewhere
             if self.cache is not None and not families.build_is_path_bound(task):
@@ -112,6 +128,7 @@ class PoolPlacement(Placement):
                 key = cache_key(code, self._harness_hash(task), command, self.toolkit)
                 hit = self.cache.get(key, work.path)
                 if hit is not None:
+                    note["cached"] = True
                     return hit
             unseen: list[str] = []  # folders the snapshots could not walk: outputs there are not known
             before = snapshot(work.path, unseen)
@@ -128,8 +145,27 @@ class PoolPlacement(Placement):
 
     @contextmanager
     def build_slot(self, cfg: stages.StageConfig) -> Iterator[stages.StageConfig]:
-        with self.builds.hold():
+        with self._logged("prepare", None) as note, self.builds.hold():
+            note["began"] = time.time()
             yield self._building(cfg)
+
+    @contextmanager
+    def _logged(self, stage: str, task_id: str | None) -> Iterator[dict[str, Any]]:
+        """Tell ``on_stage`` of one stage when it ends: the caller notes ``began`` once granted (and whatever
+        else it learns: the GPU, whether the build was cached); ``asked`` and ``ended`` are noted here."""
+        rank = SESSION_RANK.get()
+        note: dict[str, Any] = {"stage": stage, "task": task_id, "rank": rank, "asked": time.time()}
+        try:
+            yield note
+        finally:
+            if self.on_stage is not None:
+                note["ended"] = time.time()
+                for k in ("asked", "began", "ended"):
+                    if k in note:
+                        note[k] = round(note[k], 3)
+                # the stage log is for looking back: a full disk must not fail the stage
+                with contextlib.suppress(OSError):
+                    self.on_stage(note)
 
     @staticmethod
     def _on(cfg: stages.StageConfig, g: GpuState) -> stages.StageConfig:
@@ -145,6 +181,14 @@ class PoolPlacement(Placement):
 
     @contextmanager
     def gpu(self, use: GpuUse, cfg: stages.StageConfig, task: Task) -> Iterator[Lease]:
+        with self._logged(use, task.id) as note, self._gpu(use, cfg, task) as lease:
+            note["began"], note["gpu"] = time.time(), lease.gpu
+            if lease.pause is not None:
+                note["stopped_runs"] = lease.pause.runs
+            yield lease
+
+    @contextmanager
+    def _gpu(self, use: GpuUse, cfg: stages.StageConfig, task: Task) -> Iterator[Lease]:
         if use in ("timing", "timing_memory"):
             with self.pool.hold(exclusive=True, memory=use == "timing_memory") as g:
                 lease = _PoolLease(self, g, use, task.id, self._on(cfg, g))

@@ -3,7 +3,8 @@
 The manifest records what the batch is (protocols, models, tasks, corpus, samples) so ``--resume`` can
 continue it without the original command line, and what ran it (host, GPUs, tool version). The
 infrastructure log ``infra.jsonl`` keeps every infrastructure failure, including those of attempts
-that were retried. This module lays out paths and reads/writes these files; it runs nothing.
+that were retried; the stage log ``stages.jsonl`` every stage's wait for its build slot or GPU and its
+hold. This module lays out paths and reads/writes these files; it runs nothing.
 """
 
 from __future__ import annotations
@@ -49,6 +50,8 @@ def stamp_seconds(text: object) -> float | None:
 
 
 INFRA_LOG = "infra.jsonl"
+#: Every build slot and GPU hold of the run's stages, one line each (what a run waited for, and where).
+STAGE_LOG = "stages.jsonl"
 #: Suffix of files written then renamed into place; one left by a killed run is removed on resume.
 TMP_SUFFIX = PARTIAL_SUFFIX
 
@@ -304,14 +307,24 @@ def storage_error(exc: OSError) -> StorageError | None:
 
 
 def log_infra(run_dir: Path, record: dict[str, Any]) -> None:
-    """Append one infrastructure failure to infra.jsonl, as one write of one whole line.
+    """Append one infrastructure failure to infra.jsonl (``append_line``)."""
+    append_line(run_dir / INFRA_LOG, {"t": time.time(), **record})
+
+
+def log_stage(run_dir: Path, record: dict[str, Any]) -> None:
+    """Append one stage's wait and hold to stages.jsonl (``append_line``; the fields: placement.py)."""
+    append_line(run_dir / STAGE_LOG, record)
+
+
+def append_line(path: Path, record: dict[str, Any]) -> None:
+    """Append ``record`` to the JSON Lines file ``path``, as one write of one whole line.
 
     A line torn by a killed run is ended first, so it never swallows the record written after it.
     """
-    line = (json.dumps({"t": time.time(), **record}) + "\n").encode("utf-8")
-    with (run_dir / INFRA_LOG).open("ab") as fh:
+    line = (json.dumps(record) + "\n").encode("utf-8")
+    with path.open("ab") as fh:
         if fh.tell() > 0:
-            with (run_dir / INFRA_LOG).open("rb") as tail:
+            with path.open("rb") as tail:
                 tail.seek(-1, os.SEEK_END)
                 if tail.read(1) != b"\n":
                     line = b"\n" + line

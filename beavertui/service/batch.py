@@ -16,6 +16,7 @@ import threading
 import time
 from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
+from functools import partial
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -23,7 +24,7 @@ from beavertui.batch.admission import Admission
 from beavertui.batch.build_slots import BuildSlots
 from beavertui.batch.gpu_pool import GpuPool
 from beavertui.batch.local_executor import Flag, Tracker, plan, run_local
-from beavertui.batch.rundir import RunManifest, read_infra, write_manifest
+from beavertui.batch.rundir import RunManifest, log_stage, read_infra, write_manifest
 from beavertui.batch.timing_lane import WORKERS_PER_GPU, TimingLane
 from beavertui.engine.errors import EXIT_INFRA, EXIT_INTERRUPTED, EXIT_OK, BeaverError, NoGpuError
 from beavertui.engine.host.gpu import visible_gpus, wait_idle
@@ -54,8 +55,11 @@ def pauses_for_timing(setting: str) -> tuple[bool, bool]:
     return setting != "none", setting == "all"
 
 
-def make_toolchain(spec: str, gpus: list[str], options: BatchOptions) -> tuple[Any, GpuPool, BuildSlots, Any]:
-    """(toolchain, pool, build slots, cache) for ``local`` or ``recorded:PATH``."""
+def make_toolchain(
+    spec: str, gpus: list[str], options: BatchOptions, run_dir: Path | None = None
+) -> tuple[Any, GpuPool, BuildSlots, Any]:
+    """(toolchain, pool, build slots, cache) for ``local`` or ``recorded:PATH``; with ``run_dir``, the local
+    toolchain logs every stage's wait and hold to its stages.jsonl."""
     from beavertui.batch.cache import CompileCache
     from beavertui.batch.placement import ScheduledToolchain, scheduled_local
     from beavertui.engine.toolchain.resolve import build_toolchain, parse_toolchain
@@ -91,7 +95,8 @@ def make_toolchain(spec: str, gpus: list[str], options: BatchOptions) -> tuple[A
             raise BeaverError(
                 f"{root}: cannot use it as the compile cache ({why}); pass --no-cache"
             ) from None
-    return scheduled_local(pool, builds, cache, local_config()), pool, builds, cache
+    on_stage = partial(log_stage, run_dir) if run_dir is not None else None
+    return scheduled_local(pool, builds, cache, local_config(), on_stage=on_stage), pool, builds, cache
 
 
 class _Either:
@@ -227,7 +232,7 @@ def _run_batch(
                 config=config,
             )
     else:
-        toolchain, pool, builds, cache = make_toolchain(run.toolchain, gpus, options)
+        toolchain, pool, builds, cache = make_toolchain(run.toolchain, gpus, options, run_dir)
         manifest.gpus = [g.index for g in pool.gpus]
         write_manifest(run_dir, manifest)
         halt = _Either(pool.exhausted, *(f for f in (stop, window) if f is not None))

@@ -1,0 +1,171 @@
+"""Where a batch's time went on its GPUs, from the run's stage log (RUN_DIR/stages.jsonl).
+
+    python3 bench/stage_log_bench.py summary RUN_DIR [--json]
+
+The batch logs every stage its placement gave (batch/placement.py): builds and ``prepare`` (a build slot for
+what a timing needs) on CPU slots; ``run``, ``alone``, ``sanitize``, ``profile``, ``timing`` and
+``timing_memory`` on a GPU, each with when it was asked for, granted and given back. From that alone:
+
+- per stage kind: how many, their hold (median, sum) and their wait for the slot (median, max), and how many
+  were never granted (the run was cut while they waited);
+- per GPU, the run's span split by what held the GPU: a timing (or a run alone for its memory), a sanitizer or
+  profiler run (with or without runs beside it), correctness runs only, or nothing, and of that nothing how
+  long a GPU stage was waiting meanwhile (time the schedule lost);
+- the timing stages' waits split the same way by what held their GPU while they waited (with one GPU, the
+  GPU; with several, the one they were granted).
+
+Times are the stage log's (wall clock of the machine that ran the batch), in seconds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+GPU_STAGES = ("run", "alone", "sanitize", "profile", "timing", "timing_memory")
+EXCLUSIVE = ("timing", "timing_memory", "alone")
+INSTRUMENTED = ("sanitize", "profile")
+STATES = ("exclusive", "instrumented", "runs", "idle, stages waiting", "idle")
+
+
+def read(run_dir: Path) -> list[dict[str, Any]]:
+    path = run_dir / "stages.jsonl"
+    if not path.is_file():
+        raise SystemExit(f"{path}: no stage log (a batch on the local toolchain writes one)")
+    out = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            out.append(json.loads(line))
+        except ValueError:
+            continue  # a line torn by a kill
+    return out
+
+
+def _state(held: dict[str, int]) -> str:
+    if any(held[k] for k in EXCLUSIVE):
+        return "exclusive"
+    if any(held[k] for k in INSTRUMENTED):
+        return "instrumented"
+    if held["run"]:
+        return "runs"
+    return "idle"
+
+
+def _timeline(entries: list[dict[str, Any]], gpu: str, end: float) -> list[tuple[float, float, str]]:
+    """(from, to, state) spans of ``gpu`` over the run, with idle split by whether a GPU stage waited."""
+    marks: list[tuple[float, int, str, str]] = []  # (time, +1/-1, what, kind: held or waiting)
+    for e in entries:
+        if e["stage"] not in GPU_STAGES:
+            continue
+        ended = e.get("ended", end)
+        if "began" in e and e.get("gpu") == gpu:
+            marks += [(e["began"], 1, e["stage"], "held"), (ended, -1, e["stage"], "held")]
+        marks += [(e["asked"], 1, "", "waiting"), (e.get("began", ended), -1, "", "waiting")]
+    marks.sort(key=lambda m: (m[0], m[1]))
+    held: dict[str, int] = defaultdict(int)
+    waiting, spans, last = 0, [], None
+    for t, step, what, kind in marks:
+        if last is not None and t > last:
+            state = _state(held)
+            if state == "idle" and waiting > 0:
+                state = "idle, stages waiting"
+            spans.append((last, t, state))
+        if kind == "held":
+            held[what] += step
+        else:
+            waiting += step
+        last = t
+    return spans
+
+
+def _overlap(spans: list[tuple[float, float, str]], a: float, b: float) -> dict[str, float]:
+    out: dict[str, float] = defaultdict(float)
+    for x, y, state in spans:
+        lo, hi = max(a, x), min(b, y)
+        if hi > lo:
+            out[state] += hi - lo
+    return out
+
+
+def summary(run_dir: Path) -> dict[str, Any]:
+    entries = read(run_dir)
+    if not entries:
+        raise SystemExit(f"{run_dir}: the stage log is empty")
+    start = min(e["asked"] for e in entries)
+    end = max(e.get("ended", e["asked"]) for e in entries)
+    kinds: dict[str, Any] = {}
+    for stage in sorted({e["stage"] for e in entries}):
+        these = [e for e in entries if e["stage"] == stage]
+        got = [e for e in these if "began" in e]
+        holds = [e["ended"] - e["began"] for e in got]
+        waits = [e["began"] - e["asked"] for e in got]
+        kinds[stage] = {
+            "n": len(these),
+            "never_granted": len(these) - len(got),
+            "hold_median_s": round(statistics.median(holds), 3) if holds else None,
+            "hold_sum_s": round(sum(holds), 1),
+            "wait_median_s": round(statistics.median(waits), 3) if waits else None,
+            "wait_max_s": round(max(waits), 1) if waits else None,
+            "cached": sum(bool(e.get("cached")) for e in these) if stage == "build" else None,
+        }
+    gpus = sorted({str(e["gpu"]) for e in entries if e.get("gpu") is not None})
+    per_gpu: dict[str, Any] = {}
+    timing_waits: dict[str, float] = defaultdict(float)
+    for gpu in gpus:
+        spans = _timeline(entries, gpu, end)
+        per_gpu[gpu] = {s: round(v, 1) for s, v in _overlap(spans, start, end).items()}
+        for e in entries:
+            if (
+                e["stage"] in ("timing", "timing_memory")
+                and e.get("gpu", gpus[0] if len(gpus) == 1 else None) == gpu
+            ):
+                for s, v in _overlap(spans, e["asked"], e.get("began", end)).items():
+                    timing_waits[s] += v
+    return {
+        "run": str(run_dir),
+        "span_s": round(end - start, 1),
+        "stages": kinds,
+        "gpus": per_gpu,
+        "timing_waits_s": {s: round(v, 1) for s, v in timing_waits.items()},
+    }
+
+
+def render(d: dict[str, Any]) -> str:
+    lines = [f"{d['run']}: {d['span_s']} s from the first stage asked to the last given back"]
+    lines.append("stage          n  never  hold med   hold sum   wait med   wait max")
+    for stage, k in d["stages"].items():
+        med = "-" if k["hold_median_s"] is None else f"{k['hold_median_s']:.2f} s"
+        wmed = "-" if k["wait_median_s"] is None else f"{k['wait_median_s']:.2f} s"
+        wmax = "-" if k["wait_max_s"] is None else f"{k['wait_max_s']:.1f} s"
+        extra = f"  ({k['cached']} from the compile cache)" if k["cached"] else ""
+        lines.append(
+            f"{stage:<13}{k['n']:>3}{k['never_granted']:>7}{med:>10}{k['hold_sum_s']:>9.1f} s{wmed:>11}{wmax:>11}"
+            + extra
+        )
+    for gpu, split in d["gpus"].items():
+        parts = ", ".join(f"{s} {split[s]:.1f} s" for s in STATES if s in split)
+        lines.append(f"GPU {gpu}: {parts}")
+    if d["timing_waits_s"]:
+        parts = ", ".join(f"{s} {d['timing_waits_s'][s]:.1f} s" for s in STATES if s in d["timing_waits_s"])
+        lines.append(f"timing stages waited behind: {parts}")
+    return "\n".join(lines)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    s = sub.add_parser("summary", help="where the run's GPU time went")
+    s.add_argument("run_dir", type=Path)
+    s.add_argument("--json", action="store_true")
+    args = ap.parse_args()
+    d = summary(args.run_dir)
+    print(json.dumps(d, indent=1) if args.json else render(d))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
