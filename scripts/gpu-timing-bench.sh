@@ -6,7 +6,7 @@
 #   stage        the native timing stage of every bundled task (builds first, then one task at a time with
 #                the GPU alone), plus one task per family timed the old way (one process per side and round)
 #   scheduled    the scheduled batch, 40 tasks x 5 iterations, fresh caches (BUILDS=go|stop: its
-#                --builds-in-timing; default auto, which stops builds on one GPU; GPUS=0,1: its --gpus, on
+#                --builds-in-timing; default go (the batch's default); GPUS=0,1: its --gpus, on
 #                a machine with two GPUs, e.g. GPUS=0,1 in one call and GPUS=0 in the next: the summary
 #                then gives the sessions per minute on two GPUs over one)
 #   naive:I/K    the I-th of K slices of the naive run of the same 40 tasks (one session at a time, build
@@ -44,7 +44,7 @@ for part in ${PARTS//,/ }; do
       timeout -k 10 "$b" $B stage --out "$W/stage" --compare-old --budget-s $((b - 30)) >"$W/stage.log" 2>&1 ;;
     scheduled)
       timeout -k 10 "$b" $B batch --out "$W/batch" --mode scheduled --tasks 40 --side-budget-ms 0 --budget-s $((b - 15)) \
-        --builds-in-timing "${BUILDS:-auto}" ${GPUS:+--gpus "$GPUS"} \
+        --builds-in-timing "${BUILDS:-go}" ${GPUS:+--gpus "$GPUS"} \
         >"$W/scheduled.log" 2>&1 ;;
     naive:*)
       timeout -k 10 "$b" $B batch --out "$W/batch" --mode naive --tasks 40 --side-budget-ms 0 --slice "${part#naive:}" \

@@ -82,11 +82,11 @@ def register(sub: Any) -> None:
     )
     p.add_argument(
         "--builds-in-timing",
-        choices=("auto", "go", "stop"),
-        default="auto",
-        help="what the other sessions' builds do while a GPU is held alone for timing: stop (SIGSTOP, not "
-        "counted in their time) until the measurement ends, or go on; auto (default): stop on a machine "
-        "with one GPU, go on with more (each GPU's timing would stop the builds the others wait for)",
+        choices=("go", "stop", "auto"),
+        default="go",
+        help="what the other sessions' builds do while a GPU is held alone for timing: go on (default; "
+        "they leave the measured times as they are, and lengthen the stage), stop (SIGSTOP, not counted "
+        "in their time) until the measurement ends, or auto: stop on a machine with one GPU, go on with more",
     )
     p.add_argument(
         "--inline-timing",

@@ -38,10 +38,10 @@ def default_cache_dir() -> Path:
 
 
 def stop_builds_for_timing(setting: str, gpus: list[str]) -> bool:
-    """Whether builds stop while a GPU is held alone for timing (--builds-in-timing): ``auto`` stops them on
-    a machine with one GPU, where nothing else could use that time: builds beside a timing stage make it
-    longer (docs/scheduling.md). With more GPUs, one GPU's timing would stop
-    the builds the others wait for."""
+    """Whether builds stop while a GPU is held alone for timing (--builds-in-timing): ``go`` (the default)
+    never, ``stop`` always, ``auto`` on a machine with one GPU (with more, one GPU's timing would stop the
+    builds the others wait for). Builds beside a timing stage make it longer, not its measured times
+    (docs/scheduling.md)."""
     if setting not in ("auto", "go", "stop"):
         raise BeaverError(f"builds in timing {setting!r}: expected auto, go or stop")
     return setting == "stop" or (setting == "auto" and len(gpus) <= 1)

@@ -1603,9 +1603,10 @@ def test_a_real_build_is_stopped_while_the_batch_times_an_attempt(sleepy: Any, t
 @pytest.mark.parametrize(
     ("flag", "gpus", "stops"),
     [
-        ([], ["0"], True),  # auto: one GPU, nothing else could use the time of its timing
-        ([], ["0", "1"], False),  # auto: the other GPU's sessions build meanwhile
-        (["--builds-in-timing", "go"], ["0"], False),
+        ([], ["0"], False),  # go, the default: a build load leaves the measured times as they are
+        ([], ["0", "1"], False),
+        (["--builds-in-timing", "auto"], ["0"], True),  # auto: stopped on one GPU
+        (["--builds-in-timing", "auto"], ["0", "1"], False),  # the other GPU's sessions build meanwhile
         (["--builds-in-timing", "stop"], ["0", "1"], True),
     ],
 )
