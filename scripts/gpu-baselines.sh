@@ -15,12 +15,15 @@
 # what was not reached says so in its log line, and a second run on the same machine with MISSING=1 times
 # only the tasks without a stored set.
 #   bash scripts/gpu-baselines.sh [TOTAL_SECONDS]
-# JOBS (default 12): drivers warming up (torch.compile, TORCHINDUCTOR_COMPILE_THREADS=1 worker each) side by
-# side; each is then timed alone. WARM_S (default 150): a driver not compiled and warmed up by then is stopped.
-# A driver that ran out of GPU memory beside the others (a kernelbench problem's inputs reach 17 GB) is run
-# again by itself at the end of its part (corpus baselines does it), time allowing.
+# JOBS (default 12): drivers started at once. Each sizes its inputs, output and weights on torch's meta device
+# first; those whose estimated GPU memory fits together in 90% of the GPU's (nvidia-smi) are admitted and warm
+# up (torch.compile, TORCHINDUCTOR_COMPILE_THREADS=1 worker each) side by side, then each is timed alone, then
+# the next round is admitted; one too large to share (a kernelbench problem's inputs reach 17 GB) runs alone
+# (docs/metrics.md, Admission by memory). WARM_S (default 150): a driver not sized, or once admitted not
+# compiled and warmed up, by then is stopped. A driver that still ran out of GPU memory beside others is
+# timed again by itself next, before any new driver (corpus baselines does it), time allowing.
 # NATIVE_S (default 150): seconds the bundled corpus may start drivers for, before the release's turn. A part
-# starts no batch of drivers later than WARM_S + 60 s before its time is up, so its last batch ends in time;
+# starts no round of drivers later than WARM_S + 60 s before its time is up, so its last round ends in time;
 # every set is written to its --out file as it is stored.
 # Carried, git-ignored: .release/a (the release without cutlass, as for scripts/gpu-release-timing.sh) and
 # .whl/ (torch and the rest, as for every GPU script).

@@ -5,7 +5,15 @@ Its CUDA events read a simulated clock that each call advances by a fixed cost p
 2 ms, a ``torch.compile`` call 1 ms (``reduce-overhead``: 0.8 ms), a CUDA Graph replay 1.5 ms, a vendor model
 1.2 ms. ``STANDIN_IMPORT_S`` seconds pass before its import ends; ``STANDIN_COMPILE_FAILS=1`` makes ``torch.compile`` refuse every model; ``STANDIN_OOM_ONCE=PATH`` makes the
 first eager call of the first process that finds no file at PATH run out of memory (and creates it); ``STANDIN_CALLS`` names a file
-that each call appends its variant to (the order of the trials). Nothing here measures anything real: it
+that each call appends its variant to (the order of the trials).
+
+GPU memory: a tensor made on the GPU (under ``torch.device("cuda")``, by ``.cuda()``, ``empty(device="cuda")``)
+holds its bytes (4 a float32 element, 8 an int64 one), and each model holds its output's bytes from its first
+call on; nothing is freed before the process ends. With ``STANDIN_GPU_BYTES=N`` and ``STANDIN_GPU_LEDGER=DIR``
+the processes share a GPU of N bytes: each writes what it holds to DIR/<pid>, and an allocation that would take
+the live processes' sum above N raises "CUDA out of memory", as torch's allocator does. Under
+``torch.device("meta")`` nothing is held and no model call has a side effect (the drivers size their inputs
+there). ``torch.cuda.max_memory_reserved()`` is the most this process held. Nothing here measures anything real: it
 checks the driver's control flow (which variants, their order, their failures, the go handshake), not
 timing. ``write(folder)`` puts it at ``folder/torch/__init__.py``; ``block(folder)`` puts a ``torch`` there
 that fails to import, as where torch is not installed.
@@ -25,6 +33,58 @@ __version__ = "stand-in"
 int64 = "int64"
 float32 = "float32"
 _clock = [0.0]
+_device = ["cpu"]  # torch's default device (the innermost torch.device context)
+_held = [0]  # GPU bytes this process holds
+_peak = [0]
+
+
+def _alive(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return False
+
+
+def _forget():
+    folder = os.environ.get("STANDIN_GPU_LEDGER")
+    if folder:
+        try:
+            os.remove(os.path.join(folder, str(os.getpid())))
+        except OSError:
+            pass
+
+
+def _alloc(nbytes):
+    # hold nbytes of the GPU, or run out of memory where the shared GPU has no room for them
+    total = int(os.environ.get("STANDIN_GPU_BYTES") or 0)
+    folder = os.environ.get("STANDIN_GPU_LEDGER")
+    if total and folder:
+        import atexit
+        import fcntl
+
+        os.makedirs(folder, exist_ok=True)
+        with open(os.path.join(folder, ".lock"), "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            others = 0
+            for name in os.listdir(folder):
+                if name.isdigit() and int(name) != os.getpid() and _alive(int(name)):
+                    with open(os.path.join(folder, name)) as fh:
+                        others += int(fh.read() or 0)
+            if others + _held[0] + nbytes > total:
+                raise RuntimeError(
+                    f"stand-in: CUDA out of memory. Tried to allocate {nbytes / 2**30:.2f} GiB. GPU 0 has a "
+                    f"total capacity of {total / 2**30:.2f} GiB, of which other processes hold "
+                    f"{others / 2**30:.2f} GiB and this one {_held[0] / 2**30:.2f} GiB"
+                )
+            if not _held[0]:
+                atexit.register(_forget)
+            _held[0] += nbytes
+            with open(os.path.join(folder, str(os.getpid())), "w") as fh:
+                fh.write(str(_held[0]))
+    else:
+        _held[0] += nbytes
+    _peak[0] = max(_peak[0], _held[0])
 
 
 def _log(name):
@@ -35,10 +95,14 @@ def _log(name):
 
 
 def _out_of_memory_once(variant):
-    # STANDIN_OOM_ONCE=PATH: the first eager call of the first process to find no PATH runs out of memory
+    # STANDIN_OOM_ONCE=PATH: the first eager call of the process that creates PATH (one, however many race)
+    # runs out of memory
     path = os.environ.get("STANDIN_OOM_ONCE")
     if path and variant == "eager" and not os.path.exists(path):
-        open(path, "w").close()
+        try:
+            os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+        except FileExistsError:
+            return
         raise RuntimeError("stand-in: CUDA out of memory. Tried to allocate 4.06 GiB")
 
 
@@ -46,14 +110,21 @@ class Tensor:
     shape = (4,)
     is_sparse = False
 
-    def __init__(self, value=0.0):
+    def __init__(self, value=0.0, n=4, itemsize=4, device="cpu"):
         self.value = value
+        self.n = n
+        self.itemsize = itemsize
+        self.device = device
+        if device == "cuda":
+            _alloc(n * itemsize)
 
     def cuda(self):
-        return self
+        if self.device == "cuda":
+            return self
+        return Tensor(self.value, self.n, self.itemsize, "cuda")
 
     def clone(self):
-        return Tensor(self.value)
+        return Tensor(self.value, self.n, self.itemsize)
 
     def double(self):
         return self
@@ -71,7 +142,10 @@ class Tensor:
         return self.value
 
     def numel(self):
-        return 4
+        return self.n
+
+    def element_size(self):
+        return self.itemsize
 
     def zero_(self):
         return self
@@ -82,11 +156,11 @@ def manual_seed(seed):
 
 
 def empty(n, dtype=None, device=None):
-    return Tensor()
+    return Tensor(0.0, n, 8 if dtype == int64 else 4, device or _device[0])
 
 
 def ones(n):
-    return Tensor(1.0)
+    return Tensor(1.0, n, 4, _device[0])
 
 
 class device:
@@ -94,9 +168,12 @@ class device:
         self.name = name
 
     def __enter__(self):
+        self.before = _device[0]
+        _device[0] = self.name
         return self
 
     def __exit__(self, *exc):
+        _device[0] = self.before
         return False
 
 
@@ -119,11 +196,23 @@ class nn:
         def eval(self):
             return self
 
+        def parameters(self):
+            return []
+
+        def buffers(self):
+            return []
+
         def __call__(self, *args):
+            if _device[0] == "meta":  # sizing: shapes only
+                return self.forward(*args)
             _out_of_memory_once(self.variant)
+            out = self.forward(*args)
+            if not getattr(self, "_holds", False):  # its output, held from the first call on
+                _alloc(out.n * out.itemsize)
+                self._holds = True
             _clock[0] += self.cost
             _log(self.variant)
-            return self.forward(*args)
+            return out
 
 
 class _Compiled(nn.Module):
@@ -172,6 +261,10 @@ class cuda:
     @staticmethod
     def get_device_name(i):
         return "stand-in GPU"
+
+    @staticmethod
+    def max_memory_reserved():
+        return _peak[0]
 
     class Event:
         def __init__(self, enable_timing=False):

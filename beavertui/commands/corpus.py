@@ -95,7 +95,8 @@ def register(sub: Any) -> None:
         type=int_in(1, MAX_WORKERS),
         default=4,
         metavar="N",
-        help="drivers warming up side by side (default 4)",
+        help="drivers started at once (default 4); those whose estimated GPU memory fits together warm up "
+        "side by side, the others wait for room",
     )
     bl.add_argument(
         "--trials",
@@ -476,7 +477,7 @@ def _baselines_tasks(args: argparse.Namespace) -> list[Any]:
 def _baselines(args: argparse.Namespace) -> int:
     from beavertui.commands.formats import output_format
     from beavertui.engine.host.ceilings import measure
-    from beavertui.engine.host.gpu import probe
+    from beavertui.engine.host.gpu import memory_total_bytes, probe
     from beavertui.engine.session.events import GpuSignature
     from beavertui.engine.validation import baselines_record as rec
     from beavertui.reports.cells import Table
@@ -525,6 +526,14 @@ def _baselines(args: argparse.Namespace) -> int:
         f"ceilings on {gpu.slug}: copy {ceil.copy_gbps or '?'} GB/s, bf16 {ceil.bf16_tflops or '?'} TFLOP/s",
         file=sys.stderr, flush=True,
     )  # fmt: skip
+    memory = memory_total_bytes()
+    print(
+        f"GPU memory: {memory / 2**30:.1f} GiB (nvidia-smi): drivers are admitted side by side while their "
+        f"estimated needs fit in {rec.HEADROOM:.0%} of it"
+        if memory
+        else "GPU memory: nvidia-smi does not tell it: every driver started warms up side by side",
+        file=sys.stderr, flush=True,
+    )  # fmt: skip
     from beavertui.engine.fileio import append_line, write_atomic
 
     if args.out is not None:
@@ -538,18 +547,18 @@ def _baselines(args: argparse.Namespace) -> int:
     outcomes = rec.record(
         tasks, gpu, jobs=args.jobs, trials=args.trials, warmup=args.warmup, budget_s=args.budget_s,
         warm_s=args.warm_s, progress=lambda line: print(line, file=sys.stderr, flush=True), measured=ceil,
-        on_stored=keep,
+        on_stored=keep, gpu_memory_bytes=memory,
     )  # fmt: skip
     if fmt == "json":
         for o in outcomes:
             print(json.dumps({"task_id": o.task_id, "stored": str(o.stored) if o.stored else None,
-                              "reason": o.reason, "shared_with": o.shared_with}))  # fmt: skip
+                              "reason": o.reason, "shared_with": o.shared_with, "note": o.note}))  # fmt: skip
         return 0
     done_rows = tuple(
         (
             o.task_id,
             "stored" if o.stored else "not stored",
-            rec.describe(o.found) if o.found else o.reason or "",
+            (rec.describe(o.found) if o.found else o.reason or "") + (f" ({o.note})" if o.note else ""),
         )
         for o in outcomes
     )

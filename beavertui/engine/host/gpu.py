@@ -100,6 +100,20 @@ def gpu_signature() -> GpuSignature | None:
         return None
 
 
+def memory_total_bytes() -> int | None:
+    """The total memory of the first visible GPU (as gpu_signature picks it), bytes, as nvidia-smi reports
+    it (``memory.total``, MiB); None when nvidia-smi cannot tell."""
+    if shutil.which("nvidia-smi") is None:
+        return None
+    cmd = ["nvidia-smi", "--query-gpu=memory.total", "--format=csv,noheader,nounits"]
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES", "").strip()
+    if visible.isdigit():
+        cmd.append(f"--id={visible}")
+    out = _run(cmd)
+    first = out.strip().splitlines()[0].strip() if out and out.strip() else ""
+    return int(first) << 20 if first.isdigit() else None
+
+
 def clocks() -> str:
     """Current SM and memory clocks as nvidia-smi reports them (recorded with every timing)."""
     out = _run(["nvidia-smi", "--query-gpu=clocks.sm,clocks.mem,temperature.gpu", "--format=csv,noheader"])

@@ -1,7 +1,8 @@
 """Time a task's PyTorch equivalent as named baselines, in one process (run on the GPU machine).
 
 Usage: ``python baselines_driver.py --module FILE [--args JSON] [--style native|kernelbench] [--trials N]
-[--warmup W] [--variants eager,compile,compile_ro,graph,vendor] [--go-file PATH [--go-timeout S]]``.
+[--warmup W] [--variants eager,compile,compile_ro,graph,vendor] [--admit-file PATH] [--go-file PATH]
+[--go-timeout S]``.
 
 FILE defines ``Model``, ``get_inputs`` and ``get_init_inputs`` (a kernelbench problem.py, or a bundled
 task's ``_torch/<family>.py``); both functions are called with the keyword arguments of ``--args`` (the
@@ -25,9 +26,18 @@ timing, so the host's launch latency hides behind the flush). A variant that fai
 the model, the capture fails, out of memory) carries ``error`` and the others go on, all under
 ``torch.no_grad()``.
 
+Before anything touches the GPU, the driver sizes what it will hold there and prints
+``BEAVER_BASELINES_SIZED {json}``: ``input_bytes`` (get_inputs drawn on torch's ``meta`` device, as
+kernelbench_driver.py's ``meta_bytes`` does; where the meta device cannot draw them, drawn on the host, seeded,
+and measured, then kept to be copied when within 2 GiB), and, from ``Model`` built and called on the meta
+device, ``output_bytes`` and ``weight_bytes`` (its parameters and buffers), each null where the meta device
+cannot tell. With ``--admit-file``, it then waits until PATH exists (at most ``--go-timeout`` seconds): the
+caller admits it to the GPU when its memory fits beside the drivers already there.
+
 One line is printed: ``BEAVER_BASELINES {json}`` with ``variants`` (per name ``samples_ms`` or ``error``,
-and ``max_abs_diff``), ``torch``, ``device``, ``trials``, ``warmup``, ``flush_bytes``, ``style`` and
-``phases_s`` (host seconds of each phase). When nothing can be timed at all (torch is not importable, no GPU
+and ``max_abs_diff``), ``torch``, ``device``, ``trials``, ``warmup``, ``flush_bytes``, ``style``, ``sized``
+(the sizes above), ``peak_reserved_bytes`` (``torch.cuda.max_memory_reserved()`` at the end: the most GPU
+memory its allocator held, the CUDA context not counted) and ``phases_s`` (host seconds of each phase). When nothing can be timed at all (torch is not importable, no GPU
 is visible, FILE fails to load), the line carries only ``error`` (one line saying why) and ``skip``, and the
 exit status is 3.
 
@@ -35,12 +45,14 @@ With ``--go-file``, every variant is built and warmed up first, ``BEAVER_BASELIN
 trials wait until PATH exists (at most ``--go-timeout`` seconds): several drivers compile side by side while
 only one at a time is timed.
 
-This file is a standalone script: it imports only the standard library and torch, never beavertui.
+This file is a standalone script: it imports only the standard library, torch and its sibling script
+kernelbench_driver.py (loaded by path, for the sizing), never beavertui.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import sys
 import time
@@ -56,6 +68,10 @@ sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__)
 
 TAG = "BEAVER_BASELINES"
 READY = "BEAVER_BASELINES_READY"
+SIZED = "BEAVER_BASELINES_SIZED"
+#: Inputs that only the host could draw for sizing are kept (copied once admitted) up to this many bytes, else
+#: drawn again once admitted (kernelbench_driver.py's ahead limit).
+HOST_KEEP_BYTES = 2 << 30
 VARIANTS = ("eager", "compile", "compile_ro", "graph", "vendor")
 STYLES = ("native", "kernelbench")
 POLL_S = 0.01
@@ -75,6 +91,42 @@ def load_module(path: Path) -> types.ModuleType:
     sys.modules[mod.__name__] = mod
     exec(compile(path.read_text(encoding="utf-8"), str(path), "exec"), mod.__dict__)
     return mod
+
+
+def sibling(name: str) -> types.ModuleType:
+    """The script ``name``.py beside this one, loaded by path (this folder is not on sys.path, see above)."""
+    spec = importlib.util.spec_from_file_location(f"beaver_{name}", Path(__file__).with_name(f"{name}.py"))
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def sizes(
+    problem: types.ModuleType, torch: Any, args: dict[str, Any], seed: int
+) -> tuple[dict[str, int | None], list[Any] | None]:
+    """(sizes, host inputs): the bytes of the inputs, of Model's output and of its weights, drawn and built
+    on the meta device without memory (see the module's docstring); the host inputs where only the host could
+    draw them and they are small enough to keep, else None."""
+    kb = sibling("kernelbench_driver")
+    host = None
+    size = kb.meta_bytes(problem, torch, **args)
+    if size is None:  # a get_inputs that reads values: drawn on the host, seeded, as the driver would
+        torch.manual_seed(seed)
+        host = list(problem.get_inputs(**args))
+        size = kb.nbytes(host, torch)
+        if size > HOST_KEEP_BYTES:
+            host = None
+    out: int | None = None
+    weights: int | None = None
+    try:
+        with torch.device("meta"), torch.no_grad():
+            model = problem.Model(*problem.get_init_inputs(**args))
+            weights = kb.nbytes([*model.parameters(), *model.buffers()], torch)
+            out = kb.nbytes(model(*problem.get_inputs(**args)), torch)
+    except Exception:
+        pass  # the meta device cannot build or call it: left unknown
+    return {"input_bytes": size, "output_bytes": out, "weight_bytes": weights}, host
 
 
 def _cuda(x: Any, torch: Any) -> Any:
@@ -152,8 +204,8 @@ def max_abs_diff(a: Any, b: Any, torch: Any) -> float | None:
     return None
 
 
-def wait_for_go(path: Path, timeout_s: float) -> None:
-    print(READY, flush=True)
+def wait_for_go(path: Path, timeout_s: float, line: str = READY) -> None:
+    print(line, flush=True)
     deadline = time.monotonic() + timeout_s
     while not path.exists():
         if time.monotonic() >= deadline:
@@ -172,6 +224,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--seed", type=int, default=42)
     ap.add_argument("--variants", default="eager,compile,compile_ro,graph")
+    ap.add_argument("--admit-file", type=Path, default=None)
     ap.add_argument("--go-file", type=Path, default=None)
     ap.add_argument("--go-timeout", type=float, default=600.0)
     a = ap.parse_args(argv)
@@ -207,7 +260,24 @@ def main(argv: list[str] | None = None) -> int:
     try:
         problem = load_module(a.module)
         phase("import")
-        inputs = draw_inputs(problem, torch, args, a.seed)
+        sized, host = sizes(problem, torch, args, a.seed)
+        phase("sized")
+    except Exception as exc:
+        emit({"error": f"{a.module.name}: {one_line(exc)}", "skip": True})
+        return 3
+    if a.admit_file is not None:
+        try:
+            wait_for_go(a.admit_file, a.go_timeout, f"{SIZED} {json.dumps(sized)}")
+        except TimeoutError as exc:
+            emit({"error": f"not admitted: {exc}", "skip": True})
+            return 3
+        phase("waited_for_room")
+    else:
+        print(f"{SIZED} {json.dumps(sized)}", flush=True)
+    try:
+        inputs = (
+            [_cuda(x, torch) for x in host] if host is not None else draw_inputs(problem, torch, args, a.seed)
+        )
         torch.manual_seed(a.seed)
         init = [_cuda(x, torch) for x in problem.get_init_inputs(**args)]
         torch.cuda.synchronize()
@@ -279,6 +349,8 @@ def main(argv: list[str] | None = None) -> int:
             "flush_bytes": flush_bytes,
             "torch": torch.__version__,
             "device": torch.cuda.get_device_name(0),
+            "sized": sized,
+            "peak_reserved_bytes": int(torch.cuda.max_memory_reserved()),
             "phases_s": phases,
         }
     )

@@ -79,15 +79,25 @@ def _to_cuda(xs: Any, torch: Any) -> list[Any]:
     return [x.cuda() if isinstance(x, torch.Tensor) else x for x in xs]
 
 
-def meta_bytes(problem: types.ModuleType, torch: Any) -> int | None:
-    """The bytes of the task's get_inputs, drawn on torch's ``meta`` device (shapes and dtypes, no memory, no
-    time); None when that fails (a get_inputs that reads a tensor's values)."""
+def nbytes(xs: Any, torch: Any) -> int:
+    """The bytes of the tensors of ``xs`` (a tensor, or a list or tuple of anything)."""
+    if isinstance(xs, torch.Tensor):
+        return int(xs.numel() * xs.element_size())
+    if isinstance(xs, (list, tuple)):
+        return sum(nbytes(x, torch) for x in xs)
+    return 0
+
+
+def meta_bytes(problem: types.ModuleType, torch: Any, **args: Any) -> int | None:
+    """The bytes of the task's get_inputs (called with ``args``), drawn on torch's ``meta`` device (shapes and
+    dtypes, no memory, no time); None when that fails (a get_inputs that reads a tensor's values). The
+    named-baselines driver sizes its inputs with it too."""
     try:
         with torch.device("meta"):
-            xs = list(problem.get_inputs())
+            xs = list(problem.get_inputs(**args))
     except Exception:
         return None
-    return sum(int(x.numel() * x.element_size()) for x in xs if isinstance(x, torch.Tensor))
+    return nbytes(xs, torch)
 
 
 def _draw_on_gpu(problem: types.ModuleType, torch: Any, seed: int) -> list[Any] | None:
@@ -162,7 +172,7 @@ def main(argv: list[str] | None = None) -> int:
         else:
             torch.manual_seed(args.seed)
             host_inputs = list(problem.get_inputs())
-            size = sum(int(getattr(x, "nbytes", 0) or 0) for x in host_inputs)
+            size = nbytes(host_inputs, torch)
             if args.go_file is not None and size > args.ahead_max_bytes:
                 host_inputs = None  # too large to keep while waiting: drawn again once the GPU is held
                 phase("inputs_dropped")

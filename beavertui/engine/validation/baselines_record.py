@@ -2,12 +2,37 @@
 
 Tasks with the same PyTorch equivalent (the same module, arguments and style: reduce_00 to reduce_03, the
 release instances of one kernelbench problem) are timed once and the set stored for each of them. A driver
-process (timing/baselines_driver.py) per equivalent: up to ``jobs`` of them build and warm up their variants
-side by side (torch.compile's compilation is the long part, on the CPU), each prints its ready line and
-waits; then each is given its go in turn and timed alone, the others idle. A driver of which some variant
-ran out of GPU memory beside the others (their models and inputs stay loaded) is run again at the end, by
-itself. Whatever cannot be timed says why in one line (torch missing, no equivalent declared, a variant
-torch.compile refuses).
+process (timing/baselines_driver.py) per equivalent; up to ``jobs`` of them are started at once.
+
+Admission by memory. A driver holds its inputs, its models and every variant's output on the GPU from its
+warm-up until it is timed, so drivers warming up side by side share the GPU's memory: a kernelbench problem's
+inputs reach 8 to 17 GB, and twelve such drivers started together ran out of memory on an 80 GB H100. So each
+driver first sizes, before it touches the GPU, what it will hold: its inputs drawn on torch's ``meta``
+device (kernelbench_driver.py's ``meta_bytes``; drawn on the host and measured where the meta device cannot
+draw them), and its model's output and weights built and called there. It prints them and waits. Its need is
+estimated as ``DRIVER_BASE_BYTES`` (CUDA context, flush buffer, workspaces) plus, per variant, ``PER_VARIANT``
+copies of the inputs and of the output (the output each variant keeps, the memory pools of CUDA Graph and
+reduce-overhead, which also copy the inputs, the allocator's cached intermediates) and one of the weights. That
+bounds what drivers were seen to hold on an H100 (nvidia-smi, per process): 9.2 GiB for the bundled transpose
+of 0.5 GiB in and out (estimated 9.5 GiB), up to 5.0 GiB for the bundled softmaxes of 0.25 GiB in and out
+(estimated 5.5 GiB), at least 36.6 GiB for kernelbench's level 1 max-pool of 3 GiB in and out (30.6 GiB held
+when 6 GiB more failed; estimated 49.5 GiB).
+
+Drivers are admitted to the GPU in rounds: the first one waiting, then every other whose estimate still fits
+beside those in ``HEADROOM`` of the GPU's total memory (nvidia-smi's ``memory.total``, given as
+``gpu_memory_bytes``; without it every driver started is admitted). A driver whose estimate alone exceeds
+that runs by itself. The admitted drivers build and warm up their variants side by side (torch.compile's
+compilation is the long part, on the CPU), each prints its ready line and waits; then each is given its go
+in turn and timed alone, the others idle; then the next round. Each driver's result carries its measured
+peak (``torch.cuda.max_memory_reserved``), printed beside its estimate. Estimating ahead was chosen over
+admitting by measured peaks: a peak is known only once a driver has warmed up, after it could already have
+crowded out the others.
+
+A driver of which some variant (or the drawing of its inputs) still ran out of GPU memory beside others is
+started again next, before any new driver, and admitted by itself; its set replaces the first, and its
+outcome says it was timed alone after running out of memory beside others (or, the time budget spent first,
+that it was not). Whatever cannot be timed says why in one line (torch missing, no equivalent declared, a
+variant torch.compile refuses).
 """
 
 from __future__ import annotations
@@ -21,7 +46,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -39,6 +64,20 @@ from beavertui.engine.timing.named_baselines import BaselineSet, Equivalent
 DRIVER = Path(named_baselines.__file__).with_name("baselines_driver.py")
 DRIVER_TAG = "BEAVER_BASELINES "
 DRIVER_READY = "BEAVER_BASELINES_READY"
+DRIVER_SIZED = "BEAVER_BASELINES_SIZED"
+#: The longest a driver waits for its admission, then for its go, seconds: the rounds before its own can take
+#: long, and a driver never outlives this process (its death signal, and every driver is ended at the end).
+GO_TIMEOUT_S = 24 * 3600.0
+
+#: A driver's GPU memory beside its inputs, outputs and weights, bytes: the CUDA context (about 0.5 GiB), the
+#: L2 flush buffer (256 MiB or twice the L2), cuBLAS and cuDNN workspaces.
+DRIVER_BASE_BYTES = 3 << 29
+#: Copies of the inputs and of the output a driver is taken to hold per variant: the output each variant
+#: keeps (eager's a clone, the compiled and captured ones their own, CUDA Graph's and reduce-overhead's in
+#: their memory pools, which also copy the inputs) and the allocator's cached intermediates.
+PER_VARIANT = 2
+#: The share of the GPU's total memory that the admitted drivers' estimates may fill together.
+HEADROOM = 0.9
 
 
 @dataclass
@@ -61,6 +100,9 @@ class Outcome:
     """Why nothing was stored (one line)."""
     shared_with: str | None = None
     """The task the driver ran for, when another."""
+    note: str | None = None
+    """What else happened (one line): timed alone after running out of GPU memory beside other drivers, or
+    not, for want of time."""
 
 
 @dataclass
@@ -94,15 +136,20 @@ def plan(tasks: Iterable[Task]) -> Plan:
 
 
 def driver_command(
-    job: Job, trials: int, warmup: int, go: Path | None, python: str = sys.executable
-) -> list[str]:
+    job: Job, trials: int, warmup: int, go: Path | None, python: str = sys.executable,
+    admit: Path | None = None,
+) -> list[str]:  # fmt: skip
     cmd = [
         python, str(DRIVER), "--module", str(job.eq.module), "--args", json.dumps(dict(job.eq.args)),
         "--style", job.eq.style, "--trials", str(trials), "--warmup", str(warmup),
         "--variants", ",".join(job.variants),
     ]  # fmt: skip
+    if admit is not None:
+        cmd += ["--admit-file", str(admit)]
     if go is not None:
-        cmd += ["--go-file", str(go), "--go-timeout", "900"]
+        cmd += ["--go-file", str(go)]
+    if admit is not None or go is not None:
+        cmd += ["--go-timeout", f"{GO_TIMEOUT_S:g}"]
     return cmd
 
 
@@ -133,8 +180,15 @@ class _Started:
     job: Job
     proc: subprocess.Popen[bytes]
     out: Path
+    admit: Path
     go: Path
     began: float
+    alone: bool = False
+    """A second run, by itself, of a driver that ran out of GPU memory beside others."""
+    need: int | None = None
+    """Its estimated GPU memory, bytes (None: not known)."""
+    beside: int = 0
+    """How many other drivers were admitted with it."""
     late: float | None = None
     """Set when it was stopped for not being ready within this many seconds."""
 
@@ -158,127 +212,267 @@ def _tail(text: str) -> str:
     return lines[-1][:200] if lines else "no output"
 
 
+def need_bytes(sized: Mapping[str, Any], variants: int) -> int | None:
+    """The GPU memory a driver is taken to need, bytes, from its ``BEAVER_BASELINES_SIZED`` object: the
+    fixed part, and for each variant PER_VARIANT copies of the inputs and the output (the output's size taken
+    as the inputs' where the meta device could not tell) and one of the weights. None without the inputs'
+    size."""
+    inputs = sized.get("input_bytes")
+    if not isinstance(inputs, int) or isinstance(inputs, bool) or inputs < 0:
+        return None
+    out = sized.get("output_bytes")
+    out = out if isinstance(out, int) and not isinstance(out, bool) and out >= 0 else inputs
+    weights = sized.get("weight_bytes")
+    weights = weights if isinstance(weights, int) and not isinstance(weights, bool) and weights >= 0 else 0
+    return DRIVER_BASE_BYTES + variants * (PER_VARIANT * (inputs + out) + weights)
+
+
+def _sized(text: str) -> dict[str, Any] | None:
+    for line in text.splitlines():
+        if line.startswith(DRIVER_SIZED + " "):
+            try:
+                got = json.loads(line[len(DRIVER_SIZED) + 1 :])
+            except ValueError:
+                return {}
+            return got if isinstance(got, dict) else {}
+    return None
+
+
+def _others(n: int) -> str:
+    return f"{n} other driver" + ("s" if n != 1 else "")
+
+
+def gib(n: float) -> str:
+    return f"{n / 2**30:.1f} GiB"
+
+
+def _admit(waiting: list[_Started], room: int | None) -> list[_Started]:
+    """The drivers of ``waiting`` to warm up side by side next: a retry alone, by itself; else the first one
+    waiting, then every other whose estimate fits beside those in ``room`` bytes (all of them where the GPU's
+    memory is not known). A driver whose estimate alone exceeds ``room`` goes by itself; one of unknown need
+    is taken to need the whole room."""
+    for s in waiting:
+        if s.alone:
+            return [s]
+    if room is None:
+        return list(waiting)
+    group: list[_Started] = []
+    used = 0
+    for s in waiting:
+        need = s.need if s.need is not None else room
+        if not group:
+            group.append(s)
+            used = need
+            if need >= room:
+                break
+        elif used + need <= room:
+            group.append(s)
+            used += need
+    return group
+
+
 def record(
     tasks: Sequence[Task], gpu: GpuSignature, *, jobs: int = 4, trials: int = 20, warmup: int = 3,
     budget_s: float | None = None, warm_s: float = 600.0, python: str = sys.executable,
     cache: Path | None = None, progress: Callable[[str], None] | None = None,
     measured: ceilings_mod.Ceilings | None = None, on_stored: Callable[[BaselineSet], None] | None = None,
+    gpu_memory_bytes: int | None = None,
 ) -> list[Outcome]:  # fmt: skip
-    """Time and store the named baselines of ``tasks`` on ``gpu`` (see the module's docstring). Stops
-    starting drivers once ``budget_s`` seconds have passed; the tasks not reached say so. ``on_stored`` is
-    given each set as soon as it is stored (a run cut short keeps what it stored)."""
+    """Time and store the named baselines of ``tasks`` on ``gpu`` (see the module's docstring). Up to
+    ``jobs`` drivers are started; those admitted by ``gpu_memory_bytes`` (the GPU's total memory; None: all
+    admitted) warm up side by side. Stops starting drivers once ``budget_s`` seconds have passed; the tasks
+    not reached say so. ``on_stored`` is given each set as soon as it is stored (a run cut short keeps what it
+    stored)."""
     say = progress or (lambda _s: None)
     p = plan(tasks)
     outcomes = [Outcome(tid, reason=why) for tid, why in p.skipped.items()]
     t0 = time.monotonic()
-    queue = list(p.jobs)
-    alone: list[Job] = []
-    """Jobs whose variants ran out of GPU memory beside other drivers: timed again, one at a time, at the end
-    (their first sets stay stored until then)."""
+    room = int(gpu_memory_bytes * HEADROOM) if gpu_memory_bytes else None
+    queue: list[tuple[Job, bool]] = [(job, False) for job in p.jobs]
+    """Jobs not started yet, and whether each is a retry alone (those go first)."""
+    waiting: list[_Started] = []
+    """Drivers started and sized (or sizing), not admitted to the GPU yet."""
+    first_run: dict[int, int] = {}
+    """id(job) -> how many other drivers it ran out of memory beside, for the jobs being retried alone."""
     with tempfile.TemporaryDirectory(prefix="beaver-baselines-") as tmp:
         n = 0
-        while queue or alone:
-            if budget_s is not None and time.monotonic() - t0 > budget_s:
-                for job in queue:
-                    outcomes += [
-                        Outcome(t.id, reason="not reached within the time budget") for t in job.tasks
-                    ]
-                for job in alone:
-                    say(f"{job.tasks[0].id}: not timed again alone within the time budget")
-                break
-            if queue:
-                batch, queue = queue[: max(1, jobs)], queue[max(1, jobs) :]
-            else:
-                batch, alone = alone[:1], alone[1:]
-                say(
-                    f"{batch[0].tasks[0].id}: timed again alone (it ran out of GPU memory beside other drivers)"
-                )
-                ids = {t.id for t in batch[0].tasks}
-                outcomes = [o for o in outcomes if o.task_id not in ids]
-            started = []
-            try:
-                for job in batch:
-                    n += 1
-                    out = Path(tmp) / f"{n}.log"
-                    go = Path(tmp) / f"{n}.go"
-                    with out.open("wb") as fh:
-                        # its own process group (ended whole, compile workers too) that dies with this one
-                        cmd = [
-                            *reaper.death_signal_prefix(),
-                            *driver_command(job, trials, warmup, go, python),
+        group: list[_Started] = []
+        try:
+            while queue or waiting:
+                if budget_s is not None and time.monotonic() - t0 > budget_s:
+                    for s in waiting:
+                        _kill(s.proc)
+                    for job in [s.job for s in waiting if not s.alone] + [j for j, a in queue if not a]:
+                        outcomes += [
+                            Outcome(t.id, reason="not reached within the time budget") for t in job.tasks
                         ]
-                        proc = subprocess.Popen(
-                            cmd, stdout=fh, stderr=subprocess.STDOUT,
-                            env=_env(job), cwd=str(job.tasks[0].root), start_new_session=True,
-                        )  # fmt: skip
-                    started.append(_Started(job, proc, out, go, time.monotonic()))
-                # every driver of the batch ready (or ended) before any is timed: none warms up beside a timing
-                for s in started:
+                    for job in [s.job for s in waiting if s.alone] + [j for j, a in queue if a]:
+                        note = (
+                            f"ran out of GPU memory beside {_others(first_run[id(job)])}; not timed again alone "
+                            "within the time budget"
+                        )
+                        say(f"{job.tasks[0].id}: {note}")
+                        for o in outcomes:
+                            if o.task_id in {t.id for t in job.tasks}:
+                                o.note = note
+                    waiting = []
+                    break
+                while queue and len(waiting) < max(1, jobs):
+                    job, alone = queue.pop(0)
+                    n += 1
+                    waiting.append(_start(job, alone, Path(tmp), n, trials, warmup, python))
+                # every driver started sized (or ended, or stopped) before any is admitted
+                for s in waiting:
+                    while s.proc.poll() is None and _sized(_log_text(s.out)) is None:
+                        if time.monotonic() - s.began > warm_s:
+                            _kill(s.proc)
+                            s.late = warm_s
+                            break
+                        time.sleep(0.05)
+                    sized = _sized(_log_text(s.out))
+                    if sized is not None:
+                        s.need = need_bytes(sized, len(s.job.variants))
+                for s in [s for s in waiting if s.late is not None or s.proc.poll() is not None]:
+                    waiting.remove(s)  # ended before its admission: torch missing, the module failed to load
+                    outcomes, _ = _done(s, outcomes, gpu, cache, say, measured, on_stored, first_run)
+                if not waiting:
+                    continue
+                group = _admit(waiting, room)
+                waiting = [s for s in waiting if s not in group]
+                _say_admitted(group, waiting, room, say)
+                for s in group:
+                    s.beside = len(group) - 1
+                    s.began = time.monotonic()
+                    s.admit.write_text("admitted\n", encoding="utf-8")
+                # every driver admitted ready (or ended) before any is timed: none warms up beside a timing
+                for s in group:
                     while s.proc.poll() is None and DRIVER_READY not in _log_text(s.out):
                         if time.monotonic() - s.began > warm_s:
                             _kill(s.proc)
                             s.late = warm_s
                             break
                         time.sleep(0.05)
-                for s in started:
+                for s in group:
                     if s.proc.poll() is None:
                         s.go.write_text("go\n", encoding="utf-8")
                         try:
                             s.proc.wait(timeout=warm_s)
                         except subprocess.TimeoutExpired:
                             _kill(s.proc)
-                    done = _store(s, gpu, cache, say, measured)
-                    if len(started) > 1 and any(_out_of_memory(o) for o in done):
-                        alone.append(s.job)
-                    outcomes += done
-                    for o in done:
-                        if o.found is not None and on_stored is not None:
-                            on_stored(o.found)
-            finally:  # nothing left running, whatever happened
-                for s in started:
-                    if s.proc.poll() is None:
-                        _kill(s.proc)
+                    outcomes, done = _done(s, outcomes, gpu, cache, say, measured, on_stored, first_run)
+                    if s.beside and not s.alone and any(_out_of_memory(o) for o in done):
+                        first_run[id(s.job)] = s.beside
+                        why = f"ran out of GPU memory beside {_others(s.beside)}: timed again alone next"
+                        say(f"{s.job.tasks[0].id}: {why}")
+                        queue.insert(0, (s.job, True))
+                group = []
+        finally:  # nothing left running, whatever happened
+            for s in [*waiting, *group]:
+                if s.proc.poll() is None:
+                    _kill(s.proc)
     order = {t.id: i for i, t in enumerate(tasks)}
     outcomes.sort(key=lambda o: order.get(o.task_id, len(order)))
     return outcomes
 
 
-def _out_of_memory(o: Outcome) -> bool:
-    """Some variant of the set failed for want of GPU memory."""
-    return o.found is not None and any(
-        t.error is not None and "out of memory" in t.error.lower() for t in o.found.times
+def _start(job: Job, alone: bool, tmp: Path, n: int, trials: int, warmup: int, python: str) -> _Started:
+    out = tmp / f"{n}.log"
+    admit = tmp / f"{n}.admit"
+    go = tmp / f"{n}.go"
+    with out.open("wb") as fh:
+        # its own process group (ended whole, compile workers too) that dies with this one
+        cmd = [*reaper.death_signal_prefix(), *driver_command(job, trials, warmup, go, python, admit)]
+        proc = subprocess.Popen(
+            cmd, stdout=fh, stderr=subprocess.STDOUT, env=_env(job), cwd=str(job.tasks[0].root),
+            start_new_session=True,
+        )  # fmt: skip
+    return _Started(job, proc, out, admit, go, time.monotonic(), alone=alone)
+
+
+def _say_admitted(
+    group: list[_Started], waiting: list[_Started], room: int | None, say: Callable[[str], None]
+) -> None:
+    first = group[0]
+    if room is None or first.alone:  # a retry alone says so with its times
+        return
+    if len(group) == 1 and (first.need is None or first.need > room):
+        need = "an unknown amount of" if first.need is None else f"an estimated {gib(first.need)} of"
+        say(
+            f"{first.job.tasks[0].id}: needs {need} GPU memory, more than drivers may share "
+            f"({gib(room)}): warmed up and timed alone"
+        )
+        return
+    used = sum(s.need or 0 for s in group)
+    say(
+        f"{len(group)} driver(s) warm up side by side (an estimated {gib(used)} of the {gib(room)} of GPU memory "
+        f"they may share)" + (f"; {len(waiting)} wait for room" if waiting else "")
     )
+
+
+def _done(
+    s: _Started, outcomes: list[Outcome], gpu: GpuSignature, cache: Path | None, say: Callable[[str], None],
+    measured: ceilings_mod.Ceilings | None, on_stored: Callable[[BaselineSet], None] | None,
+    first_run: dict[int, int],
+) -> tuple[list[Outcome], list[Outcome]]:  # fmt: skip
+    """(``outcomes`` with the driver's, the driver's): each set stored, a retry's outcomes replacing the first
+    run's."""
+    ids = {t.id for t in s.job.tasks}
+    note = None
+    if s.alone and id(s.job) in first_run:  # the retry's outcome replaces the first run's
+        note = f"timed alone after running out of GPU memory beside {_others(first_run.pop(id(s.job)))}"
+        outcomes = [o for o in outcomes if o.task_id not in ids]
+    done = _store(s, gpu, cache, say, measured, note)
+    for o in done:
+        if o.found is not None and on_stored is not None:
+            on_stored(o.found)
+    return outcomes + done, done
+
+
+def _out_of_memory(o: Outcome) -> bool:
+    """Some variant of the set failed for want of GPU memory, or the driver did before timing any."""
+    if o.found is None:
+        return "out of memory" in (o.reason or "").lower()
+    return any(t.error is not None and "out of memory" in t.error.lower() for t in o.found.times)
 
 
 def _store(
     s: _Started, gpu: GpuSignature, cache: Path | None, say: Callable[[str], None],
-    measured: ceilings_mod.Ceilings | None,
+    measured: ceilings_mod.Ceilings | None, note: str | None = None,
 ) -> list[Outcome]:  # fmt: skip
     text = _log_text(s.out)
     doc = parse_driver(text)
     first = s.job.tasks[0]
+    who = f"{first.id} ({note})" if note else first.id
     if s.late is not None:
         why = f"the baselines driver was not ready (compiled and warmed up) within {s.late:g} s: stopped"
-        say(f"{first.id}: {why}")
-        return [Outcome(t.id, reason=why) for t in s.job.tasks]
+        say(f"{who}: {why}")
+        return [Outcome(t.id, reason=why, note=note) for t in s.job.tasks]
     if doc is None:
         why = f"the baselines driver printed no result (rc {s.proc.returncode}): {_tail(text)}"
-        say(f"{first.id}: {why}")
-        return [Outcome(t.id, reason=why) for t in s.job.tasks]
+        say(f"{who}: {why}")
+        return [Outcome(t.id, reason=why, note=note) for t in s.job.tasks]
     try:
         found = named_baselines.from_driver(first, s.job.eq, gpu, doc, measured)
     except BeaverError as exc:
-        say(str(exc))
-        return [Outcome(t.id, reason=str(exc).split(": ", 1)[-1]) for t in s.job.tasks]
+        why = str(exc).split(": ", 1)[-1]
+        say(f"{who}: {why}")
+        return [Outcome(t.id, reason=why, note=note) for t in s.job.tasks]
     out = []
     for t in s.job.tasks:
         mine = found.model_copy(update={"task_id": t.id})
         out.append(Outcome(t.id, stored=named_baselines.save(t, mine, cache), found=mine,
-                           shared_with=None if t is first else first.id))  # fmt: skip
+                           shared_with=None if t is first else first.id, note=note))  # fmt: skip
+    memory = []
+    if s.need is not None:
+        memory.append(f"estimated {gib(s.need)}")
+    peak = doc.get("peak_reserved_bytes")
+    if isinstance(peak, int) and not isinstance(peak, bool) and peak > 0:
+        memory.append(f"peak {gib(peak)} reserved by torch")
     say(
-        f"{first.id}: "
+        f"{who}: "
         + describe(found)
         + (f" (also {len(s.job.tasks) - 1} other tasks)" if len(s.job.tasks) > 1 else "")
+        + (f" [GPU memory: {', '.join(memory)}]" if memory else "")
     )
     return out
 

@@ -28,23 +28,22 @@ CORPUS = ROOT / "corpus"
 H200 = GpuSignature(slug="nvidia_h200_sm_90_cuda_13_0", name="NVIDIA H200", compute_capability="9.0")
 
 
-def corpus(tmp: Path) -> list[Task]:
+def corpus(tmp: Path, sizes: dict[str, int] | None = None) -> list[Task]:
     """reduce_00 and reduce_01 (one equivalent), softmax_00 (another, with a vendor baseline) and
-    histogram_00 (no declaration) copied, their equivalents the stand-in problem."""
+    histogram_00 (no declaration) copied, their equivalents the stand-in problem. ``sizes``: task id -> the
+    elements of its input instead (float32: 4 bytes each), a declaration for histogram_00 too where named."""
     root = tmp / "corpus"
     for name in ("_common", "reduce_00", "reduce_01", "softmax_00", "histogram_00"):
         shutil.copytree(CORPUS / name, root / name)
     (root / "_torch").mkdir()
     (root / "_torch" / "standin.py").write_text(torch_standin.PROBLEM)
+    n = {"reduce_00": 4, "reduce_01": 4, "softmax_00": 8, **(sizes or {})}
     decl = {
-        "reduce_00": {"module": "_torch/standin.py", "args": {"n": 4, "dtype": "float32"}},
-        "reduce_01": {"module": "_torch/standin.py", "args": {"n": 4, "dtype": "float32"}},
-        "softmax_00": {
-            "module": "_torch/standin.py",
-            "args": {"n": 8, "dtype": "float32"},
-            "vendor": "stand-in BLAS",
-        },
+        tid: {"module": "_torch/standin.py", "args": {"n": n[tid], "dtype": "float32"}}
+        for tid in ("reduce_00", "reduce_01", "softmax_00", "histogram_00")
+        if tid in n
     }
+    decl["softmax_00"]["vendor"] = "stand-in BLAS"
     for tid in ("reduce_00", "reduce_01", "softmax_00", "histogram_00"):
         p = root / tid / "input.json"
         doc = json.loads(p.read_text())
@@ -130,6 +129,96 @@ def test_a_driver_out_of_memory_beside_others_is_timed_again_alone(
         found = nb.load(t, H200, tmp_path / "cache")
         eager = found.time_of("eager") if found is not None else None
         assert eager is not None and eager.median_ms == pytest.approx(2.0), (t.id, found)
+
+
+GIB = 1 << 30
+
+
+def test_drivers_are_admitted_side_by_side_only_while_their_memory_fits(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A GPU of 32 GiB, four equivalents: two whose drivers hold 20 and 24 GiB (4 GiB inputs, each variant's
+    4 GiB output), two small. Started all at once, the large ones ran out of memory beside each other (as the
+    kernelbench problems did on the H100); admitted by their estimated need, the small ones warm up side by
+    side, the large ones each alone, and nothing runs out of memory."""
+    tasks = corpus(
+        tmp_path, {"reduce_00": GIB, "reduce_01": 16, "softmax_00": GIB + 8, "histogram_00": 32}
+    )  # reduce_01 its own equivalent now
+    monkeypatch.setenv("PYTHONPATH", str(torch_standin.write(tmp_path / "site")))
+    monkeypatch.setenv("STANDIN_GPU_BYTES", str(32 * GIB))
+    monkeypatch.setenv("STANDIN_GPU_LEDGER", str(tmp_path / "gpu"))
+    said: list[str] = []
+    out = rec.record(
+        tasks, H200, jobs=4, trials=2, warmup=1, cache=tmp_path / "cache", progress=said.append,
+        gpu_memory_bytes=32 * GIB,
+    )  # fmt: skip
+    assert not [line for line in said if "out of memory" in line], said
+    assert "2 driver(s) warm up side by side (an estimated 3.0 GiB of the 28.8 GiB of GPU memory they may share); 2 wait for room" in said  # fmt: skip
+    for tid, need in (("reduce_00", "65.5"), ("softmax_00", "81.5")):  # 1.5 GiB + variants x 2 x (4 + 4) GiB
+        assert (
+            f"{tid}: needs an estimated {need} GiB of GPU memory, more than drivers may share (28.8 GiB): "
+            "warmed up and timed alone" in said
+        ), said
+    (reduce_line,) = [line for line in said if line.startswith("reduce_00: eager")]
+    assert reduce_line.endswith("[GPU memory: estimated 65.5 GiB, peak 20.2 GiB reserved by torch]")
+    for o in out:
+        assert o.found is not None and o.note is None, o
+        assert all(m.median_ms is not None for m in o.found.times), (o.task_id, rec.describe(o.found))
+
+
+def test_need_is_the_fixed_part_and_two_copies_of_inputs_and_output_per_variant() -> None:
+    assert rec.need_bytes({"input_bytes": GIB, "output_bytes": None}, 4) == (3 * GIB) // 2 + 4 * 2 * 2 * GIB
+    assert rec.need_bytes({"input_bytes": GIB, "output_bytes": 0, "weight_bytes": GIB}, 5) == (
+        (3 * GIB) // 2 + 5 * (2 * GIB + GIB)
+    )
+    assert rec.need_bytes({"input_bytes": None}, 4) is None and rec.need_bytes({}, 4) is None
+
+
+def test_the_gpu_s_total_memory_is_read_from_nvidia_smi(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from beavertui.engine.host import gpu
+
+    smi = tmp_path / "bin" / "nvidia-smi"
+    smi.parent.mkdir()
+    smi.write_text('#!/bin/sh\necho "$@" > "$(dirname "$0")/args"\necho "${SMI_OUT-81559}"\n')
+    smi.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{smi.parent}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "1")
+    assert gpu.memory_total_bytes() == 81559 << 20  # an H100 80GB HBM3: 79.6 GiB
+    assert (smi.parent / "args").read_text().split() == [
+        "--query-gpu=memory.total", "--format=csv,noheader,nounits", "--id=1"
+    ]  # fmt: skip
+    monkeypatch.setenv("SMI_OUT", "[N/A]")
+    assert gpu.memory_total_bytes() is None
+
+
+def test_a_driver_out_of_memory_is_timed_again_alone_before_new_drivers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Three equivalents, two drivers at a time: the one that ran out of memory beside the other is timed
+    again by itself next, before the third is started (a run cut by its budget keeps the retries), and its
+    tasks' outcomes say so."""
+    tasks = corpus(tmp_path, {"histogram_00": 32})
+    monkeypatch.setenv("PYTHONPATH", str(torch_standin.write(tmp_path / "site")))
+    monkeypatch.setenv("STANDIN_OOM_ONCE", str(tmp_path / "oom-once"))
+    said: list[str] = []
+    out = rec.record(tasks, H200, jobs=2, trials=2, warmup=1, cache=tmp_path / "cache", progress=said.append)
+    (oom,) = [
+        line for line in said if "ran out of GPU memory beside 1 other driver: timed again alone next" in line
+    ]
+    first = oom.split(":")[0]
+    assert first in ("histogram_00", "reduce_00")  # the first two drivers (the tasks' order)
+    (again,) = [
+        i for i, line in enumerate(said) if line.startswith(f"{first} (timed alone after running out")
+    ]
+    (third,) = [i for i, line in enumerate(said) if line.startswith("softmax_00: ")]
+    assert said.index(oom) < again < third, said
+    by = {o.task_id: o for o in out}
+    assert by[first].note == "timed alone after running out of GPU memory beside 1 other driver"
+    eager = by[first].found.time_of("eager") if by[first].found is not None else None
+    assert eager is not None and eager.median_ms == pytest.approx(2.0)
+    assert by["softmax_00"].note is None
 
 
 def test_a_driver_without_torch_stores_nothing_and_says_why(
