@@ -69,9 +69,6 @@ sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__)
 TAG = "BEAVER_BASELINES"
 READY = "BEAVER_BASELINES_READY"
 SIZED = "BEAVER_BASELINES_SIZED"
-#: Inputs that only the host could draw for sizing are kept (copied once admitted) up to this many bytes, else
-#: drawn again once admitted (kernelbench_driver.py's ahead limit).
-HOST_KEEP_BYTES = 2 << 30
 VARIANTS = ("eager", "compile", "compile_ro", "graph", "vendor")
 STYLES = ("native", "kernelbench")
 POLL_S = 0.01
@@ -115,7 +112,7 @@ def sizes(
         torch.manual_seed(seed)
         host = list(problem.get_inputs(**args))
         size = kb.nbytes(host, torch)
-        if size > HOST_KEEP_BYTES:
+        if size > kb.AHEAD_MAX_BYTES:  # too large to keep while waiting: drawn again once admitted
             host = None
     out: int | None = None
     weights: int | None = None

@@ -137,6 +137,67 @@ def test_waits_for_its_go_after_warming_up(tmp_path: Path) -> None:
     assert "waited_for_go" in doc["phases_s"]
 
 
+def test_sizes_what_it_will_hold_and_waits_for_its_admission_before_touching_the_gpu(tmp_path: Path) -> None:
+    """Inputs of 2^20 float32 elements: 4 MiB of inputs, the model's output as much, no weights, all sized on
+    the meta device; nothing is held on the (stand-in) GPU until the driver is admitted."""
+    site = torch_standin.write(tmp_path / "site")
+    admit, go, out, ledger = tmp_path / "admit", tmp_path / "go", tmp_path / "out.log", tmp_path / "gpu"
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(site),
+        "STANDIN_GPU_BYTES": str(1 << 40),
+        "STANDIN_GPU_LEDGER": str(ledger),
+    }
+    with out.open("w") as fh:
+        proc = subprocess.Popen(
+            [sys.executable, str(DRIVER), "--module", str(problem(tmp_path)), "--args",
+             json.dumps({"n": 1 << 20, "dtype": "float32"}), "--trials", "2", "--admit-file", str(admit),
+             "--go-file", str(go), "--go-timeout", "60"],
+            stdout=fh, stderr=subprocess.STDOUT, env=env, cwd=tmp_path,
+        )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 60
+        while "BEAVER_BASELINES_SIZED" not in out.read_text():
+            assert proc.poll() is None and time.monotonic() < deadline, out.read_text()
+            time.sleep(0.02)
+        (line,) = [ln for ln in out.read_text().splitlines() if ln.startswith("BEAVER_BASELINES_SIZED ")]
+        sized = json.loads(line.split(" ", 1)[1])
+        assert sized == {"input_bytes": 4 << 20, "output_bytes": 4 << 20, "weight_bytes": 0}
+        assert proc.poll() is None and not ledger.exists()  # waiting, nothing held on the GPU
+        admit.write_text("admitted\n")
+        while "BEAVER_BASELINES_READY" not in out.read_text():
+            assert proc.poll() is None and time.monotonic() < deadline, out.read_text()
+            time.sleep(0.02)
+        go.write_text("go\n")
+        assert proc.wait(timeout=60) == 0
+    finally:
+        proc.kill()
+    doc = result(out.read_text().splitlines())
+    assert doc["sized"] == sized and "waited_for_room" in doc["phases_s"]
+    # the flush buffer (256 MiB), the inputs and each of the four variants' output (4 MiB each)
+    assert doc["peak_reserved_bytes"] == (256 << 20) + 5 * (4 << 20)
+
+
+def test_inputs_the_meta_device_cannot_draw_are_sized_on_the_host(tmp_path: Path) -> None:
+    """A get_inputs that reads values (the spmv equivalent's row lengths) fails on the meta device: the inputs
+    are drawn on the host and measured, the output left unknown, and the timing goes on as ever."""
+    site = torch_standin.write(tmp_path / "site")
+    module = tmp_path / "reads_values.py"
+    module.write_text(
+        torch_standin.PROBLEM.replace(
+            "def get_inputs(n, dtype):\n",
+            "def get_inputs(n, dtype):\n    if torch._device[0] == 'meta':\n"
+            "        raise NotImplementedError('reads a value')\n",
+        )
+    )
+    rc, lines = run(tmp_path, site, "--module", str(module), "--args", '{"n": 64, "dtype": "float32"}',
+                    "--trials", "2")  # fmt: skip
+    assert rc == 0, lines
+    doc = result(lines)
+    assert doc["sized"] == {"input_bytes": 256, "output_bytes": None, "weight_bytes": 0}
+    assert len(doc["variants"]["eager"]["samples_ms"]) == 2
+
+
 @pytest.mark.gpu
 def test_softmax_equivalent_on_the_gpu(tmp_path: Path) -> None:
     """The bundled softmax equivalent, small, through real torch on a real GPU: every variant timed or its
