@@ -85,13 +85,14 @@ def test_the_wheel_works_from_any_folder(tmp_path: Path) -> None:
     )  # fmt: skip
     assert dry.returncode == 0, dry.stderr
     assert "tasks (3): scan_00, scan_01, scan_02" in dry.stdout and not (elsewhere / "sessions").exists()
-    # the release's verdicts on the H200 ship as package data (engine/corpus/verdicts.py known_set)
+    # the release's verdicts on the H200 and the H100 ship as package data (engine/corpus/verdicts.py known_set)
     known = _run(
         [str(python), "-c", "from beavertui.engine.corpus import verdicts; "
-         "print(len(verdicts.known_set('nvidia_h200_sm_90_cuda_13_0')))"],
+         "print(len(verdicts.known_set('nvidia_h200_sm_90_cuda_13_0')), "
+         "len(verdicts.known_set('nvidia_h100_80gb_hbm3_sm_90_cuda_13_0')))"],
         elsewhere, env,
     )  # fmt: skip
-    assert known.returncode == 0 and int(known.stdout) == 208, known.stderr
+    assert known.returncode == 0 and known.stdout.split() == ["208", "64"], known.stderr
     # no key, no GPU: the demos run on the outcomes recorded with them, shipped in the wheel
     keyless = {k: v for k, v in env.items() if k not in ("OPENAI_API_KEY", "OPENAI_BASE_URL")}
     live = _run([exe, "live", "--demo", "--headless"], elsewhere, keyless)

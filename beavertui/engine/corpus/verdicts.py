@@ -9,7 +9,9 @@ which were never validated on this GPU (those still run). Nothing here builds or
 The package ships known sets (``known/<gpu slug>.json``): the CUDABeaver release's verdicts as validated on
 that GPU and toolkit, with each reference's measured run time. A task with no record in the cache takes its
 record from the known set, under the same hash checks, so a fresh machine of a known kind needs no
-validation run before a batch (``scripts/release_known_set.py`` makes the file).
+validation run before a batch (``scripts/release_known_set.py`` makes the file, from any stored verdicts of
+a GPU). A set may be partial (the H100's holds what one batch there checked): a task it lacks has no record,
+and a batch validates it on the run as on any GPU (validation/on_the_run.py).
 """
 
 from __future__ import annotations
@@ -95,7 +97,8 @@ KNOWN = Path(__file__).resolve().parent / "known"
 
 @functools.cache
 def known_set(gpu: str) -> dict[str, VerdictRecord]:
-    """The package's known verdicts on ``gpu`` by task id (empty for a GPU with no known set)."""
+    """The package's known verdicts on ``gpu`` by task id (empty for a GPU with no known set; only some
+    tasks for a partial one)."""
     try:
         docs = json.loads((KNOWN / f"{gpu}.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):

@@ -1,7 +1,7 @@
 """A correctness run's time limit follows from the task's reference run on this GPU (engine/corpus/run_limit.py).
 
 Real runs on the CPU fixture ``sleepy`` (tests/data/cpu, its own limit 10 s) under the local toolchain with a
-stand-in GPU signature, and the release's instances under the package's known set of the H200.
+stand-in GPU signature, and the release's instances under the package's known sets of the H200 and H100.
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ from beavertui.engine.toolchain.local import LocalConfig, LocalToolchain
 DATA = Path(__file__).resolve().parents[2] / "data"
 SIG = GpuSignature(slug="test_gpu_sm_90_cuda_13_0", name="Test GPU", compute_capability="9.0", cuda="13.0")
 H200 = "nvidia_h200_sm_90_cuda_13_0"
+H100 = "nvidia_h100_80gb_hbm3_sm_90_cuda_13_0"
 
 
 @pytest.fixture
@@ -83,6 +84,20 @@ def test_the_release_on_the_h200_takes_its_limits_from_the_known_set(tmp_path: P
     assert failing.seconds == 300.0 and "no reference run time" in failing.source
     flat = rl.run_limit(tasks["cuda_59__logic_error__501f0dd2"], H200, "flat", tmp_path / "cache")
     assert flat.seconds == 300.0 and "run_limit flat" in flat.source
+
+
+def test_the_release_on_the_h100_takes_its_limits_from_its_partial_known_set(tmp_path: Path) -> None:
+    """The H100 set (one release batch's own checks there) has cuda_127, whose reference ran 2.10 s on the
+    H100 (0.48 s on the H200), and not cuda_59: that one keeps the release's own 300 s until a batch checks it."""
+    with tarfile.open(DATA / "release_fresh" / "release_fresh.tar.gz") as tar:
+        tar.extractall(tmp_path, filter="data")
+    tasks = {t.id: t for t in load_corpus(tmp_path).tasks}
+    slow = rl.run_limit(tasks["cuda_127__compile_error__a7b4a675"], H100, "reference", tmp_path / "cache")
+    assert slow.seconds == pytest.approx(21.022) and "2.10 s on nvidia_h100" in slow.source
+    assert "known verdicts" in slow.source
+    assert rl.run_limit(tasks["cuda_127__compile_error__a7b4a675"], H200, "reference", tmp_path / "cache").seconds == 20.0
+    lacking = rl.run_limit(tasks["cuda_59__logic_error__501f0dd2"], H100, "reference", tmp_path / "cache")
+    assert lacking.seconds == 300.0 and "no reference run time known on nvidia_h100" in lacking.source
 
 
 def test_a_hung_candidate_costs_the_reference_limit_not_the_tasks(
