@@ -9,6 +9,9 @@
 # .release/prev (git-ignored): either its store.tgz as it came back (mkdir -p .release/prev && cp
 # FILES_AT/store.tgz .release/prev/) or its store/ folder. Carried, git-ignored: .release/a (the release
 # without cutlass; see scripts/gpu-release-timing.sh), .whl/ and, from the second call, .release/prev.
+# A compile-only search made ahead on a machine without a GPU (corpus minimize --oracle compile --store S,
+# the same nvcc) goes along as .release/prev/compile-only (S/compile-only): the judge then asks the GPU
+# about none of the candidates it found not to build (docs/analysis.md, Builds answered ahead).
 #
 # Results in $OUT:
 #   store/<gpu>/minimal_fixes.json          one entry per instance (status, verified, lines, speedup, why...)
@@ -35,9 +38,10 @@ TOTAL=${1:-540}
 mkdir -p "$OUT/store"
 if [ -f .release/prev/store.tgz ]; then  # the previous call's store.tgz, as it came back
   tar xzf .release/prev/store.tgz -C "$OUT" && log "previous store.tgz unpacked: $(find "$OUT/store" -name '*.jsonl' | wc -l) answer files"
-elif [ -d .release/prev ]; then  # or its store/ folder
-  cp -a .release/prev/. "$OUT/store/" && log "previous store merged: $(find .release/prev -name '*.jsonl' | wc -l) answer files"
 fi
+for folder in .release/prev/*/; do  # or its store/ folders, and the builds answered ahead (compile-only/)
+  [ -d "$folder" ] && cp -a "$folder" "$OUT/store/" && log "merged $folder: $(find "$folder" -name '*.jsonl' | wc -l) answer files"
+done
 # no oracle call starts in the last 100 s: the slowest instances' build, run and timing take up to a minute.
 # First every instance's hunk phase (at most half the time): each gets a fix 1-minimal over hunks, a scoring
 # target wherever a whole hunk of the reference could be left out; then the line phase in the time left.
@@ -57,6 +61,7 @@ log "minimize: rc $? ($(wc -l <"$OUT/minimize.jsonl") instances this call)"
 tail -1 "$W/minimize.log" | tee -a "$STEPS"
 for folder in "$OUT"/store/*/; do
   [ -f "$folder/minimal_fixes.json" ] || continue
+  [ "$(basename "$folder")" = compile-only ] && continue  # the builds answered ahead, not this GPU's fixes
   python3 scripts/minimal_fixes_figures.py "$folder" --tasks bench/release-cupti-tasks.txt >"$OUT/figures.md"
   python3 scripts/minimal_fixes_figures.py "$folder" --tasks bench/release-cupti-tasks.txt --json >"$OUT/figures.json"
 done

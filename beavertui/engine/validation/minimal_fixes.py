@@ -325,6 +325,7 @@ def search(
     d = minimal_search.diff(broken, reference)
     kept = store.answers(task, kind)
     screened = store.answers(task, "correct") if screen is not None else None
+    unbuilt = _unbuildable(task, store) if kind == "judge" else _UnBuildable(None)
 
     def asker(ask_oracle: Callable[[str], Answer], into: Answers) -> Callable[[str], bool]:
         def ask(code: str) -> bool:
@@ -342,7 +343,13 @@ def search(
             first = screened.get(code)
             if first is not None and not first.passed:
                 return False  # incorrect: fails the judge at any speed
-        return None
+        return False if unbuilt(code) else None
+
+    def known_correct(code: str) -> bool | None:
+        answer = screened.get(code) if screened is not None else None
+        if answer is not None:
+            return answer.passed
+        return False if unbuilt(code) else None
 
     calls_before = budget.calls
     extra = 0  # the screen's search: the judge's timing of what it ended with
@@ -351,7 +358,7 @@ def search(
             d,
             asker(screen, screened),
             budget,
-            known=lambda c: _passed(screened.get(c)),
+            known=known_correct,
             hunks_only=hunks_only,
         )
         timed_why = ""
@@ -387,6 +394,8 @@ def search(
     found = proper and minimal and final is not None and final.passed
     verified = kind == "judge" and found
     why = result.why
+    if unbuilt.used:
+        why += f"; {unbuilt.used} candidates failed by their kept compile-only build, not asked on the GPU"
     if result.status == "budget":
         why += "; run again to go on (the answers so far are kept)"
         if found:
@@ -413,8 +422,41 @@ def search(
     return outcome
 
 
-def _passed(answer: Answer | None) -> bool | None:
-    return None if answer is None else answer.passed
+BUILD_FAILURES = frozenset({"buildability", "integration"})
+"""The categories of a build that failed on the candidate's account (a compile or a link error): not a
+time limit, nor a header or library the machine lacks."""
+
+
+class _UnBuildable:
+    """Whether a candidate is known not to build from a compile-only search's kept answers (``corpus
+    minimize --oracle compile``, on any machine with the same compiler), so that the judge fails it without
+    the GPU: a candidate that does not build fails every oracle. Trusted only where that search built the
+    task's reference (its machine builds the task as the judge's does), and only for compile and link
+    errors. ``used`` counts the candidates it answered."""
+
+    def __init__(self, built: Answers | None) -> None:
+        self.built = built
+        self._answered: set[str] = set()
+        self._lock = threading.Lock()
+
+    @property
+    def used(self) -> int:
+        return len(self._answered)
+
+    def __call__(self, code: str) -> bool:
+        answer = self.built.get(code) if self.built is not None else None
+        if answer is None or answer.passed or answer.category not in BUILD_FAILURES:
+            return False
+        with self._lock:
+            self._answered.add(minimal_search.text_hash(code))
+        return True
+
+
+def _unbuildable(task: Task, store: Store) -> _UnBuildable:
+    built = Store(store.folder.parent, COMPILE_GPU, store.gate).answers(task, "compile")
+    reference = task.reference()
+    answer = built.get(reference) if reference is not None else None
+    return _UnBuildable(built if answer is not None and answer.passed else None)
 
 
 def _below(answer: Answer, gate: float) -> str:

@@ -261,3 +261,63 @@ def test_a_correct_set_below_the_gate_is_searched_again_by_the_judge(cache: Path
     assert wrong and not wrong & set(timed)  # nothing the screen found incorrect was timed
     assert wrong & set(judge_only)  # which the judge alone asks about (and times where it is correct)
     assert len(set(timed)) == len(timed)
+
+
+def _builds(calls: list[str], reference_builds: bool = True) -> object:
+    """A compile-only oracle built for these tests: the broken predicate is taken as a compile error."""
+
+    def ask(code: str) -> mf.Answer:
+        calls.append(code)
+        ok = "return x > threshold" not in code and (reference_builds or "return x < 0;" not in code)
+        return mf.Answer(ok, "passed" if ok else "buildability", None, None, "", 0.2)
+
+    return ask
+
+
+def test_candidates_a_compile_only_search_kept_as_unbuildable_are_not_asked_on_the_gpu(cache: Path) -> None:
+    t = task()
+    root = fixes.store_roots()[0]
+    built: list[str] = []
+    mf.search(t, _builds(built), "compile", mf.Store(root, mf.COMPILE_GPU, 0.7), Budget(), None)  # type: ignore[arg-type]
+    unbuildable = {c for c in built if "return x > threshold" in c}
+    assert unbuildable and t.reference() in built  # type: ignore[attr-defined]
+    screened: list[str] = []
+    timed: list[str] = []
+    store = mf.Store(root, H200, 0.7)
+    out = mf.search(t, _judge(timed, None), "judge", store, Budget(), H200, screen=oracle(screened))  # type: ignore[arg-type]
+    # the same fix as a search that asks everything, with none of the unbuildable candidates asked
+    alone: list[str] = []
+    same = mf.search(
+        t,
+        _judge([], None),
+        "judge",
+        mf.Store(cache / "alone", H200, 0.7),
+        Budget(),
+        H200,
+        screen=oracle(alone),
+    )  # type: ignore[arg-type]
+    assert out.fix == same.fix and out.verified and out.lines == 2
+    assert not unbuildable & set(screened + timed) and unbuildable & set(alone)
+    assert len(screened) < len(alone)
+    saved = len(set(alone) & unbuildable)
+    assert f"{saved} candidates failed by their kept compile-only build, not asked on the GPU" in out.why
+
+
+def test_compile_only_answers_are_not_trusted_where_the_reference_did_not_build(cache: Path) -> None:
+    t = task()
+    root = fixes.store_roots()[0]
+    built: list[str] = []
+    mf.search(
+        t,
+        _builds(built, reference_builds=False),
+        "compile",
+        mf.Store(root, mf.COMPILE_GPU, 0.7),
+        Budget(),
+        None,
+    )  # type: ignore[arg-type]
+    screened: list[str] = []
+    out = mf.search(
+        t, _judge([], None), "judge", mf.Store(root, H200, 0.7), Budget(), H200, screen=oracle(screened)
+    )  # type: ignore[arg-type]
+    assert out.verified and "compile-only build" not in out.why
+    assert {c for c in built if "return x > threshold" in c} & set(screened)  # asked on the GPU after all
