@@ -115,3 +115,23 @@ def test_the_named_baselines_on_the_h100(tmp_path: Path) -> None:
     assert "32 of 62 tasks stored" in kb_run
     log = (tmp_path / "bl" / "kernelbench.log").read_text(encoding="utf-8")
     assert log.count("not timed again alone within the time budget") == 24
+
+
+def test_the_committed_h100_baselines_render_the_table_docs_analysis_shows(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from beavertui.cli import main
+
+    slug = "nvidia_h100_80gb_hbm3_sm_90_cuda_13_0"
+    assert main(["corpus", "baselines", "--table", "--gpu-slug", slug, "--format", "md"]) == 0
+    out = capsys.readouterr().out
+    assert "41 tasks, 38 with eager, torch.compile (both modes) and CUDA Graph times" in out
+    table = [line for line in out.splitlines() if line.startswith("|")]
+    docs = (ROOT / "docs" / "analysis.md").read_text(encoding="utf-8")
+    assert len(table) == 43 and "\n".join(table) in docs
+    # the sets are the ones this call stored on the GPU, unchanged
+    with tarfile.open(DATA / "baselines" / "baselines.tgz") as tar:
+        for member in tar.getmembers():
+            if member.name.startswith("corpus/") and member.isfile():
+                data = tar.extractfile(member)
+                assert data is not None and (ROOT / member.name).read_bytes() == data.read(), member.name
