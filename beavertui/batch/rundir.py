@@ -24,7 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from beavertui.batch.protocol_file import ModelSpec
 from beavertui.engine.errors import BeaverError
-from beavertui.engine.fileio import PARTIAL_SUFFIX, slug, walk, write_atomic
+from beavertui.engine.fileio import PARTIAL_SUFFIX, append_line, slug, walk, write_atomic
 from beavertui.engine.session.protocol import Protocol, with_legacy_gate
 from beavertui.engine.session.redaction import redact_fields, without_userinfo
 
@@ -307,28 +307,13 @@ def storage_error(exc: OSError) -> StorageError | None:
 
 
 def log_infra(run_dir: Path, record: dict[str, Any]) -> None:
-    """Append one infrastructure failure to infra.jsonl (``append_line``)."""
-    append_line(run_dir / INFRA_LOG, {"t": time.time(), **record})
+    """Append one infrastructure failure to infra.jsonl, one whole line (fileio.append_line)."""
+    append_line(run_dir / INFRA_LOG, json.dumps({"t": time.time(), **record}))
 
 
 def log_stage(run_dir: Path, record: dict[str, Any]) -> None:
-    """Append one stage's wait and hold to stages.jsonl (``append_line``; the fields: placement.py)."""
-    append_line(run_dir / STAGE_LOG, record)
-
-
-def append_line(path: Path, record: dict[str, Any]) -> None:
-    """Append ``record`` to the JSON Lines file ``path``, as one write of one whole line.
-
-    A line torn by a killed run is ended first, so it never swallows the record written after it.
-    """
-    line = (json.dumps(record) + "\n").encode("utf-8")
-    with path.open("ab") as fh:
-        if fh.tell() > 0:
-            with path.open("rb") as tail:
-                tail.seek(-1, os.SEEK_END)
-                if tail.read(1) != b"\n":
-                    line = b"\n" + line
-        fh.write(line)
+    """Append one stage's wait and hold to stages.jsonl, one whole line (the fields: placement.py)."""
+    append_line(run_dir / STAGE_LOG, json.dumps(record))
 
 
 def read_infra(run_dir: Path) -> list[dict[str, Any]]:
