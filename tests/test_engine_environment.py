@@ -42,8 +42,7 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("timing/kernelbench_driver.py", "_wait_for_go"): "a separate process setting its own environment",
     # Which GPUs this process sees is what the CUDA runtime of every child will see: a Ray worker sets it per
     # task, so it is read where the GPUs are listed, not carried in options.
-    ("host/gpu.py", "gpu_signature"): "CUDA_VISIBLE_DEVICES, the process's own GPU view",
-    ("host/gpu.py", "memory_total_bytes"): "CUDA_VISIBLE_DEVICES, the process's own GPU view",
+    ("host/gpu.py", "_first_visible"): "CUDA_VISIBLE_DEVICES, the process's own GPU view",
     ("host/gpu.py", "visible_gpus"): "CUDA_VISIBLE_DEVICES, the process's own GPU view",
     # Where the CUDA toolkit is (CUDA_HOME, CUDA_PATH): the toolkit's own convention, as nvcc and torch read it.
     ("host/gpu.py", "cuda_root"): "CUDA_HOME / CUDA_PATH, the toolkit's convention",

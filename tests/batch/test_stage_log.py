@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import sys
 import threading
 import time
 from functools import partial
@@ -24,7 +25,11 @@ from beavertui.engine.errors import ToolchainError
 from beavertui.engine.stage.stages import StageConfig
 from beavertui.engine.toolchain.base import AttemptOptions
 
-CORPUS = Path(__file__).resolve().parents[2] / "tests" / "data" / "recorded"
+ROOT = Path(__file__).resolve().parents[2]
+CORPUS = ROOT / "tests" / "data" / "recorded"
+sys.path.insert(0, str(ROOT / "bench"))
+
+import stage_log_bench  # noqa: E402
 
 
 def _log(run_dir: Path) -> list[dict[str, Any]]:
@@ -93,17 +98,6 @@ def test_a_real_attempt_logs_its_build_then_its_run(tmp_path: Path) -> None:
     assert all(e["gpu"] == "0" for e in _log(tmp_path) if e["stage"] == "run")
 
 
-def _bench() -> Any:
-    import importlib.util
-
-    root = Path(__file__).resolve().parents[2]
-    spec = importlib.util.spec_from_file_location("stage_log_bench", root / "bench" / "stage_log_bench.py")
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
 def test_the_summary_splits_a_timing_wait_by_what_held_the_gpu(tmp_path: Path) -> None:
     # one GPU, times set by hand: a sanitizer run 0-10 s, a correctness run 2-4 s beside it, a timing asked at
     # 3 s and granted at 12 s (the GPU idle 10-12 s while it waited), a build that came from the cache
@@ -115,11 +109,11 @@ def test_the_summary_splits_a_timing_wait_by_what_held_the_gpu(tmp_path: Path) -
         {"stage": "run", "task": "c", "rank": 2, "asked": 13.0, "ended": 15.0},  # cut while it waited
     ]:
         log_stage(tmp_path, e)
-    d = _bench().summary(tmp_path)
+    d = stage_log_bench.summary(tmp_path)
     assert d["span_s"] == 15.0
     assert d["stages"]["timing"]["wait_max_s"] == 9.0 and d["stages"]["run"]["never_granted"] == 1
     assert d["stages"]["build"]["cached"] == 1
     assert d["gpus"]["0"] == {"instrumented": 10.0, "idle, stages waiting": 3.0, "exclusive": 2.0}
     # of the timing's 9 s wait: 7 s behind the sanitizer run, 2 s with the GPU idle
     assert d["timing_waits_s"] == {"instrumented": 7.0, "idle, stages waiting": 2.0}
-    assert "timing stages waited behind: instrumented 7.0 s" in _bench().render(d)
+    assert "timing stages waited behind: instrumented 7.0 s" in stage_log_bench.render(d)

@@ -82,20 +82,27 @@ def parse_smi(line: str, cuda: str) -> GpuSignature:
     )
 
 
-@cache
-def gpu_signature() -> GpuSignature | None:
-    """Signature of the first visible GPU (honours CUDA_VISIBLE_DEVICES when it is one index)."""
+def _first_visible(fields: str, *options: str) -> str | None:
+    """nvidia-smi's line of ``fields`` for the first visible GPU (the one index CUDA_VISIBLE_DEVICES names,
+    when it names one); None when nvidia-smi is missing or says nothing."""
     if shutil.which("nvidia-smi") is None:
         return None
-    cmd = ["nvidia-smi", "--query-gpu=name,compute_cap,driver_version", "--format=csv,noheader"]
+    cmd = ["nvidia-smi", f"--query-gpu={fields}", *options]
     visible = os.environ.get("CUDA_VISIBLE_DEVICES", "").strip()
     if visible.isdigit():
         cmd.append(f"--id={visible}")
     out = _run(cmd)
-    if not out or not out.strip():
+    return out.strip().splitlines()[0].strip() if out and out.strip() else None
+
+
+@cache
+def gpu_signature() -> GpuSignature | None:
+    """Signature of the first visible GPU (honours CUDA_VISIBLE_DEVICES when it is one index)."""
+    line = _first_visible("name,compute_cap,driver_version", "--format=csv,noheader")
+    if line is None:
         return None
     try:
-        return parse_smi(out.strip().splitlines()[0], nvcc_version() or "0.0")
+        return parse_smi(line, nvcc_version() or "0.0")
     except ValueError:
         return None
 
@@ -103,15 +110,8 @@ def gpu_signature() -> GpuSignature | None:
 def memory_total_bytes() -> int | None:
     """The total memory of the first visible GPU (as gpu_signature picks it), bytes, as nvidia-smi reports
     it (``memory.total``, MiB); None when nvidia-smi cannot tell."""
-    if shutil.which("nvidia-smi") is None:
-        return None
-    cmd = ["nvidia-smi", "--query-gpu=memory.total", "--format=csv,noheader,nounits"]
-    visible = os.environ.get("CUDA_VISIBLE_DEVICES", "").strip()
-    if visible.isdigit():
-        cmd.append(f"--id={visible}")
-    out = _run(cmd)
-    first = out.strip().splitlines()[0].strip() if out and out.strip() else ""
-    return int(first) << 20 if first.isdigit() else None
+    line = _first_visible("memory.total", "--format=csv,noheader,nounits")
+    return int(line) << 20 if line is not None and line.isdigit() else None
 
 
 def clocks() -> str:
