@@ -427,6 +427,7 @@ def summarize(a: argparse.Namespace) -> int:
                 "max_cv": max(cvs),
                 "speedups": [min(sps), max(sps)],
                 "median_runs": _median([float(v["runs"]) for v in got if v.get("runs")]),
+                "sum_wall_s": round(sum(walls), 1),
             }
             lines.append(
                 f"| {mode} | {fam} | {len(got)} | {per[fam]['median_wall_s']:.2f} s | {max(walls):.2f} s | "
@@ -463,6 +464,13 @@ def summarize(a: argparse.Namespace) -> int:
             "tasks": n, "timed": len(walls), "at_most_target": under, "median_of_all": verdict,
         }  # fmt: skip
         out.setdefault("median_of_all_between_s", {})[mode] = bounds
+        if walls:
+            # every stage holds the GPU alone: one GPU times these tasks in no less than their sum
+            out.setdefault("held_alone_s", {})[mode] = {"timed": len(walls), "sum": round(sum(walls), 1)}
+            lines.append(
+                f"\nmode {mode}: the {len(walls)} stages timed held the GPU alone {sum(walls):.1f} s in all, "
+                "the least time one GPU takes to time them"
+            )
         if walls:
             lines.append(
                 f"\nmode {mode}: {len(walls)} of {n} tasks timed, {under} in {a.target_s:g} s or less: the median "

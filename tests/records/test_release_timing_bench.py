@@ -370,6 +370,13 @@ def _cuda_216_timed_ahead_completes_the_cupti_set(tmp_path: Path) -> None:
     assert s["target"]["off"] == {"tasks": 65, "timed": 65, "at_most_target": 30, "median_of_all": "> 3 s"}
     assert s["modes"]["off"]["all"]["median_wall_s"] == 3.22 and s["paired"]["tasks"] == 65
     assert s["left_out"] == {}
+    # every stage holds the GPU alone: one H200 times the 65 in no less than their sum, over 300 s
+    assert s["held_alone_s"]["on"] == {
+        "timed": 65,
+        "sum": pytest.approx(sum(v["wall_s"] for v in on.values()), abs=0.05),
+    }
+    assert s["held_alone_s"] == {"on": {"timed": 65, "sum": 412.2}, "off": {"timed": 65, "sum": 431.1}}
+    assert "the 65 stages timed held the GPU alone 412.2 s in all" in text
 
 
 def test_a_later_folder_adds_a_mode_without_losing_the_earlier_ones() -> None:
