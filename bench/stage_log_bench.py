@@ -11,6 +11,7 @@ what a timing needs) on CPU slots; ``run``, ``alone``, ``sanitize``, ``profile``
 - per GPU, the run's span split by what held the GPU: a timing (or a run alone for its memory), a sanitizer or
   profiler run (with or without runs beside it), correctness runs only, or nothing, and of that nothing how
   long a GPU stage was waiting meanwhile (time the schedule lost);
+- how long some build waited for a slot (a new session starts only while none does);
 - the timing stages' waits split the same way by what held their GPU while they waited (with one GPU, the
   GPU; with several, the one they were granted).
 
@@ -125,9 +126,22 @@ def summary(run_dir: Path) -> dict[str, Any]:
             ):
                 for s, v in _overlap(spans, e["asked"], e.get("began", end)).items():
                     timing_waits[s] += v
+    # a session starts only while no build waits for a slot (batch/admission.py): how long one waited
+    build_waits = sorted(
+        (e["asked"], e.get("began", end)) for e in entries if e["stage"] in ("build", "prepare")
+    )
+    waited, reach = 0.0, None
+    for a, b in build_waits:
+        if reach is None or a > reach:
+            waited += b - a
+            reach = b
+        elif b > reach:
+            waited += b - reach
+            reach = b
     return {
         "run": str(run_dir),
         "span_s": round(end - start, 1),
+        "build_waiting_s": round(waited, 1),
         "stages": kinds,
         "gpus": per_gpu,
         "timing_waits_s": {s: round(v, 1) for s, v in timing_waits.items()},
@@ -146,6 +160,10 @@ def render(d: dict[str, Any]) -> str:
             f"{stage:<13}{k['n']:>3}{k['never_granted']:>7}{med:>10}{k['hold_sum_s']:>9.1f} s{wmed:>11}{wmax:>11}"
             + extra
         )
+    lines.append(
+        f"a build waited for a slot {d['build_waiting_s']:.1f} s of the {d['span_s']} s"
+        " (no session starts meanwhile)"
+    )
     for gpu, split in d["gpus"].items():
         parts = ", ".join(f"{s} {split[s]:.1f} s" for s in STATES if s in split)
         lines.append(f"GPU {gpu}: {parts}")

@@ -107,12 +107,13 @@ def test_the_summary_splits_a_timing_wait_by_what_held_the_gpu(tmp_path: Path) -
         {"stage": "timing", "task": "b", "gpu": "0", "asked": 3.0, "began": 12.0, "ended": 14.0},
         {"stage": "build", "task": "c", "rank": 2, "asked": 1.0, "began": 1.5, "ended": 1.6, "cached": True},
         {"stage": "run", "task": "c", "rank": 2, "asked": 13.0, "ended": 15.0},  # cut while it waited
+        {"stage": "prepare", "task": "b", "asked": 1.2, "began": 2.0, "ended": 2.5},  # its wait overlaps c's
     ]:
         log_stage(tmp_path, e)
     d = stage_log_bench.summary(tmp_path)
     assert d["span_s"] == 15.0
     assert d["stages"]["timing"]["wait_max_s"] == 9.0 and d["stages"]["run"]["never_granted"] == 1
-    assert d["stages"]["build"]["cached"] == 1
+    assert d["stages"]["build"]["cached"] == 1 and d["build_waiting_s"] == 1.0
     assert d["gpus"]["0"] == {"instrumented": 10.0, "idle, stages waiting": 3.0, "exclusive": 2.0}
     # of the timing's 9 s wait: 7 s behind the sanitizer run, 2 s with the GPU idle
     assert d["timing_waits_s"] == {"instrumented": 7.0, "idle, stages waiting": 2.0}
