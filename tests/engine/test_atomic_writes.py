@@ -47,7 +47,10 @@ ALLOWED = {
     ("engine/judge/harness_proof.py", "_build"): "the proof library's source in a temporary folder",
     ("tui/live.py", "LiveScreen._open_editor"): "a temporary file handed to the user's editor",
     ("engine/toolchain/local.py", "LocalToolchain._ncu"): "a temporary file name for ncu's own CSV",
-    ("engine/validation/baselines_record.py", "record"): "drivers' admit and go signals in a temporary folder",
+    (
+        "engine/validation/baselines_record.py",
+        "record",
+    ): "drivers' admit and go signals in a temporary folder",
     ("engine/validation/baselines_record.py", "_start"): "a driver's log in a temporary folder",
 }
 
