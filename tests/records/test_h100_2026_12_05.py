@@ -61,6 +61,9 @@ def test_sessions_started_in_three_waves_while_timing_held_the_gpu_224_s(lane: P
     walls = sorted(t.result.wall_s or 0.0 for t in timings)
     assert len(walls) == 35 and sum(walls) == pytest.approx(223.7, abs=0.1)
     assert [round(w, 1) for w in walls[-6:]] == [8.0, 21.3, 24.8, 29.1, 30.9, 33.3]
+    # the five longest at 3 runs a side, cuda_20 (8.0 s) at 5
+    longest = sorted(timings, key=lambda t: t.result.wall_s or 0.0)[-6:]
+    assert [t.result.runs for t in longest] == [5, 3, 3, 3, 3, 3]
     stopped = [
         int(m.group(1)) for t in timings if (m := re.search(r"(\d+) builds? stopped", t.result.note or ""))
     ]
@@ -94,6 +97,17 @@ def test_kernelbench_on_the_fresh_h100_finished_2_sessions(tmp_path: Path) -> No
     sessions = _sessions(run / "sessions" / "kernelbench")
     waiting = [h for h, ev in sessions if not any(isinstance(e, Request) for e in ev)]
     assert len(waiting) == 32  # at their start checks until the stop
+    t0 = min(h.t for h, _ in sessions)
+    assert sum(h.t - t0 < 1.0 for h in waiting) == 30  # 30 of them from the start, the whole 509 s
+    first_turn = {
+        h.task.id.split("__")[0]: next(e.t for e in ev if isinstance(e, Request)) - t0
+        for h, ev in sessions
+        if any(isinstance(e, Request) for e in ev)
+    }
+    assert {k: round(v) for k, v in first_turn.items()} == {
+        "kernelbench_level1_58": 82,
+        "kernelbench_level1_16": 149,
+    }
     ends = [ev[-1] for _, ev in sessions if ev and isinstance(ev[-1], SessionEnd)]
     assert sorted(round(e.best_speedup or 0, 2) for e in ends if e.success) == [1.0, 1.0]
     said = (run / "kernelbench.log").read_text(encoding="utf-8")

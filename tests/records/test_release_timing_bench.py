@@ -377,6 +377,10 @@ def _cuda_216_timed_ahead_completes_the_cupti_set(tmp_path: Path) -> None:
     }
     assert s["held_alone_s"] == {"on": {"timed": 65, "sum": 412.2}, "off": {"timed": 65, "sum": 431.1}}
     assert "the 65 stages timed held the GPU alone 412.2 s in all" in text
+    # eight long tasks take 20.7 to 35.6 s each ahead, all at 3 runs a side
+    long = sorted((v["wall_s"], v["runs"]) for v in on.values() if v["wall_s"] > 20.0)
+    assert len(long) == 8 and {r for _, r in long} == {3}
+    assert (round(long[0][0], 1), round(long[-1][0], 1)) == (20.7, 35.6)
 
 
 def test_a_later_folder_adds_a_mode_without_losing_the_earlier_ones() -> None:
