@@ -9,8 +9,8 @@ build slots stop builds for timing, BuildSlots.stop_for_timing, the other sessio
 the measurement too). What runs and how it is judged are LocalToolchain's, as in every mode; this module only
 says where and when, and tells ``on_stage`` (the run's stage log, rundir.log_stage) of every stage it placed:
 its task, what it was (``build``, ``prepare``: a build slot for what a timing needs; ``run``, ``alone``,
-``sanitize``, ``profile``, ``timing``, ``timing_memory``: a GPU hold), the GPU, the session's rank (none for
-the timing lane's stages) and when it was asked for, granted and given back (epoch seconds, as session
+``sanitize``, ``profile``, ``timing``, ``timing_memory``: a GPU hold), the GPU, the session's rank
+(rank.LANE_RANK, -1, for the timing lane's stages; none outside a batch's threads) and when it was asked for, granted and given back (epoch seconds, as session
 events). ``ScheduledToolchain`` wraps any other toolchain (recorded, remote) and gates its whole
 run phase on a GPU slot.
 """

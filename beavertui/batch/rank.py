@@ -13,6 +13,11 @@ from typing import Protocol
 #: The rank of the session whose stages run in this thread (lower: started earlier, served first).
 SESSION_RANK: contextvars.ContextVar[int | None] = contextvars.ContextVar("beaver_session_rank", default=None)
 
+#: The rank of the timing lane's stages (timing_lane.py): before every session's. A lane's timing is the last
+#: step of a session whose loop has ended, and what it builds first (on a build slot) keeps the GPU's timing
+#: holds coming; behind the sessions' builds it waited, with the GPU free of timing, while new sessions built.
+LANE_RANK = -1
+
 _SEQ = itertools.count()
 
 

@@ -7,7 +7,8 @@ toolchain (``time_later``: the candidate rebuilt from the compile cache, timed h
 timing stage is), and appends the timing to the session file (engine/session/late.py: once, resume-safe).
 ``WORKERS_PER_GPU`` workers per GPU: a timing holds its GPU alone, but what it builds first (the candidate
 again, the reference, a driver started up to its go) runs on a build slot, so while one worker holds the
-GPU the others prepare the next timings. What is pending is read from the files, so a batch resumed after a
+GPU the others prepare the next timings. The lane's stages come before every session's at the build slots
+and the GPUs (``LANE_RANK``). What is pending is read from the files, so a batch resumed after a
 kill times what its lane had not appended; a timing the machine failed stays pending for the next resume.
 """
 
@@ -18,6 +19,7 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 
+from beavertui.batch.rank import LANE_RANK, SESSION_RANK
 from beavertui.engine.corpus.task import Task
 from beavertui.engine.errors import BeaverError
 from beavertui.engine.session.events import InfraError, SessionEnd, Timed, Verdict
@@ -85,6 +87,7 @@ class TimingLane:
             t.join()
 
     def _work(self) -> None:
+        SESSION_RANK.set(LANE_RANK)  # served before every session at the build slots and the GPUs
         while True:
             item = self._queue.get()
             if item is None:

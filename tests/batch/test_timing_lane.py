@@ -196,3 +196,46 @@ def test_the_lane_prepares_several_timings_per_gpu_side_by_side(
     assert seen == {"calls": 10, "held": 0, "most_held": 1}
     ends = [end for _e, end in _sessions(fresh / "runs" / "side").values()]
     assert len(ends) == 10 and all(end.timing_pending == 0 and end.success for end in ends)
+
+
+def test_the_lane_s_stages_come_before_every_session_s_at_the_build_slots() -> None:
+    """A lane timing is the last step of a finished session: what it builds before its hold is served before
+    the builds of sessions still in their loops (on a fresh H100 the first timing waited 31.8 s with no timing
+    stage running while new sessions built their start checks)."""
+    from beavertui.batch.build_slots import BuildSlots
+    from beavertui.batch.rank import LANE_RANK, SESSION_RANK
+    from beavertui.batch.timing_lane import TimingLane
+
+    builds = BuildSlots(1)
+    order: list[str] = []
+    busy, queued = threading.Event(), threading.Event()
+
+    class Lane(TimingLane):
+        def _time(self, path: Path, iteration: int) -> SessionEnd | None:
+            order.append(f"lane asked at rank {SESSION_RANK.get()}")
+            with builds.hold():  # as a timing's build before its hold
+                order.append("lane built")
+            return None
+
+    def session(rank: int) -> None:
+        SESSION_RANK.set(rank)
+        with builds.hold():
+            order.append(f"session {rank} built")
+            if rank == 0:
+                busy.set()
+                assert queued.wait(10)
+
+    first = threading.Thread(target=session, args=(0,))
+    first.start()
+    assert busy.wait(10)
+    later = threading.Thread(target=session, args=(1,))
+    later.start()
+    assert builds.wait_queued(1, 10)  # a newer session's build waits for the slot
+    lane = Lane(RecordedToolchain({}), {}, workers=1)
+    lane._queue.put((Path("session.jsonl"), 2))
+    assert builds.wait_queued(2, 10)
+    queued.set()
+    first.join()
+    later.join()
+    lane.close()
+    assert order == ["session 0 built", f"lane asked at rank {LANE_RANK}", "lane built", "session 1 built"]
