@@ -427,7 +427,6 @@ def summarize(a: argparse.Namespace) -> int:
                 "max_cv": max(cvs),
                 "speedups": [min(sps), max(sps)],
                 "median_runs": _median([float(v["runs"]) for v in got if v.get("runs")]),
-                "sum_wall_s": round(sum(walls), 1),
             }
             lines.append(
                 f"| {mode} | {fam} | {len(got)} | {per[fam]['median_wall_s']:.2f} s | {max(walls):.2f} s | "

@@ -23,9 +23,15 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
+import sys
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+# the bench beside it: one union of time spans for both
+from release_lane_bench import _union
 
 GPU_STAGES = ("run", "alone", "sanitize", "profile", "timing", "timing_memory")
 EXCLUSIVE = ("timing", "timing_memory", "alone")
@@ -127,17 +133,8 @@ def summary(run_dir: Path) -> dict[str, Any]:
                 for s, v in _overlap(spans, e["asked"], e.get("began", end)).items():
                     timing_waits[s] += v
     # a session starts only while no build waits for a slot (batch/admission.py): how long one waited
-    build_waits = sorted(
-        (e["asked"], e.get("began", end)) for e in entries if e["stage"] in ("build", "prepare")
-    )
-    waited, reach = 0.0, None
-    for a, b in build_waits:
-        if reach is None or a > reach:
-            waited += b - a
-            reach = b
-        elif b > reach:
-            waited += b - reach
-            reach = b
+    build_waits = [(e["asked"], e.get("began", end)) for e in entries if e["stage"] in ("build", "prepare")]
+    waited = sum(b - a for a, b in _union(build_waits))
     return {
         "run": str(run_dir),
         "span_s": round(end - start, 1),

@@ -10,9 +10,9 @@ the measurement too). What runs and how it is judged are LocalToolchain's, as in
 says where and when, and tells ``on_stage`` (the run's stage log, rundir.log_stage) of every stage it placed:
 its task, what it was (``build``, ``prepare``: a build slot for what a timing needs; ``run``, ``alone``,
 ``sanitize``, ``profile``, ``timing``, ``timing_memory``: a GPU hold), the GPU, the session's rank
-(rank.LANE_RANK, -1, for the timing lane's stages; none outside a batch's threads) and when it was asked for, granted and given back (epoch seconds, as session
-events). ``ScheduledToolchain`` wraps any other toolchain (recorded, remote) and gates its whole
-run phase on a GPU slot.
+(rank.LANE_RANK, -1, for the timing lane's stages; none outside a batch's threads) and when it was asked
+for, granted and given back (epoch seconds, as session events). ``ScheduledToolchain`` wraps any other
+toolchain (recorded, remote) and gates its whole run phase on a GPU slot.
 """
 
 from __future__ import annotations

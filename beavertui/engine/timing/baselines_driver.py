@@ -37,9 +37,9 @@ caller admits it to the GPU when its memory fits beside the drivers already ther
 One line is printed: ``BEAVER_BASELINES {json}`` with ``variants`` (per name ``samples_ms`` or ``error``,
 and ``max_abs_diff``), ``torch``, ``device``, ``trials``, ``warmup``, ``flush_bytes``, ``style``, ``sized``
 (the sizes above), ``peak_reserved_bytes`` (``torch.cuda.max_memory_reserved()`` at the end: the most GPU
-memory its allocator held, the CUDA context not counted) and ``phases_s`` (host seconds of each phase). When nothing can be timed at all (torch is not importable, no GPU
-is visible, FILE fails to load), the line carries only ``error`` (one line saying why) and ``skip``, and the
-exit status is 3.
+memory its allocator held, the CUDA context not counted) and ``phases_s`` (host seconds of each phase).
+When nothing can be timed at all (torch is not importable, no GPU is visible, FILE fails to load), the line
+carries only ``error`` (one line saying why) and ``skip``, and the exit status is 3.
 
 With ``--go-file``, every variant is built and warmed up first, ``BEAVER_BASELINES_READY`` is printed, and the
 trials wait until PATH exists (at most ``--go-timeout`` seconds): several drivers compile side by side while
