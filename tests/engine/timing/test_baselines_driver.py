@@ -46,6 +46,14 @@ def problem(tmp: Path) -> Path:
     return p
 
 
+def _wait_for(marker: str, out: Path, proc: subprocess.Popen[bytes]) -> None:
+    """Until the driver printed ``marker`` (it must not end first, nor take a minute)."""
+    deadline = time.monotonic() + 60
+    while marker not in out.read_text():
+        assert proc.poll() is None and time.monotonic() < deadline, out.read_text()
+        time.sleep(0.02)
+
+
 def test_without_torch_one_line_says_why(tmp_path: Path) -> None:
     blocked = torch_standin.block(tmp_path / "site")
     rc, lines = run(tmp_path, blocked, "--module", str(problem(tmp_path)), "--args", '{"n": 4, "dtype": "x"}')
@@ -122,10 +130,7 @@ def test_waits_for_its_go_after_warming_up(tmp_path: Path) -> None:
             stdout=fh, stderr=subprocess.STDOUT, env={**os.environ, "PYTHONPATH": str(site)}, cwd=tmp_path,
         )  # fmt: skip
     try:
-        deadline = time.monotonic() + 60
-        while "BEAVER_BASELINES_READY" not in out.read_text():
-            assert proc.poll() is None and time.monotonic() < deadline, out.read_text()
-            time.sleep(0.02)
+        _wait_for("BEAVER_BASELINES_READY", out, proc)
         assert TAG not in out.read_text()  # nothing timed before the go
         assert proc.poll() is None
         go.write_text("go\n")
@@ -156,18 +161,13 @@ def test_sizes_what_it_will_hold_and_waits_for_its_admission_before_touching_the
             stdout=fh, stderr=subprocess.STDOUT, env=env, cwd=tmp_path,
         )  # fmt: skip
     try:
-        deadline = time.monotonic() + 60
-        while "BEAVER_BASELINES_SIZED" not in out.read_text():
-            assert proc.poll() is None and time.monotonic() < deadline, out.read_text()
-            time.sleep(0.02)
+        _wait_for("BEAVER_BASELINES_SIZED", out, proc)
         (line,) = [ln for ln in out.read_text().splitlines() if ln.startswith("BEAVER_BASELINES_SIZED ")]
         sized = json.loads(line.split(" ", 1)[1])
         assert sized == {"input_bytes": 4 << 20, "output_bytes": 4 << 20, "weight_bytes": 0}
         assert proc.poll() is None and not ledger.exists()  # waiting, nothing held on the GPU
         admit.write_text("admitted\n")
-        while "BEAVER_BASELINES_READY" not in out.read_text():
-            assert proc.poll() is None and time.monotonic() < deadline, out.read_text()
-            time.sleep(0.02)
+        _wait_for("BEAVER_BASELINES_READY", out, proc)
         go.write_text("go\n")
         assert proc.wait(timeout=60) == 0
     finally:
