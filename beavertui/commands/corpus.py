@@ -181,6 +181,12 @@ def register(sub: Any) -> None:
         help="judge: time every correct candidate (default: search for correctness and time what the search "
         "ends with, searching again at the gate only when that is too slow)",
     )  # fmt: skip
+    mi.add_argument(
+        "--replay", default=None, metavar="SLUG",
+        help="judge: search again over the answers a GPU with this signature kept in the store, asking no "
+        "oracle and needing no GPU; rewrites the store's record as the searches stand (e.g. a store brought "
+        "back from a GPU machine)",
+    )  # fmt: skip
     mi.add_argument("--json", action="store_true", help="one JSON object per task on standard output")
     mi.add_argument(
         "--dry-run", action="store_true",
@@ -367,15 +373,23 @@ def _minimize(args: argparse.Namespace) -> int:
         corpus=args.corpus or default_corpus(), tasks=pats, oracle=args.oracle, gate=args.gate,
         max_calls=args.max_calls, budget_s=args.budget_s, workers=args.workers, gpu=args.gpu, store=args.store,
         gpu_jobs=args.gpu_jobs, hunks_only=args.hunks_only, screen=not args.time_every_candidate,
+        replay=args.replay is not None,
     )  # fmt: skip
-    gpu = gpu_signature() if args.oracle == "judge" else None
-    the_plan = plan(options, gpu.slug if gpu is not None else None)
+    if args.replay is not None and args.oracle != "judge":
+        raise BeaverError("--replay replays a judge search's kept answers: it takes no --oracle compile")
+    if args.replay is not None:
+        slug: str | None = args.replay
+    else:
+        gpu = gpu_signature() if args.oracle == "judge" else None
+        slug = gpu.slug if gpu is not None else None
+    the_plan = plan(options, slug)
     for task_id, why in sorted(the_plan.skipped.items()):
         print(f"skipped {task_id}: {why}", file=sys.stderr)
     if args.dry_run:
         return _minimize_plan(the_plan)
+    how = "replaying the kept answers of" if args.replay is not None else "searching"
     print(
-        f"searching {len(the_plan.tasks)} task(s) with the {args.oracle} oracle, into {the_plan.store / str(the_plan.gpu)}",
+        f"{how} {len(the_plan.tasks)} task(s) with the {args.oracle} oracle, into {the_plan.store / str(the_plan.gpu)}",
         file=sys.stderr, flush=True,
     )  # fmt: skip
 

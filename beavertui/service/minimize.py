@@ -49,6 +49,10 @@ class MinimizeOptions:
     screen: bool = True
     """Judge oracle: search with the untimed correctness screen and time only what it ends with (the judge's
     own search when that is too slow); False: time every correct candidate."""
+    replay: bool = False
+    """Judge oracle: ask nothing and need no GPU; each search goes over the answers the store keeps for the
+    plan's GPU signature until the first question they do not answer (a store brought back from a GPU
+    machine, its record rewritten as the searches stand)."""
 
 
 @dataclass
@@ -159,8 +163,9 @@ def run(
     store = mf.Store(the_plan.store, the_plan.gpu or mf.COMPILE_GPU, options.gate)
     from beavertui.service.environment import local_config, stage_config
 
-    tool = mf.toolchain(options.gpu, options.gpu_jobs, local_config()) if options.oracle == "judge" else None
-    cfg = stage_config(sm=None) if tool is None else None
+    judge = options.oracle == "judge" and not options.replay
+    tool = mf.toolchain(options.gpu, options.gpu_jobs, local_config()) if judge else None
+    cfg = stage_config(sm=None) if options.oracle == "compile" else None
     total = len(the_plan.tasks)
     done: list[mf.Outcome] = []
     errors: dict[str, str] = {}
@@ -177,13 +182,16 @@ def run(
     def search_one(task: Task) -> mf.Outcome:
         oracle: Callable[[str], mf.Answer]
         screen: Callable[[str], mf.Answer] | None = None
-        if tool is not None:
+        if options.replay:
+            oracle = _no_oracle
+            screen = _no_oracle if options.screen else None
+        elif tool is not None:
             oracle = mf.JudgeOracle(task, tool, options.gate)
             screen = mf.JudgeOracle(task, tool, options.gate, timed=False) if options.screen else None
         else:
             assert cfg is not None
             oracle = mf.CompileOracle(task, cfg)
-        budget = Budget(max_calls=options.max_calls, deadline=deadline)
+        budget = Budget(max_calls=0 if options.replay else options.max_calls, deadline=deadline)
         return mf.search(
             task, oracle, options.oracle, store, budget, the_plan.gpu, options.hunks_only, screen
         )
@@ -203,3 +211,8 @@ def run(
     order = {t.id: i for i, t in enumerate(the_plan.tasks)}
     done.sort(key=lambda o: order[o.task_id])
     return Summary(tuple(done), dict(the_plan.skipped), time.monotonic() - start, store.folder, errors)
+
+
+def _no_oracle(code: str) -> mf.Answer:
+    """A replay's oracle: never asked (its budget allows no fresh call)."""
+    raise AssertionError("a replay asked a fresh oracle question")

@@ -117,3 +117,46 @@ def test_the_judge_oracle_limits_runs_from_the_reference_as_a_session_does() -> 
     assert "the reference's run of 0.28 s" in (t.timeouts.run_from or "")
     with pytest.raises(Exception, match="needs a GPU"):
         plan(options, None)
+
+
+def test_a_replay_rebuilds_the_record_from_kept_judge_answers_without_a_gpu(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from beavertui.engine.corpus.minimal_search import Budget
+    from beavertui.engine.validation import minimal_fixes as mf
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    data = ROOT / "tests" / "data" / "release_real" / "data"
+    task_id, slug = "cuda_59__logic_error__501f0dd2", "nvidia_h200_sm_90_cuda_13_0"
+    task = load_corpus(data, [task_id]).get(task_id)
+    asked: list[str] = []
+
+    def judge(code: str) -> mf.Answer:  # the answers a GPU gave: correct with the reference's predicate
+        asked.append(code)
+        ok = "return x > threshold" not in code and "return x < 0;" in code
+        return mf.Answer(ok, "passed" if ok else "functional_correctness", ok, 1.0 if ok else None, "", 1.0)
+
+    store = tmp_path / "store"
+    kept = mf.search(task, judge, "judge", mf.Store(store, slug, 0.7), Budget(), slug, True, judge)
+    assert kept.verified and asked
+    record = store / slug / fixes.RECORD
+    record.unlink()
+    (store / slug / task_id / fixes.PATCH).unlink()
+    n = len(asked)
+    argv = ["corpus", "minimize", "--corpus", str(data), "--tasks", task_id, "--store", str(store), "--json"]
+    assert main([*argv, "--replay", slug]) == 0
+    out = capsys.readouterr()
+    (doc,) = [json.loads(line) for line in out.out.splitlines()]
+    # the hunk phase replayed over the kept answers; the line phase stops at its first question unanswered
+    assert len(asked) == n and doc["calls"] == 0 and doc["gpu"] == slug
+    assert (doc["status"], doc["phase"], doc["verified"], doc["lines"]) == (
+        "budget",
+        "lines",
+        True,
+        kept.lines,
+    )
+    assert f"replaying the kept answers of 1 task(s) with the judge oracle, into {store / slug}" in out.err
+    assert json.loads(record.read_text())["tasks"][task_id]["verified"]
+    assert patch.apply(task.broken_start(), (store / slug / task_id / fixes.PATCH).read_text()) == kept.fix
+    assert main([*argv, "--replay", slug, "--oracle", "compile"]) == 2
+    assert "--replay replays a judge search's kept answers" in capsys.readouterr().err

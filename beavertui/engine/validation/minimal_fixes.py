@@ -379,6 +379,7 @@ def search(
                 )
                 extra = 0
                 timed_why = f"; the correct set the screen found was {_below(timed, store.gate)}: searched again at the gate"
+        result, timed_why = _keep_hunk_fix(d, result, kept, timed_why)
         result = replace(result, why=result.why + timed_why)
     else:
         result = minimal_search.minimize(d, asker(oracle, kept), budget, known=known, hunks_only=hunks_only)
@@ -420,6 +421,28 @@ def search(
     )  # fmt: skip
     store.save(task, outcome)
     return outcome
+
+
+def _keep_hunk_fix(
+    d: minimal_search.Diff, result: minimal_search.Result, kept: Answers, why: str
+) -> tuple[minimal_search.Result, str]:
+    """A screened search the budget cut in its line phase holds the smallest correct set so far, not timed
+    at the gate; where the hunk phase's set was timed and passed, that set is the fix kept (1-minimal over
+    hunks), so that a cut never takes back a fix already verified. The line phase goes on next time."""
+    if result.status != "budget" or result.phase != "lines" or result.chosen is None:
+        return result, why
+    at_hunks = d.hunk_units(result.hunks)
+    chosen = kept.get(d.apply(result.chosen))
+    hunk_fix = kept.get(d.apply(at_hunks))
+    if at_hunks == result.chosen or (chosen is not None and chosen.passed):
+        return result, why
+    if hunk_fix is None or not hunk_fix.passed:
+        return result, why
+    why += (
+        f"; the line phase's smallest correct set so far ({len(result.chosen)} of {len(at_hunks)} lines) "
+        "is not timed at the gate yet: the fix kept is the hunk phase's, timed at the gate"
+    )
+    return replace(result, chosen=at_hunks), why
 
 
 BUILD_FAILURES = frozenset({"buildability", "integration"})

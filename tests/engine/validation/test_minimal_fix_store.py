@@ -321,3 +321,30 @@ def test_compile_only_answers_are_not_trusted_where_the_reference_did_not_build(
     )  # type: ignore[arg-type]
     assert out.verified and "compile-only build" not in out.why
     assert {c for c in built if "return x > threshold" in c} & set(screened)  # asked on the GPU after all
+
+
+def test_a_line_phase_cut_before_its_timing_keeps_the_verified_hunk_fix(cache: Path) -> None:
+    t = task()
+    store = mf.Store(fixes.store_roots()[0], H200, 0.7)
+    screened: list[str] = []
+    timed: list[str] = []
+    first = mf.search(
+        t, _judge(timed, None), "judge", store, Budget(), H200, hunks_only=True, screen=oracle(screened)
+    )  # type: ignore[arg-type]
+    assert (first.status, first.minimality, first.hunks, first.verified) == ("budget", "hunks", 1, True)
+    assert timed == [first.fix]  # the hunk phase's set, timed at the gate
+    # the next search replays the hunk phase for free, and the budget cuts the line phase after one more
+    # screened (correct, untimed) set: the record keeps the verified hunk fix, not the untimed set
+    cut = mf.search(
+        t, _judge(timed, None), "judge", store, Budget(max_calls=1), H200, screen=oracle(screened)
+    )  # type: ignore[arg-type]
+    assert cut.status == "budget" and cut.phase == "lines" and cut.calls == 1
+    assert "not timed at the gate yet: the fix kept is the hunk phase's" in cut.why
+    assert (cut.verified, cut.fix, cut.lines, cut.speedup) == (True, first.fix, first.lines, 1.0)
+    assert len(timed) == 1
+    record = json.loads((store.folder / fixes.RECORD).read_text())["tasks"][TASK]
+    assert record["verified"] and record["lines"] == first.lines
+    assert fixes.target_for("/x", TASK, t.broken_start()).source == first.fix  # type: ignore[attr-defined]
+    # run to its end, the line phase's own fix is timed and replaces it
+    done = mf.search(t, _judge(timed, None), "judge", store, Budget(), H200, screen=oracle(screened))  # type: ignore[arg-type]
+    assert done.status == "minimal" and done.verified and done.lines is not None and done.lines < first.lines
