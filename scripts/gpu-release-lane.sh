@@ -16,6 +16,7 @@
 # summary.json (bench/release_lane_bench.py over the runs: per-session finish times, finished within 300 s,
 # the longest wait for timing with no timing stage running), stages.txt and stages-<design>.json
 # (bench/stage_log_bench.py over each run's stages.jsonl: what held the GPU, what timing waited behind),
+# timeline.txt (the same log in 25 s windows: what held the GPU, what waited for it),
 # metrics-<design>.txt, w/steps.log, and
 # lane-out.tgz (all of it, in one file).
 set -uo pipefail
@@ -58,6 +59,7 @@ log "summary: $(tr '\n' ' ' <"$OUT/summary.txt")"
 for r in "${runs[@]}"; do  # where each run's GPU time went (its stage log)
   python3 bench/stage_log_bench.py summary "$r" >>"$OUT/stages.txt" 2>&1
   python3 bench/stage_log_bench.py summary "$r" --json >"$OUT/stages-$(basename "$r").json" 2>/dev/null
+  python3 bench/stage_log_bench.py timeline "$r" >>"$OUT/timeline.txt" 2>&1
 done
 cat "$OUT/stages.txt"
 cp "$W/steps.log" "$OUT/steps.log"

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
 import sys
 import threading
 import time
@@ -114,7 +115,103 @@ def test_the_summary_splits_a_timing_wait_by_what_held_the_gpu(tmp_path: Path) -
     assert d["span_s"] == 15.0
     assert d["stages"]["timing"]["wait_max_s"] == 9.0 and d["stages"]["run"]["never_granted"] == 1
     assert d["stages"]["build"]["cached"] == 1 and d["build_waiting_s"] == 1.0
-    assert d["gpus"]["0"] == {"instrumented": 10.0, "idle, stages waiting": 3.0, "exclusive": 2.0}
+    assert d["gpus"]["0"] == {
+        "exclusive": 2.0, "instrumented": 10.0, "runs": 0.0, "idle while stages waited": 3.0, "idle": 0.0
+    }  # fmt: skip
     # of the timing's 9 s wait: 7 s behind the sanitizer run, 2 s with the GPU idle
-    assert d["timing_waits_s"] == {"instrumented": 7.0, "idle, stages waiting": 2.0}
+    assert d["timing_waits_s"] == {"instrumented": 7.0, "idle while stages waited": 2.0}
     assert "timing stages waited behind: instrumented 7.0 s" in stage_log_bench.render(d)
+
+
+def _a_small_log(run_dir: Path) -> None:
+    """One GPU, times set by hand (s): a build 0-2 (the GPU idle 0-1, nothing asked of it); run a asked at 1,
+    held 2-6, run b 3-5 beside it; timing t1 asked at 4, held 6-14; run c asked at 7, held only at 18-19, behind
+    t1 and timing t2 (asked at 12, held 14-18); a sanitizer run 19-21; the GPU idle 21-22; run d asked at 22,
+    never granted (the run cut at 25)."""
+    for e in [
+        {"stage": "build", "task": "a", "rank": 0, "asked": 0.0, "began": 0.0, "ended": 2.0},
+        {"stage": "run", "task": "a", "gpu": "0", "rank": 0, "asked": 1.0, "began": 2.0, "ended": 6.0},
+        {"stage": "run", "task": "b", "gpu": "0", "rank": 1, "asked": 3.0, "began": 3.0, "ended": 5.0},
+        {"stage": "timing", "task": "a", "gpu": "0", "rank": -1, "asked": 4.0, "began": 6.0, "ended": 14.0},
+        {"stage": "run", "task": "c", "gpu": "0", "rank": 2, "asked": 7.0, "began": 18.0, "ended": 19.0},
+        {"stage": "timing", "task": "b", "gpu": "0", "rank": -1, "asked": 12.0, "began": 14.0, "ended": 18.0},
+        {
+            "stage": "sanitize",
+            "task": "c",
+            "gpu": "0",
+            "rank": 2,
+            "asked": 19.0,
+            "began": 19.0,
+            "ended": 21.0,
+        },
+        {"stage": "run", "task": "d", "rank": 3, "asked": 22.0, "ended": 25.0},
+    ]:
+        log_stage(run_dir, e)
+
+
+def test_the_summary_splits_the_whole_span_and_gives_idle_its_seconds(tmp_path: Path) -> None:
+    _a_small_log(tmp_path)
+    d = stage_log_bench.summary(tmp_path)
+    split = d["gpus"]["0"]
+    # idle at both ends of the GPU's stages too (0-1 s and 21-22 s): the five states add up to the span
+    assert split == {
+        "exclusive": 12.0,
+        "instrumented": 2.0,
+        "runs": 5.0,
+        "idle while stages waited": 4.0,
+        "idle": 2.0,
+    }
+    assert sum(split.values()) == d["span_s"] == 25.0
+    # every state by name and seconds: no name with a comma of its own in the comma-separated line
+    assert (
+        "GPU 0: exclusive 12.0 s, instrumented 2.0 s, runs 5.0 s, idle while stages waited 4.0 s, idle 2.0 s"
+        in stage_log_bench.render(d).splitlines()
+    )
+
+
+def test_the_timeline_gives_each_window_what_held_the_gpu_and_what_waited(tmp_path: Path) -> None:
+    _a_small_log(tmp_path)
+    d = stage_log_bench.timeline(tmp_path, 10.0)
+    assert d["span_s"] == 25.0 and d["kinds"] == ["run", "sanitize", "timing"]
+    rows = d["gpus"]["0"]
+    assert [(r["from_s"], r["to_s"]) for r in rows] == [(0.0, 10.0), (10.0, 20.0), (20.0, 25.0)]
+    # held: the union of each kind's holds (runs a and b side by side 2-6 s count 4 s)
+    assert [r["held_s"] for r in rows] == [
+        {"run": 4.0, "sanitize": 0.0, "timing": 4.0},
+        {"run": 1.0, "sanitize": 1.0, "timing": 8.0},
+        {"run": 0.0, "sanitize": 1.0, "timing": 0.0},
+    ]
+    assert [r["idle_s"] for r in rows] == [2.0, 0.0, 4.0]
+    # waiting: a (1-2 s), c (7-18 s), t1 (4-6 s) in the first; b was granted at once and never waited
+    assert [r["waiting"] for r in rows] == [
+        {"run": 2, "sanitize": 0, "timing": 1},
+        {"run": 1, "sanitize": 0, "timing": 1},
+        {"run": 1, "sanitize": 0, "timing": 0},
+    ]
+    assert [r["longest_wait_s"] for r in rows] == [3.0, 11.0, 3.0]  # c by 10 s, c granted at 18 s, d by 25 s
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "bench" / "stage_log_bench.py"), "timeline", str(tmp_path), "--window", "10"],
+        capture_output=True, text=True, check=True,
+    ).stdout.splitlines()  # fmt: skip
+    assert out[3].split() == [
+        "window",
+        "s",
+        "run",
+        "sanitize",
+        "timing",
+        "idle",
+        "|",
+        "waiting",
+        "run",
+        "sanitize",
+        "timing",
+        "longest",
+    ]
+    assert out[5].split() == ["10-20", "1.0", "1.0", "8.0", "0.0", "|", "1", "0", "1", "11.0", "s"]
+    bad = subprocess.run(
+        [sys.executable, str(ROOT / "bench" / "stage_log_bench.py"), "timeline", str(tmp_path), "--window", "0"],
+        capture_output=True, text=True,
+    )  # fmt: skip
+    assert bad.returncode != 0 and bad.stderr.strip().splitlines() == [
+        "--window 0: a window is a positive number of seconds"
+    ]
