@@ -5,7 +5,8 @@ outside kernelbench, recorded on the H200; attempt 2 submits the reference). Wit
 unscored. A fix of cuda_59 is searched here (tests/engine/validation/test_minimal_fix_store.py's oracle, built
 by the test: the reference's predicate in, the broken one out) and stored in this machine's store; then
 ``beavertui metrics`` scores that task's repair against it, by the same edits.py every bundled task uses,
-and still counts the 73 others unscored.
+and still counts the 73 others unscored. The package's own fixes (verified on an H100) are left out of
+those tests and score the run in the last one.
 """
 
 from __future__ import annotations
@@ -31,7 +32,9 @@ RUN = ROOT / "tests" / "data" / "release_batch_final.tar.gz"
 
 @pytest.fixture()
 def run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """The run, with an empty store on this machine and the package's fixes left out (see the last test)."""
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    monkeypatch.setattr(fixes, "KNOWN_FIXES", tmp_path / "no-package-fixes")
     fixes.clear_caches()
     yield extract_run(RUN, tmp_path / "run")
     fixes.clear_caches()
@@ -94,3 +97,41 @@ def test_the_judge_oracle_over_the_recorded_h200_outcomes_of_the_run(run: Path) 
     # without some of its comment lines is the recorded reference; anything else was never run
     for k in kept[2:]:
         assert k["passed"] == (k["speedup"] == reference.speedup) != (k["reason"] == "unrecorded candidate")
+
+
+def test_the_package_s_fixes_score_the_release_repairs_of_their_tasks(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The fixes the package ships (engine/corpus/known/fixes: verified by the judge on an H100, each
+    1-minimal over hunks or lines) apply to the recorded sessions' own broken starts and score their
+    repairs; every other repair stays unscored."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    fixes.clear_caches()
+    run = extract_run(RUN, tmp_path / "run")
+    shipped: dict[str, str] = {}
+    for folder in sorted(fixes.KNOWN_FIXES.iterdir()):
+        record = json.loads((folder / fixes.RECORD).read_text())
+        for tid, entry in record["tasks"].items():
+            assert entry["verified"] and entry["oracle"] == "judge" and entry["gpu"] == folder.name
+            assert entry["correct"] and entry["speedup"] >= record["gate"]
+            shipped.setdefault(tid, folder.name)
+    precision, recall = [], []
+    for tid in shipped:
+        (path,) = run.rglob(f"{tid}__s0.jsonl")
+        header, events, _ = read_session(path)
+        assert header is not None
+        target = fixes.target_for(header.task.corpus, tid, header.task.broken_start)
+        assert target.source is not None, target.reason
+        verdict = next(e for e in events if isinstance(e, Verdict) and e.correct)
+        # an attempt resumed after a cut has its candidate written again, the same code
+        (repair,) = {e.code for e in events if isinstance(e, Candidate) and e.iteration == verdict.iteration}
+        score = edit_score(header.task.broken_start, repair, target.source)
+        assert score.precision is not None and score.recall is not None
+        precision.append(score.precision)
+        recall.append(score.recall)
+    doc, _ = metrics_json(run, capsys)
+    (group,) = doc["groups"]
+    assert shipped and group["analysed_repairs"] == 74
+    assert group["unscored_repairs"] == 74 - len(shipped)
+    assert group["edit_precision"] == pytest.approx(sum(precision) / len(precision))
+    assert group["bug_recall"] == pytest.approx(sum(recall) / len(recall))

@@ -202,6 +202,8 @@ class Budget:
 
     def spend(self) -> None:
         """Count one fresh call; BudgetExhausted when none is left."""
+        if self.max_calls == 0:
+            raise BudgetExhausted("no kept answer to the next question, and no oracle call allowed (a replay)")
         if self.max_calls is not None and self.calls >= self.max_calls:
             raise BudgetExhausted(f"{self.calls} oracle calls made (at most {self.max_calls})")
         if self.deadline is not None and self.clock() >= self.deadline:

@@ -28,6 +28,7 @@ H200 = "nvidia_h200_sm_90_cuda_13_0"
 @pytest.fixture()
 def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    monkeypatch.setattr(fixes, "KNOWN_FIXES", tmp_path / "no-package-fixes")  # only what a test stores
     fixes.clear_caches()
     yield tmp_path / "xdg" / "beavertui"
     fixes.clear_caches()
