@@ -267,6 +267,19 @@ def test_the_runs_of_the_later_sessions_waited_up_to_302_s(lane: Path) -> None:
     )
     (r42,) = [e for e in entries if e["stage"] == "run" and e["rank"] == 42]
     assert (round(r42["asked"] - t0, 1), round(r42["began"] - t0, 1)) == (171.0, 331.1)
+    # the gap after cuda_20's timing (329.1-339.3 s): runs by session rank, whose sessions then queued the
+    # six timing stages to 476.2 s
+    gap = [e for e in entries if e["stage"] in ("run", "sanitize") and 224.5 < e["began"] - t0 < 476.0]
+    assert (
+        len(gap) == 7
+        and {e["stage"] for e in gap} == {"run"}
+        and (min(e["rank"] for e in gap), max(e["rank"] for e in gap)) == (32, 42)
+    )
+    later = sorted(e["asked"] - t0 for e in gap if e["rank"] != 42)
+    assert (round(later[0], 1), round(later[-1], 1)) == (223.8, 229.3)
+    after = [e for e in entries if e["stage"] == "timing" and 339.0 < e["began"] - t0 < 476.0]
+    assert {e["task"] for e in after} == {e["task"] for e in gap if e["rank"] != 42} and len(after) == 6
+    assert round(min(e["began"] for e in after) - t0, 1) == 339.3
     # each timing stage from 224.5 s on handed the GPU to another timing stage already waiting (timing first),
     # but for cuda_20's at 329.1 s, after which the runs had the GPU 10.2 s, until 339.3 s
     timings = sorted((e for e in entries if e["stage"] == "timing"), key=lambda e: e["began"])
@@ -354,7 +367,9 @@ def test_the_calls_steps() -> None:
         "release-lane": "505",
         "minimal-fixes-2": "308",
     }
-    for folder in ("minimal-fixes-1", "minimal-fixes-2"):
-        assert "12 workers, 6 runs on the GPU at once" in steps(folder)
+    for folder, oracle_s in (("minimal-fixes-1", 438), ("minimal-fixes-2", 268)):
+        assert f"minimize: {oracle_s} s of oracle calls, 12 workers, 6 runs on the GPU at once" in steps(
+            folder
+        )
         assert "merged .release/prev/compile-only/: 65 answer files" in steps(folder)
         assert SLUG in steps(folder)
