@@ -12,6 +12,17 @@
    recorded on an H200 (tests/data/h200_batch_run_40.tar.gz): build, run and sanitizer durations as
    recorded, a timing stage as profiled per family (bench/timing_profile.py) plus the candidate's slower
    launches; once as the run was timed, once with the engine's early stop for candidates below half the gate.
+4. ``lane``: the scheduled batch as ``beavertui batch`` runs it (admission, 32 sessions per GPU at most),
+   each correct attempt timed inside its session against timed by the timing lane (batch/timing_lane.py,
+   ``WORKERS_PER_GPU`` workers per GPU) after the session's loop: the fixture's stage times (``--stages
+   fixture``, as ``simulate``) or the H200 run's (``--stages h200``, as ``h200``). The protocol is the
+   repeated method with the gate applied after the run, every sample spent, so both designs run the same
+   attempts and only where the timing happens differs. A lane timing first holds a build slot for what it
+   prepares (the candidate's build time: the candidate again and the reference), then the GPU alone.
+
+Every mode but ``overhead`` also reports, per kind of GPU stage (``run``: a correctness run with its
+sanitizer run, shared; ``timing``: a timing stage, alone), how many there were and their median and longest
+wait for the GPU, in simulated seconds.
 
 Stage times (``simulate``): builds are the fixture's real nvcc build times (tests/data/recorded, measured on a CPU machine);
 run and sanitizer times of the fixture are hand-composed (0.41 s, 3.2 s); a timing stage is taken as
@@ -20,6 +31,7 @@ run and sanitizer times of the fixture are hand-composed (0.41 s, 3.2 s); a timi
     python3 bench/batch_bench.py overhead
     python3 bench/batch_bench.py simulate [--scale 0.01]
     python3 bench/batch_bench.py h200 [--run RUN] [--profile PROFILE] [--two-gpus]
+    python3 bench/batch_bench.py lane [--stages fixture|h200] [--gpus N] [--timing-s S]
 """
 
 from __future__ import annotations
@@ -28,21 +40,28 @@ import argparse
 import json
 import os
 import shutil
+import statistics
 import sys
 import tempfile
 import threading
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
 
+import release_lane_bench  # noqa: E402
+
+from beavertui.batch.admission import Admission  # noqa: E402
 from beavertui.batch.build_slots import BuildSlots  # noqa: E402
 from beavertui.batch.gpu_pool import GpuPool  # noqa: E402
 from beavertui.batch.local_executor import Tracker, plan, run_local  # noqa: E402
 from beavertui.batch.protocol_file import ModelSpec  # noqa: E402
 from beavertui.batch.rundir import ProtocolEntry, RunManifest  # noqa: E402
+from beavertui.batch.timing_lane import WORKERS_PER_GPU, TimingLane  # noqa: E402
 from beavertui.engine.code.hashing import code_hash  # noqa: E402
 from beavertui.engine.corpus.load import load_corpus  # noqa: E402
 from beavertui.engine.corpus.task import Task  # noqa: E402
@@ -91,14 +110,28 @@ def bench_protocol(iterations: int) -> Protocol:
     )
 
 
-def manifest(corpus: Path, tasks: list[str], script_path: Path, iterations: int, run_id: str) -> RunManifest:
+def lane_protocol(iterations: int) -> Protocol:
+    """Every sample spent, the gate applied after the run: the timing steers nothing, so the timing lane may
+    time the correct attempts (engine/loop/run.py timing_steers_nothing), and a session runs the same
+    attempts whether its timings are inline or in the lane."""
+    return bench_protocol(iterations).model_copy(update={"method": "repeated", "gate_mode": "after_run"})
+
+
+def manifest(
+    corpus: Path,
+    tasks: list[str],
+    script_path: Path,
+    iterations: int,
+    run_id: str,
+    protocol: Protocol | None = None,
+) -> RunManifest:
     return RunManifest(
         run_id=run_id,
         name="bench",
         created="now",
         corpus=str(corpus),
         tasks=tasks,
-        protocols=[ProtocolEntry(slug="bench", protocol=bench_protocol(iterations))],
+        protocols=[ProtocolEntry(slug="bench", protocol=protocol or bench_protocol(iterations))],
         models=[ModelSpec(model=f"scripted:{script_path}", max_concurrency=64)],
     )
 
@@ -151,6 +184,8 @@ class SleepToolchain:
         self.built: set[tuple[str, str]] = set()
         self.lock = threading.Lock()
         self.hits = 0
+        self.waits: list[tuple[str, float]] = []
+        """(``run`` or ``timing``, real seconds it waited for its GPU) of every GPU stage."""
 
     def gpu(self) -> None:
         return None
@@ -166,6 +201,28 @@ class SleepToolchain:
                 with self.lock:
                     self.built.add((task_id, key))
         return hit
+
+    @contextmanager
+    def _gpu(self, stage: str, exclusive: bool = False) -> Iterator[None]:
+        """The pool's hold, its wait for the GPU noted as ``stage``'s."""
+        asked = time.perf_counter()
+        with self.pool.hold(exclusive=exclusive):
+            with self.lock:
+                self.waits.append((stage, time.perf_counter() - asked))
+            yield
+
+    def _verdict(self, it: int, gate: float, correct: bool, pending: bool = False) -> Verdict:
+        return Verdict(
+            iteration=it,
+            category="passed" if correct else "functional_correctness",
+            signature="",
+            correct=correct,
+            speedup=1.0 if correct and not pending else None,
+            gate=gate,
+            success=correct and not pending,
+            reason="timing pending" if pending else "",
+            timing_pending=pending,
+        )
 
     def _stages(self, task: Task, code: str, it: int) -> tuple[str, dict[str, float]]:
         """(cache key, stages) of one attempt: build, build_rc, run, sanitize, correct, timing seconds."""
@@ -188,27 +245,58 @@ class SleepToolchain:
             )
             return
         timed = bool(st["correct"])
-        with self.pool.hold():
+        with self._gpu("run"):
             time.sleep((st["run"] + st["sanitize"]) * self.scale)
         yield Ran(iteration=it, result=StageResult(stage="run", command="r", rc=0 if timed else 1))
+        if timed and options.defer_timing:  # the timing lane times it after the loop (time_later)
+            yield self._verdict(it, options.gate, True, pending=True)
+            return
         if timed:
-            with self.pool.hold(exclusive=True):
-                time.sleep(st["timing"] * self.scale)
-            yield Timed(
-                iteration=it,
-                result=TimingResult(
-                    method="sim", candidate_ms=1, reference_ms=1, candidate_cv=0, reference_cv=0, speedup=1.0
-                ),
-            )
-        yield Verdict(
-            iteration=it,
-            category="passed" if timed else "functional_correctness",
-            signature="",
-            correct=timed,
-            speedup=1.0 if timed else None,
-            gate=options.gate,
-            success=timed,
+            yield from self._timing(it, st)
+        yield self._verdict(it, options.gate, timed)
+
+    def _timing(self, it: int, st: dict[str, float]) -> Iterator[Event]:
+        """A timing stage, the GPU held alone; its Timed event's wall time is the hold's (real seconds)."""
+        with self._gpu("timing", exclusive=True):
+            began = time.perf_counter()
+            time.sleep(st["timing"] * self.scale)
+            wall = time.perf_counter() - began
+        result = TimingResult(
+            method="sim",
+            candidate_ms=1,
+            reference_ms=1,
+            candidate_cv=0,
+            reference_cv=0,
+            speedup=1.0,
+            wall_s=wall,
         )
+        yield Timed(iteration=it, result=result)
+
+    def time_later(self, task: Task, code: str, pending: Verdict, gate: float) -> Iterator[Event]:
+        """The timing lane's timing of a correct attempt: a build slot for what it prepares (taken as the
+        candidate's build time: the candidate again and the reference), then the GPU alone."""
+        it = pending.iteration
+        _key, st = self._stages(task, code, it)
+        with self.builds.hold():
+            time.sleep(st["build"] * self.scale)
+        yield from self._timing(it, st)
+        yield Verdict(
+            iteration=it, category="passed", signature="", correct=True, speedup=1.0, gate=gate, success=True
+        )
+
+
+def wait_summary(tc: SleepToolchain, scale: float) -> dict[str, dict[str, float]]:
+    """Per kind of GPU stage: how many, and their median and longest wait for the GPU (simulated seconds)."""
+    out = {}
+    for stage in ("run", "timing"):
+        waits = [w / scale for k, w in tc.waits if k == stage]
+        if waits:
+            out[stage] = {
+                "n": len(waits),
+                "median_s": round(statistics.median(waits), 1),
+                "max_s": round(max(waits), 1),
+            }
+    return out
 
 
 def recorded_stages() -> dict[str, dict[str, float]]:
@@ -267,6 +355,7 @@ def simulate_one(
         "attempts": tracker.totals()["attempts"],
         "gpu_busy": round(sum(busy.values()) / len(busy), 3),
         "cache_hits": tc.hits,
+        "wait_s": wait_summary(tc, a.scale),
     }
 
 
@@ -376,9 +465,11 @@ class ReplayToolchain(SleepToolchain):
         }
 
 
-def h200(a: argparse.Namespace) -> dict[str, object]:
-    """Naive against scheduled over the stage times of the complete 40-task batch run recorded on the H200."""
-    work = Path(tempfile.mkdtemp(prefix="beaver-h200sim-"))
+def h200_replay(
+    a: argparse.Namespace, work: Path
+) -> tuple[dict[tuple[str, int], dict[str, float | str]], Path, dict[str, Task], dict[str, str], int]:
+    """The recorded H200 run's per-attempt stages, a corpus of as many fixture copies, its tasks, the copies'
+    names of the recorded tasks, and the run's iterations."""
     run = Path(a.run)
     if run.is_file():
         import tarfile
@@ -390,7 +481,14 @@ def h200(a: argparse.Namespace) -> dict[str, object]:
     corpus = make_corpus(work / "corpus", len(ids))
     tasks = {t.id: t for t in load_corpus(corpus).tasks}
     names = dict(zip(sorted(tasks), ids, strict=True))
-    iterations = max(it for _, it in per_attempt)
+    return per_attempt, corpus, tasks, names, max(it for _, it in per_attempt)
+
+
+def h200(a: argparse.Namespace) -> dict[str, object]:
+    """Naive against scheduled over the stage times of the complete 40-task batch run recorded on the H200."""
+    work = Path(tempfile.mkdtemp(prefix="beaver-h200sim-"))
+    per_attempt, corpus, tasks, names, iterations = h200_replay(a, work)
+    ids = sorted(set(names.values()))
     serial = sum(
         float(st["build"]) + float(st["run"]) + float(st["sanitize"]) + float(st["timing"])
         for st in per_attempt.values()
@@ -425,6 +523,7 @@ def h200(a: argparse.Namespace) -> dict[str, object]:
             "attempts": tracker.totals()["attempts"],
             "gpu_busy": round(sum(busy.values()) / len(busy), 3),
             "cache_hits": tc.hits,
+            "wait_s": wait_summary(tc, a.scale),
         }
 
     if a.two_gpus:  # only the scheduled run on one GPU and on two: the two-GPU throughput over one
@@ -466,9 +565,85 @@ def h200(a: argparse.Namespace) -> dict[str, object]:
     return out
 
 
+def lane(a: argparse.Namespace) -> dict[str, object]:
+    """The scheduled batch with each correct attempt timed inside its session against timed by the timing lane
+    after the session's loop, on ``--gpus`` GPUs, over the fixture's or the H200 run's stage times."""
+    work = Path(tempfile.mkdtemp(prefix="beaver-lanesim-"))
+    names: dict[str, str] = {}
+    per_attempt: dict[tuple[str, int], dict[str, float | str]] = {}
+    if a.stages == "h200":
+        per_attempt, corpus, tasks, names, iterations = h200_replay(a, work)
+        ids = sorted(tasks)
+    else:
+        corpus = make_corpus(work / "corpus", a.tasks)
+        tasks = {t.id: t for t in load_corpus(corpus).tasks}
+        ids, iterations = sorted(tasks)[: a.tasks], a.iterations
+
+    def one(timing_lane: bool) -> dict[str, object]:
+        sp = script(work, iterations)
+        run_id = "lane" if timing_lane else "inline"
+        m = manifest(corpus, ids, sp, iterations, run_id, lane_protocol(iterations))
+        js = plan(m, work / run_id)
+        # the drain's patience and hang limits in simulated seconds, as the batch's defaults
+        pool = GpuPool(
+            [str(i) for i in range(a.gpus)],
+            shared=a.gpu_share,
+            patience_s=10.0 * a.scale,
+            hang_s=60.0 * a.scale,
+        )
+        builds = BuildSlots(a.cores_per_gpu * a.gpus)
+        kw = {"scale": a.scale, "cache": True, "model_s": a.model_s}
+        tc: SleepToolchain = (
+            ReplayToolchain(names, per_attempt, "timing", pool, builds, timing_s=0.0, **kw)
+            if a.stages == "h200"
+            else SleepToolchain(recorded_stages(), pool, builds, timing_s=a.timing_s, **kw)
+        )
+        timings = TimingLane(tc, tasks, workers=a.gpus * WORKERS_PER_GPU) if timing_lane else None
+        tracker = Tracker(js)
+        t0 = time.perf_counter()
+        run_local(
+            js, tasks, tc, work / run_id, parallel=32 * a.gpus, retries=0, tracker=tracker,
+            admission=Admission(pool, builds), lane=timings,
+        )  # fmt: skip
+        wall = time.perf_counter() - t0
+        busy = pool.busy_fraction(wall)
+        totals = tracker.totals()
+        out: dict[str, object] = {
+            "sim_wall_s": round(wall / a.scale, 1),
+            "attempts": totals["attempts"],
+            "passed": totals["passed"],
+            "gpu_busy": round(sum(busy.values()) / len(busy), 3),
+            "wait_s": wait_summary(tc, a.scale),
+        }
+        # what bench/release_lane_bench.py reads from a GPU run's session files, in simulated seconds
+        files = release_lane_bench.summary(work / run_id, scale=a.scale)
+        finals: list[float] = files["final_s"]  # type: ignore[assignment]
+        out["sessions"] = {
+            "final": files["final"],
+            "final_median_s": round(statistics.median(finals), 1),
+            "last_final_s": files["last_final_s"],
+            "loop_end_s": files["loop_end_s"],
+            "longest_wait_without_timing_s": files["longest_wait_without_timing_s"],
+        }
+        if timings is not None:
+            out["lane"] = {"appended": timings.appended, "failed": len(timings.failed)}
+        return out
+
+    result = {
+        "stages": a.stages,
+        "gpus": a.gpus,
+        "tasks": len(ids),
+        "iterations": iterations,
+        "inline": one(False),
+        "lane": one(True),
+    }
+    shutil.rmtree(work, ignore_errors=True)
+    return result
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("mode", choices=("overhead", "simulate", "h200"))
+    ap.add_argument("mode", choices=("overhead", "simulate", "h200", "lane"))
     ap.add_argument("--run", default=str(H200_RUN), help="h200: the recorded run (folder or .tar.gz)")
     ap.add_argument("--profile", default=str(H200_PROFILE), help="h200: bench/timing_profile.py output")
     ap.add_argument("--tasks", type=int, default=40)
@@ -483,8 +658,15 @@ def main() -> int:
         action="store_true",
         help="h200: only the scheduled run on one GPU and on two, and their ratio",
     )
+    ap.add_argument(
+        "--stages",
+        choices=("fixture", "h200"),
+        default="fixture",
+        help="lane: the fixture's stage times (as simulate) or the H200 run's (as h200)",
+    )
+    ap.add_argument("--gpus", type=int, default=1, help="lane: GPUs")
     a = ap.parse_args()
-    result = {"overhead": overhead, "simulate": simulate, "h200": h200}[a.mode](a)
+    result = {"overhead": overhead, "simulate": simulate, "h200": h200, "lane": lane}[a.mode](a)
     print(
         json.dumps(
             {"mode": a.mode, "cpus": os.cpu_count(), "load": os.getloadavg(), "result": result}, indent=1

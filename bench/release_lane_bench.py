@@ -61,8 +61,9 @@ def _minus(spans: list[tuple[float, float]], cover: list[tuple[float, float]]) -
     return out
 
 
-def summary(run: Path) -> dict[str, object]:
-    """What one run directory's session files say (see the module's docstring)."""
+def summary(run: Path, scale: float = 1.0) -> dict[str, object]:
+    """What one run directory's session files say (see the module's docstring); every duration divided by
+    ``scale`` (bench/batch_bench.py: a simulation's time scale)."""
     sessions = []
     waits: list[tuple[float, float]] = []
     stages: list[tuple[float, float]] = []
@@ -105,12 +106,12 @@ def summary(run: Path) -> dict[str, object]:
     if not sessions:
         return {"run": str(run), "sessions": 0}
     t0 = min(float(s["started"]) for s in sessions)  # type: ignore[arg-type]
-    finals = sorted(float(s["final"]) - t0 for s in sessions if s["final"] is not None)  # type: ignore[arg-type]
-    loops = sorted(float(s["loop_end"]) - t0 for s in sessions if s["loop_end"] is not None)  # type: ignore[arg-type]
+    finals = sorted((float(s["final"]) - t0) / scale for s in sessions if s["final"] is not None)  # type: ignore[arg-type]
+    loops = sorted((float(s["loop_end"]) - t0) / scale for s in sessions if s["loop_end"] is not None)  # type: ignore[arg-type]
     waits += [(t, last_event) for t in open_waits]  # they wait until the run's last event, in any session
     idle = _minus(_union(waits), _union(stages))
     longest = max(idle, key=lambda ab: ab[1] - ab[0], default=None)
-    walls = [b - a for a, b in stages]
+    walls = [(b - a) / scale for a, b in stages]
     return {
         "run": str(run),
         "sessions": len(sessions),
@@ -122,8 +123,8 @@ def summary(run: Path) -> dict[str, object]:
             "max": round(loops[-1], 1) if loops else None,
         },
         "final_s": [round(f, 1) for f in finals],
-        "longest_wait_without_timing_s": round(longest[1] - longest[0], 1) if longest else 0.0,
-        "longest_wait_at_s": round(longest[0] - t0, 1) if longest else None,
+        "longest_wait_without_timing_s": round((longest[1] - longest[0]) / scale, 1) if longest else 0.0,
+        "longest_wait_at_s": round((longest[0] - t0) / scale, 1) if longest else None,
         "timing_stages": len(stages),
         "timing_stage_median_s": round(statistics.median(walls), 2) if walls else None,
     }

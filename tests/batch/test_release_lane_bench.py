@@ -82,3 +82,8 @@ def test_waits_and_finish_times(tmp_path: Path) -> None:
     # waits: a 10-40, b 20-42, c 12-13 (c's stage 13-15 and a's 40-42 cover the rest): 10-40 with 13-15 out
     assert got["longest_wait_without_timing_s"] == 25.0 and got["longest_wait_at_s"] == 15.0
     assert got["timing_stages"] == 3 and got["timing_stage_median_s"] == 2.0
+    # a simulation's files (bench/batch_bench.py lane): every duration divided by its time scale
+    scaled = bench.summary(run, scale=0.5)
+    assert scaled["final_s"] == [30.0, 85.0, 89.0] and scaled["loop_end_s"] == {"median": 85.0, "max": 89.0}
+    assert scaled["longest_wait_without_timing_s"] == 50.0 and scaled["longest_wait_at_s"] == 30.0
+    assert scaled["timing_stage_median_s"] == 4.0 and scaled["final_within_300s"] == 3

@@ -1,0 +1,35 @@
+"""bench/batch_bench.py lane: the scheduler's own objects with every correct attempt timed inline against
+timed by the real timing lane after the session's loop, over the fixture's stage times (time scaled down)."""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+spec = importlib.util.spec_from_file_location("batch_bench", ROOT / "bench" / "batch_bench.py")
+assert spec is not None and spec.loader is not None
+bench = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(bench)
+
+
+def test_lane_mode_times_the_same_attempts_after_the_loops() -> None:
+    a = argparse.Namespace(
+        stages="fixture", tasks=3, iterations=5, scale=0.001, timing_s=2.0, model_s=0.0, gpus=1,
+        gpu_share=4, cores_per_gpu=16,
+    )  # fmt: skip
+    got = bench.lane(a)
+    assert (got["tasks"], got["iterations"]) == (3, 5)
+    for design in ("inline", "lane"):
+        r = got[design]
+        # the five replies: a build error, then four that run, of which two (slow, reference) are correct
+        assert r["attempts"] == 15 and r["passed"] == 3, design
+        assert r["wait_s"]["run"]["n"] == 12 and r["wait_s"]["timing"]["n"] == 6, design
+        assert r["sessions"]["final"] == 3, design
+    inline, lane = got["inline"], got["lane"]
+    assert "lane" not in inline  # each timing inside its session: a session is final when its loop ends
+    assert inline["sessions"]["loop_end_s"]["max"] == inline["sessions"]["last_final_s"]
+    # every correct attempt was left pending by its session and timed by the lane, none failed
+    assert lane["lane"] == {"appended": 6, "failed": 0}
+    assert lane["sessions"]["loop_end_s"]["max"] <= lane["sessions"]["last_final_s"]
