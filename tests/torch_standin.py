@@ -2,7 +2,9 @@
 as the real script, in its own process, on a machine without a GPU.
 
 Its CUDA events read a simulated clock that each call advances by a fixed cost per variant: an eager call
-2 ms, a ``torch.compile`` call 1 ms (``reduce-overhead``: 0.8 ms), a CUDA Graph replay 1.5 ms, a vendor model
+2 ms, a ``torch.compile`` call 1 ms (``reduce-overhead``: 0.8 ms), a CUDA Graph replay 1.5 ms (or the
+``replay_cost`` of the model last called inside its capture, where it has one; ``torch.equal`` compares two
+tensors' value and size, every tensor's dtype is float32), a vendor model
 1.2 ms. ``STANDIN_IMPORT_S`` seconds pass before its import ends; ``STANDIN_COMPILE_FAILS=1`` makes ``torch.compile`` refuse every model; ``STANDIN_OOM_ONCE=PATH`` makes the
 first eager call of the first process that finds no file at PATH run out of memory (and creates it); ``STANDIN_CALLS`` names a file
 that each call appends its variant to (the order of the trials).
@@ -36,6 +38,7 @@ _clock = [0.0]
 _device = ["cpu"]  # torch's default device (the innermost torch.device context)
 _held = [0]  # GPU bytes this process holds
 _peak = [0]
+_called = [None]  # the model called last (what a CUDA graph captures)
 
 
 def _alive(pid):
@@ -109,6 +112,7 @@ def _out_of_memory_once(variant):
 class Tensor:
     shape = (4,)
     is_sparse = False
+    dtype = float32
 
     def __init__(self, value=0.0, n=4, itemsize=4, device="cpu"):
         self.value = value
@@ -153,6 +157,10 @@ class Tensor:
 
 def manual_seed(seed):
     pass
+
+
+def equal(a, b):
+    return a.n == b.n and a.value == b.value
 
 
 def empty(n, dtype=None, device=None):
@@ -203,6 +211,7 @@ class nn:
             return []
 
         def __call__(self, *args):
+            _called[0] = self
             if _device[0] == "meta":  # sizing: shapes only
                 return self.forward(*args)
             _out_of_memory_once(self.variant)
@@ -298,18 +307,21 @@ class cuda:
             return False
 
     class CUDAGraph:
+        captured = None
+
         def replay(self):
-            _clock[0] += 1.5
+            _clock[0] += getattr(self.captured, "replay_cost", 1.5)
             _log("graph")
 
     class graph:
         def __init__(self, g):
-            pass
+            self.g = g
 
         def __enter__(self):
             return self
 
         def __exit__(self, *exc):
+            self.g.captured = _called[0]
             return False
 """
 

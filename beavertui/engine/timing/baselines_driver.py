@@ -13,7 +13,13 @@ variants, each built from the same seeded initial inputs:
 - ``eager``: ``Model`` called as is;
 - ``compile``: ``torch.compile(model)``; ``compile_ro``: ``torch.compile(model, mode="reduce-overhead")``
   (``torch.compiler.cudagraph_mark_step_begin()`` before each call, outside the timed span);
-- ``graph``: the eager call captured once into a ``torch.cuda.CUDAGraph`` and replayed;
+- ``graph``: the eager call captured once into a ``torch.cuda.CUDAGraph`` and replayed. Where FILE also
+  defines ``GraphModel`` (a capturable form of the same computation, for a ``Model`` that reads a value back
+  to the host, which a capture cannot), the graph variant captures and replays ``GraphModel`` instead, always:
+  before anything is captured, ``Model`` and ``GraphModel`` are each called once on the inputs and their
+  outputs must be equal (``torch.equal``, both in float64 where their dtypes differ), else the variant fails
+  with a one-line reason and no time. The result's ``graph_replays`` then names the class and the first
+  line of its docstring (null where the graph variant replays ``Model``);
 - ``vendor``: ``VendorModel`` called as is.
 
 Each variant gets W untimed calls first (compilation and capture happen there), and its output is compared
@@ -69,6 +75,8 @@ sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__)
 TAG = "BEAVER_BASELINES"
 READY = "BEAVER_BASELINES_READY"
 SIZED = "BEAVER_BASELINES_SIZED"
+#: The class a module may define as the capturable form of ``Model`` for the graph variant.
+GRAPH_MODEL = "GraphModel"
 VARIANTS = ("eager", "compile", "compile_ro", "graph", "vendor")
 STYLES = ("native", "kernelbench")
 POLL_S = 0.01
@@ -142,8 +150,57 @@ def draw_inputs(problem: types.ModuleType, torch: Any, args: dict[str, Any], see
     return [_cuda(x, torch) for x in problem.get_inputs(**args)]
 
 
+def graph_replays(problem: types.ModuleType) -> dict[str, str] | None:
+    """What the graph variant captures where it is not ``Model``: the class and its docstring's first line."""
+    cls = getattr(problem, GRAPH_MODEL, None)
+    if cls is None:
+        return None
+    doc = (cls.__doc__ or "").strip()
+    return {"class": GRAPH_MODEL, "doc": doc.splitlines()[0].strip()[:300] if doc else ""}
+
+
+def differs(want: Any, got: Any, torch: Any) -> str | None:
+    """How ``got`` (GraphModel's output) differs from ``want`` (Model's), in a few words; None where equal."""
+    if not (isinstance(want, torch.Tensor) and isinstance(got, torch.Tensor)):
+        return "its output and Model's are not both tensors, so they cannot be compared"
+    if tuple(got.shape) != tuple(want.shape):
+        return f"its output has shape {tuple(got.shape)}, Model's {tuple(want.shape)}"
+    if want.dtype != got.dtype:  # aligned in float64: exact for any float32 value, any integer below 2**53
+        want, got = want.double(), got.double()
+    if torch.equal(want, got):
+        return None
+    return (
+        f"its output differs from Model's on the same inputs (max abs diff {max_abs_diff(want, got, torch)})"
+    )
+
+
+class GraphForm:
+    """The graph variant's model where the module defines GraphModel: that form, and Model to check it by."""
+
+    def __init__(self, form: Any, model: Any) -> None:
+        self.form = form
+        self.model: Any = model
+
+    def checked(self, inputs: list[Any], torch: Any) -> Any:
+        """GraphModel, once its output on ``inputs`` equals Model's (RuntimeError with one line where it does
+        not); Model is dropped."""
+        want = self.model(*inputs)
+        got = self.form(*inputs)
+        torch.cuda.synchronize()
+        self.model = None
+        why = differs(want, got, torch)
+        if why is not None:
+            raise RuntimeError(f"{GRAPH_MODEL} is not Model's computation: {why}; not timed")
+        return self.form
+
+
 def build(name: str, problem: types.ModuleType, torch: Any, init: list[Any], seed: int) -> Any:
-    """The module of variant ``name`` (its callable is made by ``callable_of``)."""
+    """The module of variant ``name`` (its callable is made by ``callable_of``); for ``graph`` where the
+    module defines GraphModel, a GraphForm."""
+    if name == "graph" and getattr(problem, GRAPH_MODEL, None) is not None:
+        eager = build("eager", problem, torch, init, seed)
+        torch.manual_seed(seed)
+        return GraphForm(getattr(problem, GRAPH_MODEL)(*init).cuda().eval(), eager)
     cls = getattr(problem, "VendorModel" if name == "vendor" else "Model", None)
     if cls is None:
         raise RuntimeError("the module defines no VendorModel" if name == "vendor" else "no Model")
@@ -170,6 +227,8 @@ def callable_of(
         if mark is not None:
             before = mark
     if name == "graph":
+        if isinstance(model, GraphForm):
+            model = model.checked(inputs, torch)
         side = torch.cuda.Stream()
         side.wait_stream(torch.cuda.current_stream())
         with torch.cuda.stream(side):
@@ -341,6 +400,7 @@ def main(argv: list[str] | None = None) -> int:
         {
             "style": a.style,
             "variants": result,
+            "graph_replays": graph_replays(problem) if "graph" in wanted else None,
             "trials": a.trials,
             "warmup": a.warmup,
             "flush_bytes": flush_bytes,

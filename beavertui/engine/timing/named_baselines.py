@@ -195,6 +195,21 @@ class Measured(BaseModel):
     """Why it has no time (one line: torch.compile failed, capture failed, out of memory...)."""
     library: str | None = None
     """The library it runs, where that is a vendor's."""
+    replays: str | None = None
+    """``graph`` only: the class of the equivalent its CUDA Graph captured where that is not ``Model``
+    (``GraphModel``, the equivalent's capturable form, its output checked equal to Model's before timing);
+    None: the eager call itself (and every set stored before this field)."""
+    note: str | None = None
+    """What the replayed form computes (the first line of its docstring), where ``replays`` is set."""
+
+    def replay_note(self) -> str:
+        """One line saying that a graph time replays the capturable form, not the eager call; "" otherwise."""
+        if not self.replays:
+            return ""
+        what = f": {self.note}" if self.note else ""
+        return (
+            f"replays {self.replays}, the equivalent's capturable form checked equal to Model's output{what}"
+        )
 
 
 class BaselineSet(BaseModel):
@@ -279,6 +294,14 @@ def save(task: Task, found: BaselineSet, cache: Path | None = None) -> Path:
 # ------------------------------------------------------------------ the driver's result
 
 
+def _graph_form(doc: Mapping[str, Any]) -> tuple[str | None, str | None]:
+    """(replays, note) of the graph variant from the driver's ``graph_replays``; (None, None): it replays Model."""
+    g = doc.get("graph_replays")
+    if not isinstance(g, Mapping) or not g.get("class"):
+        return None, None
+    return str(g["class"])[:100], str(g.get("doc") or "")[:300] or None
+
+
 def from_driver(
     task: Task, eq: Equivalent, gpu: GpuSignature, doc: Mapping[str, Any],
     measured: ceilings_mod.Ceilings | None = None,
@@ -298,11 +321,20 @@ def from_driver(
         samples = [float(x) for x in v.get("samples_ms") or []]
         err = v.get("error")
         lib = eq.vendor if name == "vendor" else eq.eager_library if name in ("eager", "graph") else None
+        replays, note = _graph_form(doc) if name == "graph" else (None, None)
         if samples and not err:
             med, cv = stats(samples)
-            times.append(Measured(name=name, median_ms=med, cv=cv, samples=samples, library=lib))
+            times.append(
+                Measured(
+                    name=name, median_ms=med, cv=cv, samples=samples, library=lib, replays=replays, note=note
+                )
+            )
         else:
-            times.append(Measured(name=name, error=str(err or "no samples")[:300], library=lib))
+            times.append(
+                Measured(
+                    name=name, error=str(err or "no samples")[:300], library=lib, replays=replays, note=note
+                )
+            )
     return BaselineSet(
         task_id=task.id, gpu=gpu, method=eq.method, equivalent_hash=eq.digest(), times=times,
         torch=str(doc.get("torch") or "") or None, trials=int(doc.get("trials") or 0),
@@ -352,6 +384,8 @@ def header_times(
             if m.median_ms is None or m.median_ms <= 0:
                 continue
             what = [TITLES[m.name]]
+            if m.replays:
+                what.append(m.replay_note())
             if m.library:
                 what.append(m.library)
             if s.torch:

@@ -482,7 +482,7 @@ def describe(found: BaselineSet) -> str:
     parts = []
     for m in found.times:
         if m.median_ms is not None:
-            parts.append(f"{m.name} {m.median_ms:.4g} ms")
+            parts.append(f"{m.name} {m.median_ms:.4g} ms" + (f" (replays {m.replays})" if m.replays else ""))
         else:
             parts.append(f"{m.name}: {m.error}")
     return "; ".join(parts)
@@ -548,6 +548,7 @@ def table_rows(tasks: Sequence[Task], gpu: GpuSignature, cache: Path | None = No
                 row.append("failed")
             else:
                 lib = f" ({m.library})" if m.library and name == "vendor" else ""
+                lib += f" ({m.replays})" if m.replays else ""
                 ratio = f" [{m.median_ms / ref.median_ms:.2f}x]" if ref is not None else ""
                 row.append(f"{m.median_ms:.4g}{lib}{ratio}")
         rows.append(tuple(row))
@@ -576,7 +577,9 @@ TABLE_NOTE = (
     "(corpus validate). eager, compile, compile-ro, graph, vendor: the task's PyTorch equivalent timed by "
     "baselines_driver.py (CUDA events, L2 flushed before each call); [r x]: that time over the reference's, so "
     "above 1 the reference is faster. roofline: the least time of the declared work at the GPU's measured copy "
-    "bandwidth and bf16 rate. failed: the variant could not run (the stored set says why)."
+    "bandwidth and bf16 rate. failed: the variant could not run (the stored set says why). graph (GraphModel): "
+    "the CUDA Graph replays the equivalent's capturable form GraphModel (its output checked equal to Model's "
+    "before timing), not the eager call, which cannot be captured."
 )
 
 
