@@ -362,6 +362,7 @@ def search(
             hunks_only=hunks_only,
         )
         timed_why = ""
+        screened_hunks = result.hunks if result.phase in ("lines", "done") else None
         if result.chosen is not None:
             code = d.apply(result.chosen)
             if kept.get(code) is None:
@@ -379,7 +380,7 @@ def search(
                 )
                 extra = 0
                 timed_why = f"; the correct set the screen found was {_below(timed, store.gate)}: searched again at the gate"
-        result, timed_why = _keep_hunk_fix(d, result, kept, timed_why)
+        result, timed_why = _keep_hunk_fix(d, result, kept, timed_why, screened_hunks)
         result = replace(result, why=result.why + timed_why)
     else:
         result = minimal_search.minimize(d, asker(oracle, kept), budget, known=known, hunks_only=hunks_only)
@@ -424,25 +425,35 @@ def search(
 
 
 def _keep_hunk_fix(
-    d: minimal_search.Diff, result: minimal_search.Result, kept: Answers, why: str
+    d: minimal_search.Diff,
+    result: minimal_search.Result,
+    kept: Answers,
+    why: str,
+    hunks: frozenset[int] | None,
 ) -> tuple[minimal_search.Result, str]:
-    """A screened search the budget cut in its line phase holds the smallest correct set so far, not timed
-    at the gate; where the hunk phase's set was timed and passed, that set is the fix kept (1-minimal over
-    hunks), so that a cut never takes back a fix already verified. The line phase goes on next time."""
-    if result.status != "budget" or result.phase != "lines" or result.chosen is None:
+    """A screened search the budget cut holds the smallest correct set so far, not timed at the gate (cut
+    in its line phase), or nothing (the judge's own search, after the screen's set fell below the gate, cut
+    before it began). Where the screen's hunk phase had ended (``hunks``: the hunks it kept) and the judge
+    timed that set and passed it at the gate, that set is the fix kept, 1-minimal over hunks (leaving out a
+    hunk makes it incorrect, so it fails the judge too): a cut never takes back a fix already verified. The
+    search goes on next time."""
+    if result.status != "budget" or hunks is None:
         return result, why
-    at_hunks = d.hunk_units(result.hunks)
-    chosen = kept.get(d.apply(result.chosen))
+    at_hunks = d.hunk_units(hunks)
+    chosen = kept.get(d.apply(result.chosen)) if result.chosen is not None else None
     hunk_fix = kept.get(d.apply(at_hunks))
     if at_hunks == result.chosen or (chosen is not None and chosen.passed):
         return result, why
     if hunk_fix is None or not hunk_fix.passed:
         return result, why
-    why += (
-        f"; the line phase's smallest correct set so far ({len(result.chosen)} of {len(at_hunks)} lines) "
-        "is not timed at the gate yet: the fix kept is the hunk phase's, timed at the gate"
-    )
-    return replace(result, chosen=at_hunks), why
+    if result.chosen is not None:
+        why += (
+            f"; the smallest correct set so far ({len(result.chosen)} of {len(at_hunks)} lines) is not "
+            "timed at the gate yet: the fix kept is the hunk phase's, timed at the gate"
+        )
+    else:
+        why += "; the fix kept is the hunk phase's, timed at the gate"
+    return replace(result, chosen=at_hunks, minimality="hunks", hunks=hunks), why
 
 
 BUILD_FAILURES = frozenset({"buildability", "integration"})

@@ -17,7 +17,7 @@ import pytest
 
 from beavertui.engine.corpus import fixes, patch
 from beavertui.engine.corpus.load import load_corpus
-from beavertui.engine.corpus.minimal_search import Budget
+from beavertui.engine.corpus.minimal_search import Budget, BudgetExhausted
 from beavertui.engine.validation import minimal_fixes as mf
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -349,3 +349,43 @@ def test_a_line_phase_cut_before_its_timing_keeps_the_verified_hunk_fix(cache: P
     # run to its end, the line phase's own fix is timed and replaces it
     done = mf.search(t, _judge(timed, None), "judge", store, Budget(), H200, screen=oracle(screened))  # type: ignore[arg-type]
     assert done.status == "minimal" and done.verified and done.lines is not None and done.lines < first.lines
+
+
+class _CutAfterASlowTiming(Budget):
+    """A budget that runs out once the judge has timed a correct set below the gate."""
+
+    slow = False
+
+    def spend(self) -> None:
+        if self.slow:
+            raise BudgetExhausted("out of wall time after the timing")
+        super().spend()
+
+
+def test_a_search_again_at_the_gate_cut_before_it_began_keeps_the_verified_hunk_fix(cache: Path) -> None:
+    """Seen on an H100 (cuda_216): the screen's line phase ended with a set below the gate, the judge's own
+    search was cut before it began, and the record kept no fix, though the hunk phase's had passed."""
+    t = task()
+    fast = (
+        "struct is_negative"  # in the predicate's hunk; the line phase's set keeps the broken start's struct
+    )
+    store = mf.Store(fixes.store_roots()[0], H200, 0.7)
+    timed: list[str] = []
+    first = mf.search(
+        t, _judge(timed, fast), "judge", store, Budget(), H200, hunks_only=True, screen=oracle([])
+    )  # type: ignore[arg-type]
+    assert first.verified and first.fix is not None and fast in first.fix
+    budget = _CutAfterASlowTiming()
+    judge = _judge(timed, fast)
+
+    def timing(code: str) -> mf.Answer:
+        answer = judge(code)  # type: ignore[operator]
+        budget.slow = budget.slow or (answer.correct and not answer.passed)
+        return answer  # type: ignore[no-any-return]
+
+    out = mf.search(t, timing, "judge", store, budget, H200, screen=oracle([]))
+    assert timed[-1] != first.fix and fast not in timed[-1]  # the line phase's set, timed below the gate
+    assert "below 0.7x: searched again at the gate" in out.why and "before the search began" in out.why
+    assert out.status == "budget" and out.verified and out.minimality == "hunks"
+    assert (out.fix, out.lines, out.speedup) == (first.fix, first.lines, 1.0)
+    assert "the fix kept is the hunk phase's, timed at the gate" in out.why
