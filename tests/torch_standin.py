@@ -9,13 +9,17 @@ tensors' value and size, every tensor's dtype is float32), a vendor model
 first eager call of the first process that finds no file at PATH run out of memory (and creates it); ``STANDIN_CALLS`` names a file
 that each call appends its variant to (the order of the trials).
 
-GPU memory: a tensor made on the GPU (under ``torch.device("cuda")``, by ``.cuda()``, ``empty(device="cuda")``)
-holds its bytes (4 a float32 element, 8 an int64 one), and each model holds its output's bytes from its first
-call on; nothing is freed before the process ends. With ``STANDIN_GPU_BYTES=N`` and ``STANDIN_GPU_LEDGER=DIR``
+GPU memory: a tensor made on the GPU (under ``torch.device("cuda")``, by ``.cuda()``, ``empty(device="cuda")``,
+``clone``, ``double``, arithmetic on GPU tensors) holds its bytes (4 a float32 element, 8 an int64 or float64
+one) until it is garbage; ``reshape`` and slices are views that hold nothing. Each model holds its output's
+bytes from its first call on (the allocator's cached blocks, a CUDA graph's pool) until it is garbage, except a
+``torch.compile(mode="reduce-overhead")`` model, whose bytes stay in its CUDA graph trees' pool until
+``torch._dynamo.reset()``. With ``STANDIN_GPU_BYTES=N`` and ``STANDIN_GPU_LEDGER=DIR``
 the processes share a GPU of N bytes: each writes what it holds to DIR/<pid>, and an allocation that would take
 the live processes' sum above N raises "CUDA out of memory", as torch's allocator does. Under
 ``torch.device("meta")`` nothing is held and no model call has a side effect (the drivers size their inputs
-there). ``torch.cuda.max_memory_reserved()`` is the most this process held. Nothing here measures anything real: it
+there). ``torch.cuda.max_memory_reserved()`` is the most this process held; each ``torch._dynamo.reset()`` is
+logged as ``dynamo_reset`` to ``STANDIN_CALLS``. Nothing here measures anything real: it
 checks the driver's control flow (which variants, their order, their failures, the go handshake), not
 timing. ``write(folder)`` puts it at ``folder/torch/__init__.py``; ``block(folder)`` puts a ``torch`` there
 that fails to import, as where torch is not installed.
@@ -90,6 +94,21 @@ def _alloc(nbytes):
     _peak[0] = max(_peak[0], _held[0])
 
 
+def _free(nbytes):
+    # give nbytes of the GPU back (a tensor or model that became garbage)
+    _held[0] -= nbytes
+    folder = os.environ.get("STANDIN_GPU_LEDGER")
+    if os.environ.get("STANDIN_GPU_BYTES") and folder:
+        try:
+            with open(os.path.join(folder, str(os.getpid())), "w") as fh:
+                fh.write(str(_held[0]))
+        except OSError:
+            pass
+
+
+_ro_pool = [0]  # bytes held by reduce-overhead's CUDA graph trees, until torch._dynamo.reset()
+
+
 def _log(name):
     path = os.environ.get("STANDIN_CALLS")
     if path:
@@ -119,8 +138,28 @@ class Tensor:
         self.n = n
         self.itemsize = itemsize
         self.device = device
+        self._owns = 0
         if device == "cuda":
             _alloc(n * itemsize)
+            self._owns = n * itemsize
+
+    def __del__(self):
+        try:
+            if self._owns:
+                _free(self._owns)
+        except Exception:  # the interpreter ending
+            pass
+
+    def _view(self, n):
+        v = Tensor.__new__(Tensor)
+        v.value, v.n, v.itemsize, v.device, v._owns, v._base = self.value, n, self.itemsize, self.device, 0, self
+        return v
+
+    def reshape(self, *shape):
+        return self._view(self.n)
+
+    def __getitem__(self, key):
+        return self._view(len(range(*key.indices(self.n))))
 
     def cuda(self):
         if self.device == "cuda":
@@ -128,19 +167,19 @@ class Tensor:
         return Tensor(self.value, self.n, self.itemsize, "cuda")
 
     def clone(self):
-        return Tensor(self.value, self.n, self.itemsize)
+        return Tensor(self.value, self.n, self.itemsize, self.device)
 
     def double(self):
-        return self
+        return Tensor(self.value, self.n, 8, self.device)
 
     def __sub__(self, other):
-        return Tensor(self.value - other.value)
+        return Tensor(self.value - other.value, self.n, self.itemsize, self.device)
 
     def abs(self):
-        return Tensor(abs(self.value))
+        return Tensor(abs(self.value), self.n, self.itemsize, self.device)
 
     def max(self):
-        return self
+        return Tensor(self.value, 1, self.itemsize, self.device)
 
     def item(self):
         return self.value
@@ -216,12 +255,22 @@ class nn:
                 return self.forward(*args)
             _out_of_memory_once(self.variant)
             out = self.forward(*args)
-            if not getattr(self, "_holds", False):  # its output, held from the first call on
+            if not getattr(self, "_holds", 0):  # its output, held from the first call on
                 _alloc(out.n * out.itemsize)
-                self._holds = True
+                self._holds = out.n * out.itemsize
+                if self.variant == "compile_ro":  # in the CUDA graph trees' pool, not the model
+                    _ro_pool[0] += self._holds
+                    self._holds = -1
             _clock[0] += self.cost
             _log(self.variant)
             return out
+
+        def __del__(self):
+            try:
+                if getattr(self, "_holds", 0) > 0:
+                    _free(self._holds)
+            except Exception:  # the interpreter ending
+                pass
 
 
 class _Compiled(nn.Module):
@@ -238,6 +287,15 @@ def compile(model, mode=None):
     if os.environ.get("STANDIN_COMPILE_FAILS") == "1":
         raise RuntimeError("stand-in: torch.compile refuses this model")
     return _Compiled(model, mode)
+
+
+class _dynamo:
+    @staticmethod
+    def reset():
+        if _ro_pool[0]:
+            _free(_ro_pool[0])
+            _ro_pool[0] = 0
+        _log("dynamo_reset")
 
 
 class compiler:

@@ -23,9 +23,11 @@ variants, each built from the same seeded initial inputs:
 - ``vendor``: ``VendorModel`` called as is.
 
 Each variant gets W untimed calls first (compilation and capture happen there), and its output is compared
-with eager's (``max_abs_diff``). Then N trials, each one timed call of every variant in turn (the order
-reversed on odd trials). Before every timed call the L2 cache is flushed by writing a buffer of at least
-256 MiB (twice the L2 when larger); the call is timed with CUDA events on the current stream. Style
+with eager's (``max_abs_diff``, in float64, ``DIFF_CHUNK`` elements at a time: the comparison of a 7 GiB
+float32 output then holds under 0.5 GiB more, where the whole of it in float64 took 42 GiB). Then N trials,
+each one timed call of every variant in turn (the order reversed on odd trials). Before every timed call the
+L2 cache is flushed by writing a buffer of at least 256 MiB (twice the L2 when larger); the call is timed
+with CUDA events on the current stream. Style
 ``kernelbench`` synchronises the GPU after the flush and before the start event (the kernelbench family's
 driver); ``native`` queues the start event and the call behind the flush (the bundled tasks' in-process
 timing, so the host's launch latency hides behind the flush). A variant that fails (torch.compile refuses
@@ -51,6 +53,19 @@ With ``--go-file``, every variant is built and warmed up first, ``BEAVER_BASELIN
 trials wait until PATH exists (at most ``--go-timeout`` seconds): several drivers compile side by side while
 only one at a time is timed.
 
+One variant at a time. Holding every variant from its warm-up to its trials, a driver holds the inputs, each
+variant's output and model, the compiled functions and the memory pools of CUDA Graph and reduce-overhead
+together: a kernelbench problem of 7 GiB in and out held 63 GiB on an H100 before reduce-overhead ran out of
+memory. The admit file may hold a JSON object ``{"need_bytes": N, "room_bytes": R}``: the caller's estimate
+of what the driver holds with all its variants, and the GPU memory it is given. Where N exceeds R, the
+driver prints its ready line at once (nothing warmed up), waits for its go, then takes the variants one at a
+time: build, warm up, compare with eager, the N timed calls in a row (the same flush, events and style as
+above), then release it (its output, model, compiled function, CUDA graph and memory pool dropped,
+``gc.collect()``, ``torch._dynamo.reset()`` and the reduce-overhead graph trees reset after a torch.compile
+variant, ``torch.cuda.empty_cache()``) before the next; only the inputs and eager's output (for the
+comparison) stay. The result then carries ``one_at_a_time``: one line saying why. A variant that still runs
+out of memory by itself carries its one-line ``error``, and the next is built after it is released.
+
 This file is a standalone script: it imports only the standard library, torch and its sibling script
 kernelbench_driver.py (loaded by path, for the sizing), never beavertui.
 """
@@ -58,6 +73,8 @@ kernelbench_driver.py (loaded by path, for the sizing), never beavertui.
 from __future__ import annotations
 
 import argparse
+import functools
+import gc
 import importlib.util
 import json
 import sys
@@ -80,6 +97,8 @@ GRAPH_MODEL = "GraphModel"
 VARIANTS = ("eager", "compile", "compile_ro", "graph", "vendor")
 STYLES = ("native", "kernelbench")
 POLL_S = 0.01
+#: Elements of an output compared with eager's at a time (as float64: 128 MiB per operand).
+DIFF_CHUNK = 1 << 24
 
 
 def emit(doc: dict[str, Any]) -> None:
@@ -213,6 +232,12 @@ def build(name: str, problem: types.ModuleType, torch: Any, init: list[Any], see
     return model
 
 
+def _replay(graph: Any, model: Any) -> None:
+    """Replay ``graph``; ``model`` is passed only to live as long as the graph (the captured kernels read its
+    weights)."""
+    graph.replay()
+
+
 def callable_of(
     name: str, model: Any, inputs: list[Any], torch: Any, warmup: int
 ) -> tuple[Callable[[], Any], Callable[[], None], Any]:
@@ -241,7 +266,7 @@ def callable_of(
             out = model(*inputs)
         graph.replay()
         torch.cuda.synchronize()
-        return graph.replay, before, out
+        return functools.partial(_replay, graph, model), before, out
     out = None
     for _ in range(max(warmup, 1)):
         before()
@@ -253,11 +278,91 @@ def callable_of(
 
 
 def max_abs_diff(a: Any, b: Any, torch: Any) -> float | None:
+    """The largest absolute difference of two outputs of the same shape, in float64, ``DIFF_CHUNK`` elements at
+    a time (the whole output in float64 would take twice its memory per operand); None where they cannot be
+    compared (not tensors, other shapes, sparse)."""
     if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and a.shape == b.shape:
         if a.is_sparse or b.is_sparse:
             return None
-        return float((a.double() - b.double()).abs().max().item()) if a.numel() else 0.0
+        n = a.numel()
+        if not n:
+            return 0.0
+        fa, fb = a.reshape(-1), b.reshape(-1)
+        worst = 0.0
+        for i in range(0, n, DIFF_CHUNK):
+            d = float((fa[i : i + DIFF_CHUNK].double() - fb[i : i + DIFF_CHUNK].double()).abs().max().item())
+            if d != d:  # NaN: the outputs differ beyond measure
+                return d
+            worst = max(worst, d)
+        return worst
     return None
+
+
+def timed_call(
+    call: Callable[[], Any],
+    before: Callable[[], None],
+    flush: Any,
+    style: str,
+    start: Any,
+    end: Any,
+    torch: Any,
+) -> float:
+    """One timed call, ms: what runs before it, the L2 flush, the call between two CUDA events."""
+    before()
+    if style == "kernelbench":
+        torch.cuda.synchronize()
+        flush.zero_()
+        torch.cuda.synchronize()
+    else:
+        flush.zero_()
+    start.record()
+    call()
+    end.record()
+    end.synchronize()
+    return float(start.elapsed_time(end))
+
+
+def release(name: str, torch: Any) -> None:
+    """Give back what a variant held once its references are gone: Python's cycles collected, after a
+    torch.compile variant its compiled code and reduce-overhead's CUDA graph trees (their memory pools), the
+    allocator's cached blocks."""
+    gc.collect()
+    if name in ("compile", "compile_ro"):
+        dynamo = getattr(torch, "_dynamo", None)
+        if dynamo is not None:
+            dynamo.reset()
+        try:  # torch._dynamo.reset() resets them through inductor's backend; said here too, where it does not
+            from torch._inductor.cudagraph_trees import reset_cudagraph_trees
+
+            reset_cudagraph_trees()
+        except Exception:
+            pass
+        gc.collect()
+    torch.cuda.synchronize()
+    torch.cuda.empty_cache()
+
+
+def one_at_a_time_why(admit: Path | None, variants: int) -> str | None:
+    """Why the variants are to be taken one at a time (see the module's docstring), from the admit file; None:
+    side by side."""
+    if admit is None:
+        return None
+    try:
+        doc = json.loads(admit.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None  # a bare go ("admitted"): side by side
+    if not isinstance(doc, dict):
+        return None
+    need, room = doc.get("need_bytes"), doc.get("room_bytes")
+    if not all(isinstance(x, int) and not isinstance(x, bool) and x > 0 for x in (need, room)):
+        return None
+    assert isinstance(need, int) and isinstance(room, int)
+    if need <= room:
+        return None
+    return (
+        f"estimated {need / 2**30:.1f} GiB of GPU memory with its {variants} variants held together, more than "
+        f"the {room / 2**30:.1f} GiB it was given: each variant warmed up, timed and released before the next"
+    )
 
 
 def wait_for_go(path: Path, timeout_s: float, line: str = READY) -> None:
@@ -267,6 +372,90 @@ def wait_for_go(path: Path, timeout_s: float, line: str = READY) -> None:
         if time.monotonic() >= deadline:
             raise TimeoutError(f"no go ({path.name}) within {timeout_s:g} s")
         time.sleep(POLL_S)
+
+
+def warm(
+    name: str, problem: types.ModuleType, torch: Any, init: list[Any], inputs: list[Any], a: argparse.Namespace,
+    reference_out: Any,
+) -> tuple[Callable[[], Any], Callable[[], None], Any, float | None]:  # fmt: skip
+    """(call, before, output, max_abs_diff) of variant ``name`` built and warmed up; its difference from
+    ``reference_out`` (eager's output; for eager itself, from its own)."""
+    model = build(name, problem, torch, init, a.seed)
+    call, before, out = callable_of(name, model, inputs, torch, a.warmup)
+    ref = out if name == "eager" else reference_out
+    return call, before, out, max_abs_diff(out, ref, torch) if ref is not None else None
+
+
+def side_by_side(
+    wanted: list[str], problem: types.ModuleType, torch: Any, init: list[Any], inputs: list[Any],
+    a: argparse.Namespace, flush_bytes: int, result: dict[str, dict[str, Any]], phase: Callable[[str], None],
+) -> bool:  # fmt: skip
+    """Every variant warmed up, then (the go given) the trials, each one call of every variant in turn; the
+    entries in ``result``. False when no go came (said)."""
+    ready: list[tuple[str, Callable[[], Any], Callable[[], None]]] = []
+    reference_out = None
+    for name in wanted:
+        try:
+            call, before, out, diff = warm(name, problem, torch, init, inputs, a, reference_out)
+            if name == "eager":
+                reference_out = out
+            result[name] = {"samples_ms": [], "max_abs_diff": diff}
+            ready.append((name, call, before))
+        except Exception as exc:
+            result[name] = {"error": one_line(exc)}
+            torch.cuda.synchronize()
+            torch.cuda.empty_cache()
+        phase(f"warm_{name}")
+    flush = torch.empty(flush_bytes // 8, dtype=torch.int64, device="cuda")
+    if a.go_file is not None:
+        try:
+            wait_for_go(a.go_file, a.go_timeout)
+        except TimeoutError as exc:
+            emit({"error": str(exc), "skip": True})
+            return False
+        phase("waited_for_go")
+    start = torch.cuda.Event(enable_timing=True)
+    end = torch.cuda.Event(enable_timing=True)
+    failed: set[str] = set()
+    for trial in range(a.trials):
+        order = ready if trial % 2 == 0 else list(reversed(ready))
+        for name, call, before in order:
+            if name in failed:
+                continue
+            try:
+                result[name]["samples_ms"].append(timed_call(call, before, flush, a.style, start, end, torch))
+            except Exception as exc:
+                failed.add(name)
+                result[name] = {"error": f"during the trials: {one_line(exc)}"}
+                torch.cuda.synchronize()
+    phase("trials")
+    return True
+
+
+def one_variant(
+    name: str, problem: types.ModuleType, torch: Any, init: list[Any], inputs: list[Any], a: argparse.Namespace,
+    flush: Any, reference_out: Any, phase: Callable[[str], None],
+) -> tuple[dict[str, Any], Any]:  # fmt: skip
+    """(entry, output) of variant ``name`` built, warmed up and timed by itself: its N calls in a row. The
+    output is returned for eager only (the others' are compared with it); everything else the variant held
+    is dropped when this returns, for ``release``."""
+    try:
+        call, before, out, diff = warm(name, problem, torch, init, inputs, a, reference_out)
+    except Exception as exc:
+        phase(f"warm_{name}")
+        return {"error": one_line(exc)}, None
+    phase(f"warm_{name}")
+    entry: dict[str, Any] = {"samples_ms": [], "max_abs_diff": diff}
+    start = torch.cuda.Event(enable_timing=True)
+    end = torch.cuda.Event(enable_timing=True)
+    try:
+        for _ in range(a.trials):
+            entry["samples_ms"].append(timed_call(call, before, flush, a.style, start, end, torch))
+    except Exception as exc:
+        entry = {"error": f"during the trials: {one_line(exc)}"}
+        torch.cuda.synchronize()
+    phase(f"trials_{name}")
+    return entry, out if name == "eager" else None
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -342,60 +531,32 @@ def main(argv: list[str] | None = None) -> int:
         emit({"error": f"{a.module.name}: {one_line(exc)}", "skip": True})
         return 3
     result: dict[str, dict[str, Any]] = {}
-    ready: list[tuple[str, Callable[[], Any], Callable[[], None]]] = []
-    reference_out = None
+    alone = one_at_a_time_why(a.admit_file, len(wanted))
     with torch.no_grad():
-        for name in wanted:
-            try:
-                model = build(name, problem, torch, init, a.seed)
-                call, before, out = callable_of(name, model, inputs, torch, a.warmup)
-                if name == "eager":
-                    reference_out = out
-                diff = max_abs_diff(out, reference_out, torch) if reference_out is not None else None
-                result[name] = {"samples_ms": [], "max_abs_diff": diff}
-                ready.append((name, call, before))
-            except Exception as exc:
-                result[name] = {"error": one_line(exc)}
-                torch.cuda.synchronize()
-                torch.cuda.empty_cache()
-            phase(f"warm_{name}")
         flush_bytes = max(
             256 << 20, 2 * int(getattr(torch.cuda.get_device_properties(0), "L2_cache_size", 0) or 0)
         )
-        flush = torch.empty(flush_bytes // 8, dtype=torch.int64, device="cuda")
-        if a.go_file is not None:
-            try:
-                wait_for_go(a.go_file, a.go_timeout)
-            except TimeoutError as exc:
-                emit({"error": str(exc), "skip": True})
-                return 3
-            phase("waited_for_go")
-        start = torch.cuda.Event(enable_timing=True)
-        end = torch.cuda.Event(enable_timing=True)
-        failed: set[str] = set()
-        for trial in range(a.trials):
-            order = ready if trial % 2 == 0 else list(reversed(ready))
-            for name, call, before in order:
-                if name in failed:
-                    continue
+        if alone is not None:
+            flush = torch.empty(flush_bytes // 8, dtype=torch.int64, device="cuda")
+            if a.go_file is not None:
                 try:
-                    before()
-                    if a.style == "kernelbench":
-                        torch.cuda.synchronize()
-                        flush.zero_()
-                        torch.cuda.synchronize()
-                    else:
-                        flush.zero_()
-                    start.record()
-                    call()
-                    end.record()
-                    end.synchronize()
-                    result[name]["samples_ms"].append(float(start.elapsed_time(end)))
-                except Exception as exc:
-                    failed.add(name)
-                    result[name] = {"error": f"during the trials: {one_line(exc)}"}
-                    torch.cuda.synchronize()
-        phase("trials")
+                    wait_for_go(a.go_file, a.go_timeout)
+                except TimeoutError as exc:
+                    emit({"error": str(exc), "skip": True})
+                    return 3
+                phase("waited_for_go")
+            reference_out = None
+            for name in wanted:
+                result[name], out = one_variant(
+                    name, problem, torch, init, inputs, a, flush, reference_out, phase
+                )
+                if name == "eager":
+                    reference_out = out
+                del out
+                release(name, torch)
+                phase(f"released_{name}")
+        elif not side_by_side(wanted, problem, torch, init, inputs, a, flush_bytes, result, phase):
+            return 3  # no go came (said)
     emit(
         {
             "style": a.style,
@@ -407,6 +568,7 @@ def main(argv: list[str] | None = None) -> int:
             "torch": torch.__version__,
             "device": torch.cuda.get_device_name(0),
             "sized": sized,
+            **({"one_at_a_time": alone} if alone is not None else {}),
             "peak_reserved_bytes": int(torch.cuda.max_memory_reserved()),
             "phases_s": phases,
         }

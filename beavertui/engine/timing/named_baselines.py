@@ -239,6 +239,10 @@ class BaselineSet(BaseModel):
     """The GPU's measured copy bandwidth when the set was recorded, GB/s (host/ceilings.py), for the roofline."""
     bf16_tflops: float | None = None
     """Its measured bf16 matrix-product rate then, TFLOP/s."""
+    one_at_a_time: str | None = None
+    """Why the variants were warmed up and timed one at a time, each released before the next and its trials
+    in a row (its estimated GPU memory with every variant held exceeded the room given); None: side by side,
+    the trials interleaved."""
 
     def ceilings(self) -> ceilings_mod.Ceilings | None:
         """The ceilings recorded with the set (None: none were)."""
@@ -340,6 +344,7 @@ def from_driver(
         torch=str(doc.get("torch") or "") or None, trials=int(doc.get("trials") or 0),
         warmup=int(doc.get("warmup") or 0), flush_bytes=int(doc.get("flush_bytes") or 0), measured_for=task.id,
         copy_gbps=measured.copy_gbps if measured else None, bf16_tflops=measured.bf16_tflops if measured else None,
+        one_at_a_time=str(doc["one_at_a_time"])[:300] if doc.get("one_at_a_time") else None,
     )  # fmt: skip
 
 

@@ -20,13 +20,21 @@ when 6 GiB more failed; estimated 49.5 GiB).
 
 Drivers are admitted to the GPU in rounds: the first one waiting, then every other whose estimate still fits
 beside those in ``HEADROOM`` of the GPU's total memory (nvidia-smi's ``memory.total``, given as
-``gpu_memory_bytes``; without it every driver started is admitted). A driver whose estimate alone exceeds
-that runs by itself. The admitted drivers build and warm up their variants side by side (torch.compile's
-compilation is the long part, on the CPU), each prints its ready line and waits; then each is given its go
-in turn and timed alone, the others idle; then the next round. Each driver's result carries its measured
-peak (``torch.cuda.max_memory_reserved``), printed beside its estimate. Estimating ahead was chosen over
-admitting by measured peaks: a peak is known only once a driver has warmed up, after it could already have
-crowded out the others.
+``gpu_memory_bytes``; without it every driver started is admitted). The admitted drivers build and warm up
+their variants side by side (torch.compile's compilation is the long part, on the CPU), each prints its ready
+line and waits; then each is given its go in turn and timed alone, the others idle; then the next round. Each
+driver's result carries its measured peak (``torch.cuda.max_memory_reserved``), printed beside its estimate.
+
+A driver whose estimate alone exceeds that room runs by itself, and cannot hold its variants together
+either: on an H100, a kernelbench problem of 7 GiB in and out (estimated 113.5 GiB) held 63 GiB with eager,
+compile and their outputs when reduce-overhead ran out of memory. Its admit file carries its estimate and
+the room (``{"need_bytes": N, "room_bytes": R}``), and the driver then takes its variants one at a time,
+each built, warmed up, timed (its trials in a row) and released before the next (baselines_driver.py), so
+its peak is about one variant's; after its go it has ``warm_s`` per variant to end. Its set records why
+(``one_at_a_time``), and so does its outcome's note.
+
+Estimating ahead was chosen over admitting by measured peaks: a peak is known only once a driver has warmed
+up, after it could already have crowded out the others.
 
 A driver of which some variant (or the drawing of its inputs) still ran out of GPU memory beside others is
 started again next, before any new driver, and admitted by itself; its set replaces the first, and its
@@ -102,7 +110,7 @@ class Outcome:
     """The task the driver ran for, when another."""
     note: str | None = None
     """What else happened (one line): timed alone after running out of GPU memory beside other drivers, or
-    not, for want of time."""
+    not, for want of time; its variants timed one at a time, and why."""
 
 
 @dataclass
@@ -191,6 +199,10 @@ class _Started:
     """How many other drivers were admitted with it."""
     late: float | None = None
     """Set when it was stopped for not being ready within this many seconds."""
+    one_at_a_time: bool = False
+    """Told to take its variants one at a time (its estimate exceeds the room)."""
+    overran: float | None = None
+    """Set when it was stopped for not ending within this many seconds of its go."""
 
 
 def _kill(proc: subprocess.Popen[bytes]) -> None:
@@ -299,13 +311,22 @@ def record(
         group: list[_Started] = []
         try:
             while queue or waiting:
-                if budget_s is not None and time.monotonic() - t0 > budget_s:
+                if budget_s is not None and (elapsed := time.monotonic() - t0) > budget_s:
                     for s in waiting:
                         _kill(s.proc)
-                    for job in [s.job for s in waiting if not s.alone] + [j for j, a in queue if not a]:
-                        outcomes += [
-                            Outcome(t.id, reason="not reached within the time budget") for t in job.tasks
-                        ]
+                    why = (
+                        f"not reached within the time budget (no driver is started after {budget_s:g} s; "
+                        f"stopped at {elapsed:.0f} s)"
+                    )
+                    unreached = [s.job for s in waiting if not s.alone] + [j for j, a in queue if not a]
+                    for job in unreached:
+                        outcomes += [Outcome(t.id, reason=why) for t in job.tasks]
+                    kept = sum(1 for o in outcomes if o.stored is not None)
+                    say(
+                        f"time budget of {budget_s:g} s spent at {elapsed:.0f} s: "
+                        f"{sum(len(j.tasks) for j in unreached)} task(s) not reached; the {kept} set(s) stored "
+                        "before are kept"
+                    )
                     for job in [s.job for s in waiting if s.alone] + [j for j, a in queue if a]:
                         note = (
                             f"ran out of GPU memory beside {_others(first_run[id(job)])}; not timed again alone "
@@ -343,7 +364,10 @@ def record(
                 for s in group:
                     s.beside = len(group) - 1
                     s.began = time.monotonic()
-                    s.admit.write_text("admitted\n", encoding="utf-8")
+                    s.one_at_a_time = room is not None and s.need is not None and s.need > room
+                    s.admit.write_text(
+                        json.dumps({"need_bytes": s.need, "room_bytes": room}), encoding="utf-8"
+                    )
                 # every driver admitted ready (or ended) before any is timed: none warms up beside a timing
                 for s in group:
                     while s.proc.poll() is None and DRIVER_READY not in _log_text(s.out):
@@ -355,10 +379,13 @@ def record(
                 for s in group:
                     if s.proc.poll() is None:
                         s.go.write_text("go\n", encoding="utf-8")
+                        # one at a time, its variants warm up after the go: warm_s for each
+                        limit = warm_s * (len(s.job.variants) if s.one_at_a_time else 1)
                         try:
-                            s.proc.wait(timeout=warm_s)
+                            s.proc.wait(timeout=limit)
                         except subprocess.TimeoutExpired:
                             _kill(s.proc)
+                            s.overran = limit
                     outcomes, done = _done(s, outcomes, gpu, cache, say, measured, on_stored, first_run)
                     if s.beside and not s.alone and any(_out_of_memory(o) for o in done):
                         first_run[id(s.job)] = s.beside
@@ -396,10 +423,15 @@ def _say_admitted(
     if room is None or first.alone:  # a retry alone says so with its times
         return
     if len(group) == 1 and (first.need is None or first.need > room):
-        need = "an unknown amount of" if first.need is None else f"an estimated {gib(first.need)} of"
+        if first.need is None:
+            say(
+                f"{first.job.tasks[0].id}: needs an unknown amount of GPU memory: warmed up and timed alone, its "
+                "variants side by side"
+            )
+            return
         say(
-            f"{first.job.tasks[0].id}: needs {need} GPU memory, more than drivers may share "
-            f"({gib(room)}): warmed up and timed alone"
+            f"{first.job.tasks[0].id}: needs an estimated {gib(first.need)} of GPU memory, more than drivers may "
+            f"share ({gib(room)}): alone, its variants warmed up and timed one at a time"
         )
         return
     used = sum(s.need or 0 for s in group)
@@ -447,6 +479,11 @@ def _store(
         why = f"the baselines driver was not ready (compiled and warmed up) within {s.late:g} s: stopped"
         say(f"{who}: {why}")
         return [Outcome(t.id, reason=why, note=note) for t in s.job.tasks]
+    if s.overran is not None and doc is None:
+        how = "warmed up and timed" if s.one_at_a_time else "timed"
+        why = f"the baselines driver's variants were not {how} within {s.overran:g} s of its go: stopped"
+        say(f"{who}: {why}")
+        return [Outcome(t.id, reason=why, note=note) for t in s.job.tasks]
     if doc is None:
         why = f"the baselines driver printed no result (rc {s.proc.returncode}): {_tail(text)}"
         say(f"{who}: {why}")
@@ -457,6 +494,9 @@ def _store(
         why = str(exc).split(": ", 1)[-1]
         say(f"{who}: {why}")
         return [Outcome(t.id, reason=why, note=note) for t in s.job.tasks]
+    if found.one_at_a_time:  # the driver said why it took its variants one at a time
+        note = "; ".join(x for x in (note, f"variants timed one at a time: {found.one_at_a_time}") if x)
+        who = f"{first.id} ({note})"
     out = []
     for t in s.job.tasks:
         mine = found.model_copy(update={"task_id": t.id})

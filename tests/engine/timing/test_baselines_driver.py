@@ -174,8 +174,10 @@ def test_sizes_what_it_will_hold_and_waits_for_its_admission_before_touching_the
         proc.kill()
     doc = result(out.read_text().splitlines())
     assert doc["sized"] == sized and "waited_for_room" in doc["phases_s"]
-    # the flush buffer (256 MiB), the inputs and each of the four variants' output (4 MiB each)
-    assert doc["peak_reserved_bytes"] == (256 << 20) + 5 * (4 << 20)
+    # the flush buffer (256 MiB), the inputs, each of the four variants' output (4 MiB each) and eager's copy
+    # kept for the comparison; held together, the variants side by side, the trials interleaved
+    assert doc["peak_reserved_bytes"] == (256 << 20) + 6 * (4 << 20)
+    assert "one_at_a_time" not in doc and "trials" in doc["phases_s"]
 
 
 def test_inputs_the_meta_device_cannot_draw_are_sized_on_the_host(tmp_path: Path) -> None:
@@ -260,3 +262,71 @@ def test_the_small_shapes_name_every_argument_of_their_module() -> None:
         names = [a.arg for a in f.args.args]
         required = set(names[: len(names) - len(f.args.defaults)])
         assert required <= set(args) <= set(names), family
+
+
+def _calls_in_runs(path: Path) -> list[str]:
+    """The stand-in's call log with each run of one name made one entry."""
+    runs: list[str] = []
+    for name in path.read_text().split():
+        if not runs or runs[-1] != name:
+            runs.append(name)
+    return runs
+
+
+@pytest.mark.parametrize("given", ["room", "no room"])
+def test_a_driver_needing_more_than_its_room_takes_its_variants_one_at_a_time(
+    tmp_path: Path, given: str
+) -> None:
+    """A GPU of 5.5 GiB and inputs of 1 GiB (2^28 float32 elements), the output as large: held together, the
+    inputs, each variant's output and eager's copy for the comparison take more than the GPU (a kernelbench
+    problem of 7 GiB in and out ran out of memory so on an H100, 63 GiB held). Told that its estimate exceeds
+    its room, the driver builds, warms up, times and releases each variant before the next: every variant is
+    timed, the trials of each in a row, the compiled ones' state reset after them, its peak about one
+    variant's (the flush buffer, the inputs, eager's copy, the variant's output and its copy, the comparison's
+    chunks), and its result says why."""
+    site = torch_standin.write(tmp_path / "site")
+    admit, go, out, calls = tmp_path / "admit", tmp_path / "go", tmp_path / "out.log", tmp_path / "calls"
+    gib = 1 << 30
+    env = {
+        **os.environ, "PYTHONPATH": str(site), "STANDIN_GPU_BYTES": str(11 * gib // 2),
+        "STANDIN_GPU_LEDGER": str(tmp_path / "gpu"), "STANDIN_CALLS": str(calls),
+    }  # fmt: skip
+    need = {"need_bytes": 20 * gib, "room_bytes": 5 * gib} if given == "no room" else {}
+    admit.write_text(json.dumps(need) if need else "admitted\n")  # admitted at once
+    with out.open("w") as fh:
+        proc = subprocess.Popen(
+            [sys.executable, str(DRIVER), "--module", str(problem(tmp_path)), "--args",
+             json.dumps({"n": 1 << 28, "dtype": "float32"}), "--trials", "3", "--warmup", "2", "--admit-file",
+             str(admit), "--go-file", str(go), "--go-timeout", "60"],
+            stdout=fh, stderr=subprocess.STDOUT, env=env, cwd=tmp_path,
+        )  # fmt: skip
+    try:
+        _wait_for("BEAVER_BASELINES_READY", out, proc)
+        go.write_text("go\n")
+        assert proc.wait(timeout=60) == 0
+    finally:
+        proc.kill()
+    doc = result(out.read_text().splitlines())
+    v = doc["variants"]
+    if given == "room":  # today's way: every variant held from its warm-up to the trials
+        assert "one_at_a_time" not in doc
+        failed = [name for name in v if "error" in v[name]]
+        assert failed and all("CUDA out of memory" in v[name]["error"] for name in failed), v
+        return
+    assert not [n for n in v if "error" in v[n]], v
+    assert doc["one_at_a_time"] == (
+        "estimated 20.0 GiB of GPU memory with its 4 variants held together, more than the 5.0 GiB it was "
+        "given: each variant warmed up, timed and released before the next"
+    )
+    for name, ms in {"eager": 2.0, "compile": 1.0, "compile_ro": 0.8, "graph": 1.5}.items():
+        assert v[name]["samples_ms"] == pytest.approx([ms] * 3), (name, v[name])
+        assert v[name]["max_abs_diff"] == 0.0
+    # eager, compile, compile_ro, graph (its eager warm-up and capture, then the replays), each in a row
+    assert _calls_in_runs(calls) == [
+        "eager", "compile", "dynamo_reset", "compile_ro", "dynamo_reset", "eager", "graph"
+    ]  # fmt: skip
+    one_variant = (256 << 20) + 4 * gib  # flush, inputs, eager's copy, the variant's output and its copy
+    assert one_variant <= doc["peak_reserved_bytes"] <= one_variant + (1 << 29)  # + the comparison's chunks
+    assert [p for p in doc["phases_s"] if p.startswith("trials_")] == [
+        "trials_eager", "trials_compile", "trials_compile_ro", "trials_graph"
+    ]  # fmt: skip

@@ -10,6 +10,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -157,13 +158,20 @@ def test_drivers_are_admitted_side_by_side_only_while_their_memory_fits(
     for tid, need in (("reduce_00", "65.5"), ("softmax_00", "81.5")):  # 1.5 GiB + variants x 2 x (4 + 4) GiB
         assert (
             f"{tid}: needs an estimated {need} GiB of GPU memory, more than drivers may share (28.8 GiB): "
-            "warmed up and timed alone" in said
+            "alone, its variants warmed up and timed one at a time" in said
         ), said
-    (reduce_line,) = [line for line in said if line.startswith("reduce_00: eager")]
-    assert reduce_line.endswith("[GPU memory: estimated 65.5 GiB, peak 20.2 GiB reserved by torch]")
+    (reduce_line,) = [line for line in said if line.startswith("reduce_00 (variants timed one at a time: ")]
+    assert reduce_line.endswith("[GPU memory: estimated 65.5 GiB, peak 16.6 GiB reserved by torch]")
+    by = {o.task_id: o for o in out}
     for o in out:
-        assert o.found is not None and o.note is None, o
+        assert o.found is not None, o
         assert all(m.median_ms is not None for m in o.found.times), (o.task_id, rec.describe(o.found))
+    for tid in ("reduce_01", "histogram_00"):
+        assert by[tid].note is None and by[tid].found is not None and by[tid].found.one_at_a_time is None
+    assert by["reduce_00"].note == (
+        "variants timed one at a time: estimated 65.5 GiB of GPU memory with its 4 variants held together, "
+        "more than the 28.8 GiB it was given: each variant warmed up, timed and released before the next"
+    )
 
 
 def test_need_is_the_fixed_part_and_two_copies_of_inputs_and_output_per_variant() -> None:
@@ -234,8 +242,61 @@ def test_a_driver_without_torch_stores_nothing_and_says_why(
 
 
 def test_a_spent_budget_starts_no_driver(tmp_path: Path) -> None:
-    out = rec.record(corpus(tmp_path), H200, budget_s=-1.0, cache=tmp_path / "cache")
-    assert {o.task_id: o.reason for o in out}["softmax_00"] == "not reached within the time budget"
+    said: list[str] = []
+    out = rec.record(corpus(tmp_path), H200, budget_s=-1.0, cache=tmp_path / "cache", progress=said.append)
+    assert {o.task_id: o.reason for o in out}["softmax_00"] == (
+        "not reached within the time budget (no driver is started after -1 s; stopped at 0 s)"
+    )
+    assert said == [
+        "time budget of -1 s spent at 0 s: 3 task(s) not reached; the 0 set(s) stored before are kept"
+    ]
+
+
+class _Clock:
+    """The recorder's clock, moved on by hand (``sleep`` waits for real, the time does not pass)."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def monotonic(self) -> float:
+        return self.now
+
+    def sleep(self, s: float) -> None:
+        time.sleep(s)
+
+
+def test_the_sets_stored_before_the_budget_is_spent_are_kept(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One driver at a time, a budget of 60 s that the first set's driver spends (the clock moved on by 90 s
+    as it is stored): its two tasks' sets are stored and handed over as stored (what `--out` writes), the
+    third task says it was not reached and when the recording stopped."""
+    tasks = corpus(tmp_path)
+    monkeypatch.setenv("PYTHONPATH", str(torch_standin.write(tmp_path / "site")))
+    clock = _Clock()
+    monkeypatch.setattr(rec, "time", clock)
+    kept: list[nb.BaselineSet] = []
+
+    def stored(found: nb.BaselineSet) -> None:
+        kept.append(found)
+        clock.now += 45.0
+
+    said: list[str] = []
+    out = rec.record(
+        tasks, H200, jobs=1, trials=2, warmup=1, budget_s=60.0, cache=tmp_path / "cache", on_stored=stored,
+        progress=said.append,
+    )  # fmt: skip
+    by = {o.task_id: o for o in out}
+    assert sorted(s.task_id for s in kept) == ["reduce_00", "reduce_01"]
+    for tid in ("reduce_00", "reduce_01"):
+        assert by[tid].stored is not None and by[tid].stored.exists()
+    assert by["softmax_00"].stored is None and by["softmax_00"].reason == (
+        "not reached within the time budget (no driver is started after 60 s; stopped at 90 s)"
+    )
+    assert (
+        said[-1]
+        == "time budget of 60 s spent at 90 s: 1 task(s) not reached; the 2 set(s) stored before are kept"
+    )
 
 
 def test_the_command_prints_the_table_of_stored_times(
