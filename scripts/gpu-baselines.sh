@@ -12,24 +12,36 @@
 # the same for the kernelbench instances ($OUT/bl/kernelbench-table.md), and everything in $OUT/baselines.tgz.
 # Elsewhere, `beavertui corpus baselines --corpus RELEASE --load release-kernelbench.jsonl` stores the release's
 # sets again (the bundled corpus's are committed in its task folders). Ends inside TOTAL seconds (default 540);
-# what was not reached says so in its log line, and a second run on the same machine with MISSING=1 times
-# only the tasks without a stored set.
-#   bash scripts/gpu-baselines.sh [TOTAL_SECONDS]
+# what was not reached says so in its log line.
+#   [PART=all|native|kernelbench] [MISSING=1] bash scripts/gpu-baselines.sh [TOTAL_SECONDS]
+# PART (default all): native records only part 1, kernelbench only part 2, which then has the whole call (for a
+# GPU whose bundled corpus's sets are committed, as the H100's are). MISSING=1 times only the tasks without a
+# set stored on this machine: the bundled corpus's committed sets count, the release's (in the user cache) only
+# on the machine that stored them; the --out files hold the sets this call stored.
 # JOBS (default 12): drivers started at once. Each sizes its inputs, output and weights on torch's meta device
 # first; those whose estimated GPU memory fits together in 90% of the GPU's (nvidia-smi) are admitted and warm
 # up (torch.compile, TORCHINDUCTOR_COMPILE_THREADS=1 worker each) side by side, then each is timed alone, then
 # the next round is admitted; one too large to share (a kernelbench problem's inputs reach 17 GB) runs alone
+# and, its estimate above the room, takes its variants one at a time, each released before the next
 # (docs/metrics.md, Admission by memory). WARM_S (default 150): a driver not sized, or once admitted not
-# compiled and warmed up, by then is stopped. A driver that still ran out of GPU memory beside others is
-# timed again by itself next, before any new driver (corpus baselines does it), time allowing.
-# NATIVE_S (default 150): seconds the bundled corpus may start drivers for, before the release's turn. A part
-# starts no round of drivers later than WARM_S + 60 s before its time is up, so its last round ends in time;
-# every set is written to its --out file as it is stored.
+# compiled and warmed up, by then is stopped (one taking its variants one at a time: WARM_S per variant after
+# its go). A driver that still ran out of GPU memory beside others is timed again by itself next, before any
+# new driver (corpus baselines does it), time allowing.
+# NATIVE_S (default 150): seconds the bundled corpus may start drivers for, before the release's turn. The
+# kernelbench part starts drivers until WARM_S before its time is up (the last round's warm-up; its timing is
+# short); with under WARM_S + 30 s left for it (40 s are kept for the tables) it is skipped and says so. Every set is written to its --out file as it is
+# stored, so a part cut short keeps the sets stored before.
 # Carried, git-ignored: .release/a (the release without cutlass, as for scripts/gpu-release-timing.sh) and
 # .whl/ (torch and the rest, as for every GPU script).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 TOTAL=${1:-540}
+PART=${PART:-all}
+case "$PART" in
+  all | native | kernelbench) ;;
+  *) echo "PART=$PART: expected all, native or kernelbench" >&2; exit 2 ;;
+esac
+WARM=${WARM_S:-150}
 . scripts/gpu-common.sh
 REL=${REL:-/tmp/beaver-release}
 mkdir -p "$OUT/bl" "$REL"
@@ -43,15 +55,21 @@ python3 -c 'import torch; print("torch", torch.__version__, torch.cuda.get_devic
 log "torch: $(tail -1 "$W/torch.log")"
 
 # 1. the bundled corpus
-b=$(($(left) - 60))
-log "native: start (${b} s left, drivers started for ${NATIVE_S:-150} s)"
-timeout -k 10 "$b" python3 -m beavertui corpus baselines --jobs "$JOBS" --trials 20 --warmup 3 \
-  --warm-s "${WARM_S:-150}" --budget-s "${NATIVE_S:-150}" --out "$OUT/bl/native.jsonl" --format md "${MORE[@]}" \
-  >"$OUT/bl/native-run.md" 2>"$W/native.log"
-log "native: rc $? ($(grep -c . "$OUT/bl/native.jsonl" 2>/dev/null || echo 0) sets)"
+if [ "$PART" = kernelbench ]; then
+  log "native: skipped (PART=kernelbench; the sets committed in corpus/*/baselines/named stand)"
+else
+  b=$(($(left) - 60))
+  log "native: start (${b} s left, drivers started for ${NATIVE_S:-150} s)"
+  timeout -k 10 "$b" python3 -m beavertui corpus baselines --jobs "$JOBS" --trials 20 --warmup 3 \
+    --warm-s "$WARM" --budget-s "${NATIVE_S:-150}" --out "$OUT/bl/native.jsonl" --format md "${MORE[@]}" \
+    >"$OUT/bl/native-run.md" 2>"$W/native.log"
+  log "native: rc $? ($(grep -c . "$OUT/bl/native.jsonl" 2>/dev/null || echo 0) sets)"
+fi
 
 # 2. the release's usable kernelbench instances
-if [ -d .release/a/data ] || [ -d .release/b/data ]; then
+if [ "$PART" = native ]; then
+  log "kernelbench: skipped (PART=native)"
+elif [ -d .release/a/data ] || [ -d .release/b/data ]; then
   merge_release
   python3 - "$REL/kernelbench-usable.txt" <<'EOF'
 import json, sys
@@ -62,12 +80,16 @@ ids = sorted(x["task_id"] for x in doc if x["family"] == "kernelbench" and x["ve
 Path(sys.argv[1]).write_text("\n".join(ids) + "\n")
 print(len(ids), "usable kernelbench instances")
 EOF
-  b=$(($(left) - 40))
-  log "kernelbench: start (${b} s)"
-  timeout -k 10 "$b" python3 -m beavertui corpus baselines --corpus "$REL/data" --tasks-file "$REL/kernelbench-usable.txt" \
-    --jobs "$JOBS" --trials 20 --warmup 3 --warm-s "${WARM_S:-150}" --budget-s $((b - ${WARM_S:-150} - 60)) --out "$OUT/bl/release-kernelbench.jsonl" --format md \
-    "${MORE[@]}" >"$OUT/bl/kernelbench-run.md" 2>"$W/kernelbench.log"
-  log "kernelbench: rc $? ($(grep -c . "$OUT/bl/release-kernelbench.jsonl" 2>/dev/null || echo 0) sets)"
+  b=$(($(left) - 40)) # 40 s for the tables and the archive
+  if [ $((b - WARM)) -lt 30 ]; then
+    log "kernelbench: skipped: ${b} s left, under WARM_S (${WARM} s) + 30 s, too little for one round of drivers to warm up and be timed ($([ "$PART" = all ] && echo "run it alone: PART=kernelbench" || echo "give it a larger TOTAL"))"
+  else
+    log "kernelbench: start (${b} s left, drivers started for $((b - WARM)) s)"
+    timeout -k 10 "$b" python3 -m beavertui corpus baselines --corpus "$REL/data" --tasks-file "$REL/kernelbench-usable.txt" \
+      --jobs "$JOBS" --trials 20 --warmup 3 --warm-s "$WARM" --budget-s $((b - WARM)) --out "$OUT/bl/release-kernelbench.jsonl" \
+      --format md "${MORE[@]}" >"$OUT/bl/kernelbench-run.md" 2>"$W/kernelbench.log"
+    log "kernelbench: rc $? ($(grep -c . "$OUT/bl/release-kernelbench.jsonl" 2>/dev/null || echo 0) sets)"
+  fi
 else
   log "kernelbench: no release carried (.release/a): skipped"
 fi
