@@ -14,9 +14,10 @@ GPU memory: a tensor made on the GPU (under ``torch.device("cuda")``, by ``.cuda
 one) until it is garbage; ``reshape`` and slices are views that hold nothing. Each model holds its output's
 bytes from its first call on (the allocator's cached blocks, a CUDA graph's pool) until it is garbage, except a
 ``torch.compile(mode="reduce-overhead")`` model, whose bytes stay in its CUDA graph trees' pool until
-``torch._dynamo.reset()``. With ``STANDIN_GPU_BYTES=N`` and ``STANDIN_GPU_LEDGER=DIR``
-the processes share a GPU of N bytes: each writes what it holds to DIR/<pid>, and an allocation that would take
-the live processes' sum above N raises "CUDA out of memory", as torch's allocator does. Under
+``torch._dynamo.reset()``. With ``STANDIN_GPU_BYTES=N`` and ``STANDIN_GPU_LEDGER=DIR`` the processes share a
+GPU of N bytes: each writes what it holds to DIR/<pid>, with when it started (a pid reused by another process
+is not counted), and an allocation that would take the live processes' sum above N raises "CUDA out of
+memory", as torch's allocator does. Under
 ``torch.device("meta")`` nothing is held and no model call has a side effect (the drivers size their inputs
 there). ``torch.cuda.max_memory_reserved()`` is the most this process held; each ``torch._dynamo.reset()`` is
 logged as ``dynamo_reset`` to ``STANDIN_CALLS``. Nothing here measures anything real: it
@@ -45,50 +46,74 @@ _peak = [0]
 _called = [None]  # the model called last (what a CUDA graph captures)
 
 
-def _alive(pid):
+_gone = [False]  # this process's ledger entry removed (it is ending): not written again
+
+
+def _stat(pid):
+    # (state, start time in clock ticks) of a process: a pid reused by another process starts at another time
+    with open(f"/proc/{pid}/stat") as fh:
+        fields = fh.read().rsplit(")", 1)[1].split()
+    return fields[0], fields[19]
+
+
+def _alive(pid, started):
     try:
-        with open(f"/proc/{pid}/stat") as fh:
-            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
+        state, start = _stat(pid)
     except (OSError, IndexError):
         return False
+    return state != "Z" and start == started
 
 
 def _forget():
     folder = os.environ.get("STANDIN_GPU_LEDGER")
     if folder:
+        _gone[0] = True
         try:
             os.remove(os.path.join(folder, str(os.getpid())))
         except OSError:
             pass
 
 
-def _alloc(nbytes):
-    # hold nbytes of the GPU, or run out of memory where the shared GPU has no room for them
-    total = int(os.environ.get("STANDIN_GPU_BYTES") or 0)
-    folder = os.environ.get("STANDIN_GPU_LEDGER")
-    if total and folder:
-        import atexit
-        import fcntl
+def _ledger(nbytes):
+    # hold nbytes more (less, where negative) of the shared GPU, or run out of memory where it has no room
+    import atexit
+    import fcntl
 
-        os.makedirs(folder, exist_ok=True)
-        with open(os.path.join(folder, ".lock"), "w") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)
+    total = int(os.environ["STANDIN_GPU_BYTES"])
+    folder = os.environ["STANDIN_GPU_LEDGER"]
+    os.makedirs(folder, exist_ok=True)
+    with open(os.path.join(folder, ".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if nbytes > 0:
             others = 0
             for name in os.listdir(folder):
-                if name.isdigit() and int(name) != os.getpid() and _alive(int(name)):
+                if name.isdigit() and int(name) != os.getpid():
                     with open(os.path.join(folder, name)) as fh:
-                        others += int(fh.read() or 0)
+                        held, started = (fh.read().split() + ["0", ""])[:2]
+                    if _alive(int(name), started):
+                        others += int(held)
             if others + _held[0] + nbytes > total:
                 raise RuntimeError(
                     f"stand-in: CUDA out of memory. Tried to allocate {nbytes / 2**30:.2f} GiB. GPU 0 has a "
                     f"total capacity of {total / 2**30:.2f} GiB, of which other processes hold "
                     f"{others / 2**30:.2f} GiB and this one {_held[0] / 2**30:.2f} GiB"
                 )
-            if not _held[0]:
+            if not _registered[0]:
                 atexit.register(_forget)
-            _held[0] += nbytes
+                _registered[0] = True
+        _held[0] += nbytes
+        if not _gone[0]:
             with open(os.path.join(folder, str(os.getpid())), "w") as fh:
-                fh.write(str(_held[0]))
+                fh.write(f"{_held[0]} {_stat(os.getpid())[1]}")
+
+
+_registered = [False]
+
+
+def _alloc(nbytes):
+    # hold nbytes of the GPU, or run out of memory where the shared GPU has no room for them
+    if os.environ.get("STANDIN_GPU_BYTES") and os.environ.get("STANDIN_GPU_LEDGER"):
+        _ledger(nbytes)
     else:
         _held[0] += nbytes
     _peak[0] = max(_peak[0], _held[0])
@@ -96,14 +121,10 @@ def _alloc(nbytes):
 
 def _free(nbytes):
     # give nbytes of the GPU back (a tensor or model that became garbage)
-    _held[0] -= nbytes
-    folder = os.environ.get("STANDIN_GPU_LEDGER")
-    if os.environ.get("STANDIN_GPU_BYTES") and folder:
-        try:
-            with open(os.path.join(folder, str(os.getpid())), "w") as fh:
-                fh.write(str(_held[0]))
-        except OSError:
-            pass
+    if os.environ.get("STANDIN_GPU_BYTES") and os.environ.get("STANDIN_GPU_LEDGER"):
+        _ledger(-nbytes)
+    else:
+        _held[0] -= nbytes
 
 
 _ro_pool = [0]  # bytes held by reduce-overhead's CUDA graph trees, until torch._dynamo.reset()

@@ -62,6 +62,7 @@ from typing import Any
 from beavertui.engine.corpus.harness import harness_hash
 from beavertui.engine.corpus.task import Task
 from beavertui.engine.errors import BeaverError
+from beavertui.engine.fileio import write_atomic
 from beavertui.engine.host import ceilings as ceilings_mod
 from beavertui.engine.host import reaper
 from beavertui.engine.session.events import GpuSignature
@@ -365,8 +366,9 @@ def record(
                     s.beside = len(group) - 1
                     s.began = time.monotonic()
                     s.one_at_a_time = room is not None and s.need is not None and s.need > room
-                    s.admit.write_text(
-                        json.dumps({"need_bytes": s.need, "room_bytes": room}), encoding="utf-8"
+                    # whole or not at all: the driver reads it as soon as the file exists
+                    write_atomic(
+                        s.admit, json.dumps({"need_bytes": s.need, "room_bytes": room}), durable=False
                     )
                 # every driver admitted ready (or ended) before any is timed: none warms up beside a timing
                 for s in group:
