@@ -22,7 +22,8 @@
 
 Every mode but ``overhead`` also reports, per kind of GPU stage (``run``: a correctness run with its
 sanitizer run, shared; ``timing``: a timing stage, alone), how many there were and their median and longest
-wait for the GPU, in simulated seconds.
+wait for the GPU, in simulated seconds, and ``runs_to_timing``: how many times a GPU went from correctness
+runs to a timing stage (each such switch drains the GPU).
 
 Stage times (``simulate``): builds are the fixture's real nvcc build times (tests/data/recorded, measured on a CPU machine);
 run and sanitizer times of the fixture are hand-composed (0.41 s, 3.2 s); a timing stage is taken as
@@ -299,6 +300,18 @@ def wait_summary(tc: SleepToolchain, scale: float) -> dict[str, dict[str, float]
     return out
 
 
+def drains(pool: GpuPool) -> int:
+    """How many times a GPU went from correctness runs to a timing stage (each such switch drains the GPU: the
+    timing stage waits for the runs in flight to end), from the pool's log (``pool.log = []`` before the run)."""
+    last: dict[str, str] = {}
+    n = 0
+    for what, kind, _rank, gpu in pool.log or []:
+        if what == "grant":
+            n += kind == "exclusive" and last.get(gpu, "exclusive") != "exclusive"
+            last[gpu] = kind
+    return n
+
+
 def recorded_stages() -> dict[str, dict[str, float]]:
     out = {}
     for line in RECORDINGS.read_text().splitlines():
@@ -333,6 +346,7 @@ def simulate_one(
     js = plan(m, work / "sim")
     cores = a.cores_per_gpu * gpus
     pool = GpuPool([str(i) for i in range(gpus)], shared=1 if naive else a.gpu_share)
+    pool.log = []
     builds = BuildSlots(1 if naive else cores)
     tc = SleepToolchain(
         recorded_stages(),
@@ -356,6 +370,7 @@ def simulate_one(
         "gpu_busy": round(sum(busy.values()) / len(busy), 3),
         "cache_hits": tc.hits,
         "wait_s": wait_summary(tc, a.scale),
+        "runs_to_timing": drains(pool),
     }
 
 
@@ -500,6 +515,7 @@ def h200(a: argparse.Namespace) -> dict[str, object]:
         js = plan(m, work / m.run_id)
         cores = a.cores_per_gpu * gpus
         pool = GpuPool([str(i) for i in range(gpus)], shared=1 if naive else a.gpu_share)
+        pool.log = []
         builds = BuildSlots(1 if naive else cores)
         tc = ReplayToolchain(
             names,
@@ -524,6 +540,7 @@ def h200(a: argparse.Namespace) -> dict[str, object]:
             "gpu_busy": round(sum(busy.values()) / len(busy), 3),
             "cache_hits": tc.hits,
             "wait_s": wait_summary(tc, a.scale),
+            "runs_to_timing": drains(pool),
         }
 
     if a.two_gpus:  # only the scheduled run on one GPU and on two: the two-GPU throughput over one
@@ -591,6 +608,7 @@ def lane(a: argparse.Namespace) -> dict[str, object]:
             patience_s=10.0 * a.scale,
             hang_s=60.0 * a.scale,
         )
+        pool.log = []
         builds = BuildSlots(a.cores_per_gpu * a.gpus)
         kw = {"scale": a.scale, "cache": True, "model_s": a.model_s}
         tc: SleepToolchain = (
@@ -614,6 +632,7 @@ def lane(a: argparse.Namespace) -> dict[str, object]:
             "passed": totals["passed"],
             "gpu_busy": round(sum(busy.values()) / len(busy), 3),
             "wait_s": wait_summary(tc, a.scale),
+            "runs_to_timing": drains(pool),
         }
         # what bench/release_lane_bench.py reads from a GPU run's session files, in simulated seconds
         files = release_lane_bench.summary(work / run_id, scale=a.scale)

@@ -27,9 +27,30 @@ def test_lane_mode_times_the_same_attempts_after_the_loops() -> None:
         assert r["attempts"] == 15 and r["passed"] == 3, design
         assert r["wait_s"]["run"]["n"] == 12 and r["wait_s"]["timing"]["n"] == 6, design
         assert r["sessions"]["final"] == 3, design
+        # every timing stage follows its own attempt's run: the GPU went from runs to timing 1 to 6 times
+        assert 1 <= r["runs_to_timing"] <= 6, design
     inline, lane = got["inline"], got["lane"]
     assert "lane" not in inline  # each timing inside its session: a session is final when its loop ends
     assert inline["sessions"]["loop_end_s"]["max"] == inline["sessions"]["last_final_s"]
     # every correct attempt was left pending by its session and timed by the lane, none failed
     assert lane["lane"] == {"appended": 6, "failed": 0}
     assert lane["sessions"]["loop_end_s"]["max"] <= lane["sessions"]["last_final_s"]
+
+
+def test_runs_to_timing_counts_each_gpus_switches_from_runs_to_a_timing() -> None:
+    from beavertui.batch.gpu_pool import GpuPool
+
+    pool = GpuPool(["0", "1"])
+    pool.log = [
+        ("grant", "exclusive", 0, "0"),  # a GPU's first hold: no runs drained for it
+        ("grant", "shared", 1, "0"),
+        ("grant", "shared", 2, "1"),
+        ("release", "shared", 1, "0"),
+        ("grant", "exclusive", 3, "0"),  # runs, then timing: 1
+        ("grant", "exclusive", 4, "0"),  # timing after timing: none
+        ("grant", "long", 5, "1"),
+        ("grant", "exclusive", 6, "1"),  # runs (a long one last), then timing on the other GPU: 2
+    ]
+    assert bench.drains(pool) == 2
+    pool.log = None
+    assert bench.drains(pool) == 0
