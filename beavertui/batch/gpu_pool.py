@@ -10,10 +10,6 @@ The rules, each decided under one lock when a request, a release or a deadline h
   among equal GPUs, the one that ran the fewest stages.
 - A waiting timing stage drains one GPU: it admits no new shared run, except as drain.py allows (a drain
   stuck behind a run that outlasts ``patience_s`` or hangs, a backfill).
-- Timing and runs take turns: when an exclusive hold ends, every shared run waiting then goes before any
-  timing stage (each once: a run asked for after that waits for the next turn). A stream of timing stages
-  (the timing lane's) thus delays a session's run by at most the holds that began before it asked, never
-  by the whole stream.
 - Given ``quiet`` (a way to see a GPU idle), a timing stage stops (SIGSTOP) the registered runs of a GPU
   instead of waiting for them, where one of them is long or has run ``patience_s`` and none is a sanitizer
   or profiler run (unless ``pause_instrumented``); it holds the GPU once no kernel runs (``idle_wait_s``)
@@ -83,9 +79,6 @@ class GpuPool:
         self.clock = clock
         self._cv = threading.Condition()
         self._waiting: list[Request] = []
-        self._turn: set[int] = set()
-        """The shared runs (by request number) that were waiting when an exclusive hold last ended: they go
-        before every timing stage (each once)."""
         self.exhausted = threading.Event()
         """Set once every GPU has been taken out of the schedule."""
         self.on_request: Callable[[int], None] | None = None
@@ -114,7 +107,7 @@ class GpuPool:
             g.drain_since = None
         now = self.clock()
         granted = False
-        for req in sorted(self._waiting, key=lambda r: (r.seq not in self._turn, r.order())):
+        for req in sorted(self._waiting, key=Request.order):
             if not healthy:
                 req.failed = True
                 granted = True
@@ -192,7 +185,6 @@ class GpuPool:
             self._grant(req, g)
             granted = True
         self._waiting = [r for r in self._waiting if r.granted is None and not r.failed]
-        self._turn.intersection_update(r.seq for r in self._waiting)
         if granted:
             self._cv.notify_all()
 
@@ -387,8 +379,6 @@ class GpuPool:
         self._mark_idle(g, time.monotonic())
         if self.log is not None:
             self.log.append(("release", kind(req), req.rank, g.index))
-        if req.exclusive:  # the runs waiting now take their turn before the next timing stage
-            self._turn.update(r.seq for r in self._waiting if not r.exclusive)
         self._schedule()
         self._cv.notify_all()
 

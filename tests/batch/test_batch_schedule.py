@@ -7,8 +7,6 @@ failure). What is shown:
 
 - a session waiting to time is served before any further correctness run is admitted to the GPU it waits
   for, even one of an older session: timing never starves;
-- timing and runs take turns: the runs waiting when a hold ends go before the next timing stage, so a
-  stream of timing stages (the timing lane's) never starves the sessions' runs either;
 - a drain stuck behind a run found in flight (running longer than the pool's patience) admits short runs
   again, never a long one, until that run ends, and the pool notices the moment without another event;
 - a timing stage takes an idle GPU at once, and otherwise waits for the GPU without long runs in flight,
@@ -117,37 +115,6 @@ def test_a_waiting_timing_stage_is_served_before_more_correctness_runs() -> None
     timing.done()
     later.wait().done()
     assert grants(pool) == [("shared", 0, "0"), ("shared", 1, "0"), ("exclusive", 5, "0"), ("shared", 2, "0")]
-
-
-def test_the_runs_waiting_when_a_timing_hold_ends_go_before_the_next_timing_stage() -> None:
-    """The timing lane keeps timing stages waiting back to back; a session's run that asked during a hold
-    goes before the next of them, and a run that asked after that hold ended waits for its turn."""
-    pool = GpuPool(["0"], shared=2, clock=Clock())
-    pool.log = []
-    first = Stage(lambda: pool.hold(exclusive=True), -1).wait()
-    run = Stage(pool.hold, 7)  # a newer session than the lane's stages
-    queued(pool, 1)
-    second, third = (Stage(lambda: pool.hold(exclusive=True), -1) for _ in range(2))
-    queued(pool, 3)
-    first.done()
-    run.wait()  # its turn: before the timing stages that waited with it
-    assert not second.granted.is_set() and not third.granted.is_set()
-    later = Stage(
-        pool.hold, 8
-    )  # asked while a timing stage waits: the GPU drains, it waits for the next turn
-    queued(pool, 3)
-    run.done()
-    held = next(s for s in (second, third) if s.granted.wait(WAIT) and s.error is None)
-    assert not later.granted.is_set()
-    held.done()
-    later.wait()
-    rest = third if held is second else second
-    assert not rest.granted.is_set()
-    later.done()
-    rest.wait().done()
-    assert [(k, r) for k, r, _g in grants(pool)] == [
-        ("exclusive", -1), ("shared", 7), ("exclusive", -1), ("shared", 8), ("exclusive", -1)
-    ]  # fmt: skip
 
 
 def test_a_drain_stuck_behind_a_run_found_in_flight_admits_short_runs_meanwhile() -> None:

@@ -177,3 +177,19 @@ def test_first_set_under_load() -> None:
     )
     for q in quoted:
         assert q in LAB, q
+
+
+def test_the_bounded_turns_figures() -> None:
+    folder = DATA / "bounded"
+    turns = json.loads((folder / "lane-h200-turns-1.json").read_text())["result"]
+    bounded = [json.loads((folder / f"lane-h200-bounded-{i}.json").read_text())["result"] for i in (1, 2)]
+    for r in [turns, *bounded]:
+        assert r["stages"] == "h200" and r["lane"]["passed"] == r["inline"]["passed"] == 40
+    row = " | ".join(f"{_wall(r['lane']):.1f} s" for r in [turns, *bounded])
+    assert f"| lane: all sessions final | {row} |" in LAB
+    row = " | ".join(f"{r['lane']['wait_s']['run']['max_s']:.1f} s" for r in [turns, *bounded])
+    assert f"| lane: longest wait of a correctness run | {row} |" in LAB
+    row = " | ".join(f"{_wall(r['inline']):.1f} s" for r in [turns, *bounded])
+    assert f"| inline: all sessions final | {row} |" in LAB
+    row = " | ".join(f"{r['inline']['wait_s']['timing']['max_s']:.1f} s" for r in [turns, *bounded])
+    assert f"| inline: longest wait of a timing stage | {row} |" in LAB
