@@ -374,6 +374,19 @@ def wait_for_go(path: Path, timeout_s: float, line: str = READY) -> None:
         time.sleep(POLL_S)
 
 
+def given_go(a: argparse.Namespace, phase: Callable[[str], None]) -> bool:
+    """Wait for the go when the recorder gives one (``--go-file``); False when none came in time (said)."""
+    if a.go_file is None:
+        return True
+    try:
+        wait_for_go(a.go_file, a.go_timeout)
+    except TimeoutError as exc:
+        emit({"error": str(exc), "skip": True})
+        return False
+    phase("waited_for_go")
+    return True
+
+
 def warm(
     name: str, problem: types.ModuleType, torch: Any, init: list[Any], inputs: list[Any], a: argparse.Namespace,
     reference_out: Any,
@@ -407,13 +420,8 @@ def side_by_side(
             torch.cuda.empty_cache()
         phase(f"warm_{name}")
     flush = torch.empty(flush_bytes // 8, dtype=torch.int64, device="cuda")
-    if a.go_file is not None:
-        try:
-            wait_for_go(a.go_file, a.go_timeout)
-        except TimeoutError as exc:
-            emit({"error": str(exc), "skip": True})
-            return False
-        phase("waited_for_go")
+    if not given_go(a, phase):
+        return False
     start = torch.cuda.Event(enable_timing=True)
     end = torch.cuda.Event(enable_timing=True)
     failed: set[str] = set()
@@ -538,13 +546,8 @@ def main(argv: list[str] | None = None) -> int:
         )
         if alone is not None:
             flush = torch.empty(flush_bytes // 8, dtype=torch.int64, device="cuda")
-            if a.go_file is not None:
-                try:
-                    wait_for_go(a.go_file, a.go_timeout)
-                except TimeoutError as exc:
-                    emit({"error": str(exc), "skip": True})
-                    return 3
-                phase("waited_for_go")
+            if not given_go(a, phase):
+                return 3
             reference_out = None
             for name in wanted:
                 result[name], out = one_variant(

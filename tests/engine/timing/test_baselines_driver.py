@@ -54,6 +54,14 @@ def _wait_for(marker: str, out: Path, proc: subprocess.Popen[bytes]) -> None:
         time.sleep(0.02)
 
 
+def _go_then_result(out: Path, proc: subprocess.Popen[bytes], go: Path) -> dict[str, Any]:
+    """Once the driver says it is ready: its go, its exit, its result."""
+    _wait_for("BEAVER_BASELINES_READY", out, proc)
+    go.write_text("go\n")
+    assert proc.wait(timeout=60) == 0
+    return result(out.read_text().splitlines())
+
+
 def test_without_torch_one_line_says_why(tmp_path: Path) -> None:
     blocked = torch_standin.block(tmp_path / "site")
     rc, lines = run(tmp_path, blocked, "--module", str(problem(tmp_path)), "--args", '{"n": 4, "dtype": "x"}')
@@ -167,12 +175,9 @@ def test_sizes_what_it_will_hold_and_waits_for_its_admission_before_touching_the
         assert sized == {"input_bytes": 4 << 20, "output_bytes": 4 << 20, "weight_bytes": 0}
         assert proc.poll() is None and not ledger.exists()  # waiting, nothing held on the GPU
         admit.write_text("admitted\n")
-        _wait_for("BEAVER_BASELINES_READY", out, proc)
-        go.write_text("go\n")
-        assert proc.wait(timeout=60) == 0
+        doc = _go_then_result(out, proc, go)
     finally:
         proc.kill()
-    doc = result(out.read_text().splitlines())
     assert doc["sized"] == sized and "waited_for_room" in doc["phases_s"]
     # the flush buffer (256 MiB), the inputs, each of the four variants' output (4 MiB each) and eager's copy
     # kept for the comparison; held together, the variants side by side, the trials interleaved
@@ -301,12 +306,9 @@ def test_a_driver_needing_more_than_its_room_takes_its_variants_one_at_a_time(
             stdout=fh, stderr=subprocess.STDOUT, env=env, cwd=tmp_path,
         )  # fmt: skip
     try:
-        _wait_for("BEAVER_BASELINES_READY", out, proc)
-        go.write_text("go\n")
-        assert proc.wait(timeout=60) == 0
+        doc = _go_then_result(out, proc, go)
     finally:
         proc.kill()
-    doc = result(out.read_text().splitlines())
     v = doc["variants"]
     if given == "room":  # today's way: every variant held from its warm-up to the trials
         assert "one_at_a_time" not in doc
