@@ -11,6 +11,7 @@ import statistics
 import subprocess
 import sys
 import tarfile
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -150,6 +151,32 @@ def test_the_figures_came_from_the_stores_records(tmp_path: Path) -> None:
         }
     steps = (DATA / "minimal-fixes-2" / "steps.log").read_text(encoding="utf-8")
     assert "previous store.tgz unpacked: 110 answer files" in steps
+
+
+def test_where_the_searches_stood_after_the_two_calls() -> None:
+    """docs/analysis.md, "Minimal fixes of the release": where call 2 left the 65 searches (a replay of its
+    store, ``corpus minimize --replay``, gives the same phases and counts), the candidates the kept
+    compile-only answers failed without the GPU, and the fixes the package ships from these calls."""
+    hunks, final, _ = _calls("minimal-fixes-2")
+    phases = Counter(r["phase"] for r in final.values())
+    assert phases == {"lines": 29, "done": 1, "hunks": 9, "start": 26}  # 30 past the hunk phase, 9 cut in it
+    assert sum(r["asked"] for r in final.values()) == 1580
+    ahead = [
+        re.search(r"(\d+) candidates failed by their kept compile-only build", r["why"])
+        for r in final.values()
+    ]
+    assert (sum(int(m.group(1)) for m in ahead if m), sum(m is not None for m in ahead)) == (261, 17)
+    shipped = json.loads(
+        (
+            ROOT / "beavertui" / "engine" / "corpus" / "known" / "fixes" / SLUG / "minimal_fixes.json"
+        ).read_text(encoding="utf-8")
+    )["tasks"]
+    assert set(shipped) == {t for t, r in hunks.items() if r["verified"]} and len(shipped) == 18
+    assert Counter(e["minimality"] for e in shipped.values()) == {"hunks": 17, "lines": 1}
+    assert (
+        shipped["cuda_110__logic_error__957be815"]["minimality"]
+        == final["cuda_110__logic_error__957be815"]["minimality"]
+    )
 
 
 @pytest.fixture(scope="module")

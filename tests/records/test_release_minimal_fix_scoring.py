@@ -135,3 +135,6 @@ def test_the_package_s_fixes_score_the_release_repairs_of_their_tasks(
     assert group["unscored_repairs"] == 74 - len(shipped)
     assert group["edit_precision"] == pytest.approx(sum(precision) / len(precision))
     assert group["bug_recall"] == pytest.approx(sum(recall) / len(recall))
+    # the figures docs/analysis.md quotes: 18 scored, 56 unscored, edit precision 92.4%, bug recall 98.1%
+    assert (len(shipped), group["unscored_repairs"]) == (18, 56)
+    assert (round(100 * group["edit_precision"], 1), round(100 * group["bug_recall"], 1)) == (92.4, 98.1)
