@@ -3,8 +3,8 @@ as the real script, in its own process, on a machine without a GPU.
 
 Its CUDA events read a simulated clock that each call advances by a fixed cost per variant: an eager call
 2 ms, a ``torch.compile`` call 1 ms (``reduce-overhead``: 0.8 ms), a CUDA Graph replay 1.5 ms (or the
-``replay_cost`` of the model last called inside its capture, where it has one; ``torch.equal`` compares two
-tensors' value and size, every tensor's dtype is float32), a vendor model
+``replay_cost`` of the model last called inside its capture, where it has one; every tensor's dtype is
+float32), a vendor model
 1.2 ms. ``STANDIN_IMPORT_S`` seconds pass before its import ends; ``STANDIN_COMPILE_FAILS=1`` makes ``torch.compile`` refuse every model; ``STANDIN_OOM_ONCE=PATH`` makes the
 first eager call of the first process that finds no file at PATH run out of memory (and creates it); ``STANDIN_CALLS`` names a file
 that each call appends its variant to (the order of the trials).
@@ -217,10 +217,6 @@ class Tensor:
 
 def manual_seed(seed):
     pass
-
-
-def equal(a, b):
-    return a.n == b.n and a.value == b.value
 
 
 def empty(n, dtype=None, device=None):
