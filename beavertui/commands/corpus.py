@@ -542,7 +542,7 @@ def _baselines(args: argparse.Namespace) -> int:
     )  # fmt: skip
     memory = memory_total_bytes()
     print(
-        f"GPU memory: {memory / 2**30:.1f} GiB (nvidia-smi): drivers are admitted side by side while their "
+        f"GPU memory: {rec.gib(memory)} (nvidia-smi): drivers are admitted side by side while their "
         f"estimated needs fit in {rec.HEADROOM:.0%} of it"
         if memory
         else "GPU memory: nvidia-smi does not tell it: every driver started warms up side by side",
