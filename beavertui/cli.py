@@ -7,6 +7,7 @@ module does its heavy imports inside its handler so that ``beavertui --help`` an
 from __future__ import annotations
 
 import argparse
+import errno
 import importlib
 import re
 import sys
@@ -118,6 +119,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_INTERRUPTED
     except BrokenPipeError:
         return 0
+    except OSError as exc:
+        if exc.filename is None:  # not a file of the command's: a bug, shown whole
+            raise
+        return _file_error(exc)
     except Exception as exc:
         from beavertui.engine.models.base import EndpointError  # imported here: --help loads no pydantic
 
@@ -126,3 +131,28 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"beavertui: endpoint: {exc.detail}", file=sys.stderr)
         return EXIT_INFRA
     return int(rc or 0)
+
+
+#: What to do about a file error, by its errno; the failures of the disk itself exit with status 3.
+_FILE_FIXES = {
+    errno.EROFS: "the file system is read-only: give a path on another one",
+    errno.EACCES: "permission denied: give a path this user may read (or a folder it may write)",
+    errno.EPERM: "operation not permitted: give a path this user may read (or a folder it may write)",
+    errno.ENOTDIR: "a part of the path is a file, not a folder: give another path",
+    errno.EEXIST: "a part of the path is a file, not a folder: give another path",
+    errno.EISDIR: "is a folder: give a file's path",
+    errno.ENOENT: "no such file or folder",
+    errno.ELOOP: "a symbolic link loop",
+    errno.ENOSPC: "no space left on the device",
+    errno.EDQUOT: "disk quota exceeded",
+    errno.EIO: "input/output error (a failing disk?)",
+}
+_STORAGE_FAULTS = {errno.ENOSPC, errno.EDQUOT, errno.EIO}
+
+
+def _file_error(exc: OSError) -> int:
+    """A file or folder a command could not read or write, that nothing nearer turned into words: one line
+    naming it and what to do, exit status 2 (3 for a full or failing disk), never a traceback."""
+    reason = _FILE_FIXES.get(exc.errno or 0) or exc.strerror or type(exc).__name__
+    print(f"beavertui: {exc.filename}: {reason}", file=sys.stderr)
+    return EXIT_INFRA if exc.errno in _STORAGE_FAULTS else EXIT_BAD_INPUT

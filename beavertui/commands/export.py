@@ -49,6 +49,10 @@ def _handle(args: argparse.Namespace) -> int:
     from beavertui.engine.metrics.table_io import write_csv, write_jsonl
     from beavertui.service.metrics import left_out_lines, no_session_left
 
+    if args.output:
+        from beavertui.service.outputs import check_output
+
+        check_output(args.output, args.run_dir)
     if args.html:
         if args.csv:
             raise BeaverError("--csv and --html are two formats: give one")

@@ -103,6 +103,12 @@ def _handle(args: argparse.Namespace) -> int:
     fmt = output_format(args)
     if args.plots is not None and args.plots.exists() and not args.plots.is_dir():
         raise BeaverError(f"--plots {args.plots}: is a file; --plots takes a folder to write the plots into")
+    from beavertui.service.outputs import check_output
+
+    if args.output is not None and not args.output.is_dir():
+        check_output(args.output, args.source, "-o")
+    if args.card is not None:
+        check_output(args.card, args.source, "--card")
     if args.tui:
         if fmt != "table" or args.output is not None:
             raise BeaverError("--tui shows the tables on screen: drop --json, --format and --output")
