@@ -518,7 +518,7 @@ class OpenAIModel:
                 result = self._once(messages, on_delta)
             except openai.APIStatusError as exc:
                 status = exc.status_code
-                what = f"HTTP {status}: {_short(exc.message)}"
+                what = f"HTTP {status}: {_status_text(exc)}"
                 if status != 429 and status < 500 and status != 408:
                     raise EndpointError(what, retries=len(reasons), retry_reasons=reasons) from None
                 if status == 429:
@@ -566,6 +566,20 @@ class OpenAIModel:
                 delay, how = self._backoff(len(reasons) + 1), "backoff"
             reasons.append(f"{what}; waited {delay:.2f} s ({how})")
             self._sleep(delay)
+
+
+def _status_text(exc: Any) -> str:
+    """What an error answer says: the SDK's message, plus a body it leaves out (FastAPI's ``{"detail": ...}``,
+    vLLM's answer to an unknown route), and for a 404 where to look: the base URL or the model name."""
+    text = str(exc.message)
+    body = getattr(exc, "body", None)
+    detail = body.get("detail") if isinstance(body, dict) else None
+    if isinstance(detail, str) and detail and detail not in text:
+        text = f"{text} - {detail}"
+    text = _short(text)
+    if exc.status_code == 404:
+        text += " (no such route or model: check the base URL, /v1 on vLLM and Ollama, and the model name)"
+    return text
 
 
 def _content_type(stream: Any) -> str | None:
