@@ -5,8 +5,9 @@ In order, and the first that fails is the one said (one line naming the fix; the
 1. every endpoint model has its key: the variable its entry names (``api_key_env``, default
    ``OPENAI_API_KEY``) is set, or a base URL names a server of its own (vLLM, Ollama need no key);
 2. every endpoint answers, and serves the model: ``GET /models`` where the server has it (a server
-   without that route, or one that answers it with nonsense, is taken as reachable); a refused
-   connection, an unknown host or a refused key fails;
+   without that route, or one that answers it with nonsense, is taken as reachable, unless ``BASE/v1``
+   lists models: a base URL that left out /v1); a refused connection, an unknown host or a refused key
+   fails;
 3. the toolchain can run: for ``local``, a visible NVIDIA GPU, nvcc, and compute-sanitizer where the
    protocols ask for it; a recorded toolchain (``recorded:PATH``, ``demo``) needs none of these.
 
@@ -79,6 +80,8 @@ def endpoint_problem(endpoint: Endpoint, served: dict[tuple[str | None, str], An
         )
         try:
             served[slot] = sorted(m.id for m in client.models.list())
+        except openai.NotFoundError:
+            served[slot] = _without_v1(base, key)  # no such route: a base URL that left out /v1?
         except openai.AuthenticationError as exc:
             served[slot] = _refused(where, config.api_key_env, exc.status_code)
         except openai.PermissionDeniedError as exc:
@@ -96,6 +99,30 @@ def endpoint_problem(endpoint: Endpoint, served: dict[tuple[str | None, str], An
     return (
         f"{where} does not serve model {config.model!r} (it serves: {shown or 'none'}): fix the model "
         "name, or --base-url"
+    )
+
+
+def _without_v1(base: str | None, key: str) -> str | None:
+    """The problem of a base URL whose ``/models`` is not there while ``BASE/v1/models`` lists models (vLLM and
+    Ollama serve the API under /v1: ``http://localhost:8000`` for ``http://localhost:8000/v1``), or None: a
+    server without the route, taken as there."""
+    import openai
+
+    if base is None or base.rstrip("/").endswith("/v1"):
+        return None
+    fixed = base.rstrip("/") + "/v1"
+    http = openai.DefaultHttpxClient(verify=shared_tls_context(), timeout=LIST_TIMEOUT_S)
+    client = openai.OpenAI(
+        api_key=key, base_url=fixed, timeout=LIST_TIMEOUT_S, max_retries=0, http_client=http
+    )
+    try:
+        found = sorted(m.id for m in client.models.list())
+    except (openai.APIError, ValueError, TypeError, AttributeError):
+        return None
+    return (
+        f"{base} has no /models route, but {fixed} lists models ({', '.join(found[:3]) or 'none'}"
+        f"{' ...' if len(found) > 3 else ''}): the OpenAI API is under /v1 there, so give --base-url {fixed} "
+        "(or set OPENAI_BASE_URL, or the models file's base_url, to it)"
     )
 
 

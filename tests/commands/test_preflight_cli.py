@@ -169,6 +169,32 @@ def test_a_server_without_a_model_list_is_taken_as_reachable(
     )
 
 
+@pytest.mark.parametrize("command", ["batch", "live"])
+def test_a_base_url_without_v1_is_one_line_naming_the_v1_url(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], command: str
+) -> None:
+    """vLLM and Ollama serve the API under /v1: `--base-url http://localhost:8000` finds no /models there,
+    and every request would be a 404. The preflight sees BASE/v1 list the model and says so."""
+    _clean_env(monkeypatch, tmp_path)
+    monkeypatch.chdir(tmp_path)
+    with ChatServer([("ok", "no")], models=["qwen-coder"]) as server:
+        bare = server.url.removesuffix("/v1")
+        if command == "batch":
+            args = ["batch", "--models", "qwen-coder", "--tasks", "transpose_00", "--run-id", "r"]
+        else:
+            args = ["live", "--task", "transpose_00", "--model", "qwen-coder", "--headless"]
+        rc = main([*args, "--base-url", bare + "/", "--toolchain", "demo"])
+        assert server.requests == []
+    (line,) = capsys.readouterr().err.splitlines()
+    assert rc == 2
+    assert line == (
+        f"beavertui: {bare}/ has no /models route, but {server.url} lists models (qwen-coder): the OpenAI API "
+        f"is under /v1 there, so give --base-url {server.url} (or set OPENAI_BASE_URL, or the models file's "
+        "base_url, to it)"
+    )
+    assert not (tmp_path / "sessions").exists()
+
+
 def test_an_endpoint_failure_that_ends_a_session_exits_3_not_1(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
