@@ -46,7 +46,8 @@ def register(sub: Any) -> None:
         type=Path,
         default=None,
         metavar="SESSION",
-        help="continue a killed session file after its valid prefix, under its recorded task and protocol",
+        help="continue a killed session file after its valid prefix, in that file, under its recorded task and "
+        "protocol (no protocol flag, no --out)",
     )
 
     from beavertui.commands.endpoint import add_endpoint_options
@@ -62,7 +63,8 @@ def register(sub: Any) -> None:
         default=None,
         metavar="NAME",
         help="run a bundled demo session (sessions/demo) again on its recorded H200 outcomes, with no GPU "
-        "and no key: its task, its protocol, its hand-written replies (default: repair_in_three)",
+        "and no key: its task, its protocol (no protocol flag), its hand-written replies (default: "
+        "repair_in_three)",
     )
     q = p.add_argument_group("protocol (the flags below override the protocol file's fields)")
     q.add_argument(
@@ -130,6 +132,7 @@ def register(sub: Any) -> None:
         choices=("memcheck", "racecheck", "synccheck", "initcheck"),
         help="run this compute-sanitizer tool on every attempt that runs (repeatable); memcheck also runs on failures",
     )  # fmt: skip
+    p.set_defaults(_protocol_flags=[(a.dest, a.option_strings[0], a.default) for a in q._group_actions])
     o = p.add_argument_group("output")
     o.add_argument(
         "--out", type=Path, default=None, help="session file (default sessions/live/<task>-<id>.jsonl)"
@@ -334,12 +337,23 @@ def _live(args: argparse.Namespace) -> int:
     )  # fmt: skip
 
 
+def _protocol_flags_given(args: argparse.Namespace) -> list[str]:
+    """The protocol flags given on the command line (those whose value is not their default)."""
+    return [flag for dest, flag, default in args._protocol_flags if getattr(args, dest) != default]
+
+
 def _demo(args: argparse.Namespace) -> Any:
     """``--demo NAME``: the demo's task, protocol and replies, judged by the outcomes recorded with it."""
     from beavertui.engine.errors import BeaverError
     from beavertui.service.demo import TOOLCHAIN, demo
 
     d = demo(args.demo)
+    given = _protocol_flags_given(args)
+    if given:  # the demo's replies were written for its own protocol: a flag here would change nothing
+        raise BeaverError(
+            f"--demo {d.name} runs under its own recorded protocol: {', '.join(given)} would be ignored; "
+            f"drop {'it' if len(given) == 1 else 'them'}"
+        )
     if args.task and args.task != d.task_id:
         raise BeaverError(f"--demo {d.name} runs task {d.task_id}, not {args.task}")
     args.task = d.task_id
@@ -363,6 +377,12 @@ def _resume(args: argparse.Namespace) -> int:
     header, _events, problem = read_session(args.resume)
     if header is None:
         raise BeaverError(f"{args.resume}: cannot resume: {problem}")
+    ignored = _protocol_flags_given(args) + (["--out"] if args.out is not None else [])
+    if ignored:
+        raise BeaverError(
+            f"--resume continues {args.resume}, in that file and under its recorded protocol: "
+            f"{', '.join(ignored)} would be ignored; drop {'it' if len(ignored) == 1 else 'them'}"
+        )
     task_id = header.task.id
     if args.task and args.task != task_id:
         raise BeaverError(f"{args.resume} is a session of task {task_id!r}, not {args.task!r}")
