@@ -214,10 +214,12 @@ def _handle(args: argparse.Namespace) -> int:
 
 
 def _start(args: argparse.Namespace, started: Callable[[Path], None]) -> int:
+    from beavertui.commands.formats import output_format
     from beavertui.engine.errors import BeaverError
     from beavertui.service.batch import run_batch
     from beavertui.service.batch_prepare import prepare
 
+    output_format(args)  # --json with another --format is refused before anything runs
     options, tui = options_of(args), args.tui
     if tui:
         if not sys.stdout.isatty():

@@ -13,13 +13,20 @@ def add_format_argument(parser: argparse.ArgumentParser, json_means: str) -> Non
         "--format",
         type=lambda s: ALIASES.get(s.lower(), s.lower()),
         choices=FORMATS,
-        default="table",
+        default=None,
         help=f"table (fitted to the terminal; the default), md, csv, latex, or json ({json_means})",
     )
     parser.add_argument("--json", action="store_true", help="the same as --format json")
 
 
 def output_format(args: object) -> str:
-    """The format asked for, with ``--json`` read as ``--format json``."""
-    fmt = str(getattr(args, "format", "table") or "table")
-    return "json" if getattr(args, "json", False) else fmt
+    """The format asked for, with ``--json`` read as ``--format json``; ``--json`` with another
+    ``--format`` is refused (one of the two would be dropped)."""
+    from beavertui.engine.errors import BeaverError
+
+    fmt = getattr(args, "format", None)
+    if getattr(args, "json", False):
+        if fmt not in (None, "json"):
+            raise BeaverError(f"--json and --format {fmt} are two formats: give one")
+        return "json"
+    return str(fmt or "table")
