@@ -259,6 +259,8 @@ def plan(
     loaded = load_corpus(corpus)
     corpus_ids = [t.id for t in loaded.tasks if t.runnable]
     wanted = select(corpus_ids, tasks) if tasks else corpus_ids
+    if not wanted:
+        raise BeaverError(f"{loaded.root}: no runnable task matches {tasks or '*'}")
     notes: list[str] = []
     specs: dict[str, Any] = {}
     arm_sources: dict[tuple[str, str], tuple[Any, list[str]]] = {}
@@ -335,6 +337,12 @@ def plan(
             task_map[name] = list(wanted)
         if not task_map[name]:
             notes.append(f"{name}: no task of its list is in this corpus: its arms run nothing")
+    if not any(task_map.values()):  # a grid of no session would "succeed" having run nothing
+        why = next((n for n in notes if "not runnable" in n), notes[-1])
+        raise BeaverError(
+            f"{loaded.root}: no model has a task to run here ({why}): give the --corpus its tasks are in, or "
+            "--tasks that match"
+        )
     return Plan(loaded.root, arms, task_map, notes)
 
 

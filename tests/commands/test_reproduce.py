@@ -158,3 +158,21 @@ def test_reproduce_runs_the_grid_once_resumes_and_writes_the_tables(
     assert {f: f.read_bytes() for f in sorted(out.rglob("*__s*.jsonl"))} == before
     header, _, _ = read_session(files[0])
     assert header is not None
+
+
+@pytest.mark.parametrize(
+    ("argv", "says"),
+    [
+        (("--models", "m", "--tasks", "zzz_*"), "corpus: no runnable task matches zzz_*"),
+        (("--release-configs", str(CONFIGS / "iter"), "--corpus", str(ROOT / "corpus")),
+         "corpus: no model has a task to run here (deepseek-ai/deepseek-v4-pro: 217 of 217 configured tasks"),
+    ],
+    ids=["glob-matching-nothing", "configs-of-another-corpus"],
+)  # fmt: skip
+def test_a_grid_of_no_session_is_refused(
+    no_network: None, capsys: pytest.CaptureFixture[str], argv: tuple[str, ...], says: str
+) -> None:
+    """Before: both planned 8 (or 72) arms of 0 sessions and exited 0, as if the grid had been run."""
+    assert main(["reproduce", *argv, "--dry-run"]) == 2
+    out = capsys.readouterr()
+    assert out.out == "" and len(out.err.splitlines()) == 1 and says in out.err, out.err
