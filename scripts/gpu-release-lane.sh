@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The release at the speed of the GPU, on one GPU machine, from the repository root: the scripted:@alternate
+# The release at the speed of the GPU, on a GPU machine, from the repository root: the scripted:@alternate
 # batch (scripts/release-alternate.toml: K = 2, L3, gate 0.7 after the run) as a new user starts it (a fresh
 # cache: no stored verdicts but the package's known set, no kept start checks, no compile cache).
 #   PART=nvcc bash scripts/gpu-release-lane.sh [TOTAL_SECONDS]         (default PART=nvcc, TOTAL 580)
@@ -10,6 +10,8 @@
 #     the same 86 instances once, with the timing lane, in the whole time (the 300 s target's own run)
 #   PART=kernelbench bash scripts/gpu-release-lane.sh [TOTAL_SECONDS]
 #     the 62 usable kernelbench instances, timing lane, in the whole time
+# The batch uses every visible GPU: on a machine with two, the same command is the two-GPU run; its one-GPU
+# counterpart is CUDA_VISIBLE_DEVICES=0 in the next call on the same machine (performance.md's target: 1.8x).
 # Inputs (git-ignored, carried): .release/a and .release/b (the release, as for gpu-release-batch.sh).
 # Writes to $OUT: sessions/<design> (the runs), <design>.log (what the batch printed), verdicts-<design>/ (the
 # verdicts its own check stored, one folder per GPU signature), summary.txt and
