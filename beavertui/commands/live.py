@@ -46,8 +46,9 @@ def register(sub: Any) -> None:
         type=Path,
         default=None,
         metavar="SESSION",
-        help="continue a killed session file after its valid prefix, in that file, under its recorded task and "
-        "protocol (no protocol flag, no --out)",
+        help="continue a session file after its valid prefix, in that file, under its recorded task and "
+        "protocol (no protocol flag, no --out): one a kill cut, or one an infrastructure failure (endpoint, "
+        "GPU, toolchain) ended or the user stopped, whose cut attempt is redone",
     )
 
     from beavertui.commands.endpoint import add_endpoint_options
@@ -372,9 +373,10 @@ def _resume(args: argparse.Namespace) -> int:
     from beavertui.engine.corpus.load import load_corpus
     from beavertui.engine.errors import BeaverError
     from beavertui.engine.models.openai_model import OpenAIConfig, OpenAIModel
+    from beavertui.engine.session.events import SessionEnd
     from beavertui.engine.session.store import SessionWriter, read_session
 
-    header, _events, problem = read_session(args.resume)
+    header, events, problem = read_session(args.resume)
     if header is None:
         raise BeaverError(f"{args.resume}: cannot resume: {problem}")
     ignored = _protocol_flags_given(args) + (["--out"] if args.out is not None else [])
@@ -414,9 +416,12 @@ def _resume(args: argparse.Namespace) -> int:
             "or start a new session"
         )
     toolchain = _toolchain(args, task)
-    writer, prefix = SessionWriter.reopen(args.resume, redact=model.secrets())
+    writer, prefix = SessionWriter.reopen(args.resume, redact=model.secrets(), continue_ended=True)
     if problem:
         print(f"beavertui: resuming after the valid prefix ({problem})", file=sys.stderr)
+    if events and isinstance(end := events[-1], SessionEnd):
+        why = end.stop_reason + (f": {end.detail}" if end.detail else "")
+        print(f"beavertui: the session had ended ({why}); its cut attempt is redone", file=sys.stderr)
     return run_headless(
         task, model, toolchain, protocol, args.resume, writer=writer, resume_from=(header, prefix),
         models_file=models_file_of(args),
@@ -435,7 +440,7 @@ def run_headless(
     from beavertui.engine.errors import session_exit_status
     from beavertui.engine.loop.run import run_session
     from beavertui.engine.session.events import SessionEnd
-    from beavertui.engine.session.store import SessionRecorder
+    from beavertui.engine.session.store import CONTINUABLE_ENDS, SessionRecorder
 
     printer = EventPrinter()
     stream = run_session(task, model, toolchain, protocol, **run_kw)
@@ -464,4 +469,6 @@ def run_headless(
         if recorder.writer is not None:
             recorder.close()
             print(f"session written to {out}", file=sys.stderr)
+            if end is not None and end.stop_reason in CONTINUABLE_ENDS:
+                print(f"beavertui: to go on from here: beavertui live --resume {out}", file=sys.stderr)
     return session_exit_status(end.success, end.stop_reason) if end is not None else 3

@@ -30,6 +30,7 @@ from beavertui.engine.session.events import (
     READABLE_VERSIONS,
     TRANSIENT_KINDS,
     Event,
+    InfraError,
     SessionEnd,
     SessionHeader,
 )
@@ -115,16 +116,26 @@ class SessionWriter:
 
     @classmethod
     def reopen(
-        cls, path: str | Path, *, fsync: bool = False, redact: Sequence[str] = ()
+        cls,
+        path: str | Path,
+        *,
+        fsync: bool = False,
+        redact: Sequence[str] = (),
+        continue_ended: bool = False,
     ) -> tuple[SessionWriter, list[Event]]:
-        """Open an existing session for appending after its valid prefix; returns the writer and that prefix."""
+        """Open an existing session for appending after its valid prefix; returns the writer and that prefix.
+
+        ``continue_ended``: a session that an infrastructure failure ended or the user stopped
+        (``CONTINUABLE_ENDS``) is continued too, without that end and the failures that caused it."""
         path = Path(path)
         header, events, problem = read_session(path)
         if header is None:
             raise SessionFileError(f"{path}: cannot continue: {problem}")
-        if events and isinstance(events[-1], SessionEnd):
-            raise SessionFileError(f"{path}: the session already ended ({events[-1].stop_reason})")
-        valid = _valid_prefix_bytes(path)
+        kept = continuable_prefix(events) if continue_ended else events
+        if kept and isinstance(kept[-1], SessionEnd):
+            raise SessionFileError(f"{path}: the session already ended ({kept[-1].stop_reason})")
+        valid = _valid_prefix_bytes(path) if kept is events else _prefix_bytes(path, len(kept))
+        events = kept
         with open(path, "r+b") as raw:
             raw.truncate(valid)
         fh = open(path, "a", encoding="utf-8")  # noqa: SIM115 - closed in close()
@@ -387,6 +398,34 @@ def load_session(path: str | Path) -> tuple[SessionHeader, list[Event]]:
     if header is None or problem is not None:
         raise SessionFileError(f"{path}: {problem}")
     return header, events
+
+
+#: How a session may have ended that a resume continues: the machine or the user ended it, not the loop.
+CONTINUABLE_ENDS = ("error", "stopped")
+
+
+def continuable_prefix(events: list[Event]) -> list[Event]:
+    """The events a resume continues from: a session that ended by an infrastructure failure or was stopped
+    loses that end and the infrastructure failures just before it, so its cut attempt is redone."""
+    out = list(events)
+    if out and isinstance(out[-1], SessionEnd) and out[-1].stop_reason in CONTINUABLE_ENDS:
+        out.pop()
+        while out and isinstance(out[-1], InfraError):
+            out.pop()
+    return out
+
+
+def _prefix_bytes(path: Path, n_events: int) -> int:
+    """Byte length of the header line and the first ``n_events`` event lines (blank lines between them kept)."""
+    offset, seen = 0, -1
+    with open(path, "rb") as fh:
+        for raw in fh:
+            if raw.strip():
+                if seen == n_events:
+                    break
+                seen += 1
+            offset += len(raw)
+    return offset
 
 
 def _valid_prefix_bytes(path: Path) -> int:
