@@ -3,7 +3,8 @@
 A session file is the only record of progress, so resuming needs nothing else: a finished session is
 skipped, a cut one continues at its first attempt without a verdict (run_session redoes that attempt),
 and one ended by an infrastructure failure is rewound past that failure and retried up to the batch's
-retry count. Every infrastructure failure is logged to the run's infra.jsonl before any retry, so it
+retry count over every resume of the run (a kill changes nothing); ``batch --resume --retry-infra``
+gives it the retries anew, for a run whose endpoint or GPU has been fixed since. Every infrastructure failure is logged to the run's infra.jsonl before any retry, so it
 is counted even when the retry succeeds. Each record names the event it stands for (``at``: the event's
 time stamp), so a run killed between logging and rewriting logs nothing twice and spends no retry twice,
 and the failures a finished session keeps are logged at the latest when the session is next looked at.
@@ -45,6 +46,8 @@ class JobSpec:
     """Folder of the reply cache, if the run uses one."""
     reply_cache_sampled: bool = False
     """Reuse replies sampled at temperature > 0 too."""
+    retry_infra: bool = False
+    """A session that ended by an infrastructure failure gets the run's retries anew (``--retry-infra``)."""
 
     @property
     def group(self) -> tuple[str, str]:
@@ -148,8 +151,11 @@ def _disagrees(job: JobSpec, header: SessionHeader) -> str | None:
     return None
 
 
-def prepare(job: JobSpec, run_dir: Path, retries: int) -> Prefix | JobOutcome | None:
+def prepare(job: JobSpec, run_dir: Path, retries: int, spent: int = 0) -> Prefix | JobOutcome | None:
     """Where a session stands: None (start fresh), a prefix to resume from, or its final outcome.
+
+    A session that an infrastructure failure ended is retried while fewer than ``retries`` retries of it are
+    logged beyond the ``spent`` ones (0, or with ``--retry-infra`` those logged before this run of the batch).
 
     A file that cannot be resumed (no readable header: damaged, a newer format, a header over the bound; or
     a header of another session than its path says) is set aside, never deleted, and the session starts
@@ -172,7 +178,7 @@ def prepare(job: JobSpec, run_dir: Path, retries: int) -> Prefix | JobOutcome | 
     why = f"unreadable: {problem}" if header is None else _disagrees(job, header)
     if why is not None:
         set_aside(path, run_dir, why)
-        return prepare(job, run_dir, retries)
+        return prepare(job, run_dir, retries, spent)
     assert header is not None
     ends = [i for i, e in enumerate(events) if isinstance(e, SessionEnd)]
     if ends and ends[-1] < len(events) - 1:
@@ -186,7 +192,10 @@ def prepare(job: JobSpec, run_dir: Path, retries: int) -> Prefix | JobOutcome | 
         if end.stop_reason == "error":
             records = [r for r in read_infra(run_dir) if r.get("session") == rel and r.get("retried")]
             this = any(r.get("at") == end.t for r in records)  # logged, then killed before the rewrite
-            if len(records) - this < retries:
+            used = len(records) - spent
+            if this and used > 0:
+                used -= 1  # its retry was logged, then a kill came before the rewrite: not spent yet
+            if used < retries:
                 if not this:
                     detail = end.detail or "infrastructure failure"
                     log_infra(run_dir, {"session": rel, "detail": detail, "retried": True, "at": end.t})
@@ -237,9 +246,10 @@ def drive(
     ran = False
     infra_all: list[str] = []
     runs = 0
+    spent = retries_used(run_dir, job.path) if job.retry_infra else 0  # --retry-infra: retries anew
     while True:
         # after a run too: prepare() logs the failures of its end once, and rewinds it for a retry
-        state = prepare(job, run_dir, retries)
+        state = prepare(job, run_dir, retries, spent)
         if isinstance(state, JobOutcome):
             if ran and state.status != "failed":
                 state.status = "ran"

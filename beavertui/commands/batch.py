@@ -104,6 +104,12 @@ def register(sub: Any) -> None:
     p.add_argument("--no-cache", action="store_true", help="build every candidate, even identical ones")
     p.add_argument("--resume", type=Path, metavar="RUN_DIR", help="continue a run where it stopped")
     p.add_argument(
+        "--retry-infra",
+        action="store_true",
+        help="with --resume: run again the sessions that ended by an infrastructure failure (endpoint, GPU, "
+        "toolchain) after their retries, each with the run's retries anew, once the cause is fixed",
+    )
+    p.add_argument(
         "--sessions-dir", type=Path, default=Path("sessions"), help="where runs go (default ./sessions)"
     )
     p.add_argument("--run-id", help="name of the run folder (default: time, protocol name, pid)")
@@ -155,6 +161,8 @@ def options_of(args: argparse.Namespace) -> BatchOptions:
     from beavertui.service.batch_prepare import BatchOptions
 
     models, toolchain, tasks = args.models, args.toolchain, args.tasks
+    if args.retry_infra and args.resume is None:
+        raise BeaverError("--retry-infra goes with --resume RUN_DIR: a new run has no session to run again")
     if getattr(args, "demo", False):
         if models and models != [DEMO_MODEL]:
             raise BeaverError("--demo runs the demo's scripted replies: drop --models")
@@ -186,6 +194,7 @@ def options_of(args: argparse.Namespace) -> BatchOptions:
         reply_cache=args.reply_cache,
         no_reply_cache=args.no_reply_cache,
         reply_cache_sampled=args.reply_cache_sampled,
+        retry_infra=args.retry_infra,
         dry_run=args.dry_run,
         start_until_s=args.start_until,
         command=["beavertui", *sys.argv[1:]],

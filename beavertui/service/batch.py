@@ -10,6 +10,7 @@ reported here with their count.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import sys
 import threading
@@ -201,6 +202,8 @@ def _run_batch(
 
     gpus = visible_gpus(options.gpus)
     jobs = plan(manifest, run_dir)
+    if options.retry_infra:
+        jobs = [dataclasses.replace(j, retry_infra=True) for j in jobs]
     tracker = Tracker(jobs)
     parallel = options.jobs or max(2, 32 * max(1, len(gpus)))  # a ceiling: the admission decides when
     t0 = time.monotonic()
@@ -322,10 +325,18 @@ def _run_batch(
         )
         return EXIT_INTERRUPTED
     evaluated = totals["done"] - totals["failed"] - totals["infra_ended"]
+    again = f"fix the cause, then --resume {run_dir} --retry-infra runs them again"
     if totals["total"] and evaluated == 0:
         say(
             f"beavertui: no session was evaluated: {totals['infra_ended']} ended by infrastructure failures "
-            f"and {totals['failed']} failed to run (see {run_dir / 'infra.jsonl'})"
+            f"and {totals['failed']} failed to run (see {run_dir / 'infra.jsonl'}): {again}"
         )
         return EXIT_INFRA
-    return EXIT_OK if totals["failed"] == 0 else EXIT_INFRA
+    if totals["infra_ended"] or totals["failed"]:
+        say(
+            f"beavertui: {totals['infra_ended'] + totals['failed']} of {totals['total']} sessions have no "
+            f"verdict: {totals['infra_ended']} ended by infrastructure failures and {totals['failed']} failed "
+            f"to run (see {run_dir / 'infra.jsonl'}): {again}"
+        )
+        return EXIT_INFRA
+    return EXIT_OK

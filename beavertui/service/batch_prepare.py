@@ -76,6 +76,8 @@ class BatchOptions:
     no_reply_cache: bool = False
     reply_cache_sampled: bool = False
     """Reuse replies sampled at temperature > 0 too."""
+    retry_infra: bool = False
+    """With ``resume``: sessions that ended by an infrastructure failure get the run's retries anew."""
     dry_run: bool = False
     """Make the manifest in memory only: write nothing, run nothing."""
     start_until_s: float | None = None

@@ -68,7 +68,7 @@ def check_kept_and_resume(run: Path, ref: Path) -> tuple[int, int]:
             ended += 1
     cut = len(want_ends) - ended  # cut, or not started yet
     out = run_cli("batch", "--resume", run, "--quiet")
-    assert out.returncode == 0, out.stderr
+    assert out.returncode == 3, out.stderr  # as ``ref``: the flaky model's sessions have no verdict
     got, _ = attempts_of(run)
     assert got == want
     return ended, cut
@@ -76,7 +76,7 @@ def check_kept_and_resume(run: Path, ref: Path) -> tuple[int, int]:
 
 def reference(tmp: Path, models: list[str], samples: int) -> Path:
     out = run_cli("batch", *batch_args(models, samples), "--sessions-dir", tmp, "--run-id", "ref")
-    assert out.returncode == 0, out.stderr
+    assert out.returncode == 3, out.stderr  # the flaky model's sessions end by its failure, with no verdict
     return tmp / "ref"
 
 

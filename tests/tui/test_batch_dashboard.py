@@ -75,7 +75,9 @@ async def test_dashboard_runs_a_sweep_to_its_end(tmp_path: Path) -> None:
     async with app.run_test(size=SIZE) as pilot:
         dash = app.dashboard
         await wait_for(pilot, lambda: not dash.running, timeout=20)
-        assert dash.error is None and dash.code in (0, 1)
+        # at p = 1 (in the loop) the three-reply script runs out of replies: that session ends by an
+        # infrastructure failure, with no verdict, so the batch's status is 3
+        assert dash.error is None and dash.code == 3, dash.lines
         results = ended(run_dir)
         totals = dash.tracker.totals()
         assert totals["total"] == totals["done"] == len(results) == 4  # four gate values, one task

@@ -18,7 +18,7 @@ CORPUS = ROOT / "tests" / "data" / "recorded"
 RECORDED = f"recorded:{CORPUS / 'vec_scale.recordings.jsonl'}"
 
 
-def run(tmp: Path, corpus: Path, protocol: str, run_id: str, *extra: str) -> Path:
+def run(tmp: Path, corpus: Path, protocol: str, run_id: str, *extra: str, status: int = 0) -> Path:
     rc = main(
         [
             "batch",
@@ -38,7 +38,7 @@ def run(tmp: Path, corpus: Path, protocol: str, run_id: str, *extra: str) -> Pat
             *extra,
         ]
     )
-    assert rc == 0
+    assert rc == status
     return tmp / run_id
 
 
@@ -74,7 +74,8 @@ def test_iterative_rows(tmp_path: Path) -> None:
 
 
 def test_repeated_sessions_become_samples(tmp_path: Path) -> None:
-    run_dir = run(tmp_path, CORPUS, "method", "rep", "--samples", "1")
+    # status 3: the repeated session ends by its script running out, with no verdict
+    run_dir = run(tmp_path, CORPUS, "method", "rep", "--samples", "1", status=3)
     rows = [r for r in export_rows(run_dir) if r["protocol"]["method"] == "repeated"]
     # the three scripted replies are three samples of iteration 1; the fourth call fails (no reply left)
     assert [(r["sample"], r["iteration"], r["infra_error"]) for r in rows] == [

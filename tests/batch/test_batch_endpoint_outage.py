@@ -1,0 +1,74 @@
+"""A batch whose endpoint fails for some sessions exits 3 (those sessions have no verdict) and says so in one
+line; once the endpoint is back, ``--resume RUN_DIR --retry-infra`` runs them again. Before, such a batch
+exited 0 as if every session had been evaluated, and nothing could run a session again once the first run
+had spent its retries (a plain resume still does not: a killed run resumed equals an uninterrupted one).
+The endpoint is a real HTTP server on 127.0.0.1 that answers by model name."""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from beavertui.cli import main
+from beavertui.engine import bundled
+from tests.loopback_endpoint import Endpoint, completion
+
+
+def _repair() -> str:
+    """The demo reply whose candidate the H200 recorded as a repair of transpose_00."""
+    doc = tomllib.loads(bundled.demo_replies("repair_in_three").read_text(encoding="utf-8"))
+    return str(doc["reply"][2]["content"])
+
+
+def test_sessions_ended_by_the_endpoint_exit_3_and_retry_infra_runs_them_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for var in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "BEAVERTUI_MODELS"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.chdir(tmp_path)
+    down = {"flaky": True}
+
+    def answer(model: str, _body: dict[str, Any], _headers: dict[str, str]) -> tuple[str, Any]:
+        if model == "flaky" and down["flaky"]:
+            return "status", (503, {"error": {"message": "the server is restarting"}})
+        return "json", completion(model, _repair())
+
+    run = Path("sessions") / "r"  # as the user names it, from the current folder
+    with Endpoint(answer) as server:
+        args = ["--no-stream", "--retries", "0", "--toolchain", "demo", "--quiet", "--no-reply-cache"]
+        rc = main(["batch", "--models", "steady", "flaky", "--base-url", server.url, "--tasks", "transpose_00",
+                   "--run-id", "r", *args])  # fmt: skip
+        err = capsys.readouterr().err
+        assert rc == 3, err
+        # the flaky model's session ran twice (the run's one retry), then was left without a verdict
+        assert [m for m, _b, _h in server.requests].count("flaky") == 2
+        assert (
+            f"beavertui: 1 of 2 sessions have no verdict: 1 ended by infrastructure failures and 0 failed to run "
+            f"(see {run / 'infra.jsonl'}): fix the cause, then --resume {run} --retry-infra runs them again"
+        ) in err.splitlines()
+        down["flaky"] = False
+        # a plain resume is what a kill's resume is: the run as it would have ended uninterrupted
+        assert main(["batch", "--resume", str(run), *args]) == 3
+        assert [m for m, _b, _h in server.requests].count("flaky") == 2
+        capsys.readouterr()
+        rc = main(["batch", "--resume", str(run), "--retry-infra", *args])
+        err = capsys.readouterr().err
+        assert [m for m, _b, _h in server.requests].count("flaky") == 3
+        assert [m for m, _b, _h in server.requests].count("steady") == 1  # its finished session is kept
+    assert rc == 0, err
+    assert "2/2 sessions (1 already done), 2 passed, 0 ended by infrastructure failures" in err
+    assert main(["metrics", str(run), "--format", "csv", "--table", "main"]) == 0
+    rows = capsys.readouterr().out.splitlines()
+    assert sum(1 for r in rows if r.startswith(("steady,", "flaky,"))) == 2
+
+
+def test_retry_infra_without_resume_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["batch", "--demo", "--retry-infra"]) == 2
+    (line,) = capsys.readouterr().err.splitlines()
+    assert (
+        line == "beavertui: --retry-infra goes with --resume RUN_DIR: a new run has no session to run again"
+    )
