@@ -30,6 +30,19 @@ def _why_no_tau(n_models: int) -> str:
     return ": every model ties in Iter or in Rep"
 
 
+def _infra_left_out(pt: PaperTables) -> str:
+    """Which attempts the rows leave out because an infrastructure failure hit them, per model ('' if none)."""
+    hit = [(r.model, r.n_infra_excluded) for r in pt.table1 if r.n_infra_excluded]
+    if not hit:
+        return ""
+    return (
+        " Left out of every rate: the attempts an infrastructure failure (endpoint, GPU, toolchain) hit ("
+        + ", ".join(f"{m}: {n}" for m, n in hit)
+        + "), and with them a task that has no other attempt; a batch's --resume RUN_DIR --retry-infra runs "
+        "their sessions again."
+    )
+
+
 def paper_tables(pt: PaperTables) -> list[Table]:
     """Table 1 and Table 2 of the paper, each row one model."""
     proto = "main protocol per model (departures below)" if pt.main is None else pt.main.short()
@@ -74,7 +87,10 @@ def paper_tables(pt: PaperTables) -> list[Table]:
             "trajectories that never succeeded (after the run: no correct attempt) that a detector stopped; "
             "dominant stagnation: its share of the stagnated. compile@1: first attempts that built. avg "
             "iterations: the mean iteration (1 to K) of the first correct attempt at p = 0, over the "
-            "trajectories that have one. compile@1 and avg iterations are the release's Table 1 columns."
+            "trajectories that have one. compile@1 and avg iterations are the release's Table 1 columns. "
+            f"-: not defined (debug_rate@{k} when pass@1 is 100; stagnation when no trajectory failed; "
+            "dominant stagnation when none stagnated; avg iterations when none was correct)."
+            + _infra_left_out(pt)
         ),
         keys=1,
     )
@@ -119,7 +135,8 @@ def paper_tables(pt: PaperTables) -> list[Table]:
         note=(
             f"Percent of the row's tasks. p=P: pass@{k} of the main run with the gate at p = P (a correct "
             "attempt at least P x the reference's speed); swing: max minus min of the three. Iter: the main "
-            f"run's pass@{k} at its gate; Rep: the repeated arm's, over its own tasks (tasks (Rep)).\n"
+            f"run's pass@{k} at its gate; Rep: the repeated arm's, over its own tasks (tasks (Rep)); -: no "
+            "repeated arm for the model (Rep, Delta, tasks (Rep)), or no value at some p (swing).\n"
             f"{say_tau}\nDelta iter-rep = Iter - Rep (the paper's sign).\nDepartures from the paper:\n{deps}"
         ),
         keys=1,

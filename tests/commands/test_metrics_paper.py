@@ -80,3 +80,38 @@ def test_paper_tables_key_of_the_json(tmp_path: Path, capsys: pytest.CaptureFixt
         assert "n/a over 0 model(s): it needs two models or more with both Iter and Rep" in " ".join(
             text.split()
         )
+
+
+def test_the_paper_tables_say_what_a_dash_means_and_what_infrastructure_left_out(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Table 1 printed '-' for debug_rate@5 at pass@1 = 100 and said nothing of the attempts an endpoint failure
+    hit (the rows' denominators silently shrank); both are said under the table now."""
+    proto = {"method": "iterative", "feedback": "L3", "history": 4, "temperature": 0.7, "gate": 0.7, "budget": 5,
+             "gate_mode": "after_run"}  # fmt: skip
+    rows = [
+        {"run_id": "r", "model": "m", "task_id": "t0", "protocol": proto, "sample": 0, "iteration": 1,
+         "category": "passed", "correct": True, "speedup": 1.2, "stop_reason": "passed", "self_source": False},
+        {"run_id": "r", "model": "m", "task_id": "t1", "protocol": proto, "sample": 0, "iteration": 1,
+         "category": None, "correct": None, "speedup": None, "stop_reason": "error", "self_source": False,
+         "infra_error": True},
+    ]  # fmt: skip
+    path = tmp_path / "t.jsonl"
+    with path.open("w") as f:
+        table_io.write_jsonl(rows, f)
+    assert main(["metrics", str(path), "--paper", "--format", "md"]) == 0
+    out = capsys.readouterr().out
+    assert "| m | 1 | 100.0 | - | 100.0 | - | 0/0 | - | 100.0 | 1.00 |" in out
+    assert (
+        "-: not defined (debug_rate@5 when pass@1 is 100; stagnation when no trajectory failed; dominant "
+        "stagnation when none stagnated; avg iterations when none was correct)."
+    ) in out
+    assert (
+        "Left out of every rate: the attempts an infrastructure failure (endpoint, GPU, toolchain) hit (m: 1), "
+        "and with them a task that has no other attempt; a batch's --resume RUN_DIR --retry-infra runs their "
+        "sessions again."
+    ) in out
+    assert "-: no repeated arm for the model (Rep, Delta, tasks (Rep)), or no value at some p (swing)." in out
+    doc = _json(capsys, str(path))
+    (row,) = doc["paper_tables"]["table1"]  # type: ignore[index]
+    assert row["infra_excluded"] == 1 and row["n_tasks"] == 1

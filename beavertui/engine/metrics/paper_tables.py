@@ -69,6 +69,8 @@ class Table1Row:
     dominant_stagnation_share: float | None
     compile_at_1: float | None
     avg_iterations: float | None
+    n_infra_excluded: int = 0
+    """Attempts hit by an infrastructure failure: in no rate (a task with no other attempt is in no row)."""
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -86,6 +88,7 @@ class Table1Row:
             "dominant_stagnation_share": self.dominant_stagnation_share,
             "compile@1": self.compile_at_1,
             "avg_iterations": self.avg_iterations,
+            "infra_excluded": self.n_infra_excluded,
         }
 
 
@@ -245,6 +248,7 @@ def paper_tables(groups: Sequence[GroupMetrics], *, rescored_gate: float | None 
             dominant_stagnation_share=g.dominant_stagnation_share,
             compile_at_1=g.compile_at_1,
             avg_iterations=g.avg_iterations,
+            n_infra_excluded=g.n_infra_excluded,
         )
         for g in mains
     )
