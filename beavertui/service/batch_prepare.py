@@ -195,10 +195,10 @@ def usable_tasks(
 
     by_id = {t.id: t for t in corpus.tasks}
     chosen = [by_id[i] for i in ids]
-    for line in families.dependency_lines(chosen):
+    local = options.toolchain == "local"
+    for line in families.dependency_lines(chosen) if local else ():  # a replay runs nothing here
         say(f"beavertui: {line}")
     skipped: dict[str, str] = dict(unrunnable or {})
-    local = options.toolchain == "local"
     gpu = None
     if local:
         from beavertui.engine.host.gpu import gpu_signature, probe

@@ -383,6 +383,18 @@ def test_a_missing_python_module_of_a_family_is_named_once(tmp_path: Path, real:
     lines = dependency_lines([kb, replace(kb, id="other")])
     assert len(lines) == 1 and lines[0].startswith("kernelbench (2 tasks)")
     assert "pip install python-dotenv" in families.describe_missing(["dotenv"])
+    # a batch says it before it runs on this machine; one that replays recorded outcomes runs nothing here,
+    # so the line (which said the tasks were not runnable, and then they ran) is not said
+    from types import SimpleNamespace
+
+    from beavertui.service.batch_prepare import BatchOptions, usable_tasks
+
+    for toolchain, said_it in (("local", True), ("demo", False)):
+        said: list[str] = []
+        usable_tasks(
+            BatchOptions(toolchain=toolchain), SimpleNamespace(tasks=[kb]), [kb.id], [], {}, said.append
+        )
+        assert any("'dotenv_not_installed_anywhere'" in line for line in said) == said_it, said
 
 
 class _Tool(LocalToolchain):
