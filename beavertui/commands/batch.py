@@ -146,7 +146,7 @@ def register(sub: Any) -> None:
         type=float_in(0, MAX_WALL_S, unit="seconds"),
         metavar="SECONDS",
         help="start no new session after this many seconds; the sessions in flight finish and the rest wait "
-        "for --resume (exit 2). Set it a session's length before a machine's time limit, so that the limit "
+        "for --resume (exit status 130). Set it a session's length before a machine's time limit, so that the limit "
         "cuts no work",
     )
     p.set_defaults(func=_handle)
