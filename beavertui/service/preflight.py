@@ -198,9 +198,11 @@ def preflight(
         if (why := key_problem(e)) is not None:
             raise PreflightError(why)
     served: dict[tuple[str | None, str], Any] = {}
+    several = len({e.label for e in endpoints}) > 1
     for e in endpoints:
         if (why := endpoint_problem(e, served)) is not None:
-            raise PreflightError(why)
+            # which model's endpoint it is, where a grid of several (release configs, a models file) has many
+            raise PreflightError(f"model {e.label}: {why}" if several and e.label not in why else why)
     why = toolchain_problem(toolchain, list(protocols), gpus)
     if why is not None:
         raise (NoGpuError if why.startswith("no NVIDIA GPU") else PreflightError)(why)

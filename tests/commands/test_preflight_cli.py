@@ -195,6 +195,24 @@ def test_a_base_url_without_v1_is_one_line_naming_the_v1_url(
     assert not (tmp_path / "sessions").exists()
 
 
+def test_a_grid_of_several_models_names_the_model_whose_endpoint_fails(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`reproduce --release-configs` reads nine configs with their own base URLs: 'cannot reach
+    http://localhost:8006/v1' alone did not say which config to fix."""
+    _clean_env(monkeypatch, tmp_path)
+    with ChatServer([("ok", "no")]) as server:
+        closed = server.url
+    with ChatServer([("ok", "no")], models=["up"]) as server:
+        models = tmp_path / "models.toml"
+        models.write_text(f'[models.up]\nbase_url = "{server.url}"\n[models.down]\nbase_url = "{closed}"\n')
+        rc = main(["batch", "--models", "up", "down", "--models-file", str(models), "--toolchain", "demo",
+                   "--tasks", "transpose_00", "--sessions-dir", str(tmp_path / "s")])  # fmt: skip
+    (line,) = capsys.readouterr().err.splitlines()
+    assert rc == 2 and line.startswith(f"beavertui: model down: cannot reach {closed} ("), line
+    assert not (tmp_path / "s").exists()
+
+
 def test_an_endpoint_failure_that_ends_a_session_exits_3_not_1(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
