@@ -26,8 +26,9 @@ with ``--after`` that folder times only the tasks it did not finish.
 ``summary``: the results of the given folders in one Markdown table on stdout (and as JSON with ``--json``):
 (the folders must share one ``--build-load``) per mode and family the number timed, the median and largest wall time of a timing stage, the largest CV,
 the speedups' range; whether the median over every task of the runs, the untimed included, is within
-``--target-s`` (3 s), beyond it, or not known from the ones timed; the tasks timed in both modes side by side (the median ratio of their walls); and the
-median phases of a run.
+``--target-s`` (3 s), beyond it, or not known from the ones timed; the tasks timed in both modes side by side (the median ratio of their walls); the
+median phases of a run; and, where the kernels were placed on the monotonic clock, how much of the time the
+runs held the GPU a kernel of theirs ran.
 
 ``compare``: one folder against another in one mode, on the tasks timed in both (a load against the GPU
 alone, one build priority against another): the median stage, the median wall per process and the median
@@ -330,7 +331,24 @@ def priority_words(p: dict[str, Any]) -> str:
 
 
 #: Where a run's time went (Timer.phases), in the order they are printed.
-PHASES = ("to_cuda_s", "parked_s", "cuda_to_exit_s", "exit_to_end_s", "held_s")
+PHASES = (
+    "to_cuda_s", "parked_s", "cuda_to_exit_s", "to_first_kernel_s", "kernels_s", "last_kernel_to_exit_s",
+    "exit_to_end_s", "held_s",
+)  # fmt: skip
+
+
+def kernel_share(timed: list[dict[str, Any]]) -> dict[str, float | int] | None:
+    """Over the runs whose kernels were placed on the monotonic clock (a ``kernels_s`` phase): how many, the
+    seconds they held the GPU in all, the seconds a kernel of theirs ran in all, and the share of the one in
+    the other: how much of a timing stage's hold the GPU had work of the timed process. None where no run
+    has one (a library from before the clock line, or kernels not recorded)."""
+    runs = [p for v in timed for p in v.get("phases", []) if "kernels_s" in p and "held_s" in p]
+    held = sum(float(p["held_s"]) for p in runs)
+    if not runs or held <= 0:
+        return None
+    kernels = sum(float(p["kernels_s"]) for p in runs)
+    return {"runs": len(runs), "held_s": round(held, 3), "kernels_s": round(kernels, 3),
+            "share": round(kernels / held, 4)}  # fmt: skip
 
 
 def median_phases(timed: list[dict[str, Any]]) -> dict[str, float | None]:
@@ -433,6 +451,7 @@ def summarize(a: argparse.Namespace) -> int:
                 f"{100 * max(cvs):.2f}% | {min(sps):.3f}x to {max(sps):.3f}x |"
             )
         per["phases"] = median_phases(list(timed.values()))
+        per["kernel_share"] = kernel_share(list(timed.values()))
         out["modes"][mode] = per
     for i, (key, x, y) in enumerate(PAIRS):
         if i == 0 or any(x in r for r in rows.values()):
@@ -510,6 +529,13 @@ def summarize(a: argparse.Namespace) -> int:
             f"\nmode {mode}, median phases of a run: "
             + ", ".join(f"{k} {v}" for k, v in ph.items() if v is not None)
         )
+        share = per.get("kernel_share")
+        if share:
+            print(
+                f"mode {mode}: over the {share['runs']} runs whose kernels are on the monotonic clock, a kernel "
+                f"of the timed process ran {share['kernels_s']} s of the {share['held_s']} s they held the GPU "
+                f"({100 * share['share']:.1f}%; CUPTI kernel records, the union of their intervals)"
+            )
     if out["left_out"]:
         print(f"\nLeft out ({len(out['left_out'])}):")
         for k, v in sorted(out["left_out"].items()):

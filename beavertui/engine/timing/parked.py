@@ -102,7 +102,10 @@ class Run:
         """Where the run's time went, in seconds on the monotonic clock: from its start to the injection's
         init (``to_cuda_s``: the process's start, libraries, anything before its first CUDA call), its wait
         at the gate (``parked_s``), from its go (or init) to its exit, and its turn (``held_s``: from its go,
-        or its start when not gated, to its end)."""
+        or its start when not gated, to its end). Where its kernels were recorded with the CUPTI clock
+        (cupti.clock_offset_ns): from its go (or init) to its first kernel's start (``to_first_kernel_s``),
+        how long a kernel of it ran (``kernels_s``: the union of their intervals) and from its last kernel's
+        end to its exit (``last_kernel_to_exit_s``): how much of its turn the GPU had work of it."""
         marks = cupti.marks(text)
         ns = 1e-9
         init, gate, go, exit_ = (marks.get(k) for k in ("init", "gate", "go", "exit"))
@@ -119,4 +122,15 @@ class Run:
         if exit_ is not None:
             row["cuda_to_exit_s"] = round((exit_ - (go or init or exit_)) * ns, 4)
             row["exit_to_end_s"] = round(ended - exit_ * ns, 4)
+        offset = cupti.clock_offset_ns(text)
+        recs = cupti.parse(text)[0] if offset is not None else []
+        if offset is not None and recs:
+            began = go or init
+            first = min(r.start_ns for r in recs) + offset
+            last = max(r.end_ns for r in recs) + offset
+            if began is not None:
+                row["to_first_kernel_s"] = round((first - began) * ns, 4)
+            row["kernels_s"] = round(cupti.busy_ns(recs) * ns, 4)
+            if exit_ is not None:
+                row["last_kernel_to_exit_s"] = round((exit_ - last) * ns, 4)
         return row

@@ -127,6 +127,33 @@ def marks(text: str) -> dict[str, int]:
     return found
 
 
+def clock_offset_ns(text: str) -> int | None:
+    """Monotonic ns minus CUPTI ns, from the first clock line of an injection output file (``C``: the CUPTI
+    timestamp and the monotonic time read beside it): what places a kernel record among the marks. None
+    where the file has none (kernels not recorded, or a library from before the clock line)."""
+    for line in text.splitlines():
+        parts = line.split("\t")
+        if parts[0] == "C" and len(parts) >= 3:
+            try:
+                return int(parts[2]) - int(parts[1])
+            except ValueError:
+                continue
+    return None
+
+
+def busy_ns(recs: list[KernelRecord]) -> int:
+    """How long at least one of the kernels ran: the length of the union of their intervals, in ns."""
+    total, end = 0, None
+    for r in sorted(recs, key=lambda r: r.start_ns):
+        if end is None or r.start_ns > end:
+            total += r.end_ns - r.start_ns
+            end = r.end_ns
+        elif r.end_ns > end:
+            total += r.end_ns - end
+            end = r.end_ns
+    return total
+
+
 def gate_environment(folder: Path, limit_s: float) -> dict[str, str]:
     """Variables that park the process in the library, before CUDA makes a context, until a file ``go``
     exists in ``folder`` (gate_file); it exits with status 97 when that has not happened within ``limit_s``

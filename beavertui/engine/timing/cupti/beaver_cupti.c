@@ -7,6 +7,9 @@
  *     K <tab> start_ns <tab> end_ns <tab> pid <tab> kernel name
  * and marks of the process's phases on the monotonic clock (the clock of Python's time.monotonic()):
  *     M <tab> init|gate|go|exit <tab> ns
+ * and, where kernels are recorded, the CUPTI clock of the kernel records read beside the monotonic clock,
+ * when CUPTI is set up and again at exit (so that a record's time can be placed among the marks):
+ *     C <tab> cupti_ns <tab> monotonic_ns
  * It changes nothing in the program and never prints to stdout.
  *
  * BEAVER_GATE names a folder: the process then waits inside InitializeInjection, before CUDA has made any
@@ -99,8 +102,22 @@ static void beaver_gate(void) {
     beaver_mark("go");
 }
 
+/* The CUPTI timestamp (the clock of the kernel records) and the monotonic time at that moment (the middle of
+   two monotonic reads around it). */
+static void beaver_clock(void) {
+    uint64_t cupti_ns = 0;
+    long long before = beaver_now_ns();
+    if (cuptiGetTimestamp(&cupti_ns) != CUPTI_SUCCESS) return;
+    long long after = beaver_now_ns();
+    fprintf(beaver_out, "C\t%llu\t%lld\n", (unsigned long long)cupti_ns, before + (after - before) / 2);
+    fflush(beaver_out);
+}
+
 static void beaver_at_exit(void) {
-    if (beaver_ready) cuptiActivityFlushAll(1);
+    if (beaver_ready) {
+        cuptiActivityFlushAll(1);
+        beaver_clock();
+    }
     if (beaver_out) beaver_mark("exit");
 }
 
@@ -131,6 +148,7 @@ int InitializeInjection(void) {
         return 0;
     }
     beaver_ready = 1;
+    beaver_clock();
     atexit(beaver_at_exit);
     return 1;
 }
