@@ -9,6 +9,9 @@
 #   cufft_samples  the 9 cufft_samples instances (the testbench's own speed lines; "ahead" is
 #                  BEAVERTUI_PRESTART=all for them). Their build stage pre-builds both kernels: about a minute
 #                  each on the CPU, before any timing.
+#   long           the eight CUPTI instances whose stages hold the GPU 20 to 45 s (cuda_167, cuda_173 twice,
+#                  cuda_193, cuda_194, cuda_204, cuda_207, cuda_216): with MODES=on, about 5 minutes; the
+#                  summary says how much of their hold a kernel of the timed process ran
 # MODES (default on,off): the bench's modes, side by side (on: runs started ahead, let go once the run
 # before has ended; exit: let go at its exit mark, BEAVERTUI_GO_AT_EXIT=1; off: runs started in turn; stop:
 # as on, with the LOAD builds stopped while it measures, as batch --builds-in-timing stop; park: as on, with
@@ -40,6 +43,7 @@ done
 case "$PART" in
   cupti) SELECT=(--tasks bench/release-cupti-tasks.txt) ;;
   cufft_samples) SELECT=(--task 'cufft_samples_*') ;;
+  long) SELECT=(); for t in cuda_167 cuda_173 cuda_193 cuda_194 cuda_204 cuda_207 cuda_216; do SELECT+=(--task "${t}__*"); done ;;
   *) log "unknown part $PART"; exit 2 ;;
 esac
 mkdir -p "$OUT/rs"
