@@ -166,6 +166,12 @@ class Report:
                 + "; ".join(f"{r}: {', '.join(f)}" for r, f in sorted(st.shared_run_ids.items()))
                 + " (the rows of each folder after the first carry ID (FOLDER) as their run id)"
             )
+        if st is not None and st.unrecorded_attempts:
+            out.append(
+                f"{st.unrecorded_attempts} attempt(s) of {len(st.unrecorded_tasks)} task(s) were candidates the "
+                "recorded toolchain had no outcome for (unrecorded candidate): counted as failed builds by rule, "
+                "nothing was built, so those rates say nothing about the model (a GPU run judges them)"
+            )
         n = unspeeded_tasks(self.table)
         if n:
             out.append(

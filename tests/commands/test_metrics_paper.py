@@ -115,3 +115,31 @@ def test_the_paper_tables_say_what_a_dash_means_and_what_infrastructure_left_out
     doc = _json(capsys, str(path))
     (row,) = doc["paper_tables"]["table1"]  # type: ignore[index]
     assert row["infra_excluded"] == 1 and row["n_tasks"] == 1
+
+
+def test_attempts_a_replay_could_not_judge_are_said_under_the_tables(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """On --toolchain demo a candidate the H200 never ran is a failed build by rule ('unrecorded candidate'):
+    the tables counted it as the model's failure without a word. Now every table says how many there were."""
+    monkeypatch.chdir(tmp_path)
+    script = tmp_path / "script.toml"
+    script.write_text("[[reply]]\ncontent = '''\n```cuda\n// not a transpose\n```\n'''\n" * 5)
+    argv = ["--toolchain", "demo", "--tasks", "transpose_00", "--quiet", "--no-reply-cache"]
+    assert (
+        main(["batch", "--models", f"scripted:{script}", "--run-id", "u", "--protocol", "legacy", *argv]) == 0
+    )
+    capsys.readouterr()
+    assert main(["metrics", "sessions/u", "--paper", "--format", "md"]) == 0
+    out, err = capsys.readouterr()
+    note = (
+        "2 attempt(s) of 1 task(s) were candidates the recorded toolchain had no outcome for (unrecorded "
+        "candidate): counted as failed builds by rule, nothing was built, so those rates say nothing about the "
+        "model (a GPU run judges them)"
+    )
+    assert note in out and note in err
+    # the demos' own replies are all recorded: nothing to say
+    assert main(["batch", "--demo", "--run-id", "d", "--quiet"]) == 0
+    capsys.readouterr()
+    assert main(["metrics", "sessions/d", "--paper", "--format", "md"]) == 0
+    assert "unrecorded" not in capsys.readouterr().out

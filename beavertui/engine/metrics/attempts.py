@@ -70,6 +70,11 @@ class ExportStats:
     """Correct attempts of finished sessions whose timing the batch's timing lane has not appended yet."""
     pending_sessions: list[Path] = field(default_factory=list)
     """Those sessions: left out of every rate like unfinished ones (their scores are not final)."""
+    unrecorded_attempts: int = 0
+    """Scored attempts whose candidate a recorded toolchain had no outcome for (verdict flag ``unrecorded``):
+    failed builds by rule, nothing was built (``--toolchain demo`` or ``recorded:PATH``)."""
+    unrecorded_tasks: set[str] = field(default_factory=set)
+    """The tasks of those attempts."""
     observed_unrecorded: set[str] = field(default_factory=set)
     """Tasks of scored sessions whose header has no ``observed_label`` field at all (written before it was
     recorded; a null value there means the validation agreed with the label)."""
@@ -362,6 +367,9 @@ def export_rows(
                 continue
         for a in state.attempts:
             v = a.verdict
+            if v is not None and any(f.name == "unrecorded" for f in v.flags):
+                stats.unrecorded_attempts += 1
+                stats.unrecorded_tasks.add(header.task.id)
             if v is not None and v.correct and v.speedup is None:
                 why = v.speedup_note or ("not timed" if not a.infra_errors else "infrastructure error")
                 stats.unspeeded.append((model_identity(header.model), header.task.id, a.iteration, why))
