@@ -136,7 +136,7 @@ async def test_gate_sweep_draws_swing_bars(tmp_path: Path) -> None:
             "--quiet",
         ]
     )
-    assert code in (0, 1)
+    assert code == 3  # at p = 1 (in the loop) the three-reply script runs out: that session has no verdict
     run = tmp_path / "gate"
     _groups, sw = expected(run)
     assert sw, "a gate sweep gives a swing over the gate axis"
