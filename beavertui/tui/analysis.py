@@ -21,10 +21,11 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen, Screen
-from textual.widgets import Button, Footer, Input, Label, Static
+from textual.widgets import Button, Input, Label, Static
 
 from beavertui.engine.errors import BeaverError
 from beavertui.engine.session.events import SessionHeader
+from beavertui.tui.footer import Footer
 
 
 def run_branch(parent: Path, step: int, options: dict[str, str], out: Path | None = None) -> Path:

@@ -20,7 +20,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.message import Message
 from textual.screen import Screen
-from textual.widgets import Footer, Input, Static
+from textual.widgets import Input, Static
 
 from beavertui.engine.session.usage import dollars, tokens_text
 from beavertui.tui.caps import cap_line
@@ -33,6 +33,7 @@ from beavertui.tui.catalog import (
     session_files,
     unknown_keys,
 )
+from beavertui.tui.footer import Footer
 from beavertui.tui.style import SHORT, STOP_COLOUR, colour, speed
 from beavertui.tui.table import Cell, Column, VirtualTable
 

@@ -12,10 +12,11 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal
 from textual.reactive import reactive
 from textual.screen import Screen
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 
 from beavertui.engine.session.describe import ended_text, stop_text
 from beavertui.engine.session.state import SessionState
+from beavertui.tui.footer import Footer
 from beavertui.tui.help import HelpScreen
 from beavertui.tui.panes import DiffPane
 from beavertui.tui.style import STOP_COLOUR, badge, speed

@@ -20,9 +20,10 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, VerticalScroll
 from textual.message import Message
 from textual.screen import Screen
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 
 from beavertui.tui.fitted import FittedTables
+from beavertui.tui.footer import Footer
 
 try:
     from textual_plotext import PlotextPlot

@@ -25,11 +25,12 @@ from textual.containers import Horizontal, Vertical
 from textual.message import Message
 from textual.reactive import reactive
 from textual.screen import Screen
-from textual.widgets import Footer, Input
+from textual.widgets import Input
 
 from beavertui.engine.session.events import Event, SessionEnd, SessionHeader
 from beavertui.engine.session.state import SessionState, apply, fold, fold_more
 from beavertui.engine.session.store import SessionReader
+from beavertui.tui.footer import Footer
 from beavertui.tui.help import HelpScreen
 from beavertui.tui.panes import (
     AnalysisPane,
