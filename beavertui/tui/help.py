@@ -37,7 +37,9 @@ HELP = """\
 [b]Live screen[/b] adds   p pause/resume   space single-step (approve the next iteration)
   e edit the candidate in $EDITOR before it is built   z re-run a sanitizer tool   x stop
 
-[b]Browser[/b]  enter open · / filter (outcome:failed model:gpt category:illegal stop:dup text) · 1-8 sort by column · esc clear
+[b]Browser[/b]  enter open · / filter (outcome:failed model:gpt category:illegal stop:dup text) · esc clear
+  1-9 sort by task, model, protocol, outcome, iterations, best speedup, stop reason, category, cost;
+  0 by file (again: reversed) · ↑/↓ j/k pgup/pgdn home/end move · m metrics
 [b]Compare[/b]  ←/→ step both sessions together, d diff mode
 [b]Metrics[/b]  m in the browser, metrics --tui: tables, p-sweep curves, swing bars · r recompute · esc back
 [b]Batch[/b] (batch --tui)  progress per model and protocol above the browser · x stop (asks first)

@@ -1,0 +1,76 @@
+"""The screens on a small terminal (80x24): everything readable, every key told.
+
+Before: at 80x24 the help box kept its 110x34 size, so its right side and its last ten lines were off the
+screen with no way to scroll to them; the session screen's bottom row of panes kept 13 lines, leaving the
+Diff pane three lines of code; and the browser's keys 9 (cost) and 0 (file) sorted without being named in
+the help, which said 1-8.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from textual.geometry import Region
+
+from beavertui.tui.app import BeaverApp
+from beavertui.tui.browser import BrowserScreen
+from beavertui.tui.help import HELP, HelpScreen
+from beavertui.tui.session_screen import SessionScreen
+from tests.tui.conftest import open_session, wait_for
+
+SMALL = (80, 24)
+
+
+def screen_text(app: BeaverApp) -> str:
+    return "\n".join(strip.text for strip in app.screen._compositor.render_strips())
+
+
+async def test_the_help_fits_a_small_terminal_and_scrolls_to_its_end() -> None:
+    app = open_session("quick")
+    async with app.run_test(size=SMALL) as pilot:
+        await pilot.press("question_mark")
+        await pilot.pause()
+        assert isinstance(app.screen, HelpScreen)
+        box = app.screen.query_one("#help")
+        assert Region(0, 0, *SMALL).contains_region(box.region), box.region
+        assert "Session screen" in screen_text(app)
+        await pilot.press("end")
+        await pilot.pause()
+        assert "stop (asks first)" in screen_text(app)  # the last line of the help
+
+
+async def test_the_diff_keeps_room_on_a_small_terminal() -> None:
+    app = open_session("degenerate")
+    async with app.run_test(size=SMALL) as pilot:
+        await pilot.pause()
+        assert isinstance(app.screen, SessionScreen)
+        assert app.screen.query_one("#diff").region.height >= 8
+        assert app.screen.query_one("#bottom").region.height >= 8  # speedup and stagnation still show
+
+
+async def test_the_bottom_row_keeps_its_height_on_a_large_terminal() -> None:
+    app = open_session("degenerate")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        assert app.screen.query_one("#bottom").region.height == 13
+
+
+def test_the_help_names_every_sort_key_of_the_browser() -> None:
+    words = {"iterations": "iterations", "best": "best speedup", "stop": "stop reason"}
+    sorts = {
+        b.key: b.action[len("sort('") : -2] for b in BrowserScreen.BINDINGS if b.action.startswith("sort(")
+    }
+    assert sorted(sorts) == sorted("1234567890")
+    browser = " ".join(HELP.split("[b]Browser[/b]")[1].split("[b]Compare[/b]")[0].split())
+    told = browser.split("1-9 sort by ")[1].split(";")[0].split(", ")
+    assert told == [words.get(sorts[k], sorts[k]) for k in "123456789"]
+    assert f"0 by {sorts['0']}" in browser
+
+
+async def test_a_browser_key_sorts_as_the_help_says(run_dir: Path) -> None:
+    app = BeaverApp(lambda: BrowserScreen(run_dir, watch=False))
+    async with app.run_test(size=SMALL) as pilot:
+        await wait_for(pilot, lambda: isinstance(app.screen, BrowserScreen) and app.screen.loaded)
+        for key, column in (("9", "cost"), ("0", "file")):
+            await pilot.press(key)
+            assert app.screen.sort_column == column
