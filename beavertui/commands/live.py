@@ -326,12 +326,19 @@ def _live(args: argparse.Namespace) -> int:
     if not args.headless and sys.stdout.isatty():
         from beavertui.tui.live import run_live
 
-        return int(
+        code = int(
             run_live(
                 task, model, toolchain, protocol, out, paused=args.paused, session_id=session_id,
                 notes=args.notes, models_file=models_file_of(args),
             )
         )  # fmt: skip
+        if out.is_file():  # the screen is gone: say on the terminal how to go on, as a headless run does
+            from beavertui.engine.session.events import SessionEnd
+            from beavertui.engine.session.store import read_session
+
+            events = read_session(out)[1]
+            _say_resume(out, events[-1] if events and isinstance(events[-1], SessionEnd) else None)
+        return code
     return run_headless(
         task, model, toolchain, protocol, out, session_id=session_id, notes=args.notes,
         models_file=models_file_of(args),
@@ -440,7 +447,7 @@ def run_headless(
     from beavertui.engine.errors import session_exit_status
     from beavertui.engine.loop.run import run_session
     from beavertui.engine.session.events import SessionEnd
-    from beavertui.engine.session.store import CONTINUABLE_ENDS, SessionRecorder
+    from beavertui.engine.session.store import SessionRecorder
 
     printer = EventPrinter()
     stream = run_session(task, model, toolchain, protocol, **run_kw)
@@ -469,6 +476,13 @@ def run_headless(
         if recorder.writer is not None:
             recorder.close()
             print(f"session written to {out}", file=sys.stderr)
-            if end is not None and end.stop_reason in CONTINUABLE_ENDS:
-                print(f"beavertui: to go on from here: beavertui live --resume {out}", file=sys.stderr)
+            _say_resume(out, end)
     return session_exit_status(end.success, end.stop_reason) if end is not None else 3
+
+
+def _say_resume(out: Path, end: Any) -> None:
+    """Where an infrastructure failure ended the session or the user stopped it: how to go on from there."""
+    from beavertui.engine.session.store import CONTINUABLE_ENDS
+
+    if end is not None and end.stop_reason in CONTINUABLE_ENDS:
+        print(f"beavertui: to go on from here: beavertui live --resume {out}", file=sys.stderr)

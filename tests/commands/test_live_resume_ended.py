@@ -5,7 +5,14 @@ cause and go on. The endpoint is a real HTTP server on 127.0.0.1."""
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import pty
+import select
+import subprocess
+import sys
+import time
 import tomllib
 from pathlib import Path
 
@@ -15,6 +22,8 @@ from beavertui.cli import main
 from beavertui.engine import bundled
 from beavertui.engine.session.store import load_session
 from tests.engine.models.test_models_openai import ChatServer
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _clean_env(monkeypatch: pytest.MonkeyPatch, home: Path) -> None:
@@ -82,3 +91,42 @@ def test_a_stopped_session_goes_on_and_a_finished_one_is_still_refused(
     _header, events = load_session(out)
     assert [e.iteration for e in events if e.kind == "verdict"] == [1, 2, 3]  # type: ignore[attr-defined]
     assert events[-1].kind == "end" and events[-1].success  # type: ignore[union-attr]
+
+
+def test_the_live_screen_left_after_an_endpoint_failure_says_how_to_go_on(tmp_path: Path) -> None:
+    """On a real terminal the session screen shows the end; once it is closed (q), the terminal keeps one line
+    with the resume command, as a headless run prints it."""
+    out = tmp_path / "s.jsonl"
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "BEAVERTUI_MODELS")
+    }
+    env.update(HOME=str(tmp_path), TERM="xterm", COLUMNS="120", LINES="40", PYTHONPATH=str(ROOT))
+    with ChatServer([("500", None)], models=["m"]) as server:
+        master, slave = pty.openpty()
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "beavertui", "live", "--task", "transpose_00", "--model", "m", "--base-url",
+             server.url, "--no-stream", "--retries", "0", "--toolchain", "demo", "--out", str(out)],
+            stdin=slave, stdout=slave, stderr=slave, env=env, cwd=tmp_path,
+        )  # fmt: skip
+        os.close(slave)
+        screen = b""
+        deadline = time.monotonic() + 90
+        pressed = False
+        while proc.poll() is None and time.monotonic() < deadline:
+            ready, _, _ = select.select([master], [], [], 0.1)
+            if ready:
+                with contextlib.suppress(OSError):
+                    screen += os.read(master, 65536)
+            if not pressed and out.is_file() and _kinds(out)[-1:] == ["end"]:
+                os.write(master, b"q")
+                pressed = True
+        with contextlib.suppress(OSError):
+            while chunk := os.read(master, 65536):
+                screen += chunk
+        os.close(master)
+        if proc.poll() is None:
+            proc.kill()
+    assert pressed and proc.wait() == 3
+    assert f"beavertui: to go on from here: beavertui live --resume {out}".encode() in screen
