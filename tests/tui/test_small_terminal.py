@@ -3,7 +3,7 @@
 Before: at 80x24 the help box kept its 110x34 size, so its right side and its last ten lines were off the
 screen with no way to scroll to them; the session screen's bottom row of panes kept 13 lines, leaving the
 Diff pane three lines of code; and the browser's keys 9 (cost) and 0 (file) sorted without being named in
-the help, which said 1-8.
+the help, which said 1-8. The compare screen's header wrapped side A's line at 80 columns and pushed side B's off.
 """
 
 from __future__ import annotations
@@ -12,13 +12,16 @@ from pathlib import Path
 
 from textual.geometry import Region
 
+from beavertui.commands.compare import load
 from beavertui.tui.app import BeaverApp
 from beavertui.tui.browser import BrowserScreen
+from beavertui.tui.compare import CompareScreen
 from beavertui.tui.help import HELP, HelpScreen
 from beavertui.tui.session_screen import SessionScreen
 from tests.tui.conftest import open_session, wait_for
 
 SMALL = (80, 24)
+DEMO = Path(__file__).resolve().parents[2] / "sessions" / "demo"
 
 
 def screen_text(app: BeaverApp) -> str:
@@ -74,3 +77,14 @@ async def test_a_browser_key_sorts_as_the_help_says(run_dir: Path) -> None:
         for key, column in (("9", "cost"), ("0", "file")):
             await pilot.press(key)
             assert app.screen.sort_column == column
+
+
+async def test_the_compare_header_names_both_sides_at_80_columns() -> None:
+    a, b = load(DEMO / "repair_in_three.jsonl"), load(DEMO / "typo_then_barrier.jsonl")
+    app = BeaverApp(lambda: CompareScreen(a, b))
+    async with app.run_test(size=SMALL) as pilot:
+        await pilot.press("right")
+        lines = screen_text(app).splitlines()
+        assert lines[1].startswith(" A  scripted:repair_in_three.toml · "), lines[:3]
+        assert lines[2].startswith(" B  scripted:typo_then_barrier.toml · "), lines[:3]
+        assert lines[1].rstrip().endswith("…")  # cut, said so
