@@ -45,7 +45,11 @@ def test_classify_reads_stdin_and_reports_malformed_lines() -> None:
         capture_output=True,
         text=True,
     )
-    assert out.returncode == 1
+    assert out.returncode == 2  # bad input, not "the model failed" (1)
+    assert out.stderr == (
+        "beavertui: standard input: 3 line(s) not classified (each is an error object in the output), "
+        "the first: line 2: Expecting property name enclosed in double quotes: line 1 column 2 (char 1)\n"
+    )
     rows = [json.loads(line) for line in out.stdout.splitlines()]
     assert rows[0]["category"] == "passed" and rows[0]["signature"] == ""
     assert rows[1]["line"] == 2 and "error" in rows[1]
