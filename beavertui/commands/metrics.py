@@ -176,6 +176,8 @@ def _handle(args: argparse.Namespace) -> int:
             doc["final"] = st.timings_pending == 0 and st.unfinished_sessions == 0
             doc["unusable_sessions"] = st.unusable_sessions
             doc["unusable_tasks"] = dict(sorted(st.unusable.items()))
+            doc["excluded_tasks"] = dict(sorted(st.excluded.items()))
+            doc["unrecorded_attempts"] = st.unrecorded_attempts
             doc["left_out"] = list(st.damaged)
             doc["shared_run_ids"] = dict(sorted(st.shared_run_ids.items()))
             doc["unspeeded_attempts"] = [

@@ -150,6 +150,14 @@ class Report:
                 + ", ".join(f"{n} trajectories of run {r}" for r, n in sorted(self.repeated_arms.items()))
                 + " (an earlier run in the source holds the same model, protocol, task and sample)"
             )
+        if st is not None and st.excluded:
+            first = sorted(st.excluded.items())[:3]
+            out.append(
+                f"{len(st.excluded)} task(s) left out of the run before it began (run.json excluded_tasks), in no "
+                "row: "
+                + "; ".join(f"{t}: {why}" for t, why in first)
+                + ("; ..." if len(st.excluded) > 3 else "")
+            )
         if st is not None and st.unusable_sessions:
             first = sorted(st.unusable.items())[:3]
             out.append(

@@ -138,8 +138,26 @@ def test_attempts_a_replay_could_not_judge_are_said_under_the_tables(
         "model (a GPU run judges them)"
     )
     assert note in out and note in err
+    assert _json(capsys, "sessions/u")["unrecorded_attempts"] == 2
     # the demos' own replies are all recorded: nothing to say
     assert main(["batch", "--demo", "--run-id", "d", "--quiet"]) == 0
     capsys.readouterr()
     assert main(["metrics", "sessions/d", "--paper", "--format", "md"]) == 0
     assert "unrecorded" not in capsys.readouterr().out
+
+
+def test_tasks_the_run_left_out_before_it_began_are_said_under_the_tables(
+    final_run: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The release batch left 67 instances out before it began (unusable on the H200, or no reference a
+    model could submit): Table 1's 'tasks' said 74 and nothing said which were missing or why."""
+    excluded = json.loads((final_run / "run.json").read_text())["excluded_tasks"]
+    assert len(excluded) == 67
+    assert main(["metrics", str(final_run), "--paper", "--format", "md"]) == 0
+    out = capsys.readouterr().out
+    first = sorted(excluded.items())[0]
+    assert (
+        f"67 task(s) left out of the run before it began (run.json excluded_tasks), in no row: {first[0]}: "
+        f"{first[1]}; "
+    ) in out
+    assert _json(capsys, str(final_run))["excluded_tasks"] == dict(sorted(excluded.items()))

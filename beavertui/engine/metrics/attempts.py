@@ -66,6 +66,9 @@ class ExportStats:
     """Task id -> reason, for the tasks whose sessions ended ``unusable``: the batch's own check found them
     unusable on its GPU (validation/on_the_run.py); such a session has no attempt, so no rate counts it."""
     unusable_sessions: int = 0
+    excluded: dict[str, str] = field(default_factory=dict)
+    """Task id -> reason, for the tasks a run left out before it began (run.json ``excluded_tasks``: unusable
+    on its GPU, not runnable there...): no session, so no row."""
     timings_pending: int = 0
     """Correct attempts of finished sessions whose timing the batch's timing lane has not appended yet."""
     pending_sessions: list[Path] = field(default_factory=list)
@@ -90,15 +93,16 @@ class ExportStats:
         return out
 
 
-def withdrawn_tasks(run_dir: Path | None) -> dict[str, str]:
-    """``withdrawn_tasks`` of a run directory's run.json (empty when there is none or it is unreadable)."""
+def withdrawn_tasks(run_dir: Path | None, key: str = "withdrawn_tasks") -> dict[str, str]:
+    """``withdrawn_tasks`` (or another task -> reason map, ``key``: ``excluded_tasks``) of a run directory's
+    run.json (empty when there is none or it is unreadable)."""
     if run_dir is None:
         return {}
     try:
         doc = json.loads((run_dir / "run.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return {}
-    got = doc.get("withdrawn_tasks") if isinstance(doc, dict) else None
+    got = doc.get(key) if isinstance(doc, dict) else None
     return {str(k): str(v) for k, v in got.items()} if isinstance(got, dict) else {}
 
 
@@ -344,6 +348,7 @@ def export_rows(
         run = run_dir_of(path)
         if run not in withdrawn:
             withdrawn[run] = withdrawn_tasks(run)
+            stats.excluded.update(withdrawn_tasks(run, "excluded_tasks"))
         if header.task.id in withdrawn[run]:  # taken out of its run: in no rate, finished or not
             stats.withdrawn[header.task.id] = withdrawn[run][header.task.id]
             stats.withdrawn_sessions += 1
