@@ -463,7 +463,8 @@ class SessionScreen(Screen[None]):
 
     def _search(self, *, backwards: bool) -> None:
         query = self.view.search
-        if not query:
+        if not query:  # n/N before any search: say what they need rather than do nothing
+            self.notify("no search yet: press / and type what to find, then n / N", timeout=3)
             return
         hit = find(self.state, query, self.view.cursor, backwards=backwards)
         if hit is None:

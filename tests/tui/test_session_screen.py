@@ -136,6 +136,17 @@ async def test_search_jumps_to_matching_iteration() -> None:
         assert app.screen.view.cursor == 4  # no match: the cursor stays
 
 
+async def test_next_match_before_any_search_says_how_to_search() -> None:
+    """Before: n and N before any search did nothing at all."""
+    app = open_session("degenerate")
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("home", "n", "N")
+        await pilot.pause()
+        assert app.screen.view.cursor == 1
+        notes = [str(n.message) for n in app._notifications]
+        assert notes == ["no search yet: press / and type what to find, then n / N"] * 2
+
+
 async def test_damaged_file_shows_valid_prefix_and_problem() -> None:
     app = open_session("damaged")
     async with app.run_test(size=SIZE) as pilot:
