@@ -133,7 +133,10 @@ def read_release_config(path: Path) -> ReleaseConfig:
 
     base_url = api.get("base_url")
     if isinstance(base_url, str) and _PLACEHOLDER.match(base_url.strip()):
-        notes.append(f"{path.name}: base_url is a placeholder ({base_url}): set it in a models file")
+        notes.append(
+            f"{path.name}: base_url is a placeholder ({base_url}): give --base-url URL (or OPENAI_BASE_URL), "
+            "or the model's base_url in a models file"
+        )
         base_url = None
     extra = api.get("extra_body") or {}
     if not isinstance(extra, dict):

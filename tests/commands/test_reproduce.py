@@ -61,7 +61,10 @@ def test_dry_run_lists_the_grid_of_the_releases_iter_configs(
     assert gpt["protocol"]["gate_mode"] == "after_run" and gpt["tasks"] == 7  # 7 of its 217 are here
     est = plan["estimate"]
     assert est["sessions"] == sum(a["tasks"] for a in arms) and est["model_calls"] == 5 * est["sessions"]  # type: ignore[index]
-    assert any("placeholder" in n for n in plan["notes"])  # type: ignore[union-attr]
+    assert any(
+        "placeholder" in n and "give --base-url URL (or OPENAI_BASE_URL), or the model's base_url" in n
+        for n in plan["notes"]  # type: ignore[union-attr]
+    )
     # the human plan says the same, and that nothing ran
     assert (
         main(["reproduce", "--corpus", str(RELEASE), "--release-configs", str(CONFIGS / "iter"), "--dry-run"])
