@@ -476,6 +476,19 @@ def check_resume(options: BatchOptions, manifest: RunManifest, corpus: Any) -> N
             f"{where}: the run's models are {', '.join(names)}, not {', '.join(options.models)}: "
             "drop --models, or start a new run"
         )
+    if options.run_id is not None and options.run_id != manifest.run_id:
+        raise BeaverError(
+            f"{where}: the run's id is {manifest.run_id}, not {options.run_id}: drop --run-id, or start a new run"
+        )
+    if options.tasks is not None:  # a resume runs every task of the run, whatever --tasks says
+        chosen = set(select([t.id for t in corpus.tasks], options.tasks))
+        missing = [t for t in manifest.tasks if t not in chosen]
+        if missing:
+            more = f" and {len(missing) - 1} more" if len(missing) > 1 else ""
+            raise BeaverError(
+                f"{where}: --tasks {options.tasks} leaves out the run's task {missing[0]}{more}, and a resume "
+                "runs every task of the run: drop --tasks, or start a new run"
+            )
     by_id = {t.id: t for t in corpus.tasks}
     for tid in manifest.tasks:
         known = manifest.task_hashes.get(tid)

@@ -177,8 +177,13 @@ def test_a_session_whose_file_never_reads_back_is_not_run_forever(finished_run: 
         (["--samples", "3"], "the run has 1 sample(s) per task, not 3"),
         (["--models", "scripted:@reference"], f"the run's models are {SCRIPT}, not scripted:@reference"),
         (["--protocol", "legacy-gate"], "describes other protocols than the run's"),
+        (
+            ["--tasks", "zzz_*"],
+            "--tasks zzz_* leaves out the run's task vec_scale, and a resume runs every task",
+        ),
+        (["--run-id", "other"], "the run's id is r, not other: drop --run-id"),
     ],
-    ids=["samples", "models", "protocol"],
+    ids=["samples", "models", "protocol", "tasks", "run-id"],
 )
 def test_a_resume_that_asks_for_another_batch_is_refused_in_one_line(
     finished_run: Path, capsys: pytest.CaptureFixture[str], flags: list[str], says: str
@@ -186,6 +191,15 @@ def test_a_resume_that_asks_for_another_batch_is_refused_in_one_line(
     capsys.readouterr()
     assert main(["batch", "--resume", str(finished_run), "--toolchain", RECORDED, "--quiet", *flags]) == 2
     assert says in _one_line(capsys.readouterr().err)
+
+
+def test_a_resume_with_the_flags_that_made_the_run_goes_on(
+    finished_run: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The command line that made the run, with --resume added, is a resume (before, --tasks and --run-id
+    were not compared at all: any value was dropped without a word)."""
+    argv = ["--toolchain", RECORDED, "--quiet", "--tasks", "vec_*", "--run-id", "r", "--samples", "1"]
+    assert main(["batch", "--resume", str(finished_run), *argv]) == 0
 
 
 def test_a_resume_on_another_corpus_is_refused(
