@@ -4,7 +4,8 @@ In order, and the first that fails is the one said (one line naming the fix; the
 
 1. every endpoint model has its key: the variable its entry names (``api_key_env``, default
    ``OPENAI_API_KEY``) is set, or a base URL names a server of its own (vLLM, Ollama need no key);
-2. every endpoint answers, and serves the model: ``GET /models`` where the server has it (a server
+2. every endpoint's base URL is one (http:// or https://, a host, no route such as /chat/completions appended),
+   and every endpoint answers and serves the model: ``GET /models`` where the server has it (a server
    without that route, or one that answers it with nonsense, is taken as reachable, unless ``BASE/v1``
    lists models: a base URL that left out /v1); a refused connection, an unknown host or a refused key
    fails;
@@ -71,6 +72,8 @@ def endpoint_problem(endpoint: Endpoint, served: dict[tuple[str | None, str], An
     config = endpoint.config
     base = base_url_of(config)
     where = base or "the OpenAI API"
+    if base is not None and (why := _malformed_base(base)) is not None:
+        return why
     slot = (base, config.api_key_env)
     if slot not in served:
         key = os.environ.get(config.api_key_env) or "none"
@@ -100,6 +103,29 @@ def endpoint_problem(endpoint: Endpoint, served: dict[tuple[str | None, str], An
         f"{where} does not serve model {config.model!r} (it serves: {shown or 'none'}): fix the model "
         "name, or --base-url"
     )
+
+
+def _malformed_base(base: str) -> str | None:
+    """Why ``base`` cannot be a base URL (no http:// or https://, no host, a route of the API appended), or None.
+    Each of these passed the model-list check before and failed every call of the run."""
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(base.strip())
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        fixed = "http://" + base.strip().split("://", 1)[-1]
+        return (
+            f"base URL {base!r} is not an http:// or https:// URL with a host: give it whole, e.g. "
+            f"--base-url {fixed} (or OPENAI_BASE_URL, or the models file's base_url)"
+        )
+    path = parts.path.rstrip("/")
+    for route in ("/chat/completions", "/completions", "/models"):
+        if path.endswith(route):
+            fixed = base.strip().rstrip("/").removesuffix(route)
+            return (
+                f"base URL {base!r} ends in the route {route}, which each call adds itself: give the part "
+                f"before it, --base-url {fixed} (or OPENAI_BASE_URL, or the models file's base_url)"
+            )
+    return None
 
 
 def _without_v1(base: str | None, key: str) -> str | None:

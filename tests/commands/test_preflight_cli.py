@@ -195,6 +195,41 @@ def test_a_base_url_without_v1_is_one_line_naming_the_v1_url(
     assert not (tmp_path / "sessions").exists()
 
 
+@pytest.mark.parametrize(
+    ("given", "said"),
+    [
+        ("{host}/v1", "is not an http:// or https:// URL with a host: give it whole, e.g. --base-url {url}"),
+        (
+            "{url}/chat/completions",
+            "ends in the route /chat/completions, which each call adds itself: give "
+            "the part before it, --base-url {url}",
+        ),
+        (
+            "{url}/models/",
+            "ends in the route /models, which each call adds itself: give the part before it, "
+            "--base-url {url}",
+        ),
+    ],
+    ids=["no-scheme", "chat-route", "models-route"],
+)
+def test_a_base_url_that_cannot_be_one_is_named_with_the_fix(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], given: str, said: str
+) -> None:
+    """'localhost:8000/v1' (no scheme) and a base URL with the API's route appended passed the preflight (the
+    model list failed in a way taken as 'a server without that route'), then every call of the run failed."""
+    _clean_env(monkeypatch, tmp_path)
+    with ChatServer([("ok", "no")], models=["m"]) as server:
+        host = server.url.removeprefix("http://").removesuffix("/v1")
+        base = given.format(host=host, url=server.url)
+        rc = main(["batch", "--models", "m", "--base-url", base, "--toolchain", "demo", "--tasks", "transpose_00",
+                   "--sessions-dir", str(tmp_path / "s")])  # fmt: skip
+        assert server.listed == 0 and server.requests == []
+    (line,) = capsys.readouterr().err.splitlines()
+    assert rc == 2 and line.startswith(f"beavertui: base URL {base!r} "), line
+    assert said.format(url=server.url) in line
+    assert not (tmp_path / "s").exists()
+
+
 def test_a_grid_of_several_models_names_the_model_whose_endpoint_fails(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
