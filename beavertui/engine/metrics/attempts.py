@@ -243,11 +243,12 @@ def load_source_models(path: Path) -> dict[str, str | None]:
     else:
         try:
             data = json.loads(text)
-            rows = (
-                [{"task_id": k, "source_model": v} for k, v in data.items()]
-                if isinstance(data, dict)
-                else list(data)
-            )
+            if isinstance(data, dict) and "task_id" in data:
+                rows = [data]  # JSON Lines of one row, not an object keyed by task id
+            elif isinstance(data, dict):
+                rows = [{"task_id": k, "source_model": v} for k, v in data.items()]
+            else:
+                rows = list(data)
         except ValueError:
             try:
                 rows = [json.loads(line) for line in text.splitlines() if line.strip()]
@@ -257,7 +258,17 @@ def load_source_models(path: Path) -> dict[str, str | None]:
     for n, r in enumerate(rows, 1):
         if not isinstance(r, Mapping) or "task_id" not in r:
             raise BeaverError(f"{path}: row {n} has no task_id")
-        out[str(r["task_id"])] = (str(r.get("source_model")) or None) if r.get("source_model") else None
+        unknown = [k for k in r if k not in ("task_id", "source_model")]
+        if unknown:  # a misspelt source_model would leave the task's source unknown without a word
+            raise BeaverError(
+                f"{path}: row {n}: unknown key {unknown[0]!r} (a row holds task_id and source_model)"
+            )
+        model = r.get("source_model")
+        if model is not None and not isinstance(model, str):
+            raise BeaverError(
+                f"{path}: row {n}: source_model {model!r} is not a model name (a string, or null)"
+            )
+        out[str(r["task_id"])] = model or None
     return out
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from beavertui.cli import main
+from beavertui.engine.errors import BeaverError
 from beavertui.engine.metrics import table_io
 from beavertui.engine.metrics.attempts import SourceModels, export_rows, load_source_models
 from beavertui.engine.metrics.table import from_rows
@@ -116,6 +117,24 @@ def test_self_source_from_instance_json_and_side_table(tmp_path: Path) -> None:
     assert load_source_models(csv_side) == {"vec_scale": "scripted:vec_scale_demo.toml"}
 
 
+@pytest.mark.parametrize(
+    ("name", "text", "says"),
+    [
+        ("side.jsonl", '{"task_id": "vec_scale", "sourcemodel": "m"}\n', "row 1: unknown key 'sourcemodel'"),
+        ("side.csv", "task_id,source_modle\nvec_scale,m\n", "row 1: unknown key 'source_modle'"),
+        ("side.json", '{"vec_scale": 5}', "row 1: source_model 5 is not a model name"),
+    ],
+    ids=["jsonl-typo", "csv-typo", "not-a-name"],
+)
+def test_a_side_table_with_a_misspelt_key_is_refused(tmp_path: Path, name: str, text: str, says: str) -> None:
+    """Before: a misspelt source_model was dropped and the task's source read as unknown, so the self-source
+    rule silently did not apply; a number was taken as a model name."""
+    side = tmp_path / name
+    side.write_text(text)
+    with pytest.raises(BeaverError, match=says):
+        load_source_models(side)
+
+
 def test_export_jsonl_and_csv_agree(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     run_dir = run(tmp_path, CORPUS, "feedback", "ex")
     assert main(["export", str(run_dir), "-o", str(tmp_path / "a.jsonl")]) == 0
@@ -126,3 +145,11 @@ def test_export_jsonl_and_csv_agree(tmp_path: Path, capsys: pytest.CaptureFixtur
     key = lambda t: sorted(json.dumps(r, sort_keys=True) for r in t.rows())  # noqa: E731
     assert key(a) == key(b) == key(from_rows(export_rows(run_dir)))
     assert main(["export", str(tmp_path / "missing")]) == 2
+
+
+def test_a_side_table_of_one_json_lines_row_is_that_row(tmp_path: Path) -> None:
+    """Before: one row of JSON Lines parsed as a JSON object keyed by task id: task 'task_id', model
+    'vec_scale'."""
+    side = tmp_path / "side.jsonl"
+    side.write_text('{"task_id": "vec_scale", "source_model": "m"}\n')
+    assert load_source_models(side) == {"vec_scale": "m"}
