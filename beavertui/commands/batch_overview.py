@@ -132,7 +132,7 @@ def summary_rows(run_dir: Path, left_out: list[str] | None = None) -> list[dict[
         g["sessions"] += 1
         g["finished"] += row.outcome in ("success", "failed")
         g["passed"] += row.outcome == "success"
-        g["attempts"] += row.iterations
+        g["attempts"] += row.judged  # as the summary line counts them: attempts with a verdict
         if row.tokens is not None:
             g["tokens"] = (g["tokens"] or 0) + row.tokens
         if row.cost is not None:
@@ -187,7 +187,8 @@ def show_summary(
             "cached",
         )
         note = (
-            "sessions: finished of all; tokens: prompt and completion as the endpoints reported them; cost "
+            "sessions: finished of all; attempts: with a verdict; tokens: prompt and completion as the "
+            "endpoints reported them; cost "
             "at the models' prices (- without); per repair: cost per session that passed; cached: replies "
             "served by the reply cache, not paid again."
         )

@@ -49,6 +49,9 @@ class Row:
     below_gate: bool = False
     """The last classified attempt was correct but slower than the gate (a failure, shown as one)."""
     """Replies served by the reply cache."""
+    judged: int = 0
+    """Attempts with a verdict (``iterations`` is the iteration reached: an attempt an infrastructure failure
+    cut counts there, not here)."""
 
     def matches(self, tokens: list[tuple[str, str]]) -> bool:
         """Whether every filter token matches (``field:value`` substrings, or free text anywhere)."""
@@ -147,6 +150,7 @@ def read_row(path: Path) -> Row:
     label, budget = header.protocol.short(), header.protocol.budget
     iteration = max((i for e in events if isinstance(i := getattr(e, "iteration", None), int)), default=0)
     verdict = next((e for e in reversed(events) if isinstance(e, Verdict)), None)
+    judged = len({e.iteration for e in events if isinstance(e, Verdict)})  # a late timing's verdict: the same
     category = verdict.category if verdict is not None else ""
     below = verdict is not None and verdict.correct and not verdict.success
     last = events[-1] if events else None
@@ -162,7 +166,7 @@ def read_row(path: Path) -> Row:
             str(path), task, model, label, "success" if last.success else "failed",
             last.iterations or iteration, budget, last.best_speedup,
             stop_text(last.stop_reason, last.success, last.timing_pending), category, mtime,
-            None, tokens, cost, cached, below,
+            None, tokens, cost, cached, below, judged,
         )  # fmt: skip
     # No end line: still being written, or its writer died (no change for a while).
     recent = time.time() - mtime < STALE_S
@@ -170,5 +174,5 @@ def read_row(path: Path) -> Row:
     stop = "running" if recent else ("cut mid-line" if torn else "no end line")
     return Row(
         str(path), task, model, label, outcome, iteration, budget, None, stop, category, mtime,
-        below_gate=below,
+        below_gate=below, judged=judged,
     )  # fmt: skip

@@ -6,6 +6,7 @@ The endpoint is a real HTTP server on 127.0.0.1 that answers by model name."""
 
 from __future__ import annotations
 
+import json
 import tomllib
 from pathlib import Path
 from typing import Any
@@ -39,11 +40,24 @@ def test_sessions_ended_by_the_endpoint_exit_3_and_retry_infra_runs_them_again(
 
     run = Path("sessions") / "r"  # as the user names it, from the current folder
     with Endpoint(answer) as server:
-        args = ["--no-stream", "--retries", "0", "--toolchain", "demo", "--quiet", "--no-reply-cache"]
+        args = [
+            "--no-stream",
+            "--retries",
+            "0",
+            "--toolchain",
+            "demo",
+            "--quiet",
+            "--no-reply-cache",
+            "--json",
+        ]
         rc = main(["batch", "--models", "steady", "flaky", "--base-url", server.url, "--tasks", "transpose_00",
                    "--run-id", "r", *args])  # fmt: skip
-        err = capsys.readouterr().err
+        out, err = capsys.readouterr()
         assert rc == 3, err
+        # the summary counts attempts with a verdict, as its line does: the cut one of the flaky model is none
+        summary = {g["model"]: g["attempts"] for g in json.loads(out)["groups"]}
+        assert summary == {"steady": 1, "flaky": 0}
+        assert "1 attempts in" in err
         # the flaky model's session ran twice (the run's one retry), then was left without a verdict
         assert [m for m, _b, _h in server.requests].count("flaky") == 2
         assert (
