@@ -111,15 +111,16 @@ class MetricsScreen(Screen[None]):
         self.error: str | None = None
         self.series: list[Series] = []
         self.bars: list[tuple[str, float]] = []
+        self._plots: list[Any] = []
 
     def compose(self) -> ComposeResult:
         yield Static("", id="metrics-status")
         with VerticalScroll(id="metrics-body"):
             yield FittedTables(id="metrics-main")
             if PlotextPlot is not None:
+                self._plots = [PlotextPlot(id="p-sweep"), PlotextPlot(id="swing")]
                 with Horizontal(id="metrics-plots"):
-                    yield PlotextPlot(id="p-sweep")
-                    yield PlotextPlot(id="swing")
+                    yield from self._plots
             else:
                 yield Static(Text(PLOT_HINT, style="yellow"), id="metrics-plot-hint")
             yield FittedTables(id="metrics-tables")
@@ -131,6 +132,14 @@ class MetricsScreen(Screen[None]):
             self._show(self.report)
         else:
             self.action_refresh()
+
+    def on_unmount(self) -> None:
+        # textual-plotext subscribes each plot to the app's theme signal with a callback that holds the plot,
+        # and Textual drops a subscription only when the theme changes: without this, every metrics screen
+        # ever opened stayed in memory with its two plots (tests/tui/test_long_use.py)
+        for plot in self._plots:
+            self.app.theme_changed_signal.unsubscribe(plot)
+        self._plots = []
 
     def action_refresh(self) -> None:
         self.query_one("#metrics-status", Static).update(
