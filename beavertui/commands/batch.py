@@ -163,6 +163,16 @@ def options_of(args: argparse.Namespace) -> BatchOptions:
     models, toolchain, tasks = args.models, args.toolchain, args.tasks
     if args.retry_infra and args.resume is None:
         raise BeaverError("--retry-infra goes with --resume RUN_DIR: a new run has no session to run again")
+    conflicts = (
+        (args.no_cache and args.cache is not None, "--no-cache and --cache ask for no compile cache and one"),
+        (args.no_reply_cache and args.reply_cache is not None, "--no-reply-cache and --reply-cache ask for no reply cache and one"),
+        (args.no_reply_cache and args.reply_cache_sampled, "--no-reply-cache and --reply-cache-sampled ask for no reply cache and one"),
+    )  # fmt: skip
+    for given, what in conflicts:
+        if given:
+            raise BeaverError(f"{what}: give one of them")
+    if args.address is not None and args.executor != "ray":
+        raise BeaverError("--address names a Ray cluster: add --executor ray, or drop --address")
     if getattr(args, "demo", False):
         if models and models != [DEMO_MODEL]:
             raise BeaverError("--demo runs the demo's scripted replies: drop --models")

@@ -1,0 +1,38 @@
+"""Batch flags that ask for opposite things are refused in one line before anything runs.
+
+Before: ``--no-cache --cache DIR``, ``--no-reply-cache --reply-cache DIR``, ``--no-reply-cache
+--reply-cache-sampled`` each ran with one of the two dropped without a word, and ``--address`` without
+``--executor ray`` was ignored (the batch ran here).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.cli_in_process import run_cli
+
+
+@pytest.mark.parametrize(
+    ("flags", "says"),
+    [
+        (("--no-cache", "--cache", "c"), "--no-cache and --cache ask for no compile cache and one: give one of them"),
+        (("--reply-cache", "r", "--no-reply-cache"),
+         "--no-reply-cache and --reply-cache ask for no reply cache and one: give one of them"),
+        (("--no-reply-cache", "--reply-cache-sampled"),
+         "--no-reply-cache and --reply-cache-sampled ask for no reply cache and one: give one of them"),
+        (("--address", "ray://head:10001"), "--address names a Ray cluster: add --executor ray, or drop --address"),
+    ],
+    ids=["cache", "reply-cache", "reply-cache-sampled", "address"],
+)  # fmt: skip
+def test_opposite_batch_flags_are_refused(tmp_path: Path, flags: tuple[str, ...], says: str) -> None:
+    p = run_cli("batch", "--demo", "--run-id", "r", "--sessions-dir", tmp_path, *flags, cwd=tmp_path)
+    assert p.returncode == 2, (p.returncode, p.stderr[-400:])
+    assert p.stderr == f"beavertui: {says}\n"
+    assert not (tmp_path / "r").exists()
+
+
+def test_each_of_them_alone_runs(tmp_path: Path) -> None:
+    p = run_cli("batch", "--demo", "--dry-run", "--no-cache", "--no-reply-cache", cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
