@@ -529,6 +529,9 @@ def check_resume(options: BatchOptions, manifest: RunManifest, corpus: Any) -> N
         restored = []
         for m in manifest.models:
             full = file_models.get(m.name)
+            # the endpoint flags given again apply to the file's models as they did when the run was made
+            # (reproduce's second run: its protocol file and --base-url, --no-stream ... as the first time)
+            full = None if full is None else with_endpoint(full, options)
             if full is None or without_credentials(full) != m:
                 raise BeaverError(
                     f"{where}: {pfile} describes model {m.name} otherwise than the run: drop --protocol, "

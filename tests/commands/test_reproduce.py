@@ -179,3 +179,26 @@ def test_a_grid_of_no_session_is_refused(
     assert main(["reproduce", *argv, "--dry-run"]) == 2
     out = capsys.readouterr()
     assert out.out == "" and len(out.err.splitlines()) == 1 and says in out.err, out.err
+
+
+def test_a_grid_against_a_base_url_runs_again_to_continue(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """'Run it again to continue': the same command with --base-url (and other endpoint flags) said its own
+    protocol file 'describes model M otherwise than the run: drop --protocol', exit 2; the flags now apply to
+    the file's models on the resume as they did when the run was made."""
+    from tests.loopback_endpoint import Endpoint, completion
+
+    for var in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "BEAVERTUI_MODELS"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    out = tmp_path / "grid"
+    with Endpoint(lambda model, _b, _h: ("json", completion(model, "no code here"))) as server:
+        argv = ["reproduce", "--models", "local", "--tasks", "transpose_00", "--axes", "main", "--out", str(out),
+                "--toolchain", "demo", "--base-url", server.url, "--no-stream", "--timeout", "30"]  # fmt: skip
+        assert main(argv) == 0
+        asked = len(server.requests)
+        capsys.readouterr()
+        assert main(argv) == 0, capsys.readouterr().err
+        assert len(server.requests) == asked  # resumed: every session was done
+    assert "(1 already done)" in capsys.readouterr().err
