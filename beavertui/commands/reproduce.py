@@ -72,6 +72,12 @@ def register(sub: Any) -> None:
         default="local",
         help="local (this machine's GPUs), demo (the bundled demos' recorded outcomes) or recorded:PATH",
     )
+    p.add_argument(
+        "--retry-infra",
+        action="store_true",
+        help="when run again: also run the sessions that an infrastructure failure (endpoint, GPU, toolchain) "
+        "ended after their retries, each with its run's retries anew (batch --resume --retry-infra)",
+    )
     from beavertui.commands.endpoint import add_endpoint_options
 
     add_endpoint_options(p)
@@ -108,6 +114,7 @@ def _handle(args: argparse.Namespace) -> int:
         jobs=args.jobs,
         toolchain=args.toolchain,
         quiet=args.json,
+        retry_infra=args.retry_infra,
         command=["beavertui", *sys.argv[1:]],
         endpoint=endpoint_overrides(args),
         models_file=models_file_of(args),

@@ -427,6 +427,7 @@ def run(
             sessions_dir=out,
             run_id=None if resume else slug,
             resume=resume,
+            retry_infra=options.retry_infra and resume is not None,
         )
         prepared = prepare(opts)
         rc = max(rc, run_batch(opts, prepared))

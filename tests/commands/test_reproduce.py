@@ -202,3 +202,41 @@ def test_a_grid_against_a_base_url_runs_again_to_continue(
         assert main(argv) == 0, capsys.readouterr().err
         assert len(server.requests) == asked  # resumed: every session was done
     assert "(1 already done)" in capsys.readouterr().err
+
+
+def test_retry_infra_runs_again_what_an_endpoint_failure_ended(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A grid whose endpoint failed for one model exits 3; run again once the endpoint is back, it changes
+    nothing (a resume equals an uninterrupted run) unless asked: --retry-infra runs those sessions again."""
+    import tomllib
+
+    from beavertui.engine import bundled
+    from tests.loopback_endpoint import Endpoint, completion
+
+    for var in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "BEAVERTUI_MODELS"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    doc = tomllib.loads(bundled.demo_replies("repair_in_three").read_text(encoding="utf-8"))
+    repair = str(doc["reply"][2]["content"])
+    down = {"flaky": True}
+
+    def answer(model: str, _body: object, _headers: object) -> tuple[str, object]:
+        if model == "flaky" and down["flaky"]:
+            return "status", (503, {"error": {"message": "the server is restarting"}})
+        return "json", completion(model, repair)
+
+    out = tmp_path / "grid"
+    with Endpoint(answer) as server:
+        argv = ["reproduce", "--models", "flaky", "--tasks", "transpose_00", "--axes", "main", "--out", str(out),
+                "--toolchain", "demo", "--base-url", server.url, "--no-stream", "--retries", "0", "--json"]  # fmt: skip
+        assert main(argv) == 3
+        capsys.readouterr()
+        asked = len(server.requests)
+        down["flaky"] = False
+        assert main(argv) == 3 and len(server.requests) == asked
+        capsys.readouterr()
+        assert main([*argv, "--retry-infra"]) == 0
+        assert len(server.requests) == asked + 1
+    (row,) = json.loads(capsys.readouterr().out)["paper_tables"]["table1"]
+    assert row["n_tasks"] == 1 and row["pass@k"] == 1.0
