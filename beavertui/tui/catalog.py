@@ -46,9 +46,9 @@ class Row:
     cost: float | None = None
     """Dollars at the model's prices (None: no prices)."""
     cached: int = 0
+    """Replies served by the reply cache."""
     below_gate: bool = False
     """The last classified attempt was correct but slower than the gate (a failure, shown as one)."""
-    """Replies served by the reply cache."""
     judged: int = 0
     """Attempts with a verdict (``iterations`` is the iteration reached: an attempt an infrastructure failure
     cut counts there, not here)."""
