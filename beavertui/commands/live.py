@@ -303,6 +303,12 @@ def _live(args: argparse.Namespace) -> int:
     from beavertui.engine.errors import BeaverError
     from beavertui.service.environment import default_corpus
 
+    if args.paused and (args.headless or not sys.stdout.isatty()):  # only the full screen can pause
+        raise BeaverError(
+            "--paused starts the full screen paused, and this session runs headless"
+            + (" (--headless)" if args.headless else " (standard output is not a terminal)")
+            + ": drop --paused"
+        )
     if args.resume is not None:
         return _resume(args)
     if args.demo is not None:

@@ -64,3 +64,14 @@ def test_live_resume_refuses_flags_it_would_ignore(
     assert p.stderr.strip().endswith(f"{named} would be ignored; drop {'them' if ',' in named else 'it'}")
     assert p.stderr.count("\n") == 1 and "Traceback" not in p.stderr
     assert session.read_bytes() == before and not (tmp_path / "other.jsonl").exists()
+
+
+@pytest.mark.parametrize("flags", [("--headless",), ()], ids=["headless", "piped"])
+def test_live_paused_without_the_full_screen_is_refused(tmp_path: Path, flags: tuple[str, ...]) -> None:
+    """Before: --paused with --headless (or piped) ran the session straight through, exit 0."""
+    p = run_cli("live", "--demo", "--paused", *flags, "--out", tmp_path / "s.jsonl", cwd=tmp_path)
+    assert p.returncode == 2, (p.returncode, p.stderr)
+    assert p.stderr.startswith(
+        "beavertui: --paused starts the full screen paused, and this session runs headless"
+    )
+    assert p.stderr.count("\n") == 1 and not (tmp_path / "s.jsonl").exists()
