@@ -136,6 +136,10 @@ def start_branch(parent: Path, step: int, options: BranchOptions, out: Path | No
     from beavertui.engine.session.store import load_session, record
 
     header, events = load_session(parent)
+    if out is not None and out.exists():  # said before the branch starts, not after its first line
+        raise BeaverError(
+            f"--out {out}: already exists, and a session file is never written over: give another path"
+        )
     protocol = protocol_of(header, options)
     task = task_of(header, options.corpus)
     model = model_of(header, options, protocol, task)

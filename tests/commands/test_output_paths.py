@@ -100,3 +100,25 @@ def test_an_output_folder_that_cannot_be_made_is_one_line(
     refused(p, says)
     assert p.stderr.startswith(f"beavertui: {file}"), p.stderr  # names the path
     assert file.read_text() == "my notes\n"
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ("branch", "{parent}", "--at", "1", "--model", "scripted:@reference", "--recorded", str(DEMO),
+         "--out", "{victim}"),
+        ("live", "--demo", "--headless", "--out", "{victim}"),
+    ],
+    ids=["branch", "live"],
+)  # fmt: skip
+def test_a_session_out_that_exists_is_refused_before_anything_runs(
+    tmp_path: Path, argv: tuple[str, ...]
+) -> None:
+    """Before: branch printed "branch of ... -> FILE" as if it ran, then refused; both told to "use reopen",
+    which is no command."""
+    parent, victim = tmp_path / "parent.jsonl", tmp_path / "victim.jsonl"
+    shutil.copy(DEMO / "repair_in_three.jsonl", parent)
+    victim.write_text("my notes\n")
+    p = run_cli(*(a.format(parent=parent, victim=victim) for a in argv), cwd=tmp_path)
+    refused(p, "already exists, and a session file is never written over: give another path")
+    assert p.stdout == "" and victim.read_text() == "my notes\n"

@@ -110,7 +110,9 @@ class SessionWriter:
             )
         self.path.parent.mkdir(parents=True, exist_ok=True)
         if self.path.exists() and self.path.stat().st_size > 0:
-            raise SessionFileError(f"{self.path}: already exists (use reopen to continue it)")
+            raise SessionFileError(
+                f"{self.path}: already exists, and a session file is never written over: give another path"
+            )
         self._fh = open(self.path, "w", encoding="utf-8")  # noqa: SIM115 - closed in close()
         self._write_line(line)
 
