@@ -146,6 +146,30 @@ def with_endpoint(spec: Any, options: BatchOptions) -> Any:
         raise BeaverError(f"--{flag}: {err['msg']}") from None
 
 
+#: Endpoint fields that say where and how a call goes, not what is asked: a resume may change them (the server
+#: moved, a longer timeout); the others (top_p, max_tokens, reasoning_effort, extra_body) are the run's.
+TRANSPORT = ("base_url", "api_key_env", "timeout_s", "retries", "stream")
+
+
+def resumed_model(spec: Any, options: BatchOptions) -> Any:
+    """The run's model ``spec`` on a resume: the endpoint flags given that say where a call goes applied, and
+    each that would change what is asked refused in one line unless it is the run's own value."""
+    from beavertui.batch.protocol_file import ModelSpec
+    from beavertui.service.preflight import is_endpoint
+
+    if not options.endpoint or spec.scripts is not None or not is_endpoint(spec.model):
+        return spec
+    for name, value in options.endpoint.items():
+        if name not in TRANSPORT and getattr(spec, name, None) != value:
+            flag = "--" + {"extra_body": "extra-body"}.get(name, name).replace("_", "-")
+            raise BeaverError(
+                f"--resume {options.resume}: {flag} would change what model {spec.name} is asked (the run has "
+                f"{getattr(spec, name, None)!r}): a resume keeps the run's; drop {flag}, or start a new run"
+            )
+    moved = {k: v for k, v in options.endpoint.items() if k in TRANSPORT}
+    return ModelSpec.model_validate({**spec.model_dump(exclude_unset=True), **moved}) if moved else spec
+
+
 def check_before_writing(
     models: list[Any], toolchain: str, protocols: list[Any], gpus: str | None = None
 ) -> None:
@@ -388,6 +412,8 @@ def prepare(
             started(run_dir)
         corpus = load_corpus(options.corpus or Path(manifest.corpus))
         check_resume(options, manifest, corpus)
+        # --base-url, --timeout ... given again: where the calls go now (run.json keeps it); decoding is the run's
+        manifest.models = [resumed_model(m, options) for m in manifest.models]
         if toolchain == "local" and manifest.toolchain != "local":
             toolchain = manifest.toolchain
         check_before_writing(
@@ -532,7 +558,7 @@ def check_resume(options: BatchOptions, manifest: RunManifest, corpus: Any) -> N
             # the endpoint flags given again apply to the file's models as they did when the run was made
             # (reproduce's second run: its protocol file and --base-url, --no-stream ... as the first time)
             full = None if full is None else with_endpoint(full, options)
-            if full is None or without_credentials(full) != m:
+            if full is None or without_credentials(full) != resumed_model(m, options):
                 raise BeaverError(
                     f"{where}: {pfile} describes model {m.name} otherwise than the run: drop --protocol, "
                     "or start a new run"

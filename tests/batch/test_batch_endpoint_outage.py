@@ -86,3 +86,33 @@ def test_retry_infra_without_resume_is_refused(capsys: pytest.CaptureFixture[str
     assert (
         line == "beavertui: --retry-infra goes with --resume RUN_DIR: a new run has no session to run again"
     )
+
+
+def test_a_resume_goes_to_the_base_url_it_is_given_and_keeps_the_runs_decoding(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`batch --resume RUN --base-url NEW` ignored the flag: the resume asked the run's old server and said
+    'cannot reach OLD: ... fix --base-url', the flag just given. Where a call goes (base URL, key variable,
+    timeout, retries, streaming) now follows the resume's flags, and run.json keeps it; a flag that would
+    change what is asked (--top-p, --max-tokens, --reasoning-effort, --extra-body) is refused in one line."""
+    for var in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "BEAVERTUI_MODELS"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.chdir(tmp_path)
+    run = Path("sessions") / "moved"
+    args = ["--toolchain", "demo", "--quiet", "--no-reply-cache", "--no-stream", "--retries", "0"]
+    with Endpoint(lambda _m, _b, _h: ("status", (503, {"error": {"message": "going away"}}))) as old:
+        rc = main(["batch", "--models", "m", "--base-url", old.url, "--tasks", "transpose_00", "--run-id",
+                   "moved", *args])  # fmt: skip
+        assert rc == 3
+    capsys.readouterr()
+    with Endpoint(lambda model, _b, _h: ("json", completion(model, _repair()))) as new:
+        assert main(["batch", "--resume", str(run), "--top-p", "0.5", *args]) == 2
+        (line,) = capsys.readouterr().err.splitlines()
+        assert line == (
+            f"beavertui: --resume {run}: --top-p would change what model m is asked (the run has None): a resume "
+            "keeps the run's; drop --top-p, or start a new run"
+        )
+        assert main(["batch", "--resume", str(run), "--base-url", new.url, "--retry-infra", *args]) == 0
+        assert len(new.requests) == 1
+    assert json.loads((run / "run.json").read_text())["models"][0]["base_url"] == new.url
