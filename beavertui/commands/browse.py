@@ -48,19 +48,24 @@ def run(args: argparse.Namespace) -> int:
         raise BeaverError(f"{root}: no such folder of sessions")
     left: list[str] = []  # folders the walk did not enter, said on stderr after the rows
     if args.format is not None:
-        _print_table(root, args.format, left)
+        if not _print_table(root, args.format, left):
+            print(f"beavertui: {root}: no session files", file=sys.stderr)
         say_left_out(left)
         return 0
     if not sys.stdout.isatty():
         from beavertui.tui.catalog import read_row, session_files
 
+        listed = 0
         for path in session_files(root, left_out=left):
+            listed += 1
             r = read_row(path)
             best = "—" if r.best is None else f"{r.best:.2f}x"
             stop = r.problem if r.problem else r.stop
             print(
                 f"{r.task}\t{r.model}\t{r.protocol}\t{r.outcome}\t{r.iterations}/{r.budget}\t{best}\t{stop}\t{path}"
             )
+        if not listed:  # as the browser's status line says it; standard output stays one line a session
+            print(f"beavertui: {root}: no session files", file=sys.stderr)
         say_left_out(left)
         return 0
     from beavertui.tui.app import BeaverApp
@@ -78,7 +83,8 @@ def say_left_out(left: list[str]) -> None:
         print(f"beavertui: {line}", file=sys.stderr)
 
 
-def _print_table(root: Path, fmt: str, left: list[str]) -> None:
+def _print_table(root: Path, fmt: str, left: list[str]) -> int:
+    """Print the sessions under ``root`` in ``fmt``; how many there were."""
     import json
     import os
 
@@ -90,7 +96,7 @@ def _print_table(root: Path, fmt: str, left: list[str]) -> None:
     if fmt == "json":
         for r in rows:
             print(json.dumps({k: v for k, v in r.__dict__.items() if k != "mtime"}))
-        return
+        return len(rows)
     cells = tuple(
         (
             r.task,
@@ -106,3 +112,4 @@ def _print_table(root: Path, fmt: str, left: list[str]) -> None:
     )
     cols = ("task", "model", "protocol", "outcome", "iter.", "best", "stop or problem", "file")
     emit([Table(f"{root}: {len(rows)} sessions", cols, cells, keys=2)], fmt)
+    return len(rows)

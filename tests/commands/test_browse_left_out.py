@@ -91,3 +91,17 @@ def test_the_batch_summary_says_each_folder_it_left_out(
 def test_a_whole_folder_says_nothing_left_out(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, err = _cli(capsys, "browse", str(H200))
     assert code == 0 and err == "" and out
+
+
+@pytest.mark.parametrize(
+    "argv", [(), ("--format", "json"), ("--format", "table")], ids=["piped", "json", "table"]
+)
+def test_browse_of_a_folder_without_sessions_says_so(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: tuple[str, ...]
+) -> None:
+    """Before: piped or as JSON, an empty folder (a mistyped run path) printed nothing at all; the screen
+    says "no session files". Standard output keeps its one line a session (none)."""
+    assert main(["browse", str(tmp_path), *argv]) == 0
+    out = capsys.readouterr()
+    assert out.err == f"beavertui: {tmp_path}: no session files\n"
+    assert argv == ("--format", "table") or out.out == ""
