@@ -15,7 +15,10 @@
 4. ``lane``: the scheduled batch as ``beavertui batch`` runs it (admission, 32 sessions per GPU at most),
    each correct attempt timed inside its session against timed by the timing lane (batch/timing_lane.py,
    ``WORKERS_PER_GPU`` workers per GPU) after the session's loop: the fixture's stage times (``--stages
-   fixture``, as ``simulate``) or the H200 run's (``--stages h200``, as ``h200``). The protocol is the
+   fixture``, as ``simulate``), the H200 run's (``--stages h200``, as ``h200``), or the release's (``--stages
+   release``: the H200 release batch of 2026-12-05, 65 instances, K = 2, its builds, runs and sanitizer runs
+   as recorded, each correct attempt's timing stage as the release timing bench timed it alone on the H200
+   on 2026-12-04: ``release_stages``). The protocol is the
    repeated method with the gate applied after the run, every sample spent, so both designs run the same
    attempts and only where the timing happens differs. A lane timing first holds a build slot for what it
    prepares (the candidate's build time: the candidate again and the reference), then the GPU alone.
@@ -32,7 +35,7 @@ run and sanitizer times of the fixture are hand-composed (0.41 s, 3.2 s); a timi
     python3 bench/batch_bench.py overhead
     python3 bench/batch_bench.py simulate [--scale 0.01]
     python3 bench/batch_bench.py h200 [--run RUN] [--profile PROFILE] [--two-gpus]
-    python3 bench/batch_bench.py lane [--stages fixture|h200] [--gpus N] [--timing-s S]
+    python3 bench/batch_bench.py lane [--stages fixture|h200|release] [--gpus N] [--timing-s S]
 """
 
 from __future__ import annotations
@@ -582,14 +585,105 @@ def h200(a: argparse.Namespace) -> dict[str, object]:
     return out
 
 
+RELEASE_RUN = ROOT / "docs" / "data" / "h200-2026-12-05" / "release-lane" / "lane-out.tgz"
+#: The release timing bench's folders of 2026-12-04 that time every CUPTI instance alone on the H200 (a later
+#: folder's timing of a task replaces an earlier one's), as performance.md sums them.
+RELEASE_STAGE_DIRS = tuple(
+    ROOT / "docs" / "data" / "h200-2026-12-04" / d
+    for d in ("release-stage", "release-stage-rest", "release-stage-long", "release-stage-216")
+)
+
+
+def release_stages(
+    run: Path, stage_dirs: tuple[Path, ...] = RELEASE_STAGE_DIRS
+) -> tuple[list[str], dict[tuple[str, int], dict[str, float | str]], dict[str, int]]:
+    """Per (instance, iteration) of the H200 release batch with the timing lane (2026-12-05, every session's
+    loop ended): the candidate's hash, its build time (a cached build charged the same candidate's uncached
+    one), build rc, run and sanitizer time as recorded, and for the correct attempt a timing stage: the
+    instance's stage timed alone on the H200 with its runs started ahead (the release timing bench, mode
+    ``on``), else the batch's own timing of it, else the median of those (counted in ``sources``)."""
+    from beavertui.engine.session.store import read_session
+
+    alone: dict[str, float] = {}
+    for d in stage_dirs:
+        for tid, row in json.loads((d / "release-stage.json").read_text())["tasks"].items():
+            on = row.get("on") or {}
+            if "speedup" in on and "wall_s" in on:
+                alone[tid] = float(on["wall_s"])
+    stages: dict[tuple[str, int], dict[str, float | str]] = {}
+    timed_here: dict[str, float] = {}
+    uncached: dict[tuple[str, str], float] = {}
+    for path in sorted(run.rglob("*__s*.jsonl")):
+        header, events, _ = read_session(path)
+        assert header is not None
+        tid, sha = header.task.id, ""
+        for e in events:
+            it = getattr(e, "iteration", 0)
+            if not it:
+                continue
+            st = stages.setdefault(
+                (tid, it),
+                {"sha": "", "build": 0.0, "build_rc": 1, "run": 0.0, "sanitize": 0.0, "timing": 0.0},
+            )
+            if e.kind == "candidate":
+                sha = e.sha256 or ""  # type: ignore[attr-defined]
+                st["sha"] = sha
+            elif e.kind == "build":
+                r = e.result  # type: ignore[attr-defined]
+                st["build_rc"] = r.rc
+                if not r.cached:
+                    st["build"] = r.duration_s
+                    uncached[(tid, sha)] = max(uncached.get((tid, sha), 0.0), r.duration_s)
+            elif e.kind == "run":
+                st["run"] = e.result.duration_s  # type: ignore[attr-defined]
+            elif e.kind == "sanitize":
+                st["sanitize"] = float(st["sanitize"]) + e.result.duration_s  # type: ignore[attr-defined]
+            elif e.kind == "timing":
+                timed_here[tid] = e.result.wall_s or 0.0  # type: ignore[attr-defined]
+            elif e.kind == "verdict" and e.correct:  # type: ignore[attr-defined]
+                st["timing"] = -1.0  # correct: its timing stage is filled in below
+    known = [*alone.values(), *timed_here.values()]
+    fallback = statistics.median(known)
+    sources = {"alone": 0, "batch": 0, "median": 0}
+    for (tid, _it), st in stages.items():
+        if not st["build"] and st["sha"]:
+            st["build"] = uncached.get((tid, str(st["sha"])), 0.0)
+        if st["timing"] == -1.0:
+            source = "alone" if tid in alone else "batch" if timed_here.get(tid) else "median"
+            sources[source] += 1
+            st["timing"] = alone.get(tid) or timed_here.get(tid) or fallback
+    return sorted({t for t, _ in stages}), stages, sources
+
+
+def release_replay(
+    a: argparse.Namespace, work: Path
+) -> tuple[
+    dict[tuple[str, int], dict[str, float | str]], Path, dict[str, Task], dict[str, str], int, dict[str, int]
+]:
+    """As h200_replay, over the release batch's stages (release_stages)."""
+    import tarfile
+
+    with tarfile.open(RELEASE_RUN) as tar:
+        tar.extractall(work / "rel", filter="data")
+    ids, per_attempt, sources = release_stages(work / "rel" / "sessions" / "lane")
+    corpus = make_corpus(work / "corpus", len(ids))
+    tasks = {t.id: t for t in load_corpus(corpus).tasks}
+    names = dict(zip(sorted(tasks), ids, strict=True))
+    return per_attempt, corpus, tasks, names, max(it for _, it in per_attempt), sources
+
+
 def lane(a: argparse.Namespace) -> dict[str, object]:
     """The scheduled batch with each correct attempt timed inside its session against timed by the timing lane
     after the session's loop, on ``--gpus`` GPUs, over the fixture's or the H200 run's stage times."""
     work = Path(tempfile.mkdtemp(prefix="beaver-lanesim-"))
     names: dict[str, str] = {}
     per_attempt: dict[tuple[str, int], dict[str, float | str]] = {}
+    sources: dict[str, int] = {}
     if a.stages == "h200":
         per_attempt, corpus, tasks, names, iterations = h200_replay(a, work)
+        ids = sorted(tasks)
+    elif a.stages == "release":
+        per_attempt, corpus, tasks, names, iterations, sources = release_replay(a, work)
         ids = sorted(tasks)
     else:
         corpus = make_corpus(work / "corpus", a.tasks)
@@ -613,7 +707,7 @@ def lane(a: argparse.Namespace) -> dict[str, object]:
         kw = {"scale": a.scale, "cache": True, "model_s": a.model_s}
         tc: SleepToolchain = (
             ReplayToolchain(names, per_attempt, "timing", pool, builds, timing_s=0.0, **kw)
-            if a.stages == "h200"
+            if a.stages in ("h200", "release")
             else SleepToolchain(recorded_stages(), pool, builds, timing_s=a.timing_s, **kw)
         )
         timings = TimingLane(tc, tasks, workers=a.gpus * WORKERS_PER_GPU) if timing_lane else None
@@ -648,8 +742,9 @@ def lane(a: argparse.Namespace) -> dict[str, object]:
             out["lane"] = {"appended": timings.appended, "failed": len(timings.failed)}
         return out
 
-    result = {
+    result: dict[str, object] = {
         "stages": a.stages,
+        **({"timing_stages_from": sources} if sources else {}),
         "gpus": a.gpus,
         "tasks": len(ids),
         "iterations": iterations,
@@ -679,9 +774,10 @@ def main() -> int:
     )
     ap.add_argument(
         "--stages",
-        choices=("fixture", "h200"),
+        choices=("fixture", "h200", "release"),
         default="fixture",
-        help="lane: the fixture's stage times (as simulate) or the H200 run's (as h200)",
+        help="lane: the fixture's stage times (as simulate), the H200 run's (as h200), or the H200 release "
+        "batch's with each instance's timing stage timed alone (release)",
     )
     ap.add_argument("--gpus", type=int, default=1, help="lane: GPUs")
     a = ap.parse_args()

@@ -54,3 +54,19 @@ def test_runs_to_timing_counts_each_gpus_switches_from_runs_to_a_timing() -> Non
     assert bench.drains(pool) == 2
     pool.log = None
     assert bench.drains(pool) == 0
+
+
+def test_lane_mode_over_the_release_stage_times_finishes_all_65_sessions_on_two_gpus() -> None:
+    """--stages release: the H200 release batch's 65 sessions, each correct attempt's timing stage as timed
+    alone; every session is final in both designs, and each timing stage held a GPU."""
+    a = argparse.Namespace(
+        stages="release", scale=0.001, model_s=0.0, gpus=2, gpu_share=4, cores_per_gpu=16,
+    )  # fmt: skip
+    got = bench.lane(a)
+    assert (got["tasks"], got["iterations"], got["gpus"]) == (65, 2, 2)
+    assert got["timing_stages_from"] == {"alone": 65, "batch": 0, "median": 0}
+    for design in ("inline", "lane"):
+        r = got[design]
+        assert (r["attempts"], r["passed"], r["sessions"]["final"]) == (130, 65, 65), design
+        assert r["wait_s"]["timing"]["n"] == 65, design
+    assert got["lane"]["lane"] == {"appended": 65, "failed": 0}

@@ -1,0 +1,122 @@
+"""The simulation of 2026-12-05 of the release batch on one GPU and on two (docs/lab/sim-2026-12-05-release-gpus.md,
+docs/data/sim-2026-12-05-release-gpus): every figure the lab file quotes comes out of the bench's raw outputs, and
+the stage times it drove come out of the recorded H200 files as the bench reads them."""
+
+from __future__ import annotations
+
+import json
+import sys
+import tarfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+DATA = ROOT / "docs" / "data" / "sim-2026-12-05-release-gpus"
+LAB = " ".join((ROOT / "docs" / "lab" / "sim-2026-12-05-release-gpus.md").read_text(encoding="utf-8").split())
+"""The lab file, its white space made single spaces (its lines are wrapped)."""
+
+
+def _run(name: str) -> dict[str, Any]:
+    return json.loads((DATA / f"{name}.json").read_text())
+
+
+def _design(name: str, design: str) -> dict[str, Any]:
+    return _run(name)["result"][design]
+
+
+@pytest.fixture(scope="module")
+def bench() -> Any:
+    sys.path.insert(0, str(ROOT / "bench"))
+    try:
+        import batch_bench
+
+        return batch_bench
+    finally:
+        sys.path.remove(str(ROOT / "bench"))
+
+
+def test_the_stage_times_are_the_recorded_ones(bench: Any, tmp_path: Path) -> None:
+    with tarfile.open(bench.RELEASE_RUN) as tar:
+        tar.extractall(tmp_path, filter="data")
+    ids, stages, sources = bench.release_stages(tmp_path / "sessions" / "lane")
+    assert len(ids) == 65 and len(stages) == 130 and sources == {"alone": 65, "batch": 0, "median": 0}
+    sums = {
+        k: round(sum(float(st[k]) for st in stages.values()), 1)
+        for k in ("build", "run", "sanitize", "timing")
+    }
+    assert sums == {"build": 710.0, "run": 182.4, "sanitize": 106.8, "timing": 412.2}
+    assert sum(float(st["timing"]) > 0 for st in stages.values()) == 65  # one correct attempt a session
+    for k, v in sums.items():
+        words = {
+            "build": "s of builds",
+            "run": "s of runs",
+            "sanitize": "s of sanitizer runs",
+            "timing": "s in all",
+        }[k]
+        assert f"{v:,.1f} {words}" in LAB, (k, v)
+    assert "412.2 s in all" in (ROOT / "docs" / "performance.md").read_text()  # the floor it states
+
+
+def test_every_run_drove_the_release_stages_and_finished_every_session() -> None:
+    for name, gpus in (("gpus1-a", 1), ("gpus1-b", 1), ("gpus2-a", 2), ("gpus2-b", 2)):
+        r = _run(name)["result"]
+        assert (r["stages"], r["gpus"], r["tasks"], r["iterations"]) == ("release", gpus, 65, 2)
+        assert r["timing_stages_from"] == {"alone": 65, "batch": 0, "median": 0}
+        for design in ("inline", "lane"):
+            d = r[design]
+            assert (d["attempts"], d["passed"], d["sessions"]["final"]) == (130, 65, 65)
+        assert r["lane"]["lane"] == {"appended": 65, "failed": 0}
+
+
+def test_the_table_is_the_raw_outputs() -> None:
+    for gpus, design, label in (
+        (1, "inline", "timing inline"),
+        (1, "lane", "timing lane"),
+        (2, "inline", "timing inline"),
+        (2, "lane", "timing lane"),
+    ):
+        rows = [_design(f"gpus{gpus}-{x}", design) for x in ("a", "b")]
+
+        def cell(get: Any, rows: list[dict[str, Any]] = rows) -> str:
+            return ", ".join(str(get(r)) for r in rows)
+
+        line = (
+            f"| {gpus} | {label} | {cell(lambda r: r['sim_wall_s'])} | {cell(lambda r: r['sessions']['final'])} | "
+            f"{cell(lambda r: r['sessions']['last_final_s'])} | {cell(lambda r: r['gpu_busy'])} | "
+            f"{cell(lambda r: r['sessions']['longest_wait_without_timing_s'])} |"
+        )
+        assert line in LAB, line
+
+
+def test_the_ratios_and_margins_it_states() -> None:
+    one = {x: _design(f"gpus1-{x}", "lane")["sim_wall_s"] for x in ("a", "b")}
+    two = {x: _design(f"gpus2-{x}", "lane")["sim_wall_s"] for x in ("a", "b")}
+    assert [round(one[x] / two[x], 2) for x in ("a", "b")] == [1.94, 1.94]
+    across = sorted(round(one[x] / two[y], 2) for x in ("a", "b") for y in ("a", "b"))
+    assert (across[0], across[-1]) == (1.87, 2.01)
+    one_i = {x: _design(f"gpus1-{x}", "inline")["sim_wall_s"] for x in ("a", "b")}
+    two_i = {x: _design(f"gpus2-{x}", "inline")["sim_wall_s"] for x in ("a", "b")}
+    assert [round(one_i[x] / two_i[x], 2) for x in ("a", "b")] == [1.99, 1.94]
+    across_i = sorted(round(one_i[x] / two_i[y], 2) for x in ("a", "b") for y in ("a", "b"))
+    assert (across_i[0], across_i[-1]) == (1.93, 2.0)
+    lasts = [
+        _design(f"gpus2-{x}", d)["sessions"]["last_final_s"] for x in ("a", "b") for d in ("inline", "lane")
+    ]
+    assert (min(lasts), max(lasts)) == (273.4, 282.1)
+    assert (round(300 - max(lasts)), round(300 - min(lasts))) == (18, 27)
+    busy = [_design(f"gpus1-{x}", d)["gpu_busy"] for x in ("a", "b") for d in ("inline", "lane")]
+    assert (min(busy), max(busy)) == (0.975, 0.986)
+    loads = [_run(n)["load"][0] for n in ("gpus1-a", "gpus1-b", "gpus2-a", "gpus2-b")]
+    assert (round(min(loads), 1), round(max(loads), 1)) == (3.0, 5.0)
+    for words in (
+        "1.94x",
+        "across the pairs 1.87x to 2.01x",
+        "1.99x and 1.94x inline",
+        "1.93x to 2.00x",
+        "273.4 to 282.1 s",
+        "97.5 to 98.6%",
+        "3.0 to 5.0",
+    ):
+        assert words in LAB, words
