@@ -257,3 +257,24 @@ def test_a_run_folder_without_sessions_says_so_in_one_line(
         assert err.count("\n") == 1, (args, err)
     assert err == f"beavertui: {run}: no session files found\n"
     assert not (tmp_path / "run.html").exists()
+
+
+def test_an_empty_session_file_of_a_killed_batch_says_how_to_run_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A batch killed between making a session's file and writing its header leaves it empty. Before, it
+    was left out as an "empty file" like any unreadable one, with nothing saying how to get it run."""
+    run = tmp_path / "run"
+    shutil.copytree(H200, run)
+    victim = run / PROTO / "scan_01__s0.jsonl"
+    victim.write_bytes(b"")
+    code, _out, err = _cli(capsys, "metrics", str(run))
+    assert code == 0
+    assert (
+        f"left out {victim}: empty file (a session its batch began but never wrote: beavertui batch --resume "
+        f"{run} runs it)"
+    ) in err
+    lonely = tmp_path / "lonely.jsonl"  # outside a run: no batch to resume
+    lonely.write_bytes(b"")
+    code, _out, err = _cli(capsys, "export", str(lonely))
+    assert code == 2 and err.strip().endswith(f"{lonely}: empty file")

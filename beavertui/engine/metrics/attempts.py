@@ -184,7 +184,9 @@ def run_sessions(root: Path, stats: ExportStats | None = None) -> Iterator[RunSe
             left.append(str(exc))
             continue
         if header is None:
-            left.append(f"{path}: {problem}")
+            run = run_dir_of(path) if problem == "empty file" else None
+            begun = f" (a session its batch began but never wrote: beavertui batch --resume {run} runs it)"
+            left.append(f"{path}: {problem}" + (begun if run is not None else ""))
             continue
         if problem is not None and not problem.startswith("truncated last line"):
             left.append(f"{path}: damaged before its end: {problem}")
