@@ -414,6 +414,18 @@ def _resume(args: argparse.Namespace) -> int:
         )
         if args.api_key_env:
             config = config.model_copy(update={"api_key_env": args.api_key_env})
+        # where and how a call goes may change on a resume (as for batch); what is asked is the session's
+        from beavertui.commands.endpoint import endpoint_overrides, flag_of
+        from beavertui.service.batch_prepare import TRANSPORT
+
+        given_flags = endpoint_overrides(args)
+        for name, value in given_flags.items():
+            if name not in TRANSPORT and getattr(config, name, None) != value:
+                raise BeaverError(
+                    f"--resume continues {args.resume}: {flag_of(name)} would change what model {config.model} "
+                    f"is asked (the session has {getattr(config, name, None)!r}); drop {flag_of(name)}"
+                )
+        config = config.model_copy(update={k: v for k, v in given_flags.items() if k in TRANSPORT})
         from beavertui.service.preflight import Endpoint, preflight
 
         preflight([Endpoint(label=config.model, config=config)], args.toolchain, [protocol])

@@ -54,7 +54,16 @@ def test_a_session_ended_by_its_endpoint_goes_on_with_resume(
         assert rc == 3, err
         assert err.splitlines()[-1] == f"beavertui: to go on from here: beavertui live --resume {out}"
         assert _kinds(out)[-2:] == ["infra_error", "end"]
-        rc = main(["live", "--resume", str(out), "--toolchain", "demo", "--headless"])
+        # what is asked is the session's: a decoding flag is refused; where and how a call goes may change
+        assert (
+            main(["live", "--resume", str(out), "--top-p", "0.5", "--toolchain", "demo", "--headless"]) == 2
+        )
+        (line,) = capsys.readouterr().err.splitlines()
+        assert line == (
+            f"beavertui: --resume continues {out}: --top-p would change what model m is asked (the session has "
+            "None); drop --top-p"
+        )
+        rc = main(["live", "--resume", str(out), "--timeout", "30", "--toolchain", "demo", "--headless"])
         err = capsys.readouterr().err
         assert len(server.requests) == 2
     assert rc == 0, err
