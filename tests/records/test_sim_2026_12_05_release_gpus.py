@@ -120,3 +120,47 @@ def test_the_ratios_and_margins_it_states() -> None:
         "3.0 to 5.0",
     ):
         assert words in LAB, words
+
+
+def test_the_drain_rules_on_and_off_as_the_lab_says(bench: Any, tmp_path: Path) -> None:
+    rows = {(n, x): _run(f"drain-{n}-{x}")["result"] for n in ("on", "off") for x in ("a", "b")}
+    for (n, _x), r in rows.items():
+        want = {"patience_s": 10.0, "hang_s": 60.0} if n == "on" else {"patience_s": 1e9, "hang_s": 1e9}
+        assert r["drain"] == want and r["gpus"] == 1
+        assert all(r[d]["sessions"]["final"] == 65 for d in ("inline", "lane"))
+    for n, label in (("on", "on (10 s, 60 s)"), ("off", "off")):
+        for design, words in (("inline", "timing inline"), ("lane", "timing lane")):
+            walls = ", ".join(str(rows[(n, x)][design]["sim_wall_s"]) for x in ("a", "b"))
+            waits = ", ".join(
+                str(rows[(n, x)][design]["sessions"]["longest_wait_without_timing_s"]) for x in ("a", "b")
+            )
+            assert f"| {label} | {words} | {walls} | {waits} |" in LAB
+    later = {
+        d: [
+            round(100 * (rows[("off", x)][d]["sim_wall_s"] / rows[("on", x)][d]["sim_wall_s"] - 1), 1)
+            for x in ("a", "b")
+        ]
+        for d in ("inline", "lane")
+    }
+    assert later == {"inline": [4.3, 3.8], "lane": [2.6, 2.1]}
+    assert "by 4.3% and 3.8% inline and 2.6% and 2.1% with the lane" in LAB
+    off = [
+        rows[("off", x)][d]["sessions"]["longest_wait_without_timing_s"]
+        for x in ("a", "b")
+        for d in ("inline", "lane")
+    ]
+    on = [
+        rows[("on", x)][d]["sessions"]["longest_wait_without_timing_s"]
+        for x in ("a", "b")
+        for d in ("inline", "lane")
+    ]
+    assert f"{min(off)} to {max(off)} s against {min(on)} to {max(on)} s" in LAB
+    loads = [rows[k] and _run(f"drain-{k[0]}-{k[1]}")["load"][0] for k in rows]
+    assert f"{min(loads):.1f} to {max(loads):.1f}" in LAB
+    # the holds the rules meet: a session's run and sanitizer run, summed
+    with tarfile.open(bench.RELEASE_RUN) as tar:
+        tar.extractall(tmp_path, filter="data")
+    _ids, stages, _ = bench.release_stages(tmp_path / "sessions" / "lane")
+    holds = [float(st["run"]) + float(st["sanitize"]) for st in stages.values()]
+    assert sum(h > 10 for h in holds) == 6 and round(max(holds), 1) == 27.0
+    assert "6 of the 130 last over 10 s (up to 27.0 s)" in LAB
