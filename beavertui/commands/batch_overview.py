@@ -34,7 +34,7 @@ def show_plan(manifest: RunManifest, run_dir: Path, args: argparse.Namespace, *,
     from beavertui.commands.formats import output_format
     from beavertui.reports.cells import Table
     from beavertui.reports.render import emit
-    from beavertui.tui.catalog import read_row
+    from beavertui.service.catalog import read_row
 
     fmt = output_format(args)
     jobs = plan(manifest, run_dir)
@@ -115,7 +115,7 @@ def show_plan(manifest: RunManifest, run_dir: Path, args: argparse.Namespace, *,
 def summary_rows(run_dir: Path, left_out: list[str] | None = None) -> list[dict[str, Any]]:
     """One dict per (model, protocol folder) from the sessions' end lines; the folders the walk did not
     enter (unreadable, too deep) are added to ``left_out``, one line each."""
-    from beavertui.tui.catalog import read_row, session_files
+    from beavertui.service.catalog import read_row, session_files
 
     groups: dict[tuple[str, str], dict[str, Any]] = defaultdict(
         lambda: {"sessions": 0, "finished": 0, "passed": 0, "attempts": 0, "tokens": None, "cost_usd": None,

@@ -53,7 +53,7 @@ def run(args: argparse.Namespace) -> int:
         say_left_out(left)
         return 0
     if not sys.stdout.isatty():
-        from beavertui.tui.catalog import read_row, session_files
+        from beavertui.service.catalog import read_row, session_files
 
         listed = 0
         for path in session_files(root, left_out=left):
@@ -90,7 +90,7 @@ def _print_table(root: Path, fmt: str, left: list[str]) -> int:
 
     from beavertui.reports.cells import Table
     from beavertui.reports.render import emit
-    from beavertui.tui.catalog import read_row, session_files
+    from beavertui.service.catalog import read_row, session_files
 
     rows = [read_row(p) for p in session_files(root, left_out=left)]
     if fmt == "json":

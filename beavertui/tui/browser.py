@@ -23,8 +23,7 @@ from textual.screen import Screen
 from textual.widgets import Input, Static
 
 from beavertui.engine.session.usage import dollars, tokens_text
-from beavertui.tui.caps import cap_line
-from beavertui.tui.catalog import (
+from beavertui.service.catalog import (
     FILTER_KEYS,
     Row,
     is_session_file,
@@ -33,6 +32,7 @@ from beavertui.tui.catalog import (
     session_files,
     unknown_keys,
 )
+from beavertui.tui.caps import cap_line
 from beavertui.tui.footer import Footer
 from beavertui.tui.style import SHORT, STOP_COLOUR, colour, speed
 from beavertui.tui.table import Cell, Column, VirtualTable

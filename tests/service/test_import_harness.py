@@ -261,9 +261,9 @@ def test_replay_piped_prints_a_plain_summary(imported: Path) -> None:
 
 
 async def test_the_browser_lists_and_opens_imported_sessions(imported: Path) -> None:
+    from beavertui.service.catalog import read_row
     from beavertui.tui.app import BeaverApp
     from beavertui.tui.browser import BrowserScreen
-    from beavertui.tui.catalog import read_row
     from beavertui.tui.session_screen import SessionScreen
     from tests.tui.conftest import SIZE, wait_for
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from beavertui.service.catalog import parse_filter, read_row
 from beavertui.tui.app import BeaverApp
 from beavertui.tui.browser import COLUMNS, BrowserScreen
-from beavertui.tui.catalog import parse_filter, read_row
 from beavertui.tui.session_screen import SessionScreen
 from tests.tui.conftest import DATA, OLD, SIZE, wait_for
 

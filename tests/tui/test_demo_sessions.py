@@ -9,8 +9,8 @@ import pytest
 
 from beavertui.commands.browse import demo_dir
 from beavertui.engine.session.store import read_session
+from beavertui.service.catalog import read_row, session_files
 from beavertui.tui.app import BeaverApp
-from beavertui.tui.catalog import read_row, session_files
 from beavertui.tui.session_screen import SessionScreen
 from tests.tui.conftest import SIZE
 

@@ -13,9 +13,9 @@ from rich.console import Console
 
 from beavertui.engine.session.store import read_session
 from beavertui.reports.palette import CATEGORY_COLOUR
+from beavertui.service.catalog import read_row
 from beavertui.tui.app import BeaverApp
 from beavertui.tui.browser import BrowserScreen
-from beavertui.tui.catalog import read_row
 from beavertui.tui.compare import side_label
 from beavertui.tui.session_screen import SessionScreen
 from beavertui.tui.style import STOP_COLOUR, badge

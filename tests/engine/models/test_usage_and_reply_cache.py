@@ -180,8 +180,8 @@ def test_a_batch_records_usage_and_cost_and_metrics_and_the_browser_show_them(tm
 
     assert dollars(cost) in text and dollars(cost / 2) in text
     # the browser's rows and the batch's summary table
+    from beavertui.service.catalog import read_row
     from beavertui.tui.browser import cells
-    from beavertui.tui.catalog import read_row
 
     row = read_row(files[0])
     assert row.tokens == sum((r.prompt_tokens or 0) + (r.completion_tokens or 0) for r in _replies(files[0]))
@@ -314,7 +314,7 @@ def test_each_draw_keeps_its_own_reply(tmp_path: Path) -> None:
 
 def test_old_session_files_without_usage_still_read() -> None:
     from beavertui.engine.metrics.usage import run_usage
-    from beavertui.tui.catalog import read_row
+    from beavertui.service.catalog import read_row
 
     old = ROOT / "sessions" / "demo" / "repair_in_three.jsonl"
     header, events, problem = read_session(old)

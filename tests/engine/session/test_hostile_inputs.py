@@ -642,7 +642,7 @@ def test_browse_and_replay_agree_on_every_damaged_file(
     tmp_path_factory: pytest.TempPathFactory, data: bytes, where: int
 ) -> None:
     """browse lists a file as damaged exactly when the reader replay and metrics use finds it damaged."""
-    from beavertui.tui.catalog import read_row
+    from beavertui.service.catalog import read_row
 
     whole = _demo_session()
     at = where % (len(whole) + 1)

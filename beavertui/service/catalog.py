@@ -1,4 +1,4 @@
-"""The browser's rows: a one-line summary of each session file.
+"""One line per session file: the rows the browser lists and the batch summary counts.
 
 A row is read by the same session reader as ``replay`` and ``metrics`` (engine.session.store), so the
 three never disagree about a file: one that replay cuts short is listed as damaged, with the reader's
