@@ -254,11 +254,17 @@ def usable_tasks(
         say(f"beavertui: {len(skipped)} task(s) skipped:")
         for tid, why in sorted(skipped.items()):
             say(f"  {tid}: {why}")
-    if sel.unvalidated and gpu:
+    if sel.unvalidated and gpu and local:
         say(
             f"beavertui: {len(sel.unvalidated)} task(s) not validated on {gpu} yet, run anyway: the first "
             "session of each checks it where its reference can run here (beavertui corpus validate, on that "
             "GPU, checks them before a run)"
+        )
+    elif sel.unvalidated and gpu:  # a replay runs nothing on a GPU: it can only read what was recorded
+        say(
+            f"beavertui: {len(sel.unvalidated)} task(s) have no stored verdict for {gpu}, whose recorded "
+            "outcomes this replay reads, and run anyway; a replay validates nothing on a GPU: the first session "
+            "of each judges the task by its reference's and broken start's recorded outcomes, where recorded"
         )
     excluded.update(skipped)
     return [i for i in ids if i not in skipped]
