@@ -67,7 +67,7 @@ def register(sub: Any) -> None:
     p.add_argument(
         "--pause-for-timing",
         choices=("runs", "all", "none"),
-        default="runs",
+        default=None,
         help="which runs on its GPU a timing stage stops (SIGSTOP, not counted in their time) and continues "
         "after it, instead of waiting for them to end: runs (default): correctness runs, while sanitizer and "
         "profiler runs are waited for; all: those too (a sanitizer run stopped as it starts was seen never to "
@@ -75,9 +75,7 @@ def register(sub: Any) -> None:
     )
     p.add_argument(
         "--no-pause-for-timing",
-        dest="pause_for_timing",
-        action="store_const",
-        const="none",
+        action="store_true",
         help="the same as --pause-for-timing none",
     )
     p.add_argument(
@@ -171,6 +169,11 @@ def options_of(args: argparse.Namespace) -> BatchOptions:
     for given, what in conflicts:
         if given:
             raise BeaverError(f"{what}: give one of them")
+    if args.no_pause_for_timing and args.pause_for_timing not in (None, "none"):
+        raise BeaverError(
+            f"--pause-for-timing {args.pause_for_timing} and --no-pause-for-timing ask for runs stopped for a "
+            "timing stage and none: give one of them"
+        )
     if args.address is not None and args.executor != "ray":
         raise BeaverError("--address names a Ray cluster: add --executor ray, or drop --address")
     if getattr(args, "demo", False):
@@ -188,7 +191,7 @@ def options_of(args: argparse.Namespace) -> BatchOptions:
         gpus=args.gpus,
         jobs=args.jobs,
         gpu_share=args.gpu_share,
-        pause_for_timing=args.pause_for_timing,
+        pause_for_timing="none" if args.no_pause_for_timing else args.pause_for_timing or "runs",
         builds_in_timing=args.builds_in_timing,
         timing_lane=not args.inline_timing,
         toolchain=toolchain,

@@ -23,8 +23,14 @@ from tests.cli_in_process import run_cli
         (("--no-reply-cache", "--reply-cache-sampled"),
          "--no-reply-cache and --reply-cache-sampled ask for no reply cache and one: give one of them"),
         (("--address", "ray://head:10001"), "--address names a Ray cluster: add --executor ray, or drop --address"),
+        (("--pause-for-timing", "all", "--no-pause-for-timing"),
+         "--pause-for-timing all and --no-pause-for-timing ask for runs stopped for a timing stage and none: "
+         "give one of them"),
+        (("--no-pause-for-timing", "--pause-for-timing", "runs"),
+         "--pause-for-timing runs and --no-pause-for-timing ask for runs stopped for a timing stage and none: "
+         "give one of them"),
     ],
-    ids=["cache", "reply-cache", "reply-cache-sampled", "address"],
+    ids=["cache", "reply-cache", "reply-cache-sampled", "address", "pause-all", "pause-runs"],
 )  # fmt: skip
 def test_opposite_batch_flags_are_refused(tmp_path: Path, flags: tuple[str, ...], says: str) -> None:
     p = run_cli("batch", "--demo", "--run-id", "r", "--sessions-dir", tmp_path, *flags, cwd=tmp_path)
@@ -36,3 +42,17 @@ def test_opposite_batch_flags_are_refused(tmp_path: Path, flags: tuple[str, ...]
 def test_each_of_them_alone_runs(tmp_path: Path) -> None:
     p = run_cli("batch", "--demo", "--dry-run", "--no-cache", "--no-reply-cache", cwd=tmp_path)
     assert p.returncode == 0, p.stderr
+
+
+@pytest.mark.parametrize(
+    ("flags", "pause"),
+    [((), "runs"), (("--no-pause-for-timing",), "none"), (("--pause-for-timing", "all"), "all"),
+     (("--pause-for-timing", "none", "--no-pause-for-timing"), "none")],
+)  # fmt: skip
+def test_what_a_timing_stage_stops_is_what_the_flags_say(flags: tuple[str, ...], pause: str) -> None:
+    """The pause setting each flag (or none, or an agreeing pair) hands the batch is as before."""
+    from beavertui.cli import build_parser
+    from beavertui.commands.batch import options_of
+
+    args = build_parser().parse_args(["batch", "--demo", *flags])
+    assert options_of(args).pause_for_timing == pause
