@@ -238,6 +238,11 @@ def load_batch_file(path: Path) -> BatchFile:
         raise BeaverError(f"{path}: not valid TOML: {exc}") from None
     except RecursionError:
         raise BeaverError(f"{path}: not valid TOML: nested too deeply") from None
+    if not data:  # read as every default, an empty file would run the paper's protocol as if chosen
+        raise BeaverError(
+            f"{path}: no settings at all (is it the right file?): a protocol file holds a [protocol] table "
+            "of protocol fields, and may add name, samples, [sweep], [[variants]], [[pairings]] and [[models]]"
+        )
     try:
         return BatchFile.model_validate(data)
     except ValidationError as exc:

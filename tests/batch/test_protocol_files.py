@@ -111,3 +111,26 @@ def test_batch_runs_the_paper_protocol_by_default_and_keeps_the_pairings(tmp_pat
         "method=iterative temperature=0.7": 1.0,
         "method=repeated temperature=1.0": 1.0,
     }
+
+
+@pytest.mark.parametrize(
+    "text", ["", "\n\n", "# the paper's grid, to fill in\n"], ids=["empty", "blank", "comments"]
+)
+def test_a_protocol_file_with_no_settings_is_refused_in_one_line(tmp_path: Path, text: str) -> None:
+    """An empty file (the wrong file, or one not yet written) was run as the paper's protocol without a word."""
+    from tests.cli_in_process import run_cli
+
+    empty = tmp_path / "grid.toml"
+    empty.write_text(text)
+    p = run_cli(
+        "batch", "--demo", "--protocol", empty, "--run-id", "r", "--sessions-dir", tmp_path, cwd=tmp_path
+    )
+    assert p.returncode == 2, (p.returncode, p.stderr[-400:])
+    assert p.stderr == (
+        f"beavertui: {empty}: no settings at all (is it the right file?): a protocol file holds a [protocol] "
+        "table of protocol fields, and may add name, samples, [sweep], [[variants]], [[pairings]] and [[models]]\n"
+    )
+    assert not (tmp_path / "r").exists()
+    # one setting is enough: the rest are the defaults, as documented
+    (tmp_path / "one.toml").write_text("[protocol]\nbudget = 3\n")
+    assert load_batch_file(tmp_path / "one.toml").protocol == {"budget": 3}
