@@ -164,3 +164,59 @@ def test_the_drain_rules_on_and_off_as_the_lab_says(bench: Any, tmp_path: Path) 
     holds = [float(st["run"]) + float(st["sanitize"]) for st in stages.values()]
     assert sum(h > 10 for h in holds) == 6 and round(max(holds), 1) == 27.0
     assert "6 of the 130 last over 10 s (up to 27.0 s)" in LAB
+
+
+def _flat(path: Path) -> str:
+    return " ".join(path.read_text(encoding="utf-8").split())
+
+
+def test_the_ranges_the_summaries_quote() -> None:
+    """The in-short line, the lab index row and performance.md quote the makespans rounded to whole seconds:
+    532 to 553 s on one GPU and 275 to 285 s on two (the sessions' last finals, 273.4 to 282.1 s, are another
+    figure)."""
+    walls = {
+        g: [_design(f"gpus{g}-{x}", d)["sim_wall_s"] for x in ("a", "b") for d in ("inline", "lane")]
+        for g in (1, 2)
+    }
+    one = f"{round(min(walls[1]))} to {round(max(walls[1]))} s"
+    two = f"{round(min(walls[2]))} to {round(max(walls[2]))} s"
+    assert (one, two) == ("532 to 553 s", "275 to 285 s")
+    assert f"bound by its GPU work, {one}; on two it takes {two}" in LAB
+    index = _flat(ROOT / "docs" / "lab" / "README.md")
+    assert f"one GPU runs at its floor ({one[:-2]} s), two take {two} (1.94x)" in index
+    perf = _flat(ROOT / "docs" / "performance.md")
+    assert f"one GPU takes {one}, busy 97.5 to 98.6% of it, and two take {two}" in perf
+    lane = [_design(f"gpus{g}-{x}", "lane")["sim_wall_s"] for g in (1, 2) for x in ("a", "b")]
+    assert lane == [532.1, 552.9, 274.7, 284.8]
+    assert "532.1 and 552.9 s on one GPU against 274.7 and 284.8 s on two, **1.94x** in each pair" in perf
+
+
+def test_what_scheduling_md_quotes_of_the_drain_rules() -> None:
+    rows = {(n, x): _run(f"drain-{n}-{x}")["result"] for n in ("on", "off") for x in ("a", "b")}
+    sooner = [
+        100 * (1 - rows[("on", x)][d]["sim_wall_s"] / rows[("off", x)][d]["sim_wall_s"])
+        for x in ("a", "b")
+        for d in ("inline", "lane")
+    ]
+    assert (round(min(sooner)), round(max(sooner))) == (2, 4)
+    waits = {
+        n: [
+            rows[(n, x)][d]["sessions"]["longest_wait_without_timing_s"]
+            for x in ("a", "b")
+            for d in ("inline", "lane")
+        ]
+        for n in ("on", "off")
+    }
+    text = _flat(ROOT / "docs" / "scheduling.md")
+    assert (
+        f"final {round(min(sooner))} to {round(max(sooner))}% sooner than without, and that wait is "
+        f"{min(waits['on'])} to {max(waits['on'])} s with them against {min(waits['off'])} to {max(waits['off'])} s"
+    ) in text
+
+
+def test_the_timing_under_build_load_it_extrapolates() -> None:
+    """412.2 s of stages at the 1.24x a build load of 12 threads gave on the H200 (test_release_timing_bench.py
+    recomputes 1.236 from its files): about 511 s, about 256 s on each of two GPUs."""
+    assert (round(412.2 * 1.24), round(412.2 * 1.24 / 2)) == (511, 256)
+    assert "made each stage 1.24x as long" in LAB
+    assert "the 412.2 s would be about 511 s, and two GPUs would have about 256 s of timing each" in LAB
