@@ -40,11 +40,11 @@ EXIT_OK = 0
 EXIT_MODEL_FAILED = 1
 """The model failed: the session ended without a repair (the candidate's fault, not the machine's)."""
 EXIT_BAD_INPUT = 2
-"""Bad input or a failed preflight; nothing was written (or a stopped batch waits for --resume)."""
+"""Bad input or a failed preflight; nothing was written."""
 EXIT_INFRA = 3
 """Infrastructure: the endpoint, the GPU or the toolchain failed, so no verdict could be given."""
 EXIT_INTERRUPTED = 130
-"""Interrupted (Ctrl-C, or stopped from the screen)."""
+"""Interrupted (Ctrl-C, stopped from the screen, or a batch's --start-until window closed): --resume goes on."""
 
 EXIT_STATUS_HELP = (
     "exit status: 0 success; 1 the model failed (no repair); 2 bad input or a failed preflight (nothing "

@@ -171,9 +171,10 @@ def run_batch(
     say: Callable[[str], None] = _stderr,
 ) -> int:
     """Run the batch and write its summary into run.json; ``say`` gets the summary lines. Returns the exit
-    status (engine/errors.py): 0 every session evaluated, whatever the models did; 3 sessions that failed to
-    run, none evaluated, or no GPU left; 130 stopped before the end, the rest waiting for ``--resume``. The
-    run folder's lock is released at the end.
+    status (engine/errors.py): 0 every session evaluated, whatever the models did; 3 sessions left without a
+    verdict (failed to run, or ended by an infrastructure failure after their retries: ``--resume RUN_DIR
+    --retry-infra`` runs them again) or no GPU left; 130 stopped, or the ``--start-until`` window closed,
+    before the end, the rest waiting for ``--resume``. The run folder's lock is released at the end.
 
     ``display`` replaces the progress table (a dashboard reads the tracker instead); once ``stop`` is set
     no new session starts, the sessions in flight finish, and the rest wait for ``--resume``.
