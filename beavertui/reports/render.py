@@ -60,7 +60,7 @@ def csv_files(tables: Sequence[Table]) -> dict[str, str]:
 
 def csv_table(t: Table) -> str:
     """A header and the rows, nothing else (the title and note are not CSV); a rate is three columns
-    (%, low, high), and a fourth (``exact`` or ``lower_bound``) in a column where some rate is a lower
+    (%, low, high; in percentage points where the column's name ends with ``(pp)``), and a fourth (``exact`` or ``lower_bound``) in a column where some rate is a lower
     bound."""
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
@@ -72,8 +72,12 @@ def csv_table(t: Table) -> str:
     }
     header: list[str] = []
     for i, name in enumerate(t.columns):
-        header += [f"{name} (%)", f"{name} low (%)", f"{name} high (%)"] if i in rate_cols else [name]
-        header += [f"{name} bound"] if i in bound_cols else []
+        # a rate is a percentage; a column that names its own unit (a swing: percentage points) keeps it
+        base, unit = (name[:-5], "(pp)") if name.endswith(" (pp)") else (name, "(%)")
+        header += (
+            [f"{base} {unit}", f"{base} low {unit}", f"{base} high {unit}"] if i in rate_cols else [name]
+        )
+        header += [f"{base} bound"] if i in bound_cols else []
     w.writerow(header)
     for row in t.rows:
         line: list[str] = []

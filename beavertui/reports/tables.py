@@ -281,7 +281,7 @@ def swing_table(entries: Sequence[Mapping[str, Any]]) -> Table:
         rows.append((e["model"], e["axis"], e["from"], values, Rate(e["swing"]), delta, fixed))
     return Table(
         "Swing of pass@k per protocol axis",
-        ("model", "axis", "from", "pass@k by value (%)", "swing", "delta (pp)", "fixed"),
+        ("model", "axis", "from", "pass@k by value (%)", "swing (pp)", "delta (pp)", "fixed"),
         tuple(rows),
         note="swing: max minus min over the axis's values, in percentage points; delta: the last value minus "
         "the first, in axis "

@@ -77,6 +77,12 @@ def test_csv_is_one_table_per_file(tmp_path: Path, capsys: pytest.CaptureFixture
     with (folder / "main.csv").open(newline="") as f:
         (row,) = list(csv.DictReader(f))
     assert row["pass@k (%)"] == "100.00" and row["pass@k low (%)"] == "100.00"
+    # a swing is a difference of two percentages: its unit is the percentage point, as its table says
+    with (folder / "swing.csv").open(newline="") as f:
+        (swing,) = [r for r in csv.DictReader(f) if r["axis"] == "gate"]
+    assert {"swing (pp)", "swing low (pp)", "swing high (pp)", "delta (pp)"} <= set(swing)
+    assert not any(k.startswith("swing") and k.endswith("(%)") for k in swing)
+    assert float(swing["swing (pp)"]) == pytest.approx(abs(float(swing["delta (pp)"])), abs=0.05)
 
     # one table to standard output, or to a .csv file
     code, out, _ = metrics(capsys, "--format", "csv", "--table", "p_sweep")
