@@ -123,6 +123,7 @@ def _run_html(source: Path, source_models: Path | None) -> tuple[str, str]:
     from beavertui.reports.card import card
     from beavertui.reports.svg import p_sweep_svg, swing_svg
     from beavertui.service.metrics import (
+        WithdrawnFrom,
         compute,
         left_out_lines,
         no_session_left,
@@ -133,10 +134,14 @@ def _run_html(source: Path, source_models: Path | None) -> tuple[str, str]:
     # one pass over the files: the metrics read the sessions they count, by the one reader policy, and hand
     # each to the page too (what the policy leaves out is said on the page)
     docs: list[html.SessionDoc] = []
+    withdrawn = WithdrawnFrom()
+
+    def tap(r: Any) -> None:
+        why = withdrawn(r.path, r.header.task.id)
+        docs.append(html.SessionDoc(r.state, r.path, r.problem, left_out=why))
+
     try:
-        report = compute(
-            source, source_models, taps=(lambda r: docs.append(html.SessionDoc(r.state, r.path, r.problem)),)
-        )
+        report = compute(source, source_models, taps=(tap,))
     except BeaverError:
         if docs:
             raise
@@ -167,6 +172,7 @@ def _run_html(source: Path, source_models: Path | None) -> tuple[str, str]:
         card=card(source, report.groups, __version__, report.usage, report.headers),
         skipped=report.stats.damaged if report.stats is not None else [],
         paper=paper_report_tables(report),
+        shared_notes=report.notes(),
     )
     for line in left_out_lines(report.stats):
         print(f"beavertui: {line}", file=sys.stderr)

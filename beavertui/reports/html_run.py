@@ -30,13 +30,34 @@ def _cell(c: str | Rate) -> str:
     return f'<td class="num">{100 * c.value:.1f}{iv}</td>'
 
 
-def table_html(t: Table) -> str:
+def table_html(t: Table, shared: Sequence[str] = ()) -> str:
+    """A table, its title and its note, line by line. The lines of the note that are among ``shared`` (what
+    every table of the page must say, shown in full once above the tables) stay under the table, folded
+    into one line that opens on a click, so that a long list of tasks left out is not read once per table."""
     head = "".join(f"<th>{_e(c)}</th>" for c in t.columns)
     rows = "".join("<tr>" + "".join(_cell(c) for c in row) + "</tr>" for row in t.rows)
-    note = f'<p class="note">{_e(t.note)}</p>' if t.note else ""
+    common = {line for n in shared for line in n.split("\n")}
+    own = [line for line in t.note.split("\n") if line.strip() and line not in common]
+    repeated = [line for line in t.note.split("\n") if line.strip() and line in common]
+    note = "".join(f'<p class="note">{_e(line)}</p>' for line in own)
+    if repeated:
+        note += (
+            f'<details class="note shared"><summary>Left out, as from every table: {len(repeated)} '
+            f'note{"s" if len(repeated) > 1 else ""} (in full <a href="#left-out">above</a>)</summary>'
+            + "".join(f"<p>{_e(line)}</p>" for line in repeated)
+            + "</details>"
+        )
     return (
         f'<h3>{_e(t.title)}</h3><div class="wide"><table class="t"><tr>{head}</tr>{rows}</table></div>{note}'
     )
+
+
+def shared_html(shared: Sequence[str]) -> str:
+    """What every table of the page leaves out, said once in full (each table folds it: ``table_html``)."""
+    if not shared:
+        return ""
+    lines = "".join(f"<li>{_e(line)}</li>" for line in shared)
+    return f'<div class="left-out" id="left-out"><h3>Left out of every table below</h3><ul>{lines}</ul></div>'
 
 
 def _svg_inline(svg: str) -> str:
@@ -54,9 +75,11 @@ def run_page(
     card: str | None = None,
     skipped: Sequence[str] = (),
     paper: Sequence[Table] = (),
+    shared_notes: Sequence[str] = (),
 ) -> str:
     """The page of a run: its metrics, the paper's Table 1 and Table 2 (``paper``), figures, a list of its
-    sessions, and every session as a section."""
+    sessions, and every session as a section. ``shared_notes``: the lines every table's note ends with
+    (what the metrics leave out, service.metrics.Report.notes), said once above the tables."""
     manifest = manifest or {}
     run_id = str(manifest.get("run_id") or source.name)
     title = f"beavertui run {run_id}"
@@ -70,10 +93,11 @@ def run_page(
     if manifest.get("command"):
         out.append(f'<pre class="dim small text">{_e(manifest["command"])}</pre>')
     out.append('<div class="metrics"><h2 id="metrics">Metrics</h2>')
-    out += [table_html(t) for t in tables]
+    out.append(shared_html(shared_notes))
+    out += [table_html(t, shared_notes) for t in tables]
     if paper:
         out.append('<h2 id="paper">The paper\'s Table 1 and Table 2</h2>')
-        out += [table_html(t) for t in paper]
+        out += [table_html(t, shared_notes) for t in paper]
     out.append('<h2 id="figures">p sweep and swing</h2>')
     out.append(_svg_inline(p_sweep_svg))
     if swing_svg is not None:
@@ -87,7 +111,7 @@ def run_page(
     out.append("</div>")
     out.append(f'<h2 id="sessions">Sessions ({len(docs)})</h2>')
     out.append(
-        '<table class="index"><tr><th>task</th><th>model</th><th>protocol</th><th>sample</th>'
+        '<div class="wide"><table class="index"><tr><th>task</th><th>model</th><th>protocol</th><th>sample</th>'
         "<th>track</th><th>ended</th><th>best</th><th></th></tr>"
     )
     keys = [f"s{n}" for n in range(len(docs))]
@@ -105,13 +129,18 @@ def run_page(
         if doc.problem:
             ended += " (damaged)"
         cls = "green" if st.success else ("red" if ended == FAILED_GATE else "dim")
+        gone = ""
+        if doc.left_out:  # the whole reason on hover; the tables' left-out box lists the task too
+            cls = "dim"
+            gone = f' <span class="red" title="{_e(doc.left_out)}">· left out of every rate</span>'
+
         out.append(
             f'<tr><td><a href="#{key}">{_e(h.task.id)}</a></td><td>{_e(h.model.name)}</td>'
             f"<td>{_e(h.protocol.short())}</td><td>{h.sample}</td><td>{track}</td>"
-            f'<td class="{cls}">{_e(ended)}</td><td>{speed(st.best_speedup)}</td>'
+            f'<td class="{cls}">{_e(ended)}{gone}</td><td>{speed(st.best_speedup)}</td>'
             f'<td><a href="#{key}">open</a></td></tr>'
         )
-    out.append("</table>")
+    out.append("</table></div>")
     for line in skipped:
         out.append(f'<p class="red">left out {_e(line)}</p>')
     out.append("</div>")

@@ -95,6 +95,8 @@ class SessionDoc:
     state: SessionState
     path: Path
     problem: str | None = None
+    left_out: str | None = None
+    """Why no rate counts this session though its run holds it (a task withdrawn from its run), else None."""
 
 
 def load_session_doc(path: Path) -> SessionDoc:
@@ -649,6 +651,8 @@ def _head(doc: SessionDoc) -> str:
         out.append('<span class="yellow">· unfinished (no end recorded)</span>')
     if doc.problem:
         out.append(f'<div class="damage">damaged file: {_e(doc.problem)}; showing its valid prefix</div>')
+    if doc.left_out:
+        out.append(f'<div class="damage">left out of every rate of the run: {_e(doc.left_out)}</div>')
     info = [
         f"{h.task.family} · label {h.task.label}",
         f"GPU {h.gpu.name} ({h.gpu.slug})" if h.gpu else "no GPU (recorded toolchain)",

@@ -189,6 +189,23 @@ class Report:
         return out
 
 
+class WithdrawnFrom:
+    """Why every rate leaves out a session its run holds: its task was withdrawn from that run (run.json
+    ``withdrawn_tasks``, as ``export_rows`` reads it), else None. Each run's manifest is read once."""
+
+    def __init__(self) -> None:
+        self._runs: dict[Path | None, dict[str, str]] = {}
+
+    def __call__(self, path: Path, task_id: str) -> str | None:
+        from beavertui.engine.metrics.attempts import run_dir_of, withdrawn_tasks
+
+        run = run_dir_of(path)
+        if run not in self._runs:
+            self._runs[run] = withdrawn_tasks(run)
+        why = self._runs[run].get(task_id)
+        return None if why is None else f"withdrawn from its run: {why}"
+
+
 #: How many left-out files a command names one line each before it says how many more there are.
 LEFT_OUT_SHOWN = 50
 

@@ -305,3 +305,51 @@ def test_a_missing_browser_fails_under_ci_and_skips_elsewhere(
 def _rgb(hex_colour: str) -> tuple[int, int, int]:
     v = hex_colour.lstrip("#")
     return int(v[0:2], 16), int(v[2:4], 16), int(v[4:6], 16)
+
+
+#: Elements that reach past the right edge of the page or of the box they sit in (a box that scrolls, as
+#: a wide table's or a pane's, holds what is inside it).
+SPILL = """(() => {
+  const W = document.documentElement.clientWidth, out = [];
+  for (const e of document.querySelectorAll('body *')) {
+    const r = e.getBoundingClientRect();
+    if (!r.width || getComputedStyle(e).display === 'none') continue;
+    let p = e.parentElement, box = null;
+    while (p && !box) { if (['auto', 'scroll', 'hidden'].includes(getComputedStyle(p).overflowX)) box = p; p = p.parentElement; }
+    const right = box ? box.getBoundingClientRect().right : W;
+    if (r.right > right + 1 && !(box && e.closest('pre, .code, table, svg'))) out.push(e.tagName + '.' + e.className);
+  }
+  return out;
+})()"""
+
+
+def test_pages_fit_800_px_and_print_dark_on_light(
+    browser: Browser, tmp_path: Path, exported_run40: tuple[Path, Path]
+) -> None:
+    """At 800 px nothing spills past the page or its pane (the figures shrink, the sessions' list scrolls
+    in its box, a pane's mode buttons wrap); printed, the page is dark text on white with no pane cut at
+    its screen height."""
+    _run, run_page = exported_run40
+    session = export(DEMO / "repair_in_three.jsonl", tmp_path / "page.html")
+    metrics = {"width": 800, "height": 900, "deviceScaleFactor": 1, "mobile": False}
+    browser.call("Emulation.setDeviceMetricsOverride", metrics, session=True)
+    try:
+        load(browser, run_page)
+        assert browser.evaluate("document.documentElement.scrollWidth") == 800
+        assert browser.evaluate(SPILL) == []
+        browser.click("table.index tr:nth-child(2) td a")
+        browser.wait_for("document.body.dataset.shown")
+        assert browser.evaluate(SPILL) == []
+        load(browser, session)
+        assert browser.evaluate("document.documentElement.scrollWidth") == 800
+        assert browser.evaluate(SPILL) == []
+        browser.call("Emulation.setEmulatedMedia", {"media": "print"}, session=True)
+        style = "getComputedStyle(document.{}).{}"
+        assert browser.evaluate(style.format("body", "color")) == "rgb(0, 0, 0)"
+        assert browser.evaluate(style.format("body", "backgroundColor")) == "rgb(255, 255, 255)"
+        assert browser.evaluate(style.format("querySelector('.pane')", "maxHeight")) == "none"
+        assert browser.evaluate(style.format("querySelector('.steps')", "display")) == "none"
+    finally:
+        browser.call("Emulation.setEmulatedMedia", {"media": ""}, session=True)
+        browser.call("Emulation.clearDeviceMetricsOverride", session=True)
+    assert_clean(browser, session)

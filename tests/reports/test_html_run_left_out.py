@@ -1,0 +1,101 @@
+"""The run page of the 77-session release batch (tests/data/release_batch_final.tar.gz): what its tables
+leave out is said once in full and folded under each table, every note keeps its lines, and the sessions of
+the tasks withdrawn from the run are marked as in no rate, in the list and on their own section.
+
+`metrics` (terminal, Markdown) keeps saying it all under every table: only the page folds the repeats.
+"""
+
+from __future__ import annotations
+
+import html as stdlib_html
+import json
+import re
+import tarfile
+from pathlib import Path
+
+import pytest
+
+from beavertui.cli import main
+from tests.reports.test_html_export import unpack
+
+ROOT = Path(__file__).resolve().parents[2]
+RELEASE = ROOT / "tests" / "data" / "release_batch_final.tar.gz"
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def release_page(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    root = tmp_path_factory.mktemp("release")
+    with tarfile.open(RELEASE) as tar:
+        tar.extractall(root, filter="data")
+    page = root / "run.html"
+    assert main(["export", str(root / "run"), "--html", "-o", str(page)]) == 0
+    return root / "run", page.read_text(encoding="utf-8")
+
+
+def _text(fragment: str) -> str:
+    return stdlib_html.unescape(re.sub(r"<[^>]+>", "", fragment))
+
+
+def test_what_every_table_leaves_out_is_said_once_and_folded_under_each(
+    release_page: tuple[Path, str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    run, page = release_page
+    assert main(["metrics", str(run), "--format", "md"]) == 0
+    md = capsys.readouterr().out
+    # the notes every table of `metrics` ends with: the lines all its tables' notes share
+    notes = [
+        [ln for ln in block.split("\n\n", 1)[1].splitlines() if ln.strip()]
+        for block in re.split(r"^### ", md, flags=re.M)[1:]
+    ]
+    shared = [ln for ln in notes[0] if all(ln in n for n in notes)]
+    assert len(shared) == 2 and any("withdrawn" in ln for ln in shared)
+    assert any("excluded_tasks" in ln for ln in shared)
+
+    metrics_part = page.split('<h2 id="metrics">', 1)[1].split('<h2 id="figures">', 1)[0]
+    box = metrics_part.split('<div class="left-out" id="left-out">', 1)[1].split("</div>", 1)[0]
+    assert [_text(li) for li in re.findall(r"<li>(.*?)</li>", box)] == shared
+    # outside the box and the folds, no shared line is printed again
+    tables = metrics_part.split("</div>", 1)[1]
+    folds = re.findall(r'<details class="note shared">(.*?)</details>', tables)
+    visible = re.sub(r'<details class="note shared">.*?</details>', "", tables)
+    assert not any(ln in _text(visible) for ln in shared)
+    # every table still says it, folded: one fold per table, holding every shared line
+    titles = re.findall(r"<h3>(.*?)</h3>", tables)
+    assert len(folds) == len(titles) == len(notes) + 2  # metrics' tables, then Table 1 and Table 2
+    for fold in folds:
+        assert [_text(p) for p in re.findall(r"<p>(.*?)</p>", fold)] == shared
+        assert "2 notes" in fold and 'href="#left-out"' in fold
+
+
+def test_a_note_keeps_its_lines(release_page: tuple[Path, str], capsys: pytest.CaptureFixture[str]) -> None:
+    """Table 2's departures from the paper are a list in `metrics --paper`: one line each on the page."""
+    run, page = release_page
+    assert main(["metrics", str(run), "--paper", "--format", "md"]) == 0
+    md = capsys.readouterr().out
+    departures = [ln for ln in md.splitlines() if ln.startswith("- ")]
+    assert len(departures) >= 5
+    lines = [_text(p) for p in re.findall(r'<p class="note">(.*?)</p>', page)]
+    for ln in departures:
+        assert ln in lines
+
+
+def test_sessions_of_withdrawn_tasks_are_marked_in_no_rate(release_page: tuple[Path, str]) -> None:
+    run, page = release_page
+    withdrawn = json.loads((run / "run.json").read_text())["withdrawn_tasks"]
+    index = page.split('<table class="index">', 1)[1].split("</table>", 1)[0]
+    rows = {
+        m.group(2): m.group(0) for m in re.finditer(r'<tr><td><a href="#(s\d+)">([^<]+)</a>.*?</tr>', index)
+    }
+    assert len(rows) == 77
+    marked = {task for task, row in rows.items() if "left out of every rate" in row}
+    assert marked == set(withdrawn) & set(rows) and len(marked) == 3  # the fourth has no session file
+    for task in marked:
+        why = withdrawn[task]
+        assert stdlib_html.escape(why, quote=True) in rows[task]  # the reason, on hover
+    sections = unpack(page)
+    keys = {task: re.search(r'href="#(s\d+)"', row).group(1) for task, row in rows.items()}  # type: ignore[union-attr]
+    for task, key in keys.items():
+        banner = "left out of every rate of the run: withdrawn from its run:" in sections[key]
+        assert banner == (task in withdrawn), task
