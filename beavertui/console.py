@@ -21,6 +21,7 @@ from beavertui.engine.session.describe import (
     stage_failed,
     stage_status,
     stop_text,
+    token_limit_text,
 )
 from beavertui.engine.session.events import (
     Built,
@@ -109,6 +110,8 @@ def event_line(e: Event) -> Text | None:
         retries = f", {e.retries} retr{'y' if e.retries == 1 else 'ies'}" if e.retries else ""
         took = "latency not recorded" if e.latency_s is None else f"{e.latency_s:.1f} s"
         t.append(f"{len(e.content):,} chars{tokens}, {took}, finish {e.finish_reason}{retries}")
+        if (cut := token_limit_text(e.finish_reason)) is not None:
+            t.append(f"  {cut}", "bold yellow")
         if e.truncated_chars:
             t.append(f", truncated: {e.truncated_chars:,} more chars not kept", style="bold yellow")
     elif isinstance(e, Plan | Summary):

@@ -72,6 +72,8 @@ class GroupCount:
     """Sessions that ended by an infrastructure failure (stop reason ``error``) after their retries."""
     timing_pending: int = 0
     """Correct attempts of ended sessions that the timing lane has yet to time."""
+    token_limit: int = 0
+    """Attempts without code whose reply stopped at its completion token limit (finish reason ``length``)."""
     started: float = field(default_factory=time.monotonic)
     durations: list[float] = field(default_factory=list)
 
@@ -89,6 +91,8 @@ class Tracker:
         self._last: dict[Path, tuple[str, int | None, float]] = {}
         self._lane: dict[Path, JobSpec] = {}
         self._passed_late: set[Path] = set()
+        self._cut_reply: set[Path] = set()
+        """Sessions whose latest reply stopped at its completion token limit."""
 
     def start(self, job: JobSpec) -> None:
         with self.lock:
@@ -100,6 +104,17 @@ class Tracker:
             self._last[job.path] = (event.kind, getattr(event, "iteration", None), time.monotonic())
             if event.kind == "verdict":
                 self.groups[job.group].attempts += 1
+            elif event.kind == "reply":
+                if getattr(event, "finish_reason", None) == "length":
+                    self._cut_reply.add(job.path)
+                else:
+                    self._cut_reply.discard(job.path)
+            elif (
+                event.kind == "candidate"
+                and getattr(event, "code", "") is None
+                and job.path in self._cut_reply
+            ):
+                self.groups[job.group].token_limit += 1
 
     def in_flight(self) -> list[str]:
         """One line per session running now, longest first: its task, model and sample, how long it has run,
@@ -179,6 +194,7 @@ class Tracker:
                 "infra",
                 "infra_ended",
                 "timing_pending",
+                "token_limit",
             )
             return {k: sum(getattr(g, k) for g in self.groups.values()) for k in keys}
 

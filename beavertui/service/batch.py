@@ -29,6 +29,7 @@ from beavertui.batch.rundir import RunManifest, log_stage, read_infra, write_man
 from beavertui.batch.timing_lane import WORKERS_PER_GPU, TimingLane
 from beavertui.engine.errors import EXIT_INFRA, EXIT_INTERRUPTED, EXIT_OK, BeaverError, NoGpuError
 from beavertui.engine.host.gpu import visible_gpus, wait_idle
+from beavertui.engine.session.describe import TOKEN_LIMIT, TOKEN_LIMIT_FIX
 from beavertui.service.batch_prepare import PAUSE_CHOICES, BatchOptions, PreparedRun
 
 
@@ -293,6 +294,10 @@ def _run_batch(
         say(
             f"beavertui: {len(infra)} infrastructure failures ({summary['infra_retried']} retried); their "
             "attempts are excluded from scores and counted. First: " + str(infra[0].get("detail"))
+        )
+    if totals["token_limit"]:
+        say(
+            f"beavertui: {totals['token_limit']} attempt(s) had no code because {TOKEN_LIMIT}: {TOKEN_LIMIT_FIX}"
         )
     if lane is not None and lane.failed:
         say(

@@ -82,3 +82,18 @@ def ended_text(end: SessionEnd, gate: float | None = None) -> str:
     if stop == FAILED_GATE and gate is not None:
         return f"{stop} after {end.iterations}, best {best} < gate {gate:.2f}x"
     return f"{stop} after {end.iterations}, best {best}"
+
+
+TOKEN_LIMIT = "the reply stopped at its completion token limit (finish reason length)"
+"""How every view says that a reply ended because the endpoint's token limit cut it."""
+
+TOKEN_LIMIT_FIX = (
+    "set or raise --max-tokens N (max_tokens in the models file or a protocol file's [[models]])"
+)
+"""What the user does about it: a cut reply usually ends inside its code block, so it has no code."""
+
+
+def token_limit_text(finish_reason: str | None) -> str | None:
+    """``the reply stopped at its completion token limit (...): set or raise --max-tokens N (...)`` for a reply
+    whose finish reason is ``length``, else None."""
+    return f"{TOKEN_LIMIT}: {TOKEN_LIMIT_FIX}" if finish_reason == "length" else None

@@ -8,6 +8,7 @@ from __future__ import annotations
 from rich.console import Group, RenderableType
 from rich.text import Text
 
+from beavertui.engine.session.describe import token_limit_text
 from beavertui.engine.session.events import Plan, Summary
 from beavertui.engine.session.state import AttemptState
 from beavertui.tui.caps import CODE_CHARS, CODE_LINES, cap_code, cap_line, cap_text
@@ -64,7 +65,10 @@ class DiffPane(Pane):
             reason = cap_line(cand.no_code_reason or "no code block in the reply")
             reply = attempt.reply.content if attempt.reply else ""
             shown, note = cap_text(reply)
-            return Group(Text(f"No code extracted: {reason}\n", style="bold red"), Text(shown), *_notes(note))
+            head = Text(f"No code extracted: {reason}\n", style="bold red")
+            if (cut := token_limit_text(attempt.reply.finish_reason if attempt.reply else None)) is not None:
+                head.append(f"{cut[0].upper()}{cut[1:]}\n", style="bold yellow")
+            return Group(head, Text(shown), *_notes(note))
         lexer = lexer_for(view.state.header.task.language)
         head = Text()
         if cand.edited:
