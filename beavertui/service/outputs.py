@@ -1,9 +1,9 @@
 """Where a command may write a file it was asked for (``export -o``, ``metrics -o`` and ``--card``).
 
 An output file is written whole or not at all (engine/fileio.py), but a whole file in the wrong place still
-loses what was there: ``export RUN -o RUN/.../task__s0.jsonl`` used to replace a recorded session with the
+loses what was there: ``export RUN -o RUN/.../task__s0.jsonl`` would replace a recorded session with the
 attempts table, ``export S.jsonl --html -o S.jsonl`` the session with its page, and a table written as
-``RUN/attempts.jsonl`` was read by every later ``metrics`` and ``browse`` of the run as a damaged session.
+``RUN/attempts.jsonl`` would be read by every later ``metrics`` and ``browse`` of the run as a damaged session.
 ``check_output`` refuses those before anything is computed, in one line.
 """
 
