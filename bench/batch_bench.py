@@ -50,9 +50,10 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -405,56 +406,74 @@ H200_PROFILE = ROOT / "docs" / "data" / "h200-2026-11-30b" / "timing_profile-aft
 LAUNCHES, ROUNDS = 23, 3
 
 
-def h200_stages(run: Path, profile: Path) -> tuple[list[str], dict[tuple[str, int], dict[str, float | str]]]:
-    """Per (task, iteration) of a recorded batch run: the candidate's hash, its build time without the cache
-    (a cached build is charged what the same candidate's uncached build took in that run), build rc, run and
-    sanitizer time, and a timing-stage time: the profiled stage of the task's family (reference against
-    itself, 6 sandboxed benchmark processes) plus what the candidate's slower launches add."""
+Stages = dict[tuple[str, int], dict[str, float | str]]
+"""Per (task, iteration): ``sha``, ``build``, ``build_rc``, ``run``, ``sanitize``, ``timing`` (and others)."""
+
+
+def attempt_stages(
+    run: Path, other: Callable[[Any, Any, dict[str, float | str]], None], **more: float
+) -> Stages:
+    """Per (task, iteration) of the session files of a recorded run: the candidate's hash, its build time
+    without the cache (a cached build is charged what the same candidate's uncached build took in that run),
+    build rc, run and sanitizer time (``more``: further keys and their starting values); every other event
+    of an attempt is given to ``other(header, event, stages_of_its_attempt)``. An attempt asked again after
+    a cut starts afresh."""
     from beavertui.engine.session.store import read_session
 
-    prof = json.loads(profile.read_text())["tasks"]
-    family_stage = {t.rsplit("_", 1)[0]: r["stage"]["wall_s"] for t, r in prof.items() if "stage" in r}
-    stages: dict[tuple[str, int], dict[str, float | str]] = {}
+    stages: Stages = {}
     uncached: dict[tuple[str, str], float] = {}
     for path in sorted(run.rglob("*__s*.jsonl")):
         header, events, _ = read_session(path)
         assert header is not None
-        tid = header.task.id
-        sha = ""
+        tid, sha = header.task.id, ""
         for e in events:
             it = getattr(e, "iteration", 0)
             if not it:
                 continue
-            if e.kind == "request" or (tid, it) not in stages:  # an attempt starts (again, after a cut)
+            if e.kind == "request" or (tid, it) not in stages:
                 stages[(tid, it)] = {
-                    "sha": "", "build": 0.0, "build_rc": 1, "run": 0.0, "sanitize": 0.0, "timing": 0.0,
-                    "timing_early": 0.0,
+                    "sha": "", "build": 0.0, "build_rc": 1, "run": 0.0, "sanitize": 0.0, "timing": 0.0, **more,
                 }  # fmt: skip
             st = stages[(tid, it)]
             if e.kind == "candidate":
-                sha = e.sha256 or ""  # type: ignore[attr-defined]
+                sha = e.sha256 or ""
                 st["sha"] = sha
             elif e.kind == "build":
-                r = e.result  # type: ignore[attr-defined]
-                st["build_rc"] = r.rc
-                if not r.cached:
-                    st["build"] = r.duration_s
-                    uncached[(tid, sha)] = max(uncached.get((tid, sha), 0.0), r.duration_s)
+                st["build_rc"] = e.result.rc
+                if not e.result.cached:
+                    st["build"] = e.result.duration_s
+                    uncached[(tid, sha)] = max(uncached.get((tid, sha), 0.0), e.result.duration_s)
             elif e.kind == "run":
-                st["run"] = e.result.duration_s  # type: ignore[attr-defined]
+                st["run"] = e.result.duration_s
             elif e.kind == "sanitize":
-                st["sanitize"] = float(st["sanitize"]) + e.result.duration_s  # type: ignore[attr-defined]
-            elif e.kind == "timing":
-                r = e.result  # type: ignore[attr-defined]
-                extra = ROUNDS * LAUNCHES * max(0.0, r.candidate_ms - r.reference_ms) / 1000
-                base = family_stage[tid.rsplit("_", 1)[0]]
-                st["timing"] = (base + extra) * (2 if r.note and "re-measured" in r.note else 1)
-                # the engine now stops after the first of 3 rounds below half the gate
-                early = r.speedup < header.protocol.gate / 2
-                st["timing_early"] = float(st["timing"]) / ROUNDS if early else st["timing"]
+                st["sanitize"] = float(st["sanitize"]) + e.result.duration_s
+            else:
+                other(header, e, st)
     for (tid, _it), st in stages.items():
         if not st["build"] and st["sha"]:
             st["build"] = uncached.get((tid, str(st["sha"])), 0.0)
+    return stages
+
+
+def h200_stages(run: Path, profile: Path) -> tuple[list[str], Stages]:
+    """Per (task, iteration) of a recorded batch run (attempt_stages), with a timing-stage time: the profiled
+    stage of the task's family (reference against itself, 6 sandboxed benchmark processes) plus what the
+    candidate's slower launches add."""
+    prof = json.loads(profile.read_text())["tasks"]
+    family_stage = {t.rsplit("_", 1)[0]: r["stage"]["wall_s"] for t, r in prof.items() if "stage" in r}
+
+    def timing(header: Any, e: Any, st: dict[str, float | str]) -> None:
+        if e.kind != "timing":
+            return
+        r = e.result
+        extra = ROUNDS * LAUNCHES * max(0.0, r.candidate_ms - r.reference_ms) / 1000
+        base = family_stage[header.task.id.rsplit("_", 1)[0]]
+        st["timing"] = (base + extra) * (2 if r.note and "re-measured" in r.note else 1)
+        # the engine now stops after the first of 3 rounds below half the gate
+        early = r.speedup < header.protocol.gate / 2
+        st["timing_early"] = float(st["timing"]) / ROUNDS if early else st["timing"]
+
+    stages = attempt_stages(run, timing, timing_early=0.0)
     return sorted({t for t, _ in stages}), stages
 
 
@@ -597,58 +616,29 @@ RELEASE_STAGE_DIRS = tuple(
 
 def release_stages(
     run: Path, stage_dirs: tuple[Path, ...] = RELEASE_STAGE_DIRS
-) -> tuple[list[str], dict[tuple[str, int], dict[str, float | str]], dict[str, int]]:
+) -> tuple[list[str], Stages, dict[str, int]]:
     """Per (instance, iteration) of the H200 release batch with the timing lane (2026-12-05, every session's
-    loop ended): the candidate's hash, its build time (a cached build charged the same candidate's uncached
-    one), build rc, run and sanitizer time as recorded, and for the correct attempt a timing stage: the
-    instance's stage timed alone on the H200 with its runs started ahead (the release timing bench, mode
-    ``on``), else the batch's own timing of it, else the median of those (counted in ``sources``)."""
-    from beavertui.engine.session.store import read_session
-
+    loop ended; attempt_stages), and for the correct attempt a timing stage: the instance's stage timed
+    alone on the H200 with its runs started ahead (the release timing bench, mode ``on``), else the batch's
+    own timing of it, else the median of those (counted in ``sources``)."""
     alone: dict[str, float] = {}
     for d in stage_dirs:
         for tid, row in json.loads((d / "release-stage.json").read_text())["tasks"].items():
             on = row.get("on") or {}
             if "speedup" in on and "wall_s" in on:
                 alone[tid] = float(on["wall_s"])
-    stages: dict[tuple[str, int], dict[str, float | str]] = {}
     timed_here: dict[str, float] = {}
-    uncached: dict[tuple[str, str], float] = {}
-    for path in sorted(run.rglob("*__s*.jsonl")):
-        header, events, _ = read_session(path)
-        assert header is not None
-        tid, sha = header.task.id, ""
-        for e in events:
-            it = getattr(e, "iteration", 0)
-            if not it:
-                continue
-            st = stages.setdefault(
-                (tid, it),
-                {"sha": "", "build": 0.0, "build_rc": 1, "run": 0.0, "sanitize": 0.0, "timing": 0.0},
-            )
-            if e.kind == "candidate":
-                sha = e.sha256 or ""  # type: ignore[attr-defined]
-                st["sha"] = sha
-            elif e.kind == "build":
-                r = e.result  # type: ignore[attr-defined]
-                st["build_rc"] = r.rc
-                if not r.cached:
-                    st["build"] = r.duration_s
-                    uncached[(tid, sha)] = max(uncached.get((tid, sha), 0.0), r.duration_s)
-            elif e.kind == "run":
-                st["run"] = e.result.duration_s  # type: ignore[attr-defined]
-            elif e.kind == "sanitize":
-                st["sanitize"] = float(st["sanitize"]) + e.result.duration_s  # type: ignore[attr-defined]
-            elif e.kind == "timing":
-                timed_here[tid] = e.result.wall_s or 0.0  # type: ignore[attr-defined]
-            elif e.kind == "verdict" and e.correct:  # type: ignore[attr-defined]
-                st["timing"] = -1.0  # correct: its timing stage is filled in below
-    known = [*alone.values(), *timed_here.values()]
-    fallback = statistics.median(known)
+
+    def mark(header: Any, e: Any, st: dict[str, float | str]) -> None:
+        if e.kind == "timing":
+            timed_here[header.task.id] = e.result.wall_s or 0.0
+        elif e.kind == "verdict" and e.correct:
+            st["timing"] = -1.0  # correct: its timing stage is filled in below
+
+    stages = attempt_stages(run, mark)
+    fallback = statistics.median([*alone.values(), *timed_here.values()])
     sources = {"alone": 0, "batch": 0, "median": 0}
     for (tid, _it), st in stages.items():
-        if not st["build"] and st["sha"]:
-            st["build"] = uncached.get((tid, str(st["sha"])), 0.0)
         if st["timing"] == -1.0:
             source = "alone" if tid in alone else "batch" if timed_here.get(tid) else "median"
             sources[source] += 1

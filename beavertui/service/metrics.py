@@ -14,6 +14,12 @@ from pathlib import Path
 from typing import Any
 
 
+def _first_reasons(why: dict[str, str]) -> str:
+    """The first three tasks (by id) with their reasons, and "..." when there are more."""
+    first = sorted(why.items())[:3]
+    return "; ".join(f"{t}: {w}" for t, w in first) + ("; ..." if len(why) > 3 else "")
+
+
 def load_source(
     source: Path,
     source_models: Path | None,
@@ -151,20 +157,14 @@ class Report:
                 + " (an earlier run in the source holds the same model, protocol, task and sample)"
             )
         if st is not None and st.excluded:
-            first = sorted(st.excluded.items())[:3]
             out.append(
                 f"{len(st.excluded)} task(s) left out of the run before it began (run.json excluded_tasks), in no "
-                "row: "
-                + "; ".join(f"{t}: {why}" for t, why in first)
-                + ("; ..." if len(st.excluded) > 3 else "")
+                "row: " + _first_reasons(st.excluded)
             )
         if st is not None and st.unusable_sessions:
-            first = sorted(st.unusable.items())[:3]
             out.append(
                 f"{st.unusable_sessions} session(s) of {len(st.unusable)} task(s) found unusable on their GPU "
-                "by the batch's own check, left out of every rate: "
-                + "; ".join(f"{t}: {why}" for t, why in first)
-                + ("; ..." if len(st.unusable) > 3 else "")
+                "by the batch's own check, left out of every rate: " + _first_reasons(st.unusable)
             )
         if st is not None and st.damaged:
             out.append(left_out_note(st))
