@@ -165,7 +165,7 @@ def test_on_an_h100_the_partial_known_set_holds_and_the_rest_is_validated_on_the
     run = _batch(fresh)
     err = capsys.readouterr().err
     assert f"{FAILING}: unusable on {H100} (the package's known verdicts): the reference fails here" in err
-    assert f"2 task(s) not validated on {H100} yet, run anyway" in err
+    assert f"2 task(s) have no stored verdict for {H100}, whose recorded outcomes this replay reads" in err
     manifest = json.loads((run / "run.json").read_text())
     assert FAILING not in manifest["tasks"] and len(manifest["tasks"]) == 10
     # the batch's check ran the references of the two tasks the set lacks, once each, and of no other
