@@ -19,6 +19,7 @@ from typing import Any, ClassVar
 
 from textual import work
 from textual.binding import Binding, BindingType
+from textual.screen import Screen
 
 from beavertui.engine.loop.control import LoopControl
 from beavertui.engine.session.events import Event, Sanitized, SessionHeader
@@ -27,15 +28,33 @@ from beavertui.tui.session_screen import SessionEvent, SessionScreen
 EDIT_ARMED = "edit armed: $EDITOR opens before the next build"
 
 
-class LiveScreen(SessionScreen):
-    """A session screen fed by run_session in a worker, with loop controls."""
+#: The loop's own keys, in the order the footer shows them first (their long form is in the help, ?).
+LOOP_KEYS: list[Binding] = [
+    Binding("p", "pause", "Pause"),
+    Binding("space", "single_step", "Step"),
+    Binding("e", "arm_edit", "Edit"),
+    Binding("z", "rerun_sanitizer", "Sanitize"),
+    Binding("x", "stop", "Stop"),
+]
+
+
+def _help_first(bindings: list[BindingType]) -> list[BindingType]:
+    """The session screen's keys with its help key first."""
+    helps = [b for b in bindings if isinstance(b, Binding) and b.action == "help"]
+    return helps + [b for b in bindings if b not in helps]
+
+
+class LiveScreen(SessionScreen, inherit_bindings=False):
+    """A session screen fed by run_session in a worker, with loop controls.
+
+    The footer lists keys in the order of the screen's bindings and cuts what does not fit; the loop's keys
+    come first, then help, then the session screen's, so that an 80-column terminal shows every loop key.
+    The bindings are the session screen's and Textual's screen's as inherited, only in that order."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("p", "pause", "Pause/resume"),
-        Binding("space", "single_step", "Step"),
-        Binding("e", "arm_edit", "Edit next"),
-        Binding("z", "rerun_sanitizer", "Re-run sanitizer"),
-        Binding("x", "stop", "Stop"),
+        *LOOP_KEYS,
+        *_help_first(SessionScreen.BINDINGS),
+        *Screen.BINDINGS,
     ]
 
     def __init__(
