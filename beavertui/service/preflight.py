@@ -4,8 +4,8 @@ In order, and the first that fails is the one said (one line naming the fix; the
 
 1. every endpoint model has its key: the variable its entry names (``api_key_env``, default
    ``OPENAI_API_KEY``) is set, or a base URL names a server of its own (vLLM, Ollama need no key);
-2. every endpoint's base URL is one (http:// or https://, a host, no route such as /chat/completions appended),
-   and every endpoint answers and serves the model: ``GET /models`` where the server has it (a server
+2. each endpoint in turn: its base URL is one (http:// or https://, a host, no route such as /chat/completions
+   appended), and it answers and serves the model: ``GET /models`` where the server has it (a server
    without that route, or one that answers it with nonsense, is taken as reachable, unless ``BASE/v1``
    lists models: a base URL that left out /v1); a refused connection, an unknown host or a refused key
    fails;
