@@ -108,6 +108,10 @@ _TEX = {
     "}": r"\}",
     "~": r"\textasciitilde{}",
     "^": r"\^{}",
+    # in LaTeX's default font encoding (OT1) a bare <, > or | prints as another glyph (¡, ¿, —)
+    "<": r"\textless{}",
+    ">": r"\textgreater{}",
+    "|": r"\textbar{}",
 }
 
 
