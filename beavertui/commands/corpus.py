@@ -515,13 +515,18 @@ def _baselines(args: argparse.Namespace) -> int:
             if found is None:
                 raise BeaverError("no GPU here: name the GPU signature whose times to show with --gpu-slug")
             gpu = found
-        rows = rec.table_rows(tasks, gpu)
         full = rec.fully_timed(tasks, gpu)
         title = (
-            f"named baselines on {gpu.slug}: {len(rows)} tasks, {full} with eager, torch.compile (both modes) "
+            f"named baselines on {gpu.slug}: {len(tasks)} tasks, {full} with eager, torch.compile (both modes) "
             "and CUDA Graph times"
         )
-        emit([Table(title, rec.TABLE_COLUMNS, tuple(rows), note=rec.TABLE_NOTE, keys=1)], fmt)
+        if fmt in ("csv", "json"):  # for a program: one number a cell
+            table = Table(
+                title, rec.MACHINE_COLUMNS, tuple(rec.machine_rows(tasks, gpu)), rec.MACHINE_NOTE, 1
+            )
+        else:
+            table = Table(title, rec.TABLE_COLUMNS, tuple(rec.table_rows(tasks, gpu)), rec.TABLE_NOTE, 1)
+        emit([table], fmt)
         return 0
     machine = probe()
     if machine.gpu is None:

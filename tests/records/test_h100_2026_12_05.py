@@ -4,6 +4,8 @@ figure the lab file quotes comes out of these files, through the product's reade
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import re
 import sys
@@ -143,6 +145,25 @@ def test_the_committed_h100_baselines_render_the_table_docs_analysis_shows(
     table = [line for line in out.splitlines() if line.startswith("|")]
     docs = (ROOT / "docs" / "analysis.md").read_text(encoding="utf-8")
     assert len(table) == 43 and "\n".join(table) in docs
+    # as CSV: the same times, one number a cell (the vendor's library in a column of its own)
+    assert main(["corpus", "baselines", "--table", "--gpu-slug", slug, "--format", "csv"]) == 0
+    rows = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))
+    md = {cells[0]: cells for cells in ([c.strip() for c in ln.strip("|").split("|")] for ln in table[2:])}
+    assert [r["task"] for r in rows] == list(md)
+    for r in rows:
+        shown = md[r["task"]]
+        for i, name in enumerate(
+            ("reference", "eager", "compile", "compile-ro", "graph", "vendor", "roofline")
+        ):
+            cell = r[f"{name} ms"]
+            assert (cell == "") == (shown[i + 1] == "-"), (r["task"], name)
+            if cell:
+                assert float(cell) == pytest.approx(float(shown[i + 1].split()[0]), rel=1e-3), (
+                    r["task"],
+                    name,
+                )
+        if r["vendor ms"]:
+            assert f"({r['vendor library']})" in shown[6]
     # the sets are the ones this call stored on the GPU, unchanged
     with tarfile.open(DATA / "baselines" / "baselines.tgz") as tar:
         for member in tar.getmembers():

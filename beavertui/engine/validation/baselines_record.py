@@ -597,6 +597,41 @@ def table_rows(tasks: Sequence[Task], gpu: GpuSignature, cache: Path | None = No
     return rows
 
 
+def machine_rows(
+    tasks: Sequence[Task], gpu: GpuSignature, cache: Path | None = None
+) -> list[tuple[str, ...]]:
+    """``table_rows`` for a program to read (``MACHINE_COLUMNS``): each cell one number or empty, so that a
+    CSV reader takes every ms column as numbers. The vendor's library, the graph's replayed form and the
+    variants that failed get columns of their own; a time over the reference's is a column beside each."""
+    rows = []
+    for t in tasks:
+        ref = baselines.load(t, gpu, harness_hash(t), cache)
+        found = named_baselines.load(t, gpu, cache)
+        measured = named_baselines.ceilings_of(gpu, found, cache)
+        ref_ms = ref.median_ms if ref is not None else None
+        row = [t.id, _number(ref_ms)]
+        library, replays, failed = "", "", []
+        for name in named_baselines.NAMES:
+            if name == "roofline":
+                row.append(_number(named_baselines.roofline_ms(t, measured) or None))
+                continue
+            m = found.time_of(name) if found is not None else None
+            ms = m.median_ms if m is not None else None
+            if m is not None and ms is None:
+                failed.append(name)
+            if m is not None and ms is not None and name == "vendor" and m.library:
+                library = m.library
+            if m is not None and ms is not None and name == "graph" and m.replays:
+                replays = m.replays
+            row += [_number(ms), _number(ms / ref_ms if ms is not None and ref_ms else None)]
+        rows.append((*row, library, replays, "+".join(failed)))
+    return rows
+
+
+def _number(x: float | None) -> str:
+    return "" if x is None else f"{x:.6g}"
+
+
 def fully_timed(tasks: Sequence[Task], gpu: GpuSignature, cache: Path | None = None) -> int:
     """How many of ``tasks`` have a stored eager, compile, compile_ro and graph time on ``gpu``."""
     n = 0
@@ -622,6 +657,35 @@ TABLE_NOTE = (
     "bandwidth and bf16 rate. failed: the variant could not run (the stored set says why). graph (GraphModel): "
     "the CUDA Graph replays the equivalent's capturable form GraphModel (its output checked equal to Model's "
     "before timing), not the eager call, which cannot be captured."
+)
+
+
+MACHINE_COLUMNS: tuple[str, ...] = (
+    "task",
+    "reference ms",
+    *(
+        col
+        for n in named_baselines.NAMES
+        for col in (
+            (f"{named_baselines.SHORT[n]} ms",)
+            if n == "roofline"
+            else (f"{named_baselines.SHORT[n]} ms", f"{named_baselines.SHORT[n]} / reference (x)")
+        )
+    ),
+    "vendor library",
+    "graph replays",
+    "failed",
+)
+
+MACHINE_NOTE = (
+    "ms: median of one call on this GPU, empty where none is stored. reference: the task's expert reference, "
+    "timed by its family's method (corpus validate). eager, compile, compile-ro, graph, vendor: the task's "
+    "PyTorch equivalent timed by baselines_driver.py (CUDA events, L2 flushed before each call); "
+    "NAME / reference (x): that time over the reference's, so above 1 the reference is faster. roofline: the "
+    "least time of the declared work at the GPU's measured copy bandwidth and bf16 rate. vendor library: the "
+    "library the vendor baseline calls. graph replays: the equivalent's capturable form the CUDA Graph replays (its "
+    "output checked equal to Model's before timing), where the eager call cannot be captured. failed: the variants that could not run, joined by + (the stored set "
+    "says why)."
 )
 
 

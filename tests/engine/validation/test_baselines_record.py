@@ -5,6 +5,8 @@ task keeps its baselines; the table shows every time beside the reference's; wha
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import os
 import shutil
@@ -316,6 +318,21 @@ def test_the_command_prints_the_table_of_stored_times(
     )
     assert "| reduce_01 |" in proc.stdout and "ms: median of one call on this GPU" in proc.stdout
     assert "4 tasks, 3 with eager, torch.compile (both modes) and CUDA Graph times" in proc.stdout
+    # CSV is for a program: one number a cell, the library and the failures in columns of their own
+    proc = run_cli(*cmd[:-1], "csv", env=env)
+    assert proc.returncode == 0, proc.stderr
+    rows = {r["task"]: r for r in csv.DictReader(io.StringIO(proc.stdout))}
+    assert list(next(iter(rows.values()))) == list(rec.MACHINE_COLUMNS) and len(rows) == 4
+    for r in rows.values():
+        for col, cell in r.items():
+            if col.endswith((" ms", "(x)")) and cell:
+                float(cell)
+    soft = rows["softmax_00"]
+    assert soft["vendor library"] == "stand-in BLAS" and soft["failed"] == ""
+    assert float(soft["vendor ms"]) == pytest.approx(1.2)
+    ratio = float(soft["compile ms"]) / float(soft["reference ms"])
+    assert float(soft["compile / reference (x)"]) == pytest.approx(ratio, rel=1e-5)
+    assert all(rows["histogram_00"][f"{n} ms"] == "" for n in ("eager", "compile", "graph", "vendor"))
     proc = run_cli(*cmd[:-5], "--table", env=env)
     if proc.returncode == 2:  # no GPU here: the GPU signature must be named
         assert (
