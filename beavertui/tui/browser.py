@@ -1,8 +1,8 @@
 """The browser: a table of every session under a folder, sortable and filterable, updating while a
 batch writes into it; Enter opens a session.
 
-Rows come from catalog.read_row (header and tail only), read in a thread worker in chunks so the table
-paints at once and fills in; a watchfiles worker re-reads files that change. The table renders only
+Rows come from service.catalog.read_row (the session reader of replay and metrics, the whole file
+validated), read in a thread worker in chunks so the table paints at once and fills in; a watchfiles worker re-reads files that change. The table renders only
 the visible lines (table.py), so 10,000 rows stay cheap to add, sort and filter.
 """
 
