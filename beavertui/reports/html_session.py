@@ -413,6 +413,12 @@ def _spark(samples: Sequence[float], w: int = 160, h: int = 18) -> str:
     )
 
 
+def _ms(x: float) -> str:
+    """A median time in ms to 4 significant digits: a kernel of some microseconds keeps as many as one of
+    some milliseconds (0.01686 and 0.01709 ms, where 3 decimals print both as 0.017 beside a 1.01x)."""
+    return f"{x:.4g}"
+
+
 def _timing_block(state: SessionState, a: AttemptState) -> str:
     gate = state.header.protocol.gate
     t = a.timing.result if a.timing is not None else None
@@ -428,7 +434,7 @@ def _timing_block(state: SessionState, a: AttemptState) -> str:
         ):
             cvc = "red" if cv > 0.03 else "dim"
             out.append(
-                f'<div class="tm"><span class="dim">{name}</span> <b>{ms:9.3f} ms</b> '
+                f'<div class="tm"><span class="dim">{name}</span> <b>{_ms(ms)} ms</b> '
                 f'<span class="{cvc}">CV {cv * 100:.1f}%</span> {_spark(samples)}</div>'
             )
         out.append(
@@ -445,7 +451,7 @@ def _timing_block(state: SessionState, a: AttemptState) -> str:
         if t.candidate_host_samples:
             host = statistics.median(t.candidate_host_samples)
             out.append(
-                f'<div class="dim">host {host:.3f} ms: median from launch to full device sync '
+                f'<div class="dim">host {_ms(host)} ms: median from launch to full device sync '
                 "(side-stream check)</div>"
             )
         if t.note:
@@ -471,7 +477,7 @@ def _against(state: SessionState, candidate_ms: float) -> list[str]:
             "-" if s is None else f"{100 * s:.1f}% of the roofline" if b.name == "roofline" else f"{s:.2f}x"
         )
         out.append(
-            f'<div class="tm"><span class="dim">{_e(SHORT[b.name])}</span> <b>{b.median_ms:9.3f} ms</b> '
+            f'<div class="tm"><span class="dim">{_e(SHORT[b.name])}</span> <b>{_ms(b.median_ms)} ms</b> '
             f'<b>{shown}</b> <span class="dim">{_e(b.method)}: {_e(b.note)}</span></div>'
         )
     return out

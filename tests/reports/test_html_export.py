@@ -238,3 +238,19 @@ def test_run_page_shows_the_papers_tables_as_metrics_gives_them(
     assert cells == [c.strip() for ln in rows for c in ln.strip("|").split("|")] and len(cells) == 40
     for note in ("Percent of the row's tasks", "Departures from the paper:", "Kendall's tau-b (Iter vs Rep)"):
         assert note in shown
+
+
+def test_a_microsecond_kernels_medians_keep_their_digits(tmp_path: Path) -> None:
+    """A release session timed by CUPTI at some 17 microseconds a call: 3 decimals printed both medians as
+    0.017 ms beside a speedup of 1.01x; the Speedup pane gives 4 significant digits, so they differ."""
+    with tarfile.open(ROOT / "tests" / "data" / "release_batch_final.tar.gz") as tar:
+        member = next(m for m in tar.getmembers() if "/cusparse_27__compile_error__" in m.name)
+        tar.extractall(tmp_path, members=[member], filter="data")
+    (session,) = tmp_path.rglob("cusparse_27__*.jsonl")
+    _, events, _ = read_session(session)
+    (timing,) = [e.result for e in events if getattr(e, "kind", "") == "timing"]  # type: ignore[attr-defined]
+    assert timing.candidate_ms < 0.02 and f"{timing.candidate_ms:.3f}" == f"{timing.reference_ms:.3f}"
+    page = export(tmp_path, session)
+    shown = [f"{timing.candidate_ms:.4g} ms", f"{timing.reference_ms:.4g} ms"]
+    assert shown[0] != shown[1] and all(f"<b>{s}</b>" in page for s in shown)
+    assert f"{timing.speedup:.2f}x" in page
