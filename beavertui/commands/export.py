@@ -169,7 +169,7 @@ def _run_html(source: Path, source_models: Path | None) -> tuple[str, str]:
         swing_svg(report.swing) if report.swing else None,
         docs,
         manifest=html.read_manifest(source),
-        card=card(source, report.groups, __version__, report.usage, report.headers),
+        card=card(source, report.groups, __version__, report.usage, report.headers, report.notes()),
         skipped=report.stats.damaged if report.stats is not None else [],
         paper=paper_report_tables(report),
         shared_notes=report.notes(),

@@ -194,7 +194,9 @@ def _handle(args: argparse.Namespace) -> int:
     if args.card:
         from beavertui.reports.card import card
 
-        _write(args.card, card(args.source, groups, __version__, report.usage, report.headers))
+        _write(
+            args.card, card(args.source, groups, __version__, report.usage, report.headers, report.notes())
+        )
     if args.plots:
         from beavertui.reports.svg import p_sweep_svg, swing_svg
 

@@ -28,9 +28,12 @@ def card(
     tool_version: str,
     usage: dict[Any, Any] | None = None,
     headers: Sequence[SessionHeader] | None = None,
+    left_out: Sequence[str] = (),
 ) -> str:
     """The card; ``usage`` (engine.metrics.usage.run_usage) and, for a run directory, the sessions'
-    ``headers`` are read from the sessions when not given (service.metrics.compute gives both)."""
+    ``headers`` are read from the sessions when not given (service.metrics.compute gives both).
+    ``left_out``: what every table of the metrics says it left out (service.metrics.Report.notes), listed
+    under Exclusions."""
     manifest: dict[str, Any] = {}
     in_run: list[SessionHeader] = []
     if source.is_dir():
@@ -108,6 +111,7 @@ def card(
         f"- Attempts hit by infrastructure failures, excluded from scores: {infra}",
         "- Successes carrying an anti-cheat flag (output not written, library call, side stream, ...), "
         f"counted apart and never as successes: {sum(g.n_flagged_successes for g in groups)}",
+        *(f"- {line}" for line in left_out),
     ]
     return "\n".join(lines) + "\n"
 

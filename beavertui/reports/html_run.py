@@ -112,7 +112,7 @@ def run_page(
     out.append(f'<h2 id="sessions">Sessions ({len(docs)})</h2>')
     out.append(
         '<div class="wide"><table class="index"><tr><th>task</th><th>model</th><th>protocol</th><th>sample</th>'
-        "<th>track</th><th>ended</th><th>best</th><th></th></tr>"
+        "<th>track</th><th>ended</th><th>best speedup</th><th></th></tr>"
     )
     keys = [f"s{n}" for n in range(len(docs))]
     for key, doc in zip(keys, docs, strict=True):
@@ -141,6 +141,12 @@ def run_page(
             f'<td><a href="#{key}">open</a></td></tr>'
         )
     out.append("</table></div>")
+    out.append(
+        '<p class="note">track: one square per iteration, in the colour of its outcome category (its name on '
+        "hover). best speedup: the session's highest over its correct attempts, the expert reference's median "
+        "time over the candidate's as the attempt's timing stage measured them (x reference; — where no "
+        "correct attempt was timed), whether or not it reached the gate.</p>"
+    )
     for line in skipped:
         out.append(f'<p class="red">left out {_e(line)}</p>')
     out.append("</div>")

@@ -85,6 +85,10 @@ def test_sessions_of_withdrawn_tasks_are_marked_in_no_rate(release_page: tuple[P
     run, page = release_page
     withdrawn = json.loads((run / "run.json").read_text())["withdrawn_tasks"]
     index = page.split('<table class="index">', 1)[1].split("</table>", 1)[0]
+    # the list's numbers say what they are: the best speedup, how it was measured, in x reference
+    assert "<th>best speedup</th>" in index
+    after = _text(page.split('<table class="index">', 1)[1].split("</table></div>", 1)[1].split("</p>", 1)[0])
+    assert "best speedup:" in after and "median time over the candidate's" in after and "x reference" in after
     rows = {
         m.group(2): m.group(0) for m in re.finditer(r'<tr><td><a href="#(s\d+)">([^<]+)</a>.*?</tr>', index)
     }
@@ -99,3 +103,22 @@ def test_sessions_of_withdrawn_tasks_are_marked_in_no_rate(release_page: tuple[P
     for task, key in keys.items():
         banner = "left out of every rate of the run: withdrawn from its run:" in sections[key]
         assert banner == (task in withdrawn), task
+
+
+def test_the_card_lists_what_every_table_leaves_out(
+    release_page: tuple[Path, str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The evaluation card's Exclusions gave infrastructure failures and flagged successes only: the 3
+    sessions of withdrawn tasks, left out of every rate, were in no line of it. It now lists every note
+    the tables carry, in `metrics --card` and in the card on the page."""
+    run, page = release_page
+    card = tmp_path / "card.md"
+    assert main(["metrics", str(run), "--card", str(card), "--format", "md"]) == 0
+    md = capsys.readouterr().out
+    exclusions = card.read_text(encoding="utf-8").split("## Exclusions", 1)[1]
+    shared = [ln for ln in md.split("\n\n", 2)[2].split("\n\n", 1)[0].splitlines() if "run.json" in ln]
+    assert len(shared) == 2
+    for line in shared:
+        assert f"- {line}" in exclusions.splitlines()
+    on_page = stdlib_html.unescape(page.split('<pre class="card">', 1)[1].split("</pre>", 1)[0])
+    assert on_page.split("## Exclusions", 1)[1] == exclusions
