@@ -297,7 +297,7 @@ def test_branch_command(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> N
     assert (header.branch_step, header.protocol.feedback, header.protocol.history) == (1, "L2", 1)
     assert header.model.name == f"scripted:{script.name}"
     # Errors are one line: a missing step, and a parent model that cannot be asked again.
-    assert main([*argv[:3], "9", *argv[4:]]) == 2
+    assert main([*argv[:3], "9", *argv[4:-1], str(tmp_path / "b9.jsonl")]) == 2  # a new --out: b.jsonl exists
     assert "step 9 has no verdict" in capsys.readouterr().err
     assert (
         main(["branch", str(parent), "--at", "1", "--recorded", str(rec), "--out", str(tmp_path / "c.jsonl")])
