@@ -328,7 +328,8 @@ def test_pages_fit_800_px_and_print_dark_on_light(
 ) -> None:
     """At 800 px nothing spills past the page or its pane (the figures shrink, the sessions' list scrolls
     in its box, a pane's mode buttons wrap); printed, the page is dark text on white with no pane cut at
-    its screen height."""
+    its screen height, and the run's tables fit the width of an A4 page (718 px): a box that scrolls on
+    screen would cut them on paper."""
     _run, run_page = exported_run40
     session = export(DEMO / "repair_in_three.jsonl", tmp_path / "page.html")
     metrics = {"width": 800, "height": 900, "deviceScaleFactor": 1, "mobile": False}
@@ -340,6 +341,13 @@ def test_pages_fit_800_px_and_print_dark_on_light(
         browser.click("table.index tr:nth-child(2) td a")
         browser.wait_for("document.body.dataset.shown")
         assert browser.evaluate(SPILL) == []
+        load(browser, run_page)
+        browser.call("Emulation.setDeviceMetricsOverride", {**metrics, "width": 718}, session=True)
+        browser.call("Emulation.setEmulatedMedia", {"media": "print"}, session=True)
+        assert browser.evaluate("document.documentElement.scrollWidth") == 718
+        assert browser.evaluate("[...document.querySelectorAll('table')].every(t => t.scrollWidth <= 718)")
+        browser.call("Emulation.setEmulatedMedia", {"media": ""}, session=True)
+        browser.call("Emulation.setDeviceMetricsOverride", metrics, session=True)
         load(browser, session)
         assert browser.evaluate("document.documentElement.scrollWidth") == 800
         assert browser.evaluate(SPILL) == []
