@@ -308,6 +308,13 @@ def kendall_table(entries: Sequence[Mapping[str, Any]]) -> Table:
         "Kendall's tau-b of model rankings between protocols",
         ("protocol A", "protocol B", "axis", "from", "models", "tau-b", "p"),
         tuple(rows),
+        note="tau-b: Kendall's tau-b between the models' pass@k under protocol A and under protocol B (the "
+        "models both hold, on the same corpus; @p=: pass@k at that gate of one protocol's p sweep), from -1 "
+        "(rankings reversed) to +1 (the same ranking); p: its two-sided p-value (exact with no model tied and at "
+        "most 33 models, or where the rankings all but agree or disagree; else the normal approximation, "
+        "ties corrected). -: undefined (fewer than two models, or every model "
+        "tied on one side). from: runs (protocols differing in one setting), p_sweep, pairing (as the swing "
+        "table's).",
         keys=3,
         name="kendall",
     )
@@ -345,10 +352,18 @@ def breakdown_table(
                     Rate(None if und else float(avg[1]), _f(iv.mean_lo[1]), _f(iv.mean_hi[1])),
                 )
             )
+    what = {
+        "family": "the task's kernel family",
+        "category": "the broken start's label, as an outcome category",
+        "observed category": "the category validation on the session's GPU saw the broken start fail in, "
+        "where that corrected the label, else the label",
+    }.get(name, name)
     return Table(
         f"Repair rates per {name}",
         ("model", "protocol", name, "tasks", "pass@1", "pass@k"),
         tuple(rows),
+        note=f"Percent of the row's tasks (tasks: how many), at the protocol's gate; {name}: {what}; "
+        f"[95% bootstrap interval over the row's tasks, percentile, {resamples} resamples, seed {seed}].",
         keys=3,
         name="by_" + name.replace(" ", "_"),
     )
