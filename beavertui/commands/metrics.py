@@ -187,7 +187,9 @@ def _handle(args: argparse.Namespace) -> int:
         return 0
     from beavertui.reports import render
 
-    with_tables(report, resamples=args.resamples, seed=args.seed, by=args.by, paper=args.paper)
+    with_tables(
+        report, resamples=args.resamples, seed=args.seed, by=args.by, paper=args.paper, machine=fmt == "csv"
+    )
     report.tables = _chosen(report.tables, args.table)
     if cells is None and not args.tui:
         print(f"beavertui: {NO_CODE}", file=sys.stderr)

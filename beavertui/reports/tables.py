@@ -372,9 +372,11 @@ def breakdown_table(
 Formatter = Callable[[Rate], str]
 
 
-def usage_table(groups: Sequence[GroupMetrics], usage: Mapping[Any, Any]) -> Table:
+def usage_table(groups: Sequence[GroupMetrics], usage: Mapping[Any, Any], *, machine: bool = False) -> Table:
     """Tokens and cost per group (``usage`` maps analysis.report.group_key to engine.metrics.usage.GroupUsage),
-    and the run's total when there is more than one group."""
+    and the run's total when there is more than one group. ``machine``: for a program (CSV), one number a
+    cell ("3200", "0.0069"), empty where unknown, the unit in the column's name, where people read "3.2k"
+    and "$0.0069"."""
     from beavertui.engine.metrics.groups import group_key
     from beavertui.engine.metrics.usage import total
     from beavertui.engine.session.usage import dollars, tokens_text
@@ -398,6 +400,29 @@ def usage_table(groups: Sequence[GroupMetrics], usage: Mapping[Any, Any]) -> Tab
             dollars(u.paid_usd) if u.cached else dollars(u.cost_usd),
         )
 
+    def number(x: float | None) -> str:
+        return "" if x is None else f"{x:.6g}"
+
+    def machine_row(model: str, proto: str, g: Any) -> tuple[Cell, ...]:
+        u = g.usage
+        reported = u.replies - u.unreported
+        counts = (u.prompt_tokens, u.completion_tokens, u.reasoning_tokens)
+        return (
+            model,
+            proto,
+            str(g.sessions),
+            str(g.repaired),
+            str(u.replies),
+            str(reported),
+            *(str(n) if reported else "" for n in counts),
+            number(u.cost_usd),
+            number(g.cost_per_session),
+            number(g.cost_per_repair),
+            str(u.cached),
+            number(u.paid_usd if u.cached else u.cost_usd),
+        )
+
+    make = machine_row if machine else row
     rows = []
     seen = {}
     for gm in groups:
@@ -405,9 +430,35 @@ def usage_table(groups: Sequence[GroupMetrics], usage: Mapping[Any, Any]) -> Tab
         g = usage.get(key)
         if g is not None:
             seen[key] = g
-            rows.append(row(gm.model, gm.protocol.short(), g))
+            rows.append(make(gm.model, gm.protocol.short(), g))
     if len(seen) > 1:
-        rows.append(row("whole run", "", total(seen)))
+        rows.append(make("whole run", "", total(seen)))
+    if machine:
+        return Table(
+            "Tokens and cost per model and protocol",
+            (
+                "model",
+                "protocol",
+                "sessions",
+                "repaired",
+                "replies",
+                "replies with token counts",
+                "prompt tokens",
+                "completion tokens",
+                "reasoning tokens",
+                "cost (USD)",
+                "per session (USD)",
+                "per repair (USD)",
+                "cached replies",
+                "paid (USD)",
+            ),
+            tuple(rows),
+            note="Every reply counts, those of redone attempts too. Token counts: the sums the endpoint gave "
+            "(empty where no reply of the row gave any); reasoning tokens are part of the completion tokens. "
+            "Cost at the prices of the models file (empty without prices); per repair: cost over the sessions "
+            "that passed. cached replies: served by the reply cache, not asked again; paid: cost less those.",
+            name="usage",
+        )
     return Table(
         "Tokens and cost per model and protocol",
         (

@@ -376,9 +376,11 @@ def with_tables(
     seed: int | None = None,
     by: Sequence[str] = (),
     paper: bool = False,
+    machine: bool = False,
 ) -> Report:
     """Fill ``report.tables``: main and p sweep, analysis (from sessions), swing, Kendall, breakdowns; with
-    ``paper``, the paper's Table 1 and Table 2 instead (reports/paper.py)."""
+    ``paper``, the paper's Table 1 and Table 2 instead (reports/paper.py). ``machine``: for a program (CSV),
+    the tables that people read with abbreviated numbers (tokens, dollars) give one plain number a cell."""
     if paper:
         report.tables = paper_report_tables(report)
         return report
@@ -406,7 +408,7 @@ def with_tables(
             analysis_table(groups, report.cells, resamples=resamples, seed=seed, group_rates=report.rates)
         )
     if report.usage and any(g.reported for g in report.usage.values()):
-        tables.append(usage_table(groups, report.usage))
+        tables.append(usage_table(groups, report.usage, machine=machine))
     if report.swing:
         tables.append(swing_table(report.swing))
     if report.kendall:

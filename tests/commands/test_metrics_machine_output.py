@@ -104,3 +104,25 @@ def test_csv_of_several_tables_to_one_stream_is_refused(
     assert code == 2 and "a CSV file holds one table" in err and not (tmp_path / "all.csv").exists()
     code, _, err = metrics(capsys, "--table", "nope")
     assert code == 2 and "--table nope: no such table here (tables: main, p_sweep" in err
+
+
+def test_csv_of_tokens_and_cost_is_numbers(capsys: pytest.CaptureFixture[str]) -> None:
+    """The usage table reads "3.2k" and "$0.0069" on screen; as CSV each cell is the number --json gives
+    (tokens, US dollars), empty where it is unknown, with the unit in the column's name."""
+    source = str(ROOT / "tests" / "data" / "planning" / "gpu")
+    assert main(["metrics", source, "--json"]) == 0
+    usage = json.loads(capsys.readouterr().out)["usage"]
+    assert main(["metrics", source, "--format", "csv", "--table", "usage"]) == 0
+    rows = list(csv.DictReader(capsys.readouterr().out.splitlines()))
+    from beavertui.engine.metrics.table import ProtocolKey
+
+    assert rows[-1]["model"] == "whole run" and len(rows) == len(usage) + 1
+    by = {(u["model"], ProtocolKey.from_mapping(u["protocol"]).short()): u for u in usage}
+    assert any(u["cost_usd"] is not None for u in usage) and any(u["cost_usd"] is None for u in usage)
+    for r in rows[:-1]:
+        u = by[(r["model"], r["protocol"])]
+        assert int(r["prompt tokens"]) == u["prompt_tokens"] and int(r["replies"]) == u["replies"]
+        assert int(r["completion tokens"]) == u["completion_tokens"]
+        for col, key in (("cost (USD)", "cost_usd"), ("per repair (USD)", "cost_per_repair_usd")):
+            assert (r[col] == "") if u[key] is None else float(r[col]) == pytest.approx(u[key], rel=1e-5)
+    assert int(rows[-1]["prompt tokens"]) == sum(u["prompt_tokens"] for u in usage)
