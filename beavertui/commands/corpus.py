@@ -234,15 +234,20 @@ def _list(args: argparse.Namespace) -> int:
         for p in load.problems:
             print(json.dumps({"error": p}))
         return 0
-    # why a task cannot run here is said once in the note, each reason numbered, not in every row
+    # why a task cannot run here is said once in the note, each reason numbered, not in every row; a CSV
+    # file has no note, so there each row says why in a column of its own
     reasons = list(dict.fromkeys(str(r["reason"]) for r in rows if not r["runnable"]))
     table = []
     for r in rows:
         label = r["label"] if r["label"] == r["category"] else f"{r['label']} ({r['category']})"
-        runs = "yes" if r["runnable"] else f"no ({reasons.index(str(r['reason'])) + 1})"
-        table.append((r["id"], r["family"], label, r["solution_file"], runs))
+        runs: tuple[str, ...]
+        if fmt == "csv":
+            runs = ("yes", "") if r["runnable"] else ("no", str(r["reason"]))
+        else:
+            runs = ("yes" if r["runnable"] else f"no ({reasons.index(str(r['reason'])) + 1})",)
+        table.append((r["id"], r["family"], label, r["solution_file"], *runs))
     title = f"{load.root}: {len(rows)} tasks, {sum(r['runnable'] for r in rows)} runnable here"
-    cols = ("id", "family", "label", "solution file", "runs here")
+    cols = ("id", "family", "label", "solution file", "runs here", *(("why not",) if fmt == "csv" else ()))
     note = "; ".join(f"({n}) {why}" for n, why in enumerate(reasons, 1))
     emit([Table(title, cols, tuple(table), note=note, keys=1)], fmt)
     for p in load.problems:

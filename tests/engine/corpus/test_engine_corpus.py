@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import shutil
 import subprocess
@@ -169,6 +171,13 @@ def test_cli_list_json_and_bad_corpus(tmp_path: Path) -> None:
     assert {r["id"] for r in rows if r["reason"] and "applied" in r["reason"]} == {
         "flashattention_906_fwd__perf_broken__a0000006"
     }
+    # as CSV each task says why it cannot run here (a CSV file has no note to number the reasons in)
+    out = run_cli("corpus", "list", "--corpus", DATA / "release", "--format", "csv", check=True)
+    listed = {r["id"]: r for r in csv.DictReader(io.StringIO(out.stdout))}
+    assert set(listed) == {r["id"] for r in rows}
+    for r in rows:
+        assert listed[r["id"]]["runs here"] == ("yes" if r["runnable"] else "no")
+        assert listed[r["id"]]["why not"] == ("" if r["runnable"] else r["reason"])
     bad = run_cli("corpus", "list", "--corpus", tmp_path / "nope")
     assert bad.returncode == 2
     assert bad.stderr.strip() == f"beavertui: corpus {tmp_path / 'nope'}: not a folder"
