@@ -91,11 +91,14 @@ def _print_table(root: Path, fmt: str, left: list[str]) -> int:
     from beavertui.reports.cells import Table
     from beavertui.reports.render import emit
     from beavertui.service.catalog import read_row, session_files
+    from beavertui.service.metrics import WithdrawnFrom
 
     rows = [read_row(p) for p in session_files(root, left_out=left)]
+    withdrawn = WithdrawnFrom()
+    gone = [withdrawn(Path(r.path), r.task) for r in rows]  # a task withdrawn from its run: in no rate
     if fmt == "json":
-        for r in rows:
-            print(json.dumps({k: v for k, v in r.__dict__.items() if k != "mtime"}))
+        for r, why in zip(rows, gone, strict=True):
+            print(json.dumps({**{k: v for k, v in r.__dict__.items() if k != "mtime"}, "left_out": why}))
         return len(rows)
     cells = tuple(
         (
@@ -105,11 +108,20 @@ def _print_table(root: Path, fmt: str, left: list[str]) -> int:
             r.outcome,
             f"{r.iterations}/{r.budget}",
             "-" if r.best is None else f"{r.best:.2f}x",
-            r.problem or r.stop,  # a damaged file: the reader's whole reason
+            # a damaged file: the reader's whole reason
+            (r.problem or r.stop) + (f"; left out of every rate ({why})" if why else ""),
             os.path.relpath(r.path, root),
         )
-        for r in rows
+        for r, why in zip(rows, gone, strict=True)
     )
     cols = ("task", "model", "protocol", "outcome", "iter.", "best", "stop or problem", "file")
-    emit([Table(f"{root}: {len(rows)} sessions", cols, cells, keys=2)], fmt)
+    note = (
+        "outcome: success (correct and at the protocol's gate), failed, damaged (the file is not readable "
+        "whole), running or incomplete (no end line). iter.: iterations made of the budget K. best: the "
+        "highest speedup of a correct attempt, the expert reference's median time over the candidate's as "
+        "the timing stage measured them (x reference; - where none was timed). stop or problem: why the "
+        "session stopped, or what is wrong with its file; a session of a task withdrawn from its run says it "
+        "is left out of every rate."
+    )
+    emit([Table(f"{root}: {len(rows)} sessions", cols, cells, note=note, keys=2)], fmt)
     return len(rows)

@@ -122,3 +122,24 @@ def test_the_card_lists_what_every_table_leaves_out(
         assert f"- {line}" in exclusions.splitlines()
     on_page = stdlib_html.unescape(page.split('<pre class="card">', 1)[1].split("</pre>", 1)[0])
     assert on_page.split("## Exclusions", 1)[1] == exclusions
+
+
+def test_browse_marks_the_withdrawn_sessions_and_says_what_its_columns_are(
+    release_page: tuple[Path, str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`browse --format` listed a withdrawn task's session as any failed one ("failed", "budget")."""
+    import csv
+
+    run, _ = release_page
+    withdrawn = json.loads((run / "run.json").read_text())["withdrawn_tasks"]
+    assert main(["browse", str(run), "--format", "csv"]) == 0
+    rows = {r["task"]: r for r in csv.DictReader(capsys.readouterr().out.splitlines())}
+    marked = {t for t, r in rows.items() if "left out of every rate" in r["stop or problem"]}
+    assert marked == set(withdrawn) & set(rows) and len(marked) == 3
+    for t in marked:
+        assert withdrawn[t] in rows[t]["stop or problem"]
+    assert main(["browse", str(run), "--format", "json"]) == 0
+    listed = [json.loads(ln) for ln in capsys.readouterr().out.splitlines()]
+    assert {r["task"] for r in listed if r["left_out"]} == marked
+    assert main(["browse", str(run), "--format", "md"]) == 0
+    assert "best: the highest speedup of a correct attempt" in capsys.readouterr().out
