@@ -123,7 +123,7 @@ def _run_html(source: Path, source_models: Path | None) -> tuple[str, str]:
     from beavertui.reports.card import card
     from beavertui.reports.svg import p_sweep_svg, swing_svg
     from beavertui.service.metrics import (
-        WithdrawnFrom,
+        LeftOutOfRates,
         compute,
         left_out_lines,
         no_session_left,
@@ -134,11 +134,10 @@ def _run_html(source: Path, source_models: Path | None) -> tuple[str, str]:
     # one pass over the files: the metrics read the sessions they count, by the one reader policy, and hand
     # each to the page too (what the policy leaves out is said on the page)
     docs: list[html.SessionDoc] = []
-    withdrawn = WithdrawnFrom()
+    left_out = LeftOutOfRates()
 
     def tap(r: Any) -> None:
-        why = withdrawn(r.path, r.header.task.id)
-        docs.append(html.SessionDoc(r.state, r.path, r.problem, left_out=why))
+        docs.append(html.SessionDoc(r.state, r.path, r.problem, left_out=left_out(r)))
 
     try:
         report = compute(source, source_models, taps=(tap,))

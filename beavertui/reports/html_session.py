@@ -96,7 +96,8 @@ class SessionDoc:
     path: Path
     problem: str | None = None
     left_out: str | None = None
-    """Why no rate counts this session though its run holds it (a task withdrawn from its run), else None."""
+    """Why no rate counts this session though the page lists it (a task withdrawn from its run, an unfinished
+    session, a timing pending...), else None."""
 
 
 def load_session_doc(path: Path) -> SessionDoc:

@@ -143,3 +143,31 @@ def test_browse_marks_the_withdrawn_sessions_and_says_what_its_columns_are(
     assert {r["task"] for r in listed if r["left_out"]} == marked
     assert main(["browse", str(run), "--format", "md"]) == 0
     assert "best: the highest speedup of a correct attempt" in capsys.readouterr().out
+
+
+def test_unfinished_and_pending_sessions_are_marked_in_no_rate(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The H100 release lane cut by its time budget (docs/data): 26 sessions without an end line and 3
+    whose timing the lane had yet to append, all left out of every rate, as the tables say; the page's list
+    marks exactly those, each with why, and no finished one."""
+    from tests.conftest import extract_run
+
+    archive = ROOT / "docs" / "data" / "h100-2026-12-05-late" / "release-lane" / "lane-out.tgz"
+    run = extract_run(archive, tmp_path, "sessions") / "lane"
+    page = tmp_path / "lane.html"
+    assert main(["export", str(run), "--html", "-o", str(page)]) == 0
+    text = page.read_text(encoding="utf-8")
+    capsys.readouterr()
+    index = text.split('<table class="index">', 1)[1].split("</table>", 1)[0]
+    rows = re.findall(r"<tr><td><a href=\"#s\d+\">([^<]+)</a>.*?</tr>", index)
+    marked = re.findall(r'<span class="red" title="([^"]*)">· left out of every rate</span>', index)
+    assert len(rows) == 74
+    unfinished = [w for w in marked if w.startswith("unfinished, no end line")]
+    pending = [w for w in marked if "timing(s) pending" in w]
+    assert (len(unfinished), len(pending), len(marked)) == (26, 3, 29)
+    assert all(f"beavertui batch --resume {run}" in stdlib_html.unescape(w) for w in marked)
+    assert main(["metrics", str(run), "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["unfinished_sessions"] == 26 and doc["timings_pending"] == 3
+    assert doc["groups"][0]["n_tasks"] == 74 - 29
