@@ -27,7 +27,8 @@ def _cell(c: str | Rate) -> str:
     iv = ""
     if c.lo is not None and c.hi is not None:
         iv = f" <small>[{100 * c.lo:.1f}, {100 * c.hi:.1f}]</small>"
-    return f'<td class="num">{100 * c.value:.1f}{iv}</td>'
+    bound = "&gt;=" if c.lower_bound else ""  # as every format marks a lower bound (reports.cells.pct)
+    return f'<td class="num">{bound}{100 * c.value:.1f}{iv}</td>'
 
 
 def table_html(t: Table, shared: Sequence[str] = ()) -> str:

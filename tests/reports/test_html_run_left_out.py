@@ -171,3 +171,24 @@ def test_unfinished_and_pending_sessions_are_marked_in_no_rate(
     doc = json.loads(capsys.readouterr().out)
     assert doc["unfinished_sessions"] == 26 and doc["timings_pending"] == 3
     assert doc["groups"][0]["n_tasks"] == 74 - 29
+
+
+def test_a_lower_bound_is_marked_on_the_page_as_in_the_terminal(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The demo sessions run an in-loop gate of 0.7: their pass@k above it is a lower bound, printed
+    ">=" by metrics and its title's legend; the page printed the bare value."""
+    demo = ROOT / "sessions" / "demo"
+    page = tmp_path / "demo.html"
+    assert main(["export", str(demo), "--html", "-o", str(page)]) == 0
+    text = page.read_text(encoding="utf-8")
+    assert main(["metrics", str(demo), "--table", "p_sweep", "--format", "md"]) == 0
+    md = capsys.readouterr().out
+    cells = [
+        c.strip() for ln in md.splitlines() if ln.startswith("| scripted") for c in ln.strip("|").split("|")
+    ]
+    bounds = [re.sub(r" \[.*", "", c) for c in cells if c.startswith(">=")]
+    assert len(bounds) == 6 * 4  # six protocols, p = 1.0, 1.5, 2.0, 3.0
+    sweep = text.split("pass@k by speedup threshold p", 1)[1].split("</table>", 1)[0]
+    shown = [_text(c) for c in re.findall(r'<td class="num">(.*?)<small>', sweep)]
+    assert [c.strip() for c in shown if c.startswith(">=")] == bounds
