@@ -27,10 +27,12 @@ def load_source(
     include_unfinished: bool = False,
     taps: Sequence[Any] = (),
     side: dict[str, str | None] | None = None,
+    scored_taps: Sequence[Any] = (),
 ) -> Any:
     """The attempts table of SOURCE with the self-source side table applied (``stats``: an ExportStats
     filled from a run directory's sessions; ``taps``: engine.metrics.attempts.SessionTap, each handed
-    every session read; ``side``: the side table SOURCE_MODELS already loaded)."""
+    every session read; ``scored_taps``: each handed every session the table scores; ``side``: the side
+    table SOURCE_MODELS already loaded)."""
     from beavertui.engine.errors import BeaverError
     from beavertui.engine.metrics.attempts import SourceModels, load_source_models, table_from_run
     from beavertui.engine.metrics.compute import apply_source_models
@@ -45,6 +47,7 @@ def load_source(
             stats=stats,
             include_unfinished=include_unfinished,
             taps=taps,
+            scored_taps=scored_taps,
         )
     elif source.is_file():
         try:
@@ -303,8 +306,12 @@ def compute(
         from beavertui.engine.metrics.usage import UsageFold
 
         cells_fold, usage_fold, headers = CellsFold(side), UsageFold(), []
-        taps = (cells_fold.add, usage_fold.add, lambda read: headers.append(_light(read.header)), *taps)
-    table = load_source(source, source_models, stats, include_unfinished, taps=taps, side=side)
+        taps = (usage_fold.add, lambda read: headers.append(_light(read.header)), *taps)
+    # the analysis (edit precision, bug recall, degeneration by the code) scores the sessions the rates score
+    scored = (cells_fold.add,) if cells_fold is not None else ()
+    table = load_source(
+        source, source_models, stats, include_unfinished, taps=taps, side=side, scored_taps=scored
+    )
     is_run = stats.sessions > 0 or bool(stats.damaged)
     if len(table) == 0:
         if is_run and stats.timings_pending and not include_unfinished:

@@ -217,9 +217,9 @@ class GroupCells:
 
 
 class CellsFold:
-    """``run_cells`` one session at a time: ``add`` every session the reader yields (engine.metrics.attempts
-    ``run_sessions``, in its order), then ``cells``. Lets the metrics fold the analysis in the same pass
-    over the files as the attempts table (its ``taps``)."""
+    """``run_cells`` one session at a time: ``add`` every session the attempts table scores (engine.metrics.
+    attempts ``export_rows``, in its order), then ``cells``. Lets the metrics fold the analysis in the same
+    pass over the files as the attempts table (its ``scored_taps``)."""
 
     def __init__(self, source_models: Mapping[str, str | None] | None = None) -> None:
         from beavertui.engine.metrics.attempts import SourceModels
@@ -289,17 +289,18 @@ def run_cells(
 ) -> dict[GroupKey, GroupCells]:
     """Per (model, protocol) group, per task: the analysis of every session file under a run directory.
 
-    Branch sessions (with a parent) are analyses, not part of the run, and are skipped; the files read are
-    those of the attempts table (``metrics.attempts.run_sessions``), and an arm run twice is analysed once
+    Branch sessions (with a parent) are analyses, not part of the run, and are skipped; the sessions read are
+    those the attempts table scores (``metrics.attempts.export_rows``: none it leaves out of every rate,
+    withdrawn, unusable, unfinished or with a timing pending), and an arm run twice is analysed once
     (the first run's), as the rates score it. Only attempts within the budget count (K - 1 for self-sourced tasks,
     decided as the attempts table decides: the protocol's flag, else the side table ``source_models``
     task -> source model, else the task's instance.json).
     """
-    from beavertui.engine.metrics.attempts import run_sessions
+    from beavertui.engine.metrics.attempts import export_rows
 
     fold = CellsFold(source_models)
-    for read in run_sessions(Path(root)):  # the files the attempts table reads (it says what it left out)
-        fold.add(read)
+    for _row in export_rows(Path(root), scored_taps=(fold.add,)):  # the sessions the attempts table scores
+        pass
     return fold.cells()
 
 

@@ -346,10 +346,12 @@ SessionTap = Callable[[RunSession], object]
 
 def export_rows(
     root: Path, *, source_models: SourceModels | None = None, stats: ExportStats | None = None,
-    include_unfinished: bool = False, taps: Sequence[SessionTap] = (),
+    include_unfinished: bool = False, taps: Sequence[SessionTap] = (), scored_taps: Sequence[SessionTap] = (),
 ) -> Iterator[dict[str, Any]]:  # fmt: skip
     """Rows of every finished session under a run directory (and of unfinished ones when asked); each
-    session read is also handed to every tap."""
+    session read is also handed to every tap, and each session whose rows the table takes (none that its
+    rules leave out: withdrawn, unusable, unfinished or with a timing pending, unless asked) to every one
+    of ``scored_taps`` (what is scored beside the rates, as the analysis, must score the same sessions)."""
     sources = source_models or SourceModels()
     stats = stats if stats is not None else ExportStats()
     stats.unfinished_included = include_unfinished
@@ -393,6 +395,8 @@ def export_rows(
                 stats.unspeeded.append((model_identity(header.model), header.task.id, a.iteration, why))
         if "observed_label" not in header.task.model_fields_set:
             stats.observed_unrecorded.add(header.task.id)
+        for tap in scored_taps:
+            tap(read)
         for row in rows_of_session(state, run_id=read.run_id, source_model=sources.lookup(header)):
             stats.rows += 1
             stats.infra_rows += row["infra_error"]
@@ -401,12 +405,17 @@ def export_rows(
 
 def table_from_run(
     root: Path, *, source_models: SourceModels | None = None, stats: ExportStats | None = None,
-    include_unfinished: bool = False, taps: Sequence[SessionTap] = (),
+    include_unfinished: bool = False, taps: Sequence[SessionTap] = (), scored_taps: Sequence[SessionTap] = (),
 ) -> AttemptsTable:  # fmt: skip
     """The AttemptsTable of a run directory (metrics' entry point for a run dir)."""
     return from_rows(
         export_rows(
-            root, source_models=source_models, stats=stats, include_unfinished=include_unfinished, taps=taps
+            root,
+            source_models=source_models,
+            stats=stats,
+            include_unfinished=include_unfinished,
+            taps=taps,
+            scored_taps=scored_taps,
         )
     )
 
