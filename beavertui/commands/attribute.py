@@ -314,8 +314,9 @@ def render(
         pct = f"{a.confidence:.0%}"
         lines += [
             "",
-            f"outcome: {measure}  (values in outcome share, 0..1; {pct} bootstrap intervals; "
-            f"{a.samples} branches over {a.steps} step(s))",
+            f"outcome: {measure}  (values in outcome share, 0..1; {pct} percentile bootstrap intervals"
+            + ("" if a.resamples is None else f", {a.resamples} resamples, seed {a.seed}")
+            + f"; {a.samples} branches over {a.steps} step(s))",
         ]
         rows = [("component", "Shapley", "Banzhaf"), *attribution_rows(a)]
         if len(a.components) > 1:

@@ -130,7 +130,8 @@ def test_bundled_demo_run_works_with_the_documented_commands(
     assert "4 frozen step(s), 64 branches (0 without a verdict, left out)" in out
     for measure in ("compiled", "correct", "passed"):
         assert (
-            f"outcome: {measure}  (values in outcome share, 0..1; 95% bootstrap intervals; 64 branches" in out
+            f"outcome: {measure}  (values in outcome share, 0..1; 95% percentile bootstrap intervals, "
+            f"1000 resamples, seed 0; 64 branches" in out
         )
     rows = [
         line.split()

@@ -66,6 +66,10 @@ class Attribution:
     steps: int
     """Frozen steps (games) aggregated."""
     confidence: float
+    resamples: int | None = None
+    """Bootstrap resamples behind every interval (None: a saved attribution from before they were kept)."""
+    seed: int | None = None
+    """The bootstrap's random seed (the intervals are reproducible; None as ``resamples``)."""
 
 
 def subsets(components: Sequence[str]) -> list[Subset]:
@@ -180,6 +184,8 @@ def attribute(
         samples=sum(len(a) for arrays in data for a in arrays),
         steps=n_steps,
         confidence=confidence,
+        resamples=resamples,
+        seed=seed,
     )
 
 
@@ -279,6 +285,8 @@ def to_json(attribution: Attribution) -> dict[str, object]:
         "samples": attribution.samples,
         "steps": attribution.steps,
         "confidence": attribution.confidence,
+        "resamples": attribution.resamples,
+        "seed": attribution.seed,
     }
 
 
@@ -307,4 +315,6 @@ def from_json(obj: Mapping[str, object]) -> Attribution:
         samples=int(obj["samples"]),  # type: ignore[call-overload]
         steps=int(obj["steps"]),  # type: ignore[call-overload]
         confidence=float(obj["confidence"]),  # type: ignore[arg-type]
+        resamples=None if obj.get("resamples") is None else int(obj["resamples"]),  # type: ignore[call-overload]
+        seed=None if obj.get("seed") is None else int(obj["seed"]),  # type: ignore[call-overload]
     )
