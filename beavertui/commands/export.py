@@ -123,7 +123,6 @@ def _run_html(source: Path, source_models: Path | None) -> tuple[str, str]:
     from beavertui.reports.card import card
     from beavertui.reports.svg import p_sweep_svg, swing_svg
     from beavertui.service.metrics import (
-        LeftOutOfRates,
         compute,
         left_out_lines,
         no_session_left,
@@ -132,17 +131,12 @@ def _run_html(source: Path, source_models: Path | None) -> tuple[str, str]:
     )
 
     # one pass over the files: the metrics read the sessions they count, by the one reader policy, and hand
-    # each to the page too (what the policy leaves out is said on the page)
-    docs: list[html.SessionDoc] = []
-    left_out = LeftOutOfRates()
-
-    def tap(r: Any) -> None:
-        docs.append(html.SessionDoc(r.state, r.path, r.problem, left_out=left_out(r)))
-
+    # each to the page too (what the policy leaves out is said on the page, and why no rate counts a session)
+    read: list[Any] = []
     try:
-        report = compute(source, source_models, taps=(tap,))
+        report = compute(source, source_models, taps=(read.append,))
     except BeaverError:
-        if docs:
+        if read:
             raise
         from beavertui.engine.metrics.attempts import ExportStats, run_sessions
 
@@ -153,6 +147,8 @@ def _run_html(source: Path, source_models: Path | None) -> tuple[str, str]:
             f"{source}: {no_session_left(stats) if stats.damaged else 'no session files found'}"
         ) from None
     report = with_tables(report)
+    why = report.stats.rate_left_out if report.stats is not None else {}
+    docs = [html.SessionDoc(r.state, r.path, r.problem, left_out=why.get(r.path)) for r in read]
     docs.sort(
         key=lambda d: (
             d.state.header.model.name,

@@ -209,33 +209,6 @@ class WithdrawnFrom:
         return None if why is None else f"withdrawn from its run: {why}"
 
 
-class LeftOutOfRates:
-    """Why every rate of ``compute`` (unfinished sessions left out) leaves out a session the reader read, as
-    ``export_rows`` decides it, else None: its task withdrawn from its run, found unusable by the batch, the
-    session unfinished, or a timing of it pending. For a page that lists every session."""
-
-    def __init__(self) -> None:
-        self._withdrawn = WithdrawnFrom()
-
-    def __call__(self, read: Any) -> str | None:
-        from beavertui.engine.metrics.attempts import run_dir_of
-
-        state = read.state
-        why = self._withdrawn(read.path, read.header.task.id)
-        if why is not None:
-            return why
-        if state.end is not None and state.end.stop_reason == "unusable":
-            return f"found unusable on its GPU by the batch: {state.end.detail or 'unusable here'}"
-        run = run_dir_of(read.path)
-        resume = f"beavertui batch --resume {run}" if run is not None else "run it to the end"
-        if state.end is None:
-            return f"unfinished, no end line (finish it: {resume})"
-        waiting = sum(1 for v in state.verdicts if v.timing_pending)
-        if waiting:
-            return f"{waiting} timing(s) pending, not yet appended by the timing lane ({resume})"
-        return None
-
-
 #: How many left-out files a command names one line each before it says how many more there are.
 LEFT_OUT_SHOWN = 50
 

@@ -73,6 +73,10 @@ class ExportStats:
     """Correct attempts of finished sessions whose timing the batch's timing lane has not appended yet."""
     pending_sessions: list[Path] = field(default_factory=list)
     """Those sessions: left out of every rate like unfinished ones (their scores are not final)."""
+    rate_left_out: dict[Path, str] = field(default_factory=dict)
+    """Why no rate counts a session the reader read (path -> one line: its task withdrawn from its run, found
+    unusable by the batch, the session unfinished or a timing of it pending), as ``export_rows`` decides it:
+    for a page that lists every session."""
     unrecorded_attempts: int = 0
     """Scored attempts whose candidate a recorded toolchain had no outcome for (verdict flag ``unrecorded``):
     failed builds by rule, nothing was built (``--toolchain demo`` or ``recorded:PATH``)."""
@@ -367,23 +371,32 @@ def export_rows(
         if header.task.id in withdrawn[run]:  # taken out of its run: in no rate, finished or not
             stats.withdrawn[header.task.id] = withdrawn[run][header.task.id]
             stats.withdrawn_sessions += 1
+            stats.rate_left_out[path] = f"withdrawn from its run: {withdrawn[run][header.task.id]}"
             continue
         state = read.state
         if state.end is not None and state.end.stop_reason == "unusable":
             stats.unusable[header.task.id] = state.end.detail or "unusable here"
             stats.unusable_sessions += 1
+            stats.rate_left_out[path] = (
+                f"found unusable on its GPU by the batch: {stats.unusable[header.task.id]}"
+            )
             continue
         stats.sessions += 1
+        resume = f"beavertui batch --resume {run}" if run is not None else "run it to the end"
         waiting = sum(1 for v in state.verdicts if v.timing_pending) if state.end is not None else 0
         if waiting:
             stats.timings_pending += waiting
             stats.pending_sessions.append(path)
             if not include_unfinished:
+                stats.rate_left_out[path] = (
+                    f"{waiting} timing(s) pending, not yet appended by the timing lane ({resume})"
+                )
                 continue
         if state.end is None:
             stats.unfinished_sessions += 1
             stats.unfinished.append(path)
             if not include_unfinished:
+                stats.rate_left_out[path] = f"unfinished, no end line (finish it: {resume})"
                 continue
         for a in state.attempts:
             v = a.verdict
