@@ -29,7 +29,9 @@
 # still verifying on GPU 0 alone. Settings (environment): WORKERS (instances searched at once, default three
 # quarters of the cores: 12 on a 16-core H200 machine), GPU_JOBS (correctness runs on the
 # GPU at once, default 6), MAX_CALLS (fresh oracle calls an instance may make per call, default 400), TASKS
-# (ids, patterns or @FILE; default the 65), ORACLE (judge; "compile" rehearses the script without a GPU).
+# (ids, patterns or @FILE; default the 65), ORACLE (judge; "compile" rehearses the script without a GPU),
+# MISSING=1 (search only the instances no store holds a verified fix for, whichever GPU verified it: on a
+# second GPU, what the first did not fix; the fixes the package ships count).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 TOTAL=${1:-540}
@@ -52,6 +54,7 @@ budget=$(($(left) - 100))
 WORKERS=${WORKERS:-$(($(nproc) * 3 / 4 > 1 ? $(nproc) * 3 / 4 : 1))}
 ARGS=(--corpus .release/a/data --tasks "${TASKS:-@bench/release-cupti-tasks.txt}" --oracle "${ORACLE:-judge}"
   --gpu 0 --store "$OUT/store" --workers "$WORKERS" --gpu-jobs "${GPU_JOBS:-6}" --max-calls "${MAX_CALLS:-400}" --json)
+[ "${MISSING:-0}" = 1 ] && ARGS+=(--missing)
 log "minimize: ${budget} s of oracle calls, $WORKERS workers, ${GPU_JOBS:-6} runs on the GPU at once"
 timeout -k 10 $((budget + 70)) python3 -m beavertui corpus minimize "${ARGS[@]}" --hunks-only \
   --budget-s "$budget" >"$OUT/hunks.jsonl" 2>"$W/hunks.log"

@@ -187,6 +187,11 @@ def register(sub: Any) -> None:
         "oracle and needing no GPU; rewrites the store's record as the searches stand (e.g. a store brought "
         "back from a GPU machine)",
     )  # fmt: skip
+    mi.add_argument(
+        "--missing", action="store_true",
+        help="leave out the tasks a store already holds a verified fix for, whichever GPU verified it (this "
+        "machine's, the package's and --store's)",
+    )  # fmt: skip
     mi.add_argument("--json", action="store_true", help="one JSON object per task on standard output")
     mi.add_argument(
         "--dry-run", action="store_true",
@@ -378,7 +383,7 @@ def _minimize(args: argparse.Namespace) -> int:
         corpus=args.corpus or default_corpus(), tasks=pats, oracle=args.oracle, gate=args.gate,
         max_calls=args.max_calls, budget_s=args.budget_s, workers=args.workers, gpu=args.gpu, store=args.store,
         gpu_jobs=args.gpu_jobs, hunks_only=args.hunks_only, screen=not args.time_every_candidate,
-        replay=args.replay is not None,
+        replay=args.replay is not None, missing=args.missing,
     )  # fmt: skip
     if args.replay is not None and args.oracle != "judge":
         raise BeaverError("--replay replays a judge search's kept answers: it takes no --oracle compile")

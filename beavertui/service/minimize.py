@@ -53,6 +53,9 @@ class MinimizeOptions:
     """Judge oracle: ask nothing and need no GPU; each search goes over the answers the store keeps for the
     plan's GPU signature until the first question they do not answer (a store brought back from a GPU
     machine, its record rewritten as the searches stand)."""
+    missing: bool = False
+    """Leave out the tasks a store already holds a verified fix for, whichever GPU verified it (this machine's
+    store, the package's, and the run's own ``store``): a second GPU searches only what the first did not fix."""
 
 
 @dataclass
@@ -133,6 +136,8 @@ def plan(options: MinimizeOptions, gpu_slug: str | None) -> Plan:
             out.skipped[t.id] = t.not_runnable_reason or "not runnable"
         else:
             kept.append(t)
+    if options.missing:
+        kept = _unfixed(kept, out.store, out.skipped)
     sel = select(kept, gpu_slug)
     out.skipped.update(sel.skipped)
     use = set(sel.use)
@@ -147,6 +152,30 @@ def plan(options: MinimizeOptions, gpu_slug: str | None) -> Plan:
 
         chosen = [with_run_limit(t, run_limit(t, gpu_slug, "reference")) for t in chosen]
     out.tasks = chosen
+    return out
+
+
+def _unfixed(tasks: list[Task], store: Path, skipped: dict[str, str]) -> list[Task]:
+    """``tasks`` less those a store holds a verified fix for that applies to their broken start (each of
+    those into ``skipped``, with the GPU that verified it)."""
+    from beavertui.engine.corpus import fixes
+
+    try:
+        own = sorted(p for p in store.iterdir() if (p / fixes.RECORD).is_file())
+    except OSError:
+        own = []
+    folders = [*fixes.stores(), *(p for p in own if p not in fixes.stores())]
+    out = []
+    for t in tasks:
+        where = next(
+            (f.name for f in folders if fixes.record(f).get(t.id, {}).get("verified") is True
+             and fixes.target(f, t.id, t.broken_start()).source is not None),
+            None,
+        )  # fmt: skip
+        if where is None:
+            out.append(t)
+        else:
+            skipped[t.id] = f"a verified minimal fix is stored (verified on {where}); --missing leaves it out"
     return out
 
 

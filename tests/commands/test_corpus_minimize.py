@@ -8,6 +8,7 @@ minutes of nvcc), then run again to show it goes on from its kept answers.
 
 from __future__ import annotations
 
+import difflib
 import json
 import shutil
 from pathlib import Path
@@ -160,3 +161,35 @@ def test_a_replay_rebuilds_the_record_from_kept_judge_answers_without_a_gpu(
     assert patch.apply(task.broken_start(), (store / slug / task_id / fixes.PATCH).read_text()) == kept.fix
     assert main([*argv, "--replay", slug, "--oracle", "compile"]) == 2
     assert "--replay replays a judge search's kept answers" in capsys.readouterr().err
+
+
+def test_missing_leaves_out_the_tasks_a_store_holds_a_verified_fix_for(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # cuda_59 and cusparse_4 have fixes the package ships (verified on an H100); cuda_104 has none anywhere
+    real = ROOT / "tests" / "data" / "release_real" / "data"
+    args = ["corpus", "minimize", "--corpus", str(real), "--tasks", "cuda_59_*,cusparse_4_*,cuda_104_*"]
+    args += ["--oracle", "compile", "--store", str(tmp_path), "--dry-run"]
+    assert main(args) == 0
+    assert "3 task(s) to search" in capsys.readouterr().out
+    assert main([*args, "--missing"]) == 0
+    out = capsys.readouterr()
+    assert out.out.startswith("cuda_104__compile_error__f8160fc8:") and "1 task(s) to search" in out.out
+    for task in ("cuda_59__logic_error__501f0dd2", "cusparse_4__compile_error__cfcd99f6"):
+        assert (
+            f"skipped {task}: a verified minimal fix is stored (verified on nvidia_h100_80gb_hbm3_sm_90_cuda_13_0)"
+            in out.err
+        )
+    # the run's own store counts too: a fix it verified for cuda_104 leaves cuda_104 out
+    broken = load_corpus(real, ["cuda_104__compile_error__f8160fc8"]).get("cuda_104__compile_error__f8160fc8")
+    gpu = tmp_path / "some_gpu"
+    (gpu / "cuda_104__compile_error__f8160fc8").mkdir(parents=True)
+    source = broken.broken_start()
+    fixed = source.replace("\n", "\n// fixed\n", 1)
+    diff = "".join(difflib.unified_diff(source.splitlines(True), fixed.splitlines(True), "a", "b"))
+    (gpu / "cuda_104__compile_error__f8160fc8" / fixes.PATCH).write_text(diff)
+    record = {"gate": 0.7, "tasks": {"cuda_104__compile_error__f8160fc8": {"verified": True}}}
+    (gpu / fixes.RECORD).write_text(json.dumps(record))
+    assert main([*args, "--missing"]) == 0
+    out = capsys.readouterr()
+    assert "0 task(s) to search" in out.out and "(verified on some_gpu)" in out.err
