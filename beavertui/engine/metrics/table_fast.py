@@ -44,8 +44,11 @@ class TableFormatError(ValueError):
 
 
 def gather(arr: U8, start: I64, end: I64) -> U64:
-    """Bytes ``arr[start[i]:end[i]]`` for every i, zero-padded into rows of 64-bit words."""
+    """Bytes ``arr[start[i]:end[i]]`` for every i, zero-padded into rows of 64-bit words. A byte past a
+    value's end is never read into the result, but its index is formed: it is clamped to ``arr``, so that a
+    short value near the end of the buffer beside a column's widest one reads nothing out of bounds."""
     n = start.shape[0]
+    last = arr.shape[0] - 1
     lens = end - start
     width = int(lens.max()) if n else 1
     nw = max(1, -(-width // 8))
@@ -53,7 +56,7 @@ def gather(arr: U8, start: I64, end: I64) -> U64:
     for b0 in range(0, n, GATHER_BLOCK):
         s, ln, m = start[b0 : b0 + GATHER_BLOCK], lens[b0 : b0 + GATHER_BLOCK], mat[b0 : b0 + GATHER_BLOCK]
         for i in range(width):
-            m[:, i] = np.where(ln > i, arr[s + i], np.uint8(0))
+            m[:, i] = np.where(ln > i, arr[np.minimum(s + i, last)], np.uint8(0))
     return mat.view(np.uint64)
 
 

@@ -184,3 +184,29 @@ def test_metrics_json_carries_each_group_against_each_baseline(tmp_path: Path) -
     }
     assert group["against"]["roofline"]["degenerate_rate_raw"] is None
     assert group["against"]["roofline"]["pass@k"] == 0.0  # 50% of the roofline at best: below p = 0.7
+
+
+def test_a_csv_whose_last_cell_is_empty_beside_long_speedups_reads(tmp_path: Path) -> None:
+    """`export --csv` puts the speedups against the baselines last: a last row whose last cell is empty, under
+    cells of 18 characters (a float's repr), read past the end of the file's buffer and raised IndexError."""
+    run = run_with_baselines(
+        tmp_path,
+        [
+            {"name": "eager", "median_ms": EAGER_MS, "method": "torch_events_l2flush_queued"},
+            {"name": "roofline", "median_ms": ROOF_MS, "method": "roofline"},
+        ],
+    )
+    rows = list(export_rows(run))
+    assert rows[-1]["speedup_roofline"] is not None
+    rows[-1] = {**rows[-1], "speedup_roofline": None}  # the last cell of the file empty
+    for r in rows[:-1]:
+        if r["speedup_roofline"] is not None:
+            assert len(repr(r["speedup_roofline"])) > 16
+    buf = io.StringIO()
+    write_csv(rows, buf)
+    p = tmp_path / "t.csv"
+    p.write_text(buf.getvalue())
+    back = read_table(p)
+    assert len(back) == len(rows)
+    want = [np.nan if r["speedup_roofline"] is None else r["speedup_roofline"] for r in rows]
+    np.testing.assert_allclose(back.against["roofline"], want)
