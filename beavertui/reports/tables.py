@@ -121,7 +121,7 @@ def main_tables(
         "debug@k = (pass@k - pass@1) / (1 - pass@1) over per-task means. degenerate: first successes at "
         "iteration >= 2 whose speedup's 95% interval (over the independently timed units: process runs, or a "
         "native timing's rounds; widened by the spread of the reference timed against itself) lies below 1.0; "
-        "degenerate raw: the paper's rule, speedup < 1.0 (docs/metrics.md).",
+        "degenerate raw: the paper's rule, speedup < 1.0 (docs/metrics.md)." + gated_note(groups),
         name="main",
     )
     sweep = Table(
@@ -130,10 +130,25 @@ def main_tables(
         tuple(sweep_rows),
         note="Percent of tasks: pass@k with a repair counted only when its speedup over the reference is at "
         f"least p (p=0.0: correct at any speed); [95% bootstrap interval over tasks, percentile, {resamples} "
-        f"resamples, seed {seed}].",
+        f"resamples, seed {seed}]." + gated_note(groups),
         name="p_sweep",
     )
     return [main, sweep]
+
+
+def gated_note(groups: Sequence[GroupMetrics]) -> str:
+    """For a table with a protocol whose gate names a baseline (p-vs=NAME in its label): that its speedups,
+    gate, p sweep and degeneration are against that baseline, not the reference; "" otherwise."""
+    names = sorted({g.protocol.gate_baseline for g in groups} - {"reference"})
+    if not names:
+        return ""
+    return (
+        " p-vs=NAME (" + ", ".join(f"p-vs={n}" for n in names) + "): the protocol's gate names a baseline "
+        "(gate_baseline), so its speedup, p sweep and degeneration in this table are those against NAME (its "
+        "median stored once per GPU over the candidate's; no interval, so degenerate falls back to the raw rule), "
+        "not against the reference; a task without NAME counts at p = 0 only. The baselines table gives it "
+        "against the reference."
+    )
 
 
 def baselines_table(
@@ -151,9 +166,10 @@ def baselines_table(
         r = group_rates[n]
         proto = g.protocol.short() + (f" [{g.corpus}]" if g.corpus else "")
         gated = g.protocol.gate_baseline
-        rows.append((g.model, proto, gated, str(g.n_tasks), r["pass@1"], r["pass@k"], r["degenerate_raw"]))
+        main = gated if gated == "reference" else f"{gated} (gate)"
+        rows.append((g.model, proto, main, str(g.n_tasks), r["pass@1"], r["pass@k"], r["degenerate_raw"]))
         for name, b in against:
-            if (b.model, b.corpus, b.protocol) != (g.model, g.corpus, g.protocol) or name == gated:
+            if (b.model, b.corpus, b.protocol) != (g.model, g.corpus, g.protocol) or name == main:
                 continue
             rb = _rates(b, resamples, seed)
             degenerate = Rate(None) if name == "roofline" else rb["degenerate_raw"]
@@ -164,8 +180,11 @@ def baselines_table(
         tuple(rows),
         note="Percent of the tasks that have the baseline on the sessions' GPU; [95% bootstrap interval over "
         f"tasks, {resamples} resamples, seed {seed}]. The first row of a group is the main table's: against the "
-        "reference (the task's expert reference, timed against the candidate in one timing stage), or the "
-        "baseline the protocol's gate names (gate_baseline). eager, compile (torch.compile default), "
+        "reference (the task's expert reference, timed against the candidate in one timing stage), or, marked "
+        "NAME (gate), the baseline the protocol's gate names (gate_baseline, p-vs=NAME): over every task, a task "
+        "without that baseline counting at p = 0 only (no success above p = 0); the rows below it give that "
+        "protocol against the reference, and against NAME over the tasks that have it. eager, compile "
+        "(torch.compile default), "
         "compile_ro (torch.compile reduce-overhead), graph (CUDA Graph replay), vendor (a vendor library): the "
         "task's PyTorch equivalent, its median time of one call stored once per GPU (CUDA events, L2 flushed "
         "before each call), over the attempt's candidate median. roofline: the least time of the task's declared "
@@ -251,7 +270,8 @@ def analysis_table(
         "than the reference (docs/metrics.md); degenerate (code): the same first successes that lost a "
         "performance feature of the reference (shared memory, tensor cores, async copies, vector loads, "
         "shuffles, parallel launch), the kernel, or their work to a library. Percent, pooled over "
-        f"trajectories; [95% bootstrap interval over tasks, {resamples} resamples, seed {seed}].",
+        f"trajectories; [95% bootstrap interval over tasks, {resamples} resamples, seed {seed}]."
+        + gated_note(groups),
         name="analysis",
     )
 

@@ -187,7 +187,14 @@ class Report:
         if n:
             out.append(
                 f"{n} task(s) with a correct attempt but no speedup count at p = 0 only "
-                "(left out of every rate above p = 0)"
+                "(no success in any rate above p = 0: no speedup to hold against p)"
+            )
+        for proto, name, tasks in gate_baseline_missing(self.table):
+            first = ", ".join(tasks[:5]) + (", ..." if len(tasks) > 5 else "")
+            out.append(
+                f"{proto}: {len(tasks)} task(s) with a correct attempt have no {name} baseline on their sessions' "
+                f"GPU ({first}): under this protocol's gate on {name} they count at p = 0 only (no success in "
+                "any rate above p = 0)"
             )
         return out
 
@@ -243,12 +250,40 @@ def left_out_lines(
     return out
 
 
-def unspeeded_tasks(table: Any) -> int:
-    """Tasks with a correct attempt whose speedup is null (no reference, or a reference problem)."""
+def _without_gate_baseline(table: Any) -> Any:
+    """Rows of a protocol whose gate names a baseline their session's header does not have."""
     import numpy as np
 
-    hit = table.correct & np.isnan(table.speedup) & ~table.infra_error
+    out = np.zeros(len(table), np.bool_)
+    for i, p in enumerate(table.protocols):
+        if p.gate_baseline != "reference":
+            out |= (table.protocol == i) & ~table.has_baseline(p.gate_baseline)
+    return out
+
+
+def unspeeded_tasks(table: Any) -> int:
+    """Tasks with a correct attempt whose speedup is null (no reference, a reference problem, the attempt
+    not timed), those of a protocol gated on a baseline its task lacks aside (gate_baseline_missing)."""
+    import numpy as np
+
+    hit = table.correct & np.isnan(table.speedup) & ~table.infra_error & ~_without_gate_baseline(table)
     return len(set(table.col("task_id").codes[hit].tolist()))
+
+
+def gate_baseline_missing(table: Any) -> list[tuple[str, str, list[str]]]:
+    """(protocol label, baseline, task ids) per protocol whose gate names a baseline (gate_baseline) that
+    some of its tasks with a correct attempt lack on their sessions' GPU: those count at p = 0 only."""
+    import numpy as np
+
+    out = []
+    missing = _without_gate_baseline(table) & table.correct & ~table.infra_error
+    tasks = table.col("task_id")
+    for i, p in enumerate(table.protocols):
+        hit = missing & (table.protocol == i)
+        if hit.any():
+            ids = sorted({tasks.labels[c] for c in np.unique(tasks.codes[hit]).tolist()})
+            out.append((p.short(), p.gate_baseline, ids))
+    return out
 
 
 def compute(
@@ -309,6 +344,7 @@ def compute(
     from beavertui.engine.metrics.rescore import drop_repeated_arms, with_gate
 
     table, repeated_arms = drop_repeated_arms(table)
+    by_reference = (table.speedup, table.speedup_lo, table.speedup_hi)
     table = table.with_gate_baselines()
     kept_gate: list[Any] = []
     if gate is not None:
@@ -317,7 +353,7 @@ def compute(
         except ValueError as exc:
             raise BeaverError(f"--gate: {exc}") from None
     groups = compute_groups(table)
-    against = baseline_groups(table)
+    against = baseline_groups(table, by_reference)
     cells = dict(cells_fold.cells()) if cells_fold is not None else None
     usage = usage_fold.groups if usage_fold is not None else None
     pairings = load_pairings(source, pairings_file)
@@ -336,14 +372,28 @@ def _light(header: Any) -> Any:
     )
 
 
-def baseline_groups(table: Any) -> list[tuple[str, Any]]:
+def baseline_groups(table: Any, by_reference: tuple[Any, Any, Any] | None = None) -> list[tuple[str, Any]]:
     """Every group's metrics against each named baseline some attempt's session recorded: the rows of the
-    tasks that have it, each speedup the one against it, the protocol's gate p applied to that speedup."""
+    tasks that have it, each speedup the one against it, the protocol's gate p applied to that speedup.
+    ``by_reference``: the rows' speedup and its interval against the reference (the table's own before
+    ``with_gate_baselines``); with it, a protocol whose gate names a baseline is also scored against the
+    reference (``("reference", group)``, first), as a protocol gated on the reference is in its main row."""
+    import dataclasses
+
+    import numpy as np
+
     from beavertui.engine.metrics.compute import compute_groups
     from beavertui.engine.session.events import BASELINE_NAMES
 
     labels = table.col("baselines").labels
     out: list[tuple[str, Any]] = []
+    named = np.array([p.gate_baseline != "reference" for p in table.protocols], np.bool_)
+    if by_reference is not None and len(table) and named.any():
+        speed, lo, hi = by_reference
+        ref = dataclasses.replace(table, speedup=speed, speedup_lo=lo, speedup_hi=hi).take(
+            named[table.protocol]
+        )
+        out += [("reference", g) for g in compute_groups(ref)]
     for name in BASELINE_NAMES:
         if not any(name in label.split("+") for label in labels):
             continue

@@ -304,6 +304,12 @@ def _departures(main: ProtocolKey, rep: ProtocolKey | None) -> list[str]:
             out.append(f"main protocol: {k} = {d[k]}, the paper's is {v}")
     if main.gate != 0.7:
         out.append(f"main protocol: gate p = {main.gate:g}, the paper's Table 1 is at p = 0.7")
+    if main.gate_baseline != "reference":
+        out.append(
+            f"main protocol: the gate p applies to the {main.gate_baseline} baseline (gate_baseline), not the "
+            f"reference: every speedup and p of these tables is against {main.gate_baseline}, a task without it "
+            "counting at p = 0 only"
+        )
     if "osc=jumps" in main.stagnation:
         out.append(
             "category_oscillation used the stricter 'jumps' rule (jumps back to a failing category already "

@@ -210,3 +210,43 @@ def test_a_csv_whose_last_cell_is_empty_beside_long_speedups_reads(tmp_path: Pat
     assert len(back) == len(rows)
     want = [np.nan if r["speedup_roofline"] is None else r["speedup_roofline"] for r in rows]
     np.testing.assert_allclose(back.against["roofline"], want)
+
+
+def test_a_protocol_gated_on_a_baseline_is_also_shown_against_the_reference(tmp_path: Path) -> None:
+    """Gated on eager, a run where one task has no eager stored: the baselines table keeps the reference's
+    row and eager's over the tasks that have it beside the main row, the notes name the task that counts at
+    p = 0 only and why, and every table that judges by eager says so."""
+    from beavertui.engine.metrics.paper_tables import paper_tables
+
+    cand = _candidate_ms(DEMO)
+    named = [{"name": "eager", "median_ms": 20.0 * cand[4], "method": "torch_events_l2flush_queued"}]
+    run = run_with_baselines(tmp_path, named)
+    other = (ROOT / "sessions" / "demo" / "repair_in_three.jsonl").read_text().splitlines()
+    (run / "t.jsonl").write_text("\n".join(other) + "\n")  # transpose_00: no baseline in its header
+    for p in run.glob("*.jsonl"):
+        lines = p.read_text().splitlines()
+        head = json.loads(lines[0])
+        head["protocol"].update(gate_mode="after_run", gate_baseline="eager", budget=4)
+        head["model"]["name"] = "m"  # one model, one protocol: one group
+        p.write_text("\n".join([json.dumps(head), *lines[1:]]) + "\n")
+    report = with_tables(compute(run), resamples=50)
+    main = report.groups[0]
+    assert main.n_tasks == 2
+    assert main.pass_at_k == 0.5  # softmax_00 at 20x eager; transpose_00 has no eager: p = 0 only
+    table = next(t for t in report.tables if t.name == "baselines")
+    assert [(r[2], r[3]) for r in table.rows] == [("eager (gate)", "2"), ("reference", "2"), ("eager", "1")]
+    ref = dict(report.against)["reference"]
+    assert ref.pass_at_k == 1.0  # both repaired at >= 0.7x the reference
+    # softmax_00 first correct attempt is 0.079x the reference but faster than eager: degenerate against the
+    # reference only
+    assert ref.degenerate_rate_raw is not None and ref.degenerate_rate_raw > main.degenerate_rate_raw
+    assert dict(report.against)["eager"].n_tasks == 1
+    notes = report.notes()
+    assert any(
+        "1 task(s) with a correct attempt have no eager baseline" in n and "transpose_00" in n for n in notes
+    )
+    assert not any("but no speedup" in n for n in notes)
+    for name in ("main", "p_sweep"):
+        assert "p-vs=eager" in next(t for t in report.tables if t.name == name).note, name
+    deps = paper_tables(report.groups).departures
+    assert any("gate p applies to the eager baseline" in d for d in deps)
