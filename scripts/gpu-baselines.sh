@@ -31,6 +31,8 @@
 # kernelbench part starts drivers until WARM_S before its time is up (the last round's warm-up; its timing is
 # short); with under WARM_S + 30 s left for it (40 s are kept for the tables) it is skipped and says so. Every set is written to its --out file as it is
 # stored, so a part cut short keeps the sets stored before.
+# A call after one cut short: carry that call's bl/release-kernelbench.jsonl as .release/prev/release-kernelbench.jsonl
+# and set MISSING=1 (the bundled corpus's sets it stored are committed into corpus/*/baselines/named first).
 # Carried, git-ignored: .release/a (the release without cutlass, as for scripts/gpu-release-timing.sh) and
 # .whl/ (torch and the rest, as for every GPU script).
 set -uo pipefail
@@ -80,6 +82,13 @@ ids = sorted(x["task_id"] for x in doc if x["family"] == "kernelbench" and x["ve
 Path(sys.argv[1]).write_text("\n".join(ids) + "\n")
 print(len(ids), "usable kernelbench instances")
 EOF
+  # a previous call's kernelbench sets, carried as .release/prev/release-kernelbench.jsonl (git-ignored): stored
+  # here first, so that with MISSING=1 this call times only the instances that call did not reach
+  if [ -f .release/prev/release-kernelbench.jsonl ]; then
+    python3 -m beavertui corpus baselines --corpus "$REL/data" --load .release/prev/release-kernelbench.jsonl \
+      >"$W/load.log" 2>&1
+    log "previous kernelbench sets loaded: rc $? ($(grep -c . .release/prev/release-kernelbench.jsonl) lines; $(tail -1 "$W/load.log"))"
+  fi
   b=$(($(left) - 40)) # 40 s for the tables and the archive
   if [ $((b - WARM)) -lt 30 ]; then
     log "kernelbench: skipped: ${b} s left, under WARM_S (${WARM} s) + 30 s, too little for one round of drivers to warm up and be timed ($([ "$PART" = all ] && echo "run it alone: PART=kernelbench" || echo "give it a larger TOTAL"))"
