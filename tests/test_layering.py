@@ -38,7 +38,7 @@ ALLOWED: dict[str, set[str]] = {
 #: order"). A sub-package may import its own modules and those of the floors below it, never one of its own
 #: floor or above.
 ENGINE_FLOORS: list[set[str]] = [
-    {"errors", "paths", "bundled", "code", "limits"},
+    {"errors", "paths", "bundled", "code", "limits", "csv_cells"},
     {"fileio"},
     {"session"},
     {"host"},

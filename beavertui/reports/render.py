@@ -5,11 +5,11 @@ Every format shows the same numbers: rates as percentages with one decimal and t
 
 from __future__ import annotations
 
-import csv
 import io
 from collections.abc import Sequence
 from typing import IO
 
+from beavertui.engine.csv_cells import Writer
 from beavertui.reports import ALIASES, FORMATS  # noqa: F401 - the formats emit() writes
 from beavertui.reports.cells import Cell, Rate, Table, pct
 
@@ -61,9 +61,10 @@ def csv_files(tables: Sequence[Table]) -> dict[str, str]:
 def csv_table(t: Table) -> str:
     """A header and the rows, nothing else (the title and note are not CSV); a rate is three columns
     (%, low, high; in percentage points where the column's name ends with ``(pp)``), and a fourth (``exact`` or ``lower_bound``) in a column where some rate is a lower
-    bound."""
+    bound. A text cell that a spreadsheet would run as a formula gets a leading quote (engine/csv_cells.py);
+    numbers are written as they are."""
     buf = io.StringIO()
-    w = csv.writer(buf, lineterminator="\n")
+    w = Writer(buf)
     rate_cols = {i for i, _ in enumerate(t.columns) if any(isinstance(r[i], Rate) for r in t.rows)}
     bound_cols = {
         i

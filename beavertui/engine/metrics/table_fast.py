@@ -458,7 +458,7 @@ def csv_parser(header: list[str], crlf: bool) -> Any:
         return None
 
     def parse(whole: bytes, pos: int, end: int) -> tuple[dict[str, tuple[U64, B]], int] | None:
-        if whole.find(b'"', pos, end) >= 0:
+        if whole.find(b'"', pos, end) >= 0 or whole.find(b"\0", pos, end) >= 0:  # quoted, or a NUL (padding)
             return None
         return _csv_columns(whole, pos, end, header, crlf)
 
@@ -492,5 +492,6 @@ def _csv_columns(
         vs, ve = bounds[j] + 1, bounds[j + 1]
         if crlf and j == nf - 1:
             ve = ve - ((arr[ve - 1] == 13) & (ve > vs))
+        vs = vs + ((arr[vs] == 39) & (ve > vs))  # a text guarded by a leading quote (engine/csv_cells.py)
         columns[name] = (gather(arr, vs, ve), ve == vs)
     return columns, n

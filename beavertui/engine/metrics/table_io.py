@@ -2,7 +2,8 @@
 
 Files are read in chunks of whole lines; each chunk goes through the vectorised reader (table_fast.py)
 and, when that cannot vouch for the chunk, through the standard parsers, so the result never depends on
-which path ran. Writing is plain ``json``/``csv``. This module computes no metric.
+which path ran. Writing is plain ``json``/``csv``, a CSV text cell guarded against spreadsheet formulas by a
+leading quote (engine/csv_cells.py), which both CSV paths take off again. This module computes no metric.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, TextIO
 
+from beavertui.engine.csv_cells import Writer, unguard
 from beavertui.engine.metrics.table import FLAT_COLUMNS, REQUIRED_COLUMNS, AttemptsTable, concat, from_rows
 from beavertui.engine.metrics.table_fast import TableFormatError, csv_parser, json_parser, parse_blocks
 
@@ -76,7 +78,7 @@ def _slow_json(buf: bytes, start_line: int) -> AttemptsTable:
 def _slow_csv(buf: bytes, header: list[str]) -> AttemptsTable:
     reader = csv.DictReader(io.StringIO(buf.decode("utf-8")), fieldnames=header)
     try:
-        return from_rows(r for r in reader if any(r.values()))
+        return from_rows({k: unguard(v) for k, v in r.items()} for r in reader if any(r.values()))
     except ValueError as exc:
         raise TableFormatError(str(exc)) from None
 
@@ -99,7 +101,7 @@ def read_jsonl(path: Path) -> AttemptsTable:
 
 def read_csv(path: Path) -> AttemptsTable:
     whole, start, stop, head = _whole(path, skip_header=True)
-    header = next(csv.reader([head.decode("utf-8-sig").rstrip("\r")]), [])
+    header = [unguard(h) for h in next(csv.reader([head.decode("utf-8-sig").rstrip("\r")]), [])]
     missing = sorted(REQUIRED_COLUMNS - set(header))
     if missing:
         raise TableFormatError(f"{path}: CSV lacks columns {', '.join(missing)}")
@@ -178,6 +180,7 @@ def write_jsonl(rows: Iterable[Mapping[str, Any]], out: TextIO) -> int:
 
 
 def _csv_value(v: Any) -> Any:
+    """A cell: null empty, a boolean ``true``/``false`` (Writer guards a text against formulas)."""
     if v is None:
         return ""
     if isinstance(v, bool):
@@ -186,7 +189,7 @@ def _csv_value(v: Any) -> Any:
 
 
 def write_csv(rows: Iterable[Mapping[str, Any]], out: TextIO) -> int:
-    writer = csv.writer(out, lineterminator="\n")
+    writer = Writer(out)
     writer.writerow(FLAT_COLUMNS)
     n = 0
     for row in rows:
