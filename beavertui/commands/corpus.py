@@ -530,12 +530,19 @@ def _baselines(args: argparse.Namespace) -> int:
             f"named baselines on {gpu.slug}: {len(tasks)} tasks, {full} with eager, torch.compile (both modes) "
             "and CUDA Graph times"
         )
+        left_out = rec.missing_note(tasks, gpu)
         if fmt in ("csv", "json"):  # for a program: one number a cell
             table = Table(
-                title, rec.MACHINE_COLUMNS, tuple(rec.machine_rows(tasks, gpu)), rec.MACHINE_NOTE, 1
+                title,
+                rec.MACHINE_COLUMNS,
+                tuple(rec.machine_rows(tasks, gpu)),
+                rec.MACHINE_NOTE + left_out,
+                1,
             )
         else:
-            table = Table(title, rec.TABLE_COLUMNS, tuple(rec.table_rows(tasks, gpu)), rec.TABLE_NOTE, 1)
+            table = Table(
+                title, rec.TABLE_COLUMNS, tuple(rec.table_rows(tasks, gpu)), rec.TABLE_NOTE + left_out, 1
+            )
         emit([table], fmt)
         return 0
     machine = probe()

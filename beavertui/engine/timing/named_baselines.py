@@ -287,6 +287,30 @@ def load(task: Task, gpu: GpuSignature, cache: Path | None = None) -> BaselineSe
     return None
 
 
+def why_not_loaded(task: Task, gpu: GpuSignature, cache: Path | None = None) -> str:
+    """Why ``load`` finds no set of ``task`` on ``gpu`` (one line; "" when it finds one)."""
+    try:
+        eq = equivalent(task)
+    except BeaverError as exc:
+        return str(exc)
+    if eq is None:
+        return why_none(task)
+    digest = eq.digest()
+    stale = False
+    for p in (task.root / "baselines" / "named" / f"{gpu.slug}.json", path_for(task, gpu.slug, cache)):
+        s = _read(p)
+        if s is not None and s.gpu.slug == gpu.slug:
+            if s.equivalent_hash == digest:
+                return ""
+            stale = True
+    if stale:
+        return (
+            "the set stored for this GPU timed another version of the PyTorch equivalent (its module, arguments "
+            "or form changed since): corpus baselines times it again"
+        )
+    return "none stored for this GPU (corpus baselines times it)"
+
+
 def save(task: Task, found: BaselineSet, cache: Path | None = None) -> Path:
     """Store ``found`` as ``task``'s; returns where."""
     p = path_for(task, found.gpu.slug, cache)

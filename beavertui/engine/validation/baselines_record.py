@@ -569,14 +569,30 @@ def load_sets(tasks: Sequence[Task], path: Path, cache: Path | None = None) -> l
 # ------------------------------------------------------------------ the table
 
 
+def _gpu_ceilings(
+    tasks: Sequence[Task], gpu: GpuSignature, cache: Path | None = None
+) -> ceilings_mod.Ceilings | None:
+    """The GPU's measured ceilings: those cached here, else those recorded with the first stored set of
+    ``tasks`` (a GPU's, whatever task it was timed for), so that a task without a set still has a roofline."""
+    cached = ceilings_mod.cached(gpu, cache)
+    if cached is not None:
+        return cached
+    for t in tasks:
+        found = named_baselines.load(t, gpu, cache)
+        if found is not None and found.ceilings() is not None:
+            return found.ceilings()
+    return None
+
+
 def table_rows(tasks: Sequence[Task], gpu: GpuSignature, cache: Path | None = None) -> list[tuple[str, ...]]:
     """One row per task: the reference's stored time, every named baseline's (ms, median of one call) and
     the reference's speedup against each; "-" where none is stored, "failed" where its variant failed."""
     rows = []
+    gpu_ceilings = _gpu_ceilings(tasks, gpu, cache)
     for t in tasks:
         ref = baselines.load(t, gpu, harness_hash(t), cache)
         found = named_baselines.load(t, gpu, cache)
-        measured = named_baselines.ceilings_of(gpu, found, cache)
+        measured = named_baselines.ceilings_of(gpu, found, cache) or gpu_ceilings
         row = [t.id, f"{ref.median_ms:.4g}" if ref is not None else "-"]
         for name in named_baselines.NAMES:
             if name == "roofline":
@@ -604,10 +620,11 @@ def machine_rows(
     CSV reader takes every ms column as numbers. The vendor's library, the graph's replayed form and the
     variants that failed get columns of their own; a time over the reference's is a column beside each."""
     rows = []
+    gpu_ceilings = _gpu_ceilings(tasks, gpu, cache)
     for t in tasks:
         ref = baselines.load(t, gpu, harness_hash(t), cache)
         found = named_baselines.load(t, gpu, cache)
-        measured = named_baselines.ceilings_of(gpu, found, cache)
+        measured = named_baselines.ceilings_of(gpu, found, cache) or gpu_ceilings
         ref_ms = ref.median_ms if ref is not None else None
         row = [t.id, _number(ref_ms)]
         library, replays, failed = "", "", []
@@ -624,8 +641,32 @@ def machine_rows(
             if m is not None and ms is not None and name == "graph" and m.replays:
                 replays = m.replays
             row += [_number(ms), _number(ms / ref_ms if ms is not None and ref_ms else None)]
-        rows.append((*row, library, replays, "+".join(failed)))
+        why = named_baselines.why_not_loaded(t, gpu, cache) if found is None else ""
+        rows.append((*row, library, replays, "+".join(failed), why))
     return rows
+
+
+def missing_note(tasks: Sequence[Task], gpu: GpuSignature, cache: Path | None = None) -> str:
+    """What the table of ``tasks`` on ``gpu`` leaves out, and why: the tasks without a set of named
+    baselines (grouped by reason) and how many have no reference time stored; "" when nothing is missing."""
+    why: dict[str, list[str]] = {}
+    no_ref = 0
+    for t in tasks:
+        if baselines.load(t, gpu, harness_hash(t), cache) is None:
+            no_ref += 1
+        if named_baselines.load(t, gpu, cache) is None:
+            why.setdefault(named_baselines.why_not_loaded(t, gpu, cache), []).append(t.id)
+    parts = [
+        f"no named baselines (every column but roofline -) for {len(ids)} task(s), "
+        f"{', '.join(ids[:6])}{', ...' if len(ids) > 6 else ''}: {reason}"
+        for reason, ids in why.items()
+    ]
+    if no_ref:
+        parts.append(
+            f"no reference time stored on this GPU for {no_ref} of {len(tasks)} task(s) (reference ms -, and no "
+            "[r x]): corpus validate times and stores it"
+        )
+    return (" Left out: " + "; ".join(parts) + ".") if parts else ""
 
 
 def _number(x: float | None) -> str:
@@ -675,6 +716,7 @@ MACHINE_COLUMNS: tuple[str, ...] = (
     "vendor library",
     "graph replays",
     "failed",
+    "why no set",
 )
 
 MACHINE_NOTE = (
@@ -685,7 +727,7 @@ MACHINE_NOTE = (
     "least time of the declared work at the GPU's measured copy bandwidth and bf16 rate. vendor library: the "
     "library the vendor baseline calls. graph replays: the equivalent's capturable form the CUDA Graph replays (its "
     "output checked equal to Model's before timing), where the eager call cannot be captured. failed: the variants that could not run, joined by + (the stored set "
-    "says why)."
+    "says why). why no set: why the task has no named baselines on this GPU (empty where it has)."
 )
 
 

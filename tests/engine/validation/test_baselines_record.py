@@ -418,3 +418,47 @@ def test_an_interrupted_recording_leaves_no_driver_running(
     with pytest.raises(KeyboardInterrupt):
         rec.record(tasks, H200, jobs=4, trials=2, cache=tmp_path / "cache", progress=interrupt)
     assert _drivers_of(tmp_path / "corpus") == []
+
+
+def test_the_table_says_why_a_task_has_no_set_and_keeps_its_roofline(tmp_path: Path) -> None:
+    """A set stored for an older version of its equivalent no longer loads: its row printed "-" in every
+    column, the roofline too, with nothing saying why. The note now names it and why (and the tasks without
+    a reference time), the CSV has a column for it, and the roofline is the GPU's ceilings from another set."""
+    tasks = corpus(tmp_path)
+    by = {t.id: t for t in tasks}
+    cache = tmp_path / "cache"
+    for tid in ("reduce_00", "softmax_00"):
+        eq = nb.equivalent(by[tid])
+        assert eq is not None
+        nb.save(
+            by[tid],
+            nb.BaselineSet(
+                task_id=tid, gpu=H200, method=eq.method, equivalent_hash=eq.digest() if tid == "reduce_00" else "old",
+                times=[nb.Measured(name="eager", median_ms=0.5, cv=0.01, samples=[0.5] * 3)],
+                copy_gbps=4000.0, bf16_tflops=900.0,
+            ),
+            cache,
+        )  # fmt: skip
+    assert nb.load(by["softmax_00"], H200, cache) is None
+    assert "another version of the PyTorch equivalent" in nb.why_not_loaded(by["softmax_00"], H200, cache)
+    assert nb.why_not_loaded(by["reduce_00"], H200, cache) == ""
+    rows = {r[0]: r for r in rec.table_rows(tasks, H200, cache)}
+    roof = nb.roofline_ms(by["softmax_00"], nb.BaselineSet(
+        task_id="x", gpu=H200, method="m", equivalent_hash="h", copy_gbps=4000.0, bf16_tflops=900.0,
+    ).ceilings())  # fmt: skip
+    assert roof is not None and rows["softmax_00"][-1] == f"{roof:.4g}" and rows["softmax_00"][2] == "-"
+    note = rec.missing_note(tasks, H200, cache)
+    assert "histogram_00" in note and "no PyTorch equivalent declared" in note
+    assert "softmax_00" in note and "another version of the PyTorch equivalent" in note
+    assert "reduce_01" in note and "none stored for this GPU" in note and "reduce_00" not in note
+    assert "no reference time" not in note  # the copied tasks keep their H200 reference timings
+    for t in tasks:
+        (t.root / "baselines" / f"{H200.slug}.json").unlink()
+    assert "no reference time stored on this GPU for 4 of 4 task(s)" in rec.missing_note(tasks, H200, cache)
+    machine = {
+        r[0]: dict(zip(rec.MACHINE_COLUMNS, r, strict=True)) for r in rec.machine_rows(tasks, H200, cache)
+    }
+    assert (
+        "another version" in machine["softmax_00"]["why no set"] and machine["reduce_00"]["why no set"] == ""
+    )
+    assert "none stored for this GPU" in machine["reduce_01"]["why no set"]
