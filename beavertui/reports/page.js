@@ -2,6 +2,16 @@
   var root = document.documentElement;
   root.classList.add('js');
   function items(el, sel) { return Array.prototype.slice.call(el.querySelectorAll(sel)); }
+  // A folded section (the evaluation card, a table's shared notes) prints open, then folds again.
+  var unfolded = [];
+  window.addEventListener('beforeprint', function () {
+    unfolded = items(document, 'details:not([open])');
+    unfolded.forEach(function (d) { d.open = true; });
+  });
+  window.addEventListener('afterprint', function () {
+    unfolded.forEach(function (d) { d.open = false; });
+    unfolded = [];
+  });
   function show(sec, it) {
     var last = parseInt(sec.dataset.last, 10) || 0;
     it = Math.max(Math.min(it, last), last > 0 ? 1 : 0);

@@ -15,8 +15,11 @@ write the stored screenshot again after a deliberate change of the page.
 
 from __future__ import annotations
 
+import base64
 import os
+import re
 from collections.abc import Iterator
+from html import unescape
 from pathlib import Path
 
 import pytest
@@ -361,3 +364,47 @@ def test_pages_fit_800_px_and_print_dark_on_light(
         browser.call("Emulation.setEmulatedMedia", {"media": ""}, session=True)
         browser.call("Emulation.clearDeviceMetricsOverride", session=True)
     assert_clean(browser, session)
+
+
+def printed_pages(b: Browser) -> int:
+    """The pages of the page printed as Chromium prints it (Page.printToPDF fires beforeprint and
+    afterprint, as a print does)."""
+    pdf = base64.b64decode(b.call("Page.printToPDF", {}, session=True)["data"])
+    return len(re.findall(rb"/Type\s*/Page\b(?!s)", pdf))
+
+
+def test_the_evaluation_card_folded_on_screen_prints_open(
+    browser: Browser, exported_run40: tuple[Path, Path]
+) -> None:
+    """The run page's evaluation card sits folded in a <details> on screen. Under print media its whole text
+    is shown (innerText, which leaves out what is not rendered, was empty before: a folded section did not
+    print); in a real print (printToPDF) every <details> is open when the page is laid out for paper, and
+    folded again after; and removing the card's text from the page takes a page off the printed PDF, so
+    the text filled paper."""
+    _run, page = exported_run40
+    found = re.search(r'<pre class="card">(.*?)</pre>', page.read_text(encoding="utf-8"), re.S)
+    assert found is not None
+    card_text = unescape(found.group(1)).strip()
+    assert card_text.startswith("# Evaluation card") and "Run id:" in card_text
+    load(browser, page)
+    card = "document.querySelector('pre.card')"
+    folds = "[...document.querySelectorAll('details')].map(d => d.open)"
+    on_screen = browser.evaluate(folds)
+    assert on_screen and not any(on_screen)
+    assert browser.evaluate(f"{card}.innerText") == ""
+    browser.call("Emulation.setEmulatedMedia", {"media": "print"}, session=True)
+    try:
+        assert browser.evaluate(f"{card}.innerText").strip() == card_text
+    finally:
+        browser.call("Emulation.setEmulatedMedia", {"media": ""}, session=True)
+    assert browser.evaluate(f"{card}.innerText") == ""  # folded on screen again
+
+    browser.evaluate(
+        f"window.seenInPrint = []; addEventListener('beforeprint', () => seenInPrint.push({folds}))"
+    )
+    with_card = printed_pages(browser)
+    assert browser.evaluate("seenInPrint") == [[True] * len(on_screen)]
+    assert browser.evaluate(folds) == on_screen
+    browser.evaluate(f"{card}.remove()")
+    assert printed_pages(browser) < with_card
+    assert_clean(browser, page)
