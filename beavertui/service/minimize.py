@@ -10,6 +10,7 @@ so running the same command again goes on where a cut run stopped, at no oracle 
 from __future__ import annotations
 
 import fnmatch
+import json
 import statistics
 import threading
 import time
@@ -125,6 +126,7 @@ def plan(options: MinimizeOptions, gpu_slug: str | None) -> Plan:
     out = Plan(
         gpu=gpu_slug if options.oracle == "judge" else mf.COMPILE_GPU, store=options.store or default_store()
     )
+    _check_store(options, out.store, out.gpu or mf.COMPILE_GPU)
     kept = []
     for t in tasks:
         kind = families.family_of(t).reference
@@ -153,6 +155,37 @@ def plan(options: MinimizeOptions, gpu_slug: str | None) -> Plan:
         chosen = [with_run_limit(t, run_limit(t, gpu_slug, "reference")) for t in chosen]
     out.tasks = chosen
     return out
+
+
+def _check_store(options: MinimizeOptions, store: Path, gpu: str) -> None:
+    """Refuse, before anything is written, a run that would rewrite the store's record with nothing to go on
+    or mislabel it: a replay of a GPU signature whose judge answers the store does not keep (a mistyped slug,
+    another store), and a search at a gate other than the one the record was searched at (the record has one
+    gate for all its entries: the fixes verified at it would read as verified at the new one, or be lost)."""
+    from beavertui.engine.corpus import fixes
+
+    folder = store / gpu
+    if options.replay and not any((folder / "answers" / kind).is_dir() for kind in ("judge", "correct")):
+        try:
+            have = sorted(p.name for p in store.iterdir() if (p / "answers" / "judge").is_dir())
+        except OSError:
+            have = []
+        kept = f"it keeps them for {', '.join(have)}" if have else "it keeps none"
+        raise BeaverError(
+            f"--replay {gpu}: the store {store} keeps no judge answers for that GPU signature ({kept})"
+        )
+    try:
+        doc = json.loads((folder / fixes.RECORD).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return
+    gate = doc.get("gate") if isinstance(doc, dict) else None
+    tasks = doc.get("tasks") if isinstance(doc, dict) else None
+    if isinstance(gate, int | float) and tasks and abs(float(gate) - options.gate) > 1e-9:
+        raise BeaverError(
+            f"--gate {options.gate:g}: the record of {folder} was searched at gate {float(gate):g} "
+            f"({len(tasks)} task(s)), and a search at another gate would rewrite it: give --gate {float(gate):g}, "
+            "or another --store"
+        )
 
 
 def _unfixed(tasks: list[Task], store: Path, skipped: dict[str, str]) -> list[Task]:

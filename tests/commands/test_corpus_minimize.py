@@ -161,6 +161,16 @@ def test_a_replay_rebuilds_the_record_from_kept_judge_answers_without_a_gpu(
     assert patch.apply(task.broken_start(), (store / slug / task_id / fixes.PATCH).read_text()) == kept.fix
     assert main([*argv, "--replay", slug, "--oracle", "compile"]) == 2
     assert "--replay replays a judge search's kept answers" in capsys.readouterr().err
+    # a mistyped signature wrote a record of nothing for it, exit 0; now one line, nothing written
+    assert main([*argv, "--replay", "nvidia_h2OO_sm_90_cuda_13_0"]) == 2
+    err = capsys.readouterr().err
+    assert f"keeps no judge answers for that GPU signature (it keeps them for {slug})" in err
+    assert sorted(p.name for p in store.iterdir()) == [slug]
+    # another gate rewrote the record at that gate, its fix at 0.7 no longer verified; now refused
+    before = record.read_text()
+    assert main([*argv, "--replay", slug, "--gate", "0.5"]) == 2
+    assert "was searched at gate 0.7 (1 task(s))" in capsys.readouterr().err
+    assert record.read_text() == before
 
 
 def test_missing_leaves_out_the_tasks_a_store_holds_a_verified_fix_for(
