@@ -5,8 +5,8 @@ formula, so a model name, task id or reason such as ``=HYPERLINK(...)`` would ru
 ``guard`` prefixes such a text cell with a single quote (``'=HYPERLINK(...)``), and also one that already
 begins with a quote, so that ``unguard`` (drop one leading quote) gives back exactly the original text for
 every string. Numbers are never guarded: an ``int``/``float`` value, or a string that is a plain decimal
-number (``-0.33``, ``+1e-3``), is written as it is, so a numeric column stays numeric. ``Writer`` writes
-rows so guarded.
+number (``-0.33``, ``+1e-3``), is written as it is, so a numeric column stays numeric; so is a lone ``-``,
+the tables' mark for "none", which no spreadsheet evaluates. ``Writer`` writes rows so guarded.
 """
 
 from __future__ import annotations
@@ -25,7 +25,12 @@ _NUMBER = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?
 def guard(value: Any) -> Any:
     """The cell to write for ``value``: a text that a spreadsheet would evaluate (or that begins with a
     quote) gets a leading ``'``; anything else, numbers included, is returned as it is."""
-    if isinstance(value, str) and value.startswith(TRIGGERS) and not _NUMBER.fullmatch(value):
+    if (
+        isinstance(value, str)
+        and value.startswith(TRIGGERS)
+        and value != "-"
+        and not _NUMBER.fullmatch(value)
+    ):
         return "'" + value
     return value
 

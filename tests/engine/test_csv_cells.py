@@ -33,7 +33,7 @@ def test_every_text_comes_back_and_no_written_text_starts_a_formula(text: str) -
     cell = guard(text)
     assert unguard(cell) == text
     if cell.startswith(("=", "+", "-", "@", "\t", "\r")):
-        assert is_number(cell) and cell == text  # only a plain number is left as it is
+        assert (is_number(cell) or cell == "-") and cell == text  # a plain number or the mark "-" stays
 
 
 @pytest.mark.parametrize("number", [-3, 0, 2.5, -0.125, 1e-5, -1e300, float("-inf")])
@@ -41,8 +41,8 @@ def test_numbers_are_never_guarded(number: float) -> None:
     assert guard(number) is number
 
 
-@pytest.mark.parametrize("text", ["-3", "+4", "-0.125", "1e-05", "-1e+300", ".5", "-7."])
-def test_number_texts_are_never_guarded(text: str) -> None:
+@pytest.mark.parametrize("text", ["-3", "+4", "-0.125", "1e-05", "-1e+300", ".5", "-7.", "-"])
+def test_number_texts_and_the_none_mark_are_never_guarded(text: str) -> None:
     assert guard(text) == text
 
 
