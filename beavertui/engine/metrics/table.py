@@ -75,6 +75,7 @@ FLAT_COLUMNS: tuple[str, ...] = (
     "model",
     "task_id",
     *(f"protocol.{f}" for f in PROTOCOL_FIELDS),
+    "protocol.gate_baseline",
     "sample",
     "iteration",
     "category",
@@ -109,6 +110,7 @@ REQUIRED_COLUMNS: frozenset[str] = frozenset(FLAT_COLUMNS) - {
     *BASELINE_COLUMNS,
     *INTERVAL_COLUMNS,
     *(f"protocol.{f}" for f in EXTRA_PROTOCOL_FIELDS),
+    "protocol.gate_baseline",
 }
 
 
@@ -426,7 +428,7 @@ def from_rows(rows: Iterable[Mapping[str, Any]]) -> AttemptsTable:
                 protos.append(ProtocolKey.from_mapping(proto))
             else:
                 flat = {f: row[f"protocol.{f}"] for f in REQUIRED_PROTOCOL_FIELDS}
-                flat.update({f: row.get(f"protocol.{f}") for f in EXTRA_PROTOCOL_FIELDS})
+                flat.update({f: row.get(f"protocol.{f}") for f in (*EXTRA_PROTOCOL_FIELDS, "gate_baseline")})
                 protos.append(ProtocolKey.from_mapping(flat))
             for name in ("run_id", "model", "task_id", "category"):
                 cols[name].append(str(row[name]))

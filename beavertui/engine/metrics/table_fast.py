@@ -191,7 +191,7 @@ def build(columns: Mapping[str, tuple[U64, B]], n: int) -> AttemptsTable:
         if (strings[name].codes < 0).any():
             raise TableFormatError(f"column {name}: null value")
     # the protocol: one factorization over its fields together (the later keys only where present)
-    fields = [f for f in PROTOCOL_FIELDS if f"protocol.{f}" in columns]
+    fields = [f for f in (*PROTOCOL_FIELDS, "gate_baseline") if f"protocol.{f}" in columns]
     parts = [columns[f"protocol.{f}"][0] for f in fields]
     nulls = [columns[f"protocol.{f}"][1] for f in fields]
     joined = np.concatenate(parts, axis=1)

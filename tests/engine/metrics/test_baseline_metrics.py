@@ -142,6 +142,17 @@ def test_a_protocol_may_apply_its_gate_to_a_named_baseline(tmp_path: Path) -> No
     assert main.p_sweep[3.0] == 1.0 and by_ref.groups[0].p_sweep[3.0] == 0.0
     row = next(r for r in export_rows(tmp_path / "eager" / "run"))
     assert row["protocol"]["gate_baseline"] == "eager"
+    # the attempts table keeps it, written as JSON Lines (read by the fast path: one session, every row laid
+    # out alike) and as CSV; both dropped it, and metrics of the file judged the reference
+    rows = list(export_rows(tmp_path / "eager" / "run"))
+    for fmt in ("jsonl", "csv"):
+        buf = io.StringIO()
+        (write_jsonl if fmt == "jsonl" else write_csv)(rows, buf)
+        f = tmp_path / f"eager.{fmt}"
+        f.write_text(buf.getvalue())
+        assert [p.gate_baseline for p in read_table(f).protocols] == ["eager"], fmt
+        again = compute(f).groups[0]
+        assert (again.pass_at_k, again.degenerate_rate_raw) == (main.pass_at_k, main.degenerate_rate_raw), fmt
 
 
 def test_the_gate_of_a_named_baseline_is_applied_after_the_run_only() -> None:
