@@ -36,7 +36,6 @@ run and sanitizer times of the fixture are hand-composed (0.41 s, 3.2 s); a timi
     python3 bench/batch_bench.py simulate [--scale 0.01]
     python3 bench/batch_bench.py h200 [--run RUN] [--profile PROFILE] [--two-gpus]
     python3 bench/batch_bench.py lane [--stages fixture|h200|release] [--gpus N] [--timing-s S]
-                                      [--patience-s S] [--hang-s S]
 """
 
 from __future__ import annotations
@@ -686,14 +685,7 @@ def lane(a: argparse.Namespace) -> dict[str, object]:
         run_id = "lane" if timing_lane else "inline"
         m = manifest(corpus, ids, sp, iterations, run_id, lane_protocol(iterations))
         js = plan(m, work / run_id)
-        # the drain's patience and hang limits in simulated seconds (the batch's defaults: 10 s and 60 s;
-        # 1e9: a drain is never stuck, it waits for every run in flight)
-        pool = GpuPool(
-            [str(i) for i in range(a.gpus)],
-            shared=a.gpu_share,
-            patience_s=getattr(a, "patience_s", 10.0) * a.scale,
-            hang_s=getattr(a, "hang_s", 60.0) * a.scale,
-        )
+        pool = GpuPool([str(i) for i in range(a.gpus)], shared=a.gpu_share)
         pool.log = []
         builds = BuildSlots(a.cores_per_gpu * a.gpus)
         kw = {"scale": a.scale, "cache": True, "model_s": a.model_s}
@@ -738,7 +730,6 @@ def lane(a: argparse.Namespace) -> dict[str, object]:
         "stages": a.stages,
         **({"timing_stages_from": sources} if sources else {}),
         "gpus": a.gpus,
-        "drain": {"patience_s": getattr(a, "patience_s", 10.0), "hang_s": getattr(a, "hang_s", 60.0)},
         "tasks": len(ids),
         "iterations": iterations,
         "inline": one(False),
@@ -773,15 +764,6 @@ def main() -> int:
         "batch's with each instance's timing stage timed alone (release)",
     )
     ap.add_argument("--gpus", type=int, default=1, help="lane: GPUs")
-    ap.add_argument(
-        "--patience-s",
-        type=float,
-        default=10.0,
-        help="lane: the drain's patience (GpuPool.patience_s; 1e9 with --hang-s 1e9: a drain waits for every run in flight)",
-    )
-    ap.add_argument(
-        "--hang-s", type=float, default=60.0, help="lane: the drain's hang limit (GpuPool.hang_s)"
-    )
     a = ap.parse_args()
     result = {"overhead": overhead, "simulate": simulate, "h200": h200, "lane": lane}[a.mode](a)
     print(

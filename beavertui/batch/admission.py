@@ -13,8 +13,7 @@ class Admission:
 
     A new session starts only while (1) no build waits for a slot and fewer sessions are starting (started,
     but not yet at any build slot or GPU) than there are slots, and (2) fewer GPU stages wait than the
-    healthy GPUs run at once (GpuPool.backlog: timing stages stuck behind a long run do not count).
-    Sessions in flight are thus bounded by what the GPUs and build slots can
+    healthy GPUs run at once. Sessions in flight are thus bounded by what the GPUs and build slots can
     finish, not by a count of cores; ``changed`` is set whenever the answer may have changed.
     """
 
@@ -45,5 +44,5 @@ class Admission:
         return (
             self.builds.queued() == 0
             and starting < self.builds.n
-            and self.pool.backlog() < max(1, self.pool.capacity())
+            and self.pool.queued() < max(1, self.pool.capacity())
         )

@@ -6,15 +6,15 @@ The rules, each decided under one lock when a request, a release or a deadline h
   exclusive hold (a timing stage, or a run made again alone because it ran out of memory beside others).
 - Requests wait in one queue: timing first, then runs made again alone, then shared runs; within each, the
   oldest session first (rank.py), then first come. Long runs (sanitizer, profiler, and the correctness runs of
-  a task whose runs outlast ``patience_s``) go to the GPU with the fewest long runs and no timing waiting;
+  a task whose runs take long: placement.py) go to the GPU with the fewest long runs and no timing waiting;
   among equal GPUs, the one that ran the fewest stages.
-- A waiting timing stage drains one GPU: it admits no new shared run, except as drain.py allows (a drain
-  stuck behind a run that outlasts ``patience_s`` or hangs, a backfill).
+- A waiting timing stage drains one GPU: it admits no new shared run until the timing stage has it, but for
+  a run expected to end before the runs in flight are (a backfill, ``_fits``).
 - Given ``quiet`` (a way to see a GPU idle), a timing stage stops (SIGSTOP) the registered runs of a GPU
-  instead of waiting for them, where one of them is long or has run ``patience_s`` and none is a sanitizer
-  or profiler run (unless ``pause_instrumented``); it holds the GPU once no kernel runs (``idle_wait_s``)
-  and continues them when done. A stop counts in neither a run's time limit nor its duration. If the GPU
-  does not go idle, the runs are continued and drained, and not stopped again.
+  instead of waiting for them, where one of them is long and none is a sanitizer or profiler run (unless
+  ``pause_instrumented``); it holds the GPU once no kernel runs (``idle_wait_s``) and continues them when
+  done. A stop counts in neither a run's time limit nor its duration. If the GPU does not go idle, the runs
+  are continued and drained, and not stopped again.
 - A run made again alone for its memory waits for the GPU's runs to end and never stops them (a stopped
   process keeps its memory); a timing stage may stop it in turn, and is timed again if it then runs out of
   memory (engine/toolchain/local.py).
@@ -31,7 +31,6 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 
-from beavertui.batch.drain import Drain
 from beavertui.batch.gpu_state import GpuState, Request, kind
 from beavertui.batch.rank import Pausable, session_rank
 from beavertui.engine.errors import ToolchainError
@@ -50,8 +49,6 @@ class GpuPool:
         *,
         shared: int = 4,
         fail_limit: int = 3,
-        patience_s: float = 10.0,
-        hang_s: float = 60.0,
         clock: Callable[[], float] = time.monotonic,
         quiet: Callable[[str, float], float | None] | None = None,
         idle_wait_s: float = 5.0,
@@ -74,8 +71,6 @@ class GpuPool:
         running one is drained, not stopped (a sanitizer run stopped in its first seconds was seen to wedge)."""
         self.shared_limit = max(1, shared)
         self.fail_limit = fail_limit
-        self.drain = Drain(patience_s, hang_s)
-        """When a drained GPU admits runs again (drain.py)."""
         self.clock = clock
         self._cv = threading.Condition()
         self._waiting: list[Request] = []
@@ -84,17 +79,9 @@ class GpuPool:
         self.on_request: Callable[[int], None] | None = None
         """Called with the session rank of every request (Admission.reached)."""
         self.on_change: Callable[[], None] | None = None
-        """Called whenever a stage ends or a stuck drain frees waiting stages (Admission.changed)."""
+        """Called whenever a stage ends (Admission.changed)."""
         self.log: list[tuple[str, str, int, str]] | None = None
         """When a list: every grant and release as (what, kind, rank, gpu), in order (tests, benches)."""
-
-    @property
-    def patience_s(self) -> float:
-        return self.drain.patience_s
-
-    @patience_s.setter
-    def patience_s(self, value: float) -> None:
-        self.drain.patience_s = value
 
     # ------------------------------------------------------------------ scheduling (under the lock)
 
@@ -103,8 +90,6 @@ class GpuPool:
         healthy = [g for g in self.gpus if g.healthy]
         for g in self.gpus:
             g.waiting_exclusive = 0
-            g.waiting_rank = None
-            g.drain_since = None
         now = self.clock()
         granted = False
         for req in sorted(self._waiting, key=Request.order):
@@ -115,7 +100,7 @@ class GpuPool:
             if req.exclusive:
                 idle = [g for g in healthy if not g.exclusive and g.shared == 0 and g.waiting_exclusive == 0]
                 waits = idle or req.no_pause or req.memory  # a memory hold never stops runs: they keep theirs
-                stoppable = [] if waits else [g for g in healthy if self._pausable(g, now)]
+                stoppable = [] if waits else [g for g in healthy if self._pausable(g)]
                 over = [] if waits or stoppable else [g for g in healthy if self._stoppable_memory_hold(g)]
                 if idle:
                     g = next((x for x in idle if x.index == req.prefer), None) or min(
@@ -141,28 +126,10 @@ class GpuPool:
                         healthy, key=lambda x: (x.waiting_exclusive, x.exclusive, x.long_runs, x.shared)
                     )
                     target.waiting_exclusive += 1
-                    if target.waiting_rank is None or req.rank < target.waiting_rank:
-                        target.waiting_rank = req.rank
-                    if target.drain_since is None or req.arrived < target.drain_since:
-                        target.drain_since = req.arrived
                 continue
-            by_rule = [
-                g
-                for g in healthy
-                if not g.exclusive
-                and g.shared < self.shared_limit
-                and (
-                    g.waiting_exclusive == 0
-                    or (
-                        self.drain.stuck(g, now)
-                        and (not req.long or (self.drain.hung(g, now) and self.drain.older(req, g)))
-                    )
-                )
-            ]
-            open_ = by_rule or [  # else a backfill
-                g
-                for g in healthy
-                if not g.exclusive and g.shared < self.shared_limit and self.drain.fits(g, req, now)
+            free = [g for g in healthy if not g.exclusive and g.shared < self.shared_limit]
+            open_ = [g for g in free if g.waiting_exclusive == 0] or [  # else a backfill
+                g for g in free if self._fits(g, req, now)
             ]
             if not open_:
                 continue
@@ -172,10 +139,6 @@ class GpuPool:
                 g = next((x for x in open_ if x.index == req.prefer), None) or min(
                     open_, key=lambda x: (x.shared, x.runs)
                 )
-            if g.waiting_exclusive:  # admitted while the drain is stuck (behind a first run, or a late one),
-                # or as a backfill (it never holds the drain open)
-                first = bool(by_rule) and self.drain.stuck_first(g, now) and not req.long
-                g.late[req.seq] = 1 if first else 2
             g.shared += 1
             g.long_runs += req.long
             g.instrumented += req.instrumented
@@ -188,19 +151,27 @@ class GpuPool:
         if granted:
             self._cv.notify_all()
 
-    def _pausable(self, g: GpuState, now: float) -> bool:
+    @staticmethod
+    def _fits(g: GpuState, req: Request, now: float) -> bool:
+        """Whether ``req`` can run on ``g`` while it drains without delaying the timing stage: it has an
+        expected length, and it is expected to end before the latest expected end of the runs in flight."""
+        if g.waiting_exclusive == 0 or req.expect_s is None:
+            return False
+        ends = [g.started[seq] + e for seq, e in g.expect.items()]  # both kept for exactly the runs in flight
+        return bool(ends) and now + req.expect_s <= max(ends)
+
+    def _pausable(self, g: GpuState) -> bool:
         """Whether a timing stage may take ``g`` by stopping its runs in flight instead of waiting for them:
         the pool can tell when a GPU is idle, every run in flight has registered its process, none of them is
         a sanitizer or profiler run (unless ``pause_instrumented``), and one of them is a long run (a run
-        whose task runs long, a sanitizer run where those are stopped) or has run ``patience_s`` (short runs
-        drain on their own in less)."""
+        whose task runs long, a sanitizer run where those are stopped); short runs drain on their own."""
         if self.quiet is None or g.exclusive or g.shared == 0 or len(g.attached) < g.shared:
             return False
         if g.instrumented and not self.pause_instrumented:  # a sanitizer or profiler run is waited for
             return False
         if g.futile.intersection(g.attached):  # stopping them did not idle the GPU before
             return False
-        return g.long_runs > 0 or any(now - t >= self.patience_s for t in g.started.values())
+        return g.long_runs > 0
 
     def _stop_runs(self, req: Request, g: GpuState) -> int:
         """Stop (Pausable.pause) the registered processes of ``g`` for timing request ``req``, which then waits
@@ -252,12 +223,6 @@ class GpuPool:
                     g.paused.remove(process)
                 self._schedule()
 
-    def reschedule(self) -> None:
-        """Decide again now (a test that moves the pool's clock; the waiting stages do it when a run that a
-        drain waits for reaches ``patience_s``)."""
-        with self._cv:
-            self._schedule()
-
     def _grant(self, req: Request, g: GpuState) -> None:
         req.granted = g
         now = time.monotonic()
@@ -298,7 +263,6 @@ class GpuPool:
             expect_s,
             instrumented and not exclusive,
             memory=memory and exclusive,
-            arrived=self.clock(),
         )
         if self.on_request is not None:
             self.on_request(req.rank)
@@ -322,10 +286,7 @@ class GpuPool:
             self._cv.notify_all()  # wait_queued() watchers
             try:
                 while req.granted is None and not req.failed:
-                    if not self._cv.wait(self.drain.deadline(self.gpus, self.clock())):
-                        self._schedule()  # a run that a drain waits for has now run patience_s
-                        if self.on_change is not None:  # its timing stages no longer hold new sessions back
-                            self.on_change()
+                    self._cv.wait()
             except BaseException:  # interrupted while waiting: leave no request or grant behind
                 if req.granted is not None:
                     self._release(req, req.granted)
@@ -375,7 +336,6 @@ class GpuPool:
             g.instrumented -= req.instrumented
             g.started.pop(req.seq, None)
             g.expect.pop(req.seq, None)
-            g.late.pop(req.seq, None)
         self._mark_idle(g, time.monotonic())
         if self.log is not None:
             self.log.append(("release", kind(req), req.rank, g.index))
@@ -392,15 +352,6 @@ class GpuPool:
         """GPU stages waiting for a GPU now."""
         with self._cv:
             return len(self._waiting)
-
-    def backlog(self) -> int:
-        """GPU stages waiting that the GPUs will serve as soon as the runs in flight end: every waiting
-        stage but the timing stages whose GPU's drain is stuck behind a long run (they wait for that run,
-        not for the queue)."""
-        with self._cv:
-            now = self.clock()
-            blocked = sum(g.waiting_exclusive for g in self.gpus if self.drain.stuck(g, now))
-            return len(self._waiting) - blocked
 
     def wait_queued(self, n: int, timeout: float = 60.0) -> bool:
         """Block until at least ``n`` GPU stages wait (for tests and benches that order events)."""

@@ -16,8 +16,8 @@ class GpuState:
     shared: int = 0
     exclusive: bool = False
     waiting_exclusive: int = 0
-    """Timing requests now waiting for this GPU to drain (it admits no new shared run meanwhile, unless the
-    drain is stuck behind a run found in flight: GpuPool.patience_s)."""
+    """Timing requests now waiting for this GPU to drain (it admits no new shared run meanwhile, but for a
+    backfill: GpuPool._fits)."""
     long_runs: int = 0
     """Shared runs in flight that were asked for as long (sanitizer runs)."""
     instrumented: int = 0
@@ -27,14 +27,6 @@ class GpuState:
     """When each shared run in flight was granted (by request number), on the pool's clock."""
     expect: dict[int, float] = field(default_factory=dict)
     """The expected seconds of the shared runs in flight that came with an expectation (by request number)."""
-    late: dict[int, int] = field(default_factory=dict)
-    """Shared runs in flight that were admitted while a drain was stuck: 1 (behind a run found in flight when
-    the drain began: it may hold the drain open itself after ``hang_s``) or 2 (behind such a run: it never
-    holds the drain open)."""
-    drain_since: float | None = None
-    """When the earliest timing request now waiting for this GPU arrived (None: no drain)."""
-    waiting_rank: int | None = None
-    """The oldest session (lowest rank) whose timing request now waits for this GPU (None: no drain)."""
     consecutive_failures: int = 0
     healthy: bool = True
     busy_since: float | None = None
@@ -72,7 +64,6 @@ class Request:
     """An exclusive hold for a run made again alone because it ran out of memory beside other runs: it never
     stops the GPU's runs (a stopped process keeps its GPU memory) and comes after every timing request."""
     seq: int = field(default_factory=next_seq)
-    arrived: float = 0.0
     granted: GpuState | None = None
     failed: bool = False
     paused: int = 0

@@ -82,6 +82,11 @@ class _PoolLease(Lease):
 class PoolPlacement(Placement):
     """Stages placed by the batch's GPU pool and build slots; builds through the compile cache."""
 
+    long_run_s: float = 10.0
+    """A task whose latest correctness run here took longer than this (a timing stage takes a few seconds;
+    most runs less) has its next runs asked for as long runs: a timing stage that finds one on its GPU stops
+    the GPU's runs instead of waiting for it, and picks another GPU to drain where it can."""
+
     def __init__(
         self,
         pool: GpuPool,
@@ -93,8 +98,8 @@ class PoolPlacement(Placement):
         self.toolkit = toolkit_id() if cache is not None else ""
         self._harness: dict[str, str] = {}
         self._run_s: dict[str, float] = {}
-        """The seconds of each task's latest correctness run here: a task whose runs outlast the pool's
-        patience is run in a long slot, like a sanitizer."""
+        """The seconds of each task's latest correctness run here: a task whose runs outlast ``long_run_s``
+        is run in a long slot, like a sanitizer."""
         self._expect: dict[tuple[str, str], float] = {}
         """(task, "run" or "sanitize"): the seconds the task's latest such stage took here, when it ended
         before its time limit: what the pool expects the next one to take (GpuPool.hold's ``expect_s``). A
@@ -196,12 +201,10 @@ class PoolPlacement(Placement):
                 yield lease
             return
         if use in ("run", "alone"):
-            # A run expected to outlast the pool's patience (the task's last run here did) is a long run: it
-            # waits out a timing stage's drain instead of being admitted while the drain waits for an earlier
-            # run, so a task whose test command takes a minute (one that compiles at test time) cannot keep a
-            # timing stage waiting run after run.
+            # A run expected to take long (the task's last run here did: a test command that compiles for a
+            # minute) is a long run: a timing stage stops it rather than wait for it (GpuPool._pausable).
             alone = use == "alone"
-            long = not alone and self._run_s.get(task.id, 0.0) > self.pool.patience_s
+            long = not alone and self._run_s.get(task.id, 0.0) > self.long_run_s
             expect = self._expect.get((task.id, "run"))
             hold = self.pool.hold(exclusive=alone, long=long, expect_s=expect, memory=alone)
         else:  # sanitizer and profiler runs: long, a slot of their own, placed away from waiting timing

@@ -7,8 +7,8 @@ failure). What is shown:
 
 - a session waiting to time is served before any further correctness run is admitted to the GPU it waits
   for, even one of an older session: timing never starves;
-- a drain stuck behind a run found in flight (running longer than the pool's patience) admits short runs
-  again, never a long one, until that run ends, and the pool notices the moment without another event;
+- a drain admits nothing new however long the runs it waits for take (only a backfill: a run expected to
+  end before them);
 - a timing stage takes an idle GPU at once, and otherwise waits for the GPU without long runs in flight,
   while the long run's GPU keeps taking new runs; a long (sanitizer) run is placed away from a GPU that a
   timing stage waits for;
@@ -22,7 +22,7 @@ failure). What is shown:
   it holds the GPU alone, and builds nothing while it does;
 - it runs sanitizers and profiles in a long slot of their own, after the correctness run's slot is given
   back, and builds the reference it profiles before it holds a GPU; a task whose last correctness run
-  outlasted the pool's patience has its next one in a long slot too;
+  took long has its next one in a long slot too;
 - a stage interrupted while it waits (Ctrl-C) leaves no request behind that would hold others back.
 """
 
@@ -81,7 +81,7 @@ class Stage:
 
 
 class Clock:
-    """The pool's clock in tests: it moves only when the test moves it (a drain's patience is a duration)."""
+    """The pool's clock in tests: it moves only when the test moves it (a backfill compares expected ends)."""
 
     def __init__(self) -> None:
         self.now = 0.0
@@ -117,173 +117,31 @@ def test_a_waiting_timing_stage_is_served_before_more_correctness_runs() -> None
     assert grants(pool) == [("shared", 0, "0"), ("shared", 1, "0"), ("exclusive", 5, "0"), ("shared", 2, "0")]
 
 
-def test_a_drain_stuck_behind_a_run_found_in_flight_admits_short_runs_meanwhile() -> None:
+def test_a_drain_admits_nothing_new_however_long_the_run_it_waits_for_takes() -> None:
+    """A timing stage waits for the runs in flight on its GPU, however long they run: their time limits follow
+    from the task's reference (engine/corpus/run_limit.py), so even a hung kernel holds it for seconds, not
+    minutes. Runs asked for meanwhile, short or long, of older sessions or newer ones, wait for the timing."""
     clock = Clock()
-    pool = GpuPool(["0"], shared=2, patience_s=10.0, clock=clock)
+    pool = GpuPool(["0"], shared=3, clock=clock)
     pool.log = []
-    hung = Stage(pool.hold, 0).wait()  # a correctness run that will run to its time limit
+    slow = Stage(pool.hold, 0).wait()  # a correctness run that will run to its time limit
     clock.now = 1.0
-    timing = Stage(lambda: pool.hold(exclusive=True), 1)
-    queued(pool, 1)
-    short = Stage(pool.hold, 2)
-    sanitizer = Stage(lambda: pool.hold(long=True), 3)
-    queued(pool, 3)
-    clock.now = 9.0
-    pool.reschedule()
-    assert pool.queued() == 3  # the run found in flight has run 9 s: the GPU still drains
-    clock.now = 10.0
-    pool.reschedule()  # 10 s: its end is not in sight, the other slot takes a short run again
-    short.wait()
-    assert not sanitizer.granted.is_set()  # but never a long one
-    clock.now = 30.0
-    later = Stage(pool.hold, 4)
-    queued(pool, 3)
-    short.done()
-    later.wait()  # still stuck behind the first run: the freed slot is used
-    hung.done()  # what the timing stage waited for has ended: drain what came meanwhile, admit nothing
-    newest = Stage(pool.hold, 5)
-    queued(pool, 3)  # the timing stage, the sanitizer run and this one
-    assert not timing.granted.is_set() and not newest.granted.is_set()
-    later.done()
-    timing.wait()
-    assert not newest.granted.is_set() and not sanitizer.granted.is_set()
-    timing.done()
-    for s in (sanitizer.wait(), newest.wait()):
-        s.done()
-    assert [(k, r) for k, r, _g in grants(pool)] == [
-        ("shared", 0), ("shared", 2), ("shared", 4), ("exclusive", 1), ("long", 3), ("shared", 5)
-    ]  # fmt: skip
-
-
-def test_a_run_admitted_during_a_stuck_drain_that_hangs_itself_keeps_the_other_slot_open() -> None:
-    """Seen on the H200: a short run admitted behind a long one was itself a hung kernel (300 s to its time
-    limit). The drain waited for it with every other slot closed, and no stage of any session ran for 275 s."""
-    clock = Clock()
-    pool = GpuPool(["0"], shared=2, patience_s=10.0, hang_s=30.0, clock=clock)
-    pool.log = []
-    first = Stage(pool.hold, 0).wait()
-    timing = Stage(lambda: pool.hold(exclusive=True), 1)
-    queued(pool, 1)
-    clock.now = 10.0
-    hangs = Stage(pool.hold, 2).wait()  # admitted at once: the drain is stuck behind the first run
-    clock.now = 12.0
-    first.done()
-    short = Stage(pool.hold, 3)
-    queued(pool, 2)
-    assert not short.granted.is_set()  # the admitted run has run 2 s: the GPU drains for the timing stage
-    clock.now = 39.0
-    pool.reschedule()
-    assert not short.granted.is_set()  # 29 s: a long run, not yet a hung one
-    clock.now = 40.0
-    pool.reschedule()  # it has run hang_s: stuck behind it, the free slot takes short runs again
-    short.wait().done()
-    assert not timing.granted.is_set()  # the timing stage waits for the hung run; it never shares the GPU
-    hangs.done()
-    timing.wait().done()
-    assert [(k, r) for k, r, _g in grants(pool)] == [
-        ("shared", 0),
-        ("shared", 2),
-        ("shared", 3),
-        ("exclusive", 1),
-    ]
-
-
-def test_a_sanitizer_run_starts_beside_a_hung_run_that_a_drain_waits_for() -> None:
-    """Seen on the H200: a broken-start check hung to the release's 300 s limit in one slot while timing
-    stages waited for it; a failed run's memcheck run, a long run, was never admitted, and its session waited
-    to the end of the batch. Once the run the drain waits for has run hang_s, a long run of a session older
-    than the timing stage's starts beside it; it never holds the drain open, and short runs admitted behind it
-    stay short."""
-    clock = Clock()
-    pool = GpuPool(["0"], shared=3, patience_s=10.0, hang_s=30.0, clock=clock)
-    pool.log = []
-    hung = Stage(pool.hold, 0).wait()
     timing = Stage(lambda: pool.hold(exclusive=True), 2)
     queued(pool, 1)
+    clock.now = 500.0  # the run has run 499 s; each request below makes the pool decide again
+    short = Stage(pool.hold, 3)
     sanitizer = Stage(lambda: pool.hold(long=True), 1)  # of a session older than the timing stage's
-    queued(pool, 2)
-    clock.now = 10.0
-    pool.reschedule()
-    short = Stage(pool.hold, 3).wait()  # stuck behind the first run: short runs go on
-    assert not sanitizer.granted.is_set()  # 10 s: a long run, not yet a hung one
-    clock.now = 29.0
-    pool.reschedule()
-    assert not sanitizer.granted.is_set()
-    clock.now = 30.0
-    pool.reschedule()  # it has run hang_s: the sanitizer starts beside it
-    sanitizer.wait()
-    short.done()
-    hung.done()
-    newest = Stage(pool.hold, 4)
-    queued(pool, 2)
-    assert not newest.granted.is_set() and not timing.granted.is_set()  # the drain waits for the sanitizer
-    clock.now = 500.0
-    pool.reschedule()
-    assert not newest.granted.is_set()  # admitted behind the drain, it never holds it open
-    sanitizer.done()
-    timing.wait().done()
-    newest.wait().done()
-    assert [(k, r) for k, r, _g in grants(pool)] == [
-        ("shared", 0), ("shared", 3), ("long", 1), ("exclusive", 2), ("shared", 4)
-    ]  # fmt: skip
-
-
-def test_a_newer_session_s_sanitizer_run_waits_beside_a_hung_run_for_an_older_session_s_timing() -> None:
-    """Seen on the H200 (kernelbench): beside runs that only looked hung, the start checks' sanitizer runs of
-    newer sessions were started and ran to their 300 s limit, and four older sessions waited 267 to 446 s for
-    timing stages of 2 to 3 s. A newer session's long run waits out the drain; an older one's does not."""
-    clock = Clock()
-    pool = GpuPool(["0"], shared=4, patience_s=10.0, hang_s=30.0, clock=clock)
-    pool.log = []
-    hung = Stage(pool.hold, 0).wait()
-    timing = Stage(lambda: pool.hold(exclusive=True), 1)
-    queued(pool, 1)
     newer = Stage(lambda: pool.hold(long=True), 5)
-    older = Stage(lambda: pool.hold(long=True), 0)
-    queued(pool, 3)
-    clock.now = 30.0
-    pool.reschedule()  # hung: the older session's sanitizer starts beside it, the newer one's does not
-    older.wait()
-    assert pool.queued() == 2
-    hung.done()
-    older.done()
-    timing.wait().done()
-    newer.wait().done()
+    queued(pool, 4)
+    assert not any(s.granted.is_set() for s in (timing, short, sanitizer, newer))
+    slow.done()
+    timing.wait()
+    assert not any(s.granted.is_set() for s in (short, sanitizer, newer))
+    timing.done()
+    for s in (sanitizer.wait(), short.wait(), newer.wait()):
+        s.done()
     assert [(k, r) for k, r, _g in grants(pool)] == [
-        ("shared", 0),
-        ("long", 0),
-        ("exclusive", 1),
-        ("long", 5),
-    ]
-
-
-def test_a_stream_of_long_runs_cannot_starve_a_timing_stage() -> None:
-    """Runs admitted behind a run that hangs never hold the drain open themselves, however long they run:
-    once the runs before them end, the GPU drains (kernelbench's runs, with their JIT builds, take a minute)."""
-    clock = Clock()
-    pool = GpuPool(["0"], shared=2, patience_s=10.0, hang_s=30.0, clock=clock)
-    pool.log = []
-    first = Stage(pool.hold, 0).wait()
-    timing = Stage(lambda: pool.hold(exclusive=True), 1)
-    queued(pool, 1)
-    clock.now = 10.0
-    late = Stage(pool.hold, 2).wait()  # behind the first run, stuck at 10 s
-    clock.now = 15.0
-    first.done()
-    clock.now = 40.0
-    pool.reschedule()
-    later = Stage(pool.hold, 3).wait()  # behind the late run, which has run 30 s
-    late.done()
-    clock.now = 500.0
-    pool.reschedule()
-    newest = Stage(pool.hold, 4)
-    queued(pool, 2)
-    assert not newest.granted.is_set()  # the run admitted behind a late one has run 460 s: the GPU drains
-    later.done()
-    timing.wait().done()
-    newest.wait().done()
-    assert [(k, r) for k, r, _g in grants(pool)] == [
-        ("shared", 0), ("shared", 2), ("shared", 3), ("exclusive", 1), ("shared", 4)
+        ("shared", 0), ("exclusive", 2), ("long", 1), ("shared", 3), ("long", 5)
     ]  # fmt: skip
 
 
@@ -293,7 +151,7 @@ def test_a_run_expected_to_end_before_the_drain_does_is_admitted_meanwhile() -> 
     expected to end keeps a free slot busy (a backfill) and delays the timing stage by nothing; one that
     would end later waits, and so does one whose length is not known."""
     clock = Clock()
-    pool = GpuPool(["0"], shared=4, patience_s=10.0, hang_s=60.0, clock=clock)
+    pool = GpuPool(["0"], shared=4, clock=clock)
     pool.log = []
     a = Stage(lambda: pool.hold(long=True, expect_s=75.0), 0).wait()  # ends at 75 s, as expected
     clock.now = 60.0
@@ -305,8 +163,6 @@ def test_a_run_expected_to_end_before_the_drain_does_is_admitted_meanwhile() -> 
     too_long = Stage(lambda: pool.hold(long=True, expect_s=80.0), 4)  # 61 + 80 > 135
     unknown = Stage(lambda: pool.hold(long=True), 5)
     queued(pool, 3)
-    clock.now = 100.0
-    pool.reschedule()
     assert pool.queued() == 3  # the timing stage, and the two runs that do not fit
     for s in (a, b, fits):
         s.done()
@@ -316,63 +172,6 @@ def test_a_run_expected_to_end_before_the_drain_does_is_admitted_meanwhile() -> 
     assert [(k, r) for k, r, _g in grants(pool)] == [
         ("long", 0), ("long", 1), ("long", 3), ("exclusive", 2), ("long", 4), ("long", 5)
     ]  # fmt: skip
-
-
-def test_a_run_counts_as_hung_only_past_twice_its_expected_length() -> None:
-    """A run of a task whose runs take 75 s has not hung at the pool's hang_s (60 s): a sanitizer run started
-    beside it then would hold the timing stage for its whole length too. Past twice its expected length it
-    counts as hung, as a run without an expectation does at hang_s."""
-    clock = Clock()
-    pool = GpuPool(["0"], shared=3, patience_s=10.0, hang_s=60.0, clock=clock)
-    pool.log = []
-    slow = Stage(lambda: pool.hold(long=True, expect_s=75.0), 0).wait()
-    timing = Stage(lambda: pool.hold(exclusive=True), 2)
-    queued(pool, 1)
-    sanitizer = Stage(lambda: pool.hold(long=True), 1)
-    queued(pool, 2)
-    clock.now = 60.0
-    pool.reschedule()
-    assert pool.queued() == 2  # 60 s: a run expected to take 75 s is not hung; both still wait
-    clock.now = 149.0
-    pool.reschedule()
-    assert pool.queued() == 2
-    clock.now = 150.0
-    pool.reschedule()  # twice its expected length: hung, and the sanitizer starts beside it
-    sanitizer.wait()
-    slow.done()
-    sanitizer.done()
-    timing.wait().done()
-    assert [(k, r) for k, r, _g in grants(pool)] == [("long", 0), ("long", 1), ("exclusive", 2)]
-
-
-def test_timing_stages_stuck_behind_a_long_run_do_not_hold_new_sessions_back() -> None:
-    clock = Clock()
-    pool, builds = GpuPool(["0"], shared=1, patience_s=10.0, clock=clock), BuildSlots(2)
-    gate = Admission(pool, builds)
-    hung = Stage(pool.hold, 0).wait()
-    timings = [Stage(lambda: pool.hold(exclusive=True), r) for r in (1, 2)]
-    queued(pool, 2)
-    assert pool.backlog() == 2 and not gate.ready()  # two stages wait for what one slot runs
-    clock.now = 10.0
-    pool.reschedule()
-    assert pool.backlog() == 0 and gate.ready()  # they wait for the hung run, not for the queue
-    hung.done()
-    assert pool.backlog() == 1 and not gate.ready()  # one timing stage runs, one waits: the queue is real
-    for t in timings:
-        t.wait().done()
-    assert gate.ready()
-
-
-def test_the_pool_decides_again_when_a_run_it_drains_for_reaches_its_patience() -> None:
-    pool = GpuPool(["0"], shared=2, patience_s=0.2)  # the real clock: nothing else happens meanwhile
-    hung = Stage(pool.hold, 0).wait()
-    timing = Stage(lambda: pool.hold(exclusive=True), 1)
-    queued(pool, 1)
-    short = Stage(pool.hold, 2).wait()  # granted once the hung run has run 0.2 s, with no other event
-    assert not timing.granted.is_set()
-    short.done()
-    hung.done()
-    timing.wait().done()
 
 
 def test_timing_takes_an_idle_gpu_at_once() -> None:
@@ -813,29 +612,29 @@ def test_the_batch_says_a_run_as_it_ends_before_its_sanitizer_runs(
     assert seen == ["build", "run", "sanitize", "verdict"]
 
 
-@pytest.mark.parametrize("patience_s", [0.0, 1e9])
-def test_a_task_whose_runs_outlast_the_patience_runs_in_a_long_slot(
-    sleepy: Any, tmp_path: Path, patience_s: float
+@pytest.mark.parametrize("long_run_s", [0.0, 1e9])
+def test_a_task_whose_runs_take_long_runs_in_a_long_slot(
+    sleepy: Any, tmp_path: Path, long_run_s: float
 ) -> None:
-    """A run that outlasts a drain's patience would be admitted beside a waiting timing stage again and again
-    (a test command that compiles for a minute): once a task's run has outlasted it, its next runs are long
-    runs, which wait out a drain. Below the patience, runs stay short."""
+    """A run that takes long (a test command that compiles for a minute) is one a timing stage stops rather
+    than waits for: once a task's run took longer than the placement's ``long_run_s``, its next runs are
+    long runs. Below it, runs stay short."""
     from beavertui.engine.toolchain.base import AttemptOptions
 
     tool = _scheduled(tmp_path, sanitizer_exe="true")
-    tool.placement.pool.patience_s = patience_s
+    tool.placement.long_run_s = long_run_s
     wrong = "compute() { echo 41; }\ncost() { echo 1.0; }\n"
     for it in (1, 2):
         events = list(tool.attempt(sleepy, wrong, AttemptOptions(iteration=it, gate=0.7)))
         assert events[-1].category == "functional_correctness"
     kinds = [kind for kind, _rank, _gpu in grants(tool.placement.pool)]
     # each attempt: its correctness run, then its sanitizer run (always long)
-    assert kinds == (["shared", "long", "long", "long"] if patience_s == 0.0 else ["shared", "long"] * 2)
+    assert kinds == (["shared", "long", "long", "long"] if long_run_s == 0.0 else ["shared", "long"] * 2)
 
 
 def test_run_seconds_learned_before_the_first_run_place_it(sleepy: Any, tmp_path: Path) -> None:
     """A kept start check or a resumed session's earlier attempts say how long the task's runs take: the first
-    run this toolchain makes of it is placed by that (here: longer than the patience, so a long slot)."""
+    run this toolchain makes of it is placed by that (here: longer than ``long_run_s``, so a long slot)."""
     from beavertui.batch.local_executor import local_starter
     from beavertui.engine.session.events import Ran, StageResult
     from beavertui.engine.toolchain.base import AttemptOptions
@@ -875,7 +674,7 @@ def test_each_run_and_sanitizer_run_is_expected_to_take_what_the_task_s_last_one
     tool.learn_run_seconds("sleepy", 300.0, timed_out=True)  # a kept check that hung: nothing to expect
     asked.clear()
     list(tool.attempt(sleepy, wrong, AttemptOptions(iteration=3, gate=0.7)))
-    assert asked[0] == (True, None)  # a long run (300 s outlasts the patience), of no known length
+    assert asked[0] == (True, None)  # a long run (300 s is over long_run_s), of no known length
     # a sanitizer run whose duration was not recorded says nothing of the next one (not: it takes 0 s)
     sanitize = tool._sanitize
 
@@ -1192,21 +991,33 @@ def test_a_timing_stage_is_served_before_an_older_session_s_run_made_again_alone
     assert grants(pool) == [("shared", 9, "0"), ("exclusive", 5, "0"), ("exclusive", 0, "0")]
 
 
-def test_short_runs_drain_before_a_timing_stage_and_are_stopped_only_once_past_their_patience() -> None:
+def test_short_runs_drain_before_a_timing_stage_and_are_never_stopped() -> None:
+    """Only a long run is stopped for a timing stage: short runs end on their own within a timing stage's
+    seconds, however long the timing stage has waited for them (the pool's clock moved, other requests made)."""
     clock = Clock()
-    pool = GpuPool(["0"], shared=2, clock=clock, quiet=lambda gpu, max_s: 0.0, patience_s=10.0)
+    pool = GpuPool(["0"], shared=3, clock=clock, quiet=lambda gpu, max_s: 0.0)
     p = Proc()
     short = Stage(lambda: _registered(pool, p), 0).wait()
     timing = Stage(lambda: pool.hold(exclusive=True), 1)
     queued(pool, 1)
+    clock.now = 500.0
+    other = Stage(pool.hold, 2)  # the pool decides again
+    queued(pool, 2)
     assert not timing.granted.is_set() and p.calls == []
-    clock.now = 10.0
-    pool.reschedule()
-    timing.wait()
-    assert p.calls == ["pause"]
-    timing.done()
+    q = Proc()
+    slow = Stage(lambda: _registered(pool, q, long=True), 3)  # a slow task's run waits out the drain too
+    queued(pool, 3)
     short.done()
-    assert p.calls == ["pause", "resume"]
+    timing.wait()
+    assert p.calls == [] and q.calls == [] and timing.got.pause is None
+    timing.done()
+    other.wait().done()
+    slow.wait()
+    timing = Stage(lambda: pool.hold(exclusive=True), 4).wait()  # a long run in flight: stopped at once
+    assert q.calls == ["pause"] and timing.got.pause.runs == 1
+    timing.done()
+    slow.done()
+    assert q.calls == ["pause", "resume"]
 
 
 def test_a_run_that_has_not_registered_its_process_is_waited_for() -> None:
