@@ -39,7 +39,7 @@ class Pairing:
 
     def side(self, p: ProtocolKey) -> str | None:
         """``a``, ``b`` or None: which side of the pairing this protocol is."""
-        d = p.as_dict()
+        d = _settings(p)
         for name, want in (("a", self.a), ("b", self.b)):
             if all(_same(d.get(k), v) for k, v in want.items()):
                 return name
@@ -61,14 +61,24 @@ def _order(axis: str, value: Any) -> Any:
     return value if not isinstance(value, bool) else int(value)
 
 
+#: Every setting that tells two protocols apart: the protocol fields and the baseline the gate applies to
+#: (written only when not the reference, so that ``as_dict`` leaves it out), which no swing or contrast may
+#: mix unseen: pass@k against eager is not pass@k against the reference.
+KEY_FIELDS: tuple[str, ...] = (*PROTOCOL_FIELDS, "gate_baseline")
+
+
+def _settings(p: ProtocolKey) -> dict[str, Any]:
+    return {f: getattr(p, f) for f in KEY_FIELDS}
+
+
 def _rest(p: ProtocolKey, skip: set[str]) -> tuple[Any, ...]:
-    d = p.as_dict()
-    return tuple(d[f] for f in PROTOCOL_FIELDS if f not in skip)
+    d = _settings(p)
+    return tuple(d[f] for f in KEY_FIELDS if f not in skip)
 
 
 def _differs_only_in(a: ProtocolKey, b: ProtocolKey) -> str | None:
-    da, db = a.as_dict(), b.as_dict()
-    diff = [f for f in PROTOCOL_FIELDS if da[f] != db[f]]
+    da, db = _settings(a), _settings(b)
+    diff = [f for f in KEY_FIELDS if da[f] != db[f]]
     return diff[0] if len(diff) == 1 else None
 
 

@@ -190,6 +190,26 @@ def test_swing_and_kendall_by_hand() -> None:
     assert kt["tau"] == pytest.approx(-1.0)
 
 
+def test_no_swing_or_contrast_mixes_the_baseline_a_gate_applies_to() -> None:
+    """L2 gated on the reference against L3 gated on eager differ in two settings: no feedback swing, no
+    feedback contrast. Gated on eager at L2 and L3 alike, they are one; the two gates at one level are a
+    contrast of gate_baseline."""
+    after = {"gate_mode": "after_run"}
+    rows = []
+    for fb, gated, ok in (("L2", "reference", True), ("L3", "eager", False), ("L2", "eager", False)):
+        for model in ("m1", "m2"):
+            p = proto(feedback=fb, **after, **({"gate_baseline": gated} if gated != "reference" else {}))
+            rows.append(row("T0", 1, ok, 1.0 if ok else None, model=model, protocol=p))
+    groups = compute_groups(from_rows(rows))
+    by_axis = {(s["model"], s["axis"]): s for s in swing(groups) if s["from"] == "runs"}
+    # L2 and L3 on eager: a feedback swing of 0; L2 on the reference beside L3 on eager: none
+    assert sorted(by_axis) == [("m1", "feedback"), ("m2", "feedback")]
+    assert by_axis[("m1", "feedback")]["swing"] == 0.0
+    assert by_axis[("m1", "feedback")]["fixed"]["gate_baseline"] == "eager"
+    axes = sorted(k["axis"] for k in kendall(groups) if k["from"] == "runs")
+    assert axes == ["feedback", "gate_baseline"]
+
+
 def brute_force(n: int, c: int, k: int) -> float:
     """Share of k-subsets of n samples (c of them successes) that hold a success."""
     samples = [True] * c + [False] * (n - c)
