@@ -486,7 +486,14 @@ def _validate_status(results: list[Any], problems: tuple[str, ...] | list[str]) 
 def _baselines_tasks(args: argparse.Namespace) -> list[Any]:
     from beavertui.engine.fileio import read_small_text
 
-    tasks = list(_load(args).tasks)
+    load = _load(args)
+    tasks = list(load.tasks)
+    unknown = [tid for tid in args.task or () if tid not in {t.id for t in tasks}]
+    if unknown:  # a task named that is not there is bad input, not an empty table
+        why = next(
+            (p for p in load.problems if p.startswith(f"{unknown[0]}:")), f"{unknown[0]}: not in the corpus"
+        )
+        raise BeaverError(f"--task {why}")
     if args.tasks_file is not None:
         text = read_small_text(args.tasks_file, 1 << 20, "task list")
         wanted = [ln.split("#", 1)[0].strip() for ln in text.splitlines()]

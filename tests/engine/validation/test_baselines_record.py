@@ -462,3 +462,15 @@ def test_the_table_says_why_a_task_has_no_set_and_keeps_its_roofline(tmp_path: P
         "another version" in machine["softmax_00"]["why no set"] and machine["reduce_00"]["why no set"] == ""
     )
     assert "none stored for this GPU" in machine["reduce_01"]["why no set"]
+
+
+def test_a_task_named_that_is_not_in_the_corpus_is_refused(tmp_path: Path) -> None:
+    """--task with a mistyped id printed an empty table ("0 tasks") and exited 0."""
+    corpus(tmp_path)
+    cmd = ["corpus", "baselines", "--corpus", str(tmp_path / "corpus"), "--table", "--gpu-slug", H200.slug]
+    proc = run_cli(*cmd, "--task", "reduce_00", "--task", "reduce_0O")
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr.strip().splitlines() == [
+        f"beavertui: --task reduce_0O: no such task folder in {tmp_path / 'corpus'}"
+    ]
+    assert run_cli(*cmd, "--task", "reduce_00").returncode == 0
