@@ -505,6 +505,30 @@ def _baselines_tasks(args: argparse.Namespace) -> list[Any]:
     return tasks
 
 
+def _baselines_options(args: argparse.Namespace) -> None:
+    """Refuse an option the mode asked for would ignore: the recording options with --table or --load (they
+    measure nothing), --gpu-slug without --table (a recording times this machine's GPU)."""
+    if args.table and args.load is not None:
+        raise BeaverError("--table prints the stored sets and --load stores a file's: give one of them")
+    mode = "--table" if args.table else "--load" if args.load is not None else None
+    if mode is not None:
+        recording = {
+            "--jobs": args.jobs != 4, "--trials": args.trials != 20, "--warmup": args.warmup != 3,
+            "--warm-s": args.warm_s != 600.0, "--budget-s": args.budget_s is not None, "--missing": args.missing,
+            "--out": args.out is not None,
+        }  # fmt: skip
+        given = [flag for flag, set_ in recording.items() if set_]
+        if given:
+            raise BeaverError(
+                f"{mode} measures nothing: {', '.join(given)} would be ignored; drop {'it' if len(given) == 1 else 'them'}"
+            )
+    elif args.gpu_slug is not None:
+        raise BeaverError(
+            "--gpu-slug names the GPU whose stored times --table prints; a recording times this machine's GPU: "
+            "drop it, or add --table"
+        )
+
+
 def _baselines(args: argparse.Namespace) -> int:
     from beavertui.commands.formats import output_format
     from beavertui.engine.host.ceilings import measure
@@ -515,6 +539,7 @@ def _baselines(args: argparse.Namespace) -> int:
     from beavertui.reports.render import emit
 
     fmt = output_format(args)
+    _baselines_options(args)
     tasks = _baselines_tasks(args)
     if args.load is not None:
         loaded = rec.load_sets(tasks, args.load)

@@ -474,3 +474,28 @@ def test_a_task_named_that_is_not_in_the_corpus_is_refused(tmp_path: Path) -> No
         f"beavertui: --task reduce_0O: no such task folder in {tmp_path / 'corpus'}"
     ]
     assert run_cli(*cmd, "--task", "reduce_00").returncode == 0
+
+
+def test_an_option_the_mode_would_ignore_is_refused(tmp_path: Path) -> None:
+    """--table and --load measure nothing, so the recording options did nothing beside them (--table --out
+    FILE wrote no file), and --gpu-slug did nothing without --table: each is now refused in one line."""
+    corpus(tmp_path)
+    base = ["corpus", "baselines", "--corpus", str(tmp_path / "corpus")]
+    for extra, said in (
+        (
+            ["--table", "--gpu-slug", H200.slug, "--out", str(tmp_path / "t.jsonl")],
+            "--table measures nothing: --out",
+        ),
+        (
+            ["--table", "--gpu-slug", H200.slug, "--jobs", "8", "--missing"],
+            "--jobs, --missing would be ignored",
+        ),
+        (["--load", str(tmp_path / "x.jsonl"), "--trials", "5"], "--load measures nothing: --trials"),
+        (["--gpu-slug", H200.slug], "--gpu-slug names the GPU whose stored times --table prints"),
+        (["--table", "--load", str(tmp_path / "x.jsonl")], "give one of them"),
+    ):
+        proc = run_cli(*base, *extra)
+        assert proc.returncode == 2, extra
+        assert len(proc.stderr.strip().splitlines()) == 1 and said in proc.stderr, extra
+    assert not (tmp_path / "t.jsonl").exists()
+    assert run_cli(*base, "--table", "--gpu-slug", H200.slug).returncode == 0
