@@ -53,7 +53,9 @@ done
 budget=$(($(left) - 100))
 WORKERS=${WORKERS:-$(($(nproc) * 3 / 4 > 1 ? $(nproc) * 3 / 4 : 1))}
 ARGS=(--corpus .release/a/data --tasks "${TASKS:-@bench/release-cupti-tasks.txt}" --oracle "${ORACLE:-judge}"
-  --gpu 0 --store "$OUT/store" --workers "$WORKERS" --gpu-jobs "${GPU_JOBS:-6}" --max-calls "${MAX_CALLS:-400}" --json)
+  --store "$OUT/store" --workers "$WORKERS" --max-calls "${MAX_CALLS:-400}" --json)
+# the GPU's options for the judge only (the compile-only oracle refuses them: it uses no GPU)
+[ "${ORACLE:-judge}" = judge ] && ARGS+=(--gpu 0 --gpu-jobs "${GPU_JOBS:-6}")
 [ "${MISSING:-0}" = 1 ] && ARGS+=(--missing)
 log "minimize: ${budget} s of oracle calls, $WORKERS workers, ${GPU_JOBS:-6} runs on the GPU at once"
 timeout -k 10 $((budget + 70)) python3 -m beavertui corpus minimize "${ARGS[@]}" --hunks-only \

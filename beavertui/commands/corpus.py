@@ -387,6 +387,7 @@ def _minimize(args: argparse.Namespace) -> int:
     )  # fmt: skip
     if args.replay is not None and args.oracle != "judge":
         raise BeaverError("--replay replays a judge search's kept answers: it takes no --oracle compile")
+    _minimize_options(args)
     if args.replay is not None:
         slug: str | None = args.replay
     else:
@@ -423,6 +424,29 @@ def _minimize(args: argparse.Namespace) -> int:
     summary = run(options, the_plan, started, done)
     print(summary.line(), file=sys.stderr)
     return 0 if not summary.errors else 1
+
+
+def _minimize_options(args: argparse.Namespace) -> None:
+    """Refuse an option the search would ignore: the GPU's options with the compile-only oracle (it builds
+    only) or a replay (it asks no oracle), timing every candidate with the compile-only oracle, and a call
+    budget for a replay (it makes no call)."""
+    gpu_options = {"--gpu": args.gpu is not None, "--gpu-jobs": args.gpu_jobs != 1}
+    if args.oracle == "compile":
+        given = [
+            f
+            for f, set_ in {**gpu_options, "--time-every-candidate": args.time_every_candidate}.items()
+            if set_
+        ]
+        why = "--oracle compile builds only, on no GPU"
+    elif args.replay is not None:
+        given = [f for f, set_ in {**gpu_options, "--max-calls": args.max_calls != 300}.items() if set_]
+        why = "--replay asks no oracle and needs no GPU"
+    else:
+        return
+    if given:
+        raise BeaverError(
+            f"{why}: {', '.join(given)} would be ignored; drop {'it' if len(given) == 1 else 'them'}"
+        )
 
 
 def _minimize_plan(the_plan: Any) -> int:

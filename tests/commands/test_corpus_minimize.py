@@ -203,3 +203,30 @@ def test_missing_leaves_out_the_tasks_a_store_holds_a_verified_fix_for(
     assert main([*args, "--missing"]) == 0
     out = capsys.readouterr()
     assert "0 task(s) to search" in out.out and "(verified on some_gpu)" in out.err
+
+
+def test_an_option_the_search_would_ignore_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The compile-only oracle builds on no GPU, and a replay asks no oracle: --gpu, --gpu-jobs and
+    --time-every-candidate (compile), --gpu, --gpu-jobs and --max-calls (replay) did nothing there."""
+    base = ["corpus", "minimize", "--corpus", str(DATA), "--store", str(tmp_path), "--dry-run"]
+    for extra, said in (
+        (
+            ["--oracle", "compile", "--gpu", "0"],
+            "--oracle compile builds only, on no GPU: --gpu would be ignored",
+        ),
+        (
+            ["--oracle", "compile", "--gpu-jobs", "4", "--time-every-candidate"],
+            "--gpu-jobs, --time-every-candidate",
+        ),
+        (
+            ["--replay", "some_gpu", "--max-calls", "5"],
+            "--replay asks no oracle and needs no GPU: --max-calls",
+        ),
+    ):
+        assert main([*base, *extra]) == 2, extra
+        err = capsys.readouterr().err
+        assert said in err and len(err.strip().splitlines()) == 1, extra
+    assert main([*base, "--oracle", "compile"]) == 0
+    assert list(tmp_path.iterdir()) == []
