@@ -236,6 +236,14 @@ def _handle(args: argparse.Namespace) -> int:
     return 0
 
 
+#: Why a table that --table may name is absent from a source's metrics.
+ABSENT: dict[str, str] = {
+    "baselines": "no session of the source recorded named baselines in its header, none being stored for its "
+    "task on its GPU when it started (beavertui corpus baselines records them; docs/metrics.md, Baselines)",
+    "usage": "no reply reported tokens or cost",
+}
+
+
 def _chosen(tables: list[Any], names: list[str]) -> list[Any]:
     """The tables named by --table, in the order given (all of them without --table)."""
     from beavertui.engine.errors import BeaverError
@@ -245,7 +253,10 @@ def _chosen(tables: list[Any], names: list[str]) -> list[Any]:
     by = {t.slug: t for t in tables}
     unknown = [n for n in names if n not in by]
     if unknown:
-        raise BeaverError(f"--table {unknown[0]}: no such table here (tables: {', '.join(by)})")
+        why = ABSENT.get(unknown[0])
+        raise BeaverError(
+            f"--table {unknown[0]}: no such table here{f': {why}' if why else ''} (tables: {', '.join(by)})"
+        )
     return [by[n] for n in dict.fromkeys(names)]
 
 
