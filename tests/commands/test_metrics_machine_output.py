@@ -106,7 +106,9 @@ def test_csv_of_several_tables_to_one_stream_is_refused(
     assert code == 2 and "--table nope: no such table here (tables: main, p_sweep" in err
     # a table the source has none of says why (its sessions recorded no named baselines)
     code, _, err = metrics(capsys, "--table", "baselines")
-    assert code == 2 and "--table baselines: no such table here: no session of the source recorded named " in err
+    assert (
+        code == 2 and "--table baselines: no such table here: no session of the source recorded named " in err
+    )
 
 
 def test_csv_of_tokens_and_cost_is_numbers(capsys: pytest.CaptureFixture[str]) -> None:
