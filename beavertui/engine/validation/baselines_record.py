@@ -657,7 +657,7 @@ def missing_note(tasks: Sequence[Task], gpu: GpuSignature, cache: Path | None = 
         if named_baselines.load(t, gpu, cache) is None:
             why.setdefault(named_baselines.why_not_loaded(t, gpu, cache), []).append(t.id)
     parts = [
-        f"no named baselines (every column but roofline -) for {len(ids)} task(s), "
+        f"no named baselines (eager to vendor -) for {len(ids)} task(s), "
         f"{', '.join(ids[:6])}{', ...' if len(ids) > 6 else ''}: {reason}"
         for reason, ids in why.items()
     ]
