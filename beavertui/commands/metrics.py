@@ -291,14 +291,18 @@ def _write_folder(folder: Path, files: dict[str, str]) -> None:
 
 def _against_json(g: Any, against: list[tuple[str, Any]]) -> dict[str, Any]:
     """A group's rates against each named baseline its sessions recorded (docs/metrics.md, Baselines):
-    baseline name -> n_tasks, pass@1, pass@k, degenerate_rate_raw (null for the roofline); empty without."""
+    baseline name -> n_tasks, pass@1, pass@k (with pass@k_lower_bound: true where the loop stopped at the
+    first attempt at p x the reference), degenerate_rate_raw (null for the roofline); empty without."""
     out: dict[str, Any] = {}
+    p = g.protocol
+    stopped = p.in_loop and not p.continue_after_pass and p.method != "repeated"
     for name, b in against:
         if (b.model, b.corpus, b.protocol) == (g.model, g.corpus, g.protocol):
             out[name] = {
                 "n_tasks": b.n_tasks,
                 "pass@1": b.pass_at_1,
                 "pass@k": b.pass_at_k,
+                "pass@k_lower_bound": stopped and name != "reference",
                 "degenerate_rate_raw": None if name == "roofline" else b.degenerate_rate_raw,
             }
     return out

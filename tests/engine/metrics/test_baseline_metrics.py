@@ -113,6 +113,9 @@ def test_metrics_against_each_baseline(tmp_path: Path) -> None:
     assert got["eager"].n_tasks == 1 and got["graph"].n_tasks == 1
     table = next(t for t in report.tables if t.name == "baselines")
     assert [r[2] for r in table.rows] == ["reference", "eager", "graph"]
+    # the in-loop gate stopped the loop at the first pass against the reference: a lower bound against the others
+    assert [r[5].lower_bound for r in table.rows] == [False, True, True]
+    assert "a lower bound" in table.title
     assert "the fraction of the roofline reached" in table.note
 
 
@@ -191,6 +194,7 @@ def test_metrics_json_carries_each_group_against_each_baseline(tmp_path: Path) -
         "n_tasks": 1,
         "pass@1": 0.0,
         "pass@k": 1.0,
+        "pass@k_lower_bound": True,  # the demo's in-loop gate stopped its loop at the first pass
         "degenerate_rate_raw": 0.0,
     }
     assert group["against"]["roofline"]["degenerate_rate_raw"] is None
