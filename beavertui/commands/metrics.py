@@ -379,6 +379,8 @@ def _usage_json(usage: dict[Any, Any]) -> list[dict[str, Any]]:
                 **g.usage.model_dump(),
                 "cost_per_session_usd": g.cost_per_session,
                 "cost_per_repair_usd": g.cost_per_repair,
+                "unpriced": g.unpriced,
+                "cost_is_lower_bound": g.partial_cost,
             }
         )
     return out

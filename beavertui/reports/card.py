@@ -143,8 +143,17 @@ def _cost_lines(
         lines.append(
             f"- {g.model}, {g.protocol.short()}: {summary(u.usage)}; {u.sessions} sessions, "
             f"{u.repaired} repaired; per session {dollars(u.cost_per_session)}, "
-            f"per repair {dollars(u.cost_per_repair)}"
+            f"per repair {dollars(u.cost_per_repair)}{_partial(u)}"
         )
     whole = total(usage)
-    lines.append(f"- Whole run: {summary(whole.usage)}; {whole.sessions} sessions, {whole.repaired} repaired")
+    lines.append(
+        f"- Whole run: {summary(whole.usage)}; {whole.sessions} sessions, {whole.repaired} repaired{_partial(whole)}"
+    )
     return lines
+
+
+def _partial(u: Any) -> str:
+    """Where some replies have no price beside priced ones: the dollars are a lower bound, and why."""
+    if not u.partial_cost:
+        return ""
+    return f" (costs are lower bounds: {u.unpriced} of {u.usage.replies} replies have no price in the models file)"

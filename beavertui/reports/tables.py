@@ -416,6 +416,11 @@ def usage_table(groups: Sequence[GroupMetrics], usage: Mapping[Any, Any], *, mac
     def row(model: str, proto: str, g: Any) -> tuple[Cell, ...]:
         u = g.usage
         reported = u.replies - u.unreported
+        at_least = ">=" if g.partial_cost else ""  # some replies unpriced: the sum of the priced ones
+
+        def usd(x: float | None) -> str:
+            return dollars(x) if x is None else at_least + dollars(x)
+
         return (
             model,
             proto,
@@ -425,11 +430,11 @@ def usage_table(groups: Sequence[GroupMetrics], usage: Mapping[Any, Any], *, mac
             tokens_text(u.prompt_tokens) if reported else "-",
             tokens_text(u.completion_tokens) if reported else "-",
             tokens_text(u.reasoning_tokens) if reported else "-",
-            dollars(u.cost_usd),
-            dollars(g.cost_per_session),
-            dollars(g.cost_per_repair),
+            usd(u.cost_usd),
+            usd(g.cost_per_session),
+            usd(g.cost_per_repair),
             str(u.cached),
-            dollars(u.paid_usd) if u.cached else dollars(u.cost_usd),
+            usd(u.paid_usd) if u.cached else usd(u.cost_usd),
         )
 
     def number(x: float | None) -> str:
@@ -447,6 +452,7 @@ def usage_table(groups: Sequence[GroupMetrics], usage: Mapping[Any, Any], *, mac
             str(u.replies),
             str(reported),
             *(str(n) if reported else "" for n in counts),
+            str(g.unpriced),
             number(u.cost_usd),
             number(g.cost_per_session),
             number(g.cost_per_repair),
@@ -478,6 +484,7 @@ def usage_table(groups: Sequence[GroupMetrics], usage: Mapping[Any, Any], *, mac
                 "prompt tokens",
                 "completion tokens",
                 "reasoning tokens",
+                "replies without a price",
                 "cost (USD)",
                 "per session (USD)",
                 "per repair (USD)",
@@ -487,7 +494,9 @@ def usage_table(groups: Sequence[GroupMetrics], usage: Mapping[Any, Any], *, mac
             tuple(rows),
             note="Every reply counts, those of redone attempts too. Token counts: the sums the endpoint gave "
             "(empty where no reply of the row gave any); reasoning tokens are part of the completion tokens. "
-            "Cost at the prices of the models file (empty without prices); per repair: cost over the sessions "
+            "Cost at the prices of the models file (empty without prices), summed over the replies that have one: "
+            "where replies without a price sit beside priced ones (a priced planner beside an unpriced coder) it "
+            "is a lower bound; per repair: cost over the sessions "
             "that passed. cached replies: served by the reply cache, not asked again; paid: cost less those.",
             name="usage",
         )
@@ -511,7 +520,8 @@ def usage_table(groups: Sequence[GroupMetrics], usage: Mapping[Any, Any], *, mac
         tuple(rows),
         note="Every reply counts, those of redone attempts too. usage reported: replies whose endpoint "
         "gave token counts, of all; reasoning tokens are part of the completion tokens. Cost at the prices "
-        "of the models file (US dollars; - without prices); per repair: cost over the sessions that "
-        "passed. cached replies: served by the reply cache, not asked again; paid: cost less those.",
+        "of the models file (US dollars; - without prices); >=: a lower bound, the sum over the priced replies "
+        "where others have no price (a priced planner beside an unpriced coder); per repair: cost over the "
+        "sessions that passed. cached replies: served by the reply cache, not asked again; paid: cost less those.",
         name="usage",
     )

@@ -26,6 +26,14 @@ class GroupUsage:
     sessions: int
     repaired: int
     usage: Usage
+    unpriced: int = 0
+    """Replies (plans and summaries too) the models file gave no price for: where some others have one (a
+    priced planner beside an unpriced coder), ``usage.cost_usd`` sums the priced only, a lower bound."""
+
+    @property
+    def partial_cost(self) -> bool:
+        """The cost is known for some replies only: a lower bound of what the group cost."""
+        return self.usage.cost_usd is not None and self.unpriced > 0
 
     @property
     def cost_per_session(self) -> float | None:
@@ -56,14 +64,18 @@ class UsageFold:
         header, events = read.header, read.events
         if header.parent is not None:
             return
-        u = usage_of(e for e in events if isinstance(e, Reply | Plan | Summary))
+        calls = [e for e in events if isinstance(e, Reply | Plan | Summary)]
+        u = usage_of(calls)
+        unpriced = sum(1 for e in calls if e.cost_usd is None)
         repaired = read.state.success
         key = group_key(model_identity(header.model), header.protocol.key())
         old = self.groups.get(key)
         self.groups[key] = (
-            GroupUsage(1, int(repaired), u)
+            GroupUsage(1, int(repaired), u, unpriced)
             if old is None
-            else GroupUsage(old.sessions + 1, old.repaired + int(repaired), add(old.usage, u))
+            else GroupUsage(
+                old.sessions + 1, old.repaired + int(repaired), add(old.usage, u), old.unpriced + unpriced
+            )
         )
 
 
@@ -77,8 +89,9 @@ def run_usage(root: Path) -> dict[GroupKey, GroupUsage]:
 
 def total(groups: dict[GroupKey, GroupUsage]) -> GroupUsage:
     """The whole run's."""
-    sessions = repaired = 0
+    sessions = repaired = unpriced = 0
     u = Usage()
     for g in groups.values():
         sessions, repaired, u = sessions + g.sessions, repaired + g.repaired, add(u, g.usage)
-    return GroupUsage(sessions, repaired, u)
+        unpriced += g.unpriced
+    return GroupUsage(sessions, repaired, u, unpriced)
