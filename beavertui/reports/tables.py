@@ -395,7 +395,8 @@ def breakdown_table(
         ("model", "protocol", name, "tasks", "pass@1", "pass@k"),
         tuple(rows),
         note=f"Percent of the row's tasks (tasks: how many), at the protocol's gate; {name}: {what}; "
-        f"[95% bootstrap interval over the row's tasks, percentile, {resamples} resamples, seed {seed}].",
+        f"[95% bootstrap interval over the row's tasks, percentile, {resamples} resamples, seed {seed}]."
+        + gated_note(groups),
         keys=3,
         name="by_" + name.replace(" ", "_"),
     )

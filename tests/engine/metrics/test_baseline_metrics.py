@@ -263,5 +263,7 @@ def test_a_protocol_gated_on_a_baseline_is_also_shown_against_the_reference(tmp_
     assert not any("but no speedup" in n for n in notes)
     for name in ("main", "p_sweep"):
         assert "p-vs=eager" in next(t for t in report.tables if t.name == name).note, name
+    by_family = with_tables(compute(run), resamples=20, by=("family",))
+    assert "p-vs=eager" in next(t for t in by_family.tables if t.name == "by_family").note
     deps = paper_tables(report.groups).departures
     assert any("gate p applies to the eager baseline" in d for d in deps)
