@@ -261,9 +261,10 @@ def test_a_protocol_gated_on_a_baseline_is_also_shown_against_the_reference(tmp_
         "1 task(s) with a correct attempt have no eager baseline" in n and "transpose_00" in n for n in notes
     )
     assert not any("but no speedup" in n for n in notes)
-    for name in ("main", "p_sweep"):
-        assert "p-vs=eager" in next(t for t in report.tables if t.name == name).note, name
+    said = "p-vs=NAME (p-vs=eager): the protocol's gate names a baseline (gate_baseline)"
+    for name in ("main", "p_sweep", "analysis"):
+        assert said in next(t for t in report.tables if t.name == name).note, name
     by_family = with_tables(compute(run), resamples=20, by=("family",))
-    assert "p-vs=eager" in next(t for t in by_family.tables if t.name == "by_family").note
+    assert said in next(t for t in by_family.tables if t.name == "by_family").note
     deps = paper_tables(report.groups).departures
     assert any("gate p applies to the eager baseline" in d for d in deps)
