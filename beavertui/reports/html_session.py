@@ -443,6 +443,12 @@ def _timing_block(state: SessionState, a: AttemptState) -> str:
             f'{t.speedup:.2f}x</b> <span class="dim">{"≥" if ok else "<"} gate {gate:g}x</span> '
             f'<span class="{"green" if ok else "red b"}">{"passes the gate" if ok else "BELOW GATE"}</span></div>'
         )
+        named = state.header.protocol.gate_baseline
+        if named != "reference":  # as the Speedup pane says it: the loop judged the reference
+            out.append(
+                f'<div class="yellow">against the reference, as the loop judged it; this protocol\'s gate applies '
+                f"to {_e(named)} (p-vs={_e(named)}), below: metrics judge it there</div>"
+            )
         out.append(
             f'<div class="dim">medians of {len(t.candidate_samples)} interleaved runs ({_e(t.method)})</div>'
         )

@@ -55,3 +55,15 @@ def test_session_page_and_metrics_tables_carry_the_baselines(tmp_path: Path) -> 
 def test_a_session_without_baselines_exports_as_before(tmp_path: Path) -> None:
     page = session_page(load_session_doc(_session(tmp_path, [])))
     assert "against baselines" not in page
+
+
+def test_a_session_gated_on_a_baseline_says_its_page_gate_is_the_references(tmp_path: Path) -> None:
+    named = [{"name": "eager", "median_ms": 0.5, "method": "torch_events_l2flush_queued", "note": "eager"}]
+    path = _session(tmp_path, named)
+    assert "this protocol's gate applies" not in session_page(load_session_doc(path))
+    lines = path.read_text().splitlines()
+    head = json.loads(lines[0])
+    head["protocol"].update(gate_mode="after_run", gate_baseline="eager")
+    path.write_text("\n".join([json.dumps(head), *lines[1:]]) + "\n")
+    page = session_page(load_session_doc(path))
+    assert "this protocol's gate applies to eager (p-vs=eager), below: metrics judge it there" in page

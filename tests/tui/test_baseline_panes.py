@@ -67,3 +67,18 @@ def test_without_baselines_nothing_is_added() -> None:
     view, _, _ = _view([])
     assert "against baselines" not in _text(SpeedupPane().render_view(view))
     assert str(_against(view)) == ""
+
+
+def test_a_protocol_gated_on_a_baseline_says_the_pane_gate_is_the_references() -> None:
+    """Gated on eager, the pane's 'passes the gate' / 'BELOW GATE' line judged the reference with nothing
+    saying that the protocol's gate, as metrics apply it, is against eager."""
+    view, _, _ = _view(BASELINES)
+    assert "this protocol's gate applies to" not in _text(SpeedupPane().render_view(view))
+    hdr, events = quick_session("gemm_tiled_bounds", "model-a", "s1", speed=1.1, seed=3)
+    protocol = hdr.protocol.model_copy(update={"gate_baseline": "eager", "gate_mode": "after_run"})
+    state = fold(hdr.model_copy(update={"baselines": BASELINES, "protocol": protocol}), events)
+    out = _text(SpeedupPane().render_view(View(state=state, cursor=view.cursor)))
+    assert (
+        "against the reference, as the loop judged it; this protocol's gate applies to eager (p-vs=eager)"
+        in out
+    )

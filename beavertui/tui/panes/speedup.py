@@ -96,6 +96,15 @@ class SpeedupPane(Pane):
             out.append(f"{t.speedup:7.2f}x", style="bold green" if ok else "bold red")
             out.append(f"  {'≥' if ok else '<'} gate {gate:g}x  ", style="dim")
             out.append("passes the gate" if ok else "BELOW GATE", style="green" if ok else "bold red")
+            named = view.state.header.protocol.gate_baseline
+            if (
+                named != "reference"
+            ):  # the loop judged the reference; the protocol's numbers judge the baseline
+                out.append(
+                    f"\n          against the reference, as the loop judged it; this protocol's gate applies to "
+                    f"{named} (p-vs={named}), below: metrics judge it there",
+                    style="yellow",
+                )
             out.append(
                 f"\n          medians of {len(t.candidate_samples)} interleaved runs ({t.method})\n",
                 style="dim",
