@@ -215,8 +215,10 @@ def analysis_table(
     resamples: int = RESAMPLES,
     seed: int = SEED,
     group_rates: Sequence[Mapping[str, Rate]] | None = None,
+    fix_origins: Sequence[str] = (),
 ) -> Table:
-    """Edit precision, bug recall and both degeneration rates per group, next to its pass@k.
+    """Edit precision, bug recall and both degeneration rates per group, next to its pass@k (``fix_origins``:
+    where the minimal fixes that scored the repairs come from, said in the note).
 
     ``cells`` maps ``analysis.report.group_key`` to that group's ``GroupCells`` (from the sessions).
     """
@@ -278,7 +280,9 @@ def analysis_table(
         "fall within an edit block of the task's verified minimal fix (tolerance 1 line); bug recall: "
         "percent of the minimal fix's edit blocks the repair touches. A repair of a task without a verified "
         "minimal fix is unscored (left out of both, never scored against the reference)"
-        f"{_unscored(groups, cells)}. Degenerate (speedup): first successes at iteration >= 2 slower "
+        f"{_unscored(groups, cells)}."
+        + (f" The minimal fixes scored against: {'; '.join(sorted(fix_origins))}." if fix_origins else "")
+        + f" Degenerate (speedup): first successes at iteration >= 2 slower "
         "than the reference (docs/metrics.md); degenerate (code): the same first successes that lost a "
         "performance feature of the reference (shared memory, tensor cores, async copies, vector loads, "
         "shuffles, parallel launch), the kernel, or their work to a library. Percent, pooled over "

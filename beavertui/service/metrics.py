@@ -105,6 +105,8 @@ class Report:
     repeated_arms: dict[str, int] = field(default_factory=dict)
     """Run id -> trajectories left out because an earlier run in the source already holds that arm."""
     against: list[tuple[str, Any]] = field(default_factory=list)
+    fix_origins: tuple[str, ...] = ()
+    """Where the minimal fixes that scored the repairs come from (the analysis table's note says it)."""
     """(baseline name, GroupMetrics) of every group re-judged against each named baseline its sessions
     recorded (engine.metrics.compute on AttemptsTable.against_baseline), baseline by baseline."""
     headers: list[Any] | None = None
@@ -361,6 +363,7 @@ def compute(
         source, table, groups, swing(groups, pairings), kendall(groups, pairings), cells, stats=stats if is_run else None,
         usage=usage, paper=paper_tables(groups, rescored_gate=gate), gate=gate, kept_gate=kept_gate,
         repeated_arms=repeated_arms, against=against, headers=headers,
+        fix_origins=tuple(sorted(cells_fold.fix_origins)) if cells_fold is not None else (),
     )  # fmt: skip
 
 
@@ -462,7 +465,14 @@ def with_tables(
         tables.append(baselines_table(groups, report.rates, report.against, resamples=resamples, seed=seed))
     if report.cells is not None:
         tables.append(
-            analysis_table(groups, report.cells, resamples=resamples, seed=seed, group_rates=report.rates)
+            analysis_table(
+                groups,
+                report.cells,
+                resamples=resamples,
+                seed=seed,
+                group_rates=report.rates,
+                fix_origins=report.fix_origins,
+            )
         )
     if report.usage and any(g.reported for g in report.usage.values()):
         tables.append(usage_table(groups, report.usage, machine=machine))

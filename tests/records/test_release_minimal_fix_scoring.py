@@ -138,3 +138,18 @@ def test_the_package_s_fixes_score_the_release_repairs_of_their_tasks(
     # the figures docs/analysis.md quotes: 18 scored, 56 unscored, edit precision 92.4%, bug recall 98.1%
     assert (len(shipped), group["unscored_repairs"]) == (18, 56)
     assert (round(100 * group["edit_precision"], 1), round(100 * group["bug_recall"], 1)) == (92.4, 98.1)
+    # and where the targets come from: the GPU that verified them, and which store, in the analysis table's
+    # note and on the analysis pane (the run was recorded on the H200, the fixes verified on an H100)
+    analysis = next(t for t in doc["tables"] if t["name"] == "analysis")
+    slug = "nvidia_h100_80gb_hbm3_sm_90_cuda_13_0"
+    assert f"The minimal fixes scored against: verified on {slug} (the package's store)." in analysis["note"]
+    from beavertui.engine.analysis.report import analyse, attempt_lines
+    from beavertui.engine.session.state import fold
+
+    (path,) = run.rglob(f"{next(iter(shipped))}__s0.jsonl")
+    header, events, _ = read_session(path)
+    assert header is not None
+    state = fold(header, events)
+    first = next(a for a in state.attempts if a.verdict is not None and a.verdict.correct)
+    lines = attempt_lines(analyse(header.task, first))
+    assert lines[0].endswith(f"; minimal fix verified on {slug} (the package's store)"), lines[0]

@@ -43,6 +43,8 @@ class AttemptAnalysis:
     degeneration: Degeneration
     unscored: str | None = None
     """Why the edit is unscored: the task has no verified minimal fix (None when scored)."""
+    fix_origin: str | None = None
+    """Where the minimal fix it was scored against comes from (FixTarget.origin), when scored."""
 
 
 def analyse(task: TaskRef, attempt: AttemptState, fix: FixTarget | None = None) -> AttemptAnalysis | None:
@@ -63,7 +65,13 @@ def analyse(task: TaskRef, attempt: AttemptState, fix: FixTarget | None = None) 
     run_log = attempt.run.result.log if attempt.run is not None else ""
     runtime = runtime_geometry(run_log) or None
     deg = compare(cand.code, task.broken_start, task.reference, candidate_runtime=runtime)
-    return AttemptAnalysis(attempt.iteration, edit, deg, None if edit is not None else fix.reason)
+    return AttemptAnalysis(
+        attempt.iteration,
+        edit,
+        deg,
+        None if edit is not None else fix.reason,
+        fix.origin if edit is not None else None,
+    )
 
 
 def attempt_columns(task: TaskRef, attempt: AttemptState, fix: FixTarget | None = None) -> dict[str, object]:
@@ -160,6 +168,7 @@ def attempt_lines(analysis: AttemptAnalysis | None) -> list[str]:
         lines.append(
             f"Edit precision {p} ({e.needed} of {e.changed} changed lines needed, tolerance {e.tolerance}); "
             f"bug recall {r} ({e.recovered} of {len(e.blocks)} minimal-fix blocks)"
+            + (f"; minimal fix {analysis.fix_origin}" if analysis.fix_origin else "")
         )
     d = analysis.degeneration
     if d.degenerate:
@@ -228,6 +237,8 @@ class CellsFold:
         self._columns: dict[GroupKey, dict[str, dict[str, list[float]]]] = {}
         self._trajectories = 0
         self._arms: dict[tuple[GroupKey, str, int], str] = {}
+        self.fix_origins: set[str] = set()
+        """Where the minimal fixes that scored a repair come from (AttemptAnalysis.fix_origin)."""
 
     def add(self, read: RunSession) -> None:
         from beavertui.engine.metrics.self_source import source_model_matches
@@ -252,6 +263,8 @@ class CellsFold:
             if a.verdict is None or (p.method == "iterative" and a.iteration > budget):
                 continue
             analysis = analyse(header.task, a)
+            if analysis is not None and analysis.fix_origin:
+                self.fix_origins.add(analysis.fix_origin)
             analysed = _columns(analysis)
             cols["unscored"].append(float(analysis is not None and analysis.edit is None))
             repeated = p.method == "repeated"

@@ -62,6 +62,8 @@ class FixTarget:
     """The broken start with the verified minimal fix applied; None when unscored."""
     reason: str | None = None
     """Why there is no target (None when there is one)."""
+    origin: str | None = None
+    """Where the verified fix comes from (its record and the GPU that verified it), where there is one."""
 
 
 def record(corpus_root: Path) -> dict[str, dict[str, object]]:
@@ -90,9 +92,19 @@ def target(corpus_root: Path, task_id: str, broken_start: str) -> FixTarget:
     if entry.get("verified") is not True:
         return FixTarget(None, f"minimal fix not verified ({entry.get('why', 'no reason given')})")
     try:
-        return FixTarget(patch.apply(broken_start, p.read_text(encoding="utf-8")))
+        return FixTarget(patch.apply(broken_start, p.read_text(encoding="utf-8")), origin=_origin(corpus_root, entry))
     except (OSError, UnicodeDecodeError, patch.PatchError):
         return FixTarget(None, "minimal fix does not apply to this broken start")
+
+
+def _origin(root: Path, entry: dict[str, object]) -> str:
+    """In words, where a verified fix comes from: a store's GPU folder (the package's, or another), or a
+    corpus's own record, with the GPU its entry names."""
+    if (root / RECORD).is_file() and root.parent in (KNOWN_FIXES, *(r for r in store_roots())):
+        which = "the package's store" if root.parent == KNOWN_FIXES else f"the store {root.parent}"
+        return f"verified on {root.name} ({which})"
+    gpu = entry.get("gpu")
+    return f"verified on {gpu} (the corpus's record)" if gpu else "the corpus's record"
 
 
 @lru_cache(maxsize=256)
