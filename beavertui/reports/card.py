@@ -7,6 +7,7 @@ models and endpoints, seeds, tool version, GPU and host); what was not recorded 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -90,6 +91,7 @@ def card(
         for m in sorted({g.model for g in groups}):
             lines.append(f"- {m} (endpoint not recorded in an attempts table)")
     lines += _cost_lines(source, groups, headers, usage)
+    lines += _baseline_lines(headers)
     lines += ["", "## Seeds", ""]
     seeds = sorted({str(h.protocol.seed) for h in headers})
     lines.append(f"- Model seed(s): {', '.join(seeds) if seeds else 'unknown'}")
@@ -149,6 +151,43 @@ def _cost_lines(
     lines.append(
         f"- Whole run: {summary(whole.usage)}; {whole.sessions} sessions, {whole.repaired} repaired{_partial(whole)}"
     )
+    return lines
+
+
+def _baseline_lines(headers: Sequence[SessionHeader]) -> list[str]:
+    """## Named baselines: what the sessions' headers recorded, per baseline: the tasks that have it, how it
+    was timed and with what (docs/metrics.md, Baselines); nothing where no header recorded any."""
+    from beavertui.engine.timing.named_baselines import NAMES, TITLES
+
+    tasks: dict[str, set[str]] = {}
+    how: dict[str, set[str]] = {}
+    everyone: set[str] = set()
+    for h in headers:
+        everyone.add(h.task.id)
+        for b in h.baselines:
+            tasks.setdefault(b.name, set()).add(h.task.id)
+            torch = re.search(r"\btorch (\S+?)(?:,|$)", b.note or "")
+            how.setdefault(b.name, set()).add(b.method + (f" (torch {torch.group(1)})" if torch else ""))
+    if not tasks:
+        return []
+    lines = [
+        "",
+        "## Named baselines",
+        "",
+        "- Stored once per GPU and recorded in each session's header when it started; a speedup against one is "
+        "its median over the attempt's candidate median (docs/metrics.md, Baselines)",
+    ]
+    for name in NAMES:
+        if name in tasks:
+            measured = (
+                "from its declared work" if name == "roofline" else f"timed by {', '.join(sorted(how[name]))}"
+            )
+            lines.append(
+                f"- {name} ({TITLES[name]}): {len(tasks[name])} of {len(everyone)} tasks; {measured}"
+            )
+    gated = sorted({h.protocol.gate_baseline for h in headers} - {"reference"})
+    if gated:
+        lines.append(f"- The gate p applies to: {', '.join(gated)} (gate_baseline), not the reference")
     return lines
 
 

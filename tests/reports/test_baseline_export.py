@@ -67,3 +67,29 @@ def test_a_session_gated_on_a_baseline_says_its_page_gate_is_the_references(tmp_
     path.write_text("\n".join([json.dumps(head), *lines[1:]]) + "\n")
     page = session_page(load_session_doc(path))
     assert "this protocol's gate applies to eager (p-vs=eager), below: metrics judge it there" in page
+
+
+def test_the_card_says_which_baselines_the_sessions_recorded_and_how(tmp_path: Path) -> None:
+    """The evaluation card listed protocols, models, costs and hardware but not the named baselines a run's
+    numbers are set against: which, for how many tasks, timed how and with which torch."""
+    from beavertui.reports.card import card
+
+    path = _session(tmp_path, [])
+    assert "## Named baselines" not in card(path.parent, compute(path.parent).groups, "x")
+    named = [
+        {"name": "eager", "median_ms": 0.5, "method": "torch_events_l2flush_queued",
+         "note": "PyTorch eager, torch 2.11.0+cu130, median of 20 calls, CV 0.4%"},
+        {"name": "roofline", "median_ms": 0.01, "method": "roofline", "note": "536870912 B at 4000 GB/s"},
+    ]  # fmt: skip
+    (tmp_path / "b").mkdir()
+    path = _session(tmp_path / "b", named)
+    report = compute(path.parent)
+    text = card(path.parent, report.groups, "x", headers=report.headers)
+    assert (
+        "- eager (PyTorch eager): 1 of 1 tasks; timed by torch_events_l2flush_queued (torch 2.11.0+cu130)"
+        in text
+    )
+    assert (
+        "- roofline (roofline: declared work at the GPU's measured ceilings): 1 of 1 tasks; from its declared"
+        in text
+    )
