@@ -567,12 +567,26 @@ def _baselines(args: argparse.Namespace) -> int:
     tasks = _baselines_tasks(args)
     if args.load is not None:
         loaded = rec.load_sets(tasks, args.load)
+        elsewhere = [o.task_id for o in loaded if o.reason == rec.NOT_IN_CORPUS]
         for o in loaded:
-            if o.reason:
+            if o.reason and o.reason != rec.NOT_IN_CORPUS:
                 print(f"{o.task_id}: {o.reason}", file=sys.stderr)
         n_stored = sum(1 for o in loaded if o.stored)
-        print(f"stored the named baselines of {n_stored} task(s) from {args.load}", file=sys.stderr)
-        return 0 if n_stored else 3
+        other = (
+            f" ({len(elsewhere)} set(s) of tasks not in this corpus left out: {', '.join(elsewhere[:3])}"
+            f"{', ...' if len(elsewhere) > 3 else ''})"
+            if elsewhere
+            else ""
+        )
+        if not n_stored:  # the file was not for these tasks, or is out of date: bad input, nothing written
+            why = (
+                "no set of it could be stored"
+                if len(elsewhere) < len(loaded)
+                else "no set of it names a task here"
+            )
+            raise BeaverError(f"{args.load}: {why}{other}" if loaded else f"{args.load}: it holds no set")
+        print(f"stored the named baselines of {n_stored} task(s) from {args.load}{other}", file=sys.stderr)
+        return 0
     if args.table:
         if args.gpu_slug:
             gpu = GpuSignature(slug=args.gpu_slug, name=args.gpu_slug, compute_capability="")

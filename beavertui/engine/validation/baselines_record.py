@@ -530,10 +530,14 @@ def describe(found: BaselineSet) -> str:
     return "; ".join(parts)
 
 
+#: The reason of a set ``load_sets`` read for a task the corpus (or its selection) does not hold.
+NOT_IN_CORPUS = "not a task of this corpus (or of the tasks chosen): not stored"
+
+
 def load_sets(tasks: Sequence[Task], path: Path, cache: Path | None = None) -> list[Outcome]:
     """Store the sets of a JSON Lines file (``corpus baselines --out``, recorded elsewhere) for the tasks of
-    ``tasks`` they name; a set whose equivalent changed since is not stored and says so. BeaverError for a
-    file that is not such a file."""
+    ``tasks`` they name; a set whose equivalent changed since, or whose task is not among ``tasks``
+    (NOT_IN_CORPUS), is not stored and says so. BeaverError for a file that is not such a file."""
     from pydantic import ValidationError
 
     from beavertui.engine.fileio import read_small_text
@@ -551,6 +555,7 @@ def load_sets(tasks: Sequence[Task], path: Path, cache: Path | None = None) -> l
             ) from None
         task = by_id.get(found.task_id)
         if task is None:
+            out.append(Outcome(found.task_id, reason=NOT_IN_CORPUS))
             continue
         try:
             eq = named_baselines.equivalent(task)

@@ -499,3 +499,28 @@ def test_an_option_the_mode_would_ignore_is_refused(tmp_path: Path) -> None:
         assert len(proc.stderr.strip().splitlines()) == 1 and said in proc.stderr, extra
     assert not (tmp_path / "t.jsonl").exists()
     assert run_cli(*base, "--table", "--gpu-slug", H200.slug).returncode == 0
+
+
+def test_a_file_of_sets_for_other_tasks_is_refused_as_bad_input(tmp_path: Path) -> None:
+    """--load of a file whose sets name no task of the corpus stored nothing, said only 'stored the named
+    baselines of 0 task(s)' and exited 3, an infrastructure failure. It is bad input: one line, exit 2."""
+    tasks = corpus(tmp_path)
+    other = nb.BaselineSet(task_id="kernelbench_level1_16", gpu=H200, method="m", equivalent_hash="h")
+    stale = nb.BaselineSet(task_id="reduce_00", gpu=H200, method="m", equivalent_hash="old")
+    base = ["corpus", "baselines", "--corpus", str(tmp_path / "corpus"), "--load"]
+    for sets, said in (
+        (
+            [other],
+            "no set of it names a task here (1 set(s) of tasks not in this corpus left out: kernelbench_l",
+        ),
+        ([other, stale], "no set of it could be stored (1 set(s) of tasks not in this corpus left out"),
+        ([], "it holds no set"),
+    ):
+        f = tmp_path / "sets.jsonl"
+        f.write_text("".join(s.model_dump_json() + "\n" for s in sets))
+        proc = run_cli(*base, str(f))
+        assert proc.returncode == 2, sets
+        assert proc.stderr.strip().splitlines()[-1] == f"beavertui: {f}: {said}" or said in proc.stderr, (
+            proc.stderr
+        )
+    assert not any((t.root / "baselines" / "named" / f"{H200.slug}.json").exists() for t in tasks)
