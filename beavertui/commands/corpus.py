@@ -627,6 +627,12 @@ def _baselines(args: argparse.Namespace) -> int:
         from beavertui.engine.timing.named_baselines import load as stored
 
         tasks = [t for t in tasks if stored(t, gpu) is None]
+        if not tasks:  # what was asked is done: nothing to time, no ceilings to measure
+            print(
+                f"nothing to time: every task chosen has its named baselines stored for {gpu.slug}",
+                file=sys.stderr,
+            )
+            return 0
     ceil = measure(gpu, torch_ok=True)
     print(
         f"ceilings on {gpu.slug}: copy {ceil.copy_gbps or '?'} GB/s, bf16 {ceil.bf16_tflops or '?'} TFLOP/s",

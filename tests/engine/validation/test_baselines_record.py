@@ -524,3 +524,26 @@ def test_a_file_of_sets_for_other_tasks_is_refused_as_bad_input(tmp_path: Path) 
             proc.stderr
         )
     assert not any((t.root / "baselines" / "named" / f"{H200.slug}.json").exists() for t in tasks)
+
+
+def test_missing_with_every_set_stored_is_done_not_failed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--missing when every chosen task has its set stored for this GPU: the run recorded 0 of 0 tasks and
+    exited 3, an infrastructure failure, after measuring the GPU's ceilings for nothing. It is done: exit 0."""
+    from beavertui.cli import main
+    from beavertui.engine.host import gpu as gpu_mod
+
+    tasks = corpus(tmp_path)
+    by = {t.id: t for t in tasks}
+    for tid in ("reduce_00", "softmax_00"):
+        eq = nb.equivalent(by[tid])
+        assert eq is not None
+        nb.save(by[tid], nb.BaselineSet(task_id=tid, gpu=H200, method=eq.method, equivalent_hash=eq.digest()))
+    monkeypatch.setattr(gpu_mod, "probe", lambda: gpu_mod.Machine(gpu=H200, nvcc=None, cuda=None, torch=True))
+    cmd = ["corpus", "baselines", "--corpus", str(tmp_path / "corpus"), "--missing"]
+    assert main([*cmd, "--task", "reduce_00", "--task", "softmax_00"]) == 0
+    assert (
+        f"nothing to time: every task chosen has its named baselines stored for {H200.slug}"
+        in capsys.readouterr().err
+    )
