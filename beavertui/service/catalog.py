@@ -161,7 +161,10 @@ def read_row(path: Path) -> Row:
             short_problem(problem), category, mtime, problem,
         )  # fmt: skip
     if isinstance(last, SessionEnd):
-        tokens, cost, cached = _usage(last.usage.model_dump() if last.usage is not None else None)
+        from beavertui.engine.session.usage import session_usage
+
+        whole = session_usage(last)
+        tokens, cost, cached = _usage(whole.model_dump() if whole is not None else None)
         return Row(
             str(path), task, model, label, "success" if last.success else "failed",
             last.iterations or iteration, budget, last.best_speedup,

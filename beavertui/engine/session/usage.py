@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from beavertui.engine.session.events import Plan, Reply, Summary, Usage
+from beavertui.engine.session.events import Plan, Reply, SessionEnd, Summary, Usage
 
 
 def usage_of(replies: Iterable[Reply | Plan | Summary]) -> Usage:
@@ -64,6 +64,17 @@ def add(a: Usage, b: Usage) -> Usage:
         cached=a.cached + b.cached,
         paid_usd=plus(a.paid_usd, b.paid_usd),
     )
+
+
+def session_usage(end: SessionEnd) -> Usage | None:
+    """What a whole session's calls took, as its end line gives it: the coder's replies (``usage``) with the
+    plans (``planner_usage``) and summaries (``summariser_usage``) a planned or L3S protocol asked for, as
+    ``metrics`` counts them; None where the end line has none of them."""
+    total: Usage | None = None
+    for u in (end.usage, end.planner_usage, end.summariser_usage):
+        if u is not None:
+            total = u if total is None else add(total, u)
+    return total
 
 
 def tokens_text(n: int) -> str:

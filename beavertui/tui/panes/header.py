@@ -120,11 +120,11 @@ def _against(view: View) -> Text:
 
 def _usage(view: View) -> Text:
     """This reply's cost and tokens of the session's, where reported: ``$0.004 of $0.05 · 3.4k of 14k tok``."""
-    from beavertui.engine.session.usage import dollars, tokens_text, usage_of
+    from beavertui.engine.session.usage import dollars, session_usage, tokens_text, usage_of
 
     text = Text()
     end = view.state.end
-    u = end.usage if end is not None and end.usage is not None else None
+    u = session_usage(end) if end is not None else None  # the plans and summaries too, as metrics counts them
     if u is None:
         u = usage_of(a.reply for a in view.state.attempts if a.reply is not None)
     if u.replies == u.unreported and u.cost_usd is None:

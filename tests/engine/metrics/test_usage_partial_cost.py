@@ -31,3 +31,34 @@ def test_a_cost_of_some_replies_only_is_a_lower_bound() -> None:
         else:
             assert cost == "-", (model, proto)
     assert ">=: a lower bound" in table.note
+
+
+def test_the_browser_and_the_header_count_the_plans_and_summaries_as_metrics_does() -> None:
+    """A session's Tokens and Cost in the browser, and the session's total in the screen's header, read the
+    end line's coder usage only: plan-transfer's $0.0069 (its planner's) showed as no cost, and a planned
+    session's tokens left out its plans, where metrics counts them."""
+    from beavertui.engine.session.events import SessionEnd
+    from beavertui.engine.session.state import fold
+    from beavertui.engine.session.store import read_session
+    from beavertui.service.catalog import read_row
+    from beavertui.tui.panes.header import _usage
+    from beavertui.tui.view import View
+
+    by_metrics = {key[2].short(): g.usage for key, g in run_usage(GPU).items()}
+    for name, label in (
+        ("plan-transfer", "iterative K5 L3 H4 T0.7 p0.7 plan+F planner=strong-planner"),
+        ("plan-f", "iterative K5 L3 H4 T0.7 p0.7 plan+F"),
+        ("summary", "iterative K5 L3S H4 T0.7 p0.7 summariser=summariser"),
+    ):
+        row = read_row(GPU / f"{name}.jsonl")
+        want = by_metrics[label]
+        assert (row.tokens, row.cost) == (want.tokens, want.cost_usd), name
+    header, events, _ = read_session(GPU / "plan-transfer.jsonl")
+    assert header is not None and isinstance(events[-1], SessionEnd)
+    state = fold(header, events)
+    text = _usage(View(state=state, cursor=1)).plain
+    assert (
+        "$0.0069" in text
+        and f"{by_metrics['iterative K5 L3 H4 T0.7 p0.7 plan+F planner=strong-planner'].tokens / 1000:.1f}k tok"
+        in text
+    ), text
