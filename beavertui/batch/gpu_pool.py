@@ -8,6 +8,10 @@ The rules, each decided under one lock when a request, a release or a deadline h
   oldest session first (rank.py), then first come. Long runs (sanitizer, profiler, and the correctness runs of
   a task whose runs take long: placement.py) go to the GPU with the fewest long runs and no timing waiting;
   among equal GPUs, the one that ran the fewest stages.
+- A run that cannot be stopped for timing (a sanitizer or profiler run, unless ``pause_instrumented``) is
+  at most one per GPU, and is never placed on a GPU that a timing stage waits for: it waits for one.
+- With two healthy GPUs or more, the first is the timing GPU: a timing stage takes it, or another GPU that
+  is idle, and drains (or stops) only it; every run goes to another GPU when one is open.
 - A waiting timing stage drains one GPU: it admits no new shared run until the timing stage has it, but for
   a run expected to end before the runs in flight are (a backfill, ``_fits``).
 - Given ``quiet`` (a way to see a GPU idle), a timing stage stops (SIGSTOP) the registered runs of a GPU
@@ -88,6 +92,7 @@ class GpuPool:
     def _schedule(self) -> None:
         """Grant what can be granted, in priority order; mark the GPUs that timing requests wait for."""
         healthy = [g for g in self.gpus if g.healthy]
+        first = healthy[0] if len(healthy) > 1 else None  # the timing GPU (none with one GPU)
         for g in self.gpus:
             g.waiting_exclusive = 0
         now = self.clock()
@@ -98,14 +103,14 @@ class GpuPool:
                 granted = True
                 continue
             if req.exclusive:
+                timing = not req.memory
+                own = [first] if timing and first is not None else healthy  # what it may stop or drain
                 idle = [g for g in healthy if not g.exclusive and g.shared == 0 and g.waiting_exclusive == 0]
                 waits = idle or req.no_pause or req.memory  # a memory hold never stops runs: they keep theirs
-                stoppable = [] if waits else [g for g in healthy if self._pausable(g)]
-                over = [] if waits or stoppable else [g for g in healthy if self._stoppable_memory_hold(g)]
-                if idle:
-                    g = next((x for x in idle if x.index == req.prefer), None) or min(
-                        idle, key=lambda x: x.runs
-                    )
+                stoppable = [] if waits else [g for g in own if self._pausable(g)]
+                over = [] if waits or stoppable else [g for g in own if self._stoppable_memory_hold(g)]
+                if idle:  # timing: the timing GPU first; a run made again alone: the others first
+                    g = min(idle, key=lambda x: ((x is first) != timing, x.runs))
                     g.exclusive = True
                     g.memory_hold = req.memory
                     self._grant(req, g)
@@ -121,24 +126,20 @@ class GpuPool:
                         self.log.append(("pause", "exclusive", req.rank, g.index))
                     self._grant(req, g)
                     granted = True
-                else:  # drain the GPU whose runs in flight end soonest, as far as one can tell
-                    target = min(
-                        healthy, key=lambda x: (x.waiting_exclusive, x.exclusive, x.long_runs, x.shared)
-                    )
+                else:  # drain the timing GPU (a memory hold: the GPU whose runs end soonest, it seems)
+                    target = min(own, key=lambda x: (x.waiting_exclusive, x.exclusive, x.long_runs, x.shared))
                     target.waiting_exclusive += 1
                 continue
             free = [g for g in healthy if not g.exclusive and g.shared < self.shared_limit]
-            open_ = [g for g in free if g.waiting_exclusive == 0] or [  # else a backfill
-                g for g in free if self._fits(g, req, now)
-            ]
+            if req.instrumented and not self.pause_instrumented:  # one per GPU, never where timing waits
+                open_ = [g for g in free if g.waiting_exclusive == 0 and not g.instrumented]
+            else:
+                open_ = [g for g in free if g.waiting_exclusive == 0] or [  # else a backfill
+                    g for g in free if self._fits(g, req, now)
+                ]
             if not open_:
                 continue
-            if req.long:
-                g = min(open_, key=lambda x: (x.long_runs, x.shared, x.runs))
-            else:
-                g = next((x for x in open_ if x.index == req.prefer), None) or min(
-                    open_, key=lambda x: (x.shared, x.runs)
-                )
+            g = min(open_, key=lambda x: (x is first, req.long and x.long_runs, x.shared, x.runs))
             g.shared += 1
             g.long_runs += req.long
             g.instrumented += req.instrumented
@@ -244,21 +245,19 @@ class GpuPool:
         self,
         *,
         exclusive: bool = False,
-        prefer: str | None = None,
         long: bool = False,
         expect_s: float | None = None,
         instrumented: bool = False,
         memory: bool = False,
     ) -> Iterator[GpuState]:
-        """Hold a GPU (shared or exclusive) for one stage; ``prefer`` names the GPU to take when it is open,
-        ``long`` marks a shared run expected to take long (a sanitizer run), ``expect_s`` is how long a shared
-        run is expected to take (None: not known), ``instrumented`` a sanitizer or profiler run, ``memory`` an
-        exclusive hold for the GPU's memory (a run made again alone after it ran out of memory beside others):
-        it waits for the GPU's runs to end instead of stopping them, and after every waiting timing stage."""
+        """Hold a GPU (shared or exclusive) for one stage; ``long`` marks a shared run expected to take long
+        (a sanitizer run), ``expect_s`` is how long a shared run is expected to take (None: not known),
+        ``instrumented`` a sanitizer or profiler run, ``memory`` an exclusive hold for the GPU's memory (a run
+        made again alone after it ran out of memory beside others): it waits for the GPU's runs to end instead
+        of stopping them, and after every waiting timing stage."""
         req = Request(
             exclusive,
             long and not exclusive,
-            prefer,
             session_rank(),
             expect_s,
             instrumented and not exclusive,

@@ -56,7 +56,6 @@ class GpuState:
 class Request:
     exclusive: bool
     long: bool
-    prefer: str | None
     rank: int
     expect_s: float | None = None
     instrumented: bool = False

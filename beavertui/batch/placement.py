@@ -2,17 +2,18 @@
 
 ``PoolPlacement`` is the placement (engine/toolchain/placement.py) LocalToolchain asks in a batch: the build
 behind a CPU slot and the compile cache, the correctness run holding a shared GPU slot (``CUDA_VISIBLE_DEVICES``
-set to it), sanitizer and profiler runs a shared slot of their own (marked long, so the pool keeps them away
-from a GPU that timing waits for), a run made again alone for its memory the GPU's memory, and timing the GPU
-alone once everything it needs is built (nothing is built for it while a GPU is held alone, and where the
-build slots stop builds for timing, BuildSlots.stop_for_timing, the other sessions' builds are stopped during
-the measurement too). What runs and how it is judged are LocalToolchain's, as in every mode; this module only
-says where and when, and tells ``on_stage`` (the run's stage log, rundir.log_stage) of every stage it placed:
-its task, what it was (``build``, ``prepare``: a build slot for what a timing needs; ``run``, ``alone``,
-``sanitize``, ``profile``, ``timing``, ``timing_memory``: a GPU hold), the GPU, the session's rank
-(rank.LANE_RANK, -1, for the timing lane's stages; none outside a batch's threads) and when it was asked
-for, granted and given back (epoch seconds, as session events). ``ScheduledToolchain`` wraps any other
-toolchain (recorded, remote) and gates its whole run phase on a GPU slot.
+set to it), sanitizer and profiler runs a shared slot of their own (marked long and instrumented: the pool
+runs at most one on a GPU, never where timing waits), a run made again alone for its memory the GPU's
+memory, and timing the GPU alone once everything it needs is built (nothing is built for it while a GPU is
+held alone, and where the build slots stop builds for timing, BuildSlots.stop_for_timing, the other
+sessions' builds are stopped during the measurement too). What runs and how it is judged are
+LocalToolchain's, as in every mode; this module only says where and when, and tells ``on_stage`` (the run's
+stage log, rundir.log_stage) of every stage it placed: its task, what it was (``build``, ``prepare``: a
+build slot for what a timing needs; ``run``, ``alone``, ``sanitize``, ``profile``, ``timing``,
+``timing_memory``: a GPU hold), the GPU, the session's rank (rank.LANE_RANK, -1, for the timing lane's
+stages; none outside a batch's threads) and when it was asked for, granted and given back (epoch seconds,
+as session events). ``ScheduledToolchain`` wraps any other toolchain (recorded, remote) and gates its whole
+run phase on a GPU slot.
 """
 
 from __future__ import annotations
@@ -207,7 +208,7 @@ class PoolPlacement(Placement):
             long = not alone and self._run_s.get(task.id, 0.0) > self.long_run_s
             expect = self._expect.get((task.id, "run"))
             hold = self.pool.hold(exclusive=alone, long=long, expect_s=expect, memory=alone)
-        else:  # sanitizer and profiler runs: long, a slot of their own, placed away from waiting timing
+        else:  # sanitizer and profiler runs: a slot of their own, one per GPU, never where timing waits
             expect = self._expect.get((task.id, "sanitize")) if use == "sanitize" else None
             hold = self.pool.hold(long=True, expect_s=expect, instrumented=True)
         with hold as g:  # a rerun alone for its memory too: a timing stage may stop it

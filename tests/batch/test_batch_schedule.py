@@ -9,9 +9,11 @@ failure). What is shown:
   for, even one of an older session: timing never starves;
 - a drain admits nothing new however long the runs it waits for take (only a backfill: a run expected to
   end before them);
-- a timing stage takes an idle GPU at once, and otherwise waits for the GPU without long runs in flight,
-  while the long run's GPU keeps taking new runs; a long (sanitizer) run is placed away from a GPU that a
-  timing stage waits for;
+- with two GPUs or more, the first serves timing: a timing stage takes it (or another GPU that is idle) and
+  drains only it, while the other GPUs keep taking runs, which take the timing GPU only when the others are
+  full and no timing waits for it; with the first out of the schedule, the next healthy GPU serves timing;
+- a sanitizer or profiler run (which a timing stage waits for, not stops) is one per GPU and never placed
+  where a timing stage waits; several sessions that all want one on one GPU take turns, and all finish;
 - while one GPU is held alone, runs go on on the other and builds go on on the build slots, unless the
   build slots stop builds for timing: then every build process is stopped for the measurement (a real one
   in a real attempt's timing), no slot is granted meanwhile, and builds go on once the last hold ends;
@@ -174,59 +176,174 @@ def test_a_run_expected_to_end_before_the_drain_does_is_admitted_meanwhile() -> 
     ]  # fmt: skip
 
 
-def test_timing_takes_an_idle_gpu_at_once() -> None:
-    pool = GpuPool(["0", "1"], shared=4)
-    busy = Stage(pool.hold, 0).wait()
-    timing = Stage(lambda: pool.hold(exclusive=True), 1).wait()
-    assert busy.got.index == "0" and timing.got.index == "1"
+def test_with_two_gpus_the_first_serves_timing_and_runs_go_to_the_others() -> None:
+    """The first GPU is the timing GPU: runs take it only when the others are full and no timing stage waits
+    for it or holds it; a timing stage drains only it (the other GPU keeps taking runs meanwhile)."""
+    pool = GpuPool(["0", "1"], shared=2, clock=Clock())
+    pool.log = []
+    a, b = Stage(pool.hold, 0).wait(), Stage(pool.hold, 1).wait()
+    assert (a.got.index, b.got.index) == ("1", "1")  # the other GPU first, though GPU 0 runs nothing
+    c = Stage(pool.hold, 2).wait()
+    assert c.got.index == "0"  # GPU 1 is full and no timing waits: the timing GPU takes the run
+    timing = Stage(lambda: pool.hold(exclusive=True), 3)
+    queued(pool, 1)  # it waits for GPU 0 (one short run), not for GPU 1 (two)
+    d = Stage(pool.hold, 4)
+    queued(pool, 2)
+    a.done()  # a slot of GPU 1: the run takes it; GPU 0 stays drained for the timing stage
+    assert d.wait().got.index == "1" and not timing.granted.is_set()
+    e = Stage(pool.hold, 5)
+    queued(pool, 2)  # GPU 1 is full again, GPU 0 drains: it waits
+    c.done()
+    assert timing.wait().got.index == "0" and not e.granted.is_set()
     timing.done()
-    busy.done()
+    assert e.wait().got.index == "0"  # GPU 1 full, no timing waits: the timing GPU again
+    for s in (b, d, e):
+        s.done()
+    assert [g for k, _r, g in grants(pool) if k == "exclusive"] == ["0"]
+
+
+def test_with_two_gpus_a_timing_stage_takes_another_gpu_only_when_it_is_idle() -> None:
+    """A second timing stage takes GPU 1 when GPU 1 runs nothing (no run to wait for, none delayed), and
+    otherwise waits for the timing GPU rather than drain GPU 1."""
+    pool = GpuPool(["0", "1"], shared=2, clock=Clock())
+    t1 = Stage(lambda: pool.hold(exclusive=True), 0).wait()
+    assert t1.got.index == "0"
+    t2 = Stage(lambda: pool.hold(exclusive=True), 1).wait()
+    assert t2.got.index == "1"  # GPU 1 was idle
+    t2.done()
+    run = Stage(pool.hold, 2).wait()
+    assert run.got.index == "1"
+    t3 = Stage(lambda: pool.hold(exclusive=True), 3)
+    queued(pool, 1)
+    more = Stage(pool.hold, 4).wait()
+    assert more.got.index == "1"  # GPU 1 is not drained for the timing stage that waits for GPU 0
+    t1.done()
+    assert t3.wait().got.index == "0"
+    for s in (t3, run, more):
+        s.done()
+
+
+def test_with_the_timing_gpu_out_of_the_schedule_the_next_healthy_gpu_serves_timing() -> None:
+    pool = GpuPool(["0", "1", "2"], shared=2, fail_limit=1, clock=Clock())
+    pool.report(pool.gpus[0], ok=False, detail="sticky error")
+    run = Stage(pool.hold, 0).wait()
+    assert run.got.index == "2"
+    timing = Stage(lambda: pool.hold(exclusive=True), 1).wait()
+    assert timing.got.index == "1"
+    for s in (run, timing):
+        s.done()
+    pool.report(pool.gpus[1], ok=False, detail="sticky error")
+    only = Stage(pool.hold, 2).wait()  # one GPU left: it takes everything
+    assert only.got.index == "2"
+    only.done()
 
 
 def test_timing_does_not_wait_for_a_long_run_that_can_go_on_elsewhere() -> None:
-    pool = GpuPool(["0", "1"], shared=4, clock=Clock())
+    """A sanitizer run goes to a GPU other than the timing GPU; a timing stage waits for the timing GPU's
+    short run only, and meanwhile runs and builds go on on the other GPU and the build slots."""
+    pool = GpuPool(["0", "1"], shared=1, clock=Clock())
     pool.log = []
-    sanitizer = Stage(lambda: pool.hold(long=True), 0).wait()
+    sanitizer = Stage(lambda: pool.hold(long=True, instrumented=True), 0).wait()
     run = Stage(pool.hold, 1).wait()
-    assert (sanitizer.got.index, run.got.index) == ("0", "1")
+    assert (sanitizer.got.index, run.got.index) == ("1", "0")
     timing = Stage(lambda: pool.hold(exclusive=True), 2)
-    queued(pool, 1)  # it waits for GPU 1, whose run is short, not for the sanitizer run on GPU 0
-    newer = Stage(pool.hold, 3).wait()
-    assert newer.got.index == "0"  # GPU 1 drains for the timing stage; GPU 0 takes new runs
-    long2 = Stage(lambda: pool.hold(long=True), 4).wait()
-    assert long2.got.index == "0"  # a long run is placed away from the GPU a timing stage waits for
+    queued(pool, 1)
+    long2 = Stage(lambda: pool.hold(long=True, instrumented=True), 4)
+    queued(pool, 2)  # GPU 1 runs a sanitizer run, GPU 0 drains for the timing stage: it waits
     run.done()
     timing.wait()
-    assert timing.got.index == "1" and not sanitizer.release.is_set()  # the sanitizer run is still going
-    # while GPU 1 is held alone, runs go on on GPU 0 and builds go on on the build slots
-    more = Stage(pool.hold, 5).wait()
+    assert timing.got.index == "0" and not sanitizer.release.is_set()  # the sanitizer run is still going
     builds = BuildSlots(2)
-    build = Stage(builds.hold, 6).wait()
-    assert more.got.index == "0"
-    for s in (build, more, timing, long2, newer, sanitizer):
+    build = Stage(builds.hold, 6).wait()  # builds go on while GPU 0 is held alone
+    sanitizer.done()
+    assert long2.wait().got.index == "1"  # GPU 1 again: GPU 0 is held for timing
+    for s in (build, timing, long2):
         s.done()
-    assert ("exclusive", 2, "1") in grants(pool)
+    assert ("exclusive", 2, "0") in grants(pool)
 
 
-def test_two_timing_stages_on_two_gpus_drain_one_gpu_each() -> None:
-    pool = GpuPool(["0", "1"], shared=2, clock=Clock())
-    a, b = Stage(pool.hold, 0).wait(), Stage(pool.hold, 1).wait()
-    assert {a.got.index, b.got.index} == {"0", "1"}
-    t1 = Stage(lambda: pool.hold(exclusive=True), 2)
+def test_an_unpausable_run_is_one_per_gpu_and_never_placed_where_timing_waits() -> None:
+    """A sanitizer or profiler run is waited for by a timing stage, not stopped: a GPU runs at most one, and a
+    GPU that a timing stage waits for takes none, not even one expected to end before the drain does (a
+    backfill). Short runs are admitted beside it as before."""
+    clock = Clock()
+    pool = GpuPool(["0"], shared=4, clock=clock)
+    pool.log = []
+    san1 = Stage(lambda: pool.hold(long=True, instrumented=True), 5).wait()
+    san2 = Stage(lambda: pool.hold(long=True, instrumented=True, expect_s=1.0), 1)  # an older session's
     queued(pool, 1)
-    t2 = Stage(lambda: pool.hold(exclusive=True), 3)
+    short = Stage(pool.hold, 2).wait()  # a correctness run goes beside the sanitizer run
+    assert not san2.granted.is_set()
+    san1.done()
+    san2.wait()
+    short2 = Stage(lambda: pool.hold(expect_s=100.0), 3).wait()
+    timing = Stage(lambda: pool.hold(exclusive=True), 0)
+    queued(pool, 1)  # it drains the GPU: san2, short and short2 in flight
+    san3 = Stage(lambda: pool.hold(long=True, instrumented=True, expect_s=1.0), 4)
+    backfill = Stage(lambda: pool.hold(expect_s=1.0), 6).wait()  # a short run that fits the drain
     queued(pool, 2)
-    shared = Stage(pool.hold, 4)
-    queued(pool, 3)  # both GPUs drain: no shared run is admitted
-    a.done()
-    b.done()
-    t1.wait()
-    t2.wait()
-    assert {t1.got.index, t2.got.index} == {"0", "1"} and not shared.granted.is_set()
-    t1.done()
-    shared.wait()
-    for s in (shared, t2):
+    assert not san3.granted.is_set()  # it would fit too, but a timing stage could not stop it
+    for s in (san2, short, short2, backfill):
         s.done()
+    timing.wait().done()
+    san3.wait().done()
+    assert [(k, r) for k, r, _g in grants(pool)] == [
+        ("long", 5), ("shared", 2), ("long", 1), ("shared", 3), ("shared", 6), ("exclusive", 0), ("long", 4)
+    ]  # fmt: skip
+
+
+def test_with_pause_instrumented_sanitizer_runs_share_a_gpu() -> None:
+    """Where sanitizer and profiler runs are stopped for timing (``--pause-for-timing all``), they are no
+    longer unpausable: several run on one GPU."""
+    pool = GpuPool(["0"], shared=4, quiet=lambda _g, _s: 0.0, pause_instrumented=True)
+    runs = [Stage(lambda: pool.hold(long=True, instrumented=True), r).wait() for r in range(3)]
+    for s in runs:
+        s.done()
+
+
+def test_several_sessions_all_wanting_sanitizer_runs_on_one_gpu_all_finish() -> None:
+    """Six sessions, each a correctness run then a sanitizer run, twice, with a timing stage after each
+    session's first sanitizer run, on one GPU: the sanitizer runs go one at a time, the oldest waiting
+    session's first, while correctness runs and timing stages go on, and every session finishes (no waiting
+    sanitizer run holds back anything else, and none waits for ever)."""
+    pool = GpuPool(["0"], shared=4, clock=Clock())
+    pool.log = []
+    busy = threading.Lock()
+    seen = {"now": 0, "most": 0}
+    errors: list[BaseException] = []
+
+    def session(rank: int) -> None:
+        SESSION_RANK.set(rank)
+        try:
+            for attempt in range(2):
+                with pool.hold():
+                    pass
+                with pool.hold(long=True, instrumented=True):
+                    with busy:
+                        seen["now"] += 1
+                        seen["most"] = max(seen["most"], seen["now"])
+                    with busy:
+                        seen["now"] -= 1
+                if attempt == 0:
+                    with pool.hold(exclusive=True):
+                        pass
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=session, args=(r,), daemon=True) for r in range(6)]
+    holder = Stage(lambda: pool.hold(long=True, instrumented=True), 99).wait()  # holds the sanitizer slot
+    for t in threads:
+        t.start()
+    queued(pool, 6)  # every session's first sanitizer run waits for the one in flight
+    assert [k for k, _r, _g in grants(pool)].count("long") == 1
+    holder.done()
+    for t in threads:
+        t.join(WAIT)
+    assert not any(t.is_alive() for t in threads) and not errors, errors
+    assert seen["most"] == 1 and pool.queued() == 0
+    longs = [r for k, r, _g in grants(pool) if k == "long"]
+    assert longs[:3] == [99, 0, 1]  # once the slot is free: the oldest waiting session first, then the next
+    assert sorted(longs[1:]) == sorted([*range(6)] * 2)  # every session's two sanitizer runs
 
 
 def test_build_slots_serve_the_oldest_session_first() -> None:
@@ -453,8 +570,9 @@ def _scheduled(tmp_path: Path, **config: Any) -> Any:
     from beavertui.engine.toolchain.local import LocalConfig
 
     timing = TimingConfig(cache=tmp_path / "cache", rounds=1, method=config.pop("method", None))
+    gpus = config.pop("gpus", ["0"])
     tool = scheduled_local(
-        GpuPool(["0"]), BuildSlots(2), None, LocalConfig(base_dir=tmp_path / "work", timing=timing, **config)
+        GpuPool(gpus), BuildSlots(2), None, LocalConfig(base_dir=tmp_path / "work", timing=timing, **config)
     )
     tool.gpu = lambda: GpuSignature(slug="t_sm_90", name="Test GPU", compute_capability="9.0")
     tool.placement.pool.log = []
@@ -610,6 +728,70 @@ def test_the_batch_says_a_run_as_it_ends_before_its_sanitizer_runs(
             stages = [x[1] for x in order if x[0] == "stage"]
             assert "run" in stages and "sanitize" not in stages, order
     assert seen == ["build", "run", "sanitize", "verdict"]
+
+
+def test_the_batch_runs_one_sanitizer_at_a_time_on_a_gpu_and_every_session_finishes(
+    sleepy: Any, tmp_path: Path
+) -> None:
+    """Four sessions' attempts on one GPU, each with a sanitizer run (a stand-in sanitizer: a real process
+    that says it started and waits until the test lets it go, through files in its work dir): the sanitizer
+    runs go one at a time while the others wait (their correctness runs went on beside the first), and
+    every attempt ends with its verdict."""
+    from beavertui.engine.toolchain.base import AttemptOptions
+
+    exe = tmp_path / "sanitizer.sh"
+    exe.write_text("#!/bin/sh\ntouch started\nwhile [ ! -e go ]; do sleep 0.01; done\n")
+    exe.chmod(0o755)
+    tool = _scheduled(tmp_path, sanitizer_exe=str(exe))
+    pool = tool.placement.pool
+    verdicts: dict[int, Any] = {}
+
+    def session(rank: int) -> None:
+        SESSION_RANK.set(rank)
+        wrong = f"compute() {{ echo {50 + rank}; }}\ncost() {{ echo 1.0; }}\n"  # one candidate per session
+        verdicts[rank] = list(tool.attempt(sleepy, wrong, AttemptOptions(iteration=1, gate=0.7)))[-1]
+
+    def running() -> list[Path]:
+        """The work dirs' sanitizer runs started and not let go (an attempt's work dir goes as it ends)."""
+        with contextlib.suppress(FileNotFoundError):
+            return [m for m in (tmp_path / "work").glob("*/started") if not (m.parent / "go").exists()]
+        return []
+
+    threads = [threading.Thread(target=session, args=(r,), daemon=True) for r in range(4)]
+    for t in threads:
+        t.start()
+    queued(pool, 3)  # the three other sanitizer runs wait for the one in flight
+    assert [k for k, _r, _g in grants(pool)].count("shared") == 4  # every correctness run went on
+    for i in range(4):
+        until(lambda: bool(running()))
+        (now,) = running()
+        assert pool.queued() == 3 - i  # one sanitizer run in flight, the rest waiting
+        (now.parent / "go").touch()
+    for t in threads:
+        t.join(WAIT)
+    assert not any(t.is_alive() for t in threads)
+    assert sorted(verdicts) == [0, 1, 2, 3]
+    assert all(v.category == "functional_correctness" for v in verdicts.values())
+    assert [k for k, _r, _g in grants(pool)].count("long") == 4
+
+
+def test_with_two_gpus_the_batch_times_on_the_first_gpu_inline_and_in_the_lane(
+    sleepy: Any, tmp_path: Path
+) -> None:
+    """The real scheduled toolchain on two GPUs: a correct attempt's run goes to GPU 1, its timing stage to
+    GPU 0, whether timed inside the attempt or later by the timing lane (time_later)."""
+    from beavertui.engine.toolchain.base import AttemptOptions
+
+    tool = _scheduled(tmp_path, gpus=["0", "1"])
+    events = list(tool.attempt(sleepy, GOOD, AttemptOptions(iteration=1, gate=0.7)))
+    assert events[-1].success
+    deferred = list(tool.attempt(sleepy, GOOD, AttemptOptions(iteration=2, gate=0.7, defer_timing=True)))
+    assert deferred[-1].timing_pending
+    late = list(tool.time_later(sleepy, GOOD, deferred[-1], 0.7))
+    assert late[-1].success
+    assert [(k, g) for k, _r, g in grants(tool.placement.pool)] == [
+        ("shared", "1"), ("exclusive", "0"), ("shared", "1"), ("exclusive", "0")
+    ]  # fmt: skip
 
 
 @pytest.mark.parametrize("long_run_s", [0.0, 1e9])
