@@ -26,7 +26,9 @@
 Every mode but ``overhead`` also reports, per kind of GPU stage (``run``: a correctness run with its
 sanitizer run, shared; ``timing``: a timing stage, alone), how many there were and their median and longest
 wait for the GPU, in simulated seconds, and ``runs_to_timing``: how many times a GPU went from correctness
-runs to a timing stage (each such switch drains the GPU).
+runs to a timing stage (each such switch drains the GPU); ``lane`` also says how many stages of each kind
+each GPU was given (``by_gpu``). The simulation holds a GPU once for a correctness run and its sanitizer run
+together, as a shared run: it does not model sanitizer runs apart, nor the one-per-GPU rule for them.
 
 Stage times (``simulate``): builds are the fixture's real nvcc build times (tests/data/recorded, measured on a CPU machine);
 run and sanitizer times of the fixture are hand-composed (0.41 s, 3.2 s); a timing stage is taken as
@@ -314,6 +316,17 @@ def drains(pool: GpuPool) -> int:
             n += kind == "exclusive" and last.get(gpu, "exclusive") != "exclusive"
             last[gpu] = kind
     return n
+
+
+def grants_by_gpu(pool: GpuPool) -> dict[str, dict[str, int]]:
+    """Per kind of GPU stage (``run``: shared; ``timing``: alone), how many each GPU was granted, from the
+    pool's log: where the placement put them."""
+    out: dict[str, dict[str, int]] = {"run": {}, "timing": {}}
+    for what, kind, _rank, gpu in pool.log or []:
+        if what == "grant":
+            by = out["timing" if kind == "exclusive" else "run"]
+            by[gpu] = by.get(gpu, 0) + 1
+    return out
 
 
 def recorded_stages() -> dict[str, dict[str, float]]:
@@ -711,6 +724,7 @@ def lane(a: argparse.Namespace) -> dict[str, object]:
             "gpu_busy": round(sum(busy.values()) / len(busy), 3),
             "wait_s": wait_summary(tc, a.scale),
             "runs_to_timing": drains(pool),
+            "by_gpu": grants_by_gpu(pool),
         }
         # what bench/release_lane_bench.py reads from a GPU run's session files, in simulated seconds
         files = release_lane_bench.summary(work / run_id, scale=a.scale)

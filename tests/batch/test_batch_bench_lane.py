@@ -37,7 +37,7 @@ def test_lane_mode_times_the_same_attempts_after_the_loops() -> None:
     assert lane["sessions"]["loop_end_s"]["max"] <= lane["sessions"]["last_final_s"]
 
 
-def test_runs_to_timing_counts_each_gpus_switches_from_runs_to_a_timing() -> None:
+def test_runs_to_timing_counts_each_gpus_switches_from_runs_to_a_timing_and_its_grants() -> None:
     from beavertui.batch.gpu_pool import GpuPool
 
     pool = GpuPool(["0", "1"])
@@ -52,6 +52,7 @@ def test_runs_to_timing_counts_each_gpus_switches_from_runs_to_a_timing() -> Non
         ("grant", "exclusive", 6, "1"),  # runs (a long one last), then timing on the other GPU: 2
     ]
     assert bench.drains(pool) == 2
+    assert bench.grants_by_gpu(pool) == {"run": {"0": 1, "1": 2}, "timing": {"0": 3, "1": 1}}
     pool.log = None
     assert bench.drains(pool) == 0
 
@@ -69,4 +70,5 @@ def test_lane_mode_over_the_release_stage_times_finishes_all_65_sessions_on_two_
         r = got[design]
         assert (r["attempts"], r["passed"], r["sessions"]["final"]) == (130, 65, 65), design
         assert r["wait_s"]["timing"]["n"] == 65, design
+        assert sum(r["by_gpu"]["timing"].values()) == 65 and sum(r["by_gpu"]["run"].values()) == 100, design
     assert got["lane"]["lane"] == {"appended": 65, "failed": 0}
