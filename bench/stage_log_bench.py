@@ -14,7 +14,9 @@ what a timing needs) on CPU slots; ``run``, ``alone``, ``sanitize``, ``profile``
   (time the schedule lost), or nothing; the five add up to the span;
 - how long some build waited for a slot (a new session starts only while none does);
 - the timing stages' waits split the same way by what held their GPU while they waited (with one GPU, the
-  GPU; with several, the one they were granted).
+  GPU; with several, the one they were granted);
+- per GPU, how many timing stages it held and the most sanitizer and profiler runs it ran at once (the pool
+  runs at most one unless they are stopped for timing; with two GPUs or more, the first serves timing).
 
 ``timeline`` cuts the span into windows of S seconds (default 25) and gives, per GPU and window, the seconds
 some stage of each kind held the GPU (the union of that kind's holds: six runs side by side for 2 s count 2 s),
@@ -159,6 +161,7 @@ def summary(run_dir: Path) -> dict[str, Any]:
             if e["stage"] in ("timing", "timing_memory") and _on(e, gpu, gpus):
                 for s, v in _overlap(spans, e["asked"], e.get("began", end)).items():
                     timing_waits[s] += v
+    placed = {gpu: _placed([e for e in entries if "began" in e and e.get("gpu") == gpu], end) for gpu in gpus}
     # a session starts only while no build waits for a slot (batch/admission.py): how long one waited
     build_waits = [(e["asked"], e.get("began", end)) for e in entries if e["stage"] in ("build", "prepare")]
     waited = sum(b - a for a, b in _union(build_waits))
@@ -169,7 +172,25 @@ def summary(run_dir: Path) -> dict[str, Any]:
         "stages": kinds,
         "gpus": per_gpu,
         "timing_waits_s": {s: round(v, 1) for s, v in timing_waits.items()},
+        "placed": placed,
     }
+
+
+def _placed(held: list[dict[str, Any]], end: float) -> dict[str, int]:
+    """Of the stages granted one GPU: how many timing stages, and the most sanitizer and profiler runs at once
+    (one ending as another begins at the same moment does not count as at once)."""
+    marks = sorted(
+        (t, step)
+        for e in held
+        if e["stage"] in INSTRUMENTED
+        for t, step in ((e["began"], 1), (e.get("ended", end), -1))
+    )
+    now = most = 0
+    for _t, step in marks:
+        now += step
+        most = max(most, now)
+    timing = sum(e["stage"] in ("timing", "timing_memory") for e in held)
+    return {"timing": timing, "instrumented_at_once": most}
 
 
 def render(d: dict[str, Any]) -> str:
@@ -191,6 +212,11 @@ def render(d: dict[str, Any]) -> str:
     for gpu, split in d["gpus"].items():
         parts = ", ".join(f"{s} {split[s]:.1f} s" for s in STATES if s in split)
         lines.append(f"GPU {gpu}: {parts}")
+    for gpu, n in d["placed"].items():
+        lines.append(
+            f"GPU {gpu} held {n['timing']} timing stages and ran at most {n['instrumented_at_once']} sanitizer"
+            " or profiler runs at once"
+        )
     if d["timing_waits_s"]:
         parts = ", ".join(f"{s} {d['timing_waits_s'][s]:.1f} s" for s in STATES if s in d["timing_waits_s"])
         lines.append(f"timing stages waited behind: {parts}")

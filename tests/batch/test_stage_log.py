@@ -162,10 +162,37 @@ def test_the_summary_splits_the_whole_span_and_gives_idle_its_seconds(tmp_path: 
         "idle": 2.0,
     }
     assert sum(split.values()) == d["span_s"] == 25.0
+    assert d["placed"] == {"0": {"timing": 2, "instrumented_at_once": 1}}
+    assert "GPU 0 held 2 timing stages and ran at most 1 sanitizer or profiler runs at once" in (
+        stage_log_bench.render(d)
+    )
     # every state by name and seconds: no name with a comma of its own in the comma-separated line
     assert (
         "GPU 0: exclusive 12.0 s, instrumented 2.0 s, runs 5.0 s, idle while stages waited 4.0 s, idle 2.0 s"
         in stage_log_bench.render(d).splitlines()
+    )
+
+
+def test_the_summary_says_where_timing_went_and_how_many_sanitizer_runs_ran_at_once(tmp_path: Path) -> None:
+    """Two GPUs, times set by hand (s): on GPU 1 a sanitizer run 0-4 and a profile 2-6 beside it (two at once,
+    as with ``--pause-for-timing all``), another sanitizer run 6-8 beginning as the profile ends (not at once);
+    on GPU 0 two timing stages and a sanitizer run; a sanitizer run never granted counts nowhere."""
+    for e in [
+        {"stage": "sanitize", "task": "a", "gpu": "1", "rank": 0, "asked": 0.0, "began": 0.0, "ended": 4.0},
+        {"stage": "profile", "task": "b", "gpu": "1", "rank": 1, "asked": 1.0, "began": 2.0, "ended": 6.0},
+        {"stage": "sanitize", "task": "c", "gpu": "1", "rank": 2, "asked": 5.0, "began": 6.0, "ended": 8.0},
+        {"stage": "timing", "task": "a", "gpu": "0", "rank": -1, "asked": 1.0, "began": 1.0, "ended": 3.0},
+        {"stage": "timing", "task": "b", "gpu": "0", "rank": -1, "asked": 2.0, "began": 3.0, "ended": 5.0},
+        {"stage": "sanitize", "task": "d", "gpu": "0", "rank": 3, "asked": 5.0, "began": 5.0, "ended": 7.0},
+        {"stage": "sanitize", "task": "e", "rank": 4, "asked": 6.0, "ended": 9.0},
+    ]:
+        log_stage(tmp_path, e)
+    d = stage_log_bench.summary(tmp_path)
+    assert d["placed"] == {
+        "0": {"timing": 2, "instrumented_at_once": 1}, "1": {"timing": 0, "instrumented_at_once": 2}
+    }  # fmt: skip
+    assert "GPU 1 held 0 timing stages and ran at most 2 sanitizer or profiler runs at once" in (
+        stage_log_bench.render(d)
     )
 
 
