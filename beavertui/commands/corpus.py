@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import sys
 from pathlib import Path
 from typing import Any
@@ -398,6 +399,13 @@ def _minimize(args: argparse.Namespace) -> int:
         print(f"skipped {task_id}: {why}", file=sys.stderr)
     if args.dry_run:
         return _minimize_plan(the_plan)
+    if args.replay is None and the_plan.tasks and shutil.which("nvcc") is None:
+        # every oracle builds each candidate: without nvcc each answer would be "command not found", kept in
+        # the store as the task's own answer (the reference "fails here") and taken again by every later run
+        raise BeaverError(
+            "nvcc is not on PATH: install the CUDA toolkit (or add its bin/ to PATH); every oracle builds each "
+            "candidate with it"
+        )
     how = "replaying the kept answers of" if args.replay is not None else "searching"
     print(
         f"{how} {len(the_plan.tasks)} task(s) with the {args.oracle} oracle, into {the_plan.store / str(the_plan.gpu)}",

@@ -230,3 +230,18 @@ def test_an_option_the_search_would_ignore_is_refused(
         assert said in err and len(err.strip().splitlines()) == 1, extra
     assert main([*base, "--oracle", "compile"]) == 0
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_search_without_nvcc_is_refused_before_it_poisons_the_store(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without nvcc on PATH every build answered 'nvcc: command not found': the compile-only search of
+    cuda_225 recorded reference_fails, exit 0, and kept those answers, so a later run with nvcc took them
+    again and said the same. Now one line, exit 2, nothing written; a dry run needs no nvcc."""
+    monkeypatch.setenv("PATH", str(tmp_path / "empty-bin"))
+    store = tmp_path / "store"
+    assert main(_minimize(store, "--max-calls", "2")) == 2
+    err = capsys.readouterr().err
+    assert err.strip().splitlines()[-1].startswith("beavertui: nvcc is not on PATH")
+    assert not store.exists()
+    assert main(_minimize(store, "--dry-run")) == 0
