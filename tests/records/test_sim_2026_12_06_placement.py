@@ -241,7 +241,10 @@ def test_what_the_reference_documents_quote() -> None:
         "sim-2026-12-06-placement.md",
     ):
         assert words in sched, words
-    assert "sim-2026-12-06-placement.md" in _flat(ROOT / "docs" / "performance.md")
+    perf = _flat(ROOT / "docs" / "performance.md")
+    assert "sim-2026-12-06-placement.md" in perf
+    assert "**2.00x to 2.08x** (1.87x to 2.01x on the code before it" in perf
+    assert "every session final by 274.0 s on two GPUs" in perf
     index = _flat(ROOT / "docs" / "lab" / "README.md")
     assert "[sim-2026-12-06-placement](sim-2026-12-06-placement.md)" in index
     assert "a median 6.2% (lane) and 11.6% (inline) sooner on two GPUs" in index
