@@ -43,6 +43,7 @@ from typing import Literal
 from beavertui.engine.corpus import fixes, minimal_search
 from beavertui.engine.corpus.harness import harness_hash
 from beavertui.engine.corpus.task import Task
+from beavertui.engine.errors import BeaverError
 from beavertui.engine.fileio import append_line, write_atomic
 from beavertui.engine.session.events import Verdict
 from beavertui.engine.stage import stages
@@ -190,6 +191,8 @@ class Answers:
                 doc = json.loads(line)
                 if (doc.get("oracle"), doc.get("gate"), doc.get("harness")) != (oracle, gate, harness):
                     continue
+                if doc.get("category") == "infrastructure":
+                    continue  # no verdict (kept by an earlier version): asked again
                 self.kept[doc["hash"]] = Answer(**{k: doc[k] for k in Answer.__dataclass_fields__})
             except (ValueError, KeyError, TypeError):
                 continue  # a line cut by a kill: asked again
@@ -301,6 +304,22 @@ def _harness(task: Task) -> str:
         return ""
 
 
+def _verdicts_only(task: Task, ask: Callable[[str], Answer]) -> Callable[[str], Answer]:
+    """``ask``, raising BeaverError where it gave no verdict (an infrastructure failure: the GPU, the
+    toolchain), so that such an answer is never kept as the candidate's and taken again by a later run."""
+
+    def checked(code: str) -> Answer:
+        answer = ask(code)
+        if answer.category == "infrastructure":
+            raise BeaverError(
+                f"the oracle gave no verdict (infrastructure: {answer.reason or 'no reason given'}); "
+                "nothing of it kept: run again once the cause is fixed"
+            )
+        return answer
+
+    return checked
+
+
 def search(
     task: Task,
     oracle: Callable[[str], Answer],
@@ -322,6 +341,8 @@ def search(
     broken, reference = task.broken_start(), task.reference()
     if reference is None:
         raise ValueError(f"{task.id} ships no reference")
+    oracle = _verdicts_only(task, oracle)
+    screen = _verdicts_only(task, screen) if screen is not None else None
     d = minimal_search.diff(broken, reference)
     kept = store.answers(task, kind)
     screened = store.answers(task, "correct") if screen is not None else None

@@ -389,3 +389,33 @@ def test_a_search_again_at_the_gate_cut_before_it_began_keeps_the_verified_hunk_
     assert out.status == "budget" and out.verified and out.minimality == "hunks"
     assert (out.fix, out.lines, out.speedup) == (first.fix, first.lines, 1.0)
     assert "the fix kept is the hunk phase's, timed at the gate" in out.why
+
+
+def test_an_answer_with_no_verdict_is_never_kept(cache: Path, tmp_path: Path) -> None:
+    """An oracle call the GPU or the toolchain failed (category infrastructure) was kept as the candidate's
+    failing answer, so the search went on as if the candidate failed and every later run took it again. The
+    search now stops with the reason, keeps the answers before it and records nothing for the task."""
+    from beavertui.engine.errors import BeaverError
+
+    t = task()
+    calls: list[str] = []
+    good = oracle(calls)
+
+    def flaky(code: str) -> mf.Answer:
+        if len(calls) == 2:
+            calls.append(code)
+            return mf.Answer(False, "infrastructure", None, None, "cudaErrorDevicesUnavailable", 0.1)
+        return good(code)  # type: ignore[operator,no-any-return]
+
+    store = mf.Store(tmp_path / "store", H200, 0.7)
+    with pytest.raises(BeaverError, match="no verdict \\(infrastructure: cudaErrorDevicesUnavailable\\)"):
+        mf.search(t, flaky, "judge", store, Budget(), H200)  # type: ignore[arg-type]
+    kept = store.answers(t, "judge")  # type: ignore[arg-type]
+    assert len(calls) == 3 and len(kept.kept) == 2 and kept.get(calls[2]) is None
+    assert not (store.folder / fixes.RECORD).exists()
+    # such an answer kept by an earlier version is asked again, not taken
+    doc = {"hash": "h", "oracle": "judge", "gate": 0.7, "harness": kept.harness, "passed": False,
+           "category": "infrastructure", "correct": None, "speedup": None, "reason": "x", "seconds": 0.1}  # fmt: skip
+    with kept.path.open("a") as f:
+        f.write(json.dumps(doc) + "\n")
+    assert "h" not in store.answers(t, "judge").kept  # type: ignore[arg-type]
