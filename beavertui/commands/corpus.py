@@ -601,7 +601,16 @@ def _baselines(args: argparse.Namespace) -> int:
         else:
             found = probe().gpu
             if found is None:
-                raise BeaverError("no GPU here: name the GPU signature whose times to show with --gpu-slug")
+                slugs = sorted(
+                    {f.stem for t in tasks for f in (t.root / "baselines" / "named").glob("*.json")}
+                    | {f.stem for t in tasks for f in rec.stored_elsewhere(t)}
+                )
+                have = (
+                    f" (sets are stored for {', '.join(slugs)})" if slugs else " (no set is stored for any)"
+                )
+                raise BeaverError(
+                    f"no GPU here: name the GPU signature whose times to show with --gpu-slug{have}"
+                )
             gpu = found
         full = rec.fully_timed(tasks, gpu)
         title = (

@@ -651,6 +651,14 @@ def machine_rows(
     return rows
 
 
+def stored_elsewhere(task: Task, cache: Path | None = None) -> list[Path]:
+    """The files of ``task``'s named baselines kept in the user cache (one per GPU signature)."""
+    from beavertui.engine.paths import cache_dir
+
+    folder = (cache or cache_dir()) / "baselines" / task.id / "named"
+    return sorted(folder.glob("*.json")) if folder.is_dir() else []
+
+
 def missing_note(tasks: Sequence[Task], gpu: GpuSignature, cache: Path | None = None) -> str:
     """What the table of ``tasks`` on ``gpu`` leaves out, and why: the tasks without a set of named
     baselines (grouped by reason) and how many have no reference time stored; "" when nothing is missing."""

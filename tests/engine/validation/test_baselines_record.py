@@ -547,3 +547,23 @@ def test_missing_with_every_set_stored_is_done_not_failed(
         f"nothing to time: every task chosen has its named baselines stored for {H200.slug}"
         in capsys.readouterr().err
     )
+
+
+def test_the_table_without_a_gpu_names_the_signatures_it_could_show(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--table on a machine without a GPU asked for --gpu-slug without saying which signatures have sets."""
+    from beavertui.cli import main
+    from beavertui.engine.host import gpu as gpu_mod
+
+    corpus(tmp_path)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    monkeypatch.setattr(
+        gpu_mod, "probe", lambda: gpu_mod.Machine(gpu=None, nvcc=None, cuda=None, torch=False)
+    )
+    assert main(["corpus", "baselines", "--corpus", str(tmp_path / "corpus"), "--table"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == (
+        "beavertui: no GPU here: name the GPU signature whose times to show with --gpu-slug "
+        "(sets are stored for nvidia_h100_80gb_hbm3_sm_90_cuda_13_0)"
+    )
