@@ -171,8 +171,10 @@ def test_where_the_searches_stood_after_the_two_calls() -> None:
             ROOT / "beavertui" / "engine" / "corpus" / "known" / "fixes" / SLUG / "minimal_fixes.json"
         ).read_text(encoding="utf-8")
     )["tasks"]
-    assert set(shipped) == {t for t, r in hunks.items() if r["verified"]} and len(shipped) == 18
-    assert Counter(e["minimality"] for e in shipped.values()) == {"hunks": 17, "lines": 1}
+    # these calls' 18 ship unchanged; the package ships the next call's beside them (h100-2026-12-06)
+    these = {t for t, r in hunks.items() if r["verified"]}
+    assert len(these) == 18 and these <= set(shipped)
+    assert Counter(shipped[t]["minimality"] for t in these) == {"hunks": 17, "lines": 1}
     assert (
         shipped["cuda_110__logic_error__957be815"]["minimality"]
         == final["cuda_110__logic_error__957be815"]["minimality"]
