@@ -174,8 +174,8 @@ def register(sub: Any) -> None:
     )  # fmt: skip
     mi.add_argument(
         "--hunks-only", action="store_true",
-        help="stop each search after its hunk phase: every task gets a fix 1-minimal over hunks first; run again "
-        "without it to go on over lines",
+        help="ask the oracle nothing past each search's hunk phase: every task gets a fix 1-minimal over hunks "
+        "first (the line phase goes only as far as the kept answers take it); run again without it to go on",
     )  # fmt: skip
     mi.add_argument(
         "--time-every-candidate", action="store_true",

@@ -46,7 +46,8 @@ class MinimizeOptions:
     store: Path | None = None
     """The store (default: this machine's, ``<cache>/minimal_fixes``)."""
     hunks_only: bool = False
-    """Stop each search after its hunk phase (a later run goes on over the kept answers)."""
+    """Ask the oracle nothing past each search's hunk phase: its line phase goes only as far as the kept
+    answers take it, and a later run without it goes on."""
     screen: bool = True
     """Judge oracle: search with the untimed correctness screen and time only what it ends with (the judge's
     own search when that is too slow); False: time every correct candidate."""

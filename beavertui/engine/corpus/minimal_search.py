@@ -303,10 +303,16 @@ def minimize(
     (chunks alone, then complements); the blank and comment lines of the hunks kept left out at once, when
     that passes; ddmin over the remaining lines (complements only: a few lines alone seldom repair a
     kernel, and 1-minimality needs only the complements). An answer ``known`` already has (by text; None:
-    it has none) costs nothing; every other call spends ``budget``. ``hunks_only`` stops after the hunk
-    phase (status ``budget``, minimality ``hunks``): a later search over the same answers goes on from there."""
+    it has none) costs nothing; every other call spends ``budget``. ``hunks_only`` asks the oracle nothing
+    past the hunk phase: the line phase goes on only as far as ``known`` answers it (as a search with no
+    oracle call allowed would), and the result is where it then stands: the search's end (``minimal`` or
+    ``whole``) when the known answers carry it there, else status ``budget``, minimality ``hunks``, with the
+    smallest passing set the known answers reached. A later search over the same answers goes on from there."""
     budget = budget or Budget()
     seen: dict[str, bool] = {}
+    fresh = [True]
+    """Whether a question no known answer answers may be put to the oracle (not past the hunk phase of a
+    ``hunks_only`` search)."""
 
     def test(units: frozenset[int]) -> bool:
         text = d.apply(units)
@@ -314,6 +320,8 @@ def minimize(
         if key not in seen:
             answer = known(text) if known is not None else None
             if answer is None:
+                if not fresh[0]:
+                    raise _KeptOnly()
                 budget.spend()
                 answer = oracle(text)
             seen[key] = answer
@@ -324,6 +332,7 @@ def minimize(
     phase: Literal["start", "hunks", "lines", "done"] = "start"
     best: list[frozenset[int] | None] = [None]
     kept = [hunks_all]
+    at_hunks = 0  # questions asked when the hunk phase ended
 
     def hunks_reduced(hs: frozenset[int]) -> None:
         kept[0], best[0] = hs, d.hunk_units(hs)
@@ -342,9 +351,8 @@ def minimize(
         phase = "hunks"
         hunks_reduced(ddmin(range(len(d.hunks)), lambda hs: test(d.hunk_units(hs)), reduced=hunks_reduced))
         phase = "lines"
-        if hunks_only:
-            why = f"line phase not run yet (hunks only): {len(kept[0])} of {len(d.hunks)} hunks kept"
-            return Result("budget", best[0], phase, "hunks", kept[0], len(seen), why)
+        at_hunks = len(seen)
+        fresh[0] = not hunks_only
         units = best[0]
         assert units is not None
         plain = frozenset(u for u in units if not trivial(_line(d, u)))
@@ -353,6 +361,17 @@ def minimize(
         units = best[0]
         assert units is not None
         lines_reduced(ddmin(sorted(units), test, subsets=False, reduced=lines_reduced))
+    except _KeptOnly:
+        chosen = best[0]
+        assert chosen is not None
+        if len(seen) == at_hunks:
+            why = f"line phase not run yet (hunks only): {len(kept[0])} of {len(d.hunks)} hunks kept"
+        else:
+            why = (
+                f"hunks only: the line phase went as far as the kept answers take it ({len(seen) - at_hunks} "
+                f"of its questions answered): {_size(d, chosen)}"
+            )
+        return Result("budget", chosen, phase, "hunks", kept[0], len(seen), why)
     except BudgetExhausted as exc:
         where = {
             "start": "before the search began",
@@ -370,10 +389,17 @@ def minimize(
         if chosen != everything:
             why += " (less some of its blank or comment lines)"
         return Result("whole", chosen, "done", "lines", kept[0], len(seen), why)
-    return Result(
-        "minimal", chosen, "done", "lines", kept[0], len(seen),
-        f"{len(chosen)} of {len(everything)} changed lines of the reference, in {len(kept[0])} of {len(d.hunks)} hunks",
-    )  # fmt: skip
+    return Result("minimal", chosen, "done", "lines", kept[0], len(seen), _size(d, chosen))
+
+
+class _KeptOnly(Exception):
+    """A ``hunks_only`` search's line phase reached a question no known answer answers."""
+
+
+def _size(d: Diff, chosen: frozenset[int]) -> str:
+    """A set of units in words: its lines and the hunks they touch, of the reference's."""
+    hunks = len({d.units[u].hunk for u in chosen})
+    return f"{len(chosen)} of {len(d.units)} changed lines of the reference, in {hunks} of {len(d.hunks)} hunks"
 
 
 def _line(d: Diff, u: int) -> str:

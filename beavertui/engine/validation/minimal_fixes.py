@@ -331,7 +331,7 @@ def search(
     screen: Callable[[str], Answer] | None = None,
 ) -> Outcome:
     """Search ``task``'s minimal fix with ``oracle`` over its kept answers, store the outcome and return it
-    (``hunks_only``: stop after the hunk phase).
+    (``hunks_only``: ask the oracle nothing past the hunk phase, going on only as far as the kept answers do).
 
     With a correctness ``screen`` (the judge untimed), the search asks the screen and times only what it
     ends with: a set from which no line can be left out and stay correct cannot lose one and pass the gate
@@ -386,14 +386,19 @@ def search(
         screened_hunks = result.hunks if result.phase in ("lines", "done") else None
         if result.chosen is not None:
             code = d.apply(result.chosen)
-            if kept.get(code) is None:
+            ask = code
+            if hunks_only and kept.get(code) is None and screened_hunks is not None:
+                # hunks only: the oracle is asked about the hunk phase alone, its set's timing included; a
+                # set the line phase reached over kept answers is taken as timed only where that is kept too
+                ask = d.apply(d.hunk_units(screened_hunks))
+            if kept.get(ask) is None:
                 try:
                     budget.spend()
-                    kept.add(code, oracle(code))
+                    kept.add(ask, oracle(ask))
                 except minimal_search.BudgetExhausted as exc:
                     timed_why = f"; not timed yet: {exc}"
             timed = kept.get(code)
-            extra = int(timed is not None)
+            extra = int(kept.get(ask) is not None)
             if timed is not None and not timed.passed and result.status != "budget":
                 # correct but below the gate (or flagged): the judge's own search
                 result = minimal_search.minimize(
@@ -402,6 +407,11 @@ def search(
                 extra = 0
                 timed_why = f"; the correct set the screen found was {_below(timed, store.gate)}: searched again at the gate"
         result, timed_why = _keep_hunk_fix(d, result, kept, timed_why, screened_hunks)
+        untimed = result.chosen is not None and kept.get(d.apply(result.chosen)) is None
+        if hunks_only and untimed and not timed_why:
+            timed_why = (
+                "; not timed at the gate yet (hunks only: the oracle times the hunk phase's set alone)"
+            )
         result = replace(result, why=result.why + timed_why)
     else:
         result = minimal_search.minimize(d, asker(oracle, kept), budget, known=known, hunks_only=hunks_only)
@@ -454,19 +464,28 @@ def _keep_hunk_fix(
 ) -> tuple[minimal_search.Result, str]:
     """A screened search the budget cut holds the smallest correct set so far, not timed at the gate (cut
     in its line phase), or nothing (the judge's own search, after the screen's set fell below the gate, cut
-    before it began). Where the screen's hunk phase had ended (``hunks``: the hunks it kept) and the judge
-    timed that set and passed it at the gate, that set is the fix kept, 1-minimal over hunks (leaving out a
-    hunk makes it incorrect, so it fails the judge too): a cut never takes back a fix already verified. The
-    search goes on next time."""
-    if result.status != "budget" or hunks is None:
+    before it began); one that ended holds its set untimed when the budget (or ``hunks_only``) allowed no
+    timing. Where the screen's hunk phase had ended (``hunks``: the hunks it kept) and the judge timed that
+    set and passed it at the gate, that set is the fix kept, 1-minimal over hunks (leaving out a hunk makes
+    it incorrect, so it fails the judge too), and the search is ``budget`` (cut before its timing): neither
+    a cut nor a search over kept answers takes back a fix already verified. The search goes on next time."""
+    chosen = kept.get(d.apply(result.chosen)) if result.chosen is not None else None
+    ended = result.status == "minimal" and chosen is None
+    if not (result.status == "budget" or ended) or hunks is None:
         return result, why
     at_hunks = d.hunk_units(hunks)
-    chosen = kept.get(d.apply(result.chosen)) if result.chosen is not None else None
     hunk_fix = kept.get(d.apply(at_hunks))
     if at_hunks == result.chosen or (chosen is not None and chosen.passed):
         return result, why
     if hunk_fix is None or not hunk_fix.passed:
         return result, why
+    if ended:
+        why += "; the fix kept is the hunk phase's, timed at the gate"
+        ended_why = f"the line phase ended with a set not timed at the gate yet ({result.why})"
+        return replace(
+            result, status="budget", phase="lines", chosen=at_hunks, minimality="hunks", hunks=hunks,
+            why=ended_why,
+        ), why  # fmt: skip
     if result.chosen is not None:
         why += (
             f"; the smallest correct set so far ({len(result.chosen)} of {len(at_hunks)} lines) is not "

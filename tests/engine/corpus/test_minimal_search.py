@@ -196,11 +196,65 @@ def test_a_hunks_only_search_ends_after_its_hunk_phase_and_a_full_one_goes_on(ca
         return kept[text_hash(text)]
 
     first = minimize(d, keeping, hunks_only=True)
-    assert (first.status, first.phase, first.minimality) == ("budget", "lines", "hunks")
-    assert first.chosen == d.hunk_units(first.hunks) and oracle(d.apply(first.chosen))  # type: ignore[operator]
-    for h in first.hunks:  # 1-minimal over hunks
-        assert not oracle(d.apply(d.hunk_units(first.hunks - {h})))  # type: ignore[operator]
     asked = len(kept)
     full = minimize(d, keeping, known=lambda t: kept.get(text_hash(t)))
     assert full == minimize(d, oracle)  # type: ignore[arg-type]
     assert len(kept) == full.asked and asked <= full.asked
+    if first.phase == "done":  # a line phase that has no question to ask (a one-line hunk kept) ends
+        assert first == full and asked == full.asked
+        return
+    assert (first.status, first.phase, first.minimality) == ("budget", "lines", "hunks")
+    assert first.why.startswith("line phase not run yet (hunks only)") and asked < full.asked
+    assert first.chosen == d.hunk_units(first.hunks) and oracle(d.apply(first.chosen))  # type: ignore[operator]
+    for h in first.hunks:  # 1-minimal over hunks
+        assert not oracle(d.apply(d.hunk_units(first.hunks - {h})))  # type: ignore[operator]
+
+
+@settings(max_examples=150, deadline=None)
+@given(cases(), st.integers(0, 60))
+def test_a_hunks_only_search_goes_over_the_line_phase_as_far_as_the_kept_answers_take_it(
+    case: tuple, cut: int
+) -> None:
+    """Over the answers a full search kept before it was cut after ``cut`` questions, a hunks-only search asks
+    the oracle only its hunk phase's questions and stands where a replay of those answers stands: at the
+    full search's end when they reach it, never back at the hunk phase's set when they reach further."""
+    broken, reference, need, banned = case
+    _, oracle = oracle_of(need, banned)
+    assume(not oracle(broken) and oracle(reference))  # type: ignore[operator]
+    d = diff(broken, reference)
+    order: list[str] = []
+    answers: dict[str, bool] = {}
+
+    def keeping(text: str) -> bool:
+        order.append(text_hash(text))
+        answers[order[-1]] = oracle(text)  # type: ignore[operator]
+        return answers[order[-1]]
+
+    full = minimize(d, keeping)
+    kept = {k: answers[k] for k in order[:cut]}
+    fresh: list[str] = []
+
+    def asking(text: str) -> bool:
+        fresh.append(text_hash(text))
+        return oracle(text)  # type: ignore[operator,no-any-return]
+
+    out = minimize(d, asking, known=lambda t: kept.get(text_hash(t)), hunks_only=True)
+    hunk_phase = minimize(d, oracle, hunks_only=True).asked  # type: ignore[arg-type]
+    assert set(fresh) <= set(order[:hunk_phase]) and not set(fresh) & set(kept)
+    if cut >= len(order):
+        assert out == full and not fresh
+    both = {**kept, **{k: answers[k] for k in order[:hunk_phase]}}
+
+    def never(text: str) -> bool:
+        raise AssertionError("a replay asked a fresh question")
+
+    replay = minimize(d, never, Budget(max_calls=0), known=lambda t: both.get(text_hash(t)))
+    assert (out.status, out.chosen, out.phase, out.minimality, out.hunks, out.asked) == (
+        replay.status, replay.chosen, replay.phase, replay.minimality, replay.hunks, replay.asked,
+    )  # fmt: skip
+    if out.status == "budget":
+        assert out.minimality == "hunks" and out.chosen is not None and oracle(d.apply(out.chosen))  # type: ignore[operator]
+        lines_asked = out.asked - hunk_phase
+        assert ("line phase not run yet" in out.why) == (lines_asked == 0)
+        if lines_asked:
+            assert f"the kept answers take it ({lines_asked} of its questions answered)" in out.why
