@@ -49,7 +49,8 @@ done
 # target wherever a whole hunk of the reference could be left out; then the line phases in the time left.
 # Breadth first: on an H100 a hunk phase gave a verified fix to 18 of the 30 instances that finished it,
 # while a line phase takes hundreds of candidates. A later call replays both over the kept answers at no
-# oracle cost and goes on.
+# oracle cost and goes on; its --hunks-only pass also goes over each line phase as far as the kept answers
+# answer it (asking nothing), so an instance a previous call finished keeps its fix 1-minimal over lines.
 budget=$(($(left) - 100))
 WORKERS=${WORKERS:-$(($(nproc) * 3 / 4 > 1 ? $(nproc) * 3 / 4 : 1))}
 ARGS=(--corpus .release/a/data --tasks "${TASKS:-@bench/release-cupti-tasks.txt}" --oracle "${ORACLE:-judge}"
