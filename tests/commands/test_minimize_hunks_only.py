@@ -1,6 +1,7 @@
 """`beavertui corpus minimize --hunks-only` over a store whose kept answers reach past the hunk phase.
 
-tests/data/release_minimize_kept holds the release's cuda_110 and the judge's answers an H100 kept for it
+tests/data/release_minimize_kept holds the judge's answers an H100 kept for the release's cuda_110 (the
+instance itself is the one tests/data/harness_run/corpus keeps)
 (docs/data/h100-2026-12-06/minimal-fixes-3/store.tgz): 134 answers of the correctness screen, the whole
 search, and two timings at the gate, of the hunk phase's set (55 of the reference's 57 lines) and of the
 line phase's end (25 lines). A --hunks-only call over that store rewrote cuda_110's record with its hunk
@@ -25,6 +26,7 @@ from beavertui.engine.corpus import fixes
 
 ROOT = Path(__file__).resolve().parents[2]
 KEPT = ROOT / "tests" / "data" / "release_minimize_kept"
+CORPUS = ROOT / "tests" / "data" / "harness_run" / "corpus" / "data"
 TASK = "cuda_110__logic_error__957be815"
 SLUG = "nvidia_h100_80gb_hbm3_sm_90_cuda_13_0"
 HUNK_FIX = "d4c6ee3f74d5926298151b265ab0ff957d78074a8a935da38427021a4bb04b50"
@@ -76,7 +78,8 @@ def _store(
 def _minimize(env: dict[str, str], store: Path, *extra: str) -> dict[str, object]:
     """One run of the command; its outcome for cuda_110, checked to have asked nothing afresh."""
     answers = {p: p.read_bytes() for p in (store / SLUG / "answers").rglob("*.jsonl")}
-    argv = ["corpus", "minimize", "--corpus", str(KEPT / "data"), "--store", str(store), "--json", *extra]
+    argv = ["corpus", "minimize", "--corpus", str(CORPUS), "--tasks", TASK, "--store", str(store), "--json"]
+    argv += extra
     proc = subprocess.run(
         [sys.executable, "-m", "beavertui", *argv], capture_output=True, text=True, timeout=120, env=env
     )
