@@ -4,33 +4,28 @@ quotes comes out of the bench's raw outputs."""
 
 from __future__ import annotations
 
-import json
 import statistics
 import sys
 import tarfile
 from pathlib import Path
 from typing import Any
 
+from tests.records.sim_outputs import flat, run, wait
+
 ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "docs" / "data" / "sim-2026-12-05-drain-deleted"
-LAB = " ".join(
-    (ROOT / "docs" / "lab" / "sim-2026-12-05-drain-deleted.md").read_text(encoding="utf-8").split()
-)
+LAB = flat(ROOT / "docs" / "lab" / "sim-2026-12-05-drain-deleted.md")
 """The lab file, its white space made single spaces (its lines are wrapped)."""
 RUNS = "abcde"
 SIDES = ("before", "after")
 
 
 def _run(side: str, gpus: int, x: str) -> dict[str, Any]:
-    return json.loads((DATA / f"{side}-gpus{gpus}-{x}.json").read_text())
+    return run(DATA, f"{side}-gpus{gpus}-{x}")
 
 
 def _design(side: str, gpus: int, x: str, design: str) -> dict[str, Any]:
     return _run(side, gpus, x)["result"][design]
-
-
-def _wait(r: dict[str, Any]) -> float:
-    return r["sessions"]["longest_wait_without_timing_s"]
 
 
 def test_every_run_drove_the_release_stages_with_the_rules_on_before_and_none_after() -> None:
@@ -56,14 +51,14 @@ def test_the_table_is_the_raw_outputs() -> None:
                 rows = [_design(side, gpus, x, design) for x in RUNS]
                 walls = ", ".join(str(r["sim_wall_s"]) for r in rows)
                 lasts = ", ".join(str(r["sessions"]["last_final_s"]) for r in rows)
-                waits = ", ".join(str(_wait(r)) for r in rows)
+                waits = ", ".join(str(wait(r)) for r in rows)
                 line = f"| {gpus} | {label} | {rules} | {walls} | {lasts} | {waits} |"
                 assert line in LAB, line
 
 
 def test_the_waits_and_delays_it_states() -> None:
     def waits(side: str, gpus: int) -> list[float]:
-        return [_wait(_design(side, gpus, x, d)) for x in RUNS for d in ("inline", "lane")]
+        return [wait(_design(side, gpus, x, d)) for x in RUNS for d in ("inline", "lane")]
 
     assert (min(waits("after", 1)), max(waits("after", 1))) == (27.1, 27.9)
     assert (min(waits("before", 1)), max(waits("before", 1))) == (32.4, 49.5)
@@ -141,17 +136,13 @@ def test_the_load_and_the_longest_hold() -> None:
     assert "its correctness and sanitizer run, 27.0 s" in LAB
 
 
-def _flat(path: Path) -> str:
-    return " ".join(path.read_text(encoding="utf-8").split())
-
-
 def test_what_the_reference_documents_quote() -> None:
     for doc in ("scheduling.md", "performance.md"):
-        text = _flat(ROOT / "docs" / doc)
+        text = flat(ROOT / "docs" / doc)
         assert "27.1 to 27.9 s" in text and "32.4 to 49.5 s" in text, doc
         assert "final a median 3.2 to 6.5% later" in text, doc
         assert "sim-2026-12-05-drain-deleted.md" in text, doc
-    index = _flat(ROOT / "docs" / "lab" / "README.md")
+    index = flat(ROOT / "docs" / "lab" / "README.md")
     assert (
         "27.1 to 27.9 s on one GPU (32.4 to 49.5 s before), the batch final a median 3.2 to 6.5% later"
         in index

@@ -4,7 +4,6 @@ the stage times it drove come out of the recorded H200 files as the bench reads 
 
 from __future__ import annotations
 
-import json
 import sys
 import tarfile
 from pathlib import Path
@@ -12,14 +11,16 @@ from typing import Any
 
 import pytest
 
+from tests.records.sim_outputs import check_release_run, flat, run
+
 ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "docs" / "data" / "sim-2026-12-05-release-gpus"
-LAB = " ".join((ROOT / "docs" / "lab" / "sim-2026-12-05-release-gpus.md").read_text(encoding="utf-8").split())
+LAB = flat(ROOT / "docs" / "lab" / "sim-2026-12-05-release-gpus.md")
 """The lab file, its white space made single spaces (its lines are wrapped)."""
 
 
 def _run(name: str) -> dict[str, Any]:
-    return json.loads((DATA / f"{name}.json").read_text())
+    return run(DATA, name)
 
 
 def _design(name: str, design: str) -> dict[str, Any]:
@@ -61,13 +62,7 @@ def test_the_stage_times_are_the_recorded_ones(bench: Any, tmp_path: Path) -> No
 
 def test_every_run_drove_the_release_stages_and_finished_every_session() -> None:
     for name, gpus in (("gpus1-a", 1), ("gpus1-b", 1), ("gpus2-a", 2), ("gpus2-b", 2)):
-        r = _run(name)["result"]
-        assert (r["stages"], r["gpus"], r["tasks"], r["iterations"]) == ("release", gpus, 65, 2)
-        assert r["timing_stages_from"] == {"alone": 65, "batch": 0, "median": 0}
-        for design in ("inline", "lane"):
-            d = r[design]
-            assert (d["attempts"], d["passed"], d["sessions"]["final"]) == (130, 65, 65)
-        assert r["lane"]["lane"] == {"appended": 65, "failed": 0}
+        check_release_run(_run(name)["result"], gpus)
 
 
 def test_the_table_is_the_raw_outputs() -> None:
@@ -166,10 +161,6 @@ def test_the_drain_rules_on_and_off_as_the_lab_says(bench: Any, tmp_path: Path) 
     assert "6 of the 130 last over 10 s (up to 27.0 s)" in LAB
 
 
-def _flat(path: Path) -> str:
-    return " ".join(path.read_text(encoding="utf-8").split())
-
-
 def test_the_ranges_the_summaries_quote() -> None:
     """The in-short line, the lab index row and performance.md quote the makespans rounded to whole seconds:
     532 to 553 s on one GPU and 275 to 285 s on two (the sessions' last finals, 273.4 to 282.1 s, are another
@@ -182,9 +173,9 @@ def test_the_ranges_the_summaries_quote() -> None:
     two = f"{round(min(walls[2]))} to {round(max(walls[2]))} s"
     assert (one, two) == ("532 to 553 s", "275 to 285 s")
     assert f"bound by its GPU work, {one}; on two it takes {two}" in LAB
-    index = _flat(ROOT / "docs" / "lab" / "README.md")
+    index = flat(ROOT / "docs" / "lab" / "README.md")
     assert f"one GPU runs at its floor ({one[:-2]} s), two take {two} (1.94x)" in index
-    perf = _flat(ROOT / "docs" / "performance.md")
+    perf = flat(ROOT / "docs" / "performance.md")
     assert f"one GPU takes {one}, busy 97.5 to 98.6% of it, and two take {two}" in perf
     lane = [_design(f"gpus{g}-{x}", "lane")["sim_wall_s"] for g in (1, 2) for x in ("a", "b")]
     assert lane == [532.1, 552.9, 274.7, 284.8]
@@ -207,7 +198,7 @@ def test_what_scheduling_md_quotes_of_the_drain_rules() -> None:
         ]
         for n in ("on", "off")
     }
-    text = _flat(ROOT / "docs" / "scheduling.md")
+    text = flat(ROOT / "docs" / "scheduling.md")
     assert (
         f"final {round(min(sooner))} to {round(max(sooner))}% sooner than without, and that wait is "
         f"{min(waits['on'])} to {max(waits['on'])} s with them against {min(waits['off'])} to {max(waits['off'])} s"

@@ -12,31 +12,24 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from tests.records.sim_outputs import flat, run, wait
+
 ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "docs" / "data" / "sim-2026-12-06-placement"
 
 
-def _flat(path: Path) -> str:
-    """A document, its white space made single spaces (its lines are wrapped)."""
-    return " ".join(path.read_text(encoding="utf-8").split())
-
-
-LAB = _flat(ROOT / "docs" / "lab" / "sim-2026-12-06-placement.md")
+LAB = flat(ROOT / "docs" / "lab" / "sim-2026-12-06-placement.md")
 RUNS = "abcde"
 SIDES = ("before", "after")
 DESIGNS = ("inline", "lane")
 
 
 def _run(side: str, gpus: int, x: str) -> dict[str, Any]:
-    return json.loads((DATA / f"{side}-gpus{gpus}-{x}.json").read_text())
+    return run(DATA, f"{side}-gpus{gpus}-{x}")
 
 
 def _design(side: str, gpus: int, x: str, design: str) -> dict[str, Any]:
     return _run(side, gpus, x)["result"][design]
-
-
-def _wait(r: dict[str, Any]) -> float:
-    return r["sessions"]["longest_wait_without_timing_s"]
 
 
 def _span(values: list[float], unit: str = " s") -> str:
@@ -68,7 +61,7 @@ def test_the_table_is_the_raw_outputs() -> None:
                 rows = [_design(side, gpus, x, design) for x in RUNS]
                 walls = ", ".join(str(r["sim_wall_s"]) for r in rows)
                 lasts = ", ".join(str(r["sessions"]["last_final_s"]) for r in rows)
-                waits = ", ".join(str(_wait(r)) for r in rows)
+                waits = ", ".join(str(wait(r)) for r in rows)
                 line = f"| {gpus} | {label} | {side} | {walls} | {lasts} | {waits} |"
                 assert line in LAB, line
 
@@ -140,7 +133,7 @@ def test_two_gpus_final_sooner_and_where_the_stages_went() -> None:
 
 def test_the_wait_without_timing_and_the_300_s_target() -> None:
     def waits(side: str, gpus: int) -> list[float]:
-        return [_wait(_design(side, gpus, x, d)) for x in RUNS for d in DESIGNS]
+        return [wait(_design(side, gpus, x, d)) for x in RUNS for d in DESIGNS]
 
     assert _span(waits("after", 2)) == "2.7 to 23.8 s" and _span(waits("before", 2)) == "3.2 to 19.1 s"
     assert all(w < 30 for side in SIDES for w in waits(side, 2))
@@ -173,10 +166,10 @@ def test_one_gpu_differs_by_the_load_alone() -> None:
     assert (min(every), max(every)) == (-3.0, 2.6)
     assert (statistics.median(_changes(1, "inline")), statistics.median(_changes(1, "lane"))) == (0.8, 0.1)
     assert "from 3.0% sooner to 2.6% later, medians 0.8% (inline) and 0.1% (lane) later" in LAB
-    waits = {side: [_wait(_design(side, 1, x, d)) for x in RUNS for d in DESIGNS] for side in SIDES}
+    waits = {side: [wait(_design(side, 1, x, d)) for x in RUNS for d in DESIGNS] for side in SIDES}
     assert _span(waits["before"] + waits["after"]) == "26.1 to 33.3 s"
     assert (sum(w > 30 for w in waits["before"]), sum(w > 30 for w in waits["after"])) == (5, 1)
-    assert all(_wait(_design(side, 1, x, "inline")) <= 30 for side in SIDES for x in RUNS)
+    assert all(wait(_design(side, 1, x, "inline")) <= 30 for side in SIDES for x in RUNS)
     assert (
         "26.1 to 33.3 s over the twenty runs: over 30 s in 5 runs before and 1 after, all with the timing lane"
         in LAB
@@ -231,7 +224,7 @@ def test_the_strict_timing_gpu_and_the_stage_times_it_is_weighed_by() -> None:
 
 
 def test_what_the_reference_documents_quote() -> None:
-    sched = _flat(ROOT / "docs" / "scheduling.md")
+    sched = flat(ROOT / "docs" / "scheduling.md")
     for words in (
         "final a median 6.2% (timing lane) and 11.6% (inline) sooner",
         "(412.2 s of holds) made it 443.7 to 464.3 s against 263.1 to 274.6 s",
@@ -241,10 +234,10 @@ def test_what_the_reference_documents_quote() -> None:
         "sim-2026-12-06-placement.md",
     ):
         assert words in sched, words
-    perf = _flat(ROOT / "docs" / "performance.md")
+    perf = flat(ROOT / "docs" / "performance.md")
     assert "sim-2026-12-06-placement.md" in perf
     assert "**2.00x to 2.08x** (1.87x to 2.01x on the code before it" in perf
     assert "every session final by 274.0 s on two GPUs" in perf
-    index = _flat(ROOT / "docs" / "lab" / "README.md")
+    index = flat(ROOT / "docs" / "lab" / "README.md")
     assert "[sim-2026-12-06-placement](sim-2026-12-06-placement.md)" in index
     assert "a median 6.2% (lane) and 11.6% (inline) sooner on two GPUs" in index
