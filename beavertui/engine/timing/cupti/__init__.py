@@ -67,7 +67,7 @@ def _build_library(cache: Path | None) -> Path:
         tmp = out.with_suffix(f".{os.getpid()}.tmp")
         cmd = [
             cc, "-shared", "-fPIC", "-O2", f"-DBEAVER_KERNEL_T=CUpti_ActivityKernel{version}",
-            f"-I{inc}", str(SOURCE), f"-L{lib}", f"-Wl,-rpath,{lib}", "-lcupti", "-o", str(tmp),
+            f"-I{inc}", str(SOURCE), f"-L{lib}", f"-Wl,-rpath,{lib}", "-lcupti", "-ldl", "-o", str(tmp),
         ]  # fmt: skip
         proc = subprocess.run(cmd, capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=120)
         if proc.returncode == 0:

@@ -19,12 +19,47 @@
  * one timed process at a time. It exits with status 97 when the file has not appeared within
  * BEAVER_GATE_S seconds (default 600). BEAVER_CUPTI_ACTIVITY=0 records no kernels (the gate and the marks
  * only: a harness that times itself).
+ *
+ * BEAVER_KERNEL_LOCK names a lock file: the GPU is then held per call that puts work on it, not per process.
+ * The library subscribes to CUPTI's driver- and runtime-API callbacks for the calls that put work on the
+ * device: every launch (cuLaunch*, cudaLaunch*: cuLaunchKernel, cuLaunchKernelEx, cuLaunchCooperativeKernel
+ * and their _ptsz forms, the legacy cuLaunch/cuLaunchGrid), cuGraphLaunch/cudaGraphLaunch (and _ptsz), and
+ * every copy and fill (cuMemcpy*, cuMemset*, cudaMemcpy*, cudaMemset*: synchronous, asynchronous, 2D/3D,
+ * peer, _v2/_ptds/_ptsz); not cuLaunchHostFunc (host work). Copies and fills are held too because they are
+ * device work of their own: a device-to-device copy or a fill runs on the same memory as a timed kernel,
+ * and a host copy's DMA writes to it, so either beside a kernel of another process would move that
+ * kernel's time. The callbacks are chosen by name at start (cuptiGetCallbackName), so every variant the
+ * toolkit's CUPTI knows is held. On the call's entry the library takes flock(2) on the file, LOCK_EX, or
+ * LOCK_SH with BEAVER_KERNEL_LOCK_MODE=sh (default ex: a timed process; sh: a correctness run, which shares
+ * the GPU with other sh holders and never with an ex holder); on the call's exit it waits for the context
+ * (cuCtxSynchronize, this thread's capture mode set to relaxed around it) so that the work has finished,
+ * then unlocks. A runtime call and the driver call it makes are held once (a depth count per thread), and
+ * the threads of one process take the lock one at a time (a mutex: flock is per open file, and threads
+ * share it). Several timed processes each holding ex then run at once on one GPU: their host work
+ * overlaps, their device work never does.
+ *
+ * What it changes in the timed program: every held call returns only once the context's work has finished,
+ * so inside the process no kernel overlaps host work or another stream's kernel, and back-to-back launches
+ * get a synchronisation (and possibly a wait for another process) between them. CUPTI's kernel records
+ * are device-side start and end times, so a kernel's recorded duration should not change; an A/B on a GPU
+ * must show that before this is used (bench/release_timing_bench.py run --klock). Limits: work the driver
+ * puts on the device by itself (module loads, a context's setup) is not held; a stream being captured into
+ * a graph may refuse the synchronisation, whose failure is written once as an E line (the launch itself is
+ * not affected). A lock asked for and not set up (the file cannot be opened, a mode other than ex or sh, no
+ * CUPTI subscriber) ends the process with status 98 and an E line: it would otherwise run unheld beside
+ * the others. At exit the library writes
+ *     L <tab> calls held <tab> ns waiting for the lock <tab> ns holding it
+ * With BEAVER_KERNEL_LOCK unset or empty none of this is set up and the library does what it did before.
  */
 #include <cupti.h>
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -113,10 +148,127 @@ static void beaver_clock(void) {
     fflush(beaver_out);
 }
 
+/* ---- the kernel lock (BEAVER_KERNEL_LOCK) ---- */
+
+static int beaver_lock_fd = -1;
+static int beaver_lock_op = LOCK_EX;
+static pthread_mutex_t beaver_lock_mu = PTHREAD_MUTEX_INITIALIZER;
+static __thread int beaver_lock_depth = 0;
+static long long beaver_lock_calls = 0, beaver_lock_wait_ns = 0, beaver_lock_held_ns = 0, beaver_lock_since = 0;
+static int beaver_sync_failed = 0;
+static CUresult (*beaver_ctx_sync)(void) = NULL;
+static CUresult (*beaver_capture_mode)(CUstreamCaptureMode *) = NULL;
+static CUpti_SubscriberHandle beaver_subscriber;
+
+/* Whether a driver or runtime API call of this name puts work on the device and is held (1) or not (0). */
+int beaver_lock_wants(const char *name) {
+    static const char *const held[] = {"cuLaunch", "cuGraphLaunch", "cuMemcpy", "cuMemset",
+                                       "cudaLaunch", "cudaGraphLaunch", "cudaMemcpy", "cudaMemset"};
+    if (!name) return 0;
+    if (strncmp(name, "cuLaunchHostFunc", 16) == 0 || strncmp(name, "cudaLaunchHostFunc", 18) == 0) return 0;
+    for (size_t i = 0; i < sizeof held / sizeof held[0]; i++)
+        if (strncmp(name, held[i], strlen(held[i])) == 0) return 1;
+    return 0;
+}
+
+/* Open the lock file and set the mode; 0 when done, -1 (with an E line) when not. */
+int beaver_lock_open(const char *path, const char *mode) {
+    if (mode && *mode && strcmp(mode, "ex") != 0 && strcmp(mode, "sh") != 0) {
+        fprintf(beaver_out ? beaver_out : stderr, "E\tBEAVER_KERNEL_LOCK_MODE %s: expected ex or sh\n", mode);
+        return -1;
+    }
+    beaver_lock_op = (mode && strcmp(mode, "sh") == 0) ? LOCK_SH : LOCK_EX;
+    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+    if (fd < 0) fd = open(path, O_RDONLY | O_CLOEXEC); /* a read-only bind of the file: flock works on it */
+    if (fd < 0) {
+        fprintf(beaver_out ? beaver_out : stderr, "E\tcannot open BEAVER_KERNEL_LOCK %s\n", path);
+        return -1;
+    }
+    beaver_lock_fd = fd;
+    return 0;
+}
+
+/* Take the lock for this process's calls (the mutex, then flock), counting the wait. */
+void beaver_lock_take(void) {
+    long long t0 = beaver_now_ns();
+    pthread_mutex_lock(&beaver_lock_mu);
+    while (flock(beaver_lock_fd, beaver_lock_op) != 0) {
+    }
+    beaver_lock_since = beaver_now_ns();
+    beaver_lock_wait_ns += beaver_lock_since - t0;
+    beaver_lock_calls++;
+}
+
+void beaver_lock_release(void) {
+    beaver_lock_held_ns += beaver_now_ns() - beaver_lock_since;
+    flock(beaver_lock_fd, LOCK_UN);
+    pthread_mutex_unlock(&beaver_lock_mu);
+}
+
+/* Wait until the calling thread's context has finished its work, in relaxed capture mode. */
+static void beaver_lock_sync(void) {
+    CUstreamCaptureMode mode = CU_STREAM_CAPTURE_MODE_RELAXED;
+    int exchanged = beaver_capture_mode && beaver_capture_mode(&mode) == CUDA_SUCCESS;
+    CUresult rc = beaver_ctx_sync();
+    if (exchanged) beaver_capture_mode(&mode);
+    if (rc != CUDA_SUCCESS && !beaver_sync_failed) {
+        beaver_sync_failed = 1;
+        fprintf(beaver_out, "E\tkernel lock: cuCtxSynchronize returned %d\n", (int)rc);
+        fflush(beaver_out);
+    }
+}
+
+static void CUPTIAPI beaver_on_api(void *userdata, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
+                                   const void *data) {
+    (void)userdata;
+    (void)domain;
+    (void)cbid;
+    const CUpti_CallbackData *cb = (const CUpti_CallbackData *)data;
+    if (cb->callbackSite == CUPTI_API_ENTER) {
+        if (beaver_lock_depth++ == 0) beaver_lock_take();
+    } else if (beaver_lock_depth > 0 && --beaver_lock_depth == 0) {
+        beaver_lock_sync();
+        beaver_lock_release();
+    }
+}
+
+static void beaver_lock_enable(CUpti_CallbackDomain domain, uint32_t size) {
+    for (uint32_t cbid = 1; cbid < size; cbid++) {
+        const char *name = NULL;
+        if (cuptiGetCallbackName(domain, cbid, &name) == CUPTI_SUCCESS && beaver_lock_wants(name))
+            cuptiEnableCallback(1, beaver_subscriber, domain, cbid);
+    }
+}
+
+/* Set the kernel lock up when BEAVER_KERNEL_LOCK names a file; nothing otherwise. */
+static void beaver_lock_setup(void) {
+    const char *path = getenv("BEAVER_KERNEL_LOCK");
+    if (!path || !*path) return;
+    if (beaver_lock_open(path, getenv("BEAVER_KERNEL_LOCK_MODE")) != 0) {
+        fflush(beaver_out);
+        _exit(98); /* asked for and not there: the process would run unheld beside others */
+    }
+    void *cuda = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+    if (cuda) {
+        beaver_ctx_sync = (CUresult(*)(void))dlsym(cuda, "cuCtxSynchronize");
+        beaver_capture_mode = (CUresult(*)(CUstreamCaptureMode *))dlsym(cuda, "cuThreadExchangeStreamCaptureMode");
+    }
+    if (!beaver_ctx_sync || cuptiSubscribe(&beaver_subscriber, (CUpti_CallbackFunc)beaver_on_api, NULL) != CUPTI_SUCCESS) {
+        fprintf(beaver_out, "E\tkernel lock: %s\n", beaver_ctx_sync ? "cuptiSubscribe failed" : "no cuCtxSynchronize");
+        fflush(beaver_out);
+        _exit(98);
+    }
+    beaver_lock_enable(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_SIZE);
+    beaver_lock_enable(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_SIZE);
+}
+
 static void beaver_at_exit(void) {
     if (beaver_ready) {
         cuptiActivityFlushAll(1);
         beaver_clock();
+    }
+    if (beaver_out && beaver_lock_fd >= 0) {
+        fprintf(beaver_out, "L\t%lld\t%lld\t%lld\n", beaver_lock_calls, beaver_lock_wait_ns, beaver_lock_held_ns);
     }
     if (beaver_out) beaver_mark("exit");
 }
@@ -130,6 +282,7 @@ int InitializeInjection(void) {
     if (!beaver_out) beaver_out = stderr;
     beaver_mark("init");
     beaver_gate();
+    beaver_lock_setup();
     /* The exit handler (the last records, then the exit mark) is registered after CUPTI is set up, so that
        it runs before anything CUPTI registered for its own exit; without recording, it writes the mark. */
     const char *activity = getenv("BEAVER_CUPTI_ACTIVITY");
