@@ -3,6 +3,7 @@ the reference, the GPU to itself, with every run started ahead of its turn and w
 
     python3 bench/release_timing_bench.py run --corpus DIR --out DIR [--tasks FILE] [--task ID ...]
                                               [--modes on,off] [--budget-s S] [--jobs N] [--after DIR ...]
+                                              [--klock K]
     python3 bench/release_timing_bench.py summary [--json FILE] DIR [DIR ...]
     python3 bench/release_timing_bench.py compare [--mode on] [--json FILE] DIR_A DIR_B
 
@@ -23,12 +24,23 @@ build slot before its hold (Timer.park; how long that took is recorded; for CUPT
 a run cut by its time limit keeps what it measured; tasks not reached are listed as such, and a later run
 with ``--after`` that folder times only the tasks it did not finish.
 
+``run --klock K``: the hold per call against the hold per process (beaver_cupti.c, BEAVER_KERNEL_LOCK). The
+tasks are taken in rounds of K; each round times its tasks one stage at a time as a batch does today (mode
+``on``, the GPU to one stage for whole processes), and all K stages at once, every timed process taking an
+exclusive lock on one shared file around each call that puts work on the GPU, so that their host work
+overlaps and their device work never does; the design that goes first alternates round by round, so that a
+drift of the machine weighs on both. A round starts only within ``--budget-s``, and then runs both designs.
+Each task's row holds one timing per design (with its samples, for the speedup's 95% interval), and
+``rounds`` the wall time of each design per round.
+
 ``summary``: the results of the given folders in one Markdown table on stdout (and as JSON with ``--json``):
 (the folders must share one ``--build-load``) per mode and family the number timed, the median and largest wall time of a timing stage, the largest CV,
 the speedups' range; whether the median over every task of the runs, the untimed included, is within
 ``--target-s`` (3 s), beyond it, or not known from the ones timed; the tasks timed in both modes side by side (the median ratio of their walls); the
 median phases of a run; and, where the kernels were placed on the monotonic clock, how much of the time the
-runs held the GPU a kernel of theirs ran.
+runs held the GPU a kernel of theirs ran. For a ``--klock`` folder: per design the wall time for the set and
+the median stage, per task both speedups and their ratio, how many tasks' speedups differ by more than the
+95% interval of their difference, and whether the set shows what adopting the lock needs (klock_summary).
 
 ``compare``: one folder against another in one mode, on the tasks timed in both (a load against the GPU
 alone, one build priority against another): the median stage, the median wall per process and the median
@@ -48,6 +60,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import nullcontext
 from dataclasses import replace
@@ -143,7 +156,11 @@ def run(a: argparse.Namespace) -> int:
     tcfg = timing_config(cache=cache)
     corpus = load_corpus(a.corpus)
     ids = wanted(a, sorted(t.id for t in corpus.tasks))
-    done = timed_before(a.after or [], modes)
+    if a.klock is not None and a.klock < 2:
+        raise SystemExit(f"--klock {a.klock}: expected 2 or more stages at once")
+    if a.klock and a.build_load:
+        raise SystemExit("--klock times the GPU's share alone: without --build-load")
+    done = timed_before(a.after or [], list(DESIGNS) if a.klock else modes)
     if done:
         print(
             f"{len([i for i in ids if i in done])} task(s) timed in every mode by an earlier run: skipped",
@@ -184,6 +201,10 @@ def run(a: argparse.Namespace) -> int:
         built = list(ex.map(prebuild, ids))
     res["build_wall_s"] = round(time.perf_counter() - t_start, 1)
     print(f"built {len(built)} in {res['build_wall_s']} s", flush=True)
+    if a.klock:
+        run_klock(a, corpus, cfg, tcfg, built, res, t_start)
+        save()
+        return 0
     stop = threading.Event()
     loads: list[int] = []
     # the load's builds hold slots of their own and register their processes, as a batch's builds do, so
@@ -242,20 +263,7 @@ def run(a: argparse.Namespace) -> int:
                 continue
             finally:
                 timer.close()  # runs parked ahead that the timing did not use
-            row[mode] = {
-                "wall_s": round(time.perf_counter() - t0, 3),
-                "method": t.method,
-                "runs": t.runs,
-                "speedup": round(t.speedup, 4),
-                "reference_ms": t.reference_ms,
-                "candidate_ms": t.candidate_ms,
-                "reference_cv": round(t.reference_cv, 4),
-                "candidate_cv": round(t.candidate_cv, 4),
-                "unstable": t.unstable,
-                "note": t.note,
-                "processes": [round(r.duration_s or 0.0, 3) for _, r in timer.runs],
-                "phases": timer.phases,
-            }
+            row[mode] = timing_row(t, timer, time.perf_counter() - t0)
             if mode in STOPS:
                 row[mode]["builds_stopped"] = stopped
             if parked_s is not None:
@@ -272,6 +280,254 @@ def run(a: argparse.Namespace) -> int:
     for th in threads:
         th.join(timeout=60)
     return 0
+
+
+def timing_row(t: Any, timer: Any, wall_s: float) -> dict[str, Any]:
+    """What the result file keeps of one timing (a TimingResult and the Timer that made it)."""
+    return {
+        "wall_s": round(wall_s, 3),
+        "method": t.method,
+        "runs": t.runs,
+        "speedup": round(t.speedup, 4),
+        "reference_ms": t.reference_ms,
+        "candidate_ms": t.candidate_ms,
+        "reference_cv": round(t.reference_cv, 4),
+        "candidate_cv": round(t.candidate_cv, 4),
+        "reference_samples": list(t.reference_samples),
+        "candidate_samples": list(t.candidate_samples),
+        "unstable": t.unstable,
+        "note": t.note,
+        "processes": [round(r.duration_s or 0.0, 3) for _, r in timer.runs],
+        "phases": timer.phases,
+    }
+
+
+#: ``run --klock K``: the two designs timed side by side. ``alone``: one timing stage at a time, the GPU to
+#: itself for whole processes (mode ``on``, as a batch times today); ``klock``: K stages at once, every timed
+#: process holding the GPU per call that puts work on it (beaver_cupti.c, BEAVER_KERNEL_LOCK, mode ex) on one
+#: lock file shared by all of them.
+DESIGNS = ("alone", "klock")
+#: The lock file's mode for the timed processes of design ``klock``.
+KLOCK_MODE = "ex"
+
+
+def klock_rounds(ids: list[str], k: int) -> list[list[str]]:
+    """The tasks in rounds of ``k``, in their order: the last round may be shorter."""
+    return [ids[i : i + k] for i in range(0, len(ids), k)]
+
+
+def design_order(r: int) -> tuple[str, ...]:
+    """The order of the two designs in round ``r``: one at a time first in even rounds, the kernel lock
+    first in odd ones, so that a drift of the machine over the run weighs on both alike."""
+    return DESIGNS if r % 2 == 0 else DESIGNS[::-1]
+
+
+def klock_environment(lock: Path, base: dict[str, str]) -> dict[str, str]:
+    """A stage environment (``base``: what a stage inherits) whose timed processes hold the GPU per call on
+    ``lock``."""
+    return {**base, "BEAVER_KERNEL_LOCK": str(lock), "BEAVER_KERNEL_LOCK_MODE": KLOCK_MODE}
+
+
+def klock_schedule(
+    ids: list[str],
+    k: int,
+    may_start: Callable[[], bool],
+    time_one: Callable[[str, str], None],
+    on_round: Callable[[dict[str, Any]], None],
+) -> list[str]:
+    """Time ``ids`` in rounds of ``k`` (klock_rounds), each round in both designs in design_order's order:
+    ``time_one(task, "alone")`` for its tasks one after another, then (or first) ``time_one(task, "klock")``
+    for all of them at once, one thread each. A round starts only while ``may_start()``; ``on_round`` gets
+    each round's record (its tasks, the order of the designs, each design's wall clock seconds). Returns the
+    tasks of the rounds not started."""
+    left: list[str] = []
+    for r, group in enumerate(klock_rounds(ids, k)):
+        if left or not may_start():
+            left += group
+            continue
+        rec: dict[str, Any] = {"tasks": group, "order": list(design_order(r))}
+        for design in design_order(r):
+            t0 = time.perf_counter()
+            if design == "alone":
+                for tid in group:
+                    time_one(tid, design)
+            else:
+                threads = [threading.Thread(target=time_one, args=(tid, design)) for tid in group]
+                for th in threads:
+                    th.start()
+                for th in threads:
+                    th.join()
+            rec[f"{design}_wall_s"] = round(time.perf_counter() - t0, 3)
+        on_round(rec)
+    return left
+
+
+def run_klock(
+    a: argparse.Namespace,
+    corpus: Any,
+    cfg: Any,
+    tcfg: Any,
+    built: list[Any],
+    res: dict[str, Any],
+    t_start: float,
+) -> None:
+    """Time the built tasks in rounds of ``a.klock``: in each round the same tasks one stage at a time and
+    all at once under the kernel lock, in the order design_order gives; a round starts only while the budget
+    lasts, and both of its designs run. Each task's row gets one timing per design; ``res["rounds"]`` each
+    round's tasks, order and the wall time of each design."""
+    from beavertui.engine.host import sandbox
+    from beavertui.engine.timing.speedup import Timer
+
+    lock_dir = Path(tempfile.mkdtemp(prefix="beaver-klock-"))
+    lock = lock_dir / "gpu.lock"
+    lock.touch()  # made before any stage: the sandbox keeps the paths the environment names
+    # both designs from the same inherited environment, without a lock this process may have been given
+    base = {
+        k: v for k, v in sandbox.inherited_env(os.environ).items() if not k.startswith("BEAVER_KERNEL_LOCK")
+    }
+    plain, locked = replace(cfg, env=base), replace(cfg, env=klock_environment(lock, base))
+    timing = replace(tcfg, **MODES["on"])
+    res.update(klock=a.klock, klock_mode=KLOCK_MODE, rounds=[])
+    ok = {tid: cand for tid, cand, _, err in built if err is None and cand is not None}
+    for tid, _cand, build_s, err in built:
+        res["tasks"][tid] = {"family": corpus.get(tid).family, "build_s": round(build_s, 2)}
+        if err is not None or tid not in ok:
+            res["tasks"][tid]["error"] = err or "no candidate"
+
+    def one(tid: str, design: str) -> None:
+        row = res["tasks"][tid]
+        timer = Timer(corpus.get(tid), locked if design == "klock" else plain, timing)
+        t0 = time.perf_counter()
+        try:
+            timer.prepare()  # built before the rounds: found in the cache
+            t0 = time.perf_counter()  # a stage's wall, as the modes' (the round's wall counts both)
+            t = timer.measure(ok[tid], 0.7)
+            row[design] = timing_row(t, timer, time.perf_counter() - t0)
+            print(
+                f"{tid} [{design}]: {row[design]['wall_s']} s, {t.runs} runs, speedup {t.speedup:.3f}, "
+                f"CVs {100 * t.reference_cv:.2f}% / {100 * t.candidate_cv:.2f}%",
+                flush=True,
+            )
+        except Exception as exc:  # recorded, the bench goes on
+            row[design] = {
+                "error": f"{type(exc).__name__}: {exc}",
+                "wall_s": round(time.perf_counter() - t0, 3),
+            }
+        finally:
+            timer.close()
+
+    def saved(rec: dict[str, Any]) -> None:
+        res["rounds"].append(rec)
+        walls = ", ".join(f"{d} {rec[f'{d}_wall_s']} s" for d in DESIGNS)
+        print(f"round {len(res['rounds']) - 1}: {walls}", flush=True)
+        res["bench_wall_s"] = round(time.perf_counter() - t_start, 1)
+        (a.out / RESULT).write_text(json.dumps(res, indent=1))
+
+    left = klock_schedule(
+        [t for t in res["order"] if t in ok],
+        a.klock,
+        lambda: time.perf_counter() - t_start <= a.budget_s,
+        one,
+        saved,
+    )
+    for tid in left:
+        res["tasks"][tid]["not_reached"] = list(DESIGNS)
+    shutil.rmtree(lock_dir, ignore_errors=True)
+
+
+def speedup_interval(timed: dict[str, Any]) -> float | None:
+    """The half-width of a timing's 95% speedup interval on the log scale (adaptive.interval, from its
+    samples), or None without two samples a side."""
+    from beavertui.engine.timing.adaptive import interval
+
+    got = interval(list(timed.get("reference_samples") or []), list(timed.get("candidate_samples") or []))
+    return None if got is None else math.log(got[1])
+
+
+def klock_summary(
+    rounds: list[dict[str, Any]], rows: dict[str, dict[str, Any]]
+) -> tuple[list[str], dict[str, Any]]:
+    """The two designs of ``run --klock`` side by side: per design the wall time for the set (the rounds
+    where both ran), the median stage and the largest CV; per task both speedups, their 95% intervals and
+    their ratio, and whether the two differ by more than the 95% interval of their difference (the two
+    half-widths combined in quadrature, log scale); and whether the set shows what adopting it needs."""
+    full = [r for r in rounds if all(f"{d}_wall_s" in r for d in DESIGNS)]
+    out: dict[str, Any] = {
+        "rounds": len(full),
+        "stages_at_once": max((len(r["tasks"]) for r in full), default=0),
+    }
+    sums = {d: sum(float(r[f"{d}_wall_s"]) for r in full) for d in DESIGNS}
+    walls = {d: round(v, 1) for d, v in sums.items()}
+    names = {"alone": "one stage at a time", "klock": "stages at once, kernel lock"}
+    lines = [
+        f"Kernel lock: {len(full)} rounds of up to {out['stages_at_once']} tasks, each timed one stage at a time "
+        "and all at once with every timed process holding the GPU per call (BEAVER_KERNEL_LOCK, ex), the designs "
+        "alternated round by round.",
+        "",
+        "| design | tasks timed | wall for the set | median stage | largest CV |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    for d in DESIGNS:
+        timed = {t: r[d] for t, r in rows.items() if isinstance(r.get(d), dict) and "speedup" in r[d]}
+        cvs = [max(v["reference_cv"], v["candidate_cv"]) for v in timed.values()]
+        out[d] = {
+            "timed": len(timed),
+            "wall_s": walls[d],
+            "median_wall_s": _median([v["wall_s"] for v in timed.values()]),
+            "max_cv": max(cvs) if cvs else None,
+        }
+        lines.append(
+            f"| {names[d]} | {len(timed)} | {walls[d]:.1f} s | {out[d]['median_wall_s']} s | "
+            + (f"{100 * max(cvs):.2f}% |" if cvs else "- |")
+        )
+    both = [
+        t for t, r in rows.items() if all(isinstance(r.get(d), dict) and "speedup" in r[d] for d in DESIGNS)
+    ]
+    out["wall_klock_over_alone"] = round(sums["klock"] / sums["alone"], 3) if sums["alone"] else None
+    lines += [
+        "",
+        f"Wall for the set, stages at once over one at a time: {out['wall_klock_over_alone']}x "
+        f"({walls['klock']:.1f} s against {walls['alone']:.1f} s, wall clock of each round's design summed)",
+        "",
+        "| task | speedup one at a time | 95% | speedup at once | 95% | at once / one at a time | differs |",
+        "|---|---:|---:|---:|---:|---:|---|",
+    ]
+    per: dict[str, Any] = {}
+    differ = 0
+    for t in sorted(both):
+        x, y = rows[t]["alone"], rows[t]["klock"]
+        hx, hy = speedup_interval(x), speedup_interval(y)
+        ratio = y["speedup"] / x["speedup"]
+        bound = None if hx is None or hy is None else math.hypot(hx, hy)
+        off = bound is not None and abs(math.log(ratio)) > bound
+        differ += off
+        per[t] = {"alone": x["speedup"], "klock": y["speedup"], "ratio": round(ratio, 4),
+                  "interval": None if bound is None else round(math.exp(bound) - 1, 4), "differs": off}  # fmt: skip
+
+        def pm(h: float | None) -> str:
+            return "-" if h is None else f"+/-{100 * (math.exp(h) - 1):.1f}%"
+
+        lines.append(
+            f"| {t} | {x['speedup']:.4f} | {pm(hx)} | {y['speedup']:.4f} | {pm(hy)} | {ratio:.4f} | "
+            + ("yes" if off else ("not known" if bound is None else "no"))
+            + " |"
+        )
+    out["tasks"] = per
+    out["differ"] = differ
+    unknown = sum(v["interval"] is None for v in per.values())
+    lines.append(
+        f"\n{differ} of {len(per)} tasks' speedups differ between the designs by more than the 95% interval of "
+        "their difference" + (f" ({unknown} without an interval)" if unknown else "")
+    )
+    ok = bool(per) and differ == 0 and unknown == 0 and sums["klock"] < sums["alone"]
+    out["adoptable"] = ok
+    lines.append(
+        "The kernel lock "
+        + ("meets" if ok else "does not meet")
+        + " what adopting it needs on this set: every speedup unchanged within its interval, and a lower wall "
+        "time for the set"
+    )
+    return lines, out
 
 
 def _median(xs: list[float]) -> float | None:
@@ -381,8 +637,10 @@ def summarize(a: argparse.Namespace) -> int:
     rows: dict[str, dict[str, Any]] = {}
     loads: set[int] = set()
     priorities: dict[tuple[Any, ...], dict[str, Any]] = {}
+    rounds: list[dict[str, Any]] = []
     for d in a.dirs:
         doc = _rows(Path(d))
+        rounds += doc.get("rounds") or []
         loads.add(int(doc.get("build_load", 0)))
         p = build_priority(doc)
         priorities[tuple(p.values())] = p
@@ -512,7 +770,13 @@ def summarize(a: argparse.Namespace) -> int:
             + ("; in mode stop, they were stopped while it measured" if "stop" in out["modes"] else "")
             + ".\n",
         )
-    print("\n".join(lines))
+    # a --klock folder times no mode: its table is the kernel lock's
+    head = "\n".join(lines if out["modes"] or not rounds else lines[2:]).strip("\n")
+    if head:
+        print(head)
+    if rounds or any(d in r for r in rows.values() for d in DESIGNS):
+        klines, out["klock"] = klock_summary(rounds, rows)
+        print(("\n" if head else "") + "\n".join(klines))
     for key, x, y in PAIRS:
         p = out.get(key) or {}
         if p:
@@ -632,6 +896,12 @@ def main() -> int:
     r.add_argument(
         "--after", type=Path, action="append",
         help="an earlier run's folder: the tasks it timed in every mode are not timed again (repeatable)",
+    )  # fmt: skip
+    r.add_argument(
+        "--klock", type=int, metavar="K",
+        help="time the tasks in rounds of K: one stage at a time, and K stages at once with every timed process "
+        "holding the GPU per call on one lock file (BEAVER_KERNEL_LOCK, ex), alternated round by round "
+        "(--modes, --build-load not used)",
     )  # fmt: skip
     m = sub.add_parser("summary")
     m.add_argument("--json", type=Path, help="also write the summary as JSON to this file")

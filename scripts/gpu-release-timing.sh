@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The release's timing stage, alone on a GPU machine, from the repository root (bench/release_timing_bench.py):
 # each instance's reference submission against its reference, with runs started ahead of their turn and in
-# turn, side by side. Ends inside the time budget (default 560 s); everything into $OUT/rs, one file of it in
+# turn, side by side. Ends inside the time budget (default 560 s; 540 s for part klock); everything into $OUT/rs, one file of it in
 # $OUT/rs.tgz.
 #   bash scripts/gpu-release-timing.sh [--budget-s S] [--part PART] [--after DIR ...]
 # PART (default "cupti"):
@@ -12,6 +12,13 @@
 #   long           the eight CUPTI instances whose stages hold the GPU 20 to 45 s (cuda_167, cuda_173 twice,
 #                  cuda_193, cuda_194, cuda_204, cuda_207, cuda_216): with MODES=on, about 5 minutes; the
 #                  summary says how much of their hold a kernel of the timed process ran
+#   klock          the hold per call against the hold per process (bench run --klock, beaver_cupti.c's
+#                  BEAVER_KERNEL_LOCK): the CUPTI instances without the eight long ones, in rounds of
+#                  KLOCK (default 4) tasks, each round timed one stage at a time and all at once under the
+#                  kernel lock, the design that goes first alternated round by round; the budget defaults to
+#                  540 s and rounds start only while 150 s of it are left; the summary prints each design's
+#                  wall for the set and every task's speedup under both. --after a klock folder goes on
+#                  with the tasks it did not reach.
 # MODES (default on,off): the bench's modes, side by side (on: runs started ahead, let go once the run
 # before has ended; exit: let go at its exit mark, BEAVERTUI_GO_AT_EXIT=1; off: runs started in turn; stop:
 # as on, with the LOAD builds stopped while it measures, as batch --builds-in-timing stop; park: as on, with
@@ -25,7 +32,7 @@
 # and .whl/.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-TOTAL=560
+TOTAL=
 PART=cupti
 AFTER=()
 PREV=()
@@ -38,20 +45,31 @@ while [ $# -gt 0 ]; do
   esac
   shift
 done
+[ -n "$TOTAL" ] || { [ "$PART" = klock ] && TOTAL=540 || TOTAL=560; }
 . scripts/gpu-common.sh
 [ -d .release/a/data ] || { log "no release under .release/a"; exit 2; }
 case "$PART" in
   cupti) SELECT=(--tasks bench/release-cupti-tasks.txt) ;;
   cufft_samples) SELECT=(--task 'cufft_samples_*') ;;
   long) SELECT=(); for t in cuda_167 cuda_173 cuda_193 cuda_194 cuda_204 cuda_207 cuda_216; do SELECT+=(--task "${t}__*"); done ;;
+  klock) SELECT=(--tasks "$W/klock-tasks.txt")
+         grep -v -E '^(cuda_167|cuda_173|cuda_193|cuda_194|cuda_204|cuda_207|cuda_216)__' \
+           bench/release-cupti-tasks.txt >"$W/klock-tasks.txt" ;;
   *) log "unknown part $PART"; exit 2 ;;
 esac
 mkdir -p "$OUT/rs"
 # timings start only while enough is left for the slowest stage of the part and the summary
 b=$(($(left) - 30))
-log "$PART: start (${b} s, timings until $((b - 70)) s)"
-timeout -k 10 "$b" python3 bench/release_timing_bench.py run --corpus .release/a/data --out "$OUT/rs" \
-  "${SELECT[@]}" "${AFTER[@]}" --modes "${MODES:-on,off}" --build-load "${LOAD:-0}" --budget-s $((b - 70)) --jobs "$(nproc)" >"$W/rs.log" 2>&1
+if [ "$PART" = klock ]; then
+  # a round runs both designs once started: rounds start only while 150 s are left
+  log "$PART: start (${b} s, rounds of ${KLOCK:-4} until $((b - 150)) s)"
+  timeout -k 10 "$b" python3 bench/release_timing_bench.py run --corpus .release/a/data --out "$OUT/rs" \
+    "${SELECT[@]}" "${AFTER[@]}" --klock "${KLOCK:-4}" --budget-s $((b - 150)) --jobs "$(nproc)" >"$W/rs.log" 2>&1
+else
+  log "$PART: start (${b} s, timings until $((b - 70)) s)"
+  timeout -k 10 "$b" python3 bench/release_timing_bench.py run --corpus .release/a/data --out "$OUT/rs" \
+    "${SELECT[@]}" "${AFTER[@]}" --modes "${MODES:-on,off}" --build-load "${LOAD:-0}" --budget-s $((b - 70)) --jobs "$(nproc)" >"$W/rs.log" 2>&1
+fi
 log "$PART: rc $? ($(grep -c '\]: ' "$W/rs.log") timings)"
 python3 bench/release_timing_bench.py summary --json "$OUT/rs/summary.json" "${PREV[@]}" "$OUT/rs" \
   >"$OUT/rs/summary.md" 2>&1

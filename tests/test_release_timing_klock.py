@@ -1,0 +1,156 @@
+"""bench/release_timing_bench.py ``run --klock K``: the hold per call (beaver_cupti.c's kernel lock) against the
+hold per process, planned, alternated and summed up on CPU.
+
+The GPU timings themselves come from a GPU machine (scripts/gpu-release-timing.sh --part klock); here the
+rounds are run with a timing function that records what it was asked and when, and the summary reads result
+files written as the bench writes them.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+from tests.cli_in_process import run_script
+
+ROOT = Path(__file__).resolve().parents[1]
+BENCH = ROOT / "bench" / "release_timing_bench.py"
+
+
+def _bench():  # type: ignore[no-untyped-def]
+    sys.path.insert(0, str(ROOT / "bench"))
+    import release_timing_bench
+
+    return release_timing_bench
+
+
+def test_rounds_alternate_which_design_goes_first() -> None:
+    rtb = _bench()
+    assert rtb.klock_rounds(list("abcdefg"), 3) == [["a", "b", "c"], ["d", "e", "f"], ["g"]]
+    assert [rtb.design_order(r) for r in range(3)] == [
+        ("alone", "klock"), ("klock", "alone"), ("alone", "klock"),
+    ]  # fmt: skip
+    env = rtb.klock_environment(Path("/tmp/l/gpu.lock"), {"PATH": "/usr/bin"})
+    assert env == {
+        "PATH": "/usr/bin",
+        "BEAVER_KERNEL_LOCK": "/tmp/l/gpu.lock",
+        "BEAVER_KERNEL_LOCK_MODE": "ex",
+    }
+
+
+def test_a_round_times_its_tasks_one_after_another_then_all_at_once_and_the_budget_cuts_whole_rounds() -> (
+    None
+):
+    """The kernel-lock design's stages of a round run at the same time: each waits at a barrier of the round's
+    size, which only all of them together pass; one stage at a time, never two at once."""
+    rtb = _bench()
+    ids = [f"t{i}" for i in range(7)]
+    groups = rtb.klock_rounds(ids, 3)
+    barriers = {tuple(g): threading.Barrier(len(g), timeout=30) for g in groups}
+    calls: list[tuple[str, str]] = []
+    failures: list[str] = []
+    active, most = [0], [0]
+    guard = threading.Lock()
+
+    def time_one(tid: str, design: str) -> None:
+        with guard:
+            calls.append((tid, design))
+            active[0] += 1
+            most[0] = max(most[0], active[0]) if design == "alone" else most[0]
+        try:
+            if design == "klock":
+                (group,) = [g for g in barriers if tid in g]
+                barriers[group].wait()
+        except threading.BrokenBarrierError:
+            failures.append(tid)
+        finally:
+            with guard:
+                active[0] -= 1
+
+    starts = iter([True, True, False])
+    rounds: list[dict[str, Any]] = []
+    left = rtb.klock_schedule(ids, 3, lambda: next(starts), time_one, rounds.append)
+    assert not failures and most[0] == 1
+    assert left == ["t6"]  # the third round is not started: its task is left for a later run
+    assert [r["tasks"] for r in rounds] == [["t0", "t1", "t2"], ["t3", "t4", "t5"]]
+    assert [r["order"] for r in rounds] == [["alone", "klock"], ["klock", "alone"]]
+    assert all(r["alone_wall_s"] >= 0 and r["klock_wall_s"] >= 0 for r in rounds)
+    # round 0: one at a time in the task order, then the three at once; round 1 the other way round
+    assert calls[:3] == [("t0", "alone"), ("t1", "alone"), ("t2", "alone")]
+    assert sorted(calls[3:6]) == [("t0", "klock"), ("t1", "klock"), ("t2", "klock")]
+    assert sorted(calls[6:9]) == [("t3", "klock"), ("t4", "klock"), ("t5", "klock")]
+    assert calls[9:] == [("t3", "alone"), ("t4", "alone"), ("t5", "alone")]
+
+
+def _timing(ref: list[float], cand: list[float], wall: float) -> dict[str, Any]:
+    sp = statistics.median(ref) / statistics.median(cand)
+    cv = lambda xs: statistics.stdev(xs) / statistics.mean(xs)  # noqa: E731
+    return {
+        "wall_s": wall, "method": "cupti", "runs": len(ref), "speedup": round(sp, 4),
+        "reference_ms": statistics.median(ref), "candidate_ms": statistics.median(cand),
+        "reference_cv": round(cv(ref), 4), "candidate_cv": round(cv(cand), 4),
+        "reference_samples": ref, "candidate_samples": cand, "phases": [],
+    }  # fmt: skip
+
+
+def _folder(tmp_path: Path, klock_b: list[float]) -> Path:
+    """Two rounds of two tasks: a and b; b's candidate under the lock has the samples given."""
+    base = [1.00, 1.01, 0.99]
+    tasks = {
+        "a": {"family": "cuda", "alone": _timing(base, base, 3.0), "klock": _timing(base, [1.0, 1.012, 0.99], 3.4)},
+        "b": {"family": "cuda", "alone": _timing(base, base, 5.0), "klock": _timing(base, klock_b, 5.5)},
+        "c": {"family": "cuda", "not_reached": ["alone", "klock"]},
+    }  # fmt: skip
+    doc = {
+        "modes": ["on"], "klock": 2, "klock_mode": "ex", "order": ["a", "b", "c"], "tasks": tasks,
+        "rounds": [
+            {"tasks": ["a"], "order": ["alone", "klock"], "alone_wall_s": 3.1, "klock_wall_s": 3.5},
+            {"tasks": ["b"], "order": ["klock", "alone"], "alone_wall_s": 5.1, "klock_wall_s": 5.6},
+        ],
+    }  # fmt: skip
+    d = tmp_path / "rs"
+    d.mkdir()
+    (d / "release-stage.json").write_text(json.dumps(doc))
+    return d
+
+
+def _summary(tmp_path: Path, d: Path) -> tuple[str, dict[str, Any]]:
+    out = tmp_path / "summary.json"
+    proc = run_script(BENCH, "summary", "--json", out, d, check=True)
+    return proc.stdout, json.loads(out.read_text())["klock"]
+
+
+def test_the_summary_counts_speedups_that_moved_beyond_their_interval_and_says_what_adoption_needs(
+    tmp_path: Path,
+) -> None:
+    # b's candidate 9% faster under the lock, every run within 1%: beyond any interval of three such runs
+    text, k = _summary(tmp_path, _folder(tmp_path, [0.91, 0.92, 0.90]))
+    assert k["rounds"] == 2 and k["alone"]["wall_s"] == 8.2 and k["klock"]["wall_s"] == 9.1
+    assert k["wall_klock_over_alone"] == round(9.1 / 8.2, 3)
+    assert k["tasks"]["a"]["differs"] is False and k["tasks"]["b"]["differs"] is True
+    assert k["tasks"]["b"]["ratio"] == round(_timing([1.0, 1.01, 0.99], [0.91, 0.92, 0.90], 0)["speedup"], 4)
+    assert k["differ"] == 1 and k["adoptable"] is False
+    assert "1 of 2 tasks' speedups differ between the designs" in text
+    assert "does not meet what adopting it needs" in text
+    assert "- c: not reached in mode(s) alone, klock" in text
+
+
+def test_a_set_with_the_same_speedups_and_a_lower_wall_meets_it(tmp_path: Path) -> None:
+    d = _folder(tmp_path, [1.0, 1.011, 0.99])
+    doc = json.loads((d / "release-stage.json").read_text())
+    for r in doc["rounds"]:
+        r["klock_wall_s"] = r["alone_wall_s"] / 2.5
+    (d / "release-stage.json").write_text(json.dumps(doc))
+    text, k = _summary(tmp_path, d)
+    assert k["differ"] == 0 and k["wall_klock_over_alone"] == 0.4 and k["adoptable"] is True
+    assert "The kernel lock meets what adopting it needs on this set" in text
+    # a task whose interval is not known (one run a side) cannot show it
+    doc["tasks"]["a"]["klock"]["reference_samples"] = [1.0]
+    (d / "release-stage.json").write_text(json.dumps(doc))
+    text, k = _summary(tmp_path, d)
+    assert k["tasks"]["a"]["interval"] is None and k["adoptable"] is False
+    assert "(1 without an interval)" in text
