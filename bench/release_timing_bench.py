@@ -484,10 +484,31 @@ def klock_summary(
         t for t, r in rows.items() if all(isinstance(r.get(d), dict) and "speedup" in r[d] for d in DESIGNS)
     ]
     out["wall_klock_over_alone"] = round(sums["klock"] / sums["alone"], 3) if sums["alone"] else None
+    held = [
+        p for r in rows.values() if isinstance(r.get("klock"), dict) for p in r["klock"].get("phases") or []
+        if "lock_wait_s" in p
+    ]  # fmt: skip
+    if held:
+        out["lock"] = {
+            "runs": len(held),
+            "calls": sum(int(p["lock_calls"]) for p in held),
+            "median_wait_s": _median([float(p["lock_wait_s"]) for p in held]),
+            "wait_s": round(sum(float(p["lock_wait_s"]) for p in held), 3),
+            "held_s": round(sum(float(p["lock_held_s"]) for p in held), 3),
+        }
     lines += [
         "",
         f"Wall for the set, stages at once over one at a time: {out['wall_klock_over_alone']}x "
         f"({walls['klock']:.1f} s against {walls['alone']:.1f} s, wall clock of each round's design summed)",
+    ]
+    if held:
+        lk = out["lock"]
+        lines.append(
+            f"Under the lock, {lk['runs']} runs held the GPU for {lk['calls']} calls, {lk['held_s']} s in all, and "
+            f"waited for it {lk['wait_s']} s in all (a median {lk['median_wait_s']} s a run; the L line of "
+            "beaver_cupti.c)"
+        )
+    lines += [
         "",
         "| task | speedup one at a time | 95% | speedup at once | 95% | at once / one at a time | differs |",
         "|---|---:|---:|---:|---:|---:|---|",

@@ -100,6 +100,7 @@ def _timing(ref: list[float], cand: list[float], wall: float) -> dict[str, Any]:
 def _folder(tmp_path: Path, klock_b: list[float]) -> Path:
     """Two rounds of two tasks: a and b; b's candidate under the lock has the samples given."""
     base = [1.00, 1.01, 0.99]
+    waits = [{"lock_calls": 40, "lock_wait_s": w, "lock_held_s": 0.02} for w in (0.5, 1.5, 1.0)]
     tasks = {
         "a": {"family": "cuda", "alone": _timing(base, base, 3.0), "klock": _timing(base, [1.0, 1.012, 0.99], 3.4)},
         "b": {"family": "cuda", "alone": _timing(base, base, 5.0), "klock": _timing(base, klock_b, 5.5)},
@@ -112,6 +113,7 @@ def _folder(tmp_path: Path, klock_b: list[float]) -> Path:
             {"tasks": ["b"], "order": ["klock", "alone"], "alone_wall_s": 5.1, "klock_wall_s": 5.6},
         ],
     }  # fmt: skip
+    tasks["a"]["klock"]["phases"] = waits
     d = tmp_path / "rs"
     d.mkdir()
     (d / "release-stage.json").write_text(json.dumps(doc))
@@ -137,6 +139,8 @@ def test_the_summary_counts_speedups_that_moved_beyond_their_interval_and_says_w
     assert "1 of 2 tasks' speedups differ between the designs" in text
     assert "does not meet what adopting it needs" in text
     assert "- c: not reached in mode(s) alone, klock" in text
+    assert k["lock"] == {"runs": 3, "calls": 120, "median_wait_s": 1.0, "wait_s": 3.0, "held_s": 0.06}
+    assert "Under the lock, 3 runs held the GPU for 120 calls, 0.06 s in all, and waited for it 3.0 s" in text
 
 
 def test_a_set_with_the_same_speedups_and_a_lower_wall_meets_it(tmp_path: Path) -> None:

@@ -105,7 +105,9 @@ class Run:
         or its start when not gated, to its end). Where its kernels were recorded with the CUPTI clock
         (cupti.clock_offset_ns): from its go (or init) to its first kernel's start (``to_first_kernel_s``),
         how long a kernel of it ran (``kernels_s``: the union of their intervals) and from its last kernel's
-        end to its exit (``last_kernel_to_exit_s``): how much of its turn the GPU had work of it."""
+        end to its exit (``last_kernel_to_exit_s``): how much of its turn the GPU had work of it. Where it
+        held the GPU per call (BEAVER_KERNEL_LOCK, cupti.lock_counts): the calls held (``lock_calls``), the
+        time it waited for the lock (``lock_wait_s``) and held it (``lock_held_s``)."""
         marks = cupti.marks(text)
         ns = 1e-9
         init, gate, go, exit_ = (marks.get(k) for k in ("init", "gate", "go", "exit"))
@@ -133,4 +135,9 @@ class Run:
             row["kernels_s"] = round(cupti.busy_ns(recs) * ns, 4)
             if exit_ is not None:
                 row["last_kernel_to_exit_s"] = round((exit_ - last) * ns, 4)
+        lock = cupti.lock_counts(text)
+        if lock is not None:
+            row["lock_calls"] = lock[0]
+            row["lock_wait_s"] = round(lock[1] * ns, 4)
+            row["lock_held_s"] = round(lock[2] * ns, 4)
         return row

@@ -99,3 +99,21 @@ def test_ex_excludes_every_other_holder_sh_only_ex_and_both_give_it_back(tmp_pat
     so.beaver_lock_release()
     assert so.beaver_lock_open(str(lock).encode(), b"exclusive") == -1
     assert so.beaver_lock_open(str(tmp_path / "no" / "such.lock").encode(), b"ex") == -1
+
+
+def test_a_runs_phases_say_how_long_it_waited_for_the_lock_and_held_it() -> None:
+    """The L line the library writes at exit under the lock (calls, ns waiting, ns holding) joins the run's
+    phases; a file without it (the lock unset) adds nothing."""
+    from beavertui.engine.timing.parked import Run
+
+    s = 1_000_000_000
+    marks = f"M\tinit\t{1 * s}\nM\tgate\t{int(1.1 * s)}\nM\tgo\t{2 * s}\n"
+    run = Run(
+        who="candidate", stage=None, folder=Path("/nonexistent"), gated=True, started=0.5, let_go_at=2.0
+    )  # type: ignore[arg-type]
+    locked = run.phases(marks + f"L\t12\t{int(0.75 * s)}\t{int(0.05 * s)}\nM\texit\t{9 * s}\n", ended=9.25)
+    assert (locked["lock_calls"], locked["lock_wait_s"], locked["lock_held_s"]) == (12, 0.75, 0.05)
+    plain = run.phases(marks + f"M\texit\t{9 * s}\n", ended=9.25)
+    assert not {"lock_calls", "lock_wait_s", "lock_held_s"} & set(plain)
+    assert cupti.lock_counts("L\tx\t1\t2\nL\t3\t4\t5\n") == (3, 4, 5)  # a torn line is skipped
+    assert cupti.lock_counts(marks) is None

@@ -141,6 +141,19 @@ def clock_offset_ns(text: str) -> int | None:
     return None
 
 
+def lock_counts(text: str) -> tuple[int, int, int] | None:
+    """The kernel lock's line of an injection output file (``L``, written at exit when BEAVER_KERNEL_LOCK was
+    set): (calls held, ns waiting for the lock, ns holding it); None where the file has none."""
+    for line in text.splitlines():
+        parts = line.split("\t")
+        if parts[0] == "L" and len(parts) >= 4:
+            try:
+                return int(parts[1]), int(parts[2]), int(parts[3])
+            except ValueError:
+                continue
+    return None
+
+
 def busy_ns(recs: list[KernelRecord]) -> int:
     """How long at least one of the kernels ran: the length of the union of their intervals, in ns."""
     total, end = 0, None
