@@ -5,9 +5,10 @@ The rules, each decided under one lock when a request, a release or a deadline h
 - A GPU admits up to ``shared`` shared runs at once (correctness, sanitizer and profiler runs), or one
   exclusive hold (a timing stage, or a run made again alone because it ran out of memory beside others).
 - Requests wait in one queue: timing first, then runs made again alone, then shared runs; within each, the
-  oldest session first (rank.py), then first come. Long runs (sanitizer, profiler, and the correctness runs of
-  a task whose runs take long: placement.py) go to the GPU with the fewest long runs and no timing waiting;
-  among equal GPUs, the one that ran the fewest stages.
+  oldest session first (rank.py), then first come. A run goes to an open GPU other than the timing GPU
+  (below) where there is one; a long run (sanitizer, profiler, and the correctness runs of a task whose runs
+  take long: placement.py) then to the one with the fewest long runs; then the one with the fewest runs in
+  flight, then the one that ran the fewest stages.
 - A run that cannot be stopped for timing (a sanitizer or profiler run, unless ``pause_instrumented``) is
   at most one per GPU, and is never placed on a GPU that a timing stage waits for: it waits for one.
 - With two healthy GPUs or more, the first is the timing GPU: a timing stage takes it, or another GPU that
