@@ -1,17 +1,23 @@
 """The Ray executor: one Ray task per session, events streamed back to the driver's run directory.
 
-Each session is a Ray generator task (``num_gpus=1`` with the local toolchain, 0 with a recorded one) that
-runs the same ``run_session`` on a worker and yields every event as a JSON line; the driver writes them
-to the session file and the progress display exactly as the local executor does, so resume, retries and
-infrastructure accounting are shared (job.py). Workers keep one toolchain per process with a node-local
-compile cache. The corpus must be readable at the same path on every node. Needs ``beavertui[ray]``.
+Each session is a Ray generator task (``num_gpus=1`` with the local toolchain, 0 with a recorded one such as
+``demo``) that runs the same ``run_session`` on a worker and yields every event as a JSON line; the driver
+writes them to the session file and the progress display exactly as the local executor does, so resume,
+retries and infrastructure accounting are shared (job.py). A session holds its GPU alone for its whole
+length and times its correct attempts inside its loop (no timing lane, no shared GPU pool). A local
+toolchain's worker builds into a node-local compile cache. The corpus must be readable at the same path on
+every node. ``connect`` reaches the cluster (or starts a local instance) and checks it can run the batch,
+before anything is written. Needs ``beavertui[ray]``.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
+import re
+import socket
 from collections.abc import Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -24,17 +30,109 @@ from beavertui.engine.session.events import LINE_ADAPTER, Event, SessionHeader
 if TYPE_CHECKING:
     from beavertui.engine.toolchain.local import LocalConfig
 
-#: Per worker process: toolchain by spec (so the compile cache and baselines are reused across tasks).
-_TOOLCHAINS: dict[str, Any] = {}
+#: Per worker process: toolchain by spec and cache (a recorded toolchain's worker runs many sessions; Ray
+#: starts a fresh worker process for every task that holds a GPU).
+_TOOLCHAINS: dict[tuple[str, str | None], Any] = {}
+
+NODE_CACHE = "node"
+"""The compile cache a worker of the local toolchain builds into by default: ``node_cache_dir()`` on its node."""
 
 
 def node_cache_dir() -> Path:
     return Path(os.environ.get("BEAVERTUI_NODE_CACHE", "/tmp/beavertui-node-cache")) / "builds"
 
 
-def _worker_toolchain(spec: str, config: LocalConfig | None = None) -> Any:
-    if spec in _TOOLCHAINS:
-        return _TOOLCHAINS[spec]
+def needs_gpu(toolchain: str) -> bool:
+    """Whether a session of ``toolchain`` holds a GPU on its worker (the local one; a replay runs nothing)."""
+    from beavertui.engine.toolchain.resolve import parse_toolchain
+
+    return parse_toolchain(toolchain)[0] == "local"
+
+
+class WorkerFailure(Exception):
+    """A session's Ray task failed on its worker (an error there, or the worker or its node lost)."""
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _worker_failure(exc: Exception) -> WorkerFailure:
+    """The failure of a Ray task in one line: the worker's own error (with its node), else Ray's."""
+    import ray.exceptions
+
+    if isinstance(exc, ray.exceptions.RayTaskError):
+        cause = getattr(exc, "cause", None)
+        text = str(exc)
+        what = (
+            f"{type(cause).__name__}: {cause}" if isinstance(cause, BaseException) else text.splitlines()[-1]
+        )
+        # a RayTaskError(CauseType) keeps the worker's address only in its text: "(pid=N, ip=ADDRESS)"
+        ip = getattr(exc, "ip", None) or next(iter(re.findall(r"\bip=([^)\s,]+)", text)), None)
+        return WorkerFailure(_one_line(f"on Ray node {ip or '?'}: {what}"))
+    return WorkerFailure(_one_line(f"Ray: {type(exc).__name__}: {exc}"))
+
+
+def _reachable(address: str) -> None:
+    """One line, at once, when nothing listens at ``address`` (Ray's own connect retries for minutes)."""
+    host, _, port = address.removeprefix("ray://").rpartition(":")
+    if not host or not port.isdigit():
+        raise BeaverError(f"--address {address}: expected HOST:PORT, as `ray start --head` printed it")
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=5).close()
+    except OSError as exc:
+        why = exc.strerror or type(exc).__name__
+        raise BeaverError(
+            f"cannot reach the Ray cluster at {address} ({why}): start its head with `ray start --head`, "
+            "or give the address it printed"
+        ) from None
+
+
+def _init_failure(address: str | None, exc: BaseException) -> str:
+    chain: list[str] = []
+    e: BaseException | None = exc
+    while e is not None and len(chain) < 8:
+        chain.append(f"{type(e).__name__}: {e}")
+        e = e.__cause__ or e.__context__
+    text = " ".join(chain)
+    where = f"the Ray cluster at {address}" if address else "Ray"
+    if "InvalidAuthToken" in text or "AuthenticationError" in text:
+        return (
+            f"{where} refused this driver: it checks a token; set RAY_AUTH_MODE=token and give the cluster's "
+            "token (RAY_AUTH_TOKEN, or the file ~/.ray/auth_token copied from the head)"
+        )
+    return f"cannot connect to {where}: {_one_line(chain[0])[:300]}"
+
+
+def connect(address: str | None, toolchain: str) -> dict[str, float]:
+    """Connect to the Ray cluster at ``address`` (None: RAY_ADDRESS, else a cluster `ray start` made on this
+    machine, else a local instance started here), unless connected already; then check it can run sessions of
+    ``toolchain``. Returns its resources. Every failure is one line (BeaverError), raised before anything is
+    written."""
+    try:
+        import ray
+    except ImportError:
+        raise BeaverError("the Ray executor needs Ray: pip install 'beavertui[ray]'") from None
+    if not ray.is_initialized():
+        if address and address not in ("auto", "local"):
+            _reachable(address)
+        try:
+            ray.init(address=address or None, include_dashboard=False, log_to_driver=False)
+        except Exception as exc:
+            raise BeaverError(_init_failure(address, exc)) from None
+    resources: dict[str, float] = ray.cluster_resources()  # type: ignore[no-untyped-call]
+    if needs_gpu(toolchain) and not resources.get("GPU"):
+        raise BeaverError(
+            "the Ray cluster has no GPU for the local toolchain (`ray status` lists its resources): start each "
+            "GPU node with `ray start --address HEAD:PORT` where nvidia-smi lists its GPUs (or --num-gpus N), "
+            "or replay recorded outcomes (--toolchain demo, recorded:PATH)"
+        )
+    return resources
+
+
+def _worker_toolchain(spec: str, config: LocalConfig | None = None, cache: str | None = NODE_CACHE) -> Any:
+    if (spec, cache) in _TOOLCHAINS:
+        return _TOOLCHAINS[spec, cache]
     from beavertui.batch.build_slots import BuildSlots
     from beavertui.batch.cache import CompileCache
     from beavertui.batch.gpu_pool import GpuPool
@@ -47,16 +145,23 @@ def _worker_toolchain(spec: str, config: LocalConfig | None = None) -> Any:
         import ray
 
         gpus = [str(g) for g in ray.get_gpu_ids()] or ["0"]
-        tc = scheduled_local(GpuPool(gpus), BuildSlots(1), CompileCache(node_cache_dir()), config)
-    _TOOLCHAINS[spec] = tc
+        where = None if cache is None else node_cache_dir() if cache == NODE_CACHE else Path(cache)
+        tc = scheduled_local(GpuPool(gpus), BuildSlots(1), CompileCache(where) if where else None, config)
+    _TOOLCHAINS[spec, cache] = tc
     return tc
 
 
 def remote_session(
-    job: JobSpec, corpus: str, toolchain: str, prefix: list[str] | None, config: LocalConfig | None = None
+    job: JobSpec,
+    corpus: str,
+    toolchain: str,
+    prefix: list[str] | None,
+    config: LocalConfig | None = None,
+    cache: str | None = NODE_CACHE,
 ) -> Iterator[str]:
     """Body of the Ray task: run (or resume) one session and yield each event as a JSON line; ``config``: the
-    local toolchain's settings, read on the driver (service/environment.py)."""
+    local toolchain's settings, read on the driver (service/environment.py); ``cache``: the compile cache's
+    folder on the worker's node (``NODE_CACHE``: ``node_cache_dir()``; None: none)."""
     from beavertui.batch.models import ReplyCaches, build_model, helper_models, session_protocol
     from beavertui.engine.corpus.load import load_corpus
     from beavertui.engine.loop.run import run_session
@@ -88,7 +193,7 @@ def remote_session(
     for item in run_session(
         task,
         model,
-        _worker_toolchain(toolchain, config),
+        _worker_toolchain(toolchain, config, cache),
         session_protocol(job.model, task, job.protocol),
         run_id=job.run_id,
         sample=job.sample,
@@ -119,43 +224,59 @@ def run_ray(
     toolchain: str = "local",
     parallel: int | None = None,
     config: LocalConfig | None = None,
+    cache: str | None = NODE_CACHE,
 ) -> dict[Path, JobOutcome]:
     """Run every job as a Ray task; returns each job's outcome. ``config``: the local toolchain's settings
-    each worker's toolchain takes (None: the defaults)."""
-    try:
-        import ray
-    except ImportError:
-        raise BeaverError("the Ray executor needs Ray: pip install 'beavertui[ray]'") from None
-    if not ray.is_initialized():
-        if address:
-            ray.init(address=address, include_dashboard=False, log_to_driver=False)
-        else:
-            ray.init(include_dashboard=False, log_to_driver=False)
-    num_gpus = 0 if toolchain.startswith("recorded:") else 1
+    each worker's toolchain takes (None: the defaults); ``parallel``: most sessions in flight (None: twice the
+    cluster's GPUs, or CPUs for a replay). On KeyboardInterrupt no new session starts, the driver leaves Ray
+    (whose tasks of this driver end with it) and the interrupt is raised again at once: the cut sessions
+    resume from their files."""
+    import ray
+
+    resources = connect(address, toolchain)
+    num_gpus = 1 if needs_gpu(toolchain) else 0
     task_fn = ray.remote(num_gpus=num_gpus, num_cpus=1, max_retries=0)(remote_session)
     if parallel is None:
-        res = ray.cluster_resources()  # type: ignore[no-untyped-call]
-        slots = res.get("GPU", 0) if num_gpus else res.get("CPU", 1)
+        slots = resources.get("GPU", 0) if num_gpus else resources.get("CPU", 1)
         parallel = max(1, int(slots) * 2)
     outcomes: dict[Path, JobOutcome] = {}
 
     def one(job: JobSpec) -> JobOutcome:
         def start(prefix: Prefix | None) -> tuple[Iterator[SessionHeader | Event], tuple[str, ...]]:
-            # Ray's stubs type a remote call of up to four arguments; remote_session takes five
-            gen = task_fn.remote(job, manifest.corpus, toolchain, _as_lines(prefix), config)  # type: ignore[call-arg]
+            gen = task_fn.remote(job, manifest.corpus, toolchain, _as_lines(prefix), config, cache)  # type: ignore[call-arg]
 
             def stream() -> Iterator[SessionHeader | Event]:
-                for ref in gen:  # type: ignore[attr-defined]  # a generator task's ObjectRefGenerator
-                    yield LINE_ADAPTER.validate_json(ray.get(ref))
+                try:
+                    for ref in gen:  # type: ignore[attr-defined]  # a generator task's ObjectRefGenerator
+                        yield LINE_ADAPTER.validate_json(ray.get(ref))
+                except ray.exceptions.RayError as exc:
+                    raise _worker_failure(exc) from None
 
             return stream(), ()
 
         tracker.start(job)
-        out = drive(job, run_dir, manifest.retries, start, tracker.event)
+        try:
+            out = drive(job, run_dir, manifest.retries, start, tracker.event)
+        except BaseException:
+            tracker.finish(job, JobOutcome(status="failed"))
+            raise
         tracker.finish(job, out)
         return out
 
-    with ThreadPoolExecutor(max_workers=parallel, thread_name_prefix="ray-session") as pool:
-        for job, out in zip(jobs, pool.map(one, jobs), strict=True):
-            outcomes[job.path] = out
-    return outcomes
+    pool = ThreadPoolExecutor(max_workers=parallel, thread_name_prefix="ray-session")
+    running: dict[Future[JobOutcome], JobSpec] = {}
+    try:
+        for job in jobs:
+            running[pool.submit(one, job)] = job
+        while running:  # waits with a timeout, so that Ctrl-C is seen at once
+            done, _ = wait(running, timeout=0.5, return_when=FIRST_COMPLETED)
+            for fut in done:
+                outcomes[running.pop(fut).path] = fut.result()
+    except BaseException as exc:  # Ctrl-C, or a full disk (job.py): no new session starts
+        pool.shutdown(wait=False, cancel_futures=True)
+        if isinstance(exc, KeyboardInterrupt):
+            with contextlib.suppress(Exception):
+                ray.shutdown()
+        raise
+    pool.shutdown(wait=True)
+    return {job.path: outcomes[job.path] for job in jobs}

@@ -61,7 +61,7 @@ def register(sub: Any) -> None:
     p.add_argument(
         "--gpu-share",
         type=int_in(1, MAX_GPU_SHARE),
-        default=4,
+        default=None,
         help="correctness runs sharing one GPU at once (default 4)",
     )
     p.add_argument(
@@ -81,7 +81,7 @@ def register(sub: Any) -> None:
     p.add_argument(
         "--builds-in-timing",
         choices=("go", "stop", "auto"),
-        default="go",
+        default=None,
         help="what the other sessions' builds do while a GPU is held alone for timing: go on (default; "
         "they leave the measured times as they are, and lengthen the stage), stop (SIGSTOP, not counted "
         "in their time) until the measurement ends, or auto: stop on a machine with one GPU, go on with more",
@@ -112,9 +112,17 @@ def register(sub: Any) -> None:
     )
     p.add_argument("--run-id", help="name of the run folder (default: time, protocol name, pid)")
     p.add_argument(
-        "--executor", choices=("local", "ray"), default="local", help="run sessions here or on Ray"
+        "--executor",
+        choices=("local", "ray"),
+        default="local",
+        help="run sessions here, or on a Ray cluster's workers: one session holds one GPU alone and times its "
+        "correct attempts inside its loop; this machine writes every session file (README: A batch on Ray)",
     )
-    p.add_argument("--address", help="Ray cluster address (default: start a local Ray instance)")
+    p.add_argument(
+        "--address",
+        help="the Ray cluster's HOST:PORT, as `ray start --head` printed it (default: RAY_ADDRESS, else a cluster "
+        "`ray start` made on this machine, else a local Ray instance started for the batch)",
+    )
     p.add_argument(
         "--all-tasks", action="store_true",
         help="also run tasks whose validation on this GPU found them unusable (default: usable tasks only)",
@@ -176,6 +184,24 @@ def options_of(args: argparse.Namespace) -> BatchOptions:
         )
     if args.address is not None and args.executor != "ray":
         raise BeaverError("--address names a Ray cluster: add --executor ray, or drop --address")
+    if args.executor == "ray":
+        if args.start_until is not None:
+            raise BeaverError(
+                "--start-until works with the local executor; Ray schedules its sessions itself"
+            )
+        here = (
+            ("--gpus", args.gpus is not None),
+            ("--gpu-share", args.gpu_share is not None),
+            ("--pause-for-timing", args.pause_for_timing is not None),
+            ("--no-pause-for-timing", args.no_pause_for_timing),
+            ("--builds-in-timing", args.builds_in_timing is not None),
+        )
+        for flag, given in here:
+            if given:
+                raise BeaverError(
+                    f"{flag} sets this machine's GPU pool, which the Ray executor does not use (each session "
+                    f"holds one GPU of a worker alone): drop {flag}, or run with --executor local"
+                )
     if getattr(args, "demo", False):
         if models and models != [DEMO_MODEL]:
             raise BeaverError("--demo runs the demo's scripted replies: drop --models")
@@ -190,9 +216,9 @@ def options_of(args: argparse.Namespace) -> BatchOptions:
         samples=args.samples,
         gpus=args.gpus,
         jobs=args.jobs,
-        gpu_share=args.gpu_share,
+        gpu_share=args.gpu_share or 4,
         pause_for_timing="none" if args.no_pause_for_timing else args.pause_for_timing or "runs",
-        builds_in_timing=args.builds_in_timing,
+        builds_in_timing=args.builds_in_timing or "go",
         timing_lane=not args.inline_timing,
         toolchain=toolchain,
         cache=args.cache,

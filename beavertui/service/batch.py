@@ -214,28 +214,37 @@ def _run_batch(
     pool: GpuPool | None = None
     lane: TimingLane | None = None
     if options.executor == "ray":
-        from beavertui.batch.ray_executor import run_ray
+        from beavertui.batch.ray_executor import NODE_CACHE, run_ray
         from beavertui.service.environment import local_config
 
-        manifest.gpus = []
-        write_manifest(run_dir, manifest)
         if stop is not None:
             raise BeaverError("the Ray executor cannot be stopped from the dashboard; run it without --tui")
         if window is not None:
             raise BeaverError(
                 "--start-until works with the local executor; Ray schedules its sessions itself"
             )
-        with show(tracker, parallel, live=False if options.quiet else None, interval=30.0):
-            config = local_config() if run.toolchain == "local" else None
-            run_ray(
-                jobs,
-                manifest,
-                run_dir,
-                tracker,
-                address=options.address,
-                toolchain=run.toolchain,
-                config=config,
-            )
+        manifest.gpus = []
+        write_manifest(run_dir, manifest)
+        # each node's compile cache: --cache DIR names that folder on every node, --no-cache none
+        node_cache = None if options.no_cache else str(options.cache) if options.cache else NODE_CACHE
+        progress = (
+            nullcontext() if options.quiet and display is None else show(tracker, parallel, interval=30.0)
+        )
+        try:
+            with progress:
+                run_ray(
+                    jobs,
+                    manifest,
+                    run_dir,
+                    tracker,
+                    address=options.address,
+                    toolchain=run.toolchain,
+                    parallel=options.jobs,
+                    config=local_config() if run.toolchain == "local" else None,
+                    cache=node_cache,
+                )
+        except KeyboardInterrupt:
+            _interrupted(manifest, run_dir, tracker, say)
     else:
         toolchain, pool, builds, cache = make_toolchain(run.toolchain, gpus, options, run_dir)
         manifest.gpus = [g.index for g in pool.gpus]

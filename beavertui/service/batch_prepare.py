@@ -171,9 +171,16 @@ def resumed_model(spec: Any, options: BatchOptions) -> Any:
 
 
 def check_before_writing(
-    models: list[Any], toolchain: str, protocols: list[Any], gpus: str | None = None
+    models: list[Any],
+    toolchain: str,
+    protocols: list[Any],
+    gpus: str | None = None,
+    executor: str = "local",
+    address: str | None = None,
 ) -> None:
-    """The preflight of a batch (service/preflight.py): keys, endpoints and models, then the toolchain."""
+    """The preflight of a batch (service/preflight.py): keys, endpoints and models, then the toolchain: this
+    machine's for the local executor; under Ray the cluster's (reached, and with GPUs for the local toolchain),
+    whose workers build and run while this machine only writes the sessions."""
     from beavertui.batch.models import endpoint_config_of
     from beavertui.engine.models.resolve import endpoint_config
     from beavertui.service.preflight import Endpoint, is_endpoint, preflight
@@ -192,7 +199,11 @@ def check_before_writing(
                 seen.add(helper)
                 config = endpoint_config(helper, models=files[0] if files else None)
                 endpoints.append(Endpoint(label=helper, config=config))
-    preflight(endpoints, toolchain, protocols, gpus)
+    preflight(endpoints, toolchain, protocols, gpus, here=executor != "ray")
+    if executor == "ray":
+        from beavertui.batch.ray_executor import connect
+
+        connect(address, toolchain)
 
 
 def select(task_ids: list[str], globs: str | None) -> list[str]:
@@ -343,7 +354,14 @@ def new_run(
     names = [m.name for m in models]
     if len(set(names)) != len(names):
         raise BeaverError("two models share a name; give them distinct labels")
-    check_before_writing(models, options.toolchain, [p.protocol for p in protocols], options.gpus)
+    check_before_writing(
+        models,
+        options.toolchain,
+        [p.protocol for p in protocols],
+        options.gpus,
+        options.executor,
+        options.address,
+    )
     if options.gpus and options.toolchain != "local":
         say(
             f"beavertui: --gpus {options.gpus} is not used: the {options.toolchain} toolchain replays recorded outcomes"
@@ -423,7 +441,12 @@ def prepare(
         if toolchain == "local" and manifest.toolchain != "local":
             toolchain = manifest.toolchain
         check_before_writing(
-            manifest.models, toolchain, [p.protocol for p in manifest.protocols], options.gpus
+            manifest.models,
+            toolchain,
+            [p.protocol for p in manifest.protocols],
+            options.gpus,
+            options.executor,
+            options.address,
         )
         if not options.dry_run:
             remove_partial_files(run_dir)

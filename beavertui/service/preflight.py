@@ -217,9 +217,14 @@ def toolchain_problem(toolchain: str, protocols: Iterable[Any], gpus: str | None
 
 
 def preflight(
-    endpoints: Sequence[Endpoint], toolchain: str, protocols: Iterable[Any], gpus: str | None = None
+    endpoints: Sequence[Endpoint],
+    toolchain: str,
+    protocols: Iterable[Any],
+    gpus: str | None = None,
+    here: bool = True,
 ) -> None:
-    """Raise PreflightError with the first problem (keys, then endpoints, then the toolchain)."""
+    """Raise PreflightError with the first problem (keys, then endpoints, then the toolchain; ``here`` False:
+    the toolchain runs elsewhere, on Ray's workers, and this machine's is not checked)."""
     for e in endpoints:
         if (why := key_problem(e)) is not None:
             raise PreflightError(why)
@@ -229,6 +234,6 @@ def preflight(
         if (why := endpoint_problem(e, served)) is not None:
             # which model's endpoint it is, where a grid of several (release configs, a models file) has many
             raise PreflightError(f"model {e.label}: {why}" if several and e.label not in why else why)
-    why = toolchain_problem(toolchain, list(protocols), gpus)
+    why = toolchain_problem(toolchain, list(protocols), gpus) if here else None
     if why is not None:
         raise (NoGpuError if why.startswith("no NVIDIA GPU") else PreflightError)(why)

@@ -8,6 +8,7 @@ redo nothing.
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -87,3 +88,162 @@ def test_ray_executor_streams_sessions_into_the_run_dir(tmp_path: Path, ray_inst
     again = run_ray(jobs, m, run_dir, Tracker(jobs), toolchain=f"recorded:{RECORDINGS}", parallel=2)
     assert all(o.status == "skipped" for o in again.values())
     assert {p: p.read_bytes() for p in run_dir.rglob("*.jsonl")} == before
+
+
+def _rows_without_ids(run_dir: Path) -> list[str]:
+    rows = []
+    for r in export_rows(run_dir):
+        for key in ("run_id", "session_id"):
+            r.pop(key, None)
+        rows.append(json.dumps(r, sort_keys=True))
+    return sorted(rows)
+
+
+def test_a_demo_batch_on_ray_needs_no_gpu_and_agrees_with_the_local_one(
+    tmp_path: Path, ray_instance: None
+) -> None:
+    """The README's road without a GPU, on Ray: the demo toolchain replays recorded outcomes, so its sessions
+    ask Ray for no GPU (they asked for one and waited forever on a cluster without GPUs), and --quiet prints
+    no progress (it printed a progress line). The sessions time inside their loops, as --inline-timing does
+    here: the same attempts; the metrics equal the default local run's, whose timing lane appends the same
+    timings after each loop."""
+    from tests.cli_in_process import run_cli
+
+    ray = run_cli("batch", "--demo", "--executor", "ray", "--quiet", "--run-id", "ray", "--sessions-dir", tmp_path,
+                  cwd=tmp_path, timeout=120)  # fmt: skip
+    assert ray.returncode == 0, ray.stderr[-600:]
+    assert "sessions 5/5" not in ray.stdout  # the progress line; the summary table says "5/5" alone
+    inline = run_cli("batch", "--demo", "--inline-timing", "--quiet", "--run-id", "inline", "--sessions-dir", tmp_path,
+                     cwd=tmp_path, timeout=120)  # fmt: skip
+    lane = run_cli(
+        "batch",
+        "--demo",
+        "--quiet",
+        "--run-id",
+        "lane",
+        "--sessions-dir",
+        tmp_path,
+        cwd=tmp_path,
+        timeout=120,
+    )
+    assert inline.returncode == 0 and lane.returncode == 0
+    assert _rows_without_ids(tmp_path / "ray") == _rows_without_ids(tmp_path / "inline")
+    metrics = [run_cli("metrics", tmp_path / r, "--format", "json", timeout=120) for r in ("ray", "lane")]
+    assert metrics[0].returncode == 0 and metrics[0].stdout == metrics[1].stdout
+
+
+def test_the_local_toolchain_on_a_cluster_without_gpus_is_one_line_before_anything_is_written(
+    tmp_path: Path, ray_instance: None
+) -> None:
+    """A session of the local toolchain holds one GPU of a worker: on a cluster with none it would wait for
+    ever. The driver need not have a GPU (it writes the session files; the workers build and run): before,
+    its own missing GPU refused the batch, so a driver on a node without GPUs could not use a GPU cluster."""
+    from tests.cli_in_process import run_cli
+
+    p = run_cli("batch", "--executor", "ray", "--models", "scripted:@reference", "--tasks", "scan_01", "--run-id", "r",
+                "--sessions-dir", tmp_path, cwd=tmp_path, timeout=120)  # fmt: skip
+    assert p.returncode == 2, p.stderr[-600:]
+    assert p.stderr.startswith("beavertui: the Ray cluster has no GPU for the local toolchain"), p.stderr[
+        -600:
+    ]
+    assert len(p.stderr.splitlines()) == 1 and not (tmp_path / "r").exists()
+
+
+def test_a_failure_on_a_worker_is_one_line_naming_its_node(tmp_path: Path, ray_instance: None) -> None:
+    """A corpus missing on a worker's node (every node must see it at the run's path) fails its sessions with
+    the worker's own error in one line; it was Ray's whole remote traceback, escape codes and all."""
+    from beavertui.batch.rundir import read_infra
+
+    m = manifest("gone")
+    m.corpus = str(tmp_path / "no-corpus-here")
+    run_dir = tmp_path / "gone"
+    run_dir.mkdir()
+    jobs = plan(m, run_dir)[:1]
+    out = run_ray(jobs, m, run_dir, Tracker(jobs), toolchain=f"recorded:{RECORDINGS}", parallel=1)
+    (only,) = out.values()
+    assert only.status == "failed"
+    (detail,) = [r["detail"] for r in read_infra(run_dir)]
+    assert "\n" not in detail and "\x1b" not in detail, detail
+    assert detail.startswith("WorkerFailure: on Ray node "), detail
+    assert detail.endswith(f"BeaverError: corpus {m.corpus}: not a folder"), detail
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def test_an_address_where_no_cluster_listens_is_one_line_at_once(tmp_path: Path) -> None:
+    """Ray's own connect retried for minutes (over 3 minutes seen) and ended in a traceback, exit 1, with the
+    run folder written; now one line, exit 2, nothing written."""
+    import subprocess
+    import sys
+
+    address = f"127.0.0.1:{_free_port()}"
+    p = subprocess.run(
+        [sys.executable, "-m", "beavertui", "batch", "--demo", "--executor", "ray", "--address", address,
+         "--run-id", "r", "--sessions-dir", str(tmp_path)],
+        cwd=tmp_path, capture_output=True, text=True, timeout=60,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )  # fmt: skip
+    assert p.returncode == 2, p.stderr[-600:]
+    assert p.stderr.endswith(
+        f"beavertui: cannot reach the Ray cluster at {address} (Connection refused): start its head with "
+        "`ray start --head`, or give the address it printed\n"
+    ), p.stderr[-600:]
+    assert not (tmp_path / "r").exists()
+
+
+def test_ctrl_c_stops_a_ray_batch_at_once_and_says_how_to_go_on(tmp_path: Path, ray_instance: None) -> None:
+    """Ctrl-C waited for every session in flight (each on its endpoint, minutes with a real model), then left
+    run.json "running" with no word on how to continue; now it ends at once as the local executor does:
+    exit 130, the run marked interrupted, the cut sessions named, and the command that continues it."""
+    import signal
+    import subprocess
+    import sys
+    import threading
+    import time
+
+    import ray
+
+    from beavertui.engine import bundled
+    from tests.loopback_endpoint import Endpoint, completion
+
+    release = threading.Event()
+
+    def answer(model: str, body: dict[str, object], headers: dict[str, str]) -> tuple[str, object]:
+        release.wait(120)  # the replies wait until the test is done: the sessions stay in flight
+        return ("json", completion(model, "no code"))
+
+    with Endpoint(answer) as ep:
+        cmd = [sys.executable, "-m", "beavertui", "batch", "--models", "m1", "--base-url", ep.url, "--no-stream",
+               "--toolchain", f"recorded:{bundled.demo_sessions()}", "--tasks", "scan_01,softmax_00", "--executor", "ray",
+               "--address", ray.get_runtime_context().gcs_address, "--run-id", "r", "--sessions-dir", str(tmp_path),
+               "--quiet"]  # fmt: skip
+        env = {**os.environ, "PYTHONPATH": str(ROOT), "RAY_AUTH_MODE": "token"}
+        proc = subprocess.Popen(
+            cmd, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+        try:
+            deadline = time.monotonic() + 120
+            while not ep.requests and proc.poll() is None and time.monotonic() < deadline:
+                time.sleep(0.05)
+            assert ep.requests, (
+                proc.stderr.read() if proc.poll() is not None and proc.stderr else "no request"
+            )
+            proc.send_signal(signal.SIGINT)
+            t0 = time.monotonic()
+            _out, err = proc.communicate(timeout=60)
+            took = time.monotonic() - t0
+        finally:
+            release.set()
+            if proc.poll() is None:
+                proc.kill()
+    assert proc.returncode == 130, err[-800:]
+    assert took < 20, took  # the endpoint still held every reply: nothing was waited for
+    assert json.loads((tmp_path / "r" / "run.json").read_text())["status"] == "interrupted"
+    assert f"continue with --resume {tmp_path / 'r'}" in err, err[-800:]
+    assert "beavertui: cut: " in err

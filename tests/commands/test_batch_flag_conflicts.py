@@ -56,3 +56,42 @@ def test_what_a_timing_stage_stops_is_what_the_flags_say(flags: tuple[str, ...],
 
     args = build_parser().parse_args(["batch", "--demo", *flags])
     assert options_of(args).pause_for_timing == pause
+
+
+@pytest.mark.parametrize(
+    "flags",
+    [("--gpus", "0"), ("--gpu-share", "2"), ("--pause-for-timing", "all"), ("--no-pause-for-timing",),
+     ("--builds-in-timing", "stop")],
+    ids=["gpus", "gpu-share", "pause", "no-pause", "builds"],
+)  # fmt: skip
+def test_the_gpu_pool_flags_are_refused_with_ray(tmp_path: Path, flags: tuple[str, ...]) -> None:
+    """Each set this machine's GPU pool, which a Ray batch does not use: they were taken and did nothing."""
+    p = run_cli(
+        "batch",
+        "--demo",
+        "--executor",
+        "ray",
+        "--run-id",
+        "r",
+        "--sessions-dir",
+        tmp_path,
+        *flags,
+        cwd=tmp_path,
+    )
+    assert p.returncode == 2, (p.returncode, p.stderr[-400:])
+    assert p.stderr == (
+        f"beavertui: {flags[0]} sets this machine's GPU pool, which the Ray executor does not use (each session "
+        f"holds one GPU of a worker alone): drop {flags[0]}, or run with --executor local\n"
+    )
+    assert not (tmp_path / "r").exists()
+
+
+def test_start_until_with_ray_is_refused_before_the_run_is_written(tmp_path: Path) -> None:
+    p = run_cli("batch", "--demo", "--executor", "ray", "--start-until", "60", "--run-id", "r", "--sessions-dir", tmp_path,
+                cwd=tmp_path)  # fmt: skip
+    assert p.returncode == 2
+    assert (
+        p.stderr
+        == "beavertui: --start-until works with the local executor; Ray schedules its sessions itself\n"
+    )
+    assert not (tmp_path / "r").exists()
