@@ -37,3 +37,10 @@ def check_release_run(result: dict[str, Any], gpus: int) -> None:
         d = result[design]
         assert (d["attempts"], d["passed"], d["sessions"]["final"]) == (130, 65, 65)
     assert result["lane"]["lane"] == {"appended": 65, "failed": 0}
+
+
+def two_gpus_over_one(data: Path, side: str, x: str) -> float:
+    """Run ``x`` of ``side`` (``<side>-gpus1-<x>`` and ``<side>-gpus2-<x>``): how many times sooner two GPUs
+    were final than one with the timing lane, to two places."""
+    one, two = (run(data, f"{side}-gpus{g}-{x}")["result"]["lane"]["sim_wall_s"] for g in (1, 2))
+    return round(one / two, 2)
