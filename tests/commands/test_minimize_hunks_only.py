@@ -169,6 +169,8 @@ def test_a_line_phase_that_ended_untimed_keeps_the_timed_hunk_fix(
         "phase ended with a set not timed at the gate yet (25 of 57 changed lines of the reference, in 4 of 6 "
         "hunks)" + ("; not timed yet: no kept answer to the next question, and no oracle call allowed (a replay)"
                     if replay else "")
-        + "; the fix kept is the hunk phase's, timed at the gate; run again to go on (the answers so far are kept)"
+        + "; the fix kept is the hunk phase's, timed at the gate; "
+        + ("a search with the oracle goes on from here" if replay else "run again to go on")
+        + " (the answers so far are kept)"
     )  # fmt: skip
     assert (store / SLUG / TASK / fixes.PATCH).is_file()

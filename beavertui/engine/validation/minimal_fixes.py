@@ -430,7 +430,10 @@ def search(
     if unbuilt.used:
         why += f"; {unbuilt.used} candidates failed by their kept compile-only build, not asked on the GPU"
     if result.status == "budget":
-        why += "; run again to go on (the answers so far are kept)"
+        if budget.max_calls == 0:  # a replay: it cannot go on by itself
+            why += "; a search with the oracle goes on from here (the answers so far are kept)"
+        else:
+            why += "; run again to go on (the answers so far are kept)"
         if found:
             why = f"1-minimal over hunks, not yet over lines: {why}"
         elif proper and final is not None and final.passed:
