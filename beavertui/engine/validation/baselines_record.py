@@ -54,7 +54,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -589,15 +589,23 @@ def _gpu_ceilings(
     return None
 
 
+def _stored(
+    tasks: Sequence[Task], gpu: GpuSignature, cache: Path | None
+) -> Iterator[tuple[Task, baselines.Baseline | None, BaselineSet | None, ceilings_mod.Ceilings | None]]:
+    """Each task with what the tables show of it: its reference's stored timing, its stored named baselines
+    (None where either is not stored) and the ceilings its roofline takes (its set's, else the GPU's)."""
+    gpu_ceilings = _gpu_ceilings(tasks, gpu, cache)
+    for t in tasks:
+        found = named_baselines.load(t, gpu, cache)
+        measured = named_baselines.ceilings_of(gpu, found, cache) or gpu_ceilings
+        yield t, baselines.load(t, gpu, harness_hash(t), cache), found, measured
+
+
 def table_rows(tasks: Sequence[Task], gpu: GpuSignature, cache: Path | None = None) -> list[tuple[str, ...]]:
     """One row per task: the reference's stored time, every named baseline's (ms, median of one call) and
     the reference's speedup against each; "-" where none is stored, "failed" where its variant failed."""
     rows = []
-    gpu_ceilings = _gpu_ceilings(tasks, gpu, cache)
-    for t in tasks:
-        ref = baselines.load(t, gpu, harness_hash(t), cache)
-        found = named_baselines.load(t, gpu, cache)
-        measured = named_baselines.ceilings_of(gpu, found, cache) or gpu_ceilings
+    for t, ref, found, measured in _stored(tasks, gpu, cache):
         row = [t.id, f"{ref.median_ms:.4g}" if ref is not None else "-"]
         for name in named_baselines.NAMES:
             if name == "roofline":
@@ -625,11 +633,7 @@ def machine_rows(
     CSV reader takes every ms column as numbers. The vendor's library, the graph's replayed form and the
     variants that failed get columns of their own; a time over the reference's is a column beside each."""
     rows = []
-    gpu_ceilings = _gpu_ceilings(tasks, gpu, cache)
-    for t in tasks:
-        ref = baselines.load(t, gpu, harness_hash(t), cache)
-        found = named_baselines.load(t, gpu, cache)
-        measured = named_baselines.ceilings_of(gpu, found, cache) or gpu_ceilings
+    for t, ref, found, measured in _stored(tasks, gpu, cache):
         ref_ms = ref.median_ms if ref is not None else None
         row = [t.id, _number(ref_ms)]
         library, replays, failed = "", "", []
