@@ -194,11 +194,7 @@ def _unfixed(tasks: list[Task], store: Path, skipped: dict[str, str]) -> list[Ta
     those into ``skipped``, with the GPU that verified it)."""
     from beavertui.engine.corpus import fixes
 
-    try:
-        own = sorted(p for p in store.iterdir() if (p / fixes.RECORD).is_file())
-    except OSError:
-        own = []
-    folders = [*fixes.stores(), *(p for p in own if p not in fixes.stores())]
+    folders = fixes.stores(store)
     out = []
     for t in tasks:
         where = next(

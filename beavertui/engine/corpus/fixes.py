@@ -37,10 +37,11 @@ def store_roots() -> list[Path]:
     return [cache_dir() / "minimal_fixes", KNOWN_FIXES]
 
 
-def stores() -> list[Path]:
-    """Every GPU signature's folder of the stores, this machine's first, each store's by name."""
+def stores(*more: Path) -> list[Path]:
+    """Every GPU signature's folder of the stores, this machine's first, each store's by name; then those of
+    the stores ``more`` that are none of these."""
     out: list[Path] = []
-    for root in store_roots():
+    for root in dict.fromkeys([*store_roots(), *more]):
         try:
             out += sorted(p for p in root.iterdir() if (p / RECORD).is_file())
         except OSError:

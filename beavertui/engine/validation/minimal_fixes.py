@@ -304,7 +304,7 @@ def _harness(task: Task) -> str:
         return ""
 
 
-def _verdicts_only(task: Task, ask: Callable[[str], Answer]) -> Callable[[str], Answer]:
+def _verdicts_only(ask: Callable[[str], Answer]) -> Callable[[str], Answer]:
     """``ask``, raising BeaverError where it gave no verdict (an infrastructure failure: the GPU, the
     toolchain), so that such an answer is never kept as the candidate's and taken again by a later run."""
 
@@ -341,8 +341,8 @@ def search(
     broken, reference = task.broken_start(), task.reference()
     if reference is None:
         raise ValueError(f"{task.id} ships no reference")
-    oracle = _verdicts_only(task, oracle)
-    screen = _verdicts_only(task, screen) if screen is not None else None
+    oracle = _verdicts_only(oracle)
+    screen = _verdicts_only(screen) if screen is not None else None
     d = minimal_search.diff(broken, reference)
     kept = store.answers(task, kind)
     screened = store.answers(task, "correct") if screen is not None else None
