@@ -44,3 +44,22 @@ def two_gpus_over_one(data: Path, side: str, x: str) -> float:
     were final than one with the timing lane, to two places."""
     one, two = (run(data, f"{side}-gpus{g}-{x}")["result"]["lane"]["sim_wall_s"] for g in (1, 2))
     return round(one / two, 2)
+
+
+def release_stages() -> dict[Any, dict[str, Any]]:
+    """The recorded H200 release batch's stage times per task, as bench/batch_bench.py reads them for the
+    simulation (``release_stages`` over its run archive)."""
+    import sys
+    import tarfile
+    import tempfile
+
+    bench = Path(__file__).resolve().parents[2] / "bench"
+    sys.path.insert(0, str(bench))
+    try:
+        import batch_bench
+    finally:
+        sys.path.remove(str(bench))
+    with tempfile.TemporaryDirectory() as tmp, tarfile.open(batch_bench.RELEASE_RUN) as tar:
+        tar.extractall(tmp, filter="data")
+        _ids, stages, _ = batch_bench.release_stages(Path(tmp) / "sessions" / "lane")
+    return dict(stages)

@@ -5,12 +5,10 @@ quotes comes out of the bench's raw outputs."""
 from __future__ import annotations
 
 import statistics
-import sys
-import tarfile
 from pathlib import Path
 from typing import Any
 
-from tests.records.sim_outputs import flat, run, two_gpus_over_one, wait
+from tests.records.sim_outputs import flat, release_stages, run, two_gpus_over_one, wait
 
 ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "docs" / "data" / "sim-2026-12-05-drain-deleted"
@@ -115,16 +113,7 @@ def test_the_load_and_the_longest_hold() -> None:
     loads = [_run(side, g, x)["load"][0] for side in SIDES for g in (1, 2) for x in RUNS]
     assert f"{min(loads):.1f} to {max(loads):.1f}" == "2.4 to 4.8"
     assert "the 1-minute load average at each run's end: 2.4 to 4.8" in LAB
-    sys.path.insert(0, str(ROOT / "bench"))
-    try:
-        import batch_bench
-    finally:
-        sys.path.remove(str(ROOT / "bench"))
-    import tempfile
-
-    with tempfile.TemporaryDirectory() as tmp, tarfile.open(batch_bench.RELEASE_RUN) as tar:
-        tar.extractall(tmp, filter="data")
-        _ids, stages, _ = batch_bench.release_stages(Path(tmp) / "sessions" / "lane")
+    stages = release_stages()
     longest = max(float(st["run"]) + float(st["sanitize"]) for st in stages.values())
     assert round(longest, 1) == 27.0
     assert "its correctness and sanitizer run, 27.0 s" in LAB

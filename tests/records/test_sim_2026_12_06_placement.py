@@ -6,13 +6,10 @@ from __future__ import annotations
 
 import json
 import statistics
-import sys
-import tarfile
-import tempfile
 from pathlib import Path
 from typing import Any
 
-from tests.records.sim_outputs import flat, run, two_gpus_over_one, wait
+from tests.records.sim_outputs import flat, release_stages, run, two_gpus_over_one, wait
 
 ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "docs" / "data" / "sim-2026-12-06-placement"
@@ -173,18 +170,6 @@ def test_one_gpu_differs_by_the_load_alone() -> None:
     assert "the 1-minute load average at each run's end: 4.6 to 6.1" in LAB
 
 
-def _release_stages() -> dict[Any, dict[str, Any]]:
-    sys.path.insert(0, str(ROOT / "bench"))
-    try:
-        import batch_bench
-    finally:
-        sys.path.remove(str(ROOT / "bench"))
-    with tempfile.TemporaryDirectory() as tmp, tarfile.open(batch_bench.RELEASE_RUN) as tar:
-        tar.extractall(tmp, filter="data")
-        _ids, stages, _ = batch_bench.release_stages(Path(tmp) / "sessions" / "lane")
-    return stages
-
-
 def test_the_strict_timing_gpu_and_the_stage_times_it_is_weighed_by() -> None:
     strict = [json.loads((DATA / f"strict-gpus2-{x}.json").read_text())["result"] for x in "abc"]
     for r in strict:
@@ -198,7 +183,7 @@ def test_the_strict_timing_gpu_and_the_stage_times_it_is_weighed_by() -> None:
     assert _span(lasts) == "442.0 to 463.4 s" and _span(walls) == "443.7 to 464.3 s"
     assert _span(after_lasts) == "261.9 to 274.0 s" and _span(after_walls) == "263.1 to 274.6 s"
     assert "final at 442.0 to 463.4 s (makespans 443.7 to 464.3 s), against 261.9 to 274.0 s with it" in LAB
-    stages = _release_stages()
+    stages = release_stages()
     timing = [float(st["timing"]) for st in stages.values() if float(st["timing"]) > 0]
     sanitize = [float(st["sanitize"]) for st in stages.values() if float(st["sanitize"]) > 0]
     assert round(sum(timing), 1) == 412.2 and round(statistics.median(timing), 2) == 2.84
