@@ -78,6 +78,12 @@ def _handle(args: argparse.Namespace) -> int:
         f" ({stats.infra_rows} hit by infrastructure failures, excluded from scores;"
         f" {stats.unfinished_sessions} sessions unfinished;"
         + (
+            f" {stats.cut_attempts} judged attempts of {len(stats.cut_sessions)} sessions an infrastructure failure"
+            " ended before their loop was over left out (batch --resume RUN_DIR --retry-infra runs them again);"
+            if stats.cut_attempts
+            else ""
+        )
+        + (
             f" {stats.withdrawn_sessions} sessions of tasks withdrawn from their run left out;"
             if stats.withdrawn_sessions
             else ""

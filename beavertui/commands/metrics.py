@@ -170,10 +170,12 @@ def _handle(args: argparse.Namespace) -> int:
             doc["unfinished_sessions"] = st.unfinished_sessions
             doc["unfinished_included"] = st.unfinished_included
             doc["resume"] = [f"beavertui batch --resume {d}" for d in st.resume_dirs()]
+            doc["cut_sessions"] = len(st.cut_sessions)
+            doc["cut_attempts_left_out"] = st.cut_attempts
             doc["withdrawn_sessions"] = st.withdrawn_sessions
             doc["withdrawn_tasks"] = dict(sorted(st.withdrawn.items()))
             doc["timings_pending"] = st.timings_pending
-            doc["final"] = st.timings_pending == 0 and st.unfinished_sessions == 0
+            doc["final"] = st.timings_pending == 0 and st.unfinished_sessions == 0 and not st.cut_sessions
             doc["unusable_sessions"] = st.unusable_sessions
             doc["unusable_tasks"] = dict(sorted(st.unusable.items()))
             doc["excluded_tasks"] = dict(sorted(st.excluded.items()))

@@ -133,6 +133,22 @@ class Report:
                     f"{st.unfinished_sessions} unfinished session(s) left out of every rate "
                     f"(finish them: {cmds})"
                 )
+        if st is not None and st.cut_sessions:
+            cut = len(st.cut_sessions)
+            if st.unfinished_included:
+                out.append(
+                    f"INCLUDES {cut} session(s) an infrastructure failure ended before their loop was over, "
+                    "scored as they stand (--include-unfinished): their rates are not final"
+                )
+            else:
+                cmds = "; ".join(
+                    f"beavertui batch --resume {d} --retry-infra" for d in st.resume_dirs(cut=True)
+                )
+                out.append(
+                    f"{cut} session(s) an infrastructure failure ended before their loop was over (budget left): "
+                    f"their {st.cut_attempts} judged attempt(s) are left out of every rate, a task with no other "
+                    f"session in no row (run them again once the cause is fixed: {cmds or 'run them again'})"
+                )
         if st is not None and st.timings_pending:
             cmds = "; ".join(f"beavertui batch --resume {d}" for d in st.resume_dirs()) or "resume their run"
             left = "included as they stand, NOT FINAL" if st.unfinished_included else "left out of every rate"

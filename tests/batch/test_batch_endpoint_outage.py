@@ -116,3 +116,67 @@ def test_a_resume_goes_to_the_base_url_it_is_given_and_keeps_the_runs_decoding(
         assert main(["batch", "--resume", str(run), "--base-url", new.url, "--retry-infra", *args]) == 0
         assert len(new.requests) == 1
     assert json.loads((run / "run.json").read_text())["models"][0]["base_url"] == new.url
+
+
+def _first_reply() -> str:
+    """The demo's first reply of transpose_00: a candidate the H200 recorded as a wrong result."""
+    doc = tomllib.loads(bundled.demo_replies("repair_in_three").read_text(encoding="utf-8"))
+    return str(doc["reply"][0]["content"])
+
+
+def test_a_session_the_endpoint_cut_after_a_failed_attempt_is_no_failure_of_the_model(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A local server whose context is too short for the second turn (vLLM answers 400, "maximum context
+    length") ends the session after one failed attempt, with four iterations of its budget left. The batch
+    said the session had no verdict and exited 3, while Table 1 and every rate counted it as a trajectory that
+    never succeeded (pass@5 0 over 1 task, in the stagnation denominator too). Its attempts are now left out
+    of every rate, said under every table with the command that runs it again; --include-unfinished scores
+    it as it stands."""
+    for var in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "BEAVERTUI_MODELS"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.chdir(tmp_path)
+    too_long = {
+        "object": "error",
+        "message": "This model's maximum context length is 4096 tokens. However, you requested 5210 tokens "
+        "(4186 in the messages, 1024 in the completion). Please reduce the length of the messages or completion.",
+        "type": "BadRequestError",
+        "param": None,
+        "code": 400,
+    }
+
+    def answer(model: str, body: dict[str, Any], _headers: dict[str, str]) -> tuple[str, Any]:
+        if any(m.get("role") == "assistant" for m in body["messages"]):
+            return "status", (400, too_long)
+        return "json", completion(model, _first_reply())
+
+    run = Path("sessions") / "cut"
+    with Endpoint(answer) as server:
+        args = ["--no-stream", "--toolchain", "demo", "--quiet", "--no-reply-cache"]
+        rc = main(["batch", "--models", "short-context", "--base-url", server.url, "--tasks", "transpose_00",
+                   "--run-id", "cut", *args])  # fmt: skip
+        err = capsys.readouterr().err
+    assert rc == 3, err
+    assert "no session was evaluated: 1 ended by infrastructure failures" in err
+    assert main(["metrics", str(run), "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    (group,) = doc["groups"]
+    assert (group["n_tasks"], group["n_infra_excluded"], doc["paper_tables"]["table1"]) == (0, 1, []), group
+    assert (doc["cut_sessions"], doc["cut_attempts_left_out"], doc["final"]) == (1, 1, False)
+    assert main(["metrics", str(run), "--paper"]) == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert (
+        "1 session(s) an infrastructure failure ended before their loop was over (budget left): their 1 judged "
+        "attempt(s) are left out of every rate, a task with no other session in no row (run them again once the "
+        f"cause is fixed: beavertui batch --resume {run} --retry-infra)"
+    ) in text
+    # asked for, it is scored as it stands, and every table says so
+    assert main(["metrics", str(run), "--json", "--include-unfinished"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    (row,) = doc["paper_tables"]["table1"]
+    assert (row["n_tasks"], row["pass@k"], row["never_succeeded"]) == (1, 0.0, 1), row
+    assert main(["metrics", str(run), "--paper", "--include-unfinished"]) == 0
+    assert "INCLUDES 1 session(s) an infrastructure failure ended" in " ".join(
+        capsys.readouterr().out.split()
+    )

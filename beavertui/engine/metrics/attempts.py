@@ -82,15 +82,23 @@ class ExportStats:
     failed builds by rule, nothing was built (``--toolchain demo`` or ``recorded:PATH``)."""
     unrecorded_tasks: set[str] = field(default_factory=set)
     """The tasks of those attempts."""
+    cut_sessions: list[Path] = field(default_factory=list)
+    """Sessions an infrastructure failure ended (stop reason ``error``) before their loop was over: their
+    judged attempts are left out of every rate like an unfinished session's (the loop had budget left, so
+    scoring them counts a failure that has not happened), unless ``include_unfinished``; their attempts the
+    failure hit stay rows (``infra_error``), counted as ever. Imported sessions are not among them: a harness
+    run cannot be resumed, and the release's analysis scores the records beside an api_error."""
+    cut_attempts: int = 0
+    """Judged attempts of those sessions that no rate counts (none where they were included)."""
     observed_unrecorded: set[str] = field(default_factory=set)
     """Tasks of scored sessions whose header has no ``observed_label`` field at all (written before it was
     recorded; a null value there means the validation agreed with the label)."""
 
-    def resume_dirs(self) -> list[Path]:
+    def resume_dirs(self, cut: bool = False) -> list[Path]:
         """The run directories (holding run.json) of the unfinished sessions and of those with pending
-        timings."""
+        timings; ``cut``: of the sessions an infrastructure failure ended instead."""
         out: list[Path] = []
-        for p in [*self.unfinished, *self.pending_sessions]:
+        for p in self.cut_sessions if cut else [*self.unfinished, *self.pending_sessions]:
             d = run_dir_of(p)
             if d is not None and d not in out:
                 out.append(d)
@@ -398,8 +406,19 @@ def export_rows(
             if not include_unfinished:
                 stats.rate_left_out[path] = f"unfinished, no end line (finish it: {resume})"
                 continue
+        cut = state.end is not None and state.end.stop_reason == "error" and header.imported is None
+        if cut:
+            stats.cut_sessions.append(path)
+            if not include_unfinished:
+                again = f"beavertui batch --resume {run} --retry-infra" if run is not None else "run it again"
+                stats.rate_left_out[path] = (
+                    f"ended by an infrastructure failure before its loop was over ({again})"
+                )
         for a in state.attempts:
             v = a.verdict
+            if cut and not include_unfinished:
+                stats.cut_attempts += v is not None and not a.infra_errors
+                continue
             if v is not None and any(f.name == "unrecorded" for f in v.flags):
                 stats.unrecorded_attempts += 1
                 stats.unrecorded_tasks.add(header.task.id)
@@ -408,9 +427,11 @@ def export_rows(
                 stats.unspeeded.append((model_identity(header.model), header.task.id, a.iteration, why))
         if "observed_label" not in header.task.model_fields_set:
             stats.observed_unrecorded.add(header.task.id)
-        for tap in scored_taps:
+        for tap in () if cut and not include_unfinished else scored_taps:
             tap(read)
         for row in rows_of_session(state, run_id=read.run_id, source_model=sources.lookup(header)):
+            if cut and not include_unfinished and not row["infra_error"]:
+                continue  # its loop was cut: only the attempts the failure hit are rows (counted, never scored)
             stats.rows += 1
             stats.infra_rows += row["infra_error"]
             yield row
