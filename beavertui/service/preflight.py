@@ -98,6 +98,8 @@ def endpoint_problem(endpoint: Endpoint, served: dict[tuple[str | None, str], An
         return found
     if found is None or config.model in found:
         return None
+    if ":" not in config.model and f"{config.model}:latest" in found:
+        return None  # Ollama lists a model pulled without a tag as NAME:latest and serves it as NAME too
     shown = ", ".join(found[:8]) + (f" and {len(found) - 8} more" if len(found) > 8 else "")
     return (
         f"{where} does not serve model {config.model!r} (it serves: {shown or 'none'}): fix the model "

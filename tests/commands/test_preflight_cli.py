@@ -152,6 +152,29 @@ def test_a_batch_against_a_loopback_server_runs_and_scores(
     assert "local-coder" in capsys.readouterr().out
 
 
+def test_an_ollama_model_named_without_its_tag_is_the_latest_one_ollama_serves(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Ollama lists a model pulled without a tag as ``NAME:latest`` and serves it under ``NAME`` too; the
+    preflight refused ``--models qwen2.5-coder`` (exit 2, "does not serve model") though the server would
+    answer it. The name is sent as given, and another tag is still refused with the names served."""
+    _clean_env(monkeypatch, tmp_path)
+    monkeypatch.chdir(tmp_path)
+    served = ["qwen2.5-coder:latest", "llama3.1:8b"]
+    with ChatServer([("ok", _demo_reply("repair_in_three", 2))], models=served) as server:
+        rc = main([
+            "batch", "--models", "qwen2.5-coder", "--base-url", server.url, "--no-stream", "--tasks",
+            "transpose_00", "--toolchain", "demo", "--run-id", "o", "--quiet", "--no-reply-cache",
+        ])  # fmt: skip
+        err = capsys.readouterr().err
+        assert rc == 0, err
+        assert [r["model"] for r in server.requests] == ["qwen2.5-coder"]
+        rc = main(["batch", "--models", "llama3.1", "--base-url", server.url, "--tasks", "transpose_00",
+                   "--toolchain", "demo", "--dry-run"])  # fmt: skip
+    err = capsys.readouterr().err
+    assert rc == 2 and "does not serve model 'llama3.1' (it serves: llama3.1:8b, qwen2.5-coder:latest)" in err
+
+
 def test_a_server_without_a_model_list_is_taken_as_reachable(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
