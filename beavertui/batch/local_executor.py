@@ -117,10 +117,12 @@ class Tracker:
                 self.groups[job.group].token_limit += 1
 
     def in_flight(self) -> list[str]:
-        """One line per session running now, longest first: its task, model and sample, how long it has run,
-        and its last event (none yet: its broken start's check or its first reply)."""
+        """One line per session running now, longest first: its task, model (and protocol, where the batch
+        runs several: a grid's arms share their tasks and samples) and sample, how long it has run, and its
+        last event (none yet: its broken start's check or its first reply)."""
         now = time.monotonic()
         with self.lock:
+            several = len({slug for _model, slug in self.groups}) > 1
             out = []
             for job, t in sorted(self._started.values(), key=lambda jt: jt[1]):
                 ran = now - t
@@ -134,8 +136,9 @@ class Tracker:
                         + (f" of attempt {it}" if it is not None else "")
                         + f", {now - at:.0f} s ago"
                     )
+                arm = f", {job.protocol.short()}" if several else ""
                 out.append(
-                    f"{job.task_id} ({job.model.name}, sample {job.sample}): {ran:.0f} s in flight; {where}"
+                    f"{job.task_id} ({job.model.name}{arm}, sample {job.sample}): {ran:.0f} s in flight; {where}"
                 )
             return out
 

@@ -116,6 +116,7 @@ def _handle(args: argparse.Namespace) -> int:
         quiet=args.json,
         retry_infra=args.retry_infra,
         command=["beavertui", *sys.argv[1:]],
+        goes_on=f"the beavertui reproduce command that made {args.out}, run again",
         endpoint=endpoint_overrides(args),
         models_file=models_file_of(args),
     )

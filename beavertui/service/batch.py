@@ -125,8 +125,16 @@ class _Deadline:
 CUT_SHOWN = 10
 
 
+def _go_on(options: BatchOptions, run_dir: Path, retry_infra: bool = False) -> str:
+    """What continues the run, as the batch's lines say it: ``--resume RUN_DIR`` (with ``--retry-infra``),
+    or the command that made the batch (``options.goes_on``: reproduce's, run again)."""
+    if options.goes_on is not None:
+        return options.goes_on + (" with --retry-infra," if retry_infra else "")
+    return f"--resume {run_dir}" + (" --retry-infra" if retry_infra else "")
+
+
 def _interrupted(
-    manifest: RunManifest, run_dir: Path, tracker: Tracker, say: Callable[[str], None]
+    manifest: RunManifest, run_dir: Path, tracker: Tracker, say: Callable[[str], None], go_on: str
 ) -> NoReturn:
     """Ctrl-C: record the run as interrupted with the way on, then end the process at once.
 
@@ -143,7 +151,7 @@ def _interrupted(
     cut = tracker.in_flight()
     say(
         f"beavertui: interrupted: {totals['done']}/{totals['total']} sessions done, {left} wait unfinished "
-        f"({totals['running']} were running and are cut): continue with --resume {run_dir}"
+        f"({totals['running']} were running and are cut): continue with {go_on}"
     )
     for line in cut[:CUT_SHOWN]:
         say(f"beavertui: cut: {line}")
@@ -244,7 +252,7 @@ def _run_batch(
                     cache=node_cache,
                 )
         except KeyboardInterrupt:
-            _interrupted(manifest, run_dir, tracker, say)
+            _interrupted(manifest, run_dir, tracker, say, _go_on(options, run_dir))
     else:
         toolchain, pool, builds, cache = make_toolchain(run.toolchain, gpus, options, run_dir)
         manifest.gpus = [g.index for g in pool.gpus]
@@ -273,7 +281,7 @@ def _run_batch(
                     replies=run.replies,
                 )
         except KeyboardInterrupt:
-            _interrupted(manifest, run_dir, tracker, say)
+            _interrupted(manifest, run_dir, tracker, say, _go_on(options, run_dir))
     wall = time.monotonic() - t0
     totals = tracker.totals()
     infra = read_infra(run_dir)
@@ -311,7 +319,7 @@ def _run_batch(
     if lane is not None and lane.failed:
         say(
             f"beavertui: timing lane: {len(lane.failed)} timing(s) failed on the machine's side and stay pending "
-            f"(their scores are not final; --resume {run_dir} times them). First: {lane.failed[0]}"
+            f"(their scores are not final; {_go_on(options, run_dir)} times them). First: {lane.failed[0]}"
         )
     if cache is not None and cache.stats.corrupt:
         say(
@@ -325,22 +333,22 @@ def _run_batch(
         left = totals["total"] - totals["done"] + totals["failed"]
         say(
             f"beavertui: every GPU was taken out of the schedule; {left} sessions wait unfinished: "
-            f"fix the GPU, then continue with --resume {run_dir}"
+            f"fix the GPU, then continue with {_go_on(options, run_dir)}"
         )
         return EXIT_INFRA
     if stop is not None and stop.is_set() and totals["done"] < totals["total"]:
         left = totals["total"] - totals["done"] + totals["failed"]
-        say(f"beavertui: stopped; {left} sessions wait unfinished: continue with --resume {run_dir}")
+        say(f"beavertui: stopped; {left} sessions wait unfinished: continue with {_go_on(options, run_dir)}")
         return EXIT_INTERRUPTED
     if window is not None and window.is_set() and totals["done"] < totals["total"]:
         left = totals["total"] - totals["done"] + totals["failed"]
         say(
             f"beavertui: no session started after {options.start_until_s:g} s (--start-until) and the "
-            f"sessions in flight finished; {left} sessions wait unfinished: continue with --resume {run_dir}"
+            f"sessions in flight finished; {left} sessions wait unfinished: continue with {_go_on(options, run_dir)}"
         )
         return EXIT_INTERRUPTED
     evaluated = totals["done"] - totals["failed"] - totals["infra_ended"]
-    again = f"fix the cause, then --resume {run_dir} --retry-infra runs them again"
+    again = f"fix the cause, then {_go_on(options, run_dir, retry_infra=True)} runs them again"
     if totals["total"] and evaluated == 0:
         say(
             f"beavertui: no session was evaluated: {totals['infra_ended']} ended by infrastructure failures "

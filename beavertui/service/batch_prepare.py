@@ -84,6 +84,9 @@ class BatchOptions:
     """Start no new session once the batch has run this many seconds; those in flight finish."""
     command: list[str] = field(default_factory=list)
     """The command line, as run.json records it."""
+    goes_on: str | None = None
+    """How the user continues this run, where a batch's lines say ``--resume RUN_DIR`` (None): a command that
+    runs batches itself (``reproduce``) gives its own: the command, run again."""
     endpoint: dict[str, Any] = field(default_factory=dict)
     """Endpoint fields given on the command line (base_url, api_key_env, ... as OpenAIConfig names them);
     they override those of every endpoint model of the run, from the file or from ``models``."""

@@ -231,7 +231,11 @@ def test_retry_infra_runs_again_what_an_endpoint_failure_ended(
         argv = ["reproduce", "--models", "flaky", "--tasks", "transpose_00", "--axes", "main", "--out", str(out),
                 "--toolchain", "demo", "--base-url", server.url, "--no-stream", "--retries", "0", "--json"]  # fmt: skip
         assert main(argv) == 3
-        capsys.readouterr()
+        err = capsys.readouterr().err
+        # the way on is this command again, not the batch's --resume (a flag reproduce does not have)
+        assert (
+            f"then the beavertui reproduce command that made {out}, run again with --retry-infra, runs" in err
+        )
         asked = len(server.requests)
         down["flaky"] = False
         assert main(argv) == 3 and len(server.requests) == asked
@@ -240,3 +244,46 @@ def test_retry_infra_runs_again_what_an_endpoint_failure_ended(
         assert len(server.requests) == asked + 1
     (row,) = json.loads(capsys.readouterr().out)["paper_tables"]["table1"]
     assert row["n_tasks"] == 1 and row["pass@k"] == 1.0
+
+
+def test_a_cut_grid_says_to_run_reproduce_again_and_names_each_cut_arm(tmp_path: Path) -> None:
+    """Ctrl-C on a grid waiting on its endpoint said 'continue with --resume OUT/MODEL', a flag reproduce does
+    not have (the batch's own line), and named the cut sessions as 'transpose_00 (m, sample 0)' once per arm:
+    lines that read as the same session twice. The way on is now the reproduce command run again, and each cut
+    line names its arm's protocol."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from tests.engine.models.test_endpoint_faults import FaultServer
+
+    out = tmp_path / "grid"
+    with FaultServer({"hung": [("hang", 120.0)]}) as server:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "beavertui", "reproduce", "--models", "hung", "--tasks", "transpose_00",
+             "--axes", "main,repeated", "--out", str(out), "--toolchain", "demo", "--base-url", server.url],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path,
+            env={**{k: v for k, v in os.environ.items() if k != "OPENAI_BASE_URL"}, "PYTHONPATH": str(ROOT),
+                 "HOME": str(tmp_path), "OPENAI_API_KEY": "k"},
+            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),  # as from a terminal
+        )  # fmt: skip
+        try:
+            deadline = time.monotonic() + 60
+            while server.counts["hung"] < 2:  # both arms' sessions wait on the endpoint
+                assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+                time.sleep(0.05)
+            proc.send_signal(signal.SIGINT)
+            _out, err = proc.communicate(timeout=20)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+    assert proc.returncode == 130, err
+    assert f"continue with the beavertui reproduce command that made {out}, run again" in err
+    assert "--resume" not in err
+    cut = sorted(ln.split(": ", 3)[2] for ln in err.splitlines() if ln.startswith("beavertui: cut: "))
+    assert cut == [
+        "transpose_00 (hung, iterative K5 L3 H4 T0.7 p0.7, sample 0)",
+        "transpose_00 (hung, repeated K5 L3 H4 T1 p0.7, sample 0)",
+    ], err
