@@ -5,9 +5,11 @@ Each session is a Ray generator task (``num_gpus=1`` with the local toolchain, 0
 writes them to the session file and the progress display exactly as the local executor does, so resume,
 retries and infrastructure accounting are shared (job.py). A session holds its GPU alone for its whole
 length and times its correct attempts inside its loop (no timing lane, no shared GPU pool). A local
-toolchain's worker builds into a node-local compile cache. The corpus must be readable at the same path on
-every node. ``connect`` reaches the cluster (or starts a local instance) and checks it can run the batch,
-before anything is written. Needs ``beavertui[ray]``.
+toolchain's worker builds into a node-local compile cache. A worker runs its session in the driver's working
+folder (where its node has it), so that the run's relative paths (scripts, recordings, models file) name what
+they name on the driver; the corpus must be readable at the driver's path on every node, except the bundled
+one, which each worker takes from its own installed package. ``connect`` reaches the cluster (or starts a
+local instance) and checks it can run the batch, before anything is written. Needs ``beavertui[ray]``.
 """
 
 from __future__ import annotations
@@ -33,6 +35,9 @@ if TYPE_CHECKING:
 #: Per worker process: toolchain by spec and cache (a recorded toolchain's worker runs many sessions; Ray
 #: starts a fresh worker process for every task that holds a GPU).
 _TOOLCHAINS: dict[tuple[str, str | None], Any] = {}
+
+BUNDLED_CORPUS = "@bundled"
+"""The corpus a worker is given for the bundled one: its own package's copy, wherever that is installed."""
 
 NODE_CACHE = "node"
 """The compile cache a worker of the local toolchain builds into by default: ``node_cache_dir()`` on its node."""
@@ -158,10 +163,26 @@ def remote_session(
     prefix: list[str] | None,
     config: LocalConfig | None = None,
     cache: str | None = NODE_CACHE,
+    cwd: str | None = None,
 ) -> Iterator[str]:
-    """Body of the Ray task: run (or resume) one session and yield each event as a JSON line; ``config``: the
-    local toolchain's settings, read on the driver (service/environment.py); ``cache``: the compile cache's
-    folder on the worker's node (``NODE_CACHE``: ``node_cache_dir()``; None: none)."""
+    """Body of the Ray task: run (or resume) one session and yield each event as a JSON line; ``corpus``: its
+    folder (``BUNDLED_CORPUS``: this worker's bundled one); ``config``: the local toolchain's settings, read
+    on the driver (service/environment.py); ``cache``: the compile cache's folder on the worker's node
+    (``NODE_CACHE``: ``node_cache_dir()``; None: none); ``cwd``: the driver's working folder, where the
+    session runs if this node has it (a worker starts in the folder `ray start` ran in)."""
+    here = contextlib.chdir(cwd) if cwd and os.path.isdir(cwd) else contextlib.nullcontext()
+    with here:
+        yield from _session_lines(job, corpus, toolchain, prefix, config, cache)
+
+
+def _session_lines(
+    job: JobSpec,
+    corpus: str,
+    toolchain: str,
+    prefix: list[str] | None,
+    config: LocalConfig | None,
+    cache: str | None,
+) -> Iterator[str]:
     from beavertui.batch.models import ReplyCaches, build_model, helper_models, session_protocol
     from beavertui.engine.corpus.load import load_corpus
     from beavertui.engine.loop.run import run_session
@@ -174,7 +195,13 @@ def remote_session(
         ids = ray.get_gpu_ids()
         if ids:
             os.environ["CUDA_VISIBLE_DEVICES"] = ",".join(str(i) for i in ids)
-    task = load_corpus(Path(corpus), only=[job.task_id]).get(job.task_id)
+    if corpus == BUNDLED_CORPUS:
+        from beavertui.engine import bundled
+
+        root = bundled.corpus()
+    else:
+        root = Path(corpus)
+    task = load_corpus(root, only=[job.task_id]).get(job.task_id)
     resume: Prefix | None = None
     if prefix:
         header = LINE_ADAPTER.validate_json(prefix[0])
@@ -207,6 +234,14 @@ def remote_session(
         yield dump_line(redact_event(item, secrets))
 
 
+def corpus_for_nodes(corpus: str) -> str:
+    """``corpus`` as the workers are given it: ``BUNDLED_CORPUS`` for this package's bundled corpus (a node's
+    beavertui may be installed at another path than the driver's), else its path, which every node must have."""
+    from beavertui.engine import bundled
+
+    return BUNDLED_CORPUS if Path(corpus).resolve() == bundled.corpus().resolve() else corpus
+
+
 def _as_lines(prefix: Prefix | None) -> list[str] | None:
     if prefix is None:
         return None
@@ -234,6 +269,8 @@ def run_ray(
     import ray
 
     resources = connect(address, toolchain)
+    corpus = corpus_for_nodes(manifest.corpus)
+    cwd = os.getcwd()
     num_gpus = 1 if needs_gpu(toolchain) else 0
     task_fn = ray.remote(num_gpus=num_gpus, num_cpus=1, max_retries=0)(remote_session)
     if parallel is None:
@@ -243,7 +280,7 @@ def run_ray(
 
     def one(job: JobSpec) -> JobOutcome:
         def start(prefix: Prefix | None) -> tuple[Iterator[SessionHeader | Event], tuple[str, ...]]:
-            gen = task_fn.remote(job, manifest.corpus, toolchain, _as_lines(prefix), config, cache)  # type: ignore[call-arg]
+            gen = task_fn.remote(job, corpus, toolchain, _as_lines(prefix), config, cache, cwd)  # type: ignore[call-arg]
 
             def stream() -> Iterator[SessionHeader | Event]:
                 try:

@@ -55,7 +55,9 @@ def comparable(run_dir: Path) -> list[str]:
 @pytest.fixture(scope="module")
 def ray_instance():  # type: ignore[no-untyped-def]
     ray = pytest.importorskip("ray")  # here, not at collection: importing Ray costs 0.5 s of CPU a worker
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    # an instance of its own: without address="local", ray.init joins any cluster running on this machine
+    # (tests/batch/test_ray_nodes.py makes one) and refuses num_cpus there
+    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
     yield
     ray.shutdown()
 
@@ -166,6 +168,34 @@ def test_a_failure_on_a_worker_is_one_line_naming_its_node(tmp_path: Path, ray_i
     assert "\n" not in detail and "\x1b" not in detail, detail
     assert detail.startswith("WorkerFailure: on Ray node "), detail
     assert detail.endswith(f"BeaverError: corpus {m.corpus}: not a folder"), detail
+
+
+def test_the_bundled_corpus_is_each_nodes_own(
+    tmp_path: Path, ray_instance: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A node's beavertui may be installed at another path than the driver's: its workers read the bundled
+    corpus from their own package. They were sent the driver's path, absent there, and every session failed
+    ("corpus ...: not a folder"). The driver's package is made to live elsewhere here (its bundled corpus at a
+    path no node has); the workers are real."""
+    from beavertui.engine import bundled
+
+    task = bundled.demo_tasks()[0]
+    elsewhere = tmp_path / "site-packages" / "beavertui" / "_bundled" / "corpus"
+    monkeypatch.setattr(bundled, "corpus", lambda: elsewhere)
+    m = RunManifest(
+        run_id="bundled",
+        name="ray",
+        created="now",
+        corpus=str(elsewhere),
+        tasks=[task],
+        samples=1,
+        protocols=[ProtocolEntry(slug="paper", protocol=Protocol())],
+        models=[ModelSpec(model="scripted:@demo")],
+    )
+    run_dir = tmp_path / "bundled"
+    jobs = plan(m, run_dir)
+    (only,) = run_ray(jobs, m, run_dir, Tracker(jobs), toolchain="demo", parallel=1).values()
+    assert only.status == "ran" and only.attempts > 0, only
 
 
 def _free_port() -> int:

@@ -1,0 +1,117 @@
+"""The Ray executor on a real two-node Ray cluster on this machine (a head and a second node, one CPU each),
+with the batch's driver a separate `beavertui batch` process, as on a cluster.
+
+A node's workers start in the folder its raylet runs in, with the raylet's environment, not the driver's:
+what a single-node instance (whose workers are the driver's children) never shows. Sessions that run at once
+run on both nodes (each session holds a CPU, each node has one).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+CORPUS = ROOT / "tests" / "data" / "recorded"
+RECORDINGS = CORPUS / "vec_scale.recordings.jsonl"
+
+
+class TwoNodes:
+    def __init__(self, cluster: Any, second: Any) -> None:
+        self.cluster = cluster
+        self.second = second
+        self.address: str = cluster.address
+
+    def kill_second(self) -> None:
+        """What `ray stop` does on that node: its raylet and every worker it started, killed."""
+        raylet = self.second.all_processes["raylet"][0].process.pid
+        for pid in _children(raylet):
+            os.kill(pid, signal.SIGKILL)
+        self.cluster.remove_node(self.second, allow_graceful=False)
+
+
+def _children(pid: int) -> list[int]:
+    out = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid:
+            out.append(int(stat.parent.name))
+    return out
+
+
+@pytest.fixture(scope="module")
+def nodes() -> Iterator[TwoNodes]:
+    pytest.importorskip("ray")
+    from ray._private.utils import get_ray_address_file
+    from ray.cluster_utils import Cluster
+
+    # the head writes its address where `ray.init()` and a batch without --address look for a cluster made on
+    # this machine: put back what was there, so that nothing else joins this one
+    marker = Path(get_ray_address_file(None))
+    before = marker.read_text() if marker.exists() else None
+    env = {"PYTHONPATH": str(ROOT)}  # the workers import this checkout, as the driver does
+    cluster = Cluster(
+        initialize_head=True, head_node_args={"num_cpus": 1, "include_dashboard": False, "env_vars": env}
+    )
+    try:
+        if before is None:
+            marker.unlink(missing_ok=True)
+        else:
+            marker.write_text(before)
+        second = cluster.add_node(num_cpus=1, env_vars=env)
+        cluster.wait_for_nodes()
+        yield TwoNodes(cluster, second)
+    finally:
+        cluster.shutdown()
+
+
+def batch(
+    *args: object, cwd: Path, env: dict[str, str | None] | None = None, timeout: float = 120
+) -> subprocess.CompletedProcess[str]:
+    """`beavertui batch ARGS` in its own process; ``env``: variables set, or taken away where None."""
+    merged: dict[str, str | None] = {**os.environ, "PYTHONPATH": str(ROOT), **(env or {})}
+    return subprocess.run(
+        [sys.executable, "-m", "beavertui", "batch", *map(str, args)],
+        cwd=cwd, capture_output=True, text=True, timeout=timeout,
+        env={k: v for k, v in merged.items() if v is not None},
+    )  # fmt: skip
+
+
+def rows(run_dir: Path) -> list[str]:
+    from beavertui.engine.metrics.attempts import export_rows
+
+    out = []
+    for r in export_rows(run_dir):
+        for key in ("run_id", "session_id"):
+            r.pop(key, None)
+        out.append(json.dumps(r, sort_keys=True))
+    return sorted(out)
+
+
+def test_relative_paths_name_what_they_name_on_the_driver(tmp_path: Path, nodes: TwoNodes) -> None:
+    """`--models scripted:FILE` and `--toolchain recorded:FILE` relative to the driver's folder: a worker
+    started in its raylet's folder found neither, and every session failed ("my.toml: no such script file");
+    now each session runs in the driver's folder and the run equals the local executor's."""
+    shutil.copy(
+        ROOT / "beavertui" / "engine" / "models" / "scripts" / "vec_scale_demo.toml", tmp_path / "my.toml"
+    )
+    shutil.copy(RECORDINGS, tmp_path / "rec.jsonl")
+    common = ("--corpus", CORPUS, "--models", "scripted:my.toml", "--toolchain", "recorded:rec.jsonl", "--samples", 2,
+              "--sessions-dir", tmp_path, "--quiet")  # fmt: skip
+    ray = batch(*common, "--executor", "ray", "--address", nodes.address, "--run-id", "ray", cwd=tmp_path)
+    assert ray.returncode == 0, ray.stderr[-800:]
+    local = batch(*common, "--run-id", "local", cwd=tmp_path)
+    assert local.returncode == 0, local.stderr[-800:]
+    assert rows(tmp_path / "ray") == rows(tmp_path / "local") != []
