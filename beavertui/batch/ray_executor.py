@@ -9,7 +9,8 @@ toolchain's worker builds into a node-local compile cache. A worker runs its ses
 folder (where its node has it), so that the run's relative paths (scripts, recordings, models file) name what
 they name on the driver; the corpus must be readable at the driver's path on every node, except the bundled
 one, which each worker takes from its own installed package. ``connect`` reaches the cluster (or starts a
-local instance) and checks it can run the batch, before anything is written. Needs ``beavertui[ray]``.
+local instance) and checks it can run the batch, and ``check_nodes`` that every node has the environment
+variables the batch's models read, before anything is written. Needs ``beavertui[ray]``.
 """
 
 from __future__ import annotations
@@ -133,6 +134,55 @@ def connect(address: str | None, toolchain: str) -> dict[str, float]:
             "or replay recorded outcomes (--toolchain demo, recorded:PATH)"
         )
     return resources
+
+
+def _unset_here(variables: list[str]) -> list[str]:
+    return [v for v in variables if not os.environ.get(v)]
+
+
+#: How long ``check_nodes`` waits for the nodes' answers; a node still silent then is not checked.
+NODE_CHECK_S = 60.0
+
+
+def check_nodes(variables: Sequence[str], toolchain: str) -> None:
+    """Refuse, in one line, a cluster with a node that could run sessions but lacks one of ``variables``
+    (those set on this driver that the batch's models read: their keys, ``OPENAI_BASE_URL``, ...). A worker
+    reads them in the environment of the `ray start` that made its node, not in the driver's: without its key
+    a session there would call the endpoint without one, and fail, on every session that node takes. Connects
+    first (``connect``)."""
+    if not variables:
+        return
+    import ray
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+    need = "GPU" if needs_gpu(toolchain) else "CPU"
+    nodes = [n for n in ray.nodes() if n.get("Alive") and n.get("Resources", {}).get(need, 0) >= 1]  # type: ignore[no-untyped-call]
+    probe = ray.remote(num_cpus=0, max_retries=0)(_unset_here)
+    refs = [
+        probe.options(scheduling_strategy=NodeAffinitySchedulingStrategy(n["NodeID"], soft=False)).remote(
+            list(variables)
+        )
+        for n in nodes
+    ]
+    ready, _late = ray.wait(refs, num_returns=len(refs), timeout=NODE_CHECK_S)
+    lacking: list[str] = []
+    for node, ref in zip(nodes, refs, strict=True):
+        if ref not in ready:
+            continue
+        try:
+            unset: list[str] = ray.get(ref)
+        except ray.exceptions.RayError:
+            continue  # a node lost meanwhile runs nothing
+        if unset:
+            lacking.append(
+                f"{node.get('NodeManagerAddress', '?')} (node {node['NodeID'][:8]}) lacks {', '.join(unset)}"
+            )
+    if lacking:
+        more = f" and {len(lacking) - 2} more" if len(lacking) > 2 else ""
+        raise BeaverError(
+            f"the Ray node {'; '.join(lacking[:2])}{more}, which this driver sets for the batch's models: a worker "
+            "reads the environment `ray start` had on its node, and keys are never sent; set them there on every node"
+        )
 
 
 def _worker_toolchain(spec: str, config: LocalConfig | None = None, cache: str | None = NODE_CACHE) -> Any:

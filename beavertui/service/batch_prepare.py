@@ -204,9 +204,26 @@ def check_before_writing(
                 endpoints.append(Endpoint(label=helper, config=config))
     preflight(endpoints, toolchain, protocols, gpus, here=executor != "ray")
     if executor == "ray":
-        from beavertui.batch.ray_executor import connect
+        from beavertui.batch.ray_executor import check_nodes, connect
 
         connect(address, toolchain)
+        check_nodes(node_variables(endpoints, models), toolchain)
+
+
+def node_variables(endpoints: list[Any], models: list[Any]) -> list[str]:
+    """The environment variables set here that the batch's endpoint models read where their sessions run: each
+    one's key, ``OPENAI_BASE_URL`` where its entry names no base URL, ``BEAVERTUI_MODELS`` where no models file
+    is given. Under Ray every node needs them (ray_executor.check_nodes)."""
+    import os
+
+    wanted: list[str] = []
+    for e in endpoints:
+        wanted.append(e.config.api_key_env)
+        if not e.config.base_url:
+            wanted.append("OPENAI_BASE_URL")
+    if endpoints and any(not getattr(m, "models_file", None) for m in models):
+        wanted.append("BEAVERTUI_MODELS")
+    return [v for v in dict.fromkeys(wanted) if os.environ.get(v)]
 
 
 def select(task_ids: list[str], globs: str | None) -> list[str]:

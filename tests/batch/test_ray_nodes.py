@@ -115,3 +115,28 @@ def test_relative_paths_name_what_they_name_on_the_driver(tmp_path: Path, nodes:
     local = batch(*common, "--run-id", "local", cwd=tmp_path)
     assert local.returncode == 0, local.stderr[-800:]
     assert rows(tmp_path / "ray") == rows(tmp_path / "local") != []
+
+
+def test_a_key_the_nodes_lack_is_one_line_before_anything_is_written(tmp_path: Path, nodes: TwoNodes) -> None:
+    """The driver had the key, the nodes (started without it) had not: their workers called the endpoint with
+    none, and every session ended as an infrastructure failure. Now the batch stops first, naming the variable."""
+    from tests.loopback_endpoint import Endpoint, completion
+
+    def answer(model: str, body: dict[str, object], headers: dict[str, str]) -> tuple[str, object]:
+        if headers.get("authorization") != "Bearer nodes-test-key":
+            return ("status", (401, {"error": {"message": "no key"}}))
+        return ("json", completion(model, "no code"))
+
+    with Endpoint(answer) as ep:
+        p = batch("--corpus", CORPUS, "--models", "m1", "--base-url", ep.url, "--api-key-env", "BEAVERTUI_NODES_KEY",
+                  "--no-stream", "--toolchain", f"recorded:{RECORDINGS}", "--executor", "ray", "--address", nodes.address,
+                  "--run-id", "r", "--sessions-dir", tmp_path, "--quiet",
+                  cwd=tmp_path, env={"BEAVERTUI_NODES_KEY": "nodes-test-key"})  # fmt: skip
+    assert p.returncode == 2, p.stderr[-800:]
+    line = p.stderr.strip().splitlines()[-1]
+    assert line.startswith("beavertui: the Ray node ") and "lacks BEAVERTUI_NODES_KEY" in line, p.stderr[
+        -800:
+    ]
+    assert "nodes-test-key" not in p.stderr
+    assert not (tmp_path / "r").exists()
+    assert not any(body.get("messages") for _model, body, _headers in ep.requests)  # no session called it
