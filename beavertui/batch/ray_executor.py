@@ -102,6 +102,12 @@ def _init_failure(address: str | None, exc: BaseException) -> str:
         e = e.__cause__ or e.__context__
     text = " ".join(chain)
     where = f"the Ray cluster at {address}" if address else "Ray"
+    if "no authentication token was found" in text:  # said by this driver's Ray, before it connects
+        return (
+            f"RAY_AUTH_MODE=token is set here but no Ray token was found, so the driver did not connect to {where}: "
+            "give the cluster's token (RAY_AUTH_TOKEN, or the file ~/.ray/auth_token copied from the head), or "
+            "unset RAY_AUTH_MODE for a cluster started without it, which checks none"
+        )
     if "InvalidAuthToken" in text or "AuthenticationError" in text:
         return (
             f"{where} refused this driver: it checks a token; set RAY_AUTH_MODE=token and give the cluster's "

@@ -140,3 +140,25 @@ def test_a_key_the_nodes_lack_is_one_line_before_anything_is_written(tmp_path: P
     assert "nodes-test-key" not in p.stderr
     assert not (tmp_path / "r").exists()
     assert not any(body.get("messages") for _model, body, _headers in ep.requests)  # no session called it
+
+
+def test_a_token_asked_for_but_missing_here_is_said_as_such(tmp_path: Path, nodes: TwoNodes) -> None:
+    """`ray start --head` checks no token unless started with RAY_AUTH_MODE=token; a driver given that
+    variable without a token of its own stops before connecting. It was told the cluster "refused this
+    driver: it checks a token; set RAY_AUTH_MODE=token", which was set, and the cluster checks none."""
+    env: dict[str, str | None] = {"RAY_AUTH_MODE": "token", "HOME": str(tmp_path), "RAY_AUTH_TOKEN": None,
+                                  "RAY_AUTH_TOKEN_PATH": None}  # fmt: skip
+    p = batch("--demo", "--executor", "ray", "--address", nodes.address, "--run-id", "r", "--sessions-dir", tmp_path,
+              cwd=tmp_path, env=env)  # fmt: skip
+    assert p.returncode == 2, p.stderr[-800:]
+    assert p.stderr.splitlines()[-1] == (
+        "beavertui: RAY_AUTH_MODE=token is set here but no Ray token was found, so the driver did not connect to "
+        f"the Ray cluster at {nodes.address}: give the cluster's token (RAY_AUTH_TOKEN, or the file "
+        "~/.ray/auth_token copied from the head), or unset RAY_AUTH_MODE for a cluster started without it, which "
+        "checks none"
+    ), p.stderr[-800:]
+    assert not (tmp_path / "r").exists()
+    # without the variable, the same driver runs the batch on that cluster
+    ok = batch("--demo", "--executor", "ray", "--address", nodes.address, "--run-id", "r", "--sessions-dir", tmp_path,
+               "--quiet", cwd=tmp_path, env={"HOME": str(tmp_path), "RAY_AUTH_MODE": None})  # fmt: skip
+    assert ok.returncode == 0, ok.stderr[-800:]
