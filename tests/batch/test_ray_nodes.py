@@ -14,6 +14,8 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -162,3 +164,59 @@ def test_a_token_asked_for_but_missing_here_is_said_as_such(tmp_path: Path, node
     ok = batch("--demo", "--executor", "ray", "--address", nodes.address, "--run-id", "r", "--sessions-dir", tmp_path,
                "--quiet", cwd=tmp_path, env={"HOME": str(tmp_path), "RAY_AUTH_MODE": None})  # fmt: skip
     assert ok.returncode == 0, ok.stderr[-800:]
+
+
+def test_a_node_lost_mid_batch_fails_its_session_once_and_resume_finishes_it(
+    tmp_path: Path, nodes: TwoNodes
+) -> None:
+    """Two sessions wait on the endpoint at once, one on each node; the second node is killed (its raylet and
+    workers, as `ray stop` there does). Its session fails in one line (exit 3) and the others finish on the
+    head; `--resume` continues the cut one. No session is lost or run twice: the attempts equal the local
+    executor's on the same batch. The driver wrote every file: the nodes have no run folder."""
+    from tests.loopback_endpoint import Endpoint, completion
+
+    reference = (CORPUS / "vec_scale" / "reference.cu").read_text()
+    hold = threading.Event()
+
+    def answer(model: str, body: dict[str, object], headers: dict[str, str]) -> tuple[str, object]:
+        hold.wait(60)
+        return ("json", completion(model, f"The fix:\n```cuda\n{reference}```\n"))
+
+    common = ("--corpus", CORPUS, "--models", "m1", "--no-stream", "--toolchain", f"recorded:{RECORDINGS}",
+              "--samples", 4, "--sessions-dir", tmp_path, "--quiet")  # fmt: skip
+    with Endpoint(answer) as ep:
+        cmd = [sys.executable, "-m", "beavertui", "batch", *map(str, common), "--base-url", ep.url,
+               "--executor", "ray", "--address", nodes.address, "--run-id", "ray"]  # fmt: skip
+        proc = subprocess.Popen(cmd, cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(ROOT)},
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
+        try:
+            deadline = time.monotonic() + 60
+            while len(ep.requests) < 2 and proc.poll() is None and time.monotonic() < deadline:
+                time.sleep(0.05)
+            assert len(ep.requests) == 2, (
+                proc.stderr.read() if proc.poll() is not None and proc.stderr else "waited"
+            )
+            nodes.kill_second()
+            hold.set()
+            _out, err = proc.communicate(timeout=120)
+        finally:
+            hold.set()
+            if proc.poll() is None:
+                proc.kill()
+        assert proc.returncode == 3, err[-800:]
+        (failure,) = [
+            json.loads(line) for line in (tmp_path / "ray" / "infra.jsonl").read_text().splitlines()
+        ]
+        assert failure["detail"].startswith("WorkerFailure: ") and "\n" not in failure["detail"], failure
+        again = batch("--resume", tmp_path / "ray", "--executor", "ray", "--address", nodes.address, "--base-url",
+                      ep.url, "--quiet", cwd=tmp_path)  # fmt: skip
+        assert again.returncode == 0, again.stderr[-800:]
+        local = batch(*common, "--base-url", ep.url, "--run-id", "local", cwd=tmp_path)
+        assert local.returncode == 0, local.stderr[-800:]
+    sessions = sorted((tmp_path / "ray").rglob("vec_scale__s*.jsonl"))
+    assert len(sessions) == 4
+    for s in sessions:
+        kinds = [json.loads(line)["kind"] for line in s.read_text().splitlines()]
+        assert kinds.count("verdict") == 1 and kinds[-1] == "end", (s.name, kinds)
+    assert rows(tmp_path / "ray") == rows(tmp_path / "local")
+    assert len(rows(tmp_path / "ray")) == 4
