@@ -1,7 +1,8 @@
 """The batch progress display: one row per (model, protocol) with done, passed, running and ETA.
 
 On a terminal it is a rich Live table refreshed twice a second; otherwise one summary line is printed
-every ``interval`` seconds and at the end, so logs of long headless runs stay readable.
+every ``interval`` seconds and at the end, on standard error (standard output holds the summary: --json,
+--format csv), so logs of long headless runs stay readable.
 """
 
 from __future__ import annotations
@@ -88,8 +89,10 @@ class Display:
             self._live.update(table(self.tracker, self.parallel))
 
     def _print(self) -> None:
+        # not a terminal: a line on standard error now and then, as the batch's other lines go, so that the
+        # summary on standard output (--json, --format csv) stays what it says it is
         while not self._stop.wait(self.interval):
-            print(line(self.tracker), flush=True)
+            print(line(self.tracker), file=sys.stderr, flush=True)
 
     def __exit__(self, *exc: object) -> None:
         self._stop.set()
@@ -99,4 +102,4 @@ class Display:
             self._live.update(table(self.tracker, self.parallel))
             self._live.__exit__(None, None, None)
         else:
-            print(line(self.tracker), flush=True)
+            print(line(self.tracker), file=sys.stderr, flush=True)

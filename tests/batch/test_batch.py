@@ -338,3 +338,23 @@ def test_start_until_zero_starts_nothing_and_bad_values_are_refused(
     for bad in ("soon", "-1", "nan"):
         assert batch(tmp_path, "--start-until", bad) == 2
     assert "--start-until" in capsys.readouterr().err
+
+
+def test_a_batch_piped_to_a_file_writes_its_summary_alone_on_standard_output(tmp_path: Path) -> None:
+    """`beavertui batch ... --json > summary.json` (or --format csv) wrote the progress line '[0m00s] sessions
+    5/5 (passed ...' above the summary on standard output, so the file was no JSON and no CSV; only --quiet
+    kept it out. Off a terminal the progress lines go to standard error now, with the batch's other lines."""
+    import csv
+    import io
+
+    json_run = run_cli("batch", "--demo", "--run-id", "j", "--sessions-dir", tmp_path, "--json", cwd=tmp_path)
+    assert json_run.returncode == 0, json_run.stderr
+    doc = json.loads(json_run.stdout)
+    assert sum(g["sessions"] for g in doc["groups"]) > 0
+    assert "sessions" in json_run.stderr and "(passed " in json_run.stderr  # the progress, where the log goes
+    csv_run = run_cli(
+        "batch", "--demo", "--run-id", "c", "--sessions-dir", tmp_path, "--format", "csv", cwd=tmp_path
+    )
+    assert csv_run.returncode == 0, csv_run.stderr
+    rows = list(csv.reader(io.StringIO(csv_run.stdout)))
+    assert rows[0][:2] == ["model", "protocol"] and len({len(r) for r in rows}) == 1, rows[:2]
