@@ -127,7 +127,8 @@ def summary_rows(run_dir: Path, left_out: list[str] | None = None) -> list[dict[
         except ValueError:
             continue
         row = read_row(path)
-        key = (row.model, rel[1] if len(rel) >= 3 else row.protocol)
+        # two models-file entries of one endpoint model are two models of the run, as metrics keeps them
+        key = (row.identity or row.model, rel[1] if len(rel) >= 3 else row.protocol)
         g = groups[key]
         g["sessions"] += 1
         g["finished"] += row.outcome in ("success", "failed")

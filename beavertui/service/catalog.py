@@ -52,6 +52,9 @@ class Row:
     judged: int = 0
     """Attempts with a verdict (``iterations`` is the iteration reached: an attempt an infrastructure failure
     cut counts there, not here)."""
+    identity: str = ""
+    """The model as ``metrics`` names it (engine.session.events.model_identity: its models-file entry and the
+    request settings that make it another model); '' where the file is damaged before its header."""
 
     def matches(self, tokens: list[tuple[str, str]]) -> bool:
         """Whether every filter token matches (``field:value`` substrings, or free text anywhere)."""
@@ -133,7 +136,7 @@ def read_row(path: Path) -> Row:
     from beavertui.engine.errors import BeaverError
     from beavertui.engine.fileio import why_oserror
     from beavertui.engine.session.describe import stop_text
-    from beavertui.engine.session.events import SessionEnd, Verdict
+    from beavertui.engine.session.events import SessionEnd, Verdict, model_identity
     from beavertui.engine.session.store import read_session
 
     mtime = 0.0
@@ -146,7 +149,7 @@ def read_row(path: Path) -> Row:
     if header is None:
         why = problem or "no header"
         return Row(str(path), path.stem, "?", "?", "damaged", 0, 0, None, short_problem(why), "", mtime, why)
-    task, model = header.task.id, header.model.name
+    task, model, identity = header.task.id, header.model.name, model_identity(header.model)
     label, budget = header.protocol.short(), header.protocol.budget
     iteration = max((i for e in events if isinstance(i := getattr(e, "iteration", None), int)), default=0)
     verdict = next((e for e in reversed(events) if isinstance(e, Verdict)), None)
@@ -158,7 +161,7 @@ def read_row(path: Path) -> Row:
     if problem is not None and not (torn and not isinstance(last, SessionEnd)):
         return Row(
             str(path), task, model, label, "damaged", iteration, budget, None,
-            short_problem(problem), category, mtime, problem,
+            short_problem(problem), category, mtime, problem, identity=identity,
         )  # fmt: skip
     if isinstance(last, SessionEnd):
         from beavertui.engine.session.usage import session_usage
@@ -169,7 +172,7 @@ def read_row(path: Path) -> Row:
             str(path), task, model, label, "success" if last.success else "failed",
             last.iterations or iteration, budget, last.best_speedup,
             stop_text(last.stop_reason, last.success, last.timing_pending), category, mtime,
-            None, tokens, cost, cached, below, judged,
+            None, tokens, cost, cached, below, judged, identity,
         )  # fmt: skip
     # No end line: still being written, or its writer died (no change for a while).
     recent = time.time() - mtime < STALE_S
@@ -177,5 +180,5 @@ def read_row(path: Path) -> Row:
     stop = "running" if recent else ("cut mid-line" if torn else "no end line")
     return Row(
         str(path), task, model, label, outcome, iteration, budget, None, stop, category, mtime,
-        below_gate=below, judged=judged,
+        below_gate=below, judged=judged, identity=identity,
     )  # fmt: skip

@@ -79,3 +79,33 @@ def test_old_headers_without_an_identity_are_told_apart_by_their_settings() -> N
     # a header read back keeps what it recorded
     read = ModelInfo.model_validate_json(high.model_copy(update={"identity": "recorded"}).model_dump_json())
     assert model_identity(read) == "recorded"
+
+
+def test_the_batch_summary_keeps_two_entries_of_one_endpoint_model_apart(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The table at the end of a batch grouped its sessions by the endpoint name: two models-file entries of
+    one endpoint model (one repairs, one does not; one priced, one not) were one row, 'gpt-x', sessions 2/2,
+    passed 1, the priced one's cost over both. They are two rows now, named as metrics names them."""
+    from beavertui.cli import main
+
+    for var in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "BEAVERTUI_MODELS"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.chdir(tmp_path)
+    with Endpoint(_by_effort) as server:
+        models = tmp_path / "models.toml"
+        models.write_text(
+            f"[models.deep]\nmodel = 'gpt-x'\nbase_url = '{server.url}'\nreasoning_effort = 'high'\n"
+            "input_usd_per_mtok = 1.0\noutput_usd_per_mtok = 1.0\n"
+            f"[models.fast]\nmodel = 'gpt-x'\nbase_url = '{server.url}'\nreasoning_effort = 'low'\n"
+        )
+        rc = main(["batch", "--models-file", str(models), "--models", "deep", "fast", "--corpus", str(RECORDED),
+                   "--tasks", "vec_scale", "--toolchain", TOOLCHAIN, "--no-stream", "--protocol", "legacy",
+                   "--run-id", "two", "--no-reply-cache", "--json"])  # fmt: skip
+        out = capsys.readouterr().out
+    assert rc == 0
+    rows = {
+        g["model"]: (g["sessions"], g["passed"], g["cost_usd"] is None) for g in json.loads(out)["groups"]
+    }
+    assert rows == {DEEP: (1, 1, False), FAST: (1, 0, True)}, rows
