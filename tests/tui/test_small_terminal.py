@@ -13,6 +13,7 @@ from pathlib import Path
 from textual.geometry import Region
 
 from beavertui.commands.compare import load
+from beavertui.engine.session.store import read_session as load_session
 from beavertui.tui.app import BeaverApp
 from beavertui.tui.browser import BrowserScreen
 from beavertui.tui.compare import CompareScreen
@@ -88,3 +89,28 @@ async def test_the_compare_header_names_both_sides_at_80_columns() -> None:
         assert lines[1].startswith(" A  scripted:repair_in_three.toml · "), lines[:3]
         assert lines[2].startswith(" B  scripted:typo_then_barrier.toml · "), lines[:3]
         assert lines[1].rstrip().endswith("…")  # cut, said so
+
+
+def _long_session(tmp_path: Path) -> Path:
+    """A session of budget 12, recorded by ``live`` on the demo's outcomes: four judged attempts (the
+    script holds four replies), then a fifth cut at its request."""
+    from beavertui.cli import main
+
+    out = tmp_path / "k12.jsonl"
+    main(["live", "--task", "transpose_00", "--model", f"scripted:{DEMO / 'replies' / 'code_cycle.toml'}",
+          "--toolchain", "demo", "--unknown-candidates", "fail", "--budget", "12", "--no-stagnation-stop",
+          "--headless", "--out", str(out)])  # fmt: skip
+    return out
+
+
+async def test_the_timeline_of_a_long_budget_says_each_number_and_category(tmp_path: Path) -> None:
+    """Twelve cells do not fit at 15 columns each in 80: each cell narrows, but keeps its whole number
+    (10, 11, 12 once read as 1, 1, 1) and its category in short under it, not in its colour alone."""
+    header, events, problem = load_session(_long_session(tmp_path))
+    app = BeaverApp(lambda: SessionScreen(header, events, problem=problem))
+    async with app.run_test(size=SMALL) as pilot:
+        await pilot.press("home")
+        await pilot.pause()
+        numbers, categories = str(app.screen.query_one("#timeline").render()).splitlines()[1:]
+        assert numbers.split() == [str(i) for i in range(1, 13)]
+        assert categories.split()[:5] == ["build", "build", "build", "build", "reque"]

@@ -16,6 +16,7 @@ from beavertui.tui.view import View
 
 CELL = 15
 COMPACT = 4
+"""The narrowest cell: three characters of number and category, and a space."""
 
 
 class Timeline(Widget):
@@ -36,7 +37,10 @@ class Timeline(Widget):
             return Text("")
         top, mid, bottom = Text(), Text(), Text()
         last = max(view.budget, view.state.iteration)
-        cell = CELL if last * CELL <= max(self.size.width, 1) else COMPACT
+        width = max(self.size.width, 1)
+        # Full cells where the budget fits; else the widest cells that fit, each still saying its number
+        # and, below it, its category in short (the colour alone is no answer on a monochrome terminal).
+        cell = CELL if last * CELL <= width else max(COMPACT, min(CELL - 1, width // last))
         self._cell = cell
         for it in range(1, last + 1):
             a = view.state.attempt(it)
@@ -52,13 +56,17 @@ class Timeline(Widget):
                 label, bg, sub = f"{it} {a.stage}…", PENDING_COLOUR, ""
             else:
                 label, bg, sub = f"{it} ·", "#222222", ""
-            if cell == COMPACT:
-                label, sub = str(it), "▲" if here else ""
             edge = "bold yellow" if here else "#555555"
             top.append(("▄" if here else " ") * (cell - 1) + " ", style=edge)
+            if cell < CELL:  # the number whole, centred; the category in short under it
+                short = label.split(" ", 1)[1] if " " in label else ""
+                mid.append(f"{it:^{cell - 1}}", style=f"bold white on {bg}")
+                mid.append(" ")
+                bottom.append(f"{short:^{cell - 1}.{cell - 1}} ", style="bold yellow" if here else "dim")
+                continue
             mid.append(f" {label:<{cell - 3}.{cell - 3}} ", style=f"bold white on {bg}")
             mid.append(" ")
-            sub_text = f"{'▲ ' if here and cell != COMPACT else ''}{sub}"
+            sub_text = f"{'▲ ' if here else ''}{sub}"
             bottom.append(f"{sub_text:^{cell - 1}.{cell - 1}} ", style="bold yellow" if here else "dim")
         return Text("\n").join([top, mid, bottom])
 
