@@ -114,3 +114,25 @@ async def test_the_timeline_of_a_long_budget_says_each_number_and_category(tmp_p
         numbers, categories = str(app.screen.query_one("#timeline").render()).splitlines()[1:]
         assert numbers.split() == [str(i) for i in range(1, 13)]
         assert categories.split()[:5] == ["build", "build", "build", "build", "reque"]
+
+
+async def test_the_header_keeps_the_iteration_and_the_end_at_80_columns(tmp_path: Path) -> None:
+    """The first line once ran task, model and protocol whole and cut the rest: at 80 columns the iteration
+    and how the session ended fell off (at 100 it read "iteration 2/1"). The model and the protocol give
+    way now, each cut with an ellipsis; the task keeps 16 characters."""
+    header, events, problem = load_session(_long_session(tmp_path))
+    app = BeaverApp(lambda: SessionScreen(header, events, problem=problem))
+    async with app.run_test(size=SMALL) as pilot:
+        await pilot.press("home")
+        await pilot.pause()
+        top = app.screen.query_one("#header").render().plain.splitlines()[0]
+        assert len(top) <= SMALL[0]
+        assert top.startswith(
+            " transpose_00  scripte… · iterative K12 L3 H4… · iteration 1/12 · ended: error"
+        )
+    app = BeaverApp(lambda: SessionScreen(header, events, problem=problem))
+    async with app.run_test(size=(160, 24)) as pilot:  # room for every name: nothing is cut
+        await pilot.pause()
+        assert "scripted:code_cycle.toml · iterative K12 L3 H4 T0.7 p0.7" in str(
+            app.screen.query_one("#header").render()
+        )

@@ -24,14 +24,26 @@ class HeaderBar(Widget):
         if view is None:
             return Text("loading…")
         h = view.state.header
+        width = max(self.size.width, 20) - 1
         line = Text()
-        line.append(f" {cap_line(h.task.id, 200)} ", style="bold reverse")
+        end = view.state.end
+        told = f"· iteration {view.cursor}/{view.budget} "
+        if end is not None:  # how it ended (after how many, and the best speedup, may be cut)
+            told += f"· ended: {stop_text(end.stop_reason, end.success, end.timing_pending)}"
+        # Where the line is too long, the names give way so that the iteration and how the session ended
+        # stay on screen (on an 80-column terminal they fell off, or read "2/1").
+        task, model, protocol = fit_names(
+            cap_line(h.task.id, 200),
+            cap_line(h.model.name, 200),
+            cap_line(h.protocol.short(), 200),
+            width - len(told) - (10 if h.imported is not None else 0) - 7,
+        )
+        line.append(f" {task} ", style="bold reverse")
         if h.imported is not None:
             line.append(" imported ", style="bold black on cyan")
-        line.append(f" {cap_line(h.model.name, 200)} ", style="bold")
-        line.append(f"· {cap_line(h.protocol.short(), 200)} ", style="dim")
+        line.append(f" {model} ", style="bold")
+        line.append(f"· {protocol} ", style="dim")
         line.append(f"· iteration {view.cursor}/{view.budget} ", style="bold")
-        end = view.state.end
         if end is not None:
             line.append(
                 f"· ended: {ended_text(end, h.protocol.gate)}",
@@ -50,7 +62,7 @@ class HeaderBar(Widget):
             )
         if view.status:
             line.append(f"  [{view.status}]", style="bold yellow")
-        line.truncate(max(self.size.width, 20) - 1)
+        line.truncate(width)
         line.append("\n")
         attempt = view.attempt
         if view.problem:
@@ -81,6 +93,40 @@ class HeaderBar(Widget):
         line.append_text(_usage(view))
         line.truncate(2 * max(self.size.width, 20) - 1)
         return line
+
+
+def _cut(name: str, keep: int) -> str:
+    """``name`` in at most ``keep`` characters, a cut one ending in an ellipsis (at a space if it has one)."""
+    if len(name) <= keep:
+        return name
+    cut = name[: keep - 1]
+    if " " in cut and name[keep - 1] != " ":
+        cut = cut[: cut.rindex(" ")]
+    return cut.rstrip() + "…"
+
+
+def _through_gate(protocol: str) -> int:
+    """The length of the protocol's short form up to its gate (``iterative K5 L3 H2 T0 p0.7``), and one
+    more for an ellipsis."""
+    words = protocol.split(" ")
+    for i, word in enumerate(words):
+        if word[:1] == "p" and word[1:2].isdigit():
+            return len(" ".join(words[: i + 1])) + 1
+    return 8
+
+
+def fit_names(task: str, model: str, protocol: str, room: int) -> tuple[str, str, str]:
+    """Task, model and protocol cut to take ``room`` characters together where they can: first the model
+    to 20 characters, the protocol's settings past its gate and the task to 16 characters, then the
+    protocol and the model to 8."""
+    names = [task, model, protocol]
+    for floors in ((16, 20, _through_gate(protocol)), (16, 8, 8)):
+        for i in (1, 2, 0):
+            over = sum(map(len, names)) - max(room, 0)
+            if over <= 0:
+                break
+            names[i] = _cut(names[i], max(floors[i], len(names[i]) - over))
+    return names[0], names[1], names[2]
 
 
 def _reached(a) -> set[str]:  # type: ignore[no-untyped-def]
