@@ -366,8 +366,9 @@ class BrowserScreen(Screen[None]):
         """A click on the column titles sorts by that column (again: reverses)."""
         if event.widget is None or event.widget.id != "browser-columns":
             return
-        x = 1
-        for col in self.query_one("#sessions", VirtualTable).columns:
+        table = self.query_one("#sessions", VirtualTable)
+        x = 1 - round(table.scroll_x)
+        for col in table.columns:
             if x <= event.x < x + col.width + 1:
                 self.action_sort(col.key)
                 return

@@ -39,7 +39,7 @@ HELP = """\
 
 [b]Browser[/b]  enter open · / filter (outcome:failed model:gpt category:illegal stop:dup text) · esc clear
   1-9 sort by task, model, protocol, outcome, iterations, best speedup, stop reason, category, cost;
-  0 by file (again: reversed) · ↑/↓ j/k pgup/pgdn home/end move · m metrics
+  0 by file (again: reversed) · ↑/↓ j/k pgup/pgdn home/end move · ←/→ columns (narrow) · m metrics
 [b]Compare[/b]  ←/→ step both sessions together, d diff mode
 [b]Metrics[/b]  m in the browser, metrics --tui: tables, p-sweep curves, swing bars · r recompute · esc back
 [b]Batch[/b] (batch --tui)  progress per model and protocol above the browser · x stop (asks first)

@@ -85,6 +85,8 @@ class VirtualTable(ScrollView, can_focus=True):
         Binding("home", "to(0)", "Top", show=False),
         Binding("end", "to(-1)", "Bottom", show=False),
         Binding("enter", "select", "Open"),
+        Binding("left", "column(-1)", "Column left", show=False),
+        Binding("right", "column(1)", "Column right", show=False),
     ]
 
     cursor: reactive[int] = reactive(0)
@@ -125,9 +127,11 @@ class VirtualTable(ScrollView, can_focus=True):
         columns = fit_columns(self.base, self.longest, width) if width else list(self.base)
         if columns != self.columns:
             self.columns = columns
-            self.virtual_size = Size(sum(c.width + 1 for c in columns) + 1, len(self.keys))
             self.refresh()
             self.post_message(self.ColumnsChanged())
+        size = Size(self.line_width, len(self.keys))
+        if size != self.virtual_size:
+            self.virtual_size = size
 
     def on_resize(self, event: events.Resize) -> None:
         self._fit()
@@ -140,8 +144,7 @@ class VirtualTable(ScrollView, can_focus=True):
         self.keys, self.cells = keys, cells
         self.longest = [0] * len(self.base)
         self._measure(cells)
-        width = sum(c.width + 1 for c in self.columns) + 1
-        self.virtual_size = Size(width, len(keys))
+        self.virtual_size = Size(self.line_width, len(keys))
         index = {k: i for i, k in enumerate(keys)}.get(current or "", 0) if current else 0
         self.cursor = min(index, max(0, len(keys) - 1))
         self.refresh()
@@ -160,8 +163,14 @@ class VirtualTable(ScrollView, can_focus=True):
         self.keys += keys
         self.cells += cells
         self._measure(cells)
-        self.virtual_size = Size(self.virtual_size.width, len(self.keys))
+        self.virtual_size = Size(self.line_width, len(self.keys))
         self.refresh()
+
+    @property
+    def line_width(self) -> int:
+        """The width of a row as drawn: wider than the table where the least widths do not fit, and then
+        the table scrolls sideways (left and right, a column at a time)."""
+        return sum(c.width + 1 for c in self.columns) + 1
 
     @property
     def row_count(self) -> int:
@@ -186,7 +195,13 @@ class VirtualTable(ScrollView, can_focus=True):
         return style
 
     def header_line(self) -> str:
-        return " " + "".join(c.show(c.label) + " " for c in self.columns)
+        """The column titles, scrolled sideways as the rows are."""
+        return (" " + "".join(c.show(c.label) + " " for c in self.columns))[round(self.scroll_x) :]
+
+    def watch_scroll_x(self, old: float, new: float) -> None:
+        super().watch_scroll_x(old, new)
+        if round(old) != round(new):
+            self.post_message(self.ColumnsChanged())
 
     def render_line(self, y: int) -> Strip:
         scroll_x, scroll_y = self.scroll_offset
@@ -226,6 +241,18 @@ class VirtualTable(ScrollView, can_focus=True):
     def action_move(self, delta: int) -> None:
         if self.keys:
             self.cursor = max(0, min(len(self.keys) - 1, self.cursor + delta))
+
+    def action_column(self, direction: int) -> None:
+        """Scroll sideways to the start of the next column to the right (or left)."""
+        starts, x = [], 0
+        for c in self.columns:
+            starts.append(x)
+            x += c.width + 1
+        now = round(self.scroll_x)
+        ahead = [s for s in starts if s > now] if direction > 0 else [s for s in starts if s < now]
+        if ahead:
+            target = ahead[0] if direction > 0 else ahead[-1]
+            self.scroll_to(x=min(target, self.max_scroll_x), animate=False)
 
     def action_page(self, direction: int) -> None:
         self.action_move(direction * max(1, self.size.height - 1))

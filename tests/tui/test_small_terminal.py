@@ -136,3 +136,28 @@ async def test_the_header_keeps_the_iteration_and_the_end_at_80_columns(tmp_path
         assert "scripted:code_cycle.toml · iterative K12 L3 H4 T0.7 p0.7" in str(
             app.screen.query_one("#header").render()
         )
+
+
+async def test_the_browser_scrolls_to_its_last_columns_on_a_small_terminal(run_dir: Path) -> None:
+    """At 80 columns the columns past Outcome (iterations, best speedup, stop reason, category, tokens,
+    cost) did not fit, and the table could not scroll to them: its scroll width stayed 0. Right and left
+    move a column at a time, the titles with the rows."""
+    from beavertui.tui.table import VirtualTable
+
+    app = BeaverApp(lambda: BrowserScreen(run_dir, watch=False))
+    async with app.run_test(size=SMALL) as pilot:
+        await wait_for(pilot, lambda: isinstance(app.screen, BrowserScreen) and app.screen.loaded)
+        table = app.screen.query_one("#sessions", VirtualTable)
+        titles = app.screen.query_one("#browser-columns")
+        assert "Best" not in screen_text(app)
+        for _ in range(len(table.columns)):
+            await pilot.press("right")
+        await pilot.pause()
+        assert table.scroll_x == table.max_scroll_x > 0
+        shown = screen_text(app)
+        assert "Best" in shown and "Cost" in shown and "File" not in shown
+        assert str(titles.render()).split()[-2:] == ["Tokens", "Cost"]
+        await pilot.press("left")
+        await pilot.pause()
+        assert 0 < table.scroll_x < table.max_scroll_x
+        assert any(str(titles.render()).startswith(f" {c.label} ") for c in table.columns)
