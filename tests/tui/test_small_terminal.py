@@ -161,3 +161,23 @@ async def test_the_browser_scrolls_to_its_last_columns_on_a_small_terminal(run_d
         await pilot.pause()
         assert 0 < table.scroll_x < table.max_scroll_x
         assert any(str(titles.render()).startswith(f" {c.label} ") for c in table.columns)
+
+
+async def test_the_speedup_bars_fit_a_small_pane() -> None:
+    """The bars across iterations were 30 cells at any width: in the 80-column screen's pane each bar
+    wrapped onto a second line, apart from its speedup and the gate, and the two sparklines took two lines
+    each. Bars and sparklines now take the room there is, the gate's scale going to a line of its own."""
+    app = open_session("degenerate")
+    async with app.run_test(size=SMALL) as pilot:
+        await pilot.press("home", "right")
+        await pilot.pause()
+        pane = app.screen.query_one("#speedup")
+        lines = [strip.text.rstrip() for strip in pane._lines]
+        width = pane.scrollable_content_region.width
+        assert all(len(line) <= width for line in lines)
+        chart = lines[lines.index("  it  speedup across iterations") + 1 :]
+        assert chart[0].startswith("   1 ") and chart[0].endswith("│ — illegal")
+        assert chart[1].startswith("▶  2  █") and chart[1].endswith("│ 0.08x below gate")
+        assert chart[3].startswith("   4  ███") and chart[3].endswith(" 0.94x")
+        assert chart[4].endswith("└ gate 0.7x") and chart[5].strip() == "scale 0–1.00x"
+        assert lines[0].startswith("candidate    10.168 ms") and lines[1].startswith("reference ")

@@ -28,10 +28,12 @@ def bar(value: float, scale: float, width: int = BAR_WIDTH) -> str:
     return "█" * full + (BLOCKS[part] if part else "")
 
 
-def sparkline(values: list[float]) -> str:
-    """One block per value, the first SAMPLES values at most (an ellipsis says there were more)."""
-    more = "…" if len(values) > SAMPLES else ""
-    values = [v for v in values[:SAMPLES] if math.isfinite(v)]
+def sparkline(values: list[float], width: int = SAMPLES) -> str:
+    """One block per value, the first SAMPLES values at most and no wider than ``width`` (an ellipsis says
+    there were more)."""
+    limit = max(1, min(SAMPLES, width))
+    more = "…" if len(values) > limit else ""
+    values = [v for v in values[: limit - 1 if more and limit < SAMPLES else limit] if math.isfinite(v)]
     if not values:
         return ""
     lo, hi = min(values), max(values)
@@ -70,6 +72,12 @@ class SpeedupPane(Pane):
 
     def render_view(self, view: View) -> RenderableType:
         gate = view.state.header.protocol.gate
+        # A narrow pane (80 columns) draws shorter bars and sparklines, or none, rather than wrap them onto
+        # a second line: a wrapped bar no longer lines up with the gate, and the pane holds six lines there.
+        room = self.scrollable_content_region.width or 80
+        bar_width = max(8, min(BAR_WIDTH, room - 23))
+        spark = room - 34  # after "candidate  0.307 ms  CV 0.8%"; none below 6 samples
+        spark = spark if spark >= 6 else 0
         out = Text()
         a = view.attempt
         t = a.timing.result if a is not None and a.timing is not None else None
@@ -86,11 +94,11 @@ class SpeedupPane(Pane):
             out.append("candidate ", style="dim")
             out.append(f"{t.candidate_ms:9.3f} ms", style="bold")
             out.append(f"  CV {t.candidate_cv * 100:.1f}%  ", style="red" if t.candidate_cv > 0.03 else "dim")
-            out.append(sparkline(t.candidate_samples) + "\n", style="cyan")
+            out.append((sparkline(t.candidate_samples, spark) if spark else "") + "\n", style="cyan")
             out.append("reference ", style="dim")
             out.append(f"{t.reference_ms:9.3f} ms", style="bold")
             out.append(f"  CV {t.reference_cv * 100:.1f}%  ", style="red" if t.reference_cv > 0.03 else "dim")
-            out.append(sparkline(t.reference_samples) + "\n", style="cyan")
+            out.append((sparkline(t.reference_samples, spark) if spark else "") + "\n", style="cyan")
             ok = t.speedup >= gate
             out.append("speedup   ", style="dim")
             out.append(f"{t.speedup:7.2f}x", style="bold green" if ok else "bold red")
@@ -135,8 +143,8 @@ class SpeedupPane(Pane):
         out.append("\n")
         speeds = [a.verdict.speedup for a in view.state.attempts if a.verdict and a.verdict.speedup]
         scale = max([gate * 1.25, 1.0, *speeds])
-        gate_col = round(gate / scale * BAR_WIDTH)
-        out.append(f"  it  {'speedup across iterations':<{BAR_WIDTH}}\n", style="dim")
+        gate_col = round(gate / scale * bar_width)
+        out.append(f"  it  {'speedup across iterations':<{bar_width}}\n", style="dim")
         for att in view.state.attempts:
             v = att.verdict
             here = att.iteration == view.cursor
@@ -150,8 +158,8 @@ class SpeedupPane(Pane):
                 row.append(f"{'':<{gate_col}}│", style="dim")
                 row.append(f" — {SHORT.get(v.category, v.category)}", style=colour(v.category))
             else:
-                b = bar(v.speedup, scale)
-                cells = b.ljust(BAR_WIDTH)
+                b = bar(v.speedup, scale, bar_width)
+                cells = b.ljust(bar_width)
                 left, right = cells[:gate_col], cells[gate_col + 1 :]
                 mark = cells[gate_col] if cells[gate_col] != " " else "│"
                 style = colour(v.category, v.success)
@@ -166,5 +174,10 @@ class SpeedupPane(Pane):
                 row.append(" ⚑ " + ", ".join(names) + (" …" if len(v.flags) > ITEMS else ""), style="magenta")
             row.append("\n")
             out.append_text(row)
-        out.append(f"      {'':<{gate_col}}└ gate {gate:g}x (scale 0–{scale:.2f}x)\n", style="dim")
+        mark = f"      {'':<{gate_col}}└ gate {gate:g}x"
+        scale_text = f"scale 0–{scale:.2f}x"
+        if len(mark) + len(scale_text) + 3 <= room:
+            out.append(f"{mark} ({scale_text})\n", style="dim")
+        else:  # the scale on a line of its own rather than wrapped
+            out.append(f"{mark}\n      {scale_text}\n", style="dim")
         return out
