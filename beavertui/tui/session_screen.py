@@ -119,6 +119,8 @@ class SessionScreen(Screen[None]):
     """Replay of a session, optionally following a file that is still being written."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
+        # Help first: the key bar cuts what does not fit, and at 80 columns it ended at "s Sanitizer".
+        Binding("question_mark,f1", "help", "Help"),
         Binding("left", "step(-1)", "Back"),
         Binding("right", "step(1)", "Forward"),
         Binding("home", "first", "First"),
@@ -133,7 +135,6 @@ class SessionScreen(Screen[None]):
         Binding("slash", "search", "Search"),
         Binding("n", "search_next", "Next match", show=False),
         Binding("N", "search_prev", "Previous match", show=False),
-        Binding("question_mark,f1", "help", "Help"),
         Binding("escape", "back", "Back to list", show=False),
         Binding("a", "toggle_analysis", "Analysis pane", show=False),
         Binding("c", "compare_parent", "Compare with parent", show=False),

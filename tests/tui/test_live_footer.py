@@ -54,3 +54,14 @@ async def test_at_120_columns_the_loop_keys_show_and_the_session_keys_follow(tmp
         await wait_for(pilot, lambda: screen.control.waiting)
         footer = _footer(app)
         assert all(key in footer for key in (*LOOP, "? Help", "← Back", "→ Forward")), footer
+
+
+async def test_a_replayed_session_shows_its_help_key_at_80_columns() -> None:
+    """The replay screen's footer listed stepping, diff, raw log and sanitizer keys first and, at 80
+    columns, was cut at "s" before "? Help": nothing on screen said how to find the other keys."""
+    app = open_session("quick")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        assert isinstance(app.screen, SessionScreen)
+        footer = _footer(app)
+        assert footer.startswith(" ? Help  ← Back  → Forward"), footer
