@@ -635,21 +635,22 @@ def median_phases(timed: list[dict[str, Any]]) -> dict[str, float | None]:
 
 
 def merged(earlier: dict[str, Any] | None, later: dict[str, Any]) -> dict[str, Any]:
-    """A task's row from two folders: the later folder's timing of a mode replaces the earlier one's, a mode
-    only the earlier folder timed stays, and a mode is not reached only where neither timed it."""
+    """A task's row from two folders: the later folder's timing of a mode (or a --klock design) replaces the
+    earlier one's, a mode only the earlier folder timed stays, and a mode is not reached only where neither
+    timed it nor tried (a timing that failed keeps its error)."""
     if earlier is None:
         return dict(later)
     out = {**earlier, **{k: v for k, v in later.items() if k != "not_reached"}}
     gone = [
         m
-        for m in MODES
+        for m in (*MODES, *DESIGNS)
         if m in {*earlier.get("not_reached", ()), *later.get("not_reached", ())}
-        and "speedup" not in (out.get(m) or {})
+        and not isinstance(out.get(m), dict)  # timed, or tried and failed (its error says why)
     ]
     out.pop("not_reached", None)
     if gone:
         out["not_reached"] = gone
-    if any("speedup" in (out.get(m) or {}) for m in MODES):
+    if any("speedup" in (out.get(m) or {}) for m in (*MODES, *DESIGNS)):
         out.pop("error", None)  # a build that failed once and was timed in a later folder
     return out
 
@@ -691,6 +692,11 @@ def summarize(a: argparse.Namespace) -> int:
             out["left_out"][tid] = (
                 f"not reached in mode(s) {', '.join(row['not_reached'])} (the run's budget)"
             )
+    # a timing that failed, in a mode or (a --klock folder) a design: left out, with why
+    for key in (*MODES, *DESIGNS):
+        for t, r in rows.items():
+            if isinstance(r.get(key), dict) and "error" in r[key]:
+                out["left_out"][f"{t} [{key}]"] = r[key]["error"]
     lines = [
         "| mode | family | timed | median stage | largest stage | largest CV | speedups |",
         "|---|---|---:|---:|---:|---:|---|",
@@ -701,13 +707,6 @@ def summarize(a: argparse.Namespace) -> int:
             for t, r in rows.items()
             if isinstance(r.get(mode), dict) and "wall_s" in r[mode] and "speedup" in r[mode]
         }
-        failed = {
-            t: r[mode]["error"]
-            for t, r in rows.items()
-            if isinstance(r.get(mode), dict) and "error" in r[mode]
-        }
-        for t, e in failed.items():
-            out["left_out"][f"{t} [{mode}]"] = e
         if not timed:
             continue
         fams = sorted({rows[t]["family"] for t in timed})

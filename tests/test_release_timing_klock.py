@@ -158,3 +158,56 @@ def test_a_set_with_the_same_speedups_and_a_lower_wall_meets_it(tmp_path: Path) 
     text, k = _summary(tmp_path, d)
     assert k["tasks"]["a"]["interval"] is None and k["adoptable"] is False
     assert "(1 without an interval)" in text
+
+
+def test_a_design_that_failed_is_left_out_with_why(tmp_path: Path) -> None:
+    """A timing that failed under the lock (a process that could not set the lock up ends with status 98)
+    is listed with its reason, as a mode's failure is: the table alone would show one task fewer timed."""
+    d = _folder(tmp_path, [1.0, 1.011, 0.99])
+    doc = json.loads((d / "release-stage.json").read_text())
+    why = "SpeedupUnavailable: cupti timing of the reference produced no samples (rc 98)"
+    doc["tasks"]["b"]["klock"] = {"error": why, "wall_s": 0.2}
+    (d / "release-stage.json").write_text(json.dumps(doc))
+    text, k = _summary(tmp_path, d)
+    assert k["klock"]["timed"] == 1
+    assert f"- b [klock]: {why}" in text
+    assert json.loads((tmp_path / "summary.json").read_text())["left_out"]["b [klock]"] == why
+
+
+def test_a_folder_after_another_keeps_what_neither_reached_and_drops_a_build_timed_later(
+    tmp_path: Path,
+) -> None:
+    """--after: the second folder times what the first did not reach; a task neither reached is still
+    listed as not reached, one whose build failed in the first and timed in the second is not left out, and
+    one the second tried and failed is listed with its error, not as not reached."""
+    first = _folder(tmp_path, [1.0, 1.011, 0.99])
+    doc = json.loads((first / "release-stage.json").read_text())
+    doc["tasks"]["d"] = {"family": "cuda", "not_reached": ["alone", "klock"]}
+    doc["tasks"]["e"] = {"family": "cuda", "error": "candidate build failed (rc 1): out of memory"}
+    doc["tasks"]["f"] = {"family": "cuda", "not_reached": ["alone", "klock"]}
+    (first / "release-stage.json").write_text(json.dumps(doc))
+    base = [1.00, 1.01, 0.99]
+    second = tmp_path / "rs2"
+    second.mkdir()
+    later = {
+        "klock": 2, "klock_mode": "ex", "order": ["c", "d", "e"],
+        "tasks": {
+            "c": {"family": "cuda", "alone": _timing(base, base, 2.0), "klock": _timing(base, base, 2.1)},
+            "d": {"family": "cuda", "not_reached": ["alone", "klock"]},
+            "e": {"family": "cuda", "alone": _timing(base, base, 2.0), "klock": _timing(base, base, 2.2)},
+            "f": {"family": "cuda", "alone": {"error": "SpeedupUnavailable: no samples", "wall_s": 0.1},
+                  "klock": _timing(base, base, 2.2)},
+        },
+        "rounds": [{"tasks": ["c", "e"], "order": ["alone", "klock"], "alone_wall_s": 4.0, "klock_wall_s": 2.3}],
+    }  # fmt: skip
+    (second / "release-stage.json").write_text(json.dumps(later))
+    out = tmp_path / "summary.json"
+    proc = run_script(BENCH, "summary", "--json", out, first, second, check=True)
+    doc = json.loads(out.read_text())
+    assert doc["klock"]["klock"]["timed"] == 5 and doc["klock"]["rounds"] == 3
+    # f was reached in the second folder: its failure is listed with why, not as a task not reached
+    assert doc["left_out"] == {
+        "d": "not reached in mode(s) alone, klock (the run's budget)",
+        "f [alone]": "SpeedupUnavailable: no samples",
+    }
+    assert "- d: not reached in mode(s) alone, klock" in proc.stdout
