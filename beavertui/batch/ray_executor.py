@@ -8,7 +8,8 @@ length and times its correct attempts inside its loop (no timing lane, no shared
 toolchain's worker builds into a node-local compile cache. A worker runs its session in the driver's working
 folder (where its node has it), so that the run's relative paths (scripts, recordings, models file) name what
 they name on the driver; the corpus must be readable at the driver's path on every node, except the bundled
-one, which each worker takes from its own installed package. ``connect`` reaches the cluster (or starts a
+one, which each worker takes from its own installed package, as it takes the default reply cache from its
+own node. ``connect`` reaches the cluster (or starts a
 local instance) and checks it can run the batch, and ``check_nodes`` that every node has the environment
 variables the batch's models read, before anything is written. Needs ``beavertui[ray]``.
 """
@@ -16,6 +17,7 @@ variables the batch's models read, before anything is written. Needs ``beavertui
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import re
 import socket
@@ -39,6 +41,9 @@ _TOOLCHAINS: dict[tuple[str, str | None], Any] = {}
 
 BUNDLED_CORPUS = "@bundled"
 """The corpus a worker is given for the bundled one: its own package's copy, wherever that is installed."""
+
+NODE_REPLIES = "@node-default"
+"""The reply cache a worker is given for the driver's default one: its own node's default folder."""
 
 NODE_CACHE = "node"
 """The compile cache a worker of the local toolchain builds into by default: ``node_cache_dir()`` on its node."""
@@ -268,6 +273,10 @@ def _session_lines(
             assert not isinstance(e, SessionHeader)
             events.append(e)
         resume = (header, events)
+    if job.reply_cache == NODE_REPLIES:
+        from beavertui.batch.models import default_reply_cache
+
+        job = dataclasses.replace(job, reply_cache=str(default_reply_cache().absolute()))
     replies = ReplyCaches()  # the worker's counts stay on the worker: the driver reports none of them
     model = build_model(job.model, task, job.protocol, job=job, replies=replies)
     helpers = helper_models(job.model, task, job.protocol, job=job, replies=replies)
@@ -296,6 +305,17 @@ def corpus_for_nodes(corpus: str) -> str:
     from beavertui.engine import bundled
 
     return BUNDLED_CORPUS if Path(corpus).resolve() == bundled.corpus().resolve() else corpus
+
+
+def replies_for_nodes(job: JobSpec) -> JobSpec:
+    """``job`` as a worker is given it: the driver's default reply cache (a folder under its own home, which
+    a node may not have or let it write) becomes ``NODE_REPLIES``, each node's own default; a folder the run
+    names (``--reply-cache DIR``) stays that folder on every node."""
+    from beavertui.batch.models import default_reply_cache
+
+    if job.reply_cache is not None and Path(job.reply_cache) == default_reply_cache().absolute():
+        return dataclasses.replace(job, reply_cache=NODE_REPLIES)
+    return job
 
 
 def _as_lines(prefix: Prefix | None) -> list[str] | None:
@@ -336,7 +356,9 @@ def run_ray(
 
     def one(job: JobSpec) -> JobOutcome:
         def start(prefix: Prefix | None) -> tuple[Iterator[SessionHeader | Event], tuple[str, ...]]:
-            gen = task_fn.remote(job, corpus, toolchain, _as_lines(prefix), config, cache, cwd)  # type: ignore[call-arg]
+            gen = task_fn.remote(
+                replies_for_nodes(job), corpus, toolchain, _as_lines(prefix), config, cache, cwd
+            )  # type: ignore[call-arg]
 
             def stream() -> Iterator[SessionHeader | Event]:
                 try:

@@ -512,7 +512,8 @@ def prepare(
     if missing:
         raise BeaverError(f"{corpus.root}: tasks of the run are missing: {', '.join(missing[:5])}")
     replies = run_reply_caches()
-    if manifest.reply_cache and not options.dry_run:
+    # under Ray the workers keep the replies, each on its own node (ray_executor.replies_for_nodes)
+    if manifest.reply_cache and not options.dry_run and options.executor != "ray":
         try:
             replies.get(manifest.reply_cache)
         except OSError as exc:

@@ -28,9 +28,11 @@ RECORDINGS = CORPUS / "vec_scale.recordings.jsonl"
 
 
 class TwoNodes:
-    def __init__(self, cluster: Any, second: Any) -> None:
+    def __init__(self, cluster: Any, second: Any, cache: Path) -> None:
         self.cluster = cluster
         self.second = second
+        self.cache = cache
+        """The nodes' XDG_CACHE_HOME."""
         self.address: str = cluster.address
 
     def kill_second(self) -> None:
@@ -54,7 +56,7 @@ def _children(pid: int) -> list[int]:
 
 
 @pytest.fixture(scope="module")
-def nodes() -> Iterator[TwoNodes]:
+def nodes(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TwoNodes]:
     pytest.importorskip("ray")
     from ray._private.utils import get_ray_address_file
     from ray.cluster_utils import Cluster
@@ -63,7 +65,9 @@ def nodes() -> Iterator[TwoNodes]:
     # this machine: put back what was there, so that nothing else joins this one
     marker = Path(get_ray_address_file(None))
     before = marker.read_text() if marker.exists() else None
-    env = {"PYTHONPATH": str(ROOT)}  # the workers import this checkout, as the driver does
+    # the workers import this checkout, as the driver does, and keep their caches in a folder of the test's
+    cache = tmp_path_factory.mktemp("node-cache")
+    env = {"PYTHONPATH": str(ROOT), "XDG_CACHE_HOME": str(cache), "BEAVERTUI_REPLY_CACHE": ""}
     cluster = Cluster(
         initialize_head=True, head_node_args={"num_cpus": 1, "include_dashboard": False, "env_vars": env}
     )
@@ -74,7 +78,7 @@ def nodes() -> Iterator[TwoNodes]:
             marker.write_text(before)
         second = cluster.add_node(num_cpus=1, env_vars=env)
         cluster.wait_for_nodes()
-        yield TwoNodes(cluster, second)
+        yield TwoNodes(cluster, second, cache)
     finally:
         cluster.shutdown()
 
@@ -142,6 +146,30 @@ def test_a_key_the_nodes_lack_is_one_line_before_anything_is_written(tmp_path: P
     assert "nodes-test-key" not in p.stderr
     assert not (tmp_path / "r").exists()
     assert not any(body.get("messages") for _model, body, _headers in ep.requests)  # no session called it
+
+
+def test_the_default_reply_cache_is_each_nodes_own(tmp_path: Path, nodes: TwoNodes) -> None:
+    """The default reply cache is a folder under the driver's home, which a node may not have, or not let its
+    workers write: they were sent the driver's folder and every session failed there (OSError, exit 3).
+    Here the driver's default is a folder no one can make; the workers keep the replies under their own."""
+    from tests.loopback_endpoint import Endpoint, completion
+
+    reference = (CORPUS / "vec_scale" / "reference.cu").read_text()
+
+    def answer(model: str, body: dict[str, object], headers: dict[str, str]) -> tuple[str, object]:
+        return ("json", completion(model, f"The fix:\n```cuda\n{reference}```\n"))
+
+    with Endpoint(answer) as ep:
+        p = batch("--corpus", CORPUS, "--models", "m1", "--base-url", ep.url, "--no-stream", "--reply-cache-sampled",
+                  "--toolchain", f"recorded:{RECORDINGS}", "--executor", "ray", "--address", nodes.address,
+                  "--run-id", "r", "--sessions-dir", tmp_path, "--quiet",
+                  cwd=tmp_path, env={"XDG_CACHE_HOME": "/proc/no-such-home", "BEAVERTUI_REPLY_CACHE": None})  # fmt: skip
+    assert p.returncode == 0, p.stderr[-800:]
+    assert (
+        json.loads((tmp_path / "r" / "run.json").read_text())["reply_cache"]
+        == "/proc/no-such-home/beavertui/replies"
+    )
+    assert any((nodes.cache / "beavertui" / "replies").rglob("*.json*"))
 
 
 def test_a_token_asked_for_but_missing_here_is_said_as_such(tmp_path: Path, nodes: TwoNodes) -> None:
