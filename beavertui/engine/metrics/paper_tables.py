@@ -46,6 +46,9 @@ STANDING_DEPARTURES: tuple[str, ...] = (
     "tasks), not the release's nsys range timing of 10 x 10 trials",
     "feedback wording at L1 and L3 is beavertui's: L3 quotes the recorded logs, sanitizer records and timing "
     "instead of the release's per-category hint templates",
+    "the candidate is the reply's last fenced block in the task's language (or untagged), else no code; the "
+    "release's extract_code takes the first block fenced cuda, cpp, c++, python, py or untagged, else the "
+    "whole reply",
     "tasks: the rows count the tasks scored here (the usable set on this GPU); the paper scored 213 tasks in "
     "Table 1 and 200 in Table 2",
     "a task the harness never scored is left out of a row's denominator; the release's p_sweep.py counts it "

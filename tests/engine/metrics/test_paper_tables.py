@@ -116,6 +116,32 @@ def test_departures_name_what_differs_from_the_paper() -> None:
     assert any("stricter 'jumps' rule" in d for d in pt.departures)
 
 
+def test_departures_name_which_block_of_a_reply_is_built() -> None:
+    """The release builds the first fenced block of a reply, beavertui the last in the task's language: a reply
+    that quotes the faulty line before its fixed file is the quote there and the file here, and a Python file
+    fenced as cuda is code there and none here. The tables listed every departure but this one."""
+    import re
+
+    from beavertui.engine.code.extract import extract
+
+    def release_extract(text: str) -> str:  # CUDABeaver harness/llm_client.py extract_code, as released
+        m = re.search(r"```(?:cuda|cpp|c\+\+|python|py)?\s*\n(.*?)```", text.strip(), re.DOTALL)
+        return m.group(1).strip() if m else text.strip()
+
+    reply = "The bug:\n```cuda\nout[i] = in[i + 1];\n```\nFixed:\n```cuda\n__global__ void k() {}\n```\n"
+    assert release_extract(reply) == "out[i] = in[i + 1];"
+    assert extract(reply, "cuda").code == "__global__ void k() {}\n"
+    python_as_cuda = "```cuda\nimport torch\n```\n"
+    assert (
+        release_extract(python_as_cuda) == "import torch" and extract(python_as_cuda, "python").code is None
+    )
+    pt = paper_tables(compute_groups(from_rows(rows({"m": PAPER["GPT-5.4"]}, rep=False))))
+    assert any(
+        d.startswith("the candidate is the reply's last fenced block in the task's language")
+        for d in pt.departures
+    ), pt.departures
+
+
 def test_each_model_is_read_at_its_own_main_protocol() -> None:
     """The release's own configs run some models' iterative arm at T1.0 (GLM-4.7): every model still gets
     its Table 1 row, and the departure names the model."""
