@@ -119,7 +119,7 @@ async def test_the_timeline_of_a_long_budget_says_each_number_and_category(tmp_p
 async def test_the_header_keeps_the_iteration_and_the_end_at_80_columns(tmp_path: Path) -> None:
     """The first line once ran task, model and protocol whole and cut the rest: at 80 columns the iteration
     and how the session ended fell off (at 100 it read "iteration 2/1"). The model and the protocol give
-    way now, each cut with an ellipsis; the task keeps 16 characters."""
+    way now, each cut with an ellipsis; the task last."""
     header, events, problem = load_session(_long_session(tmp_path))
     app = BeaverApp(lambda: SessionScreen(header, events, problem=problem))
     async with app.run_test(size=SMALL) as pilot:

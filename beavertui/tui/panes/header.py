@@ -117,10 +117,10 @@ def _through_gate(protocol: str) -> int:
 
 def fit_names(task: str, model: str, protocol: str, room: int) -> tuple[str, str, str]:
     """Task, model and protocol cut to take ``room`` characters together where they can: first the model
-    to 20 characters, the protocol's settings past its gate and the task to 16 characters, then the
-    protocol and the model to 8."""
+    to 20 characters and the protocol's settings past its gate, then both to 8, and only then the task, to
+    16 (the task says what the screen is about)."""
     names = [task, model, protocol]
-    for floors in ((16, 20, _through_gate(protocol)), (16, 8, 8)):
+    for floors in ((len(task), 20, _through_gate(protocol)), (len(task), 8, 8), (16, 8, 8)):
         for i in (1, 2, 0):
             over = sum(map(len, names)) - max(room, 0)
             if over <= 0:
