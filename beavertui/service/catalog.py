@@ -55,6 +55,9 @@ class Row:
     identity: str = ""
     """The model as ``metrics`` names it (engine.session.events.model_identity: its models-file entry and the
     request settings that make it another model); '' where the file is damaged before its header."""
+    timing_pending: bool = False
+    """The last classified attempt is correct and waits for the batch's timing lane: neither passed nor
+    below the gate yet."""
 
     def matches(self, tokens: list[tuple[str, str]]) -> bool:
         """Whether every filter token matches (``field:value`` substrings, or free text anywhere)."""
@@ -155,7 +158,8 @@ def read_row(path: Path) -> Row:
     verdict = next((e for e in reversed(events) if isinstance(e, Verdict)), None)
     judged = len({e.iteration for e in events if isinstance(e, Verdict)})  # a late timing's verdict: the same
     category = verdict.category if verdict is not None else ""
-    below = verdict is not None and verdict.correct and not verdict.success
+    waiting = verdict is not None and verdict.timing_pending
+    below = verdict is not None and verdict.correct and not verdict.success and not waiting
     last = events[-1] if events else None
     torn = problem is not None and problem.startswith("truncated last line")
     if problem is not None and not (torn and not isinstance(last, SessionEnd)):
@@ -172,7 +176,7 @@ def read_row(path: Path) -> Row:
             str(path), task, model, label, "success" if last.success else "failed",
             last.iterations or iteration, budget, last.best_speedup,
             stop_text(last.stop_reason, last.success, last.timing_pending), category, mtime,
-            None, tokens, cost, cached, below, judged, identity,
+            None, tokens, cost, cached, below, judged, identity, waiting,
         )  # fmt: skip
     # No end line: still being written, or its writer died (no change for a while).
     recent = time.time() - mtime < STALE_S
@@ -180,5 +184,5 @@ def read_row(path: Path) -> Row:
     stop = "running" if recent else ("cut mid-line" if torn else "no end line")
     return Row(
         str(path), task, model, label, outcome, iteration, budget, None, stop, category, mtime,
-        below_gate=below, judged=judged, identity=identity,
+        below_gate=below, judged=judged, identity=identity, timing_pending=waiting,
     )  # fmt: skip

@@ -105,6 +105,8 @@ def _category(r: Row) -> Cell:
     """The last category in short, coloured as its badge; a correct attempt below the gate as a failure."""
     if not r.category:
         return ("", "")
+    if r.timing_pending:
+        return ("pending", f"bold {colour(r.category, pending=True)}")
     text = "gate fail" if r.below_gate else SHORT.get(r.category, r.category)
     return (text, f"bold {colour(r.category, not r.below_gate)}")
 

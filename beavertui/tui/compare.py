@@ -59,7 +59,11 @@ def aligned_table(a: SessionState, b: SessionState, cursor: int, branch_step: in
                 row += [Text("—", style="dim"), "", ""]
                 hashes.append(None)
                 continue
-            row.append(badge(v.category, v.success) if v else Text(f"{att.stage}…", style="dim"))
+            row.append(
+                badge(v.category, v.success, pending=v.timing_pending)
+                if v
+                else Text(f"{att.stage}…", style="dim")
+            )
             row.append(Text(speed(v.speedup if v else None), style="green" if v and v.success else ""))
             h = att.candidate.sha256 if att.candidate else None
             row.append(Text((h or "no code")[:8], style="dim"))

@@ -37,24 +37,29 @@ STOP_COLOUR: dict[str, str] = {
 }
 
 
-def colour(category: str | None, success: bool = True) -> str:
-    """Background colour of a category; a correct but below-gate attempt gets its own colour."""
-    if category is None:
+def colour(category: str | None, success: bool = True, *, pending: bool = False) -> str:
+    """Background colour of a category; a correct but below-gate attempt gets its own colour, one whose
+    timing is pending (``pending``: the batch's timing lane times it after the loop) the colour of a stage
+    under way: it is not known yet whether it passes the gate."""
+    if category is None or pending:
         return PENDING_COLOUR
     if category == "passed" and not success:
         return BELOW_GATE_COLOUR
     return CATEGORY_COLOUR.get(category, PENDING_COLOUR)
 
 
-def badge(category: str | None, success: bool = True, *, short: bool = False) -> Text:
-    """A coloured badge, e.g. `` ILLEGAL MEMORY ACCESS ``."""
-    if category is None:
+def badge(category: str | None, success: bool = True, *, short: bool = False, pending: bool = False) -> Text:
+    """A coloured badge, e.g. `` ILLEGAL MEMORY ACCESS ``; `` TIMING PENDING `` for a correct attempt whose
+    timing is pending (``pending``), never "below gate" before it is timed."""
+    if pending:
+        label = "timing pending" if short else "TIMING PENDING"
+    elif category is None:
         label = "…"
     else:
         label = SHORT.get(category, category) if short else category.replace("_", " ").upper()
         if category == "passed" and not success:
             label = "below gate" if short else "FAILED: BELOW GATE"
-    return Text(f" {label[:80]} ", style=f"bold white on {colour(category, success)}")
+    return Text(f" {label[:80]} ", style=f"bold white on {colour(category, success, pending=pending)}")
 
 
 def speed(value: float | None) -> str:

@@ -88,7 +88,8 @@ class HeaderBar(Widget):
                 line.append(f"{name} ", style=style)
         if attempt.verdict is not None:
             line.append(" ")
-            line.append_text(badge(attempt.verdict.category, attempt.verdict.success))
+            v = attempt.verdict
+            line.append_text(badge(v.category, v.success, pending=v.timing_pending))
         line.append_text(_against(view))
         line.append_text(_usage(view))
         line.truncate(2 * max(self.size.width, 20) - 1)

@@ -114,9 +114,10 @@ class LogPane(Pane):
         v = a.verdict
         decisive = v.decisive if v else []
         if v is not None:
-            out.append_text(badge(v.category, v.success))
+            out.append_text(badge(v.category, v.success, pending=v.timing_pending))
             reason = cap_line(v.reason)
-            out.append(f"  {reason}\n" if v.reason and v.reason != v.category else "\n", style="bold")
+            told = v.reason in (v.category, "timing pending" if v.timing_pending else v.category)
+            out.append(f"  {reason}\n" if v.reason and not told else "\n", style="bold")
             if v.signature:
                 out.append("signature ", style="dim")
                 out.append(f"{cap_line(v.signature)}\n", style="bold")

@@ -74,7 +74,14 @@ class StagnationPane(Pane):
         out.append("\ntrack   ", style="dim")
         for a in view.attempts_upto():
             v = a.verdict
-            out.append_text(badge(v.category if v else None, v.success if v else True, short=True))
+            out.append_text(
+                badge(
+                    v.category if v else None,
+                    v.success if v else True,
+                    short=True,
+                    pending=v is not None and v.timing_pending,
+                )
+            )
             out.append(" ")
         out.append("\n")
         return out

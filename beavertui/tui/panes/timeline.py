@@ -48,9 +48,11 @@ class Timeline(Widget):
             here = it == view.cursor
             if v is not None:
                 label = f"{it} {SHORT.get(v.category, v.category)}"
-                if v.category == "passed" and not v.success:
+                if v.timing_pending:  # correct, not timed yet: neither passed nor below the gate
+                    label = f"{it} pending"
+                elif v.category == "passed" and not v.success:
                     label = f"{it} below gate"
-                bg = colour(v.category, v.success)
+                bg = colour(v.category, v.success, pending=v.timing_pending)
                 sub = speed(v.speedup) if v.speedup is not None else ""
             elif a is not None:
                 label, bg, sub = f"{it} {a.stage}…", PENDING_COLOUR, ""
