@@ -172,10 +172,15 @@ def _handle(args: argparse.Namespace) -> int:
             doc["resume"] = [f"beavertui batch --resume {d}" for d in st.resume_dirs()]
             doc["cut_sessions"] = len(st.cut_sessions)
             doc["cut_attempts_left_out"] = st.cut_attempts
+            doc["stopped_sessions"] = len(st.stopped_sessions)
+            doc["stopped_attempts_left_out"] = st.stopped_attempts
             doc["withdrawn_sessions"] = st.withdrawn_sessions
             doc["withdrawn_tasks"] = dict(sorted(st.withdrawn.items()))
             doc["timings_pending"] = st.timings_pending
-            doc["final"] = st.timings_pending == 0 and st.unfinished_sessions == 0 and not st.cut_sessions
+            doc["final"] = (
+                st.timings_pending == 0 and st.unfinished_sessions == 0 and not st.cut_sessions
+                and not st.stopped_sessions
+            )  # fmt: skip
             doc["unusable_sessions"] = st.unusable_sessions
             doc["unusable_tasks"] = dict(sorted(st.unusable.items()))
             doc["excluded_tasks"] = dict(sorted(st.excluded.items()))

@@ -141,13 +141,33 @@ class Report:
                     "scored as they stand (--include-unfinished): their rates are not final"
                 )
             else:
+                from beavertui.engine.metrics.attempts import run_dir_of
+
+                lone = [p for p in st.cut_sessions if run_dir_of(p) is None]  # live sessions: no run
                 cmds = "; ".join(
-                    f"beavertui batch --resume {d} --retry-infra" for d in st.resume_dirs(cut=True)
+                    [f"beavertui batch --resume {d} --retry-infra" for d in st.resume_dirs(cut=True)]
+                    + [f"beavertui live --resume {p}" for p in lone[:3]]
+                    + ([f"and {len(lone) - 3} more"] if len(lone) > 3 else [])
                 )
                 out.append(
                     f"{cut} session(s) an infrastructure failure ended before their loop was over (budget left): "
                     f"their {st.cut_attempts} judged attempt(s) are left out of every rate, a task with no other "
                     f"session in no row (run them again once the cause is fixed: {cmds or 'run them again'})"
+                )
+        if st is not None and st.stopped_sessions:
+            n = len(st.stopped_sessions)
+            if st.unfinished_included:
+                out.append(
+                    f"INCLUDES {n} session(s) stopped before their loop was over, scored as they stand "
+                    "(--include-unfinished): their rates are not final"
+                )
+            else:
+                first = "; ".join(f"beavertui live --resume {p}" for p in st.stopped_sessions[:3])
+                more = f"; and {n - 3} more" if n > 3 else ""
+                out.append(
+                    f"{n} session(s) stopped before their loop was over (live's x or Ctrl-C): their "
+                    f"{st.stopped_attempts} judged attempt(s) are left out of every rate, a task with no other "
+                    f"session in no row (go on with them: {first}{more})"
                 )
         if st is not None and st.timings_pending:
             cmds = "; ".join(f"beavertui batch --resume {d}" for d in st.resume_dirs()) or "resume their run"
@@ -354,6 +374,24 @@ def compute(
             raise BeaverError(
                 f"{source}: no finished session yet ({stats.unfinished_sessions} unfinished; {hint}, "
                 "or score them as they stand with --include-unfinished)"
+            )
+        if is_run and (stats.stopped_sessions or stats.cut_sessions) and not include_unfinished:
+            said = [f"{len(stats.stopped_sessions)} stopped"] if stats.stopped_sessions else []
+            said += (
+                [f"{len(stats.cut_sessions)} ended by an infrastructure failure"]
+                if stats.cut_sessions
+                else []
+            )
+            hint = (
+                f"beavertui live --resume {stats.stopped_sessions[0]}"
+                if stats.stopped_sessions
+                else f"beavertui batch --resume {stats.resume_dirs(cut=True)[0]} --retry-infra"
+                if stats.resume_dirs(cut=True)
+                else f"beavertui live --resume {stats.cut_sessions[0]}"
+            )
+            raise BeaverError(
+                f"{source}: no session has run its loop to the end ({' and '.join(said)} before it was over; go "
+                f"on with {hint}, or score them as they stand with --include-unfinished)"
             )
         if stats.sessions == 0 and stats.damaged:
             raise BeaverError(f"{source}: {no_session_left(stats)}")

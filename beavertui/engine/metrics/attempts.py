@@ -90,6 +90,12 @@ class ExportStats:
     run cannot be resumed, and the release's analysis scores the records beside an api_error."""
     cut_attempts: int = 0
     """Judged attempts of those sessions that no rate counts (none where they were included)."""
+    stopped_sessions: list[Path] = field(default_factory=list)
+    """Sessions stopped by the user before their loop was over (stop reason ``stopped``: ``live``'s x or
+    Ctrl-C): left out of every rate as the cut ones are, unless ``include_unfinished``; ``live --resume``
+    goes on with them."""
+    stopped_attempts: int = 0
+    """Judged attempts of those sessions that no rate counts."""
     observed_unrecorded: set[str] = field(default_factory=set)
     """Tasks of scored sessions whose header has no ``observed_label`` field at all (written before it was
     recorded; a null value there means the validation agreed with the label)."""
@@ -406,18 +412,33 @@ def export_rows(
             if not include_unfinished:
                 stats.rate_left_out[path] = f"unfinished, no end line (finish it: {resume})"
                 continue
-        cut = state.end is not None and state.end.stop_reason == "error" and header.imported is None
-        if cut:
+        stop = state.end.stop_reason if state.end is not None else None
+        cut = stop in ("error", "stopped") and header.imported is None
+        if stop == "error" and cut:
             stats.cut_sessions.append(path)
             if not include_unfinished:
-                again = f"beavertui batch --resume {run} --retry-infra" if run is not None else "run it again"
+                again = (
+                    f"beavertui batch --resume {run} --retry-infra"
+                    if run is not None
+                    else f"beavertui live --resume {path}"
+                )
                 stats.rate_left_out[path] = (
                     f"ended by an infrastructure failure before its loop was over ({again})"
+                )
+        elif cut:
+            stats.stopped_sessions.append(path)
+            if not include_unfinished:
+                stats.rate_left_out[path] = (
+                    f"stopped before its loop was over (go on: beavertui live --resume {path})"
                 )
         for a in state.attempts:
             v = a.verdict
             if cut and not include_unfinished:
-                stats.cut_attempts += v is not None and not a.infra_errors
+                judged = v is not None and not a.infra_errors
+                if stop == "error":
+                    stats.cut_attempts += judged
+                else:
+                    stats.stopped_attempts += judged
                 continue
             if v is not None and any(f.name == "unrecorded" for f in v.flags):
                 stats.unrecorded_attempts += 1
@@ -431,7 +452,7 @@ def export_rows(
             tap(read)
         for row in rows_of_session(state, run_id=read.run_id, source_model=sources.lookup(header)):
             if cut and not include_unfinished and not row["infra_error"]:
-                continue  # its loop was cut: only the attempts the failure hit are rows (counted, never scored)
+                continue  # its loop was cut: only the attempts a failure hit are rows (counted, never scored)
             stats.rows += 1
             stats.infra_rows += row["infra_error"]
             yield row
