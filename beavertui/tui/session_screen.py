@@ -37,6 +37,7 @@ from beavertui.tui.panes import (
     DiffPane,
     HeaderBar,
     LogPane,
+    Pane,
     SanitizerPane,
     SpeedupPane,
     StagnationPane,
@@ -478,6 +479,13 @@ class SessionScreen(Screen[None]):
         elif place in ("plan", "summary") and self.view.diff_mode != PLAN_MODE:
             self.view = self.view.with_(diff_mode=PLAN_MODE)
         self.notify(f"'{query}' in iteration {iteration} ({place})", timeout=3)
+        # Show the line that matched, not the top of the file (a match on line 90 was off screen).
+        pane = "#diff" if place in ("code", "plan", "summary") else "#log" if place != "reply" else None
+        if pane is not None:
+            self.call_after_refresh(self._reveal, pane, query)
+
+    def _reveal(self, pane: str, query: str) -> None:
+        self.query_one(pane, Pane).reveal(query)
 
     def on_timeline_selected(self, message: Timeline.Selected) -> None:
         self._move(message.iteration)

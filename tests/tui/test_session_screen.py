@@ -209,3 +209,19 @@ async def test_follow_mode_picks_up_appended_events(tmp_path: Path) -> None:
         assert screen.view.cursor == 1
         assert len(screen.view.state.verdicts) == 4
         assert not screen.view.following
+
+
+async def test_search_shows_the_matching_line_of_the_code() -> None:
+    """A match in the code switched the diff to the whole file and left it at line 1: in this H200 session
+    the kernel that the query names starts at line 86 of 151, out of sight. The pane now scrolls to it."""
+    path = DATA.parent / "h200_batch_run" / "scripted_alternate" / "iterative-K5-L3-H2-T0-p0.7-bd892733"
+    header, events, problem = read_session(path / "scan_01__s0.jsonl")
+    assert header is not None
+    app = BeaverApp(lambda: SessionScreen(header, events, problem=problem))
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("home", "slash", *"scan_tiles_kernel", "enter")
+        await pilot.pause()
+        diff = app.screen.query_one("#diff")
+        assert app.screen.view.diff_mode == "file"
+        shown = [diff.render_line(y).text for y in range(diff.scrollable_content_region.height)]
+        assert diff.scroll_y > 0 and any("scan_tiles_kernel" in line for line in shown), shown

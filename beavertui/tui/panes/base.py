@@ -119,6 +119,15 @@ class Pane(ScrollView, can_focus=True, inherit_bindings=False):
             return Strip.blank(width, style)
         return self._lines[i].crop_extend(scroll_x, scroll_x + width, style).apply_style(style)
 
+    def reveal(self, query: str) -> int | None:
+        """Scroll to the first line shown that contains ``query`` (case-insensitive), two lines below the
+        top; the line's index, or None where no line shows it (the pane stays where it is)."""
+        q = query.lower()
+        hit = next((i for i, line in enumerate(self._lines) if q in line.text.lower()), None)
+        if hit is not None:
+            self.scroll_to(0, max(0, hit - 2), animate=False, immediate=True)
+        return hit
+
     def render_view(self, view: View) -> RenderableType:  # pragma: no cover - overridden
         raise NotImplementedError
 
