@@ -144,8 +144,12 @@ def _plan_json(grid: Any) -> dict[str, Any]:
 
 
 def _show(grid: Any, args: argparse.Namespace) -> int:
+    from beavertui.service.preflight import toolchain_problem
+
+    # the one check of the run that needs no network: a grid this machine cannot run is said before the run
+    cannot = toolchain_problem(args.toolchain, [a.protocol for a in grid.arms], args.gpus)
     if args.json:
-        print(json.dumps(_plan_json(grid), indent=None))
+        print(json.dumps({**_plan_json(grid), "cannot_run_here": cannot}, indent=None))
         return 0
     from beavertui.reports import render
     from beavertui.reports.cells import Table
@@ -169,6 +173,8 @@ def _show(grid: Any, args: argparse.Namespace) -> int:
         f"the main arm. Dry run: nothing was run and no network was used. Run it: drop --dry-run (results "
         f"under {args.out}, resumable)."
     )
+    if cannot is not None:
+        note += f"\n- this machine cannot run it with --toolchain {args.toolchain}: {cannot}"
     if grid.notes:
         note += "\n" + "\n".join(f"- {n}" for n in grid.notes)
     render.terminal(

@@ -287,3 +287,23 @@ def test_a_cut_grid_says_to_run_reproduce_again_and_names_each_cut_arm(tmp_path:
         "transpose_00 (hung, iterative K5 L3 H4 T0.7 p0.7, sample 0)",
         "transpose_00 (hung, repeated K5 L3 H4 T1 p0.7, sample 0)",
     ], err
+
+
+def test_a_dry_run_says_when_this_machine_cannot_run_the_grid(
+    capsys: pytest.CaptureFixture[str], no_network: None
+) -> None:
+    """`reproduce --dry-run` on a machine without a GPU printed the grid and 'Run it: drop --dry-run'; the run
+    then stopped at once with exit 2 (no NVIDIA GPU). The one check that needs no network is said with the
+    grid now (no network still); a recorded toolchain runs anywhere and says nothing."""
+    from tests.conftest import gpu_present
+
+    if gpu_present():
+        pytest.skip("needs a machine without a GPU")
+    argv = ["reproduce", "--corpus", str(RELEASE), "--models", "m", "--axes", "main", "--dry-run"]
+    assert main(argv) == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert "this machine cannot run it with --toolchain local: no NVIDIA GPU visible" in text
+    assert main([*argv, "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["cannot_run_here"].startswith("no NVIDIA GPU visible")
+    assert main([*argv, "--toolchain", f"recorded:{RECORDED / 'vec_scale.recordings.jsonl'}"]) == 0
+    assert "cannot run" not in capsys.readouterr().out
