@@ -43,7 +43,10 @@ def chunk(model: str, content: str | None, finish: str | None = None) -> dict[st
 
 
 class Endpoint:
-    def __init__(self, answer: Callable[[str, dict[str, Any], dict[str, str]], Answer]) -> None:
+    def __init__(
+        self, answer: Callable[[str, dict[str, Any], dict[str, str]], Answer], models: list[str] | None = None
+    ) -> None:
+        """``models``: served to anyone at GET /models (None: GET is refused, 501, as before)."""
         self.answer = answer
         self.requests: list[tuple[str, dict[str, Any], dict[str, str]]] = []
         outer = self
@@ -53,6 +56,13 @@ class Endpoint:
 
             def log_message(self, *args: object) -> None:
                 pass
+
+            def do_GET(self) -> None:
+                if models is None or not self.path.rstrip("/").endswith("/models"):
+                    self.send_error(501)
+                    return
+                listed = {"object": "list", "data": [{"id": m, "object": "model"} for m in models]}
+                self._send(200, json.dumps(listed).encode())
 
             def do_POST(self) -> None:
                 length = int(self.headers.get("content-length") or 0)

@@ -212,13 +212,18 @@ def check_before_writing(
 
 def node_variables(endpoints: list[Any], models: list[Any]) -> list[str]:
     """The environment variables set here that the batch's endpoint models read where their sessions run: each
-    one's key, ``OPENAI_BASE_URL`` where its entry names no base URL, ``BEAVERTUI_MODELS`` where no models file
-    is given. Under Ray every node needs them (ray_executor.check_nodes)."""
+    one's key (unless its server lists its models to a caller without one), ``OPENAI_BASE_URL`` where its
+    entry names no base URL, ``BEAVERTUI_MODELS`` where no models file is given. Under Ray every node needs
+    them (ray_executor.check_nodes)."""
     import os
+
+    from beavertui.service.preflight import base_url_of, open_without_key
 
     wanted: list[str] = []
     for e in endpoints:
-        wanted.append(e.config.api_key_env)
+        base = base_url_of(e.config)
+        if os.environ.get(e.config.api_key_env) and not (base is not None and open_without_key(base)):
+            wanted.append(e.config.api_key_env)
         if not e.config.base_url:
             wanted.append("OPENAI_BASE_URL")
     if endpoints and any(not getattr(m, "models_file", None) for m in models):

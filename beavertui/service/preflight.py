@@ -107,6 +107,22 @@ def endpoint_problem(endpoint: Endpoint, served: dict[tuple[str | None, str], An
     )
 
 
+def open_without_key(base: str) -> bool:
+    """Whether the server at ``base`` lists its models to a caller with no key (the ``none`` a model without
+    its key variable sends): a local server started without one, whose calls need none either."""
+    import openai
+
+    http = openai.DefaultHttpxClient(verify=shared_tls_context(), timeout=LIST_TIMEOUT_S)
+    client = openai.OpenAI(
+        api_key="none", base_url=base, timeout=LIST_TIMEOUT_S, max_retries=0, http_client=http
+    )
+    try:
+        client.models.list()
+    except (openai.APIError, ValueError, TypeError, AttributeError):
+        return False
+    return True
+
+
 def _malformed_base(base: str) -> str | None:
     """Why ``base`` cannot be a base URL (no http:// or https://, no host, a route of the API appended), or None.
     Each of these passed the model-list check before and failed every call of the run."""

@@ -147,6 +147,15 @@ def test_a_key_the_nodes_lack_is_one_line_before_anything_is_written(tmp_path: P
     assert not (tmp_path / "r").exists()
     assert not any(body.get("messages") for _model, body, _headers in ep.requests)  # no session called it
 
+    # a server that lists its models to a caller without a key needs none: the nodes may lack it
+    with Endpoint(lambda model, body, headers: ("json", completion(model, "no code")), models=["m1"]) as ep:
+        p = batch("--corpus", CORPUS, "--models", "m1", "--base-url", ep.url, "--api-key-env", "BEAVERTUI_NODES_KEY",
+                  "--no-stream", "--toolchain", f"recorded:{RECORDINGS}", "--executor", "ray", "--address", nodes.address,
+                  "--run-id", "open", "--sessions-dir", tmp_path, "--quiet",
+                  cwd=tmp_path, env={"BEAVERTUI_NODES_KEY": "nodes-test-key"})  # fmt: skip
+    assert p.returncode == 0, p.stderr[-800:]
+    assert {headers.get("authorization") for _model, _body, headers in ep.requests} == {"Bearer none"}
+
 
 def test_the_default_reply_cache_is_each_nodes_own(tmp_path: Path, nodes: TwoNodes) -> None:
     """The default reply cache is a folder under the driver's home, which a node may not have, or not let its
