@@ -529,6 +529,11 @@ class OpenAIModel:
                 what = f"connection error: {_short(str(exc.__cause__ or exc))}"
             except (_Malformed, json.JSONDecodeError, openai.APIResponseValidationError) as exc:
                 what = f"malformed response: {_short(str(exc))}"
+            except openai.APIError as exc:  # an error event inside a 200 event stream (vLLM, SGLang do so)
+                code = _stream_error_code(exc)
+                what = f"the stream ended in an error{f' (code {code})' if code else ''}: {_short(str(exc.message))}"
+                if code is not None and 400 <= code < 500 and code not in (408, 429):
+                    raise EndpointError(what, retries=len(reasons), retry_reasons=reasons) from None
             except _Empty as exc:
                 what = f"empty reply: {exc}"
             except (_Endless, _TooLarge) as exc:  # the same endpoint would send it again: not retried
@@ -580,6 +585,15 @@ def _status_text(exc: Any) -> str:
     if exc.status_code == 404:
         text += " (no such route or model: check the base URL, /v1 on vLLM and Ollama, and the model name)"
     return text
+
+
+def _stream_error_code(exc: Any) -> int | None:
+    """The HTTP-like status an error event of a stream names (``{"error": {"code": 400, ...}}``), or None."""
+    body = getattr(exc, "body", None)
+    code = body.get("code") if isinstance(body, dict) else None
+    if isinstance(code, str) and code.isdigit():
+        code = int(code)
+    return code if isinstance(code, int) and not isinstance(code, bool) and 100 <= code < 600 else None
 
 
 def _content_type(stream: Any) -> str | None:

@@ -380,3 +380,50 @@ def test_models_file(tmp_path: Path) -> None:
     path.write_text('[models.x]\nmodel = "m"\napi_key = "sk-oops"\n')
     with pytest.raises(BeaverError, match=r"models.x.api_key: Extra inputs are not permitted"):
         load_models_file(path)
+
+
+def test_an_error_event_inside_a_stream_is_an_endpoint_failure_not_a_crash(tmp_path: Path) -> None:
+    """vLLM answers 200 and then sends ``data: {"error": {...}}`` in the stream for an error it meets after
+    the stream began (a prompt past the model's length, an engine fault). The client library raises its base
+    APIError there, which no branch caught: ``live`` died with a traceback and exit 1, a batch session as
+    'failed to run' (source other). Now it is the endpoint's failure: a 4xx code fails at once, with the
+    server's words; any other is retried like a 5xx."""
+    import subprocess
+    import sys
+
+    from tests.loopback_endpoint import Endpoint, chunk
+
+    too_long = {"error": {"object": "error", "message": "The decoder prompt (length 40000) is longer than the "
+                          "maximum model length of 32768.", "type": "BadRequestError", "code": 400}}  # fmt: skip
+    fault = {"error": {"message": "engine loop died", "type": "InternalServerError"}}
+    script = [[chunk("m", "Here "), fault], [chunk("m", "fixed"), chunk("m", None, "stop")]]
+
+    def answer(model: str, _body: dict[str, Any], _headers: dict[str, str]) -> tuple[str, Any]:
+        if model == "short":
+            return "stream", [chunk(model, "Here "), too_long]
+        return "stream", script.pop(0) if script else [too_long]
+
+    with Endpoint(answer) as server:
+        config = {"base_url": server.url, "stream": True, "retries": 2, "backoff_base_s": 0.0}
+        flaky = OpenAIModel(OpenAIConfig(model="flaky", **config), api_key="k", sleep=lambda s: None)
+        got = flaky.complete(MESSAGES)
+        assert (got.content, got.retries) == ("fixed", 1)
+        assert got.retry_reasons[0].startswith("the stream ended in an error: engine loop died")
+        short = OpenAIModel(OpenAIConfig(model="short", **config), api_key="k", sleep=lambda s: None)
+        with pytest.raises(EndpointError) as err:
+            short.complete(MESSAGES)
+        assert err.value.retries == 0
+        assert "the stream ended in an error (code 400): The decoder prompt (length 40000)" in str(err.value)
+        asked = len(server.requests)
+        # the command: the endpoint's failure, exit 3, one line, no traceback
+        root = Path(__file__).resolve().parents[3]
+        p = subprocess.run(
+            [sys.executable, "-m", "beavertui", "live", "--task", "transpose_00", "--model", "short", "--base-url",
+             server.url, "--toolchain", "demo", "--headless", "--sessions-dir", str(tmp_path)],
+            capture_output=True, text=True, timeout=120, cwd=tmp_path,
+            env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(root), "HOME": str(tmp_path)},
+        )  # fmt: skip
+        assert len(server.requests) == asked + 1  # not retried
+    assert p.returncode == 3, p.stdout + p.stderr
+    assert "Traceback" not in p.stderr
+    assert "infra     endpoint: the stream ended in an error (code 400)" in p.stdout
