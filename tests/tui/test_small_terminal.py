@@ -181,3 +181,22 @@ async def test_the_speedup_bars_fit_a_small_pane() -> None:
         assert chart[3].startswith("   4  ███") and chart[3].endswith(" 0.94x")
         assert chart[4].endswith("└ gate 0.7x") and chart[5].strip() == "scale 0–1.00x"
         assert lines[0].startswith("candidate    10.168 ms") and lines[1].startswith("reference ")
+
+
+async def test_a_followed_session_says_running_at_80_columns(tmp_path: Path) -> None:
+    """`replay --follow` of a session still being written: the header's "running…" was cut to "runn" at
+    100 columns and lost at 80; it is kept as the stop reason of an ended session is."""
+    from beavertui.engine.session.store import SessionWriter
+
+    header, events, _ = load_session(_long_session(tmp_path))
+    assert header is not None
+    path = tmp_path / "growing.jsonl"
+    with SessionWriter(path, header) as writer:
+        for e in events[:3]:
+            writer.append(e)
+    app = BeaverApp(lambda: SessionScreen(header, events[:3], follow=path))
+    async with app.run_test(size=SMALL) as pilot:
+        await pilot.pause()
+        assert app.screen.view.following  # type: ignore[attr-defined]
+        top = app.screen.query_one("#header").render().plain.splitlines()[0]
+        assert top.startswith(" transpose_00 ") and top.rstrip().endswith("· iteration 1/12 · running…"), top

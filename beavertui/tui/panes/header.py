@@ -30,6 +30,10 @@ class HeaderBar(Widget):
         told = f"· iteration {view.cursor}/{view.budget} "
         if end is not None:  # how it ended (after how many, and the best speedup, may be cut)
             told += f"· ended: {stop_text(end.stop_reason, end.success, end.timing_pending)}"
+        elif view.reading:
+            told += f"· {view.reading}…"
+        elif view.following:
+            told += "· running…"
         # Where the line is too long, the names give way so that the iteration and how the session ended
         # stay on screen (on an 80-column terminal they fell off, or read "2/1").
         task, model, protocol = fit_names(
