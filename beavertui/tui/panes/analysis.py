@@ -49,6 +49,14 @@ def attempt_row(view: View, a: AttemptState) -> tuple[str, str, str, str]:
     return (str(a.iteration), prec, rec, lost)
 
 
+def _calls(calls: tuple[str, ...]) -> str:
+    """The first three library calls of a side, and how many more; "·" for none."""
+    if not calls:
+        return "·"
+    more = f" +{len(calls) - 3}" if len(calls) > 3 else ""
+    return ", ".join(calls[:3]) + more
+
+
 class AnalysisPane(Pane):
     TITLE = "Analysis"
 
@@ -119,8 +127,14 @@ class AnalysisPane(Pane):
                 "—" if in_ref is None else ("yes" if in_ref else "·"),
                 Text("LOST" if lost else ("yes" if cand.has(f) else "·"), style=style),
             )
-        if cand.library_calls:
-            table.add_row("library calls", "", "", ", ".join(cand.library_calls[:3]))
+        if start.library_calls or (ref is not None and ref.library_calls) or cand.library_calls:
+            # each side's own calls: a blank under broken or reference read as "none there"
+            table.add_row(
+                "library calls",
+                _calls(start.library_calls),
+                "—" if ref is None else _calls(ref.library_calls),
+                _calls(cand.library_calls),
+            )
         parts.append(table)
         per = Table(box=None, pad_edge=False, header_style="bold", title_justify="left")
         for col in ("it", "precision", "recall", "lost (vs reference)"):
