@@ -82,7 +82,11 @@ def endpoint_problem(endpoint: Endpoint, served: dict[tuple[str | None, str], An
             api_key=key, base_url=base, timeout=LIST_TIMEOUT_S, max_retries=0, http_client=http
         )
         try:
-            served[slot] = sorted(m.id for m in client.models.list())
+            raw = client.models.with_raw_response.list()
+            if "html" in (raw.headers.get("content-type") or "").lower():
+                served[slot] = _web_page(where)  # a web UI's page, where the API was meant
+            else:
+                served[slot] = sorted(m.id for m in raw.parse())
         except openai.NotFoundError:
             served[slot] = _without_v1(base, key)  # no such route: a base URL that left out /v1?
         except openai.AuthenticationError as exc:
@@ -167,6 +171,15 @@ def _without_v1(base: str | None, key: str) -> str | None:
         f"{base} has no /models route, but {fixed} lists models ({', '.join(found[:3]) or 'none'}"
         f"{' ...' if len(found) > 3 else ''}): the OpenAI API is under /v1 there, so give --base-url {fixed} "
         "(or set OPENAI_BASE_URL, or the models file's base_url, to it)"
+    )
+
+
+def _web_page(where: str) -> str:
+    """The problem of a base URL whose ``/models`` is an HTML page: a web UI or a site, not the OpenAI API (every
+    call would fail, said as a malformed stream)."""
+    return (
+        f"{where} answers GET /models with an HTML page, not the OpenAI API: give the API's base URL (vLLM: "
+        "http://HOST:8000/v1, Ollama: http://HOST:11434/v1) with --base-url or OPENAI_BASE_URL"
     )
 
 

@@ -175,6 +175,58 @@ def test_an_ollama_model_named_without_its_tag_is_the_latest_one_ollama_serves(
     assert rc == 2 and "does not serve model 'llama3.1' (it serves: llama3.1:8b, qwen2.5-coder:latest)" in err
 
 
+def test_a_base_url_that_is_a_web_page_is_named_before_the_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A base URL that serves a web UI (an HTML page for every path, 200) passed the preflight, 'taken as
+    reachable', and every call then failed with 'turn streaming off (--no-stream ...)', advice that cannot
+    help. The preflight names it now, exit 2, nothing written; a call that meets such a page says so."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    from beavertui.engine.models.base import EndpointError
+    from beavertui.engine.models.openai_model import OpenAIConfig, OpenAIModel
+    from beavertui.engine.session.events import Message
+
+    page = b"<!doctype html><html><head><title>Chat UI</title></head><body><div id=app></div></body></html>"
+
+    class Page(BaseHTTPRequestHandler):
+        def log_message(self, *args: object) -> None:
+            pass
+
+        def do_GET(self) -> None:
+            self.send_response(200)
+            self.send_header("content-type", "text/html; charset=utf-8")
+            self.send_header("content-length", str(len(page)))
+            self.end_headers()
+            self.wfile.write(page)
+
+        def do_POST(self) -> None:
+            self.rfile.read(int(self.headers.get("content-length") or 0))
+            self.do_GET()
+
+    _clean_env(monkeypatch, tmp_path)
+    monkeypatch.chdir(tmp_path)
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Page)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{server.server_address[1]}/v1"
+    try:
+        rc = main(
+            ["batch", "--models", "m", "--base-url", url, "--tasks", "transpose_00", "--toolchain", "demo"]
+        )
+        (line,) = capsys.readouterr().err.splitlines()
+        model = OpenAIModel(OpenAIConfig(model="m", base_url=url, retries=0), api_key="k")
+        with pytest.raises(EndpointError) as err:
+            model.complete([Message(role="user", content="fix")])
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert rc == 2 and f"{url} answers GET /models with an HTML page, not the OpenAI API" in line, line
+    assert not (tmp_path / "sessions").exists()
+    assert "an HTML page (text/html), not the OpenAI API: check the base URL" in str(err.value)
+    assert "--no-stream" not in str(err.value)
+
+
 def test_a_server_without_a_model_list_is_taken_as_reachable(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

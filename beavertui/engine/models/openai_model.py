@@ -486,6 +486,10 @@ class OpenAIModel:
             finish = f"cut: {exc}"
         if finish is None and not parts:
             ctype = _content_type(response)
+            if ctype is not None and "html" in ctype:
+                raise _Malformed(
+                    f"the server answered with an HTML page ({ctype}), not the OpenAI API: check the base URL"
+                )
             if ctype is not None and "text/event-stream" not in ctype:
                 raise _Malformed(
                     f"the server answered a streamed request with {ctype}, not an event stream: turn "
