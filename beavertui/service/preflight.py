@@ -7,7 +7,7 @@ In order, and the first that fails is the one said (one line naming the fix; the
 2. each endpoint in turn: its base URL is one (http:// or https://, a host, no route such as /chat/completions
    appended), and it answers and serves the model: ``GET /models`` where the server has it (a server
    without that route, or one that answers it with nonsense, is taken as reachable, unless ``BASE/v1``
-   lists models: a base URL that left out /v1); a refused connection, an unknown host or a refused key
+   lists models: a base URL that left out /v1; an HTML page there, a web UI, is not the API); a refused connection, an unknown host or a refused key
    fails;
 3. the toolchain can run: for ``local``, a visible NVIDIA GPU, nvcc, and compute-sanitizer where the
    protocols ask for it; a recorded toolchain (``recorded:PATH``, ``demo``) needs none of these.
