@@ -123,7 +123,7 @@ class VirtualTable(ScrollView, can_focus=True):
         self._fit()
 
     def _fit(self) -> None:
-        width = self.size.width
+        width = self.scrollable_content_region.width  # the rows' room: not under the vertical scrollbar
         columns = fit_columns(self.base, self.longest, width) if width else list(self.base)
         if columns != self.columns:
             self.columns = columns

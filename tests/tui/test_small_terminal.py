@@ -200,3 +200,19 @@ async def test_a_followed_session_says_running_at_80_columns(tmp_path: Path) -> 
         assert app.screen.view.following  # type: ignore[attr-defined]
         top = app.screen.query_one("#header").render().plain.splitlines()[0]
         assert top.startswith(" transpose_00 ") and top.rstrip().endswith("· iteration 1/12 · running…"), top
+
+
+async def test_a_wide_browser_fits_its_columns_beside_the_scrollbar() -> None:
+    """At 200 columns the columns grew to the table's whole width, under its vertical scrollbar too: the
+    last column (cost) was cut and the table scrolled sideways by two cells. They fit left of it now."""
+    from beavertui.tui.table import VirtualTable
+
+    run = Path(__file__).resolve().parents[1] / "data" / "h200_batch_run"
+    app = BeaverApp(lambda: BrowserScreen(run, watch=False))
+    async with app.run_test(size=(200, 16)) as pilot:
+        await wait_for(pilot, lambda: isinstance(app.screen, BrowserScreen) and app.screen.loaded)
+        await pilot.pause()
+        table = app.screen.query_one("#sessions", VirtualTable)
+        assert table.max_scroll_y > 0  # more rows than lines: the vertical scrollbar shows
+        assert table.line_width <= table.scrollable_content_region.width and table.max_scroll_x == 0
+        assert screen_text(app).splitlines()[5].rstrip().endswith("—")  # the first row's cost
