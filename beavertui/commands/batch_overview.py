@@ -189,9 +189,9 @@ def show_summary(
         )
         note = (
             "sessions: finished of all; attempts: with a verdict; tokens: prompt and completion as the "
-            "endpoints reported them; cost "
-            "at the models' prices (- without); per repair: cost per session that passed; cached: replies "
-            "served by the reply cache, not paid again."
+            "endpoints reported them (- where none did); cost "
+            "at the models' prices (- without prices, or without token counts); per repair: cost per session "
+            "that passed; cached: replies served by the reply cache, not paid again."
         )
         emit([Table(f"Run {run_dir}", cols, cells, note=note)], fmt)
     for line in left_out_lines(left):  # each folder the summary did not read, one line, as metrics says it

@@ -476,6 +476,13 @@ def usage_table(groups: Sequence[GroupMetrics], usage: Mapping[Any, Any], *, mac
             rows.append(make(gm.model, gm.protocol.short(), g))
     if len(seen) > 1:
         rows.append(make("whole run", "", total(seen)))
+    silent = (
+        " An endpoint sent no token counts for some replies (usage reported below all): their tokens and cost "
+        "are unknown, not zero, and in no sum (a server may send none in a stream; --no-stream asks for whole "
+        "replies, which usually carry them)."
+        if any(g.unreported_by_endpoint for g in seen.values())
+        else ""
+    )
     if machine:
         return Table(
             "Tokens and cost per model and protocol",
@@ -502,7 +509,8 @@ def usage_table(groups: Sequence[GroupMetrics], usage: Mapping[Any, Any], *, mac
             "Cost at the prices of the models file (empty without prices), summed over the replies that have one: "
             "where replies without a price sit beside priced ones (a priced planner beside an unpriced coder) it "
             "is a lower bound; per repair: cost over the sessions "
-            "that passed. cached replies: served by the reply cache, not asked again; paid: cost less those.",
+            "that passed. cached replies: served by the reply cache, not asked again; paid: cost less those."
+            + silent,
             name="usage",
         )
     return Table(
@@ -527,6 +535,7 @@ def usage_table(groups: Sequence[GroupMetrics], usage: Mapping[Any, Any], *, mac
         "gave token counts, of all; reasoning tokens are part of the completion tokens. Cost at the prices "
         "of the models file (US dollars; - without prices); >=: a lower bound, the sum over the priced replies "
         "where others have no price (a priced planner beside an unpriced coder); per repair: cost over the "
-        "sessions that passed. cached replies: served by the reply cache, not asked again; paid: cost less those.",
+        "sessions that passed. cached replies: served by the reply cache, not asked again; paid: cost less those."
+        + silent,
         name="usage",
     )

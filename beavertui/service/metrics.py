@@ -528,7 +528,8 @@ def with_tables(
                 fix_origins=report.fix_origins,
             )
         )
-    if report.usage and any(g.reported for g in report.usage.values()):
+    # shown where some reply had a count, or an endpoint answered without one (its tokens are unknown, and said)
+    if report.usage and any(g.reported or g.unreported_by_endpoint for g in report.usage.values()):
         tables.append(usage_table(groups, report.usage, machine=machine))
     if report.swing:
         tables.append(swing_table(report.swing))

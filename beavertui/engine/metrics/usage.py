@@ -29,6 +29,9 @@ class GroupUsage:
     unpriced: int = 0
     """Replies (plans and summaries too) the models file gave no price for: where some others have one (a
     priced planner beside an unpriced coder), ``usage.cost_usd`` sums the priced only, a lower bound."""
+    asked: int = 0
+    """Replies that came from an endpoint (an OpenAI-compatible server, not a scripted or replayed model):
+    those whose usage an endpoint could have reported."""
 
     @property
     def partial_cost(self) -> bool:
@@ -52,6 +55,12 @@ class GroupUsage:
         """Some reply of the group had a token count or a cost."""
         return self.usage.replies > self.usage.unreported or self.usage.cost_usd is not None
 
+    @property
+    def unreported_by_endpoint(self) -> bool:
+        """An endpoint answered this group and reported no token counts for some of its replies (a server that
+        sends no usage): its tokens and cost are unknown there, not zero."""
+        return self.asked > 0 and self.usage.unreported > 0
+
 
 class UsageFold:
     """``run_usage`` one session at a time: ``add`` every session the reader yields, then ``groups`` (lets
@@ -67,14 +76,19 @@ class UsageFold:
         calls = [e for e in events if isinstance(e, Reply | Plan | Summary)]
         u = usage_of(calls)
         unpriced = sum(1 for e in calls if e.cost_usd is None)
+        asked = len(calls) if header.model.kind == "openai" else 0
         repaired = read.state.success
         key = group_key(model_identity(header.model), header.protocol.key())
         old = self.groups.get(key)
         self.groups[key] = (
-            GroupUsage(1, int(repaired), u, unpriced)
+            GroupUsage(1, int(repaired), u, unpriced, asked)
             if old is None
             else GroupUsage(
-                old.sessions + 1, old.repaired + int(repaired), add(old.usage, u), old.unpriced + unpriced
+                old.sessions + 1,
+                old.repaired + int(repaired),
+                add(old.usage, u),
+                old.unpriced + unpriced,
+                old.asked + asked,
             )
         )
 
@@ -89,9 +103,10 @@ def run_usage(root: Path) -> dict[GroupKey, GroupUsage]:
 
 def total(groups: dict[GroupKey, GroupUsage]) -> GroupUsage:
     """The whole run's."""
-    sessions = repaired = unpriced = 0
+    sessions = repaired = unpriced = asked = 0
     u = Usage()
     for g in groups.values():
         sessions, repaired, u = sessions + g.sessions, repaired + g.repaired, add(u, g.usage)
         unpriced += g.unpriced
-    return GroupUsage(sessions, repaired, u, unpriced)
+        asked += g.asked
+    return GroupUsage(sessions, repaired, u, unpriced, asked)

@@ -346,3 +346,47 @@ def test_the_evaluation_card_says_tokens_and_cost(tmp_path: Path) -> None:
     assert f"${PRICE_IN:g} per million prompt tokens" in text
     assert f"per repair {dollars(g.cost_per_repair)}" in text and "Whole run:" in text
     assert "from the cache" not in text  # nothing of this run came from the cache
+
+
+def test_a_priced_model_whose_endpoint_sends_no_usage_says_so_in_metrics(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A server that streams no usage (Ollama's OpenAI API in a stream): `metrics` printed no tokens-and-cost
+    table at all, and said nothing, though the models file priced the model; the batch's summary said its
+    cost '-' meant 'without prices'. The table is there now, '0/N' replies reported, unknown not zero, and
+    says why."""
+    import tomllib
+
+    from beavertui.cli import main
+    from beavertui.engine import bundled
+    from tests.loopback_endpoint import Endpoint, chunk
+
+    for var in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "BEAVERTUI_MODELS"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.chdir(tmp_path)
+    doc = tomllib.loads(bundled.demo_replies("repair_in_three").read_text(encoding="utf-8"))
+    repair = str(doc["reply"][2]["content"])
+
+    def answer(model: str, _body: dict[str, Any], _headers: dict[str, str]) -> tuple[str, Any]:
+        return "stream", [chunk(model, repair), chunk(model, None, "stop")]  # no usage chunk
+
+    with Endpoint(answer) as server:
+        models = tmp_path / "models.toml"
+        models.write_text(
+            f"[models.q]\nmodel = 'qwen2.5-coder:7b'\nbase_url = '{server.url}'\n"
+            "input_usd_per_mtok = 0.5\noutput_usd_per_mtok = 1.5\n"
+        )
+        rc = main(["batch", "--models-file", str(models), "--models", "q", "--tasks", "transpose_00",
+                   "--toolchain", "demo", "--run-id", "o", "--no-reply-cache"])  # fmt: skip
+    out = " ".join(capsys.readouterr().out.split())
+    assert rc == 0
+    assert "cost at the models' prices (- without prices, or without token counts)" in out
+    assert main(["metrics", "sessions/o", "--table", "usage", "--format", "csv"]) == 0
+    rows = capsys.readouterr().out.splitlines()
+    assert rows[1].startswith("q [model=qwen2.5-coder:7b],") and ",1,0,,,," in rows[1], rows
+    assert main(["metrics", "sessions/o", "--table", "usage"]) == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert "usage reported 0/1" in text
+    assert "An endpoint sent no token counts for some replies (usage reported below all): their tokens and cost " \
+        "are unknown, not zero" in text  # fmt: skip
