@@ -65,3 +65,18 @@ async def test_a_replayed_session_shows_its_help_key_at_80_columns() -> None:
         assert isinstance(app.screen, SessionScreen)
         footer = _footer(app)
         assert footer.startswith(" ? Help  ← Back  → Forward"), footer
+
+
+async def test_a_paused_live_session_says_so_at_80_columns(tmp_path: Path) -> None:
+    """The header's "[paused: space steps, p resumes]" came after task, model, protocol and "running…",
+    and at 80 columns was cut to "[p": nothing on screen said the loop waited for a key."""
+    task, model, toolchain, protocol = live_parts(tmp_path)
+    app = BeaverApp(lambda: LiveScreen(task, model, toolchain, protocol, None, paused=True))
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = app.screen
+        assert isinstance(screen, LiveScreen)
+        await wait_for(pilot, lambda: screen.control.waiting)
+        await pilot.pause()
+        top = screen.query_one("#header").render().plain.splitlines()[0]
+        assert top.rstrip().endswith("· iteration 0/5   [paused: space steps, p resumes]"), top
+        assert top.startswith(f" {task.id[:15]}")

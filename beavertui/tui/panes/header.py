@@ -32,8 +32,10 @@ class HeaderBar(Widget):
             told += f"· ended: {stop_text(end.stop_reason, end.success, end.timing_pending)}"
         elif view.reading:
             told += f"· {view.reading}…"
-        elif view.following:
+        elif view.following and not view.status:
             told += "· running…"
+        if view.status:  # the live loop paused or stopping: what the keys will do next
+            told += f"  [{view.status}]"
         # Where the line is too long, the names give way so that the iteration and how the session ended
         # stay on screen (on an 80-column terminal they fell off, or read "2/1").
         task, model, protocol = fit_names(
@@ -57,7 +59,7 @@ class HeaderBar(Widget):
                 line.append(f" ({cap_line(end.detail, 400)})", style="red")
         elif view.reading:
             line.append(f"· {view.reading}…", style="yellow")
-        elif view.following:
+        elif view.following and not view.status:  # a status says more: paused, stopping
             line.append("· running…", style="yellow")
         if h.imported is not None:
             line.append(
@@ -123,9 +125,9 @@ def _through_gate(protocol: str) -> int:
 def fit_names(task: str, model: str, protocol: str, room: int) -> tuple[str, str, str]:
     """Task, model and protocol cut to take ``room`` characters together where they can: first the model
     to 20 characters and the protocol's settings past its gate, then both to 8, and only then the task, to
-    16 (the task says what the screen is about)."""
+    16 (the task says what the screen is about); at the last, model and protocol to an ellipsis."""
     names = [task, model, protocol]
-    for floors in ((len(task), 20, _through_gate(protocol)), (len(task), 8, 8), (16, 8, 8)):
+    for floors in ((len(task), 20, _through_gate(protocol)), (len(task), 8, 8), (16, 8, 8), (16, 1, 1)):
         for i in (1, 2, 0):
             over = sum(map(len, names)) - max(room, 0)
             if over <= 0:
