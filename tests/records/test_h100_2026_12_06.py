@@ -208,23 +208,18 @@ def test_the_23_without_a_fix() -> None:
     assert "2 (cusolver_22, cusparse_26)" in LAB and "correct at 0.640x" in LAB
 
 
-def test_the_package_ships_the_replays_42(store: Path) -> None:
+def test_the_replays_42_stay_among_what_the_package_ships(store: Path) -> None:
+    """The package shipped the replay's 42 after this night; the calls of the next
+    (tests/records/test_h100_2026_12_06b_minimal_fixes.py) kept every one, each the same or smaller."""
     replay = _jsonl(DATA / "minimal-fixes-3" / "replay.jsonl")
     shipped = json.loads((SHIPPED / "minimal_fixes.json").read_text(encoding="utf-8"))["tasks"]
-    assert set(shipped) == {t for t, r in replay.items() if r["verified"]}
-    assert {p.name for p in SHIPPED.iterdir() if p.is_dir()} == set(shipped)
-    for t, s in shipped.items():
-        # the replay's record, with where it was measured added; cuda_110's why now counts the hunks its fix
-        # touches (the replay's said "in 5 of 6 hunks" beside "hunks": 4)
-        extra = ("broken_hash", "harness_hash", "measured_at") + (("why",) if t == CUDA_110 else ())
-        mine = {k: v for k, v in replay[t].items() if k not in ("task_id", *extra)}
-        assert {k: v for k, v in s.items() if k not in extra} == mine
-        assert _patch_lines(SHIPPED / t / "minimal_fix.patch") == s["lines"]
-        # the store's patch: the same, but cuda_110's, the hunk phase's 55 lines
-        same = (store / t / "minimal_fix.patch").read_text(encoding="utf-8") == (
-            SHIPPED / t / "minimal_fix.patch"
-        ).read_text(encoding="utf-8")
-        assert same == (t != CUDA_110), t
+    verified = {t for t, r in replay.items() if r["verified"]}
+    assert len(verified) == 42 and verified <= set(shipped)
+    for t in verified:
+        s, r = shipped[t], replay[t]
+        assert s["verified"] and s["lines"] <= r["lines"], t
+        # a fix only grows smaller by its line phase: the same size, or 1-minimal over lines now
+        assert s["lines"] == r["lines"] or s["minimality"] == "lines", t
     assert (shipped[CUDA_110]["lines"], shipped[CUDA_110]["minimality"], shipped[CUDA_110]["hunks"]) == (
         25, "lines", 4
     )  # fmt: skip
