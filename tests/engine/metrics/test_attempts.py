@@ -77,7 +77,9 @@ def test_iterative_rows(tmp_path: Path) -> None:
 def test_repeated_sessions_become_samples(tmp_path: Path) -> None:
     # status 3: the repeated session ends by its script running out, with no verdict
     run_dir = run(tmp_path, CORPUS, "method", "rep", "--samples", "1", status=3)
-    rows = [r for r in export_rows(run_dir) if r["protocol"]["method"] == "repeated"]
+    rows = [
+        r for r in export_rows(run_dir, include_unfinished=True) if r["protocol"]["method"] == "repeated"
+    ]
     # the three scripted replies are three samples of iteration 1; the fourth call fails (no reply left)
     assert [(r["sample"], r["iteration"], r["infra_error"]) for r in rows] == [
         (0, 1, False),
@@ -85,6 +87,10 @@ def test_repeated_sessions_become_samples(tmp_path: Path) -> None:
         (2, 1, False),
         (3, 1, True),
     ]
+    # that failure ended the session with samples left to draw: unless asked, its samples are in no rate, and
+    # the failure itself is counted
+    rows = [r for r in export_rows(run_dir) if r["protocol"]["method"] == "repeated"]
+    assert [(r["sample"], r["infra_error"]) for r in rows] == [(3, True)]
 
 
 def test_self_source_from_instance_json_and_side_table(tmp_path: Path) -> None:
