@@ -77,9 +77,7 @@ def test_iterative_rows(tmp_path: Path) -> None:
 def test_repeated_sessions_become_samples(tmp_path: Path) -> None:
     # status 3: the repeated session ends by its script running out, with no verdict
     run_dir = run(tmp_path, CORPUS, "method", "rep", "--samples", "1", status=3)
-    rows = [
-        r for r in export_rows(run_dir, include_unfinished=True) if r["protocol"]["method"] == "repeated"
-    ]
+    rows = [r for r in export_rows(run_dir, include_unfinished=True) if r["protocol"]["method"] == "repeated"]
     # the three scripted replies are three samples of iteration 1; the fourth call fails (no reply left)
     assert [(r["sample"], r["iteration"], r["infra_error"]) for r in rows] == [
         (0, 1, False),
