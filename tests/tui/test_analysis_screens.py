@@ -190,3 +190,21 @@ def test_compare_command_marks_the_frozen_prefix(tmp_path: Path) -> None:
     assert rows[0].rstrip().endswith("frozen") and "frozen" not in rows[1]
     plain = cli("compare", str(branch), str(parent)).stdout  # A is not B's parent this way round
     assert "frozen" not in plain and not plain.startswith("B is a branch")
+
+
+async def test_the_branch_dialog_fits_a_small_terminal(tmp_path: Path) -> None:
+    """At 80x24 the dialog kept its 100 columns: its right border and the right of every input were off
+    the screen. It takes the screen's width there, and scrolls where its rows do not fit."""
+    from textual.geometry import Region
+
+    parent, _script, _rec = fixtures(tmp_path)
+    app = open_file(parent)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        await pilot.press("end", "b")
+        await wait_for(pilot, lambda: isinstance(app.screen, BranchScreen))
+        await pilot.pause()
+        screen = Region(0, 0, 80, 24)
+        assert screen.contains_region(app.screen.query_one("#branch-dialog").region)
+        for key in ("feedback", "recorded"):
+            assert screen.contains_region(app.screen.query_one(f"#branch-{key}").region)
