@@ -241,3 +241,38 @@ async def test_a_relative_run_folder_lists_each_session_once(
         await wait_for(pilot, lambda: len(seen) == 2)
         assert sorted(table.keys) == sorted(str(f) for f in files)
         assert "2 sessions · 2 shown" in text_of(dash.query_one("#browser-status"))
+
+
+async def test_the_stop_question_fits_a_small_terminal(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """At 80x24 the question 'Stop it?' kept its 84 columns: its right border and the end of its lines
+    were off the screen. It takes the screen's width there."""
+    from textual.geometry import Region
+
+    from beavertui.engine.corpus.load import load_corpus
+
+    monkeypatch.setenv("GATED_TEST_KEY", "sk-gated")
+    reference = load_corpus(CORPUS).get("vec_scale").reference()
+    endpoint = GatedEndpoint(f"```cuda\n{reference}\n```")
+    try:
+        proto = tmp_path / "gated.toml"
+        proto.write_text(
+            'name = "gated"\nsamples = 2\n[protocol]\nbudget = 2\n\n[[models]]\nmodel = "gated"\n'
+            f'base_url = "{endpoint.url}"\napi_key_env = "GATED_TEST_KEY"\n'
+        )
+        app, _run_dir = prepared(tmp_path, "--protocol", str(proto), "--jobs", "1", models=False)
+        async with app.run_test(size=(80, 24)) as pilot:
+            dash = app.dashboard
+            await wait_for(pilot, lambda: endpoint.requests == 1)
+            await pilot.press("x")
+            await wait_for(pilot, lambda: isinstance(app.screen, ConfirmStop))
+            await pilot.pause()
+            box = app.screen.query_one("#confirm-stop").region
+            assert Region(0, 0, 80, 24).contains_region(box), box
+            await pilot.press("s")
+            await wait_for(pilot, lambda: dash.stop_event.is_set())
+            endpoint.release(10)
+            await wait_for(pilot, lambda: not dash.running, timeout=20)
+    finally:
+        endpoint.close()
