@@ -343,11 +343,12 @@ def _live(args: argparse.Namespace) -> int:
             from beavertui.engine.session.store import read_session
 
             events = read_session(out)[1]
-            _say_resume(out, events[-1] if events and isinstance(events[-1], SessionEnd) else None)
+            end = events[-1] if events and isinstance(events[-1], SessionEnd) else None
+            _say_resume(out, end, _again_flags(args))
         return code
     return run_headless(
         task, model, toolchain, protocol, out, session_id=session_id, notes=args.notes,
-        models_file=models_file_of(args),
+        models_file=models_file_of(args), again=_again_flags(args),
     )  # fmt: skip
 
 
@@ -445,7 +446,7 @@ def _resume(args: argparse.Namespace) -> int:
         print(f"beavertui: the session had ended ({why}); its cut attempt is redone", file=sys.stderr)
     return run_headless(
         task, model, toolchain, protocol, args.resume, writer=writer, resume_from=(header, prefix),
-        models_file=models_file_of(args),
+        models_file=models_file_of(args), again=_again_flags(args),
     )  # fmt: skip
 
 
@@ -482,12 +483,20 @@ def _resumed_endpoint(args: argparse.Namespace, recorded: Any) -> tuple[Any, str
 
 
 def run_headless(
-    task: Any, model: Any, toolchain: Any, protocol: Any, out: Path, writer: Any = None, **run_kw: Any
+    task: Any,
+    model: Any,
+    toolchain: Any,
+    protocol: Any,
+    out: Path,
+    writer: Any = None,
+    again: str = "",
+    **run_kw: Any,
 ) -> int:
     """Run the session, append each event to ``out`` and print a line per event; the exit status of how it
     ended (engine/errors.py: 0 repaired, 1 not, 3 an endpoint or toolchain failure ended it).
 
     ``writer``: an already open SessionWriter (resuming); the re-yielded header is then not written.
+    ``again``: the flags the way on needs besides ``--resume`` (``_again_flags``).
     """
     from beavertui.console import EventPrinter
     from beavertui.engine.errors import session_exit_status
@@ -522,13 +531,22 @@ def run_headless(
         if recorder.writer is not None:
             recorder.close()
             print(f"session written to {out}", file=sys.stderr)
-            _say_resume(out, end)
+            _say_resume(out, end, again)
     return session_exit_status(end.success, end.stop_reason) if end is not None else 3
 
 
-def _say_resume(out: Path, end: Any) -> None:
+def _again_flags(args: argparse.Namespace) -> str:
+    """The flags a resume of this session needs again, as the session file does not keep them: the toolchain
+    when it is not this machine's (a replay), and how it treats an unrecorded candidate."""
+    flags = f" --toolchain {args.toolchain}" if args.toolchain != "local" else ""
+    if args.toolchain != "local" and args.unknown_candidates != "error":
+        flags += f" --unknown-candidates {args.unknown_candidates}"
+    return flags
+
+
+def _say_resume(out: Path, end: Any, again: str = "") -> None:
     """Where an infrastructure failure ended the session or the user stopped it: how to go on from there."""
     from beavertui.engine.session.store import CONTINUABLE_ENDS
 
     if end is not None and end.stop_reason in CONTINUABLE_ENDS:
-        print(f"beavertui: to go on from here: beavertui live --resume {out}", file=sys.stderr)
+        print(f"beavertui: to go on from here: beavertui live --resume {out}{again}", file=sys.stderr)

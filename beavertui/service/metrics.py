@@ -167,7 +167,8 @@ class Report:
                 out.append(
                     f"{n} session(s) stopped before their loop was over (live's x or Ctrl-C): their "
                     f"{st.stopped_attempts} judged attempt(s) are left out of every rate, a task with no other "
-                    f"session in no row (go on with them: {first}{more})"
+                    f"session in no row (go on with them: {first}{more}; with the --toolchain each ran on, where "
+                    "a replay)"
                 )
         if st is not None and st.timings_pending:
             cmds = "; ".join(f"beavertui batch --resume {d}" for d in st.resume_dirs()) or "resume their run"
@@ -391,7 +392,8 @@ def compute(
             )
             raise BeaverError(
                 f"{source}: no session has run its loop to the end ({' and '.join(said)} before it was over; go "
-                f"on with {hint}, or score them as they stand with --include-unfinished)"
+                f"on with {hint} (and the --toolchain it ran on, where a replay), or score them as they stand "
+                "with --include-unfinished)"
             )
         if stats.sessions == 0 and stats.damaged:
             raise BeaverError(f"{source}: {no_session_left(stats)}")

@@ -57,7 +57,8 @@ def test_a_session_stopped_by_ctrl_c_is_in_no_rate_until_it_goes_on(
     assert main(["metrics", str(tmp_path / "s")]) == 2
     assert (
         "no session has run its loop to the end (1 stopped before it was over; go on with beavertui live "
-        f"--resume {path}, or score them as they stand with --include-unfinished)"
+        f"--resume {path} (and the --toolchain it ran on, where a replay), or score them as they stand with "
+        "--include-unfinished)"
     ) in capsys.readouterr().err
     assert main(["metrics", str(tmp_path / "s"), "--json", "--include-unfinished"]) == 0
     got = json.loads(capsys.readouterr().out)
