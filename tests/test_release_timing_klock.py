@@ -8,8 +8,13 @@ files written as the bench writes them.
 
 from __future__ import annotations
 
+import argparse
 import json
+import os
+import re
+import shutil
 import statistics
+import subprocess
 import sys
 import threading
 from pathlib import Path
@@ -211,3 +216,81 @@ def test_a_folder_after_another_keeps_what_neither_reached_and_drops_a_build_tim
         "f [alone]": "SpeedupUnavailable: no samples",
     }
     assert "- d: not reached in mode(s) alone, klock" in proc.stdout
+
+
+#: The release's eight long CUPTI instances, as the H200 timed them one stage at a time with their runs
+#: started ahead (docs/data/h200-2026-12-04: release-stage, release-stage-rest, release-stage-long,
+#: release-stage-216): the stages over 20 s.
+H200 = ROOT / "docs" / "data" / "h200-2026-12-04"
+
+
+def _script(tmp_path: Path, *argv: str) -> tuple[int, str, Path]:
+    """scripts/gpu-release-timing.sh run for real from a copy of the repository's root whose release
+    (``.release/a/data``) holds no task: it gets through its steps, the bench stops at the tasks it was
+    asked for, and the summary and the archive are still made. Returns its status, steps.log and $OUT."""
+    root = tmp_path / "root"
+    (root / "scripts").mkdir(parents=True)
+    (root / ".release" / "a" / "data").mkdir(parents=True)
+    for name in ("gpu-release-timing.sh", "gpu-common.sh"):
+        shutil.copy(ROOT / "scripts" / name, root / "scripts" / name)
+    for name in ("bench", "beavertui"):
+        (root / name).symlink_to(ROOT / name)
+    out = tmp_path / "out"
+    env = {k: v for k, v in os.environ.items() if k not in ("KLOCK", "MODES", "LOAD")} | {"OUT": str(out)}
+    proc = subprocess.run(
+        ["bash", str(root / "scripts" / "gpu-release-timing.sh"), *argv],
+        cwd=root, env=env, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    return proc.returncode, (out / "w" / "steps.log").read_text(), out
+
+
+def test_the_long_part_runs_the_eight_long_stages_in_rounds_sized_from_their_recorded_times(
+    tmp_path: Path,
+) -> None:
+    """--part klock-long: the A/B on the eight long instances, in the order of part long, rounds started only
+    while 270 s are left. Rounds of 4 in that order held the H200 100.0 s and 131.7 s one stage at a time: a
+    round starts only with room for its stages one at a time and as long again at once."""
+    rc, steps, out = _script(tmp_path, "--part", "klock-long")
+    assert rc == 0, steps
+    (start,) = re.findall(r"klock-long: start \((\d+) s, rounds of 4 until (\d+) s\)", steps)
+    b, until = map(int, start)
+    assert 505 <= b <= 510 and b - until == 270  # budget 540, 30 s kept for the summary
+    # the bench was asked for the long set's globs, in part long's order (the first one it could not find)
+    assert "no task of the corpus matches 'cuda_167__*'" in (out / "w" / "rs.log").read_text()
+    assert (out / "rs.tgz").is_file() and (out / "rs" / "summary.md").is_file()
+    # the recorded long stages, in the bench's order of those globs, two rounds of 4
+    rtb = _bench()
+    walls: dict[str, float] = {}
+    for name in ("release-stage", "release-stage-rest", "release-stage-long", "release-stage-216"):
+        rows = json.loads((H200 / name / "release-stage.json").read_text())["tasks"]
+        walls |= {t: r["on"]["wall_s"] for t, r in rows.items() if "speedup" in r.get("on", {})}
+    long = sorted(t for t, w in walls.items() if w > 20.0)
+    globs = [
+        "cuda_167__*",
+        "cuda_173__*",
+        "cuda_193__*",
+        "cuda_194__*",
+        "cuda_204__*",
+        "cuda_207__*",
+        "cuda_216__*",
+    ]
+    order = rtb.wanted(argparse.Namespace(task=globs, tasks=None), sorted(walls))
+    assert len(long) == 8 and sorted(order) == long
+    rounds = [round(sum(walls[t] for t in g), 1) for g in rtb.klock_rounds(order, 4)]
+    assert rounds == [100.0, 131.7]
+    assert all(2 * r <= b - until for r in rounds)
+
+
+def test_the_short_part_leaves_the_eight_long_ones_out(tmp_path: Path) -> None:
+    rc, steps, out = _script(tmp_path, "--part", "klock")
+    assert rc == 0, steps
+    (start,) = re.findall(r"klock: start \((\d+) s, rounds of 4 until (\d+) s\)", steps)
+    assert int(start[0]) - int(start[1]) == 150
+
+    def ids(f: Path) -> list[str]:
+        return [ln.strip() for ln in f.read_text().splitlines() if ln.strip() and not ln.startswith("#")]
+
+    picked, cupti = ids(out / "w" / "klock-tasks.txt"), ids(ROOT / "bench" / "release-cupti-tasks.txt")
+    long = {"cuda_167", "cuda_173", "cuda_193", "cuda_194", "cuda_204", "cuda_207", "cuda_216"}
+    assert picked == [t for t in cupti if t.split("__")[0] not in long]
+    assert (len(cupti), len(picked)) == (65, 57)
