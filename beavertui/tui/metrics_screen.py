@@ -131,6 +131,7 @@ class MetricsScreen(Screen[None]):
         if self.report is not None and self.report.tables:
             self._show(self.report)
         else:
+            self._show_plots(False)  # no empty frames while the first computation runs
             self.action_refresh()
 
     def on_unmount(self) -> None:
@@ -168,6 +169,12 @@ class MetricsScreen(Screen[None]):
         if message.error is not None:
             self.error = message.error
             self.query_one("#metrics-status", Static).update(Text(message.error, style="bold red"))
+            # what an earlier computation showed is not what the source gives now: nothing stays under
+            # the error (the tables and plots of before read as this source's numbers)
+            self.report, self.series, self.bars = None, [], []
+            for tables in self.query(FittedTables):
+                tables.set_tables([])
+            self._show_plots(False)
             return
         self.error = None
         self._show(message.report)
@@ -192,9 +199,15 @@ class MetricsScreen(Screen[None]):
         self.query_one("#metrics-tables", FittedTables).set_tables(report.tables[1:])
         self.series = sweep_series(report.groups)
         self.bars = swing_bars(report.swing)
+        self._show_plots(True)
         if PlotextPlot is not None:
             self._plot_sweep(report.groups)
             self._plot_swing()
+
+    def _show_plots(self, shown: bool) -> None:
+        """The plots (or the line saying they need the plot extra) shown, or hidden with no numbers."""
+        for widget in self.query("#metrics-plots, #metrics-plot-hint"):
+            widget.display = shown
 
     def _plot_sweep(self, groups: Sequence[Any]) -> None:
         from beavertui.engine.metrics.compute import P_SWEEP

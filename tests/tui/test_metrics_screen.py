@@ -243,3 +243,31 @@ async def test_tables_fit_the_screen_with_no_word_split(columns: int) -> None:
         main = drawn(screen.query_one("#metrics-main", FittedTables))
         blocks = any("one block per model" in ln for ln in main)
         assert blocks == (columns == 80), "the main table: one block per group at 80 columns, columns above"
+
+
+async def test_a_recompute_that_fails_leaves_no_numbers_of_before(tmp_path: Path) -> None:
+    """'r' on a folder whose sessions are gone: the error line replaced the status, and the tables and
+    plots of the computation before stayed under it, read as this folder's numbers. They are cleared, and
+    the plots (empty frames before the first computation too) hidden."""
+    import shutil
+
+    run = tmp_path / "run"
+    shutil.copytree(DEMO, run)
+    app = BeaverApp(lambda: MetricsScreen(run))
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await shown(pilot, app)
+        assert "Repair rates per model and protocol" in "\n".join(drawn(screen.query_one("#metrics-main")))
+        assert screen.query_one("#metrics-plots").display
+        shutil.rmtree(run)
+        await pilot.press("r")
+        await wait_for(pilot, lambda: screen.error is not None)
+        await pilot.pause()
+        assert screen.report is None and screen.series == [] and screen.bars == []
+        assert not "".join(drawn(screen.query_one("#metrics-main"))).strip()
+        assert not text_of(screen.query_one("#metrics-tables")).strip()
+        assert not screen.query_one("#metrics-plots").display
+        shutil.copytree(DEMO, run)  # the sessions back: the numbers and plots come back
+        await pilot.press("r")
+        await wait_for(pilot, lambda: screen.report is not None)
+        await pilot.pause()
+        assert screen.query_one("#metrics-plots").display and screen.series
