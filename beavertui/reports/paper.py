@@ -136,7 +136,8 @@ def paper_tables(pt: PaperTables) -> list[Table]:
             f"Percent of the row's tasks. p=P: pass@{k} of the main run with the gate at p = P (a correct "
             "attempt at least P x the reference's speed); swing: max minus min of the three. Iter: the main "
             f"run's pass@{k} at its gate; Rep: the repeated arm's, over its own tasks (tasks (Rep)); -: no "
-            "repeated arm for the model (Rep, Delta, tasks (Rep)), or no value at some p (swing).\n"
+            "repeated arm for the model (Rep, Delta, tasks (Rep); an under-sampled one: Rep and Delta, named "
+            "under the departures), or no value at some p (swing).\n"
             f"{say_tau}\nDelta iter-rep = Iter - Rep (the paper's sign).\nDepartures from the paper:\n{deps}"
         ),
         keys=1,

@@ -111,7 +111,10 @@ def test_the_paper_tables_say_what_a_dash_means_and_what_infrastructure_left_out
         "and with them a task that has no other attempt; a batch's --resume RUN_DIR --retry-infra runs their "
         "sessions again."
     ) in out
-    assert "-: no repeated arm for the model (Rep, Delta, tasks (Rep)), or no value at some p (swing)." in out
+    assert (
+        "-: no repeated arm for the model (Rep, Delta, tasks (Rep); an under-sampled one: Rep and Delta, named "
+        "under the departures), or no value at some p (swing)."
+    ) in out
     doc = _json(capsys, str(path))
     (row,) = doc["paper_tables"]["table1"]  # type: ignore[index]
     assert row["infra_excluded"] == 1 and row["n_tasks"] == 1

@@ -288,6 +288,11 @@ def paper_tables(groups: Sequence[GroupMetrics], *, rescored_gate: float | None 
         for d in _departures(g.protocol, None if r is None else r.protocol):
             if f"{who}{d}" not in deps:
                 deps.append(f"{who}{d}")
+        if r is not None and r.under_sampled:
+            deps.append(
+                f"{g.model}: its repeated arm is under-sampled (a task with fewer than K = {r.k} samples, as a "
+                "session cut and scored with --include-unfinished leaves it): its Rep and Delta_iter-rep are empty"
+            )
     deps.extend(STANDING_DEPARTURES)
     return PaperTables(
         main,

@@ -142,6 +142,22 @@ def test_departures_name_which_block_of_a_reply_is_built() -> None:
     ), pt.departures
 
 
+def test_an_under_sampled_repeated_arm_is_named_not_taken_for_none() -> None:
+    """A repeated arm with a task of fewer than K samples has no pass@k (the estimator needs n >= K), so Rep
+    printed '-', which the table's note read as 'no repeated arm for the model', and nothing said why. The
+    departures name it now."""
+    table = rows({"m": PAPER["GPT-5.4"]}, rep=True)
+    table = [r for r in table if not (r["protocol"] == REP and r["task_id"] == "t0" and r["sample"] >= 3)]
+    pt = paper_tables(compute_groups(from_rows(table)))
+    (row,) = pt.table2
+    assert row.rep is None and row.n_tasks_rep == N
+    assert any(
+        d.startswith("m: its repeated arm is under-sampled (a task with fewer than K = 5 samples")
+        for d in pt.departures
+    ), pt.departures
+    assert not any(d.startswith("no repeated arm") for d in pt.departures)
+
+
 def test_each_model_is_read_at_its_own_main_protocol() -> None:
     """The release's own configs run some models' iterative arm at T1.0 (GLM-4.7): every model still gets
     its Table 1 row, and the departure names the model."""
