@@ -142,13 +142,16 @@ async def test_gate_sweep_draws_swing_bars(tmp_path: Path) -> None:
     assert sw, "a gate sweep gives a swing over the gate axis"
     screen = await check_screen(run)
     labels = [label for label, _ in screen.bars]
-    assert labels.count("scripted:vec_scale_demo.toml | gate") == 1  # the four runs along the in-loop gate
+    assert labels.count("scripted:vec_scale_demo.toml | gate") == 1  # the runs along the in-loop gate
     sweeps = [
         lb for lb in labels if lb.startswith("scripted:vec_scale_demo.toml | gate [p sweep of iterative K5")
     ]
-    assert len(sweeps) == 4 and len(labels) == 5  # and each run's own p sweep
+    # and each run's own p sweep: the p = 1 session, cut by its model with budget left, is in no rate
+    assert len(sweeps) == 3 and len(labels) == 4
+    assert not any("p1 in-loop" in lb for lb in sweeps)
     assert [max(x) for x in screen.swing_xs] == [100 * e["swing"] for e in sw]
     assert len(screen.series) == 4
+    assert [(xs, ys) for label, xs, ys in screen.series if label.endswith("p1 in-loop")] == [([], [])]
 
 
 async def test_browser_key_opens_metrics_of_the_folder() -> None:
