@@ -54,15 +54,19 @@ ROWS_PER_KIND = 8
 CODE_STYLE = "monokai"
 
 
-def colour(category: str | None, success: bool = True) -> str:
-    if category is None:
+def colour(category: str | None, success: bool = True, *, pending: bool = False) -> str:
+    """A category's colour; a correct attempt whose timing is pending (``pending``) that of a stage under
+    way, not the below-gate colour: it is not known yet whether it passes."""
+    if category is None or pending:
         return PENDING_COLOUR
     if category == "passed" and not success:
         return BELOW_GATE_COLOUR
     return CATEGORY_COLOUR.get(category, PENDING_COLOUR)
 
 
-def _label(category: str | None, success: bool, *, short: bool) -> str:
+def _label(category: str | None, success: bool, *, short: bool, pending: bool = False) -> str:
+    if pending:
+        return "pending" if short else "TIMING PENDING"
     if category is None:
         return "…"
     if category == "passed" and not success:
@@ -70,10 +74,10 @@ def _label(category: str | None, success: bool, *, short: bool) -> str:
     return SHORT.get(category, category) if short else category.replace("_", " ").upper()
 
 
-def badge(category: str | None, success: bool = True, *, short: bool = False) -> str:
+def badge(category: str | None, success: bool = True, *, short: bool = False, pending: bool = False) -> str:
     return (
-        f'<span class="badge" style="background:{colour(category, success)}">'
-        f"{escape(_label(category, success, short=short))}</span>"
+        f'<span class="badge" style="background:{colour(category, success, pending=pending)}">'
+        f"{escape(_label(category, success, short=short, pending=pending))}</span>"
     )
 
 
@@ -332,7 +336,7 @@ def _log_pane(a: AttemptState) -> str:
     out = ['<div class="lg" data-lg="classified">']
     if v is not None:
         reason = f" <b>{_e(v.reason)}</b>" if v.reason and v.reason != v.category else ""
-        out.append(f"<div>{badge(v.category, v.success)}{reason}</div>")
+        out.append(f"<div>{badge(v.category, v.success, pending=v.timing_pending)}{reason}</div>")
         if v.signature:
             out.append(f'<div><span class="dim">signature</span> <b>{_e(v.signature)}</b></div>')
         out += [f'<div class="magenta b">flag {_e(str(f))}</div>' for f in v.flags]
@@ -511,6 +515,8 @@ def speedup_svg(state: SessionState) -> str:
         body.append(f'<text x="{left - 8}" y="{y + 16}" text-anchor="end">{a.iteration}</text>')
         if v is None:
             body.append(f'<text x="{left + 4}" y="{y + 16}" class="dimt">{_e(a.stage)}…</text>')
+        elif v.speedup is None and v.timing_pending:
+            body.append(f'<text x="{left + 4}" y="{y + 16}" class="dimt">— timing pending</text>')
         elif v.speedup is None:
             body.append(
                 f'<text x="{left + 4}" y="{y + 16}" style="fill:{colour(v.category)}">— '
@@ -602,7 +608,10 @@ def _stagnation_pane(state: SessionState, cursor: int) -> str:
     out.append('</div><div class="track"><span class="dim">track</span> ')
     for a in _upto(state, cursor):
         v = a.verdict
-        out.append(badge(v.category if v else None, v.success if v else True, short=True) + " ")
+        pending = v is not None and v.timing_pending
+        out.append(
+            badge(v.category if v else None, v.success if v else True, short=True, pending=pending) + " "
+        )
     out.append("</div>")
     return "".join(out)
 
@@ -620,7 +629,9 @@ def _stages_line(a: AttemptState) -> str:
     reached = _reached(a)
     cells = "".join(f'<span class="{"green b" if n in reached else "dim"}">{n}</span> ' for n in STAGES)
     v = a.verdict
-    return f'<span class="dim">stages</span> {cells}' + (badge(v.category, v.success) if v else "")
+    return f'<span class="dim">stages</span> {cells}' + (
+        badge(v.category, v.success, pending=v.timing_pending) if v else ""
+    )
 
 
 def _timeline(state: SessionState) -> str:
@@ -630,10 +641,10 @@ def _timeline(state: SessionState) -> str:
         a = state.attempt(it)
         v = a.verdict if a else None
         if v is not None:
-            label = f"{it} {_label(v.category, v.success, short=True)}"
+            label = f"{it} {_label(v.category, v.success, short=True, pending=v.timing_pending)}"
             sub = speed(v.speedup) if v.speedup is not None else ""
             cells.append(
-                f'<button class="cell" data-go="{it}" data-mark="{it}" style="background:{colour(v.category, v.success)}"'
+                f'<button class="cell" data-go="{it}" data-mark="{it}" style="background:{colour(v.category, v.success, pending=v.timing_pending)}"'
                 f' title="{_e(v.category)}">{_e(label)}<small>{_e(sub)}</small></button>'
             )
         elif a is not None:

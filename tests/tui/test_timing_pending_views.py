@@ -82,3 +82,13 @@ async def test_the_browser_opens_it_from_the_run(pending_session: Path) -> None:
     async with app.run_test(size=SIZE) as pilot:
         await wait_for(pilot, lambda: isinstance(app.screen, BrowserScreen) and app.screen.loaded)
         assert "pending" in app.screen.query_one("#sessions").row_text(0)  # type: ignore[attr-defined]
+
+
+def test_the_exported_page_says_pending_not_below_gate(pending_session: Path, tmp_path: Path) -> None:
+    """The session's page (``export --html``) shows what the session screen shows: it read the pending
+    verdict as "FAILED: BELOW GATE" and "2 below gate" too."""
+    page = tmp_path / "s.html"
+    assert main(["export", str(pending_session), "--html", "-o", str(page)]) == 0
+    html = page.read_text()
+    assert "below gate" not in html.lower()
+    assert html.count("TIMING PENDING") == 2 and ">2 pending" in html and "— timing pending" in html
