@@ -46,6 +46,9 @@ STANDING_DEPARTURES: tuple[str, ...] = (
     "tasks), not the release's nsys range timing of 10 x 10 trials",
     "feedback wording at L1 and L3 is beavertui's: L3 quotes the recorded logs, sanitizer records and timing "
     "instead of the release's per-category hint templates",
+    "the first turn does not name the broken start's labelled error category (the release's says \"Error "
+    'category: <label>"), and quotes its error log as up to the first 40 and last 40 lines, 6,000 characters in '
+    "all, where the release quotes its first 1,500 characters",
     "the candidate is the reply's last fenced block in the task's language (or untagged), else no code; the "
     "release's extract_code takes the first block fenced cuda, cpp, c++, python, py or untagged, else the "
     "whole reply",

@@ -142,6 +142,32 @@ def test_departures_name_which_block_of_a_reply_is_built() -> None:
     ), pt.departures
 
 
+def test_departures_name_what_the_first_turn_leaves_out_and_how_much_log_it_quotes() -> None:
+    """The release's first turn says "Error category: <label>" and quotes the first 1,500 characters of the
+    broken start's log; beavertui's names no category and quotes up to 40 + 40 lines, 6,000 characters. The
+    tables and paper.toml listed every other departure but not this one."""
+    import tomllib
+    from pathlib import Path
+
+    from beavertui.engine.loop.prompts import first_turn
+    from tests.engine.loop.test_loop_session import vec_scale_task
+
+    task = vec_scale_task()
+    log = "".join(f'solution.cu({i}): error: identifier "x{i}" is undefined\n' for i in range(60))
+    assert len(log) > 1500
+    text = first_turn(task, log, "recorded with the task")[1].content
+    assert task.label not in text and "category" not in text.lower()
+    quoted = text.split("```text\n", 1)[1].split("\n```", 1)[0]
+    assert len(quoted) > 1500 and "x39" in quoted and "x59" in quoted
+
+    pt = paper_tables(compute_groups(from_rows(rows({"m": PAPER["GPT-5.4"]}, rep=False))))
+    told = [d for d in pt.departures if d.startswith("the first turn")]
+    assert len(told) == 1 and "Error category" in told[0] and "1,500" in told[0], pt.departures
+    toml = Path(__file__).parents[3] / "beavertui" / "protocols" / "paper.toml"
+    listed = tomllib.loads(toml.read_text())["departures"]
+    assert any("Error category" in d and "1,500" in d for d in listed), listed
+
+
 def test_an_under_sampled_repeated_arm_is_named_not_taken_for_none() -> None:
     """A repeated arm with a task of fewer than K samples has no pass@k (the estimator needs n >= K), so Rep
     printed '-', which the table's note read as 'no repeated arm for the model', and nothing said why. The
