@@ -86,6 +86,9 @@ class GroupMetrics:
     """Trajectories a stagnation detector stopped (stagnation_rate's numerator)."""
     n_never_succeeded: int = 0
     """Trajectories whose loop never ended in success (stagnation_rate's denominator)."""
+    n_self_source: int = 0
+    """Tasks scored at budget K - 1 because the model under test made their broken start (self_source): ``k``
+    stays the protocol's K, these tasks count K - 1 iterations (repeated: the estimator's k is K - 1)."""
     p_sweep_exact: dict[float, bool] = field(default_factory=dict)
     """Per p of the sweep: True where pass@k(p) is exact, False where it is a lower bound (an in-loop gate
     below p stopped trajectories that might have reached p later)."""
@@ -122,6 +125,7 @@ class GroupMetrics:
                 for p in self.p_sweep
             },
             "under_sampled": self.under_sampled,
+            "n_self_source": self.n_self_source,
             "n_infra_excluded": self.n_infra_excluded,
             "flagged_successes": self.n_flagged_successes,
             "unstable_timing_successes": self.n_unstable_successes,
@@ -372,6 +376,7 @@ def compute_groups(table: AttemptsTable) -> list[GroupMetrics]:
                 avg_iterations=None if rep else _ratio(iters_sum[g], iters_n[g]),
                 n_stagnated=0 if rep else int(stagnated),
                 n_never_succeeded=0 if rep else int(den[1]),
+                n_self_source=int(cell_self[idx].sum()),
                 p_sweep={p: val(avg[2 + j]) for j, p in enumerate(P_SWEEP)},
                 under_sampled=under,
                 n_trajectories=int(traj_per_group[g]),
