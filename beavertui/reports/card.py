@@ -151,6 +151,12 @@ def _cost_lines(
     lines.append(
         f"- Whole run: {summary(whole.usage)}; {whole.sessions} sessions, {whole.repaired} repaired{_partial(whole)}"
     )
+    unscored = whole.sessions - sum(g.n_trajectories for g in groups)
+    if unscored > 0:
+        lines.append(
+            f"- These sums take in every session the models were asked for: {unscored} of the {whole.sessions} "
+            "are in no rate (Exclusions below), their tokens and cost spent all the same"
+        )
     return lines
 
 

@@ -504,7 +504,8 @@ def usage_table(groups: Sequence[GroupMetrics], usage: Mapping[Any, Any], *, mac
                 "paid (USD)",
             ),
             tuple(rows),
-            note="Every reply counts, those of redone attempts too. Token counts: the sums the endpoint gave "
+            note="Every reply counts, those of redone attempts too, and every session the models were asked "
+            "for (sessions), those in no rate too. Token counts: the sums the endpoint gave "
             "(empty where no reply of the row gave any); reasoning tokens are part of the completion tokens. "
             "Cost at the prices of the models file (empty without prices), summed over the replies that have one: "
             "where replies without a price sit beside priced ones (a priced planner beside an unpriced coder) it "
@@ -531,7 +532,8 @@ def usage_table(groups: Sequence[GroupMetrics], usage: Mapping[Any, Any], *, mac
             "paid",
         ),
         tuple(rows),
-        note="Every reply counts, those of redone attempts too. usage reported: replies whose endpoint "
+        note="Every reply counts, those of redone attempts too, and every session the models were asked for "
+        "(sessions), those in no rate too. usage reported: replies whose endpoint "
         "gave token counts, of all; reasoning tokens are part of the completion tokens. Cost at the prices "
         "of the models file (US dollars; - without prices); >=: a lower bound, the sum over the priced replies "
         "where others have no price (a priced planner beside an unpriced coder); per repair: cost over the "

@@ -99,3 +99,18 @@ def test_every_correct_attempt_is_in_the_attempts_table_with_its_speedup(
     table = {(r["task_id"], r["iteration"]) for r in rows}
     assert len(correct) == 74 and table == correct
     assert all(r["speedup"] is not None for r in rows)
+
+
+def test_the_card_says_which_of_the_sessions_it_costs_are_in_no_rate(
+    run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The run's 3 withdrawn sessions were asked of the model like the 74 scored: the card's cost sums
+    count all 77 beside rates over 74 tasks, and now say that 3 of them are in no rate."""
+    from beavertui.cli import main
+
+    card = tmp_path / "card.md"
+    assert main(["metrics", str(run), "--card", str(card)]) == 0
+    capsys.readouterr()
+    text = card.read_text()
+    assert "- Tasks scored: 74" in text and "77 sessions, 73 repaired" in text
+    assert "3 of the 77 are in no rate (Exclusions below)" in text
