@@ -24,7 +24,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.message import Message
-from textual.screen import ModalScreen
+from textual.screen import ModalScreen, Screen
 from textual.widgets import Button, Label, Static
 
 from beavertui.tui.app import BeaverApp
@@ -43,12 +43,16 @@ class BatchEnded(Message):
         self.code, self.error = code, error
 
 
-class BatchDashboard(BrowserScreen):
-    """The progress table of a running batch above the browser of its run directory."""
+class BatchDashboard(BrowserScreen, inherit_bindings=False):
+    """The progress table of a running batch above the browser of its run directory.
+
+    Its stop key comes first in the key bar (which cuts what does not fit: at 80 columns it read "x Stop
+    ba"); the bindings are the browser's and Textual's screen's as inherited, only in that order."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
-        *BrowserScreen.BINDINGS,
         Binding("x", "stop", "Stop batch"),
+        *BrowserScreen.BINDINGS,
+        *Screen.BINDINGS,
     ]
 
     def __init__(self, run_dir: Path, start: Start) -> None:

@@ -265,6 +265,15 @@ async def test_the_stop_question_fits_a_small_terminal(
         async with app.run_test(size=(80, 24)) as pilot:
             dash = app.dashboard
             await wait_for(pilot, lambda: endpoint.requests == 1)
+            await wait_for(pilot, lambda: "Open" in app.screen._compositor.render_strips()[-1].text)
+            footer = app.screen._compositor.render_strips()[-1].text
+            assert footer.startswith(" ⏎ Open  x Stop batch "), footer  # was last, cut to "x Stop ba"
+            from textual.binding import Binding
+
+            from beavertui.tui.browser import BrowserScreen
+
+            keys = set(app.screen.active_bindings)  # every key of the browser is still bound
+            assert {b.key for b in BrowserScreen.BINDINGS if isinstance(b, Binding)} | {"x"} <= keys
             await pilot.press("x")
             await wait_for(pilot, lambda: isinstance(app.screen, ConfirmStop))
             await pilot.pause()
