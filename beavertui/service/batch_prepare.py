@@ -260,6 +260,7 @@ def usable_tasks(
         say(f"beavertui: {line}")
     skipped: dict[str, str] = dict(unrunnable or {})
     gpu = None
+    replay = None
     if local:
         from beavertui.engine.host.gpu import gpu_signature, probe
 
@@ -272,7 +273,9 @@ def usable_tasks(
             elif machine is None and (missing := families.missing_python_modules(t)):
                 skipped[t.id] = families.describe_missing(missing)
     else:
-        gpu = _recorded_gpu(options.toolchain)
+        replay = _recorded(options.toolchain)
+        sig = replay.gpu() if replay is not None else None
+        gpu = sig.slug if sig is not None else None
     sel = verdicts.select([t for t in chosen if t.id not in skipped], gpu)
     if not options.all_tasks:
         skipped.update(sel.skipped)
@@ -302,13 +305,23 @@ def usable_tasks(
             "outcomes this replay reads, and run anyway; a replay validates nothing on a GPU: the first session "
             "of each judges the task by its reference's and broken start's recorded outcomes, where recorded"
         )
+    if replay is not None:
+        blind = [t.id for t in chosen if t.id not in skipped and not replay.knows_task(t)]
+        if blind:  # said before any model call is paid for: the tables say it only after the run
+            say(
+                f"beavertui: {len(blind)} of {len(chosen) - len(skipped)} task(s) have no recorded outcome in "
+                f"--toolchain {options.toolchain} ({', '.join(blind[:3])}{', ...' if len(blind) > 3 else ''}): "
+                "every candidate of theirs fails to build as an unrecorded candidate, so their rates say "
+                "nothing about the model (recordings of these tasks, recorded:PATH, or a GPU judge them)"
+            )
     excluded.update(skipped)
     return [i for i in ids if i not in skipped]
 
 
-def _recorded_gpu(spec: str) -> str | None:
-    """The GPU whose outcomes a recorded toolchain replays (its sessions' headers name it), or None: the
-    validation verdicts of that GPU hold for the replay as for a batch on it."""
+def _recorded(spec: str) -> Any:
+    """The recorded toolchain a spec names (engine.toolchain.recorded.RecordedToolchain), or None for this
+    machine's: the GPU it replays (its sessions' headers name it), whose validation verdicts hold for the
+    replay as for a batch on it, and the tasks it has outcomes for."""
     from beavertui.engine.toolchain.resolve import parse_toolchain
 
     kind, path = parse_toolchain(spec)
@@ -316,8 +329,7 @@ def _recorded_gpu(spec: str) -> str | None:
         return None
     from beavertui.engine.toolchain.recorded import RecordedToolchain
 
-    sig = RecordedToolchain.load(path).gpu()
-    return sig.slug if sig is not None else None
+    return RecordedToolchain.load(path)
 
 
 def withdraw_unusable(

@@ -358,3 +358,24 @@ def test_a_batch_piped_to_a_file_writes_its_summary_alone_on_standard_output(tmp
     assert csv_run.returncode == 0, csv_run.stderr
     rows = list(csv.reader(io.StringIO(csv_run.stdout)))
     assert rows[0][:2] == ["model", "protocol"] and len({len(r) for r in rows}) == 1, rows[:2]
+
+
+def test_a_replay_says_before_the_run_which_tasks_it_has_no_outcome_for(tmp_path: Path) -> None:
+    """`batch --toolchain demo` over tasks the demos never ran (or `reproduce --corpus RELEASE --toolchain
+    demo`) asked the model for every attempt, paid for, then failed each as an unrecorded candidate; only the
+    tables said so, after the run. Which tasks the replay knows nothing of is said before the first call."""
+    p = run_cli(
+        "batch", "--models", "scripted:@reference", "--tasks", "scan_*,transpose_00", "--toolchain", "demo",
+        "--dry-run", "--sessions-dir", tmp_path, cwd=tmp_path,
+    )  # fmt: skip
+    assert p.returncode == 0, p.stderr
+    (line,) = [ln for ln in p.stderr.splitlines() if "no recorded outcome" in ln]
+    assert line.startswith(
+        "beavertui: 2 of 4 task(s) have no recorded outcome in --toolchain demo (scan_00, scan_02): every "
+        "candidate of theirs fails to build as an unrecorded candidate"
+    ), line
+    known = run_cli(
+        "batch", "--models", "scripted:@reference", "--tasks", "transpose_00", "--toolchain", "demo", "--dry-run",
+        "--sessions-dir", tmp_path, cwd=tmp_path,
+    )  # fmt: skip
+    assert known.returncode == 0 and "no recorded outcome" not in known.stderr

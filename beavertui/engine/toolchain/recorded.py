@@ -140,6 +140,10 @@ class RecordedToolchain:
         self._gpu = gpu
         self.keys_seen: list[str] = []
         self._harness: dict[str, str | None] = {}
+        self._tasks = {k[:2] for k in self.recordings if isinstance(k, tuple)}
+        """(task id, harness sha256) of every recorded outcome."""
+        self._any_task = any(isinstance(k, str) for k in self.recordings)
+        """A key made of a candidate's hash alone, which holds for any task (tests' hand-made recordings)."""
 
     @classmethod
     def load(cls, spec: str | Path, *, unknown: Literal["error", "fail"] = "error") -> RecordedToolchain:
@@ -175,6 +179,11 @@ class RecordedToolchain:
         harness = self._harness_of(task)
         found = self.recordings.get((task.id, harness, key)) if harness is not None else None
         return found if found is not None else self.recordings.get(key)
+
+    def knows_task(self, task: Task) -> bool:
+        """Whether an outcome of some candidate of this task, on its harness, is recorded (a key made of a
+        candidate's hash alone holds for any task)."""
+        return self._any_task or (task.id, self._harness_of(task)) in self._tasks
 
     def judges(self, task: Task, code: str) -> bool:
         """Whether an outcome of this candidate on this task is recorded (attempt() can judge it)."""
