@@ -119,6 +119,29 @@ def test_layers_import_only_what_is_below_them() -> None:
     assert wrong == []
 
 
+def libraries_of(module: str) -> set[str]:
+    """Every library outside beavertui ``module`` imports, anywhere in its file, by its top-level name."""
+    found: set[str] = set()
+    for node in _runtime_nodes(ast.parse(MODULES[module].read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found |= {a.name.split(".")[0] for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.add(node.module.split(".")[0])
+    return found - {"beavertui"}
+
+
+#: Front-end layers that turn input into a service's or the engine's typed objects but never build or check
+#: those objects themselves: which values a typed model accepts, and the one-line refusal of one it does not,
+#: are the service's (service/__init__.py), so the CLI and the TUI refuse alike.
+NO_PYDANTIC = ("commands", "cli", "console")
+
+
+def test_the_cli_validates_no_typed_model_itself() -> None:
+    wrong = sorted(m for m in MODULES if layer(m) in NO_PYDANTIC and "pydantic" in libraries_of(m))
+    assert wrong == []
+    assert "pydantic" in libraries_of("beavertui.service.live")  # the check reads imports inside functions
+
+
 def engine_part(module: str) -> str | None:
     """The engine sub-package (or top-level engine module) ``module`` belongs to; None outside the engine."""
     parts = module.split(".")

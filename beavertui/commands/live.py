@@ -168,15 +168,10 @@ def register(sub: Any) -> None:
 
 
 def _protocol(args: argparse.Namespace) -> Any:
-    from pydantic import ValidationError
+    """The protocol the flags pick from ``--protocol`` (service/live.py ``live_protocol``)."""
+    from beavertui.service.live import live_protocol
 
-    from beavertui.batch.protocol_file import expand, find_protocol_file, load_batch_file
-    from beavertui.engine.errors import BeaverError
-    from beavertui.engine.session.protocol import Protocol, StagnationSettings
-
-    name = getattr(args, "protocol", None) or "paper"
-    pfile = find_protocol_file(name)
-    flags = {
+    settings = {
         k: getattr(args, k, None)
         for k in (
             "method", "budget", "feedback", "history", "temperature", "gate", "seed", "planning", "planner",
@@ -185,46 +180,13 @@ def _protocol(args: argparse.Namespace) -> Any:
         if getattr(args, k, None) is not None
     }  # fmt: skip
     if getattr(args, "no_coder_feedback", False):
-        flags["coder_feedback"] = False
+        settings["coder_feedback"] = False
     if getattr(args, "in_loop_gate", False):
-        flags["gate_mode"] = "in_loop"
-    # the file's protocols that agree with every flag on a swept field; the other flags override
-    candidates = [
-        p.protocol
-        for p in expand(load_batch_file(pfile), str(pfile))
-        if all(getattr(p.protocol, k) == v for k, v in flags.items() if k in _swept(pfile))
-    ]
-    if len(candidates) != 1:
-        raise BeaverError(
-            f"{pfile}: {len(candidates) or 'none'} of its protocols match the flags; "
-            f"pick one with --{' / --'.join(sorted(_swept(pfile)) or ['method'])}"
-        )
-    base = candidates[0]
-    fields = {**base.model_dump(), **flags}
-    if args.continue_after_pass:
-        fields["continue_after_pass"] = True
-    if args.self_source:
-        fields["self_source"] = True
-    if args.no_stagnation_stop:
-        fields["stagnation"] = StagnationSettings(**{**base.stagnation.model_dump(), "stop": False})
-    if args.sanitize:
-        fields["sanitize_tools"] = tuple(dict.fromkeys(args.sanitize))
-    try:
-        return Protocol.model_validate(fields)
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        msg = str(err["msg"]).removeprefix("Value error, ")
-        if not err.get("loc"):  # a rule between fields
-            raise BeaverError(f"protocol: {msg}") from None
-        raise BeaverError(f"--{str(err['loc'][0]).replace('_', '-')}: {msg}") from None
-
-
-def _swept(pfile: Any) -> set[str]:
-    """Fields a protocol file varies (its sweep axes and its variants' fields)."""
-    from beavertui.batch.protocol_file import load_batch_file
-
-    spec = load_batch_file(pfile)
-    return set(spec.sweep) | {k for v in spec.variants for k in v}
+        settings["gate_mode"] = "in_loop"
+    return live_protocol(
+        getattr(args, "protocol", None) or "paper", settings, continue_after_pass=args.continue_after_pass,
+        self_source=args.self_source, stagnation_stop=not args.no_stagnation_stop, sanitize=args.sanitize or (),
+    )  # fmt: skip
 
 
 def _model(args: argparse.Namespace, task: Any, protocol: Any) -> Any:
