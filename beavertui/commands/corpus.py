@@ -272,8 +272,8 @@ def _validate(args: argparse.Namespace) -> int:
     from beavertui.engine.host.gpu import probe
     from beavertui.engine.timing import baselines
     from beavertui.engine.validation.validate import validate
-    from beavertui.reports.cells import Table
     from beavertui.reports.render import emit
+    from beavertui.reports.validation import validation_table
     from beavertui.service.environment import local_config
 
     fmt = output_format(args)
@@ -328,45 +328,8 @@ def _validate(args: argparse.Namespace) -> int:
         for p in load.problems:
             print(json.dumps({"error": p}))
         return _validate_status(results, load.problems)
-    table: list[tuple[str, ...]] = []
-    for r in results:
-        kind, reason = r.judge()
-        verdict = kind.replace("_", " ") + ("" if kind == "usable" else f": {reason}")
-        if not r.runnable:
-            table.append((r.task_id, r.label, verdict, "", "", "", ""))
-            continue
-        t = (
-            ""
-            if r.reference_ms is None
-            else f"{r.reference_ms:.4f} ms {r.method} CV {100 * (r.reference_cv or 0):.1f}%"
-        )
-        if r.unstable:
-            t += " unstable"
-        if r.reference_measured_for:
-            t += f" (measured for {r.reference_measured_for})"
-        broken = r.broken_category or ""
-        if r.broken_speedup is not None:
-            broken += f" at {r.broken_speedup:.2f}x"
-        thr = []
-        if r.tflops is not None:
-            thr.append(
-                f"{r.tflops:.1f} TFLOP/s"
-                + (f" ({100 * r.tflops_fraction:.0f}% bf16)" if r.tflops_fraction else "")
-            )
-        if r.gbps is not None:
-            thr.append(
-                f"{r.gbps:.0f} GB/s" + (f" ({100 * r.gbps_fraction:.0f}% copy)" if r.gbps_fraction else "")
-            )
-        ref = r.reference_category or ("in testbench" if r.reference_kind == "in_binary" else "none")
-        table.append((r.task_id, r.label, verdict, ref, broken, t, ", ".join(thr)))
-    kinds = [r.verdict for r in results]
     where = machine.gpu.slug if machine.gpu else "this machine (no GPU)"
-    title = (
-        f"{kinds.count('usable')} usable, {kinds.count('usable_relabelled')} usable with a corrected label, "
-        f"{kinds.count('unusable')} unusable, of {len(results)} tasks on {where}"
-    )
-    cols = ("id", "label", "verdict", "reference", "broken start", "reference time", "throughput")
-    emit([Table(title, cols, tuple(table), keys=1)], fmt)
+    emit([validation_table(results, where)], fmt)
     for p in load.problems:
         print(f"malformed: {p}", file=sys.stderr)
     return _validate_status(results, load.problems)
