@@ -142,6 +142,35 @@ def test_the_cli_validates_no_typed_model_itself() -> None:
     assert "pydantic" in libraries_of("beavertui.service.live")  # the check reads imports inside functions
 
 
+#: Standalone scripts run as a file in a child interpreter: they import nothing of beavertui by design
+#: (their docstrings say why), so they may not share a helper with the package.
+STANDALONE = {"beavertui.engine.timing.kernelbench_driver", "beavertui.engine.timing.baselines_driver"}
+
+
+def module_functions(module: str) -> dict[str, str]:
+    """Each module-level function of ``module``: its name -> its arguments and body (docstring left out)."""
+    out: dict[str, str] = {}
+    for node in ast.parse(MODULES[module].read_text(encoding="utf-8")).body:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            body = node.body
+            if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+                body = body[1:]
+            out[node.name] = ast.dump(node.args) + ast.dump(ast.Module(body=body, type_ignores=[]))
+    return out
+
+
+def test_no_function_is_written_twice() -> None:
+    """A helper two modules need lives once, on the layer (or engine floor) both may import: two copies drift
+    apart (a session the importer writes would then diff otherwise than one the loop writes)."""
+    where: dict[str, list[str]] = {}
+    for module in MODULES:
+        if module not in STANDALONE:
+            for name, shape in module_functions(module).items():
+                where.setdefault(shape, []).append(f"{module}.{name}")
+    assert [names for names in where.values() if len(names) > 1] == []
+    assert len(where) > 1000  # the check reads the package's functions
+
+
 def engine_part(module: str) -> str | None:
     """The engine sub-package (or top-level engine module) ``module`` belongs to; None outside the engine."""
     parts = module.split(".")

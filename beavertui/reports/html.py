@@ -21,10 +21,10 @@ from beavertui.reports.html_session import (
     load_session_doc,
     session_page,
     session_section,
-    speed,
     speedup_svg,
     whole_file,
 )
+from beavertui.reports.palette import speed
 
 __all__ = [
     "CSP",

@@ -35,7 +35,7 @@ from beavertui.engine.session.protocol import DETECTORS
 from beavertui.engine.session.state import AttemptState, SessionState, fold
 from beavertui.engine.session.store import read_session
 from beavertui.reports.html_page import page
-from beavertui.reports.palette import BELOW_GATE_COLOUR, CATEGORY_COLOUR, PENDING_COLOUR, SHORT, STAGES
+from beavertui.reports.palette import BELOW_GATE_COLOUR, CATEGORY_COLOUR, PENDING_COLOUR, SHORT, STAGES, speed
 
 DIFF_MODES = {
     "previous": "vs previous attempt",
@@ -79,10 +79,6 @@ def badge(category: str | None, success: bool = True, *, short: bool = False, pe
         f'<span class="badge" style="background:{colour(category, success, pending=pending)}">'
         f"{escape(_label(category, success, short=short, pending=pending))}</span>"
     )
-
-
-def speed(value: float | None) -> str:
-    return "—" if value is None else f"{value:.2f}x"
 
 
 def _e(text: object) -> str:

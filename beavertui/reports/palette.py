@@ -30,3 +30,8 @@ SHORT: dict[str, str] = {
 
 STAGES = ("request", "reply", "candidate", "build", "run", "sanitize", "timing", "verdict")
 """The stages of an attempt, in the order they run."""
+
+
+def speed(value: float | None) -> str:
+    """A speedup as ``0.08x``; an em dash when not measured (the terminal screens and the HTML pages alike)."""
+    return "—" if value is None else f"{value:.2f}x"

@@ -30,7 +30,7 @@ from beavertui.batch.timing_lane import WORKERS_PER_GPU, TimingLane
 from beavertui.engine.errors import EXIT_INFRA, EXIT_INTERRUPTED, EXIT_OK, BeaverError, NoGpuError
 from beavertui.engine.host.gpu import visible_gpus, wait_idle
 from beavertui.engine.session.describe import TOKEN_LIMIT, TOKEN_LIMIT_FIX
-from beavertui.service.batch_prepare import PAUSE_CHOICES, BatchOptions, PreparedRun
+from beavertui.service.batch_prepare import PAUSE_CHOICES, BatchOptions, PreparedRun, stderr_line
 
 
 def default_cache_dir() -> Path:
@@ -163,10 +163,6 @@ def _interrupted(
     os._exit(130)
 
 
-def _stderr(line: str) -> None:
-    print(line, file=sys.stderr)
-
-
 Progress = Callable[[Tracker, int], AbstractContextManager[Any]]
 """Shows progress while the batch runs: given the tracker and how many sessions run at once."""
 
@@ -177,7 +173,7 @@ def run_batch(
     *,
     display: Progress | None = None,
     stop: threading.Event | None = None,
-    say: Callable[[str], None] = _stderr,
+    say: Callable[[str], None] = stderr_line,
 ) -> int:
     """Run the batch and write its summary into run.json; ``say`` gets the summary lines. Returns the exit
     status (engine/errors.py): 0 every session evaluated, whatever the models did; 3 sessions left without a

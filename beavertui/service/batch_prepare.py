@@ -24,7 +24,8 @@ if TYPE_CHECKING:
     from beavertui.batch.models import ReplyCaches
 
 
-def _stderr_line(line: str) -> None:
+def stderr_line(line: str) -> None:
+    """Where a batch says what it does when its caller gives no ``say``: a line on standard error."""
     print(line, file=sys.stderr)
 
 
@@ -364,9 +365,7 @@ def withdraw_unusable(
     return now
 
 
-def new_run(
-    options: BatchOptions, say: Callable[[str], None] = _stderr_line
-) -> tuple[RunManifest, Path, Any]:
+def new_run(options: BatchOptions, say: Callable[[str], None] = stderr_line) -> tuple[RunManifest, Path, Any]:
     """Create the run directory and manifest from the protocol file and options: (manifest, dir, corpus)."""
     from beavertui import __version__
     from beavertui.batch.protocol_file import (
@@ -497,7 +496,7 @@ def prepare(
 
                 sig = gpu_signature()
                 if sig is not None:
-                    withdraw_unusable(manifest, corpus, sig.slug, say or _stderr_line)
+                    withdraw_unusable(manifest, corpus, sig.slug, say or stderr_line)
             manifest.resumed.append(stamp())
             manifest.status = "running"
             write_manifest(run_dir, manifest)
@@ -509,7 +508,7 @@ def prepare(
             fresh_parent = not options.sessions_dir.exists()
             lock = lock_run(made)
         try:
-            manifest, run_dir, corpus = new_run(options, say or _stderr_line)
+            manifest, run_dir, corpus = new_run(options, say or stderr_line)
         except BaseException:
             if lock is not None:
                 lock.release()

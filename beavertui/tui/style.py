@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from rich.text import Text
 
-from beavertui.reports.palette import BELOW_GATE_COLOUR, CATEGORY_COLOUR, PENDING_COLOUR, SHORT
+from beavertui.reports.palette import BELOW_GATE_COLOUR, CATEGORY_COLOUR, PENDING_COLOUR, SHORT, speed
 
 __all__ = [
     "BELOW_GATE_COLOUR",
@@ -60,11 +60,6 @@ def badge(category: str | None, success: bool = True, *, short: bool = False, pe
         if category == "passed" and not success:
             label = "below gate" if short else "FAILED: BELOW GATE"
     return Text(f" {label[:80]} ", style=f"bold white on {colour(category, success, pending=pending)}")
-
-
-def speed(value: float | None) -> str:
-    """A speedup as ``0.08x``; an em dash when not measured."""
-    return "—" if value is None else f"{value:.2f}x"
 
 
 def short_kernel(name: str | None) -> str:

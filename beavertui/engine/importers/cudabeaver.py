@@ -24,7 +24,6 @@ not scored.
 
 from __future__ import annotations
 
-import difflib
 import hashlib
 import math
 from collections import Counter
@@ -34,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from beavertui import __version__
+from beavertui.engine.code.diff import unified
 from beavertui.engine.code.hashing import code_hash
 from beavertui.engine.corpus import families
 from beavertui.engine.corpus.load import load_corpus
@@ -247,14 +247,6 @@ def _timing(perf: Mapping[str, Any]) -> TimingResult | None:
             f"measured by the {SOURCE} ({method}, {trials} trials); its samples are not recorded; "
             "the reference cv is its recorded stddev / runtime"
         ),
-    )
-
-
-def _diff(before: str, after: str, name: str) -> str:
-    return "".join(
-        difflib.unified_diff(
-            before.splitlines(keepends=True), after.splitlines(keepends=True), f"a/{name}", f"b/{name}"
-        )
     )
 
 
@@ -499,7 +491,7 @@ class _SessionBuilder:
                 code=code,
                 sha256=code_hash(code, self.ref.language) if code is not None else None,
                 no_code_reason=no_code,
-                diff=_diff(before, code, name) if code is not None and before else "",
+                diff=unified(before, code, name) if code is not None and before else "",
             )
         )
         if code is not None:

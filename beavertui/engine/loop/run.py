@@ -9,7 +9,6 @@ view, a replay and a resumed run see the same thing. This module must not write 
 
 from __future__ import annotations
 
-import difflib
 import queue
 import threading
 import time
@@ -20,6 +19,7 @@ from pathlib import Path
 from typing import get_args
 
 from beavertui import __version__
+from beavertui.engine.code.diff import unified
 from beavertui.engine.code.extract import extract
 from beavertui.engine.code.hashing import code_hash
 from beavertui.engine.corpus.task import Task
@@ -312,14 +312,6 @@ def _call_fields(completion: Completion, info: ModelInfo) -> dict[str, object]:
         "cost_usd": prices.cost(completion.prompt_tokens, completion.completion_tokens) if prices else None,
         "cached": completion.cached,
     }
-
-
-def _diff(before: str, after: str, name: str) -> str:
-    return "".join(
-        difflib.unified_diff(
-            before.splitlines(keepends=True), after.splitlines(keepends=True), f"a/{name}", f"b/{name}"
-        )
-    )
 
 
 def run_session(
@@ -625,7 +617,7 @@ class _Run:
                 code=code,
                 sha256=code_hash(code, task.language) if code is not None else None,
                 no_code_reason=reason,
-                diff=_diff(before, code, task.solution_file) if code is not None else "",
+                diff=unified(before, code, task.solution_file) if code is not None else "",
                 edited=edited,
             )
         )
