@@ -15,7 +15,6 @@ from beavertui.reports.html_run import read_manifest, run_page, table_html
 from beavertui.reports.html_session import (
     SessionDoc,
     badge,
-    colour,
     diff_html,
     highlighted_lines,
     load_session_doc,
@@ -24,7 +23,7 @@ from beavertui.reports.html_session import (
     speedup_svg,
     whole_file,
 )
-from beavertui.reports.palette import speed
+from beavertui.reports.palette import colour, speed
 
 __all__ = [
     "CSP",

@@ -16,8 +16,8 @@ from typing import Any
 from beavertui.engine.session.describe import FAILED_GATE, stop_text
 from beavertui.reports.cells import Rate, Table
 from beavertui.reports.html_page import page
-from beavertui.reports.html_session import SessionDoc, _e, colour, session_section
-from beavertui.reports.palette import speed
+from beavertui.reports.html_session import SessionDoc, _e, session_section
+from beavertui.reports.palette import colour, speed
 
 
 def _cell(c: str | Rate) -> str:

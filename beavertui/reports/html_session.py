@@ -35,7 +35,13 @@ from beavertui.engine.session.protocol import DETECTORS
 from beavertui.engine.session.state import AttemptState, SessionState, fold
 from beavertui.engine.session.store import read_session
 from beavertui.reports.html_page import page
-from beavertui.reports.palette import BELOW_GATE_COLOUR, CATEGORY_COLOUR, PENDING_COLOUR, SHORT, STAGES, speed
+from beavertui.reports.palette import (
+    PENDING_COLOUR,
+    SHORT,
+    STAGES,
+    colour,
+    speed,
+)
 
 DIFF_MODES = {
     "previous": "vs previous attempt",
@@ -52,16 +58,6 @@ CONTEXT = 4
 RAW_KEEP = 200
 ROWS_PER_KIND = 8
 CODE_STYLE = "monokai"
-
-
-def colour(category: str | None, success: bool = True, *, pending: bool = False) -> str:
-    """A category's colour; a correct attempt whose timing is pending (``pending``) that of a stage under
-    way, not the below-gate colour: it is not known yet whether it passes."""
-    if category is None or pending:
-        return PENDING_COLOUR
-    if category == "passed" and not success:
-        return BELOW_GATE_COLOUR
-    return CATEGORY_COLOUR.get(category, PENDING_COLOUR)
 
 
 def _label(category: str | None, success: bool, *, short: bool, pending: bool = False) -> str:

@@ -32,6 +32,17 @@ STAGES = ("request", "reply", "candidate", "build", "run", "sanitize", "timing",
 """The stages of an attempt, in the order they run."""
 
 
+def colour(category: str | None, success: bool = True, *, pending: bool = False) -> str:
+    """Background colour of a category; a correct but below-gate attempt gets its own colour, one whose
+    timing is pending (``pending``: the batch's timing lane times it after the loop) the colour of a stage
+    under way: it is not known yet whether it passes the gate."""
+    if category is None or pending:
+        return PENDING_COLOUR
+    if category == "passed" and not success:
+        return BELOW_GATE_COLOUR
+    return CATEGORY_COLOUR.get(category, PENDING_COLOUR)
+
+
 def speed(value: float | None) -> str:
     """A speedup as ``0.08x``; an em dash when not measured (the terminal screens and the HTML pages alike)."""
     return "—" if value is None else f"{value:.2f}x"

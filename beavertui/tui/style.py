@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from rich.text import Text
 
-from beavertui.reports.palette import BELOW_GATE_COLOUR, CATEGORY_COLOUR, PENDING_COLOUR, SHORT, speed
+from beavertui.reports.palette import BELOW_GATE_COLOUR, CATEGORY_COLOUR, PENDING_COLOUR, SHORT, colour, speed
 
 __all__ = [
     "BELOW_GATE_COLOUR",
@@ -35,17 +35,6 @@ STOP_COLOUR: dict[str, str] = {
     "failed gate": "bold red",
     "timing pending": "yellow",
 }
-
-
-def colour(category: str | None, success: bool = True, *, pending: bool = False) -> str:
-    """Background colour of a category; a correct but below-gate attempt gets its own colour, one whose
-    timing is pending (``pending``: the batch's timing lane times it after the loop) the colour of a stage
-    under way: it is not known yet whether it passes the gate."""
-    if category is None or pending:
-        return PENDING_COLOUR
-    if category == "passed" and not success:
-        return BELOW_GATE_COLOUR
-    return CATEGORY_COLOUR.get(category, PENDING_COLOUR)
 
 
 def badge(category: str | None, success: bool = True, *, short: bool = False, pending: bool = False) -> Text:
