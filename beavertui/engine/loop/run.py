@@ -388,6 +388,9 @@ def run_session(
         if helper is not None and made:
             calls[id(helper)] = calls.get(id(helper), 0) + len(made)
     for m in {id(m): m for m in (model, planner, summariser) if m is not None}.values():
+        at_sample = getattr(m, "at_sample", None)  # an endpoint model's seeds follow the sample
+        if callable(at_sample):
+            at_sample(header.sample)
         resume_at = getattr(m, "resume_at", None)
         if calls.get(id(m)) and callable(resume_at):
             resume_at(calls[id(m)])

@@ -29,8 +29,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from beavertui.engine.errors import BeaverError
 from beavertui.engine.fileio import MAX_INPUT_BYTES, read_small_text
+from beavertui.engine.limits import MAX_BUDGET, MAX_SEED, MAX_TEMPERATURE, MAX_TOKENS, MAX_TOP_P
 from beavertui.engine.limits import MAX_RETRIES as MAX_RETRIES
-from beavertui.engine.limits import MAX_TEMPERATURE, MAX_TOKENS, MAX_TOP_P
 from beavertui.engine.limits import MAX_TIMEOUT_S as MAX_TIMEOUT_S
 from beavertui.engine.models.base import Completion, DeltaCallback, EndpointError
 from beavertui.engine.session.events import Message, ModelInfo, Prices, model_identity
@@ -76,7 +76,8 @@ class OpenAIConfig(BaseModel):
     max_tokens: int | None = Field(default=None, ge=1, le=MAX_TOKENS)
     """Completion token limit."""
     seed: int | None = None
-    """Sampling seed, where the endpoint honours one."""
+    """Sampling seed, where the endpoint honours one: the base each call's seed is drawn from
+    (``draw_seed``); a session sets its protocol's."""
     reasoning_effort: str | None = None
     """``low``, ``medium`` or ``high`` for reasoning models."""
     extra_body: dict[str, Any] = Field(default_factory=dict)
@@ -276,8 +277,24 @@ def shared_tls_context() -> Any:
         return _TLS[key]
 
 
+def draw_seed(seed: int | None, sample: int, iteration: int) -> int | None:
+    """The seed one call sends: the configured seed moved on by the call's draw, ``sample * MAX_BUDGET +
+    iteration - 1``, modulo ``MAX_SEED + 1`` (None without a configured seed: none is sent).
+
+    Separate draws (the K samples of a repeated-sampling session, the samples of a task) send separate
+    seeds, so an endpoint that honours seeds does not answer them all alike; the same draw asked again (a
+    resumed session) sends the same seed. Sample 0's first call sends the configured seed itself."""
+    if seed is None:
+        return None
+    return (seed + sample * MAX_BUDGET + iteration - 1) % (MAX_SEED + 1)
+
+
 class OpenAIModel:
-    """A chat-completions endpoint with recorded retries."""
+    """A chat-completions endpoint with recorded retries.
+
+    It counts its calls to know each call's draw (``sample``, set by the session through ``at_sample``, and
+    the 1-based iteration; ``resume_at`` moves the count past the calls a resumed session already has),
+    which picks the seed the call sends (``draw_seed``)."""
 
     def __init__(
         self,
@@ -305,6 +322,11 @@ class OpenAIModel:
         self._secrets = Secrets.of(self.secrets())
         self._sleep = sleep
         self._rng = rng or random.Random()
+        self.sample = 0
+        """Which sample of the task the session is (its header's ``sample``)."""
+        self.next_iteration = 1
+        """The iteration of the next call."""
+        self._iteration = 1
         http = openai.DefaultHttpxClient(
             verify=shared_tls_context(),
             timeout=config.timeout_s,
@@ -352,8 +374,28 @@ class OpenAIModel:
     def _redact(self, text: str) -> str:
         return self._secrets.text(text)
 
-    def complete(self, messages: Sequence[Message], *, on_delta: DeltaCallback | None = None) -> Completion:
-        """One reply, retried as the configuration says; no credential in what it returns or raises."""
+    def at_sample(self, sample: int) -> None:
+        self.sample = sample
+
+    def resume_at(self, calls: int) -> None:
+        self.next_iteration = calls + 1
+
+    def seed_of(self, iteration: int) -> int | None:
+        """The seed the call of ``iteration`` sends (None: none)."""
+        return draw_seed(self.config.seed, self.sample, iteration)
+
+    def complete(
+        self,
+        messages: Sequence[Message],
+        *,
+        on_delta: DeltaCallback | None = None,
+        iteration: int | None = None,
+    ) -> Completion:
+        """One reply, retried as the configuration says; no credential in what it returns or raises.
+
+        ``iteration``: the call's draw within the sample (default: the next one); retries send its seed."""
+        self._iteration = self.next_iteration if iteration is None else iteration
+        self.next_iteration = self._iteration + 1
         delta = (lambda piece: on_delta(self._redact(piece))) if on_delta is not None else None
         try:
             result = self._complete(messages, delta)
@@ -371,14 +413,14 @@ class OpenAIModel:
 
     # ------------------------------------------------------------------------------------------ calls
 
-    def _request(self, messages: Sequence[Message]) -> dict[str, Any]:
+    def _request(self, messages: Sequence[Message], iteration: int) -> dict[str, Any]:
         c = self.config
         kwargs: dict[str, Any] = {
             "model": c.model,
             "messages": [{"role": m.role, "content": m.content} for m in messages],
         }
         for name in ("temperature", "top_p", "max_tokens", "seed", "reasoning_effort"):
-            value = getattr(c, name)
+            value = self.seed_of(iteration) if name == "seed" else getattr(c, name)
             if value is not None:
                 kwargs[name] = value
         if c.extra_body:
@@ -388,9 +430,10 @@ class OpenAIModel:
             kwargs["stream_options"] = {"include_usage": True}
         return kwargs
 
-    def request_body(self, messages: Sequence[Message]) -> dict[str, Any]:
-        """What a call sends that decides its reply: model, messages, sampling settings, seed, extra fields."""
-        body = self._request(messages)
+    def request_body(self, messages: Sequence[Message], iteration: int | None = None) -> dict[str, Any]:
+        """What a call sends that decides its reply: model, messages, sampling settings, seed, extra fields
+        (for the call of ``iteration``; default: the next one)."""
+        body = self._request(messages, self.next_iteration if iteration is None else iteration)
         body.pop("stream", None)
         body.pop("stream_options", None)
         return body
@@ -412,7 +455,7 @@ class OpenAIModel:
             raise _Malformed(f"{type(exc).__name__}: {exc}") from None
 
     def _call(self, messages: Sequence[Message], on_delta: DeltaCallback | None) -> Completion:
-        response: Any = self._client.chat.completions.create(**self._request(messages))
+        response: Any = self._client.chat.completions.create(**self._request(messages, self._iteration))
         if not self.config.stream:
             choices = getattr(response, "choices", None)
             if not choices:

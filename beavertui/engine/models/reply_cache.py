@@ -115,10 +115,14 @@ class Cacheable(Protocol):
 
     def secrets(self) -> tuple[str, ...]: ...
 
-    def request_body(self, messages: Sequence[Message]) -> dict[str, Any]: ...
+    def request_body(self, messages: Sequence[Message], iteration: int | None = None) -> dict[str, Any]: ...
 
     def complete(
-        self, messages: Sequence[Message], *, on_delta: DeltaCallback | None = None
+        self,
+        messages: Sequence[Message],
+        *,
+        on_delta: DeltaCallback | None = None,
+        iteration: int | None = None,
     ) -> Completion: ...
 
 
@@ -150,8 +154,14 @@ class CachedModel:
     def resume_at(self, done: int) -> None:
         self.next_iteration = done + 1
 
+    def at_sample(self, sample: int) -> None:
+        """The session's sample, for the seed the endpoint is sent (the key's draw stays ``sample``)."""
+        at = getattr(self.inner, "at_sample", None)
+        if callable(at):
+            at(sample)
+
     def request(self, messages: Sequence[Message], iteration: int) -> dict[str, Any]:
-        body = self.inner.request_body(messages)
+        body = self.inner.request_body(messages, iteration)
         if "extra_body" in body:  # credentials are no part of what decides a reply, and never stored
             body["extra_body"] = redact_fields(body["extra_body"])
         return {
@@ -169,7 +179,7 @@ class CachedModel:
             if on_delta is not None:
                 on_delta(hit.content)
             return hit
-        reply = self.inner.complete(messages, on_delta=on_delta)
+        reply = self.inner.complete(messages, on_delta=on_delta, iteration=iteration)
         try:
             self.cache.put(request, reply)
         except OSError:  # a full or read-only cache costs the reuse, never the reply

@@ -390,3 +390,54 @@ def test_a_priced_model_whose_endpoint_sends_no_usage_says_so_in_metrics(
     assert "usage reported 0/1" in text
     assert "An endpoint sent no token counts for some replies (usage reported below all): their tokens and cost " \
         "are unknown, not zero" in text  # fmt: skip
+
+
+def _repeated(tmp: Path, url: str, seed: int | None) -> Path:
+    """Repeated sampling, K = 3, two samples a task, at temperature 0.7 (no reply reused)."""
+    line = f"seed = {seed}\n" if seed is not None else ""
+    text = (
+        f'name = "draws"\nsamples = 2\n[protocol]\nmethod = "repeated"\nbudget = 3\ntemperature = 0.7\n{line}\n'
+        f'[[models]]\nmodel = "coder"\nbase_url = "{url}"\napi_key_env = "USAGE_TEST_KEY"\n'
+    )
+    path = tmp / f"draws-{seed}.toml"
+    path.write_text(text)
+    return path
+
+
+def test_each_draw_sends_its_own_seed_and_a_resumed_draw_the_same(tmp_path: Path) -> None:
+    """With a protocol seed, the K first-turn samples of a repeated-sampling session and the samples of a
+    task send different seeds (the server saw them), so an endpoint that honours seeds gives K draws, not
+    one reply K times; a resumed session sends each remaining draw the seed it had."""
+    cache = tmp_path / "cache"
+    with UsageServer() as server:
+        proto = _repeated(tmp_path, server.url, 7)
+        tc = f"recorded:{RECORDINGS}"
+        out = _batch(tmp_path, "--protocol", str(proto), "--toolchain", tc, "--run-id", "s", cache=cache)
+        assert out.returncode == 0, out.stderr
+        assert server.requests == 6 and all(len(b["messages"]) <= 2 for b in server.seen)  # first turns
+        seeds = [b["seed"] for b in server.seen]
+        assert len(set(seeds)) == 6  # every draw its own
+        # cut one session right after its second reply (before it was judged), then resume the run
+        path = sorted((tmp_path / "s").rglob("*.jsonl"))[0]
+        header, _e, _p = read_session(path)
+        assert header is not None
+        lines = path.read_text().splitlines(True)
+        cut = next(i for i, ln in enumerate(lines) if '"kind":"reply"' in ln and '"iteration":2' in ln)
+        path.write_text("".join(lines[: cut + 1]))
+        first = sorted(seeds)[3 * header.sample : 3 * header.sample + 3]  # this sample's draws, in order
+        again = _batch(tmp_path, "--resume", str(tmp_path / "s"), cache=cache)
+        assert again.returncode == 0, again.stderr
+        assert server.requests == 8
+        assert [b["seed"] for b in server.seen[6:]] == first[1:]  # iterations 2 and 3 again, same seeds
+    assert [r.iteration for r in _replies(path)] == [1, 2, 2, 3]
+
+
+def test_no_protocol_seed_sends_no_seed(tmp_path: Path) -> None:
+    with UsageServer() as server:
+        proto = _repeated(tmp_path, server.url, None)
+        tc = f"recorded:{RECORDINGS}"
+        out = _batch(
+            tmp_path, "--protocol", str(proto), "--toolchain", tc, "--run-id", "n", cache=tmp_path / "c"
+        )
+        assert out.returncode == 0, out.stderr
+        assert server.requests == 6 and not any("seed" in b for b in server.seen)
