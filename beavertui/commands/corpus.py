@@ -336,8 +336,6 @@ def _validate(args: argparse.Namespace) -> int:
 
 
 def _minimize(args: argparse.Namespace) -> int:
-    from dataclasses import asdict
-
     from beavertui.engine.host.gpu import gpu_signature
     from beavertui.service.environment import default_corpus
     from beavertui.service.minimize import MinimizeOptions, plan, run
@@ -389,7 +387,7 @@ def _minimize(args: argparse.Namespace) -> int:
             file=sys.stderr, flush=True,
         )  # fmt: skip
         if args.json:
-            doc = {k: v for k, v in asdict(outcome).items() if k != "fix"}
+            doc = outcome.report()
             print(json.dumps(doc), flush=True)
 
     summary = run(options, the_plan, started, done)

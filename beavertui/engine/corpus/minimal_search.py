@@ -117,6 +117,46 @@ class Diff:
         (docs/analysis.md): per non-equal opcode from the broken start, max(old, new) non-blank lines."""
         return changed_lines(_join(self.old), self.apply(chosen))
 
+    def unified(
+        self, chosen: Iterable[int], old_name: str = "broken_start", new_name: str = "minimal_fix"
+    ) -> str:
+        """The edit ``chosen`` makes, as a unified diff (3 lines of context) in the form engine/corpus/patch.py
+        applies: the lines ``apply`` places, the equal runs and each hunk's old lines left in it as context,
+        the chosen removed lines as ``-`` and the chosen added lines as ``+`` (removed before added within a
+        run of changes). It marks exactly the chosen units, except that a broken start's last line without a
+        newline, kept and followed by an added line, is marked removed and added again (it gains the newline).
+        Raises ValueError when the patch would not give ``apply(chosen)`` back, or when nothing is chosen."""
+        pick = frozenset(chosen)
+        if not pick:
+            raise ValueError("no unit chosen: no edit to write")
+        placed: list[tuple[str, tuple[str, str]]] = []
+        for k, hunk in enumerate(self.hunks):
+            i1, i2 = self._equal[k]
+            placed.extend((" ", line) for line in self.old[i1:i2])
+            for u in hunk.units:
+                unit = self.units[u]
+                if unit.kind == "-":
+                    placed.append(("-" if u in pick else " ", self.old[unit.line]))
+                elif u in pick:
+                    placed.append(("+", self.new[unit.line]))
+        i1, i2 = self._equal[-1]
+        placed.extend((" ", line) for line in self.old[i1:i2])
+        # the endings the lines have in the fixed text (``_join``): a line without one gets a newline unless
+        # it is the fixed text's last. A kept old line without one (the broken start's last) that is not the
+        # fixed text's last cannot stay context: the newline it gains is a change
+        last_new = max((k for k, (tag, _) in enumerate(placed) if tag != "-"), default=-1)
+        entries: list[tuple[str, str, str]] = []
+        for k, (tag, (body, end)) in enumerate(placed):
+            if tag == " " and not end and k != last_new:
+                entries += [("-", body, end), ("+", body, "\n")]
+            elif tag == "+" and not end and k != last_new:
+                entries.append(("+", body, "\n"))
+            else:
+                entries.append((tag, body, end))
+        return _checked(
+            _join(self.old), _write(_removed_first(entries), old_name, new_name), self.apply(pick)
+        )
+
 
 def changed_lines(before: str, after: str) -> int:
     """Per non-equal opcode of the diff of right-stripped lines, max(old, new) non-blank lines (blank-line
@@ -158,23 +198,79 @@ def diff(broken: str, reference: str) -> Diff:
 
 
 def unified(broken: str, fixed: str, old_name: str = "broken_start", new_name: str = "minimal_fix") -> str:
-    """``diff -u`` of two texts, in the form engine/corpus/patch.py applies (a last line without a newline
-    is marked). Raises ValueError when the patch would not give ``fixed`` back."""
-    from beavertui.engine.corpus import patch
-
+    """``diff -u`` of two texts (difflib's, 3 lines of context), in the form engine/corpus/patch.py applies (a
+    last line without a newline is marked). Not minimal: for a fix the search found, ``Diff.unified`` writes
+    its own edit. Raises ValueError when the patch would not give ``fixed`` back."""
     # lines compared with their endings, so that a last line without a newline differs from the same line
     # with one (GNU diff's rule), and written without them
-    a, b = broken.splitlines(keepends=True), fixed.splitlines(keepends=True)
-    lines: list[str] = []
-    for k, line in enumerate(difflib.unified_diff(a, b, old_name, new_name, lineterm="", n=3)):
-        if k < 2 or line.startswith("@@"):  # the "---" / "+++" header, a hunk's header
-            lines.append(line)
+    a, b = _split(broken), _split(fixed)
+    matcher = difflib.SequenceMatcher(None, [t + e for t, e in a], [t + e for t, e in b], autojunk=False)
+    entries: list[tuple[str, str, str]] = []
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        if tag == "equal":
+            entries.extend((" ", t, e) for t, e in a[i1:i2])
+        else:
+            entries.extend(("-", t, e) for t, e in a[i1:i2])
+            entries.extend(("+", t, e) for t, e in b[j1:j2])
+    return _checked(broken, _write(entries, old_name, new_name), fixed)
+
+
+def _removed_first(entries: list[tuple[str, str, str]]) -> list[tuple[str, str, str]]:
+    """Each run of changes (no context line between) with its removed lines before its added ones, as
+    ``diff -u`` writes them: the same edit (the added lines keep their order)."""
+    out: list[tuple[str, str, str]] = []
+    run: list[tuple[str, str, str]] = []
+    for entry in [*entries, (" ", "", "")]:
+        if entry[0] == " ":
+            out += [e for e in run if e[0] == "-"] + [e for e in run if e[0] == "+"]
+            run = []
+            out.append(entry)
+        else:
+            run.append(entry)
+    return out[:-1]
+
+
+def _range(start: int, count: int) -> str:
+    """A hunk header's range as ``diff -u`` writes it (0-based ``start``; an empty range names the line before)."""
+    if count == 1:
+        return str(start + 1)
+    return f"{start + 1 if count else start},{count}"
+
+
+def _write(entries: Sequence[tuple[str, str, str]], old_name: str, new_name: str, n: int = 3) -> str:
+    """(tag, line without its ending, its ending) lines of an edit as a unified diff with ``n`` lines of
+    context, hunks split where more than 2n context lines lie between changes (difflib's grouping); a line
+    without an ending is followed by the "No newline" marker."""
+    at: list[tuple[int, int]] = []  # each entry's 0-based old and new line
+    old = new = 0
+    for tag, _, _ in entries:
+        at.append((old, new))
+        old, new = old + (tag != "+"), new + (tag != "-")
+    groups: list[list[int]] = []  # [first, last] change of each hunk
+    for k, (tag, _, _) in enumerate(entries):
+        if tag == " ":
             continue
-        tag, body = line[:1], line[1:]
-        lines.append(tag + body.rstrip("\r\n"))
-        if not body.endswith(("\n", "\r")):
-            lines.append("\\ No newline at end of file")
-    text = "\n".join(lines) + "\n"
+        if groups and k - groups[-1][1] - 1 <= 2 * n:
+            groups[-1][1] = k
+        else:
+            groups.append([k, k])
+    lines = [f"--- {old_name}", f"+++ {new_name}"]
+    for first, last in groups:
+        lo, hi = max(first - n, 0), min(last + n + 1, len(entries))
+        body = entries[lo:hi]
+        olds, news = sum(t != "+" for t, _, _ in body), sum(t != "-" for t, _, _ in body)
+        lines.append(f"@@ -{_range(at[lo][0], olds)} +{_range(at[lo][1], news)} @@")
+        for tag, text, end in body:
+            lines.append(tag + text)
+            if not end:
+                lines.append("\\ No newline at end of file")
+    return "\n".join(lines) + "\n"
+
+
+def _checked(broken: str, text: str, fixed: str) -> str:
+    """``text``, once the corpus's own applier turns ``broken`` into ``fixed`` with it; ValueError otherwise."""
+    from beavertui.engine.corpus import patch
+
     if patch.apply(broken, text) != fixed:
         raise ValueError("the unified diff does not give the fixed text back")
     return text

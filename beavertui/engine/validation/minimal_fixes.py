@@ -14,7 +14,7 @@ gate and the task's harness), so a search cut by its budget goes on from where i
 Results go to a **store** laid out as the bundled corpus keeps its fixes, one per GPU signature::
 
     <store>/<gpu slug>/minimal_fixes.json          {"gate", "measured", "tasks": {id: entry}}
-    <store>/<gpu slug>/<task id>/minimal_fix.patch  broken start -> minimal fix (diff -u)
+    <store>/<gpu slug>/<task id>/minimal_fix.patch  broken start -> minimal fix (the search's edit, diff -u)
     <store>/<gpu slug>/answers/<oracle>/<task id>.jsonl
 
 An entry has the bundled record's fields (``speedup``, ``correct``, ``gpu``, ``verified``, ``why``) and the
@@ -246,6 +246,12 @@ class Outcome:
     oracle: OracleKind
     fix: str | None = None
     """The fixed source (not stored in the record; the patch holds it)."""
+    chosen: frozenset[int] | None = None
+    """The fix's units of the reference's diff (not stored in the record): the edit the patch writes."""
+
+    def report(self) -> dict[str, object]:
+        """The fields a record entry and a JSON line hold: all but the fix and its units (the patch)."""
+        return {k: v for k, v in asdict(self).items() if k not in ("fix", "chosen")}
 
 
 class Store:
@@ -271,17 +277,22 @@ class Store:
             pass
         return {"gate": self.gate, "measured": "beavertui corpus minimize", "tasks": {}}
 
-    def save(self, task: Task, outcome: Outcome) -> None:
+    def save(self, task: Task, outcome: Outcome, d: minimal_search.Diff | None = None) -> None:
         """The entry of ``outcome`` in the record, and its patch (written when a proper passing subset of the
-        reference's changes is known, removed otherwise)."""
+        reference's changes is known, removed otherwise): the search's own edit, ``outcome.chosen`` of the
+        reference's diff ``d``, so that it marks the record's ``lines``; without them a re-diff of the fix."""
         broken = task.broken_start()
         patch_path = self.folder / task.id / fixes.PATCH
         if outcome.fix is not None and outcome.lines and outcome.lines < outcome.reference_lines:
             patch_path.parent.mkdir(parents=True, exist_ok=True)
-            write_atomic(patch_path, minimal_search.unified(broken, outcome.fix))
+            if d is not None and outcome.chosen is not None:
+                text = d.unified(outcome.chosen)
+            else:
+                text = minimal_search.unified(broken, outcome.fix)
+            write_atomic(patch_path, text)
         elif patch_path.exists():
             patch_path.unlink()
-        entry = {k: v for k, v in asdict(outcome).items() if k not in ("task_id", "fix")}
+        entry = {k: v for k, v in outcome.report().items() if k != "task_id"}
         entry["broken_hash"] = hashlib.sha256(broken.encode()).hexdigest()[:16]
         entry["harness_hash"] = _harness(task)
         entry["measured_at"] = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
@@ -452,9 +463,9 @@ def search(
         reference_changed_lines=minimal_search.changed_lines(broken, reference),
         calls=budget.calls - calls_before, asked=result.asked + extra,
         speedup=final.speedup if final else None, correct=final.correct if final else None,
-        gpu=gpu if kind == "judge" else None, oracle=kind, fix=fix,
+        gpu=gpu if kind == "judge" else None, oracle=kind, fix=fix, chosen=result.chosen,
     )  # fmt: skip
-    store.save(task, outcome)
+    store.save(task, outcome, d)
     return outcome
 
 

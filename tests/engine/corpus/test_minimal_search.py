@@ -2,8 +2,9 @@
 
 Properties over random broken starts, references and oracles (hypothesis): the units give the broken start and
 the reference back; the result passes the oracle, is 1-minimal at the line level (leaving out any one of its
-lines fails), is never larger than the whole diff, and is stored as a patch that gives it back; a search cut by its budget and run again over the kept
-answers ends where an uncut one ends, having made no more fresh oracle calls in all.
+lines fails), is never larger than the whole diff, and is stored as a patch that gives it back and marks
+exactly its lines; a search cut by its budget and run again over the kept answers ends where an uncut one
+ends, having made no more fresh oracle calls in all.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from beavertui.engine.corpus import patch
 from beavertui.engine.corpus.minimal_search import (
     Budget,
     BudgetExhausted,
+    Diff,
     ddmin,
     diff,
     minimize,
@@ -85,6 +87,72 @@ def test_the_result_passes_is_one_minimal_and_no_larger_than_the_diff(case: tupl
     assert (result.status == "whole") == (d.code_units <= result.chosen)
     # the stored form: a unified diff the corpus's own applier turns back into the fixed text
     assert patch.apply(broken, unified(broken, fixed)) == fixed
+    if result.chosen:
+        assert patch.apply(broken, d.unified(result.chosen)) == fixed
+
+
+def _marked(text: str) -> int:
+    """Lines a unified diff marks removed or added (its '---' / '+++' header left out)."""
+    return sum(line[:1] in "-+" for line in text.splitlines() if not line.startswith(("--- ", "+++ ")))
+
+
+def _gains_a_newline(d: Diff, chosen: frozenset[int]) -> bool:
+    """The broken start's last line has no newline, no chosen unit removes it, and a chosen added line is
+    placed after it: in the fixed text it ends with a newline, a change a unified diff marks."""
+    old, units, hunks = d.old, d.units, d.hunks
+    if not old or old[-1][1]:
+        return False
+    for hunk in hunks:
+        order = list(hunk.units)
+        at = next(
+            (k for k, u in enumerate(order) if units[u].kind == "-" and units[u].line == len(old) - 1), None
+        )
+        if at is not None:
+            return order[at] not in chosen and any(units[u].kind == "+" and u in chosen for u in order[at:])
+    return False
+
+
+@settings(max_examples=300, deadline=None)
+@given(cases(), st.sets(st.integers(0, 40), min_size=1))
+@example(("b\n}\nb\n", "c\n", frozenset(), frozenset()), {0, 2})
+@example(("y", "p\nq\n", frozenset(), frozenset()), {2})
+def test_the_patch_of_an_edit_marks_its_units_and_gives_the_fix_back(case: tuple, drawn: set[int]) -> None:
+    broken, reference, *_ = case
+    d = diff(broken, reference)
+    chosen = frozenset(drawn) & d.all_units
+    assume(chosen)
+    fixed = d.apply(chosen)
+    text = d.unified(chosen)
+    assert patch.apply(broken, text) == fixed
+    # exactly the chosen units, unless the start's last line gains its newline (marked removed and added)
+    assert _marked(text) == len(chosen) + 2 * _gains_a_newline(d, frozenset(chosen))
+    assert text.startswith("--- broken_start\n+++ minimal_fix\n@@ -")
+
+
+def test_a_fix_inside_a_block_is_written_as_the_search_made_it_not_as_a_re_diff_finds_it() -> None:
+    # the broken start's first line removed and the reference's line added where the middle one was: the
+    # search's edit is 2 lines; difflib's re-diff of the two texts matches the last line and marks 4
+    broken, reference = "b\n}\nb\n", "c\n"
+    d = diff(broken, reference)
+    assert [(d.units[u].kind, d.units[u].line) for u in d.hunks[0].units] == [
+        ("-", 0),
+        ("-", 1),
+        ("+", 0),
+        ("-", 2),
+    ]
+    fixed = d.apply({0, 2})
+    assert fixed == "}\nc\nb\n"
+    assert _marked(unified(broken, fixed)) == 4
+    assert d.unified({0, 2}) == "--- broken_start\n+++ minimal_fix\n@@ -1,3 +1,3 @@\n-b\n }\n+c\n b\n"
+    # a kept last line without a newline that an added line follows gains one: removed and added again
+    d = diff("y", "p\nq\n")
+    assert d.apply({2}) == "y\nq\n"
+    assert (
+        d.unified({2})
+        == "--- broken_start\n+++ minimal_fix\n@@ -1 +1,2 @@\n-y\n\\ No newline at end of file\n+y\n+q\n"
+    )
+    with pytest.raises(ValueError, match="no unit chosen"):
+        d.unified(set())
 
 
 @settings(max_examples=100, deadline=None)

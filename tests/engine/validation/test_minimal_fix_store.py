@@ -17,7 +17,7 @@ import pytest
 
 from beavertui.engine.corpus import fixes, patch
 from beavertui.engine.corpus.load import load_corpus
-from beavertui.engine.corpus.minimal_search import Budget, BudgetExhausted
+from beavertui.engine.corpus.minimal_search import Budget, BudgetExhausted, _line, diff, unified
 from beavertui.engine.validation import minimal_fixes as mf
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -66,6 +66,7 @@ def test_a_fix_found_by_the_judge_is_stored_verified_and_is_the_scoring_target(c
     assert entry["verified"] is True and entry["gpu"] == H200 and entry["speedup"] == 1.01
     assert entry["minimality"] == "lines" and "correct and at least 0.7x" in entry["why"]
     assert patch.apply(broken, (folder / TASK / fixes.PATCH).read_text()) == out.fix
+    assert _marked((folder / TASK / fixes.PATCH).read_text()) == out.lines
     # a session recorded here, or on another machine (its corpus path is not here), takes the stored fix
     assert fixes.target_for("/elsewhere/release/data", TASK, broken).source == out.fix
     assert fixes.target_for(here, TASK, broken).source == out.fix
@@ -77,6 +78,39 @@ def test_a_fix_found_by_the_judge_is_stored_verified_and_is_the_scoring_target(c
     assert (
         fixes.target_for("", "spmv_csr_01", "x").reason == "minimal fix does not apply to this broken start"
     )
+
+
+def _marked(text: str) -> int:
+    return sum(line[:1] in "-+" for line in text.splitlines() if not line.startswith(("--- ", "+++ ")))
+
+
+def test_the_stored_patch_is_the_searchs_own_edit_not_a_re_diff(cache: Path) -> None:
+    # the release's cublas_level1_10: a fix that removes the blank line after the helpers' include and the
+    # <cuda_runtime.h> and <vector> includes, 3 of the first hunk's units. difflib's re-diff of the broken
+    # start and that fix matches the blank line elsewhere and marks 5 lines; the patch stored marks the 3
+    tid = "cublas_level1_10__compile_error__d6b7227b"
+    t = load_corpus(ROOT / "tests" / "data" / "release_real" / "data", [tid]).get(tid)
+    broken, reference = t.broken_start(), t.reference()
+    assert reference is not None
+    d = diff(broken, reference)
+    chosen = frozenset({2, 4, 7})
+    assert [_line(d, u) for u in sorted(chosen)] == ["", "#include <cuda_runtime.h>", "#include <vector>"]
+    fix = d.apply(chosen)
+    assert _marked(unified(broken, fix)) == 5
+    store = mf.Store(fixes.store_roots()[0], H200, 0.7)
+    out = mf.Outcome(
+        task_id=tid, status="minimal", found=True, verified=True, why="", phase="done", minimality="lines",
+        lines=len(chosen), reference_lines=len(d.units), hunks=1, reference_hunks=len(d.hunks),
+        changed_lines=None, reference_changed_lines=0, calls=0, asked=0, speedup=1.0, correct=True, gpu=H200,
+        oracle="judge", fix=fix, chosen=chosen,
+    )  # fmt: skip
+    store.save(t, out, d)
+    stored = (store.folder / tid / fixes.PATCH).read_text()
+    assert patch.apply(broken, stored) == fix and _marked(stored) == 3
+    assert "chosen" not in json.loads((store.folder / fixes.RECORD).read_text())["tasks"][tid]
+    # without the search's units (a caller that has only the fix) the patch is the re-diff
+    store.save(t, out)
+    assert (store.folder / tid / fixes.PATCH).read_text() == unified(broken, fix)
 
 
 def test_a_search_run_again_goes_on_from_its_kept_answers(cache: Path) -> None:
