@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from beavertui.engine.corpus import patch
 from tests.cli_in_process import run_script
 from tests.records.test_h100_2026_12_05_late import _jsonl
 
@@ -27,17 +28,41 @@ SHIPPED = ROOT / "beavertui" / "engine" / "corpus" / "known" / "fixes" / SLUG
 TASKS = ROOT / "bench" / "release-cupti-tasks.txt"
 SAME = ("status", "verified", "lines", "reference_lines", "minimality", "hunks", "speedup", "correct")
 """What a replay must give as the GPU call recorded it (the why and the calls say how it was asked)."""
-REDRAWN = {("cuda_107", 37, 47), ("cuda_196", 44, 48)}
-"""Fixes whose patch marks more lines than their record: (task, lines, lines the patch marks)."""
+REDRAWN = {"cuda_107": 47, "cuda_196": 48}
+"""Fixes whose patch the fifth call wrote as difflib's re-diff of the broken start and the fix, marking more
+lines than the search's own edit (the record's lines) changes: the lines that patch marks. The package ships
+them redrawn from the search's edit (``Diff.unified``), the fix text the same."""
 
 
 def _steps(folder: str) -> str:
     return (DATA / folder / "steps.log").read_text(encoding="utf-8")
 
 
-def _patch_lines(patch: Path) -> int:
-    body = [x for x in patch.read_text(encoding="utf-8").splitlines() if not x.startswith(("---", "+++"))]
+def _patch_lines(text: str) -> int:
+    body = [x for x in text.splitlines() if not x.startswith(("--- ", "+++ "))]
     return sum(x.startswith(("-", "+")) for x in body)
+
+
+def _start_read_by(*patches: str) -> str:
+    """A broken start every patch applies to: each line one of them reads (as context or removed) as they
+    say it is (they must agree), every other line a placeholder of its own that no patch writes. Two patches
+    that give the same text from it give the same text from any start they both apply to: a placeholder in
+    their output comes from its own line in both, and any real start puts the same line there in both."""
+    read: dict[int, str] = {}
+    no_newline = False
+    for text in patches:
+        parsed = patch.parse(text)
+        no_newline = no_newline or parsed.old_ends_without_newline
+        for hunk in parsed.hunks:
+            at = hunk.old_start - 1 if hunk.old_count else hunk.old_start
+            for tag, line in hunk.lines:
+                if tag != "+":
+                    assert read.setdefault(at, line) == line, f"the patches disagree on old line {at + 1}"
+                    at += 1
+    start = "".join(
+        read.get(k, f"\0 old line {k + 1}, read by no patch") + "\n" for k in range(max(read) + 1)
+    )
+    return start[:-1] if no_newline else start
 
 
 @pytest.fixture(scope="module")
@@ -109,12 +134,19 @@ def test_the_package_ships_the_fifth_calls_51(store: Path) -> None:
     assert {p.name for p in SHIPPED.iterdir() if p.is_dir()} == set(shipped)
     for t, s in shipped.items():
         assert s["gpu"] == SLUG and s["oracle"] == "judge" and s["correct"] and s["speedup"] >= 0.7
-        patch = (SHIPPED / t / "minimal_fix.patch").read_text(encoding="utf-8")
-        assert patch == (store / t / "minimal_fix.patch").read_text(encoding="utf-8"), t
-        # a patch is difflib's re-diff of the broken start and the fix: for two of the 51 it marks more lines
-        # than the search's own edit (the record's lines) changes
-        drawn = _patch_lines(SHIPPED / t / "minimal_fix.patch")
-        assert drawn == s["lines"] or (t.split("__")[0], s["lines"], drawn) in REDRAWN, t
+        shipped_patch = (SHIPPED / t / "minimal_fix.patch").read_text(encoding="utf-8")
+        stored = (store / t / "minimal_fix.patch").read_text(encoding="utf-8")
+        # every shipped patch marks exactly the lines of the search's edit, its record's lines
+        assert _patch_lines(shipped_patch) == s["lines"], t
+        short = t.split("__")[0]
+        if short not in REDRAWN:
+            assert shipped_patch == stored, t
+            continue
+        # the call's own patch, a re-diff, marks more; the redrawn one gives the same fix
+        assert shipped_patch != stored and _patch_lines(stored) == REDRAWN[short], t
+        start = _start_read_by(stored, shipped_patch)
+        assert patch.apply(start, shipped_patch) == patch.apply(start, stored), t
+    assert sum(t.split("__")[0] in REDRAWN for t in shipped) == len(REDRAWN)
 
 
 def test_against_the_third_call() -> None:
