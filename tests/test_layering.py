@@ -142,6 +142,18 @@ def test_the_cli_validates_no_typed_model_itself() -> None:
     assert "pydantic" in libraries_of("beavertui.service.live")  # the check reads imports inside functions
 
 
+#: The endpoint model the engine calls: a front end names a model and the service builds it (a resumed
+#: session's endpoint is rebuilt from its header by service/live.py ``resumed_model``), so the CLI never
+#: constructs or configures one itself.
+ENDPOINT_MODEL = "beavertui.engine.models.openai_model"
+
+
+def test_no_command_builds_the_endpoint_model() -> None:
+    wrong = sorted(m for m in MODULES if layer(m) == "commands" and ENDPOINT_MODEL in GRAPH[m])
+    assert wrong == []
+    assert ENDPOINT_MODEL in GRAPH["beavertui.service.preflight"]  # the check sees the module's importers
+
+
 #: Standalone scripts run as a file in a child interpreter: they import nothing of beavertui by design
 #: (their docstrings say why), so they may not share a helper with the package.
 STANDALONE = {"beavertui.engine.timing.kernelbench_driver", "beavertui.engine.timing.baselines_driver"}

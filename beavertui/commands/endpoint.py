@@ -18,9 +18,6 @@ from typing import Any
 from beavertui.commands.numbers import float_in, int_in
 from beavertui.engine.limits import MAX_RETRIES, MAX_TIMEOUT_S, MAX_TOKENS, MAX_TOP_P
 
-#: Command-line flag of each OpenAIConfig field the flags set (where the names differ).
-FLAG_OF = {"timeout_s": "timeout", "extra_body": "extra-body"}
-
 
 def add_endpoint_options(p: argparse.ArgumentParser, *, deprecated_models: bool = False) -> None:
     """The endpoint group; ``deprecated_models``: also read the old ``--models FILE`` spelling."""
@@ -116,8 +113,3 @@ def endpoint_overrides(args: argparse.Namespace) -> dict[str, Any]:
     if args.no_stream:
         overrides["stream"] = False
     return {k: v for k, v in overrides.items() if v is not None}
-
-
-def flag_of(field: str) -> str:
-    """The command-line flag of an OpenAIConfig field, e.g. ``timeout_s`` -> ``--timeout``."""
-    return "--" + FLAG_OF.get(field, field).replace("_", "-")

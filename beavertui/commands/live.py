@@ -190,9 +190,10 @@ def _protocol(args: argparse.Namespace) -> Any:
 
 
 def _model(args: argparse.Namespace, task: Any, protocol: Any) -> Any:
-    from beavertui.commands.endpoint import endpoint_overrides, flag_of, models_file_of
+    from beavertui.commands.endpoint import endpoint_overrides, models_file_of
     from beavertui.engine.errors import BeaverError
     from beavertui.engine.models.resolve import SettingError, build_model
+    from beavertui.service.live import flag_of
 
     human_file = args.sessions_dir / "live" / f"{task.id}.human" / Path(task.solution_file).name
     try:
@@ -206,9 +207,10 @@ def _model(args: argparse.Namespace, task: Any, protocol: Any) -> Any:
 
 def _preflight(args: argparse.Namespace, model_name: str, protocol: Any) -> None:
     """Key, endpoint and model, then the toolchain: before anything is written (exit 2 when one fails)."""
-    from beavertui.commands.endpoint import endpoint_overrides, flag_of, models_file_of
+    from beavertui.commands.endpoint import endpoint_overrides, models_file_of
     from beavertui.engine.errors import BeaverError
     from beavertui.engine.models.resolve import SettingError, endpoint_config
+    from beavertui.service.live import flag_of
     from beavertui.service.preflight import Endpoint, is_endpoint, preflight
 
     endpoints = []
@@ -348,7 +350,6 @@ def _resume(args: argparse.Namespace) -> int:
     from beavertui.commands.endpoint import models_file_of
     from beavertui.engine.corpus.load import load_corpus
     from beavertui.engine.errors import BeaverError
-    from beavertui.engine.models.openai_model import OpenAIModel
     from beavertui.engine.session.events import SessionEnd
     from beavertui.engine.session.store import SessionWriter, read_session
 
@@ -370,25 +371,13 @@ def _resume(args: argparse.Namespace) -> int:
         _preflight(args, args.model, protocol)
         model = _model(args, task, protocol)
     elif header.model.kind == "openai":
-        config, entry = _resumed_endpoint(args, header.model)
-        if args.api_key_env:
-            config = config.model_copy(update={"api_key_env": args.api_key_env})
-        # where and how a call goes may change on a resume (as for batch); what is asked is the session's
-        from beavertui.commands.endpoint import endpoint_overrides, flag_of
-        from beavertui.service.batch_prepare import TRANSPORT
+        from beavertui.commands.endpoint import endpoint_overrides
+        from beavertui.service.live import resumed_model
 
-        given_flags = endpoint_overrides(args)
-        for name, value in given_flags.items():
-            if name not in TRANSPORT and getattr(config, name, None) != value:
-                raise BeaverError(
-                    f"--resume continues {args.resume}: {flag_of(name)} would change what model {config.model} "
-                    f"is asked (the session has {getattr(config, name, None)!r}); drop {flag_of(name)}"
-                )
-        config = config.model_copy(update={k: v for k, v in given_flags.items() if k in TRANSPORT})
-        from beavertui.service.preflight import Endpoint, preflight
-
-        preflight([Endpoint(label=config.model, config=config)], args.toolchain, [protocol])
-        model = OpenAIModel(config, entry=entry)
+        model = resumed_model(
+            header.model, args.resume, models_file=models_file_of(args), overrides=endpoint_overrides(args),
+            toolchain=args.toolchain, protocol=protocol,
+        )  # fmt: skip
     else:
         raise BeaverError(f"resuming a {header.model.kind} session needs --model (e.g. {header.model.name})")
     from beavertui.engine.session.events import model_identity
@@ -410,38 +399,6 @@ def _resume(args: argparse.Namespace) -> int:
         task, model, toolchain, protocol, args.resume, writer=writer, resume_from=(header, prefix),
         models_file=models_file_of(args), again=_again_flags(args),
     )  # fmt: skip
-
-
-def _resumed_endpoint(args: argparse.Namespace, recorded: Any) -> tuple[Any, str | None]:
-    """The endpoint of a resumed session's model, and the models-file entry that names it: the entry in force
-    (``--models-file``, else ``$BEAVERTUI_MODELS``, else ``~/.config/beavertui/models.toml``), as ``live``
-    found it, for where a call goes, its key variable, transport and prices; the session's temperature and
-    seed as recorded. Without an entry, the endpoint the header recorded."""
-    from beavertui.commands.endpoint import models_file_of
-    from beavertui.engine.errors import BeaverError
-    from beavertui.engine.models.openai_model import OpenAIConfig, load_models_file
-    from beavertui.engine.models.resolve import models_file
-
-    name = recorded.entry or recorded.name
-    path = models_file(models_file_of(args))
-    found = (load_models_file(path) if path is not None else {}).get(name)
-    if found is not None:
-        asked = {k: recorded.params[k] for k in ("temperature", "seed") if recorded.params.get(k) is not None}
-        base_url = args.base_url or found.base_url or recorded.base_url
-        return found.model_copy(update={**asked, "base_url": base_url}), name
-    if recorded.entry:
-        where = (
-            path
-            or "no models file in force holds (--models-file, $BEAVERTUI_MODELS, ~/.config/beavertui/models.toml)"
-        )
-        raise BeaverError(
-            f"{args.resume} is a session of models-file entry {recorded.entry}, which {where}"
-            + (" does not hold" if path else "")
-            + ": give its file with --models-file FILE"
-        )
-    known = set(OpenAIConfig.model_fields) - {"model", "base_url", "api_key_env"}
-    params = {k: v for k, v in recorded.params.items() if k in known}
-    return OpenAIConfig(model=recorded.name, base_url=args.base_url or recorded.base_url, **params), None
 
 
 def run_headless(
