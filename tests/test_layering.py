@@ -130,6 +130,34 @@ def libraries_of(module: str) -> set[str]:
     return found - {"beavertui"}
 
 
+def reached_from(module: str) -> set[str]:
+    """Every beavertui module ``module`` needs at run time: its imports, theirs, and so on."""
+    seen: set[str] = set()
+    stack = [module]
+    while stack:
+        for dep in GRAPH[stack.pop()] - seen:
+            seen.add(dep)
+            stack.append(dep)
+    return seen
+
+
+#: Libraries that draw on a terminal or a screen.
+UI_LIBRARIES = {"rich", "textual"}
+
+
+def test_the_service_reaches_no_ui_library_and_no_display() -> None:
+    """Services print nothing and import no UI library (service/__init__.py): no service module imports rich
+    or textual, nor reaches a module that does through its imports, however deep (a batch's progress table
+    is the caller's to show: the CLI hands ``run_batch`` its display, the TUI its dashboard)."""
+    ui = {m for m in MODULES if libraries_of(m) & UI_LIBRARIES}
+    service = [m for m in MODULES if layer(m) == "service"]
+    wrong = {m: sorted(({m} | reached_from(m)) & ui) for m in service}
+    assert {m: found for m, found in wrong.items() if found} == {}
+    assert "beavertui.commands.batch_progress" in ui and "beavertui.reports.fit" in ui  # it sees them ...
+    assert "beavertui.reports.fit" in reached_from("beavertui.batch.progress")  # ... and edges past the first
+    assert "beavertui.batch.local_executor" in reached_from("beavertui.service.batch")
+
+
 #: Front-end layers that turn input into a service's or the engine's typed objects but never build or check
 #: those objects themselves: which values a typed model accepts, and the one-line refusal of one it does not,
 #: are the service's (service/__init__.py), so the CLI and the TUI refuse alike.

@@ -228,7 +228,6 @@ def options_of(args: argparse.Namespace) -> BatchOptions:
         run_id=args.run_id,
         executor=args.executor,
         address=args.address,
-        quiet=args.quiet,
         all_tasks=args.all_tasks,
         reply_cache=args.reply_cache,
         no_reply_cache=args.no_reply_cache,
@@ -262,6 +261,7 @@ def _handle(args: argparse.Namespace) -> int:
 
 
 def _start(args: argparse.Namespace, started: Callable[[Path], None]) -> int:
+    from beavertui.commands.batch_progress import display_of
     from beavertui.commands.formats import output_format
     from beavertui.engine.errors import BeaverError
     from beavertui.service.batch import run_batch
@@ -287,7 +287,7 @@ def _start(args: argparse.Namespace, started: Callable[[Path], None]) -> int:
 
         rc = run_dashboard(options, run)
     else:
-        rc = run_batch(options, run)
+        rc = run_batch(options, run, display=display_of(args.quiet))
     from beavertui.commands.batch_overview import show_summary
 
     show_summary(run.manifest, run.run_dir, args, run.replies)

@@ -105,6 +105,7 @@ def _handle(args: argparse.Namespace) -> int:
     )
     if args.dry_run:
         return _show(grid, args)
+    from beavertui.commands.batch_progress import display_of
     from beavertui.commands.endpoint import endpoint_overrides, models_file_of
     from beavertui.service.batch_prepare import BatchOptions
     from beavertui.service.reproduce import run
@@ -113,14 +114,19 @@ def _handle(args: argparse.Namespace) -> int:
         gpus=args.gpus,
         jobs=args.jobs,
         toolchain=args.toolchain,
-        quiet=args.json,
         retry_infra=args.retry_infra,
         command=["beavertui", *sys.argv[1:]],
         goes_on=f"the beavertui reproduce command that made {args.out}, run again",
         endpoint=endpoint_overrides(args),
         models_file=models_file_of(args),
     )
-    rc = run(grid, args.out, options, say=lambda line: print(f"beavertui: {line}", file=sys.stderr))
+    rc = run(
+        grid,
+        args.out,
+        options,
+        display=display_of(args.json),
+        say=lambda line: print(f"beavertui: {line}", file=sys.stderr),
+    )
     _tables(args.out, args.json)
     return rc
 

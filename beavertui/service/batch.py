@@ -164,14 +164,20 @@ def _interrupted(
 
 
 Progress = Callable[[Tracker, int], AbstractContextManager[Any]]
-"""Shows progress while the batch runs: given the tracker and how many sessions run at once."""
+"""Shows progress while the batch runs: given the tracker and how many sessions run at once. The service
+prints nothing itself; its caller chooses the display (the CLI's progress table, the TUI's dashboard)."""
+
+
+def silent(tracker: Tracker, parallel: int) -> AbstractContextManager[Any]:
+    """The display that shows nothing (``batch --quiet``)."""
+    return nullcontext()
 
 
 def run_batch(
     options: BatchOptions,
     run: PreparedRun,
     *,
-    display: Progress | None = None,
+    display: Progress,
     stop: threading.Event | None = None,
     say: Callable[[str], None] = stderr_line,
 ) -> int:
@@ -181,7 +187,7 @@ def run_batch(
     --retry-infra`` runs them again) or no GPU left; 130 stopped, or the ``--start-until`` window closed,
     before the end, the rest waiting for ``--resume``. The run folder's lock is released at the end.
 
-    ``display`` replaces the progress table (a dashboard reads the tracker instead); once ``stop`` is set
+    ``display`` shows the progress while the batch runs (``silent`` shows none); once ``stop`` is set
     no new session starts, the sessions in flight finish, and the rest wait for ``--resume``.
     """
     try:
@@ -195,17 +201,11 @@ def _run_batch(
     options: BatchOptions,
     run: PreparedRun,
     *,
-    display: Progress | None,
+    display: Progress,
     stop: threading.Event | None,
     say: Callable[[str], None],
 ) -> int:
-    from beavertui.batch.progress import Display
-
     manifest, run_dir, tasks = run.manifest, run.run_dir, run.tasks
-
-    def show(tracker: Tracker, parallel: int, **kw: Any) -> AbstractContextManager[Any]:
-        return display(tracker, parallel) if display is not None else Display(tracker, parallel, **kw)
-
     gpus = visible_gpus(options.gpus)
     jobs = plan(manifest, run_dir)
     if options.retry_infra:
@@ -231,11 +231,8 @@ def _run_batch(
         write_manifest(run_dir, manifest)
         # each node's compile cache: --cache DIR names that folder on every node, --no-cache none
         node_cache = None if options.no_cache else str(options.cache) if options.cache else NODE_CACHE
-        progress = (
-            nullcontext() if options.quiet and display is None else show(tracker, parallel, interval=30.0)
-        )
         try:
-            with progress:
+            with display(tracker, parallel):
                 run_ray(
                     jobs,
                     manifest,
@@ -260,9 +257,8 @@ def _run_batch(
             if options.timing_lane
             else None
         )
-        progress = nullcontext() if options.quiet and display is None else show(tracker, parallel)
         try:
-            with progress:
+            with display(tracker, parallel):
                 run_local(
                     jobs,
                     tasks,

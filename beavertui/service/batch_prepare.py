@@ -69,7 +69,6 @@ class BatchOptions:
     run_id: str | None = None
     executor: str = "local"
     address: str | None = None
-    quiet: bool = False
     all_tasks: bool = False
     """Run tasks validated unusable on this GPU too."""
     reply_cache: Path | None = None

@@ -28,10 +28,13 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from beavertui.engine.errors import BeaverError
 from beavertui.engine.fileio import write_atomic
+
+if TYPE_CHECKING:
+    from beavertui.service.batch import Progress
 
 #: The paper's axes, in the order they are planned.
 AXES: tuple[str, ...] = ("main", "repeated", "feedback", "history")
@@ -394,10 +397,11 @@ def run(
     out: Path,
     options: Any,
     *,
+    display: Progress,
     say: Callable[[str], None],
 ) -> int:
-    """Each model's arms as one batch run under ``out`` (resumed where its run.json exists); the worst exit
-    status of the runs."""
+    """Each model's arms as one batch run under ``out`` (resumed where its run.json exists), each shown by
+    ``display`` while it runs; the worst exit status of the runs."""
     from dataclasses import replace
 
     from beavertui.service.batch import run_batch
@@ -430,5 +434,5 @@ def run(
             retry_infra=options.retry_infra and resume is not None,
         )
         prepared = prepare(opts)
-        rc = max(rc, run_batch(opts, prepared))
+        rc = max(rc, run_batch(opts, prepared, display=display))
     return rc
