@@ -17,6 +17,7 @@ from beavertui.engine.models.base import Model
 from beavertui.engine.session.events import Event, SessionHeader
 from beavertui.engine.session.protocol import Protocol
 from beavertui.engine.toolchain.base import Toolchain
+from beavertui.service.flag_errors import protocol_error
 
 Feedback = Literal["L0", "L1", "L2", "L3", "L3S", "L4"]
 
@@ -73,11 +74,7 @@ def protocol_of(header: SessionHeader, options: BranchOptions) -> Protocol:
     try:
         return header.protocol.model_validate({**header.protocol.model_dump(), **update})
     except ValidationError as exc:
-        err = exc.errors()[0]
-        msg = str(err["msg"]).removeprefix("Value error, ")
-        if not err.get("loc"):  # a rule between fields
-            raise BeaverError(f"protocol: {msg}") from None
-        raise BeaverError(f"--{err['loc'][0]}: {msg}") from None
+        raise protocol_error(exc) from None
 
 
 def task_of(header: SessionHeader, corpus: str | None) -> Task:

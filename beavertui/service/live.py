@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from beavertui.engine.errors import BeaverError
 from beavertui.engine.session.protocol import Protocol
+from beavertui.service.flag_errors import protocol_error
 
 if TYPE_CHECKING:
     from beavertui.engine.models.openai_model import OpenAIConfig, OpenAIModel
@@ -80,11 +81,7 @@ def live_protocol(
     try:
         return Protocol.model_validate(fields)
     except ValidationError as exc:
-        err = exc.errors()[0]
-        msg = str(err["msg"]).removeprefix("Value error, ")
-        if not err.get("loc"):  # a rule between fields
-            raise BeaverError(f"protocol: {msg}") from None
-        raise BeaverError(f"--{str(err['loc'][0]).replace('_', '-')}: {msg}") from None
+        raise protocol_error(exc) from None
 
 
 def resumed_model(
