@@ -22,6 +22,8 @@ from typing import Any
 
 import pytest
 
+pytestmark = pytest.mark.slow  # a Ray instance starts in tens of seconds: run the module early
+
 ROOT = Path(__file__).resolve().parents[2]
 CORPUS = ROOT / "tests" / "data" / "recorded"
 RECORDINGS = CORPUS / "vec_scale.recordings.jsonl"
