@@ -22,16 +22,7 @@ from typing import Any
 
 import pytest
 
-# Two Ray nodes and a driver process per test take about 85 s and much of two cores: on the 2-core CI machine
-# that alone would put the suite past its time, so the module runs where asked for (BEAVERTUI_RAY_NODES=1);
-# tests/batch/test_ray.py runs a real single-node instance every time.
-pytestmark = [
-    pytest.mark.slow,
-    pytest.mark.skipif(
-        os.environ.get("BEAVERTUI_RAY_NODES") != "1",
-        reason="the two-node Ray cluster tests run with BEAVERTUI_RAY_NODES=1 (about 85 s)",
-    ),
-]
+pytestmark = pytest.mark.slow  # a Ray instance starts in tens of seconds: run the module early
 
 ROOT = Path(__file__).resolve().parents[2]
 CORPUS = ROOT / "tests" / "data" / "recorded"
