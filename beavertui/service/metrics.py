@@ -121,10 +121,7 @@ class Report:
         st = self.stats
         if st is not None and st.unfinished_sessions:
             if st.unfinished_included:
-                out.append(
-                    f"INCLUDES {st.unfinished_sessions} UNFINISHED session(s), scored as they stand "
-                    "(--include-unfinished): their rates are not final"
-                )
+                out.append(_included(f"{st.unfinished_sessions} UNFINISHED session(s)"))
             else:
                 cmds = "; ".join(f"beavertui batch --resume {d}" for d in st.resume_dirs()) or (
                     "run them to the end"
@@ -137,8 +134,7 @@ class Report:
             cut = len(st.cut_sessions)
             if st.unfinished_included:
                 out.append(
-                    f"INCLUDES {cut} session(s) an infrastructure failure ended before their loop was over, "
-                    "scored as they stand (--include-unfinished): their rates are not final"
+                    _included(f"{cut} session(s) an infrastructure failure ended before their loop was over")
                 )
             else:
                 from beavertui.engine.metrics.attempts import run_dir_of
@@ -157,10 +153,7 @@ class Report:
         if st is not None and st.stopped_sessions:
             n = len(st.stopped_sessions)
             if st.unfinished_included:
-                out.append(
-                    f"INCLUDES {n} session(s) stopped before their loop was over, scored as they stand "
-                    "(--include-unfinished): their rates are not final"
-                )
+                out.append(_included(f"{n} session(s) stopped before their loop was over"))
             else:
                 first = "; ".join(f"beavertui live --resume {p}" for p in st.stopped_sessions[:3])
                 more = f"; and {n - 3} more" if n > 3 else ""
@@ -607,3 +600,8 @@ def _task_attribute(table: Any, column: str) -> dict[str, str | None]:
             label_category(value) if value and column == "label" else value
         )
     return out
+
+
+def _included(sessions: str) -> str:
+    """The note of sessions not over that --include-unfinished scores as they stand."""
+    return f"INCLUDES {sessions}, scored as they stand (--include-unfinished): their rates are not final"
