@@ -59,9 +59,16 @@ def ray_instance():  # type: ignore[no-untyped-def]
     ray = pytest.importorskip("ray")  # here, not at collection: importing Ray costs 0.5 s of CPU a worker
     # an instance of its own: without address="local", ray.init joins any cluster running on this machine
     # (tests/batch/test_ray_nodes.py makes one) and refuses num_cpus there
+    # a new local instance turns Ray's token check on for this whole process (ray.init sets RAY_AUTH_MODE=token
+    # in os.environ): put back what was there, or a cluster a later test starts in this process checks tokens
+    before = os.environ.get("RAY_AUTH_MODE")
     ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
     yield
     ray.shutdown()
+    if before is None:
+        os.environ.pop("RAY_AUTH_MODE", None)
+    else:
+        os.environ["RAY_AUTH_MODE"] = before
 
 
 def test_ray_executor_streams_sessions_into_the_run_dir(tmp_path: Path, ray_instance: None) -> None:

@@ -70,6 +70,10 @@ def nodes(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TwoNodes]:
     # the workers import this checkout, as the driver does, and keep their caches in a folder of the test's
     cache = tmp_path_factory.mktemp("node-cache")
     env = {"PYTHONPATH": str(ROOT), "XDG_CACHE_HOME": str(cache), "BEAVERTUI_REPLY_CACHE": ""}
+    # a cluster started as `ray start --head` starts one here, without RAY_AUTH_MODE: it checks no token, even
+    # where an earlier test in this process (a local ray.init) left the variable set
+    mp = pytest.MonkeyPatch()
+    mp.delenv("RAY_AUTH_MODE", raising=False)
     cluster = Cluster(
         initialize_head=True, head_node_args={"num_cpus": 1, "include_dashboard": False, "env_vars": env}
     )
@@ -83,6 +87,7 @@ def nodes(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TwoNodes]:
         yield TwoNodes(cluster, second, cache)
     finally:
         cluster.shutdown()
+        mp.undo()
 
 
 def batch(
