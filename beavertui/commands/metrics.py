@@ -384,6 +384,8 @@ def _usage_json(usage: dict[Any, Any]) -> list[dict[str, Any]]:
                 "sessions": g.sessions,
                 "repaired": g.repaired,
                 **g.usage.model_dump(),
+                # null, not 0, where no reply with token counts gave a reasoning count (docs/costs.md)
+                "reasoning_tokens": g.usage.reasoning_tokens if g.usage.reasoning_reported else None,
                 "cost_per_session_usd": g.cost_per_session,
                 "cost_per_repair_usd": g.cost_per_repair,
                 "unpriced": g.unpriced,

@@ -416,7 +416,7 @@ def usage_table(groups: Sequence[GroupMetrics], usage: Mapping[Any, Any], *, mac
     and "$0.0069"."""
     from beavertui.engine.metrics.groups import group_key
     from beavertui.engine.metrics.usage import total
-    from beavertui.engine.session.usage import dollars, tokens_text
+    from beavertui.engine.session.usage import dollars, reasoning_text, tokens_text
 
     def row(model: str, proto: str, g: Any) -> tuple[Cell, ...]:
         u = g.usage
@@ -434,7 +434,7 @@ def usage_table(groups: Sequence[GroupMetrics], usage: Mapping[Any, Any], *, mac
             f"{reported}/{u.replies}",
             tokens_text(u.prompt_tokens) if reported else "-",
             tokens_text(u.completion_tokens) if reported else "-",
-            tokens_text(u.reasoning_tokens) if reported else "-",
+            reasoning_text(u),
             usd(u.cost_usd),
             usd(g.cost_per_session),
             usd(g.cost_per_repair),
@@ -448,7 +448,7 @@ def usage_table(groups: Sequence[GroupMetrics], usage: Mapping[Any, Any], *, mac
     def machine_row(model: str, proto: str, g: Any) -> tuple[Cell, ...]:
         u = g.usage
         reported = u.replies - u.unreported
-        counts = (u.prompt_tokens, u.completion_tokens, u.reasoning_tokens)
+        counts = (u.prompt_tokens, u.completion_tokens)
         return (
             model,
             proto,
@@ -457,6 +457,8 @@ def usage_table(groups: Sequence[GroupMetrics], usage: Mapping[Any, Any], *, mac
             str(u.replies),
             str(reported),
             *(str(n) if reported else "" for n in counts),
+            str(u.reasoning_tokens) if u.reasoning_reported else "",
+            str(u.reasoning_reported),
             str(g.unpriced),
             number(u.cost_usd),
             number(g.cost_per_session),
@@ -483,6 +485,18 @@ def usage_table(groups: Sequence[GroupMetrics], usage: Mapping[Any, Any], *, mac
         if any(g.unreported_by_endpoint for g in seen.values())
         else ""
     )
+    unthinking = (
+        " An endpoint gave token counts without a reasoning count for some replies: their reasoning tokens are "
+        "unknown, not 0, and in no sum ("
+        + (
+            "reasoning tokens: the sum over the replies with a reasoning count, empty where none had one; "
+            "replies with reasoning counts: how many)."
+            if machine
+            else "n/a: no reply of the row reported one; >=: the sum over those that did)."
+        )
+        if any(g.usage.reasoning_unreported for g in seen.values())
+        else ""
+    )
     if machine:
         return Table(
             "Tokens and cost per model and protocol",
@@ -496,6 +510,7 @@ def usage_table(groups: Sequence[GroupMetrics], usage: Mapping[Any, Any], *, mac
                 "prompt tokens",
                 "completion tokens",
                 "reasoning tokens",
+                "replies with reasoning counts",
                 "replies without a price",
                 "cost (USD)",
                 "per session (USD)",
@@ -511,7 +526,8 @@ def usage_table(groups: Sequence[GroupMetrics], usage: Mapping[Any, Any], *, mac
             "where replies without a price sit beside priced ones (a priced planner beside an unpriced coder) it "
             "is a lower bound; per repair: cost over the sessions "
             "that passed. cached replies: served by the reply cache, not asked again; paid: cost less those."
-            + silent,
+            + silent
+            + unthinking,
             name="usage",
         )
     return Table(
@@ -538,6 +554,7 @@ def usage_table(groups: Sequence[GroupMetrics], usage: Mapping[Any, Any], *, mac
         "of the models file (US dollars; - without prices); >=: a lower bound, the sum over the priced replies "
         "where others have no price (a priced planner beside an unpriced coder); per repair: cost over the "
         "sessions that passed. cached replies: served by the reply cache, not asked again; paid: cost less those."
-        + silent,
+        + silent
+        + unthinking,
         name="usage",
     )

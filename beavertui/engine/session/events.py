@@ -133,9 +133,13 @@ class Usage(_Frozen):
     completion_tokens: int = 0
     """Completion tokens, reasoning included."""
     reasoning_tokens: int = 0
-    """Of the completion tokens, those spent reasoning (where the endpoint says)."""
+    """Of the completion tokens, those spent reasoning, summed over the replies whose endpoint says."""
     unreported: int = 0
     """Replies without a usage report (scripted models, endpoints that send none)."""
+    reasoning_unreported: int = 0
+    """Of the replies with a usage report, those without a reasoning count (an endpoint that sends no
+    ``completion_tokens_details.reasoning_tokens``): their reasoning is unknown, not 0, and in no sum. Absent
+    from end lines written before it was recorded, read as 0 (every reasoning count taken as reported)."""
     latency_s: float = 0.0
     """Seconds waited for the replies fetched from the endpoint."""
     cost_usd: float | None = None
@@ -148,6 +152,11 @@ class Usage(_Frozen):
     @property
     def tokens(self) -> int:
         return self.prompt_tokens + self.completion_tokens
+
+    @property
+    def reasoning_reported(self) -> int:
+        """Replies whose endpoint gave a reasoning count (0 included): those ``reasoning_tokens`` sums."""
+        return max(0, self.replies - self.unreported - self.reasoning_unreported)
 
 
 class ModelInfo(_Frozen):

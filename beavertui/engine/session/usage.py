@@ -13,7 +13,7 @@ from beavertui.engine.session.events import Plan, Reply, SessionEnd, Summary, Us
 
 def usage_of(replies: Iterable[Reply | Plan | Summary]) -> Usage:
     """The Usage of these replies (costs summed where known; None when no reply has a cost)."""
-    n = prompt = completion = reasoning = unreported = cached = 0
+    n = prompt = completion = reasoning = unreported = reasoning_unreported = cached = 0
     latency = 0.0
     cost: float | None = None
     paid: float | None = None
@@ -24,6 +24,8 @@ def usage_of(replies: Iterable[Reply | Plan | Summary]) -> Usage:
         else:
             prompt += r.prompt_tokens
             completion += r.completion_tokens
+            if r.reasoning_tokens is None:
+                reasoning_unreported += 1
         reasoning += r.reasoning_tokens or 0
         cached += r.cached
         if not r.cached:
@@ -40,6 +42,7 @@ def usage_of(replies: Iterable[Reply | Plan | Summary]) -> Usage:
         completion_tokens=completion,
         reasoning_tokens=reasoning,
         unreported=unreported,
+        reasoning_unreported=reasoning_unreported,
         latency_s=round(latency, 3),
         cost_usd=cost,
         cached=cached,
@@ -59,6 +62,7 @@ def add(a: Usage, b: Usage) -> Usage:
         completion_tokens=a.completion_tokens + b.completion_tokens,
         reasoning_tokens=a.reasoning_tokens + b.reasoning_tokens,
         unreported=a.unreported + b.unreported,
+        reasoning_unreported=a.reasoning_unreported + b.reasoning_unreported,
         latency_s=round(a.latency_s + b.latency_s, 3),
         cost_usd=plus(a.cost_usd, b.cost_usd),
         cached=a.cached + b.cached,
@@ -88,6 +92,17 @@ def tokens_text(n: int) -> str:
     return f"{n / 1e6:.1f}M"
 
 
+def reasoning_text(u: Usage) -> str:
+    """The reasoning tokens of a usage for a table cell: '2.1k'; 'n/a' where no reply with token counts
+    reported a reasoning count (unknown, not 0); '>=2.1k' where some did not (the sum of those that did);
+    '-' where no reply reported usage at all."""
+    if u.replies == u.unreported:
+        return "-"
+    if u.reasoning_reported == 0:
+        return "n/a"
+    return (">=" if u.reasoning_unreported else "") + tokens_text(u.reasoning_tokens)
+
+
 def dollars(x: float | None) -> str:
     """$0.0042, $0.12, $12.34; '-' when unknown."""
     if x is None:
@@ -100,7 +115,8 @@ def dollars(x: float | None) -> str:
 
 
 def summary(u: Usage | None) -> str:
-    """One line: '12.3k tokens (2.1k reasoning), $0.12, 3 of 5 replies from the cache'."""
+    """One line: '12.3k tokens (2.1k reasoning), $0.12, 3 of 5 replies from the cache'; 'reasoning not
+    reported' where no reply with token counts gave a reasoning count."""
     if u is None or u.replies == 0:
         return "no replies"
     reported = u.replies - u.unreported
@@ -108,7 +124,15 @@ def summary(u: Usage | None) -> str:
         text = "no token counts reported"
     else:
         text = f"{tokens_text(u.tokens)} tokens ({tokens_text(u.prompt_tokens)} in, {tokens_text(u.completion_tokens)} out"
-        text += f", {tokens_text(u.reasoning_tokens)} reasoning)" if u.reasoning_tokens else ")"
+        if u.reasoning_reported == 0:
+            text += ", reasoning not reported)"
+        elif u.reasoning_unreported:
+            text += (
+                f", {tokens_text(u.reasoning_tokens)} reasoning in the {u.reasoning_reported} of {reported} "
+                "replies that report it)"
+            )
+        else:
+            text += f", {tokens_text(u.reasoning_tokens)} reasoning)" if u.reasoning_tokens else ")"
         if u.unreported:
             text += f", {u.unreported} of {u.replies} replies unreported"
     if u.cost_usd is not None:

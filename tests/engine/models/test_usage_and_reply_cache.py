@@ -441,3 +441,94 @@ def test_no_protocol_seed_sends_no_seed(tmp_path: Path) -> None:
         )
         assert out.returncode == 0, out.stderr
         assert server.requests == 6 and not any("seed" in b for b in server.seen)
+
+
+def test_reasoning_an_endpoint_does_not_report_is_not_shown_as_zero(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Two endpoint models behind a loopback server: one reports its reasoning tokens
+    (``completion_tokens_details.reasoning_tokens``), the other gives token counts without that detail. The
+    second's reasoning was summed as 0 everywhere (the end line, --json, the tables, the card), which reads as
+    "the model did not reason"; now the end line records the replies without a reasoning count, --json gives
+    null, the tables n/a (CSV: empty) and the card "reasoning not reported"."""
+    import csv
+    import tomllib
+
+    from beavertui.cli import main
+    from beavertui.engine import bundled
+    from tests.loopback_endpoint import Endpoint, chunk
+
+    for var in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "BEAVERTUI_MODELS"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.chdir(tmp_path)
+    doc = tomllib.loads(bundled.demo_replies("repair_in_three").read_text(encoding="utf-8"))
+    repair = str(doc["reply"][2]["content"])
+
+    def answer(model: str, _body: dict[str, Any], _headers: dict[str, str]) -> tuple[str, Any]:
+        usage: dict[str, Any] = {"prompt_tokens": 30, "completion_tokens": 20, "total_tokens": 50}
+        if model == "thinker":
+            usage["completion_tokens_details"] = {"reasoning_tokens": REASONING}
+        last = {**chunk(model, None), "choices": [], "usage": usage}
+        return "stream", [chunk(model, repair), chunk(model, None, "stop"), last]
+
+    with Endpoint(answer) as server:
+        models = tmp_path / "models.toml"
+        models.write_text(
+            f"[models.t]\nmodel = 'thinker'\nbase_url = '{server.url}'\n"
+            f"[models.s]\nmodel = 'silent'\nbase_url = '{server.url}'\n"
+        )
+        rc = main(["batch", "--models-file", str(models), "--models", "t", "s", "--tasks", "transpose_00",
+                   "--toolchain", "demo", "--run-id", "o", "--no-reply-cache"])  # fmt: skip
+        out = capsys.readouterr()
+    assert rc == 0, out.err
+    ends = {}
+    for f in sorted((tmp_path / "sessions" / "o").rglob("*.jsonl")):
+        header, events, _p = read_session(f)
+        assert header is not None and isinstance(events[-1], SessionEnd) and events[-1].usage is not None
+        ends[header.model.name] = events[-1].usage
+    assert ends["thinker"].reasoning_tokens == REASONING and ends["thinker"].reasoning_unreported == 0
+    assert ends["silent"].reasoning_unreported == ends["silent"].replies == 1
+    assert ends["silent"].reasoning_reported == 0 and ends["silent"].completion_tokens == 20
+    # an end line written before the field reads as before: every reasoning count taken as reported
+    old = {k: v for k, v in ends["silent"].model_dump().items() if k != "reasoning_unreported"}
+    assert type(ends["silent"]).model_validate(old).reasoning_reported == 1
+
+    assert main(["metrics", "sessions/o", "--json"]) == 0
+    usage = {u["model"].split(" ")[0]: u for u in json.loads(capsys.readouterr().out)["usage"]}
+    assert usage["t"]["reasoning_tokens"] == REASONING and usage["t"]["reasoning_unreported"] == 0
+    assert usage["s"]["reasoning_tokens"] is None and usage["s"]["reasoning_unreported"] == 1
+
+    assert main(["metrics", "sessions/o", "--table", "usage", "--format", "csv"]) == 0
+    rows = {r["model"].split(" ")[0]: r for r in csv.DictReader(capsys.readouterr().out.splitlines())}
+    assert (rows["t"]["reasoning tokens"], rows["t"]["replies with reasoning counts"]) == (
+        str(REASONING),
+        "1",
+    )
+    assert (rows["s"]["reasoning tokens"], rows["s"]["replies with reasoning counts"]) == ("", "0")
+    assert (rows["whole"]["reasoning tokens"], rows["whole"]["replies with reasoning counts"]) == (
+        str(REASONING), "1",
+    )  # fmt: skip
+
+    assert main(["metrics", "sessions/o", "--table", "usage", "--format", "markdown"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    cells = {
+        ln.split("|")[1].strip().split(" ")[0]: [c.strip() for c in ln.split("|")]
+        for ln in lines
+        if ln.startswith("| ")
+    }
+    head = cells["model"]
+    col = head.index("reasoning")
+    assert (
+        cells["t"][col] == str(REASONING)
+        and cells["s"][col] == "n/a"
+        and cells["whole"][col] == f">={REASONING}"
+    )
+    text = " ".join(" ".join(lines).split())
+    assert "their reasoning tokens are unknown, not 0" in text
+
+    assert main(["metrics", "sessions/o", "--card", "card.md"]) == 0
+    capsys.readouterr()
+    card = " ".join((tmp_path / "card.md").read_text().split())
+    assert "out, reasoning not reported)" in card and f"out, {REASONING} reasoning)" in card
+    assert f"{REASONING} reasoning in the 1 of 2 replies that report it" in card
