@@ -64,7 +64,9 @@ def register(sub: Any) -> None:
         help="iteration after which to branch",
     )
     p.add_argument(
-        "--feedback", choices=["L0", "L1", "L2", "L3", "L3S", "L4"], help="feedback level from STEP on"
+        "--feedback",
+        choices=["L0", "L1", "L2", "L3", "L3S", "L3_raw", "L4"],
+        help="feedback level from STEP on",
     )
     p.add_argument(
         "--planning",

@@ -90,9 +90,12 @@ def register(sub: Any) -> None:
     )
     q.add_argument(
         "--feedback",
-        choices=("L0", "L1", "L2", "L3", "L3S", "L4"),
+        choices=("L0", "L1", "L2", "L3", "L3S", "L3_raw", "L4"),
         default=None,
-        help="L3S: L3 condensed by --summariser (default: the model itself) before the model reads it",
+        help=(
+            "L3S: L3 condensed by --summariser (default: the model itself) before the model reads it; "
+            "L3_raw: the release's raw build and test output, no hints"
+        ),
     )
     q.add_argument(
         "--planning",

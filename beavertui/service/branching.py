@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from beavertui.engine.corpus.task import Task
 from beavertui.engine.errors import BeaverError
@@ -19,7 +19,7 @@ from beavertui.engine.session.protocol import Protocol
 from beavertui.engine.toolchain.base import Toolchain
 from beavertui.service.flag_errors import protocol_error
 
-Feedback = Literal["L0", "L1", "L2", "L3", "L3S", "L4"]
+Feedback = Literal["L0", "L1", "L2", "L3", "L3S", "L3_raw", "L4"]
 
 
 @dataclass(frozen=True)
@@ -51,8 +51,8 @@ def protocol_of(header: SessionHeader, options: BranchOptions) -> Protocol:
     """The parent's protocol, iterative, with the options' changes."""
     from pydantic import ValidationError
 
-    if options.feedback is not None and options.feedback not in ("L0", "L1", "L2", "L3", "L3S", "L4"):
-        raise BeaverError(f"feedback: {options.feedback!r} is not one of L0..L4 or L3S")
+    if options.feedback is not None and options.feedback not in get_args(Feedback):
+        raise BeaverError(f"feedback: {options.feedback!r} is not one of L0..L4, L3S or L3_raw")
     update: dict[str, object] = {"method": "iterative"}
     if options.planning == "implicit":  # the parent's planner and coder settings go with its planning
         update.update(planner=None, coder_feedback=True)

@@ -5,7 +5,7 @@ A **plan** is the set of arms (one model under one protocol over its tasks) that
 - ``main``: the paper's protocol (iterative, K5, L3, H4, gate 0.7 after the run) at the model's decoding;
 - ``repeated``: K independent samples of the first turn at T1.0 (the Rep column; the Iter column is the
   main arm, never run again);
-- ``feedback``: L0, L1 and L2 (L3 is the main arm);
+- ``feedback``: L0, L1 and L2 (L3 is the main arm; a release config of L3_raw is an arm of its own);
 - ``history``: H1, H2 and H3 (H4 is the main arm);
 - the gate axis (p = 0 / 0.7 / 1.5) needs no run: it is read from the main arm's p sweep.
 
@@ -163,14 +163,13 @@ def read_release_config(path: Path) -> ReleaseConfig:
     if method not in ("iterative", "repeated"):
         raise BeaverError(f"{path}: experiment.method {method!r} is neither iterative nor repeated")
     if level not in (0, 1, 2, 3, 4):
-        raise BeaverError(
-            f"{path}: experiment.feedback_level {level!r}: beavertui has levels 0 to 4 (no L3_raw)"
-        )
-    mode = exp.get("feedback_mode")
-    if mode not in (None, "template"):
-        raise BeaverError(
-            f"{path}: feedback_mode {mode!r} (the release's L3_raw, its raw log without hints) is not a "
-            "beavertui level: beavertui's L3 already quotes the raw logs"
+        raise BeaverError(f"{path}: experiment.feedback_level {level!r}: beavertui has levels 0 to 4")
+    mode = exp.get("feedback_mode", "aware")
+    if mode not in ("aware", "raw"):
+        raise BeaverError(f"{path}: experiment.feedback_mode {mode!r} is neither aware nor raw")
+    if mode == "raw" and level != 3:
+        notes.append(
+            f"{path.name}: feedback_mode raw at level {level}: the harness honours it at level 3 only"
         )
     if "few_shot" in exp or "fewshot" in exp or "fewshot" in path.stem:
         raise BeaverError(f"{path}: the few-shot axis is not implemented in beavertui")
@@ -184,7 +183,7 @@ def read_release_config(path: Path) -> ReleaseConfig:
         protocol = Protocol(
             method=method,
             budget=int(budget),
-            feedback=f"L{level}",
+            feedback="L3_raw" if mode == "raw" and level == 3 else f"L{level}",
             history=int(exp.get("max_history_rounds", 4)),
             temperature=0.7 if temperature is None else float(temperature),
         )

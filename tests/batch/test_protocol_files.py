@@ -33,7 +33,7 @@ def test_one_file_per_axis_of_the_paper() -> None:
         ("iterative", 0.7),
         ("repeated", 1.0),
     ]
-    assert [p.feedback for p in protocols("paper-feedback")] == ["L0", "L1", "L2", "L3"]
+    assert [p.feedback for p in protocols("paper-feedback")] == ["L0", "L1", "L2", "L3", "L3_raw"]
     assert [p.history for p in protocols("paper-history")] == [1, 2, 3, 4]
     assert [p.gate_mode for p in protocols("in-loop")] == ["after_run", "in_loop"]
     for name in ("paper-method", "paper-feedback", "paper-history", "in-loop"):

@@ -113,10 +113,13 @@ def test_configs_of_other_axes_are_the_same_arms_not_new_ones(
     assert by_axis["repeated"] == ["gpt5_4_repeated.yaml"] and by_axis["feedback L2"] == [
         "gpt5_4_feedback_l2.yaml"
     ]
-    # the release's L3_raw level does not exist here: one line, nothing planned
+    # the release's L3_raw config (feedback_level 3, feedback_mode raw) is an arm at feedback L3_raw
     raw = CONFIGS / "feedback" / "gpt5_4_feedback_l3_raw.yaml"
-    assert main(["reproduce", "--corpus", str(RELEASE), "--release-configs", str(raw), "--dry-run"]) == 2
-    assert "feedback_mode 'raw' (the release's L3_raw" in capsys.readouterr().err
+    arms = _plan(capsys, "--release-configs", str(raw))["arms"]
+    assert isinstance(arms, list)
+    (raw_arm,) = [a for a in arms if a["protocol"]["feedback"] == "L3_raw"]
+    assert [Path(s).name for s in raw_arm["sources"]] == ["gpt5_4_feedback_l3_raw.yaml"]
+    assert raw_arm["axis"] == "config" and raw_arm["protocol"]["history"] == 4
 
 
 def test_reproduce_runs_the_grid_once_resumes_and_writes_the_tables(

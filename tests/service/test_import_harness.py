@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from beavertui.engine.errors import BeaverError
 from beavertui.engine.importers.cudabeaver import CATEGORY_MAP, FIVE_WAY_MAP, STOP_MAP
 from beavertui.engine.importers.harness_run import protocol_of
 from beavertui.engine.metrics.attempts import export_rows
@@ -411,6 +412,20 @@ def test_protocol_of_the_config() -> None:
         1.0,
         0.9,
     )
+
+
+def test_a_raw_feedback_config_is_l3_raw() -> None:
+    """feedback_mode raw is the release's L3_raw at level 3; the harness ignores the mode elsewhere."""
+
+    def level(exp: dict[str, object]) -> str:
+        return protocol_of({"api": {"model": "m"}, "experiment": {"max_iterations": 5, **exp}})[0].feedback
+
+    assert level({"feedback_level": 3, "feedback_mode": "raw"}) == "L3_raw"
+    assert level({"feedback_mode": "raw"}) == "L3_raw"  # level 3 is the harness's default
+    assert level({"feedback_level": 3, "feedback_mode": "aware"}) == "L3"
+    assert level({"feedback_level": 2, "feedback_mode": "raw"}) == "L2"
+    with pytest.raises(BeaverError, match="feedback_mode 'rough'"):
+        level({"feedback_mode": "rough"})
 
 
 BAD_CASES = {

@@ -128,6 +128,12 @@ def protocol_of(config: Mapping[str, Any]) -> tuple[Protocol, list[str]]:
         raise BeaverError(f"config.yaml: experiment.feedback_level {level!r} is not 0 to 4")
     if "feedback_level" not in exp:
         notes.append("feedback L3: the harness's default (config.yaml sets no feedback_level)")
+    feedback = f"L{level}"
+    mode = exp.get("feedback_mode", "aware")
+    if mode not in ("aware", "raw"):
+        raise BeaverError(f"config.yaml: experiment.feedback_mode {mode!r} is neither aware nor raw")
+    if mode == "raw" and level == 3:  # the harness honours the mode at level 3 only
+        feedback = "L3_raw"
     history = exp.get("max_history_rounds", 4)
     if not isinstance(history, int) or not 1 <= history <= 4:
         raise BeaverError(
@@ -157,7 +163,7 @@ def protocol_of(config: Mapping[str, Any]) -> tuple[Protocol, list[str]]:
         proto = Protocol(
             method=method,
             budget=budget,
-            feedback=f"L{level}",
+            feedback=feedback,
             history=history,
             temperature=float(temperature),
             gate=gate,

@@ -1,4 +1,4 @@
-"""The words the model reads: the first turn, the feedback after each attempt (L0-L4) and the history window.
+"""The words the model reads: the first turn, the feedback after each attempt (L0-L4, L3_raw) and the history window.
 
 Feedback quotes what the engine observed, never a summary written by a model: the decisive lines and raw
 log excerpts come from the recorded events (Verdict.decisive, the build/run logs, sanitizer records,
@@ -29,6 +29,11 @@ MAX_SANITIZER_RECORDS = 5
 #: L2 quotes at most this many compiler error lines (the release's _feedback_l2_gb).
 COMPILER_ERROR_LINES = 5
 MAX_WARNING_LINES = 10
+#: L3_raw (the release's harness/feedback.py _feedback_generic): a build and test output longer than
+#: RAW_LOG_LIMIT characters keeps its first and last RAW_LOG_HALF; the previous code is cut to RAW_CODE_LIMIT.
+RAW_LOG_LIMIT = 3000
+RAW_LOG_HALF = 1500
+RAW_CODE_LIMIT = 2000
 _ERROR = re.compile(r"\berror\b", re.IGNORECASE)
 _WARNING = re.compile(r"\bwarning\b", re.IGNORECASE)
 
@@ -187,6 +192,62 @@ def compiler_errors(attempt: AttemptState) -> list[str]:
     return head.splitlines() if head else ["(no output)"]
 
 
+def release_truncate(text: str, max_len: int) -> str:
+    """The release's ``_truncate``: the first and last half of ``max_len`` characters around a marker."""
+    if len(text) <= max_len:
+        return text
+    half = max_len // 2
+    return text[:half] + "\n... [truncated] ...\n" + text[-half:]
+
+
+def _raw_output(stage: StageResult, marker: str) -> str:
+    """A stage's output as the release's harness records it: stdout and stderr, stripped; a stage stopped by
+    its time limit reads as the harness's marker alone."""
+    return marker if stage.timed_out else stage.log.strip()
+
+
+def raw_feedback(attempt: AttemptState, components: Collection[str] | None = None) -> str:
+    """Feedback level L3_raw: the release's raw mode of L3 (``feedback_mode: raw``, harness/feedback.py
+    ``_feedback_generic``), word for word: the build output, then the test output where the attempt ran, cut
+    to the first and last 1,500 characters beyond 3,000, and the previous code cut to 2,000 characters. No
+    category, no decisive lines, no sanitizer records, no timing, no hints. ``components`` keeps the build
+    output (``compiler``) or the test output (``runtime``)."""
+    build, run = attempt.build, attempt.run
+    build_output = (
+        _raw_output(build.result, "[BUILD TIMEOUT]")
+        if build is not None and (components is None or "compiler" in components)
+        else ""
+    )
+    test_output = (
+        _raw_output(run.result, "[TEST TIMEOUT] Execution timed out")
+        if run is not None and (components is None or "runtime" in components)
+        else None
+    )
+    error_log = build_output
+    if test_output:
+        error_log += "\n" + test_output
+    if len(error_log) > RAW_LOG_LIMIT:
+        error_log = error_log[:RAW_LOG_HALF] + "\n...[truncated]...\n" + error_log[-RAW_LOG_HALF:]
+    code = attempt.candidate.code if attempt.candidate is not None and attempt.candidate.code else ""
+    return "\n".join(
+        [
+            "Your previous solution did not pass. Here is the feedback:",
+            "",
+            "## Build / Test Output",
+            "```",
+            error_log,
+            "```",
+            "",
+            "## Your Previous Code",
+            "```cuda",
+            release_truncate(code, RAW_CODE_LIMIT),
+            "```",
+            "",
+            "Please fix the code. Output ONLY the corrected content of `solution.cu`.",
+        ]
+    )
+
+
 def feedback(
     attempt: AttemptState,
     level: Feedback,
@@ -200,7 +261,8 @@ def feedback(
     information, other words). L2 is the release's: compiler error lines only (``compiler_errors``), and
     for an attempt that built and then failed, "Your code compiled but the test failed" with no test output.
     L3 is beavertui's: the outcome, decisive lines, the raw build or run log, sanitizer records and timing,
-    where the release sends category templates with fixed hints (a listed departure). A build that hit its
+    where the release sends category templates with fixed hints (a listed departure). L3_raw is the release's
+    raw mode of L3, word for word (``raw_feedback``). A build that hit its
     time limit did not compile (classify.compiled): its lines belong to the ``compiler`` component.
 
     ``components`` (Protocol.feedback_components) keeps only those parts of the level's message:
@@ -224,6 +286,8 @@ def feedback(
         return f"Your attempt could not be evaluated. Try again. {ask}"
     if candidate is not None and candidate.code is None:
         return f"Your reply contained no usable code: {candidate.no_code_reason or 'no code'}. {ask}"
+    if level == "L3_raw":
+        return raw_feedback(attempt, components)
     if v.correct and not v.success:
         head = "Your solution is correct but too slow."
     elif v.success:

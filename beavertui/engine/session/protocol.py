@@ -27,7 +27,10 @@ from beavertui.engine.limits import MAX_HISTORY, MAX_TEMPERATURE
 Method = Literal["iterative", "repeated"]
 GateMode = Literal["after_run", "in_loop"]
 RunLimit = Literal["reference", "flat"]
-Feedback = Literal["L0", "L1", "L2", "L3", "L3S", "L4"]
+Feedback = Literal["L0", "L1", "L2", "L3", "L3S", "L3_raw", "L4"]
+#: The parts of a note L3_raw is made of (the release's raw build and test output): the only components it
+#: can leave out.
+RAW_COMPONENTS: tuple[str, ...] = ("compiler", "runtime")
 #: ``implicit``: one call writes the candidate (the paper's loop); ``plan``: a planning call writes a plan,
 #: then a coding call writes the candidate from it (docs/protocols.md).
 Planning = Literal["implicit", "plan"]
@@ -100,7 +103,8 @@ class Protocol(BaseModel):
     feedback: Feedback = "L3"
     """L0 none, L1 failed/try again, L2 the release's: compiler errors only (a run-time failure: "compiled but
     the test failed"), L3 + outcome, decisive lines, logs/sanitizer/speedup, L3S L3 condensed by the
-    ``summariser`` model before the coder reads it, L4 + ncu."""
+    ``summariser`` model before the coder reads it, L3_raw the release's raw mode of L3 (its build and test
+    output and the previous code, no category or hints: prompts.raw_feedback), L4 + ncu."""
     feedback_components: tuple[FeedbackComponent, ...] | None = None
     """Only these parts of the level's feedback are sent (compiler: build log and build-stage outcome;
     runtime: run log and run-stage outcome; sanitizer; timing; profile; static: compiler warnings and a lint
@@ -161,6 +165,13 @@ class Protocol(BaseModel):
             raise ValueError('planner and coder_feedback = false need planning = "plan"')
         if self.summariser is not None and self.feedback != "L3S":
             raise ValueError('a summariser needs feedback = "L3S"')
+        if self.feedback == "L3_raw" and self.feedback_components:
+            other = [c for c in self.feedback_components if c not in RAW_COMPONENTS]
+            if other:
+                raise ValueError(
+                    f"feedback L3_raw sends only the build and test output: components {', '.join(other)} "
+                    "would change nothing (L3_raw takes compiler and runtime)"
+                )
         return self
 
     @model_serializer(mode="wrap")
