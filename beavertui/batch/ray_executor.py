@@ -10,8 +10,9 @@ folder (where its node has it), so that the run's relative paths (scripts, recor
 they name on the driver; the corpus must be readable at the driver's path on every node, except the bundled
 one, which each worker takes from its own installed package, as it takes the default reply cache from its
 own node. ``connect`` reaches the cluster (or starts a
-local instance) and checks it can run the batch, and ``check_nodes`` that every node has the environment
-variables the batch's models read, before anything is written. Needs ``beavertui[ray]``.
+local instance) and checks it can run the batch, ``check_code`` that every node imports the driver's beavertui
+code, and ``check_nodes`` that every node has the environment variables the batch's models read, before
+anything is written. Needs ``beavertui[ray]``.
 """
 
 from __future__ import annotations
@@ -153,6 +154,100 @@ def _unset_here(variables: list[str]) -> list[str]:
 
 #: How long ``check_nodes`` waits for the nodes' answers; a node still silent then is not checked.
 NODE_CHECK_S = 60.0
+
+#: The files of the package whose contents ``code_fingerprint`` takes: its sources and the data the package
+#: ships with them (pyproject.toml's package-data); a wheel's ``_bundled`` corpus and demo sessions are not.
+_CODE_SUFFIXES = frozenset({".py", ".toml", ".json", ".patch", ".c", ".cu", ".h", ".tcss", ".css", ".js"})
+
+_FINGERPRINT: dict[str, Any] = {}
+
+
+def code_fingerprint() -> dict[str, Any]:
+    """The beavertui code this process imports: ``version``, ``path`` (the package's folder) and ``files``
+    (each source file, by its path in the package, the first 16 hex digits of the sha256 of its bytes), made
+    once a process. Two processes with equal ``files`` run the same code, whatever their versions say."""
+    if not _FINGERPRINT:
+        import hashlib
+
+        import beavertui
+
+        root = Path(beavertui.__file__).resolve().parent
+        files = {}
+        for path in sorted(root.rglob("*")):
+            rel = path.relative_to(root)
+            if path.suffix not in _CODE_SUFFIXES or rel.parts[0] == "_bundled" or "__pycache__" in rel.parts:
+                continue
+            if path.is_file():
+                files[rel.as_posix()] = hashlib.sha256(path.read_bytes()).hexdigest()[:16]
+        _FINGERPRINT.update(version=beavertui.__version__, path=str(root), files=files)
+    return dict(_FINGERPRINT)
+
+
+def code_difference(here: dict[str, Any], there: dict[str, Any]) -> str | None:
+    """What differs between two ``code_fingerprint``s, in a few words (None where nothing does): the
+    versions where they differ, then the files changed, only here or only there (the first three named)."""
+    mine, theirs = here.get("files", {}), there.get("files", {})
+    changed = sorted(f for f in mine.keys() & theirs.keys() if mine[f] != theirs[f])
+    only_here, only_there = sorted(mine.keys() - theirs.keys()), sorted(theirs.keys() - mine.keys())
+    if not (changed or only_here or only_there or here.get("version") != there.get("version")):
+        return None
+    parts = []
+    if here.get("version") != there.get("version"):
+        parts.append(f"version {there.get('version')} there, {here.get('version')} here")
+    for names, what in ((changed, "differs"), (only_here, "only here"), (only_there, "only there")):
+        if names:
+            more = f" and {len(names) - 3} more" if len(names) > 3 else ""
+            parts.append(f"{', '.join(names[:3])}{more} {what}")
+    return "; ".join(parts)
+
+
+def check_code(toolchain: str) -> None:
+    """Refuse, in one line, a cluster with a node that could run sessions but imports other beavertui code
+    than this driver (another version, or the same version changed): the driver sends each session to a
+    worker by reference to this code, and a worker running other code fails every session it takes, deep in
+    the session (a TypeError, an unknown field), or records it differently. Each such node runs one tiny task
+    that returns its ``code_fingerprint``; a node whose beavertui has none, or has none importable, is named
+    too. Connects first (``connect``)."""
+    import ray
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+    need = "GPU" if needs_gpu(toolchain) else "CPU"
+    nodes = [n for n in ray.nodes() if n.get("Alive") and n.get("Resources", {}).get(need, 0) >= 1]  # type: ignore[no-untyped-call]
+    probe = ray.remote(num_cpus=0, max_retries=0)(code_fingerprint)
+    refs = [
+        probe.options(scheduling_strategy=NodeAffinitySchedulingStrategy(n["NodeID"], soft=False)).remote()
+        for n in nodes
+    ]
+    ready, _late = ray.wait(refs, num_returns=len(refs), timeout=NODE_CHECK_S)
+    here = code_fingerprint()
+    other: list[tuple[str, str]] = []
+    for node, ref in zip(nodes, refs, strict=True):
+        if ref not in ready:
+            continue
+        name = f"{node.get('NodeManagerAddress', '?')} (node {node['NodeID'][:8]})"
+        try:
+            there: dict[str, Any] = ray.get(ref)
+        except (ray.exceptions.RayTaskError, ray.exceptions.RaySystemError) as exc:
+            cause = getattr(exc, "cause", None)
+            why = f"{type(cause).__name__}: {cause}" if isinstance(cause, BaseException) else str(exc)
+            # Ray's import failure goes on with the node's whole sys.path: its first sentence says it
+            first = _one_line(why).split(". ")[0]
+            other.append((name, f"its beavertui could not say its code: {first[:200]}"))
+            continue
+        except ray.exceptions.RayError:
+            continue  # a node lost meanwhile runs nothing
+        diff = code_difference(here, there)
+        if diff is not None:
+            other.append(
+                (name, f"{diff}; its package at {there.get('path')}, this driver's at {here['path']}")
+            )
+    if other:
+        (name, what), more = other[0], f" (and {len(other) - 1} more node(s))" if len(other) > 1 else ""
+        raise BeaverError(
+            f"the Ray node {name} runs other beavertui code than this driver ({what}){more}: its workers would "
+            "fail or record differently every session they take; install this driver's beavertui on every node "
+            "(the same wheel or checkout) and start them again"
+        )
 
 
 def check_nodes(variables: Sequence[str], toolchain: str) -> None:

@@ -204,9 +204,10 @@ def check_before_writing(
                 endpoints.append(Endpoint(label=helper, config=config))
     preflight(endpoints, toolchain, protocols, gpus, here=executor != "ray")
     if executor == "ray":
-        from beavertui.batch.ray_executor import check_nodes, connect
+        from beavertui.batch.ray_executor import check_code, check_nodes, connect
 
         connect(address, toolchain)
+        check_code(toolchain)
         check_nodes(node_variables(endpoints, models), toolchain)
 
 
