@@ -130,6 +130,7 @@ def _run_html(source: Path, source_models: Path | None) -> tuple[str, str]:
     from beavertui.reports.svg import p_sweep_svg, swing_svg
     from beavertui.service.metrics import (
         compute,
+        figures,
         left_out_lines,
         no_session_left,
         paper_report_tables,
@@ -169,6 +170,7 @@ def _run_html(source: Path, source_models: Path | None) -> tuple[str, str]:
         p_sweep_svg(report.groups),
         swing_svg(report.swing) if report.swing else None,
         docs,
+        figures=[svg for _name, svg in figures(report)],
         manifest=html.read_manifest(source),
         card=card(source, report.groups, __version__, report.usage, report.headers, report.notes()),
         skipped=report.stats.damaged if report.stats is not None else [],

@@ -78,7 +78,11 @@ def register(sub: Any) -> None:
         "--json always carries them under paper_tables",
     )
     p.add_argument("--card", type=Path, help="also write the evaluation card (Markdown) to this file")
-    p.add_argument("--plots", type=Path, help="also write p_sweep.svg and swing.svg into this folder")
+    p.add_argument(
+        "--plots",
+        type=Path,
+        help="also write the figures into this folder: p_sweep.svg, swing.svg, stagnation_modes.svg, speedups.svg",
+    )
     p.add_argument(
         "--resamples",
         type=int_in(MIN_RESAMPLES, MAX_RESAMPLES),
@@ -98,7 +102,7 @@ def _handle(args: argparse.Namespace) -> int:
     from beavertui import __version__
     from beavertui.commands.formats import output_format
     from beavertui.engine.errors import BeaverError
-    from beavertui.service.metrics import NO_CODE, compute, left_out_lines, with_tables
+    from beavertui.service.metrics import NO_CODE, compute, figures, left_out_lines, with_tables
 
     fmt = output_format(args)
     if args.plots is not None and args.plots.exists() and not args.plots.is_dir():
@@ -212,6 +216,8 @@ def _handle(args: argparse.Namespace) -> int:
         args.plots.mkdir(parents=True, exist_ok=True)
         _write(args.plots / "p_sweep.svg", p_sweep_svg(groups))
         _write(args.plots / "swing.svg", swing_svg(sw))
+        for name, svg in figures(report):
+            _write(args.plots / name, svg)
     if args.tui:
         from beavertui.tui.app import BeaverApp
         from beavertui.tui.metrics_screen import MetricsScreen

@@ -78,10 +78,12 @@ def run_page(
     skipped: Sequence[str] = (),
     paper: Sequence[Table] = (),
     shared_notes: Sequence[str] = (),
+    figures: Sequence[str] = (),
 ) -> str:
     """The page of a run: its metrics, the paper's Table 1 and Table 2 (``paper``), figures, a list of its
     sessions, and every session as a section. ``shared_notes``: the lines every table's note ends with
-    (what the metrics leave out, service.metrics.Report.notes), said once above the tables."""
+    (what the metrics leave out, service.metrics.Report.notes), said once above the tables. ``figures``:
+    the SVG of each figure shown after the p sweep and swing (service.metrics.figures)."""
     manifest = manifest or {}
     run_id = str(manifest.get("run_id") or source.name)
     title = f"beavertui run {run_id}"
@@ -100,7 +102,7 @@ def run_page(
     if paper:
         out.append('<h2 id="paper">The paper\'s Table 1 and Table 2</h2>')
         out += [table_html(t, shared_notes) for t in paper]
-    out.append('<h2 id="figures">p sweep and swing</h2>')
+    out.append('<h2 id="figures">Figures</h2>')
     out.append(_svg_inline(p_sweep_svg))
     if swing_svg is not None:
         out.append(_svg_inline(swing_svg))
@@ -108,6 +110,7 @@ def run_page(
         out.append(
             '<p class="note">No swing: the run holds one protocol per model, so no protocol axis varies.</p>'
         )
+    out += [_svg_inline(svg) for svg in figures]
     if card:
         out.append(f'<details><summary>Evaluation card</summary><pre class="card">{_e(card)}</pre></details>')
     out.append("</div>")

@@ -570,6 +570,44 @@ def paper_report_tables(report: Report) -> list[Any]:
     return [replace(t, note=f"{t.note}\n{extra}") if extra else t for t in paper_tables(report.paper)]
 
 
+def figures(report: Report) -> list[tuple[str, str]]:
+    """The figures beyond the p sweep and swing, as (file name, SVG) in the order a page shows them: how
+    sessions ended (stagnation modes) and the speedups of correct repairs (docs/metrics.md, Figures). The
+    numbers are the groups' own (engine/metrics/figures.py), each figure says what it leaves out."""
+    from beavertui.engine.metrics.figures import group_label, speedup_histograms, stagnation_modes
+    from beavertui.reports.svg_figures import speedup_svg, stagnation_svg
+
+    groups = report.groups
+    modes = stagnation_modes(groups)
+    drawn = {m["label"] for m in modes}
+    rep = [group_label(g) for g in groups if g.protocol.method == "repeated"]
+    unscored = [
+        group_label(g) for g in groups if g.protocol.method != "repeated" and group_label(g) not in drawn
+    ]
+    left = []
+    if rep:
+        left.append(
+            f"Left out: {len(rep)} repeated-sampling group(s), no loop for a detector to stop: " + _first(rep)
+        )
+    if unscored:
+        left.append(f"Left out: {len(unscored)} group(s) with no scored trajectory: " + _first(unscored))
+    hists = speedup_histograms(groups)
+    shown = {h["label"] for h in hists}
+    none = [group_label(g) for g in groups if group_label(g) not in shown]
+    left_hist = [f"Left out: {len(none)} group(s) with no correct repair: " + _first(none)] if none else []
+    if any(g.n_flagged_successes for g in groups):
+        n = sum(g.n_flagged_successes for g in groups)
+        left_hist.append(f"Left out: {n} flagged success(es) (anti-cheat findings count in no rate)")
+    return [
+        ("stagnation_modes.svg", stagnation_svg(modes, left)),
+        ("speedups.svg", speedup_svg(hists, left_hist)),
+    ]
+
+
+def _first(labels: Sequence[str], shown: int = 5) -> str:
+    return "; ".join(labels[:shown]) + (f"; and {len(labels) - shown} more" if len(labels) > shown else "")
+
+
 NO_CODE = (
     "edit precision, bug recall and code degeneration need the candidates' code: "
     "give the run directory instead of an attempts table"

@@ -1,9 +1,11 @@
-"""The metrics screen: the tables of `beavertui metrics`, the p-sweep curves and the swing bars.
+"""The metrics screen: the tables of `beavertui metrics` and its figures.
 
 It computes exactly what the command prints (commands/metrics.py ``compute`` and ``with_tables``) in a
 thread worker, so a large run paints at once and fills in. The plots draw the same numbers as the SVG
-files (reports/svg.py): pass@k in percent against the speedup threshold p, one line per (model,
-protocol), and the swing of pass@k per protocol axis in percentage points, one bar per (model, axis).
+files (reports/svg.py, reports/svg_figures.py): pass@k in percent against the speedup threshold p, one
+line per (model, protocol); the swing of pass@k per protocol axis in percentage points, one bar per
+(model, axis); how each group's sessions ended (repaired, each stagnation detector, ran to K) in percent;
+and the speedups of correct repairs per log-scale bin, the gates marked (engine/metrics/figures.py).
 Without textual-plotext the screen shows the tables and one line saying how to get the plots.
 """
 
@@ -34,6 +36,11 @@ PLOT_HINT = 'plots of the p sweep and of swing need textual-plotext: pip install
 SWEEP_TITLE = "pass@k (%) by speedup threshold p"
 SWING_TITLE = "Swing of pass@k (pp)"
 SWING_NONE = "Swing: none (one protocol per axis)"
+
+STAGNATION_TITLE = "How sessions ended (% of trajectories)"
+STAGNATION_NONE = "How sessions ended: no iterative session"
+SPEEDUP_TITLE = "Speedups of correct repairs (gate p: vertical line)"
+SPEEDUP_NONE = "Speedups of correct repairs: none"
 
 Series = tuple[str, list[float], list[float]]
 
@@ -111,6 +118,10 @@ class MetricsScreen(Screen[None]):
         self.error: str | None = None
         self.series: list[Series] = []
         self.bars: list[tuple[str, float]] = []
+        self.modes: list[dict[str, Any]] = []
+        """engine.metrics.figures.stagnation_modes of the groups shown."""
+        self.hists: list[dict[str, Any]] = []
+        """engine.metrics.figures.speedup_histograms of the groups shown."""
         self._plots: list[Any] = []
 
     def compose(self) -> ComposeResult:
@@ -118,9 +129,13 @@ class MetricsScreen(Screen[None]):
         with VerticalScroll(id="metrics-body"):
             yield FittedTables(id="metrics-main")
             if PlotextPlot is not None:
-                self._plots = [PlotextPlot(id="p-sweep"), PlotextPlot(id="swing")]
-                with Horizontal(id="metrics-plots"):
-                    yield from self._plots
+                self._plots = [
+                    PlotextPlot(id=name) for name in ("p-sweep", "swing", "stagnation", "speedups")
+                ]
+                with Horizontal(id="metrics-plots", classes="plots"):
+                    yield from self._plots[:2]
+                with Horizontal(id="metrics-plots-ended", classes="plots"):
+                    yield from self._plots[2:4]
             else:
                 yield Static(Text(PLOT_HINT, style="yellow"), id="metrics-plot-hint")
             yield FittedTables(id="metrics-tables")
@@ -171,7 +186,7 @@ class MetricsScreen(Screen[None]):
             self.query_one("#metrics-status", Static).update(Text(message.error, style="bold red"))
             # what an earlier computation showed is not what the source gives now: nothing stays under
             # the error (the tables and plots of before read as this source's numbers)
-            self.report, self.series, self.bars = None, [], []
+            self.report, self.series, self.bars, self.modes, self.hists = None, [], [], [], []
             for tables in self.query(FittedTables):
                 tables.set_tables([])
             self._show_plots(False)
@@ -199,14 +214,20 @@ class MetricsScreen(Screen[None]):
         self.query_one("#metrics-tables", FittedTables).set_tables(report.tables[1:])
         self.series = sweep_series(report.groups)
         self.bars = swing_bars(report.swing)
+        from beavertui.engine.metrics.figures import speedup_histograms, stagnation_modes
+
+        self.modes = stagnation_modes(report.groups)
+        self.hists = speedup_histograms(report.groups)
         self._show_plots(True)
         if PlotextPlot is not None:
             self._plot_sweep(report.groups)
             self._plot_swing()
+            self._plot_stagnation()
+            self._plot_speedups()
 
     def _show_plots(self, shown: bool) -> None:
         """The plots (or the line saying they need the plot extra) shown, or hidden with no numbers."""
-        for widget in self.query("#metrics-plots, #metrics-plot-hint"):
+        for widget in self.query(".plots, #metrics-plot-hint"):
             widget.display = shown
 
     def _plot_sweep(self, groups: Sequence[Any]) -> None:
@@ -248,6 +269,60 @@ class MetricsScreen(Screen[None]):
             top = max(v for _, v in self.bars)
             plt.xlim(0, 100 if top > 50 else max(10.0, top * 1.2))
             plt.xlabel("percentage points")
+        widget.refresh()
+
+    def _plot_stagnation(self) -> None:
+        from beavertui.engine.metrics.figures import STAGNATION_PARTS
+
+        assert PlotextPlot is not None
+        widget = self.query_one("#stagnation", PlotextPlot)
+        plt = widget.plt
+        plt.clear_figure()
+        if not self.modes:
+            plt.title(STAGNATION_NONE)
+        else:
+            plt.title(STAGNATION_TITLE)
+            plt.stacked_bar(  # type: ignore[call-arg]  # plotext takes labels=; its stub says label=
+                [_short(m["label"]) for m in self.modes],
+                [[100 * m["shares"][part] for m in self.modes] for part in STAGNATION_PARTS],
+                labels=list(STAGNATION_PARTS),
+                orientation="horizontal",
+                width=0.6,
+            )
+            plt.xlim(0, 100)
+            plt.xlabel("% of the group's trajectories")
+        widget.refresh()
+
+    def _plot_speedups(self) -> None:
+        import math
+
+        from beavertui.engine.metrics.figures import SPEEDUP_EDGES
+
+        assert PlotextPlot is not None
+        widget = self.query_one("#speedups", PlotextPlot)
+        plt = widget.plt
+        plt.clear_figure()
+        if not self.hists:
+            plt.title(SPEEDUP_NONE)
+        else:
+            plt.title(SPEEDUP_TITLE)
+            # bin b is drawn at x = b + 1 (plotext's bar positions); a speedup v at its log-scale place
+            lo = math.log2(SPEEDUP_EDGES[0])
+
+            def at(v: float) -> float:
+                return 0.5 + (math.log2(max(v, SPEEDUP_EDGES[0])) - lo) / 0.5
+
+            plt.multiple_bar(  # type: ignore[call-arg]  # plotext takes labels=; its stub says label=
+                list(range(1, len(SPEEDUP_EDGES))),
+                [h["counts"] for h in self.hists],
+                labels=[_short(h["label"], 40) for h in self.hists],
+            )
+            for gate in sorted({h["gate"] for h in self.hists}):
+                plt.vline(at(gate), "gray")
+            ticks = list(range(0, len(SPEEDUP_EDGES), 4))
+            plt.xticks([t + 0.5 for t in ticks], [f"{SPEEDUP_EDGES[t]:.3g}" for t in ticks])
+            plt.xlabel("speedup (x reference, log scale)")
+            plt.ylabel("repairs")
         widget.refresh()
 
     def plotted(self, plot_id: str) -> tuple[list[Any], list[Any], list[str]]:

@@ -90,3 +90,17 @@ def test_the_swing_labels_are_whole(plots: Path, browser: Browser) -> None:
     assert len(labels) == 5 and len({t["text"] for t in labels}) == 5  # told apart, not five "gate"
     for t in got["texts"]:
         assert t["x"] >= 0 and t["x"] + t["w"] <= got["w"], t
+
+
+@pytest.mark.parametrize("name", ["stagnation_modes.svg", "speedups.svg"])
+def test_the_other_figures_clip_nothing(plots: Path, browser: Browser, name: str) -> None:
+    """How sessions ended and the speedups of repairs: every label, legend entry and note inside the
+    figure, and the notes' lines one under the other."""
+    browser.open(plots / name)
+    got = json.loads(browser.evaluate(BOXES))
+    assert len(got["texts"]) > 5
+    for t in got["texts"]:
+        assert t["x"] >= 0 and t["y"] >= 0, t
+        assert t["x"] + t["w"] <= got["w"] and t["y"] + t["h"] <= got["h"], t
+    notes = [t for t in got["texts"] if t["text"].startswith(("Each bar", "Per group", "Left out"))]
+    assert notes

@@ -18,6 +18,7 @@ from rich.console import Console
 import beavertui.tui.metrics_screen as ms
 from beavertui.cli import main
 from beavertui.engine.metrics.compute import compute_groups
+from beavertui.engine.metrics.figures import STAGNATION_PARTS, speedup_histograms, stagnation_modes
 from beavertui.engine.metrics.swing import swing
 from beavertui.reports.render import pct
 from beavertui.reports.tables import Rate, main_tables
@@ -96,9 +97,33 @@ async def check_screen(source: Path) -> SimpleNamespace:
         assert [v for _, v in screen.bars] == [100 * e["swing"] for e in sw]
         bx, _by, _ = screen.plotted("swing")
         assert [max(x) for x in bx] == [v for _, v in screen.bars]
+        # how sessions ended: per group, each part's share in percent, stacked (plotext draws the parts last
+        # to first, each bar reaching the sum of the parts up to its own)
+        modes = stagnation_modes(groups)
+        assert screen.modes == modes
+        if modes:
+            sx, _sy, slabels = screen.plotted("stagnation")
+            assert [lb for lb in slabels if lb] == list(reversed(STAGNATION_PARTS))
+            for j, upto in enumerate(range(len(STAGNATION_PARTS), 0, -1)):
+                reach = [max(x) for x in sx[j * len(modes) : (j + 1) * len(modes)]]
+                want_reach = [100 * sum(m["shares"][q] for q in STAGNATION_PARTS[:upto]) for m in modes]
+                assert reach == pytest.approx(want_reach)
+        # the speedups of correct repairs: per group, its count in each bin
+        hists = speedup_histograms(groups)
+        assert screen.hists == hists
+        if hists:
+            _hx, hy, _ = screen.plotted("speedups")
+            assert [max(y) for y in hy] == [c for h in hists for c in h["counts"]]
         rest = text_of(screen.query_one("#metrics-tables"))
         assert "pass@k by speedup threshold p" in rest
-        seen = SimpleNamespace(series=screen.series, bars=screen.bars, report=screen.report, swing_xs=bx)
+        seen = SimpleNamespace(
+            series=screen.series,
+            bars=screen.bars,
+            report=screen.report,
+            swing_xs=bx,
+            modes=modes,
+            hists=hists,
+        )
         await pilot.press("escape")
     return seen
 
@@ -106,10 +131,19 @@ async def check_screen(source: Path) -> SimpleNamespace:
 async def test_demo_run() -> None:
     screen = await check_screen(DEMO)
     assert len(screen.series) == 1
+    assert [h["n"] for h in screen.hists] == [2]  # its two repairs, 0.97x and 0.02x
     # one group: its only swing is the gate axis read from its own p sweep
     ((label, value),) = screen.bars
     assert label == f"scripted:vec_scale_demo.toml | gate [p sweep of {screen.series[0][0].split(' | ')[1]}]"
     assert value == 100.0
+
+
+async def test_demo_sessions_ended_six_ways() -> None:
+    """sessions/demo: six models, each session ended its own way (two detectors, the budget, repairs)."""
+    screen = await check_screen(ROOT / "sessions" / "demo")
+    ended = sorted(part for m in screen.modes for part, n in m["counts"].items() if n)
+    assert ended == ["code_cycle", "no_progress", "ran to K", "repaired", "repaired", "repaired"]
+    assert len(screen.hists) == 4
 
 
 async def test_h200_run() -> None:
@@ -172,7 +206,7 @@ async def test_without_plotext_the_tables_and_one_hint(monkeypatch: pytest.Monke
     app = BeaverApp(lambda: MetricsScreen(DEMO))
     async with app.run_test(size=SIZE) as pilot:
         screen = await shown(pilot, app)
-        assert not screen.query("#p-sweep") and not screen.query("#swing")
+        assert not screen.query("#p-sweep") and not screen.query("#swing") and not screen.query(".plots")
         hint = text_of(screen.query_one("#metrics-plot-hint"))
         assert 'pip install "beavertui[plot]"' in hint
         assert "Repair rates per model and protocol" in text_of(screen.query_one("#metrics-main"))

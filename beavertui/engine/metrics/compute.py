@@ -92,6 +92,16 @@ class GroupMetrics:
     p_sweep_exact: dict[float, bool] = field(default_factory=dict)
     """Per p of the sweep: True where pass@k(p) is exact, False where it is a lower bound (an in-loop gate
     below p stopped trajectories that might have reached p later)."""
+    stagnation_counts: dict[str, int] = field(default_factory=dict)
+    """Per stagnation detector (DETECTORS' order): the trajectories it stopped among those whose loop never
+    ended in success (the counts ``n_stagnated`` sums and ``dominant_stagnation`` picks from); empty for
+    repeated sampling."""
+    repair_speedups: F64 = field(default_factory=lambda: np.zeros(0), repr=False, compare=False)
+    """Per trajectory with a correct attempt that counts (flagged ones aside), ascending: the speedup its
+    pass@k(p) is held against p (its best correct attempt's); those whose correct attempts have no speedup
+    are left out and counted in ``n_repairs_unspeeded``."""
+    n_repairs_unspeeded: int = 0
+    """Trajectories whose correct attempts have no speedup (they count at p = 0 only)."""
 
     def sort_key(self) -> tuple[str, str, ProtocolKey]:
         return (self.model, self.corpus or "", self.protocol)
@@ -273,9 +283,12 @@ def compute_groups(table: AttemptsTable) -> list[GroupMetrics]:
     first_ok_speed = np.full(n_traj, np.nan)
     first_ok_hi = np.full(n_traj, np.nan)
     first_ok_iter[traj_s[firsts]] = it_s[firsts]
-    first_ok_speed[traj_s[firsts]] = t.speedup[order][firsts]
+    speed_s = t.speedup[order]
+    first_ok_speed[traj_s[firsts]] = speed_s[firsts]
     first_ok_hi[traj_s[firsts]] = t.interval("speedup_hi")[order][firsts]
 
+    # the speedup each trajectory's pass@k(p) holds against p, NaN where its correct attempts have none
+    best_speed = np.fmax.reduceat(np.where(s_s >= 0, speed_s, np.nan), starts)
     tr_group = grp[order][starts]
     tr_task = task[order][starts]
     tr_self = np.maximum.reduceat(t.self_source[order].astype(np.int64), starts)
@@ -333,6 +346,11 @@ def compute_groups(table: AttemptsTable) -> list[GroupMetrics]:
     flagged_per_group = np.bincount(grp, weights=flagged_ok, minlength=n_groups)
     unstable_per_group = np.bincount(grp, weights=unstable_ok, minlength=n_groups)
     traj_per_group = np.bincount(tr_group, minlength=n_groups)
+    repaired = best >= 0
+    speeded = np.flatnonzero(repaired & ~np.isnan(best_speed))
+    speeded = speeded[np.argsort(tr_group[speeded], kind="stable")]  # by group, a slice each
+    speed_bounds = np.searchsorted(tr_group[speeded], np.arange(n_groups + 1))
+    unspeeded_per_group = np.bincount(tr_group, weights=repaired & np.isnan(best_speed), minlength=n_groups)
     cells_by_group = np.argsort(cell_group, kind="stable")
     bounds = np.searchsorted(cell_group[cells_by_group], np.arange(n_groups + 1))
     tasks = t.col("task_id").labels
@@ -378,6 +396,9 @@ def compute_groups(table: AttemptsTable) -> list[GroupMetrics]:
                 n_never_succeeded=0 if rep else int(den[1]),
                 n_self_source=int(cell_self[idx].sum()),
                 p_sweep={p: val(avg[2 + j]) for j, p in enumerate(P_SWEEP)},
+                stagnation_counts={} if rep else {d: int(dc[j]) for j, d in enumerate(DETECTORS)},
+                repair_speedups=np.sort(best_speed[speeded[speed_bounds[g] : speed_bounds[g + 1]]]),
+                n_repairs_unspeeded=int(unspeeded_per_group[g]),
                 under_sampled=under,
                 n_trajectories=int(traj_per_group[g]),
                 n_attempts=int(rows_per_group[g]),

@@ -1,0 +1,259 @@
+"""SVG figures beyond the p sweep and swing: how sessions ended (stagnation modes), the speedups of correct
+repairs, pass@k over the feedback levels and history windows, and the models' ranks behind Kendall's tau.
+
+Drawn as reports/svg.py draws (same fonts, palette, text-width estimate, white canvas sized to its text),
+from the numbers engine/metrics/figures.py lays out. Every figure ends with notes saying what it counts
+and what it leaves out; with nothing to draw it says so in place of the plot.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from html import escape
+from typing import Any
+
+from beavertui.engine.metrics.figures import SPEEDUP_EDGES, STAGNATION_PARTS
+from beavertui.reports.svg import FONT, _doc, text_width
+
+#: One colour per part of a stagnation-mode bar (STAGNATION_PARTS' order).
+PART_COLOUR: dict[str, str] = {
+    "repaired": "#2ca02c",
+    "duplicate_code": "#d62728",
+    "code_cycle": "#ff7f0e",
+    "category_oscillation": "#9467bd",
+    "no_progress": "#8c564b",
+    "ran to K": "#7f7f7f",
+}
+NOTE_SIZE = 11
+
+
+def _title(w: float, title: str) -> str:
+    return f'<text x="{w / 2:.1f}" y="22" text-anchor="middle" font-size="15" {FONT}>{escape(title)}</text>'
+
+
+def wrap(text: str, width: float, size: float = NOTE_SIZE) -> list[str]:
+    """``text`` cut at spaces into lines no wider than ``width`` pixels (by text_width's estimate)."""
+    lines: list[str] = []
+    line = ""
+    for word in text.split():
+        cand = f"{line} {word}" if line else word
+        if line and text_width(cand, size) > width:
+            lines.append(line)
+            line = word
+        else:
+            line = cand
+    if line:
+        lines.append(line)
+    return lines
+
+
+def _notes(notes: Sequence[str], x: float, top: float, width: float) -> tuple[list[str], float]:
+    """The notes as text lines (class ``note``) from ``top``, wrapped to ``width``; the height they take."""
+    body: list[str] = []
+    y = top
+    for note in notes:
+        for line in wrap(note, width):
+            y += 15
+            body.append(
+                f'<text x="{x:.1f}" y="{y:.1f}" font-size="{NOTE_SIZE}" class="note" {FONT}>{escape(line)}</text>'
+            )
+        y += 3
+    return body, y - top
+
+
+def empty_svg(title: str, message: str, notes: Sequence[str] = ()) -> str:
+    """A figure with nothing to plot: its title and the line saying why, in place of the plot."""
+    w = max(640.0, 60 + text_width(title, 15), 60 + text_width(message, 12))
+    body = [_title(w, title)]
+    body.append(
+        f'<text x="{w / 2:.1f}" y="60" text-anchor="middle" font-size="12" class="empty" {FONT}>'
+        f"{escape(message)}</text>"
+    )
+    lines, h = _notes(notes, 20, 70, w - 40)
+    return _doc(w, 80 + h, body + lines)
+
+
+STAGNATION_TITLE = "How sessions ended: repaired, stopped by a stagnation detector, or ran to K"
+STAGNATION_NOTE = (
+    "Each bar: one (model, protocol) group's trajectories (a session each), as Table 1 counts them. repaired: "
+    "the loop ended in success (under a gate after the run, a correct attempt at any speed; under an in-loop "
+    "gate, an attempt that met it); duplicate_code, code_cycle, category_oscillation, no_progress: the detector "
+    "that stopped a trajectory that never succeeded; ran to K: never succeeded and no detector fired (the "
+    "budget was spent). The detectors' shares of the part that never succeeded are the stagnation_rate."
+)
+
+
+def stagnation_svg(modes: Sequence[Mapping[str, Any]], left_out: Sequence[str] = ()) -> str:
+    """Horizontal stacked bars, one per group (engine.metrics.figures.stagnation_modes): the share of its
+    trajectories in each part, in percent; ``left_out``: a note per group not drawn."""
+    notes = [STAGNATION_NOTE, *left_out]
+    if not modes:
+        return empty_svg(STAGNATION_TITLE, "No iterative session to break down.", notes)
+    row_h = 24
+    labels = [f"{m['label']} (n={m['n']})" for m in modes]
+    left = max([120.0] + [text_width(lb, 11) + 16 for lb in labels])
+    pw = 460
+    top = 40
+    legend = [f"{part}" for part in STAGNATION_PARTS]
+    legend_w = sum(30 + text_width(lb, 11) for lb in legend)
+    w = max(left + pw + 40, 60 + text_width(STAGNATION_TITLE, 15), 40 + min(legend_w, 900))
+    plot_bottom = top + row_h * len(modes)
+    body = [_title(w, STAGNATION_TITLE)]
+    for i in range(6):
+        xv = left + pw * i / 5
+        body.append(f'<line x1="{xv:.1f}" y1="{top}" x2="{xv:.1f}" y2="{plot_bottom}" stroke="#ddd"/>')
+        body.append(
+            f'<text x="{xv:.1f}" y="{plot_bottom + 15}" text-anchor="middle" font-size="11" {FONT}>{20 * i}%</text>'
+        )
+    body.append(
+        f'<text x="{left + pw / 2:.1f}" y="{plot_bottom + 32}" text-anchor="middle" font-size="12" {FONT}>'
+        "share of the group's trajectories (%)</text>"
+    )
+    for i, (m, label) in enumerate(zip(modes, labels, strict=True)):
+        yv = top + row_h * i
+        body.append(
+            f'<text x="{left - 8:.1f}" y="{yv + 16}" text-anchor="end" font-size="11" {FONT}>{escape(label)}</text>'
+        )
+        x0 = left
+        for part in STAGNATION_PARTS:
+            share = float(m["shares"][part])
+            if m["counts"][part] == 0:
+                continue
+            width = pw * share
+            body.append(
+                f'<rect x="{x0:.1f}" y="{yv + 4}" width="{width:.1f}" height="{row_h - 8}" '
+                f'fill="{PART_COLOUR[part]}" data-group="{i + 1}" data-part="{escape(part)}" '
+                f'data-count="{m["counts"][part]}"><title>{escape(part)}: {m["counts"][part]} of {m["n"]} '
+                f"({100 * share:.1f}%)</title></rect>"
+            )
+            if text_width(f"{100 * share:.0f}%", 10) + 4 <= width:
+                body.append(
+                    f'<text x="{x0 + width / 2:.1f}" y="{yv + 16}" text-anchor="middle" font-size="10" '
+                    f'fill="white" {FONT}>{100 * share:.0f}%</text>'
+                )
+            x0 += width
+    # the legend: one swatch per part, wrapped onto as many lines as the width needs
+    ly = plot_bottom + 56
+    lx = 20.0
+    for part in STAGNATION_PARTS:
+        item = 30 + text_width(part, 11)
+        if lx + item > w - 10:
+            lx, ly = 20.0, ly + 18
+        body.append(f'<rect x="{lx:.1f}" y="{ly - 10}" width="14" height="10" fill="{PART_COLOUR[part]}"/>')
+        body.append(
+            f'<text x="{lx + 20:.1f}" y="{ly}" font-size="11" class="legend" {FONT}>{escape(part)}</text>'
+        )
+        lx += item
+    lines, h = _notes(notes, 20, ly + 6, w - 40)
+    return _doc(w, ly + 6 + h + 10, body + lines)
+
+
+SPEEDUP_TITLE = "Speedups of correct repairs (candidate over reference), per model and protocol"
+
+
+def _fmt_edge(v: float) -> str:
+    if v >= 1:
+        return f"{v:g}" if v == int(v) else f"{v:.2g}"
+    return f"1/{1 / v:g}" if abs(1 / v - round(1 / v)) < 1e-9 else f"{v:.2g}"
+
+
+def speedup_svg(hists: Sequence[Mapping[str, Any]], left_out: Sequence[str] = ()) -> str:
+    """One histogram panel per group (engine.metrics.figures.speedup_histograms): the count of correct
+    repairs per speedup bin on a log scale, the group's gate p and 1.0x marked; the repairs at or above the
+    gate in the pass colour, those below it in the below-gate colour (the session pages' two colours)."""
+    from beavertui.reports.palette import BELOW_GATE_COLOUR, CATEGORY_COLOUR
+
+    at_gate = CATEGORY_COLOUR["passed"]
+
+    notes = [
+        "Per group: its trajectories with a correct attempt that counts (flagged ones aside), by the speedup "
+        "its pass@k(p) is held against p (its best correct attempt's, the reference's median time over the "
+        "candidate's; x reference, bins a factor of sqrt(2) apart, the first and last open-ended). Bars below "
+        "the gate p (dashed) are correct repairs the gate does not count: degenerate under a gate after the "
+        "run. Degenerate_rate itself reads the first correct attempt at iteration >= 2 against 1.0x (dotted), "
+        "timing noise allowed for.",
+        *left_out,
+    ]
+    if not hists:
+        return empty_svg(SPEEDUP_TITLE, "No correct repair to show.", notes)
+    edges = SPEEDUP_EDGES
+    lo, hi = math.log2(edges[0]), math.log2(edges[-1])
+    left, pw, ph = 60.0, 560.0, 110.0
+    gap = 64.0
+    top = 40.0
+    heads = [
+        f"{h['label']}: {h['n']} repair(s), {h['below_gate']} below the gate p = {h['gate']:g}"
+        + (f", {h['unspeeded']} without a speedup (not drawn)" if h["unspeeded"] else "")
+        for h in hists
+    ]
+    w = max(left + pw + 30, 60 + text_width(SPEEDUP_TITLE, 15), max(20 + text_width(t, 11) for t in heads))
+
+    def x(v: float) -> float:
+        return left + pw * (math.log2(min(max(v, edges[0]), edges[-1])) - lo) / (hi - lo)
+
+    body = [_title(w, SPEEDUP_TITLE)]
+    for i, (h, head) in enumerate(zip(hists, heads, strict=True)):
+        y0 = top + i * (ph + gap)
+        body.append(
+            f'<text x="20" y="{y0 + 12:.1f}" font-size="11" class="panel" {FONT}>{escape(head)}</text>'
+        )
+        py = y0 + 20
+        top_count = max(max(h["counts"]), 1)
+        step = max(1, math.ceil(top_count / 4))
+        for c in range(0, top_count + 1, step):
+            yv = py + ph * (1 - c / top_count)
+            body.append(f'<line x1="{left}" y1="{yv:.1f}" x2="{left + pw}" y2="{yv:.1f}" stroke="#eee"/>')
+            body.append(
+                f'<text x="{left - 6}" y="{yv + 4:.1f}" text-anchor="end" font-size="10" {FONT}>{c}</text>'
+            )
+        for b, count in enumerate(h["counts"]):
+            xa, xb = x(edges[b]), x(edges[b + 1])
+            below = h["counts_below_gate"][b]
+            base = py + ph
+            # a bin's repairs below the gate at the foot of its bar, in the below-gate colour
+            for part, n, fill in (("below", below, BELOW_GATE_COLOUR), ("at", count - below, at_gate)):
+                if n == 0:
+                    continue
+                bh = ph * n / top_count
+                what = "below the gate" if part == "below" else "at or above the gate"
+                body.append(
+                    f'<rect x="{xa + 1:.1f}" y="{base - bh:.1f}" width="{xb - xa - 2:.1f}" height="{bh:.1f}" '
+                    f'fill="{fill}" data-group="{i + 1}" data-bin="{b}" data-part="{part}" data-count="{n}">'
+                    f"<title>{_fmt_edge(edges[b])}x to {_fmt_edge(edges[b + 1])}x: {n} {what}</title></rect>"
+                )
+                base -= bh
+        body.append(f'<rect x="{left}" y="{py:.1f}" width="{pw}" height="{ph}" fill="none" stroke="#333"/>')
+        gx = x(h["gate"]) if h["gate"] > 0 else left
+        body.append(
+            f'<line x1="{gx:.1f}" y1="{py - 4:.1f}" x2="{gx:.1f}" y2="{py + ph:.1f}" stroke="#333" '
+            f'stroke-width="1.5" stroke-dasharray="5,3" class="gate" data-gate="{h["gate"]:g}"/>'
+        )
+        body.append(
+            f'<line x1="{x(1.0):.1f}" y1="{py:.1f}" x2="{x(1.0):.1f}" y2="{py + ph:.1f}" stroke="#333" '
+            f'stroke-dasharray="1,2"/>'
+        )
+        for b, e in enumerate(edges):
+            if b % 2 == 0:
+                body.append(
+                    f'<text x="{x(e):.1f}" y="{py + ph + 14:.1f}" text-anchor="middle" font-size="10" {FONT}>'
+                    f"{_fmt_edge(e)}</text>"
+                )
+    bottom = top + (len(hists) - 1) * (ph + gap) + 20 + ph + 34
+    body.append(
+        f'<text x="{left + pw / 2:.1f}" y="{bottom:.1f}" text-anchor="middle" font-size="12" {FONT}>'
+        "speedup (x reference, log scale); bar height: repairs (trajectories)</text>"
+    )
+    ly = bottom + 22
+    lx = 20.0
+    for fill, what in (
+        (at_gate, "at or above the gate p"),
+        (BELOW_GATE_COLOUR, "below the gate p: correct, not counted"),
+    ):
+        body.append(f'<rect x="{lx:.1f}" y="{ly - 10}" width="14" height="10" fill="{fill}"/>')
+        body.append(
+            f'<text x="{lx + 20:.1f}" y="{ly}" font-size="11" class="legend" {FONT}>{escape(what)}</text>'
+        )
+        lx += 40 + text_width(what, 11)
+    lines, h_notes = _notes(notes, 20, ly + 4, w - 40)
+    return _doc(w, ly + 4 + h_notes + 10, body + lines)

@@ -1,0 +1,101 @@
+"""The numbers behind the figures (engine/metrics/figures.py): how sessions ended and the speedups of the
+correct repairs, read from the groups' own metrics and checked against the session files and by hand."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from beavertui.engine.metrics.compute import compute_groups
+from beavertui.engine.metrics.figures import (
+    SPEEDUP_EDGES,
+    STAGNATION_PARTS,
+    bin_of,
+    ranks,
+    speedup_histograms,
+    stagnation_modes,
+)
+from beavertui.engine.metrics.table import from_rows
+from beavertui.engine.session.events import SessionEnd
+from beavertui.engine.session.store import read_session
+from beavertui.service.metrics import load_source
+from tests.engine.metrics.test_metrics import iterative_rows, proto, row
+
+ROOT = Path(__file__).resolve().parents[3]
+DEMO = ROOT / "sessions" / "demo"
+
+
+def test_modes_and_speedups_of_the_demo_sessions_are_what_their_files_say() -> None:
+    """Each demo session is one model's group: its stop reason is its bar, its best speedup its repair."""
+    groups = compute_groups(load_source(DEMO, None))
+    modes = {m["model"]: m for m in stagnation_modes(groups)}
+    hists = {h["model"]: h for h in speedup_histograms(groups)}
+    g_of = {g.model: g for g in groups}
+    assert len(modes) == len(groups) == 6
+    for path in sorted(DEMO.glob("*.jsonl")):
+        header, events, problem = read_session(path)
+        assert header is not None and problem is None
+        end = events[-1]
+        assert isinstance(end, SessionEnd)
+        model = header.model.name
+        m, g = modes[model], g_of[model]
+        part = end.stop_reason if end.stop_reason in STAGNATION_PARTS else None
+        if end.success:
+            part = "repaired"
+        elif part is None:
+            part = "ran to K"  # the budget spent, no detector fired
+        assert m["counts"][part] == m["n"] == 1 and sum(m["counts"].values()) == 1, (model, m)
+        assert m["shares"][part] == 1.0
+        # the counts are Table 1's: stagnated and never succeeded
+        assert sum(m["counts"][d] for d in STAGNATION_PARTS[1:-1]) == g.n_stagnated
+        assert m["n"] - m["counts"]["repaired"] == g.n_never_succeeded
+        best = end.best_speedup
+        if best is None:
+            assert model not in hists
+            continue
+        h = hists[model]
+        assert g.repair_speedups.tolist() == [pytest.approx(best)]
+        assert sum(h["counts"]) == h["n"] == 1
+        assert h["counts"][int(bin_of(np.array([best]))[0])] == 1
+        assert h["below_gate"] == int(best < header.protocol.gate) == sum(h["counts_below_gate"])
+    # sanitizer_only: correct at 0.59x under an in-loop gate of 0.7, so never repaired
+    assert modes["scripted:sanitizer_only.toml"]["counts"]["ran to K"] == 1
+    assert hists["scripted:sanitizer_only.toml"]["below_gate"] == 1
+
+
+def test_repair_speedups_by_hand() -> None:
+    """A: best correct 0.9x; B: 1.2x; C: never correct; D: its only success lies past its self-sourced
+    budget; E: correct without a speedup; F: a flagged success, in no rate."""
+    rows = iterative_rows()
+    rows += [row("E", 1, True, None, stop_reason="passed")]
+    rows += [row("F", 1, True, 3.0, stop_reason="passed", flagged=True)]
+    (g,) = compute_groups(from_rows(rows))
+    assert g.repair_speedups.tolist() == pytest.approx([0.9, 1.2])
+    assert g.n_repairs_unspeeded == 1
+    (h,) = speedup_histograms([g])
+    assert h["n"] == 2 and h["below_gate"] == 0 and h["below_1"] == 1 and h["unspeeded"] == 1
+    assert g.stagnation_counts == {
+        "duplicate_code": 1,
+        "code_cycle": 0,
+        "category_oscillation": 0,
+        "no_progress": 0,
+    }
+    (m,) = stagnation_modes([g])
+    assert m["n"] == g.n_trajectories == 6
+    assert m["counts"]["duplicate_code"] == 1 and m["counts"]["ran to K"] == g.n_never_succeeded - 1
+    assert sum(m["counts"].values()) == m["n"]
+
+
+def test_repeated_groups_have_no_stagnation_bar() -> None:
+    rows = [row("A", 1, True, 1.0, protocol=proto(method="repeated", budget=1), stop_reason="passed")]
+    (g,) = compute_groups(from_rows(rows))
+    assert stagnation_modes([g]) == [] and g.stagnation_counts == {}
+    assert speedup_histograms([g])[0]["n"] == 1
+
+
+def test_bins_and_ranks() -> None:
+    edges = np.asarray(SPEEDUP_EDGES)
+    assert bin_of(np.array([0.0001, edges[0], 1.0, 1.4, 100.0])).tolist() == [0, 0, 12, 12, 17]
+    assert ranks({"a": 0.5, "b": 0.9, "c": 0.5, "d": 0.1}) == {"b": 1, "a": 2.5, "c": 2.5, "d": 4}

@@ -1,0 +1,141 @@
+"""The figures beyond the p sweep and swing (reports/svg_figures.py, service.metrics.figures): what each
+SVG holds is the computed metrics' numbers, one bar or panel per group, with its labels and notes, and a
+figure with nothing to draw says so. Drawn from the demo sessions (sessions/demo: six scripted models,
+each ended its own way) and from small attempts tables."""
+
+from __future__ import annotations
+
+import re
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from beavertui.cli import main
+from beavertui.engine.metrics import table_io
+from beavertui.engine.metrics.figures import STAGNATION_PARTS, group_label
+from beavertui.service.metrics import compute, figures
+from tests.engine.metrics.test_metrics import proto, row
+
+ROOT = Path(__file__).resolve().parents[2]
+DEMO = ROOT / "sessions" / "demo"
+SVG = "{http://www.w3.org/2000/svg}"
+
+
+def parsed(svg: str) -> ET.Element:
+    root = ET.fromstring(svg)
+    assert root.tag == f"{SVG}svg"
+    return root
+
+
+def texts(root: ET.Element) -> list[str]:
+    return ["".join(t.itertext()) for t in root.iter(f"{SVG}text")]
+
+
+def rects(root: ET.Element, attr: str = "data-count") -> list[dict[str, str]]:
+    return [dict(r.attrib) for r in root.iter(f"{SVG}rect") if attr in r.attrib]
+
+
+@pytest.fixture(scope="module")
+def demo() -> tuple[object, dict[str, str]]:
+    report = compute(DEMO)
+    return report, dict(figures(report))
+
+
+def test_stagnation_modes_bars_are_the_groups_counts(demo: tuple[object, dict[str, str]]) -> None:
+    report, figs = demo
+    root = parsed(figs["stagnation_modes.svg"])
+    shown = texts(root)
+    assert "How sessions ended: repaired, stopped by a stagnation detector, or ran to K" in shown
+    assert "share of the group's trajectories (%)" in shown
+    assert [t for t in shown if t in STAGNATION_PARTS] == list(STAGNATION_PARTS)  # the legend, in order
+    assert any("stagnation_rate" in t for t in shown)  # the note saying what a bar counts
+    groups = report.groups  # type: ignore[attr-defined]
+    bars = rects(root)
+    for i, g in enumerate(groups, start=1):
+        assert f"{group_label(g)} (n={g.n_trajectories})" in shown
+        parts = {b["data-part"]: int(b["data-count"]) for b in bars if b["data-group"] == str(i)}
+        want = {"repaired": g.n_trajectories - g.n_never_succeeded, **g.stagnation_counts}
+        want["ran to K"] = g.n_never_succeeded - g.n_stagnated
+        assert parts == {k: v for k, v in want.items() if v}, g.model
+    # one bar a group, each the whole plot's width (every trajectory in one part or another)
+    widths = {b["data-group"]: 0.0 for b in bars}
+    for b in bars:
+        widths[b["data-group"]] += float(b["width"])
+    assert len(widths) == 6 and all(w == pytest.approx(460, abs=0.5) for w in widths.values())
+    parts = sorted(b["data-part"] for b in bars)
+    assert parts == sorted(["code_cycle", "no_progress", "ran to K", "repaired", "repaired", "repaired"])
+
+
+def test_speedup_histogram_marks_the_gate_and_the_repairs_below_it(
+    demo: tuple[object, dict[str, str]],
+) -> None:
+    report, figs = demo
+    root = parsed(figs["speedups.svg"])
+    shown = texts(root)
+    assert "speedup (x reference, log scale); bar height: repairs (trajectories)" in shown
+    groups = [g for g in report.groups if g.repair_speedups.size]  # type: ignore[attr-defined]
+    assert len(groups) == 4
+    bars = rects(root)
+    gates = [ln.attrib for ln in root.iter(f"{SVG}line") if ln.attrib.get("class") == "gate"]
+    assert [float(ln["data-gate"]) for ln in gates] == [g.protocol.gate for g in groups]
+    for i, g in enumerate(groups, start=1):
+        mine = [b for b in bars if b["data-group"] == str(i)]
+        assert sum(int(b["data-count"]) for b in mine) == g.repair_speedups.size
+        below = sum(int(b["data-count"]) for b in mine if b["data-part"] == "below")
+        assert below == int((g.repair_speedups < g.protocol.gate).sum())
+        assert any(
+            t.startswith(f"{group_label(g)}: {g.repair_speedups.size} repair(s), {below} below")
+            for t in shown
+        )
+    # the 0.59x repair of sanitizer_only (in-loop gate 0.7) is the one bar below the gate
+    assert [b["data-count"] for b in bars if b["data-part"] == "below"] == ["1"]
+    note = " ".join(t for t in shown if t not in ("",))
+    assert "Left out: 2 group(s) with no correct repair:" in note
+    assert "scripted:code_cycle.toml" in note and "scripted:no_progress.toml" in note
+
+
+def write(tmp_path: Path, rows: list[dict[str, object]]) -> Path:
+    path = tmp_path / "attempts.jsonl"
+    with path.open("w") as f:
+        table_io.write_jsonl(rows, f)
+    return path
+
+
+def test_nothing_to_draw_is_said_and_what_is_left_out_is_named(tmp_path: Path) -> None:
+    rep = proto(method="repeated", budget=1)
+    rows = [row("A", 1, False, protocol=rep, stop_reason="budget"), row("B", 1, False, protocol=rep)]
+    figs = dict(figures(compute(write(tmp_path, rows))))
+    stag = texts(parsed(figs["stagnation_modes.svg"]))
+    assert "No iterative session to break down." in stag
+    assert any(t.startswith("Left out: 1 repeated-sampling group(s)") for t in stag)
+    speed = texts(parsed(figs["speedups.svg"]))
+    assert "No correct repair to show." in speed and not rects(parsed(figs["speedups.svg"]))
+
+
+def test_metrics_plots_writes_every_figure(tmp_path: Path) -> None:
+    plots = tmp_path / "plots"
+    assert (
+        main(["metrics", str(DEMO), "--plots", str(plots), "--format", "md", "-o", str(tmp_path / "m.md")])
+        == 0
+    )
+    names = sorted(p.name for p in plots.iterdir())
+    assert names == ["p_sweep.svg", "speedups.svg", "stagnation_modes.svg", "swing.svg"]
+    figs = dict(figures(compute(DEMO)))
+    for name in ("stagnation_modes.svg", "speedups.svg"):
+        assert (plots / name).read_text() == figs[name]
+
+
+def test_the_run_page_shows_every_figure(tmp_path: Path) -> None:
+    out = tmp_path / "page.html"
+    assert main(["export", str(DEMO), "--html", "-o", str(out)]) == 0
+    page = out.read_text(encoding="utf-8")
+    figs = dict(figures(compute(DEMO)))
+    after = page.split('<h2 id="figures">Figures</h2>', 1)[1]
+    for name in ("stagnation_modes.svg", "speedups.svg"):
+        assert figs[name] in after, name
+    order = [
+        after.index(t) for t in ("pass@k by speedup threshold p", "How sessions ended", "Speedups of correct")
+    ]
+    assert order == sorted(order)
+    assert len(re.findall(r'<div class="fig"><svg', page)) == 4
