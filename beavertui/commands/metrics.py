@@ -81,7 +81,8 @@ def register(sub: Any) -> None:
     p.add_argument(
         "--plots",
         type=Path,
-        help="also write the figures into this folder: p_sweep.svg, swing.svg, stagnation_modes.svg, speedups.svg",
+        help="also write the figures into this folder: p_sweep.svg, swing.svg, stagnation_modes.svg, "
+        "speedups.svg, levels.svg",
     )
     p.add_argument(
         "--resamples",

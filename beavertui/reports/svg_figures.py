@@ -14,7 +14,7 @@ from html import escape
 from typing import Any
 
 from beavertui.engine.metrics.figures import SPEEDUP_EDGES, STAGNATION_PARTS
-from beavertui.reports.svg import FONT, _doc, text_width
+from beavertui.reports.svg import FONT, PALETTE, _doc, text_width
 
 #: One colour per part of a stagnation-mode bar (STAGNATION_PARTS' order).
 PART_COLOUR: dict[str, str] = {
@@ -257,3 +257,105 @@ def speedup_svg(hists: Sequence[Mapping[str, Any]], left_out: Sequence[str] = ()
         lx += 40 + text_width(what, 11)
     lines, h_notes = _notes(notes, 20, ly + 4, w - 40)
     return _doc(w, ly + 4 + h_notes + 10, body + lines)
+
+
+LEVELS_TITLE = "pass@k over the feedback levels and the history windows, per model"
+LEVEL_AXIS_NAME = {
+    "feedback": "feedback level (L0 nothing back ... L3 the full report, L4 profiler metrics)",
+    "history": "history window H (earlier turns the prompt keeps)",
+}
+LEVEL_NONE = {
+    "feedback": "No runs of one model that differ only in the feedback level.",
+    "history": "No runs of one model that differ only in the history window.",
+}
+
+
+def levels_svg(panels: Sequence[Mapping[str, Any]]) -> str:
+    """One line panel per level axis (engine.metrics.figures.level_panels): pass@k (%) of each model at
+    each value of the axis it ran, the other settings fixed; a panel without runs says so."""
+    from beavertui.reports.svg import DASHES, MARKERS, _marker
+
+    notes = [
+        "pass@k at each protocol's own gate, from groups run separately that differ only in this setting (the "
+        "swing entries from runs); a line joins the values its model ran, a value it did not run is no point. "
+        "The gate axis read from one group's sweep is p_sweep.svg's.",
+    ]
+    if not any(p["lines"] for p in panels):
+        return empty_svg(LEVELS_TITLE, "No runs vary the feedback level or the history window.", notes)
+    left, pw, ph, top = 60.0, 480.0, 220.0, 58.0
+    models = sorted({ln["model"] for p in panels for ln in p["lines"]})
+    legend_w = max(
+        (
+            36 + text_width(f"{ln['label']} (swing {100 * ln['swing']:.1f} pp)", 11)
+            for p in panels
+            for ln in p["lines"]
+        ),
+        default=0.0,
+    )
+    w = max(left + pw + 40, 60 + text_width(LEVELS_TITLE, 15), left + legend_w + 20)
+    body = [_title(w, LEVELS_TITLE)]
+    y0 = top
+    for panel in panels:
+        axis = panel["axis"]
+        if not panel["lines"]:
+            body.append(
+                f'<text x="{left:.1f}" y="{y0 + 16:.1f}" font-size="12" class="empty" data-axis="{axis}" {FONT}>'
+                f"{escape(LEVEL_NONE[axis])}</text>"
+            )
+            y0 += 36
+            continue
+        values = list(panel["values"])
+        step = pw / max(1, len(values))
+
+        def x(v: str, values: list[str] = values, step: float = step) -> float:
+            return left + step * (values.index(v) + 0.5)
+
+        def y(v: float, y0: float = y0) -> float:
+            return y0 + ph * (1 - v)
+
+        for i in range(6):
+            v = i / 5
+            body.append(f'<line x1="{left}" y1="{y(v):.1f}" x2="{left + pw}" y2="{y(v):.1f}" stroke="#ddd"/>')
+            body.append(
+                f'<text x="{left - 6}" y="{y(v) + 4:.1f}" text-anchor="end" font-size="11" {FONT}>{100 * v:.0f}%</text>'
+            )
+        for v in values:
+            body.append(
+                f'<text x="{x(v):.1f}" y="{y0 + ph + 16:.1f}" text-anchor="middle" font-size="11" {FONT}>'
+                f"{escape(v)}</text>"
+            )
+        body.append(f'<rect x="{left}" y="{y0:.1f}" width="{pw}" height="{ph}" fill="none" stroke="#333"/>')
+        body.append(
+            f'<text x="{left + pw / 2:.1f}" y="{y0 + ph + 34:.1f}" text-anchor="middle" font-size="12" {FONT}>'
+            f"{escape(LEVEL_AXIS_NAME[axis])}</text>"
+        )
+        body.append(
+            f'<text x="{left - 6:.1f}" y="{y0 - 8:.1f}" text-anchor="start" font-size="12" {FONT}>pass@k (%)</text>'
+        )
+        legend_top = y0 + ph + 56
+        for i, ln in enumerate(panel["lines"]):
+            colour = PALETTE[models.index(ln["model"]) % len(PALETTE)]
+            dash = DASHES[i % len(DASHES)]
+            kind = MARKERS[i % len(MARKERS)]
+            style = f' stroke-dasharray="{dash}"' if dash else ""
+            pts = " ".join(f"{x(v):.1f},{y(pk):.1f}" for v, pk in ln["points"])
+            body.append(
+                f'<polyline points="{pts}" fill="none" stroke="{colour}" stroke-width="2"{style} '
+                f'data-axis="{axis}" data-series="{i + 1}" data-values="'
+                + escape(" ".join(f"{v}={pk:.6g}" for v, pk in ln["points"]))
+                + '"/>'
+            )
+            body += [_marker(kind, x(v), y(pk), 4.0, colour) for v, pk in ln["points"]]
+            ly = legend_top + 18 * i
+            body.append(
+                f'<line x1="{left}" y1="{ly - 4:.1f}" x2="{left + 24}" y2="{ly - 4:.1f}" stroke="{colour}" '
+                f'stroke-width="2"{style}/>'
+            )
+            body.append(_marker(kind, left + 12, ly - 4, 4, colour))
+            entry = f"{ln['label']} (swing {100 * ln['swing']:.1f} pp)"
+            body.append(
+                f'<text x="{left + 32}" y="{ly:.1f}" font-size="11" class="legend" {FONT}>{escape(entry)}</text>'
+            )
+        y0 = legend_top + 18 * len(panel["lines"]) + 30
+    lines, h = _notes(notes, 20, y0, w - 40)
+    return _doc(w, y0 + h + 10, body + lines)

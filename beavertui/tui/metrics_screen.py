@@ -5,7 +5,8 @@ thread worker, so a large run paints at once and fills in. The plots draw the sa
 files (reports/svg.py, reports/svg_figures.py): pass@k in percent against the speedup threshold p, one
 line per (model, protocol); the swing of pass@k per protocol axis in percentage points, one bar per
 (model, axis); how each group's sessions ended (repaired, each stagnation detector, ran to K) in percent;
-and the speedups of correct repairs per log-scale bin, the gates marked (engine/metrics/figures.py).
+the speedups of correct repairs per log-scale bin, the gates marked; and pass@k in percent over the
+feedback levels and over the history windows, a line per model (engine/metrics/figures.py).
 Without textual-plotext the screen shows the tables and one line saying how to get the plots.
 """
 
@@ -41,6 +42,11 @@ STAGNATION_TITLE = "How sessions ended (% of trajectories)"
 STAGNATION_NONE = "How sessions ended: no iterative session"
 SPEEDUP_TITLE = "Speedups of correct repairs (gate p: vertical line)"
 SPEEDUP_NONE = "Speedups of correct repairs: none"
+LEVEL_TITLE = {"feedback": "pass@k (%) by feedback level", "history": "pass@k (%) by history window"}
+LEVEL_NONE = {
+    "feedback": "Feedback levels: no runs that differ only in them",
+    "history": "History windows: no runs that differ only in them",
+}
 
 Series = tuple[str, list[float], list[float]]
 
@@ -122,6 +128,8 @@ class MetricsScreen(Screen[None]):
         """engine.metrics.figures.stagnation_modes of the groups shown."""
         self.hists: list[dict[str, Any]] = []
         """engine.metrics.figures.speedup_histograms of the groups shown."""
+        self.levels: list[dict[str, Any]] = []
+        """engine.metrics.figures.level_panels of the swing shown."""
         self._plots: list[Any] = []
 
     def compose(self) -> ComposeResult:
@@ -129,13 +137,14 @@ class MetricsScreen(Screen[None]):
         with VerticalScroll(id="metrics-body"):
             yield FittedTables(id="metrics-main")
             if PlotextPlot is not None:
-                self._plots = [
-                    PlotextPlot(id=name) for name in ("p-sweep", "swing", "stagnation", "speedups")
-                ]
+                names = ("p-sweep", "swing", "stagnation", "speedups", "feedback", "history")
+                self._plots = [PlotextPlot(id=name) for name in names]
                 with Horizontal(id="metrics-plots", classes="plots"):
                     yield from self._plots[:2]
                 with Horizontal(id="metrics-plots-ended", classes="plots"):
                     yield from self._plots[2:4]
+                with Horizontal(id="metrics-plots-levels", classes="plots"):
+                    yield from self._plots[4:6]
             else:
                 yield Static(Text(PLOT_HINT, style="yellow"), id="metrics-plot-hint")
             yield FittedTables(id="metrics-tables")
@@ -187,6 +196,7 @@ class MetricsScreen(Screen[None]):
             # what an earlier computation showed is not what the source gives now: nothing stays under
             # the error (the tables and plots of before read as this source's numbers)
             self.report, self.series, self.bars, self.modes, self.hists = None, [], [], [], []
+            self.levels = []
             for tables in self.query(FittedTables):
                 tables.set_tables([])
             self._show_plots(False)
@@ -214,16 +224,19 @@ class MetricsScreen(Screen[None]):
         self.query_one("#metrics-tables", FittedTables).set_tables(report.tables[1:])
         self.series = sweep_series(report.groups)
         self.bars = swing_bars(report.swing)
-        from beavertui.engine.metrics.figures import speedup_histograms, stagnation_modes
+        from beavertui.engine.metrics.figures import level_panels, speedup_histograms, stagnation_modes
 
         self.modes = stagnation_modes(report.groups)
         self.hists = speedup_histograms(report.groups)
+        self.levels = level_panels(report.swing)
         self._show_plots(True)
         if PlotextPlot is not None:
             self._plot_sweep(report.groups)
             self._plot_swing()
             self._plot_stagnation()
             self._plot_speedups()
+            for panel in self.levels:
+                self._plot_levels(panel)
 
     def _show_plots(self, shown: bool) -> None:
         """The plots (or the line saying they need the plot extra) shown, or hidden with no numbers."""
@@ -323,6 +336,29 @@ class MetricsScreen(Screen[None]):
             plt.xticks([t + 0.5 for t in ticks], [f"{SPEEDUP_EDGES[t]:.3g}" for t in ticks])
             plt.xlabel("speedup (x reference, log scale)")
             plt.ylabel("repairs")
+        widget.refresh()
+
+    def _plot_levels(self, panel: Mapping[str, Any]) -> None:
+        assert PlotextPlot is not None
+        axis = panel["axis"]
+        widget = self.query_one(f"#{axis}", PlotextPlot)
+        plt = widget.plt
+        plt.clear_figure()
+        if not panel["lines"]:
+            plt.title(LEVEL_NONE[axis])
+        else:
+            plt.title(LEVEL_TITLE[axis])
+            values = list(panel["values"])
+            for line in panel["lines"]:
+                plt.plot(
+                    [values.index(v) + 1 for v, _ in line["points"]],
+                    [100 * pk for _, pk in line["points"]],
+                    label=_short(line["label"], 30),
+                    marker="braille",
+                )
+            plt.xticks(list(range(1, len(values) + 1)), values)
+            plt.xlim(0.5, len(values) + 0.5)
+            plt.ylim(0, 100)
         widget.refresh()
 
     def plotted(self, plot_id: str) -> tuple[list[Any], list[Any], list[str]]:

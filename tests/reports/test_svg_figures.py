@@ -16,6 +16,7 @@ from beavertui.engine.metrics import table_io
 from beavertui.engine.metrics.figures import STAGNATION_PARTS, group_label
 from beavertui.service.metrics import compute, figures
 from tests.engine.metrics.test_metrics import proto, row
+from tests.reports.axis_runs import FEEDBACK, HISTORY, MODELS, axis_table
 
 ROOT = Path(__file__).resolve().parents[2]
 DEMO = ROOT / "sessions" / "demo"
@@ -120,9 +121,9 @@ def test_metrics_plots_writes_every_figure(tmp_path: Path) -> None:
         == 0
     )
     names = sorted(p.name for p in plots.iterdir())
-    assert names == ["p_sweep.svg", "speedups.svg", "stagnation_modes.svg", "swing.svg"]
+    assert names == ["levels.svg", "p_sweep.svg", "speedups.svg", "stagnation_modes.svg", "swing.svg"]
     figs = dict(figures(compute(DEMO)))
-    for name in ("stagnation_modes.svg", "speedups.svg"):
+    for name in ("stagnation_modes.svg", "speedups.svg", "levels.svg"):
         assert (plots / name).read_text() == figs[name]
 
 
@@ -132,10 +133,53 @@ def test_the_run_page_shows_every_figure(tmp_path: Path) -> None:
     page = out.read_text(encoding="utf-8")
     figs = dict(figures(compute(DEMO)))
     after = page.split('<h2 id="figures">Figures</h2>', 1)[1]
-    for name in ("stagnation_modes.svg", "speedups.svg"):
+    for name in ("stagnation_modes.svg", "speedups.svg", "levels.svg"):
         assert figs[name] in after, name
-    order = [
-        after.index(t) for t in ("pass@k by speedup threshold p", "How sessions ended", "Speedups of correct")
-    ]
+    heads = (
+        "pass@k by speedup threshold p",
+        "How sessions ended",
+        "Speedups of correct",
+        "pass@k over the feedback",
+    )
+    order = [after.index(t) for t in heads]
     assert order == sorted(order)
-    assert len(re.findall(r'<div class="fig"><svg', page)) == 4
+    assert len(re.findall(r'<div class="fig"><svg', page)) == 5
+
+
+def test_levels_draw_each_models_pass_at_k_over_feedback_and_history(tmp_path: Path) -> None:
+    report = compute(axis_table(tmp_path))
+    root = parsed(dict(figures(report))["levels.svg"])
+    shown = texts(root)
+    assert "pass@k over the feedback levels and the history windows, per model" in shown
+    assert any(t.startswith("feedback level") for t in shown) and any(
+        t.startswith("history window") for t in shown
+    )
+    assert "pass@k (%)" in shown and "100%" in shown
+    assert [t for t in shown if re.fullmatch(r"L\d|H\d", t)] == [
+        "L0",
+        "L1",
+        "L2",
+        "L3",
+        "H1",
+        "H2",
+        "H3",
+        "H4",
+    ]
+    lines = [ln.attrib for ln in root.iter(f"{SVG}polyline")]
+    for axis, table, name in (("feedback", FEEDBACK, "{}"), ("history", HISTORY, "H{}")):
+        mine = [ln for ln in lines if ln["data-axis"] == axis]
+        assert len(mine) == len(MODELS)  # one line per model
+        for m, ln in enumerate(mine):
+            drawn = dict(kv.split("=") for kv in ln["data-values"].split())
+            assert {k: float(v) for k, v in drawn.items()} == pytest.approx(
+                {name.format(level): n[m] / 3 for level, n in table.items()}
+            )
+            assert len(ln["points"].split()) == 4
+        # the drawn values are the swing entries' (the metrics' pass@k), and each legend names its swing
+        for e in [e for e in report.swing if e["axis"] == axis and e["from"] == "runs"]:
+            assert f"{e['model']} (swing {100 * e['swing']:.1f} pp)" in shown
+
+
+def test_levels_say_when_no_run_varies_them() -> None:
+    shown = texts(parsed(dict(figures(compute(DEMO)))["levels.svg"]))
+    assert "No runs vary the feedback level or the history window." in shown

@@ -18,7 +18,12 @@ from rich.console import Console
 import beavertui.tui.metrics_screen as ms
 from beavertui.cli import main
 from beavertui.engine.metrics.compute import compute_groups
-from beavertui.engine.metrics.figures import STAGNATION_PARTS, speedup_histograms, stagnation_modes
+from beavertui.engine.metrics.figures import (
+    STAGNATION_PARTS,
+    level_panels,
+    speedup_histograms,
+    stagnation_modes,
+)
 from beavertui.engine.metrics.swing import swing
 from beavertui.reports.render import pct
 from beavertui.reports.tables import Rate, main_tables
@@ -27,6 +32,7 @@ from beavertui.tui.app import BeaverApp
 from beavertui.tui.browser import BrowserScreen
 from beavertui.tui.fitted import FittedTables
 from beavertui.tui.metrics_screen import MetricsScreen
+from tests.reports.axis_runs import axis_table
 from tests.tui.conftest import SIZE, wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -114,6 +120,16 @@ async def check_screen(source: Path) -> SimpleNamespace:
         if hists:
             _hx, hy, _ = screen.plotted("speedups")
             assert [max(y) for y in hy] == [c for h in hists for c in h["counts"]]
+        # pass@k over the feedback levels and the history windows: a line per swing entry of that axis
+        levels = level_panels(screen.report.swing)
+        assert screen.levels == levels
+        for panel in levels:
+            if panel["lines"]:
+                lx, ly, _ = screen.plotted(panel["axis"])
+                assert ly == [[100 * pk for _, pk in ln["points"]] for ln in panel["lines"]]
+                assert lx == [
+                    [panel["values"].index(v) + 1 for v, _ in ln["points"]] for ln in panel["lines"]
+                ]
         rest = text_of(screen.query_one("#metrics-tables"))
         assert "pass@k by speedup threshold p" in rest
         seen = SimpleNamespace(
@@ -123,6 +139,7 @@ async def check_screen(source: Path) -> SimpleNamespace:
             swing_xs=bx,
             modes=modes,
             hists=hists,
+            levels=levels,
         )
         await pilot.press("escape")
     return seen
@@ -144,6 +161,13 @@ async def test_demo_sessions_ended_six_ways() -> None:
     ended = sorted(part for m in screen.modes for part, n in m["counts"].items() if n)
     assert ended == ["code_cycle", "no_progress", "ran to K", "repaired", "repaired", "repaired"]
     assert len(screen.hists) == 4
+
+
+async def test_feedback_and_history_sweeps_draw_their_lines(tmp_path: Path) -> None:
+    """Three models over L0..L3 and H1..H4 (tests/reports/axis_runs.py): a line per model on each axis."""
+    screen = await check_screen(axis_table(tmp_path))
+    assert [p["axis"] for p in screen.levels] == ["feedback", "history"]
+    assert [len(p["lines"]) for p in screen.levels] == [3, 3]
 
 
 async def test_h200_run() -> None:

@@ -96,10 +96,42 @@ def speedup_histograms(groups: Sequence[GroupMetrics]) -> list[dict[str, Any]]:
 LEVEL_AXES: tuple[str, ...] = ("feedback", "history")
 
 
-def level_lines(swing_entries: Sequence[Mapping[str, Any]], axis: str) -> list[Mapping[str, Any]]:
-    """The swing entries of ``axis`` from separate runs (``from`` = runs): each a model's pass@k at each
-    value of the axis, the other settings fixed (``values`` in axis order)."""
-    return [e for e in swing_entries if e["axis"] == axis and e.get("from") == "runs"]
+#: How a value of a level axis is written on a figure: L0 as is, history 2 as H2.
+LEVEL_NAME = {"feedback": "{}", "history": "H{}"}
+
+
+def _level_order(axis: str, value: str) -> tuple[Any, ...]:
+    """History windows by number; feedback levels by their number, then the variants of one (L3, L3S...)."""
+    if axis == "history":
+        return (int(value), "")
+    digits = "".join(c for c in value[1:3] if c.isdigit())
+    return (int(digits) if digits else 99, value)
+
+
+def level_panels(swing_entries: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Per level axis (LEVEL_AXES): the swing entries of that axis from separate runs (``from`` = runs),
+    each a line of one model's pass@k at the axis's values it ran, the other settings fixed. ``values``: the
+    axis's values any line has, in axis order, as the figure writes them (L0, H2); each line's ``points``
+    pairs such a value with pass@k (a fraction). A model with several lines on one axis (its other settings
+    swept too) has the settings that tell them apart in its label."""
+    out = []
+    for axis in LEVEL_AXES:
+        entries = [e for e in swing_entries if e["axis"] == axis and e.get("from") == "runs"]
+        raw = sorted({str(v) for e in entries for v in e["values"]}, key=lambda v: _level_order(axis, v))
+        lines = []
+        for e in entries:
+            mine = [o for o in entries if o["model"] == e["model"] and o.get("corpus") == e.get("corpus")]
+            differ = sorted(k for k in e["fixed"] if len({str(o["fixed"].get(k)) for o in mine}) > 1)
+            label = e["model"] + (
+                " (" + " ".join(f"{k}={e['fixed'][k]}" for k in differ) + ")" if differ else ""
+            )
+            points = [
+                (LEVEL_NAME[axis].format(v), float(e["values"][v]))
+                for v in sorted(e["values"], key=lambda v: _level_order(axis, str(v)))
+            ]
+            lines.append({"model": e["model"], "label": label, "points": points, "swing": e["swing"]})
+        out.append({"axis": axis, "values": [LEVEL_NAME[axis].format(v) for v in raw], "lines": lines})
+    return out
 
 
 def ranks(scores: Mapping[str, float]) -> dict[str, float]:

@@ -13,6 +13,7 @@ from beavertui.engine.metrics.figures import (
     SPEEDUP_EDGES,
     STAGNATION_PARTS,
     bin_of,
+    level_panels,
     ranks,
     speedup_histograms,
     stagnation_modes,
@@ -99,3 +100,19 @@ def test_bins_and_ranks() -> None:
     edges = np.asarray(SPEEDUP_EDGES)
     assert bin_of(np.array([0.0001, edges[0], 1.0, 1.4, 100.0])).tolist() == [0, 0, 12, 12, 17]
     assert ranks({"a": 0.5, "b": 0.9, "c": 0.5, "d": 0.1}) == {"b": 1, "a": 2.5, "c": 2.5, "d": 4}
+
+
+def test_level_panels_order_the_axis_values() -> None:
+    """Feedback levels by number, a level's variants after it; history windows by number (not as text)."""
+    entries = [
+        {"model": "m", "corpus": None, "axis": "feedback", "from": "runs", "fixed": {"history": 2}, "swing": 0.5,
+         "values": {"L3_raw": 0.5, "L3": 0.25, "L10": 0.0, "L3S": 0.75, "L0": 0.0}},
+        {"model": "m", "corpus": None, "axis": "history", "from": "runs", "fixed": {"feedback": "L3"}, "swing": 0.1,
+         "values": {"10": 0.5, "2": 0.4}},
+        {"model": "m", "corpus": None, "axis": "gate", "from": "p_sweep", "fixed": {}, "swing": 1.0,
+         "values": {"0.0": 1.0, "0.7": 0.0}},
+    ]  # fmt: skip
+    feedback, history = level_panels(entries)
+    assert feedback["values"] == ["L0", "L3", "L3S", "L3_raw", "L10"]
+    assert [v for v, _ in feedback["lines"][0]["points"]] == feedback["values"]
+    assert history["values"] == ["H2", "H10"] and history["lines"][0]["points"] == [("H2", 0.4), ("H10", 0.5)]
