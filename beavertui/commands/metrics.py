@@ -306,7 +306,8 @@ def _write_folder(folder: Path, files: dict[str, str]) -> None:
 def _against_json(g: Any, against: list[tuple[str, Any]]) -> dict[str, Any]:
     """A group's rates against each named baseline its sessions recorded (docs/metrics.md, Baselines):
     baseline name -> n_tasks, pass@1, pass@k (with pass@k_lower_bound: true where the loop stopped at the
-    first attempt at p x the reference), degenerate_rate_raw (null for the roofline); empty without."""
+    first attempt at p x the reference), degenerate_rate_raw and degenerate_raw_noise_floor (null for the
+    roofline; the floor null where the speedups carry no interval); empty without."""
     out: dict[str, Any] = {}
     p = g.protocol
     stopped = p.in_loop and not p.continue_after_pass and p.method != "repeated"
@@ -318,6 +319,7 @@ def _against_json(g: Any, against: list[tuple[str, Any]]) -> dict[str, Any]:
                 "pass@k": b.pass_at_k,
                 "pass@k_lower_bound": stopped and name != "reference",
                 "degenerate_rate_raw": None if name == "roofline" else b.degenerate_rate_raw,
+                "degenerate_raw_noise_floor": None if name == "roofline" else b.degenerate_raw_noise_floor,
             }
     return out
 
@@ -365,6 +367,7 @@ _JSON_NAMES = {
     "stagnation": "stagnation_rate",
     "degenerate": "degenerate_rate",
     "degenerate_raw": "degenerate_rate_raw",
+    "degenerate_raw_floor": "degenerate_raw_noise_floor",
 }
 
 

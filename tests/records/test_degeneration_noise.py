@@ -98,3 +98,31 @@ def test_the_noise_floor_is_the_reference_against_itself_on_the_h200(
     ]
     assert len(logs) == 80
     assert float(np.std(logs, ddof=1)) == pytest.approx(NOISE_FLOOR_LOG_SD, abs=5e-5)
+
+
+@pytest.mark.parametrize("name", ("h200_batch_run_40", "release_batch_final", "release_kb_batch_final"))
+def test_metrics_report_the_raw_rules_noise_floor_from_the_runs_own_intervals(
+    repairs: dict[str, list[tuple[str, TimingResult]]], name: str, tmp_path: Path
+) -> None:
+    """Every repair of these runs is the reference resubmitted, so their raw rate (58.1%, 35.6%, 53.2%) is
+    the raw rule's noise floor measured. `metrics` now puts the floor it derives from each run's own
+    intervals beside it: half the judged first successes whose interval holds 1.0, as the timings' samples
+    give them here. The measured rates lie within sampling error of it (a binomial 99% range)."""
+    from beavertui.service.metrics import compute
+
+    with tarfile.open(DATA / f"{name}.tar.gz") as tar:
+        tar.extractall(tmp_path, filter="data")
+    (g,) = compute(tmp_path / "run").groups
+    within = []
+    for _, t in repairs[name]:
+        ci = speedup_interval(t.reference_samples, t.candidate_samples, method=t.method, runs=t.runs)
+        assert ci is not None
+        within.append(ci[0] <= 1.0 <= ci[1])
+    assert g.n_degenerate_judged == len(within) and g.n_degenerate_fallback == 0
+    assert g.degenerate_raw_noise_floor == pytest.approx(0.5 * sum(within) / len(within))
+    assert g.degenerate_raw_noise_floor is not None and g.degenerate_rate_raw is not None
+    n, floor = len(within), g.degenerate_raw_noise_floor
+    print(
+        f"{name}: raw {g.degenerate_rate_raw:.3f}, noise floor {floor:.3f}, {sum(within)} of {n} within noise"
+    )
+    assert abs(g.degenerate_rate_raw - floor) <= 2.576 * math.sqrt(floor * (1 - floor) / n)

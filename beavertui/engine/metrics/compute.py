@@ -34,11 +34,12 @@ class TaskCells:
     means: F64
     """(tasks, 2 + len(P_SWEEP)): pass@1 and pass@k at the gate, then pass@k at each sweep p."""
     nums: F64
-    """(tasks, 4): numerators of debug_rate@k, stagnation_rate, degenerate_rate, degenerate_rate_raw.
+    """(tasks, 5): numerators of debug_rate@k, stagnation_rate, degenerate_rate, degenerate_rate_raw and
+    degenerate_raw_noise_floor.
     debug_rate@k's are per-task means (pass@k - pass@1 of the task), so the ratio of the sums is the
     identity (pass@k - pass@1) / (1 - pass@1) over per-task means, resampled with the tasks."""
     dens: F64
-    """(tasks, 4): their denominators (debug_rate@k's: 1 - pass@1 of the task)."""
+    """(tasks, 5): their denominators (debug_rate@k's: 1 - pass@1 of the task)."""
 
 
 @dataclass(frozen=True)
@@ -72,6 +73,11 @@ class GroupMetrics:
     """The corpus folder's name (None for a table written before the column existed)."""
     degenerate_rate_raw: float | None = None
     """The paper's literal rule: first successes at iteration >= 2 with speedup < 1.0."""
+    degenerate_raw_noise_floor: float | None = None
+    """The part of degenerate_rate_raw timing noise alone gives: half the judged first successes whose
+    speedup's interval holds 1.0 (as fast as the reference within noise, where the raw rule's call is the one
+    it makes on the reference timed against itself: below 1.0 half the time), over the same denominator; None
+    where no judged first success has an interval (docs/metrics.md)."""
     n_degenerate_judged: int = 0
     """First successes at iteration >= 2 with a measured speedup (both degeneration rates' denominator)."""
     n_degenerate_fallback: int = 0
@@ -127,6 +133,7 @@ class GroupMetrics:
             "n_never_succeeded": self.n_never_succeeded,
             "degenerate_rate": self.degenerate_rate,
             "degenerate_rate_raw": self.degenerate_rate_raw,
+            "degenerate_raw_noise_floor": self.degenerate_raw_noise_floor,
             "degenerate_judged": self.n_degenerate_judged,
             "degenerate_fallback_raw": self.n_degenerate_fallback,
             "p_sweep": {f"{p:.1f}": v for p, v in self.p_sweep.items()},
@@ -282,10 +289,12 @@ def compute_groups(table: AttemptsTable) -> list[GroupMetrics]:
     first_ok_iter = np.zeros(n_traj, np.int64)
     first_ok_speed = np.full(n_traj, np.nan)
     first_ok_hi = np.full(n_traj, np.nan)
+    first_ok_lo = np.full(n_traj, np.nan)
     first_ok_iter[traj_s[firsts]] = it_s[firsts]
     speed_s = t.speedup[order]
     first_ok_speed[traj_s[firsts]] = speed_s[firsts]
     first_ok_hi[traj_s[firsts]] = t.interval("speedup_hi")[order][firsts]
+    first_ok_lo[traj_s[firsts]] = t.interval("speedup_lo")[order][firsts]
 
     # the speedup each trajectory's pass@k(p) holds against p, NaN where its correct attempts have none
     best_speed = np.fmax.reduceat(np.where(s_s >= 0, speed_s, np.nan), starts)
@@ -334,8 +343,21 @@ def compute_groups(table: AttemptsTable) -> list[GroupMetrics]:
     degen_num = degen_den & np.where(no_interval, raw_slow, first_ok_hi < 1.0)
     degen_raw = degen_den & raw_slow
     fallback = per_cell(degen_den & no_interval)
-    nums = np.column_stack([mean_k[:, 0] - mean_1, per_cell(stag), per_cell(degen_num), per_cell(degen_raw)])
-    dens = np.column_stack([1.0 - mean_1, per_cell(notsucc), per_cell(degen_den), per_cell(degen_den)])
+    # the raw rule's noise floor: a first success whose interval holds 1.0 is the reference against itself
+    # within noise, called below 1.0 half the time (NaN bounds compare False: no interval, not counted)
+    within = degen_den & (first_ok_lo <= 1.0) & (first_ok_hi >= 1.0)
+    nums = np.column_stack(
+        [
+            mean_k[:, 0] - mean_1,
+            per_cell(stag),
+            per_cell(degen_num),
+            per_cell(degen_raw),
+            0.5 * per_cell(within),
+        ]
+    )
+    dens = np.column_stack(
+        [1.0 - mean_1, per_cell(notsucc), per_cell(degen_den), per_cell(degen_den), per_cell(degen_den)]
+    )
     det_counts = np.column_stack([per_cell(stag & (det == d)) for d in range(len(DETECTORS))])
 
     compile_cell = per_cell(built1) / n_samp
@@ -376,6 +398,9 @@ def compute_groups(table: AttemptsTable) -> list[GroupMetrics]:
             GroupMetrics(
                 corpus=corpus_of(g),
                 degenerate_rate_raw=None if rep else _ratio(num[3], den[3]),
+                degenerate_raw_noise_floor=(
+                    None if rep or fallback[idx].sum() >= den[3] else _ratio(num[4], den[4])
+                ),
                 n_degenerate_judged=0 if rep else int(den[2]),
                 n_degenerate_fallback=0 if rep else int(fallback[idx].sum()),
                 p_sweep_exact={p: sweep_exact(proto, p) for p in P_SWEEP},
@@ -450,5 +475,5 @@ def _empty(model: str, proto: ProtocolKey, infra: int, corpus: str | None = None
         n_trajectories=0,
         n_attempts=0,
         n_infra_excluded=infra,
-        cells=TaskCells((), np.zeros((0, 2 + len(P_SWEEP))), np.zeros((0, 4)), np.zeros((0, 4))),
+        cells=TaskCells((), np.zeros((0, 2 + len(P_SWEEP))), np.zeros((0, 5)), np.zeros((0, 5))),
     )

@@ -196,6 +196,7 @@ def test_metrics_json_carries_each_group_against_each_baseline(tmp_path: Path) -
         "pass@k": 1.0,
         "pass@k_lower_bound": True,  # the demo's in-loop gate stopped its loop at the first pass
         "degenerate_rate_raw": 0.0,
+        "degenerate_raw_noise_floor": None,  # the speedups against a named baseline carry no interval
     }
     assert group["against"]["roofline"]["degenerate_rate_raw"] is None
     assert group["against"]["roofline"]["pass@k"] == 0.0  # 50% of the roofline at best: below p = 0.7

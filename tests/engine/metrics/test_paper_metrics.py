@@ -87,6 +87,41 @@ def test_degenerate_uses_the_interval_and_reports_the_raw_rule_beside_it() -> No
     assert (g.n_degenerate_judged, g.n_degenerate_fallback) == (3, 1)
     doc = g.as_json()
     assert doc["degenerate_rate_raw"] == pytest.approx(1.0) and doc["degenerate_fallback_raw"] == 1
+    assert doc["degenerate_raw_noise_floor"] == pytest.approx(1 / 6)  # A alone within noise of 1.0
+
+
+def test_the_raw_rules_noise_floor_is_half_the_first_successes_within_noise_of_the_reference() -> None:
+    """First successes at iteration 2: A 0.99x and B 1.01x with intervals that hold 1.0 (the reference
+    against itself, within noise: the raw rule calls such a timing below 1.0 half the time), C 0.5x below
+    1.0 beyond noise, D 1.5x above it, E 0.9x without samples (its noise unknown). The raw rule calls A, C and
+    E degenerate: 3/5; noise alone gives half of A and B: floor (1/2 x 2)/5 = 1/5, and the raw rate less the
+    floor is the noise-aware rate, C and E: 2/5. A group whose first successes carry no interval has none."""
+    from beavertui.reports.cells import Rate
+    from beavertui.reports.tables import baselines_table, main_tables, rates
+
+    p = paper()
+    rows = [
+        {**row("A", 2, True, 0.99, protocol=p), "speedup_lo": 0.98, "speedup_hi": 1.02},
+        {**row("B", 2, True, 1.01, protocol=p), "speedup_lo": 0.99, "speedup_hi": 1.03},
+        {**row("C", 2, True, 0.5, protocol=p), "speedup_lo": 0.45, "speedup_hi": 0.55},
+        {**row("D", 2, True, 1.5, protocol=p), "speedup_lo": 1.4, "speedup_hi": 1.6},
+        row("E", 2, True, 0.9, protocol=p),
+    ]
+    rows += [row(t, 1, False, protocol=p) for t in "ABCDE"]
+    (g,) = compute_groups(from_rows(rows))
+    assert g.degenerate_rate_raw == pytest.approx(3 / 5) and g.degenerate_rate == pytest.approx(2 / 5)
+    assert g.degenerate_raw_noise_floor == pytest.approx(1 / 5)
+    assert g.as_json()["degenerate_raw_noise_floor"] == pytest.approx(1 / 5)
+    r = rates(g, 200, 1)
+    assert r["degenerate_raw_floor"].value == pytest.approx(1 / 5)
+    main = main_tables([g], group_rates=[r])[0]
+    cell = main.rows[0][main.columns.index("raw noise floor")]
+    assert isinstance(cell, Rate) and cell.value == pytest.approx(1 / 5)
+    against = baselines_table([g], [r], [("reference", g)])
+    assert against.columns[-1] == "raw noise floor"
+    # no interval anywhere: the floor is unknown, not 0
+    (h,) = compute_groups(from_rows([row("E", 2, True, 0.9, protocol=p), row("E", 1, False, protocol=p)]))
+    assert h.degenerate_rate_raw == 1.0 and h.degenerate_raw_noise_floor is None
 
 
 def test_after_run_gate_every_p_is_exact_and_in_loop_above_the_gate_is_a_bound() -> None:
