@@ -42,7 +42,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from beavertui.engine.errors import BeaverError
 from beavertui.engine.fileio import read_small_text
 from beavertui.engine.limits import MAX_RETRIES, MAX_SAMPLES, MAX_TIMEOUT_S, MAX_TOKENS, MAX_TOP_P
-from beavertui.engine.session.protocol import Protocol
+from beavertui.engine.session.protocol import Protocol, few_shot_label
 
 #: A protocol file larger than this is refused before it is parsed.
 MAX_PROTOCOL_BYTES = 1 << 20
@@ -169,7 +169,8 @@ def protocol_slug(p: Protocol) -> str:
     extra = {"run_limit"} if p.run_limit == "reference" else None
     digest = hashlib.sha256(p.model_dump_json(exclude=extra).encode()).hexdigest()[:8]
     plan = "" if p.planning == "implicit" else ("-planF" if p.coder_feedback else "-planNF")
-    return f"{p.method}{plan}-K{p.budget}-{p.feedback}-H{p.history}-T{p.temperature:g}-p{p.gate:g}-{digest}"
+    shots = "" if p.few_shot == "none" else f"-{few_shot_label(p.few_shot, p.few_shot_k, p.few_shot_seed)}"
+    return f"{p.method}{plan}-K{p.budget}-{p.feedback}-H{p.history}-T{p.temperature:g}-p{p.gate:g}{shots}-{digest}"
 
 
 def _first_error(exc: ValidationError) -> str:

@@ -335,7 +335,8 @@ def swing_table(entries: Sequence[Mapping[str, Any]]) -> Table:
         tuple(rows),
         note="swing: max minus min over the axis's values, in percentage points; delta: the last value minus "
         "the first, in axis "
-        "order (p ascending, L0..L4, H1..H4, iterative then repeated; a pairing: second side minus first). "
+        "order (p ascending, L0..L4, H1..H4, iterative then repeated, few-shot none, matched, random, curated; "
+        "a pairing: second side minus first). "
         "from: runs (separate groups differing in one setting), p_sweep (one group's own sweep), pairing "
         "(a named pair declared in the sweep file). >= marks a lower bound.",
         name="swing",

@@ -211,6 +211,17 @@ def check_before_writing(
         check_nodes(node_variables(endpoints, models), toolchain)
 
 
+def check_few_shot(protocols: list[Any], task: Any) -> None:
+    """Every few-shot protocol's pool and curated map are there and give examples (engine/loop/few_shot.py),
+    before anything is written: the public release ships neither, and a batch of sessions that each stop at
+    their start says nothing a single line would not."""
+    from beavertui.engine.loop import few_shot
+
+    for p in protocols:
+        if p.few_shot != "none":
+            few_shot.section(p, task)
+
+
 def node_variables(endpoints: list[Any], models: list[Any]) -> list[str]:
     """The environment variables set here that the batch's endpoint models read where their sessions run: each
     one's key (unless its server lists its models to a caller without one), ``OPENAI_BASE_URL`` where its
@@ -418,6 +429,7 @@ def new_run(options: BatchOptions, say: Callable[[str], None] = stderr_line) -> 
     tasks = usable_tasks(options, corpus, tasks, models, excluded, say, unrunnable)
     if not tasks:
         raise BeaverError(f"{corpus_path}: no runnable task matches {options.tasks or spec.tasks or '*'}")
+    check_few_shot([p.protocol for p in protocols], corpus.get(tasks[0]))
     from beavertui.batch.models import default_reply_cache
 
     reply_folder = options.reply_cache or default_reply_cache()

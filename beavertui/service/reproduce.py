@@ -171,8 +171,9 @@ def read_release_config(path: Path) -> ReleaseConfig:
         notes.append(
             f"{path.name}: feedback_mode raw at level {level}: the harness honours it at level 3 only"
         )
-    if "few_shot" in exp or "fewshot" in exp or "fewshot" in path.stem:
-        raise BeaverError(f"{path}: the few-shot axis is not implemented in beavertui")
+    from beavertui.engine.importers.harness_run import few_shot_of
+
+    shots = few_shot_of(exp, str(path))
     budget = (
         exp.get("n_attempts")
         if method == "repeated" and exp.get("n_attempts")
@@ -186,6 +187,7 @@ def read_release_config(path: Path) -> ReleaseConfig:
             feedback="L3_raw" if mode == "raw" and level == 3 else f"L{level}",
             history=int(exp.get("max_history_rounds", 4)),
             temperature=0.7 if temperature is None else float(temperature),
+            **shots,
         )
     except (ValidationError, TypeError, ValueError) as exc:
         raise BeaverError(f"{path}: experiment: {str(exc).splitlines()[0]}") from None
@@ -288,7 +290,8 @@ def plan(
         srcs.append(str(path))
         task_names.setdefault(name, [])
         task_names[name] += [t for t in cfg.tasks if t not in task_names[name]]
-        if cfg.protocol.method == "iterative" and cfg.protocol.feedback == "L3" and cfg.protocol.history == 4:
+        cp = cfg.protocol
+        if (cp.method, cp.feedback, cp.history, cp.few_shot) == ("iterative", "L3", 4, "none"):
             main_temp.setdefault(name, cfg.protocol.temperature)
     if not specs:
         raise BeaverError("no models: give --models, --models-from or --release-configs")

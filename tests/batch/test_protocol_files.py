@@ -41,6 +41,20 @@ def test_one_file_per_axis_of_the_paper() -> None:
             rest = p.model_copy(update={"method": "iterative", "temperature": 0.7, "feedback": "L3", "history": 4,
                                         "gate_mode": "after_run"})  # fmt: skip
             assert rest == Protocol(), name  # every other field is the paper's default
+    fewshot = protocols("paper-fewshot")
+    assert [p.key()["few_shot"] for p in fewshot] == [
+        f"{s}_K{k}" for s in ("matched", "random", "curated") for k in (1, 3, 5)
+    ]
+    for p in fewshot:
+        assert p.few_shot_pool == (
+            "evaluation/outputs/gemma4/20260424_123214",
+            "evaluation/outputs/glm_4_7/20260424_151941",
+        )
+        assert (p.few_shot_curated is not None) == (p.few_shot == "curated")
+        rest = p.model_copy(
+            update={"few_shot": "none", "few_shot_k": 0, "few_shot_pool": (), "few_shot_curated": None}
+        )
+        assert rest == Protocol(), p.key()  # every other field is the paper's default
     (pairing,) = load_batch_file(find_protocol_file("paper-method")).pairings
     assert (pairing.name, pairing.a, pairing.b) == (
         "method", {"method": "iterative", "temperature": 0.7}, {"method": "repeated", "temperature": 1.0},

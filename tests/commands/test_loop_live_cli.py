@@ -87,6 +87,7 @@ def test_live_protocol_flags_reach_the_header(tmp_path: Path, capsys: pytest.Cap
         "gate_mode": "after_run", "continue_after_pass": False, "stagnation": "stop",
         "feedback_components": "all", "sanitize": "on_failure", "planning": "implicit", "planner": "self",
         "summariser": "self",
+        "few_shot": "none",
     }  # fmt: skip
     assert [v.success for v in events if isinstance(v, Verdict)] == [False, True]
 

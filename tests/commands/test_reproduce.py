@@ -120,6 +120,13 @@ def test_configs_of_other_axes_are_the_same_arms_not_new_ones(
     (raw_arm,) = [a for a in arms if a["protocol"]["feedback"] == "L3_raw"]
     assert [Path(s).name for s in raw_arm["sources"]] == ["gpt5_4_feedback_l3_raw.yaml"]
     assert raw_arm["axis"] == "config" and raw_arm["protocol"]["history"] == 4
+    # the release's few-shot configs are arms of the few_shot axis, with the pool and map they name
+    fewshot = sorted((CONFIGS / "fewshot").glob("*.yaml"))
+    arms = _plan(capsys, "--release-configs", *map(str, fewshot))["arms"]
+    assert isinstance(arms, list)
+    shots = {a["protocol"]["few_shot"]: a for a in arms if a["protocol"]["few_shot"] != "none"}
+    assert set(shots) == {"matched_K3", "curated_K5"}
+    assert [Path(s).name for s in shots["matched_K3"]["sources"]] == ["gpt5_4_fewshot_matched_K3.yaml"]
 
 
 def test_reproduce_runs_the_grid_once_resumes_and_writes_the_tables(

@@ -22,6 +22,7 @@ from beavertui.engine.importers.cudabeaver import CATEGORY_MAP, FIVE_WAY_MAP, ST
 from beavertui.engine.importers.harness_run import protocol_of
 from beavertui.engine.metrics.attempts import export_rows
 from beavertui.engine.session.events import Built, Candidate, InfraError, Ran, SessionEnd, Verdict
+from beavertui.engine.session.protocol import Protocol
 from beavertui.engine.session.store import load_session
 from tests.cli_in_process import run_cli
 
@@ -426,6 +427,29 @@ def test_a_raw_feedback_config_is_l3_raw() -> None:
     assert level({"feedback_level": 2, "feedback_mode": "raw"}) == "L2"
     with pytest.raises(BeaverError, match="feedback_mode 'rough'"):
         level({"feedback_mode": "rough"})
+
+
+def test_a_few_shot_config_is_its_few_shot_protocol() -> None:
+    """The harness reads few_shot_k > 0 as few-shot, its strategy ``random`` and its authors' committee runs
+    as the pool where the config names none."""
+    from beavertui.engine.loop.few_shot import RELEASE_POOL
+
+    def proto(**exp: object) -> Protocol:
+        return protocol_of({"api": {"model": "m"}, "experiment": {"max_iterations": 5, **exp}})[0]
+
+    p = proto(few_shot_strategy="matched-error-category", few_shot_k=3, few_shot_pair_pool_seed=7)
+    assert (p.few_shot, p.few_shot_k, p.few_shot_seed, p.few_shot_pool) == ("matched", 3, 7, RELEASE_POOL)
+    assert proto(few_shot_k=1).few_shot == "random"
+    assert proto(few_shot_strategy="curated", few_shot_k=0).few_shot == "none"
+    c = proto(
+        few_shot_strategy="curated",
+        few_shot_k=5,
+        few_shot_curated_file="m.json",
+        few_shot_pool_committee_dirs=["a"],
+    )
+    assert (c.few_shot, c.few_shot_curated, c.few_shot_pool) == ("curated", "m.json", ("a",))
+    with pytest.raises(BeaverError, match="few_shot_strategy 'nearest'"):
+        proto(few_shot_strategy="nearest", few_shot_k=1)
 
 
 BAD_CASES = {

@@ -17,7 +17,7 @@ from beavertui.engine.fileio import MAX_INPUT_BYTES, read_small_text
 from beavertui.engine.session.events import (
     ModelInfo,
 )
-from beavertui.engine.session.protocol import Protocol
+from beavertui.engine.session.protocol import RELEASE_FEW_SHOT_POOL, Protocol
 
 
 @dataclass(frozen=True)
@@ -169,6 +169,7 @@ def protocol_of(config: Mapping[str, Any]) -> tuple[Protocol, list[str]]:
             gate=gate,
             continue_after_pass=method == "repeated",
             sanitize_on_failure=False,
+            **few_shot_of(exp),
         )
     except ValueError as exc:
         raise BeaverError(f"config.yaml: settings beavertui cannot record: {exc}") from None
@@ -177,6 +178,38 @@ def protocol_of(config: Mapping[str, Any]) -> tuple[Protocol, list[str]]:
         "are beavertui's defaults, not the harness's"
     )
     return proto, notes
+
+
+#: The release's few-shot strategies by its config names (harness/few_shot.py select_examples).
+FEW_SHOT_STRATEGIES = {"matched-error-category": "matched", "random": "random", "curated": "curated"}
+
+
+def few_shot_of(exp: Mapping[str, Any], where: str = "config.yaml") -> dict[str, Any]:
+    """The protocol's few-shot fields from a release config's experiment section, read as the harness reads
+    them (run_experiment.py _few_shot_section): none unless ``few_shot_k`` > 0; strategy ``random`` and the
+    authors' committee runs as the pool where the config names none."""
+    k = exp.get("few_shot_k", 0)
+    if not isinstance(k, int) or isinstance(k, bool) or k < 0:
+        raise BeaverError(f"{where}: experiment.few_shot_k {k!r} is not a number of examples")
+    if k == 0:
+        return {}
+    strategy = exp.get("few_shot_strategy", "random")
+    if strategy not in FEW_SHOT_STRATEGIES:
+        raise BeaverError(
+            f"{where}: experiment.few_shot_strategy {strategy!r}: expected {', '.join(FEW_SHOT_STRATEGIES)}"
+        )
+    pool = exp.get("few_shot_pool_committee_dirs", list(RELEASE_FEW_SHOT_POOL))
+    if not isinstance(pool, list) or not all(isinstance(d, str) for d in pool):
+        raise BeaverError(f"{where}: experiment.few_shot_pool_committee_dirs is not a list of folders")
+    out: dict[str, Any] = {
+        "few_shot": FEW_SHOT_STRATEGIES[strategy],
+        "few_shot_k": k,
+        "few_shot_seed": int(exp.get("few_shot_pair_pool_seed", 42)),
+        "few_shot_pool": tuple(pool),
+    }
+    if strategy == "curated":
+        out["few_shot_curated"] = exp.get("few_shot_curated_file")
+    return out
 
 
 def _backend(api: Mapping[str, Any]) -> str:

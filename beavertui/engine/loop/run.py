@@ -24,7 +24,7 @@ from beavertui.engine.code.extract import extract
 from beavertui.engine.code.hashing import code_hash
 from beavertui.engine.corpus.task import Task
 from beavertui.engine.errors import BeaverError, NoGpuError, SessionFileError, ToolchainError
-from beavertui.engine.loop import startlog
+from beavertui.engine.loop import few_shot, startlog
 from beavertui.engine.loop.control import LoopControl
 from beavertui.engine.loop.prompts import (
     conversation,
@@ -375,6 +375,9 @@ def run_session(
     ended = next((e for e in prefix if isinstance(e, SessionEnd)), None)
     if ended is not None:
         raise SessionFileError(f"cannot resume: the session already ended ({ended.stop_reason})")
+    # the few-shot examples, drawn before anything is written (a pool that is not there is one clear error);
+    # a resumed session reads its first turn, examples and all, from its recorded request instead
+    examples = "" if any(isinstance(e, Request) for e in prefix) else few_shot.section(header.protocol, task)
     yield header
     state = initial(header)
     for e in prefix:
@@ -396,6 +399,7 @@ def run_session(
             resume_at(calls[id(m)])
 
     run = _Run(task, model, toolchain, protocol, control, state, note_for)
+    run.examples = examples
     run.usable = usable
     run.defer_timing = defer_timing
     run.replies = [e for e in prefix if isinstance(e, Reply)]
@@ -463,6 +467,8 @@ class _Run:
         self.summariser: Model | None = None
         self.plans: list[Plan] = []
         self.summaries: list[Summary] = []
+        self.examples = ""
+        """The few-shot examples' text appended to the first turn's system message (protocol few_shot)."""
         self.unsummarised: int | None = None
         """A resumed L3S session whose newest round has no recorded summary: its iteration."""
         for a in state.attempts:
@@ -546,7 +552,7 @@ class _Run:
             if not done:
                 self._limit_from_reference()
             start_log, source, self.check = _start_log(self.task, self.toolchain, self.protocol)
-            self.first = first_turn(self.task, start_log, source)
+            self.first = few_shot.with_examples(first_turn(self.task, start_log, source), self.examples)
         if not done and self.usable is not None:
             checked = self.check.events if self.check is not None else ()
             why = self.usable(self.task, next((e for e in checked if isinstance(e, Verdict)), None))

@@ -33,6 +33,7 @@ PAPER_MAIN: dict[str, Any] = {
     "gate_mode": "after_run",
     "budget": 5,
     "planning": "implicit",
+    "few_shot": "none",
 }
 #: The temperature of the paper's repeated arm.
 PAPER_REP_TEMPERATURE = 1.0

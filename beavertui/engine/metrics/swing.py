@@ -56,8 +56,18 @@ def _same(x: Any, y: Any) -> bool:
     return bool(x == y)
 
 
+#: The few-shot axis's strategies in order (the release's pivot_tables.py: matched, random, curated), after none.
+FEW_SHOT_ORDER: tuple[str, ...] = ("none", "matched", "random", "curated")
+
+
 def _order(axis: str, value: Any) -> Any:
-    """Axis order of the signed delta: gate ascending, L0..L4, H1..H4, iterative then repeated."""
+    """Axis order of the signed delta: gate ascending, L0..L4, H1..H4, iterative then repeated, few-shot none
+    then matched, random, curated, each by K."""
+    if axis == "few_shot":
+        strategy, _, rest = str(value).partition("_K")
+        k = rest.split("_")[0]
+        rank = FEW_SHOT_ORDER.index(strategy) if strategy in FEW_SHOT_ORDER else len(FEW_SHOT_ORDER)
+        return (rank, int(k) if k.isdigit() else 0, str(value))
     return value if not isinstance(value, bool) else int(value)
 
 

@@ -138,6 +138,7 @@ class ProtocolKey:
     planning: str = "implicit"
     planner: str = "self"
     summariser: str = "self"
+    few_shot: str = "none"
     gate_baseline: str = "reference"
     """What the gate p applies to (Protocol.gate_baseline); written only when not the reference."""
 
@@ -180,6 +181,7 @@ class ProtocolKey:
                 planning=str(extra("planning")),
                 planner=str(extra("planner")),
                 summariser=str(extra("summariser")),
+                few_shot=str(extra("few_shot")),
                 gate_baseline=str(m.get("gate_baseline") or "reference"),
             )
         except (KeyError, TypeError, ValueError) as exc:

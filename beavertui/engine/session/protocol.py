@@ -34,6 +34,20 @@ RAW_COMPONENTS: tuple[str, ...] = ("compiler", "runtime")
 #: ``implicit``: one call writes the candidate (the paper's loop); ``plan``: a planning call writes a plan,
 #: then a coding call writes the candidate from it (docs/protocols.md).
 Planning = Literal["implicit", "plan"]
+#: The release's few-shot strategies (its Exp 5, harness/few_shot.py; docs/protocols.md): ``matched`` is its
+#: ``matched-error-category``; ``none`` sends no examples (the paper's default).
+FewShot = Literal["none", "matched", "random", "curated"]
+#: The release's seed of the few-shot draw (``few_shot_pair_pool_seed``).
+FEW_SHOT_SEED = 42
+#: The release's default few-shot pool and curated map (its configs' few_shot_pool_committee_dirs and
+#: few_shot_curated_file, relative to the release root): its authors' runs, not in the public release.
+RELEASE_FEW_SHOT_POOL: tuple[str, ...] = (
+    "evaluation/outputs/gemma4/20260424_123214",
+    "evaluation/outputs/glm_4_7/20260424_151941",
+)
+RELEASE_FEW_SHOT_CURATED = "evaluation/few_shot_curated.json"
+#: The most examples a protocol may ask for (the release's grid goes to 5).
+MAX_FEW_SHOT = 20
 #: Protocol fields added after sessions and run folders were first written: left out of a saved protocol
 #: (and of a run folder's name) while at their default, so that what was written before reads the same.
 _QUIET_DEFAULTS: dict[str, object] = {
@@ -42,6 +56,11 @@ _QUIET_DEFAULTS: dict[str, object] = {
     "planner": None,
     "summariser": None,
     "gate_baseline": "reference",
+    "few_shot": "none",
+    "few_shot_k": 0,
+    "few_shot_seed": FEW_SHOT_SEED,
+    "few_shot_pool": (),
+    "few_shot_curated": None,
 }
 Detector = Literal["duplicate_code", "code_cycle", "category_oscillation", "no_progress"]
 DETECTORS: tuple[Detector, ...] = ("duplicate_code", "code_cycle", "category_oscillation", "no_progress")
@@ -152,6 +171,23 @@ class Protocol(BaseModel):
     summariser: str | None = Field(default=None, min_length=1, pattern=r"^[^\x00-\x1f\x7f-\x9f]+$")
     """With feedback ``L3S``: the model that condenses each L3 note (a name as ``--model`` takes it); None:
     the coding model condenses its own feedback."""
+    few_shot: FewShot = "none"
+    """The release's few-shot examples (docs/protocols.md): ``matched`` (examples whose broken code failed in
+    the task's labelled category, padded at random), ``random``, ``curated`` (a hand-made map of task to
+    examples, ``few_shot_curated``), appended to the system message; ``none`` (the paper's default)."""
+    few_shot_k: int = Field(default=0, ge=0, le=MAX_FEW_SHOT)
+    """K: how many examples (the release's grid: 1, 3, 5); 0 with ``few_shot = "none"`` only."""
+    few_shot_seed: int = FEW_SHOT_SEED
+    """The seed of the draw of ``matched`` and ``random`` examples (the release's ``few_shot_pair_pool_seed``)."""
+    few_shot_pool: tuple[str, ...] = ()
+    """Harness run folders of the release's format (``index/manifest.jsonl``, ``error_code/``,
+    ``build_log_raw/``) the examples are taken from (the release's ``few_shot_pool_committee_dirs``); a
+    relative path is read from the release root (the folder holding the corpus's ``data/``), or the corpus
+    folder. The public release ships none."""
+    few_shot_curated: str | None = Field(default=None, min_length=1)
+    """With ``few_shot = "curated"``: the JSON map of task to example tasks (the release's
+    ``few_shot_curated_file``, ``evaluation/few_shot_curated.json``, which the public release does not ship);
+    a relative path is read as ``few_shot_pool``'s are."""
     run_limit: RunLimit = "reference"
     """The time limit of a correctness run: ``reference``, a generous factor of the task's reference run on
     this GPU, with a floor, never above the task's own limit (the task's own limit where no reference run
@@ -165,6 +201,27 @@ class Protocol(BaseModel):
             raise ValueError('planner and coder_feedback = false need planning = "plan"')
         if self.summariser is not None and self.feedback != "L3S":
             raise ValueError('a summariser needs feedback = "L3S"')
+        if self.few_shot == "none":
+            if (
+                self.few_shot_k
+                or self.few_shot_pool
+                or self.few_shot_curated
+                or self.few_shot_seed != FEW_SHOT_SEED
+            ):
+                raise ValueError(
+                    "few_shot_k, few_shot_pool, few_shot_curated and few_shot_seed need few_shot"
+                )
+        else:
+            if self.few_shot_k < 1:
+                raise ValueError(
+                    f"few_shot {self.few_shot!r} needs few_shot_k, the number of examples (1 or more)"
+                )
+            if (self.few_shot == "curated") != (self.few_shot_curated is not None):
+                raise ValueError('few_shot_curated goes with few_shot = "curated", and it needs one')
+            if self.planning != "implicit":
+                raise ValueError(
+                    'few_shot examples go with planning = "implicit" (the release\'s one-call loop)'
+                )
         if self.feedback == "L3_raw" and self.feedback_components:
             other = [c for c in self.feedback_components if c not in RAW_COMPONENTS]
             if other:
@@ -178,7 +235,7 @@ class Protocol(BaseModel):
     def _quiet(self, handler: SerializerFunctionWrapHandler, info: SerializationInfo) -> dict[str, object]:
         data: dict[str, object] = handler(self)
         for name, default in _QUIET_DEFAULTS.items():
-            if name in data and data[name] == default:
+            if name in data and (data[name] == default or (default == () and data[name] == [])):
                 del data[name]
         return data
 
@@ -223,6 +280,7 @@ class Protocol(BaseModel):
             "planning": planning_label(self.planning, self.coder_feedback),
             "planner": self.planner or "self",
             "summariser": self.summariser or "self",
+            "few_shot": few_shot_label(self.few_shot, self.few_shot_k, self.few_shot_seed),
             **({"gate_baseline": self.gate_baseline} if self.gate_baseline != "reference" else {}),
         }
 
@@ -246,7 +304,15 @@ LEGACY_KEY_DEFAULTS: dict[str, object] = {
     "planning": "implicit",
     "planner": "self",
     "summariser": "self",
+    "few_shot": "none",
 }
+
+
+def few_shot_label(strategy: str, k: int, seed: int = FEW_SHOT_SEED) -> str:
+    """``none``, or the release's axis value ``matched_K3`` (``_seedN`` added for another seed)."""
+    if strategy == "none":
+        return "none"
+    return f"{strategy}_K{k}" + ("" if seed == FEW_SHOT_SEED else f"_seed{seed}")
 
 
 def planning_label(planning: str, coder_feedback: bool) -> str:
@@ -305,6 +371,8 @@ def protocol_label(key: dict[str, object]) -> str:
         extras.append(f"planner={key['planner']}")
     if key.get("summariser", "self") != "self":
         extras.append(f"summariser={key['summariser']}")
+    if key.get("few_shot", "none") not in ("none", None, ""):
+        extras.append(f"few-shot={key['few_shot']}")
     if key.get("gate_baseline", "reference") not in ("reference", None, ""):
         extras.append(f"p-vs={key['gate_baseline']}")
     return " ".join([label, *extras])

@@ -68,6 +68,7 @@ def test_iterative_rows(tmp_path: Path) -> None:
         "planning": "implicit",
         "planner": "self",
         "summariser": "self",
+        "few_shot": "none",
     }
     assert rows[0]["corpus"] == CORPUS.name
     assert rows[0]["family"] == "elementwise" and rows[0]["label"] == "illegal_memory_access"

@@ -269,3 +269,51 @@ def test_few_samples_a_side_get_an_interval_that_is_honest_at_three() -> None:
     # a real slowdown is still one: 0.5x over three runs a side
     lo, hi = speedup_interval([1.0, 1.01, 0.99], [2.0, 2.02, 1.98], method="cupti")  # type: ignore[misc]
     assert hi < 0.52 and is_degenerate(0.5, hi)
+
+
+def test_the_few_shot_axis_is_swung_and_ranked_like_the_others() -> None:
+    """Groups that differ only in few_shot (the release's Exp 5 values) give a swing over that axis in the
+    release's order (none, matched, random, curated; each by K) and Kendall's tau between its values.
+    m1 solves 0, 1, 2, 1 of two tasks under none, matched_K1, random_K3, curated_K5: swing 1, delta 1/2.
+    Under none the ranking is m2 (2) > m3 (1) > m1 (0); under random_K3 it is m1 (2) > m2 (1) > m3 (0):
+    one concordant pair, two discordant, tau-b = -1/3."""
+
+    def shots(strategy: str, k: int) -> dict[str, Any]:
+        curated = "map.json" if strategy == "curated" else None
+        p = Protocol(
+            budget=1, few_shot=strategy, few_shot_k=k, few_shot_pool=("pool",), few_shot_curated=curated
+        )  # type: ignore[arg-type]
+        return paper(**p.key())
+
+    arms = [paper(budget=1), shots("curated", 5), shots("random", 3), shots("matched", 1)]  # any order
+    solved = {"m1": [0, 1, 2, 1], "m2": [2, 2, 1, 2], "m3": [1, 1, 0, 1]}
+    order = {"none": 0, "curated_K5": 3, "random_K3": 2, "matched_K1": 1}
+    rows = []
+    for model, counts in solved.items():
+        for arm in arms:
+            n = counts[order[str(arm["few_shot"])]]
+            rows += [
+                row(t, 1, i < n, 1.0 if i < n else None, model=model, protocol=arm)
+                for i, t in enumerate("AB")
+            ]
+    groups = compute_groups(from_rows(rows))
+    assert {g.protocol.few_shot for g in groups} == set(order)
+    (e,) = [s for s in swing(groups) if s["model"] == "m1" and s["axis"] == "few_shot"]
+    assert list(e["values"]) == ["none", "matched_K1", "random_K3", "curated_K5"]
+    assert e["values"] == pytest.approx({"none": 0.0, "matched_K1": 0.5, "random_K3": 1.0, "curated_K5": 0.5})
+    assert (e["swing"], e["delta"], e["max_at"], e["min_at"]) == (
+        pytest.approx(1.0),
+        pytest.approx(0.5),
+        "random_K3",
+        "none",
+    )
+    taus = {
+        (k["protocol_a"]["few_shot"], k["protocol_b"]["few_shot"]): k["tau"]
+        for k in kendall(groups)
+        if k["axis"] == "few_shot"
+    }
+    pair = taus.get(("none", "random_K3"), taus.get(("random_K3", "none")))
+    assert pair == pytest.approx(-1 / 3)
+    # a table written before the axis existed reads as none
+    old = {k: v for k, v in paper().items() if k != "few_shot"}
+    assert ProtocolKey.from_mapping(old).few_shot == "none"
