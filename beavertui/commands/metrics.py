@@ -82,7 +82,7 @@ def register(sub: Any) -> None:
         "--plots",
         type=Path,
         help="also write the figures into this folder: p_sweep.svg, swing.svg, stagnation_modes.svg, "
-        "speedups.svg, levels.svg",
+        "speedups.svg, levels.svg, ranks.svg",
     )
     p.add_argument(
         "--resamples",

@@ -359,3 +359,116 @@ def levels_svg(panels: Sequence[Mapping[str, Any]]) -> str:
         y0 = legend_top + 18 * len(panel["lines"]) + 30
     lines, h = _notes(notes, 20, y0, w - 40)
     return _doc(w, y0 + h + 10, body + lines)
+
+
+RANKS_TITLE = "Models' ranks by pass@k under each protocol, with Kendall's tau-b between them"
+
+
+def _tau(t: Mapping[str, Any]) -> str:
+    return "undefined" if t["tau"] is None else f"{t['tau']:.2f}"
+
+
+def ranks_svg(charts: Sequence[Mapping[str, Any]]) -> str:
+    """A bump chart per set of Kendall entries (engine.metrics.figures.rank_charts): each model's rank
+    (1 the highest pass@k) in each column, a line joining a model's ranks (each drawn up to 3 px from the
+    next, so tied models' lines stay apart), each adjacent pair's tau-b between its columns and every pair's in
+    the panel's heading."""
+    notes = [
+        "Rank 1 is the highest pass@k among the models of a column (pass@k at the protocol's own gate; along a "
+        "p sweep, pass@k at that p); models with equal pass@k share the mean of their ranks, the ties tau-b "
+        "counts. Each tau-b is the Kendall table's: over the models present in both columns (undefined where "
+        "every model ties). A model with no group under a column has no point there; lines are drawn a few "
+        "pixels apart so that models of equal rank stay visible.",
+    ]
+    if not charts:
+        return empty_svg(
+            RANKS_TITLE, "No two protocols with two models in common: no Kendall's tau to draw.", notes
+        )
+    models = sorted({m for c in charts for m in c["ranks"]})
+    left, top, row, colw = 60.0, 40.0, 26.0, 120.0
+    body: list[str] = []
+    heads: list[str] = []
+    width = 60 + text_width(RANKS_TITLE, 15)
+    for c in charts:
+        heads.append(c["title"])
+        width = max(width, 20 + text_width(c["title"], 12))
+        pw = colw * max(1, len(c["columns"]) - 1)
+        width = max(width, left + pw + 80)
+        for m, rk in c["ranks"].items():
+            width = max(width, left + 36 + text_width(_legend_line(m, rk, c["scores"][m]), 11))
+    w = max(width, 640.0)
+    y0 = top
+    for n, (c, title) in enumerate(zip(charts, heads, strict=True)):
+        body.append(
+            f'<text x="20" y="{y0 + 12:.1f}" font-size="12" class="panel" {FONT}>{escape(title)}</text>'
+        )
+        pairs = ", ".join(
+            f"{c['columns'][t['a']]}-{c['columns'][t['b']]} {_tau(t)} ({t['n_models']} models)"
+            for t in c["taus"]
+        )
+        lines, h = _notes([f"Kendall's tau-b: {pairs}"], 20, y0 + 14, w - 40)
+        body += [ln.replace('class="note"', 'class="taus"') for ln in lines]
+        cols = c["columns"]
+        n_models = len(c["ranks"])
+        py = y0 + 14 + h + 26  # room for the tau of each adjacent pair above the plot
+
+        def x(i: int) -> float:
+            return left + colw * i
+
+        def y(r: float, py: float = py) -> float:
+            return py + row * (r - 1)
+
+        for r in range(1, n_models + 1):
+            body.append(
+                f'<line x1="{left - 10}" y1="{y(r):.1f}" x2="{x(len(cols) - 1) + 10:.1f}" y2="{y(r):.1f}" stroke="#eee"/>'
+            )
+            body.append(
+                f'<text x="{left - 16}" y="{y(r) + 4:.1f}" text-anchor="end" font-size="11" {FONT}>{r}</text>'
+            )
+        body.append(
+            f'<text x="{left - 16}" y="{py - 12:.1f}" text-anchor="end" font-size="11" {FONT}>rank</text>'
+        )
+        for i, name in enumerate(cols):
+            body.append(
+                f'<text x="{x(i):.1f}" y="{y(n_models) + 22:.1f}" text-anchor="middle" font-size="11" '
+                f'class="column" {FONT}>{escape(name)}</text>'
+            )
+        for t in c["taus"]:
+            if abs(t["a"] - t["b"]) == 1:
+                mid = (x(t["a"]) + x(t["b"])) / 2
+                body.append(
+                    f'<text x="{mid:.1f}" y="{py - 12:.1f}" text-anchor="middle" font-size="10" class="tau" '
+                    f"{FONT}>tau {_tau(t)}</text>"
+                )
+        for k, (m, rk) in enumerate(c["ranks"].items()):
+            colour = PALETTE[models.index(m) % len(PALETTE)]
+            # each model's line a little apart from the others', so models of equal rank stay visible
+            off = min(3.0, 16.0 / n_models) * (k - (n_models - 1) / 2)
+            pts = [(x(i), y(r) + off) for i, r in enumerate(rk) if r is not None]
+            body.append(
+                f'<polyline points="{" ".join(f"{a:.1f},{b:.1f}" for a, b in pts)}" fill="none" '
+                f'stroke="{colour}" stroke-width="2.5" data-chart="{n + 1}" data-model="{escape(m)}" '
+                f'data-ranks="{" ".join("-" if r is None else f"{r:g}" for r in rk)}"/>'
+            )
+            body += [f'<circle cx="{a:.1f}" cy="{b:.1f}" r="4" fill="{colour}"/>' for a, b in pts]
+        ly = y(n_models) + 44
+        for i, (m, rk) in enumerate(c["ranks"].items()):
+            colour = PALETTE[models.index(m) % len(PALETTE)]
+            body.append(
+                f'<line x1="{left}" y1="{ly + 18 * i - 4:.1f}" x2="{left + 24}" y2="{ly + 18 * i - 4:.1f}" '
+                f'stroke="{colour}" stroke-width="2.5"/>'
+            )
+            body.append(
+                f'<text x="{left + 32}" y="{ly + 18 * i:.1f}" font-size="11" class="legend" {FONT}>'
+                f"{escape(_legend_line(m, rk, c['scores'][m]))}</text>"
+            )
+        y0 = ly + 18 * n_models + 20
+    body.insert(0, _title(w, RANKS_TITLE))
+    lines, h = _notes(notes, 20, y0 - 10, w - 40)
+    return _doc(w, y0 + h, body + lines)
+
+
+def _legend_line(model: str, ranks: Sequence[float | None], scores: Sequence[float | None]) -> str:
+    rk = ", ".join("-" if r is None else f"{r:g}" for r in ranks)
+    sc = ", ".join("-" if s is None else f"{100 * s:.1f}%" for s in scores)
+    return f"{model}: rank {rk} (pass@k {sc})"

@@ -572,16 +572,17 @@ def paper_report_tables(report: Report) -> list[Any]:
 
 def figures(report: Report) -> list[tuple[str, str]]:
     """The figures beyond the p sweep and swing, as (file name, SVG) in the order a page shows them: how
-    sessions ended (stagnation modes), the speedups of correct repairs and pass@k over the feedback levels
-    and history windows (docs/metrics.md, Figures). The
+    sessions ended (stagnation modes), the speedups of correct repairs, pass@k over the feedback levels
+    and history windows, and the models' ranks behind Kendall's tau (docs/metrics.md, Figures). The
     numbers are the groups' own (engine/metrics/figures.py), each figure says what it leaves out."""
     from beavertui.engine.metrics.figures import (
         group_label,
         level_panels,
+        rank_charts,
         speedup_histograms,
         stagnation_modes,
     )
-    from beavertui.reports.svg_figures import levels_svg, speedup_svg, stagnation_svg
+    from beavertui.reports.svg_figures import levels_svg, ranks_svg, speedup_svg, stagnation_svg
 
     groups = report.groups
     modes = stagnation_modes(groups)
@@ -608,6 +609,7 @@ def figures(report: Report) -> list[tuple[str, str]]:
         ("stagnation_modes.svg", stagnation_svg(modes, left)),
         ("speedups.svg", speedup_svg(hists, left_hist)),
         ("levels.svg", levels_svg(level_panels(report.swing))),
+        ("ranks.svg", ranks_svg(rank_charts(groups, report.kendall))),
     ]
 
 

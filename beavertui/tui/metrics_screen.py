@@ -6,7 +6,8 @@ files (reports/svg.py, reports/svg_figures.py): pass@k in percent against the sp
 line per (model, protocol); the swing of pass@k per protocol axis in percentage points, one bar per
 (model, axis); how each group's sessions ended (repaired, each stagnation detector, ran to K) in percent;
 the speedups of correct repairs per log-scale bin, the gates marked; and pass@k in percent over the
-feedback levels and over the history windows, a line per model (engine/metrics/figures.py).
+feedback levels and over the history windows, a line per model; and the models' ranks under the
+protocols of one Kendall's tau comparison, with tau between them (engine/metrics/figures.py).
 Without textual-plotext the screen shows the tables and one line saying how to get the plots.
 """
 
@@ -42,6 +43,7 @@ STAGNATION_TITLE = "How sessions ended (% of trajectories)"
 STAGNATION_NONE = "How sessions ended: no iterative session"
 SPEEDUP_TITLE = "Speedups of correct repairs (gate p: vertical line)"
 SPEEDUP_NONE = "Speedups of correct repairs: none"
+RANKS_NONE = "Ranks: no Kendall's tau (no two protocols with two models in common)"
 LEVEL_TITLE = {"feedback": "pass@k (%) by feedback level", "history": "pass@k (%) by history window"}
 LEVEL_NONE = {
     "feedback": "Feedback levels: no runs that differ only in them",
@@ -130,6 +132,9 @@ class MetricsScreen(Screen[None]):
         """engine.metrics.figures.speedup_histograms of the groups shown."""
         self.levels: list[dict[str, Any]] = []
         """engine.metrics.figures.level_panels of the swing shown."""
+        self.ranks: list[dict[str, Any]] = []
+        """engine.metrics.figures.rank_charts of the groups shown; the plot draws ``rank_chart()``."""
+        """engine.metrics.figures.level_panels of the swing shown."""
         self._plots: list[Any] = []
 
     def compose(self) -> ComposeResult:
@@ -137,7 +142,7 @@ class MetricsScreen(Screen[None]):
         with VerticalScroll(id="metrics-body"):
             yield FittedTables(id="metrics-main")
             if PlotextPlot is not None:
-                names = ("p-sweep", "swing", "stagnation", "speedups", "feedback", "history")
+                names = ("p-sweep", "swing", "stagnation", "speedups", "feedback", "history", "ranks")
                 self._plots = [PlotextPlot(id=name) for name in names]
                 with Horizontal(id="metrics-plots", classes="plots"):
                     yield from self._plots[:2]
@@ -145,6 +150,8 @@ class MetricsScreen(Screen[None]):
                     yield from self._plots[2:4]
                 with Horizontal(id="metrics-plots-levels", classes="plots"):
                     yield from self._plots[4:6]
+                with Horizontal(id="metrics-plots-ranks", classes="plots"):
+                    yield self._plots[6]
             else:
                 yield Static(Text(PLOT_HINT, style="yellow"), id="metrics-plot-hint")
             yield FittedTables(id="metrics-tables")
@@ -196,7 +203,7 @@ class MetricsScreen(Screen[None]):
             # what an earlier computation showed is not what the source gives now: nothing stays under
             # the error (the tables and plots of before read as this source's numbers)
             self.report, self.series, self.bars, self.modes, self.hists = None, [], [], [], []
-            self.levels = []
+            self.levels, self.ranks = [], []
             for tables in self.query(FittedTables):
                 tables.set_tables([])
             self._show_plots(False)
@@ -224,11 +231,17 @@ class MetricsScreen(Screen[None]):
         self.query_one("#metrics-tables", FittedTables).set_tables(report.tables[1:])
         self.series = sweep_series(report.groups)
         self.bars = swing_bars(report.swing)
-        from beavertui.engine.metrics.figures import level_panels, speedup_histograms, stagnation_modes
+        from beavertui.engine.metrics.figures import (
+            level_panels,
+            rank_charts,
+            speedup_histograms,
+            stagnation_modes,
+        )
 
         self.modes = stagnation_modes(report.groups)
         self.hists = speedup_histograms(report.groups)
         self.levels = level_panels(report.swing)
+        self.ranks = rank_charts(report.groups, report.kendall)
         self._show_plots(True)
         if PlotextPlot is not None:
             self._plot_sweep(report.groups)
@@ -237,6 +250,7 @@ class MetricsScreen(Screen[None]):
             self._plot_speedups()
             for panel in self.levels:
                 self._plot_levels(panel)
+            self._plot_ranks()
 
     def _show_plots(self, shown: bool) -> None:
         """The plots (or the line saying they need the plot extra) shown, or hidden with no numbers."""
@@ -359,6 +373,44 @@ class MetricsScreen(Screen[None]):
             plt.xticks(list(range(1, len(values) + 1)), values)
             plt.xlim(0.5, len(values) + 0.5)
             plt.ylim(0, 100)
+        widget.refresh()
+
+    def rank_chart(self) -> dict[str, Any] | None:
+        """The rank chart the screen draws: the first across separate runs or a pairing, else the first
+        along a p sweep (the SVG and the page draw them all)."""
+        across = [c for c in self.ranks if c["from"] != "p_sweep"]
+        charts = across or self.ranks
+        return charts[0] if charts else None
+
+    def _plot_ranks(self) -> None:
+        assert PlotextPlot is not None
+        widget = self.query_one("#ranks", PlotextPlot)
+        plt = widget.plt
+        plt.clear_figure()
+        chart = self.rank_chart()
+        if chart is None:
+            plt.title(RANKS_NONE)
+        else:
+            cols = chart["columns"]
+            taus = ", ".join(
+                f"{cols[t['a']]}-{cols[t['b']]} {'-' if t['tau'] is None else format(t['tau'], '.2f')}"
+                for t in chart["taus"]
+                if abs(t["a"] - t["b"]) == 1
+            )
+            more = len(self.ranks) - 1
+            plt.title(
+                f"Ranks by pass@k: {chart['title']} · tau-b {taus}"
+                + (f" · {more} more chart(s) in ranks.svg" if more else "")
+            )
+            for model, rk in chart["ranks"].items():
+                pts = [(i + 1, -r) for i, r in enumerate(rk) if r is not None]
+                plt.plot([a for a, _ in pts], [b for _, b in pts], label=_short(model, 30), marker="braille")
+            n = len(chart["ranks"])
+            plt.xticks(list(range(1, len(cols) + 1)), cols)
+            plt.yticks([-r for r in range(1, n + 1)], [str(r) for r in range(1, n + 1)])
+            plt.xlim(0.5, len(cols) + 0.5)
+            plt.ylim(-n - 0.5, -0.5)
+            plt.ylabel("rank (1 = highest pass@k)")
         widget.refresh()
 
     def plotted(self, plot_id: str) -> tuple[list[Any], list[Any], list[str]]:

@@ -204,10 +204,11 @@ def test_h200_batch_run_page_loads_and_its_sessions_step(
     assert "Repair rates per model and protocol" in text and "pass@k by speedup threshold p" in text
     assert browser.evaluate("document.querySelectorAll('#overview svg polyline').length") >= 1
     # every figure of the run: the p sweep, swing (its own p sweep), how sessions ended, the repairs'
-    # speedups, and the feedback and history lines (saying no run varies them)
+    # speedups, the feedback and history lines (saying no run varies them) and the ranks
     assert "How sessions ended" in text and "Speedups of correct repairs" in text
     assert "No runs vary the feedback level or the history window." in text
-    assert browser.evaluate("document.querySelectorAll('#overview div.fig > svg').length") == 5
+    assert "No two protocols with two models in common" in text  # one model: no ranks to draw
+    assert browser.evaluate("document.querySelectorAll('#overview div.fig > svg').length") == 6
     links = browser.evaluate("[...document.querySelectorAll('table.index a[href^=\"#s\"]')].length")
     assert links == 2 * 40
     assert browser.evaluate("document.querySelectorAll('section.session.packed').length") == 40

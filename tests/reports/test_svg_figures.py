@@ -121,9 +121,16 @@ def test_metrics_plots_writes_every_figure(tmp_path: Path) -> None:
         == 0
     )
     names = sorted(p.name for p in plots.iterdir())
-    assert names == ["levels.svg", "p_sweep.svg", "speedups.svg", "stagnation_modes.svg", "swing.svg"]
+    assert names == [
+        "levels.svg",
+        "p_sweep.svg",
+        "ranks.svg",
+        "speedups.svg",
+        "stagnation_modes.svg",
+        "swing.svg",
+    ]
     figs = dict(figures(compute(DEMO)))
-    for name in ("stagnation_modes.svg", "speedups.svg", "levels.svg"):
+    for name in ("stagnation_modes.svg", "speedups.svg", "levels.svg", "ranks.svg"):
         assert (plots / name).read_text() == figs[name]
 
 
@@ -133,7 +140,7 @@ def test_the_run_page_shows_every_figure(tmp_path: Path) -> None:
     page = out.read_text(encoding="utf-8")
     figs = dict(figures(compute(DEMO)))
     after = page.split('<h2 id="figures">Figures</h2>', 1)[1]
-    for name in ("stagnation_modes.svg", "speedups.svg", "levels.svg"):
+    for name in ("stagnation_modes.svg", "speedups.svg", "levels.svg", "ranks.svg"):
         assert figs[name] in after, name
     heads = (
         "pass@k by speedup threshold p",
@@ -143,7 +150,7 @@ def test_the_run_page_shows_every_figure(tmp_path: Path) -> None:
     )
     order = [after.index(t) for t in heads]
     assert order == sorted(order)
-    assert len(re.findall(r'<div class="fig"><svg', page)) == 5
+    assert len(re.findall(r'<div class="fig"><svg', page)) == 6
 
 
 def test_levels_draw_each_models_pass_at_k_over_feedback_and_history(tmp_path: Path) -> None:
@@ -183,3 +190,38 @@ def test_levels_draw_each_models_pass_at_k_over_feedback_and_history(tmp_path: P
 def test_levels_say_when_no_run_varies_them() -> None:
     shown = texts(parsed(dict(figures(compute(DEMO)))["levels.svg"]))
     assert "No runs vary the feedback level or the history window." in shown
+
+
+def test_ranks_draw_a_line_per_model_and_print_each_tau(tmp_path: Path) -> None:
+    report = compute(axis_table(tmp_path))
+    root = parsed(dict(figures(report))["ranks.svg"])
+    shown = texts(root)
+    assert "Models' ranks by pass@k under each protocol, with Kendall's tau-b between them" in shown
+    lines = [ln.attrib for ln in root.iter(f"{SVG}polyline")]
+    assert len(lines) == 9 * len(MODELS)  # nine charts (feedback, history, seven p sweeps), a line a model
+    feedback = [ln for ln in lines if ln["data-chart"] == "1"]
+    # the ranks by hand from axis_runs.FEEDBACK, drawn at the rank rows
+    assert {ln["data-model"]: ln["data-ranks"] for ln in feedback} == {
+        "A": "1 1.5 3 3",
+        "B": "3 1.5 1 2",
+        "C": "2 3 2 1",
+    }
+    assert [t for t in shown if t in ("L0", "L1", "L2", "L3")] == ["L0", "L1", "L2", "L3"]
+    assert "rank" in shown and "A: rank 1, 1.5, 3, 3 (pass@k 100.0%, 66.7%, 33.3%, 0.0%)" in shown
+    # every tau of the Kendall table is printed: each adjacent pair over its gap, all in the heading
+    taus = {
+        (k["protocol_a"]["feedback"], k["protocol_b"]["feedback"]): k["tau"]
+        for k in report.kendall
+        if k["axis"] == "feedback"
+    }
+    heading = " ".join(t for t in shown if t.startswith("Kendall's tau-b") or "models)" in t)
+    for (a, b), tau in taus.items():
+        assert f"{a}-{b} {tau:.2f} (3 models)" in heading
+    over_gaps = [t for t in shown if t.startswith("tau ")][:3]
+    assert over_gaps == [f"tau {taus[(a, b)]:.2f}" for a, b in (("L0", "L1"), ("L1", "L2"), ("L2", "L3"))]
+
+
+def test_ranks_say_when_there_is_no_tau(tmp_path: Path) -> None:
+    rows = [row("A", 1, True, 1.0, stop_reason="passed")]
+    shown = texts(parsed(dict(figures(compute(write(tmp_path, rows))))["ranks.svg"]))
+    assert "No two protocols with two models in common: no Kendall's tau to draw." in shown

@@ -92,7 +92,7 @@ def test_the_swing_labels_are_whole(plots: Path, browser: Browser) -> None:
         assert t["x"] >= 0 and t["x"] + t["w"] <= got["w"], t
 
 
-@pytest.mark.parametrize("name", ["stagnation_modes.svg", "speedups.svg", "levels.svg"])
+@pytest.mark.parametrize("name", ["stagnation_modes.svg", "speedups.svg", "levels.svg", "ranks.svg"])
 def test_the_other_figures_clip_nothing(plots: Path, browser: Browser, name: str) -> None:
     """How sessions ended and the speedups of repairs: every label, legend entry and note inside the
     figure, and the notes' lines one under the other."""
@@ -103,25 +103,30 @@ def test_the_other_figures_clip_nothing(plots: Path, browser: Browser, name: str
         assert t["x"] >= 0 and t["y"] >= 0, t
         assert t["x"] + t["w"] <= got["w"] and t["y"] + t["h"] <= got["h"], t
     notes = [
-        t for t in got["texts"] if t["text"].startswith(("Each bar", "Per group", "Left out", "pass@k at"))
+        t
+        for t in got["texts"]
+        if t["text"].startswith(("Each bar", "Per group", "Left out", "pass@k at", "Rank 1"))
     ]
     assert notes
 
 
-def test_the_level_lines_clip_nothing(tmp_path: Path, browser: Browser) -> None:
-    """Three models over the feedback levels and the history windows (tests/reports/axis_runs.py)."""
+def test_the_level_lines_and_the_ranks_clip_nothing(tmp_path: Path, browser: Browser) -> None:
+    """Three models over the feedback levels and the history windows (tests/reports/axis_runs.py): their
+    lines and their rank charts."""
     from tests.reports.axis_runs import axis_table
 
     plots = tmp_path / "svg"
     assert (
         main(["metrics", str(axis_table(tmp_path)), "--plots", str(plots), "-o", str(tmp_path / "m.md")]) == 0
     )
-    browser.open(plots / "levels.svg")
-    got = json.loads(browser.evaluate(BOXES))
-    legend = [t for t in got["texts"] if t["legend"]]
-    assert len(legend) == 6  # three models on each axis
-    for t in got["texts"]:
-        assert t["x"] >= 0 and t["y"] >= 0, t
-        assert t["x"] + t["w"] <= got["w"] and t["y"] + t["h"] <= got["h"], t
-    for a, b in itertools.pairwise(legend):
-        assert a["y"] + a["h"] <= b["y"] + 1, (a, b)
+    # levels: three models on each axis; ranks: three models in each of nine charts
+    for name, n_legend in (("levels.svg", 6), ("ranks.svg", 27)):
+        browser.open(plots / name)
+        got = json.loads(browser.evaluate(BOXES))
+        legend = [t for t in got["texts"] if t["legend"]]
+        assert len(legend) == n_legend, name
+        for t in got["texts"]:
+            assert t["x"] >= 0 and t["y"] >= 0, t
+            assert t["x"] + t["w"] <= got["w"] and t["y"] + t["h"] <= got["h"], t
+        for a, b in itertools.pairwise(legend):
+            assert a["y"] + a["h"] <= b["y"] + 1, (a, b)

@@ -21,6 +21,7 @@ from beavertui.engine.metrics.compute import compute_groups
 from beavertui.engine.metrics.figures import (
     STAGNATION_PARTS,
     level_panels,
+    rank_charts,
     speedup_histograms,
     stagnation_modes,
 )
@@ -130,6 +131,14 @@ async def check_screen(source: Path) -> SimpleNamespace:
                 assert lx == [
                     [panel["values"].index(v) + 1 for v, _ in ln["points"]] for ln in panel["lines"]
                 ]
+        # the models' ranks of one Kendall comparison: a line per model through its ranks (drawn negated)
+        charts = rank_charts(screen.report.groups, screen.report.kendall)
+        assert screen.ranks == charts
+        chart = screen.rank_chart()
+        if chart is not None:
+            _rx, ry, rlabels = screen.plotted("ranks")
+            assert ry == [[-r for r in rk if r is not None] for rk in chart["ranks"].values()]
+            assert len([lb for lb in rlabels if lb]) == len(chart["ranks"])
         rest = text_of(screen.query_one("#metrics-tables"))
         assert "pass@k by speedup threshold p" in rest
         seen = SimpleNamespace(
@@ -140,6 +149,7 @@ async def check_screen(source: Path) -> SimpleNamespace:
             modes=modes,
             hists=hists,
             levels=levels,
+            rank_chart=screen.rank_chart(),
         )
         await pilot.press("escape")
     return seen
@@ -168,6 +178,8 @@ async def test_feedback_and_history_sweeps_draw_their_lines(tmp_path: Path) -> N
     screen = await check_screen(axis_table(tmp_path))
     assert [p["axis"] for p in screen.levels] == ["feedback", "history"]
     assert [len(p["lines"]) for p in screen.levels] == [3, 3]
+    # the rank plot draws the feedback chart, the first across separate runs
+    assert screen.rank_chart["columns"] == ["L0", "L1", "L2", "L3"]
 
 
 async def test_h200_run() -> None:

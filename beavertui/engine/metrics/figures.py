@@ -148,3 +148,101 @@ def ranks(scores: Mapping[str, float]) -> dict[str, float]:
             out[m] = (i + j) / 2 + 1
         i = j + 1
     return out
+
+
+def _column_name(axis: str, value: Any) -> str:
+    """How one value of a protocol axis heads a rank-chart column: L1, H2, p0.7, T0.7, K5, iterative."""
+    prefix = {"history": "H", "gate": "p", "temperature": "T", "budget": "K"}.get(axis)
+    if prefix is not None:
+        return f"{prefix}{value:g}" if isinstance(value, float) else f"{prefix}{value}"
+    return str(value) if axis in ("feedback", "method") else f"{axis}={value}"
+
+
+def _column_order(axis: str, value: Any) -> tuple[Any, ...]:
+    if axis == "feedback":
+        return _level_order(axis, str(value))
+    if isinstance(value, bool | int | float):
+        return (0, float(value), "")
+    return (1, 0.0, str(value))
+
+
+def rank_charts(
+    groups: Sequence[GroupMetrics], kendall_entries: Sequence[Mapping[str, Any]]
+) -> list[dict[str, Any]]:
+    """The models' ranks behind each set of Kendall's tau entries (swing.kendall), a chart per set: the
+    values of one protocol axis from separate runs (the other settings fixed), the two sides of a named
+    pairing, or p = 0, 0.7 and 1.5 along one protocol's own sweep. Per chart: ``columns`` (their names, in
+    axis order), ``scores`` (model -> pass@k per column, None where the model has no such group) and
+    ``ranks`` (model -> its rank among the models of that column, 1 the highest pass@k, ties sharing the
+    mean rank; None where absent), and ``taus``: each entry's tau-b with the columns it compares (``a``,
+    ``b``: column indices), its model count and p-value, as the Kendall table gives them."""
+    from beavertui.engine.metrics.swing import SWING_P
+    from beavertui.engine.metrics.table import ProtocolKey
+
+    by_key: dict[tuple[str, ProtocolKey], dict[str, GroupMetrics]] = {}
+    for g in groups:
+        if g.pass_at_k is not None:
+            by_key.setdefault((g.corpus or "", g.protocol), {})[g.model] = g
+    charts: dict[tuple[Any, ...], dict[str, Any]] = {}
+    for e in kendall_entries:
+        corpus = e.get("corpus") or ""
+        a, b = ProtocolKey.from_mapping(e["protocol_a"]), ProtocolKey.from_mapping(e["protocol_b"])
+        if e["from"] == "p_sweep":
+            key: tuple[Any, ...] = (corpus, "p_sweep", a)
+            chart = charts.setdefault(
+                key,
+                {"title": f"gate p along the p sweep of {a.short()}", "cols": {}, "entries": []},
+            )
+            for p in SWING_P:
+                cell = by_key.get((corpus, a), {})
+                chart["cols"][(0, p, "")] = (
+                    _column_name("gate", p),
+                    {m: g.p_sweep[p] for m, g in cell.items() if g.p_sweep.get(p) is not None},
+                )
+            chart["entries"].append((e, (0, e["p_a"], ""), (0, e["p_b"], "")))
+            continue
+        axis = e["axis"]
+        if e["from"] == "runs":
+            fixed = {k: v for k, v in e["protocol_a"].items() if k != axis}
+            key = (corpus, "runs", axis, tuple(sorted((k, str(v)) for k, v in fixed.items())))
+            rest = ProtocolKey.from_mapping(e["protocol_a"]).short()
+            title = f"{axis} (separate runs; other settings as {rest}, {axis} aside)"
+            ca, cb = _column_order(axis, getattr(a, axis)), _column_order(axis, getattr(b, axis))
+            names = (_column_name(axis, getattr(a, axis)), _column_name(axis, getattr(b, axis)))
+        else:  # a named pairing: its two sides
+            key = (corpus, "pairing", axis, a, b)
+            title = f"pairing {axis}"
+            ca, cb = (0, 0.0, "a"), (0, 1.0, "b")
+            names = (a.short(), b.short())
+        chart = charts.setdefault(key, {"title": title, "cols": {}, "entries": []})
+        for col, name, proto in ((ca, names[0], a), (cb, names[1], b)):
+            cell = by_key.get((corpus, proto), {})
+            chart["cols"][col] = (name, {m: g.pass_at_k for m, g in cell.items() if g.pass_at_k is not None})
+        chart["entries"].append((e, ca, cb))
+    out = []
+    for key, chart in charts.items():
+        order = sorted(chart["cols"])
+        models = sorted({m for c in order for m in chart["cols"][c][1]})
+        scores = {m: [chart["cols"][c][1].get(m) for c in order] for m in models}
+        col_ranks = [ranks(chart["cols"][c][1]) for c in order]
+        out.append(
+            {
+                "corpus": key[0] or None,
+                "from": key[1],
+                "title": chart["title"],
+                "columns": [chart["cols"][c][0] for c in order],
+                "scores": scores,
+                "ranks": {m: [r.get(m) for r in col_ranks] for m in models},
+                "taus": [
+                    {
+                        "a": order.index(ca),
+                        "b": order.index(cb),
+                        "tau": e["tau"],
+                        "p_value": e["p_value"],
+                        "n_models": e["n_models"],
+                    }
+                    for e, ca, cb in chart["entries"]
+                ],
+            }
+        )
+    return out

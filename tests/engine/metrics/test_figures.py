@@ -14,15 +14,18 @@ from beavertui.engine.metrics.figures import (
     STAGNATION_PARTS,
     bin_of,
     level_panels,
+    rank_charts,
     ranks,
     speedup_histograms,
     stagnation_modes,
 )
+from beavertui.engine.metrics.kendall import kendall_tau_b
 from beavertui.engine.metrics.table import from_rows
 from beavertui.engine.session.events import SessionEnd
 from beavertui.engine.session.store import read_session
-from beavertui.service.metrics import load_source
+from beavertui.service.metrics import compute, load_source
 from tests.engine.metrics.test_metrics import iterative_rows, proto, row
+from tests.reports.axis_runs import MODELS, axis_table
 
 ROOT = Path(__file__).resolve().parents[3]
 DEMO = ROOT / "sessions" / "demo"
@@ -116,3 +119,32 @@ def test_level_panels_order_the_axis_values() -> None:
     assert feedback["values"] == ["L0", "L3", "L3S", "L3_raw", "L10"]
     assert [v for v, _ in feedback["lines"][0]["points"]] == feedback["values"]
     assert history["values"] == ["H2", "H10"] and history["lines"][0]["points"] == [("H2", 0.4), ("H10", 0.5)]
+
+
+def test_rank_charts_rank_the_models_of_each_column_and_keep_the_kendall_taus(tmp_path: Path) -> None:
+    """Three models over L0..L3 (tests/reports/axis_runs.py): their ranks by the repaired sessions each
+    group holds, and every tau the Kendall table gives, which is also the tau-b of the ranks themselves."""
+    report = compute(axis_table(tmp_path))
+    charts = rank_charts(report.groups, report.kendall)
+    (fb,) = [c for c in charts if c["title"].startswith("feedback")]
+    assert fb["from"] == "runs" and fb["columns"] == ["L0", "L1", "L2", "L3"]
+    # by hand from FEEDBACK: L0 (3, 1, 2), L1 (2, 2, 1), L2 (1, 3, 2), L3 (0, 2, 3) repaired of 3
+    assert fb["ranks"] == {"A": [1, 1.5, 3, 3], "B": [3, 1.5, 1, 2], "C": [2, 3, 2, 1]}
+    assert fb["scores"]["A"] == pytest.approx([1, 2 / 3, 1 / 3, 0])
+    entries = [k for k in report.kendall if k["axis"] == "feedback" and k["from"] == "runs"]
+    assert len(fb["taus"]) == len(entries) == 6
+    for t, e in zip(fb["taus"], entries, strict=True):
+        assert (fb["columns"][t["a"]], fb["columns"][t["b"]]) == (
+            e["protocol_a"]["feedback"],
+            e["protocol_b"]["feedback"],
+        )
+        assert t["tau"] == e["tau"] and t["n_models"] == 3
+        tau, _ = kendall_tau_b(
+            [fb["ranks"][m][t["a"]] for m in MODELS], [fb["ranks"][m][t["b"]] for m in MODELS]
+        )
+        assert tau == pytest.approx(e["tau"])
+    (hist,) = [c for c in charts if c["title"].startswith("history")]
+    assert hist["columns"] == ["H1", "H2", "H3", "H4"]
+    sweeps = [c for c in charts if c["from"] == "p_sweep"]
+    assert len(sweeps) == 7 and all(c["columns"] == ["p0", "p0.7", "p1.5"] for c in sweeps)
+    assert len(charts) == 9
