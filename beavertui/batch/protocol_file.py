@@ -42,6 +42,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from beavertui.engine.errors import BeaverError
 from beavertui.engine.fileio import read_small_text
 from beavertui.engine.limits import MAX_RETRIES, MAX_SAMPLES, MAX_TIMEOUT_S, MAX_TOKENS, MAX_TOP_P
+from beavertui.engine.session.events import Name
 from beavertui.engine.session.protocol import Protocol, few_shot_label
 
 #: A protocol file larger than this is refused before it is parsed.
@@ -65,9 +66,9 @@ class ModelSpec(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
-    model: str
+    model: Name
     """Endpoint model name, ``scripted:FILE``, ``scripted:@reference`` (see models.py) or ``replay:SESSION``."""
-    label: str | None = None
+    label: Name | None = None
     """Name used in the run directory and tables; default: ``model``."""
     base_url: str | None = None
     """Endpoint base URL (OpenAI-compatible); None: OPENAI_BASE_URL or the OpenAI API."""
@@ -102,6 +103,14 @@ class ModelSpec(BaseModel):
     @property
     def name(self) -> str:
         return self.label or self.model
+
+    @classmethod
+    def named(cls, name: str) -> ModelSpec:
+        """The model a name alone gives (``--models``), refused in one line where the name cannot be one."""
+        try:
+            return cls(model=name)
+        except ValidationError as exc:
+            raise BeaverError(f"model {name!r}: {exc.errors()[0]['msg']}") from None
 
 
 class BatchFile(BaseModel):
@@ -141,7 +150,7 @@ class PairingSpec(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    name: str
+    name: Name
     """The axis name the comparison is reported under."""
     a: dict[str, Any]
     """Protocol-object fields of the first side (the delta is b minus a)."""

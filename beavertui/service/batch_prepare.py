@@ -394,7 +394,7 @@ def new_run(options: BatchOptions, say: Callable[[str], None] = stderr_line) -> 
     spec = load_batch_file(pfile)
     protocols = expand(spec, str(pfile))
     check_profiler(protocols, options.toolchain)
-    models = [ModelSpec(model=s) for s in options.models] if options.models else list(spec.models)
+    models = [ModelSpec.named(s) for s in options.models] if options.models else list(spec.models)
     if not models:
         raise BeaverError(f"{pfile}: no models: list [[models]] in the file or pass --models")
     models = [with_endpoint(m, options) for m in models]

@@ -274,7 +274,7 @@ def plan(
     task_names: dict[str, list[str]] = {}
     main_temp: dict[str, float] = {}
     for name in models:
-        specs.setdefault(name, ModelSpec(model=name))
+        specs.setdefault(name, ModelSpec.named(name))
     if models_file is not None:
         for listed in load_batch_file(find_protocol_file(str(models_file))).models:
             specs.setdefault(listed.name, listed)

@@ -22,6 +22,7 @@ from beavertui.engine.corpus.task import Task
 from beavertui.engine.errors import BeaverError
 from beavertui.engine.models.base import Model
 from beavertui.engine.models.openai_model import OpenAIConfig, OpenAIModel, load_models_file
+from beavertui.engine.session.events import has_control
 from beavertui.engine.session.protocol import Protocol
 
 DEFAULT_MODELS_FILE = Path.home() / ".config" / "beavertui" / "models.toml"
@@ -42,6 +43,13 @@ class SettingError(BeaverError):
         self.problem = problem
 
 
+def refuse_control(name: str) -> None:
+    """A model name the session header would refuse (a terminal control character) is refused before
+    anything runs, in one line."""
+    if has_control(name):
+        raise BeaverError(f"model {name!r}: holds a terminal control character")
+
+
 def models_file(explicit: str | Path | None = None) -> Path | None:
     """The models file in force: the one given, else ``$BEAVERTUI_MODELS``, else the user's default one."""
     if explicit:
@@ -59,6 +67,7 @@ def endpoint_config(
 
     Overrides whose value is None are ignored, so unset command-line flags keep the entry's values.
     """
+    refuse_control(name)
     path = models_file(models)
     entries = load_models_file(path) if path is not None else {}
     config = entries.get(name) or OpenAIConfig(model=name)
@@ -113,6 +122,7 @@ def build_model(
 
     ``human_file``: where a ``human`` model's candidate is edited (required for ``human``).
     """
+    refuse_control(name)
     if name in TASK_SCRIPTED:
         return task_scripted(name, task, protocol)
     if name == DEMO_MODEL:

@@ -64,6 +64,11 @@ def _printable(value: str | None) -> str | None:
 Name = Annotated[str, AfterValidator(_printable)]
 
 
+def has_control(value: str) -> bool:
+    """Whether ``value`` holds a terminal control character (a name the session header would refuse)."""
+    return _CONTROL.search(value) is not None
+
+
 # --------------------------------------------------------------------------------------------- values
 
 
