@@ -116,6 +116,16 @@ def read_small_text(path: str | Path, limit: int, what: str = "file") -> str:
         ) from None
 
 
+def inside(root: Path, rel: object) -> Path | None:
+    """``root / rel`` when ``rel`` is a non-empty relative path that stays inside ``root`` once links are
+    followed; None otherwise. A record of a run folder names its files this way, and can never make a reader
+    take one from outside the folder (``../``, an absolute path, a link out)."""
+    if not isinstance(rel, str) or not rel:
+        return None
+    p = (root / rel).resolve()
+    return p if p.is_relative_to(root.resolve()) else None
+
+
 #: The deepest folder below its root that a walk enters (a batch run is 3 folders deep: model, protocol, and
 #: the sessions of a tree of runs one more; a task folder a few). Deeper folders are not walked, and said.
 MAX_WALK_DEPTH = 64

@@ -37,7 +37,7 @@ from beavertui.engine.code.diff import unified
 from beavertui.engine.code.hashing import code_hash
 from beavertui.engine.corpus import families
 from beavertui.engine.corpus.load import load_corpus
-from beavertui.engine.fileio import MAX_INPUT_BYTES, read_capped
+from beavertui.engine.fileio import MAX_INPUT_BYTES, inside, read_capped
 from beavertui.engine.host.sandbox import Limits, bounded_text
 from beavertui.engine.importers.harness_run import HarnessRun, find_corpus, model_of, protocol_of
 from beavertui.engine.judge.categories import NATIVE_LABELS, RELEASE_LABELS
@@ -198,14 +198,6 @@ def _read_log(path: Path) -> _Logs | None:
         build, sep, after = body.partition("\n\n[TEST OUTPUT]\n")
         test = after if sep else None
     return _Logs(ok, build, test, None)
-
-
-def _inside(root: Path, rel: object) -> Path | None:
-    """``root / rel`` when it stays inside ``root`` (a record cannot point outside its run)."""
-    if not isinstance(rel, str) or not rel:
-        return None
-    p = (root / rel).resolve()
-    return p if p.is_relative_to(root.resolve()) else None
 
 
 def _number(value: object) -> float | None:
@@ -381,7 +373,7 @@ class _SessionBuilder:
         sample_id = str(r.get("sample_id") or f"{self.task_id}__iter_{it:04d}")
         paths = _mapping(r.get("paths"))
         log_rel = str(paths.get("build_log_raw") or f"build_log_raw/{sample_id}.txt")
-        log_path = _inside(self.run.root, log_rel)
+        log_path = inside(self.run.root, log_rel)
         logs = _read_log(log_path) if log_path is not None else None
         if r.get("error_type") == "api_error":
             self.counts.dropped[_API_ERROR_REASON] += 1
@@ -450,7 +442,7 @@ class _SessionBuilder:
     def _reply(self, it: int, sample_id: str) -> None:
         if not self.replies.is_dir():
             return
-        path = _inside(self.run.root, f"api_responses/{sample_id}.txt")
+        path = inside(self.run.root, f"api_responses/{sample_id}.txt")
         if path is not None and path.exists():
             text = _read_text(path, "saved reply")
             self.events.append(
@@ -464,7 +456,7 @@ class _SessionBuilder:
             )
 
     def _candidate(self, it: int, rel: object) -> None:
-        path = _inside(self.run.root, rel)
+        path = inside(self.run.root, rel)
         code: str | None = None
         no_code = None
         if path is None:

@@ -14,7 +14,10 @@ Departures, each because the release's own rule cannot be followed as written (d
 - leave-one-out drops every pair of the task's base task (``cuda_104`` for ``cuda_104__compile_error__...``),
   where the release compares ids of two different forms that never match, so it drops nothing;
 - a named run folder that is not there, or a pool with no pair at all, is an error here, where the release
-  skips the folder and sends no examples.
+  skips the folder and sends no examples;
+- a record's file outside its run folder (``../``, an absolute path) is not read, and its pair is not in the
+  pool, where the release reads whatever path a record names; a curated map entry that is not a list of
+  task ids is an error, where the release reads a string as its characters.
 """
 
 from __future__ import annotations
@@ -29,7 +32,7 @@ from typing import Any
 
 from beavertui.engine.corpus.task import Task
 from beavertui.engine.errors import BeaverError
-from beavertui.engine.fileio import MAX_INPUT_BYTES, read_small_text
+from beavertui.engine.fileio import MAX_INPUT_BYTES, inside, read_small_text
 from beavertui.engine.session.events import Message
 from beavertui.engine.session.protocol import RELEASE_FEW_SHOT_CURATED, RELEASE_FEW_SHOT_POOL, Protocol
 
@@ -76,7 +79,7 @@ def _records(manifest: Path) -> list[dict[str, Any]]:
             continue
         try:
             record = json.loads(line)
-        except ValueError:
+        except (ValueError, RecursionError):
             raise BeaverError(f"{manifest}: line {number} is not JSON") from None
         if not isinstance(record, dict) or "task_id" not in record:
             raise BeaverError(f"{manifest}: line {number} is not a manifest record")
@@ -115,18 +118,20 @@ def build_pool(folders: Sequence[Path]) -> list[Pair]:
             paths_fail, paths_pass = r_fail.get("paths"), r_pass.get("paths")
             if not isinstance(paths_fail, dict) or not isinstance(paths_pass, dict):
                 continue
-            broken_rel, fixed_rel = paths_fail.get("error_code"), paths_pass.get("error_code")
-            if not broken_rel or not fixed_rel:
+            # a record names files of its own run folder: one it points outside (``../``, an absolute path, a
+            # link out) is never read, so a pool cannot put another file of this machine into a prompt
+            broken = inside(folder, paths_fail.get("error_code"))
+            fixed = inside(folder, paths_pass.get("error_code"))
+            if broken is None or fixed is None:
                 continue
             try:
-                broken_code = _read(folder / str(broken_rel))
-                fixed_code = _read(folder / str(fixed_rel))
+                broken_code = _read(broken)
+                fixed_code = _read(fixed)
             except (OSError, BeaverError):
                 continue
             if code_lines(broken_code) > MAX_BROKEN_LINES:
                 continue
-            log_rel = paths_fail.get("build_log_raw")
-            log = folder / str(log_rel) if log_rel else None
+            log = inside(folder, paths_fail.get("build_log_raw"))
             initial_error = _read(log)[:ERROR_KEPT] if log is not None and log.is_file() else ""
             pairs.append(
                 Pair(
@@ -238,11 +243,17 @@ def load_curated(protocol: Protocol, task: Task) -> dict[str, Any]:
         )
     try:
         data = json.loads(_read(path))
-    except ValueError:
+    except (ValueError, RecursionError):
         raise BeaverError(f"few_shot_curated {path}: not valid JSON") from None
-    if not isinstance(data, dict):
+    mappings = data.get("mappings", data) if isinstance(data, dict) else None
+    if not isinstance(mappings, dict):
         raise BeaverError(f"few_shot_curated {path}: expected a JSON object of task id to example task ids")
-    return data
+    for task_id, listed in mappings.items():
+        if not isinstance(listed, list) or not all(isinstance(t, str) for t in listed):
+            raise BeaverError(
+                f"few_shot_curated {path}: {task_id}: expected a list of example task ids, not {listed!r:.60}"
+            )
+    return {"mappings": mappings}
 
 
 def section(protocol: Protocol, task: Task) -> str:

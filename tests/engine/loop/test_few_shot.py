@@ -252,3 +252,59 @@ def test_a_batch_of_the_releases_grid_says_what_is_missing_before_writing(tmp_pa
     assert p.returncode == 0, p.stderr[-400:]
     for label in ("matched_K1", "random_K3", "curated_K5"):
         assert label in p.stdout + p.stderr
+
+
+def test_a_record_pointing_outside_its_run_folder_is_never_read(tmp_path: Path) -> None:
+    """A manifest's code and log paths are read inside the run folder only: ``../``, an absolute path and a
+    link out leave the pair out of the pool, so no other file of this machine reaches a prompt."""
+    secret = tmp_path / "secret.cu"
+    secret.write_text("// SECRET\n__global__ void k() {}\n")
+    folder = tmp_path / "pool" / "run"
+    shutil.copytree(POOL[1], folder)
+    manifest = folder / "index" / "manifest.jsonl"
+    records = [json.loads(line) for line in manifest.read_text().splitlines() if line.strip()]
+    before = few_shot.build_pool([folder])
+    assert before
+    (folder / "out.cu").symlink_to(secret)
+    for i, rel in enumerate(["../../secret.cu", str(secret), "out.cu"]):
+        for record in records:
+            paths = record.get("paths")
+            if isinstance(paths, dict) and paths.get("error_code"):
+                paths["error_code"] = rel
+                paths["build_log_raw"] = rel
+        manifest.write_text("".join(json.dumps(r) + "\n" for r in records))
+        pool = few_shot.build_pool([folder])
+        assert not any("SECRET" in p.broken_code + p.fixed_code + p.initial_error for p in pool), rel
+        assert pool == [], i
+
+
+@pytest.mark.parametrize(
+    "mapping",
+    [{"cuda/1": 5}, {"cuda/1": "cuda_59__logic_error__501f0dd2"}, {"cuda/1": [["a"]]}, {"cuda/1": [{}]}],
+)
+def test_a_curated_map_entry_that_is_no_list_of_ids_is_one_line(tmp_path: Path, mapping: Any) -> None:
+    curated = tmp_path / "curated.json"
+    curated.write_text(json.dumps({"mappings": mapping}))
+    t = task(OUTSIDE[0])
+    items = run_session(
+        t,
+        ScriptedModel([]),
+        RecordedToolchain({}, unknown="fail"),
+        shots("curated", 3, few_shot_curated=str(curated)),
+    )
+    with pytest.raises(BeaverError, match="cuda/1: expected a list of example task ids"):
+        next(items)
+
+
+def test_json_nested_too_deeply_is_one_line(tmp_path: Path) -> None:
+    deep = "[" * 100_000 + "]" * 100_000
+    folder = tmp_path / "run"
+    (folder / "index").mkdir(parents=True)
+    (folder / "index" / "manifest.jsonl").write_text('{"task_id": "cuda_1", "x": ' + deep + "}\n")
+    with pytest.raises(BeaverError, match="line 1 is not JSON"):
+        few_shot.build_pool([folder])
+    curated = tmp_path / "curated.json"
+    curated.write_text(deep)
+    protocol = shots("curated", 1, few_shot_curated=str(curated))
+    with pytest.raises(BeaverError, match="not valid JSON"):
+        few_shot.load_curated(protocol, task(OUTSIDE[0]))
