@@ -137,6 +137,15 @@ def register(sub: Any) -> None:
         help="reuse replies sampled at temperature > 0 too (off by default: a stored reply is no fresh sample)",
     )  # fmt: skip
     p.add_argument(
+        "--few-shot-pool", nargs="+", metavar="DIR", default=None,
+        help="harness run folders the few-shot protocols draw their examples from, in place of the "
+        "protocol file's (paper-fewshot names the release's, which the public release does not ship)",
+    )  # fmt: skip
+    p.add_argument(
+        "--few-shot-curated", metavar="FILE", default=None,
+        help="the curated few-shot protocols' map of task to example tasks, in place of the protocol file's",
+    )  # fmt: skip
+    p.add_argument(
         "--dry-run", action="store_true",
         help="list the tasks, models, protocols, sessions and GPUs that would run, and write nothing",
     )  # fmt: skip
@@ -234,6 +243,8 @@ def options_of(args: argparse.Namespace) -> BatchOptions:
         reply_cache_sampled=args.reply_cache_sampled,
         retry_infra=args.retry_infra,
         dry_run=args.dry_run,
+        few_shot_pool=tuple(args.few_shot_pool) if args.few_shot_pool else None,
+        few_shot_curated=args.few_shot_curated,
         start_until_s=args.start_until,
         command=["beavertui", *sys.argv[1:]],
         endpoint=endpoint_overrides(args),

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from beavertui.commands.numbers import float_in, int_in
-from beavertui.engine.limits import MAX_BUDGET, MAX_GATE, MAX_HISTORY, MAX_SEED, MAX_TEMPERATURE
+from beavertui.engine.limits import MAX_BUDGET, MAX_FEW_SHOT, MAX_GATE, MAX_HISTORY, MAX_SEED, MAX_TEMPERATURE
 
 
 def register(sub: Any) -> None:
@@ -112,6 +112,28 @@ def register(sub: Any) -> None:
     q.add_argument(
         "--summariser", metavar="MODEL", default=None, help="the model that condenses L3S feedback"
     )
+    q.add_argument(
+        "--few-shot",
+        choices=("none", "matched", "random", "curated"),
+        default=None,
+        help="the release's few-shot examples in the system message (e.g. --protocol paper-fewshot)",
+    )
+    q.add_argument(
+        "--few-shot-k", type=int_in(0, MAX_FEW_SHOT), default=None, help="how many few-shot examples"
+    )
+    q.add_argument(
+        "--few-shot-pool",
+        nargs="+",
+        metavar="DIR",
+        default=None,
+        help="harness run folders the examples are drawn from, in place of the protocol file's",
+    )
+    q.add_argument(
+        "--few-shot-curated",
+        metavar="FILE",
+        default=None,
+        help="with --few-shot curated: the map of examples",
+    )
     q.add_argument("--history", type=int_in(1, MAX_HISTORY), default=None, help="rounds of prior turns kept")
     q.add_argument(
         "--temperature", type=float_in(0, MAX_TEMPERATURE), default=None, help="sampling temperature"
@@ -178,10 +200,15 @@ def _protocol(args: argparse.Namespace) -> Any:
         k: getattr(args, k, None)
         for k in (
             "method", "budget", "feedback", "history", "temperature", "gate", "seed", "planning", "planner",
-            "summariser",
+            "summariser", "few_shot", "few_shot_k",
         )
         if getattr(args, k, None) is not None
     }  # fmt: skip
+    # data locations given here are read from where the command was typed
+    if getattr(args, "few_shot_pool", None):
+        settings["few_shot_pool"] = tuple(str(Path(d).expanduser().absolute()) for d in args.few_shot_pool)
+    if getattr(args, "few_shot_curated", None):
+        settings["few_shot_curated"] = str(Path(args.few_shot_curated).expanduser().absolute())
     if getattr(args, "no_coder_feedback", False):
         settings["coder_feedback"] = False
     if getattr(args, "in_loop_gate", False):

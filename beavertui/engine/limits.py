@@ -14,6 +14,8 @@ MAX_BUDGET = 100
 MAX_GATE = 3.0
 #: Most rounds of prior (request, reply, feedback) turns a conversation keeps.
 MAX_HISTORY = 4
+#: The most few-shot examples a protocol may ask for (the release's grid goes to 5).
+MAX_FEW_SHOT = 20
 #: Highest sampling temperature (the OpenAI API's).
 MAX_TEMPERATURE = 2.0
 #: Highest nucleus sampling mass ``top_p`` (above 0).

@@ -11,7 +11,7 @@ import fnmatch
 import shlex
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -80,6 +80,10 @@ class BatchOptions:
     """With ``resume``: sessions that ended by an infrastructure failure get the run's retries anew."""
     dry_run: bool = False
     """Make the manifest in memory only: write nothing, run nothing."""
+    few_shot_pool: tuple[str, ...] | None = None
+    """``--few-shot-pool``: the few-shot protocols' pool folders in place of the protocol file's."""
+    few_shot_curated: str | None = None
+    """``--few-shot-curated``: the curated few-shot protocols' map in place of the protocol file's."""
     start_until_s: float | None = None
     """Start no new session once the batch has run this many seconds; those in flight finish."""
     command: list[str] = field(default_factory=list)
@@ -209,6 +213,33 @@ def check_before_writing(
         connect(address, toolchain)
         check_code(toolchain)
         check_nodes(node_variables(endpoints, models), toolchain)
+
+
+def with_few_shot_data(protocols: list[Any], pool: Sequence[str] | None, curated: str | None) -> list[Any]:
+    """The protocols with the few-shot pool and curated map given on the command line in place of the file's
+    (each path made absolute: a relative one in a protocol is read from the release root). A flag no protocol
+    takes is refused: it would change nothing."""
+    from beavertui.batch.protocol_file import NamedProtocol, protocol_slug
+
+    if pool is None and curated is None:
+        return protocols
+    if pool is not None and not any(p.protocol.few_shot != "none" for p in protocols):
+        raise BeaverError("--few-shot-pool: no protocol of the file takes few-shot examples")
+    if curated is not None and not any(p.protocol.few_shot == "curated" for p in protocols):
+        raise BeaverError("--few-shot-curated: no protocol of the file is few_shot = curated")
+    out = []
+    for named in protocols:
+        p = named.protocol
+        update: dict[str, Any] = {}
+        if pool is not None and p.few_shot != "none":
+            update["few_shot_pool"] = tuple(str(Path(d).expanduser().absolute()) for d in pool)
+        if curated is not None and p.few_shot == "curated":
+            update["few_shot_curated"] = str(Path(curated).expanduser().absolute())
+        if update:
+            p = p.model_copy(update=update)
+            named = NamedProtocol(protocol_slug(p), p)
+        out.append(named)
+    return out
 
 
 def check_few_shot(protocols: list[Any], task: Any) -> None:
@@ -392,7 +423,7 @@ def new_run(options: BatchOptions, say: Callable[[str], None] = stderr_line) -> 
 
     pfile = find_protocol_file(options.protocol or "paper")
     spec = load_batch_file(pfile)
-    protocols = expand(spec, str(pfile))
+    protocols = with_few_shot_data(expand(spec, str(pfile)), options.few_shot_pool, options.few_shot_curated)
     check_profiler(protocols, options.toolchain)
     models = [ModelSpec.named(s) for s in options.models] if options.models else list(spec.models)
     if not models:
@@ -476,6 +507,8 @@ def prepare(
     toolchain = options.toolchain
     lock = None
     if options.resume is not None:
+        if options.few_shot_pool is not None or options.few_shot_curated is not None:
+            raise BeaverError("--few-shot-pool and --few-shot-curated start a run: a resume keeps the run's")
         manifest = read_manifest(options.resume)
         run_dir = options.resume
         if not options.dry_run:

@@ -35,6 +35,10 @@ def swept_fields(pfile: Path) -> set[str]:
     return set(spec.sweep) | {k for v in spec.variants for k in v}
 
 
+#: Protocol fields that say where data is, not which protocol: they override the file's, never pick one.
+DATA_FIELDS = frozenset({"few_shot_pool", "few_shot_curated"})
+
+
 def live_protocol(
     name: str,
     settings: Mapping[str, Any],
@@ -61,12 +65,14 @@ def live_protocol(
     candidates = [
         p.protocol
         for p in expand(load_batch_file(pfile), str(pfile))
-        if all(getattr(p.protocol, k) == v for k, v in settings.items() if k in swept)
+        if all(
+            getattr(p.protocol, k) == v for k, v in settings.items() if k in swept and k not in DATA_FIELDS
+        )
     ]
     if len(candidates) != 1:
         raise BeaverError(
             f"{pfile}: {len(candidates) or 'none'} of its protocols match the flags; "
-            f"pick one with --{' / --'.join(sorted(swept) or ['method'])}"
+            f"pick one with --{' / --'.join(sorted(swept - DATA_FIELDS) or ['method']).replace('_', '-')}"
         )
     base = candidates[0]
     fields = {**base.model_dump(), **settings}

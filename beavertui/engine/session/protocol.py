@@ -21,8 +21,8 @@ from pydantic import (
 )
 
 from beavertui.engine.limits import MAX_BUDGET as MAX_BUDGET
+from beavertui.engine.limits import MAX_FEW_SHOT, MAX_HISTORY, MAX_TEMPERATURE
 from beavertui.engine.limits import MAX_GATE as MAX_GATE
-from beavertui.engine.limits import MAX_HISTORY, MAX_TEMPERATURE
 
 Method = Literal["iterative", "repeated"]
 GateMode = Literal["after_run", "in_loop"]
@@ -46,8 +46,6 @@ RELEASE_FEW_SHOT_POOL: tuple[str, ...] = (
     "evaluation/outputs/glm_4_7/20260424_151941",
 )
 RELEASE_FEW_SHOT_CURATED = "evaluation/few_shot_curated.json"
-#: The most examples a protocol may ask for (the release's grid goes to 5).
-MAX_FEW_SHOT = 20
 #: Protocol fields added after sessions and run folders were first written: left out of a saved protocol
 #: (and of a run folder's name) while at their default, so that what was written before reads the same.
 _QUIET_DEFAULTS: dict[str, object] = {
