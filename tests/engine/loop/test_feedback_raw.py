@@ -1,14 +1,12 @@
 """Feedback level L3_raw against the release's own code: the note a session sends is the text the release's
 harness/feedback.py builds in its raw mode (``_feedback_generic``) from the same build and test output.
 
-The release's module is recorded in tests/data/release_harness (see its NOTICE) and imported by path.
+The release's answers are recorded in tests/data/release_harness (tests/release_oracle.py says how).
 """
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-from types import ModuleType
+from typing import Any
 
 import pytest
 
@@ -18,16 +16,11 @@ from beavertui.engine.session.facts import StageResult
 from beavertui.engine.session.protocol import Protocol
 from beavertui.engine.session.state import AttemptState, fold
 from tests.engine.loop.test_loop_session import reply, run
+from tests.release_oracle import release
 
-RELEASE_HARNESS = Path(__file__).resolve().parents[2] / "data" / "release_harness"
 
-
-def release_feedback() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("release_feedback", RELEASE_HARNESS / "feedback.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+def release_feedback() -> Any:
+    return release("feedback")
 
 
 def _release_note(attempt: AttemptState) -> str:

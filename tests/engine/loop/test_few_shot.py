@@ -1,20 +1,16 @@
 """Few-shot examples (protocol ``few_shot``) against the release's own harness/few_shot.py.
 
 The pool is tests/data/fewshot/pool (two run folders in the release's format made of real release instances,
-its README); the release's module is tests/data/release_harness/few_shot.py (its NOTICE), imported by path.
-Its draw adds Python's ``hash()`` of the task id to the seed, which changes with every process; the oracle
-is given a stable hash in its place (the one departure in the draw, docs/protocols.md), written out here.
+its README); the release's harness/few_shot.py answers from its recorded answers (tests/release_oracle.py,
+which also says how its per-process ``hash()`` of the task id is replaced by a stable one).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import hashlib
-import importlib.util
 import json
 import shutil
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
@@ -29,6 +25,7 @@ from beavertui.engine.models.scripted import ScriptedModel
 from beavertui.engine.session.events import Request, SessionHeader
 from beavertui.engine.session.protocol import Protocol
 from beavertui.engine.toolchain.recorded import RecordedToolchain
+from tests.release_oracle import release
 
 DATA = Path(__file__).resolve().parents[2] / "data"
 POOL = (
@@ -41,16 +38,8 @@ OUTSIDE = ("kernelbench_level1_92__compile_error__52277656", "kernelbench_level2
 RELEASE_STRATEGY = {"matched": "matched-error-category", "random": "random", "curated": "curated"}
 
 
-def release_few_shot() -> ModuleType:
-    spec = importlib.util.spec_from_file_location(
-        "release_few_shot", DATA / "release_harness" / "few_shot.py"
-    )
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    # the release's seed + hash(task id) % 10_000, with a hash that is the same in every process
-    module.hash = lambda text: int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "big")  # type: ignore[attr-defined]
-    return module
+def release_few_shot() -> Any:
+    return release("few_shot")
 
 
 def task(name: str) -> Task:
