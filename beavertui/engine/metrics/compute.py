@@ -8,22 +8,21 @@ over groups. Per-task values are kept so bootstrap.py can put intervals on them.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
+from beavertui.engine.metrics.registry import METRICS, GroupSums, sweep_exact
+from beavertui.engine.metrics.registry import P_SWEEP as P_SWEEP  # the sweep's p values, read from here too
 from beavertui.engine.metrics.self_source import source_model_matches
 from beavertui.engine.metrics.table import AttemptsTable, ProtocolKey
 from beavertui.engine.session.protocol import DETECTORS
 
 F64 = npt.NDArray[np.float64]
 I64 = npt.NDArray[np.int64]
-
-#: The p values of the p sweep (docs/metrics.md).
-P_SWEEP: tuple[float, ...] = (0.0, 0.1, 0.3, 0.5, 0.7, 1.0, 1.5, 2.0, 3.0)
 
 
 @dataclass(frozen=True)
@@ -119,38 +118,8 @@ class GroupMetrics:
             "model": self.model,
             "corpus": self.corpus,
             "protocol": self.protocol.as_dict(),
-            "n_tasks": self.n_tasks,
-            "k": self.k,
-            "pass@1": self.pass_at_1,
-            "pass@k": self.pass_at_k,
-            "debug_rate@k": self.debug_rate,
-            "stagnation_rate": self.stagnation_rate,
-            "dominant_stagnation": self.dominant_stagnation,
-            "dominant_stagnation_share": self.dominant_stagnation_share,
-            "compile@1": self.compile_at_1,
-            "avg_iterations": self.avg_iterations,
-            "n_stagnated": self.n_stagnated,
-            "n_never_succeeded": self.n_never_succeeded,
-            "degenerate_rate": self.degenerate_rate,
-            "degenerate_rate_raw": self.degenerate_rate_raw,
-            "degenerate_raw_noise_floor": self.degenerate_raw_noise_floor,
-            "degenerate_judged": self.n_degenerate_judged,
-            "degenerate_fallback_raw": self.n_degenerate_fallback,
-            "p_sweep": {f"{p:.1f}": v for p, v in self.p_sweep.items()},
-            "p_sweep_bound": {
-                f"{p:.1f}": "exact" if self.p_sweep_exact.get(p, True) else "lower_bound"
-                for p in self.p_sweep
-            },
-            "under_sampled": self.under_sampled,
-            "n_self_source": self.n_self_source,
-            "n_infra_excluded": self.n_infra_excluded,
-            "flagged_successes": self.n_flagged_successes,
-            "unstable_timing_successes": self.n_unstable_successes,
+            **{m.key: m.json(getattr(self, m.name)) for m in METRICS if m.key is not None},
         }
-
-
-def _ratio(num: float, den: float) -> float | None:
-    return float(num / den) if den > 0 else None
 
 
 def _unique(key: I64) -> tuple[I64, I64]:
@@ -195,14 +164,6 @@ def pass_at_k_estimator(n: I64 | F64 | float, c: I64 | F64 | float, k: I64 | F64
     return np.asarray(np.clip(out, 0.0, 1.0), dtype=np.float64)
 
 
-def sweep_exact(proto: ProtocolKey, p: float) -> bool:
-    """Whether pass@k(p) is exact under this protocol: always after the run (the paper's gate), for
-    repeated sampling and with the whole budget spent; with an in-loop gate only for p up to it."""
-    if proto.method == "repeated" or not proto.in_loop or proto.continue_after_pass:
-        return True
-    return p <= proto.gate + 1e-12
-
-
 def apply_source_models(table: AttemptsTable, source_models: Mapping[str, str | None]) -> AttemptsTable:
     """Set ``self_source`` from a task -> source model side table (rows of other tasks keep theirs)."""
     models = table.col("model")
@@ -218,241 +179,321 @@ def apply_source_models(table: AttemptsTable, source_models: Mapping[str, str | 
     return table.with_self_source(np.where(value < 0, table.self_source, value == 1))
 
 
-def compute_groups(table: AttemptsTable) -> list[GroupMetrics]:
-    """All (model, protocol) groups of the table, sorted by model then protocol."""
-    n_rows = len(table)
-    if n_rows == 0:
-        return []
-    model = table.col("model")
-    pk = table.protocols
-    budget = np.array([p.budget for p in pk], np.int64)
-    gate = np.array([p.gate for p in pk], np.float64)
-    repeated = np.array([p.method == "repeated" for p in pk], np.bool_)
+@dataclass(frozen=True)
+class _Groups:
+    """The table's (model, corpus, protocol) groups: each row's group code and each group's labels."""
 
-    corpus = table.col("corpus")
-    group = _combine(model.codes, corpus.codes + 1, table.protocol)
-    n_groups = int(group.max()) + 1
-    g_model = np.zeros(n_groups, np.int64)
-    g_proto = np.zeros(n_groups, np.int64)
-    g_corpus = np.zeros(n_groups, np.int64)
-    g_model[group] = model.codes
-    g_proto[group] = table.protocol
-    g_corpus[group] = corpus.codes
+    table: AttemptsTable
+    code: I64
+    model: I64
+    proto: I64
+    corpus: I64
+    infra: F64
+    """Attempts hit by an infrastructure failure, per group."""
+    budget: I64
+    """Per protocol of the table: K, the gate, whether it samples repeatedly, whether its gate is in the loop."""
+    gate: F64
+    repeated: npt.NDArray[np.bool_]
+    in_loop: npt.NDArray[np.bool_]
 
-    def corpus_of(g: int) -> str | None:
-        c = int(g_corpus[g])
-        return corpus.labels[c] if c >= 0 else None
-
-    infra_count = np.bincount(group, weights=table.infra_error, minlength=n_groups)
-
-    keep = ~table.infra_error
-    t = table.take(keep) if not keep.all() else table
-    grp = group[keep] if not keep.all() else group
-    if len(t) == 0:
-        return sorted(
-            (
-                _empty(model.labels[int(g_model[g])], pk[int(g_proto[g])], int(infra_count[g]), corpus_of(g))
-                for g in range(n_groups)
-            ),
-            key=GroupMetrics.sort_key,
+    @classmethod
+    def of(cls, table: AttemptsTable) -> _Groups:
+        model, corpus, pk = table.col("model"), table.col("corpus"), table.protocols
+        code = _combine(model.codes, corpus.codes + 1, table.protocol)
+        n = int(code.max()) + 1
+        g_model, g_proto, g_corpus = np.zeros(n, np.int64), np.zeros(n, np.int64), np.zeros(n, np.int64)
+        g_model[code] = model.codes
+        g_proto[code] = table.protocol
+        g_corpus[code] = corpus.codes
+        return cls(
+            table=table,
+            code=code,
+            model=g_model,
+            proto=g_proto,
+            corpus=g_corpus,
+            infra=np.bincount(code, weights=table.infra_error, minlength=n).astype(np.float64),
+            budget=np.array([p.budget for p in pk], np.int64),
+            gate=np.array([p.gate for p in pk], np.float64),
+            repeated=np.array([p.method == "repeated" for p in pk], np.bool_),
+            in_loop=np.array([p.in_loop and p.method != "repeated" for p in pk], np.bool_),
         )
-    task = t.col("task_id").codes
-    traj = _combine(grp, task, t.col("run_id").codes, t.sample)
-    proto_row = t.protocol
-    rep_row = repeated[proto_row]
-    b_row = budget[proto_row] - t.self_source.astype(np.int64)
-    counted = rep_row | (t.iteration <= b_row)
-    s_all = np.where(t.correct & counted, np.nan_to_num(t.speedup, nan=0.0), -1.0)
-    # a flagged success (anti-cheat finding) is never a success; it is counted apart below
-    s = np.where(t.flagged, -1.0, s_all)
-    flagged_ok = t.flagged & (s_all >= gate[proto_row])
-    unstable_ok = t.unstable() & ~t.flagged & (s_all >= gate[proto_row])
 
-    order = np.argsort(traj * (int(t.iteration.max()) + 2) + t.iteration, kind="stable")
-    traj_s, s_s, it_s = traj[order], s[order], t.iteration[order]
-    starts = np.flatnonzero(np.r_[True, traj_s[1:] != traj_s[:-1]])
-    n_traj = starts.shape[0]
-    best = np.maximum.reduceat(s_s, starts)
-    first = np.full(n_traj, -1.0)
-    one = it_s == 1
-    first[traj_s[one]] = s_s[one]
-    built1 = np.zeros(n_traj, np.bool_)
-    built1[traj_s[one]] = t.built()[order][one]
-    stop = np.maximum.reduceat(t.col("stop_reason").codes[order], starts)
-    det_of_label = np.array(
-        [DETECTORS.index(lbl) if lbl in DETECTORS else -1 for lbl in t.col("stop_reason").labels] + [-1],
-        np.int64,
-    )
-    det = det_of_label[stop]  # code -1 indexes the trailing -1
-    ok0 = np.flatnonzero(s_s >= 0)
-    firsts = ok0[np.r_[True, traj_s[ok0][1:] != traj_s[ok0][:-1]]] if ok0.size else ok0
-    first_ok_iter = np.zeros(n_traj, np.int64)
-    first_ok_speed = np.full(n_traj, np.nan)
-    first_ok_hi = np.full(n_traj, np.nan)
-    first_ok_lo = np.full(n_traj, np.nan)
-    first_ok_iter[traj_s[firsts]] = it_s[firsts]
-    speed_s = t.speedup[order]
-    first_ok_speed[traj_s[firsts]] = speed_s[firsts]
-    first_ok_hi[traj_s[firsts]] = t.interval("speedup_hi")[order][firsts]
-    first_ok_lo[traj_s[firsts]] = t.interval("speedup_lo")[order][firsts]
+    @property
+    def n(self) -> int:
+        return int(self.model.shape[0])
 
-    # the speedup each trajectory's pass@k(p) holds against p, NaN where its correct attempts have none
-    best_speed = np.fmax.reduceat(np.where(s_s >= 0, speed_s, np.nan), starts)
-    tr_group = grp[order][starts]
-    tr_task = task[order][starts]
-    tr_self = np.maximum.reduceat(t.self_source[order].astype(np.int64), starts)
-    tr_gate = gate[g_proto[tr_group]]
+    def model_of(self, g: int) -> str:
+        return self.table.col("model").labels[int(self.model[g])]
 
-    cell = _combine(tr_group, tr_task)
-    n_cells = int(cell.max()) + 1
-    cell_group = np.zeros(n_cells, np.int64)
-    cell_task = np.zeros(n_cells, np.int64)
-    cell_group[cell] = tr_group
-    cell_task[cell] = tr_task
-    n_samp = np.bincount(cell, minlength=n_cells).astype(np.float64)
-    cell_self = np.bincount(cell, weights=tr_self, minlength=n_cells) > 0
+    def protocol_of(self, g: int) -> ProtocolKey:
+        return self.table.protocols[int(self.proto[g])]
 
-    def per_cell(x: npt.NDArray[Any]) -> F64:
-        return np.bincount(cell, weights=x.astype(np.float64), minlength=n_cells).astype(np.float64)
+    def corpus_of(self, g: int) -> str | None:
+        c = int(self.corpus[g])
+        return self.table.col("corpus").labels[c] if c >= 0 else None
 
-    ps = np.array(P_SWEEP)
-    ok_k = np.column_stack([best >= tr_gate] + [best >= p for p in ps])  # (traj, 1 + P)
-    ok_1 = first >= tr_gate
-    sum_k = np.column_stack([per_cell(ok_k[:, j]) for j in range(ok_k.shape[1])])
-    sum_1 = per_cell(ok_1)
-    c_rep = np.column_stack([per_cell(best >= tr_gate)] + [per_cell(best >= p) for p in ps])
 
-    # iterative: share of a task's trajectories; repeated: the unbiased estimator with k = b
-    cell_rep = repeated[g_proto[cell_group]]
-    k_cell = budget[g_proto[cell_group]] - cell_self.astype(np.int64)
-    est = pass_at_k_estimator(n_samp[:, None], c_rep, k_cell[:, None])
-    est1 = pass_at_k_estimator(n_samp, c_rep[:, 0], np.ones(n_cells))
-    mean_k = np.where(cell_rep[:, None], est, sum_k / n_samp[:, None])
-    mean_1 = np.where(cell_rep, est1, sum_1 / n_samp)
+@dataclass(frozen=True)
+class _Trajectories:
+    """The scored attempts (infrastructure failures left out) reduced to one row per trajectory."""
 
-    # the paper's failure stagnation rate: among trajectories whose loop never ended in success (after the
-    # run: no correct attempt at all, as a correct-but-slow one ended "passed" and can never stagnate; in the
-    # loop: no attempt met the gate), the share a detector stopped
-    in_loop = np.array([p.in_loop and p.method != "repeated" for p in pk], np.bool_)
-    notsucc = best < np.where(in_loop[g_proto[tr_group]], tr_gate, 0.0)
-    stag = notsucc & (det >= 0)
-    later = first_ok_iter >= 2
-    degen_den = later & ~np.isnan(first_ok_speed)
-    no_interval = np.isnan(first_ok_hi)
-    raw_slow = first_ok_speed < 1.0
-    degen_num = degen_den & np.where(no_interval, raw_slow, first_ok_hi < 1.0)
-    degen_raw = degen_den & raw_slow
-    fallback = per_cell(degen_den & no_interval)
-    # the raw rule's noise floor: a first success whose interval holds 1.0 is the reference against itself
-    # within noise, called below 1.0 half the time (NaN bounds compare False: no interval, not counted)
-    within = degen_den & (first_ok_lo <= 1.0) & (first_ok_hi >= 1.0)
-    nums = np.column_stack(
-        [
-            mean_k[:, 0] - mean_1,
-            per_cell(stag),
-            per_cell(degen_num),
-            per_cell(degen_raw),
-            0.5 * per_cell(within),
-        ]
-    )
-    dens = np.column_stack(
-        [1.0 - mean_1, per_cell(notsucc), per_cell(degen_den), per_cell(degen_den), per_cell(degen_den)]
-    )
-    det_counts = np.column_stack([per_cell(stag & (det == d)) for d in range(len(DETECTORS))])
+    group: I64
+    task: I64
+    self_source: I64
+    gate: F64
+    best: F64
+    """Best speedup of a counted, correct, unflagged attempt; -1 if none."""
+    first: F64
+    """The iteration-1 attempt's speedup on the same terms."""
+    built1: npt.NDArray[np.bool_]
+    detector: I64
+    """Index in DETECTORS of the detector that stopped it, -1 if none did."""
+    first_ok_iter: I64
+    """Iteration of the first correct attempt (0 if none), its speedup and the top of its interval."""
+    first_ok_speed: F64
+    first_ok_hi: F64
+    first_ok_lo: F64
+    best_speed: F64
+    """The speedup its pass@k(p) holds against p (its best correct attempt's), NaN where its correct attempts
+    have none."""
+    flagged_ok: npt.NDArray[np.bool_]
+    """Per attempt: passed the gate with an anti-cheat flag; a success with unstable timing."""
+    unstable_ok: npt.NDArray[np.bool_]
 
-    compile_cell = per_cell(built1) / n_samp
-    tr_ok_iter = first_ok_iter.astype(np.float64)
-    iters_sum = np.bincount(tr_group, weights=tr_ok_iter, minlength=n_groups)
-    iters_n = np.bincount(tr_group, weights=first_ok_iter > 0, minlength=n_groups)
-    rows_per_group = np.bincount(grp, minlength=n_groups)
-    flagged_per_group = np.bincount(grp, weights=flagged_ok, minlength=n_groups)
-    unstable_per_group = np.bincount(grp, weights=unstable_ok, minlength=n_groups)
-    traj_per_group = np.bincount(tr_group, minlength=n_groups)
-    repaired = best >= 0
-    speeded = np.flatnonzero(repaired & ~np.isnan(best_speed))
-    speeded = speeded[np.argsort(tr_group[speeded], kind="stable")]  # by group, a slice each
-    speed_bounds = np.searchsorted(tr_group[speeded], np.arange(n_groups + 1))
-    unspeeded_per_group = np.bincount(tr_group, weights=repaired & np.isnan(best_speed), minlength=n_groups)
-    cells_by_group = np.argsort(cell_group, kind="stable")
-    bounds = np.searchsorted(cell_group[cells_by_group], np.arange(n_groups + 1))
+    @classmethod
+    def of(cls, t: AttemptsTable, grp: I64, groups: _Groups) -> _Trajectories:
+        task = t.col("task_id").codes
+        traj = _combine(grp, task, t.col("run_id").codes, t.sample)
+        proto_row = t.protocol
+        b_row = groups.budget[proto_row] - t.self_source.astype(np.int64)
+        counted = groups.repeated[proto_row] | (t.iteration <= b_row)
+        s_all = np.where(t.correct & counted, np.nan_to_num(t.speedup, nan=0.0), -1.0)
+        # a flagged success (anti-cheat finding) is never a success; it is counted apart below
+        s = np.where(t.flagged, -1.0, s_all)
+        row_gate = groups.gate[proto_row]
+
+        order = np.argsort(traj * (int(t.iteration.max()) + 2) + t.iteration, kind="stable")
+        traj_s, s_s, it_s = traj[order], s[order], t.iteration[order]
+        starts = np.flatnonzero(np.r_[True, traj_s[1:] != traj_s[:-1]])
+        n_traj = starts.shape[0]
+        first = np.full(n_traj, -1.0)
+        one = it_s == 1
+        first[traj_s[one]] = s_s[one]
+        built1 = np.zeros(n_traj, np.bool_)
+        built1[traj_s[one]] = t.built()[order][one]
+        stop = np.maximum.reduceat(t.col("stop_reason").codes[order], starts)
+        det_of_label = np.array(
+            [DETECTORS.index(lbl) if lbl in DETECTORS else -1 for lbl in t.col("stop_reason").labels] + [-1],
+            np.int64,
+        )
+        ok0 = np.flatnonzero(s_s >= 0)
+        firsts = ok0[np.r_[True, traj_s[ok0][1:] != traj_s[ok0][:-1]]] if ok0.size else ok0
+        first_ok_iter = np.zeros(n_traj, np.int64)
+        first_ok_speed = np.full(n_traj, np.nan)
+        first_ok_hi = np.full(n_traj, np.nan)
+        first_ok_lo = np.full(n_traj, np.nan)
+        first_ok_iter[traj_s[firsts]] = it_s[firsts]
+        speed_s = t.speedup[order]
+        first_ok_speed[traj_s[firsts]] = speed_s[firsts]
+        first_ok_hi[traj_s[firsts]] = t.interval("speedup_hi")[order][firsts]
+        first_ok_lo[traj_s[firsts]] = t.interval("speedup_lo")[order][firsts]
+        tr_group = grp[order][starts]
+        return cls(
+            group=tr_group,
+            task=task[order][starts],
+            self_source=np.maximum.reduceat(t.self_source[order].astype(np.int64), starts),
+            gate=groups.gate[groups.proto[tr_group]],
+            best=np.maximum.reduceat(s_s, starts),
+            first=first,
+            built1=built1,
+            detector=det_of_label[stop],  # code -1 indexes the trailing -1
+            first_ok_iter=first_ok_iter,
+            first_ok_speed=first_ok_speed,
+            first_ok_hi=first_ok_hi,
+            first_ok_lo=first_ok_lo,
+            best_speed=np.fmax.reduceat(np.where(s_s >= 0, speed_s, np.nan), starts),
+            flagged_ok=t.flagged & (s_all >= row_gate),
+            unstable_ok=t.unstable() & ~t.flagged & (s_all >= row_gate),
+        )
+
+
+@dataclass(frozen=True)
+class _Cells:
+    """The trajectories reduced to (group, task) cells: per-task means and the ratios' per-task sums."""
+
+    group: I64
+    task: I64
+    n_samples: F64
+    self_source: npt.NDArray[np.bool_]
+    mean_1: F64
+    mean_k: F64
+    """(cells, 1 + len(P_SWEEP)): pass@k at the gate, then at each p."""
+    nums: F64
+    dens: F64
+    detectors: F64
+    """(cells, len(DETECTORS)): stagnated trajectories per detector."""
+    fallback: F64
+    compile_1: F64
+
+    @classmethod
+    def of(cls, tr: _Trajectories, groups: _Groups) -> _Cells:
+        cell = _combine(tr.group, tr.task)
+        n_cells = int(cell.max()) + 1
+        cell_group = np.zeros(n_cells, np.int64)
+        cell_task = np.zeros(n_cells, np.int64)
+        cell_group[cell] = tr.group
+        cell_task[cell] = tr.task
+        n_samp = np.bincount(cell, minlength=n_cells).astype(np.float64)
+        cell_self = np.bincount(cell, weights=tr.self_source, minlength=n_cells) > 0
+
+        def per_cell(x: npt.NDArray[Any]) -> F64:
+            return np.bincount(cell, weights=x.astype(np.float64), minlength=n_cells).astype(np.float64)
+
+        best, gate = tr.best, tr.gate
+        ps = np.array(P_SWEEP)
+        ok_k = np.column_stack([best >= gate] + [best >= p for p in ps])  # (traj, 1 + P)
+        sum_k = np.column_stack([per_cell(ok_k[:, j]) for j in range(ok_k.shape[1])])
+        sum_1 = per_cell(tr.first >= gate)
+        c_rep = np.column_stack([per_cell(best >= gate)] + [per_cell(best >= p) for p in ps])
+
+        # iterative: share of a task's trajectories; repeated: the unbiased estimator with k = b
+        cell_proto = groups.proto[cell_group]
+        cell_rep = groups.repeated[cell_proto]
+        k_cell = groups.budget[cell_proto] - cell_self.astype(np.int64)
+        est = pass_at_k_estimator(n_samp[:, None], c_rep, k_cell[:, None])
+        est1 = pass_at_k_estimator(n_samp, c_rep[:, 0], np.ones(n_cells))
+        mean_k = np.where(cell_rep[:, None], est, sum_k / n_samp[:, None])
+        mean_1 = np.where(cell_rep, est1, sum_1 / n_samp)
+
+        # the paper's failure stagnation rate: among trajectories whose loop never ended in success (after the
+        # run: no correct attempt at all, as a correct-but-slow one ended "passed" and can never stagnate; in the
+        # loop: no attempt met the gate), the share a detector stopped
+        notsucc = best < np.where(groups.in_loop[groups.proto[tr.group]], gate, 0.0)
+        det = tr.detector
+        stag = notsucc & (det >= 0)
+        degen_den = (tr.first_ok_iter >= 2) & ~np.isnan(tr.first_ok_speed)
+        no_interval = np.isnan(tr.first_ok_hi)
+        raw_slow = tr.first_ok_speed < 1.0
+        degen_num = degen_den & np.where(no_interval, raw_slow, tr.first_ok_hi < 1.0)
+        degen_raw = degen_den & raw_slow
+        # the raw rule's noise floor: a first success whose interval holds 1.0 is the reference against itself
+        # within noise, called below 1.0 half the time (NaN bounds compare False: no interval, not counted)
+        within = degen_den & (tr.first_ok_lo <= 1.0) & (tr.first_ok_hi >= 1.0)
+        return cls(
+            group=cell_group,
+            task=cell_task,
+            n_samples=n_samp,
+            self_source=cell_self,
+            mean_1=mean_1,
+            mean_k=mean_k,
+            nums=np.column_stack(
+                [
+                    mean_k[:, 0] - mean_1,
+                    per_cell(stag),
+                    per_cell(degen_num),
+                    per_cell(degen_raw),
+                    0.5 * per_cell(within),
+                ]
+            ),
+            dens=np.column_stack(
+                [
+                    1.0 - mean_1,
+                    per_cell(notsucc),
+                    per_cell(degen_den),
+                    per_cell(degen_den),
+                    per_cell(degen_den),
+                ]
+            ),
+            detectors=np.column_stack([per_cell(stag & (det == d)) for d in range(len(DETECTORS))]),
+            fallback=per_cell(degen_den & no_interval),
+            compile_1=per_cell(tr.built1) / n_samp,
+        )
+
+
+def _group_sums(
+    t: AttemptsTable, grp: I64, tr: _Trajectories, cells: _Cells, groups: _Groups
+) -> Iterator[tuple[int, TaskCells, GroupSums]]:
+    """(group code, its per-task values, its GroupSums) of every group with a scored attempt."""
+    n = groups.n
+    iters_sum = np.bincount(tr.group, weights=tr.first_ok_iter.astype(np.float64), minlength=n)
+    iters_n = np.bincount(tr.group, weights=tr.first_ok_iter > 0, minlength=n)
+    rows = np.bincount(grp, minlength=n)
+    flagged = np.bincount(grp, weights=tr.flagged_ok, minlength=n)
+    unstable = np.bincount(grp, weights=tr.unstable_ok, minlength=n)
+    trajectories = np.bincount(tr.group, minlength=n)
+    repaired = tr.best >= 0
+    speeded = np.flatnonzero(repaired & ~np.isnan(tr.best_speed))
+    speeded = speeded[np.argsort(tr.group[speeded], kind="stable")]  # by group, a slice each
+    speed_bounds = np.searchsorted(tr.group[speeded], np.arange(n + 1))
+    unspeeded = np.bincount(tr.group, weights=repaired & np.isnan(tr.best_speed), minlength=n)
+    by_group = np.argsort(cells.group, kind="stable")
+    bounds = np.searchsorted(cells.group[by_group], np.arange(n + 1))
     tasks = t.col("task_id").labels
-    out: list[GroupMetrics] = []
-    for g in range(n_groups):
-        idx = cells_by_group[bounds[g] : bounds[g + 1]]
+    for g in range(n):
+        idx = by_group[bounds[g] : bounds[g + 1]]
         if idx.size == 0:
             continue
-        proto = pk[int(g_proto[g])]
-        rep = proto.method == "repeated"
-        under = bool(rep and (n_samp[idx] < proto.budget).any())
-        means = np.column_stack([mean_1[idx], mean_k[idx]])
-        num, den = nums[idx].sum(axis=0), dens[idx].sum(axis=0)
-        dc = det_counts[idx].sum(axis=0)
-        stagnated = float(dc.sum())
-        dom = int(np.argmax(dc)) if stagnated > 0 else -1  # argmax keeps the first of ties
-        avg = means.mean(axis=0)
-
-        def val(x: float, under: bool = under) -> float | None:
-            return None if under else float(x)
-
-        out.append(
-            GroupMetrics(
-                corpus=corpus_of(g),
-                degenerate_rate_raw=None if rep else _ratio(num[3], den[3]),
-                degenerate_raw_noise_floor=(
-                    None if rep or fallback[idx].sum() >= den[3] else _ratio(num[4], den[4])
-                ),
-                n_degenerate_judged=0 if rep else int(den[2]),
-                n_degenerate_fallback=0 if rep else int(fallback[idx].sum()),
-                p_sweep_exact={p: sweep_exact(proto, p) for p in P_SWEEP},
-                model=model.labels[int(g_model[g])],
+        proto = groups.protocol_of(g)
+        under = bool(proto.method == "repeated" and (cells.n_samples[idx] < proto.budget).any())
+        means = np.column_stack([cells.mean_1[idx], cells.mean_k[idx]])
+        yield (
+            g,
+            TaskCells(tuple(tasks[int(i)] for i in cells.task[idx]), means, cells.nums[idx], cells.dens[idx]),
+            GroupSums(
                 protocol=proto,
                 n_tasks=int(idx.size),
-                k=proto.budget,
-                pass_at_1=val(avg[0]),
-                pass_at_k=val(avg[1]),
-                debug_rate=None if rep or under else _debug(avg[0], avg[1]),
-                stagnation_rate=None if rep else _ratio(num[1], den[1]),
-                dominant_stagnation=None if rep or dom < 0 else DETECTORS[dom],
-                dominant_stagnation_share=None if rep or dom < 0 else float(dc[dom] / stagnated),
-                degenerate_rate=None if rep else _ratio(num[2], den[2]),
-                compile_at_1=float(compile_cell[idx].mean()),
-                avg_iterations=None if rep else _ratio(iters_sum[g], iters_n[g]),
-                n_stagnated=0 if rep else int(stagnated),
-                n_never_succeeded=0 if rep else int(den[1]),
-                n_self_source=int(cell_self[idx].sum()),
-                p_sweep={p: val(avg[2 + j]) for j, p in enumerate(P_SWEEP)},
-                stagnation_counts={} if rep else {d: int(dc[j]) for j, d in enumerate(DETECTORS)},
-                repair_speedups=np.sort(best_speed[speeded[speed_bounds[g] : speed_bounds[g + 1]]]),
-                n_repairs_unspeeded=int(unspeeded_per_group[g]),
                 under_sampled=under,
-                n_trajectories=int(traj_per_group[g]),
-                n_attempts=int(rows_per_group[g]),
-                n_infra_excluded=int(infra_count[g]),
-                n_flagged_successes=int(flagged_per_group[g]),
-                n_unstable_successes=int(unstable_per_group[g]),
-                cells=TaskCells(
-                    tasks=tuple(tasks[int(i)] for i in cell_task[idx]),
-                    means=means,
-                    nums=nums[idx],
-                    dens=dens[idx],
-                ),
-            )
+                means=means.mean(axis=0),
+                nums=cells.nums[idx].sum(axis=0),
+                dens=cells.dens[idx].sum(axis=0),
+                detectors=cells.detectors[idx].sum(axis=0),
+                n_fallback=float(cells.fallback[idx].sum()),
+                compile_at_1=float(cells.compile_1[idx].mean()),
+                first_ok_iterations=iters_sum[g],
+                n_first_ok=iters_n[g],
+                n_self_source=int(cells.self_source[idx].sum()),
+                n_trajectories=int(trajectories[g]),
+                n_attempts=int(rows[g]),
+                n_infra_excluded=int(groups.infra[g]),
+                n_flagged_successes=int(flagged[g]),
+                n_unstable_successes=int(unstable[g]),
+                repair_speedups=np.sort(tr.best_speed[speeded[speed_bounds[g] : speed_bounds[g + 1]]]),
+                n_repairs_unspeeded=int(unspeeded[g]),
+            ),
         )
+
+
+def compute_groups(table: AttemptsTable) -> list[GroupMetrics]:
+    """All (model, protocol) groups of the table, sorted by model then protocol."""
+    if len(table) == 0:
+        return []
+    groups = _Groups.of(table)
+    keep = ~table.infra_error
+    t = table.take(keep) if not keep.all() else table
+    grp = groups.code[keep] if not keep.all() else groups.code
+    out: list[GroupMetrics] = []
+    if len(t):
+        tr = _Trajectories.of(t, grp, groups)
+        cells = _Cells.of(tr, groups)
+        for g, cell, sums in _group_sums(t, grp, tr, cells, groups):
+            fields = {m.name: m.value(sums) for m in METRICS}
+            out.append(
+                GroupMetrics(
+                    model=groups.model_of(g),
+                    protocol=sums.protocol,
+                    corpus=groups.corpus_of(g),
+                    cells=cell,
+                    **fields,
+                )
+            )
     # groups whose every attempt was an infrastructure failure still appear, with nothing scored
     seen = {o.sort_key() for o in out}
-    for g in np.flatnonzero(infra_count > 0).tolist():
-        m, c, pr = model.labels[int(g_model[g])], corpus_of(g), pk[int(g_proto[g])]
+    for g in np.flatnonzero(groups.infra > 0).tolist():
+        m, c, pr = groups.model_of(g), groups.corpus_of(g), groups.protocol_of(g)
         if (m, c or "", pr) not in seen:
-            out.append(_empty(m, pr, int(infra_count[g]), c))
+            out.append(_empty(m, pr, int(groups.infra[g]), c))
     out.sort(key=GroupMetrics.sort_key)
     return out
-
-
-def _debug(pass_1: float, pass_k: float) -> float | None:
-    """debug_rate@k = (pass@k - pass@1) / (1 - pass@1) over per-task means; None when pass@1 is 1."""
-    if 1.0 - pass_1 <= 1e-12:
-        return None
-    return float((pass_k - pass_1) / (1.0 - pass_1))
 
 
 def _empty(model: str, proto: ProtocolKey, infra: int, corpus: str | None = None) -> GroupMetrics:
