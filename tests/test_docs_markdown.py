@@ -1,11 +1,15 @@
-"""The reference docs render as written: every code fence of README.md and docs/ (the lab journal too) stands
-on a line of its own, with at most a language word after it, and each file's fences pair up. A fence that
-shares its line with prose turns the rest of a section into code."""
+"""The reference docs render as written and name what exists. Every code fence of README.md and docs/
+(the lab journal too) stands on a line of its own, with at most a language word after it, and each file's
+fences pair up: a fence that shares its line with prose turns the rest of a section into code. Every
+`beavertui ...` command line of README.md and docs/ names a real command and real flags, and every path
+and module they name is in the repository."""
 
 from __future__ import annotations
 
+import argparse
 import re
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 FENCE = re.compile(r"\s*```[\w+-]*\s*")
@@ -30,4 +34,136 @@ def test_code_fences_stand_alone_and_pair_up() -> None:
                 problems.append(f"{path.relative_to(ROOT)}:{n}: a fence shares its line: {line.strip()[:60]}")
         if fences % 2:
             problems.append(f"{path.relative_to(ROOT)}: {fences} fences, one left open")
+    assert not problems, "\n".join(problems)
+
+
+REFERENCE = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+#: a command line: a fenced line that runs beavertui (after a prompt, a variable or a pipe), or inline code
+#: that starts with it
+FENCED_COMMAND = re.compile(r"(?:^|[\s;&|(])((?:python3? -m )?beavertui(?:\s.*)?)$")
+INLINE_COMMAND = re.compile(r"`((?:python3? -m )?beavertui(?: [^`]*)?)`")
+#: what ends a command's own words: a pipe, a redirection, a comment, the next command
+COMMAND_END = re.compile(r"\s(?:\||&&|;|\d?>|#)(?:\s|$)")
+
+
+def _command_lines(path: Path) -> list[tuple[int, str]]:
+    """Every beavertui command line of a doc, with its line number; a fenced line ending in a backslash
+    goes on on the next."""
+    found: list[tuple[int, str]] = []
+    fenced = False
+    pending: list[Any] | None = None
+    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        text = line.strip()
+        if FENCE.fullmatch(line):
+            fenced = not fenced
+            continue
+        if not fenced:
+            found += [(n, m[1]) for m in INLINE_COMMAND.finditer(line)]
+            continue
+        if pending is not None:
+            pending[1] += " " + text.removesuffix("\\")
+            if not text.endswith("\\"):
+                found.append((pending[0], pending[1]))
+                pending = None
+            continue
+        m = FENCED_COMMAND.search(text)
+        if m is None or text.startswith("#"):
+            continue
+        if text.endswith("\\"):
+            pending = [n, m[1].removesuffix("\\")]
+        else:
+            found.append((n, m[1]))
+    return found
+
+
+def _subcommands(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            return dict(action.choices)
+    return {}
+
+
+def test_every_documented_command_line_names_a_real_command_and_real_flags() -> None:
+    """Each `beavertui ...` line of README.md and docs/ (fenced or inline) names a subcommand the parser has
+    (nested ones too: `corpus minimize`) and only flags that subcommand takes: a renamed or dropped flag
+    fails here, not in a reader's shell. Placeholders (FILE, `...`, `[--follow]`) pass as words."""
+    from beavertui.cli import build_parser
+
+    top = build_parser()
+    checked = 0
+    problems = []
+    for path in REFERENCE:
+        for n, line in _command_lines(path):
+            words = COMMAND_END.split(line)[0].replace("[", " ").replace("]", " ").split()
+            words = words[words.index("beavertui") + 1 :]
+            parser, named = top, ["beavertui"]
+            while words and not words[0].startswith("-") and _subcommands(parser):
+                choices = _subcommands(parser)
+                if words[0] not in choices:
+                    if words[0] != "...":
+                        problems.append(f"{path.name}:{n}: `{' '.join(named)}` has no command {words[0]!r}")
+                    break
+                parser = choices[words[0]]
+                named.append(words.pop(0))
+            flags = {s for action in parser._actions for s in action.option_strings}
+            for word in words:
+                flag = word.split("=")[0]
+                if re.fullmatch(r"--?[a-zA-Z][\w-]*", flag) and flag not in flags:
+                    problems.append(f"{path.name}:{n}: `{' '.join(named)}` has no flag {flag}")
+            checked += 1
+    assert checked > 100  # the extraction still finds the docs' commands
+    assert not problems, "\n".join(problems)
+
+
+#: paths the docs name that are not this repository's: the release's own files, and examples to write
+FOREIGN_PATHS = {"docs/REPRODUCE.md"}
+#: a path of the repository: under one of its top-level folders
+REPO_PATH = re.compile(
+    r"(?<![\w./~<-])((?:beavertui|tests|scripts|bench|docs|corpus|assets)/[\w./*<>-]*[\w*>])"
+)
+#: a module's dotted path: beavertui.engine.x (an attribute after it is allowed)
+MODULE_PATH = re.compile(r"(?<![\w./])(beavertui(?:\.[a-z_]\w*)+)")
+
+
+def _exists(text: str, relative_to: Path) -> bool:
+    """Whether a documented path names something here; an upper-case word or <...> is a placeholder, and a
+    folder of test data may be stored packed (`NAME.tar.gz`)."""
+    pattern = re.sub(r"<[^>]*>|\b[A-Z][A-Z_]+\b", "*", text)
+    for base in (ROOT, relative_to):
+        if any(base.glob(pattern)) if "*" in pattern else (base / pattern).exists():
+            return True
+        if (base / f"{pattern}.tar.gz").exists():
+            return True
+    return False
+
+
+def _module_exists(dotted: str) -> bool:
+    """Whether ``beavertui.a.b[.name]`` is a module or package here, or a name its longest such prefix
+    defines."""
+    parts = dotted.split(".")
+    for k in range(len(parts), 0, -1):
+        where = ROOT / Path(*parts[:k])
+        source = where / "__init__.py" if where.is_dir() else where.with_suffix(".py")
+        if source.exists():
+            rest = parts[k:]
+            return not rest or (
+                len(rest) == 1 and re.search(rf"\b{rest[0]}\b", source.read_text()) is not None
+            )
+    return False
+
+
+def test_every_path_and_module_the_docs_name_exists() -> None:
+    """A file, folder, script or test a reference doc names (`beavertui/...`, `tests/...`, `scripts/...`,
+    `bench/...`, `docs/...`, `corpus/...`) and each module it names in dotted form (`beavertui.engine.x`)
+    is in the repository: a doc that still names a moved or deleted module fails here."""
+    problems = []
+    for path in REFERENCE:
+        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            for m in REPO_PATH.finditer(line):
+                text = m[1].rstrip(".")
+                if text not in FOREIGN_PATHS and not _exists(text, path.parent):
+                    problems.append(f"{path.name}:{n}: no {text}")
+            for m in MODULE_PATH.finditer(line):
+                if not _module_exists(m[1]):
+                    problems.append(f"{path.name}:{n}: no module {m[1]}")
     assert not problems, "\n".join(problems)
