@@ -167,3 +167,44 @@ def test_every_path_and_module_the_docs_name_exists() -> None:
                 if not _module_exists(m[1]):
                     problems.append(f"{path.name}:{n}: no module {m[1]}")
     assert not problems, "\n".join(problems)
+
+
+def _format_rows() -> dict[str, str]:
+    """docs/format.md's table of session lines: kind -> its row."""
+    text = (ROOT / "docs" / "format.md").read_text(encoding="utf-8")
+    section = text.split("## Session files", 1)[1].split("\n#", 1)[0]
+    rows = {}
+    for line in section.splitlines():
+        m = re.match(r"\| (`\w+`(?:, `\w+`)*) \|", line)
+        if m:
+            rows.update(dict.fromkeys(re.findall(r"\w+", m[1]), line))
+    return rows
+
+
+def test_every_field_a_session_line_can_carry_is_in_its_row_of_format_md() -> None:
+    """Each kind of line a session file holds has its row in docs/format.md's table, and the row names every
+    field of that kind's event (beyond `kind`, `t` and `iteration`, which the text above the table gives):
+    a field added to an event without a word in the format's reference fails here."""
+    from pydantic import BaseModel
+
+    from beavertui.engine.session import events
+
+    rows = _format_rows()
+    problems = []
+    kinds = 0
+    for cls in vars(events).values():
+        if not (isinstance(cls, type) and issubclass(cls, BaseModel) and "kind" in cls.model_fields):
+            continue
+        kind = cls.model_fields["kind"].default
+        if not isinstance(kind, str) or kind == "reply_delta":  # streamed fragments are never written
+            continue
+        kinds += 1
+        if kind not in rows:
+            problems.append(f"no row for the `{kind}` line ({cls.__name__})")
+            continue
+        named = set(re.findall(r"`(\w+)`", rows[kind]))
+        missing = [f for f in cls.model_fields if f not in {"kind", "t", "iteration"} and f not in named]
+        if missing:
+            problems.append(f"`{kind}` ({cls.__name__}): {', '.join(missing)} not in its row")
+    assert kinds >= 15
+    assert not problems, "\n".join(problems)
