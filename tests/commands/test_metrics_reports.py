@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -97,3 +99,52 @@ def test_bad_sources_are_one_line_errors(tmp_path: Path, capsys: pytest.CaptureF
     assert "line 1: not JSON" in capsys.readouterr().err
     assert main(["metrics", str(tmp_path / "nothing.csv")]) == 2
     assert main(["metrics", str(bad), "--resamples", "10"]) == 2
+
+
+def _named(doc: str, section: str) -> set[str]:
+    """The words in code spans of one section (`## section` up to the next) of a doc of docs/."""
+    text = (Path(__file__).resolve().parents[2] / "docs" / doc).read_text(encoding="utf-8")
+    body = text.split(f"\n## {section}\n", 1)[1].split("\n## ", 1)[0]
+    return {w for span in re.findall(r"`([^`]+)`", body) for w in re.findall(r"[\w@.]+", span)}
+
+
+def test_every_key_of_the_json_object_is_documented(table: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Every key `metrics --json` writes, from an attempts table (swing and Kendall entries) and from a
+    recorded run folder (the run's own keys, usage, the paper's tables), is named in the section of the
+    docs that defines it: metrics.md's "Machine-readable output" (the object, groups, intervals, swing and
+    Kendall entries, tables), "The paper's tables", "Baselines" (`against`) and costs.md's "Where it shows"
+    (`usage`). A key added to the output without a word in the reference fails here."""
+    run = Path(__file__).resolve().parents[2] / "tests" / "data" / "h200_batch_run"
+    docs = []
+    for source in (table, run):
+        assert main(["metrics", str(source), "--json"]) == 0
+        docs.append(json.loads(capsys.readouterr().out))
+    machine = _named("metrics.md", "Machine-readable output")
+    paper = _named("metrics.md", "The paper's tables")
+    usage = _named("costs.md", "Where it shows")
+    found: dict[str, set[str]] = {}
+
+    def keys(where: str, objects: list[dict[str, Any]]) -> None:
+        found.setdefault(where, set()).update(k for o in objects for k in o)
+
+    for doc in docs:
+        keys("object", [doc])
+        keys("group", doc["groups"])
+        keys("intervals", [g["intervals"] for g in doc["groups"]])
+        keys("swing", doc["swing"])
+        keys("kendall", doc["kendall_tau"])
+        keys("tables", doc["tables"])
+        keys("paper", [doc["paper_tables"]])
+        keys("paper rows", [*doc["paper_tables"]["table1"], *doc["paper_tables"]["table2"]])
+        keys("usage", doc.get("usage", []))
+    assert found["kendall"] and found["usage"] and found["paper rows"]  # the sources still have them
+    named = {"paper": paper, "paper rows": paper, "usage": usage}
+    baselines = _named("metrics.md", "Baselines")
+    problems = [
+        f"{where}: {key}"
+        for where, got in found.items()
+        for key in sorted(got)
+        if key not in named.get(where, machine)
+        and not (where == "group" and key == "against" and key in baselines)
+    ]
+    assert not problems, "keys the docs do not name:\n" + "\n".join(problems)
