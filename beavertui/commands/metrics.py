@@ -41,7 +41,8 @@ def register(sub: Any) -> None:
         metavar="NAME",
         action="append",
         default=[],
-        help="only the table NAME (main, p_sweep, baselines, analysis, usage, swing, kendall, by_family, "
+        help="only the table NAME (main, p_sweep, baselines, analysis, usage, few_shot, few_shot_grid, swing, "
+        "kendall, by_family, "
         "paper_table1, ...; repeatable); a CSV file holds one table",
     )
     p.add_argument(

@@ -343,6 +343,93 @@ def swing_table(entries: Sequence[Mapping[str, Any]]) -> Table:
     )
 
 
+def few_shot_table(groups: Sequence[GroupMetrics], group_rates: Sequence[Mapping[str, Rate]]) -> Table | None:
+    """The few-shot axis (the release's Exp 5), one row per group of it (swing.few_shot_arms): model, the
+    other settings, strategy and K, then the group's own numbers as the main table and Table 1 give them
+    (``group_rates``: each group's ``rates``, in ``groups``' order). None where no group has examples."""
+    from beavertui.engine.metrics.swing import few_shot_arms, few_shot_parts
+
+    rate_of = {id(g): r for g, r in zip(groups, group_rates, strict=True)}
+    arms = few_shot_arms(groups)
+    if not arms:
+        return None
+    rows: list[tuple[Cell, ...]] = []
+    for g, rest in arms:
+        r = rate_of[id(g)]
+        strategy, k, seed = few_shot_parts(g.protocol.few_shot)
+        proto = rest.short() + (f" [{g.corpus}]" if g.corpus else "")
+        rows.append(
+            (
+                g.model,
+                proto,
+                strategy + (f" ({seed})" if seed else ""),
+                str(k) if k else "-",
+                str(g.n_tasks),
+                r["pass@1"],
+                r["pass@k"],
+                r["debug"],
+                Rate(g.compile_at_1),
+                "-" if g.avg_iterations is None else f"{g.avg_iterations:.2f}",
+            )
+        )
+    return Table(
+        "Few-shot axis: repair rates per model, strategy and K (the release's Exp 5)",
+        (
+            "model",
+            "protocol",
+            "strategy",
+            "K",
+            "tasks",
+            "pass@1",
+            "pass@k",
+            "debug@k",
+            "compile@1",
+            "avg iterations",
+        ),
+        tuple(rows),
+        note="Each row is one group of the main table (protocol: its other settings, the few-shot examples "
+        "aside; strategy: how the K examples were chosen, matched, random or curated; none: the group of the "
+        "same settings without examples, where the source has one). Percent of tasks at the protocol's gate; "
+        "[95% bootstrap interval over tasks, percentile, the main table's]. debug@k = (pass@k - pass@1) / "
+        "(1 - pass@1); compile@1: first attempts that built; avg iterations: the mean iteration of the first "
+        "correct attempt at p = 0, over the trajectories that have one; -: not defined. The swing table's "
+        "few_shot entry gives each model's pass@k over the axis in one row (the release's exp5 table) with "
+        "its max and min; the few_shot_grid table lays pass@k out as the release's exp5 table does."
+        + gated_note(groups),
+        keys=4,
+        name="few_shot",
+    )
+
+
+def few_shot_grid(groups: Sequence[GroupMetrics]) -> Table | None:
+    """The release's exp5 table: pass@k per model (and other settings) in one row, a column per value of
+    the few-shot axis any row has (none, then matched, random, curated by K). None without few-shot groups."""
+    from beavertui.engine.metrics.swing import few_shot_arms, few_shot_order
+
+    arms = few_shot_arms(groups)
+    if not arms:
+        return None
+    values = sorted({g.protocol.few_shot for g, _ in arms}, key=few_shot_order)
+    lines: dict[tuple[str, str], dict[str, float | None]] = {}
+    for g, rest in arms:
+        lines.setdefault((g.model, rest.short() + (f" [{g.corpus}]" if g.corpus else "")), {})[
+            g.protocol.few_shot
+        ] = g.pass_at_k
+    rows: tuple[tuple[Cell, ...], ...] = tuple(
+        (model, proto, *(Rate(pk.get(v)) for v in values)) for (model, proto), pk in lines.items()
+    )
+    return Table(
+        "Few-shot axis: pass@k per model and strategy_K (the release's exp5 table)",
+        ("model", "protocol", *values),
+        rows,
+        note="Percent of tasks repaired within K attempts at the protocol's gate, each cell the pass@k of one "
+        "group of the main table (intervals: the few_shot table's); -: the model has no such group. The "
+        "release's table bolds each row's maximum: the swing table's few_shot entry names it (max_at)."
+        + gated_note(groups),
+        name="few_shot_grid",
+    )
+
+
 def kendall_table(entries: Sequence[Mapping[str, Any]]) -> Table:
     from beavertui.engine.metrics.table import ProtocolKey
 

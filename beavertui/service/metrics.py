@@ -497,6 +497,8 @@ def with_tables(
     from beavertui.reports.tables import (
         analysis_table,
         breakdown_table,
+        few_shot_grid,
+        few_shot_table,
         kendall_table,
         main_tables,
         rates,
@@ -526,6 +528,9 @@ def with_tables(
     # shown where some reply had a count, or an endpoint answered without one (its tokens are unknown, and said)
     if report.usage and any(g.reported or g.unreported_by_endpoint for g in report.usage.values()):
         tables.append(usage_table(groups, report.usage, machine=machine))
+    for shots in (few_shot_grid(groups), few_shot_table(groups, report.rates)):
+        if shots is not None:
+            tables.append(shots)
     if report.swing:
         tables.append(swing_table(report.swing))
     if report.kendall:

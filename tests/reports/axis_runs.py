@@ -51,3 +51,38 @@ def axis_table(tmp_path: Path) -> Path:
     with path.open("w") as f:
         table_io.write_jsonl(out, f)
     return path
+
+
+#: The few-shot axis (paper-fewshot.toml, the release's Exp 5): (axis value, model) -> repaired sessions of
+#: 3, each strategy at K 1, 3, 5, and ``none`` (no examples, the other settings the same) beside them.
+FEW_SHOT = {
+    "none": (1, 1, 0),
+    "matched_K1": (2, 0, 1),
+    "matched_K3": (3, 1, 1),
+    "matched_K5": (3, 2, 0),
+    "random_K1": (1, 2, 3),
+    "random_K3": (0, 1, 2),
+    "random_K5": (1, 3, 2),
+    "curated_K1": (2, 2, 2),
+    "curated_K3": (3, 0, 1),
+    "curated_K5": (2, 1, 3),
+}
+
+
+def few_shot_table(tmp_path: Path, values: tuple[str, ...] = tuple(FEW_SHOT)) -> Path:
+    """Models A, B, C over the few-shot ``values`` (FEW_SHOT), otherwise the demo sessions' protocol: three
+    tasks a group, as axis_table's."""
+    rows = demo_rows()
+    base = dict(rows["code_cycle"][0]["protocol"])
+    out: list[dict[str, Any]] = []
+    for value in values:
+        protocol = {**base, "few_shot": value}
+        for model, n in zip(MODELS, FEW_SHOT[value], strict=True):
+            chosen = REPAIRED_SESSIONS[:n] + FAILED_SESSIONS[: 3 - n]
+            for slot, name in enumerate(chosen):
+                for r in rows[name]:
+                    out.append({**r, "model": model, "protocol": protocol, "task_id": f"t{slot}"})
+    path = tmp_path / "few_shot.jsonl"
+    with path.open("w") as f:
+        table_io.write_jsonl(out, f)
+    return path

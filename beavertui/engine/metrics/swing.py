@@ -60,15 +60,43 @@ def _same(x: Any, y: Any) -> bool:
 FEW_SHOT_ORDER: tuple[str, ...] = ("none", "matched", "random", "curated")
 
 
+def few_shot_parts(value: str) -> tuple[str, int, str]:
+    """A few-shot axis value split: ``matched_K3`` -> (``matched``, 3, ``""``), ``random_K1_seed7`` ->
+    (``random``, 1, ``seed7``), ``none`` -> (``none``, 0, ``""``) (session/protocol.py few_shot_label)."""
+    strategy, _, rest = str(value).partition("_K")
+    k, _, seed = rest.partition("_")
+    return strategy, int(k) if k.isdigit() else 0, seed
+
+
+def few_shot_order(value: str) -> tuple[int, str, int, str]:
+    """The few-shot axis's order: none, then matched, random, curated (another strategy after them), each by
+    seed (the release's first), then K."""
+    strategy, k, seed = few_shot_parts(value)
+    rank = FEW_SHOT_ORDER.index(strategy) if strategy in FEW_SHOT_ORDER else len(FEW_SHOT_ORDER)
+    return (rank, seed, k, str(value))
+
+
 def _order(axis: str, value: Any) -> Any:
     """Axis order of the signed delta: gate ascending, L0..L4, H1..H4, iterative then repeated, few-shot none
     then matched, random, curated, each by K."""
     if axis == "few_shot":
-        strategy, _, rest = str(value).partition("_K")
-        k = rest.split("_")[0]
-        rank = FEW_SHOT_ORDER.index(strategy) if strategy in FEW_SHOT_ORDER else len(FEW_SHOT_ORDER)
-        return (rank, int(k) if k.isdigit() else 0, str(value))
+        return few_shot_order(str(value))
     return value if not isinstance(value, bool) else int(value)
+
+
+def few_shot_arms(groups: Sequence[GroupMetrics]) -> list[tuple[GroupMetrics, ProtocolKey]]:
+    """The groups of the few-shot axis (the release's Exp 5), each with its protocol less the examples
+    (``few_shot`` none): every group with examples, and a group without that agrees with one of them on
+    model, corpus and every other setting (its baseline); ordered by model, corpus, the other settings,
+    then the axis's order (few_shot_order)."""
+    from dataclasses import replace
+
+    rest = [(g, replace(g.protocol, few_shot="none")) for g in groups]
+    shown = {(g.model, g.corpus or "", r) for g, r in rest if g.protocol.few_shot != "none"}
+    arms = [(g, r) for g, r in rest if (g.model, g.corpus or "", r) in shown]
+    return sorted(
+        arms, key=lambda a: (a[0].model, a[0].corpus or "", a[1], few_shot_order(a[0].protocol.few_shot))
+    )
 
 
 #: Every setting that tells two protocols apart: the protocol fields and the baseline the gate applies to
