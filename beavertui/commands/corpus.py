@@ -17,6 +17,7 @@ from beavertui.commands.numbers import (
     MAX_WALL_S,
     MAX_WORKERS,
     GpuList,
+    GpuSlug,
     float_in,
     int_in,
 )
@@ -84,7 +85,7 @@ def register(sub: Any) -> None:
         "corpus's tasks it names",
     )  # fmt: skip
     bl.add_argument(
-        "--gpu-slug", default=None, metavar="SLUG",
+        "--gpu-slug", default=None, metavar="SLUG", type=GpuSlug(),
         help="with --table: the GPU signature whose stored times to show (default: this machine's GPU)",
     )  # fmt: skip
     bl.add_argument(
@@ -183,7 +184,7 @@ def register(sub: Any) -> None:
         "ends with, searching again at the gate only when that is too slow)",
     )  # fmt: skip
     mi.add_argument(
-        "--replay", default=None, metavar="SLUG",
+        "--replay", default=None, metavar="SLUG", type=GpuSlug(),
         help="judge: search again over the answers a GPU with this signature kept in the store, asking no "
         "oracle and needing no GPU; rewrites the store's record as the searches stand (e.g. a store brought "
         "back from a GPU machine)",
@@ -557,18 +558,21 @@ def _baselines(args: argparse.Namespace) -> int:
         print(f"stored the named baselines of {n_stored} task(s) from {args.load}{other}", file=sys.stderr)
         return 0
     if args.table:
+        slugs = sorted(
+            {f.stem for t in tasks for f in (t.root / "baselines" / "named").glob("*.json")}
+            | {f.stem for t in tasks for f in rec.stored_elsewhere(t)}
+        )
+        have = f" (sets are stored for {', '.join(slugs)})" if slugs else " (no set is stored for any)"
         if args.gpu_slug:
             gpu = GpuSignature(slug=args.gpu_slug, name=args.gpu_slug, compute_capability="")
+            rows = rec.table_rows(tasks, gpu)
+            if all(
+                cell == "-" for row in rows for cell in row[1:]
+            ):  # a mistyped signature: a table of nothing
+                raise BeaverError(f"--gpu-slug {args.gpu_slug}: no time is stored for it{have}")
         else:
             found = probe().gpu
             if found is None:
-                slugs = sorted(
-                    {f.stem for t in tasks for f in (t.root / "baselines" / "named").glob("*.json")}
-                    | {f.stem for t in tasks for f in rec.stored_elsewhere(t)}
-                )
-                have = (
-                    f" (sets are stored for {', '.join(slugs)})" if slugs else " (no set is stored for any)"
-                )
                 raise BeaverError(
                     f"no GPU here: name the GPU signature whose times to show with --gpu-slug{have}"
                 )

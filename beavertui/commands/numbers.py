@@ -124,3 +124,22 @@ class GpuList:
         if not ok:
             raise argparse.ArgumentTypeError(f"must be {self.text()}, not {_shown(text)}")
         return ",".join(items)
+
+
+_SLUG_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789_")
+
+
+class GpuSlug:
+    """The argparse type of a GPU signature as the stores name their folders and files
+    (``nvidia_h200_sm_90_cuda_13_0``: lower-case letters, digits and ``_``, engine/host/gpu.py): anything
+    else names no store, and ``../`` or a control character would reach a path or the terminal."""
+
+    __name__ = "GPU signature"
+
+    def text(self) -> str:
+        return "a GPU signature such as nvidia_h200_sm_90_cuda_13_0 (lower-case letters, digits and _)"
+
+    def __call__(self, text: str) -> str:
+        if not (0 < len(text) <= 120 and all(c in _SLUG_CHARS for c in text)):
+            raise argparse.ArgumentTypeError(f"must be {self.text()}, not {_shown(text) or 'empty'}")
+        return text

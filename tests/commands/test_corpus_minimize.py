@@ -162,7 +162,7 @@ def test_a_replay_rebuilds_the_record_from_kept_judge_answers_without_a_gpu(
     assert main([*argv, "--replay", slug, "--oracle", "compile"]) == 2
     assert "--replay replays a judge search's kept answers" in capsys.readouterr().err
     # a mistyped signature wrote a record of nothing for it, exit 0; now one line, nothing written
-    assert main([*argv, "--replay", "nvidia_h2OO_sm_90_cuda_13_0"]) == 2
+    assert main([*argv, "--replay", "nvidia_h2oo_sm_90_cuda_13_0"]) == 2
     err = capsys.readouterr().err
     assert f"keeps no judge answers for that GPU signature (it keeps them for {slug})" in err
     assert sorted(p.name for p in store.iterdir()) == [slug]

@@ -567,3 +567,30 @@ def test_the_table_without_a_gpu_names_the_signatures_it_could_show(
         "beavertui: no GPU here: name the GPU signature whose times to show with --gpu-slug "
         "(sets are stored for nvidia_h100_80gb_hbm3_sm_90_cuda_13_0)"
     )
+
+
+@pytest.mark.parametrize("slug", ["../../etc", "a\x1b[31mb", "", "Nvidia_H200"])
+def test_a_gpu_signature_that_names_no_store_is_refused_by_the_parser(tmp_path: Path, slug: str) -> None:
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "XDG_CACHE_HOME": str(tmp_path / "xdg")}
+    for cmd in (
+        ["corpus", "baselines", "--table", "--gpu-slug", slug],
+        ["corpus", "minimize", "--replay", slug],
+    ):
+        proc = run_cli(*cmd, env=env)
+        assert proc.returncode == 2, proc.stderr
+        assert "must be a GPU signature such as nvidia_h200_sm_90_cuda_13_0" in proc.stderr
+        assert "\x1b" not in proc.stderr and len(proc.stderr.splitlines()) == 1
+
+
+def test_a_gpu_signature_with_no_time_stored_is_one_line_not_a_table_of_nothing(tmp_path: Path) -> None:
+    """A mistyped signature printed an empty table (every cell -), exit 0; now it names the stored ones."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "XDG_CACHE_HOME": str(tmp_path / "xdg")}
+    proc = run_cli("corpus", "baselines", "--table", "--gpu-slug", "nvidia_h2oo_sm_90_cuda_13_0", env=env)
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr.startswith(
+        "beavertui: --gpu-slug nvidia_h2oo_sm_90_cuda_13_0: no time is stored for it"
+    )
+    stored = sorted(p.stem for p in (CORPUS / "softmax_00" / "baselines" / "named").glob("*.json"))
+    assert stored and all(s in proc.stderr for s in stored)
+    ok = run_cli("corpus", "baselines", "--table", "--gpu-slug", stored[0], "--task", "softmax_00", env=env)
+    assert ok.returncode == 0 and "softmax_00" in ok.stdout
