@@ -117,67 +117,16 @@ class Report:
         """What every table must say: unfinished sessions (left out, or included and marked), sessions of
         tasks withdrawn from their run or found unusable on their GPU by the batch, and the tasks whose correct attempts have no speedup (they count at
         p = 0 only)."""
-        out = []
         st = self.stats
-        if st is not None and st.unfinished_sessions:
-            if st.unfinished_included:
-                out.append(_included(f"{st.unfinished_sessions} UNFINISHED session(s)"))
-            else:
-                cmds = "; ".join(f"beavertui batch --resume {d}" for d in st.resume_dirs()) or (
-                    "run them to the end"
-                )
-                out.append(
-                    f"{st.unfinished_sessions} unfinished session(s) left out of every rate "
-                    f"(finish them: {cmds})"
-                )
-        if st is not None and st.cut_sessions:
-            cut = len(st.cut_sessions)
-            if st.unfinished_included:
-                out.append(
-                    _included(f"{cut} session(s) an infrastructure failure ended before their loop was over")
-                )
-            else:
-                from beavertui.engine.metrics.attempts import run_dir_of
+        out = [] if st is None else _unfinished_notes(st)
+        out += self._rescoring_notes()
+        if st is not None:
+            out += _run_notes(st)
+        return out + _table_notes(self.table)
 
-                lone = [p for p in st.cut_sessions if run_dir_of(p) is None]  # live sessions: no run
-                cmds = "; ".join(
-                    [f"beavertui batch --resume {d} --retry-infra" for d in st.resume_dirs(cut=True)]
-                    + [f"beavertui live --resume {p}" for p in lone[:3]]
-                    + ([f"and {len(lone) - 3} more"] if len(lone) > 3 else [])
-                )
-                out.append(
-                    f"{cut} session(s) an infrastructure failure ended before their loop was over (budget left): "
-                    f"their {st.cut_attempts} judged attempt(s) are left out of every rate, a task with no other "
-                    f"session in no row (run them again once the cause is fixed: {cmds or 'run them again'})"
-                )
-        if st is not None and st.stopped_sessions:
-            n = len(st.stopped_sessions)
-            if st.unfinished_included:
-                out.append(_included(f"{n} session(s) stopped before their loop was over"))
-            else:
-                first = "; ".join(f"beavertui live --resume {p}" for p in st.stopped_sessions[:3])
-                more = f"; and {n - 3} more" if n > 3 else ""
-                out.append(
-                    f"{n} session(s) stopped before their loop was over (live's x or Ctrl-C): their "
-                    f"{st.stopped_attempts} judged attempt(s) are left out of every rate, a task with no other "
-                    f"session in no row (go on with them: {first}{more}; with the --toolchain each ran on, where "
-                    "a replay)"
-                )
-        if st is not None and st.timings_pending:
-            cmds = "; ".join(f"beavertui batch --resume {d}" for d in st.resume_dirs()) or "resume their run"
-            left = "included as they stand, NOT FINAL" if st.unfinished_included else "left out of every rate"
-            out.append(
-                f"{st.timings_pending} timing(s) pending in {len(st.pending_sessions)} session(s), {left} "
-                f"until the timing lane has appended them ({cmds})"
-            )
-        if st is not None and st.withdrawn_sessions:
-            out.append(
-                f"{st.withdrawn_sessions} session(s) of {len(st.withdrawn)} task(s) withdrawn from their run "
-                "left out of every rate (validated unusable after the run began; run.json withdrawn_tasks: "
-                + ", ".join(sorted(st.withdrawn)[:5])
-                + (", ..." if len(st.withdrawn) > 5 else "")
-                + ")"
-            )
+    def _rescoring_notes(self) -> list[str]:
+        """--gate, the protocols it left at their own gate, and arms run twice."""
+        out = []
         if self.gate is not None:
             out.append(f"every rate re-scored at gate p = {self.gate:g} (--gate)")
         for p in self.kept_gate:
@@ -191,44 +140,122 @@ class Report:
                 + ", ".join(f"{n} trajectories of run {r}" for r, n in sorted(self.repeated_arms.items()))
                 + " (an earlier run in the source holds the same model, protocol, task and sample)"
             )
-        if st is not None and st.excluded:
-            out.append(
-                f"{len(st.excluded)} task(s) left out of the run before it began (run.json excluded_tasks), in no "
-                "row: " + _first_reasons(st.excluded)
-            )
-        if st is not None and st.unusable_sessions:
-            out.append(
-                f"{st.unusable_sessions} session(s) of {len(st.unusable)} task(s) found unusable on their GPU "
-                "by the batch's own check, left out of every rate: " + _first_reasons(st.unusable)
-            )
-        if st is not None and st.damaged:
-            out.append(left_out_note(st))
-        if st is not None and st.shared_run_ids:
-            out.append(
-                "two runs that share one run id are kept apart by their folders: "
-                + "; ".join(f"{r}: {', '.join(f)}" for r, f in sorted(st.shared_run_ids.items()))
-                + " (the rows of each folder after the first carry ID (FOLDER) as their run id)"
-            )
-        if st is not None and st.unrecorded_attempts:
-            out.append(
-                f"{st.unrecorded_attempts} attempt(s) of {len(st.unrecorded_tasks)} task(s) were candidates the "
-                "recorded toolchain had no outcome for (unrecorded candidate): counted as failed builds by rule, "
-                "nothing was built, so those rates say nothing about the model (a GPU run judges them)"
-            )
-        n = unspeeded_tasks(self.table)
-        if n:
-            out.append(
-                f"{n} task(s) with a correct attempt but no speedup count at p = 0 only "
-                "(no success in any rate above p = 0: no speedup to hold against p)"
-            )
-        for proto, name, tasks in gate_baseline_missing(self.table):
-            first = ", ".join(tasks[:5]) + (", ..." if len(tasks) > 5 else "")
-            out.append(
-                f"{proto}: {len(tasks)} task(s) with a correct attempt have no {name} baseline on their sessions' "
-                f"GPU ({first}): under this protocol's gate on {name} they count at p = 0 only (no success in "
-                "any rate above p = 0)"
-            )
         return out
+
+
+def _unfinished_notes(st: Any) -> list[str]:
+    """Sessions left out (or included and marked) because they did not finish: unfinished, cut by an
+    infrastructure failure, stopped, waiting for timings, or of a task withdrawn from their run."""
+    out = []
+    if st.unfinished_sessions:
+        if st.unfinished_included:
+            out.append(_included(f"{st.unfinished_sessions} UNFINISHED session(s)"))
+        else:
+            cmds = "; ".join(f"beavertui batch --resume {d}" for d in st.resume_dirs()) or (
+                "run them to the end"
+            )
+            out.append(
+                f"{st.unfinished_sessions} unfinished session(s) left out of every rate (finish them: {cmds})"
+            )
+    if st.cut_sessions:
+        cut = len(st.cut_sessions)
+        if st.unfinished_included:
+            out.append(
+                _included(f"{cut} session(s) an infrastructure failure ended before their loop was over")
+            )
+        else:
+            from beavertui.engine.metrics.attempts import run_dir_of
+
+            lone = [p for p in st.cut_sessions if run_dir_of(p) is None]  # live sessions: no run
+            cmds = "; ".join(
+                [f"beavertui batch --resume {d} --retry-infra" for d in st.resume_dirs(cut=True)]
+                + [f"beavertui live --resume {p}" for p in lone[:3]]
+                + ([f"and {len(lone) - 3} more"] if len(lone) > 3 else [])
+            )
+            out.append(
+                f"{cut} session(s) an infrastructure failure ended before their loop was over (budget left): "
+                f"their {st.cut_attempts} judged attempt(s) are left out of every rate, a task with no other "
+                f"session in no row (run them again once the cause is fixed: {cmds or 'run them again'})"
+            )
+    if st.stopped_sessions:
+        n = len(st.stopped_sessions)
+        if st.unfinished_included:
+            out.append(_included(f"{n} session(s) stopped before their loop was over"))
+        else:
+            first = "; ".join(f"beavertui live --resume {p}" for p in st.stopped_sessions[:3])
+            more = f"; and {n - 3} more" if n > 3 else ""
+            out.append(
+                f"{n} session(s) stopped before their loop was over (live's x or Ctrl-C): their "
+                f"{st.stopped_attempts} judged attempt(s) are left out of every rate, a task with no other "
+                f"session in no row (go on with them: {first}{more}; with the --toolchain each ran on, where "
+                "a replay)"
+            )
+    if st.timings_pending:
+        cmds = "; ".join(f"beavertui batch --resume {d}" for d in st.resume_dirs()) or "resume their run"
+        left = "included as they stand, NOT FINAL" if st.unfinished_included else "left out of every rate"
+        out.append(
+            f"{st.timings_pending} timing(s) pending in {len(st.pending_sessions)} session(s), {left} "
+            f"until the timing lane has appended them ({cmds})"
+        )
+    if st.withdrawn_sessions:
+        out.append(
+            f"{st.withdrawn_sessions} session(s) of {len(st.withdrawn)} task(s) withdrawn from their run "
+            "left out of every rate (validated unusable after the run began; run.json withdrawn_tasks: "
+            + ", ".join(sorted(st.withdrawn)[:5])
+            + (", ..." if len(st.withdrawn) > 5 else "")
+            + ")"
+        )
+    return out
+
+
+def _run_notes(st: Any) -> list[str]:
+    """What the run and its reader left out or kept apart: excluded and unusable tasks, damaged files, run ids
+    two folders share, candidates a recorded toolchain had no outcome for."""
+    out = []
+    if st.excluded:
+        out.append(
+            f"{len(st.excluded)} task(s) left out of the run before it began (run.json excluded_tasks), in no "
+            "row: " + _first_reasons(st.excluded)
+        )
+    if st.unusable_sessions:
+        out.append(
+            f"{st.unusable_sessions} session(s) of {len(st.unusable)} task(s) found unusable on their GPU "
+            "by the batch's own check, left out of every rate: " + _first_reasons(st.unusable)
+        )
+    if st.damaged:
+        out.append(left_out_note(st))
+    if st.shared_run_ids:
+        out.append(
+            "two runs that share one run id are kept apart by their folders: "
+            + "; ".join(f"{r}: {', '.join(f)}" for r, f in sorted(st.shared_run_ids.items()))
+            + " (the rows of each folder after the first carry ID (FOLDER) as their run id)"
+        )
+    if st.unrecorded_attempts:
+        out.append(
+            f"{st.unrecorded_attempts} attempt(s) of {len(st.unrecorded_tasks)} task(s) were candidates the "
+            "recorded toolchain had no outcome for (unrecorded candidate): counted as failed builds by rule, "
+            "nothing was built, so those rates say nothing about the model (a GPU run judges them)"
+        )
+    return out
+
+
+def _table_notes(table: Any) -> list[str]:
+    """Tasks whose correct attempts count at p = 0 only: no speedup, or no baseline for their gate."""
+    out = []
+    n = unspeeded_tasks(table)
+    if n:
+        out.append(
+            f"{n} task(s) with a correct attempt but no speedup count at p = 0 only "
+            "(no success in any rate above p = 0: no speedup to hold against p)"
+        )
+    for proto, name, tasks in gate_baseline_missing(table):
+        first = ", ".join(tasks[:5]) + (", ..." if len(tasks) > 5 else "")
+        out.append(
+            f"{proto}: {len(tasks)} task(s) with a correct attempt have no {name} baseline on their sessions' "
+            f"GPU ({first}): under this protocol's gate on {name} they count at p = 0 only (no success in "
+            "any rate above p = 0)"
+        )
+    return out
 
 
 class WithdrawnFrom:
@@ -354,43 +381,7 @@ def compute(
     )
     is_run = stats.sessions > 0 or bool(stats.damaged)
     if len(table) == 0:
-        if is_run and stats.timings_pending and not include_unfinished:
-            dirs = stats.resume_dirs()
-            hint = f"beavertui batch --resume {dirs[0]}" if dirs else "resume their run"
-            raise BeaverError(
-                f"{source}: nothing final to score yet: {stats.timings_pending} timing(s) pending in "
-                f"{len(stats.pending_sessions)} session(s) ({hint} times them; --include-unfinished scores "
-                "them as they stand)"
-            )
-        if is_run and stats.unfinished_sessions and not include_unfinished:
-            dirs = stats.resume_dirs()
-            hint = f"finish them with beavertui batch --resume {dirs[0]}" if dirs else "finish them"
-            raise BeaverError(
-                f"{source}: no finished session yet ({stats.unfinished_sessions} unfinished; {hint}, "
-                "or score them as they stand with --include-unfinished)"
-            )
-        if is_run and (stats.stopped_sessions or stats.cut_sessions) and not include_unfinished:
-            said = [f"{len(stats.stopped_sessions)} stopped"] if stats.stopped_sessions else []
-            said += (
-                [f"{len(stats.cut_sessions)} ended by an infrastructure failure"]
-                if stats.cut_sessions
-                else []
-            )
-            hint = (
-                f"beavertui live --resume {stats.stopped_sessions[0]}"
-                if stats.stopped_sessions
-                else f"beavertui batch --resume {stats.resume_dirs(cut=True)[0]} --retry-infra"
-                if stats.resume_dirs(cut=True)
-                else f"beavertui live --resume {stats.cut_sessions[0]}"
-            )
-            raise BeaverError(
-                f"{source}: no session has run its loop to the end ({' and '.join(said)} before it was over; go "
-                f"on with {hint} (and the --toolchain it ran on, where a replay), or score them as they stand "
-                "with --include-unfinished)"
-            )
-        if stats.sessions == 0 and stats.damaged:
-            raise BeaverError(f"{source}: {no_session_left(stats)}")
-        raise BeaverError(f"{source}: no attempts")
+        raise _nothing_to_score(source, stats, include_unfinished)
     from beavertui.engine.metrics.paper_tables import paper_tables
     from beavertui.engine.metrics.rescore import drop_repeated_arms, with_gate
 
@@ -414,6 +405,48 @@ def compute(
         repeated_arms=repeated_arms, against=against, headers=headers,
         fix_origins=tuple(sorted(cells_fold.fix_origins)) if cells_fold is not None else (),
     )  # fmt: skip
+
+
+def _nothing_to_score(source: Path, stats: Any, include_unfinished: bool) -> Exception:
+    """Why SOURCE gave no attempt to score, and what to do about it."""
+    from beavertui.engine.errors import BeaverError
+
+    is_run = stats.sessions > 0 or bool(stats.damaged)
+    if is_run and stats.timings_pending and not include_unfinished:
+        dirs = stats.resume_dirs()
+        hint = f"beavertui batch --resume {dirs[0]}" if dirs else "resume their run"
+        return BeaverError(
+            f"{source}: nothing final to score yet: {stats.timings_pending} timing(s) pending in "
+            f"{len(stats.pending_sessions)} session(s) ({hint} times them; --include-unfinished scores "
+            "them as they stand)"
+        )
+    if is_run and stats.unfinished_sessions and not include_unfinished:
+        dirs = stats.resume_dirs()
+        hint = f"finish them with beavertui batch --resume {dirs[0]}" if dirs else "finish them"
+        return BeaverError(
+            f"{source}: no finished session yet ({stats.unfinished_sessions} unfinished; {hint}, "
+            "or score them as they stand with --include-unfinished)"
+        )
+    if is_run and (stats.stopped_sessions or stats.cut_sessions) and not include_unfinished:
+        said = [f"{len(stats.stopped_sessions)} stopped"] if stats.stopped_sessions else []
+        said += (
+            [f"{len(stats.cut_sessions)} ended by an infrastructure failure"] if stats.cut_sessions else []
+        )
+        hint = (
+            f"beavertui live --resume {stats.stopped_sessions[0]}"
+            if stats.stopped_sessions
+            else f"beavertui batch --resume {stats.resume_dirs(cut=True)[0]} --retry-infra"
+            if stats.resume_dirs(cut=True)
+            else f"beavertui live --resume {stats.cut_sessions[0]}"
+        )
+        return BeaverError(
+            f"{source}: no session has run its loop to the end ({' and '.join(said)} before it was over; go "
+            f"on with {hint} (and the --toolchain it ran on, where a replay), or score them as they stand "
+            "with --include-unfinished)"
+        )
+    if stats.sessions == 0 and stats.damaged:
+        return BeaverError(f"{source}: {no_session_left(stats)}")
+    return BeaverError(f"{source}: no attempts")
 
 
 def _light(header: Any) -> Any:
