@@ -52,6 +52,42 @@ def _rates(g: GroupMetrics, resamples: int, seed: int) -> dict[str, Rate]:
     return out
 
 
+def _protocol_label(g: GroupMetrics) -> str:
+    """The protocol's short label, with the corpus where the group has one."""
+    proto = g.protocol.short()
+    return f"{proto} [{g.corpus}]" if g.corpus else proto
+
+
+def _main_row(g: GroupMetrics, r: Mapping[str, Rate]) -> tuple[Cell, ...]:
+    """One group's row of the main table."""
+    dom = "-"
+    if g.dominant_stagnation is not None and g.dominant_stagnation_share is not None:
+        dom = f"{g.dominant_stagnation} ({100 * g.dominant_stagnation_share:.0f}%)"
+    note = f"under-sampled (n < K={g.k})" if g.under_sampled else ""
+    if g.n_degenerate_fallback:
+        fall = f"{g.n_degenerate_fallback} of {g.n_degenerate_judged} without timing samples: raw rule"
+        note = "; ".join(x for x in (note, fall) if x)
+    if g.n_unstable_successes:
+        shaky = f"unstable timing: {g.n_unstable_successes}"
+        note = "; ".join(x for x in (note, shaky) if x)
+    return (
+        g.model,
+        _protocol_label(g),
+        str(g.n_tasks),
+        r["pass@1"],
+        r["pass@k"],
+        r["debug"],
+        r["stagnation"],
+        dom,
+        r["degenerate"],
+        r["degenerate_raw"],
+        Rate(r["degenerate_raw_floor"].value),  # its interval is in --json: the column stays narrow
+        str(g.n_infra_excluded),
+        str(g.n_flagged_successes),
+        note,
+    )
+
+
 def main_tables(
     groups: Sequence[GroupMetrics],
     *,
@@ -65,38 +101,8 @@ def main_tables(
     rows: list[tuple[Cell, ...]] = []
     sweep_rows: list[tuple[Cell, ...]] = []
     for g, r in zip(groups, rates, strict=True):
-        proto = g.protocol.short()
-        dom = "-"
-        if g.dominant_stagnation is not None and g.dominant_stagnation_share is not None:
-            dom = f"{g.dominant_stagnation} ({100 * g.dominant_stagnation_share:.0f}%)"
-        note = f"under-sampled (n < K={g.k})" if g.under_sampled else ""
-        if g.n_degenerate_fallback:
-            fall = f"{g.n_degenerate_fallback} of {g.n_degenerate_judged} without timing samples: raw rule"
-            note = "; ".join(x for x in (note, fall) if x)
-        if g.n_unstable_successes:
-            shaky = f"unstable timing: {g.n_unstable_successes}"
-            note = "; ".join(x for x in (note, shaky) if x)
-        if g.corpus:
-            proto = f"{proto} [{g.corpus}]"
-        rows.append(
-            (
-                g.model,
-                proto,
-                str(g.n_tasks),
-                r["pass@1"],
-                r["pass@k"],
-                r["debug"],
-                r["stagnation"],
-                dom,
-                r["degenerate"],
-                r["degenerate_raw"],
-                Rate(r["degenerate_raw_floor"].value),  # its interval is in --json: the column stays narrow
-                str(g.n_infra_excluded),
-                str(g.n_flagged_successes),
-                note,
-            )
-        )
-        sweep_rows.append((g.model, proto, *(r[f"p{p:.1f}"] for p in P_SWEEP)))
+        rows.append(_main_row(g, r))
+        sweep_rows.append((g.model, _protocol_label(g), *(r[f"p{p:.1f}"] for p in P_SWEEP)))
     main = Table(
         "Repair rates per model and protocol (at the protocol's gate)",
         (
@@ -222,6 +228,19 @@ def baselines_table(
     )
 
 
+def _analysis_shares(c: Any, resamples: int, seed: int) -> list[Rate]:
+    """Edit precision, bug recall and code degeneration of one group's cells, with their intervals."""
+    iv = intervals(np.zeros((len(c.tasks), 0)), c.nums, c.dens, resamples, seed, tasks=c.tasks)
+    num, den = c.nums.sum(axis=0), c.dens.sum(axis=0)
+    shares = []
+    for j in range(3):
+        if den[j] > 0:
+            shares.append(Rate(float(num[j] / den[j]), _f(iv.ratio_lo[j]), _f(iv.ratio_hi[j])))
+        else:
+            shares.append(Rate(None))
+    return shares
+
+
 def analysis_table(
     groups: Sequence[GroupMetrics],
     cells: Mapping[Any, Any],
@@ -256,14 +275,7 @@ def analysis_table(
                 )
             )
             continue
-        iv = intervals(np.zeros((len(c.tasks), 0)), c.nums, c.dens, resamples, seed, tasks=c.tasks)
-        num, den = c.nums.sum(axis=0), c.dens.sum(axis=0)
-        shares = []
-        for j in range(3):
-            if den[j] > 0:
-                shares.append(Rate(float(num[j] / den[j]), _f(iv.ratio_lo[j]), _f(iv.ratio_hi[j])))
-            else:
-                shares.append(Rate(None))
+        shares = _analysis_shares(c, resamples, seed)
         rows.append(
             (
                 g.model,
@@ -511,80 +523,69 @@ def breakdown_table(
 Formatter = Callable[[Rate], str]
 
 
-def usage_table(groups: Sequence[GroupMetrics], usage: Mapping[Any, Any], *, machine: bool = False) -> Table:
-    """Tokens and cost per group (``usage`` maps analysis.report.group_key to engine.metrics.usage.GroupUsage),
-    and the run's total when there is more than one group. ``machine``: for a program (CSV), one number a
-    cell ("3200", "0.0069"), empty where unknown, the unit in the column's name, where people read "3.2k"
-    and "$0.0069"."""
-    from beavertui.engine.metrics.groups import group_key
-    from beavertui.engine.metrics.usage import total
+def _usage_row(model: str, proto: str, g: Any) -> tuple[Cell, ...]:
+    """A usage row for people: "3.2k" tokens, "$0.0069"."""
     from beavertui.engine.session.usage import dollars, reasoning_text, tokens_text
 
-    def row(model: str, proto: str, g: Any) -> tuple[Cell, ...]:
-        u = g.usage
-        reported = u.replies - u.unreported
-        at_least = ">=" if g.partial_cost else ""  # some replies unpriced: the sum of the priced ones
+    u = g.usage
+    reported = u.replies - u.unreported
+    at_least = ">=" if g.partial_cost else ""  # some replies unpriced: the sum of the priced ones
 
-        def usd(x: float | None) -> str:
-            return dollars(x) if x is None else at_least + dollars(x)
+    def usd(x: float | None) -> str:
+        return dollars(x) if x is None else at_least + dollars(x)
 
-        return (
-            model,
-            proto,
-            str(g.sessions),
-            str(g.repaired),
-            f"{reported}/{u.replies}",
-            tokens_text(u.prompt_tokens) if reported else "-",
-            tokens_text(u.completion_tokens) if reported else "-",
-            reasoning_text(u),
-            usd(u.cost_usd),
-            usd(g.cost_per_session),
-            usd(g.cost_per_repair),
-            str(u.cached),
-            usd(u.paid_usd) if u.cached else usd(u.cost_usd),
-        )
+    return (
+        model,
+        proto,
+        str(g.sessions),
+        str(g.repaired),
+        f"{reported}/{u.replies}",
+        tokens_text(u.prompt_tokens) if reported else "-",
+        tokens_text(u.completion_tokens) if reported else "-",
+        reasoning_text(u),
+        usd(u.cost_usd),
+        usd(g.cost_per_session),
+        usd(g.cost_per_repair),
+        str(u.cached),
+        usd(u.paid_usd) if u.cached else usd(u.cost_usd),
+    )
+
+
+def _usage_machine_row(model: str, proto: str, g: Any) -> tuple[Cell, ...]:
+    """A usage row for a program: one number a cell, empty where unknown."""
 
     def number(x: float | None) -> str:
         return "" if x is None else f"{x:.6g}"
 
-    def machine_row(model: str, proto: str, g: Any) -> tuple[Cell, ...]:
-        u = g.usage
-        reported = u.replies - u.unreported
-        counts = (u.prompt_tokens, u.completion_tokens)
-        return (
-            model,
-            proto,
-            str(g.sessions),
-            str(g.repaired),
-            str(u.replies),
-            str(reported),
-            *(str(n) if reported else "" for n in counts),
-            str(u.reasoning_tokens) if u.reasoning_reported else "",
-            str(u.reasoning_reported),
-            str(g.unpriced),
-            number(u.cost_usd),
-            number(g.cost_per_session),
-            number(g.cost_per_repair),
-            str(u.cached),
-            number(u.paid_usd if u.cached else u.cost_usd),
-        )
+    u = g.usage
+    reported = u.replies - u.unreported
+    counts = (u.prompt_tokens, u.completion_tokens)
+    return (
+        model,
+        proto,
+        str(g.sessions),
+        str(g.repaired),
+        str(u.replies),
+        str(reported),
+        *(str(n) if reported else "" for n in counts),
+        str(u.reasoning_tokens) if u.reasoning_reported else "",
+        str(u.reasoning_reported),
+        str(g.unpriced),
+        number(u.cost_usd),
+        number(g.cost_per_session),
+        number(g.cost_per_repair),
+        str(u.cached),
+        number(u.paid_usd if u.cached else u.cost_usd),
+    )
 
-    make = machine_row if machine else row
-    rows = []
-    seen = {}
-    for gm in groups:
-        key = group_key(gm.model, gm.protocol.as_dict())
-        g = usage.get(key)
-        if g is not None:
-            seen[key] = g
-            rows.append(make(gm.model, gm.protocol.short(), g))
-    if len(seen) > 1:
-        rows.append(make("whole run", "", total(seen)))
+
+def _usage_unknowns(seen: Sequence[Any], machine: bool) -> str:
+    """What the usage table's note says of token counts an endpoint did not send."""
     silent = (
         " An endpoint sent no token counts for some replies (usage reported below all): their tokens and cost "
         "are unknown, not zero, and in no sum (a server may send none in a stream; --no-stream asks for whole "
         "replies, which usually carry them)."
-        if any(g.unreported_by_endpoint for g in seen.values())
+        if any(g.unreported_by_endpoint for g in seen)
         else ""
     )
     unthinking = (
@@ -596,9 +597,32 @@ def usage_table(groups: Sequence[GroupMetrics], usage: Mapping[Any, Any], *, mac
             if machine
             else "n/a: no reply of the row reported one; >=: the sum over those that did)."
         )
-        if any(g.usage.reasoning_unreported for g in seen.values())
+        if any(g.usage.reasoning_unreported for g in seen)
         else ""
     )
+    return silent + unthinking
+
+
+def usage_table(groups: Sequence[GroupMetrics], usage: Mapping[Any, Any], *, machine: bool = False) -> Table:
+    """Tokens and cost per group (``usage`` maps analysis.report.group_key to engine.metrics.usage.GroupUsage),
+    and the run's total when there is more than one group. ``machine``: for a program (CSV), one number a
+    cell ("3200", "0.0069"), empty where unknown, the unit in the column's name, where people read "3.2k"
+    and "$0.0069"."""
+    from beavertui.engine.metrics.groups import group_key
+    from beavertui.engine.metrics.usage import total
+
+    make = _usage_machine_row if machine else _usage_row
+    rows = []
+    seen = {}
+    for gm in groups:
+        key = group_key(gm.model, gm.protocol.as_dict())
+        g = usage.get(key)
+        if g is not None:
+            seen[key] = g
+            rows.append(make(gm.model, gm.protocol.short(), g))
+    if len(seen) > 1:
+        rows.append(make("whole run", "", total(seen)))
+    unknown = _usage_unknowns(list(seen.values()), machine)
     if machine:
         return Table(
             "Tokens and cost per model and protocol",
@@ -628,8 +652,7 @@ def usage_table(groups: Sequence[GroupMetrics], usage: Mapping[Any, Any], *, mac
             "where replies without a price sit beside priced ones (a priced planner beside an unpriced coder) it "
             "is a lower bound; per repair: cost over the sessions "
             "that passed. cached replies: served by the reply cache, not asked again; paid: cost less those."
-            + silent
-            + unthinking,
+            + unknown,
             name="usage",
         )
     return Table(
@@ -656,7 +679,6 @@ def usage_table(groups: Sequence[GroupMetrics], usage: Mapping[Any, Any], *, mac
         "of the models file (US dollars; - without prices); >=: a lower bound, the sum over the priced replies "
         "where others have no price (a priced planner beside an unpriced coder); per repair: cost over the "
         "sessions that passed. cached replies: served by the reply cache, not asked again; paid: cost less those."
-        + silent
-        + unthinking,
+        + unknown,
         name="usage",
     )
