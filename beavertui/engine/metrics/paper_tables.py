@@ -16,7 +16,7 @@ layouts live in reports/paper.py. Nothing here reads a file or prints.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -224,6 +224,32 @@ def paper_tables(groups: Sequence[GroupMetrics], *, rescored_gate: float | None 
         return PaperTables(None, None, (), (), Tau(None, None, (), ()), STANDING_DEPARTURES)
     protos = {g.protocol for g in mains}
     main = mains[0].protocol if len(protos) == 1 else None
+    reps = _repeated_arms(mains, groups)
+    rep_protos = {r.protocol for r in reps.values()}
+    rep_proto = next(iter(rep_protos)) if len(rep_protos) == 1 else None
+    t1 = tuple(_table1_row(g) for g in mains)
+    t2 = [_table2_row(g, reps.get((g.model, g.corpus))) for g in mains]
+    # tau over exactly the models both columns have; the others are named
+    both = [r for r in t2 if r.iter is not None and r.rep is not None]
+    one = sorted(r.model for r in t2 if r not in both)
+    if len(both) >= 2:
+        tau, pval = kendall_tau_b([r.iter for r in both], [r.rep for r in both])  # type: ignore[misc]
+    else:
+        tau, pval = None, None
+    return PaperTables(
+        main,
+        rep_proto,
+        t1,
+        tuple(t2),
+        Tau(tau, pval, tuple(r.model for r in both), tuple(one)),
+        _all_departures(mains, reps, per_model=main is None, rescored_gate=rescored_gate),
+    )
+
+
+def _repeated_arms(
+    mains: Sequence[GroupMetrics], groups: Sequence[GroupMetrics]
+) -> dict[tuple[str, str | None], GroupMetrics]:
+    """Per (model, corpus) of a main group: its repeated arm with tasks (T = 1.0 first), if any."""
     reps: dict[tuple[str, str | None], GroupMetrics] = {}
     for g in mains:
         cands = [
@@ -236,58 +262,59 @@ def paper_tables(groups: Sequence[GroupMetrics], *, rescored_gate: float | None 
             reps[(g.model, g.corpus)] = min(
                 cands, key=lambda r: (r.protocol.temperature != PAPER_REP_TEMPERATURE, r.protocol)
             )
-    rep_protos = {r.protocol for r in reps.values()}
-    rep_proto = next(iter(rep_protos)) if len(rep_protos) == 1 else None
+    return reps
 
-    t1 = tuple(
-        Table1Row(
-            model=g.model,
-            corpus=g.corpus,
-            n_tasks=g.n_tasks,
-            k=g.k,
-            pass_at_1=g.pass_at_1,
-            debug_rate=g.debug_rate,
-            pass_at_k=g.pass_at_k,
-            stagnation_rate=g.stagnation_rate,
-            n_stagnated=g.n_stagnated,
-            n_never_succeeded=g.n_never_succeeded,
-            dominant_stagnation=g.dominant_stagnation,
-            dominant_stagnation_share=g.dominant_stagnation_share,
-            compile_at_1=g.compile_at_1,
-            avg_iterations=g.avg_iterations,
-            n_infra_excluded=g.n_infra_excluded,
-        )
-        for g in mains
+
+def _table1_row(g: GroupMetrics) -> Table1Row:
+    return Table1Row(
+        model=g.model,
+        corpus=g.corpus,
+        n_tasks=g.n_tasks,
+        k=g.k,
+        pass_at_1=g.pass_at_1,
+        debug_rate=g.debug_rate,
+        pass_at_k=g.pass_at_k,
+        stagnation_rate=g.stagnation_rate,
+        n_stagnated=g.n_stagnated,
+        n_never_succeeded=g.n_never_succeeded,
+        dominant_stagnation=g.dominant_stagnation,
+        dominant_stagnation_share=g.dominant_stagnation_share,
+        compile_at_1=g.compile_at_1,
+        avg_iterations=g.avg_iterations,
+        n_infra_excluded=g.n_infra_excluded,
     )
-    t2: list[Table2Row] = []
-    for g in mains:
-        vals = {p: g.p_sweep.get(p) for p in TABLE2_P}
-        known = [v for v in vals.values() if v is not None]
-        r = reps.get((g.model, g.corpus))
-        t2.append(
-            Table2Row(
-                model=g.model,
-                corpus=g.corpus,
-                n_tasks_iter=g.n_tasks,
-                n_tasks_rep=None if r is None else r.n_tasks,
-                p=vals,
-                swing=max(known) - min(known) if len(known) == len(vals) else None,
-                iter=g.pass_at_k,
-                rep=None if r is None else r.pass_at_k,
-            )
-        )
-    # tau over exactly the models both columns have; the others are named
-    both = [r for r in t2 if r.iter is not None and r.rep is not None]
-    one = sorted(r.model for r in t2 if r not in both)
-    if len(both) >= 2:
-        tau, pval = kendall_tau_b([r.iter for r in both], [r.rep for r in both])  # type: ignore[misc]
-    else:
-        tau, pval = None, None
+
+
+def _table2_row(g: GroupMetrics, r: GroupMetrics | None) -> Table2Row:
+    """A main group's Table 2 row, beside its repeated arm ``r``."""
+    vals = {p: g.p_sweep.get(p) for p in TABLE2_P}
+    known = [v for v in vals.values() if v is not None]
+    return Table2Row(
+        model=g.model,
+        corpus=g.corpus,
+        n_tasks_iter=g.n_tasks,
+        n_tasks_rep=None if r is None else r.n_tasks,
+        p=vals,
+        swing=max(known) - min(known) if len(known) == len(vals) else None,
+        iter=g.pass_at_k,
+        rep=None if r is None else r.pass_at_k,
+    )
+
+
+def _all_departures(
+    mains: Sequence[GroupMetrics],
+    reps: Mapping[tuple[str, str | None], GroupMetrics],
+    *,
+    per_model: bool,
+    rescored_gate: float | None,
+) -> tuple[str, ...]:
+    """Every departure from the paper's protocol the tables carry, each once (``per_model``: the main groups
+    ran under different protocols, so each departure names its model)."""
     deps: list[str] = []
     if rescored_gate is not None:
         deps.append(f"re-scored at gate p = {rescored_gate:g} after the run (metrics --gate)")
     for g in mains:
-        who = "" if main is not None else f"{g.model}: "
+        who = f"{g.model}: " if per_model else ""
         r = reps.get((g.model, g.corpus))
         for d in _departures(g.protocol, None if r is None else r.protocol):
             if f"{who}{d}" not in deps:
@@ -298,14 +325,7 @@ def paper_tables(groups: Sequence[GroupMetrics], *, rescored_gate: float | None 
                 "session cut and scored with --include-unfinished leaves it): its Rep and Delta_iter-rep are empty"
             )
     deps.extend(STANDING_DEPARTURES)
-    return PaperTables(
-        main,
-        rep_proto,
-        t1,
-        tuple(t2),
-        Tau(tau, pval, tuple(r.model for r in both), tuple(one)),
-        tuple(deps),
-    )
+    return tuple(deps)
 
 
 def _departures(main: ProtocolKey, rep: ProtocolKey | None) -> list[str]:
