@@ -208,3 +208,30 @@ def test_every_field_a_session_line_can_carry_is_in_its_row_of_format_md() -> No
             problems.append(f"`{kind}` ({cls.__name__}): {', '.join(missing)} not in its row")
     assert kinds >= 15
     assert not problems, "\n".join(problems)
+
+
+def test_architecture_names_every_module_of_the_package() -> None:
+    """docs/architecture.md names each module of the layers it describes (a file name in a code span), so a
+    module added without a word on where it stands fails here. A command module is named by its command
+    (`commands/<name>.py`, listed in cli.py), a top-level module of the engine by its floor."""
+    from beavertui.cli import COMMANDS
+
+    spans = [
+        span
+        for line in (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8").splitlines()
+        for span in re.findall(r"`([^`]+)`", line)
+    ]
+    named = {word.rsplit("/", 1)[-1] for span in spans for word in re.findall(r"[\w/]+\.py", span)}
+    floors = set(spans)  # the engine's top-level modules are named by their floor (`errors`, `fileio`...)
+    package = ROOT / "beavertui"
+    missing = [
+        path.relative_to(package).as_posix()
+        for layer in ("engine", "batch", "reports", "service", "commands", "tui")
+        for path in sorted((package / layer).rglob("*.py"))
+        if path.name != "__init__.py"
+        and path.name not in named
+        and not (layer == "commands" and path.stem in COMMANDS)
+        and not (path.parent == package / "engine" and path.stem in floors)
+    ]
+    assert len(named) > 100
+    assert not missing, "modules docs/architecture.md does not name:\n" + "\n".join(missing)
