@@ -235,3 +235,22 @@ def test_architecture_names_every_module_of_the_package() -> None:
     ]
     assert len(named) > 100
     assert not missing, "modules docs/architecture.md does not name:\n" + "\n".join(missing)
+
+
+#: words of a campaign log, not of a reference: who did what when belongs in docs/lab/
+NARRATION = re.compile(
+    r"\b(?:today|yesterday|tonight|this morning|we|our)\b|\(\w+ session\)|\bthis session's run\b",
+    re.IGNORECASE,
+)
+
+
+def test_reference_docs_do_not_narrate_sessions() -> None:
+    """README.md and docs/*.md say what is true now; a dated campaign ("today we measured", "the sixth
+    session") is written in docs/lab/, and a reference links to it."""
+    problems = [
+        f"{path.name}:{n}: {m[0]!r}: {line.strip()[:80]}"
+        for path in REFERENCE
+        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+        for m in NARRATION.finditer(line)
+    ]
+    assert not problems, "\n".join(problems)
