@@ -254,3 +254,53 @@ def test_reference_docs_do_not_narrate_sessions() -> None:
         for m in NARRATION.finditer(line)
     ]
     assert not problems, "\n".join(problems)
+
+
+#: a script of the repository with the words after it: `python3 bench/tui_bench.py --sessions 10000`
+SCRIPT_LINE = re.compile(
+    r"(?<![\w/])((?:bench|scripts)/[\w.-]+\.(?:py|sh))((?:\s+(?:[\w$/.=<>\[\]:,-]+|'[^']*'))*)"
+)
+
+
+def test_the_flags_the_docs_give_a_script_are_the_scripts() -> None:
+    """Each flag a doc passes to a script of bench/ or scripts/ (`bench/tui_bench.py --sessions 10000`) is
+    one its source spells: a flag renamed in the script but not in the doc fails here."""
+    problems = []
+    for path in REFERENCE:
+        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            for m in SCRIPT_LINE.finditer(line):
+                script = ROOT / m[1]
+                if not script.is_file():
+                    problems.append(f"{path.name}:{n}: no {m[1]}")
+                    continue
+                source = script.read_text(encoding="utf-8")
+                problems += [
+                    f"{path.name}:{n}: {m[1]} has no {flag}"
+                    for flag in re.findall(r"(?<![\w-])(--[a-z][\w-]*)", m[2])
+                    if flag not in source
+                ]
+    assert not problems, "\n".join(problems)
+
+
+def test_every_environment_variable_the_package_reads_is_documented() -> None:
+    """A `BEAVERTUI_*` variable the package reads is named in README.md or docs/ (architecture.md's table of
+    settings from the environment says where it is read), and each one the docs name outside the test
+    suite's own is read somewhere."""
+    package = {
+        name
+        for path in (ROOT / "beavertui").rglob("*.py")
+        for name in re.findall(r"BEAVERTUI_[A-Z_]+", path.read_text(encoding="utf-8"))
+    }
+    docs = {
+        name
+        for path in REFERENCE
+        for name in re.findall(r"BEAVERTUI_[A-Z_]+", path.read_text(encoding="utf-8"))
+    }
+    tests = {
+        name
+        for path in (ROOT / "tests").rglob("*.py")
+        for name in re.findall(r"BEAVERTUI_[A-Z_]+", path.read_text(encoding="utf-8"))
+    }
+    assert package, "the scan still finds the variables"
+    assert not package - docs, f"read but not documented: {sorted(package - docs)}"
+    assert not docs - package - tests, f"documented but read nowhere: {sorted(docs - package - tests)}"
