@@ -304,3 +304,31 @@ def test_every_environment_variable_the_package_reads_is_documented() -> None:
     assert package, "the scan still finds the variables"
     assert not package - docs, f"read but not documented: {sorted(package - docs)}"
     assert not docs - package - tests, f"documented but read nowhere: {sorted(docs - package - tests)}"
+
+
+def test_the_indexes_list_every_doc_and_every_campaign() -> None:
+    """docs/README.md links every reference page of docs/, docs/lab/README.md every campaign file, and each
+    folder of raw data in docs/data/ is named by a doc: a page added without its line in the index fails."""
+    index = (ROOT / "docs" / "README.md").read_text(encoding="utf-8")
+    lab = (ROOT / "docs" / "lab" / "README.md").read_text(encoding="utf-8")
+    unindexed = [
+        p.name
+        for p in sorted((ROOT / "docs").glob("*.md"))
+        if p.name != "README.md" and f"]({p.name}" not in index
+    ]
+    unlisted = [
+        p.name
+        for p in sorted((ROOT / "docs" / "lab").glob("*.md"))
+        if p.name != "README.md" and f"]({p.name})" not in lab
+    ]
+    docs = "".join(
+        p.read_text(encoding="utf-8") for p in [*REFERENCE, *sorted((ROOT / "docs" / "lab").glob("*.md"))]
+    )
+    unnamed = [
+        p.name
+        for p in sorted((ROOT / "docs" / "data").iterdir())
+        if p.is_dir() and f"data/{p.name}" not in docs
+    ]
+    assert not unindexed, f"not in docs/README.md: {unindexed}"
+    assert not unlisted, f"not in docs/lab/README.md: {unlisted}"
+    assert not unnamed, f"docs/data folders no doc names: {unnamed}"
