@@ -42,7 +42,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from beavertui.engine.errors import BeaverError
 from beavertui.engine.fileio import read_small_text
 from beavertui.engine.limits import MAX_RETRIES, MAX_SAMPLES, MAX_TIMEOUT_S, MAX_TOKENS, MAX_TOP_P
-from beavertui.engine.session.events import Name
+from beavertui.engine.session.events import GivenName
 from beavertui.engine.session.protocol import Protocol, few_shot_label
 
 #: A protocol file larger than this is refused before it is parsed.
@@ -66,9 +66,9 @@ class ModelSpec(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
-    model: Name
+    model: GivenName
     """Endpoint model name, ``scripted:FILE``, ``scripted:@reference`` (see models.py) or ``replay:SESSION``."""
-    label: Name | None = None
+    label: GivenName | None = None
     """Name used in the run directory and tables; default: ``model``."""
     base_url: str | None = None
     """Endpoint base URL (OpenAI-compatible); None: OPENAI_BASE_URL or the OpenAI API."""
@@ -150,7 +150,7 @@ class PairingSpec(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    name: Name
+    name: GivenName
     """The axis name the comparison is reported under."""
     a: dict[str, Any]
     """Protocol-object fields of the first side (the delta is b minus a)."""

@@ -70,3 +70,37 @@ def test_live_with_such_an_endpoint_model_is_one_line_before_anything_is_written
     assert "Traceback" not in out.stderr and len(out.stderr.strip().splitlines()) == 1
     assert "\x1b" not in out.stderr
     assert not (tmp_path / "s.jsonl").exists()
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '[protocol]\nbudget = 2\n[[models]]\nmodel = "scripted:@demo"\nlabel = ""\n',
+        '[protocol]\nbudget = 2\n[[models]]\nmodel = ""\n',
+    ],
+)
+def test_an_empty_model_name_in_a_protocol_file_is_refused(tmp_path: Path, text: str) -> None:
+    path = tmp_path / "p.toml"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(BeaverError, match="at least 1 character"):
+        load_batch_file(path)
+
+
+def test_an_empty_model_name_is_refused_before_a_run_folder(tmp_path: Path) -> None:
+    """``--models ''`` (an unset shell variable) made a run folder and sent model "" to the endpoint."""
+    models = tmp_path / "models.toml"
+    models.write_text('[models.a]\nmodel = ""\n', encoding="utf-8")
+    with pytest.raises(BeaverError, match=r"models\.a\.model: .*at least 1 character"):
+        load_models_file(models)
+    with pytest.raises(BeaverError, match="at least 1 character"):
+        ModelSpec.named("")
+    with pytest.raises(BeaverError, match="a model name is empty"):
+        endpoint_config("", models=None)
+    with Endpoint(lambda model, body, headers: ("json", completion(model, "no code"))) as ep:
+        out = run_cli(
+            "batch", "--models", "", "--base-url", ep.url, "--toolchain", "demo", "--tasks", "softmax_00",
+            "--sessions-dir", tmp_path / "s", "--quiet",
+        )  # fmt: skip
+        assert not ep.requests
+    assert out.returncode == 2 and "at least 1 character" in out.stderr, out.stderr
+    assert not (tmp_path / "s").exists()

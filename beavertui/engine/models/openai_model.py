@@ -33,7 +33,7 @@ from beavertui.engine.limits import MAX_BUDGET, MAX_SEED, MAX_TEMPERATURE, MAX_T
 from beavertui.engine.limits import MAX_RETRIES as MAX_RETRIES
 from beavertui.engine.limits import MAX_TIMEOUT_S as MAX_TIMEOUT_S
 from beavertui.engine.models.base import Completion, DeltaCallback, EndpointError
-from beavertui.engine.session.events import Message, ModelInfo, Name, Prices, model_identity
+from beavertui.engine.session.events import GivenName, Message, ModelInfo, Prices, model_identity
 from beavertui.engine.session.redaction import (
     REDACTED,
     Secrets,
@@ -63,7 +63,7 @@ class OpenAIConfig(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
-    model: Name
+    model: GivenName
     """Model name as the endpoint knows it."""
     base_url: str | None = None
     """Endpoint base URL, e.g. ``http://localhost:8000/v1``; None: OPENAI_BASE_URL or the OpenAI API."""

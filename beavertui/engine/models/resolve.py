@@ -44,8 +44,10 @@ class SettingError(BeaverError):
 
 
 def refuse_control(name: str) -> None:
-    """A model name the session header would refuse (a terminal control character) is refused before
-    anything runs, in one line."""
+    """A model name the session header would refuse (empty, or with a terminal control character) is
+    refused before anything runs, in one line."""
+    if not name:
+        raise BeaverError("a model name is empty: name the model to ask")
     if has_control(name):
         raise BeaverError(f"model {name!r}: holds a terminal control character")
 

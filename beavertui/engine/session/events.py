@@ -62,6 +62,8 @@ def _printable(value: str | None) -> str | None:
 
 #: A name shown as is on a terminal: no control characters.
 Name = Annotated[str, AfterValidator(_printable)]
+#: A name that must be given: at least one character, none of them a control character.
+GivenName = Annotated[str, Field(min_length=1), AfterValidator(_printable)]
 
 
 def has_control(value: str) -> bool:
