@@ -336,21 +336,27 @@ def test_the_indexes_list_every_doc_and_every_campaign() -> None:
 
 def test_every_field_of_a_models_file_and_a_protocol_files_models_is_in_the_readme() -> None:
     """README.md's "A models file" names every key a `[models.NAME]` table takes (engine/models/openai_model.py
-    `OpenAIConfig`) and "A protocol file's `[[models]]`" every key of `batch/protocol_file.py`'s `ModelSpec`;
-    the protocol object of docs/format.md every field of `Protocol`. A key the readers take without a word
+    `OpenAIConfig`) and "A protocol file's `[[models]]`" every key of `batch/protocol_file.py`'s `ModelSpec`,
+    and the paragraphs after it every top-level key of a protocol file (`BatchFile`); the protocol object of
+    docs/format.md every field of `Protocol`. A key the readers take without a word
     in the docs fails here."""
-    from beavertui.batch.protocol_file import ModelSpec
+    from beavertui.batch.protocol_file import BatchFile, ModelSpec
     from beavertui.engine.models.openai_model import OpenAIConfig
     from beavertui.engine.session.protocol import Protocol
 
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     models_file = readme.split("**A models file**", 1)[1].split("**A protocol file's `[[models]]`**", 1)[0]
     models_list = readme.split("**A protocol file's `[[models]]`**", 1)[1].split("```", 1)[0]
+    protocol_file = readme.split("**A protocol file's `[[models]]`**", 1)[1].split(
+        "**The CUDABeaver release's", 1
+    )[0]
     fmt = (ROOT / "docs" / "format.md").read_text(encoding="utf-8")
     protocol = fmt.split("### The protocol object in the header", 1)[1].split("\n## ", 1)[0]
 
     def named(text: str) -> set[str]:
-        return set(re.findall(r"`(\w+)`", text)) | set(re.findall(r"^(\w+) =", text, re.MULTILINE))
+        return set(re.findall(r"`\[{0,2}(\w+)\]{0,2}`", text)) | set(
+            re.findall(r"^(\w+) =", text, re.MULTILINE)
+        )
 
     missing = [
         f"{where}: {field}"
@@ -358,6 +364,7 @@ def test_every_field_of_a_models_file_and_a_protocol_files_models_is_in_the_read
             ("models file", OpenAIConfig, models_file),
             ("[[models]]", ModelSpec, models_list),
             ("protocol object", Protocol, protocol),
+            ("protocol file", BatchFile, protocol_file),
         )
         for field in model.model_fields
         if field not in named(text)
