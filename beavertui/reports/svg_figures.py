@@ -1,5 +1,6 @@
 """SVG figures beyond the p sweep and swing: how sessions ended (stagnation modes), the speedups of correct
-repairs, pass@k over the feedback levels and history windows, and the models' ranks behind Kendall's tau.
+repairs, pass@k over the feedback levels, history windows and few-shot examples, and the models' ranks
+behind Kendall's tau.
 
 Drawn as reports/svg.py draws (same fonts, palette, text-width estimate, white canvas sized to its text),
 from the numbers engine/metrics/figures.py lays out. Every figure ends with notes saying what it counts
@@ -259,29 +260,34 @@ def speedup_svg(hists: Sequence[Mapping[str, Any]], left_out: Sequence[str] = ()
     return _doc(w, ly + 4 + h_notes + 10, body + lines)
 
 
-LEVELS_TITLE = "pass@k over the feedback levels and the history windows, per model"
+LEVELS_TITLE = "pass@k over the feedback levels, the history windows and the few-shot examples, per model"
 LEVEL_AXIS_NAME = {
     "feedback": "feedback level (L0 nothing back ... L3 the full report, L4 profiler metrics)",
     "history": "history window H (earlier turns the prompt keeps)",
+    "few_shot": "few-shot examples: strategy and K examples (none: no examples)",
 }
 LEVEL_NONE = {
     "feedback": "No runs of one model that differ only in the feedback level.",
     "history": "No runs of one model that differ only in the history window.",
+    "few_shot": "No runs of one model that differ only in the few-shot examples.",
 }
+LEVELS_NONE = "No runs vary the feedback level, the history window or the few-shot examples."
 
 
 def levels_svg(panels: Sequence[Mapping[str, Any]]) -> str:
     """One line panel per level axis (engine.metrics.figures.level_panels): pass@k (%) of each model at
-    each value of the axis it ran, the other settings fixed; a panel without runs says so."""
+    each value of the axis it ran, the other settings fixed, a polyline per segment of its line (the
+    few-shot axis: one per strategy, under a row naming the strategies); a panel without runs says so."""
     from beavertui.reports.svg import DASHES, MARKERS, _marker
 
     notes = [
         "pass@k at each protocol's own gate, from groups run separately that differ only in this setting (the "
         "swing entries from runs); a line joins the values its model ran, a value it did not run is no point. "
-        "The gate axis read from one group's sweep is p_sweep.svg's.",
+        "The gate axis read from one group's sweep is p_sweep.svg's. Few-shot: a line joins the K of one "
+        "strategy (matched, random, curated), none is a point of its own; the legend's swing is over every value.",
     ]
     if not any(p["lines"] for p in panels):
-        return empty_svg(LEVELS_TITLE, "No runs vary the feedback level or the history window.", notes)
+        return empty_svg(LEVELS_TITLE, LEVELS_NONE, notes)
     left, pw, ph, top = 60.0, 480.0, 220.0, 58.0
     models = sorted({ln["model"] for p in panels for ln in p["lines"]})
     legend_w = max(
@@ -302,7 +308,7 @@ def levels_svg(panels: Sequence[Mapping[str, Any]]) -> str:
                 f'<text x="{left:.1f}" y="{y0 + 16:.1f}" font-size="12" class="empty" data-axis="{axis}" {FONT}>'
                 f"{escape(LEVEL_NONE[axis])}</text>"
             )
-            y0 += 36
+            y0 += 44  # clear of the next panel's "pass@k (%)" above its frame
             continue
         values = list(panel["values"])
         step = pw / max(1, len(values))
@@ -319,32 +325,53 @@ def levels_svg(panels: Sequence[Mapping[str, Any]]) -> str:
             body.append(
                 f'<text x="{left - 6}" y="{y(v) + 4:.1f}" text-anchor="end" font-size="11" {FONT}>{100 * v:.0f}%</text>'
             )
+        # a few-shot value "matched K3" is ticked K3, its strategy written once under its ticks
+        strands: dict[str, list[str]] = {}
         for v in values:
+            strand, _, tick = v.partition(" ") if axis == "few_shot" else ("", "", v)
+            strands.setdefault(strand, []).append(v)
             body.append(
                 f'<text x="{x(v):.1f}" y="{y0 + ph + 16:.1f}" text-anchor="middle" font-size="11" {FONT}>'
-                f"{escape(v)}</text>"
+                f"{escape(tick or v)}</text>"
             )
+        below = 0.0
+        for strand, members in strands.items():
+            if not strand or members == [strand]:
+                continue
+            if members[0] != values[0]:  # a strategy's values apart from those before them
+                sx = x(members[0]) - step / 2
+                body.append(
+                    f'<line x1="{sx:.1f}" y1="{y0:.1f}" x2="{sx:.1f}" y2="{y0 + ph:.1f}" stroke="#bbb" '
+                    'stroke-dasharray="3,3"/>'
+                )
+            mid = (x(members[0]) + x(members[-1])) / 2
+            body.append(
+                f'<text x="{mid:.1f}" y="{y0 + ph + 32:.1f}" text-anchor="middle" font-size="11" '
+                f'class="strand" {FONT}>{escape(strand)}</text>'
+            )
+            below = 16.0
         body.append(f'<rect x="{left}" y="{y0:.1f}" width="{pw}" height="{ph}" fill="none" stroke="#333"/>')
         body.append(
-            f'<text x="{left + pw / 2:.1f}" y="{y0 + ph + 34:.1f}" text-anchor="middle" font-size="12" {FONT}>'
-            f"{escape(LEVEL_AXIS_NAME[axis])}</text>"
+            f'<text x="{left + pw / 2:.1f}" y="{y0 + ph + 34 + below:.1f}" text-anchor="middle" font-size="12" '
+            f"{FONT}>{escape(LEVEL_AXIS_NAME[axis])}</text>"
         )
         body.append(
             f'<text x="{left - 6:.1f}" y="{y0 - 8:.1f}" text-anchor="start" font-size="12" {FONT}>pass@k (%)</text>'
         )
-        legend_top = y0 + ph + 56
+        legend_top = y0 + ph + 56 + below
         for i, ln in enumerate(panel["lines"]):
             colour = PALETTE[models.index(ln["model"]) % len(PALETTE)]
             dash = DASHES[i % len(DASHES)]
             kind = MARKERS[i % len(MARKERS)]
             style = f' stroke-dasharray="{dash}"' if dash else ""
-            pts = " ".join(f"{x(v):.1f},{y(pk):.1f}" for v, pk in ln["points"])
-            body.append(
-                f'<polyline points="{pts}" fill="none" stroke="{colour}" stroke-width="2"{style} '
-                f'data-axis="{axis}" data-series="{i + 1}" data-values="'
-                + escape(" ".join(f"{v}={pk:.6g}" for v, pk in ln["points"]))
-                + '"/>'
-            )
+            for seg in ln["segments"]:
+                pts = " ".join(f"{x(v):.1f},{y(pk):.1f}" for v, pk in seg)
+                body.append(
+                    f'<polyline points="{pts}" fill="none" stroke="{colour}" stroke-width="2"{style} '
+                    f'data-axis="{axis}" data-series="{i + 1}" data-values="'
+                    + escape(" ".join(f"{v.replace(' ', '_')}={pk:.6g}" for v, pk in seg))
+                    + '"/>'
+                )
             body += [_marker(kind, x(v), y(pk), 4.0, colour) for v, pk in ln["points"]]
             ly = legend_top + 18 * i
             body.append(

@@ -610,8 +610,8 @@ def paper_report_tables(report: Report) -> list[Any]:
 
 def figures(report: Report) -> list[tuple[str, str]]:
     """The figures beyond the p sweep and swing, as (file name, SVG) in the order a page shows them: how
-    sessions ended (stagnation modes), the speedups of correct repairs, pass@k over the feedback levels
-    and history windows, and the models' ranks behind Kendall's tau (docs/metrics.md, Figures). The
+    sessions ended (stagnation modes), the speedups of correct repairs, pass@k over the feedback levels,
+    history windows and few-shot examples, and the models' ranks behind Kendall's tau (docs/metrics.md, Figures). The
     numbers are the groups' own (engine/metrics/figures.py), each figure says what it leaves out."""
     from beavertui.engine.metrics.figures import (
         group_label,

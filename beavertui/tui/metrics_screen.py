@@ -6,7 +6,8 @@ files (reports/svg.py, reports/svg_figures.py): pass@k in percent against the sp
 line per (model, protocol); the swing of pass@k per protocol axis in percentage points, one bar per
 (model, axis); how each group's sessions ended (repaired, each stagnation detector, ran to K) in percent;
 the speedups of correct repairs per log-scale bin, the gates marked; and pass@k in percent over the
-feedback levels and over the history windows, a line per model; and the models' ranks under the
+feedback levels, over the history windows and over the few-shot examples (strategy x K), a line per model;
+and the models' ranks under the
 protocols of one Kendall's tau comparison, with tau between them (engine/metrics/figures.py).
 Without textual-plotext the screen shows the tables and one line saying how to get the plots.
 """
@@ -44,11 +45,18 @@ STAGNATION_NONE = "How sessions ended: no iterative session"
 SPEEDUP_TITLE = "Speedups of correct repairs (gate p: vertical line)"
 SPEEDUP_NONE = "Speedups of correct repairs: none"
 RANKS_NONE = "Ranks: no Kendall's tau (no two protocols with two models in common)"
-LEVEL_TITLE = {"feedback": "pass@k (%) by feedback level", "history": "pass@k (%) by history window"}
+LEVEL_TITLE = {
+    "feedback": "pass@k (%) by feedback level",
+    "history": "pass@k (%) by history window",
+    "few_shot": "pass@k (%) by few-shot strategy (m: matched, r: random, c: curated) and K",
+}
 LEVEL_NONE = {
     "feedback": "Feedback levels: no runs that differ only in them",
     "history": "History windows: no runs that differ only in them",
+    "few_shot": "Few-shot examples: no runs that differ only in them",
 }
+#: A model's colour on a level plot, kept over the segments of its line (the few-shot strategies).
+LEVEL_COLOURS = ("blue+", "red+", "green+", "orange+", "magenta+", "cyan+", "yellow+", "gray+")
 
 Series = tuple[str, list[float], list[float]]
 
@@ -142,7 +150,16 @@ class MetricsScreen(Screen[None]):
         with VerticalScroll(id="metrics-body"):
             yield FittedTables(id="metrics-main")
             if PlotextPlot is not None:
-                names = ("p-sweep", "swing", "stagnation", "speedups", "feedback", "history", "ranks")
+                names = (
+                    "p-sweep",
+                    "swing",
+                    "stagnation",
+                    "speedups",
+                    "feedback",
+                    "history",
+                    "few_shot",
+                    "ranks",
+                )
                 self._plots = [PlotextPlot(id=name) for name in names]
                 with Horizontal(id="metrics-plots", classes="plots"):
                     yield from self._plots[:2]
@@ -151,7 +168,7 @@ class MetricsScreen(Screen[None]):
                 with Horizontal(id="metrics-plots-levels", classes="plots"):
                     yield from self._plots[4:6]
                 with Horizontal(id="metrics-plots-ranks", classes="plots"):
-                    yield self._plots[6]
+                    yield from self._plots[6:8]
             else:
                 yield Static(Text(PLOT_HINT, style="yellow"), id="metrics-plot-hint")
             yield FittedTables(id="metrics-tables")
@@ -363,14 +380,20 @@ class MetricsScreen(Screen[None]):
         else:
             plt.title(LEVEL_TITLE[axis])
             values = list(panel["values"])
-            for line in panel["lines"]:
-                plt.plot(
-                    [values.index(v) + 1 for v, _ in line["points"]],
-                    [100 * pk for _, pk in line["points"]],
-                    label=_short(line["label"], 30),
-                    marker="braille",
-                )
-            plt.xticks(list(range(1, len(values) + 1)), values)
+            for i, line in enumerate(panel["lines"]):
+                # a plot call per segment (few-shot: per strategy), the model's colour and label kept
+                for j, seg in enumerate(line["segments"]):
+                    plt.plot(
+                        [values.index(v) + 1 for v, _ in seg],
+                        [100 * pk for _, pk in seg],
+                        label=_short(line["label"], 30) if j == 0 else "",
+                        marker="braille",
+                        color=LEVEL_COLOURS[i % len(LEVEL_COLOURS)],
+                    )
+            ticks = [
+                v.replace("matched ", "m:").replace("random ", "r:").replace("curated ", "c:") for v in values
+            ]
+            plt.xticks(list(range(1, len(values) + 1)), ticks if axis == "few_shot" else values)
             plt.xlim(0.5, len(values) + 0.5)
             plt.ylim(0, 100)
         widget.refresh()

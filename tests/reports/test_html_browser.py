@@ -206,7 +206,7 @@ def test_h200_batch_run_page_loads_and_its_sessions_step(
     # every figure of the run: the p sweep, swing (its own p sweep), how sessions ended, the repairs'
     # speedups, the feedback and history lines (saying no run varies them) and the ranks
     assert "How sessions ended" in text and "Speedups of correct repairs" in text
-    assert "No runs vary the feedback level or the history window." in text
+    assert "No runs vary the feedback level, the history window or the few-shot examples." in text
     assert "No two protocols with two models in common" in text  # one model: no ranks to draw
     assert browser.evaluate("document.querySelectorAll('#overview div.fig > svg').length") == 6
     links = browser.evaluate("[...document.querySelectorAll('table.index a[href^=\"#s\"]')].length")

@@ -254,3 +254,34 @@ def test_a_microsecond_kernels_medians_keep_their_digits(tmp_path: Path) -> None
     shown = [f"{timing.candidate_ms:.4g} ms", f"{timing.reference_ms:.4g} ms"]
     assert shown[0] != shown[1] and all(f"<b>{s}</b>" in page for s in shown)
     assert f"{timing.speedup:.2f}x" in page
+
+
+def test_run_page_of_few_shot_arms_shows_their_tables_and_lines(tmp_path: Path) -> None:
+    """A run holding one model without examples and with matched examples at K 1 and 3 (four sessions each,
+    the header's few-shot setting changed): the page has the few-shot tables, and levels.svg a line of the
+    model over them, its points the groups' pass@k as `metrics` computes them."""
+    from beavertui.service.metrics import compute
+
+    with tarfile.open(FULL_RUN) as tar:
+        tar.extractall(tmp_path, filter="data")
+    run = tmp_path / "shots"
+    for f in sorted((tmp_path / "run").rglob("*__s*.jsonl"))[:4]:
+        lines = f.read_text().split("\n")
+        for sub, k in (("none", 0), ("m1", 1), ("m3", 3)):
+            head = json.loads(lines[0])
+            if k:
+                head["protocol"].update(few_shot="matched", few_shot_k=k, few_shot_pool=["pool"])
+            (run / sub).mkdir(parents=True, exist_ok=True)
+            (run / sub / f.name).write_text("\n".join([json.dumps(head), *lines[1:]]))
+    pk = {g.protocol.few_shot: g.pass_at_k for g in compute(run).groups}
+    assert set(pk) == {"none", "matched_K1", "matched_K3"}
+    page = export(tmp_path, run)
+    assert "Few-shot axis: pass@k per model and strategy_K" in page
+    assert "Few-shot axis: repair rates per model, strategy and K" in page
+    figure = page.split("few-shot examples, per model</text>", 1)[1].split("</svg>", 1)[0]
+    drawn = dict(
+        kv.split("=")
+        for values in re.findall(r'data-axis="few_shot" data-series="1" data-values="([^"]+)"', figure)
+        for kv in values.split()
+    )
+    assert {k: float(v) for k, v in drawn.items()} == pytest.approx(pk)

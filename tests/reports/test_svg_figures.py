@@ -16,7 +16,7 @@ from beavertui.engine.metrics import table_io
 from beavertui.engine.metrics.figures import STAGNATION_PARTS, group_label
 from beavertui.service.metrics import compute, figures
 from tests.engine.metrics.test_metrics import proto, row
-from tests.reports.axis_runs import FEEDBACK, HISTORY, MODELS, axis_table
+from tests.reports.axis_runs import FEEDBACK, FEW_SHOT, HISTORY, MODELS, axis_table, few_shot_table
 
 ROOT = Path(__file__).resolve().parents[2]
 DEMO = ROOT / "sessions" / "demo"
@@ -157,7 +157,10 @@ def test_levels_draw_each_models_pass_at_k_over_feedback_and_history(tmp_path: P
     report = compute(axis_table(tmp_path))
     root = parsed(dict(figures(report))["levels.svg"])
     shown = texts(root)
-    assert "pass@k over the feedback levels and the history windows, per model" in shown
+    assert (
+        "pass@k over the feedback levels, the history windows and the few-shot examples, per model" in shown
+    )
+    assert "No runs of one model that differ only in the few-shot examples." in shown
     assert any(t.startswith("feedback level") for t in shown) and any(
         t.startswith("history window") for t in shown
     )
@@ -187,9 +190,32 @@ def test_levels_draw_each_models_pass_at_k_over_feedback_and_history(tmp_path: P
             assert f"{e['model']} (swing {100 * e['swing']:.1f} pp)" in shown
 
 
+def test_levels_draw_the_few_shot_axis_a_segment_per_strategy(tmp_path: Path) -> None:
+    """Three models over none and matched/random/curated x K1/3/5: each model's points are its groups'
+    pass@k (the few_shot table's), a polyline per strategy, the strategies named under their ticks."""
+    report = compute(few_shot_table(tmp_path))
+    root = parsed(dict(figures(report))["levels.svg"])
+    shown = texts(root)
+    assert "No runs of one model that differ only in the feedback level." in shown
+    assert [t for t in shown if t in ("matched", "random", "curated")] == ["matched", "random", "curated"]
+    assert [t for t in shown if re.fullmatch(r"none|K\d", t)] == ["none", *["K1", "K3", "K5"] * 3]
+    pk = {(g.model, g.protocol.few_shot): g.pass_at_k for g in report.groups}
+    lines = [ln.attrib for ln in root.iter(f"{SVG}polyline") if ln.get("data-axis") == "few_shot"]
+    assert len(lines) == 4 * len(MODELS)  # none, matched, random, curated: a polyline each
+    for m, model in enumerate(MODELS):
+        mine = [ln for ln in lines if ln["data-series"] == str(m + 1)]
+        drawn = [kv.split("=") for ln in mine for kv in ln["data-values"].split()]
+        assert [k for k, _ in drawn] == list(FEW_SHOT)
+        assert {k: float(v) for k, v in drawn} == pytest.approx({v: pk[(model, v)] for v in FEW_SHOT})
+        assert {k: float(v) for k, v in drawn} == pytest.approx({v: n[m] / 3 for v, n in FEW_SHOT.items()})
+        assert [len(ln["points"].split()) for ln in mine] == [1, 3, 3, 3]
+    for e in [e for e in report.swing if e["axis"] == "few_shot"]:
+        assert f"{e['model']} (swing {100 * e['swing']:.1f} pp)" in shown
+
+
 def test_levels_say_when_no_run_varies_them() -> None:
     shown = texts(parsed(dict(figures(compute(DEMO)))["levels.svg"]))
-    assert "No runs vary the feedback level or the history window." in shown
+    assert "No runs vary the feedback level, the history window or the few-shot examples." in shown
 
 
 def test_ranks_draw_a_line_per_model_and_print_each_tau(tmp_path: Path) -> None:

@@ -130,3 +130,32 @@ def test_the_level_lines_and_the_ranks_clip_nothing(tmp_path: Path, browser: Bro
             assert t["x"] + t["w"] <= got["w"] and t["y"] + t["h"] <= got["h"], t
         for a, b in itertools.pairwise(legend):
             assert a["y"] + a["h"] <= b["y"] + 1, (a, b)
+
+
+def test_the_few_shot_lines_clip_nothing(tmp_path: Path, browser: Browser) -> None:
+    """Three models over none and matched/random/curated x K1/3/5 (tests/reports/axis_runs.py): the few-shot
+    panel's ticks, the strategies' names under them and its legend inside the figure, none overlapping."""
+    from tests.reports.axis_runs import few_shot_table
+
+    plots = tmp_path / "svg"
+    source = str(few_shot_table(tmp_path))
+    assert main(["metrics", source, "--plots", str(plots), "-o", str(tmp_path / "m.md")]) == 0
+    browser.open(plots / "levels.svg")
+    got = json.loads(browser.evaluate(BOXES))
+    for t in got["texts"]:
+        assert t["x"] >= 0 and t["y"] >= 0, t
+        assert t["x"] + t["w"] <= got["w"] and t["y"] + t["h"] <= got["h"], t
+    legend = [t for t in got["texts"] if t["legend"]]
+    assert len(legend) == 3
+    for a, b in itertools.pairwise(legend):
+        assert a["y"] + a["h"] <= b["y"] + 1, (a, b)
+    ticks = [t for t in got["texts"] if re.fullmatch(r"none|K\d", t["text"])]
+    names = [t for t in got["texts"] if t["text"] in ("matched", "random", "curated")]
+    assert len(ticks) == 10 and len(names) == 3
+    for a, b in itertools.pairwise(ticks):
+        assert a["x"] + a["w"] <= b["x"], (a, b)
+    assert min(n["y"] for n in names) >= max(t["y"] + t["h"] for t in ticks) - 1
+    # the texts above the panel (the feedback and history panels' "no runs" lines) clear its y label
+    label = next(t for t in got["texts"] if t["text"] == "pass@k (%)")
+    above = [t for t in got["texts"] if t["text"].startswith("No runs of one model")]
+    assert max(t["y"] + t["h"] for t in above) <= label["y"]

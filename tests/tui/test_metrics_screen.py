@@ -33,7 +33,7 @@ from beavertui.tui.app import BeaverApp
 from beavertui.tui.browser import BrowserScreen
 from beavertui.tui.fitted import FittedTables
 from beavertui.tui.metrics_screen import MetricsScreen
-from tests.reports.axis_runs import axis_table
+from tests.reports.axis_runs import FEW_SHOT, MODELS, axis_table, few_shot_table
 from tests.tui.conftest import SIZE, wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -126,11 +126,15 @@ async def check_screen(source: Path) -> SimpleNamespace:
         assert screen.levels == levels
         for panel in levels:
             if panel["lines"]:
-                lx, ly, _ = screen.plotted(panel["axis"])
-                assert ly == [[100 * pk for _, pk in ln["points"]] for ln in panel["lines"]]
-                assert lx == [
-                    [panel["values"].index(v) + 1 for v, _ in ln["points"]] for ln in panel["lines"]
+                # a plot call per segment of a line (the few-shot axis: per strategy), the model's label once
+                lx, ly, llabels = screen.plotted(panel["axis"])
+                segments = [seg for ln in panel["lines"] for seg in ln["segments"]]
+                assert [(v, pk) for seg in segments for v, pk in seg] == [
+                    p for ln in panel["lines"] for p in ln["points"]
                 ]
+                assert ly == [[100 * pk for _, pk in seg] for seg in segments]
+                assert lx == [[panel["values"].index(v) + 1 for v, _ in seg] for seg in segments]
+                assert len([lb for lb in llabels if lb]) == len(panel["lines"])
         # the models' ranks of one Kendall comparison: a line per model through its ranks (drawn negated)
         charts = rank_charts(screen.report.groups, screen.report.kendall)
         assert screen.ranks == charts
@@ -176,10 +180,24 @@ async def test_demo_sessions_ended_six_ways() -> None:
 async def test_feedback_and_history_sweeps_draw_their_lines(tmp_path: Path) -> None:
     """Three models over L0..L3 and H1..H4 (tests/reports/axis_runs.py): a line per model on each axis."""
     screen = await check_screen(axis_table(tmp_path))
-    assert [p["axis"] for p in screen.levels] == ["feedback", "history"]
-    assert [len(p["lines"]) for p in screen.levels] == [3, 3]
+    assert [p["axis"] for p in screen.levels] == ["feedback", "history", "few_shot"]
+    assert [len(p["lines"]) for p in screen.levels] == [3, 3, 0]
     # the rank plot draws the feedback chart, the first across separate runs
     assert screen.rank_chart["columns"] == ["L0", "L1", "L2", "L3"]
+
+
+async def test_few_shot_runs_draw_a_line_per_model_over_the_strategies(tmp_path: Path) -> None:
+    """Three models over none and matched/random/curated x K1/3/5 (tests/reports/axis_runs.py): the
+    few-shot plot draws each model's pass@k, a segment per strategy, as the groups have it."""
+    screen = await check_screen(few_shot_table(tmp_path))
+    assert [len(p["lines"]) for p in screen.levels] == [0, 0, 3]
+    panel = screen.levels[2]
+    pk = {(g.model, g.protocol.few_shot): g.pass_at_k for g in screen.report.groups}
+    for line in panel["lines"]:
+        assert [len(seg) for seg in line["segments"]] == [1, 3, 3, 3]
+        drawn = {v.replace(" ", "_"): x for v, x in line["points"]}
+        assert drawn == {v: pk[(line["model"], v)] for v in FEW_SHOT}
+        assert drawn == pytest.approx({v: n[MODELS.index(line["model"])] / 3 for v, n in FEW_SHOT.items()})
 
 
 async def test_h200_run() -> None:

@@ -93,17 +93,44 @@ def speedup_histograms(groups: Sequence[GroupMetrics]) -> list[dict[str, Any]]:
 
 
 #: The protocol axes drawn as lines of pass@k over their values where runs of them are present.
-LEVEL_AXES: tuple[str, ...] = ("feedback", "history")
+LEVEL_AXES: tuple[str, ...] = ("feedback", "history", "few_shot")
 
 
-#: How a value of a level axis is written on a figure: L0 as is, history 2 as H2.
-LEVEL_NAME = {"feedback": "{}", "history": "H{}"}
+#: How a value of a level axis is written on a figure: L0 as is, history 2 as H2, matched_K3 as matched K3.
+LEVEL_NAME = {"feedback": "{}", "history": "H{}", "few_shot": "{}"}
+
+
+def level_name(axis: str, value: str) -> str:
+    """A value of a level axis as the figure writes it: L0, H2, ``none``, ``matched K3``
+    (``random K1 seed7`` for another seed)."""
+    if axis == "few_shot":
+        from beavertui.engine.metrics.swing import few_shot_parts
+
+        strategy, k, seed = few_shot_parts(value)
+        return strategy if not k else " ".join(x for x in (strategy, f"K{k}", seed) if x)
+    return LEVEL_NAME[axis].format(value)
+
+
+def level_strand(axis: str, value: str) -> str:
+    """Which stretch of a line a value belongs to: the few-shot axis's strategy (with its seed), so that a
+    line joins a model's K of one strategy and never one strategy to the next; the other axes have one."""
+    if axis != "few_shot":
+        return ""
+    from beavertui.engine.metrics.swing import few_shot_parts
+
+    strategy, _, seed = few_shot_parts(value)
+    return f"{strategy} {seed}".strip()
 
 
 def _level_order(axis: str, value: str) -> tuple[Any, ...]:
-    """History windows by number; feedback levels by their number, then the variants of one (L3, L3S...)."""
+    """History windows by number; feedback levels by their number, then the variants of one (L3, L3S...);
+    few-shot values none, then matched, random, curated by K (swing.few_shot_order)."""
     if axis == "history":
         return (int(value), "")
+    if axis == "few_shot":
+        from beavertui.engine.metrics.swing import few_shot_order
+
+        return few_shot_order(value)
     digits = "".join(c for c in value[1:3] if c.isdigit())
     return (int(digits) if digits else 99, value)
 
@@ -111,9 +138,11 @@ def _level_order(axis: str, value: str) -> tuple[Any, ...]:
 def level_panels(swing_entries: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """Per level axis (LEVEL_AXES): the swing entries of that axis from separate runs (``from`` = runs),
     each a line of one model's pass@k at the axis's values it ran, the other settings fixed. ``values``: the
-    axis's values any line has, in axis order, as the figure writes them (L0, H2); each line's ``points``
-    pairs such a value with pass@k (a fraction). A model with several lines on one axis (its other settings
-    swept too) has the settings that tell them apart in its label."""
+    axis's values any line has, in axis order, as the figure writes them (L0, H2, matched K3); each line's
+    ``points`` pairs such a value with pass@k (a fraction), and its ``segments`` split the points into the
+    stretches a line joins: all of them on the feedback and history axes, one per strategy on the few-shot
+    axis (``none`` a point of its own). A model with several lines on one axis (its other settings swept
+    too) has the settings that tell them apart in its label."""
     out = []
     for axis in LEVEL_AXES:
         entries = [e for e in swing_entries if e["axis"] == axis and e.get("from") == "runs"]
@@ -125,12 +154,21 @@ def level_panels(swing_entries: Sequence[Mapping[str, Any]]) -> list[dict[str, A
             label = e["model"] + (
                 " (" + " ".join(f"{k}={e['fixed'][k]}" for k in differ) + ")" if differ else ""
             )
-            points = [
-                (LEVEL_NAME[axis].format(v), float(e["values"][v]))
-                for v in sorted(e["values"], key=lambda v: _level_order(axis, str(v)))
-            ]
-            lines.append({"model": e["model"], "label": label, "points": points, "swing": e["swing"]})
-        out.append({"axis": axis, "values": [LEVEL_NAME[axis].format(v) for v in raw], "lines": lines})
+            ordered = sorted((str(v) for v in e["values"]), key=lambda v: _level_order(axis, v))
+            points = [(level_name(axis, v), float(e["values"][v])) for v in ordered]
+            segments: dict[str, list[tuple[str, float]]] = {}
+            for v, point in zip(ordered, points, strict=True):
+                segments.setdefault(level_strand(axis, v), []).append(point)
+            lines.append(
+                {
+                    "model": e["model"],
+                    "label": label,
+                    "points": points,
+                    "segments": list(segments.values()),
+                    "swing": e["swing"],
+                }
+            )
+        out.append({"axis": axis, "values": [level_name(axis, v) for v in raw], "lines": lines})
     return out
 
 
@@ -155,11 +193,11 @@ def _column_name(axis: str, value: Any) -> str:
     prefix = {"history": "H", "gate": "p", "temperature": "T", "budget": "K"}.get(axis)
     if prefix is not None:
         return f"{prefix}{value:g}" if isinstance(value, float) else f"{prefix}{value}"
-    return str(value) if axis in ("feedback", "method") else f"{axis}={value}"
+    return str(value) if axis in ("feedback", "method", "few_shot") else f"{axis}={value}"
 
 
 def _column_order(axis: str, value: Any) -> tuple[Any, ...]:
-    if axis == "feedback":
+    if axis in ("feedback", "few_shot"):
         return _level_order(axis, str(value))
     if isinstance(value, bool | int | float):
         return (0, float(value), "")

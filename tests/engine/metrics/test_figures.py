@@ -115,10 +115,31 @@ def test_level_panels_order_the_axis_values() -> None:
         {"model": "m", "corpus": None, "axis": "gate", "from": "p_sweep", "fixed": {}, "swing": 1.0,
          "values": {"0.0": 1.0, "0.7": 0.0}},
     ]  # fmt: skip
-    feedback, history = level_panels(entries)
+    feedback, history, few_shot = level_panels(entries)
+    assert few_shot == {"axis": "few_shot", "values": [], "lines": []}
     assert feedback["values"] == ["L0", "L3", "L3S", "L3_raw", "L10"]
     assert [v for v, _ in feedback["lines"][0]["points"]] == feedback["values"]
     assert history["values"] == ["H2", "H10"] and history["lines"][0]["points"] == [("H2", 0.4), ("H10", 0.5)]
+
+
+def test_level_panels_split_the_few_shot_axis_by_strategy() -> None:
+    """Few-shot values none, then matched, random, curated (a seeded draw after its strategy's), each by K as
+    a number; a line's segments are its strategies' stretches, none a point of its own."""
+    values = {"random_K1": 0.1, "curated_K5": 0.2, "matched_K10": 0.3, "none": 0.4, "matched_K3": 0.5,
+              "matched_K3_seed7": 0.6, "random_K5": 0.7}  # fmt: skip
+    entries = [
+        {"model": "m", "corpus": None, "axis": "few_shot", "from": "runs", "fixed": {"history": 4},
+         "swing": 0.6, "values": values},
+    ]  # fmt: skip
+    *_, few_shot = level_panels(entries)
+    names = ["none", "matched K3", "matched K10", "matched K3 seed7", "random K1", "random K5", "curated K5"]
+    assert few_shot["values"] == names
+    (line,) = few_shot["lines"]
+    assert [v for v, _ in line["points"]] == names
+    assert dict(line["points"])["matched K3 seed7"] == 0.6 and line["swing"] == 0.6
+    assert [[v for v, _ in seg] for seg in line["segments"]] == [
+        ["none"], ["matched K3", "matched K10"], ["matched K3 seed7"], ["random K1", "random K5"], ["curated K5"]
+    ]  # fmt: skip
 
 
 def test_rank_charts_rank_the_models_of_each_column_and_keep_the_kendall_taus(tmp_path: Path) -> None:
