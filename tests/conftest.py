@@ -47,13 +47,22 @@ _PYC_KEY = pytest.StashKey[str]()
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    _bytecode_in_a_session_folder(config)
+    _bytecode_before_the_workers(config)
+
+
+def _bytecode_in_a_session_folder(config: pytest.Config) -> None:
     """With PYTHONDONTWRITEBYTECODE set, every Python process the suite starts (the test workers, each
     ``python -m beavertui`` a test runs, each child of the import probe) would compile every module it
     imports from source again. The session instead keeps the bytecode in a temporary folder of its own
     (PYTHONPYCACHEPREFIX), so each module is compiled once a session, and nothing is written beside the
-    sources. Set in the first process, before the workers start, so that they and their children share it."""
+    sources. Set in the first process, before the workers start, so that they and their children share it.
+    Python reads no bytecode from beside the sources then, so the folder starts with links to the bytecode
+    the standard library and the installed packages came with (tests/bytecode.py)."""
     import sys
     import tempfile
+
+    from tests.bytecode import link_installed
 
     if not os.environ.get("PYTHONDONTWRITEBYTECODE") or os.environ.get("PYTHONPYCACHEPREFIX"):
         return
@@ -63,6 +72,21 @@ def pytest_configure(config: pytest.Config) -> None:
     os.environ["PYTHONPYCACHEPREFIX"] = folder
     sys.pycache_prefix = folder
     sys.dont_write_bytecode = False
+    link_installed(folder)
+
+
+def _bytecode_before_the_workers(config: pytest.Config) -> None:
+    """In the first process of a parallel run, before its workers start: the bytecode of beavertui and of the
+    selected test folders, the test modules rewritten as pytest imports them, made once, a share a core,
+    instead of by every worker at once (tests/bytecode.py)."""
+    from tests.bytecode import warm
+
+    workers = len(getattr(config.option, "tx", None) or [])
+    if workers < 2 or hasattr(config, "workerinput") or config.getoption("collectonly"):
+        return
+    selected = [config.invocation_params.dir / arg.split("::")[0] for arg in config.args]
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    warm(config, [ROOT / "beavertui"], [p.resolve() for p in selected if p.exists()], min(workers, cores))
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
