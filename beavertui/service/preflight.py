@@ -230,8 +230,10 @@ def toolchain_problem(toolchain: str, protocols: Iterable[Any], gpus: str | None
     from beavertui.engine.host.gpu import probe
     from beavertui.engine.toolchain.resolve import NO_GPU, NO_GPU_TOOLCHAIN, parse_toolchain
 
-    kind, _path = parse_toolchain(toolchain)
+    kind, path = parse_toolchain(toolchain)
     if kind != "local":
+        if path is not None and not os.path.lexists(path):  # said before a run writes anything
+            return f"{path}: no such recordings file or session folder"
         return None
     machine = probe()
     if machine.gpu is None and not gpus:

@@ -263,6 +263,10 @@ def plan(
     bad = [a for a in axes if a not in AXES]
     if bad:
         raise BeaverError(f"unknown axis {bad[0]!r} (axes: {', '.join(AXES)})")
+    if not axes and not configs:  # a grid of no arm would "succeed" having run nothing
+        raise BeaverError(
+            f"--axes names no axis: give one or more of {', '.join(AXES)}, or leave it out for all"
+        )
     loaded = load_corpus(corpus)
     corpus_ids = [t.id for t in loaded.tasks if t.runnable]
     wanted = select(corpus_ids, tasks) if tasks else corpus_ids

@@ -317,3 +317,42 @@ def test_a_dry_run_says_when_this_machine_cannot_run_the_grid(
     assert json.loads(capsys.readouterr().out)["cannot_run_here"].startswith("no NVIDIA GPU visible")
     assert main([*argv, "--toolchain", f"recorded:{RECORDED / 'vec_scale.recordings.jsonl'}"]) == 0
     assert "cannot run" not in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("axes", ["", ",", " , "])
+def test_axes_that_name_no_axis_are_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], no_network: None, axes: str
+) -> None:
+    """Before: a dry run planned 0 arms, exit 0; the run made --out and stopped with 'no attempts', exit 2."""
+    out = tmp_path / "grid"
+    argv = ["reproduce", "--models", "scripted:@demo", "--toolchain", "demo", "--tasks", "softmax_00"]
+    for extra in (["--dry-run"], ["--out", str(out)]):
+        assert main([*argv, "--axes", axes, *extra]) == 2
+        err = capsys.readouterr().err
+        assert err.strip() == (
+            "beavertui: --axes names no axis: give one or more of main, repeated, feedback, history, or leave "
+            "it out for all"
+        )
+    assert not out.exists()
+
+
+def test_a_recorded_toolchain_that_is_not_there_is_said_before_anything_is_written(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], no_network: None
+) -> None:
+    """Before: the run wrote the model's protocol file under --out, then stopped; the dry run said nothing."""
+    out, gone = tmp_path / "grid", tmp_path / "gone.jsonl"
+    argv = [
+        "reproduce",
+        "--models",
+        "scripted:@demo",
+        "--toolchain",
+        f"recorded:{gone}",
+        "--tasks",
+        "softmax_00",
+    ]
+    assert main([*argv, "--axes", "main", "--out", str(out)]) == 2
+    assert f"{gone}: no such recordings file or session folder" in capsys.readouterr().err
+    assert not out.exists()
+    assert main([*argv, "--axes", "main", "--dry-run", "--json"]) == 0
+    said = json.loads(capsys.readouterr().out)["cannot_run_here"]
+    assert said == f"{gone}: no such recordings file or session folder"
