@@ -189,7 +189,8 @@ def _format_rows() -> dict[str, str]:
 
 def test_every_field_a_session_line_can_carry_is_in_its_row_of_format_md() -> None:
     """Each kind of line a session file holds has its row in docs/format.md's table, and the row names every
-    field of that kind's event (beyond `kind`, `t` and `iteration`, which the text above the table gives):
+    field of that kind's event (beyond `kind`, `t` and `iteration`, which the text above the table gives) and
+    of the objects it nests (a stage's result, a timing, a sanitizer record, a flag, a kernel, the usage):
     a field added to an event without a word in the format's reference fails here."""
     from pydantic import BaseModel
 
@@ -213,6 +214,20 @@ def test_every_field_a_session_line_can_carry_is_in_its_row_of_format_md() -> No
         if missing:
             problems.append(f"`{kind}` ({cls.__name__}): {', '.join(missing)} not in its row")
     assert kinds >= 15
+    from beavertui.engine.session import facts
+
+    for what, kind in (
+        (facts.StageResult, "build"),
+        (facts.SanitizerRecord, "sanitize"),
+        (facts.TimingResult, "timing"),
+        (facts.Flag, "verdict"),
+        (facts.KernelMetrics, "profile"),
+        (events.Usage, "end"),
+    ):  # the objects a line nests, in the row of the line that holds them
+        named = set(re.findall(r"`(\w+)`", rows[kind]))
+        missing = [f for f in what.model_fields if f not in named]
+        if missing:
+            problems.append(f"`{kind}`'s {what.__name__}: {', '.join(missing)} not in its row")
     assert not problems, "\n".join(problems)
 
 

@@ -128,7 +128,8 @@ class TimingResult(Frozen):
 
     method: str
     """``native_inprocess`` (reference and candidate in one timing process), ``beaver_time_ms`` (native contract,
-    one process per side and round), ``cupti``, ``ncu`` or ``cuda_event``."""
+    one process per side and round), ``cupti``, ``ncu``, ``torch_events_l2flush_interleaved`` (kernelbench's driver)
+    or ``testbench_lines`` (a testbench's own speed lines)."""
     candidate_ms: float
     """Median candidate time, milliseconds."""
     reference_ms: float
