@@ -148,3 +148,20 @@ def test_every_key_of_the_json_object_is_documented(table: Path, capsys: pytest.
         and not (where == "group" and key == "against" and key in baselines)
     ]
     assert not problems, "keys the docs do not name:\n" + "\n".join(problems)
+
+
+def test_every_table_name_is_documented() -> None:
+    """Each name a metrics table can carry (`--table NAME`, `tables[].name` in --json, NAME.csv) is in the
+    list of metrics.md's "Machine-readable output": the names the report modules give their tables, and
+    `by_` with each breakdown of `--by`."""
+    root = Path(__file__).resolve().parents[2]
+    literal = {
+        name
+        for module in ("tables.py", "paper.py")
+        for name in re.findall(r'\bname="(\w+)"', (root / "beavertui" / "reports" / module).read_text())
+        if name != "by_"
+    }
+    by = {"by_family", "by_category", "by_observed_category"}  # --by family, category, observed
+    assert {"main", "p_sweep", "baselines", "paper_table1"} <= literal  # the scan still finds them
+    missing = sorted((literal | by) - _named("metrics.md", "Machine-readable output"))
+    assert not missing, f"table names metrics.md does not list: {missing}"
