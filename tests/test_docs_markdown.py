@@ -11,6 +11,8 @@ import re
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from beavertui.cli import COMMANDS
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -391,3 +393,18 @@ def test_every_field_of_a_models_file_and_a_protocol_files_models_is_in_the_read
         if field not in named(text)
     ]
     assert not missing, "\n".join(missing)
+
+
+def test_every_key_of_browse_json_is_in_the_readme(capsys: pytest.CaptureFixture[str]) -> None:
+    """`browse --format json` on the bundled demo sessions writes only keys the README's paragraph on it
+    names."""
+    import json
+
+    from beavertui.cli import main
+
+    assert main(["browse", str(ROOT / "sessions" / "demo"), "--format", "json"]) == 0
+    keys = {key for line in capsys.readouterr().out.splitlines() for key in json.loads(line)}
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    paragraph = readme.split("`browse --format json` prints", 1)[1].split("\n\n", 1)[0]
+    missing = sorted(keys - set(re.findall(r"`(\w+)`", paragraph)))
+    assert len(keys) > 10 and not missing, missing
