@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import fcntl
+import json
 import os
 import re
 import secrets
@@ -114,6 +115,16 @@ def read_small_text(path: str | Path, limit: int, what: str = "file") -> str:
         raise BeaverError(
             f"{path}: not UTF-8 text (byte {exc.start:,}: {data[exc.start : exc.start + 1]!r})"
         ) from None
+
+
+def parse_json(text: str | bytes) -> Any:
+    """``json.loads``, with JSON nested too deeply for the parser (its RecursionError, a traceback past every
+    reader's ``except ValueError``) raised as the ``json.JSONDecodeError`` any text that is not JSON raises."""
+    try:
+        return json.loads(text)
+    except RecursionError:
+        shown = text if isinstance(text, str) else ""
+        raise json.JSONDecodeError("nested too deeply", shown, 0) from None
 
 
 def inside(root: Path, rel: object) -> Path | None:

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from beavertui.engine.fileio import parse_json
 from beavertui.engine.metrics.attempts import run_sessions
 from beavertui.engine.metrics.bootstrap import RESAMPLES, SEED
 from beavertui.engine.metrics.compute import GroupMetrics
@@ -41,7 +42,7 @@ def card(
         mpath = source / "run.json"
         if mpath.is_file():
             try:
-                manifest = json.loads(mpath.read_text(encoding="utf-8"))
+                manifest = parse_json(mpath.read_text(encoding="utf-8"))
             except ValueError:
                 manifest = {}
         in_run = list(headers) if headers is not None else _headers(source)

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import base64
 import gzip
-import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from beavertui.engine.fileio import parse_json
 from beavertui.engine.session.describe import FAILED_GATE, stop_text
 from beavertui.reports.cells import Rate, Table
 from beavertui.reports.html_page import page
@@ -186,7 +186,7 @@ def read_manifest(source: Path) -> dict[str, Any]:
     if not path.is_file():
         return {}
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = parse_json(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return {}
     return data if isinstance(data, dict) else {}

@@ -7,7 +7,6 @@ screen and the HTML export all call these two, so they show the same numbers. No
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -490,6 +489,7 @@ def baseline_groups(table: Any, by_reference: tuple[Any, Any, Any] | None = None
 
 def load_pairings(source: Path, pairings_file: Path | None) -> list[Any]:
     """Named pairings: from a protocol file when given, else from the run directory's run.json."""
+    from beavertui.engine.fileio import parse_json
     from beavertui.engine.metrics.swing import Pairing
 
     if pairings_file is not None:
@@ -501,7 +501,7 @@ def load_pairings(source: Path, pairings_file: Path | None) -> list[Any]:
     if manifest is None or not manifest.is_file():
         return []
     try:
-        data = json.loads(manifest.read_text(encoding="utf-8"))
+        data = parse_json(manifest.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return []
     out = []

@@ -10,7 +10,6 @@ so running the same command again goes on where a cut run stopped, at no oracle 
 from __future__ import annotations
 
 import fnmatch
-import json
 import statistics
 import threading
 import time
@@ -23,6 +22,7 @@ from beavertui.engine.corpus import families
 from beavertui.engine.corpus.minimal_search import Budget
 from beavertui.engine.corpus.task import Task
 from beavertui.engine.errors import BeaverError
+from beavertui.engine.fileio import parse_json
 from beavertui.engine.validation import minimal_fixes as mf
 
 
@@ -176,7 +176,7 @@ def _check_store(options: MinimizeOptions, store: Path, gpu: str) -> None:
             f"--replay {gpu}: the store {store} keeps no judge answers for that GPU signature ({kept})"
         )
     try:
-        doc = json.loads((folder / fixes.RECORD).read_text(encoding="utf-8"))
+        doc = parse_json((folder / fixes.RECORD).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return
     gate = doc.get("gate") if isinstance(doc, dict) else None

@@ -24,6 +24,7 @@ from textual.screen import ModalScreen, Screen
 from textual.widgets import Button, Input, Label, Static
 
 from beavertui.engine.errors import BeaverError
+from beavertui.engine.fileio import parse_json
 from beavertui.engine.session.events import SessionHeader
 from beavertui.tui.footer import Footer
 
@@ -192,7 +193,7 @@ def load_attribution(path: Path) -> dict[str, Any]:
     from beavertui.engine.errors import BeaverError
 
     try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
+        doc = parse_json(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError) as exc:
         raise BeaverError(f"{path}: cannot read: {exc}") from None
     except json.JSONDecodeError as exc:

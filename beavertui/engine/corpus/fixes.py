@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
+from beavertui.engine.fileio import parse_json
 from beavertui.engine.corpus import patch
 from beavertui.engine.paths import cache_dir
 
@@ -75,7 +76,7 @@ def record(corpus_root: Path) -> dict[str, dict[str, object]]:
 @lru_cache(maxsize=16)
 def _record(root: str) -> dict[str, dict[str, object]]:
     try:
-        doc = json.loads((Path(root) / RECORD).read_text(encoding="utf-8"))
+        doc = parse_json((Path(root) / RECORD).read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, ValueError):
         return {}
     tasks = doc.get("tasks") if isinstance(doc, dict) else None

@@ -25,7 +25,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from beavertui.engine.fileio import write_atomic
+from beavertui.engine.fileio import parse_json, write_atomic
 from beavertui.engine.corpus.task import Task
 from beavertui.engine.paths import cache_dir
 
@@ -100,7 +100,7 @@ def known_set(gpu: str) -> dict[str, VerdictRecord]:
     """The package's known verdicts on ``gpu`` by task id (empty for a GPU with no known set; only some
     tasks for a partial one)."""
     try:
-        docs = json.loads((KNOWN / f"{gpu}.json").read_text(encoding="utf-8"))
+        docs = parse_json((KNOWN / f"{gpu}.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return {}
     out = {}

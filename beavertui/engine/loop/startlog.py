@@ -22,7 +22,7 @@ from beavertui import __version__
 from beavertui.engine.corpus import families
 from beavertui.engine.corpus.harness import harness_hash
 from beavertui.engine.corpus.task import Task
-from beavertui.engine.fileio import write_atomic
+from beavertui.engine.fileio import parse_json, write_atomic
 from beavertui.engine.session.events import EVENT_ADAPTER, Event, GpuSignature
 
 #: Stored logs larger than this are not kept (the prompt shows an excerpt of the log anyway).
@@ -67,7 +67,7 @@ class Stored:
 def load(cache: Path, task: Task, gpu: GpuSignature, digest: str) -> Stored | None:
     """The stored check, or None."""
     try:
-        doc = json.loads(_path(cache, gpu, task, digest).read_text(encoding="utf-8"))
+        doc = parse_json(_path(cache, gpu, task, digest).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
     if not isinstance(doc, dict) or doc.get("key") != digest or not isinstance(doc.get("log"), str):

@@ -14,7 +14,6 @@ This module reads session files; it computes no metric and writes nothing.
 from __future__ import annotations
 
 import contextlib
-import json
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -22,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from beavertui.engine.errors import BeaverError
-from beavertui.engine.fileio import MAX_INPUT_BYTES, is_regular, missing, read_small_text, slug
+from beavertui.engine.fileio import MAX_INPUT_BYTES, is_regular, missing, parse_json, read_small_text, slug
 from beavertui.engine.judge import anticheat
 from beavertui.engine.judge.classify import compiled
 from beavertui.engine.metrics.self_source import source_model_matches
@@ -117,7 +116,7 @@ def withdrawn_tasks(run_dir: Path | None, key: str = "withdrawn_tasks") -> dict[
     if run_dir is None:
         return {}
     try:
-        doc = json.loads((run_dir / "run.json").read_text(encoding="utf-8"))
+        doc = parse_json((run_dir / "run.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return {}
     got = doc.get(key) if isinstance(doc, dict) else None
@@ -244,7 +243,7 @@ class SourceModels:
 
 def _instance_source_model(task_dir: Path) -> str | None:
     try:
-        data = json.loads((task_dir / "instance.json").read_text(encoding="utf-8"))
+        data = parse_json((task_dir / "instance.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
     value = data.get("source_model") if isinstance(data, dict) else None
@@ -262,7 +261,7 @@ def load_source_models(path: Path) -> dict[str, str | None]:
         rows = list(csv.DictReader(io.StringIO(text)))
     else:
         try:
-            data = json.loads(text)
+            data = parse_json(text)
             if isinstance(data, dict) and "task_id" in data:
                 rows = [data]  # JSON Lines of one row, not an object keyed by task id
             elif isinstance(data, dict):
@@ -271,7 +270,7 @@ def load_source_models(path: Path) -> dict[str, str | None]:
                 rows = list(data)
         except ValueError:
             try:
-                rows = [json.loads(line) for line in text.splitlines() if line.strip()]
+                rows = [parse_json(line) for line in text.splitlines() if line.strip()]
             except ValueError:
                 raise BeaverError(f"{path}: source-models table is neither JSON nor JSON Lines") from None
     out: dict[str, str | None] = {}

@@ -22,7 +22,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Protocol
 
-from beavertui.engine.fileio import write_atomic
+from beavertui.engine.fileio import parse_json, write_atomic
 from beavertui.engine.models.base import Completion, DeltaCallback
 from beavertui.engine.session.events import Message, ModelInfo
 from beavertui.engine.session.redaction import redact_fields, without_userinfo
@@ -60,7 +60,7 @@ class ReplyCache:
     def get(self, request: Mapping[str, Any]) -> Completion | None:
         key = self.key(request)
         try:
-            doc = json.loads(self._path(key).read_text(encoding="utf-8"))
+            doc = parse_json(self._path(key).read_text(encoding="utf-8"))
             if doc.get("format") != FORMAT or doc.get("request") != json.loads(json.dumps(request)):
                 raise ValueError("another request")
             r = doc["reply"]

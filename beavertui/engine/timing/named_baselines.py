@@ -42,7 +42,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from beavertui.engine.corpus import families
 from beavertui.engine.corpus.task import Task
 from beavertui.engine.errors import BeaverError
-from beavertui.engine.fileio import write_atomic
+from beavertui.engine.fileio import parse_json, write_atomic
 from beavertui.engine.host import ceilings as ceilings_mod
 from beavertui.engine.paths import cache_dir
 from beavertui.engine.session.events import BASELINE_NAMES, BaselineTime, GpuSignature
@@ -137,7 +137,7 @@ def declaration(task: Task) -> Declaration:
         return Declaration()
     p = task.root / "input.json"
     try:
-        doc = json.loads(p.read_text(encoding="utf-8"))
+        doc = parse_json(p.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
         raise BeaverError(f"{task.id}: input.json unreadable: {exc}") from None
     block = doc.get("baselines") if isinstance(doc, dict) else None

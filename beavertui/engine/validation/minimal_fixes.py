@@ -44,7 +44,7 @@ from beavertui.engine.corpus import fixes, minimal_search
 from beavertui.engine.corpus.harness import harness_hash
 from beavertui.engine.corpus.task import Task
 from beavertui.engine.errors import BeaverError
-from beavertui.engine.fileio import append_line, write_atomic
+from beavertui.engine.fileio import append_line, parse_json, write_atomic
 from beavertui.engine.session.events import Verdict
 from beavertui.engine.stage import stages
 from beavertui.engine.toolchain.base import AttemptOptions
@@ -270,7 +270,7 @@ class Store:
 
     def _read(self) -> dict[str, object]:
         try:
-            doc = json.loads((self.folder / fixes.RECORD).read_text(encoding="utf-8"))
+            doc = parse_json((self.folder / fixes.RECORD).read_text(encoding="utf-8"))
             if isinstance(doc, dict) and isinstance(doc.get("tasks"), dict):
                 return doc
         except (OSError, ValueError):
