@@ -376,85 +376,117 @@ def export_rows(
     for read in run_sessions(root, stats):
         for tap in taps:
             tap(read)
-        path, header = read.path, read.header
-        run = run_dir_of(path)
+        run = run_dir_of(read.path)
         if run not in withdrawn:
             withdrawn[run] = withdrawn_tasks(run)
             stats.excluded.update(withdrawn_tasks(run, "excluded_tasks"))
-        if header.task.id in withdrawn[run]:  # taken out of its run: in no rate, finished or not
-            stats.withdrawn[header.task.id] = withdrawn[run][header.task.id]
-            stats.withdrawn_sessions += 1
-            stats.rate_left_out[path] = f"withdrawn from its run: {withdrawn[run][header.task.id]}"
-            continue
-        state = read.state
-        if state.end is not None and state.end.stop_reason == "unusable":
-            stats.unusable[header.task.id] = state.end.detail or "unusable here"
-            stats.unusable_sessions += 1
-            stats.rate_left_out[path] = (
-                f"found unusable on its GPU by the batch: {stats.unusable[header.task.id]}"
-            )
+        if _taken_out(read, withdrawn[run], stats):
             continue
         stats.sessions += 1
-        resume = f"beavertui batch --resume {run}" if run is not None else "run it to the end"
-        waiting = sum(1 for v in state.verdicts if v.timing_pending) if state.end is not None else 0
-        if waiting:
-            stats.timings_pending += waiting
-            stats.pending_sessions.append(path)
-            if not include_unfinished:
-                stats.rate_left_out[path] = (
-                    f"{waiting} timing(s) pending, not yet appended by the timing lane ({resume})"
-                )
-                continue
-        if state.end is None:
-            stats.unfinished_sessions += 1
-            stats.unfinished.append(path)
-            if not include_unfinished:
-                stats.rate_left_out[path] = f"unfinished, no end line (finish it: {resume})"
-                continue
-        stop = state.end.stop_reason if state.end is not None else None
-        cut = stop in ("error", "stopped") and header.imported is None
-        if stop == "error" and cut:
-            stats.cut_sessions.append(path)
-            if not include_unfinished:
-                again = (
-                    f"beavertui batch --resume {run} --retry-infra"
-                    if run is not None
-                    else f"beavertui live --resume {path}"
-                )
-                stats.rate_left_out[path] = (
-                    f"ended by an infrastructure failure before its loop was over ({again})"
-                )
-        elif cut:
-            stats.stopped_sessions.append(path)
-            if not include_unfinished:
-                stats.rate_left_out[path] = (
-                    f"stopped before its loop was over (go on: beavertui live --resume {path})"
-                )
-        for a in state.attempts:
-            v = a.verdict
-            if cut and not include_unfinished:
-                judged = v is not None and not a.infra_errors
-                if stop == "error":
-                    stats.cut_attempts += judged
-                else:
-                    stats.stopped_attempts += judged
-                continue
-            if v is not None and any(f.name == "unrecorded" for f in v.flags):
-                stats.unrecorded_attempts += 1
-                stats.unrecorded_tasks.add(header.task.id)
-            if v is not None and v.correct and v.speedup is None:
-                why = v.speedup_note or ("not timed" if not a.infra_errors else "infrastructure error")
-                stats.unspeeded.append((model_identity(header.model), header.task.id, a.iteration, why))
-        if "observed_label" not in header.task.model_fields_set:
-            stats.observed_unrecorded.add(header.task.id)
-        for tap in () if cut and not include_unfinished else scored_taps:
+        if _not_final(read, run, stats, include_unfinished):
+            continue
+        # a loop cut by an infrastructure failure or stopped: only the attempts a failure hit are rows
+        # (counted, never scored), unless asked to include it
+        cut = _cut(read, run, stats, include_unfinished) and not include_unfinished
+        _count_attempts(read, stats, cut)
+        for tap in () if cut else scored_taps:
             tap(read)
-        for row in rows_of_session(state, run_id=read.run_id, source_model=sources.lookup(header)):
-            if cut and not include_unfinished and not row["infra_error"]:
-                continue  # its loop was cut: only the attempts a failure hit are rows (counted, never scored)
+        for row in rows_of_session(read.state, run_id=read.run_id, source_model=sources.lookup(read.header)):
+            if cut and not row["infra_error"]:
+                continue
             stats.rows += 1
             stats.infra_rows += row["infra_error"]
             yield row
+
+
+def _taken_out(read: RunSession, withdrawn: Mapping[str, str], stats: ExportStats) -> bool:
+    """The session's task was withdrawn from its run, or the batch found it unusable on its GPU: in no rate,
+    finished or not (counted in ``stats``)."""
+    path, task = read.path, read.header.task.id
+    if task in withdrawn:
+        stats.withdrawn[task] = withdrawn[task]
+        stats.withdrawn_sessions += 1
+        stats.rate_left_out[path] = f"withdrawn from its run: {withdrawn[task]}"
+        return True
+    end = read.state.end
+    if end is not None and end.stop_reason == "unusable":
+        stats.unusable[task] = end.detail or "unusable here"
+        stats.unusable_sessions += 1
+        stats.rate_left_out[path] = f"found unusable on its GPU by the batch: {stats.unusable[task]}"
+        return True
+    return False
+
+
+def _not_final(read: RunSession, run: Path | None, stats: ExportStats, include_unfinished: bool) -> bool:
+    """The session waits for timings or has no end line, and is left out for it (unless
+    ``include_unfinished``); counted in ``stats`` either way."""
+    path, state = read.path, read.state
+    resume = f"beavertui batch --resume {run}" if run is not None else "run it to the end"
+    waiting = sum(1 for v in state.verdicts if v.timing_pending) if state.end is not None else 0
+    if waiting:
+        stats.timings_pending += waiting
+        stats.pending_sessions.append(path)
+        if not include_unfinished:
+            stats.rate_left_out[path] = (
+                f"{waiting} timing(s) pending, not yet appended by the timing lane ({resume})"
+            )
+            return True
+    if state.end is None:
+        stats.unfinished_sessions += 1
+        stats.unfinished.append(path)
+        if not include_unfinished:
+            stats.rate_left_out[path] = f"unfinished, no end line (finish it: {resume})"
+            return True
+    return False
+
+
+def _cut(read: RunSession, run: Path | None, stats: ExportStats, include_unfinished: bool) -> bool:
+    """Whether the session's loop was cut before it was over: ended by an infrastructure failure, or
+    stopped (an imported session never is); counted in ``stats``."""
+    path, end = read.path, read.state.end
+    stop = end.stop_reason if end is not None else None
+    cut = stop in ("error", "stopped") and read.header.imported is None
+    if stop == "error" and cut:
+        stats.cut_sessions.append(path)
+        if not include_unfinished:
+            again = (
+                f"beavertui batch --resume {run} --retry-infra"
+                if run is not None
+                else f"beavertui live --resume {path}"
+            )
+            stats.rate_left_out[path] = (
+                f"ended by an infrastructure failure before its loop was over ({again})"
+            )
+    elif cut:
+        stats.stopped_sessions.append(path)
+        if not include_unfinished:
+            stats.rate_left_out[path] = (
+                f"stopped before its loop was over (go on: beavertui live --resume {path})"
+            )
+    return cut
+
+
+def _count_attempts(read: RunSession, stats: ExportStats, cut: bool) -> None:
+    """What ``stats`` says of the session's attempts: the judged ones a cut loop leaves out, candidates a
+    recorded toolchain had no outcome for, correct ones without a speedup, tasks without an observed label."""
+    header, end = read.header, read.state.end
+    for a in read.state.attempts:
+        v = a.verdict
+        if cut:
+            judged = v is not None and not a.infra_errors
+            if end is not None and end.stop_reason == "error":
+                stats.cut_attempts += judged
+            else:
+                stats.stopped_attempts += judged
+            continue
+        if v is not None and any(f.name == "unrecorded" for f in v.flags):
+            stats.unrecorded_attempts += 1
+            stats.unrecorded_tasks.add(header.task.id)
+        if v is not None and v.correct and v.speedup is None:
+            why = v.speedup_note or ("not timed" if not a.infra_errors else "infrastructure error")
+            stats.unspeeded.append((model_identity(header.model), header.task.id, a.iteration, why))
+    if "observed_label" not in header.task.model_fields_set:
+        stats.observed_unrecorded.add(header.task.id)
 
 
 def table_from_run(
