@@ -7,7 +7,7 @@ every departure from the paper listed under Table 2.
 
 from __future__ import annotations
 
-from beavertui.engine.metrics.paper_tables import TABLE2_P, PaperTables
+from beavertui.engine.metrics.paper_tables import TABLE2_P, PaperTables, Tau
 from beavertui.reports.cells import Cell, Rate, Table
 
 
@@ -45,8 +45,12 @@ def _infra_left_out(pt: PaperTables) -> str:
 
 def paper_tables(pt: PaperTables) -> list[Table]:
     """Table 1 and Table 2 of the paper, each row one model."""
-    proto = "main protocol per model (departures below)" if pt.main is None else pt.main.short()
     k = pt.table1[0].k if pt.table1 else 5
+    return [_table1(pt, k), _table2(pt, k)]
+
+
+def _table1(pt: PaperTables, k: int) -> Table:
+    proto = "main protocol per model (departures below)" if pt.main is None else pt.main.short()
     rows1: list[tuple[Cell, ...]] = [
         (
             r.model,
@@ -64,7 +68,7 @@ def paper_tables(pt: PaperTables) -> list[Table]:
         )
         for r in pt.table1
     ]
-    t1 = Table(
+    return Table(
         name="paper_table1",
         title=f"Table 1: {proto}",
         columns=(
@@ -94,6 +98,9 @@ def paper_tables(pt: PaperTables) -> list[Table]:
         ),
         keys=1,
     )
+
+
+def _table2(pt: PaperTables, k: int) -> Table:
     rows2: list[tuple[Cell, ...]] = [
         (
             r.model,
@@ -107,18 +114,10 @@ def paper_tables(pt: PaperTables) -> list[Table]:
         )
         for r in pt.table2
     ]
-    tau = pt.tau
-    say_tau = (
-        "Kendall's tau-b (Iter vs Rep): "
-        + ("n/a" if tau.tau is None else f"{tau.tau:.3f}")
-        + f" over {len(tau.models)} model(s)"
-        + (f" ({', '.join(tau.models)})" if tau.models else "")
-        + ("" if tau.tau is not None else _why_no_tau(len(tau.models)))
-        + (f"; left out (one column only): {', '.join(tau.left_out)}" if tau.left_out else "")
-    )
+    say_tau = _say_tau(pt.tau)
     rep = "repeated arm per model" if pt.rep is None else pt.rep.short()
     deps = "\n".join(f"- {d}" for d in pt.departures)
-    t2 = Table(
+    return Table(
         name="paper_table2",
         title=f"Table 2: gate p, swing, Iter vs Rep ({rep})",
         columns=(
@@ -142,4 +141,15 @@ def paper_tables(pt: PaperTables) -> list[Table]:
         ),
         keys=1,
     )
-    return [t1, t2]
+
+
+def _say_tau(tau: Tau) -> str:
+    """Kendall's tau-b of Iter vs Rep, the models it covers and those it leaves out."""
+    return (
+        "Kendall's tau-b (Iter vs Rep): "
+        + ("n/a" if tau.tau is None else f"{tau.tau:.3f}")
+        + f" over {len(tau.models)} model(s)"
+        + (f" ({', '.join(tau.models)})" if tau.models else "")
+        + ("" if tau.tau is not None else _why_no_tau(len(tau.models)))
+        + (f"; left out (one column only): {', '.join(tau.left_out)}" if tau.left_out else "")
+    )
