@@ -39,12 +39,7 @@ def card(
     manifest: dict[str, Any] = {}
     in_run: list[SessionHeader] = []
     if source.is_dir():
-        mpath = source / "run.json"
-        if mpath.is_file():
-            try:
-                manifest = parse_json(mpath.read_text(encoding="utf-8"))
-            except ValueError:
-                manifest = {}
+        manifest = _manifest(source)
         in_run = list(headers) if headers is not None else _headers(source)
     headers = in_run
     lines = ["# Evaluation card", ""]
@@ -58,13 +53,45 @@ def card(
         lines.append(f"- Run id: {manifest.get('run_id', '?')}; created {manifest.get('created', '?')}")
         if manifest.get("command"):
             lines.append(f"- Command: `{manifest['command']}`")
-    lines += ["", "## Protocols", ""]
+    lines += _protocol_lines(groups, headers)
+    lines += _corpus_lines(groups, headers, manifest)
+    lines += _model_lines(groups, headers)
+    lines += _cost_lines(source, groups, headers, usage)
+    lines += _baseline_lines(headers)
+    lines += _seed_lines(headers)
+    lines += _hardware_lines(headers, manifest)
+    lines += _exclusion_lines(groups, left_out)
+    return "\n".join(lines) + "\n"
+
+
+def _manifest(run: Path) -> dict[str, Any]:
+    """The run's run.json ({} where it has none or it does not parse)."""
+    mpath = run / "run.json"
+    if mpath.is_file():
+        try:
+            manifest: dict[str, Any] = parse_json(mpath.read_text(encoding="utf-8"))
+            return manifest
+        except ValueError:
+            return {}
+    return {}
+
+
+def _protocol_lines(groups: Sequence[GroupMetrics], headers: Sequence[SessionHeader]) -> list[str]:
+    """## Protocols: each one the groups ran, and the full settings the sessions recorded."""
+    lines = ["", "## Protocols", ""]
     for p in sorted({g.protocol for g in groups}):
         lines.append(f"- {p.short()}: `{json.dumps(p.as_dict())}`")
     full = {h.protocol.model_dump_json() for h in headers}
     for text in sorted(full):
         lines.append(f"  - full settings: `{text}`")
-    lines += ["", "## Corpus", ""]
+    return lines
+
+
+def _corpus_lines(
+    groups: Sequence[GroupMetrics], headers: Sequence[SessionHeader], manifest: dict[str, Any]
+) -> list[str]:
+    """## Corpus: its name, the tasks scored, its validation, the tasks left out."""
+    lines = ["", "## Corpus", ""]
     corpora = sorted({h.task.corpus for h in headers})
     lines.append(f"- Corpus: {', '.join(corpora) if corpora else manifest.get('corpus', 'unknown')}")
     lines.append(f"- Tasks scored: {len({t for g in groups for t in g.cells.tasks})}")
@@ -78,7 +105,12 @@ def card(
         lines.append(
             f"- Tasks left out: {len(excluded)} ({', '.join(sorted(excluded)[:10])}{' ...' if len(excluded) > 10 else ''})"
         )
-    lines += ["", "## Models and endpoints", ""]
+    return lines
+
+
+def _model_lines(groups: Sequence[GroupMetrics], headers: Sequence[SessionHeader]) -> list[str]:
+    """## Models and endpoints."""
+    lines = ["", "## Models and endpoints", ""]
     seen = set()
     for h in headers:
         key = h.model.model_dump_json()
@@ -91,13 +123,21 @@ def card(
     if not headers:
         for m in sorted({g.model for g in groups}):
             lines.append(f"- {m} (endpoint not recorded in an attempts table)")
-    lines += _cost_lines(source, groups, headers, usage)
-    lines += _baseline_lines(headers)
-    lines += ["", "## Seeds", ""]
+    return lines
+
+
+def _seed_lines(headers: Sequence[SessionHeader]) -> list[str]:
+    """## Seeds: the models' and the bootstrap's."""
+    lines = ["", "## Seeds", ""]
     seeds = sorted({str(h.protocol.seed) for h in headers})
     lines.append(f"- Model seed(s): {', '.join(seeds) if seeds else 'unknown'}")
     lines.append(f"- Bootstrap: {RESAMPLES} resamples over tasks, percentile 95%, seed {SEED}")
-    lines += ["", "## Hardware", ""]
+    return lines
+
+
+def _hardware_lines(headers: Sequence[SessionHeader], manifest: dict[str, Any]) -> list[str]:
+    """## Hardware: the GPUs the sessions recorded, and the run's host."""
+    lines = ["", "## Hardware", ""]
     gpus = sorted({(h.gpu.slug, h.gpu.name, h.gpu.driver, h.gpu.cuda) for h in headers if h.gpu is not None})
     for slug, name, driver, cuda in gpus:
         lines.append(f"- GPU: {name} (`{slug}`), driver {driver or '?'}, CUDA {cuda or '?'}")
@@ -106,8 +146,13 @@ def card(
     host = manifest.get("host")
     if host:
         lines.append(f"- Host: {json.dumps(host, sort_keys=True)}")
+    return lines
+
+
+def _exclusion_lines(groups: Sequence[GroupMetrics], left_out: Sequence[str]) -> list[str]:
+    """## Exclusions: infrastructure-hit attempts, flagged successes, and what the tables left out."""
     infra = sum(g.n_infra_excluded for g in groups)
-    lines += [
+    return [
         "",
         "## Exclusions",
         "",
@@ -116,7 +161,6 @@ def card(
         f"counted apart and never as successes: {sum(g.n_flagged_successes for g in groups)}",
         *(f"- {line}" for line in left_out),
     ]
-    return "\n".join(lines) + "\n"
 
 
 def _cost_lines(
