@@ -529,7 +529,6 @@ def with_tables(
     from beavertui.engine.metrics.bootstrap import SEED
     from beavertui.reports.tables import (
         analysis_table,
-        breakdown_table,
         few_shot_grid,
         few_shot_table,
         kendall_table,
@@ -568,26 +567,8 @@ def with_tables(
         tables.append(swing_table(report.swing))
     if report.kendall:
         tables.append(kendall_table(report.kendall))
+    tables += _breakdown_tables(report, by, resamples, seed)
     from dataclasses import replace
-
-    if by:
-        for name in dict.fromkeys(by):
-            unknown = 0
-            if name == "observed":
-                attr = _observed_labels(report.table)
-                name = "observed category"
-                if report.stats is not None:
-                    unknown = len(report.stats.observed_unrecorded & set(attr))
-            else:
-                attr = _task_attribute(report.table, "family" if name == "family" else "label")
-            t = breakdown_table(groups, attr, name, resamples=resamples, seed=seed)
-            if unknown:
-                say = (
-                    f"{unknown} task(s) grouped by their label: their session headers were written before "
-                    "beavertui recorded the observed category, so whether validation corrected it is unknown"
-                )
-                t = replace(t, note=f"{t.note}\n{say}" if t.note else say)
-            tables.append(t)
 
     notes = report.notes()
     if notes:
@@ -595,6 +576,33 @@ def with_tables(
         tables = [replace(t, note=f"{t.note}\n{extra}" if t.note else extra) for t in tables]
     report.tables = tables
     return report
+
+
+def _breakdown_tables(report: Report, by: Sequence[str], resamples: int, seed: int) -> list[Any]:
+    """The ``--by`` breakdowns (family, category, observed category), each once, in the order asked."""
+    from dataclasses import replace
+
+    from beavertui.reports.tables import breakdown_table
+
+    tables = []
+    for name in dict.fromkeys(by):
+        unknown = 0
+        if name == "observed":
+            attr = _observed_labels(report.table)
+            name = "observed category"
+            if report.stats is not None:
+                unknown = len(report.stats.observed_unrecorded & set(attr))
+        else:
+            attr = _task_attribute(report.table, "family" if name == "family" else "label")
+        t = breakdown_table(report.groups, attr, name, resamples=resamples, seed=seed)
+        if unknown:
+            say = (
+                f"{unknown} task(s) grouped by their label: their session headers were written before "
+                "beavertui recorded the observed category, so whether validation corrected it is unknown"
+            )
+            t = replace(t, note=f"{t.note}\n{say}" if t.note else say)
+        tables.append(t)
+    return tables
 
 
 def paper_report_tables(report: Report) -> list[Any]:
