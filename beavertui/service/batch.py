@@ -205,95 +205,161 @@ def _run_batch(
     stop: threading.Event | None,
     say: Callable[[str], None],
 ) -> int:
-    manifest, run_dir, tasks = run.manifest, run.run_dir, run.tasks
     gpus = visible_gpus(options.gpus)
-    jobs = plan(manifest, run_dir)
+    jobs = plan(run.manifest, run.run_dir)
     if options.retry_infra:
         jobs = [dataclasses.replace(j, retry_infra=True) for j in jobs]
     tracker = Tracker(jobs)
     parallel = options.jobs or max(2, 32 * max(1, len(gpus)))  # a ceiling: the admission decides when
     t0 = time.monotonic()
     window = _Deadline(options.start_until_s) if options.start_until_s is not None else None
-    cache = None
-    pool: GpuPool | None = None
-    lane: TimingLane | None = None
     if options.executor == "ray":
-        from beavertui.batch.ray_executor import NODE_CACHE, run_ray
-        from beavertui.service.environment import local_config
-
-        if stop is not None:
-            raise BeaverError("the Ray executor cannot be stopped from the dashboard; run it without --tui")
-        if window is not None:
-            raise BeaverError(
-                "--start-until works with the local executor; Ray schedules its sessions itself"
-            )
-        manifest.gpus = []
-        write_manifest(run_dir, manifest)
-        # each node's compile cache: --cache DIR names that folder on every node, --no-cache none
-        node_cache = None if options.no_cache else str(options.cache) if options.cache else NODE_CACHE
-        try:
-            with display(tracker, parallel):
-                run_ray(
-                    jobs,
-                    manifest,
-                    run_dir,
-                    tracker,
-                    address=options.address,
-                    toolchain=run.toolchain,
-                    parallel=options.jobs,
-                    config=local_config() if run.toolchain == "local" else None,
-                    cache=node_cache,
-                )
-        except KeyboardInterrupt:
-            _interrupted(manifest, run_dir, tracker, say, _go_on(options, run_dir))
+        _run_on_ray(options, run, jobs, tracker, parallel, display=display, stop=stop, window=window, say=say)
+        ran = _Ran(None, None, None)
     else:
-        toolchain, pool, builds, cache = make_toolchain(run.toolchain, gpus, options, run_dir)
-        manifest.gpus = [g.index for g in pool.gpus]
-        write_manifest(run_dir, manifest)
-        halt = _Either(pool.exhausted, *(f for f in (stop, window) if f is not None))
-        # a timing stage holds its GPU alone; the lane's other workers prepare the next timings meanwhile
-        lane = (
-            TimingLane(toolchain, tasks, workers=len(pool.gpus) * WORKERS_PER_GPU)
-            if options.timing_lane
-            else None
+        ran = _run_here(
+            options, run, jobs, tracker, gpus, parallel, display=display, stop=stop, window=window, say=say
         )
-        try:
-            with display(tracker, parallel):
-                run_local(
-                    jobs,
-                    tasks,
-                    toolchain,
-                    run_dir,
-                    parallel=parallel,
-                    retries=manifest.retries,
-                    tracker=tracker,
-                    stop=halt,
-                    admission=Admission(pool, builds),
-                    lane=lane,
-                    replies=run.replies,
-                )
-        except KeyboardInterrupt:
-            _interrupted(manifest, run_dir, tracker, say, _go_on(options, run_dir))
     wall = time.monotonic() - t0
     totals = tracker.totals()
-    infra = read_infra(run_dir)
+    infra = read_infra(run.run_dir)
+    summary = _summary(totals, infra, wall, ran)
+    no_gpu = ran.pool is not None and ran.pool.exhausted.is_set()
+    run.manifest.summary = summary
+    run.manifest.status = "finished" if totals["done"] == totals["total"] and not no_gpu else "interrupted"
+    write_manifest(run.run_dir, run.manifest)
+    _say_totals(options, run.run_dir, totals, summary, infra, wall, ran, say)
+    return _exit_status(options, run.run_dir, totals, no_gpu=no_gpu, stop=stop, window=window, say=say)
+
+
+@dataclasses.dataclass(frozen=True)
+class _Ran:
+    """What the local executor ran with (None under Ray): its GPU pool, timing lane and compile cache."""
+
+    pool: GpuPool | None
+    lane: TimingLane | None
+    cache: Any
+
+
+def _run_on_ray(
+    options: BatchOptions,
+    run: PreparedRun,
+    jobs: list[Any],
+    tracker: Tracker,
+    parallel: int,
+    *,
+    display: Progress,
+    stop: threading.Event | None,
+    window: _Deadline | None,
+    say: Callable[[str], None],
+) -> None:
+    """Run the jobs on a Ray cluster (no dashboard stop, no --start-until: Ray schedules them itself)."""
+    from beavertui.batch.ray_executor import NODE_CACHE, run_ray
+    from beavertui.service.environment import local_config
+
+    manifest, run_dir = run.manifest, run.run_dir
+    if stop is not None:
+        raise BeaverError("the Ray executor cannot be stopped from the dashboard; run it without --tui")
+    if window is not None:
+        raise BeaverError("--start-until works with the local executor; Ray schedules its sessions itself")
+    manifest.gpus = []
+    write_manifest(run_dir, manifest)
+    # each node's compile cache: --cache DIR names that folder on every node, --no-cache none
+    node_cache = None if options.no_cache else str(options.cache) if options.cache else NODE_CACHE
+    try:
+        with display(tracker, parallel):
+            run_ray(
+                jobs,
+                manifest,
+                run_dir,
+                tracker,
+                address=options.address,
+                toolchain=run.toolchain,
+                parallel=options.jobs,
+                config=local_config() if run.toolchain == "local" else None,
+                cache=node_cache,
+            )
+    except KeyboardInterrupt:
+        _interrupted(manifest, run_dir, tracker, say, _go_on(options, run_dir))
+
+
+def _run_here(
+    options: BatchOptions,
+    run: PreparedRun,
+    jobs: list[Any],
+    tracker: Tracker,
+    gpus: list[Any],
+    parallel: int,
+    *,
+    display: Progress,
+    stop: threading.Event | None,
+    window: _Deadline | None,
+    say: Callable[[str], None],
+) -> _Ran:
+    """Run the jobs on this machine's GPUs, until done, stopped, past --start-until or out of GPUs."""
+    manifest, run_dir, tasks = run.manifest, run.run_dir, run.tasks
+    toolchain, pool, builds, cache = make_toolchain(run.toolchain, gpus, options, run_dir)
+    manifest.gpus = [g.index for g in pool.gpus]
+    write_manifest(run_dir, manifest)
+    halt = _Either(pool.exhausted, *(f for f in (stop, window) if f is not None))
+    # a timing stage holds its GPU alone; the lane's other workers prepare the next timings meanwhile
+    lane = (
+        TimingLane(toolchain, tasks, workers=len(pool.gpus) * WORKERS_PER_GPU)
+        if options.timing_lane
+        else None
+    )
+    try:
+        with display(tracker, parallel):
+            run_local(
+                jobs,
+                tasks,
+                toolchain,
+                run_dir,
+                parallel=parallel,
+                retries=manifest.retries,
+                tracker=tracker,
+                stop=halt,
+                admission=Admission(pool, builds),
+                lane=lane,
+                replies=run.replies,
+            )
+    except KeyboardInterrupt:
+        _interrupted(manifest, run_dir, tracker, say, _go_on(options, run_dir))
+    return _Ran(pool, lane, cache)
+
+
+def _summary(totals: dict[str, Any], infra: list[dict[str, Any]], wall: float, ran: _Ran) -> dict[str, Any]:
+    """The manifest's summary of the run: the tracker's totals, wall time, infrastructure failures, and the
+    timing lane's, compile cache's and GPUs' accounts where the run had them."""
     summary: dict[str, Any] = {
         **totals,
         "wall_s": round(wall, 2),
         "infra_failures": len(infra),
         "infra_retried": sum(1 for r in infra if r.get("retried")),
     }
-    if lane is not None:
-        summary["timing_lane"] = {"appended": lane.appended, "failed": len(lane.failed)}
-    if cache is not None:
-        summary["compile_cache"] = cache.summary()
-    if pool is not None:
-        summary["gpu_busy_fraction"] = {k: round(v, 3) for k, v in pool.busy_fraction(wall).items()}
-        summary["gpus_removed"] = {g.index: g.failures[-1] for g in pool.gpus if not g.healthy}
-    manifest.summary = summary
-    no_gpu = pool is not None and pool.exhausted.is_set()
-    manifest.status = "finished" if totals["done"] == totals["total"] and not no_gpu else "interrupted"
-    write_manifest(run_dir, manifest)
+    if ran.lane is not None:
+        summary["timing_lane"] = {"appended": ran.lane.appended, "failed": len(ran.lane.failed)}
+    if ran.cache is not None:
+        summary["compile_cache"] = ran.cache.summary()
+    if ran.pool is not None:
+        summary["gpu_busy_fraction"] = {k: round(v, 3) for k, v in ran.pool.busy_fraction(wall).items()}
+        summary["gpus_removed"] = {g.index: g.failures[-1] for g in ran.pool.gpus if not g.healthy}
+    return summary
+
+
+def _say_totals(
+    options: BatchOptions,
+    run_dir: Path,
+    totals: dict[str, Any],
+    summary: dict[str, Any],
+    infra: list[dict[str, Any]],
+    wall: float,
+    ran: _Ran,
+    say: Callable[[str], None],
+) -> None:
+    """The run's account on stderr: sessions, infrastructure failures, token limits, the timing lane, the
+    compile cache, GPUs taken out, and the metrics command."""
+    lane, cache = ran.lane, ran.cache
     say(
         f"beavertui: {totals['done']}/{totals['total']} sessions ({totals['skipped']} already done), "
         f"{totals['passed']} passed, {totals['infra_ended']} ended by infrastructure failures, "
@@ -321,6 +387,19 @@ def _run_batch(
     for idx, why in summary.get("gpus_removed", {}).items():
         say(f"beavertui: GPU {idx} taken out of the schedule after repeated failures: {why}")
     say(f"beavertui: metrics: beavertui metrics {run_dir}")
+
+
+def _exit_status(
+    options: BatchOptions,
+    run_dir: Path,
+    totals: dict[str, Any],
+    *,
+    no_gpu: bool,
+    stop: threading.Event | None,
+    window: _Deadline | None,
+    say: Callable[[str], None],
+) -> int:
+    """The exit status, and what to do about sessions left unfinished or without a verdict."""
     if no_gpu:
         left = totals["total"] - totals["done"] + totals["failed"]
         say(
