@@ -109,6 +109,26 @@ class ReleaseConfig:
 
 def read_release_config(path: Path) -> ReleaseConfig:
     """Model, endpoint variable names, decoding, extra body, protocol and task list of a release config."""
+    doc = _config_doc(path)
+    api, exp = doc["api"], doc["experiment"]
+    notes: list[str] = []
+    model = _config_model(path, api, notes)
+    protocol = _config_protocol(path, api, exp, notes)
+    temperature = api.get("temperature")
+    if temperature is None:
+        notes.append(f"{path.name}: no temperature: the harness's default 0.7")
+    if model.reasoning_effort is not None:
+        notes.append(
+            f"{path.name}: reasoning_effort {model.reasoning_effort} is sent as the release sends it"
+        )
+    tasks = exp.get("tasks") or []
+    if not isinstance(tasks, list) or not all(isinstance(t, str) for t in tasks):
+        raise BeaverError(f"{path}: experiment.tasks is not a list of task ids")
+    return ReleaseConfig(path, model, protocol, tuple(tasks), tuple(notes))
+
+
+def _config_doc(path: Path) -> dict[str, Any]:
+    """The config's YAML, with its api and experiment sections."""
     try:
         import yaml
     except ImportError:
@@ -127,12 +147,14 @@ def read_release_config(path: Path) -> ReleaseConfig:
         or not isinstance(doc.get("experiment"), dict)
     ):
         raise BeaverError(f"{path}: not a CUDABeaver config (no api and experiment sections)")
-    api, exp = doc["api"], doc["experiment"]
-    notes: list[str] = []
+    return doc
+
+
+def _config_model(path: Path, api: Any, notes: list[str]) -> Any:
+    """The config's api section as a ModelSpec (a placeholder base_url dropped, said in ``notes``)."""
     from pydantic import ValidationError
 
     from beavertui.batch.protocol_file import ModelSpec
-    from beavertui.engine.session.protocol import Protocol
 
     base_url = api.get("base_url")
     if isinstance(base_url, str) and _PLACEHOLDER.match(base_url.strip()):
@@ -158,6 +180,15 @@ def read_release_config(path: Path) -> ReleaseConfig:
         )
     except (KeyError, ValidationError, TypeError, ValueError) as exc:
         raise BeaverError(f"{path}: api: {str(exc).splitlines()[0]}") from None
+    return model
+
+
+def _config_protocol(path: Path, api: Any, exp: Any, notes: list[str]) -> Any:
+    """The config's experiment section (and the api's temperature) as a Protocol."""
+    from pydantic import ValidationError
+
+    from beavertui.engine.session.protocol import Protocol
+
     method = exp.get("method", "iterative")
     level = exp.get("feedback_level", 3)
     if method not in ("iterative", "repeated"):
@@ -191,16 +222,7 @@ def read_release_config(path: Path) -> ReleaseConfig:
         )
     except (ValidationError, TypeError, ValueError) as exc:
         raise BeaverError(f"{path}: experiment: {str(exc).splitlines()[0]}") from None
-    if temperature is None:
-        notes.append(f"{path.name}: no temperature: the harness's default 0.7")
-    if model.reasoning_effort is not None:
-        notes.append(
-            f"{path.name}: reasoning_effort {model.reasoning_effort} is sent as the release sends it"
-        )
-    tasks = exp.get("tasks") or []
-    if not isinstance(tasks, list) or not all(isinstance(t, str) for t in tasks):
-        raise BeaverError(f"{path}: experiment.tasks is not a list of task ids")
-    return ReleaseConfig(path, model, protocol, tuple(tasks), tuple(notes))
+    return protocol
 
 
 def config_files(paths: Sequence[Path]) -> list[Path]:
