@@ -296,14 +296,34 @@ def plan(
         raise BeaverError(f"{loaded.root}: no runnable task matches {tasks or '*'}")
     notes: list[str] = []
     specs: dict[str, Any] = {}
-    arm_sources: dict[tuple[str, str], tuple[Any, list[str]]] = {}
-    task_names: dict[str, list[str]] = {}
-    main_temp: dict[str, float] = {}
     for name in models:
         specs.setdefault(name, ModelSpec.named(name))
     if models_file is not None:
         for listed in load_batch_file(find_protocol_file(str(models_file))).models:
             specs.setdefault(listed.name, listed)
+    arm_sources, task_names, main_temp = _config_arms(configs, specs, notes)
+    if not specs:
+        raise BeaverError("no models: give --models, --models-from or --release-configs")
+
+    arms = _grid_arms(specs, axes, arm_sources, main_temp)
+    task_map = _task_map(specs, task_names, corpus_ids, wanted, loaded.root, notes)
+    if not any(task_map.values()):  # a grid of no session would "succeed" having run nothing
+        why = next((n for n in notes if "not runnable" in n), notes[-1])
+        raise BeaverError(
+            f"{loaded.root}: no model has a task to run here ({why}): give the --corpus its tasks are in, or "
+            "--tasks that match"
+        )
+    return Plan(loaded.root, arms, task_map, notes)
+
+
+def _config_arms(
+    configs: Sequence[Path], specs: dict[str, Any], notes: list[str]
+) -> tuple[dict[tuple[str, str], tuple[Any, list[str]]], dict[str, list[str]], dict[str, float]]:
+    """What the release configs ask for: each (model, protocol) arm with the configs naming it, each model's
+    tasks, and the temperature of each model's main arm; their models join ``specs``."""
+    arm_sources: dict[tuple[str, str], tuple[Any, list[str]]] = {}
+    task_names: dict[str, list[str]] = {}
+    main_temp: dict[str, float] = {}
     for path in config_files(configs) if configs else []:
         cfg = read_release_config(path)
         notes += [n for n in cfg.notes if n not in notes]
@@ -312,16 +332,23 @@ def plan(
         if have != cfg.model and have.model_copy(update={"base_url": cfg.model.base_url}) != cfg.model:
             notes.append(f"{path.name}: decoding differs from {name}'s first config; the first is used")
         key = (name, json.dumps(cfg.protocol.key(), sort_keys=True))
-        proto, srcs = arm_sources.setdefault(key, (cfg.protocol, []))
+        _, srcs = arm_sources.setdefault(key, (cfg.protocol, []))
         srcs.append(str(path))
         task_names.setdefault(name, [])
         task_names[name] += [t for t in cfg.tasks if t not in task_names[name]]
         cp = cfg.protocol
         if (cp.method, cp.feedback, cp.history, cp.few_shot) == ("iterative", "L3", 4, "none"):
             main_temp.setdefault(name, cfg.protocol.temperature)
-    if not specs:
-        raise BeaverError("no models: give --models, --models-from or --release-configs")
+    return arm_sources, task_names, main_temp
 
+
+def _grid_arms(
+    specs: dict[str, Any],
+    axes: Sequence[str],
+    arm_sources: dict[tuple[str, str], tuple[Any, list[str]]],
+    main_temp: dict[str, float],
+) -> list[Arm]:
+    """Every arm the axes need for every model, each once, then the configs' arms off the paper's grid."""
     arms: list[Arm] = []
     seen: set[tuple[str, str]] = set()
 
@@ -356,6 +383,18 @@ def plan(
             if m == name and (m, k) not in seen:
                 # a config's arm off the paper's grid: gate 0.7 after the run like the rest, run as given
                 add(spec, proto, "config", srcs)
+    return arms
+
+
+def _task_map(
+    specs: dict[str, Any],
+    task_names: dict[str, list[str]],
+    corpus_ids: list[str],
+    wanted: list[str],
+    root: Path,
+    notes: list[str],
+) -> dict[str, list[str]]:
+    """Each model's tasks: its configs' that are runnable here and wanted, else every wanted task."""
     task_map: dict[str, list[str]] = {}
     for name in specs:
         if task_names.get(name):
@@ -364,20 +403,14 @@ def plan(
             if unknown:
                 notes.append(
                     f"{name}: {len(unknown)} of {len(task_names[name])} configured tasks are not runnable in "
-                    f"{loaded.root}" + (f" (e.g. {', '.join(unknown[:3])})" if unknown else "")
+                    f"{root}" + (f" (e.g. {', '.join(unknown[:3])})" if unknown else "")
                 )
             task_map[name] = found
         else:
             task_map[name] = list(wanted)
         if not task_map[name]:
             notes.append(f"{name}: no task of its list is in this corpus: its arms run nothing")
-    if not any(task_map.values()):  # a grid of no session would "succeed" having run nothing
-        why = next((n for n in notes if "not runnable" in n), notes[-1])
-        raise BeaverError(
-            f"{loaded.root}: no model has a task to run here ({why}): give the --corpus its tasks are in, or "
-            "--tasks that match"
-        )
-    return Plan(loaded.root, arms, task_map, notes)
+    return task_map
 
 
 # ----------------------------------------------------------------------------------------------- run
