@@ -408,3 +408,25 @@ def test_every_key_of_browse_json_is_in_the_readme(capsys: pytest.CaptureFixture
     paragraph = readme.split("`browse --format json` prints", 1)[1].split("\n\n", 1)[0]
     missing = sorted(keys - set(re.findall(r"`(\w+)`", paragraph)))
     assert len(keys) > 10 and not missing, missing
+
+
+def test_every_key_of_batch_json_is_in_the_readme(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`batch --dry-run --json` (the plan) and `batch --json` (the summary at its end), on the bundled
+    demos, write only keys the README's "A batch as JSON" names."""
+    import json
+
+    from beavertui.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("HOME", str(tmp_path))  # no cache of the user's is read or written
+    assert main(["batch", "--demo", "--dry-run", "--json"]) == 0
+    plan = json.loads(capsys.readouterr().out)
+    assert main(["batch", "--demo", "--json", "--run-id", "docs"]) == 0
+    summary = json.loads(capsys.readouterr().out.splitlines()[-1])
+    keys = {*plan, *plan["sessions"][0], *summary, *summary["groups"][0]}
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    paragraph = readme.split("**A batch as JSON.**", 1)[1].split("\n\n", 1)[0]
+    missing = sorted(keys - set(re.findall(r"`(\w+)`", paragraph)))
+    assert not missing, missing
