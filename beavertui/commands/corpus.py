@@ -445,21 +445,39 @@ def _minimize_plan(the_plan: Any) -> int:
     return 0
 
 
+#: The largest task list file (``--tasks @FILE``, ``--tasks-file``) read.
+MAX_TASK_LIST_BYTES = 1 << 20
+
+
+def _task_list(path: str | Path, what: str) -> list[str]:
+    """The task ids of a list file, one a line (``#`` starts a comment), read as a regular UTF-8 file of at
+    most 1 MiB (a FIFO or /dev/zero would hang); a list that names no task is refused, never read as every
+    task."""
+    from beavertui.engine.fileio import read_small_text
+
+    try:
+        text = read_small_text(path, MAX_TASK_LIST_BYTES, "task list")
+    except OSError as exc:
+        raise BeaverError(f"{what}: cannot read ({exc.strerror or exc})") from None
+    ids = [line.split("#", 1)[0].strip() for line in text.splitlines()]
+    ids = [i for i in ids if i]
+    if not ids:
+        raise BeaverError(f"{what}: lists no task id (one a line, # starts a comment)")
+    return ids
+
+
 def _patterns(args: Any) -> list[str]:
-    """Task ids and patterns, comma-separated; ``@FILE`` reads one a line (``#`` starts a comment)."""
+    """Task ids and patterns, comma-separated; ``@FILE`` reads one a line (``#`` starts a comment). Given,
+    they must name at least one task: an empty --tasks is refused, not read as every task."""
     out = []
     for arg in args:
         for item in (p.strip() for p in arg.split(",")):
             if item.startswith("@"):
-                try:
-                    text = Path(item[1:]).read_text(encoding="utf-8")
-                except OSError as exc:
-                    raise BeaverError(f"--tasks {item}: cannot read ({exc.strerror or exc})") from None
-                out += [
-                    line.split("#")[0].strip() for line in text.splitlines() if line.split("#")[0].strip()
-                ]
+                out += _task_list(item[1:], f"--tasks {item}")
             elif item:
                 out.append(item)
+    if args and not out:
+        raise BeaverError("--tasks names no task: give task ids or patterns, or leave it out for every task")
     return out
 
 
@@ -478,7 +496,6 @@ def _validate_status(results: list[Any], problems: tuple[str, ...] | list[str]) 
 
 
 def _baselines_tasks(args: argparse.Namespace) -> list[Any]:
-    from beavertui.engine.fileio import read_small_text
 
     load = _load(args)
     tasks = list(load.tasks)
@@ -489,9 +506,7 @@ def _baselines_tasks(args: argparse.Namespace) -> list[Any]:
         )
         raise BeaverError(f"--task {why}")
     if args.tasks_file is not None:
-        text = read_small_text(args.tasks_file, 1 << 20, "task list")
-        wanted = [ln.split("#", 1)[0].strip() for ln in text.splitlines()]
-        keep = {w for w in wanted if w}
+        keep = set(_task_list(args.tasks_file, str(args.tasks_file)))
         missing = sorted(keep - {t.id for t in tasks})
         if missing:
             raise BeaverError(f"{args.tasks_file}: not in the corpus: {', '.join(missing[:5])}")

@@ -79,7 +79,7 @@ def test_bad_input_is_one_line_and_other_families_are_skipped_with_the_reason(
     )
     assert "no task of" in capsys.readouterr().err
     assert main(["corpus", "minimize", "--corpus", str(real), "--tasks", "@/nonexistent/list"]) == 2
-    assert "--tasks @/nonexistent/list: cannot read" in capsys.readouterr().err
+    assert "/nonexistent/list: no such task list" in capsys.readouterr().err
     args = [
         "corpus",
         "minimize",
@@ -245,3 +245,43 @@ def test_a_search_without_nvcc_is_refused_before_it_poisons_the_store(
     assert err.strip().splitlines()[-1].startswith("beavertui: nvcc is not on PATH")
     assert not store.exists()
     assert main(_minimize(store, "--dry-run")) == 0
+
+
+def test_a_task_list_is_read_bounded_and_one_naming_no_task_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--tasks @FIFO`` and ``@/dev/zero`` hung (the latter filling memory), a list not UTF-8 was a
+    traceback, and an empty list, ``--tasks ''`` or ``--tasks ,`` searched every task of the corpus."""
+    import os
+
+    fifo, empty, comments, binary = (tmp_path / n for n in ("fifo", "empty.txt", "c.txt", "b.txt"))
+    os.mkfifo(fifo)
+    empty.write_text("")
+    comments.write_text("# nothing yet\n\n")
+    binary.write_bytes(b"\xff\xfe")
+    argv = ["corpus", "minimize", "--corpus", str(DATA), "--oracle", "compile", "--dry-run", "--tasks"]
+    cases = {
+        f"@{fifo}": "is a FIFO, not a task list",
+        "@/dev/zero": "is a device, not a task list",
+        f"@{binary}": "not UTF-8 text",
+        f"@{empty}": "lists no task id",
+        f"@{comments}": "lists no task id",
+        "": "--tasks names no task",
+        " , ": "--tasks names no task",
+    }
+    for given, says in cases.items():
+        assert main([*argv, given]) == 2, given
+        out = capsys.readouterr()
+        assert out.out == "" and says in out.err and len(out.err.splitlines()) == 1, (given, out.err)
+    for listed in (empty, comments):
+        args = [
+            "corpus",
+            "baselines",
+            "--corpus",
+            str(DATA),
+            "--table",
+            "--gpu-slug",
+            "nvidia_h200_sm_90_cuda_13_0",
+        ]
+        assert main([*args, "--tasks-file", str(listed)]) == 2
+        assert "lists no task id" in capsys.readouterr().err
