@@ -23,6 +23,9 @@ from beavertui.engine.session.events import Verdict
 from beavertui.engine.session.store import read_session
 from tests.cli_in_process import run_cli
 
+# 39 s in a serial run on a loaded 2-core machine: a parallel run starts it early
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[1]
 DEMO = ROOT / "sessions" / "demo"
 RECORDED = ROOT / "tests" / "data" / "recorded"

@@ -14,6 +14,9 @@ from beavertui.tui.app import BeaverApp
 from beavertui.tui.session_screen import SessionScreen
 from tests.tui.conftest import SIZE
 
+# 40 s in a serial run on a loaded 2-core machine: a parallel run starts it early
+pytestmark = pytest.mark.slow
+
 DEMO = sorted(session_files(demo_dir())) if demo_dir().is_dir() else []
 
 

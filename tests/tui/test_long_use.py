@@ -12,6 +12,7 @@ from __future__ import annotations
 import gc
 from pathlib import Path
 
+import pytest
 from textual.widget import Widget
 
 from beavertui.tui.app import BeaverApp
@@ -19,6 +20,9 @@ from beavertui.tui.browser import BrowserScreen
 from beavertui.tui.metrics_screen import MetricsScreen
 from beavertui.tui.session_screen import SessionScreen
 from tests.tui.conftest import wait_for
+
+# 41 s in a serial run on a loaded 2-core machine: a parallel run starts it early
+pytestmark = pytest.mark.slow
 
 
 def live_widgets() -> int:

@@ -12,6 +12,9 @@ from beavertui.tui.app import BeaverApp
 from beavertui.tui.session_screen import SessionScreen
 from tests.tui.conftest import SIZE
 
+# 27 s in a serial run on a loaded 2-core machine: a parallel run starts it early
+pytestmark = pytest.mark.slow
+
 ARMS = Path(__file__).resolve().parents[1] / "data" / "planning" / "sessions"
 
 

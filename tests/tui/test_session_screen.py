@@ -4,10 +4,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from beavertui.engine.session.store import SessionWriter, read_session
 from beavertui.tui.app import BeaverApp
 from beavertui.tui.session_screen import SessionScreen
 from tests.tui.conftest import DATA, SIZE, open_session, wait_for
+
+# 32 s in a serial run on a loaded 2-core machine: a parallel run starts it early
+pytestmark = pytest.mark.slow
 
 
 def pane(app, name: str) -> str:  # type: ignore[no-untyped-def]

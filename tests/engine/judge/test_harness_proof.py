@@ -29,7 +29,11 @@ ROOT = Path(__file__).resolve().parents[3]
 FIXTURE = ROOT / "tests" / "data" / "cheats" / "transpose_small"
 REFERENCE = (FIXTURE / "reference.cu").read_text()
 
-pytestmark = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed")
+# 33 s in a serial run on a loaded 2-core machine: a parallel run starts it early
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed"),
+]
 
 CONSTRUCTOR_CHEAT = (
     REFERENCE

@@ -25,6 +25,9 @@ from beavertui.engine.stage import stages
 from beavertui.engine.timing import kernelbench, reference
 from beavertui.engine.timing.speedup import DRIVER_PHASES, Timer, TimingConfig, phases_note, time_reference
 
+# 43 s in a serial run on a loaded 2-core machine: a parallel run starts it early
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[3]
 DRIVER = ROOT / "beavertui" / "engine" / "timing" / "kernelbench_driver.py"
 

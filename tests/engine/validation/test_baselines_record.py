@@ -26,6 +26,9 @@ from beavertui.engine.validation import baselines_record as rec
 from tests import torch_standin
 from tests.cli_in_process import run_cli
 
+# 34 s in a serial run on a loaded 2-core machine: a parallel run starts it early
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[3]
 CORPUS = ROOT / "corpus"
 H200 = GpuSignature(slug="nvidia_h200_sm_90_cuda_13_0", name="NVIDIA H200", compute_capability="9.0")
