@@ -66,7 +66,10 @@ def _bytecode_in_a_session_folder(config: pytest.Config) -> None:
 
     if not os.environ.get("PYTHONDONTWRITEBYTECODE") or os.environ.get("PYTHONPYCACHEPREFIX"):
         return
-    folder = tempfile.mkdtemp(prefix="beavertui-tests-pyc-")
+    # in memory where the machine has a tmpfs: the links below cost 0.7 s of CPU there, 6.8 s on ext4 /tmp
+    shm = "/dev/shm"
+    memory = shm if os.path.isdir(shm) and os.access(shm, os.W_OK) else None
+    folder = tempfile.mkdtemp(prefix="beavertui-tests-pyc-", dir=memory)
     config.stash[_PYC_KEY] = folder
     del os.environ["PYTHONDONTWRITEBYTECODE"]
     os.environ["PYTHONPYCACHEPREFIX"] = folder
