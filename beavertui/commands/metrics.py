@@ -361,26 +361,18 @@ def _group_json(
     return doc
 
 
-_JSON_NAMES = {
-    "pass@1": "pass@1",
-    "pass@k": "pass@k",
-    "debug": "debug_rate@k",
-    "stagnation": "stagnation_rate",
-    "degenerate": "degenerate_rate",
-    "degenerate_raw": "degenerate_rate_raw",
-    "degenerate_raw_floor": "degenerate_raw_noise_floor",
-}
-
-
 def _intervals(r: dict[str, Any]) -> dict[str, Any]:
     """{key of the group object: [lo, hi] or null}; the p sweep's under ``p_sweep`` by p."""
+    from beavertui.engine.metrics.registry import METRICS
+
+    keys = {m.rate: m.key for m in METRICS if m.rate is not None and m.key is not None}
     out: dict[str, Any] = {"p_sweep": {}}
     for name, rate in r.items():
         iv = None if rate.lo is None or rate.hi is None else [rate.lo, rate.hi]
         if name.startswith("p") and name[1:2].isdigit():
             out["p_sweep"][name[1:]] = iv
         else:
-            out[_JSON_NAMES.get(name, name)] = iv
+            out[keys.get(name, name)] = iv
     return out
 
 

@@ -14,6 +14,7 @@ import numpy as np
 
 from beavertui.engine.metrics.bootstrap import RESAMPLES, SEED, intervals
 from beavertui.engine.metrics.compute import P_SWEEP, GroupMetrics
+from beavertui.engine.metrics.registry import METRICS
 from beavertui.reports.cells import Cell, Rate, Table
 
 
@@ -28,27 +29,26 @@ def rates(g: GroupMetrics, resamples: int, seed: int) -> dict[str, Rate]:
 
 
 def _rates(g: GroupMetrics, resamples: int, seed: int) -> dict[str, Rate]:
+    """The registry's rates (engine/metrics/registry.py): the means (pass@1, pass@k), the p sweep, then
+    the ratios, each with its interval."""
     c = g.cells
     iv = intervals(c.means, c.nums, c.dens, resamples, seed, tasks=c.tasks)
-    names = ["pass@1", "pass@k", *(f"p{p:.1f}" for p in P_SWEEP)]
-    values = [g.pass_at_1, g.pass_at_k, *(g.p_sweep[p] for p in P_SWEEP)]
-    bound = [False, False, *(not g.p_sweep_exact.get(p, True) for p in P_SWEEP)]
-    out = {
-        n: Rate(
-            v, None if v is None else _f(iv.mean_lo[i]), None if v is None else _f(iv.mean_hi[i]), bound[i]
-        )
-        for i, (n, v) in enumerate(zip(names, values, strict=True))
-    }
-    for j, (n, v) in enumerate(
-        (
-            ("debug", g.debug_rate),
-            ("stagnation", g.stagnation_rate),
-            ("degenerate", g.degenerate_rate),
-            ("degenerate_raw", g.degenerate_rate_raw),
-            ("degenerate_raw_floor", g.degenerate_raw_noise_floor),
-        )
-    ):
-        out[n] = Rate(v, None if v is None else _f(iv.ratio_lo[j]), None if v is None else _f(iv.ratio_hi[j]))
+    bounds = {"mean": (iv.mean_lo, iv.mean_hi), "ratio": (iv.ratio_lo, iv.ratio_hi)}
+    out: dict[str, Rate] = {}
+
+    def add(name: str, v: float | None, kind: str, col: int, bound: bool = False) -> None:
+        lo, hi = bounds[kind]
+        out[name] = Rate(v, None if v is None else _f(lo[col]), None if v is None else _f(hi[col]), bound)
+
+    rated = [(m.rate, m.name, *m.interval) for m in METRICS if m.rate is not None and m.interval is not None]
+    for name, field, kind, col in rated:
+        if kind == "mean":
+            add(name, getattr(g, field), kind, col)
+    for j, p in enumerate(P_SWEEP):
+        add(f"p{p:.1f}", g.p_sweep[p], "mean", 2 + j, not g.p_sweep_exact.get(p, True))
+    for name, field, kind, col in rated:
+        if kind == "ratio":
+            add(name, getattr(g, field), kind, col)
     return out
 
 

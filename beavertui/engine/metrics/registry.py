@@ -21,7 +21,7 @@ from beavertui.engine.session.protocol import DETECTORS
 
 F64 = npt.NDArray[np.float64]
 
-#: The p values of the p sweep (docs/metrics.md).
+#: The p values of the p sweep (docs/metrics.md); their interval columns of TaskCells.means start at 2.
 P_SWEEP: tuple[float, ...] = (0.0, 0.1, 0.3, 0.5, 0.7, 1.0, 1.5, 2.0, 3.0)
 
 #: Columns of GroupSums.nums and .dens (and of TaskCells'): the ratio metrics.
@@ -94,6 +94,11 @@ class Metric:
     value: Callable[[GroupSums], Any]
     json: Callable[[Any], Any] = _same
     """The field's value as the JSON group object writes it."""
+    rate: str | None = None
+    """For a rate the tables print with its bootstrap interval: its name in reports.tables.rates."""
+    interval: tuple[str, int] | None = None
+    """Where bootstrap.intervals puts that interval: ("mean", column of TaskCells.means) or ("ratio", column
+    of TaskCells.nums and .dens)."""
 
 
 def ratio(num: float, den: float) -> float | None:
@@ -134,6 +139,8 @@ METRICS: tuple[Metric, ...] = (
         "fraction",
         "the first attempt succeeds at the gate",
         lambda s: s.rate(s.means[0]),
+        rate="pass@1",
+        interval=("mean", 0),
     ),
     Metric(
         "pass_at_k",
@@ -141,6 +148,8 @@ METRICS: tuple[Metric, ...] = (
         "fraction",
         "some counted attempt succeeds at the gate",
         lambda s: s.rate(s.means[1]),
+        rate="pass@k",
+        interval=("mean", 1),
     ),
     Metric(
         "debug_rate",
@@ -148,6 +157,8 @@ METRICS: tuple[Metric, ...] = (
         "fraction",
         "(pass@k - pass@1) / (1 - pass@1) over per-task means; None when pass@1 is 1",
         _iterative(lambda s: None if s.under_sampled else debug_rate(s.means[0], s.means[1])),
+        rate="debug",
+        interval=("ratio", DEBUG),
     ),
     Metric(
         "stagnation_rate",
@@ -155,6 +166,8 @@ METRICS: tuple[Metric, ...] = (
         "fraction",
         "of the trajectories whose loop never ended in success, the share a stagnation detector stopped",
         _iterative(lambda s: ratio(s.nums[STAGNATION], s.dens[STAGNATION])),
+        rate="stagnation",
+        interval=("ratio", STAGNATION),
     ),
     Metric(
         "dominant_stagnation",
@@ -204,6 +217,8 @@ METRICS: tuple[Metric, ...] = (
         "fraction",
         "of the first successes at iteration >= 2, the share slower than the reference beyond timing noise",
         _iterative(lambda s: ratio(s.nums[DEGENERATE], s.dens[DEGENERATE])),
+        rate="degenerate",
+        interval=("ratio", DEGENERATE),
     ),
     Metric(
         "degenerate_rate_raw",
@@ -211,6 +226,8 @@ METRICS: tuple[Metric, ...] = (
         "fraction",
         "the paper's literal rule: of the first successes at iteration >= 2, the share with speedup < 1.0",
         _iterative(lambda s: ratio(s.nums[DEGENERATE_RAW], s.dens[DEGENERATE_RAW])),
+        rate="degenerate_raw",
+        interval=("ratio", DEGENERATE_RAW),
     ),
     Metric(
         "degenerate_raw_noise_floor",
@@ -225,6 +242,8 @@ METRICS: tuple[Metric, ...] = (
                 else ratio(s.nums[NOISE_FLOOR], s.dens[NOISE_FLOOR])
             )
         ),
+        rate="degenerate_raw_floor",
+        interval=("ratio", NOISE_FLOOR),
     ),
     Metric(
         "n_degenerate_judged",

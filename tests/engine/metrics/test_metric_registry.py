@@ -63,3 +63,20 @@ def test_the_group_object_is_the_registry_in_order() -> None:
     assert it.as_json()["dominant_stagnation"] == "no_progress"
     assert [it.as_json()["p_sweep_bound"][p] for p in ("0.7", "1.0")] == ["exact", "lower_bound"]
     assert it.as_json()["p_sweep"]["0.0"] == 0.5
+
+
+def test_the_tables_rates_are_the_registrys() -> None:
+    from beavertui.engine.metrics.registry import P_SWEEP
+    from beavertui.reports.tables import rates
+
+    rows = [_row(t, 1, t == "A", speedup=1.2 if t == "A" else None) for t in "ABC"]
+    rows += [_row("B", 2, True, speedup=0.5, speedup_lo=0.4, speedup_hi=0.6), _row("C", 2, False)]
+    (g,) = compute_groups(from_rows(rows))
+    r = rates(g, 200, 1)
+    rated = [m for m in METRICS if m.rate is not None]
+    means = [m.rate for m in rated if m.interval is not None and m.interval[0] == "mean"]
+    ratios = [m.rate for m in rated if m.interval is not None and m.interval[0] == "ratio"]
+    assert list(r) == [*means, *(f"p{p:.1f}" for p in P_SWEEP), *ratios]
+    for m in rated:
+        assert r[m.rate].value == getattr(g, m.name)
+    assert r["degenerate_raw"].value == 1.0 and r["degenerate_raw"].lo == 1.0
