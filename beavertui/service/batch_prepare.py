@@ -189,9 +189,19 @@ def check_before_writing(
     machine's for the local executor; under Ray the cluster's (reached, and with GPUs for the local toolchain),
     whose workers build and run while this machine only writes the sessions."""
     from beavertui.batch.models import endpoint_config_of
-    from beavertui.engine.models.resolve import endpoint_config
+    from beavertui.engine.models.resolve import check_local, endpoint_config
     from beavertui.service.preflight import Endpoint, is_endpoint, preflight
 
+    # the models that are no endpoint, as far as they can be checked before a task: a script or a recorded
+    # session that is not there failed every session after the run folder was made
+    helpers = [
+        h for p in protocols for h in (getattr(p, "planner", None), getattr(p, "summariser", None)) if h
+    ]
+    for name in dict.fromkeys([*(m.model for m in models if getattr(m, "scripts", None) is None), *helpers]):
+        if name == "human":
+            raise BeaverError("the human model answers in live only: a batch has no one to ask")
+        if not is_endpoint(name):
+            check_local(name)
     endpoints = []
     for m in models:
         config = endpoint_config_of(m)

@@ -110,6 +110,25 @@ def task_scripted(name: str, task: Task, protocol: Protocol) -> Model:
     return ScriptedModel(replies, name=name)
 
 
+def check_local(name: str) -> None:
+    """A model that is no endpoint, checked as far as it can be before any session starts: a script file
+    (``scripted:FILE``) that is not there or holds no reply, a recorded session (``replay:SESSION``) that is
+    not there or has no header, refused in one line (a batch made its run folder first and failed every
+    session). A folder of scripts is checked task by task, as its sessions start."""
+    if name in TASK_SCRIPTED or name == DEMO_MODEL:
+        return
+    if name.startswith("scripted:"):
+        from beavertui.engine.models.scripted import load_script
+
+        path = Path(name.split(":", 1)[1])
+        if not path.is_dir():
+            load_script(path)
+    elif name.startswith("replay:"):
+        from beavertui.engine.models.replay import ReplayModel
+
+        ReplayModel(name.split(":", 1)[1])
+
+
 def build_model(
     name: str,
     task: Task,
