@@ -430,3 +430,22 @@ def test_every_key_of_batch_json_is_in_the_readme(
     paragraph = readme.split("**A batch as JSON.**", 1)[1].split("\n\n", 1)[0]
     missing = sorted(keys - set(re.findall(r"`(\w+)`", paragraph)))
     assert not missing, missing
+
+
+def test_every_key_of_corpus_validate_json_is_in_the_readme() -> None:
+    """`corpus validate --json` writes a task's validation (engine/validation/validate.py `TaskValidation`,
+    every field) with `valid`, `verdict`, `verdict_reason` and `observed_category` (commands/corpus.py);
+    the README's paragraph on it names each."""
+    import dataclasses
+
+    from beavertui.engine.validation.validate import TaskValidation
+
+    source = (ROOT / "beavertui" / "commands" / "corpus.py").read_text(encoding="utf-8")
+    start = source.index("{**asdict(r),")  # the object it prints: the fields, then the keys it adds
+    added = re.findall(r'"(\w+)": ', source[start : source.index("flush=True", start)])
+    assert {"valid", "verdict", "verdict_reason", "observed_category"} <= set(added)
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    paragraph = readme.split("`corpus validate --json` prints", 1)[1].split("\n\n", 1)[0]
+    named = set(re.findall(r"`(\w+)`", paragraph))
+    keys = [f.name for f in dataclasses.fields(TaskValidation)] + added
+    assert not [k for k in keys if k not in named], [k for k in keys if k not in named]
