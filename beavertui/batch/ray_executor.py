@@ -170,14 +170,14 @@ def code_fingerprint() -> dict[str, Any]:
         import hashlib
 
         import beavertui
+        from beavertui.engine.fileio import walk
 
         root = Path(beavertui.__file__).resolve().parent
         files = {}
-        for path in sorted(root.rglob("*")):
+        skip = {root / "_bundled"}
+        for path in walk(root, enter=lambda d: d not in skip and d.name != "__pycache__"):
             rel = path.relative_to(root)
-            if path.suffix not in _CODE_SUFFIXES or rel.parts[0] == "_bundled" or "__pycache__" in rel.parts:
-                continue
-            if path.is_file():
+            if path.suffix in _CODE_SUFFIXES and path.is_file():
                 files[rel.as_posix()] = hashlib.sha256(path.read_bytes()).hexdigest()[:16]
         _FINGERPRINT.update(version=beavertui.__version__, path=str(root), files=files)
     return dict(_FINGERPRINT)
