@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -213,33 +214,31 @@ def test_a_token_asked_for_but_missing_here_is_said_as_such(tmp_path: Path, node
 def test_a_node_with_other_beavertui_code_is_one_line_before_anything_is_written(
     tmp_path: Path, nodes: TwoNodes
 ) -> None:
-    """A third node joins whose workers import a copy of this checkout with one source file changed (the same
-    version): the batch sent it sessions as to any node (one of the five failed to run there, exit 3). Now the
-    batch stops first, in one line (exit 2), naming that node and the file that differs, and writes nothing;
-    the two nodes with this code run it."""
+    """The driver imports a copy of this checkout with one source file changed (the same version), the nodes
+    this checkout: a node's workers run other code than the driver's, which sent sessions to them as to any
+    node (one of five failed to run there, exit 3). Now the batch stops first, in one line (exit 2), naming a
+    node and the file that differs, and writes nothing. (The driver's copy, not a third node's: the check
+    compares the two the same way, and no node has to start for it.)"""
     copy = tmp_path / "other"
     shutil.copytree(ROOT / "beavertui", copy / "beavertui", ignore=shutil.ignore_patterns("__pycache__"))
     changed = copy / "beavertui" / "engine" / "session" / "usage.py"
     changed.write_text(changed.read_text() + "\n# another build of the same version\n")
-    env = {"PYTHONPATH": str(copy), "XDG_CACHE_HOME": str(nodes.cache), "BEAVERTUI_REPLY_CACHE": ""}
-    third = nodes.cluster.add_node(num_cpus=1, env_vars=env)
-    try:
-        nodes.cluster.wait_for_nodes()
-        p = batch("--demo", "--executor", "ray", "--address", nodes.address, "--run-id", "r",
-                  "--sessions-dir", tmp_path, "--quiet", cwd=tmp_path)  # fmt: skip
-        assert p.returncode == 2, p.stderr[-800:]
-        line = p.stderr.strip().splitlines()[-1]
-        assert line.startswith(
-            f"beavertui: the Ray node {third.address.split(':')[0]} (node {third.node_id[:8]}) runs other "
-            "beavertui code than this driver (engine/session/usage.py differs; its package at "
-            f"{copy / 'beavertui'}, this driver's at {ROOT / 'beavertui'}): "
-        ), line
-        assert not (tmp_path / "r").exists()
-    finally:
-        nodes.cluster.remove_node(third)
-    ok = batch("--demo", "--executor", "ray", "--address", nodes.address, "--run-id", "r", "--sessions-dir", tmp_path,
-               "--quiet", cwd=tmp_path)  # fmt: skip
-    assert ok.returncode == 0, ok.stderr[-800:]
+    p = batch("--demo", "--executor", "ray", "--address", nodes.address, "--run-id", "r",
+              "--sessions-dir", tmp_path, "--quiet", cwd=tmp_path, env={"PYTHONPATH": str(copy)})  # fmt: skip
+    assert p.returncode == 2, p.stderr[-800:]
+    line = p.stderr.strip().splitlines()[-1]
+    names = {
+        f"{n.address.split(':')[0]} (node {n.node_id[:8]})" for n in (nodes.cluster.head_node, nodes.second)
+    }
+    said = re.match(
+        r"beavertui: the Ray node (.+? \(node \w+\)) runs other beavertui code than this driver ", line
+    )
+    assert said and said.group(1) in names, line
+    assert line[said.end() :].startswith(
+        f"(engine/session/usage.py differs; its package at {ROOT / 'beavertui'}, this driver's at "
+        f"{copy / 'beavertui'}) (and 1 more node(s)): "
+    ), line  # both nodes run other code than this driver
+    assert not (tmp_path / "r").exists()
 
 
 def test_a_node_lost_mid_batch_fails_its_session_once_and_resume_finishes_it(
