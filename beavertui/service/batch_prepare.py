@@ -607,11 +607,27 @@ def check_resume(options: BatchOptions, manifest: RunManifest, corpus: Any) -> N
     """Refuse, in one line, a resume whose flags ask for another batch than run.json's (another corpus,
     protocol file, models or sample count); with ``--protocol FILE`` again, take the credentials of the
     file's models that run.json keeps ``[redacted]``."""
-    from beavertui.batch.protocol_file import expand, find_protocol_file, load_batch_file
-    from beavertui.batch.rundir import without_credentials
     from beavertui.engine.session.redaction import has_redactions
 
     where = f"--resume {options.resume}"
+    _check_resume_flags(options, manifest, corpus, where)
+    _check_resume_corpus(options, manifest, corpus, where)
+    needs_credentials = [
+        m.name for m in manifest.models if has_redactions(m.extra_body) or has_redactions(m.base_url)
+    ]
+    if options.protocol is None:
+        if needs_credentials:
+            raise BeaverError(
+                f"{where}: run.json keeps no credentials, and model(s) {', '.join(needs_credentials)} had some "
+                "(a base URL's user info or secret extra-body fields): give the run's protocol file again "
+                "with --protocol FILE"
+            )
+        return
+    _take_credentials(options, options.protocol, manifest, where, needs_credentials)
+
+
+def _check_resume_flags(options: BatchOptions, manifest: RunManifest, corpus: Any, where: str) -> None:
+    """Refuse --samples, --models, --run-id or --tasks that ask for another batch than the run's."""
     if options.samples is not None and options.samples != manifest.samples:
         raise BeaverError(
             f"{where}: the run has {manifest.samples} sample(s) per task, not {options.samples}: "
@@ -636,6 +652,11 @@ def check_resume(options: BatchOptions, manifest: RunManifest, corpus: Any) -> N
                 f"{where}: --tasks {options.tasks} leaves out the run's task {missing[0]}{more}, and a resume "
                 "runs every task of the run: drop --tasks, or start a new run"
             )
+
+
+def _check_resume_corpus(options: BatchOptions, manifest: RunManifest, corpus: Any, where: str) -> None:
+    """Refuse a corpus that lacks a task of the run, holds another version of one, or (where run.json
+    records no fingerprints) is another folder than the run's."""
     by_id = {t.id: t for t in corpus.tasks}
     for tid in manifest.tasks:
         known = manifest.task_hashes.get(tid)
@@ -653,18 +674,17 @@ def check_resume(options: BatchOptions, manifest: RunManifest, corpus: Any) -> N
             f"{where}: the run's corpus is {manifest.corpus}, not {options.corpus} (this run.json "
             "records no task fingerprints to compare them by)"
         )
-    needs_credentials = [
-        m.name for m in manifest.models if has_redactions(m.extra_body) or has_redactions(m.base_url)
-    ]
-    if options.protocol is None:
-        if needs_credentials:
-            raise BeaverError(
-                f"{where}: run.json keeps no credentials, and model(s) {', '.join(needs_credentials)} had some "
-                "(a base URL's user info or secret extra-body fields): give the run's protocol file again "
-                "with --protocol FILE"
-            )
-        return
-    pfile = find_protocol_file(options.protocol)
+
+
+def _take_credentials(
+    options: BatchOptions, protocol: str, manifest: RunManifest, where: str, needs_credentials: list[str]
+) -> None:
+    """With --protocol FILE again: check it describes the run's protocols and models, and take the
+    credentials run.json keeps redacted from its models."""
+    from beavertui.batch.protocol_file import expand, find_protocol_file, load_batch_file
+    from beavertui.batch.rundir import without_credentials
+
+    pfile = find_protocol_file(protocol)
     spec = load_batch_file(pfile)
     given = [(p.slug, p.protocol) for p in expand(spec, str(pfile))]
     if given != [(e.slug, e.protocol) for e in manifest.protocols]:
