@@ -64,6 +64,10 @@ class ReplyCache:
             if doc.get("format") != FORMAT or doc.get("request") != json.loads(json.dumps(request)):
                 raise ValueError("another request")
             r = doc["reply"]
+            for name in ("prompt_tokens", "completion_tokens", "reasoning_tokens"):
+                value = r.get(name)  # a count no endpoint sends: the entry is damaged, not a reply
+                if value is not None and (type(value) is not int or value < 0):
+                    raise ValueError(f"{name}: {value!r}")
             found = Completion(
                 content=str(r["content"]),
                 prompt_tokens=r.get("prompt_tokens"),

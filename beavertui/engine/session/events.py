@@ -133,27 +133,27 @@ class Prices(_Frozen):
 class Usage(_Frozen):
     """Tokens, time and cost of a session's model calls (every reply, those of redone attempts too)."""
 
-    replies: int = 0
+    replies: int = Field(default=0, ge=0)
     """Replies received (from the endpoint or the reply cache)."""
-    prompt_tokens: int = 0
+    prompt_tokens: int = Field(default=0, ge=0)
     """Prompt tokens of the replies whose endpoint reported usage."""
-    completion_tokens: int = 0
+    completion_tokens: int = Field(default=0, ge=0)
     """Completion tokens, reasoning included."""
-    reasoning_tokens: int = 0
+    reasoning_tokens: int = Field(default=0, ge=0)
     """Of the completion tokens, those spent reasoning, summed over the replies whose endpoint says."""
-    unreported: int = 0
+    unreported: int = Field(default=0, ge=0)
     """Replies without a usage report (scripted models, endpoints that send none)."""
-    reasoning_unreported: int = 0
+    reasoning_unreported: int = Field(default=0, ge=0)
     """Of the replies with a usage report, those without a reasoning count (an endpoint that sends no
     ``completion_tokens_details.reasoning_tokens``): their reasoning is unknown, not 0, and in no sum. Absent
     from end lines written before it was recorded, read as 0 (every reasoning count taken as reported)."""
     latency_s: float = 0.0
     """Seconds waited for the replies fetched from the endpoint."""
-    cost_usd: float | None = None
+    cost_usd: float | None = Field(default=None, ge=0)
     """The replies at the model's prices; None when it has none."""
-    cached: int = 0
+    cached: int = Field(default=0, ge=0)
     """Replies served by the reply cache (not paid again)."""
-    paid_usd: float | None = None
+    paid_usd: float | None = Field(default=None, ge=0)
     """cost_usd less the replies served by the reply cache."""
 
     @property
@@ -353,22 +353,22 @@ class Reply(_Event):
     """Full reply text, up to MAX_REPLY_CHARS (the rest is dropped and counted in ``truncated_chars``)."""
     truncated_chars: int = Field(default=0, ge=0)
     """Characters of the endpoint's reply beyond MAX_REPLY_CHARS, not kept (0: the reply is whole)."""
-    prompt_tokens: int | None = None
+    prompt_tokens: int | None = Field(default=None, ge=0)
     """Prompt tokens as reported by the endpoint."""
-    completion_tokens: int | None = None
+    completion_tokens: int | None = Field(default=None, ge=0)
     """Completion tokens as reported by the endpoint (reasoning tokens included)."""
-    reasoning_tokens: int | None = None
+    reasoning_tokens: int | None = Field(default=None, ge=0)
     """Of the completion tokens, those the endpoint says were spent reasoning."""
     latency_s: float | None = 0.0
     """Seconds from request to last token (for a reply from the cache: of the call that fetched it); None
     when not recorded (an imported run)."""
-    cost_usd: float | None = None
+    cost_usd: float | None = Field(default=None, ge=0)
     """The call at the model's prices (header ``model.prices``); None without prices or usage."""
     cached: bool = False
     """Served by the reply cache: the same request was answered before and is not paid again."""
     finish_reason: str | None = None
     """Endpoint's finish reason."""
-    retries: int = 0
+    retries: int = Field(default=0, ge=0)
     """Retries spent on this call."""
     retry_reasons: list[str] = Field(default_factory=list)
     """One line per failed try of this call (what failed, how long it waited and why)."""
@@ -387,21 +387,21 @@ class _Call(_Event):
     """What it wrote, up to MAX_REPLY_CHARS."""
     truncated_chars: int = Field(default=0, ge=0)
     """Characters beyond MAX_REPLY_CHARS, not kept."""
-    prompt_tokens: int | None = None
+    prompt_tokens: int | None = Field(default=None, ge=0)
     """Prompt tokens as reported by the endpoint."""
-    completion_tokens: int | None = None
+    completion_tokens: int | None = Field(default=None, ge=0)
     """Completion tokens as reported by the endpoint (reasoning tokens included)."""
-    reasoning_tokens: int | None = None
+    reasoning_tokens: int | None = Field(default=None, ge=0)
     """Of the completion tokens, those the endpoint says were spent reasoning."""
     latency_s: float | None = 0.0
     """Seconds from request to last token."""
-    cost_usd: float | None = None
+    cost_usd: float | None = Field(default=None, ge=0)
     """The call at that model's prices; None without prices or usage."""
     cached: bool = False
     """Served by the reply cache."""
     finish_reason: str | None = None
     """Endpoint's finish reason."""
-    retries: int = 0
+    retries: int = Field(default=0, ge=0)
     """Retries spent on this call."""
     retry_reasons: list[str] = Field(default_factory=list)
     """One line per failed try of this call."""

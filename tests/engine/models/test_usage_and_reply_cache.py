@@ -532,3 +532,29 @@ def test_reasoning_an_endpoint_does_not_report_is_not_shown_as_zero(
     card = " ".join((tmp_path / "card.md").read_text().split())
     assert "out, reasoning not reported)" in card and f"out, {REASONING} reasoning)" in card
     assert f"{REASONING} reasoning in the 1 of 2 replies that report it" in card
+
+
+def test_a_negative_count_is_no_count(tmp_path: Path) -> None:
+    """A session line with a negative token count or cost was summed as is (the usage table showed -1200
+    prompt tokens); it is now a line the reader refuses, as one of the wrong type, and a reply cache entry
+    holding one is a damaged entry (a miss), not a reply whose session would then fail to be written."""
+    from pydantic import ValidationError
+
+    from beavertui.engine.models.base import Completion
+    from beavertui.engine.session.events import Usage
+
+    for field in ("prompt_tokens", "completion_tokens", "reasoning_tokens", "cost_usd"):
+        with pytest.raises(ValidationError):
+            Reply(t=None, iteration=1, content="x", **{field: -1})
+    for field in ("replies", "reasoning_unreported", "unreported", "cached", "cost_usd"):
+        with pytest.raises(ValidationError):
+            Usage(**{field: -3})
+    cache = ReplyCache(tmp_path / "c")
+    request = {"model": "m", "messages": [{"role": "user", "content": "k"}], "temperature": 0.0}
+    cache.put(request, Completion(content="ok", prompt_tokens=3, completion_tokens=2))
+    assert cache.get(request) is not None
+    (entry,) = (tmp_path / "c").rglob("*.json")
+    doc = json.loads(entry.read_text())
+    doc["reply"]["prompt_tokens"] = -600
+    entry.write_text(json.dumps(doc))
+    assert cache.get(request) is None and cache.stats.unreadable == 1
