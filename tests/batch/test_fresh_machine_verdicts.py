@@ -15,13 +15,13 @@ import tarfile
 from pathlib import Path
 
 import pytest
-from conftest import metrics_json
 
 from beavertui.cli import main
 from beavertui.engine.corpus import verdicts
 from beavertui.engine.corpus.load import load_corpus
 from beavertui.engine.toolchain.base import Toolchain
 from beavertui.engine.validation import on_the_run
+from tests.conftest import metrics_json
 
 ROOT = Path(__file__).resolve().parents[2]
 ARCHIVE = ROOT / "tests" / "data" / "release_fresh" / "release_fresh.tar.gz"

@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import metrics_json
 
 from beavertui.cli import main
 from beavertui.engine.corpus.load import load_corpus
@@ -26,6 +25,7 @@ from beavertui.engine.session.events import SessionEnd, Timed, Verdict
 from beavertui.engine.session.late import append_timing, pending
 from beavertui.engine.session.store import read_session
 from beavertui.engine.toolchain.recorded import RecordedToolchain
+from tests.conftest import metrics_json
 
 ROOT = Path(__file__).resolve().parents[2]
 ARCHIVE = ROOT / "tests" / "data" / "release_fresh" / "release_fresh.tar.gz"
