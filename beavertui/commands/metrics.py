@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from beavertui.commands.numbers import MAX_RESAMPLES, MIN_RESAMPLES, float_in, int_in
-from beavertui.commands.paths import session_path
+from beavertui.commands.paths import given_path, session_path
 from beavertui.engine.limits import MAX_GATE, MAX_SEED
 
 
@@ -81,7 +81,7 @@ def register(sub: Any) -> None:
     p.add_argument("--card", type=Path, help="also write the evaluation card (Markdown) to this file")
     p.add_argument(
         "--plots",
-        type=Path,
+        type=given_path,
         help="also write the figures into this folder: p_sweep.svg, swing.svg, stagnation_modes.svg, "
         "speedups.svg, levels.svg, ranks.svg",
     )

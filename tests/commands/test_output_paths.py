@@ -122,3 +122,13 @@ def test_a_session_out_that_exists_is_refused_before_anything_runs(
     p = run_cli(*(a.format(parent=parent, victim=victim) for a in argv), cwd=tmp_path)
     refused(p, "already exists, and a session file is never written over: give another path")
     assert p.stdout == "" and victim.read_text() == "my notes\n"
+
+
+@pytest.mark.parametrize("given", ["", "  "])
+def test_an_empty_plots_folder_is_refused_not_the_current_folder(
+    run: Path, tmp_path: Path, given: str
+) -> None:
+    """``--plots ""`` (an unset shell variable) wrote the figures into the current folder without a word."""
+    p = run_cli("metrics", run, "--plots", given, cwd=tmp_path)
+    refused(p, "--plots must be a path, not empty")
+    assert list(tmp_path.iterdir()) == []
