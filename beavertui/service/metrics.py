@@ -491,6 +491,7 @@ def load_pairings(source: Path, pairings_file: Path | None) -> list[Any]:
     """Named pairings: from a protocol file when given, else from the run directory's run.json."""
     from beavertui.engine.fileio import parse_json
     from beavertui.engine.metrics.swing import Pairing
+    from beavertui.engine.session.events import has_control
 
     if pairings_file is not None:
         from beavertui.batch.protocol_file import find_protocol_file, load_batch_file
@@ -506,8 +507,12 @@ def load_pairings(source: Path, pairings_file: Path | None) -> list[Any]:
         return []
     out = []
     for p in data.get("pairings", []) if isinstance(data, dict) else []:
-        if isinstance(p, dict) and isinstance(p.get("a"), dict) and isinstance(p.get("b"), dict):
-            out.append(Pairing(str(p.get("name", "pairing")), p["a"], p["b"]))
+        if not (isinstance(p, dict) and isinstance(p.get("a"), dict) and isinstance(p.get("b"), dict)):
+            continue
+        name = str(p.get("name", "pairing"))
+        # a name the protocol file could not hold (empty, a control character) is a damaged run.json's
+        if name and not has_control(name):
+            out.append(Pairing(name, p["a"], p["b"]))
     return out
 
 

@@ -104,3 +104,24 @@ def test_an_empty_model_name_is_refused_before_a_run_folder(tmp_path: Path) -> N
         assert not ep.requests
     assert out.returncode == 2 and "at least 1 character" in out.stderr, out.stderr
     assert not (tmp_path / "s").exists()
+
+
+def test_a_pairing_name_with_a_control_character_in_run_json_is_not_shown(tmp_path: Path) -> None:
+    """run.json keeps the pairings of the protocol file, which refuses such a name; a run.json that holds one
+    anyway (damaged, or written by hand) no longer sends it to the terminal."""
+    import json
+
+    from beavertui.service.metrics import load_pairings
+
+    (tmp_path / "run.json").write_text(
+        json.dumps(
+            {
+                "pairings": [
+                    {"name": f"x{ESC}", "a": {"feedback": "L3"}, "b": {"feedback": "L2"}},
+                    {"name": "", "a": {"feedback": "L3"}, "b": {"feedback": "L2"}},
+                    {"name": "kept", "a": {"feedback": "L3"}, "b": {"feedback": "L2"}},
+                ]
+            }
+        )
+    )
+    assert [p.name for p in load_pairings(tmp_path, None)] == ["kept"]
