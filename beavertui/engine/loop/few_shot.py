@@ -23,7 +23,6 @@ Departures, each because the release's own rule cannot be followed as written (d
 from __future__ import annotations
 
 import hashlib
-import json
 import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -32,7 +31,7 @@ from typing import Any
 
 from beavertui.engine.corpus.task import Task
 from beavertui.engine.errors import BeaverError
-from beavertui.engine.fileio import MAX_INPUT_BYTES, inside, read_small_text
+from beavertui.engine.fileio import MAX_INPUT_BYTES, inside, parse_json, read_small_text
 from beavertui.engine.session.events import Message
 from beavertui.engine.session.protocol import RELEASE_FEW_SHOT_CURATED, RELEASE_FEW_SHOT_POOL, Protocol
 
@@ -78,8 +77,8 @@ def _records(manifest: Path) -> list[dict[str, Any]]:
         if not line.strip():
             continue
         try:
-            record = json.loads(line)
-        except (ValueError, RecursionError):
+            record = parse_json(line)
+        except ValueError:
             raise BeaverError(f"{manifest}: line {number} is not JSON") from None
         if not isinstance(record, dict) or "task_id" not in record:
             raise BeaverError(f"{manifest}: line {number} is not a manifest record")
@@ -242,8 +241,8 @@ def load_curated(protocol: Protocol, task: Task) -> dict[str, Any]:
             "release: give a JSON map of task id to example task ids in few_shot_curated"
         )
     try:
-        data = json.loads(_read(path))
-    except (ValueError, RecursionError):
+        data = parse_json(_read(path))
+    except ValueError:
         raise BeaverError(f"few_shot_curated {path}: not valid JSON") from None
     mappings = data.get("mappings", data) if isinstance(data, dict) else None
     if not isinstance(mappings, dict):

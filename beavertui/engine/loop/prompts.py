@@ -30,9 +30,8 @@ MAX_SANITIZER_RECORDS = 5
 COMPILER_ERROR_LINES = 5
 MAX_WARNING_LINES = 10
 #: L3_raw (the release's harness/feedback.py _feedback_generic): a build and test output longer than
-#: RAW_LOG_LIMIT characters keeps its first and last RAW_LOG_HALF; the previous code is cut to RAW_CODE_LIMIT.
+#: RAW_LOG_LIMIT characters keeps its first and last half of it; the previous code is cut to RAW_CODE_LIMIT.
 RAW_LOG_LIMIT = 3000
-RAW_LOG_HALF = 1500
 RAW_CODE_LIMIT = 2000
 _ERROR = re.compile(r"\berror\b", re.IGNORECASE)
 _WARNING = re.compile(r"\bwarning\b", re.IGNORECASE)
@@ -192,12 +191,13 @@ def compiler_errors(attempt: AttemptState) -> list[str]:
     return head.splitlines() if head else ["(no output)"]
 
 
-def release_truncate(text: str, max_len: int) -> str:
-    """The release's ``_truncate``: the first and last half of ``max_len`` characters around a marker."""
+def release_truncate(text: str, max_len: int, marker: str = "\n... [truncated] ...\n") -> str:
+    """The release's ``_truncate``: the first and last half of ``max_len`` characters around a marker (the
+    release cuts the build and test output the same way, with another marker)."""
     if len(text) <= max_len:
         return text
     half = max_len // 2
-    return text[:half] + "\n... [truncated] ...\n" + text[-half:]
+    return text[:half] + marker + text[-half:]
 
 
 def _raw_output(stage: StageResult, marker: str) -> str:
@@ -226,8 +226,7 @@ def raw_feedback(attempt: AttemptState, components: Collection[str] | None = Non
     error_log = build_output
     if test_output:
         error_log += "\n" + test_output
-    if len(error_log) > RAW_LOG_LIMIT:
-        error_log = error_log[:RAW_LOG_HALF] + "\n...[truncated]...\n" + error_log[-RAW_LOG_HALF:]
+    error_log = release_truncate(error_log, RAW_LOG_LIMIT, "\n...[truncated]...\n")
     code = attempt.candidate.code if attempt.candidate is not None and attempt.candidate.code else ""
     return "\n".join(
         [
